@@ -1,0 +1,190 @@
+/**
+ * Micro-benchmark of the pure core (LeaseQueue) against its floor (bench/floor.ts).
+ *
+ *   npm run bench:core        (node --expose-gc --import tsx bench/core.ts)
+ *
+ * For each N: publish N jobs (ids `j${i}`, payload { n: i }), then reserve+ack them one at a
+ * time; `now` is a counter advanced by one per operation. Heap per job is the retained heap with
+ * the N jobs queued: gc, baseline, publish, gc, heapUsed - baseline, divided by N. Each figure is
+ * the median of 3 runs, after one warm-up run at N = 10^4. The core's loops give up once the run
+ * passes BUDGET_MS, so a slow core cannot hold the bench past ~2 minutes. It is a report: the
+ * exit code is 0 whether the targets pass or fail.
+ */
+import { LeaseQueue } from '../src/core/index.js';
+import { floorWorkload } from './floor.js';
+import { formatInteger, markdownTable } from './table.js';
+
+const JOB_COUNTS = [10_000, 100_000, 1_000_000];
+const WARM_UP_JOB_COUNT = 10_000;
+const REPETITIONS = 3;
+const BUDGET_MS = 90_000;
+
+interface Workload {
+  publishAll(jobCount: number, deadlineMs: number): void;
+  reserveAckAll(jobCount: number, deadlineMs: number): void;
+  verify(jobCount: number): void;
+}
+
+interface Sample {
+  publishMs: number;
+  reserveAckMs: number;
+  bytesPerJob: number;
+}
+
+class OverBudgetError extends Error {}
+
+function checkBudget(i: number, deadlineMs: number): void {
+  if ((i & 0x3fff) === 0 && performance.now() > deadlineMs) throw new OverBudgetError();
+}
+
+function coreWorkload(): Workload {
+  const queue = new LeaseQueue({ visibility: 30_000 });
+  const reserveOne = { max: 1 };
+  let now = 0;
+  return {
+    publishAll(jobCount, deadlineMs) {
+      for (let i = 0; i < jobCount; i++) {
+        checkBudget(i, deadlineMs);
+        queue.publish(now++, { id: `j${i}`, payload: { n: i } });
+      }
+    },
+    reserveAckAll(jobCount, deadlineMs) {
+      for (let i = 0; i < jobCount; i++) {
+        checkBudget(i, deadlineMs);
+        const delivery = queue.reserve(now++, reserveOne)[0];
+        if (delivery === undefined || !queue.ack(now++, delivery.token)) {
+          throw new Error(`core: job ${i} was not delivered and acked`);
+        }
+      }
+    },
+    verify(jobCount) {
+      const stats = queue.stats(now);
+      if (stats.published !== jobCount || stats.acks !== jobCount || stats.ready + stats.active !== 0) {
+        throw new Error(`core: published ${stats.published}, acked ${stats.acks} of ${jobCount}`);
+      }
+    },
+  };
+}
+
+function requireGc(): () => void {
+  if (globalThis.gc === undefined) throw new Error('run with node --expose-gc');
+  return globalThis.gc;
+}
+const gc = requireGc();
+
+function measure(createWorkload: () => Workload, jobCount: number, deadlineMs: number): Sample {
+  gc();
+  const baselineBytes = process.memoryUsage().heapUsed;
+  const workload = createWorkload();
+  const publishStartMs = performance.now();
+  workload.publishAll(jobCount, deadlineMs);
+  const publishMs = performance.now() - publishStartMs;
+  gc();
+  const bytesPerJob = (process.memoryUsage().heapUsed - baselineBytes) / jobCount;
+  const reserveStartMs = performance.now();
+  workload.reserveAckAll(jobCount, deadlineMs);
+  const reserveAckMs = performance.now() - reserveStartMs;
+  workload.verify(jobCount);
+  return { publishMs, reserveAckMs, bytesPerJob };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+/** Medians of the runs that finished, as rates; NaN everywhere when none did. */
+function summarize(jobCount: number, samples: Sample[]) {
+  const perSecond = (durationMs: number) => (jobCount / durationMs) * 1000;
+  return {
+    runs: samples.length,
+    publishPerSec: perSecond(median(samples.map((s) => s.publishMs))),
+    reserveAckPerSec: perSecond(median(samples.map((s) => s.reserveAckMs))),
+    jobsPerSec: perSecond(median(samples.map((s) => s.publishMs + s.reserveAckMs))),
+    bytesPerJob: median(samples.map((s) => s.bytesPerJob)),
+  };
+}
+
+const startMs = performance.now();
+const deadlineMs = startMs + BUDGET_MS;
+let overBudget = false;
+
+function measureCore(jobCount: number): Sample[] {
+  if (overBudget) return [];
+  try {
+    return [measure(coreWorkload, jobCount, deadlineMs)];
+  } catch (error) {
+    if (!(error instanceof OverBudgetError)) throw error;
+    overBudget = true;
+    return [];
+  }
+}
+
+measureCore(WARM_UP_JOB_COUNT);
+measure(floorWorkload, WARM_UP_JOB_COUNT, Number.POSITIVE_INFINITY);
+
+const results = JOB_COUNTS.map((jobCount) => {
+  const core: Sample[] = [];
+  const floor: Sample[] = [];
+  for (let run = 0; run < REPETITIONS; run++) {
+    core.push(...measureCore(jobCount));
+    floor.push(measure(floorWorkload, jobCount, Number.POSITIVE_INFINITY));
+  }
+  return { jobCount, core: summarize(jobCount, core), floor: summarize(jobCount, floor) };
+});
+
+const label = (jobCount: number) => `10^${Math.round(Math.log10(jobCount))}`;
+const show = (value: number) => (Number.isFinite(value) ? formatInteger(value) : '-');
+const ratio = (value: number) => (Number.isFinite(value) ? value.toFixed(2) : '-');
+
+console.log(`leaseq core vs floor, node ${process.version}, median of ${REPETITIONS} runs\n`);
+console.log(
+  markdownTable(
+    [
+      'N',
+      'core publish/s',
+      'core reserve+ack/s',
+      'core jobs/s',
+      'floor jobs/s',
+      'core/floor',
+      'heap B/job core',
+      'heap B/job floor',
+    ],
+    results.map(({ jobCount, core, floor }) => [
+      label(jobCount),
+      show(core.publishPerSec),
+      show(core.reserveAckPerSec),
+      show(core.jobsPerSec),
+      show(floor.jobsPerSec),
+      ratio(core.jobsPerSec / floor.jobsPerSec),
+      show(core.bytesPerJob),
+      show(floor.bytesPerJob),
+    ]),
+  ),
+);
+console.log();
+
+for (const { jobCount, core } of results) {
+  if (core.runs < REPETITIONS) {
+    console.log(
+      `note: core at ${label(jobCount)} finished ${core.runs} of ${REPETITIONS} runs ` +
+        `(the rest passed the ${BUDGET_MS / 1000} s budget)`,
+    );
+  }
+}
+
+const passFail = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
+const ratios = results.map((r) => r.core.jobsPerSec / r.floor.jobsPerSec);
+console.log(
+  `${passFail(ratios.every((r) => r >= 1 / 3))} core jobs/s >= 1/3 of floor jobs/s at every N: ` +
+    `${results.map((r, i) => `${label(r.jobCount)} ${ratio(ratios[i] ?? Number.NaN)}`).join(', ')} ` +
+    '(core/floor, need >= 0.33)',
+);
+const smallest = results[0]?.core.jobsPerSec ?? Number.NaN;
+const largest = results.at(-1)?.core.jobsPerSec ?? Number.NaN;
+console.log(
+  `${passFail(largest >= smallest / 2)} core jobs/s at ${label(JOB_COUNTS.at(-1) ?? 0)} within 2x ` +
+    `of ${label(JOB_COUNTS[0] ?? 0)}: ${show(largest)} vs ${show(smallest)} jobs/s ` +
+    `(${ratio(largest / smallest)}x, need >= 0.50)`,
+);
+console.log(`\ntotal ${((performance.now() - startMs) / 1000).toFixed(1)} s`);

@@ -1,0 +1,36 @@
+import type { QueueStats } from './types.js';
+
+/** The R17 counters that only ever grow. */
+export type Counters = Omit<
+  QueueStats,
+  'clock' | 'ready' | 'delayed' | 'active' | 'dead' | 'sessions' | 'oldestReadyAge'
+>;
+
+export function newCounters(): Counters {
+  return {
+    published: 0,
+    duplicates: 0,
+    deliveries: 0,
+    redeliveries: 0,
+    acks: 0,
+    nacks: 0,
+    expiries: 0,
+    sessionReleases: 0,
+    extensions: 0,
+    staleAcks: 0,
+    staleNacks: 0,
+    staleExtends: 0,
+    redriven: 0,
+    purged: 0,
+    deadLetters: {},
+    processingTime: { count: 0, sum: 0, max: 0 },
+  };
+}
+
+export function copyCounters(counters: Counters): Counters {
+  return {
+    ...counters,
+    deadLetters: { ...counters.deadLetters },
+    processingTime: { ...counters.processingTime },
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * The closed set of leaseq errors. Callers branch on `code`, which never changes once
+ * released; messages are for people and may be reworded.
+ */
+export type LeaseqErrorCode =
+  | 'INVALID_CLOCK'
+  | 'INVALID_ARGUMENT'
+  | 'SESSION_CLOSED'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'STORAGE_UNAVAILABLE'
+  | 'STORAGE_LOCKED'
+  | 'SCHEMA_TOO_NEW'
+  | 'CLOSED';
+
+export abstract class LeaseqError extends Error {
+  abstract readonly code: LeaseqErrorCode;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** R2: `now` is not an integer ≥ 0, or it is behind the queue's clock. Nothing changed. */
+export class ClockError extends LeaseqError {
+  readonly code = 'INVALID_CLOCK' as const;
+  constructor(
+    readonly now: unknown,
+    readonly clock: number,
+  ) {
+    super(
+      typeof now === 'number' && Number.isSafeInteger(now) && now >= 0
+        ? `now (${now}) is behind the queue clock (${clock}); time never goes back`
+        : `now must be a safe integer ≥ 0, got ${describe(now)}`,
+    );
+  }
+}
+
+/** A bad argument (all problems listed in `issues`). Thrown before anything changes. */
+export class ValidationError extends LeaseqError {
+  readonly code = 'INVALID_ARGUMENT' as const;
+  readonly issues: readonly string[];
+  constructor(issues: string | readonly string[], options?: { cause?: unknown }) {
+    const list = typeof issues === 'string' ? [issues] : issues;
+    super(list.join('; '), options);
+    this.issues = list;
+  }
+}
+
+/** R16: the named session was closed or timed out. Time still advanced (R3). */
+export class SessionClosedError extends LeaseqError {
+  readonly code = 'SESSION_CLOSED' as const;
+  constructor(readonly session: string) {
+    super(`session ${session} has ended`);
+  }
+}
+
+/** A named thing (queue, job) does not exist. */
+export class NotFoundError extends LeaseqError {
+  readonly code = 'NOT_FOUND' as const;
+}
+
+/** The request contradicts existing state (e.g. a queue re-created with other options). */
+export class ConflictError extends LeaseqError {
+  readonly code = 'CONFLICT' as const;
+}
+
+/** The storage cannot be reached or read (file unreadable, database down, wrong URL). */
+export class StorageUnavailableError extends LeaseqError {
+  readonly code = 'STORAGE_UNAVAILABLE' as const;
+}
+
+/** The storage is held by another process (a locked SQLite file). */
+export class StorageLockedError extends LeaseqError {
+  readonly code = 'STORAGE_LOCKED' as const;
+}
+
+/** The storage was written by a newer leaseq; this code will not touch it. */
+export class SchemaTooNewError extends LeaseqError {
+  readonly code = 'SCHEMA_TOO_NEW' as const;
+  constructor(
+    readonly found: number,
+    readonly supported: number,
+    target: string,
+  ) {
+    super(
+      `${target} has schema version ${found}, but this leaseq supports up to ${supported}; upgrade leaseq`,
+    );
+  }
+}
+
+/** The engine, broker or worker was closed. */
+export class ClosedError extends LeaseqError {
+  readonly code = 'CLOSED' as const;
+}
+
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number') return String(value);
+  if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
+  return typeof value;
+}

@@ -1,0 +1,83 @@
+/** What the ready list needs of a job. */
+export interface ReadyEntry {
+  readySince: number;
+}
+
+/**
+ * The ready jobs, front first, with O(1) insertion at both ends, removal at the front, and
+ * the earliest `readySince` (for the oldest-ready-age gauge).
+ *
+ * Held as two parts: `front`, a stack of jobs put back at the front (newest on top), and
+ * `back`, a FIFO of jobs appended at the back. The list reads top-of-stack … bottom, then the
+ * FIFO. Front insertions always carry the latest time, so the stack's bottom is its oldest;
+ * the FIFO keeps a monotonic minimum queue because promoted delayed jobs may carry earlier
+ * `readySince` than jobs appended before them.
+ */
+export class ReadyList<T extends ReadyEntry> {
+  private readonly front: T[] = [];
+  private back: T[] = [];
+  private backHead = 0;
+  private backMin: T[] = [];
+  private backMinHead = 0;
+
+  get length(): number {
+    return this.front.length + this.back.length - this.backHead;
+  }
+
+  pushFront(item: T): void {
+    this.front.push(item);
+  }
+
+  pushBack(item: T): void {
+    this.back.push(item);
+    const mins = this.backMin;
+    while (
+      mins.length > this.backMinHead &&
+      (mins[mins.length - 1] as T).readySince > item.readySince
+    ) {
+      mins.pop();
+    }
+    mins.push(item);
+  }
+
+  shift(): T | undefined {
+    const fromFront = this.front.pop();
+    if (fromFront !== undefined) return fromFront;
+    if (this.backHead >= this.back.length) return undefined;
+    const item = this.back[this.backHead] as T;
+    this.back[this.backHead] = undefined as unknown as T;
+    this.backHead += 1;
+    if (this.backMin[this.backMinHead] === item) {
+      this.backMin[this.backMinHead] = undefined as unknown as T;
+      this.backMinHead += 1;
+    }
+    this.compact();
+    return item;
+  }
+
+  /** The earliest readySince of any ready job, or undefined when empty. */
+  oldestReadySince(): number | undefined {
+    const bottom = this.front[0];
+    const backOldest = this.backMin[this.backMinHead];
+    if (bottom === undefined) return backOldest?.readySince;
+    if (backOldest === undefined) return bottom.readySince;
+    return Math.min(bottom.readySince, backOldest.readySince);
+  }
+
+  /** Front first. */
+  *values(): IterableIterator<T> {
+    for (let i = this.front.length - 1; i >= 0; i--) yield this.front[i] as T;
+    for (let i = this.backHead; i < this.back.length; i++) yield this.back[i] as T;
+  }
+
+  private compact(): void {
+    if (this.backHead > 1024 && this.backHead * 2 > this.back.length) {
+      this.back = this.back.slice(this.backHead);
+      this.backHead = 0;
+    }
+    if (this.backMinHead > 1024 && this.backMinHead * 2 > this.backMin.length) {
+      this.backMin = this.backMin.slice(this.backMinHead);
+      this.backMinHead = 0;
+    }
+  }
+}

@@ -1,0 +1,68 @@
+import type { HeapItem } from './heap.js';
+import type { Attempt } from './types.js';
+
+export type JobState = 'ready' | 'delayed' | 'active' | 'dead';
+
+/** A job that still exists. Also its own node in the delayed heap. */
+export interface JobRecord extends HeapItem {
+  readonly id: string;
+  readonly payload: unknown;
+  /** Publish order, the tie-break among delayed jobs due at the same tick. */
+  readonly seq: number;
+  state: JobState;
+  deliveryCount: number;
+  readySince: number;
+  availableAt: number;
+  delivery: DeliveryRecord | undefined;
+  history: Attempt[] | undefined;
+  deadReason: string | undefined;
+  deadAt: number;
+}
+
+/** A live delivery. Also its own node in the deadline heap. */
+export interface DeliveryRecord extends HeapItem {
+  readonly token: number;
+  readonly job: JobRecord;
+  readonly deliveredAt: number;
+  deadline: number;
+  readonly session: SessionRecord | undefined;
+  /** Set while the delivery can still trip its session's ack timeout. */
+  ackTimer: AckTimer | undefined;
+}
+
+/** When a delivery trips its session's consumer timeout (R16). */
+export interface AckTimer extends HeapItem {
+  readonly at: number;
+  readonly delivery: DeliveryRecord;
+}
+
+export interface SessionRecord extends HeapItem {
+  readonly id: string;
+  readonly prefetch: number;
+  readonly timeout: number;
+  readonly ackTimeout: number;
+  lastHeartbeat: number;
+  /** Live deliveries, in token order (insertion order is token order). */
+  readonly deliveries: Map<number, DeliveryRecord>;
+}
+
+export const byAvailability = (a: JobRecord, b: JobRecord): boolean =>
+  a.availableAt < b.availableAt || (a.availableAt === b.availableAt && a.seq < b.seq);
+
+export const byDeadline = (a: DeliveryRecord, b: DeliveryRecord): boolean =>
+  a.deadline < b.deadline || (a.deadline === b.deadline && a.token < b.token);
+
+export const byAckTimer = (a: AckTimer, b: AckTimer): boolean =>
+  a.at < b.at || (a.at === b.at && a.delivery.token < b.delivery.token);
+
+export const byHeartbeatEnd = (a: SessionRecord, b: SessionRecord): boolean =>
+  a.lastHeartbeat + a.timeout < b.lastHeartbeat + b.timeout;
+
+/** History kept per job is bounded so a job retried forever cannot grow without limit. */
+export const MAX_HISTORY = 100;
+
+export function recordAttempt(job: JobRecord, attempt: Attempt): void {
+  if (job.history === undefined) job.history = [];
+  job.history.push(attempt);
+  if (job.history.length > MAX_HISTORY) job.history.splice(0, job.history.length - MAX_HISTORY);
+}

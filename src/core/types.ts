@@ -1,0 +1,147 @@
+/** Options of one queue. Times are in ticks (the core is unit-agnostic; above it, ms). */
+export interface QueueOptions {
+  /** Lease length given to a reservation that names none. Positive integer. Default 30000. */
+  visibility?: number;
+  /** Most active deliveries of the whole queue at once. Positive integer or Infinity (default). */
+  prefetch?: number;
+  /** R13: a job whose deliveryCount reached this is dead-lettered instead of returning. Default 10. */
+  maxDeliveries?: number;
+  /** R10: a delivery's deadline never passes deliveredAt + maxLease. Default Infinity. */
+  maxLease?: number;
+  /** R4: how long an acked id is still refused as a duplicate. Default 0 (not remembered). */
+  dedupWindow?: number;
+}
+
+export type ResolvedQueueOptions = Required<QueueOptions>;
+
+export interface PublishInput {
+  /** The job id: the name of the work. Generated when omitted. 1..256 characters. */
+  id?: string;
+  /** Opaque JSON. */
+  payload?: unknown;
+  /** Ticks until the job becomes ready. Integer ≥ 0, default 0. */
+  delay?: number;
+}
+
+export interface PublishResult {
+  id: string;
+  /** true when the id was already present (or remembered, R4): nothing changed. */
+  duplicate: boolean;
+}
+
+export interface ReserveOptions {
+  /** At most this many deliveries. Positive integer, default 1. */
+  max?: number;
+  /** Lease length for these deliveries. Positive integer, default the queue's visibility. */
+  visibility?: number;
+  /** The session the deliveries belong to (R16). */
+  session?: string;
+}
+
+/** One ownership interval of a job. `token` names the interval, `id` names the work. */
+export interface Delivery {
+  token: number;
+  id: string;
+  payload: unknown;
+  deadline: number;
+  deliveryCount: number;
+  redelivered: boolean;
+}
+
+export interface NackOptions {
+  /** true (default): back to the front of ready (or delayed). false: dead-letter. */
+  requeue?: boolean;
+  /** With requeue: ticks before the job is ready again. Integer ≥ 0, default 0. */
+  delay?: number;
+  /** With requeue false: the dead-letter reason. Default 'rejected'. */
+  reason?: string;
+}
+
+export interface SessionOptions {
+  /** Most live deliveries of this session. Positive integer or Infinity (default). */
+  prefetch?: number;
+  /** Heartbeat timeout: the session ends at lastHeartbeat + timeout. Default none. */
+  timeout?: number;
+  /** Consumer timeout: the session ends when a live delivery is held this long. Default none. */
+  ackTimeout?: number;
+}
+
+export interface InspectView {
+  clock: number;
+  /** Ready ids, front first. */
+  ready: string[];
+  /** Delayed jobs in promotion order. */
+  delayed: { id: string; availableAt: number }[];
+  /** Active deliveries in token order. */
+  active: {
+    token: number;
+    id: string;
+    deadline: number;
+    deliveryCount: number;
+    session?: string;
+  }[];
+  /** Dead jobs in the order they died. */
+  dead: { id: string; reason: string; deliveryCount: number }[];
+}
+
+/** How one delivery ended. */
+export type AttemptOutcome = 'acked' | 'requeued' | 'rejected' | 'expired' | 'session-ended';
+
+export interface Attempt {
+  token: number;
+  deliveredAt: number;
+  endedAt: number;
+  outcome: AttemptOutcome;
+  reason?: string;
+}
+
+export interface DeadLetter {
+  id: string;
+  payload: unknown;
+  reason: string;
+  deliveryCount: number;
+  deadAt: number;
+  history: Attempt[];
+}
+
+export interface QueueStats {
+  clock: number;
+  ready: number;
+  delayed: number;
+  active: number;
+  dead: number;
+  sessions: number;
+  /** now minus the time the longest-waiting ready job became ready; 0 when none. */
+  oldestReadyAge: number;
+  published: number;
+  duplicates: number;
+  deliveries: number;
+  redeliveries: number;
+  acks: number;
+  nacks: number;
+  expiries: number;
+  sessionReleases: number;
+  extensions: number;
+  staleAcks: number;
+  staleNacks: number;
+  staleExtends: number;
+  redriven: number;
+  purged: number;
+  deadLetters: Record<string, number>;
+  /** Delivery-to-ack times of acked deliveries. */
+  processingTime: { count: number; sum: number; max: number };
+}
+
+/** One job by id, with its attempt history. */
+export interface JobView {
+  id: string;
+  payload: unknown;
+  state: 'ready' | 'delayed' | 'active' | 'dead';
+  deliveryCount: number;
+  availableAt?: number;
+  token?: number;
+  deadline?: number;
+  reason?: string;
+  deadAt?: number;
+  history: Attempt[];
+}

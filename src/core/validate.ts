@@ -1,0 +1,178 @@
+import { ClockError, ValidationError } from './errors.js';
+import type {
+  NackOptions,
+  PublishInput,
+  QueueOptions,
+  ResolvedQueueOptions,
+  SessionOptions,
+} from './types.js';
+
+export const MAX_ID_LENGTH = 256;
+
+/** R2: `now` must be a safe integer ≥ 0 and not behind the clock. */
+export function checkNow(now: unknown, clock: number): asserts now is number {
+  if (typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0 || now < clock) {
+    throw new ClockError(now, clock);
+  }
+}
+
+/** Collects every problem of one call, so the error reports them all at once. */
+export class Problems {
+  readonly list: string[] = [];
+
+  positiveInteger(name: string, value: unknown): void {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+      this.list.push(`${name} must be a positive integer, got ${show(value)}`);
+    }
+  }
+
+  positiveIntegerOrInfinity(name: string, value: unknown): void {
+    if (value === Number.POSITIVE_INFINITY) return;
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+      this.list.push(`${name} must be a positive integer or Infinity, got ${show(value)}`);
+    }
+  }
+
+  nonNegativeInteger(name: string, value: unknown): void {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+      this.list.push(`${name} must be an integer ≥ 0, got ${show(value)}`);
+    }
+  }
+
+  boolean(name: string, value: unknown): void {
+    if (typeof value !== 'boolean') this.list.push(`${name} must be a boolean, got ${show(value)}`);
+  }
+
+  id(name: string, value: unknown): void {
+    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ID_LENGTH) {
+      this.list.push(
+        `${name} must be a string of 1 to ${MAX_ID_LENGTH} characters, got ${show(value)}`,
+      );
+    }
+  }
+
+  reason(name: string, value: unknown): void {
+    if (typeof value !== 'string' || value.length === 0 || value.length > 1024) {
+      this.list.push(`${name} must be a string of 1 to 1024 characters, got ${show(value)}`);
+    }
+  }
+
+  object(name: string, value: unknown): value is Record<string, unknown> | undefined {
+    if (value === undefined) return true;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      this.list.push(`${name} must be an object, got ${show(value)}`);
+      return false;
+    }
+    return true;
+  }
+
+  throwIfAny(): void {
+    if (this.list.length > 0) throw new ValidationError(this.list);
+  }
+}
+
+export function show(value: unknown): string {
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
+  return Array.isArray(value) ? 'an array' : typeof value;
+}
+
+export const DEFAULT_QUEUE_OPTIONS: ResolvedQueueOptions = {
+  visibility: 30_000,
+  prefetch: Number.POSITIVE_INFINITY,
+  maxDeliveries: 10,
+  maxLease: Number.POSITIVE_INFINITY,
+  dedupWindow: 0,
+};
+
+const QUEUE_OPTION_NAMES = new Set(Object.keys(DEFAULT_QUEUE_OPTIONS));
+
+/** Fills defaults and checks every queue option; unknown names are refused too. */
+export function resolveQueueOptions(options: QueueOptions | undefined): ResolvedQueueOptions {
+  const problems = new Problems();
+  if (!problems.object('options', options)) problems.throwIfAny();
+  for (const name of Object.keys(options ?? {})) {
+    if (!QUEUE_OPTION_NAMES.has(name)) problems.list.push(`unknown queue option ${show(name)}`);
+  }
+  const resolved = { ...DEFAULT_QUEUE_OPTIONS };
+  for (const [name, value] of Object.entries(options ?? {})) {
+    if (value !== undefined && QUEUE_OPTION_NAMES.has(name)) {
+      (resolved as Record<string, unknown>)[name] = value;
+    }
+  }
+  problems.positiveInteger('visibility', resolved.visibility);
+  problems.positiveIntegerOrInfinity('prefetch', resolved.prefetch);
+  problems.positiveIntegerOrInfinity('maxDeliveries', resolved.maxDeliveries);
+  problems.positiveIntegerOrInfinity('maxLease', resolved.maxLease);
+  problems.nonNegativeInteger('dedupWindow', resolved.dedupWindow);
+  problems.throwIfAny();
+  return resolved;
+}
+
+export interface ResolvedNack {
+  requeue: boolean;
+  delay: number;
+  reason: string;
+}
+
+export function resolveNackOptions(options: NackOptions | undefined): ResolvedNack {
+  const problems = new Problems();
+  if (!problems.object('options', options)) problems.throwIfAny();
+  const requeue = options?.requeue ?? true;
+  const delay = options?.delay ?? 0;
+  const reason = options?.reason ?? 'rejected';
+  problems.boolean('requeue', requeue);
+  problems.nonNegativeInteger('delay', delay);
+  problems.reason('reason', reason);
+  problems.throwIfAny();
+  return { requeue, delay, reason };
+}
+
+export interface ResolvedSession {
+  prefetch: number;
+  timeout: number;
+  ackTimeout: number;
+}
+
+export function resolveSessionOptions(options: SessionOptions | undefined): ResolvedSession {
+  const problems = new Problems();
+  if (!problems.object('options', options)) problems.throwIfAny();
+  const prefetch = options?.prefetch ?? Number.POSITIVE_INFINITY;
+  const timeout = options?.timeout ?? Number.POSITIVE_INFINITY;
+  const ackTimeout = options?.ackTimeout ?? Number.POSITIVE_INFINITY;
+  problems.positiveIntegerOrInfinity('prefetch', prefetch);
+  problems.positiveIntegerOrInfinity('timeout', timeout);
+  problems.positiveIntegerOrInfinity('ackTimeout', ackTimeout);
+  problems.throwIfAny();
+  return { prefetch, timeout, ackTimeout };
+}
+
+export function checkPublishInputs(inputs: readonly PublishInput[], name: string): void {
+  const problems = new Problems();
+  inputs.forEach((input, index) => {
+    const at = inputs.length === 1 && name === 'job' ? 'job' : `${name}[${index}]`;
+    if (!problems.object(at, input)) return;
+    if (input.id !== undefined) problems.id(`${at}.id`, input.id);
+    if (input.delay !== undefined) problems.nonNegativeInteger(`${at}.delay`, input.delay);
+  });
+  problems.throwIfAny();
+}
+
+export function checkTokens(tokens: readonly unknown[]): void {
+  const problems = new Problems();
+  for (const token of tokens) problems.positiveInteger('token', token);
+  problems.throwIfAny();
+}
+
+export function checkIdList(ids: readonly string[] | undefined): void {
+  if (ids === undefined) return;
+  if (!Array.isArray(ids)) throw new ValidationError(`ids must be an array, got ${show(ids)}`);
+  const problems = new Problems();
+  ids.forEach((id, index) => {
+    problems.id(`ids[${index}]`, id);
+  });
+  problems.throwIfAny();
+}
