@@ -1,6 +1,11 @@
 /**
  * leaseq: a job queue built on visibility leases.
  *
- * The pure core (`LeaseQueue`) implements SPEC.md with time as an explicit integer argument.
+ * - `LeaseQueue`: the pure core of SPEC.md, time as an explicit integer argument.
+ * - `openEngine(url)`: storage for named queues (memory, SQLite, PostgreSQL), `now` explicit.
+ * - `open(url)`: the Broker users call in-process; it supplies `now` in milliseconds.
  */
+export * from './broker/index.js';
 export * from './core/index.js';
+export * from './engine/index.js';
+export { type OpenOptions, open } from './open.js';

@@ -54,7 +54,7 @@ const SESSION_ID = /^s([1-9][0-9]*)$/;
  * Every operation is O(log n) in the number of jobs, or O(k log n) for k jobs it touches.
  */
 export class LeaseQueue {
-  readonly options: ResolvedQueueOptions;
+  private settings: ResolvedQueueOptions;
   private clockValue = 0;
   private nextToken = 1;
   private nextSeq = 1;
@@ -76,7 +76,38 @@ export class LeaseQueue {
   private readonly counters = newCounters();
 
   constructor(options?: QueueOptions) {
-    this.options = resolveQueueOptions(options);
+    this.settings = resolveQueueOptions(options);
+  }
+
+  /** The queue's options with defaults filled in. */
+  get options(): ResolvedQueueOptions {
+    return { ...this.settings };
+  }
+
+  /**
+   * Changes options for what happens next: deliveries already made keep their deadlines.
+   * Unnamed options keep their values. Takes no time.
+   */
+  reconfigure(options: QueueOptions): ResolvedQueueOptions {
+    this.settings = resolveQueueOptions({ ...this.settings, ...options });
+    return this.options;
+  }
+
+  /**
+   * The earliest tick at which time alone changes the queue (a lease or session runs out, a
+   * delayed job becomes ready), or undefined. Lets a waiting receiver sleep until then.
+   */
+  nextEventAt(): number | undefined {
+    const heartbeat = this.heartbeats.peek();
+    const at = Math.min(
+      this.deadlines.peek()?.deadline ?? Number.POSITIVE_INFINITY,
+      this.delayed.peek()?.availableAt ?? Number.POSITIVE_INFINITY,
+      this.ackTimers.peek()?.at ?? Number.POSITIVE_INFINITY,
+      heartbeat === undefined
+        ? Number.POSITIVE_INFINITY
+        : heartbeat.lastHeartbeat + heartbeat.timeout,
+    );
+    return at === Number.POSITIVE_INFINITY ? undefined : at;
   }
 
   /** The queue's clock: the largest `now` it has accepted. Takes no time. */
@@ -103,7 +134,7 @@ export class LeaseQueue {
     const problems = new Problems();
     if (!problems.object('options', options)) problems.throwIfAny();
     const max = options.max ?? 1;
-    const visibility = options.visibility ?? this.options.visibility;
+    const visibility = options.visibility ?? this.settings.visibility;
     problems.positiveInteger('max', max);
     problems.positiveInteger('visibility', visibility);
     problems.throwIfAny();
@@ -111,9 +142,9 @@ export class LeaseQueue {
     this.advance(now);
     const session =
       options.session === undefined ? undefined : this.openSessionRecord(options.session);
-    let count = Math.min(max, this.options.prefetch - this.active.size, this.ready.length);
+    let count = Math.min(max, this.settings.prefetch - this.active.size, this.ready.length);
     if (session !== undefined) count = Math.min(count, session.prefetch - session.deliveries.size);
-    const deadline = now + Math.min(visibility, this.options.maxLease);
+    const deadline = now + Math.min(visibility, this.settings.maxLease);
     const deliveries: Delivery[] = [];
     for (let i = 0; i < count; i++) {
       deliveries.push(this.deliver(this.ready.shift() as JobRecord, now, deadline, session));
@@ -167,7 +198,7 @@ export class LeaseQueue {
       this.counters.staleExtends += 1;
       return null;
     }
-    delivery.deadline = Math.min(now + visibility, delivery.deliveredAt + this.options.maxLease);
+    delivery.deadline = Math.min(now + visibility, delivery.deliveredAt + this.settings.maxLease);
     this.deadlines.update(delivery);
     this.scheduleAckTimer(delivery);
     this.counters.extensions += 1;
@@ -475,7 +506,7 @@ export class LeaseQueue {
     }
     const job = this.endDelivery(delivery, now, 'acked', undefined);
     this.jobs.delete(job.id);
-    if (this.options.dedupWindow > 0) this.remembered.set(job.id, now + this.options.dedupWindow);
+    if (this.settings.dedupWindow > 0) this.remembered.set(job.id, now + this.settings.dedupWindow);
     const elapsed = now - delivery.deliveredAt;
     const timing = this.counters.processingTime;
     timing.count += 1;
@@ -525,7 +556,7 @@ export class LeaseQueue {
   private requeue(jobs: JobRecord[], now: number, delay: number): void {
     const back: JobRecord[] = [];
     for (const job of jobs) {
-      if (job.deliveryCount >= this.options.maxDeliveries)
+      if (job.deliveryCount >= this.settings.maxDeliveries)
         this.deadLetter(job, now, 'max-deliveries');
       else back.push(job);
     }

@@ -1,0 +1,96 @@
+/**
+ * Where the Broker's `now` comes from: milliseconds that never go back. The only code in leaseq
+ * that reads the wall clock or sets timers lives behind this interface.
+ */
+export interface Clock {
+  /** The current time in ms; never smaller than any earlier answer or observed time. */
+  now(): number;
+  /** Raises the floor: a queue clock read from storage, another node's time. */
+  observe(time: number): void;
+  /** Resolves after `ms` of this clock's time, or at once when `signal` aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** Wall-clock milliseconds made monotonic: a clock stepped back makes time stand still. */
+export class SystemClock implements Clock {
+  private floor = 0;
+
+  constructor(private readonly offsetMs = 0) {}
+
+  now(): number {
+    const wall = Date.now() + this.offsetMs;
+    if (wall > this.floor) this.floor = wall;
+    return this.floor;
+  }
+
+  observe(time: number): void {
+    if (time > this.floor) this.floor = time;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+}
+
+/** A clock that moves only when told to: deterministic tests of anything above the core. */
+export class ManualClock implements Clock {
+  private time: number;
+  private sleepers: { until: number; resolve: () => void }[] = [];
+
+  constructor(start = 0) {
+    this.time = start;
+  }
+
+  now(): number {
+    return this.time;
+  }
+
+  observe(time: number): void {
+    if (time > this.time) this.set(time);
+  }
+
+  /** Moves time forward by `ms` and wakes every sleeper whose time came. */
+  advance(ms: number): void {
+    this.set(this.time + ms);
+  }
+
+  /** Moves time to `time` (never back) and wakes every sleeper whose time came. */
+  set(time: number): void {
+    if (time < this.time)
+      throw new RangeError(`ManualClock cannot go back from ${this.time} to ${time}`);
+    this.time = time;
+    const due = this.sleepers.filter((sleeper) => sleeper.until <= time);
+    this.sleepers = this.sleepers.filter((sleeper) => sleeper.until > time);
+    for (const sleeper of due) sleeper.resolve();
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal?.aborted || ms <= 0) return resolve();
+      const sleeper = { until: this.time + ms, resolve: () => resolve() };
+      this.sleepers.push(sleeper);
+      signal?.addEventListener(
+        'abort',
+        () => {
+          this.sleepers = this.sleepers.filter((other) => other !== sleeper);
+          resolve();
+        },
+        { once: true },
+      );
+    });
+  }
+
+  /** How many sleepers wait; lets a test wait until a loop is parked. */
+  get waiting(): number {
+    return this.sleepers.length;
+  }
+}

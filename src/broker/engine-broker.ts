@@ -1,0 +1,213 @@
+import {
+  ClockError,
+  ClosedError,
+  type NackOptions,
+  type PublishInput,
+  type QueueOptions,
+  type ResolvedQueueOptions,
+  type SessionOptions,
+  ValidationError,
+} from '../core/index.js';
+import type { Engine, QueueHandle } from '../engine/engine.js';
+import { type Clock, SystemClock } from './clock.js';
+import type { Broker, Queue, ReceiveOptions } from './queue.js';
+import { WakeSignal } from './wake-signal.js';
+
+export interface BrokerOptions {
+  /** Where `now` comes from. Default: the system clock, monotonic. */
+  clock?: Clock;
+}
+
+/** The in-process Broker: supplies `now` to an engine and waits for work on receivers' behalf. */
+export class EngineBroker implements Broker {
+  readonly clock: Clock;
+  private readonly wakes = new WakeSignal();
+  private readonly closing = new AbortController();
+  private readonly stopListening: () => void;
+
+  constructor(
+    readonly engine: Engine,
+    options: BrokerOptions = {},
+  ) {
+    this.clock = options.clock ?? new SystemClock();
+    this.stopListening = engine.onWake((queue) => this.wakes.wake(queue));
+  }
+
+  async queue(name: string, options?: QueueOptions): Promise<Queue> {
+    this.checkOpen();
+    const handle = await this.engine.queue(name, options);
+    // The stored clock is the floor of time, also across restarts (R2).
+    this.clock.observe(await handle.clock());
+    return new EngineQueue(handle, this.clock, this.wakes, this.closing.signal);
+  }
+
+  updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
+    this.checkOpen();
+    return this.engine.updateQueue(name, options);
+  }
+
+  listQueues() {
+    this.checkOpen();
+    return this.engine.listQueues();
+  }
+
+  deleteQueue(name: string): Promise<boolean> {
+    this.checkOpen();
+    return this.engine.deleteQueue(name);
+  }
+
+  /** Ends waiting receives (empty answers) and closes the engine. */
+  async close(): Promise<void> {
+    if (this.closing.signal.aborted) return;
+    this.closing.abort();
+    this.wakes.wakeAll();
+    this.stopListening();
+    await this.engine.close();
+  }
+
+  private checkOpen(): void {
+    if (this.closing.signal.aborted) throw new ClosedError('broker is closed');
+  }
+}
+
+/** A queue handle with the broker's clock; waits for work in `receive`. */
+export class EngineQueue implements Queue {
+  constructor(
+    private readonly handle: QueueHandle,
+    private readonly clock: Clock,
+    private readonly wakes: WakeSignal,
+    private readonly closed: AbortSignal,
+  ) {}
+
+  get name(): string {
+    return this.handle.name;
+  }
+
+  options() {
+    return this.handle.options();
+  }
+
+  publish(input?: PublishInput) {
+    return this.timed((now) => this.handle.publish(now, input), true);
+  }
+
+  publishBatch(inputs: readonly PublishInput[]) {
+    return this.timed((now) => this.handle.publishBatch(now, inputs), true);
+  }
+
+  async receive(options: ReceiveOptions = {}) {
+    const { wait = 0, signal, ...reserve } = options;
+    if (!Number.isSafeInteger(wait) || wait < 0) {
+      throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
+    }
+    const until = this.clock.now() + wait;
+    for (;;) {
+      const deliveries = await this.timed((now) => this.handle.reserve(now, reserve));
+      const now = this.clock.now();
+      if (deliveries.length > 0 || now >= until || signal?.aborted || this.closed.aborted) {
+        return deliveries;
+      }
+      const nextEvent = (await this.handle.nextEventAt()) ?? Number.POSITIVE_INFINITY;
+      await this.park(Math.max(1, Math.min(until, nextEvent) - now), signal);
+    }
+  }
+
+  ack(token: number) {
+    return this.timed((now) => this.handle.ack(now, token), true);
+  }
+
+  ackMany(tokens: readonly number[]) {
+    return this.timed((now) => this.handle.ackMany(now, tokens), true);
+  }
+
+  nack(token: number, options?: NackOptions) {
+    return this.timed((now) => this.handle.nack(now, token, options), true);
+  }
+
+  reject(token: number, options?: NackOptions) {
+    return this.timed((now) => this.handle.reject(now, token, options), true);
+  }
+
+  extend(token: number, visibility: number) {
+    return this.timed((now) => this.handle.extend(now, token, visibility));
+  }
+
+  openSession(options?: SessionOptions) {
+    return this.timed((now) => this.handle.openSession(now, options));
+  }
+
+  heartbeat(sessionId: string) {
+    return this.timed((now) => this.handle.heartbeat(now, sessionId));
+  }
+
+  closeSession(sessionId: string) {
+    return this.timed((now) => this.handle.closeSession(now, sessionId), true);
+  }
+
+  ackUpTo(sessionId: string, token: number) {
+    return this.timed((now) => this.handle.ackUpTo(now, sessionId, token), true);
+  }
+
+  nackUpTo(sessionId: string, token: number, options?: NackOptions) {
+    return this.timed((now) => this.handle.nackUpTo(now, sessionId, token, options), true);
+  }
+
+  deadLetters() {
+    return this.handle.deadLetters();
+  }
+
+  redrive(ids?: readonly string[]) {
+    return this.timed((now) => this.handle.redrive(now, ids), true);
+  }
+
+  purge(ids?: readonly string[]) {
+    return this.timed((now) => this.handle.purge(now, ids));
+  }
+
+  stats() {
+    return this.timed((now) => this.handle.stats(now));
+  }
+
+  inspect() {
+    return this.handle.inspect();
+  }
+
+  job(id: string) {
+    return this.handle.job(id);
+  }
+
+  /**
+   * Runs an engine call at the clock's now. Another process may have moved the stored clock
+   * ahead of ours: then we adopt its time and try once more.
+   */
+  private async timed<T>(call: (now: number) => Promise<T>, wakesReceivers = false): Promise<T> {
+    let result: T;
+    try {
+      result = await call(this.clock.now());
+    } catch (error) {
+      if (!(error instanceof ClockError) || error.clock <= this.clock.now()) throw error;
+      this.clock.observe(error.clock);
+      result = await call(this.clock.now());
+    }
+    // Capacity freed or jobs made ready: parked receivers try again.
+    if (wakesReceivers) this.wakes.wake(this.name);
+    return result;
+  }
+
+  private async park(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    const stop = new AbortController();
+    const abort = () => stop.abort();
+    signal?.addEventListener('abort', abort, { once: true });
+    this.closed.addEventListener('abort', abort, { once: true });
+    try {
+      await Promise.race([
+        this.clock.sleep(ms, stop.signal),
+        this.wakes.next(this.name, stop.signal),
+      ]);
+    } finally {
+      stop.abort();
+      signal?.removeEventListener('abort', abort);
+      this.closed.removeEventListener('abort', abort);
+    }
+  }
+}

@@ -1,0 +1,62 @@
+import type {
+  DeadLetter,
+  Delivery,
+  InspectView,
+  JobView,
+  NackOptions,
+  PublishInput,
+  PublishResult,
+  QueueOptions,
+  QueueStats,
+  ReserveOptions,
+  ResolvedQueueOptions,
+  SessionOptions,
+} from '../core/index.js';
+
+export interface ReceiveOptions extends ReserveOptions {
+  /** Milliseconds to wait for a job when none is ready. Integer ≥ 0, default 0. */
+  wait?: number;
+  /** Ends the wait early (an empty answer). */
+  signal?: AbortSignal;
+}
+
+/**
+ * One queue as users see it, in-process or over HTTP: the operations of SPEC.md with time
+ * supplied by the broker. Times and durations are milliseconds.
+ */
+export interface Queue {
+  readonly name: string;
+  options(): Promise<ResolvedQueueOptions>;
+  publish(input?: PublishInput): Promise<PublishResult>;
+  /** All-or-nothing (R5). */
+  publishBatch(inputs: readonly PublishInput[]): Promise<PublishResult[]>;
+  /** Reserves up to `max` jobs, waiting up to `wait` ms for the first one. */
+  receive(options?: ReceiveOptions): Promise<Delivery[]>;
+  ack(token: number): Promise<boolean>;
+  ackMany(tokens: readonly number[]): Promise<boolean[]>;
+  nack(token: number, options?: NackOptions): Promise<boolean>;
+  reject(token: number, options?: NackOptions): Promise<boolean>;
+  /** Returns the new deadline (ms), or null when the token is stale. */
+  extend(token: number, visibility: number): Promise<number | null>;
+  openSession(options?: SessionOptions): Promise<string>;
+  heartbeat(sessionId: string): Promise<void>;
+  closeSession(sessionId: string): Promise<number>;
+  ackUpTo(sessionId: string, token: number): Promise<number>;
+  nackUpTo(sessionId: string, token: number, options?: NackOptions): Promise<number>;
+  deadLetters(): Promise<DeadLetter[]>;
+  redrive(ids?: readonly string[]): Promise<number>;
+  purge(ids?: readonly string[]): Promise<number>;
+  stats(): Promise<QueueStats>;
+  inspect(): Promise<InspectView>;
+  job(id: string): Promise<JobView | undefined>;
+}
+
+/** Named queues over one storage, in-process or over HTTP. */
+export interface Broker {
+  /** Opens (creating when missing) the named queue. See Engine.queue for options. */
+  queue(name: string, options?: QueueOptions): Promise<Queue>;
+  updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;
+  listQueues(): Promise<{ name: string; options: ResolvedQueueOptions }[]>;
+  deleteQueue(name: string): Promise<boolean>;
+  close(): Promise<void>;
+}

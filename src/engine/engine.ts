@@ -1,0 +1,88 @@
+import type {
+  DeadLetter,
+  Delivery,
+  InspectView,
+  JobView,
+  NackOptions,
+  PublishInput,
+  PublishResult,
+  QueueOptions,
+  QueueStats,
+  ReserveOptions,
+  ResolvedQueueOptions,
+  SessionOptions,
+} from '../core/index.js';
+
+/** What an engine can do beyond the contract every engine keeps. */
+export interface EngineCapabilities {
+  /** Committed state survives a restart of the process (R5). */
+  durable: boolean;
+  /** Several processes may use the same storage at once. */
+  shared: boolean;
+  /** A caller can ack or nack inside its own database transaction. */
+  transactions: boolean;
+  /** Wake-ups cross processes (e.g. LISTEN/NOTIFY), so receivers need not poll. */
+  crossProcessWakeups: boolean;
+}
+
+/**
+ * One queue of an engine: the methods, arguments and results of `LeaseQueue`, as promises.
+ * `now` is in milliseconds and never goes back (R1, R2); the Broker supplies it.
+ */
+export interface QueueHandle {
+  readonly name: string;
+  options(): Promise<ResolvedQueueOptions>;
+  clock(): Promise<number>;
+  inspect(): Promise<InspectView>;
+  publish(now: number, input?: PublishInput): Promise<PublishResult>;
+  publishBatch(now: number, inputs: readonly PublishInput[]): Promise<PublishResult[]>;
+  reserve(now: number, options?: ReserveOptions): Promise<Delivery[]>;
+  ack(now: number, token: number): Promise<boolean>;
+  ackMany(now: number, tokens: readonly number[]): Promise<boolean[]>;
+  nack(now: number, token: number, options?: NackOptions): Promise<boolean>;
+  reject(now: number, token: number, options?: NackOptions): Promise<boolean>;
+  extend(now: number, token: number, visibility: number): Promise<number | null>;
+  openSession(now: number, options?: SessionOptions): Promise<string>;
+  heartbeat(now: number, sessionId: string): Promise<void>;
+  closeSession(now: number, sessionId: string): Promise<number>;
+  ackUpTo(now: number, sessionId: string, token: number): Promise<number>;
+  nackUpTo(now: number, sessionId: string, token: number, options?: NackOptions): Promise<number>;
+  deadLetters(): Promise<DeadLetter[]>;
+  redrive(now: number, ids?: readonly string[]): Promise<number>;
+  purge(now: number, ids?: readonly string[]): Promise<number>;
+  stats(now: number): Promise<QueueStats>;
+  job(id: string): Promise<JobView | undefined>;
+  /** See `LeaseQueue.nextEventAt`. */
+  nextEventAt(): Promise<number | undefined>;
+}
+
+export interface QueueInfo {
+  name: string;
+  options: ResolvedQueueOptions;
+}
+
+/** Called when jobs of a queue may have become ready (published, requeued, released). */
+export type WakeListener = (queue: string) => void;
+
+/** Storage for named queues. Every engine keeps SPEC.md exactly; memory is the reference. */
+export interface Engine {
+  /** What this engine stores into, for messages (no secrets). */
+  readonly target: string;
+  readonly capabilities: EngineCapabilities;
+  /**
+   * Opens the named queue, creating it with `options` when missing. When it exists and
+   * `options` name a value other than the stored one, fails with a ConflictError.
+   */
+  queue(name: string, options?: QueueOptions): Promise<QueueHandle>;
+  /** Changes stored options; what is already delivered keeps its deadlines. */
+  updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;
+  listQueues(): Promise<QueueInfo[]>;
+  /** Deletes the queue and every job in it. Returns false when there was none. */
+  deleteQueue(name: string): Promise<boolean>;
+  /** Registers a wake-up listener; returns its removal. */
+  onWake(listener: WakeListener): () => void;
+  close(): Promise<void>;
+}
+
+/** Queue names: what URLs, metrics labels and file names can all carry. */
+export const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/;

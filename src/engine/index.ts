@@ -1,0 +1,10 @@
+export type {
+  Engine,
+  EngineCapabilities,
+  QueueHandle,
+  QueueInfo,
+  WakeListener,
+} from './engine.js';
+export { QUEUE_NAME } from './engine.js';
+export { MemoryEngine } from './memory/memory-engine.js';
+export { DEFAULT_URL, type EngineOptions, openEngine, redactUrl } from './open-engine.js';

@@ -1,0 +1,36 @@
+import {
+  ConflictError,
+  type QueueOptions,
+  type ResolvedQueueOptions,
+  ValidationError,
+} from '../core/index.js';
+import { QUEUE_NAME } from './engine.js';
+
+export function checkQueueName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || !QUEUE_NAME.test(name)) {
+    throw new ValidationError(
+      `queue name must be 1 to 80 characters of letters, digits, '_', '-' or '.', starting with a letter or digit; got ${JSON.stringify(name)}`,
+    );
+  }
+}
+
+/** Refuses to open an existing queue with options that differ from the stored ones. */
+export function checkSameOptions(
+  name: string,
+  stored: ResolvedQueueOptions,
+  requested: QueueOptions | undefined,
+): void {
+  const differing = Object.entries(requested ?? {})
+    .filter(
+      ([key, value]) => value !== undefined && stored[key as keyof ResolvedQueueOptions] !== value,
+    )
+    .map(
+      ([key, value]) =>
+        `${key}: stored ${stored[key as keyof ResolvedQueueOptions]}, asked ${value}`,
+    );
+  if (differing.length > 0) {
+    throw new ConflictError(
+      `queue ${name} exists with other options (${differing.join('; ')}); use updateQueue to change them`,
+    );
+  }
+}
