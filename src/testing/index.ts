@@ -1,0 +1,4 @@
+/**
+ * leaseq/testing: deterministic tools for testing code built on leaseq.
+ */
+export { ManualClock } from '../broker/clock.js';
