@@ -1,4 +1,4 @@
-import { type Broker, type BrokerOptions, EngineBroker } from './broker/index.js';
+import { type Broker, type BrokerOptions, EngineBroker, SystemClock } from './broker/index.js';
 import { type EngineOptions, openEngine } from './engine/open-engine.js';
 
 export interface OpenOptions extends BrokerOptions, EngineOptions {}
@@ -10,5 +10,11 @@ export interface OpenOptions extends BrokerOptions, EngineOptions {}
 export async function open(url?: string, options: OpenOptions = {}): Promise<Broker> {
   const { clock, ...engineOptions } = options;
   const engine = await openEngine(url, engineOptions);
-  return new EngineBroker(engine, clock === undefined ? {} : { clock });
+  if (clock !== undefined) return new EngineBroker(engine, { clock });
+  const system = new SystemClock();
+  if (engine.storageTime !== undefined) {
+    const storageTime = engine.storageTime.bind(engine);
+    await system.syncTo(storageTime);
+  }
+  return new EngineBroker(engine, { clock: system });
 }

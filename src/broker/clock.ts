@@ -15,7 +15,18 @@ export interface Clock {
 export class SystemClock implements Clock {
   private floor = 0;
 
-  constructor(private readonly offsetMs = 0) {}
+  constructor(private offsetMs = 0) {}
+
+  /**
+   * Follows another clock (a shared database's): `read` returns its time in ms. The offset is
+   * taken at the middle of the round trip.
+   */
+  async syncTo(read: () => Promise<number>): Promise<void> {
+    const before = Date.now();
+    const remote = await read();
+    const after = Date.now();
+    this.offsetMs = remote - Math.round((before + after) / 2);
+  }
 
   now(): number {
     const wall = Date.now() + this.offsetMs;

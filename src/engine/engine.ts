@@ -79,6 +79,11 @@ export interface Engine {
   listQueues(): Promise<QueueInfo[]>;
   /** Deletes the queue and every job in it. Returns false when there was none. */
   deleteQueue(name: string): Promise<boolean>;
+  /**
+   * The storage's own clock in ms, when machines share it: the Broker follows it, so nodes
+   * with skewed clocks agree.
+   */
+  storageTime?(): Promise<number>;
   /** Registers a wake-up listener; returns its removal. */
   onWake(listener: WakeListener): () => void;
   close(): Promise<void>;

@@ -1,7 +1,114 @@
-import { StorageUnavailableError } from '../../core/index.js';
+import pg from 'pg';
+import { LeaseqError, StorageUnavailableError } from '../../core/index.js';
 import type { Engine } from '../engine.js';
-import type { EngineOptions } from '../open-engine.js';
+import { type EngineOptions, redactUrl } from '../open-engine.js';
+import { loadMigrations, migrate } from '../sql/migrate.js';
+import type { SqlDialect } from '../sql/sql-connection.js';
+import { SqlEngine } from '../sql/sql-engine.js';
+import { PostgresConnection } from './postgres-connection.js';
 
-export async function openPostgresEngine(url: string, _options: EngineOptions): Promise<Engine> {
-  throw new StorageUnavailableError(`${url}: the PostgreSQL engine is not built yet`);
+const WAKE_CHANNEL = 'leaseq_wake';
+
+const DIALECT: SqlDialect = {
+  // The queue row lock serializes a queue's writers across processes and machines, so two
+  // consumers can never take the same job (and tokens stay a gap-free counter, R6).
+  lockRow: ' FOR UPDATE',
+  wakeStatement: (queue) => ({ sql: 'SELECT pg_notify(?, ?)', params: [WAKE_CHANNEL, queue] }),
+  migrationLock: 'SELECT pg_advisory_xact_lock(744501)',
+};
+
+/** bigint columns as JS numbers: every stored integer is a safe integer (R1). */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === 20) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+/**
+ * Opens a PostgreSQL database shared by any number of processes and machines. Time comes from
+ * the database's clock (`storageTime`), so nodes with skewed clocks agree.
+ */
+export async function openPostgresEngine(
+  url: string,
+  _options: EngineOptions = {},
+): Promise<Engine> {
+  const target = redactUrl(url);
+  const pool = new pg.Pool({ connectionString: url, types, max: 4, connectionTimeoutMillis: 5000 });
+  pool.on('error', () => undefined); // an idle client's failure surfaces on its next use
+  let listener: pg.Client | undefined;
+  try {
+    const client = await connect(pool, target);
+    try {
+      const connection = new PostgresConnection(client);
+      await migrate(
+        connection,
+        DIALECT,
+        await loadMigrations(new URL('./migrations/', import.meta.url)),
+        target,
+      );
+    } finally {
+      client.release();
+    }
+    const engine: SqlEngine = new SqlEngine({
+      target,
+      capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: true },
+      dialect: DIALECT,
+      storageTime: async () => {
+        const result = await pool.query<{ ms: string }>(
+          'SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint AS ms',
+        );
+        return Number(result.rows[0]?.ms);
+      },
+      acquire: async () => {
+        const pooled = await connect(pool, target);
+        return { connection: new PostgresConnection(pooled), release: () => pooled.release() };
+      },
+      shutdown: async () => {
+        await listener?.end().catch(() => undefined);
+        await pool.end();
+      },
+    });
+    listener = await listen(url, target, (queue) => engine.wakes.wake(queue));
+    return engine;
+  } catch (error) {
+    await listener?.end().catch(() => undefined);
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function connect(pool: pg.Pool, target: string): Promise<pg.PoolClient> {
+  try {
+    return await pool.connect();
+  } catch (error) {
+    throw unavailable(error, target);
+  }
+}
+
+/** A dedicated connection that hears other processes' wake-ups (LISTEN/NOTIFY). */
+async function listen(
+  url: string,
+  target: string,
+  wake: (queue: string) => void,
+): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, types });
+  client.on('error', () => undefined);
+  client.on('notification', (message) => {
+    if (message.channel === WAKE_CHANNEL && message.payload) wake(message.payload);
+  });
+  try {
+    await client.connect();
+    await client.query(`LISTEN ${WAKE_CHANNEL}`);
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw unavailable(error, target);
+  }
+  return client;
+}
+
+function unavailable(error: unknown, target: string): Error {
+  if (error instanceof LeaseqError) return error;
+  const message = (error as Error).message ?? String(error);
+  return new StorageUnavailableError(`${target} cannot be reached: ${message}`, { cause: error });
 }

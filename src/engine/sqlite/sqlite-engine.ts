@@ -1,7 +1,101 @@
-import { StorageUnavailableError } from '../../core/index.js';
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  LeaseqError,
+  StorageLockedError,
+  StorageUnavailableError,
+  ValidationError,
+} from '../../core/index.js';
 import type { Engine } from '../engine.js';
 import type { EngineOptions } from '../open-engine.js';
+import { loadMigrations, migrate } from '../sql/migrate.js';
+import type { SqlDialect } from '../sql/sql-connection.js';
+import { SqlEngine } from '../sql/sql-engine.js';
+import { SqliteConnection } from './sqlite-connection.js';
 
-export async function openSqliteEngine(path: string, _options: EngineOptions): Promise<Engine> {
-  throw new StorageUnavailableError(`sqlite:${path}: the SQLite engine is not built yet`);
+const DIALECT: SqlDialect = { lockRow: '' };
+
+/** How long a call waits for another process's write lock before failing. */
+const BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Opens (creating when missing) a SQLite file in WAL mode. `durability: 'fsync'` (default)
+ * commits with synchronous=FULL; 'os' with NORMAL (survives a process crash, not power loss).
+ */
+export async function openSqliteEngine(path: string, options: EngineOptions = {}): Promise<Engine> {
+  const durability = options.durability ?? 'fsync';
+  if (durability !== 'fsync' && durability !== 'os') {
+    throw new ValidationError(
+      `durability must be 'fsync' or 'os', got ${JSON.stringify(durability)}`,
+    );
+  }
+  if (path === '')
+    throw new ValidationError('sqlite: needs a file path, e.g. sqlite:./data/leaseq.db');
+  const target = `sqlite:${path}`;
+  const db = openDatabase(path, target);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${durability === 'fsync' ? 'FULL' : 'NORMAL'}`);
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    const connection = new SqliteConnection(db);
+    await migrate(
+      connection,
+      DIALECT,
+      await loadMigrations(new URL('./migrations/', import.meta.url)),
+      target,
+    );
+    let busy = false;
+    return new SqlEngine({
+      target,
+      capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: false },
+      dialect: DIALECT,
+      acquire: async () => {
+        if (busy) throw new Error('sqlite connection used by two transactions at once');
+        busy = true;
+        return { connection, release: () => (busy = false) };
+      },
+      shutdown: async () => {
+        db.close();
+      },
+    });
+  } catch (error) {
+    db.close();
+    throw translateSqliteError(error, target);
+  }
+}
+
+function openDatabase(path: string, target: string): Database.Database {
+  try {
+    if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
+    return new Database(path, { timeout: BUSY_TIMEOUT_MS });
+  } catch (error) {
+    throw translateSqliteError(error, target);
+  }
+}
+
+/** Turns SQLite's failures into typed errors that name the file. */
+export function translateSqliteError(error: unknown, target: string): unknown {
+  if (error instanceof LeaseqError) return error;
+  const code = (error as { code?: string }).code ?? '';
+  const message = (error as Error).message ?? String(error);
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
+    return new StorageLockedError(`${target} is locked by another process: ${message}`, {
+      cause: error,
+    });
+  }
+  if (
+    code.startsWith('SQLITE_CANTOPEN') ||
+    code === 'SQLITE_NOTADB' ||
+    code === 'SQLITE_CORRUPT' ||
+    code.startsWith('SQLITE_READONLY') ||
+    code.startsWith('SQLITE_IOERR') ||
+    code === 'SQLITE_PERM' ||
+    code === 'EACCES' ||
+    code === 'ENOTDIR' ||
+    code === 'EEXIST'
+  ) {
+    return new StorageUnavailableError(`${target} cannot be used: ${message}`, { cause: error });
+  }
+  return error;
 }

@@ -1,0 +1,134 @@
+import { LeaseqError } from '../../core/index.js';
+import type { SqlConnection } from './sql-connection.js';
+
+/** One unit of work inside a transaction. It may run again if its batch is retried. */
+export type Work<T> = (connection: SqlConnection, batch: BatchContext) => Promise<T>;
+
+/** State shared by the works of one transaction, dropped on rollback. */
+export class BatchContext {
+  /** Per-batch caches, by key (e.g. loaded queue rows), saved by `beforeCommit` hooks. */
+  readonly cache = new Map<string, unknown>();
+  private readonly hooks: ((connection: SqlConnection) => Promise<void>)[] = [];
+  private readonly afterHooks: (() => void)[] = [];
+
+  beforeCommit(hook: (connection: SqlConnection) => Promise<void>): void {
+    this.hooks.push(hook);
+  }
+
+  afterCommit(hook: () => void): void {
+    this.afterHooks.push(hook);
+  }
+
+  async flush(connection: SqlConnection): Promise<void> {
+    for (const hook of this.hooks) await hook(connection);
+  }
+
+  committed(): void {
+    for (const hook of this.afterHooks) hook();
+  }
+}
+
+interface Pending {
+  work: Work<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit: calls that arrive while a transaction runs are collected and committed together
+ * in the next one, so a durable commit (fsync) is paid once per batch, not once per call.
+ *
+ * A work that fails with a LeaseqError (a bad clock, a bad argument, an ended session) has, by
+ * construction, written nothing it must take back, so its batch still commits. Any other error
+ * rolls the batch back; its works are then retried one per transaction so that only the faulty
+ * one fails.
+ */
+export class GroupCommitExecutor {
+  private queue: Pending[] = [];
+  private running = false;
+  private scheduled = false;
+
+  constructor(
+    private readonly acquire: () => Promise<{ connection: SqlConnection; release: () => void }>,
+    private readonly maxBatch = 1000,
+  ) {}
+
+  submit<T>(work: Work<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.schedule();
+    });
+  }
+
+  /** Resolves when everything submitted so far has settled. */
+  async drain(): Promise<void> {
+    while (this.running || this.queue.length > 0) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  private schedule(): void {
+    if (this.running || this.scheduled) return;
+    this.scheduled = true;
+    // Let the calls of this turn of the event loop join the batch.
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.runBatches();
+    });
+  }
+
+  private async runBatches(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, this.maxBatch);
+        const ok = await this.runBatch(batch);
+        if (!ok) for (const pending of batch) await this.runBatch([pending]);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** Returns false when the batch rolled back on an unexpected error and should be split. */
+  private async runBatch(batch: Pending[]): Promise<boolean> {
+    let lease: { connection: SqlConnection; release: () => void };
+    try {
+      lease = await this.acquire();
+    } catch (error) {
+      for (const pending of batch) pending.reject(error);
+      return true;
+    }
+    const { connection } = lease;
+    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    const context = new BatchContext();
+    try {
+      await connection.begin();
+      for (const pending of batch) {
+        try {
+          outcomes.push({ ok: true, value: await pending.work(connection, context) });
+        } catch (error) {
+          if (!(error instanceof LeaseqError)) throw error;
+          outcomes.push({ ok: false, error });
+        }
+      }
+      await context.flush(connection);
+      await connection.commit();
+    } catch (error) {
+      await connection.rollback().catch(() => undefined);
+      lease.release();
+      if (batch.length > 1) return false;
+      (batch[0] as Pending).reject(error);
+      return true;
+    }
+    lease.release();
+    context.committed();
+    batch.forEach((pending, index) => {
+      const outcome = outcomes[index];
+      if (outcome?.ok) pending.resolve(outcome.value);
+      else pending.reject(outcome?.error);
+    });
+    return true;
+  }
+}

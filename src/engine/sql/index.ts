@@ -1,0 +1,2 @@
+export type { SqlConnection, SqlDialect, SqlValue } from './sql-connection.js';
+export { SqlEngine, type SqlEngineParts } from './sql-engine.js';

@@ -1,0 +1,256 @@
+import type { Attempt, AttemptOutcome } from '../../core/index.js';
+import { MAX_HISTORY } from '../../core/records.js';
+import { checkNow } from '../../core/validate.js';
+import type { QueueRow } from './queue-row.js';
+import type { SqlConnection } from './sql-connection.js';
+
+/** The columns of a live delivery, as the transitions need them. */
+export interface DeliveryRow {
+  id: string;
+  token: number;
+  delivered_at: number;
+  deadline: number;
+  session: string | null;
+  delivery_count: number;
+  history: string | null;
+}
+
+export const DELIVERY_COLUMNS =
+  'id, token, delivered_at, deadline, session, delivery_count, history';
+
+interface Release {
+  row: DeliveryRow;
+  outcome: AttemptOutcome;
+}
+
+const INF = Number.POSITIVE_INFINITY;
+
+/**
+ * The state changes of SPEC.md over SQL rows, inside one transaction that holds the queue
+ * row. The SQL twin of the core's LeaseQueue: the model-based suite holds them together.
+ */
+export class JobMoves {
+  constructor(
+    readonly c: SqlConnection,
+    readonly q: QueueRow,
+  ) {}
+
+  // --- R3 -----------------------------------------------------------------------------------
+
+  /** Checks `now` (R2) and lets time pass: ends sessions, reclaims leases, promotes delays. */
+  async advance(now: number): Promise<void> {
+    checkNow(now, this.q.clock);
+    this.q.clock = now;
+    if (now < this.q.nextEventAt) return;
+    const released = await this.endTimedOutSessions(now);
+    const seen = new Set(released.map((release) => release.row.token));
+    const expired = await this.c.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'active' AND deadline <= ?`,
+      [this.q.name, now],
+    );
+    for (const row of expired) {
+      if (!seen.has(row.token)) released.push({ row, outcome: 'expired' });
+    }
+    if (released.length > 0) await this.release(released, now);
+    await this.promoteDelayed(now);
+    await this.c.run('DELETE FROM leaseq_acked WHERE queue = ? AND forget_at <= ?', [
+      this.q.name,
+      now,
+    ]);
+    this.q.nextEventAt = await this.computeNextEventAt();
+  }
+
+  /** R3a: every session whose heartbeat or ack timeout passed ends, releasing its deliveries. */
+  private async endTimedOutSessions(now: number): Promise<Release[]> {
+    const released: Release[] = [];
+    if (this.q.sessions === 0) return released;
+    for (const { id, endsAt } of await this.sessionEnds()) {
+      if (endsAt > now) continue;
+      released.push(...(await this.endSession(id, endsAt)));
+    }
+    return released;
+  }
+
+  /** Deletes the session and returns its live deliveries, labelled by what ended them. */
+  async endSession(sessionId: string, endedAt: number): Promise<Release[]> {
+    await this.c.run('DELETE FROM leaseq_sessions WHERE queue = ? AND id = ?', [
+      this.q.name,
+      sessionId,
+    ]);
+    this.q.sessions -= 1;
+    const rows = await this.c.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'active' AND session = ?`,
+      [this.q.name, sessionId],
+    );
+    // A delivery whose own lease ran out before its session died was lost to expiry.
+    return rows.map((row) => ({
+      row,
+      outcome: row.deadline <= endedAt ? 'expired' : 'session-ended',
+    }));
+  }
+
+  /** When each open session ends if nothing happens: heartbeat or ack timeout (R16). */
+  private async sessionEnds(): Promise<{ id: string; endsAt: number }[]> {
+    const sessions = await this.c.query<{
+      id: string;
+      timeout: number | null;
+      ack_timeout: number | null;
+      last_heartbeat: number;
+    }>('SELECT id, timeout, ack_timeout, last_heartbeat FROM leaseq_sessions WHERE queue = ?', [
+      this.q.name,
+    ]);
+    const ends: { id: string; endsAt: number }[] = [];
+    for (const session of sessions) {
+      let endsAt = session.timeout === null ? INF : session.last_heartbeat + session.timeout;
+      if (session.ack_timeout !== null) {
+        // Only a delivery still live when its ack timeout came can trip it.
+        const [first] = await this.c.query<{ at: number | null }>(
+          `SELECT MIN(delivered_at) AS at FROM leaseq_jobs
+           WHERE queue = ? AND state = 'active' AND session = ? AND delivered_at + ? < deadline`,
+          [this.q.name, session.id, session.ack_timeout],
+        );
+        if (first?.at != null) endsAt = Math.min(endsAt, first.at + session.ack_timeout);
+      }
+      if (endsAt !== INF) ends.push({ id: session.id, endsAt });
+    }
+    return ends;
+  }
+
+  /** The exact next tick at which time alone changes the queue. */
+  async computeNextEventAt(): Promise<number> {
+    const [times] = await this.c.query<{ deadline: number | null; available: number | null }>(
+      `SELECT (SELECT MIN(deadline) FROM leaseq_jobs WHERE queue = ? AND state = 'active') AS deadline,
+              (SELECT MIN(available_at) FROM leaseq_jobs WHERE queue = ? AND state = 'delayed') AS available`,
+      [this.q.name, this.q.name],
+    );
+    let next = Math.min(times?.deadline ?? INF, times?.available ?? INF);
+    if (this.q.sessions > 0) {
+      for (const { endsAt } of await this.sessionEnds()) next = Math.min(next, endsAt);
+    }
+    return next;
+  }
+
+  /** R12: released deliveries return together, in token order, to the front of ready. */
+  async release(released: Release[], now: number): Promise<void> {
+    released.sort((a, b) => a.row.token - b.row.token);
+    for (const { outcome } of released) {
+      if (outcome === 'expired') this.q.counters.expiries += 1;
+      else this.q.counters.sessionReleases += 1;
+    }
+    await this.requeue(
+      released.map(({ row, outcome }) => ({ row, attempt: attemptOf(row, now, outcome) })),
+      now,
+      0,
+    );
+  }
+
+  private async promoteDelayed(now: number): Promise<void> {
+    const due = await this.c.query<{ id: string }>(
+      `SELECT id FROM leaseq_jobs WHERE queue = ? AND state = 'delayed' AND available_at <= ?
+       ORDER BY available_at, seq`,
+      [this.q.name, now],
+    );
+    for (const { id } of due) {
+      this.q.readyTail += 1;
+      await this.c.run(
+        `UPDATE leaseq_jobs SET state = 'ready', ready_pos = ?, ready_since = available_at
+         WHERE queue = ? AND id = ?`,
+        [this.q.readyTail, this.q.name, id],
+      );
+    }
+    this.q.delayed -= due.length;
+    this.q.ready += due.length;
+  }
+
+  // --- moves of ended deliveries ------------------------------------------------------------
+
+  /**
+   * Returns ended deliveries (token order) to ready: R13 dead-letters those out of deliveries;
+   * the rest go to the front in the same order, or to delayed when `delay` > 0.
+   */
+  async requeue(
+    ended: { row: DeliveryRow; attempt: Attempt }[],
+    now: number,
+    delay: number,
+  ): Promise<void> {
+    const back: { row: DeliveryRow; attempt: Attempt }[] = [];
+    for (const item of ended) {
+      if (item.row.delivery_count >= this.q.options.maxDeliveries) {
+        await this.deadLetter(item.row, item.attempt, now, 'max-deliveries');
+      } else {
+        back.push(item);
+      }
+    }
+    this.q.active -= back.length;
+    if (delay > 0) {
+      this.q.delayed += back.length;
+      this.q.nextEventAt = Math.min(this.q.nextEventAt, now + delay);
+      for (const { row, attempt } of back) {
+        await this.c.run(
+          `UPDATE leaseq_jobs SET state = 'delayed', available_at = ?, ${CLEAR_DELIVERY}, history = ?
+           WHERE queue = ? AND id = ?`,
+          [now + delay, appendHistory(row.history, attempt), this.q.name, row.id],
+        );
+      }
+      return;
+    }
+    this.q.ready += back.length;
+    for (let i = back.length - 1; i >= 0; i--) {
+      const { row, attempt } = back[i] as { row: DeliveryRow; attempt: Attempt };
+      this.q.readyHead -= 1;
+      await this.c.run(
+        `UPDATE leaseq_jobs SET state = 'ready', ready_pos = ?, ready_since = ?, ${CLEAR_DELIVERY},
+           history = ?
+         WHERE queue = ? AND id = ?`,
+        [this.q.readyHead, now, appendHistory(row.history, attempt), this.q.name, row.id],
+      );
+    }
+  }
+
+  /** R14: never silent; the job keeps its history in the dead set. */
+  async deadLetter(row: DeliveryRow, attempt: Attempt, now: number, reason: string): Promise<void> {
+    this.q.deadSeq += 1;
+    this.q.active -= 1;
+    this.q.dead += 1;
+    const counts = this.q.counters.deadLetters;
+    counts[reason] = (counts[reason] ?? 0) + 1;
+    await this.c.run(
+      `UPDATE leaseq_jobs SET state = 'dead', dead_reason = ?, dead_at = ?, dead_seq = ?,
+         ${CLEAR_DELIVERY}, history = ?
+       WHERE queue = ? AND id = ?`,
+      [reason, now, this.q.deadSeq, appendHistory(row.history, attempt), this.q.name, row.id],
+    );
+  }
+
+  async liveDelivery(token: number): Promise<DeliveryRow | undefined> {
+    const [row] = await this.c.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND token = ?`,
+      [this.q.name, token],
+    );
+    return row;
+  }
+}
+
+const CLEAR_DELIVERY = 'token = NULL, delivered_at = NULL, deadline = NULL, session = NULL';
+
+export function attemptOf(
+  row: DeliveryRow,
+  now: number,
+  outcome: AttemptOutcome,
+  reason?: string,
+): Attempt {
+  return {
+    token: row.token,
+    deliveredAt: row.delivered_at,
+    endedAt: now,
+    outcome,
+    ...(reason === undefined ? {} : { reason }),
+  };
+}
+
+export function appendHistory(history: string | null, attempt: Attempt): string {
+  const attempts = history === null ? [] : (JSON.parse(history) as Attempt[]);
+  attempts.push(attempt);
+  if (attempts.length > MAX_HISTORY) attempts.splice(0, attempts.length - MAX_HISTORY);
+  return JSON.stringify(attempts);
+}

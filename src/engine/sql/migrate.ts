@@ -1,0 +1,56 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { SchemaTooNewError } from '../../core/index.js';
+import type { SqlConnection, SqlDialect } from './sql-connection.js';
+
+interface Migration {
+  version: number;
+  name: string;
+  script: string;
+}
+
+/** The migrations of a dialect: files `NNNN_name.sql` in `directory`, in version order. */
+export async function loadMigrations(directory: URL): Promise<Migration[]> {
+  const files = (await readdir(directory)).filter((file) => /^\d{4}_[a-z0-9_]+\.sql$/.test(file));
+  const migrations: Migration[] = [];
+  for (const file of files.sort()) {
+    migrations.push({
+      version: Number(file.slice(0, 4)),
+      name: file.slice(5, -4),
+      script: await readFile(new URL(file, directory), 'utf8'),
+    });
+  }
+  return migrations;
+}
+
+/**
+ * Brings the schema up to date in one transaction; safe when two processes open the storage at
+ * once. Refuses a schema newer than this code knows.
+ */
+export async function migrate(
+  connection: SqlConnection,
+  dialect: SqlDialect,
+  migrations: readonly Migration[],
+  target: string,
+): Promise<number> {
+  const supported = migrations.at(-1)?.version ?? 0;
+  await connection.begin();
+  try {
+    if (dialect.migrationLock !== undefined) await connection.exec(dialect.migrationLock);
+    await connection.exec('CREATE TABLE IF NOT EXISTS leaseq_schema (version INTEGER NOT NULL)');
+    const [row] = await connection.query<{ version: number | null }>(
+      'SELECT MAX(version) AS version FROM leaseq_schema',
+    );
+    const current = Number(row?.version ?? 0);
+    if (current > supported) throw new SchemaTooNewError(current, supported, target);
+    for (const migration of migrations) {
+      if (migration.version <= current) continue;
+      await connection.exec(migration.script);
+      await connection.run('INSERT INTO leaseq_schema (version) VALUES (?)', [migration.version]);
+    }
+    await connection.commit();
+    return supported;
+  } catch (error) {
+    await connection.rollback().catch(() => undefined);
+    throw error;
+  }
+}

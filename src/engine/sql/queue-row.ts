@@ -1,0 +1,168 @@
+import { type Counters, newCounters } from '../../core/counters.js';
+import { NotFoundError, type QueueOptions, type ResolvedQueueOptions } from '../../core/index.js';
+import type { BatchContext } from './executor.js';
+import type { SqlConnection, SqlDialect } from './sql-connection.js';
+
+/** A queue's row: its options, clock, counters and gauges, loaded once per transaction. */
+export interface QueueRow {
+  name: string;
+  options: ResolvedQueueOptions;
+  clock: number;
+  nextToken: number;
+  nextSeq: number;
+  nextSession: number;
+  nextGeneratedId: number;
+  readyHead: number;
+  readyTail: number;
+  deadSeq: number;
+  /** A lower bound of the next tick at which time alone changes the queue (R3). */
+  nextEventAt: number;
+  ready: number;
+  delayed: number;
+  active: number;
+  dead: number;
+  sessions: number;
+  counters: Counters;
+}
+
+interface StoredRow {
+  name: string;
+  options: string;
+  clock: number;
+  next_token: number;
+  next_seq: number;
+  next_session: number;
+  next_generated_id: number;
+  ready_head: number;
+  ready_tail: number;
+  dead_seq: number;
+  next_event_at: number | null;
+  ready_count: number;
+  delayed_count: number;
+  active_count: number;
+  dead_count: number;
+  session_count: number;
+  counters: string;
+}
+
+const COLUMNS =
+  'name, options, clock, next_token, next_seq, next_session, next_generated_id, ready_head, ready_tail, dead_seq, next_event_at, ready_count, delayed_count, active_count, dead_count, session_count, counters';
+
+/** Options as JSON: Infinity is stored as null. */
+export function encodeOptions(options: ResolvedQueueOptions): string {
+  return JSON.stringify(options, (_key, value) =>
+    value === Number.POSITIVE_INFINITY ? null : value,
+  );
+}
+
+export function decodeOptions(text: string): ResolvedQueueOptions {
+  const raw = JSON.parse(text) as Record<string, number | null>;
+  const decoded: Record<string, number> = {};
+  for (const [key, value] of Object.entries(raw)) decoded[key] = value ?? Number.POSITIVE_INFINITY;
+  return decoded as unknown as ResolvedQueueOptions;
+}
+
+export const INFINITY_AS_NULL = (value: number): number | null =>
+  value === Number.POSITIVE_INFINITY ? null : value;
+
+export const NULL_AS_INFINITY = (value: number | null): number =>
+  value === null ? Number.POSITIVE_INFINITY : value;
+
+/** Loads (once per transaction, locking it) the row of queue `name`; saved before commit. */
+export async function loadQueueRow(
+  connection: SqlConnection,
+  batch: BatchContext,
+  dialect: SqlDialect,
+  name: string,
+): Promise<QueueRow> {
+  const key = `queue:${name}`;
+  const cached = batch.cache.get(key) as QueueRow | undefined;
+  if (cached !== undefined) return cached;
+  const [stored] = await connection.query<StoredRow>(
+    `SELECT ${COLUMNS} FROM leaseq_queues WHERE name = ?${dialect.lockRow}`,
+    [name],
+  );
+  if (stored === undefined) throw new NotFoundError(`queue ${name} does not exist`);
+  const row = fromStored(stored);
+  batch.cache.set(key, row);
+  batch.beforeCommit((conn) => saveQueueRow(conn, row));
+  return row;
+}
+
+function fromStored(stored: StoredRow): QueueRow {
+  return {
+    name: stored.name,
+    options: decodeOptions(stored.options),
+    clock: stored.clock,
+    nextToken: stored.next_token,
+    nextSeq: stored.next_seq,
+    nextSession: stored.next_session,
+    nextGeneratedId: stored.next_generated_id,
+    readyHead: stored.ready_head,
+    readyTail: stored.ready_tail,
+    deadSeq: stored.dead_seq,
+    nextEventAt: NULL_AS_INFINITY(stored.next_event_at),
+    ready: stored.ready_count,
+    delayed: stored.delayed_count,
+    active: stored.active_count,
+    dead: stored.dead_count,
+    sessions: stored.session_count,
+    counters: JSON.parse(stored.counters) as Counters,
+  };
+}
+
+async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<void> {
+  await connection.run(
+    `UPDATE leaseq_queues SET options = ?, clock = ?, next_token = ?, next_seq = ?, next_session = ?,
+       next_generated_id = ?, ready_head = ?, ready_tail = ?, dead_seq = ?, next_event_at = ?,
+       ready_count = ?, delayed_count = ?, active_count = ?, dead_count = ?, session_count = ?,
+       counters = ?
+     WHERE name = ?`,
+    [
+      encodeOptions(row.options),
+      row.clock,
+      row.nextToken,
+      row.nextSeq,
+      row.nextSession,
+      row.nextGeneratedId,
+      row.readyHead,
+      row.readyTail,
+      row.deadSeq,
+      INFINITY_AS_NULL(row.nextEventAt),
+      row.ready,
+      row.delayed,
+      row.active,
+      row.dead,
+      row.sessions,
+      JSON.stringify(row.counters),
+      row.name,
+    ],
+  );
+}
+
+/** Inserts the row of a new queue; false when it already exists. */
+export async function insertQueueRow(
+  connection: SqlConnection,
+  name: string,
+  options: ResolvedQueueOptions,
+): Promise<boolean> {
+  const changed = await connection.run(
+    `INSERT INTO leaseq_queues (${COLUMNS}) VALUES (?, ?, 0, 1, 1, 1, 1, 0, 0, 0, NULL, 0, 0, 0, 0, 0, ?)
+     ON CONFLICT (name) DO NOTHING`,
+    [name, encodeOptions(options), JSON.stringify(newCounters())],
+  );
+  return changed > 0;
+}
+
+export async function readQueueOptions(
+  connection: SqlConnection,
+  name: string,
+): Promise<ResolvedQueueOptions | undefined> {
+  const [row] = await connection.query<{ options: string }>(
+    'SELECT options FROM leaseq_queues WHERE name = ?',
+    [name],
+  );
+  return row === undefined ? undefined : decodeOptions(row.options);
+}
+
+export type { QueueOptions };

@@ -1,0 +1,28 @@
+/** A value bound to a `?` placeholder. */
+export type SqlValue = string | number | null;
+
+/**
+ * One connection of a SQL dialect, used by one transaction at a time. Statements use `?`
+ * placeholders; the dialect translates them.
+ */
+export interface SqlConnection {
+  /** Rows of a query, columns by name; integers as JS numbers. */
+  query<Row extends object>(sql: string, params?: readonly SqlValue[]): Promise<Row[]>;
+  /** Runs a statement; returns the number of rows changed. */
+  run(sql: string, params?: readonly SqlValue[]): Promise<number>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(script: string): Promise<void>;
+  begin(): Promise<void>;
+  commit(): Promise<void>;
+  rollback(): Promise<void>;
+}
+
+/** What differs between SQL dialects, beyond the connection. */
+export interface SqlDialect {
+  /** Appended to the select of a queue row inside a transaction: serializes a queue's writers. */
+  readonly lockRow: string;
+  /** Statement(s) run inside a transaction that made jobs of `queue` ready (cross-process wake). */
+  wakeStatement?: (queue: string) => { sql: string; params: SqlValue[] };
+  /** Run first inside the migration transaction, so two processes never migrate at once. */
+  migrationLock?: string;
+}

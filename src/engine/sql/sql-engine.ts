@@ -1,0 +1,104 @@
+import { ClosedError, type QueueOptions, type ResolvedQueueOptions } from '../../core/index.js';
+import { resolveQueueOptions } from '../../core/validate.js';
+import type {
+  Engine,
+  EngineCapabilities,
+  QueueHandle,
+  QueueInfo,
+  WakeListener,
+} from '../engine.js';
+import { checkQueueName, checkSameOptions } from '../queue-options.js';
+import { WakeHub } from '../wake-hub.js';
+import { GroupCommitExecutor } from './executor.js';
+import { decodeOptions, insertQueueRow, loadQueueRow, readQueueOptions } from './queue-row.js';
+import type { SqlConnection, SqlDialect } from './sql-connection.js';
+import { SqlQueue } from './sql-queue.js';
+
+/** What a dialect hands the shared SQL engine. */
+export interface SqlEngineParts {
+  target: string;
+  capabilities: EngineCapabilities;
+  dialect: SqlDialect;
+  /** A connection for one transaction; `release` gives it back. */
+  acquire: () => Promise<{ connection: SqlConnection; release: () => void }>;
+  /** Closes connections and listeners. */
+  shutdown: () => Promise<void>;
+  /** The storage's own clock in ms, for storages shared by machines. */
+  storageTime?: () => Promise<number>;
+}
+
+/** The Engine over SQL storage: queues are rows, jobs are rows, and every call is a transaction. */
+export class SqlEngine implements Engine {
+  readonly target: string;
+  readonly capabilities: EngineCapabilities;
+  readonly storageTime?: () => Promise<number>;
+  readonly wakes = new WakeHub();
+  private readonly executor: GroupCommitExecutor;
+  private closed = false;
+
+  constructor(private readonly parts: SqlEngineParts) {
+    this.target = parts.target;
+    this.capabilities = parts.capabilities;
+    if (parts.storageTime !== undefined) this.storageTime = parts.storageTime;
+    this.executor = new GroupCommitExecutor(parts.acquire);
+  }
+
+  async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
+    this.checkOpen();
+    checkQueueName(name);
+    const resolved = resolveQueueOptions(options);
+    await this.executor.submit(async (connection) => {
+      if (await insertQueueRow(connection, name, resolved)) return;
+      const stored = await readQueueOptions(connection, name);
+      if (stored !== undefined) checkSameOptions(name, stored, options);
+    });
+    return new SqlQueue(name, this.executor, this.parts.dialect, this.wakes);
+  }
+
+  async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
+    this.checkOpen();
+    checkQueueName(name);
+    return this.executor.submit(async (connection, batch) => {
+      const row = await loadQueueRow(connection, batch, this.parts.dialect, name);
+      row.options = resolveQueueOptions({ ...row.options, ...options });
+      return { ...row.options };
+    });
+  }
+
+  async listQueues(): Promise<QueueInfo[]> {
+    this.checkOpen();
+    return this.executor.submit(async (connection) => {
+      const rows = await connection.query<{ name: string; options: string }>(
+        'SELECT name, options FROM leaseq_queues ORDER BY name',
+      );
+      return rows.map((row) => ({ name: row.name, options: decodeOptions(row.options) }));
+    });
+  }
+
+  async deleteQueue(name: string): Promise<boolean> {
+    this.checkOpen();
+    checkQueueName(name);
+    return this.executor.submit(async (connection) => {
+      await connection.run('DELETE FROM leaseq_jobs WHERE queue = ?', [name]);
+      await connection.run('DELETE FROM leaseq_sessions WHERE queue = ?', [name]);
+      await connection.run('DELETE FROM leaseq_acked WHERE queue = ?', [name]);
+      return (await connection.run('DELETE FROM leaseq_queues WHERE name = ?', [name])) > 0;
+    });
+  }
+
+  onWake(listener: WakeListener): () => void {
+    return this.wakes.add(listener);
+  }
+
+  /** Lets submitted calls finish, then closes the storage. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.executor.drain();
+    await this.parts.shutdown();
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new ClosedError(`engine ${this.target} is closed`);
+  }
+}
