@@ -1,0 +1,115 @@
+/**
+ * The errors of the worker library. A handler throws the outcome errors to choose what happens
+ * to its job; the worker raises the others. Callers branch on `code`, which never changes once
+ * released; messages are for people and may be reworded.
+ */
+export type WorkerErrorCode =
+  | 'RETRYABLE'
+  | 'PERMANENT'
+  | 'DUPLICATE'
+  | 'AMBIGUOUS'
+  | 'LEASE_LOST'
+  | 'WORKER_CLOSING'
+  | 'INJECTED_FAULT'
+  | 'PROCESS_CRASHED';
+
+export abstract class WorkerError extends Error {
+  abstract readonly code: WorkerErrorCode;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The attempt failed and another may succeed: the job is retried after a backoff (R15) until
+ * the queue's maxDeliveries. Unknown errors are treated the same way; throw this one to choose
+ * the delay yourself (e.g. a rate limit's Retry-After).
+ */
+export class RetryableError extends WorkerError {
+  readonly code = 'RETRYABLE' as const;
+  /** Milliseconds before the retry, instead of the backoff. Integer ≥ 0. */
+  readonly delay: number | undefined;
+  constructor(message: string, options: { delay?: number; cause?: unknown } = {}) {
+    super(message, options);
+    this.delay = options.delay;
+  }
+}
+
+/** The job can never succeed (bad payload, refused by the other side): dead-lettered at once. */
+export class PermanentError extends WorkerError {
+  readonly code = 'PERMANENT' as const;
+  /** The dead-letter reason. Default 'permanent'. */
+  readonly reason: string;
+  constructor(message: string, options: { reason?: string; cause?: unknown } = {}) {
+    super(message, options);
+    this.reason = options.reason ?? 'permanent';
+  }
+}
+
+/** The work was already done (an earlier delivery did it): acked, counted as a duplicate. */
+export class DuplicateError extends WorkerError {
+  readonly code = 'DUPLICATE' as const;
+}
+
+/**
+ * The effect may or may not have happened (a timeout after the request was sent). Retrying
+ * blindly could do it twice, so the job is dead-lettered with reason 'ambiguous' for
+ * reconciliation.
+ */
+export class AmbiguousError extends WorkerError {
+  readonly code = 'AMBIGUOUS' as const;
+}
+
+/** Why a lease was lost. */
+export type LeaseLossReason =
+  | 'expired'
+  | 'renewal-refused'
+  | 'session-ended'
+  | 'stale-ack'
+  | 'stale-nack'
+  | 'settle-failed';
+
+/**
+ * The worker no longer holds the job's lease: another consumer may have it now. The reason of
+ * `ctx.signal` when it fires for that cause; `ctx.extend` throws it. The job's result is dropped.
+ */
+export class LeaseLostError extends WorkerError {
+  readonly code = 'LEASE_LOST' as const;
+  constructor(
+    readonly reason: LeaseLossReason,
+    readonly id: string,
+    readonly token: number,
+  ) {
+    super(`lease of job ${id} (token ${token}) lost: ${reason}`);
+  }
+}
+
+/**
+ * The worker is shutting down and the close timeout passed before the handler finished: the
+ * reason of `ctx.signal`; the job is released for immediate redelivery.
+ */
+export class WorkerClosingError extends WorkerError {
+  readonly code = 'WORKER_CLOSING' as const;
+}
+
+/** A fault the testing harness injected (a lost request, a failed renewal). */
+export class InjectedFaultError extends WorkerError {
+  readonly code = 'INJECTED_FAULT' as const;
+}
+
+/** The testing harness "killed" the process: it makes no more calls. */
+export class ProcessCrashedError extends WorkerError {
+  readonly code = 'PROCESS_CRASHED' as const;
+}
+
+/** The message of anything thrown. */
+export function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === 'string') return error;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+}

@@ -1,0 +1,83 @@
+import { OUTCOME_KINDS, type OutcomeKind } from './outcome.js';
+
+/** A point-in-time copy of a worker's counters (R17). Times are milliseconds. */
+export interface WorkerMetricsSnapshot {
+  /** Jobs whose lease the worker holds now. */
+  inHand: number;
+  /** Deliveries received. */
+  received: number;
+  /** Final outcomes by kind. */
+  outcomes: Record<OutcomeKind, number>;
+  /** Retryable failures requeued with a backoff (= outcomes.retried). */
+  retries: number;
+  /** Dead-letters by reason ('retries-exhausted', 'permanent', 'ambiguous', …). */
+  deadLetters: Record<string, number>;
+  /** Successful lease extensions, automatic and through ctx.extend. */
+  renewals: number;
+  /** Extensions that threw (the lease may still be alive; retried until it ends). */
+  renewalErrors: number;
+  /** Deliveries whose lease the worker lost (= outcomes['lease-lost']). */
+  leasesLost: number;
+  /** Acks that returned false: the lease had ended before the ack (R8). */
+  staleAcks: number;
+  /** Nacks that returned false. */
+  staleNacks: number;
+  /** Acks and nacks that threw; the delivery is redelivered after its lease. */
+  settleErrors: number;
+  /** Receives that threw. */
+  fetchErrors: number;
+  /** Handlers still running after their job was settled without them (lease lost, released). */
+  abandonedHandlers: number;
+  /** Handler start to settlement, over every final outcome. */
+  processingTime: { count: number; sum: number; max: number };
+  /** The last failure a handler threw, with its job. */
+  lastError: { id: string; token: number; message: string } | undefined;
+}
+
+/** The counters behind `worker.metrics()`. */
+export class WorkerMetrics {
+  received = 0;
+  renewals = 0;
+  renewalErrors = 0;
+  staleAcks = 0;
+  staleNacks = 0;
+  settleErrors = 0;
+  fetchErrors = 0;
+  abandonedHandlers = 0;
+  lastError: WorkerMetricsSnapshot['lastError'];
+  private readonly outcomes = Object.fromEntries(OUTCOME_KINDS.map((kind) => [kind, 0])) as Record<
+    OutcomeKind,
+    number
+  >;
+  private readonly deadLetters: Record<string, number> = {};
+  private readonly processingTime = { count: 0, sum: 0, max: 0 };
+
+  recordOutcome(kind: OutcomeKind, durationMs: number, deadReason?: string): void {
+    this.outcomes[kind] += 1;
+    if (deadReason !== undefined)
+      this.deadLetters[deadReason] = (this.deadLetters[deadReason] ?? 0) + 1;
+    this.processingTime.count += 1;
+    this.processingTime.sum += durationMs;
+    this.processingTime.max = Math.max(this.processingTime.max, durationMs);
+  }
+
+  snapshot(inHand: number): WorkerMetricsSnapshot {
+    return {
+      inHand,
+      received: this.received,
+      outcomes: { ...this.outcomes },
+      retries: this.outcomes.retried,
+      deadLetters: { ...this.deadLetters },
+      renewals: this.renewals,
+      renewalErrors: this.renewalErrors,
+      leasesLost: this.outcomes['lease-lost'],
+      staleAcks: this.staleAcks,
+      staleNacks: this.staleNacks,
+      settleErrors: this.settleErrors,
+      fetchErrors: this.fetchErrors,
+      abandonedHandlers: this.abandonedHandlers,
+      processingTime: { ...this.processingTime },
+      lastError: this.lastError === undefined ? undefined : { ...this.lastError },
+    };
+  }
+}

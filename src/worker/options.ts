@@ -1,0 +1,206 @@
+import { type Clock, SystemClock } from '../broker/clock.js';
+import { type SessionOptions, describe as show, ValidationError } from '../core/index.js';
+import { jsonLogger, type Logger } from './logger.js';
+
+/** How a worker keeps the leases of the jobs in hand (see docs/worker.md). */
+export type RenewPolicy = 'auto' | 'on-progress' | 'never';
+
+/** R15: the delay before a retry, `min(maxDelay, baseDelay · factor^(attempt−1))` with jitter. */
+export interface BackoffOptions {
+  /** Milliseconds before the first retry, before jitter. Integer ≥ 0. Default 1000. */
+  baseDelay?: number;
+  /** Upper bound of any retry delay, ms. Integer ≥ baseDelay. Default 60000. */
+  maxDelay?: number;
+  /** Growth per attempt. Number ≥ 1. Default 2. */
+  factor?: number;
+  /** Share of the delay that is randomised (deterministically per job id and attempt), 0..1. Default 0.5. */
+  jitter?: number;
+}
+
+export interface WorkerOptions {
+  /** Most jobs in hand at once. Positive integer. Default 1. */
+  concurrency?: number;
+  /** Milliseconds one receive waits for new work before asking again (a long poll). Positive integer. Default 20000. */
+  wait?: number;
+  /** Lease length asked for each reservation and renewal, ms. Positive integer. Default: the queue's visibility. */
+  visibility?: number;
+  /**
+   * 'auto' (default): renew every lease before it runs out. 'on-progress': renew only after
+   * `ctx.progress()` was called since the last renewal, so a stuck handler loses its lease.
+   * 'never': the lease is what the reservation gave.
+   */
+  renew?: RenewPolicy;
+  /** Share of the lease that has passed when the worker renews it; the rest is slack for latency. In (0, 1). Default 2/3. */
+  renewAt?: number;
+  /** Most automatic renewals of one delivery. Integer ≥ 0 or Infinity (default). */
+  maxRenewals?: number;
+  /** Retry delays of retryable failures (R15). */
+  backoff?: BackoffOptions;
+  /**
+   * When given, the worker receives under a consumer session with these options (R16),
+   * heartbeats it, and closes it on shutdown; if the session ends, its jobs count as lost.
+   */
+  session?: SessionOptions;
+  /** Where the worker's time and timers come from. Default a SystemClock; in tests, the broker's ManualClock. */
+  clock?: Clock;
+  /** Receives a line per final outcome and per loop error. Default: JSON lines on stderr. */
+  logger?: Logger;
+}
+
+export interface ResolvedBackoff {
+  baseDelay: number;
+  maxDelay: number;
+  factor: number;
+  jitter: number;
+}
+
+export interface ResolvedWorkerOptions {
+  concurrency: number;
+  wait: number;
+  visibility: number | undefined;
+  renew: RenewPolicy;
+  renewAt: number;
+  maxRenewals: number;
+  backoff: ResolvedBackoff;
+  session: SessionOptions | undefined;
+  clock: Clock;
+  logger: Logger;
+}
+
+const RENEW_POLICIES: readonly RenewPolicy[] = ['auto', 'on-progress', 'never'];
+const KNOWN_OPTIONS = new Set([
+  'concurrency',
+  'wait',
+  'visibility',
+  'renew',
+  'renewAt',
+  'maxRenewals',
+  'backoff',
+  'session',
+  'clock',
+  'logger',
+]);
+
+/**
+ * Checks worker options and fills in defaults; every problem, with those the caller found
+ * already (`issues`), is listed in one ValidationError.
+ */
+export function resolveWorkerOptions(
+  options: WorkerOptions = {},
+  issues: string[] = [],
+): ResolvedWorkerOptions {
+  if (!isObject(options)) {
+    throw new ValidationError([...issues, 'options must be an object'].map((i) => `worker: ${i}`));
+  }
+  const check = (ok: boolean, issue: string) => {
+    if (!ok) issues.push(issue);
+  };
+  for (const key of Object.keys(options)) check(KNOWN_OPTIONS.has(key), `unknown option ${key}`);
+  const {
+    concurrency = 1,
+    wait = 20_000,
+    visibility,
+    renew = 'auto',
+    renewAt = 2 / 3,
+    maxRenewals = Number.POSITIVE_INFINITY,
+  } = options;
+  check(
+    isPositiveInteger(concurrency),
+    `concurrency must be a positive integer, got ${show(concurrency)}`,
+  );
+  check(isPositiveInteger(wait), `wait must be a positive integer (ms), got ${show(wait)}`);
+  check(
+    visibility === undefined || isPositiveInteger(visibility),
+    `visibility must be a positive integer (ms), got ${show(visibility)}`,
+  );
+  check(
+    RENEW_POLICIES.includes(renew),
+    `renew must be one of ${RENEW_POLICIES.join(', ')}, got ${show(renew)}`,
+  );
+  check(
+    typeof renewAt === 'number' && renewAt > 0 && renewAt < 1,
+    `renewAt must be a number in (0, 1), got ${show(renewAt)}`,
+  );
+  check(
+    maxRenewals === Number.POSITIVE_INFINITY || (isInteger(maxRenewals) && maxRenewals >= 0),
+    `maxRenewals must be an integer ≥ 0 or Infinity, got ${show(maxRenewals)}`,
+  );
+  const backoff = resolveBackoff(options.backoff ?? {}, issues);
+  check(
+    options.session === undefined || isObject(options.session),
+    'session must be an object of session options',
+  );
+  check(
+    options.clock === undefined || isClock(options.clock),
+    'clock must have now(), observe() and sleep()',
+  );
+  check(
+    options.logger === undefined || isLogger(options.logger),
+    'logger must have info(), warn() and error()',
+  );
+  if (issues.length > 0) throw new ValidationError(issues.map((issue) => `worker: ${issue}`));
+  const clock = options.clock ?? new SystemClock();
+  return {
+    concurrency,
+    wait,
+    visibility,
+    renew,
+    renewAt,
+    maxRenewals,
+    backoff,
+    session: options.session,
+    clock,
+    logger: options.logger ?? jsonLogger({ clock }),
+  };
+}
+
+function resolveBackoff(options: BackoffOptions, issues: string[]): ResolvedBackoff {
+  if (!isObject(options)) {
+    issues.push('backoff must be an object');
+    return { baseDelay: 1000, maxDelay: 60_000, factor: 2, jitter: 0.5 };
+  }
+  const {
+    baseDelay = 1000,
+    maxDelay = Math.max(60_000, baseDelay),
+    factor = 2,
+    jitter = 0.5,
+  } = options;
+  if (!isInteger(baseDelay) || baseDelay < 0) {
+    issues.push(`backoff.baseDelay must be an integer ≥ 0 (ms), got ${show(baseDelay)}`);
+  } else if (!isInteger(maxDelay) || maxDelay < baseDelay) {
+    issues.push(
+      `backoff.maxDelay must be an integer ≥ baseDelay (${baseDelay} ms), got ${show(maxDelay)}`,
+    );
+  }
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1) {
+    issues.push(`backoff.factor must be a finite number ≥ 1, got ${show(factor)}`);
+  }
+  if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1)) {
+    issues.push(`backoff.jitter must be a number in [0, 1], got ${show(jitter)}`);
+  }
+  return { baseDelay, maxDelay, factor, jitter };
+}
+
+function isInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value);
+}
+
+function isPositiveInteger(value: unknown): value is number {
+  return isInteger(value) && value > 0;
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
+}
+
+function isClock(value: unknown): boolean {
+  return isObject(value) && ['now', 'observe', 'sleep'].every((name) => hasMethod(value, name));
+}
+
+function isLogger(value: unknown): boolean {
+  return isObject(value) && ['info', 'warn', 'error'].every((name) => hasMethod(value, name));
+}
+
+function hasMethod(value: object, name: string): boolean {
+  return typeof (value as Record<string, unknown>)[name] === 'function';
+}

@@ -1,0 +1,99 @@
+import type { Queue } from '../broker/queue.js';
+import { backoffDelay } from '../core/index.js';
+import {
+  AmbiguousError,
+  DuplicateError,
+  errorMessage,
+  PermanentError,
+  RetryableError,
+} from './errors.js';
+import type { ResolvedBackoff } from './options.js';
+
+/** How a job in hand ended, as counted in metrics and logged. */
+export type OutcomeKind =
+  | 'acked'
+  | 'retried'
+  | 'dead'
+  | 'duplicate'
+  | 'ambiguous'
+  | 'released'
+  | 'lease-lost';
+
+export const OUTCOME_KINDS: readonly OutcomeKind[] = [
+  'acked',
+  'retried',
+  'dead',
+  'duplicate',
+  'ambiguous',
+  'released',
+  'lease-lost',
+];
+
+/** What the handler did. */
+export type HandlerResult =
+  | { status: 'returned'; duplicate: boolean }
+  | { status: 'threw'; error: unknown };
+
+/** What the worker does with the delivery: the one place where results become queue calls. */
+export type Decision =
+  | { action: 'ack'; kind: 'acked' | 'duplicate'; reason?: string }
+  | { action: 'retry'; kind: 'retried'; delay: number; reason: string; error: string }
+  | { action: 'dead-letter'; kind: 'dead' | 'ambiguous'; reason: string; error: string };
+
+export interface DecisionInput {
+  id: string;
+  deliveryCount: number;
+  /** The queue's maxDeliveries (R13); Infinity retries forever. */
+  maxDeliveries: number;
+  backoff: ResolvedBackoff;
+}
+
+/**
+ * The outcome table (docs/worker.md):
+ * returned → ack; returned after ctx.duplicate() or threw DuplicateError → ack as duplicate;
+ * threw PermanentError → dead-letter with its reason; threw AmbiguousError → dead-letter
+ * 'ambiguous'; threw anything else → retry after backoff (R15) while deliveryCount <
+ * maxDeliveries, then dead-letter 'retries-exhausted'.
+ */
+export function decide(result: HandlerResult, input: DecisionInput): Decision {
+  if (result.status === 'returned') {
+    return result.duplicate
+      ? { action: 'ack', kind: 'duplicate' }
+      : { action: 'ack', kind: 'acked' };
+  }
+  const { error } = result;
+  const message = errorMessage(error);
+  if (error instanceof DuplicateError) return { action: 'ack', kind: 'duplicate', reason: message };
+  if (error instanceof PermanentError) {
+    return { action: 'dead-letter', kind: 'dead', reason: error.reason, error: message };
+  }
+  if (error instanceof AmbiguousError) {
+    return { action: 'dead-letter', kind: 'ambiguous', reason: 'ambiguous', error: message };
+  }
+  if (input.deliveryCount >= input.maxDeliveries) {
+    return { action: 'dead-letter', kind: 'dead', reason: 'retries-exhausted', error: message };
+  }
+  const chosen = error instanceof RetryableError ? error.delay : undefined;
+  const delay =
+    chosen !== undefined && Number.isSafeInteger(chosen) && chosen >= 0
+      ? chosen
+      : backoffDelay({ id: input.id, attempt: input.deliveryCount, ...input.backoff });
+  return { action: 'retry', kind: 'retried', delay, reason: 'retryable', error: message };
+}
+
+/** Settles a delivery as decided. Returns false when the token was stale (R8, R9). */
+export function applyDecision(queue: Queue, token: number, decision: Decision): Promise<boolean> {
+  switch (decision.action) {
+    case 'ack':
+      return queue.ack(token);
+    case 'retry':
+      return queue.nack(token, { requeue: true, delay: decision.delay });
+    case 'dead-letter':
+      return queue.nack(token, { requeue: false, reason: decision.reason });
+  }
+}
+
+/** Gives an unfinished job back for immediate redelivery (shutdown). */
+export function release(queue: Queue, token: number): Promise<boolean> {
+  return queue.nack(token, { requeue: true, delay: 0 });
+}
