@@ -1,0 +1,88 @@
+import type { Handler, JobContext } from './job.js';
+
+/** What `processOnce` did. */
+export type InboxResult<T> = { processed: true; value: T } | { processed: false };
+
+/**
+ * A consumer's record of the jobs whose effects it has applied: with it, a redelivered job
+ * (ack lost, lease expired after the effect) has its effect once. The record and the effect
+ * must commit together: in one database transaction for the SQL inboxes (`Tx` is then that
+ * transaction's handle), in one synchronous step for the in-memory one.
+ */
+export interface Inbox<Tx = undefined> {
+  /**
+   * Runs `effect` unless `(consumer, jobId)` was already processed, and records it as
+   * processed together with the effect. When the effect throws, nothing is recorded and the
+   * error propagates. Two concurrent calls for the same key never both run the effect.
+   */
+  processOnce<T>(
+    consumer: string,
+    jobId: string,
+    effect: (tx: Tx) => Promise<T> | T,
+  ): Promise<InboxResult<T>>;
+}
+
+/**
+ * The in-memory inbox, for tests and single-process consumers whose effects live in the same
+ * memory. The effect's own changes must be all-or-nothing (throw before changing anything).
+ */
+export class MemoryInbox implements Inbox<undefined> {
+  private readonly processed = new Map<string, Set<string>>();
+  private readonly running = new Map<string, Promise<unknown>>();
+
+  async processOnce<T>(
+    consumer: string,
+    jobId: string,
+    effect: (tx: undefined) => Promise<T> | T,
+  ): Promise<InboxResult<T>> {
+    const key = JSON.stringify([consumer, jobId]);
+    // A second call for the same key waits for the first, as a row lock would make it.
+    for (let pending = this.running.get(key); pending; pending = this.running.get(key)) {
+      await pending.catch(() => undefined);
+    }
+    if (this.has(consumer, jobId)) return { processed: false };
+    const run = (async () => effect(undefined))();
+    this.running.set(key, run);
+    try {
+      const value = await run;
+      this.record(consumer, jobId);
+      return { processed: true, value };
+    } finally {
+      this.running.delete(key);
+    }
+  }
+
+  /** Whether `(consumer, jobId)` was processed. */
+  has(consumer: string, jobId: string): boolean {
+    return this.processed.get(consumer)?.has(jobId) ?? false;
+  }
+
+  /** How many jobs `consumer` has processed. */
+  size(consumer: string): number {
+    return this.processed.get(consumer)?.size ?? 0;
+  }
+
+  private record(consumer: string, jobId: string): void {
+    let ids = this.processed.get(consumer);
+    if (ids === undefined) {
+      ids = new Set();
+      this.processed.set(consumer, ids);
+    }
+    ids.add(jobId);
+  }
+}
+
+/**
+ * Wraps a handler so that its effect runs through the inbox, keyed by the job id: a job whose
+ * effect was already applied is acked as a duplicate instead of running again.
+ */
+export function inboxHandler<P, Tx = undefined>(
+  inbox: Inbox<Tx>,
+  consumer: string,
+  effect: (tx: Tx, ctx: JobContext<P>) => Promise<void> | void,
+): Handler<P> {
+  return async (_job, ctx) => {
+    const result = await inbox.processOnce(consumer, ctx.id, (tx) => effect(tx, ctx));
+    if (!result.processed) ctx.duplicate();
+  };
+}

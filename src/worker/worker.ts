@@ -1,0 +1,333 @@
+import type { Queue } from '../broker/queue.js';
+import { backoffDelay, ClosedError, ValidationError } from '../core/index.js';
+import { errorMessage } from './errors.js';
+import type { Handler, OutcomeRecord } from './job.js';
+import { JobRun } from './job-run.js';
+import { WorkerMetrics, type WorkerMetricsSnapshot } from './metrics.js';
+import { type ResolvedWorkerOptions, resolveWorkerOptions, type WorkerOptions } from './options.js';
+import { type HeartbeatStep, isSessionClosed, SessionKeeper } from './session-keeper.js';
+
+export interface CloseOptions {
+  /** Milliseconds the jobs in hand may still take before they are released. Integer ≥ 0. Default 30000. */
+  timeout?: number;
+}
+
+/** Where a background error happened. */
+export type WorkerErrorSource = 'fetch' | 'renew' | 'settle' | 'heartbeat';
+
+export interface WorkerEvents {
+  /** A job reached its final outcome (also logged). */
+  outcome: (record: OutcomeRecord) => void;
+  /** A background call failed; the worker goes on (also logged). */
+  error: (error: unknown, during: WorkerErrorSource) => void;
+}
+
+export type WorkerState = 'created' | 'running' | 'closing' | 'closed';
+
+/** Fetch-loop retry delays after failed receives, ms. */
+const FETCH_RETRY = { baseDelay: 100, maxDelay: 30_000 };
+
+/**
+ * Consumes one queue: reserves at most `concurrency` jobs at a time (long-waiting for work),
+ * runs the handler on each under a kept lease, and settles every job by its outcome
+ * (docs/worker.md). Talks to the queue only through the `Queue` interface.
+ */
+export class Worker<P = unknown> {
+  readonly queue: Queue;
+  private readonly options: ResolvedWorkerOptions;
+  private readonly counters = new WorkerMetrics();
+  private readonly inHand = new Set<JobRun>();
+  private readonly fetches = new Set<Promise<number>>();
+  private readonly stopping = new AbortController();
+  private readonly listeners = {
+    outcome: new Set<WorkerEvents['outcome']>(),
+    error: new Set<WorkerEvents['error']>(),
+  };
+  private readonly session: SessionKeeper | undefined;
+  private setup: Promise<{ maxDeliveries: number; leaseMs: number }> | undefined;
+  private loop: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  private closed = false;
+  private reserving = 0;
+  private graceEndsAt = 0;
+  private graceTimer: AbortController | undefined;
+  private slotFreed: (() => void) | undefined;
+
+  constructor(
+    queue: Queue,
+    private readonly handler: Handler<P>,
+    options: WorkerOptions = {},
+  ) {
+    const issues: string[] = [];
+    if (typeof (queue as Partial<Queue> | undefined)?.receive !== 'function') {
+      issues.push('queue must be a Queue');
+    }
+    if (typeof handler !== 'function') issues.push('handler must be a function');
+    this.options = resolveWorkerOptions(options, issues);
+    this.queue = queue;
+    if (this.options.session !== undefined) {
+      this.session = new SessionKeeper({
+        queue,
+        clock: this.options.clock,
+        options: this.options.session,
+        onEnded: (id) => this.sessionEnded(id),
+        onError: (error) => this.reportError(error, 'heartbeat'),
+      });
+    }
+  }
+
+  get state(): WorkerState {
+    if (this.closed) return 'closed';
+    if (this.closing !== undefined) return 'closing';
+    return this.loop === undefined ? 'created' : 'running';
+  }
+
+  /** Starts the fetch loop; resolves once the queue's options were read. Idempotent. */
+  async start(): Promise<void> {
+    this.checkOpen();
+    await this.ready();
+    if (this.loop !== undefined || this.closing !== undefined) return;
+    this.loop = this.fetchLoop();
+    this.session?.run(this.stopping.signal).catch((error) => this.reportError(error, 'heartbeat'));
+  }
+
+  /**
+   * One fetch step: reserves up to the free slots (waiting up to `wait` ms, default 0 for
+   * none) and starts a handler on each job. Returns how many it started.
+   */
+  async runOnce(options: { wait?: number } = {}): Promise<number> {
+    this.checkOpen();
+    return this.fetchOnce(options.wait ?? 0);
+  }
+
+  /** One renewal step of every job in hand. Returns how many leases it renewed. */
+  async renewOnce(): Promise<number> {
+    const steps = await Promise.all([...this.inHand].map((run) => run.renewOnce()));
+    return steps.filter((step) => step === 'renewed').length;
+  }
+
+  /** One heartbeat of the worker's session ('none' without one). */
+  heartbeatOnce(): Promise<HeartbeatStep> {
+    return this.session?.heartbeatOnce() ?? Promise.resolve('none');
+  }
+
+  /**
+   * Stops fetching (ending a pending long wait), lets the jobs in hand finish for up to
+   * `timeout` ms (acking those that do), then releases the rest for immediate redelivery and
+   * fires their signals. Closes the worker's session. Repeated calls share the first; one with
+   * a shorter timeout cuts the grace period.
+   */
+  close(options: CloseOptions = {}): Promise<void> {
+    const { timeout = 30_000 } = options;
+    if (!Number.isSafeInteger(timeout) || timeout < 0) {
+      return Promise.reject(
+        new ValidationError(`close: timeout must be an integer ≥ 0 (ms), got ${String(timeout)}`),
+      );
+    }
+    const endsAt = this.options.clock.now() + timeout;
+    if (this.closing === undefined) {
+      this.graceEndsAt = endsAt;
+      this.closing = this.shutdown();
+    } else if (endsAt < this.graceEndsAt) {
+      // A later, shorter close (a second signal) cuts the grace period.
+      this.graceEndsAt = endsAt;
+      this.graceTimer?.abort();
+    }
+    return this.closing;
+  }
+
+  /** A snapshot of the worker's counters (R17). */
+  metrics(): WorkerMetricsSnapshot {
+    return this.counters.snapshot(this.inHand.size);
+  }
+
+  /** Listens to an event; returns the removal. */
+  on<E extends keyof WorkerEvents>(event: E, listener: WorkerEvents[E]): () => void {
+    const set = this.listeners[event] as Set<WorkerEvents[E]>;
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  private ready() {
+    this.setup ??= this.queue.options().then(
+      (queueOptions) => ({
+        maxDeliveries: queueOptions.maxDeliveries,
+        leaseMs: this.options.visibility ?? queueOptions.visibility,
+      }),
+      (error: unknown) => {
+        this.setup = undefined;
+        throw error;
+      },
+    );
+    return this.setup;
+  }
+
+  private async fetchLoop(): Promise<void> {
+    let failures = 0;
+    while (!this.stopping.signal.aborted) {
+      if (this.freeSlots() === 0) {
+        await new Promise<void>((resolve) => {
+          this.slotFreed = resolve;
+        });
+        continue;
+      }
+      try {
+        await this.fetchOnce(this.options.wait);
+        failures = 0;
+      } catch {
+        failures += 1;
+        const delay = backoffDelay({ id: 'fetch', attempt: failures, ...FETCH_RETRY });
+        await this.options.clock.sleep(delay, this.stopping.signal);
+      }
+    }
+  }
+
+  private fetchOnce(wait: number): Promise<number> {
+    const fetch = this.reserveAndStart(wait);
+    this.fetches.add(fetch);
+    const forget = () => this.fetches.delete(fetch);
+    fetch.then(forget, forget);
+    return fetch;
+  }
+
+  private async reserveAndStart(wait: number): Promise<number> {
+    const { maxDeliveries, leaseMs } = await this.ready();
+    const free = this.freeSlots();
+    if (free === 0) return 0;
+    this.reserving += free;
+    let session: string | undefined;
+    let deliveries: Awaited<ReturnType<Queue['receive']>>;
+    try {
+      session = await this.session?.current();
+      deliveries = await this.queue.receive({
+        max: free,
+        wait,
+        visibility: leaseMs,
+        signal: this.stopping.signal,
+        ...(session === undefined ? {} : { session }),
+      });
+    } catch (error) {
+      if (session !== undefined && isSessionClosed(error)) {
+        this.session?.ended(session);
+        return 0;
+      }
+      this.counters.fetchErrors += 1;
+      this.reportError(error, 'fetch');
+      throw error;
+    } finally {
+      this.reserving -= free;
+    }
+    const receivedAt = this.options.clock.now();
+    this.counters.received += deliveries.length;
+    const deps = {
+      queue: this.queue,
+      handler: this.handler as Handler<never>,
+      options: this.options,
+      metrics: this.counters,
+      maxDeliveries,
+      leaseMs,
+      session,
+      onSettled: (run: JobRun, record: OutcomeRecord) => this.settled(run, record),
+      onError: (error: unknown, during: 'renew' | 'settle') => this.reportError(error, during),
+    };
+    let started = 0;
+    for (const delivery of deliveries) {
+      const run = new JobRun(delivery, receivedAt, deps);
+      this.inHand.add(run);
+      if (this.stopping.signal.aborted) {
+        // Reserved while closing: give it back unrun.
+        void run.release();
+      } else {
+        run.start();
+        started += 1;
+      }
+    }
+    return started;
+  }
+
+  private freeSlots(): number {
+    return Math.max(0, this.options.concurrency - this.inHand.size - this.reserving);
+  }
+
+  private settled(run: JobRun, record: OutcomeRecord): void {
+    this.inHand.delete(run);
+    for (const listener of this.listeners.outcome) {
+      try {
+        listener(record);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+    const wake = this.slotFreed;
+    this.slotFreed = undefined;
+    wake?.();
+  }
+
+  private sessionEnded(sessionId: string): void {
+    for (const run of [...this.inHand]) {
+      if (run.session === sessionId) run.loseLease('session-ended');
+    }
+  }
+
+  private async shutdown(): Promise<void> {
+    this.stopping.abort();
+    const wake = this.slotFreed;
+    this.slotFreed = undefined;
+    wake?.();
+    await this.loop;
+    await Promise.allSettled([...this.fetches]);
+    await this.graceUntilDone();
+    await Promise.all([...this.inHand].map((run) => run.release()));
+    await this.session?.close();
+    this.closed = true;
+  }
+
+  /** Waits until the jobs in hand are done or the grace period (which may shrink) ends. */
+  private async graceUntilDone(): Promise<void> {
+    const { clock } = this.options;
+    let allDone = false;
+    const done = Promise.all([...this.inHand].map((run) => run.done)).then(() => {
+      allDone = true;
+    });
+    while (!allDone && clock.now() < this.graceEndsAt) {
+      const timer = new AbortController();
+      this.graceTimer = timer;
+      await Promise.race([done, clock.sleep(this.graceEndsAt - clock.now(), timer.signal)]);
+      timer.abort();
+    }
+    this.graceTimer = undefined;
+  }
+
+  private reportError(error: unknown, during: WorkerErrorSource): void {
+    try {
+      this.options.logger.error(
+        { queue: this.queue.name, during, error: errorMessage(error) },
+        `worker ${during} failed`,
+      );
+    } catch {
+      // A failing logger must not stop the worker.
+    }
+    for (const listener of this.listeners.error) {
+      try {
+        listener(error, during);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+  }
+
+  private checkOpen(): void {
+    if (this.closing !== undefined) throw new ClosedError('worker is closed');
+  }
+}
+
+/** Creates a worker over `queue` and starts it; resolves once it runs. */
+export async function work<P = unknown>(
+  queue: Queue,
+  handler: Handler<P>,
+  options?: WorkerOptions,
+): Promise<Worker<P>> {
+  const worker = new Worker(queue, handler, options);
+  await worker.start();
+  return worker;
+}
