@@ -13,8 +13,15 @@ const DIALECT: SqlDialect = {
   // The queue row lock serializes a queue's writers across processes and machines, so two
   // consumers can never take the same job (and tokens stay a gap-free counter, R6).
   lockRow: ' FOR UPDATE',
+  jobsByToken: 'leaseq_jobs',
   wakeStatement: (queue) => ({ sql: 'SELECT pg_notify(?, ?)', params: [WAKE_CHANNEL, queue] }),
   migrationLock: 'SELECT pg_advisory_xact_lock(744501)',
+  jsonList: (type) =>
+    `(SELECT value::${type === 'text' ? 'text' : 'bigint'} FROM json_array_elements_text(?::json) AS value)`,
+  jsonRecords: (columns) =>
+    `(SELECT * FROM json_to_recordset(?::json) AS r(${columns
+      .map(([name, type]) => `${name} ${type === 'text' ? 'text' : 'bigint'}`)
+      .join(', ')}))`,
 };
 
 /** bigint columns as JS numbers: every stored integer is a safe integer (R1). */

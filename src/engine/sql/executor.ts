@@ -28,11 +28,25 @@ export class BatchContext {
   }
 }
 
+/**
+ * Works of one kind that may run as one: consecutive calls with the same `key` in a batch are
+ * handed to `run` together, which returns one result per argument, in order. Only works whose
+ * sequential effect equals the merged one share a key (same queue, same `now`, same options).
+ */
+export interface Merge<A, R> {
+  key: string;
+  arg: A;
+  run: (connection: SqlConnection, batch: BatchContext, args: A[]) => Promise<R[]>;
+}
+
 interface Pending {
   work: Work<unknown>;
+  merge?: Merge<unknown, unknown>;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
  * Group commit: calls that arrive while a transaction runs are collected and committed together
@@ -56,6 +70,21 @@ export class GroupCommitExecutor {
   submit<T>(work: Work<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.schedule();
+    });
+  }
+
+  /** Like `submit`, but merged with neighbouring calls of the same key (see Merge). */
+  submitMerged<A, R>(merge: Merge<A, R>): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      const work: Work<unknown> = async (connection, batch) =>
+        ((await merge.run(connection, batch, [merge.arg])) as unknown[])[0];
+      this.queue.push({
+        work,
+        merge: merge as Merge<unknown, unknown>,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
       this.schedule();
     });
   }
@@ -101,17 +130,14 @@ export class GroupCommitExecutor {
       return true;
     }
     const { connection } = lease;
-    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    const outcomes: Outcome[] = [];
     const context = new BatchContext();
     try {
       await connection.begin();
-      for (const pending of batch) {
-        try {
-          outcomes.push({ ok: true, value: await pending.work(connection, context) });
-        } catch (error) {
-          if (!(error instanceof LeaseqError)) throw error;
-          outcomes.push({ ok: false, error });
-        }
+      for (let index = 0; index < batch.length; ) {
+        const group = mergeGroup(batch, index);
+        outcomes.push(...(await runGroup(group, connection, context)));
+        index += group.length;
       }
       await context.flush(connection);
       await connection.commit();
@@ -130,5 +156,35 @@ export class GroupCommitExecutor {
       else pending.reject(outcome?.error);
     });
     return true;
+  }
+}
+
+/** The calls from `start` that share its merge key (just one call when it has none). */
+function mergeGroup(batch: Pending[], start: number): Pending[] {
+  const first = batch[start] as Pending;
+  const key = first.merge?.key;
+  if (key === undefined) return [first];
+  let end = start + 1;
+  while (end < batch.length && batch[end]?.merge?.key === key) end += 1;
+  return batch.slice(start, end);
+}
+
+/** Runs a group; a LeaseqError is that group's answer, anything else aborts the batch. */
+async function runGroup(
+  group: Pending[],
+  connection: SqlConnection,
+  context: BatchContext,
+): Promise<Outcome[]> {
+  try {
+    const first = group[0] as Pending;
+    if (group.length === 1 || first.merge === undefined) {
+      return [{ ok: true, value: await first.work(connection, context) }];
+    }
+    const args = group.map((pending) => pending.merge?.arg);
+    const values = await first.merge.run(connection, context, args);
+    return values.map((value) => ({ ok: true, value }));
+  } catch (error) {
+    if (!(error instanceof LeaseqError)) throw error;
+    return group.map(() => ({ ok: false, error }));
   }
 }

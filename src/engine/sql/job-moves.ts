@@ -2,7 +2,7 @@ import type { Attempt, AttemptOutcome } from '../../core/index.js';
 import { MAX_HISTORY } from '../../core/records.js';
 import { checkNow } from '../../core/validate.js';
 import type { QueueRow } from './queue-row.js';
-import type { SqlConnection } from './sql-connection.js';
+import type { SqlConnection, SqlDialect } from './sql-connection.js';
 
 /** The columns of a live delivery, as the transitions need them. */
 export interface DeliveryRow {
@@ -33,6 +33,7 @@ export class JobMoves {
   constructor(
     readonly c: SqlConnection,
     readonly q: QueueRow,
+    readonly dialect: SqlDialect,
   ) {}
 
   // --- R3 -----------------------------------------------------------------------------------

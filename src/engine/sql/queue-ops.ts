@@ -30,11 +30,83 @@ export interface ReserveArgs {
 
 /** The operations of SPEC.md over SQL rows; arguments are validated by the caller. */
 export class QueueOps extends JobMoves {
+  /** Publishes in order; new jobs are written in one statement (R4, R5). */
   async publish(now: number, inputs: readonly EncodedPublish[]): Promise<PublishResult[]> {
     await this.advance(now);
+    const ids = new IdAllocator(this, now);
+    await ids.check(
+      inputs.flatMap((input) => (input.id === undefined ? [] : [input.id])),
+      inputs,
+    );
     const results: PublishResult[] = [];
-    for (const input of inputs) results.push(await this.insert(now, input));
+    const rows: NewJobRow[] = [];
+    for (const input of inputs) {
+      const id = input.id ?? (await ids.generate());
+      if (ids.taken.has(id)) {
+        this.q.counters.duplicates += 1;
+        results.push({ id, duplicate: true });
+        continue;
+      }
+      ids.taken.add(id);
+      rows.push(this.newJobRow(now, id, input));
+      results.push({ id, duplicate: false });
+    }
+    if (rows.length > 0) {
+      await this.c.run(
+        `INSERT INTO leaseq_jobs (queue, id, payload, seq, state, delivery_count, available_at,
+           ready_pos, ready_since)
+         SELECT ?, id, payload, seq, state, 0, available_at, ready_pos, ready_since
+         FROM ${this.dialect.jsonRecords(NEW_JOB_COLUMNS)} AS new_jobs`,
+        [this.q.name, JSON.stringify(rows)],
+      );
+    }
     return results;
+  }
+
+  private newJobRow(now: number, id: string, input: EncodedPublish): NewJobRow {
+    const seq = this.q.nextSeq++;
+    this.q.counters.published += 1;
+    if (input.delay > 0) {
+      this.q.delayed += 1;
+      this.q.nextEventAt = Math.min(this.q.nextEventAt, now + input.delay);
+      const availableAt = now + input.delay;
+      return {
+        id,
+        payload: input.payloadJson,
+        seq,
+        state: 'delayed',
+        available_at: availableAt,
+        ready_pos: null,
+        ready_since: null,
+      };
+    }
+    this.q.ready += 1;
+    this.q.readyTail += 1;
+    return {
+      id,
+      payload: input.payloadJson,
+      seq,
+      state: 'ready',
+      available_at: now,
+      ready_pos: this.q.readyTail,
+      ready_since: now,
+    };
+  }
+
+  /** Which of `ids` are present (any state) or remembered as acked (R4). */
+  async takenAmong(ids: readonly string[], now: number): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const list = this.dialect.jsonList('text');
+    const rows = await this.c.query<{ id: string }>(
+      `SELECT id FROM leaseq_jobs WHERE queue = ? AND id IN ${list}
+       UNION SELECT id FROM leaseq_acked WHERE queue = ? AND id IN ${list} AND forget_at > ?`,
+      [this.q.name, JSON.stringify(ids), this.q.name, JSON.stringify(ids), now],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  nextGeneratedId(): string {
+    return `job-${this.q.nextGeneratedId++}`;
   }
 
   async reserve(now: number, args: ReserveArgs): Promise<Delivery[]> {
@@ -56,32 +128,41 @@ export class QueueOps extends JobMoves {
     if (count <= 0) return [];
     const visibility = args.visibility ?? this.q.options.visibility;
     const deadline = now + Math.min(visibility, this.q.options.maxLease);
-    const rows = await this.c.query<{ id: string; payload: string | null; delivery_count: number }>(
-      `SELECT id, payload, delivery_count FROM leaseq_jobs WHERE queue = ? AND state = 'ready'
-       ORDER BY ready_pos LIMIT ?`,
-      [this.q.name, count],
-    );
-    const deliveries: Delivery[] = [];
-    for (const row of rows) {
-      const token = this.q.nextToken++;
-      const deliveryCount = row.delivery_count + 1;
-      await this.c.run(
-        `UPDATE leaseq_jobs SET state = 'active', ready_pos = NULL, token = ?, delivered_at = ?,
-           deadline = ?, session = ?, delivery_count = ?
-         WHERE queue = ? AND id = ?`,
-        [token, now, deadline, args.session ?? null, deliveryCount, this.q.name, row.id],
-      );
-      this.q.counters.deliveries += 1;
-      if (deliveryCount > 1) this.q.counters.redeliveries += 1;
-      deliveries.push({
-        token,
-        id: row.id,
-        payload: decodePayload(row.payload),
+    // The front `count` ready jobs are positions readyHead … readyHead + count − 1; each gets
+    // the next token in ready order, in one statement.
+    const rows = await this.c.query<{
+      id: string;
+      payload: string | null;
+      delivery_count: number;
+      token: number;
+    }>(
+      `UPDATE leaseq_jobs SET state = 'active', token = ? + ready_pos - ?, delivered_at = ?,
+         deadline = ?, session = ?, delivery_count = delivery_count + 1, ready_pos = NULL
+       WHERE queue = ? AND state = 'ready' AND ready_pos < ?
+       RETURNING id, payload, delivery_count, token`,
+      [
+        this.q.nextToken,
+        this.q.readyHead,
+        now,
         deadline,
-        deliveryCount,
-        redelivered: deliveryCount > 1,
-      });
-    }
+        args.session ?? null,
+        this.q.name,
+        this.q.readyHead + count,
+      ],
+    );
+    rows.sort((a, b) => a.token - b.token);
+    this.q.nextToken += rows.length;
+    this.q.readyHead += rows.length;
+    const deliveries = rows.map((row) => ({
+      token: row.token,
+      id: row.id,
+      payload: decodePayload(row.payload),
+      deadline,
+      deliveryCount: row.delivery_count,
+      redelivered: row.delivery_count > 1,
+    }));
+    this.q.counters.deliveries += rows.length;
+    this.q.counters.redeliveries += deliveries.filter((delivery) => delivery.redelivered).length;
     this.q.ready -= rows.length;
     this.q.active += rows.length;
     let nextEvent = deadline;
@@ -92,8 +173,24 @@ export class QueueOps extends JobMoves {
 
   async ack(now: number, tokens: readonly number[]): Promise<boolean[]> {
     await this.advance(now);
-    const results: boolean[] = [];
-    for (const token of tokens) results.push(await this.ackOne(now, token));
+    const deleted = await this.c.query<{ id: string; token: number; delivered_at: number }>(
+      `DELETE FROM ${this.dialect.jobsByToken} WHERE queue = ? AND token IN ${this.dialect.jsonList('integer')}
+       RETURNING id, token, delivered_at`,
+      [this.q.name, JSON.stringify(tokens)],
+    );
+    const live = new Map(deleted.map((row) => [row.token, row]));
+    const results = tokens.map((token) => {
+      const row = live.get(token);
+      live.delete(token);
+      if (row !== undefined) this.countAck(now, row.delivered_at);
+      else this.q.counters.staleAcks += 1;
+      return row !== undefined;
+    });
+    await this.remember(
+      now,
+      deleted.map((row) => row.id),
+    );
+    this.q.active -= deleted.length;
     return results;
   }
 
@@ -188,7 +285,11 @@ export class QueueOps extends JobMoves {
   }
 
   async ackRows(now: number, rows: readonly DeliveryRow[]): Promise<number> {
-    for (const row of rows) await this.ackOne(now, row.token);
+    if (rows.length > 0)
+      await this.ack(
+        now,
+        rows.map((row) => row.token),
+      );
     return rows.length;
   }
 
@@ -212,13 +313,14 @@ export class QueueOps extends JobMoves {
     await this.advance(now);
     let moved = 0;
     for (const id of await this.deadIds(ids)) {
-      this.q.readyTail += 1;
-      moved += await this.c.run(
+      const changed = await this.c.run(
         `UPDATE leaseq_jobs SET state = 'ready', delivery_count = 0, dead_reason = NULL,
            dead_at = NULL, dead_seq = NULL, ready_pos = ?, ready_since = ?
          WHERE queue = ? AND id = ? AND state = 'dead'`,
-        [this.q.readyTail, now, this.q.name, id],
+        [this.q.readyTail + 1, now, this.q.name, id],
       );
+      this.q.readyTail += changed;
+      moved += changed;
     }
     this.q.dead -= moved;
     this.q.ready += moved;
@@ -336,74 +438,26 @@ export class QueueOps extends JobMoves {
 
   // --- helpers --------------------------------------------------------------------------------
 
-  private async insert(now: number, input: EncodedPublish): Promise<PublishResult> {
-    const id = input.id ?? (await this.generateId(now));
-    if (await this.isPresentOrRemembered(id, now)) {
-      this.q.counters.duplicates += 1;
-      return { id, duplicate: true };
-    }
-    const seq = this.q.nextSeq++;
-    if (input.delay > 0) {
-      await this.c.run(
-        `INSERT INTO leaseq_jobs (queue, id, payload, seq, state, delivery_count, available_at)
-         VALUES (?, ?, ?, ?, 'delayed', 0, ?)`,
-        [this.q.name, id, input.payloadJson, seq, now + input.delay],
-      );
-      this.q.delayed += 1;
-      this.q.nextEventAt = Math.min(this.q.nextEventAt, now + input.delay);
-    } else {
-      this.q.readyTail += 1;
-      await this.c.run(
-        `INSERT INTO leaseq_jobs (queue, id, payload, seq, state, delivery_count, available_at,
-           ready_pos, ready_since)
-         VALUES (?, ?, ?, ?, 'ready', 0, ?, ?, ?)`,
-        [this.q.name, id, input.payloadJson, seq, now, this.q.readyTail, now],
-      );
-      this.q.ready += 1;
-    }
-    this.q.counters.published += 1;
-    return { id, duplicate: false };
-  }
-
-  private async isPresentOrRemembered(id: string, now: number): Promise<boolean> {
-    const [present] = await this.c.query<{ one: number }>(
-      `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND id = ?
-       UNION ALL SELECT 1 AS one FROM leaseq_acked WHERE queue = ? AND id = ? AND forget_at > ?`,
-      [this.q.name, id, this.q.name, id, now],
-    );
-    return present !== undefined;
-  }
-
-  private async generateId(now: number): Promise<string> {
-    for (;;) {
-      const id = `job-${this.q.nextGeneratedId++}`;
-      if (!(await this.isPresentOrRemembered(id, now))) return id;
-    }
-  }
-
-  private async ackOne(now: number, token: number): Promise<boolean> {
-    const row = await this.liveDelivery(token);
-    if (row === undefined) {
-      this.q.counters.staleAcks += 1;
-      return false;
-    }
-    await this.c.run('DELETE FROM leaseq_jobs WHERE queue = ? AND id = ?', [this.q.name, row.id]);
-    const window = this.q.options.dedupWindow;
-    if (window > 0) {
-      await this.c.run(
-        `INSERT INTO leaseq_acked (queue, id, forget_at) VALUES (?, ?, ?)
-         ON CONFLICT (queue, id) DO UPDATE SET forget_at = excluded.forget_at`,
-        [this.q.name, row.id, now + window],
-      );
-    }
-    this.q.active -= 1;
-    const elapsed = now - row.delivered_at;
+  private countAck(now: number, deliveredAt: number): void {
+    const elapsed = now - deliveredAt;
     const timing = this.q.counters.processingTime;
     timing.count += 1;
     timing.sum += elapsed;
     if (elapsed > timing.max) timing.max = elapsed;
     this.q.counters.acks += 1;
-    return true;
+  }
+
+  /** R4: acked ids refused as duplicates for the queue's de-duplication window. */
+  private async remember(now: number, ids: readonly string[]): Promise<void> {
+    const window = this.q.options.dedupWindow;
+    if (window === 0) return;
+    for (const id of ids) {
+      await this.c.run(
+        `INSERT INTO leaseq_acked (queue, id, forget_at) VALUES (?, ?, ?)
+         ON CONFLICT (queue, id) DO UPDATE SET forget_at = excluded.forget_at`,
+        [this.q.name, id, now + window],
+      );
+    }
   }
 
   private async deadIds(ids: readonly string[] | undefined): Promise<string[]> {
@@ -470,4 +524,58 @@ export function encodePayload(payload: unknown, at: string): string | null {
   }
   if (text === undefined) throw new ValidationError(`${at}.payload is not JSON`);
   return text;
+}
+
+interface NewJobRow {
+  id: string;
+  payload: string | null;
+  seq: number;
+  state: 'ready' | 'delayed';
+  available_at: number;
+  ready_pos: number | null;
+  ready_since: number | null;
+}
+
+const NEW_JOB_COLUMNS = [
+  ['id', 'text'],
+  ['payload', 'text'],
+  ['seq', 'integer'],
+  ['state', 'text'],
+  ['available_at', 'integer'],
+  ['ready_pos', 'integer'],
+  ['ready_since', 'integer'],
+] as const;
+
+/**
+ * Ids of one publish call: which are taken (present or remembered), checked in one query, and
+ * generated ids (`job-N`, as the core makes them) that skip taken ones.
+ */
+class IdAllocator {
+  readonly taken = new Set<string>();
+  private readonly checked = new Set<string>();
+  private readonly candidates: string[] = [];
+
+  constructor(
+    private readonly ops: QueueOps,
+    private readonly now: number,
+  ) {}
+
+  async check(explicit: readonly string[], inputs: readonly EncodedPublish[]): Promise<void> {
+    const generated = inputs.filter((input) => input.id === undefined).length;
+    for (let i = 0; i < generated; i++) this.candidates.push(this.ops.nextGeneratedId());
+    const ids = [...explicit, ...this.candidates];
+    for (const id of await this.ops.takenAmong(ids, this.now)) this.taken.add(id);
+    for (const id of ids) this.checked.add(id);
+  }
+
+  async generate(): Promise<string> {
+    for (;;) {
+      const id = this.candidates.shift() ?? this.ops.nextGeneratedId();
+      if (!this.checked.has(id)) {
+        this.checked.add(id);
+        for (const taken of await this.ops.takenAmong([id], this.now)) this.taken.add(taken);
+      }
+      if (!this.taken.has(id)) return id;
+    }
+  }
 }

@@ -12,6 +12,7 @@ export interface QueueRow {
   nextSeq: number;
   nextSession: number;
   nextGeneratedId: number;
+  /** Ready positions are exactly readyHead..readyTail: the front is readyHead. */
   readyHead: number;
   readyTail: number;
   deadSeq: number;
@@ -147,7 +148,7 @@ export async function insertQueueRow(
   options: ResolvedQueueOptions,
 ): Promise<boolean> {
   const changed = await connection.run(
-    `INSERT INTO leaseq_queues (${COLUMNS}) VALUES (?, ?, 0, 1, 1, 1, 1, 0, 0, 0, NULL, 0, 0, 0, 0, 0, ?)
+    `INSERT INTO leaseq_queues (${COLUMNS}) VALUES (?, ?, 0, 1, 1, 1, 1, 1, 0, 0, NULL, 0, 0, 0, 0, 0, ?)
      ON CONFLICT (name) DO NOTHING`,
     [name, encodeOptions(options), JSON.stringify(newCounters())],
   );

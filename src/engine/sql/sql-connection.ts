@@ -23,6 +23,15 @@ export interface SqlDialect {
   readonly lockRow: string;
   /** Statement(s) run inside a transaction that made jobs of `queue` ready (cross-process wake). */
   wakeStatement?: (queue: string) => { sql: string; params: SqlValue[] };
+  /** The jobs table, told to find rows by token through its token index. */
+  readonly jobsByToken: string;
+  /** A subquery of one column `value` listing the elements of a JSON array parameter `?`. */
+  jsonList(type: 'text' | 'integer'): string;
+  /**
+   * A subquery whose rows are the objects of a JSON array parameter `?`, with the named
+   * columns (text or integer).
+   */
+  jsonRecords(columns: readonly (readonly [name: string, type: 'text' | 'integer'])[]): string;
   /** Run first inside the migration transaction, so two processes never migrate at once. */
   migrationLock?: string;
 }

@@ -14,7 +14,14 @@ import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
 import { SqliteConnection } from './sqlite-connection.js';
 
-const DIALECT: SqlDialect = { lockRow: '' };
+const DIALECT: SqlDialect = {
+  lockRow: '',
+  // Without statistics the planner would scan a queue's jobs to match a token list.
+  jobsByToken: 'leaseq_jobs INDEXED BY leaseq_jobs_token',
+  jsonList: () => '(SELECT value FROM json_each(?))',
+  jsonRecords: (columns) =>
+    `(SELECT ${columns.map(([name]) => `json_extract(value, '$.${name}') AS ${name}`).join(', ')} FROM json_each(?))`,
+};
 
 /** How long a call waits for another process's write lock before failing. */
 const BUSY_TIMEOUT_MS = 5000;
