@@ -1,0 +1,217 @@
+import type { Queue, ReceiveOptions } from '../broker/queue.js';
+import type { NackOptions, PublishInput, SessionOptions } from '../core/index.js';
+import { InjectedFaultError, ProcessCrashedError } from '../worker/errors.js';
+
+/** One call that went through a FaultyQueue, and what the fault plan did with it. */
+export interface FaultyCall {
+  op: string;
+  token?: number;
+  /** 'sent': reached the queue. 'dropped': never reached it. 'answer-lost': reached it, the answer did not come back. */
+  fate: 'sent' | 'dropped' | 'answer-lost' | 'refused';
+  /** receive: the most deliveries asked for. */
+  max?: number;
+  result?: unknown;
+}
+
+export interface FailRenewalsOptions {
+  /** 'refused' (default): extend answers null, as for a lease that is gone. 'error': it throws. */
+  mode?: 'refused' | 'error';
+  /** How many extends fail. Default Infinity (until `heal()`). */
+  count?: number;
+}
+
+/**
+ * A Queue that passes calls to a real one, except where a fault was armed: lost acks, a crash
+ * before the ack, failing renewals, a session closed under the consumer. Give it to the
+ * worker under test; keep the real queue for the test's own checks.
+ */
+export class FaultyQueue implements Queue {
+  /** Every settle, extend and receive call, in order. */
+  readonly calls: FaultyCall[] = [];
+  private crashArmed = false;
+  private lostAcks: { applied: boolean }[] = [];
+  private renewalFaults = { mode: 'refused' as 'refused' | 'error', left: 0 };
+  private readonly sessions = new Set<string>();
+  private isCrashed = false;
+
+  constructor(
+    private readonly inner: Queue,
+    private readonly onCrash: () => void = () => {},
+  ) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+
+  get crashed(): boolean {
+    return this.isCrashed;
+  }
+
+  /** The next ack or nack is never sent: the process dies right before it (see `crash`). */
+  crashBeforeAck(): void {
+    this.crashArmed = true;
+  }
+
+  /**
+   * The next ack is lost: never sent (default), or with `applied: true` applied by the queue
+   * but its answer lost. Either way the caller sees an InjectedFaultError.
+   */
+  loseNextAck(options: { applied?: boolean } = {}): void {
+    this.lostAcks.push({ applied: options.applied ?? false });
+  }
+
+  /** Makes extends fail: refused (null) or throwing, `count` times or until `heal()`. */
+  failRenewals(options: FailRenewalsOptions = {}): void {
+    this.renewalFaults = {
+      mode: options.mode ?? 'refused',
+      left: options.count ?? Number.POSITIVE_INFINITY,
+    };
+  }
+
+  /**
+   * Ends every session opened through this queue, as a missed heartbeat would (R16): their
+   * deliveries are released at once and their tokens become stale. Returns how many it ended.
+   */
+  async endSessions(): Promise<number> {
+    const ids = [...this.sessions];
+    this.sessions.clear();
+    for (const id of ids) await this.inner.closeSession(id);
+    return ids.length;
+  }
+
+  /** The process dies: from now on every call is refused with a ProcessCrashedError. */
+  crash(): void {
+    if (this.isCrashed) return;
+    this.isCrashed = true;
+    this.onCrash();
+  }
+
+  /** Disarms every fault not yet triggered (a crash stays). */
+  heal(): void {
+    this.crashArmed = false;
+    this.lostAcks = [];
+    this.renewalFaults = { mode: 'refused', left: 0 };
+  }
+
+  options() {
+    return this.pass(() => this.inner.options());
+  }
+
+  publish(input?: PublishInput) {
+    return this.pass(() => this.inner.publish(input));
+  }
+
+  publishBatch(inputs: readonly PublishInput[]) {
+    return this.pass(() => this.inner.publishBatch(inputs));
+  }
+
+  /** Logged when asked (with `max`); its `result`, the tokens, is filled in when it returns. */
+  async receive(options?: ReceiveOptions) {
+    if (this.isCrashed) return this.pass(() => this.inner.receive(options));
+    const call: FaultyCall = { op: 'receive', fate: 'sent', max: options?.max ?? 1 };
+    this.calls.push(call);
+    const deliveries = await this.inner.receive(options);
+    call.result = deliveries.map((delivery) => delivery.token);
+    return deliveries;
+  }
+
+  async ack(token: number): Promise<boolean> {
+    if (this.crashArmed) return this.crashAt('ack', token);
+    const lost = this.lostAcks.shift();
+    if (lost !== undefined) {
+      const result = lost.applied ? await this.pass(() => this.inner.ack(token)) : undefined;
+      this.calls.push({ op: 'ack', token, fate: lost.applied ? 'answer-lost' : 'dropped', result });
+      throw new InjectedFaultError(`ack of token ${token} lost`);
+    }
+    return this.sent('ack', token, () => this.inner.ack(token));
+  }
+
+  ackMany(tokens: readonly number[]) {
+    return this.pass(() => this.inner.ackMany(tokens));
+  }
+
+  nack(token: number, options?: NackOptions): Promise<boolean> {
+    if (this.crashArmed) return this.crashAt('nack', token);
+    return this.sent('nack', token, () => this.inner.nack(token, options));
+  }
+
+  reject(token: number, options?: NackOptions): Promise<boolean> {
+    if (this.crashArmed) return this.crashAt('reject', token);
+    return this.sent('reject', token, () => this.inner.reject(token, options));
+  }
+
+  async extend(token: number, visibility: number): Promise<number | null> {
+    if (!this.isCrashed && this.renewalFaults.left > 0) {
+      this.renewalFaults.left -= 1;
+      this.calls.push({ op: 'extend', token, fate: 'refused' });
+      if (this.renewalFaults.mode === 'refused') return null;
+      throw new InjectedFaultError(`extend of token ${token} failed`);
+    }
+    return this.sent('extend', token, () => this.inner.extend(token, visibility));
+  }
+
+  async openSession(options?: SessionOptions) {
+    const id = await this.pass(() => this.inner.openSession(options));
+    this.sessions.add(id);
+    return id;
+  }
+
+  heartbeat(sessionId: string) {
+    return this.pass(() => this.inner.heartbeat(sessionId));
+  }
+
+  closeSession(sessionId: string) {
+    this.sessions.delete(sessionId);
+    return this.pass(() => this.inner.closeSession(sessionId));
+  }
+
+  ackUpTo(sessionId: string, token: number) {
+    return this.pass(() => this.inner.ackUpTo(sessionId, token));
+  }
+
+  nackUpTo(sessionId: string, token: number, options?: NackOptions) {
+    return this.pass(() => this.inner.nackUpTo(sessionId, token, options));
+  }
+
+  deadLetters() {
+    return this.pass(() => this.inner.deadLetters());
+  }
+
+  redrive(ids?: readonly string[]) {
+    return this.pass(() => this.inner.redrive(ids));
+  }
+
+  purge(ids?: readonly string[]) {
+    return this.pass(() => this.inner.purge(ids));
+  }
+
+  stats() {
+    return this.pass(() => this.inner.stats());
+  }
+
+  inspect() {
+    return this.pass(() => this.inner.inspect());
+  }
+
+  job(id: string) {
+    return this.pass(() => this.inner.job(id));
+  }
+
+  private async sent<T>(op: string, token: number, call: () => Promise<T>): Promise<T> {
+    const result = await this.pass(call);
+    this.calls.push({ op, token, fate: 'sent', result });
+    return result;
+  }
+
+  private async crashAt(op: string, token: number): Promise<never> {
+    this.crashArmed = false;
+    this.calls.push({ op, token, fate: 'dropped' });
+    this.crash();
+    throw new ProcessCrashedError(`process crashed before its ${op} of token ${token}`);
+  }
+
+  private async pass<T>(call: () => Promise<T>): Promise<T> {
+    if (this.isCrashed) throw new ProcessCrashedError('process crashed: no more calls');
+    return call();
+  }
+}

@@ -1,0 +1,150 @@
+import { ManualClock } from '../broker/clock.js';
+import type { Broker, Queue } from '../broker/queue.js';
+import type { QueueOptions } from '../core/index.js';
+import { open } from '../open.js';
+import type { Handler, OutcomeRecord } from '../worker/job.js';
+import { type Logger, silentLogger } from '../worker/logger.js';
+import type { WorkerOptions } from '../worker/options.js';
+import { Worker } from '../worker/worker.js';
+import { FaultyQueue } from './faulty-queue.js';
+
+export interface HarnessOptions {
+  /** The storage (see `open`). Default 'memory:'. */
+  url?: string;
+  /** The queue's name. Default 'jobs'. */
+  queue?: string;
+  /** The queue's options (ms). */
+  queueOptions?: QueueOptions;
+  /** The time everything starts at, ms. Default 0. */
+  start?: number;
+  /** The processes' logger. Default silent. */
+  logger?: Logger;
+}
+
+/**
+ * A broker on a manual clock and any number of simulated consumer processes, each a Worker
+ * over its own FaultyQueue with its own clock. Time moves only through `advance`; a paused or
+ * crashed process's clock stays behind, as its timers would.
+ */
+export class Harness {
+  private readonly processes: TestProcess<never>[] = [];
+
+  private constructor(
+    readonly broker: Broker,
+    readonly queue: Queue,
+    readonly clock: ManualClock,
+    private readonly logger: Logger,
+  ) {}
+
+  static async open(options: HarnessOptions = {}): Promise<Harness> {
+    const clock = new ManualClock(options.start ?? 0);
+    const broker = await open(options.url ?? 'memory:', { clock });
+    const queue = await broker.queue(options.queue ?? 'jobs', options.queueOptions);
+    return new Harness(broker, queue, clock, options.logger ?? silentLogger);
+  }
+
+  /** A new consumer process running `handler` (not started: call `worker.start()` or `runOnce()`). */
+  process<P = unknown>(handler: Handler<P>, options: WorkerOptions = {}): TestProcess<P> {
+    const consumer = new TestProcess<P>(this.queue, this.clock, handler, {
+      logger: this.logger,
+      ...options,
+    });
+    this.processes.push(consumer as TestProcess<never>);
+    return consumer;
+  }
+
+  /**
+   * Moves time forward by `ms`, in steps of `step` ms (default all at once). After each step
+   * every running process's clock follows, and everything that became due runs to completion.
+   */
+  async advance(ms: number, options: { step?: number } = {}): Promise<void> {
+    const step = Math.max(1, options.step ?? ms);
+    let left = ms;
+    do {
+      const move = Math.min(step, left);
+      left -= move;
+      const time = this.clock.now() + move;
+      this.clock.set(time);
+      await this.flush();
+      for (const consumer of this.processes) consumer.follow(time);
+      await this.flush();
+    } while (left > 0);
+  }
+
+  /** Lets every pending promise chain run (no time passes). */
+  async flush(): Promise<void> {
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /** Closes the live processes (releasing their jobs at once) and the broker. */
+  async close(): Promise<void> {
+    for (const consumer of this.processes) {
+      if (!consumer.faults.crashed) await consumer.worker.close({ timeout: 0 });
+    }
+    await this.broker.close();
+  }
+}
+
+/** One simulated consumer process: a worker, its faulty queue, its clock, its outcomes. */
+export class TestProcess<P = unknown> {
+  readonly worker: Worker<P>;
+  readonly clock: ManualClock;
+  readonly faults: FaultyQueue;
+  /** Every final outcome, in order. */
+  readonly outcomes: OutcomeRecord[] = [];
+  private taken = 0;
+  private waiters: (() => void)[] = [];
+  private paused = false;
+
+  constructor(
+    queue: Queue,
+    private readonly brokerClock: ManualClock,
+    handler: Handler<P>,
+    options: WorkerOptions,
+  ) {
+    this.clock = new ManualClock(brokerClock.now());
+    this.faults = new FaultyQueue(queue, () => {
+      this.paused = true;
+    });
+    this.worker = new Worker(this.faults, handler, { clock: this.clock, ...options });
+    this.worker.on('outcome', (record) => {
+      this.outcomes.push(record);
+      for (const wake of this.waiters.splice(0)) wake();
+    });
+  }
+
+  /** The next outcome not yet taken by an earlier call, waiting for it if needed. */
+  async nextOutcome(): Promise<OutcomeRecord> {
+    while (this.outcomes.length <= this.taken) {
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+    const record = this.outcomes[this.taken] as OutcomeRecord;
+    this.taken += 1;
+    return record;
+  }
+
+  /**
+   * The process stalls (a long GC pause, SIGSTOP): its clock stops, so its renewals and
+   * timeouts do not fire while the broker's time goes on.
+   */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** The process runs again: its clock jumps to the broker's time and overdue timers fire. */
+  resume(): void {
+    if (this.faults.crashed) return;
+    this.paused = false;
+    this.follow(this.brokerClock.now());
+  }
+
+  /** The process dies: no more calls, no more timers, nothing settled. */
+  crash(): void {
+    this.faults.crash();
+  }
+
+  /** @internal Called by the harness when time moves. */
+  follow(time: number): void {
+    if (!this.paused && time > this.clock.now()) this.clock.set(time);
+  }
+}
