@@ -127,6 +127,9 @@ export class LeaseRenewer {
 
   private async extendNow(visibility: number, automatic: boolean): Promise<RenewalStep> {
     if (this.stopped) return 'stopped';
+    // Two steps may have found a renewal due at once; the one that ran first made it.
+    if (automatic && this.params.clock.now() < this.renewalDueAt) return 'waiting';
+    const sentAt = this.params.clock.now();
     let deadline: number | null;
     try {
       deadline = await this.params.queue.extend(this.params.token, visibility);
@@ -138,13 +141,14 @@ export class LeaseRenewer {
     if (this.stopped) return 'stopped';
     if (deadline === null) return this.lose('renewal-refused');
     this.retryAt = 0;
-    if (deadline <= this.deadline) {
-      // The queue's maxLease (R10) holds the deadline where it is: renewing is over.
+    if (sentAt + visibility > this.localDeadline && deadline <= this.deadline) {
+      // Asked for a later deadline and did not get one: the queue's maxLease (R10) holds it.
       this.capped = true;
       return 'capped';
     }
     if (automatic) this.renewals += 1;
     this.progressed = false;
+    // The deadline moves locally by exactly as much as the queue moved it (earlier, too).
     this.localDeadline += deadline - this.deadline;
     this.deadline = deadline;
     this.lastLeaseMs = visibility;

@@ -1,0 +1,152 @@
+import { expect, it } from 'vitest';
+import type { Queue } from '../../src/broker/queue.js';
+import { StorageUnavailableError } from '../../src/core/index.js';
+import { Gate, silentLogger } from '../../src/testing/index.js';
+import { type OutcomeRecord, Worker, work } from '../../src/worker/index.js';
+import { describeEngines, workerEngines } from './engines.js';
+
+const engines = await workerEngines();
+
+describeEngines(engines, 'fetch loop', (open) => {
+  it('never holds more than concurrency jobs and never reserves more than its free slots', async () => {
+    const h = await open();
+    await h.queue.publishBatch(['a', 'b', 'c', 'd', 'e'].map((id) => ({ id })));
+    const gates = new Map<string, Gate>();
+    let running = 0;
+    let mostRunning = 0;
+    const consumer = h.process(
+      async (job) => {
+        running += 1;
+        mostRunning = Math.max(mostRunning, running);
+        const gate = new Gate();
+        gates.set(job.id, gate);
+        await gate.pass();
+        running -= 1;
+      },
+      { concurrency: 2 },
+    );
+    await consumer.worker.start();
+    await h.flush();
+    expect([...gates.keys()]).toEqual(['a', 'b']);
+    expect(consumer.worker.metrics().inHand).toBe(2);
+    gates.get('a')?.open();
+    expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', outcome: 'acked' });
+    await h.flush();
+    expect([...gates.keys()]).toEqual(['a', 'b', 'c']);
+    for (const id of ['b', 'c', 'd', 'e']) {
+      await h.flush();
+      gates.get(id)?.open();
+    }
+    const ids = [];
+    for (let n = 0; n < 4; n++) ids.push((await consumer.nextOutcome()).id);
+    expect(ids.sort()).toEqual(['b', 'c', 'd', 'e']);
+    expect(mostRunning).toBe(2);
+    const receives = consumer.faults.calls.filter((call) => call.op === 'receive');
+    // The last receive was asked while 'e' ran and one slot was free.
+    expect(receives.map((call) => call.max)).toEqual([2, 1, 1, 1, 1]);
+    expect(receives.map((call) => call.result)).toEqual([[1, 2], [3], [4], [5], undefined]);
+  });
+
+  it('waits for work with one long receive, not by polling; a publish wakes it', async () => {
+    const h = await open();
+    const consumer = h.process(async () => {}, { wait: 20_000 });
+    await consumer.worker.start();
+    const receives = () => consumer.faults.calls.filter((call) => call.op === 'receive');
+    await h.advance(19_000, { step: 1000 });
+    expect(receives()).toHaveLength(1);
+    await h.queue.publish({ id: 'a' });
+    expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', outcome: 'acked' });
+    await h.flush();
+    expect(receives()).toHaveLength(2);
+    await h.advance(19_999);
+    expect(receives()).toHaveLength(2);
+    await h.advance(1);
+    expect(receives()).toHaveLength(3);
+  });
+
+  it('runOnce reserves once for the free slots and returns how many handlers it started', async () => {
+    const h = await open();
+    const gate = new Gate();
+    const consumer = h.process(() => gate.pass(), { concurrency: 3 });
+    expect(await consumer.worker.runOnce()).toBe(0);
+    await h.queue.publishBatch(['a', 'b'].map((id) => ({ id })));
+    expect(await consumer.worker.runOnce()).toBe(2);
+    await h.queue.publishBatch(['c', 'd'].map((id) => ({ id })));
+    expect(await consumer.worker.runOnce()).toBe(1);
+    expect(await consumer.worker.runOnce()).toBe(0);
+    const receives = consumer.faults.calls.filter((call) => call.op === 'receive');
+    expect(receives.map((call) => call.max)).toEqual([3, 3, 1]);
+    gate.open();
+    for (let n = 0; n < 3; n++) await consumer.nextOutcome();
+    expect((await h.queue.inspect()).ready).toEqual(['d']);
+  });
+
+  it('runOnce({ wait }) waits for the first job', async () => {
+    const h = await open();
+    const consumer = h.process(async () => {});
+    const started = consumer.worker.runOnce({ wait: 5000 });
+    await h.advance(1000);
+    await h.queue.publish({ id: 'a' });
+    expect(await started).toBe(1);
+  });
+
+  it('work() returns a running worker; state follows its life', async () => {
+    const h = await open();
+    const outcomes: OutcomeRecord[] = [];
+    const worker = await work(h.queue, async () => {}, { clock: h.clock, logger: silentLogger });
+    worker.on('outcome', (record) => outcomes.push(record));
+    expect(worker.state).toBe('running');
+    await h.flush();
+    await h.queue.publish({ id: 'a' });
+    await h.flush();
+    expect(outcomes.map((record) => record.outcome)).toEqual(['acked']);
+    const closing = worker.close();
+    expect(worker.state).toBe('closing');
+    await closing;
+    expect(worker.state).toBe('closed');
+  });
+
+  it('a failing receive is logged, counted and retried after a growing delay', async () => {
+    const h = await open();
+    let failures = 2;
+    const flaky: Queue = Object.create(h.queue, {
+      receive: {
+        value: (options: Parameters<Queue['receive']>[0]) => {
+          if (failures > 0) {
+            failures -= 1;
+            return Promise.reject(new StorageUnavailableError('database down'));
+          }
+          return h.queue.receive(options);
+        },
+      },
+    });
+    const errors: string[] = [];
+    const worker = new Worker(flaky, async () => {}, { clock: h.clock, logger: silentLogger });
+    worker.on('error', (error, during) => errors.push(`${during}: ${(error as Error).message}`));
+    await h.queue.publish({ id: 'a' });
+    await worker.start();
+    await h.flush();
+    expect(errors).toEqual(['fetch: database down']);
+    await h.advance(100);
+    expect(errors).toHaveLength(2);
+    await h.advance(200);
+    expect(worker.metrics()).toMatchObject({ fetchErrors: 2, outcomes: { acked: 1 } });
+    await worker.close();
+  });
+
+  it('a failing logger or listener does not stop the worker', async () => {
+    const h = await open();
+    const throwing = () => {
+      throw new Error('sink full');
+    };
+    const consumer = h.process(async () => {}, {
+      logger: { info: throwing, warn: throwing, error: throwing },
+    });
+    consumer.worker.on('outcome', throwing);
+    await h.queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    await consumer.worker.runOnce();
+    expect((await consumer.nextOutcome()).outcome).toBe('acked');
+    await consumer.worker.runOnce();
+    expect((await consumer.nextOutcome()).outcome).toBe('acked');
+  });
+});

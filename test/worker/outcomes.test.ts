@@ -1,0 +1,286 @@
+import { expect, it } from 'vitest';
+import { backoffDelay } from '../../src/core/index.js';
+import {
+  AmbiguousError,
+  DuplicateError,
+  PermanentError,
+  RetryableError,
+} from '../../src/worker/index.js';
+import { describeEngines, workerEngines } from './engines.js';
+import { recordingLogger } from './log-lines.js';
+
+const engines = await workerEngines();
+
+/** The default backoff of a retry of job `id` at `attempt` (R15). */
+const defaultDelay = (id: string, attempt: number) =>
+  backoffDelay({ id, attempt, baseDelay: 1000, maxDelay: 60_000 });
+
+describeEngines(engines, 'outcomes', (open) => {
+  it('a handler that returns acks its job and logs the outcome with id and token (R17)', async () => {
+    const h = await open();
+    await h.queue.publish({ id: 'a', payload: { n: 1 } });
+    const logger = recordingLogger();
+    const seen: unknown[] = [];
+    const consumer = h.process(
+      async (job, ctx) => {
+        seen.push([job.id, job.payload, job.token, job.deliveryCount, job.redelivered, ctx.token]);
+      },
+      { logger },
+    );
+    expect(await consumer.worker.runOnce()).toBe(1);
+    expect(await consumer.nextOutcome()).toMatchObject({
+      queue: 'jobs',
+      id: 'a',
+      token: 1,
+      deliveryCount: 1,
+      outcome: 'acked',
+    });
+    expect(seen).toEqual([['a', { n: 1 }, 1, 1, false, 1]]);
+    expect(await h.queue.job('a')).toBeUndefined();
+    expect(logger.lines).toEqual([
+      {
+        level: 'info',
+        message: 'job acked',
+        fields: {
+          queue: 'jobs',
+          id: 'a',
+          token: 1,
+          deliveryCount: 1,
+          outcome: 'acked',
+          durationMs: 0,
+        },
+      },
+    ]);
+    const metrics = consumer.worker.metrics();
+    expect(metrics.outcomes.acked).toBe(1);
+    expect(metrics.received).toBe(1);
+    expect(metrics.processingTime).toEqual({ count: 1, sum: 0, max: 0 });
+    expect(metrics.inHand).toBe(0);
+  });
+
+  it('processing time runs from receipt to settlement on the worker clock', async () => {
+    const h = await open();
+    await h.queue.publish({ id: 'a' });
+    const consumer = h.process(async () => {
+      await consumer.clock.sleep(250);
+    });
+    await consumer.worker.runOnce();
+    await h.advance(250);
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'acked', durationMs: 250 });
+    expect(consumer.worker.metrics().processingTime).toEqual({ count: 1, sum: 250, max: 250 });
+  });
+
+  it('an unknown error retries with the backoff of (id, deliveryCount) (R15)', async () => {
+    const h = await open();
+    await h.queue.publish({ id: 'a' });
+    const logger = recordingLogger();
+    const consumer = h.process(
+      async () => {
+        throw new Error('boom');
+      },
+      { logger },
+    );
+    await consumer.worker.runOnce();
+    const delay = defaultDelay('a', 1);
+    expect(delay).toBeGreaterThanOrEqual(500);
+    expect(delay).toBeLessThanOrEqual(1000);
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'retried',
+      reason: 'retryable',
+      error: 'boom',
+      delay,
+    });
+    expect((await h.queue.inspect()).delayed).toEqual([{ id: 'a', availableAt: delay }]);
+    expect(logger.lines[0]).toMatchObject({
+      level: 'warn',
+      fields: { id: 'a', token: 1, outcome: 'retried', error: 'boom', delay },
+    });
+    expect(consumer.worker.metrics()).toMatchObject({
+      retries: 1,
+      lastError: { id: 'a', token: 1, message: 'boom' },
+    });
+  });
+
+  it('retries until maxDeliveries, then dead-letters with retries-exhausted and the last error', async () => {
+    const h = await open();
+    await h.queue.publish({ id: 'a' });
+    const logger = recordingLogger();
+    const consumer = h.process(
+      async (job) => {
+        throw new Error(`failure ${job.deliveryCount}`);
+      },
+      { logger },
+    );
+    await consumer.worker.start();
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'retried', deliveryCount: 1 });
+    await h.advance(defaultDelay('a', 1));
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'retried', deliveryCount: 2 });
+    await h.advance(defaultDelay('a', 2));
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'dead',
+      deliveryCount: 3,
+      reason: 'retries-exhausted',
+      error: 'failure 3',
+    });
+    const [dead] = await h.queue.deadLetters();
+    expect(dead).toMatchObject({ id: 'a', reason: 'retries-exhausted', deliveryCount: 3 });
+    expect(dead?.history.map((attempt) => attempt.outcome)).toEqual([
+      'requeued',
+      'requeued',
+      'rejected',
+    ]);
+    expect(logger.lines.at(-1)).toMatchObject({
+      level: 'error',
+      fields: {
+        id: 'a',
+        token: 3,
+        outcome: 'dead',
+        reason: 'retries-exhausted',
+        error: 'failure 3',
+      },
+    });
+    expect(consumer.worker.metrics()).toMatchObject({
+      retries: 2,
+      outcomes: { dead: 1, retried: 2 },
+      deadLetters: { 'retries-exhausted': 1 },
+      lastError: { id: 'a', token: 3, message: 'failure 3' },
+    });
+  });
+
+  it('with maxDeliveries Infinity a failing job is retried, never dead-lettered', async () => {
+    const h = await open({
+      queue: 'forever',
+      queueOptions: { visibility: 1000, maxDeliveries: Infinity },
+    });
+    await h.queue.publish({ id: 'a' });
+    const consumer = h.process(
+      async () => {
+        throw new Error('again');
+      },
+      { backoff: { baseDelay: 10, jitter: 0 } },
+    );
+    await consumer.worker.start();
+    for (const delay of [10, 20, 40, 80, 160]) {
+      expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'retried', delay });
+      await h.advance(delay);
+    }
+    expect(await h.queue.deadLetters()).toEqual([]);
+  });
+
+  it('backoff options shape the delays: factor, cap and no jitter', async () => {
+    const h = await open({ queueOptions: { visibility: 1000, maxDeliveries: 5 } });
+    await h.queue.publish({ id: 'a' });
+    const consumer = h.process(
+      async () => {
+        throw new Error('again');
+      },
+      { backoff: { baseDelay: 100, maxDelay: 250, factor: 3, jitter: 0 } },
+    );
+    await consumer.worker.start();
+    const delays: number[] = [];
+    for (let attempt = 1; attempt <= 4; attempt++) {
+      const record = await consumer.nextOutcome();
+      delays.push(record.delay ?? -1);
+      await h.advance(record.delay ?? 0);
+    }
+    expect(delays).toEqual([100, 250, 250, 250]);
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'dead', deliveryCount: 5 });
+  });
+
+  it('a RetryableError may choose its own delay', async () => {
+    const h = await open();
+    await h.queue.publish({ id: 'a' });
+    const consumer = h.process(async () => {
+      throw new RetryableError('rate limited', { delay: 7000 });
+    });
+    await consumer.worker.runOnce();
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'retried', delay: 7000 });
+    expect((await h.queue.inspect()).delayed).toEqual([{ id: 'a', availableAt: 7000 }]);
+  });
+
+  it('a PermanentError dead-letters at once with its reason (default permanent)', async () => {
+    const h = await open();
+    await h.queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    const consumer = h.process(
+      async (job) => {
+        if (job.id === 'a') throw new PermanentError('bad payload', { reason: 'invalid-payload' });
+        throw new PermanentError('no such account');
+      },
+      { concurrency: 2 },
+    );
+    expect(await consumer.worker.runOnce()).toBe(2);
+    const records = [await consumer.nextOutcome(), await consumer.nextOutcome()];
+    expect(records.map((r) => [r.id, r.outcome, r.reason, r.error]).sort()).toEqual([
+      ['a', 'dead', 'invalid-payload', 'bad payload'],
+      ['b', 'dead', 'permanent', 'no such account'],
+    ]);
+    const dead = await h.queue.deadLetters();
+    expect(dead.map((d) => [d.id, d.reason, d.deliveryCount]).sort()).toEqual([
+      ['a', 'invalid-payload', 1],
+      ['b', 'permanent', 1],
+    ]);
+    expect(consumer.worker.metrics().deadLetters).toEqual({ 'invalid-payload': 1, permanent: 1 });
+  });
+
+  it('ctx.duplicate() or a DuplicateError acks the job and counts a duplicate', async () => {
+    const h = await open();
+    await h.queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    const consumer = h.process(
+      async (job, ctx) => {
+        if (job.id === 'a') ctx.duplicate();
+        else throw new DuplicateError('already applied');
+      },
+      { concurrency: 2 },
+    );
+    await consumer.worker.runOnce();
+    const records = [await consumer.nextOutcome(), await consumer.nextOutcome()];
+    expect(records.map((r) => [r.id, r.outcome]).sort()).toEqual([
+      ['a', 'duplicate'],
+      ['b', 'duplicate'],
+    ]);
+    expect((await h.queue.stats()).acks).toBe(2);
+    expect(consumer.worker.metrics().outcomes).toMatchObject({ duplicate: 2, acked: 0 });
+  });
+
+  it('an AmbiguousError dead-letters with reason ambiguous, never retried', async () => {
+    const h = await open();
+    await h.queue.publish({ id: 'a' });
+    const logger = recordingLogger();
+    const consumer = h.process(
+      async () => {
+        throw new AmbiguousError('payment API timed out after the request was sent');
+      },
+      { logger },
+    );
+    await consumer.worker.runOnce();
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'ambiguous',
+      reason: 'ambiguous',
+      deliveryCount: 1,
+    });
+    expect(await h.queue.deadLetters()).toMatchObject([{ id: 'a', reason: 'ambiguous' }]);
+    expect(logger.lines[0]?.level).toBe('error');
+    expect(consumer.worker.metrics()).toMatchObject({
+      outcomes: { ambiguous: 1, dead: 0 },
+      deadLetters: { ambiguous: 1 },
+    });
+  });
+
+  it('a synchronous throw and a thrown non-Error are retryable failures too', async () => {
+    const h = await open();
+    await h.queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    const consumer = h.process(
+      (job) => {
+        if (job.id === 'a') throw new TypeError('sync');
+        return Promise.reject('a plain string');
+      },
+      { concurrency: 2 },
+    );
+    await consumer.worker.runOnce();
+    const records = [await consumer.nextOutcome(), await consumer.nextOutcome()];
+    expect(records.map((r) => [r.id, r.outcome, r.error]).sort()).toEqual([
+      ['a', 'retried', 'sync'],
+      ['b', 'retried', 'a plain string'],
+    ]);
+  });
+});

@@ -1,0 +1,228 @@
+import { expect, it } from 'vitest';
+import { ValidationError } from '../../src/core/index.js';
+import { Gate, type Harness } from '../../src/testing/index.js';
+import { type JobContext, LeaseLostError, type WorkerOptions } from '../../src/worker/index.js';
+import { describeEngines, workerEngines } from './engines.js';
+
+const engines = await workerEngines();
+
+/** A process whose handler waits at a gate (honouring its signal) and exposes its context. */
+async function holding(h: Harness, options: WorkerOptions = {}) {
+  const gate = new Gate();
+  const contexts: JobContext[] = [];
+  const consumer = h.process(async (_job, ctx) => {
+    contexts.push(ctx);
+    await gate.pass(ctx.signal);
+  }, options);
+  await h.queue.publish({ id: 'a' });
+  expect(await consumer.worker.runOnce()).toBe(1);
+  await gate.arrivedAt(1);
+  const extends_ = () => consumer.faults.calls.filter((call) => call.op === 'extend');
+  const settles = () =>
+    consumer.faults.calls.filter((call) => ['ack', 'nack', 'reject'].includes(call.op));
+  const deadline = async () => (await h.queue.inspect()).active[0]?.deadline;
+  return { consumer, gate, ctx: contexts[0] as JobContext, extends_, settles, deadline };
+}
+
+describeEngines(engines, 'lease renewal', (open) => {
+  it('auto: renews when two thirds of the lease have passed, for as long as the handler runs', async () => {
+    const h = await open();
+    const { consumer, gate, ctx, extends_, deadline } = await holding(h);
+    await h.advance(600);
+    expect(extends_()).toHaveLength(0);
+    await h.advance(100);
+    expect(await deadline()).toBe(1700);
+    expect(ctx.deadline).toBe(1700);
+    await h.advance(10_000, { step: 100 });
+    expect(ctx.signal.aborted).toBe(false);
+    const renewals = extends_().length;
+    expect(renewals).toBeGreaterThanOrEqual(15);
+    gate.open();
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'acked', durationMs: 10_700 });
+    expect(consumer.worker.metrics().renewals).toBe(renewals);
+  });
+
+  it('auto: stops renewing when maxLease holds the deadline (R10); the lease then ends', async () => {
+    const h = await open({ queueOptions: { visibility: 1000, maxDeliveries: 3, maxLease: 1500 } });
+    const { consumer, ctx, extends_, settles, deadline } = await holding(h);
+    await h.advance(700);
+    expect(await deadline()).toBe(1500);
+    await h.advance(500);
+    expect(extends_().map((call) => call.result)).toEqual([1500, 1500]);
+    await h.advance(200);
+    expect(extends_()).toHaveLength(2);
+    expect(ctx.signal.aborted).toBe(false);
+    await h.advance(100);
+    expect(ctx.signal.aborted).toBe(true);
+    expect(ctx.signal.reason).toBeInstanceOf(LeaseLostError);
+    expect(ctx.signal.reason).toMatchObject({ code: 'LEASE_LOST', reason: 'expired', token: 1 });
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'lease-lost',
+      reason: 'expired',
+    });
+    expect(settles()).toEqual([]);
+    expect(consumer.worker.metrics()).toMatchObject({ renewals: 1, leasesLost: 1, inHand: 0 });
+    const [again] = await h.queue.receive();
+    expect(again).toMatchObject({ id: 'a', deliveryCount: 2, token: 2 });
+  });
+
+  it('maxRenewals bounds the automatic renewals', async () => {
+    const h = await open();
+    const { consumer, ctx, extends_ } = await holding(h, { maxRenewals: 2 });
+    await h.advance(2300, { step: 100 });
+    expect(extends_().map((call) => call.result)).toEqual([1700, 2400]);
+    expect(ctx.signal.aborted).toBe(false);
+    await h.advance(100);
+    expect(ctx.signal.aborted).toBe(true);
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'lease-lost',
+      reason: 'expired',
+    });
+  });
+
+  it('never: the lease is what the reservation gave; the signal fires at its deadline', async () => {
+    const h = await open();
+    const { consumer, ctx, extends_, settles } = await holding(h, { renew: 'never' });
+    await h.advance(999, { step: 111 });
+    expect(ctx.signal.aborted).toBe(false);
+    await h.advance(1);
+    expect(ctx.signal.aborted).toBe(true);
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'lease-lost',
+      reason: 'expired',
+    });
+    expect(extends_()).toEqual([]);
+    expect(settles()).toEqual([]);
+  });
+
+  it('on-progress: a stuck handler (no progress) loses its lease', async () => {
+    const h = await open();
+    const { consumer, ctx, extends_ } = await holding(h, { renew: 'on-progress' });
+    await h.advance(900, { step: 100 });
+    expect(extends_()).toEqual([]);
+    await h.advance(100);
+    expect(ctx.signal.reason).toMatchObject({ reason: 'expired' });
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'lease-lost' });
+  });
+
+  it('on-progress: renews once per progress report, even one made after the renewal was due', async () => {
+    const h = await open();
+    const { consumer, gate, ctx, extends_, deadline } = await holding(h, { renew: 'on-progress' });
+    ctx.progress({ step: 1 });
+    await h.advance(700);
+    expect(await deadline()).toBe(1700);
+    await h.advance(700);
+    expect(extends_()).toHaveLength(1);
+    ctx.progress({ step: 2 });
+    await h.flush();
+    expect(await deadline()).toBe(2400);
+    gate.open();
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'acked' });
+    expect(consumer.worker.metrics().renewals).toBe(2);
+  });
+
+  it('a refused renewal fires the signal and the job is not acked though its handler returns', async () => {
+    const h = await open();
+    const { consumer, gate, ctx, settles } = await holding(h);
+    consumer.faults.failRenewals({ mode: 'refused' });
+    await h.advance(700);
+    expect(ctx.signal.reason).toMatchObject({ code: 'LEASE_LOST', reason: 'renewal-refused' });
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'lease-lost',
+      reason: 'renewal-refused',
+    });
+    expect(consumer.worker.metrics()).toMatchObject({ leasesLost: 1, inHand: 0 });
+    gate.open();
+    await h.flush();
+    expect(settles()).toEqual([]);
+    expect(consumer.outcomes).toHaveLength(1);
+  });
+
+  it('a handler that ignores its signal is counted as abandoned until it returns', async () => {
+    const h = await open();
+    const gate = new Gate();
+    const consumer = h.process(async () => {
+      await gate.pass();
+    });
+    await h.queue.publish({ id: 'a' });
+    await consumer.worker.runOnce();
+    consumer.faults.failRenewals();
+    await h.advance(700);
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'lease-lost' });
+    expect(consumer.worker.metrics().abandonedHandlers).toBe(1);
+    gate.open();
+    await h.flush();
+    expect(consumer.worker.metrics().abandonedHandlers).toBe(0);
+    expect(consumer.faults.calls.filter((call) => call.op === 'ack')).toEqual([]);
+  });
+
+  it('a renewal that throws is retried before the deadline and counted', async () => {
+    const h = await open();
+    const errors: string[] = [];
+    const { consumer, gate, ctx, deadline } = await holding(h);
+    consumer.worker.on('error', (_error, during) => errors.push(during));
+    consumer.faults.failRenewals({ mode: 'error', count: 1 });
+    await h.advance(700);
+    expect(await deadline()).toBe(1000);
+    expect(consumer.worker.metrics().renewalErrors).toBe(1);
+    expect(errors).toEqual(['renew']);
+    await h.advance(150);
+    expect(await deadline()).toBe(1850);
+    expect(ctx.signal.aborted).toBe(false);
+    gate.open();
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'acked' });
+  });
+
+  it('renewals that keep throwing end in a lost lease at the deadline', async () => {
+    const h = await open();
+    const { consumer, ctx } = await holding(h);
+    consumer.faults.failRenewals({ mode: 'error' });
+    await h.advance(1000, { step: 50 });
+    expect(ctx.signal.reason).toMatchObject({ reason: 'expired' });
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'lease-lost' });
+    expect(consumer.worker.metrics().renewalErrors).toBeGreaterThan(1);
+  });
+
+  it('ctx.extend(ms) extends from now and moves the next automatic renewal', async () => {
+    const h = await open();
+    const { consumer, gate, ctx, extends_, deadline } = await holding(h);
+    await h.advance(100);
+    expect(await ctx.extend(5000)).toBe(5100);
+    expect(await deadline()).toBe(5100);
+    await h.advance(3300, { step: 100 });
+    expect(extends_()).toHaveLength(1);
+    await h.advance(100);
+    expect(extends_()).toHaveLength(2);
+    expect(await ctx.extend()).toBe(4500);
+    gate.open();
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'acked' });
+    expect(consumer.worker.metrics().renewals).toBe(3);
+  });
+
+  it('ctx.extend rejects a bad visibility and throws LeaseLostError once the lease is gone', async () => {
+    const h = await open();
+    const { consumer, ctx } = await holding(h, { renew: 'never' });
+    await expect(ctx.extend(0)).rejects.toBeInstanceOf(ValidationError);
+    consumer.faults.failRenewals();
+    await expect(ctx.extend(100)).rejects.toMatchObject({
+      code: 'LEASE_LOST',
+      reason: 'renewal-refused',
+    });
+    expect(ctx.signal.aborted).toBe(true);
+    await expect(ctx.extend(100)).rejects.toBeInstanceOf(LeaseLostError);
+  });
+
+  it('renewOnce() renews what is due without waiting for the timers', async () => {
+    const h = await open();
+    const { consumer, extends_, deadline } = await holding(h);
+    expect(await consumer.worker.renewOnce()).toBe(0);
+    consumer.pause();
+    await h.advance(700);
+    expect(extends_()).toEqual([]);
+    consumer.clock.set(700);
+    expect(await consumer.worker.renewOnce()).toBe(1);
+    await h.flush();
+    expect(extends_()).toHaveLength(1);
+    expect(await deadline()).toBe(1700);
+  });
+});
