@@ -1,0 +1,135 @@
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { StorageUnavailableError } from '../../src/core/index.js';
+import {
+  type Engine,
+  type EngineCapabilities,
+  openEngine,
+  redactUrl,
+} from '../../src/engine/index.js';
+
+/** Where the PostgreSQL engine is tested unless LEASEQ_TEST_POSTGRES_URL says otherwise. */
+export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+/** One engine the suites run against. */
+export interface EngineFactory {
+  readonly name: 'memory' | 'sqlite' | 'postgres';
+  /** Opens the engine on this factory's storage; opening again reaches the same storage. */
+  open(): Promise<Engine>;
+  /** Removes the storage this factory created (the SQLite temp file). */
+  cleanup(): Promise<void>;
+}
+
+/** A factory after a trial open: either it runs, or it is skipped for the written reason. */
+export interface EngineUnderTest {
+  readonly factory: EngineFactory;
+  readonly name: EngineFactory['name'];
+  /** Why every test of this engine is skipped; undefined when the engine runs. */
+  readonly skipReason: string | undefined;
+  /** What the trial open reported; undefined when it failed (the tests then fail too). */
+  readonly capabilities: EngineCapabilities | undefined;
+}
+
+export function postgresUrl(): string {
+  return process.env.LEASEQ_TEST_POSTGRES_URL ?? DEFAULT_POSTGRES_URL;
+}
+
+/**
+ * The factories, fresh: each call makes its own SQLite temp file, so call it once per test
+ * file. PostgreSQL shares one database; tests keep apart by unique queue names (`queueName`).
+ */
+export function engineFactories(): EngineFactory[] {
+  return [memoryFactory(), sqliteFactory(), postgresFactory()];
+}
+
+function memoryFactory(): EngineFactory {
+  return { name: 'memory', open: () => openEngine('memory:'), cleanup: async () => {} };
+}
+
+function sqliteFactory(): EngineFactory {
+  const dir = mkdtempSync(join(tmpdir(), 'leaseq-conformance-'));
+  const path = join(dir, 'leaseq.db');
+  return {
+    name: 'sqlite',
+    open: () => openEngine(`sqlite:${path}`),
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+function postgresFactory(): EngineFactory {
+  return { name: 'postgres', open: () => openEngine(postgresUrl()), cleanup: async () => {} };
+}
+
+let nameCounter = 0;
+const RUN_ID = `${process.pid.toString(36)}${Math.floor(Math.random() * 36 ** 4).toString(36)}`;
+
+/** A queue name no other test, test file or concurrent run uses (PostgreSQL is shared). */
+export function queueName(label = 'q'): string {
+  nameCounter += 1;
+  return `lq-${label.slice(0, 24)}-${RUN_ID}-${nameCounter}`;
+}
+
+/**
+ * Every engine of `engineFactories()`, each opened once on trial. Registers the removal of
+ * their storage after the test file. Call at the top of a test file (top-level await).
+ */
+export async function useConformanceEngines(): Promise<EngineUnderTest[]> {
+  const factories = engineFactories();
+  afterAll(async () => {
+    await Promise.all(factories.map((factory) => factory.cleanup()));
+  });
+  return Promise.all(factories.map(tryEngine));
+}
+
+async function tryEngine(factory: EngineFactory): Promise<EngineUnderTest> {
+  const only = process.env.LEASEQ_TEST_ENGINES;
+  if (only !== undefined && !only.split(',').includes(factory.name)) {
+    return notRun(factory, `not in LEASEQ_TEST_ENGINES=${only}`);
+  }
+  let engine: Engine;
+  try {
+    engine = await factory.open();
+  } catch (error) {
+    // Unless skipped, the engine's tests run and each fails on this same error.
+    return notRun(factory, skipReason(factory, error));
+  }
+  const capabilities = { ...engine.capabilities };
+  await engine.close();
+  return { factory, name: factory.name, skipReason: undefined, capabilities };
+}
+
+function notRun(factory: EngineFactory, skipReason: string | undefined): EngineUnderTest {
+  return { factory, name: factory.name, skipReason, capabilities: undefined };
+}
+
+/**
+ * The only reasons an engine may be skipped:
+ * - it is not built yet (allowed while the SQL engines are being written; remove then);
+ * - PostgreSQL is unreachable outside CI. Under CI=true an unreachable PostgreSQL fails.
+ * Any other failure to open is a failure of the engine, not a reason to skip it.
+ */
+function skipReason(factory: EngineFactory, error: unknown): string | undefined {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof StorageUnavailableError && /not built yet/.test(message)) return message;
+  if (factory.name === 'postgres' && process.env.CI !== 'true' && unreachable(error)) {
+    return `PostgreSQL unreachable at ${redactUrl(postgresUrl())} (${message}); set LEASEQ_TEST_POSTGRES_URL, or CI=true to make this a failure`;
+  }
+  return undefined;
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+]);
+
+function unreachable(error: unknown): boolean {
+  if (error instanceof StorageUnavailableError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && NETWORK_CODES.has(code);
+}
