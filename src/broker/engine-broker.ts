@@ -6,11 +6,12 @@ import {
   type QueueOptions,
   type ResolvedQueueOptions,
   type SessionOptions,
+  UnsupportedError,
   ValidationError,
 } from '../core/index.js';
-import type { Engine, QueueHandle } from '../engine/engine.js';
+import type { Engine, EngineTransaction, QueueHandle, SqlParameter } from '../engine/engine.js';
 import { type Clock, SystemClock } from './clock.js';
-import type { Broker, Queue, ReceiveOptions } from './queue.js';
+import type { Broker, BrokerTransaction, Queue, ReceiveOptions } from './queue.js';
 import { WakeSignal } from './wake-signal.js';
 
 export interface BrokerOptions {
@@ -56,6 +57,17 @@ export class EngineBroker implements Broker {
     return this.engine.deleteQueue(name);
   }
 
+  transaction<T>(work: (tx: BrokerTransaction) => Promise<T>): Promise<T> {
+    this.checkOpen();
+    const engine = this.engine;
+    if (engine.transaction === undefined) {
+      return Promise.reject(
+        new UnsupportedError(`${engine.target} has no transactions; use a SQL engine`),
+      );
+    }
+    return engine.transaction((tx) => work(new ClockedTransaction(tx, this.clock)));
+  }
+
   /** Ends waiting receives (empty answers) and closes the engine. */
   async close(): Promise<void> {
     if (this.closing.signal.aborted) return;
@@ -67,6 +79,52 @@ export class EngineBroker implements Broker {
 
   private checkOpen(): void {
     if (this.closing.signal.aborted) throw new ClosedError('broker is closed');
+  }
+}
+
+/**
+ * Runs an engine call at the clock's now. Another process may have moved the stored clock
+ * ahead of ours (a ClockError changes nothing): then we adopt its time and try once more.
+ */
+async function atNow<T>(clock: Clock, call: (now: number) => Promise<T>): Promise<T> {
+  try {
+    return await call(clock.now());
+  } catch (error) {
+    if (!(error instanceof ClockError) || error.clock <= clock.now()) throw error;
+    clock.observe(error.clock);
+    return call(clock.now());
+  }
+}
+
+/** An engine transaction with the broker's clock. */
+class ClockedTransaction implements BrokerTransaction {
+  constructor(
+    private readonly tx: EngineTransaction,
+    private readonly clock: Clock,
+  ) {}
+
+  query<Row extends object>(sql: string, params?: readonly SqlParameter[]) {
+    return this.tx.query<Row>(sql, params);
+  }
+
+  run(sql: string, params?: readonly SqlParameter[]) {
+    return this.tx.run(sql, params);
+  }
+
+  ack(queue: string, token: number) {
+    return atNow(this.clock, (now) => this.tx.ack(queue, now, token));
+  }
+
+  nack(queue: string, token: number, options?: NackOptions) {
+    return atNow(this.clock, (now) => this.tx.nack(queue, now, token, options));
+  }
+
+  publish(queue: string, input?: PublishInput) {
+    return atNow(this.clock, (now) => this.tx.publish(queue, now, input));
+  }
+
+  claimOnce(consumer: string, jobId: string) {
+    return this.tx.claimOnce(consumer, jobId);
   }
 }
 
@@ -176,19 +234,9 @@ export class EngineQueue implements Queue {
     return this.handle.job(id);
   }
 
-  /**
-   * Runs an engine call at the clock's now. Another process may have moved the stored clock
-   * ahead of ours: then we adopt its time and try once more.
-   */
+  /** An engine call at the clock's now (see atNow); wakes parked receivers when asked. */
   private async timed<T>(call: (now: number) => Promise<T>, wakesReceivers = false): Promise<T> {
-    let result: T;
-    try {
-      result = await call(this.clock.now());
-    } catch (error) {
-      if (!(error instanceof ClockError) || error.clock <= this.clock.now()) throw error;
-      this.clock.observe(error.clock);
-      result = await call(this.clock.now());
-    }
+    const result = await atNow(this.clock, call);
     // Capacity freed or jobs made ready: parked receivers try again.
     if (wakesReceivers) this.wakes.wake(this.name);
     return result;

@@ -12,6 +12,7 @@ import type {
   ResolvedQueueOptions,
   SessionOptions,
 } from '../core/index.js';
+import type { SqlParameter } from '../engine/engine.js';
 
 export interface ReceiveOptions extends ReserveOptions {
   /** Milliseconds to wait for a job when none is ready. Integer ≥ 0, default 0. */
@@ -51,6 +52,17 @@ export interface Queue {
   job(id: string): Promise<JobView | undefined>;
 }
 
+/** A transaction on a SQL engine's database, with the broker's clock. `?` placeholders. */
+export interface BrokerTransaction {
+  query<Row extends object>(sql: string, params?: readonly SqlParameter[]): Promise<Row[]>;
+  run(sql: string, params?: readonly SqlParameter[]): Promise<number>;
+  ack(queue: string, token: number): Promise<boolean>;
+  nack(queue: string, token: number, options?: NackOptions): Promise<boolean>;
+  publish(queue: string, input?: PublishInput): Promise<PublishResult>;
+  /** The inbox: false when `consumer` already processed `jobId` (see EngineTransaction). */
+  claimOnce(consumer: string, jobId: string): Promise<boolean>;
+}
+
 /** Named queues over one storage, in-process or over HTTP. */
 export interface Broker {
   /** Opens (creating when missing) the named queue. See Engine.queue for options. */
@@ -58,5 +70,11 @@ export interface Broker {
   updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;
   listQueues(): Promise<{ name: string; options: ResolvedQueueOptions }[]>;
   deleteQueue(name: string): Promise<boolean>;
+  /**
+   * Runs `work` in one transaction of the SQL engine's database: the caller's statements and
+   * the acks, nacks and publishes made through `tx` commit together or not at all. Fails with
+   * an UnsupportedError where the storage has no transactions (memory, HTTP).
+   */
+  transaction<T>(work: (tx: BrokerTransaction) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }

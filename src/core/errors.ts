@@ -11,7 +11,8 @@ export type LeaseqErrorCode =
   | 'STORAGE_UNAVAILABLE'
   | 'STORAGE_LOCKED'
   | 'SCHEMA_TOO_NEW'
-  | 'CLOSED';
+  | 'CLOSED'
+  | 'UNSUPPORTED';
 
 export abstract class LeaseqError extends Error {
   abstract readonly code: LeaseqErrorCode;
@@ -100,4 +101,9 @@ export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   return typeof value;
+}
+
+/** The engine or transport cannot do this (e.g. transactions on the memory engine). */
+export class UnsupportedError extends LeaseqError {
+  readonly code = 'UNSUPPORTED' as const;
 }

@@ -56,6 +56,23 @@ export interface QueueHandle {
   nextEventAt(): Promise<number | undefined>;
 }
 
+/** A value bound to a `?` placeholder of a caller's statement. */
+export type SqlParameter = string | number | null;
+
+/** A caller's transaction on a SQL engine's database. Statements use `?` placeholders. */
+export interface EngineTransaction {
+  query<Row extends object>(sql: string, params?: readonly SqlParameter[]): Promise<Row[]>;
+  run(sql: string, params?: readonly SqlParameter[]): Promise<number>;
+  ack(queue: string, now: number, token: number): Promise<boolean>;
+  nack(queue: string, now: number, token: number, options?: NackOptions): Promise<boolean>;
+  publish(queue: string, now: number, input?: PublishInput): Promise<PublishResult>;
+  /**
+   * The inbox: records that `consumer` processed `jobId`; false when it already had, so the
+   * effect must not run again.
+   */
+  claimOnce(consumer: string, jobId: string): Promise<boolean>;
+}
+
 export interface QueueInfo {
   name: string;
   options: ResolvedQueueOptions;
@@ -84,6 +101,12 @@ export interface Engine {
    * with skewed clocks agree.
    */
   storageTime?(): Promise<number>;
+  /**
+   * Runs `work` in one database transaction (engines with `capabilities.transactions`): the
+   * caller's statements and the acks, nacks and publishes made through `tx` commit together,
+   * or all roll back when `work` throws.
+   */
+  transaction?<T>(work: (tx: EngineTransaction) => Promise<T>): Promise<T>;
   /** Registers a wake-up listener; returns its removal. */
   onWake(listener: WakeListener): () => void;
   close(): Promise<void>;

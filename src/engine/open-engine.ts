@@ -8,6 +8,8 @@ export const DEFAULT_URL = 'sqlite:./data/leaseq.db';
 export interface EngineOptions {
   /** SQLite: 'fsync' (synchronous FULL, the default) or 'os' (NORMAL: survives a process crash, not a power loss). */
   durability?: 'fsync' | 'os';
+  /** SQLite: how long a call waits for another process's write lock, in ms. Default 5000. */
+  busyTimeoutMs?: number;
 }
 
 /**

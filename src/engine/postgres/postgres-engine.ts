@@ -67,6 +67,7 @@ export async function openPostgresEngine(
         );
         return Number(result.rows[0]?.ms);
       },
+      translateError: (error) => (isConnectionFailure(error) ? unavailable(error, target) : error),
       acquire: async () => {
         const pooled = await connect(pool, target);
         return { connection: new PostgresConnection(pooled), release: () => pooled.release() };
@@ -118,4 +119,15 @@ function unavailable(error: unknown, target: string): Error {
   if (error instanceof LeaseqError) return error;
   const message = (error as Error).message ?? String(error);
   return new StorageUnavailableError(`${target} cannot be reached: ${message}`, { cause: error });
+}
+
+/** Errors that say the database cannot be used, as opposed to a statement's own failure. */
+function isConnectionFailure(error: unknown): boolean {
+  const code = String((error as { code?: unknown }).code ?? '');
+  const message = (error as Error).message ?? '';
+  return (
+    /^(ECONN|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH|EPIPE)/.test(code) ||
+    /^(08|28|3D|53|57P)/.test(code) ||
+    /Connection terminated|timeout exceeded when trying to connect/i.test(message)
+  );
 }

@@ -42,6 +42,8 @@ export interface Merge<A, R> {
 interface Pending {
   work: Work<unknown>;
   merge?: Merge<unknown, unknown>;
+  /** Runs alone in its transaction, and any error it throws rolls that transaction back. */
+  exclusive?: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -64,12 +66,30 @@ export class GroupCommitExecutor {
 
   constructor(
     private readonly acquire: () => Promise<{ connection: SqlConnection; release: () => void }>,
+    /** Turns a storage failure into a typed error naming the storage. */
+    private readonly translate: (error: unknown) => unknown = (error) => error,
     private readonly maxBatch = 1000,
   ) {}
 
   submit<T>(work: Work<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.schedule();
+    });
+  }
+
+  /**
+   * Runs `work` alone in its own transaction: a caller's transaction (its statements and acks
+   * commit together, or roll back together on any error, and are never run twice).
+   */
+  submitExclusive<T>(work: Work<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({
+        work,
+        exclusive: true,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
       this.schedule();
     });
   }
@@ -111,7 +131,7 @@ export class GroupCommitExecutor {
     this.running = true;
     try {
       while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.maxBatch);
+        const batch = this.takeBatch();
         const ok = await this.runBatch(batch);
         if (!ok) for (const pending of batch) await this.runBatch([pending]);
       }
@@ -120,13 +140,21 @@ export class GroupCommitExecutor {
     }
   }
 
+  /** The next calls to commit together: up to maxBatch, and an exclusive call alone. */
+  private takeBatch(): Pending[] {
+    if (this.queue[0]?.exclusive) return this.queue.splice(0, 1);
+    let end = 0;
+    while (end < this.queue.length && end < this.maxBatch && !this.queue[end]?.exclusive) end += 1;
+    return this.queue.splice(0, end);
+  }
+
   /** Returns false when the batch rolled back on an unexpected error and should be split. */
   private async runBatch(batch: Pending[]): Promise<boolean> {
     let lease: { connection: SqlConnection; release: () => void };
     try {
       lease = await this.acquire();
     } catch (error) {
-      for (const pending of batch) pending.reject(error);
+      for (const pending of batch) pending.reject(this.translate(error));
       return true;
     }
     const { connection } = lease;
@@ -134,7 +162,10 @@ export class GroupCommitExecutor {
     const context = new BatchContext();
     try {
       await connection.begin();
-      for (let index = 0; index < batch.length; ) {
+      if (batch[0]?.exclusive) {
+        outcomes.push({ ok: true, value: await batch[0].work(connection, context) });
+      }
+      for (let index = outcomes.length; index < batch.length; ) {
         const group = mergeGroup(batch, index);
         outcomes.push(...(await runGroup(group, connection, context)));
         index += group.length;
@@ -145,7 +176,7 @@ export class GroupCommitExecutor {
       await connection.rollback().catch(() => undefined);
       lease.release();
       if (batch.length > 1) return false;
-      (batch[0] as Pending).reject(error);
+      (batch[0] as Pending).reject(this.translate(error));
       return true;
     }
     lease.release();

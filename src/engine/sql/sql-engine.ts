@@ -3,6 +3,7 @@ import { resolveQueueOptions } from '../../core/validate.js';
 import type {
   Engine,
   EngineCapabilities,
+  EngineTransaction,
   QueueHandle,
   QueueInfo,
   WakeListener,
@@ -13,6 +14,7 @@ import { GroupCommitExecutor } from './executor.js';
 import { decodeOptions, insertQueueRow, loadQueueRow, readQueueOptions } from './queue-row.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 import { SqlQueue } from './sql-queue.js';
+import { SqlTransaction } from './sql-transaction.js';
 
 /** What a dialect hands the shared SQL engine. */
 export interface SqlEngineParts {
@@ -23,6 +25,8 @@ export interface SqlEngineParts {
   acquire: () => Promise<{ connection: SqlConnection; release: () => void }>;
   /** Closes connections and listeners. */
   shutdown: () => Promise<void>;
+  /** Turns a storage failure into a typed error naming the storage. */
+  translateError?: (error: unknown) => unknown;
   /** The storage's own clock in ms, for storages shared by machines. */
   storageTime?: () => Promise<number>;
 }
@@ -40,7 +44,7 @@ export class SqlEngine implements Engine {
     this.target = parts.target;
     this.capabilities = parts.capabilities;
     if (parts.storageTime !== undefined) this.storageTime = parts.storageTime;
-    this.executor = new GroupCommitExecutor(parts.acquire);
+    this.executor = new GroupCommitExecutor(parts.acquire, parts.translateError);
   }
 
   async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
@@ -84,6 +88,13 @@ export class SqlEngine implements Engine {
       await connection.run('DELETE FROM leaseq_acked WHERE queue = ?', [name]);
       return (await connection.run('DELETE FROM leaseq_queues WHERE name = ?', [name])) > 0;
     });
+  }
+
+  transaction<T>(work: (tx: EngineTransaction) => Promise<T>): Promise<T> {
+    this.checkOpen();
+    return this.executor.submitExclusive((connection, batch) =>
+      work(new SqlTransaction(connection, batch, this.parts.dialect, this.wakes)),
+    );
   }
 
   onWake(listener: WakeListener): () => void {

@@ -24,7 +24,7 @@ const DIALECT: SqlDialect = {
 };
 
 /** How long a call waits for another process's write lock before failing. */
-const BUSY_TIMEOUT_MS = 5000;
+const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 /**
  * Opens (creating when missing) a SQLite file in WAL mode. `durability: 'fsync'` (default)
@@ -39,12 +39,16 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
   }
   if (path === '')
     throw new ValidationError('sqlite: needs a file path, e.g. sqlite:./data/leaseq.db');
+  const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
+    throw new ValidationError(`busyTimeoutMs must be an integer ≥ 0, got ${String(busyTimeoutMs)}`);
+  }
   const target = `sqlite:${path}`;
-  const db = openDatabase(path, target);
+  const db = openDatabase(path, target, busyTimeoutMs);
   try {
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${durability === 'fsync' ? 'FULL' : 'NORMAL'}`);
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     const connection = new SqliteConnection(db);
     await migrate(
       connection,
@@ -57,6 +61,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       target,
       capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: false },
       dialect: DIALECT,
+      translateError: (error) => translateSqliteError(error, target),
       acquire: async () => {
         if (busy) throw new Error('sqlite connection used by two transactions at once');
         busy = true;
@@ -72,10 +77,10 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
   }
 }
 
-function openDatabase(path: string, target: string): Database.Database {
+function openDatabase(path: string, target: string, busyTimeoutMs: number): Database.Database {
   try {
     if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
-    return new Database(path, { timeout: BUSY_TIMEOUT_MS });
+    return new Database(path, { timeout: busyTimeoutMs });
   } catch (error) {
     throw translateSqliteError(error, target);
   }

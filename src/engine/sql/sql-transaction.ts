@@ -1,0 +1,77 @@
+import type { NackOptions, PublishInput, PublishResult } from '../../core/index.js';
+import { checkTokens, resolveNackOptions } from '../../core/validate.js';
+import type { EngineTransaction } from '../engine.js';
+import { checkQueueName } from '../queue-options.js';
+import type { WakeHub } from '../wake-hub.js';
+import type { BatchContext } from './executor.js';
+import { encodePayload, QueueOps } from './queue-ops.js';
+import { loadQueueRow } from './queue-row.js';
+import type { SqlConnection, SqlDialect, SqlValue } from './sql-connection.js';
+
+/**
+ * A caller's transaction on the engine's database: its own statements, acks, nacks and
+ * publishes commit together or not at all. The exactly-once-effect path for state that lives
+ * in the same database.
+ */
+export class SqlTransaction implements EngineTransaction {
+  constructor(
+    private readonly connection: SqlConnection,
+    private readonly batch: BatchContext,
+    private readonly dialect: SqlDialect,
+    private readonly wakes: WakeHub,
+  ) {}
+
+  query<Row extends object>(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
+    return this.connection.query<Row>(sql, params);
+  }
+
+  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return this.connection.run(sql, params);
+  }
+
+  async ack(queue: string, now: number, token: number): Promise<boolean> {
+    checkTokens([token]);
+    const [acked] = await (await this.ops(queue)).ack(now, [token]);
+    return acked as boolean;
+  }
+
+  async nack(queue: string, now: number, token: number, options?: NackOptions): Promise<boolean> {
+    checkTokens([token]);
+    const nack = resolveNackOptions(options);
+    const done = await (await this.ops(queue)).nack(now, token, nack);
+    if (done) this.wakeAfterCommit(queue);
+    return done;
+  }
+
+  async publish(queue: string, now: number, input: PublishInput = {}): Promise<PublishResult> {
+    const payloadJson = encodePayload(input.payload, 'job');
+    const encoded = { id: input.id, payloadJson, delay: input.delay ?? 0 };
+    const [result] = await (await this.ops(queue)).publish(now, [encoded]);
+    this.wakeAfterCommit(queue);
+    return result as PublishResult;
+  }
+
+  async claimOnce(consumer: string, jobId: string): Promise<boolean> {
+    const changed = await this.connection.run(
+      'INSERT INTO leaseq_inbox (consumer, job_id) VALUES (?, ?) ON CONFLICT (consumer, job_id) DO NOTHING',
+      [consumer, jobId],
+    );
+    return changed > 0;
+  }
+
+  private async ops(queue: string): Promise<QueueOps> {
+    checkQueueName(queue);
+    const row = await loadQueueRow(this.connection, this.batch, this.dialect, queue);
+    return new QueueOps(this.connection, row, this.dialect);
+  }
+
+  private wakeAfterCommit(queue: string): void {
+    this.batch.afterCommit(() => this.wakes.wake(queue));
+    const statement = this.dialect.wakeStatement?.(queue);
+    if (statement !== undefined) {
+      this.batch.beforeCommit(async (connection) => {
+        await connection.query(statement.sql, statement.params);
+      });
+    }
+  }
+}

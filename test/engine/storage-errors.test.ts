@@ -1,0 +1,150 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  openEngine,
+  SchemaTooNewError,
+  StorageLockedError,
+  StorageUnavailableError,
+  ValidationError,
+} from '../../src/index.js';
+import { postgresUrl, queueName } from '../conformance/engines.js';
+
+// What users get wrong about storage gets a typed error that names the target, and no state.
+const dir = mkdtempSync(join(tmpdir(), 'leaseq-storage-errors-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('SQLite storage errors', () => {
+  it('a file that is not a database: StorageUnavailableError naming the file', async () => {
+    const path = join(dir, 'not-a-db.db');
+    writeFileSync(path, 'this is a text file, not SQLite\n'.repeat(100));
+    const failure = openEngine(`sqlite:${path}`);
+    await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(failure).rejects.toThrow(path);
+  });
+
+  it('a path inside a file (unreadable location): StorageUnavailableError', async () => {
+    const file = join(dir, 'plain-file');
+    writeFileSync(file, 'x');
+    await expect(openEngine(`sqlite:${file}/inside.db`)).rejects.toBeInstanceOf(
+      StorageUnavailableError,
+    );
+  });
+
+  // root ignores file modes, so this case only means something for other users.
+  it.skipIf(process.getuid?.() === 0)(
+    'a read-only directory: StorageUnavailableError',
+    async () => {
+      const readOnly = join(dir, 'ro');
+      mkdirSync(readOnly);
+      chmodSync(readOnly, 0o500);
+      try {
+        await expect(openEngine(`sqlite:${readOnly}/x.db`)).rejects.toBeInstanceOf(
+          StorageUnavailableError,
+        );
+      } finally {
+        chmodSync(readOnly, 0o700);
+      }
+    },
+  );
+
+  it('a file locked by another process: StorageLockedError after busyTimeoutMs', async () => {
+    const path = join(dir, 'locked.db');
+    const engine = await openEngine(`sqlite:${path}`);
+    await engine.queue('jobs');
+    await engine.close();
+    const holder = new Database(path);
+    holder.exec('BEGIN EXCLUSIVE');
+    try {
+      const reopened = await openEngine(`sqlite:${path}`, { busyTimeoutMs: 50 }).catch((e) => e);
+      if (reopened instanceof Error) {
+        expect(reopened).toBeInstanceOf(StorageLockedError);
+        expect(reopened.message).toContain(path);
+      } else {
+        // Opening may read under WAL; the first write must then report the lock.
+        const queue = reopened.queue('jobs');
+        await expect(queue).rejects.toBeInstanceOf(StorageLockedError);
+        await reopened.close();
+      }
+    } finally {
+      holder.exec('ROLLBACK');
+      holder.close();
+    }
+    // Once released, the file works and kept its queue.
+    const engine2 = await openEngine(`sqlite:${path}`);
+    expect((await engine2.listQueues()).map((queue) => queue.name)).toEqual(['jobs']);
+    await engine2.close();
+  });
+
+  it('a schema newer than this code: SchemaTooNewError, and the file is untouched', async () => {
+    const path = join(dir, 'newer.db');
+    const engine = await openEngine(`sqlite:${path}`);
+    await engine.close();
+    const raw = new Database(path);
+    raw.prepare('INSERT INTO leaseq_schema (version) VALUES (?)').run(9999);
+    raw.close();
+    const failure = openEngine(`sqlite:${path}`);
+    await expect(failure).rejects.toBeInstanceOf(SchemaTooNewError);
+    await expect(failure).rejects.toThrow(/schema version 9999/);
+    const after = new Database(path);
+    expect(after.prepare('SELECT MAX(version) AS v FROM leaseq_schema').get()).toEqual({ v: 9999 });
+    after.close();
+  });
+
+  it('bad options and URLs: ValidationError', async () => {
+    await expect(openEngine('sqlite:')).rejects.toBeInstanceOf(ValidationError);
+    await expect(
+      openEngine(`sqlite:${join(dir, 'o.db')}`, { durability: 'sometimes' as 'os' }),
+    ).rejects.toBeInstanceOf(ValidationError);
+    await expect(openEngine('mysql://localhost/db')).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it('two engines on one file migrate safely and share the queues', async () => {
+    const path = join(dir, 'shared.db');
+    const [first, second] = await Promise.all([
+      openEngine(`sqlite:${path}`),
+      openEngine(`sqlite:${path}`),
+    ]);
+    const queueA = await first.queue('shared');
+    await queueA.publish(1, { id: 'one' });
+    const queueB = await second.queue('shared');
+    expect((await queueB.inspect()).ready).toEqual(['one']);
+    await first.close();
+    await second.close();
+  });
+});
+
+describe('PostgreSQL storage errors', () => {
+  it('a database that is down (nothing listens): StorageUnavailableError naming the target', async () => {
+    const failure = openEngine('postgres://postgres:secret@127.0.0.1:1/test');
+    await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(failure).rejects.toThrow('postgres://postgres:***@127.0.0.1:1/test');
+    await expect(failure).rejects.not.toThrow('secret');
+  });
+
+  it('a database that does not exist: StorageUnavailableError', async () => {
+    const url = new URL(postgresUrl());
+    url.pathname = '/leaseq_no_such_database';
+    await expect(openEngine(url.toString())).rejects.toBeInstanceOf(StorageUnavailableError);
+  });
+
+  it('a schema newer than this code: SchemaTooNewError', async () => {
+    const schema = `lq_newer_${queueName('s').replace(/[^a-z0-9]/gi, '_')}`.toLowerCase();
+    const admin = new pg.Client({ connectionString: postgresUrl() });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      await admin.query(`CREATE TABLE ${schema}.leaseq_schema (version INTEGER NOT NULL)`);
+      await admin.query(`INSERT INTO ${schema}.leaseq_schema VALUES (9999)`);
+      const url = new URL(postgresUrl());
+      url.searchParams.set('options', `-c search_path=${schema}`);
+      await expect(openEngine(url.toString())).rejects.toBeInstanceOf(SchemaTooNewError);
+    } finally {
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.end();
+    }
+  });
+});
