@@ -1,6 +1,7 @@
 import type { Clock } from '../broker/clock.js';
 import type { Queue } from '../broker/queue.js';
 import type { SessionOptions } from '../core/index.js';
+import { abortableSleep } from './abortable-sleep.js';
 
 /** What one heartbeat step did. */
 export type HeartbeatStep = 'beat' | 'ended' | 'error' | 'none';
@@ -80,7 +81,7 @@ export class SessionKeeper {
   async run(signal: AbortSignal): Promise<void> {
     if (!Number.isFinite(this.intervalMs)) return;
     while (!signal.aborted) {
-      await this.params.clock.sleep(this.intervalMs, signal);
+      await abortableSleep(this.params.clock, this.intervalMs, signal);
       if (!signal.aborted) await this.heartbeatOnce();
     }
   }

@@ -1,5 +1,6 @@
 import type { Queue } from '../broker/queue.js';
 import { backoffDelay, ClosedError, ValidationError } from '../core/index.js';
+import { abortableSleep } from './abortable-sleep.js';
 import { errorMessage } from './errors.js';
 import type { Handler, OutcomeRecord } from './job.js';
 import { JobRun } from './job-run.js';
@@ -177,7 +178,7 @@ export class Worker<P = unknown> {
       } catch {
         failures += 1;
         const delay = backoffDelay({ id: 'fetch', attempt: failures, ...FETCH_RETRY });
-        await this.options.clock.sleep(delay, this.stopping.signal);
+        await abortableSleep(this.options.clock, delay, this.stopping.signal);
       }
     }
   }
