@@ -61,6 +61,8 @@ export class Harness {
     const step = Math.max(1, options.step ?? ms);
     let left = ms;
     do {
+      // What is under way finishes first, at the old time (a receive about to park, parks).
+      await this.flush();
       const move = Math.min(step, left);
       left -= move;
       const time = this.clock.now() + move;
