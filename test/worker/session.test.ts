@@ -1,0 +1,83 @@
+import { expect, it } from 'vitest';
+import { Gate } from '../../src/testing/index.js';
+import type { JobContext } from '../../src/worker/index.js';
+import { describeEngines, workerEngines } from './engines.js';
+
+const engines = await workerEngines();
+
+describeEngines(engines, 'consumer sessions', (open) => {
+  it('receives under its session and keeps it alive with heartbeats (R16)', async () => {
+    const h = await open();
+    const gate = new Gate();
+    const consumer = h.process(() => gate.pass(), { session: { timeout: 3000 } });
+    await h.queue.publish({ id: 'a' });
+    await consumer.worker.start();
+    await gate.arrivedAt(1);
+    const [active] = (await h.queue.inspect()).active;
+    expect(active?.session).toBeDefined();
+    await h.advance(10_000, { step: 250 });
+    expect((await h.queue.stats()).sessions).toBe(1);
+    expect(await consumer.worker.heartbeatOnce()).toBe('beat');
+    gate.open();
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'acked' });
+    await consumer.worker.close();
+    expect((await h.queue.stats()).sessions).toBe(0);
+  });
+
+  it('a session ended under the worker loses its jobs at once; the worker opens a new one', async () => {
+    const h = await open();
+    const contexts: JobContext[] = [];
+    const gate = new Gate();
+    const consumer = h.process(
+      async (_job, ctx) => {
+        contexts.push(ctx);
+        await gate.pass(ctx.signal);
+      },
+      { session: { timeout: 3000 } },
+    );
+    await h.queue.publish({ id: 'a' });
+    await consumer.worker.start();
+    await gate.arrivedAt(1);
+    const firstSession = (await h.queue.inspect()).active[0]?.session;
+    expect(await consumer.faults.endSessions()).toBe(1);
+    expect(await consumer.worker.heartbeatOnce()).toBe('ended');
+    expect(contexts[0]?.signal.reason).toMatchObject({
+      code: 'LEASE_LOST',
+      reason: 'session-ended',
+    });
+    expect(await consumer.nextOutcome()).toMatchObject({
+      id: 'a',
+      token: 1,
+      outcome: 'lease-lost',
+      reason: 'session-ended',
+    });
+    // Released at once by the session's end, the job comes back to this worker's new session.
+    await gate.arrivedAt(2);
+    expect(contexts[1]).toMatchObject({ id: 'a', token: 2, deliveryCount: 2, redelivered: true });
+    const secondSession = (await h.queue.inspect()).active[0]?.session;
+    expect(secondSession).toBeDefined();
+    expect(secondSession).not.toBe(firstSession);
+    gate.open();
+    expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', token: 2, outcome: 'acked' });
+  });
+
+  it('a paused process misses its heartbeats: the broker ends its session and redelivers', async () => {
+    const h = await open();
+    const gate = new Gate();
+    const consumer = h.process(() => gate.pass(), { session: { timeout: 3000 }, renew: 'never' });
+    await h.queue.publish({ id: 'a' });
+    await consumer.worker.runOnce();
+    await gate.arrivedAt(1);
+    consumer.pause();
+    await h.advance(3000);
+    expect((await h.queue.stats()).sessions).toBe(0);
+    const [again] = await h.queue.receive();
+    expect(again).toMatchObject({ id: 'a', deliveryCount: 2 });
+    consumer.resume();
+    gate.open();
+    await h.flush();
+    // Its late ack is refused: the lease had already ended.
+    expect(consumer.outcomes).toMatchObject([{ outcome: 'lease-lost' }]);
+    expect(consumer.worker.metrics().leasesLost).toBe(1);
+  });
+});

@@ -1,0 +1,188 @@
+import { afterEach, expect, it } from 'vitest';
+import { ClosedError, ValidationError } from '../../src/core/index.js';
+import { Gate, type Harness } from '../../src/testing/index.js';
+import {
+  closeOnSignals,
+  type JobContext,
+  WorkerClosingError,
+  type WorkerOptions,
+} from '../../src/worker/index.js';
+import { describeEngines, workerEngines } from './engines.js';
+
+const engines = await workerEngines();
+
+/** A started process whose handlers wait at a gate (honouring their signal). */
+async function busy(h: Harness, ids: string[], options: WorkerOptions = {}) {
+  const gate = new Gate();
+  const contexts = new Map<string, JobContext>();
+  const consumer = h.process(
+    async (job, ctx) => {
+      contexts.set(job.id, ctx);
+      await gate.pass(ctx.signal);
+    },
+    { concurrency: ids.length || 1, ...options },
+  );
+  if (ids.length > 0) await h.queue.publishBatch(ids.map((id) => ({ id })));
+  await consumer.worker.start();
+  await gate.arrivedAt(ids.length);
+  const settles = () =>
+    consumer.faults.calls.filter((call) => call.op !== 'receive' && call.op !== 'extend');
+  return { consumer, gate, contexts, settles };
+}
+
+describeEngines(engines, 'shutdown', (open) => {
+  it('close() of an idle worker ends its pending long wait at once', async () => {
+    const h = await open();
+    const { consumer } = await busy(h, []);
+    await h.flush();
+    expect(consumer.faults.calls.map((call) => [call.op, call.result])).toEqual([
+      ['receive', undefined],
+    ]);
+    await consumer.worker.close();
+    expect(consumer.worker.state).toBe('closed');
+    expect(consumer.faults.calls.map((call) => [call.op, call.result])).toEqual([['receive', []]]);
+  });
+
+  it('jobs that finish within the timeout are acked, and nothing more is fetched', async () => {
+    const h = await open();
+    const { consumer, gate } = await busy(h, ['a', 'b']);
+    await h.queue.publish({ id: 'c' });
+    let closed = false;
+    const closing = consumer.worker.close({ timeout: 5000 }).then(() => {
+      closed = true;
+    });
+    await h.advance(3000, { step: 250 });
+    expect(closed).toBe(false);
+    gate.open();
+    await closing;
+    expect(consumer.outcomes.map((record) => [record.id, record.outcome])).toEqual([
+      ['a', 'acked'],
+      ['b', 'acked'],
+    ]);
+    expect((await h.queue.inspect()).ready).toEqual(['c']);
+  });
+
+  it('jobs still running at the timeout are released for immediate redelivery, signals fired', async () => {
+    const h = await open();
+    const { consumer, gate, contexts, settles } = await busy(h, ['a']);
+    const closing = consumer.worker.close({ timeout: 500 });
+    await h.advance(499);
+    expect(contexts.get('a')?.signal.aborted).toBe(false);
+    await h.advance(1);
+    await closing;
+    const signal = contexts.get('a')?.signal;
+    expect(signal?.reason).toBeInstanceOf(WorkerClosingError);
+    expect(signal?.reason).toMatchObject({ code: 'WORKER_CLOSING' });
+    expect(consumer.outcomes).toMatchObject([{ id: 'a', outcome: 'released', reason: 'shutdown' }]);
+    expect(settles()).toEqual([{ op: 'nack', token: 1, fate: 'sent', result: true }]);
+    // Redelivered at once (time 500), not after the lease (1000).
+    expect(await h.queue.receive()).toMatchObject([{ id: 'a', token: 2, deliveryCount: 2 }]);
+    gate.open();
+    await h.flush();
+    expect(settles()).toHaveLength(1);
+    expect(consumer.worker.metrics().outcomes.released).toBe(1);
+  });
+
+  it('leases are still renewed while jobs finish during a grace period longer than the lease', async () => {
+    const h = await open();
+    const { consumer, gate } = await busy(h, ['a']);
+    const closing = consumer.worker.close({ timeout: 10_000 });
+    await h.advance(5000, { step: 250 });
+    gate.open();
+    await closing;
+    expect(consumer.outcomes).toMatchObject([{ id: 'a', outcome: 'acked' }]);
+    // Renewed at 750, 1500, 2250, 3000, 3750 and 4500.
+    expect(consumer.worker.metrics().renewals).toBe(6);
+  });
+
+  it('close({ timeout: 0 }) releases at once; a later shorter close cuts a longer grace', async () => {
+    const h = await open();
+    const first = await busy(h, ['a']);
+    await first.consumer.worker.close({ timeout: 0 });
+    expect(first.consumer.outcomes).toMatchObject([{ outcome: 'released' }]);
+
+    const gate = new Gate();
+    const second = h.process((_job, ctx) => gate.pass(ctx.signal));
+    await second.worker.runOnce();
+    await gate.arrivedAt(1);
+    const closing = second.worker.close({ timeout: 60_000 });
+    await h.advance(100);
+    const again = second.worker.close({ timeout: 0 });
+    expect(again).toBe(closing);
+    await closing;
+    expect(second.outcomes).toMatchObject([{ id: 'a', outcome: 'released' }]);
+  });
+
+  it('a closed worker refuses to fetch; close validates its timeout', async () => {
+    const h = await open();
+    const consumer = h.process(async () => {});
+    await expect(consumer.worker.close({ timeout: -1 })).rejects.toBeInstanceOf(ValidationError);
+    await consumer.worker.close();
+    await expect(consumer.worker.runOnce()).rejects.toBeInstanceOf(ClosedError);
+    await expect(consumer.worker.start()).rejects.toMatchObject({ code: 'CLOSED' });
+    await consumer.worker.close();
+  });
+
+  it('a release at the last delivery dead-letters the job (R13 counts every return)', async () => {
+    const h = await open({ queueOptions: { visibility: 1000, maxDeliveries: 1 } });
+    const { consumer } = await busy(h, ['a']);
+    await consumer.worker.close({ timeout: 0 });
+    expect(consumer.outcomes).toMatchObject([{ outcome: 'released' }]);
+    expect(await h.queue.deadLetters()).toMatchObject([{ id: 'a', reason: 'max-deliveries' }]);
+  });
+});
+
+describeEngines(engines.slice(0, 1), 'closeOnSignals', (open) => {
+  const removals: (() => void)[] = [];
+  afterEach(() => {
+    for (const remove of removals.splice(0)) remove();
+  });
+
+  it('SIGTERM closes the worker gracefully; the removal takes the listeners away', async () => {
+    const h = await open();
+    const { consumer, gate } = await busy(h, ['a']);
+    const before = process.listenerCount('SIGTERM');
+    const beforeInt = process.listenerCount('SIGINT');
+    let closed: unknown = 'not yet';
+    const remove = closeOnSignals(consumer.worker, {
+      timeout: 5000,
+      onClosed: (error) => {
+        closed = error;
+      },
+    });
+    removals.push(remove);
+    expect(process.listenerCount('SIGTERM')).toBe(before + 1);
+    process.emit('SIGTERM');
+    expect(consumer.worker.state).toBe('closing');
+    await h.advance(1000, { step: 250 });
+    gate.open();
+    await h.flush();
+    expect(closed).toBeUndefined();
+    expect(consumer.outcomes).toMatchObject([{ outcome: 'acked' }]);
+    remove();
+    expect(process.listenerCount('SIGTERM')).toBe(before);
+    expect(process.listenerCount('SIGINT')).toBe(beforeInt);
+  });
+
+  it('a second signal releases the remaining jobs at once', async () => {
+    const h = await open();
+    const { consumer } = await busy(h, ['a']);
+    let closed = false;
+    removals.push(
+      closeOnSignals(consumer.worker, {
+        signals: ['SIGTERM', 'SIGINT'],
+        timeout: 60_000,
+        onClosed: () => {
+          closed = true;
+        },
+      }),
+    );
+    process.emit('SIGTERM');
+    await h.advance(100);
+    expect(closed).toBe(false);
+    process.emit('SIGINT');
+    await h.flush();
+    expect(closed).toBe(true);
+    expect(consumer.outcomes).toMatchObject([{ outcome: 'released' }]);
+  });
+});
