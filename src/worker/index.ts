@@ -22,6 +22,7 @@ export type { BackoffOptions, RenewPolicy, WorkerOptions } from './options.js';
 export { type Decision, decide, OUTCOME_KINDS, type OutcomeKind } from './outcome.js';
 export type { HeartbeatStep } from './session-keeper.js';
 export { type CloseOnSignalsOptions, closeOnSignals } from './signals.js';
+export { TransactionalInbox } from './transactional-inbox.js';
 export {
   type CloseOptions,
   Worker,

@@ -1,0 +1,24 @@
+import type { Broker, BrokerTransaction } from '../broker/queue.js';
+import type { Inbox, InboxResult } from './inbox.js';
+
+/**
+ * The inbox of the SQL engines: the claim of `(consumer, jobId)` and the effect run in one
+ * transaction of the engine's database (`broker.transaction`, `tx.claimOnce`), so they commit
+ * together or not at all. The effect gets the transaction: write your state with `tx.run`.
+ * Keep it to database work — the transaction holds the writer while it runs. On storage
+ * without transactions (memory, HTTP) every call fails with an UnsupportedError.
+ */
+export class TransactionalInbox implements Inbox<BrokerTransaction> {
+  constructor(private readonly database: Pick<Broker, 'transaction'>) {}
+
+  processOnce<T>(
+    consumer: string,
+    jobId: string,
+    effect: (tx: BrokerTransaction) => Promise<T> | T,
+  ): Promise<InboxResult<T>> {
+    return this.database.transaction(async (tx): Promise<InboxResult<T>> => {
+      if (!(await tx.claimOnce(consumer, jobId))) return { processed: false };
+      return { processed: true, value: await effect(tx) };
+    });
+  }
+}
