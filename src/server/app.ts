@@ -1,0 +1,225 @@
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifySchemaValidationError,
+} from 'fastify';
+import { pino } from 'pino';
+import type { Broker } from '../broker/index.js';
+import { ClosedError, ValidationError } from '../core/index.js';
+import { AccessControl, type ApiKeyConfig, authorize, type Principal } from './auth.js';
+import { mapError, ServerError } from './errors.js';
+import { checkJsonDepth, DEFAULT_LIMITS, type Limits, LongPollGate } from './limits.js';
+import { ServerMetrics } from './metrics.js';
+import { buildOpenApi } from './openapi.js';
+import { QueueDirectory } from './queue-directory.js';
+import { Receipts } from './receipts.js';
+import type { RouteSpec, Services } from './route.js';
+import { deadLetterRoutes } from './routes/dead-letters.js';
+import { deliveryRoutes } from './routes/deliveries.js';
+import { jobRoutes } from './routes/jobs.js';
+import { observabilityRoutes } from './routes/observability.js';
+import { queueRoutes } from './routes/queues.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { buildSchemas } from './schemas.js';
+import { VERSION } from './version.js';
+
+export interface AppOptions {
+  /** The storage the API serves. The app does not close it. */
+  broker: Broker;
+  /** Defaults: DEFAULT_LIMITS. */
+  limits?: Partial<Limits>;
+  /** API keys. None: every request is allowed (the server must then listen on loopback only). */
+  keys?: readonly ApiKeyConfig[];
+  /** The key receipts are signed with. Absent: a random one, so receipts die with the process. */
+  receiptSecret?: string;
+  /** Default: silent. */
+  logger?: FastifyBaseLogger;
+}
+
+/** Extra time a request may take beyond the longest long poll before Node cuts it. */
+const REQUEST_TIMEOUT_MARGIN_MS = 15_000;
+const HEADERS_TIMEOUT_MS = 10_000;
+
+/**
+ * The HTTP API as a Fastify instance, routes registered and not listening. Closing it answers
+ * waiting long polls (empty), refuses new requests with 503 and lets requests in flight finish.
+ */
+export async function createApp(options: AppOptions): Promise<FastifyInstance> {
+  const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const logger = options.logger ?? pino({ level: 'silent' });
+  if (options.receiptSecret === undefined) {
+    logger.warn(
+      'no receiptSecret configured: a random one is used, so receipts will not survive a restart',
+    );
+  }
+  const shutdown = new AbortController();
+  const services: Services = {
+    broker: options.broker,
+    queues: new QueueDirectory(options.broker),
+    receipts: new Receipts(options.receiptSecret ?? Receipts.randomSecret()),
+    access: new AccessControl(options.keys ?? []),
+    limits,
+    schemas: buildSchemas(limits),
+    longPolls: new LongPollGate(limits.maxLongPolls),
+    metrics: new ServerMetrics(),
+    shutdown: shutdown.signal,
+  };
+  const app = Fastify({
+    loggerInstance: logger,
+    bodyLimit: limits.maxBodyBytes,
+    routerOptions: { maxParamLength: 1024 },
+    requestTimeout: limits.maxWaitMs + REQUEST_TIMEOUT_MARGIN_MS,
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    ajv: {
+      customOptions: {
+        allErrors: true,
+        coerceTypes: false,
+        removeAdditional: false,
+        useDefaults: false,
+      },
+    },
+    schemaErrorFormatter: formatValidation,
+  });
+  app.server.headersTimeout = HEADERS_TIMEOUT_MS;
+  installHooks(app, services);
+  let document: unknown;
+  const routes: RouteSpec[] = [
+    ...queueRoutes(services),
+    ...jobRoutes(services),
+    ...deliveryRoutes(services),
+    ...sessionRoutes(services),
+    ...deadLetterRoutes(services),
+    ...observabilityRoutes(services, () => document),
+  ];
+  document = buildOpenApi(routes, VERSION);
+  for (const spec of routes) register(app, spec, services);
+  // Waiting long polls answer (empty) before the server waits for requests in flight.
+  app.addHook('preClose', async () => shutdown.abort());
+  return app;
+}
+
+function installHooks(app: FastifyInstance, services: Services): void {
+  app.addHook('onRequest', async (request, reply) => {
+    if (services.shutdown.aborted) {
+      reply.header('connection', 'close');
+      throw new ClosedError('the server is shutting down');
+    }
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      throw new ServerError('UNSUPPORTED_MEDIA_TYPE', 'compressed request bodies are not accepted');
+    }
+  });
+  app.addHook('preValidation', async (request) => {
+    checkJsonDepth(request.body, services.limits.maxJsonDepth);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    services.metrics.observeRequest(
+      request.method,
+      request.routeOptions.url ?? 'unmatched',
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
+  });
+  app.setErrorHandler((error, request, reply) => {
+    const mapped = mapError(error);
+    if (mapped.internal) request.log.error({ err: error }, 'request failed');
+    if (mapped.status === 401) reply.header('www-authenticate', 'Bearer');
+    return reply.status(mapped.status).send(mapped.body);
+  });
+  app.setNotFoundHandler((_request, reply) =>
+    reply.status(404).send({ error: { code: 'NOT_FOUND', message: 'no such route' } }),
+  );
+}
+
+function register(app: FastifyInstance, spec: RouteSpec, services: Services): void {
+  const principals = new WeakMap<FastifyRequest, Principal>();
+  const response = spec.rawResponse
+    ? undefined
+    : { response: Object.fromEntries((spec.statuses ?? [200]).map((s) => [s, spec.response])) };
+  app.route({
+    method: spec.method,
+    url: spec.url,
+    schema: {
+      ...(spec.params === undefined ? {} : { params: spec.params }),
+      ...(spec.body === undefined ? {} : { body: spec.body }),
+      ...response,
+    },
+    onRequest: async (request) => {
+      if (spec.access === 'public') return;
+      principals.set(request, authenticate(request, spec, services));
+    },
+    handler: async (request, reply) => {
+      const principal = principals.get(request) as Principal;
+      return withSignals(reply, services.shutdown, (signal, clientGone) =>
+        spec.handle({
+          body: request.body,
+          params: request.params,
+          principal,
+          log: request.log,
+          signal,
+          clientGone,
+          reply,
+        }),
+      );
+    },
+  });
+}
+
+/** Authenticates the caller and checks its right on the queue the URL names, before parsing. */
+function authenticate(request: FastifyRequest, spec: RouteSpec, services: Services): Principal {
+  const principal = services.access.authenticate(request.headers.authorization);
+  const queue = (request.params as { name?: string }).name;
+  if (queue === undefined || spec.access === 'authenticated' || spec.access === 'public') {
+    return principal;
+  }
+  if (spec.access === 'see') {
+    if (!principal.canSee(queue)) {
+      throw new ServerError('FORBIDDEN', `this key has no rights on queue ${queue}`);
+    }
+  } else {
+    authorize(principal, spec.access, queue);
+  }
+  return principal;
+}
+
+/** Runs a handler with a signal that aborts when the client goes away or the server stops. */
+async function withSignals<T>(
+  reply: FastifyReply,
+  shutdown: AbortSignal,
+  run: (signal: AbortSignal, clientGone: () => boolean) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  let gone = false;
+  const onClose = () => {
+    if (!reply.raw.writableEnded) {
+      gone = true;
+      controller.abort();
+    }
+  };
+  const onShutdown = () => controller.abort();
+  reply.raw.once('close', onClose);
+  shutdown.addEventListener('abort', onShutdown, { once: true });
+  if (shutdown.aborted) controller.abort();
+  try {
+    return await run(controller.signal, () => gone);
+  } finally {
+    reply.raw.off('close', onClose);
+    shutdown.removeEventListener('abort', onShutdown);
+  }
+}
+
+/** Every schema problem of a request, in one INVALID_ARGUMENT error. */
+function formatValidation(errors: FastifySchemaValidationError[], where: string): Error {
+  return new ValidationError(
+    errors.map((error) => {
+      const path = `${where}${error.instancePath.replaceAll('/', '.')}`;
+      const unknown = (error.params as { additionalProperty?: unknown }).additionalProperty;
+      return typeof unknown === 'string'
+        ? `${path} has an unknown field ${JSON.stringify(unknown.slice(0, 64))}`
+        : `${path} ${error.message ?? 'is not valid'}`;
+    }),
+  );
+}

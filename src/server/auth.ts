@@ -1,0 +1,120 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { ServerError } from './errors.js';
+
+/** What a key may do to the queues its patterns match. `admin` includes the other two. */
+export type Action = 'publish' | 'consume' | 'admin';
+
+export const ACTIONS: readonly Action[] = ['publish', 'consume', 'admin'];
+
+export interface KeyGrant {
+  /** A queue-name pattern: `*` matches any run of characters (`orders-*`, `*`). */
+  queues: string;
+  actions: Action[];
+}
+
+/** One API key as configured: the key itself or its SHA-256 (hex), and what it may do. */
+export interface ApiKeyConfig {
+  name: string;
+  key?: string;
+  sha256?: string;
+  allow: KeyGrant[];
+}
+
+/** Who made a request, and what they may do. */
+export interface Principal {
+  readonly name: string;
+  can(action: Action, queue: string): boolean;
+  /** Any access at all to the queue: enough to see that it exists and read its stats. */
+  canSee(queue: string): boolean;
+}
+
+interface CompiledGrant {
+  pattern: RegExp;
+  actions: ReadonlySet<Action>;
+}
+
+interface StoredKey {
+  name: string;
+  hash: Buffer;
+  grants: CompiledGrant[];
+}
+
+const LOOPBACK_PRINCIPAL: Principal = {
+  name: 'loopback',
+  can: () => true,
+  canSee: () => true,
+};
+
+/** API keys, stored as SHA-256 digests and compared in constant time. */
+export class AccessControl {
+  private readonly keys: StoredKey[];
+
+  constructor(keys: readonly ApiKeyConfig[]) {
+    this.keys = keys.map((key) => ({
+      name: key.name,
+      hash: key.sha256 === undefined ? sha256(key.key ?? '') : Buffer.from(key.sha256, 'hex'),
+      grants: key.allow.map((grant) => ({
+        pattern: globToRegExp(grant.queues),
+        actions: new Set(grant.actions),
+      })),
+    }));
+  }
+
+  /** Without keys every request is allowed; the server then listens on loopback only. */
+  get enabled(): boolean {
+    return this.keys.length > 0;
+  }
+
+  /** The principal an `Authorization: Bearer <key>` header names, or UNAUTHENTICATED. */
+  authenticate(header: string | undefined): Principal {
+    if (!this.enabled) return LOOPBACK_PRINCIPAL;
+    const presented = /^\s*bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+    if (presented === undefined) {
+      throw new ServerError(
+        'UNAUTHENTICATED',
+        'an API key is required: Authorization: Bearer <key>',
+      );
+    }
+    const digest = sha256(presented);
+    let found: StoredKey | undefined;
+    // Every stored key is compared, so the time taken does not say which one matched.
+    for (const key of this.keys) {
+      if (timingSafeEqual(digest, key.hash) && found === undefined) found = key;
+    }
+    if (found === undefined) throw new ServerError('UNAUTHENTICATED', 'the API key is not valid');
+    return toPrincipal(found);
+  }
+}
+
+/** Refuses with FORBIDDEN unless the principal may do `action` on `queue`. */
+export function authorize(principal: Principal, action: Action, queue: string): void {
+  if (!principal.can(action, queue)) {
+    throw new ServerError('FORBIDDEN', `this key may not ${action} on queue ${queue}`);
+  }
+}
+
+function toPrincipal(key: StoredKey): Principal {
+  const allows = (queue: string, action?: Action) =>
+    key.grants.some(
+      (grant) =>
+        grant.pattern.test(queue) &&
+        (action === undefined || grant.actions.has(action) || grant.actions.has('admin')),
+    );
+  return {
+    name: key.name,
+    can: (action, queue) => allows(queue, action),
+    canSee: (queue) => allows(queue),
+  };
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+function globToRegExp(pattern: string): RegExp {
+  const body = pattern
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
+  return new RegExp(`^${body}$`);
+}

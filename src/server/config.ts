@@ -1,0 +1,268 @@
+import { isIP } from 'node:net';
+import { ValidationError } from '../core/index.js';
+import { DEFAULT_URL } from '../engine/index.js';
+import { ACTIONS, type ApiKeyConfig } from './auth.js';
+import { DEFAULT_LIMITS, type Limits } from './limits.js';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Everything `leaseq serve` can be told. Sizes in bytes, times in milliseconds. */
+export interface ServerConfig extends Limits {
+  /** Default 127.0.0.1. Without keys only a loopback address is allowed. */
+  host: string;
+  /** Default 7700; 0 picks a free port. */
+  port: number;
+  /** The engine URL: memory:, sqlite:path or postgres://…  Default sqlite:./data/leaseq.db. */
+  storage: string;
+  /** SQLite: fsync (default) or os. */
+  durability: 'fsync' | 'os';
+  /** At least 32 characters. Absent: random per start (receipts die with the process). */
+  receiptSecret?: string;
+  keys: ApiKeyConfig[];
+  /** Default info. */
+  logLevel: LogLevel;
+  /** How long shutdown waits for requests in flight before cutting them. Default 10 s. */
+  shutdownTimeoutMs: number;
+}
+
+type Kind =
+  | { type: 'integer'; min: number; max: number }
+  | { type: 'string'; minLength?: number }
+  | { type: 'enum'; values: readonly string[] }
+  | { type: 'keys' };
+
+interface Setting {
+  name: keyof ServerConfig;
+  kind: Kind;
+  help: string;
+}
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+const int = (min: number, max = MAX_SAFE): Kind => ({ type: 'integer', min, max });
+
+/** Every setting, by the name a config file uses. Flags and environment derive from it. */
+export const SETTINGS: readonly Setting[] = [
+  { name: 'host', kind: { type: 'string', minLength: 1 }, help: 'address to listen on' },
+  { name: 'port', kind: int(0, 65535), help: 'port to listen on (0: any free port)' },
+  { name: 'storage', kind: { type: 'string', minLength: 1 }, help: 'engine URL' },
+  {
+    name: 'durability',
+    kind: { type: 'enum', values: ['fsync', 'os'] },
+    help: 'SQLite durability',
+  },
+  {
+    name: 'receiptSecret',
+    kind: { type: 'string', minLength: 32 },
+    help: 'key receipts are signed with (≥ 32 characters)',
+  },
+  { name: 'keys', kind: { type: 'keys' }, help: 'API keys, a JSON array (see docs/operations.md)' },
+  { name: 'logLevel', kind: { type: 'enum', values: LOG_LEVELS }, help: 'log level' },
+  {
+    name: 'maxPayloadBytes',
+    kind: int(1, 64 * 1024 * 1024),
+    help: 'largest job payload (bytes of JSON)',
+  },
+  { name: 'maxBodyBytes', kind: int(1024, 256 * 1024 * 1024), help: 'largest request body' },
+  { name: 'maxBatch', kind: int(1, 10_000), help: 'most entries in one batch' },
+  { name: 'maxWaitMs', kind: int(0, 300_000), help: 'longest long-poll wait' },
+  { name: 'maxLongPolls', kind: int(1, 1_000_000), help: 'most waiting receives at once' },
+  { name: 'maxVisibilityMs', kind: int(1), help: 'longest lease a request may ask for' },
+  { name: 'maxDelayMs', kind: int(0), help: 'longest publish or nack delay' },
+  { name: 'maxJsonDepth', kind: int(1, 10_000), help: 'deepest nesting in a request body' },
+  { name: 'shutdownTimeoutMs', kind: int(0, 3_600_000), help: 'wait for requests in flight' },
+];
+
+export const DEFAULT_CONFIG: Readonly<Omit<ServerConfig, 'receiptSecret'>> = {
+  host: '127.0.0.1',
+  port: 7700,
+  storage: DEFAULT_URL,
+  durability: 'fsync',
+  keys: [],
+  logLevel: 'info',
+  shutdownTimeoutMs: 10_000,
+  ...DEFAULT_LIMITS,
+};
+
+/** `maxPayloadBytes` → `--max-payload-bytes`. */
+export function flagName(name: string): string {
+  return name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+}
+
+/** `maxPayloadBytes` → `LEASEQ_MAX_PAYLOAD_BYTES`. */
+export function envName(name: string): string {
+  return `LEASEQ_${flagName(name).replaceAll('-', '_').toUpperCase()}`;
+}
+
+export interface ConfigSources {
+  /** Flag values by setting name (strings, as typed). */
+  flags?: Partial<Record<string, string>>;
+  env?: Partial<Record<string, string>>;
+  /** A JSON config file's text and its path (for messages). */
+  file?: { path: string; text: string };
+}
+
+/**
+ * The server's configuration: defaults, then the file, then the environment, then flags.
+ * Every problem is reported at once, each naming the setting and where its value came from.
+ */
+export function loadConfig(sources: ConfigSources): ServerConfig {
+  const problems: string[] = [];
+  const config: Record<string, unknown> = { ...DEFAULT_CONFIG };
+  const fileValues = readFile(sources.file, problems);
+  for (const setting of SETTINGS) {
+    const candidates: [unknown, string, boolean][] = [
+      [fileValues[setting.name], sources.file?.path ?? '', false],
+      [sources.env?.[envName(setting.name)], envName(setting.name), true],
+      [sources.flags?.[setting.name], `--${flagName(setting.name)}`, true],
+    ];
+    for (const [raw, origin, fromText] of candidates) {
+      if (raw === undefined) continue;
+      const parsed = parseValue(setting.kind, raw, fromText);
+      if (parsed.ok) config[setting.name] = parsed.value;
+      else problems.push(`${setting.name}: ${parsed.problem} (from ${origin})`);
+    }
+  }
+  problems.push(...crossChecks(config as unknown as ServerConfig));
+  if (problems.length > 0) throw new ValidationError(problems);
+  return config as unknown as ServerConfig;
+}
+
+function readFile(file: ConfigSources['file'], problems: string[]): Record<string, unknown> {
+  if (file === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(file.text);
+  } catch (error) {
+    problems.push(`config file ${file.path} is not JSON: ${(error as Error).message}`);
+    return {};
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    problems.push(`config file ${file.path} must hold a JSON object`);
+    return {};
+  }
+  const known = new Set<string>(SETTINGS.map((setting) => setting.name));
+  for (const key of Object.keys(parsed)) {
+    if (!known.has(key)) problems.push(`unknown setting ${JSON.stringify(key)} in ${file.path}`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+type Parsed = { ok: true; value: unknown } | { ok: false; problem: string };
+
+const ok = (value: unknown): Parsed => ({ ok: true, value });
+const problem = (text: string): Parsed => ({ ok: false, problem: text });
+
+/** Flags and environment give text; a config file gives JSON values. */
+function parseValue(kind: Kind, raw: unknown, fromText: boolean): Parsed {
+  switch (kind.type) {
+    case 'integer': {
+      const value = fromText && typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;
+      const fits =
+        typeof value === 'number' &&
+        Number.isSafeInteger(value) &&
+        value >= kind.min &&
+        value <= kind.max;
+      return fits
+        ? ok(value)
+        : problem(`must be an integer from ${kind.min} to ${kind.max}, got ${show(raw)}`);
+    }
+    case 'string':
+      return typeof raw === 'string' && raw.length >= (kind.minLength ?? 0)
+        ? ok(raw)
+        : problem(`must be a string of at least ${kind.minLength ?? 0} characters`);
+    case 'enum':
+      return typeof raw === 'string' && kind.values.includes(raw)
+        ? ok(raw)
+        : problem(`must be one of ${kind.values.join(', ')}, got ${show(raw)}`);
+    case 'keys':
+      return parseKeys(raw, fromText);
+  }
+}
+
+function parseKeys(raw: unknown, fromText: boolean): Parsed {
+  let value = raw;
+  if (fromText && typeof raw === 'string') {
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      return problem('must be a JSON array of keys');
+    }
+  }
+  if (!Array.isArray(value)) return problem('must be an array of keys');
+  const problems = value.flatMap((key, index) => keyProblems(key, `[${index}]`));
+  return problems.length > 0 ? problem(problems.join('; ')) : ok(value);
+}
+
+function keyProblems(key: unknown, at: string): string[] {
+  if (typeof key !== 'object' || key === null || Array.isArray(key))
+    return [`${at} must be an object`];
+  const { name, key: secret, sha256, allow, ...rest } = key as Record<string, unknown>;
+  const problems = Object.keys(rest).map(
+    (field) => `${at} has an unknown field ${JSON.stringify(field)}`,
+  );
+  if (typeof name !== 'string' || name.length === 0)
+    problems.push(`${at}.name must be a non-empty string`);
+  if ((secret === undefined) === (sha256 === undefined)) {
+    problems.push(`${at} needs exactly one of key and sha256`);
+  } else if (secret !== undefined && (typeof secret !== 'string' || secret.length < 16)) {
+    problems.push(`${at}.key must be a string of at least 16 characters`);
+  } else if (
+    sha256 !== undefined &&
+    (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(sha256))
+  ) {
+    problems.push(`${at}.sha256 must be 64 hex digits`);
+  }
+  if (!Array.isArray(allow) || allow.length === 0) {
+    problems.push(`${at}.allow must be a non-empty array of { queues, actions }`);
+  } else {
+    allow.forEach((grant, index) => {
+      problems.push(...grantProblems(grant, `${at}.allow[${index}]`));
+    });
+  }
+  return problems;
+}
+
+function grantProblems(grant: unknown, at: string): string[] {
+  if (typeof grant !== 'object' || grant === null) return [`${at} must be an object`];
+  const { queues, actions, ...rest } = grant as Record<string, unknown>;
+  const problems = Object.keys(rest).map(
+    (field) => `${at} has an unknown field ${JSON.stringify(field)}`,
+  );
+  if (typeof queues !== 'string' || !/^[A-Za-z0-9_.*-]{1,80}$/.test(queues)) {
+    problems.push(`${at}.queues must be a queue name pattern (letters, digits, _ . - and *)`);
+  }
+  if (
+    !Array.isArray(actions) ||
+    actions.length === 0 ||
+    !actions.every((action) => (ACTIONS as readonly unknown[]).includes(action))
+  ) {
+    problems.push(`${at}.actions must be a non-empty array of ${ACTIONS.join(', ')}`);
+  }
+  return problems;
+}
+
+function crossChecks(config: ServerConfig): string[] {
+  const problems: string[] = [];
+  if (config.keys.length === 0 && !isLoopback(config.host)) {
+    problems.push(
+      `host: ${config.host} is not a loopback address and no API keys are configured; configure keys or listen on 127.0.0.1`,
+    );
+  }
+  if (config.maxBodyBytes < config.maxPayloadBytes + 1024) {
+    problems.push(
+      `maxBodyBytes: must be at least maxPayloadBytes + 1024 (${config.maxPayloadBytes + 1024}) so that one job of the largest payload fits`,
+    );
+  }
+  return problems;
+}
+
+/** 127.0.0.0/8, ::1 and localhost. */
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost' || host === '::1') return true;
+  return isIP(host) === 4 && host.startsWith('127.');
+}
+
+function show(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value.slice(0, 40)) : String(value);
+}

@@ -1,0 +1,99 @@
+import { LeaseqError, type LeaseqErrorCode } from '../core/index.js';
+
+/** Codes only the HTTP edge produces; the core's codes pass through unchanged. */
+export type ServerErrorCode =
+  | 'INVALID_RECEIPT'
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'TOO_MANY_REQUESTS'
+  | 'INTERNAL';
+
+export type ErrorCode = LeaseqErrorCode | ServerErrorCode;
+
+/**
+ * The one table from error code to HTTP status. SESSION_CLOSED is 410 Gone: the session named
+ * in the request ended for good, and repeating the request cannot succeed.
+ */
+export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
+  INVALID_ARGUMENT: 400,
+  INVALID_CLOCK: 400,
+  INVALID_RECEIPT: 400,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  SESSION_CLOSED: 410,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
+  INTERNAL: 500,
+  UNSUPPORTED: 501,
+  STORAGE_UNAVAILABLE: 503,
+  STORAGE_LOCKED: 503,
+  SCHEMA_TOO_NEW: 503,
+  CLOSED: 503,
+};
+
+/** What a client is told for a server-side failure: the detail stays in the server's log. */
+const PUBLIC_MESSAGE: Partial<Record<ErrorCode, string>> = {
+  INTERNAL: 'internal error',
+  STORAGE_UNAVAILABLE: 'the storage is unavailable',
+  STORAGE_LOCKED: 'the storage is locked by another process',
+  SCHEMA_TOO_NEW: 'the storage was written by a newer leaseq',
+  CLOSED: 'the server is shutting down',
+};
+
+/** An error raised by the HTTP edge itself (auth, limits, receipts). */
+export class ServerError extends Error {
+  constructor(
+    readonly code: ServerErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ServerError';
+  }
+}
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string };
+}
+
+export interface MappedError {
+  status: number;
+  body: ErrorBody;
+  /** true when the error is a failure of the server or its storage, to be logged in full. */
+  internal: boolean;
+}
+
+/** Fastify's own errors (parsing, body limit, validation), by the status it gives them. */
+const CODE_BY_FRAMEWORK_STATUS: Readonly<Record<number, ErrorCode>> = {
+  400: 'INVALID_ARGUMENT',
+  404: 'NOT_FOUND',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  503: 'CLOSED',
+};
+
+/** Turns anything thrown while serving a request into the status and `{ error }` body. */
+export function mapError(error: unknown): MappedError {
+  const code = codeOf(error);
+  const publicMessage = PUBLIC_MESSAGE[code];
+  const message = publicMessage ?? (error instanceof Error ? error.message : 'internal error');
+  const internal = publicMessage !== undefined && code !== 'CLOSED';
+  return { status: STATUS_BY_CODE[code], body: { error: { code, message } }, internal };
+}
+
+function codeOf(error: unknown): ErrorCode {
+  if (error instanceof LeaseqError || error instanceof ServerError) return error.code;
+  const framework = error as { code?: unknown; statusCode?: unknown };
+  if (
+    typeof framework.code === 'string' &&
+    framework.code.startsWith('FST_') &&
+    typeof framework.statusCode === 'number'
+  ) {
+    return CODE_BY_FRAMEWORK_STATUS[framework.statusCode] ?? 'INTERNAL';
+  }
+  return 'INTERNAL';
+}

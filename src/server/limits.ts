@@ -1,0 +1,90 @@
+import { ServerError } from './errors.js';
+
+/** The server's limits. Sizes in bytes, times in milliseconds. */
+export interface Limits {
+  /** Largest payload of one job, as the bytes of its compact JSON text. Default 256 KiB. */
+  maxPayloadBytes: number;
+  /** Largest request body (a whole batch). Default 1 MiB. */
+  maxBodyBytes: number;
+  /** Most entries in one batch (publish, ack, nack, extend, receive max). Default 100. */
+  maxBatch: number;
+  /** Longest long-poll `wait` of one receive. Default 20 s. */
+  maxWaitMs: number;
+  /** Most receives waiting at once; one more is refused with 429. Default 1000. */
+  maxLongPolls: number;
+  /** Longest visibility (lease) a receive, extend or queue may ask for. Default 12 h. */
+  maxVisibilityMs: number;
+  /** Longest delay of a publish or nack. Default 12 h. */
+  maxDelayMs: number;
+  /** Deepest nesting of arrays and objects in a request body. Default 64. */
+  maxJsonDepth: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<Limits> = {
+  maxPayloadBytes: 256 * 1024,
+  maxBodyBytes: 1024 * 1024,
+  maxBatch: 100,
+  maxWaitMs: 20_000,
+  maxLongPolls: 1000,
+  maxVisibilityMs: 12 * 60 * 60 * 1000,
+  maxDelayMs: 12 * 60 * 60 * 1000,
+  maxJsonDepth: 64,
+};
+
+/** Counts receives that are waiting; refuses one more than the limit with TOO_MANY_REQUESTS. */
+export class LongPollGate {
+  private waiting = 0;
+
+  constructor(private readonly limit: number) {}
+
+  get size(): number {
+    return this.waiting;
+  }
+
+  /** Takes a place; the returned function gives it back (once). */
+  enter(): () => void {
+    if (this.waiting >= this.limit) {
+      throw new ServerError(
+        'TOO_MANY_REQUESTS',
+        `too many receives are waiting (limit ${this.limit}); retry later or use a shorter wait`,
+      );
+    }
+    this.waiting += 1;
+    let left = false;
+    return () => {
+      if (!left) this.waiting -= 1;
+      left = true;
+    };
+  }
+}
+
+/**
+ * Refuses a parsed body nested deeper than `maxDepth`, walking without recursion so that the
+ * check itself cannot overflow the stack. Deep values would break every later serialization.
+ */
+export function checkJsonDepth(value: unknown, maxDepth: number): void {
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    if (typeof item.value !== 'object' || item.value === null) continue;
+    const depth = item.depth + 1;
+    if (depth > maxDepth) {
+      throw new ServerError(
+        'PAYLOAD_TOO_LARGE',
+        `the body is nested more than ${maxDepth} levels deep`,
+      );
+    }
+    for (const child of Object.values(item.value)) stack.push({ value: child, depth });
+  }
+}
+
+/** Refuses a job payload whose JSON text is larger than the limit. */
+export function checkPayloadSize(payload: unknown, limit: number, where: string): void {
+  if (payload === undefined) return;
+  const bytes = Buffer.byteLength(JSON.stringify(payload), 'utf8');
+  if (bytes > limit) {
+    throw new ServerError(
+      'PAYLOAD_TOO_LARGE',
+      `${where} is ${bytes} bytes of JSON; the limit is ${limit}`,
+    );
+  }
+}

@@ -1,0 +1,136 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { QueueStats } from '../core/index.js';
+import type { StatNumber } from './schemas.js';
+
+/** Where each R17 number of `QueueStats` goes in Prometheus. Every queue is a `queue` label. */
+const COUNTERS: Record<
+  Exclude<StatNumber, 'clock' | JobState | 'sessions' | 'oldestReadyAge'>,
+  [string, string]
+> = {
+  published: ['leaseq_published_total', 'Jobs published (duplicates not counted)'],
+  duplicates: ['leaseq_duplicate_publishes_total', 'Publishes refused as duplicates (R4)'],
+  deliveries: ['leaseq_deliveries_total', 'Deliveries made (R6)'],
+  redeliveries: ['leaseq_redeliveries_total', 'Deliveries of a job delivered before'],
+  acks: ['leaseq_acks_total', 'Deliveries completed by ack (R8)'],
+  nacks: ['leaseq_nacks_total', 'Deliveries given back by nack (R9)'],
+  expiries: ['leaseq_expiries_total', 'Deliveries whose lease ran out (R12)'],
+  sessionReleases: ['leaseq_session_releases_total', 'Deliveries released by a session end (R16)'],
+  extensions: ['leaseq_extensions_total', 'Successful lease extensions (R10)'],
+  staleAcks: ['leaseq_stale_acks_total', 'Acks that named no live delivery (false, R8)'],
+  staleNacks: ['leaseq_stale_nacks_total', 'Nacks that named no live delivery (false, R9)'],
+  staleExtends: ['leaseq_stale_extends_total', 'Extends that named no live delivery (null, R10)'],
+  redriven: ['leaseq_redriven_total', 'Dead jobs moved back to ready (R14)'],
+  purged: ['leaseq_purged_total', 'Dead jobs removed for good'],
+};
+
+type JobState = 'ready' | 'delayed' | 'active' | 'dead';
+const JOB_STATES: readonly JobState[] = ['ready', 'delayed', 'active', 'dead'];
+
+/** Prometheus metrics of one server: HTTP traffic, and every queue's R17 figures read at scrape. */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({
+    name: 'leaseq_http_requests_total',
+    help: 'HTTP requests answered, by route template and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [this.registry],
+  });
+  private readonly latency = new Histogram({
+    name: 'leaseq_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request (long polls included), by route template',
+    labelNames: ['method', 'route'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
+    registers: [this.registry],
+  });
+  private readonly jobs = this.gauge('leaseq_jobs', 'Jobs by state (R17)', ['queue', 'state']);
+  private readonly sessions = this.gauge('leaseq_sessions', 'Open sessions', ['queue']);
+  private readonly oldestReady = this.gauge(
+    'leaseq_oldest_ready_age_seconds',
+    'Age of the longest-waiting ready job',
+    ['queue'],
+  );
+  private readonly counters = Object.entries(COUNTERS).map(
+    ([field, [name, help]]) =>
+      [field as keyof typeof COUNTERS, this.counter(name, help, ['queue'])] as const,
+  );
+  private readonly deadLetters = this.counter(
+    'leaseq_dead_letters_total',
+    'Jobs dead-lettered, by reason (R13, R14)',
+    ['queue', 'reason'],
+  );
+  private readonly processed = this.counter(
+    'leaseq_processed_total',
+    'Acked deliveries whose processing time is counted',
+    ['queue'],
+  );
+  private readonly processingSeconds = this.counter(
+    'leaseq_processing_seconds_total',
+    'Total time from delivery to ack of acked deliveries',
+    ['queue'],
+  );
+  private readonly processingMax = this.gauge(
+    'leaseq_processing_max_seconds',
+    'Longest time from delivery to ack of one delivery',
+    ['queue'],
+  );
+  private rendering: Promise<unknown> = Promise.resolve();
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  observeRequest(method: string, route: string, status: number, seconds: number): void {
+    this.requests.inc({ method, route, status: String(status) });
+    this.latency.observe({ method, route }, seconds);
+  }
+
+  /**
+   * The exposition text, with queue figures from `readStats` (one snapshot per queue). Scrapes
+   * run one after another so that two never mix their snapshots.
+   */
+  render(readStats: () => Promise<[string, QueueStats][]>): Promise<string> {
+    const next = this.rendering.then(async () => {
+      this.setQueueFigures(await readStats());
+      return this.registry.metrics();
+    });
+    this.rendering = next.catch(() => undefined);
+    return next;
+  }
+
+  private setQueueFigures(all: [string, QueueStats][]): void {
+    for (const metric of this.queueMetrics()) metric.reset();
+    for (const [queue, stats] of all) {
+      for (const state of JOB_STATES) this.jobs.set({ queue, state }, stats[state]);
+      this.sessions.set({ queue }, stats.sessions);
+      this.oldestReady.set({ queue }, stats.oldestReadyAge / 1000);
+      for (const [field, counter] of this.counters) counter.inc({ queue }, stats[field]);
+      for (const [reason, count] of Object.entries(stats.deadLetters)) {
+        this.deadLetters.inc({ queue, reason }, count);
+      }
+      this.processed.inc({ queue }, stats.processingTime.count);
+      this.processingSeconds.inc({ queue }, stats.processingTime.sum / 1000);
+      this.processingMax.set({ queue }, stats.processingTime.max / 1000);
+    }
+  }
+
+  private queueMetrics(): { reset(): void }[] {
+    return [
+      this.jobs,
+      this.sessions,
+      this.oldestReady,
+      ...this.counters.map(([, counter]) => counter),
+      this.deadLetters,
+      this.processed,
+      this.processingSeconds,
+      this.processingMax,
+    ];
+  }
+
+  private gauge<L extends string>(name: string, help: string, labelNames: L[]): Gauge<L> {
+    return new Gauge({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  private counter<L extends string>(name: string, help: string, labelNames: L[]): Counter<L> {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+}

@@ -1,0 +1,108 @@
+import { STATUS_BY_CODE } from './errors.js';
+import type { RouteSpec } from './route.js';
+import { errorBody, type JsonSchema } from './schemas.js';
+
+/** Which error statuses a route can answer with, by what it does. */
+function errorStatuses(route: RouteSpec): number[] {
+  const statuses = new Set<number>([STATUS_BY_CODE.INTERNAL, STATUS_BY_CODE.CLOSED]);
+  if (route.access !== 'public') {
+    statuses.add(STATUS_BY_CODE.UNAUTHENTICATED);
+    statuses.add(STATUS_BY_CODE.FORBIDDEN);
+  }
+  if (route.body !== undefined || route.params !== undefined) {
+    statuses.add(STATUS_BY_CODE.INVALID_ARGUMENT);
+    statuses.add(STATUS_BY_CODE.NOT_FOUND);
+  }
+  if (route.body !== undefined) {
+    statuses.add(STATUS_BY_CODE.PAYLOAD_TOO_LARGE);
+    statuses.add(STATUS_BY_CODE.UNSUPPORTED_MEDIA_TYPE);
+  }
+  if (route.url.includes('/sessions')) statuses.add(STATUS_BY_CODE.SESSION_CLOSED);
+  if (route.url.endsWith('/receive')) {
+    statuses.add(STATUS_BY_CODE.SESSION_CLOSED);
+    statuses.add(STATUS_BY_CODE.TOO_MANY_REQUESTS);
+  }
+  if (route.method === 'PUT') statuses.add(STATUS_BY_CODE.CONFLICT);
+  return [...statuses].sort((a, b) => a - b);
+}
+
+function parameters(params: JsonSchema | undefined) {
+  const properties = (params?.properties ?? {}) as Record<string, JsonSchema>;
+  return Object.entries(properties).map(([name, schema]) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema,
+  }));
+}
+
+function operation(route: RouteSpec) {
+  const contentType = route.contentType ?? 'application/json';
+  const responses: Record<string, unknown> = {};
+  for (const status of route.statuses ?? [200]) {
+    responses[String(status)] = {
+      description: route.summary,
+      content: { [contentType]: { schema: route.response } },
+    };
+  }
+  for (const status of errorStatuses(route)) {
+    responses[String(status)] = { $ref: '#/components/responses/Error' };
+  }
+  return {
+    summary: route.summary,
+    tags: [route.tag],
+    operationId: `${route.method.toLowerCase()}${route.url.replace(/[/:._-]+(\w)/g, (_, c: string) => c.toUpperCase())}`,
+    ...(route.access === 'public' ? { security: [] } : {}),
+    ...(route.access === 'public' || route.access === 'authenticated'
+      ? {}
+      : { 'x-leaseq-permission': route.access === 'see' ? 'any' : route.access }),
+    parameters: parameters(route.params),
+    ...(route.body === undefined
+      ? {}
+      : {
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: route.body } },
+          },
+        }),
+    responses,
+  };
+}
+
+/** The OpenAPI 3.1 document of the routes, built from the same schemas Fastify validates with. */
+export function buildOpenApi(routes: readonly RouteSpec[], version: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const path = route.url.replace(/:(\w+)/g, '{$1}');
+    paths[path] ??= {};
+    (paths[path] as Record<string, unknown>)[route.method.toLowerCase()] = operation(route);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'leaseq HTTP API',
+      version,
+      description:
+        'A job queue built on visibility leases. Every error is { error: { code, message } }.',
+    },
+    servers: [{ url: '/' }],
+    security: [{ apiKey: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'An API key: Authorization: Bearer <key>. Not needed on a loopback server without keys.',
+        },
+      },
+      responses: {
+        Error: {
+          description: 'An error; `code` is stable, `message` is for people',
+          content: { 'application/json': { schema: errorBody } },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import type { Broker, Queue } from '../broker/index.js';
+import { NotFoundError, type QueueOptions } from '../core/index.js';
+
+/**
+ * The queues the API serves. Unlike `Broker.queue`, looking a queue up never creates it: only
+ * `PUT /v1/queues/{name}` does, so a typo in a URL is a 404 rather than a new queue.
+ */
+export class QueueDirectory {
+  private readonly open = new Map<string, Queue>();
+
+  constructor(private readonly broker: Broker) {}
+
+  /** The named queue, or NOT_FOUND. */
+  async existing(name: string): Promise<Queue> {
+    const cached = this.open.get(name);
+    if (cached !== undefined) return cached;
+    // Another process sharing the storage may have created it since.
+    if (!(await this.broker.listQueues()).some((info) => info.name === name)) {
+      throw new NotFoundError(`queue ${name} does not exist`);
+    }
+    return this.remember(await this.broker.queue(name));
+  }
+
+  /** Opens the queue, creating it when missing; `created` says which. */
+  async create(name: string, options: QueueOptions): Promise<{ queue: Queue; created: boolean }> {
+    const existed =
+      this.open.has(name) || (await this.broker.listQueues()).some((info) => info.name === name);
+    const queue = await this.broker.queue(name, options);
+    return { queue: this.remember(queue), created: !existed };
+  }
+
+  async delete(name: string): Promise<boolean> {
+    this.open.delete(name);
+    return this.broker.deleteQueue(name);
+  }
+
+  private remember(queue: Queue): Queue {
+    this.open.set(queue.name, queue);
+    return queue;
+  }
+}

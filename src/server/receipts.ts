@@ -1,0 +1,114 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { ValidationError } from '../core/index.js';
+import { ServerError } from './errors.js';
+
+const RECEIPT_VERSION = 1;
+const SESSION_VERSION = 2;
+const MAC_BYTES = 32;
+/** version (1) + token (8, big-endian) + MAC (32), then the job id in UTF-8. */
+const RECEIPT_HEADER_BYTES = 1 + 8 + MAC_BYTES;
+/** version (1) + MAC (32), then the session id in UTF-8. */
+const SESSION_HEADER_BYTES = 1 + MAC_BYTES;
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** What a genuine receipt names: one delivery of one job in one queue. */
+export interface ReceiptClaim {
+  token: number;
+  id: string;
+}
+
+/**
+ * Receipts wrap delivery tokens at the HTTP edge: base64url of the token, the job id and an
+ * HMAC-SHA256 over (queue, token, id) with the server's secret. Only this server (or one sharing
+ * its secret) can make one, and one queue's receipt is refused by every other queue. Session
+ * handles are signed the same way, so a guessed session id cannot be used either.
+ */
+export class Receipts {
+  private readonly key: Buffer;
+
+  constructor(secret: string | Buffer) {
+    this.key = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret;
+  }
+
+  /** A fresh random secret, for a server started without one. */
+  static randomSecret(): Buffer {
+    return randomBytes(32);
+  }
+
+  issue(queue: string, token: number, id: string): string {
+    const header = Buffer.alloc(RECEIPT_HEADER_BYTES);
+    header.writeUInt8(RECEIPT_VERSION, 0);
+    header.writeBigUInt64BE(BigInt(token), 1);
+    this.mac(['receipt', queue, String(token), id]).copy(header, 9);
+    return Buffer.concat([header, Buffer.from(id, 'utf8')]).toString('base64url');
+  }
+
+  /** The delivery a receipt names, or an INVALID_RECEIPT error when it was not made here for `queue`. */
+  verify(queue: string, receipt: string): ReceiptClaim {
+    const bytes = decodeBase64url(receipt);
+    const claim = bytes.length > RECEIPT_HEADER_BYTES ? decodeReceipt(bytes) : undefined;
+    const expected =
+      claim === undefined ? undefined : this.mac(['receipt', queue, String(claim.token), claim.id]);
+    const given = bytes.subarray(9, RECEIPT_HEADER_BYTES);
+    if (claim === undefined || expected === undefined || !sameBytes(expected, given)) {
+      throw new ServerError('INVALID_RECEIPT', `the receipt was not issued for queue ${queue}`);
+    }
+    return claim;
+  }
+
+  issueSession(queue: string, sessionId: string): string {
+    const header = Buffer.alloc(SESSION_HEADER_BYTES);
+    header.writeUInt8(SESSION_VERSION, 0);
+    this.mac(['session', queue, sessionId]).copy(header, 1);
+    return Buffer.concat([header, Buffer.from(sessionId, 'utf8')]).toString('base64url');
+  }
+
+  /** The session id a handle names; an unknown handle is an unknown session, as in the core. */
+  verifySession(queue: string, handle: string): string {
+    const bytes = decodeBase64url(handle);
+    const sessionId =
+      bytes.length > SESSION_HEADER_BYTES && bytes[0] === SESSION_VERSION
+        ? decodeUtf8(bytes.subarray(SESSION_HEADER_BYTES))
+        : undefined;
+    const expected = sessionId === undefined ? undefined : this.mac(['session', queue, sessionId]);
+    if (
+      sessionId === undefined ||
+      expected === undefined ||
+      !sameBytes(expected, bytes.subarray(1, SESSION_HEADER_BYTES))
+    ) {
+      throw new ValidationError(`unknown session for queue ${queue}`);
+    }
+    return sessionId;
+  }
+
+  /** JSON of the fields keeps them unambiguous whatever characters a job id holds. */
+  private mac(fields: readonly string[]): Buffer {
+    return createHmac('sha256', this.key).update(JSON.stringify(fields)).digest();
+  }
+}
+
+/** Only the canonical spelling decodes; anything else decodes to nothing. */
+function decodeBase64url(text: string): Buffer {
+  const bytes = Buffer.from(text, 'base64url');
+  return bytes.toString('base64url') === text ? bytes : Buffer.alloc(0);
+}
+
+function decodeReceipt(bytes: Buffer): ReceiptClaim | undefined {
+  if (bytes[0] !== RECEIPT_VERSION) return undefined;
+  const token = bytes.readBigUInt64BE(1);
+  if (token < 1n || token > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
+  const id = decodeUtf8(bytes.subarray(RECEIPT_HEADER_BYTES));
+  return id === undefined ? undefined : { token: Number(token), id };
+}
+
+function decodeUtf8(bytes: Uint8Array): string | undefined {
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+function sameBytes(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}

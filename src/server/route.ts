@@ -1,0 +1,74 @@
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
+import type { Broker } from '../broker/index.js';
+import type { AccessControl, Action, Principal } from './auth.js';
+import type { Limits, LongPollGate } from './limits.js';
+import type { ServerMetrics } from './metrics.js';
+import type { QueueDirectory } from './queue-directory.js';
+import type { Receipts } from './receipts.js';
+import type { JsonSchema, Schemas } from './schemas.js';
+
+/** Who may call a route: anyone, any holder of a valid key, or a key with rights on the queue. */
+export type Access = 'public' | 'authenticated' | Action | 'see';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface RouteContext<Body, Params> {
+  body: Body;
+  params: Params;
+  principal: Principal;
+  log: FastifyBaseLogger;
+  /** Aborts when the client goes away or the server begins to shut down. */
+  signal: AbortSignal;
+  /** true once the client has gone away: an answer would reach nobody. */
+  clientGone(): boolean;
+  reply: FastifyReply;
+}
+
+/**
+ * One route of the API: its schemas (which Fastify validates and serializes with, and the
+ * OpenAPI document is built from), who may call it, and its handler.
+ */
+export interface RouteSpec<Body = unknown, Params = unknown> {
+  method: Method;
+  /** Fastify's form, `/v1/queues/:name`. */
+  url: string;
+  summary: string;
+  tag: string;
+  access: Access;
+  params?: JsonSchema;
+  body?: JsonSchema;
+  /** The body of the success response. */
+  response: JsonSchema;
+  /** The success statuses the route answers with. Default [200]. */
+  statuses?: number[];
+  /** Default application/json. */
+  contentType?: string;
+  /** The handler's value is sent as it is, not serialized by the response schema. */
+  rawResponse?: boolean;
+  handle(context: RouteContext<Body, Params>): Promise<unknown>;
+}
+
+/** Everything the routes share. */
+export interface Services {
+  broker: Broker;
+  queues: QueueDirectory;
+  receipts: Receipts;
+  access: AccessControl;
+  limits: Limits;
+  schemas: Schemas;
+  longPolls: LongPollGate;
+  metrics: ServerMetrics;
+  /** Aborts when the server begins to shut down. */
+  shutdown: AbortSignal;
+}
+
+export interface QueueParams {
+  name: string;
+}
+
+/** Lets a typed route sit in a list of routes. */
+export function route<Body = unknown, Params = QueueParams>(
+  spec: RouteSpec<Body, Params>,
+): RouteSpec {
+  return spec as RouteSpec;
+}

@@ -1,0 +1,99 @@
+import type { QueueStats } from '../../core/index.js';
+import { ClosedError } from '../../core/index.js';
+import { type RouteSpec, route, type Services } from '../route.js';
+import { inspectView, object, queueParams, stats } from '../schemas.js';
+import { inspectToWire } from '../wire.js';
+
+const TAG = 'observability';
+const status = object({ status: { type: 'string' } }, ['status']);
+
+/** Stats, inspection, health, readiness, metrics and the OpenAPI document itself. */
+export function observabilityRoutes(services: Services, openApi: () => unknown): RouteSpec[] {
+  const { broker, queues, receipts, metrics, shutdown } = services;
+  const readAllStats = async (): Promise<[string, QueueStats][]> => {
+    const names = (await broker.listQueues()).map((info) => info.name);
+    return Promise.all(
+      names.map(
+        async (name) => [name, await (await queues.existing(name)).stats()] as [string, QueueStats],
+      ),
+    );
+  };
+  return [
+    route({
+      method: 'GET',
+      url: '/v1/queues/:name/stats',
+      summary: 'R17 figures: counts by state, oldest ready age, counters (times in ms)',
+      tag: TAG,
+      access: 'see',
+      params: queueParams,
+      response: stats,
+      async handle({ params }) {
+        return (await queues.existing(params.name)).stats();
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/queues/:name/inspect',
+      summary: 'The whole state of a queue: ready, delayed, active and dead (admin; takes no time)',
+      tag: TAG,
+      access: 'admin',
+      params: queueParams,
+      response: inspectView,
+      async handle({ params }) {
+        const queue = await queues.existing(params.name);
+        return inspectToWire(queue.name, await queue.inspect(), receipts);
+      },
+    }),
+    route<unknown, unknown>({
+      method: 'GET',
+      url: '/healthz',
+      summary: 'The process is up and answering',
+      tag: TAG,
+      access: 'public',
+      response: status,
+      async handle() {
+        return { status: 'ok' };
+      },
+    }),
+    route<unknown, unknown>({
+      method: 'GET',
+      url: '/readyz',
+      summary: 'The storage answers and the server is not shutting down (else 503)',
+      tag: TAG,
+      access: 'public',
+      response: status,
+      async handle() {
+        if (shutdown.aborted) throw new ClosedError('the server is shutting down');
+        await broker.listQueues();
+        return { status: 'ready' };
+      },
+    }),
+    route<unknown, unknown>({
+      method: 'GET',
+      url: '/metrics',
+      summary: 'Prometheus metrics: every queue R17 figures (read at scrape) and HTTP traffic',
+      tag: TAG,
+      access: 'authenticated',
+      response: { type: 'string' },
+      contentType: 'text/plain',
+      rawResponse: true,
+      async handle({ reply }) {
+        const text = await metrics.render(readAllStats);
+        reply.type(metrics.contentType);
+        return text;
+      },
+    }),
+    route<unknown, unknown>({
+      method: 'GET',
+      url: '/openapi.json',
+      summary: 'This API as an OpenAPI 3.1 document',
+      tag: TAG,
+      access: 'public',
+      response: { type: 'object' },
+      rawResponse: true,
+      async handle() {
+        return openApi();
+      },
+    }),
+  ];
+}

@@ -1,0 +1,97 @@
+import type { QueueOptions, ResolvedQueueOptions } from '../../core/index.js';
+import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
+import { arrayOf, object, queueName, queueParams } from '../schemas.js';
+import { boundsFromWire, boundsToWire } from '../wire.js';
+
+/** Queue options as JSON sends them: `null` for an unbounded option. */
+type WireQueueOptions = { [K in keyof QueueOptions]: QueueOptions[K] | null };
+
+const TAG = 'queues';
+
+export function queueRoutes(services: Services): RouteSpec[] {
+  const { broker, queues, schemas } = services;
+  const queueView = object({ name: queueName, options: schemas.queueOptionsOut }, [
+    'name',
+    'options',
+  ]);
+  const view = (name: string, options: ResolvedQueueOptions) => ({
+    name,
+    options: boundsToWire(options),
+  });
+  return [
+    route<unknown, unknown>({
+      method: 'GET',
+      url: '/v1/queues',
+      summary: 'List the queues this key can see, with their options',
+      tag: TAG,
+      access: 'authenticated',
+      response: object({ queues: arrayOf(queueView) }, ['queues']),
+      async handle({ principal }) {
+        const all = await broker.listQueues();
+        return {
+          queues: all
+            .filter((info) => principal.canSee(info.name))
+            .map((info) => view(info.name, info.options)),
+        };
+      },
+    }),
+    route<WireQueueOptions>({
+      method: 'PUT',
+      url: '/v1/queues/:name',
+      summary:
+        'Create a queue (201), or open an existing one (200); other options than the stored ones are a CONFLICT',
+      tag: TAG,
+      access: 'admin',
+      params: queueParams,
+      body: schemas.queueOptionsIn,
+      response: object(
+        { name: queueName, options: schemas.queueOptionsOut, created: { type: 'boolean' } },
+        ['name', 'options', 'created'],
+      ),
+      statuses: [201, 200],
+      async handle({ params, body, reply }) {
+        const { queue, created } = await queues.create(params.name, boundsFromWire(body));
+        reply.status(created ? 201 : 200);
+        return { ...view(queue.name, await queue.options()), created };
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/queues/:name',
+      summary: 'One queue and its options',
+      tag: TAG,
+      access: 'see',
+      params: queueParams,
+      response: queueView,
+      async handle({ params }) {
+        const queue = await queues.existing(params.name);
+        return view(queue.name, await queue.options());
+      },
+    }),
+    route<WireQueueOptions, QueueParams>({
+      method: 'PATCH',
+      url: '/v1/queues/:name',
+      summary: 'Change some options; deliveries already made keep their deadlines',
+      tag: TAG,
+      access: 'admin',
+      params: queueParams,
+      body: schemas.queueOptionsIn,
+      response: queueView,
+      async handle({ params, body }) {
+        return view(params.name, await broker.updateQueue(params.name, boundsFromWire(body)));
+      },
+    }),
+    route({
+      method: 'DELETE',
+      url: '/v1/queues/:name',
+      summary: 'Delete a queue and every job in it; `deleted` is false when there was none',
+      tag: TAG,
+      access: 'admin',
+      params: queueParams,
+      response: object({ deleted: { type: 'boolean' } }, ['deleted']),
+      async handle({ params }) {
+        return { deleted: await queues.delete(params.name) };
+      },
+    }),
+  ];
+}

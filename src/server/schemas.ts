@@ -1,0 +1,236 @@
+import { MAX_ID_LENGTH, type QueueStats } from '../core/index.js';
+import { QUEUE_NAME } from '../engine/index.js';
+import type { Limits } from './limits.js';
+
+/** A JSON Schema (draft 7, as Ajv and OpenAPI 3.1 read it). */
+export type JsonSchema = Record<string, unknown>;
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+const OPAQUE = '^[A-Za-z0-9_-]+$';
+
+export function integer(minimum: number, maximum = MAX_SAFE): JsonSchema {
+  return { type: 'integer', minimum, maximum };
+}
+
+/** A positive bound where `null` means none (Infinity in the Queue interface). */
+export function bound(maximum = MAX_SAFE): JsonSchema {
+  return { type: ['integer', 'null'], minimum: 1, maximum };
+}
+
+/** An object with exactly these properties (no others), of which `required` must be present. */
+export function object(
+  properties: Record<string, JsonSchema>,
+  required: string[] = [],
+): JsonSchema {
+  return { type: 'object', additionalProperties: false, properties, required };
+}
+
+export function arrayOf(items: JsonSchema, maxItems?: number): JsonSchema {
+  return maxItems === undefined ? { type: 'array', items } : { type: 'array', items, maxItems };
+}
+
+const boolean: JsonSchema = { type: 'boolean' };
+const text: JsonSchema = { type: 'string' };
+/** Any JSON value: payloads are opaque. */
+const anyJson: JsonSchema = {};
+
+export const queueName: JsonSchema = {
+  type: 'string',
+  pattern: QUEUE_NAME.source,
+  description: '1 to 80 letters, digits, `_`, `-` or `.`, starting with a letter or digit',
+};
+export const jobId: JsonSchema = { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH };
+export const receipt: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 2048,
+  pattern: OPAQUE,
+  description: 'the opaque receipt of one delivery, as receive returned it',
+};
+export const sessionHandle: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 512,
+  pattern: OPAQUE,
+  description: 'the opaque session handle that opening the session returned',
+};
+const reason: JsonSchema = { type: 'string', minLength: 1, maxLength: 1024 };
+
+export const queueParams = object({ name: queueName }, ['name']);
+export const jobParams = object({ name: queueName, id: jobId }, ['name', 'id']);
+
+export const errorBody = object(
+  { error: object({ code: text, message: text }, ['code', 'message']) },
+  ['error'],
+);
+
+/** The plain numbers of `QueueStats` (R17), in the order the API lists them. */
+export const STAT_NUMBERS = [
+  'clock',
+  'ready',
+  'delayed',
+  'active',
+  'dead',
+  'sessions',
+  'oldestReadyAge',
+  'published',
+  'duplicates',
+  'deliveries',
+  'redeliveries',
+  'acks',
+  'nacks',
+  'expiries',
+  'sessionReleases',
+  'extensions',
+  'staleAcks',
+  'staleNacks',
+  'staleExtends',
+  'redriven',
+  'purged',
+] as const satisfies readonly (keyof QueueStats)[];
+
+export type StatNumber = (typeof STAT_NUMBERS)[number];
+
+const statsFields: Record<string, JsonSchema> = {
+  ...Object.fromEntries(STAT_NUMBERS.map((name) => [name, integer(0)])),
+  deadLetters: { type: 'object', additionalProperties: integer(0) },
+  processingTime: object({ count: integer(0), sum: integer(0), max: integer(0) }, [
+    'count',
+    'sum',
+    'max',
+  ]),
+};
+
+/** R17 figures of one queue. */
+export const stats = object(statsFields, Object.keys(statsFields));
+
+/** The whole state of one queue (admin). */
+export const inspectView = object(
+  {
+    clock: integer(0),
+    ready: arrayOf(jobId),
+    delayed: arrayOf(object({ id: jobId, availableAt: integer(0) }, ['id', 'availableAt'])),
+    active: arrayOf(
+      object(
+        {
+          token: integer(1),
+          id: jobId,
+          deadline: integer(0),
+          deliveryCount: integer(1),
+          session: text,
+        },
+        ['token', 'id', 'deadline', 'deliveryCount'],
+      ),
+    ),
+    dead: arrayOf(
+      object({ id: jobId, reason: text, deliveryCount: integer(0) }, [
+        'id',
+        'reason',
+        'deliveryCount',
+      ]),
+    ),
+  },
+  ['clock', 'ready', 'delayed', 'active', 'dead'],
+);
+
+/** Every request and response schema of the API, sized by the server's limits. */
+export function buildSchemas(limits: Limits) {
+  const visibility = integer(1, limits.maxVisibilityMs);
+  const delay = integer(0, limits.maxDelayMs);
+  const batch = (items: JsonSchema) => arrayOf(items, limits.maxBatch);
+  const nackFields = { requeue: boolean, delay, reason };
+  const queueOptionFields = {
+    visibility,
+    prefetch: bound(),
+    maxDeliveries: bound(),
+    maxLease: bound(),
+    dedupWindow: integer(0),
+  };
+  const publishInput = object({ id: jobId, payload: anyJson, delay });
+  const nackEntry = object({ receipt, ...nackFields }, ['receipt']);
+  const extendEntry = object({ receipt, visibility }, ['receipt', 'visibility']);
+  const attempt = object(
+    {
+      token: integer(1),
+      deliveredAt: integer(0),
+      endedAt: integer(0),
+      outcome: {
+        type: 'string',
+        enum: ['acked', 'requeued', 'rejected', 'expired', 'session-ended'],
+      },
+      reason: text,
+    },
+    ['token', 'deliveredAt', 'endedAt', 'outcome'],
+  );
+  const count = integer(0);
+  return {
+    queueOptionsIn: object(queueOptionFields),
+    queueOptionsOut: object(queueOptionFields, Object.keys(queueOptionFields)),
+    publishInput,
+    publishBatch: object({ jobs: batch(publishInput) }, ['jobs']),
+    publishResult: object({ id: jobId, duplicate: boolean }, ['id', 'duplicate']),
+    receive: object({
+      max: integer(1, limits.maxBatch),
+      visibility,
+      wait: integer(0, limits.maxWaitMs),
+      session: sessionHandle,
+    }),
+    delivery: object(
+      {
+        receipt,
+        fencingToken: integer(1),
+        id: jobId,
+        payload: anyJson,
+        deadline: integer(0),
+        deliveryCount: integer(1),
+        redelivered: boolean,
+      },
+      ['receipt', 'fencingToken', 'id', 'deadline', 'deliveryCount', 'redelivered'],
+    ),
+    ack: object({ receipt }, ['receipt']),
+    ackBatch: object({ receipts: batch(receipt) }, ['receipts']),
+    nack: nackEntry,
+    nackBatch: object({ entries: batch(nackEntry) }, ['entries']),
+    extend: extendEntry,
+    extendBatch: object({ entries: batch(extendEntry) }, ['entries']),
+    entryError: errorBody,
+    sessionOpen: object({ prefetch: bound(), timeout: bound(), ackTimeout: bound() }),
+    session: object({ session: sessionHandle }, ['session']),
+    ackUpTo: object({ session: sessionHandle, token: integer(1) }, ['session', 'token']),
+    nackUpTo: object({ session: sessionHandle, token: integer(1), ...nackFields }, [
+      'session',
+      'token',
+    ]),
+    ids: object({ ids: batch(jobId) }),
+    count,
+    attempt,
+    deadLetter: object(
+      {
+        id: jobId,
+        payload: anyJson,
+        reason: text,
+        deliveryCount: count,
+        deadAt: integer(0),
+        history: arrayOf(attempt),
+      },
+      ['id', 'reason', 'deliveryCount', 'deadAt', 'history'],
+    ),
+    job: object(
+      {
+        id: jobId,
+        payload: anyJson,
+        state: { type: 'string', enum: ['ready', 'delayed', 'active', 'dead'] },
+        deliveryCount: count,
+        availableAt: integer(0),
+        token: integer(1),
+        deadline: integer(0),
+        reason: text,
+        deadAt: integer(0),
+        history: arrayOf(attempt),
+      },
+      ['id', 'state', 'deliveryCount', 'history'],
+    ),
+  };
+}
+
+export type Schemas = ReturnType<typeof buildSchemas>;

@@ -1,0 +1,95 @@
+import type { FastifyInstance } from 'fastify';
+import { type DestinationStream, type Logger, pino } from 'pino';
+import type { Broker, Clock } from '../broker/index.js';
+import { redactUrl } from '../engine/index.js';
+import { open } from '../open.js';
+import { createApp } from './app.js';
+import type { ServerConfig } from './config.js';
+
+export interface StartOptions {
+  /** Where JSON log lines go. Default: standard output. */
+  logDestination?: DestinationStream;
+  /** The broker's clock (tests). Default: the system clock. */
+  clock?: Clock;
+}
+
+/** A listening server. */
+export interface RunningServer {
+  /** The base URL clients use, e.g. `http://127.0.0.1:7700`. */
+  readonly url: string;
+  readonly port: number;
+  readonly app: FastifyInstance;
+  readonly broker: Broker;
+  readonly logger: Logger;
+  /**
+   * Stops accepting connections, answers waiting long polls (empty), lets requests in flight
+   * finish (cut after `shutdownTimeoutMs`), then closes the storage. Safe to call twice.
+   */
+  close(): Promise<void>;
+}
+
+/** Opens the configured storage and serves the API on it. */
+export async function startServer(
+  config: ServerConfig,
+  options: StartOptions = {},
+): Promise<RunningServer> {
+  const logger = pino(
+    { level: config.logLevel, base: { service: 'leaseq' } },
+    options.logDestination ?? pino.destination({ sync: false }),
+  );
+  const broker = await open(config.storage, {
+    durability: config.durability,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  });
+  let app: FastifyInstance;
+  try {
+    app = await createApp({
+      broker,
+      limits: config,
+      keys: config.keys,
+      logger,
+      ...(config.receiptSecret === undefined ? {} : { receiptSecret: config.receiptSecret }),
+    });
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    await broker.close();
+    throw error;
+  }
+  const port = (app.server.address() as { port: number }).port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  if (config.keys.length === 0) {
+    logger.warn('no API keys configured: every request is allowed, so only loopback is served');
+  }
+  logger.info(
+    { url, storage: redactUrl(config.storage), keys: config.keys.length },
+    `leaseq listening on ${url}`,
+  );
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= shutDown(app, broker, logger, config.shutdownTimeoutMs);
+    return closing;
+  };
+  return { url, port, app, broker, logger, close };
+}
+
+async function shutDown(
+  app: FastifyInstance,
+  broker: Broker,
+  logger: Logger,
+  timeoutMs: number,
+): Promise<void> {
+  logger.info('shutting down: no new requests, answering waiting receives');
+  const cut = setTimeout(() => {
+    logger.warn({ timeoutMs }, 'requests still in flight after the shutdown timeout: cutting them');
+    app.server.closeAllConnections();
+  }, timeoutMs);
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(cut);
+    await broker.close();
+  }
+  logger.info('stopped');
+  logger.flush();
+}
