@@ -1,0 +1,58 @@
+import {
+  ClockError,
+  ClosedError,
+  ConflictError,
+  type LeaseqError,
+  type LeaseqErrorCode,
+  NotFoundError,
+  SchemaTooNewError,
+  SessionClosedError,
+  StorageLockedError,
+  StorageUnavailableError,
+  UnsupportedError,
+  ValidationError,
+} from '../core/index.js';
+
+/**
+ * An error only the HTTP edge produces (UNAUTHENTICATED, FORBIDDEN, INVALID_RECEIPT,
+ * PAYLOAD_TOO_LARGE, TOO_MANY_REQUESTS, …), or an answer that was not a leaseq error at all.
+ */
+export class RemoteError extends Error {
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RemoteError';
+  }
+}
+
+/** Some core errors build their message from fields; the server's message is the truth here. */
+function withMessage<T extends Error>(error: T, message: string): T {
+  error.message = message;
+  return error;
+}
+
+const CORE_ERRORS: Record<LeaseqErrorCode, (message: string) => LeaseqError> = {
+  INVALID_ARGUMENT: (message) => new ValidationError(message),
+  INVALID_CLOCK: (message) => withMessage(new ClockError(undefined, 0), message),
+  SESSION_CLOSED: (message) => withMessage(new SessionClosedError(''), message),
+  NOT_FOUND: (message) => new NotFoundError(message),
+  CONFLICT: (message) => new ConflictError(message),
+  STORAGE_UNAVAILABLE: (message) => new StorageUnavailableError(message),
+  STORAGE_LOCKED: (message) => new StorageLockedError(message),
+  SCHEMA_TOO_NEW: (message) => withMessage(new SchemaTooNewError(0, 0, ''), message),
+  CLOSED: (message) => new ClosedError(message),
+  UNSUPPORTED: (message) => new UnsupportedError(message),
+};
+
+/** The error an error answer stands for: the same core class as in-process, by code. */
+export function errorFromResponse(status: number, body: unknown): Error {
+  const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  const code = typeof error?.code === 'string' ? error.code : `HTTP_${status}`;
+  const message =
+    typeof error?.message === 'string' ? error.message : `the server answered ${status}`;
+  const core = CORE_ERRORS[code as LeaseqErrorCode];
+  return core === undefined ? new RemoteError(code, status, message) : core(message);
+}

@@ -1,0 +1,126 @@
+import { ClosedError, StorageUnavailableError } from '../core/index.js';
+import { errorFromResponse } from './errors.js';
+
+export type Fetch = typeof fetch;
+
+export interface TransportOptions {
+  apiKey?: string;
+  fetch?: Fetch;
+  /** How long one request may take, beyond any long-poll wait it carries. Default 30 s. */
+  timeoutMs?: number;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Ends the request early; the caller decides what an aborted request means. */
+  signal?: AbortSignal;
+  /** Added to the timeout: the long-poll wait the request asks the server for. */
+  waitMs?: number;
+}
+
+/** Thrown when a request was cut by the caller's signal or by closing the client. */
+export class RequestAborted extends Error {
+  constructor() {
+    super('the request was aborted');
+    this.name = 'RequestAborted';
+  }
+}
+
+/** JSON over HTTP to one leaseq server, errors turned back into leaseq's error classes. */
+export class HttpTransport {
+  private readonly fetch: Fetch;
+  private readonly headers: Record<string, string>;
+  private readonly timeoutMs: number;
+  private readonly closing = new AbortController();
+
+  readonly baseUrl: string;
+
+  /** `baseUrl` may carry a path prefix (`http://host/leaseq`); API paths are appended to it. */
+  constructor(baseUrl: string, options: TransportOptions = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.fetch = options.fetch ?? globalThis.fetch;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.headers = {
+      accept: 'application/json',
+      ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }),
+    };
+  }
+
+  get closed(): boolean {
+    return this.closing.signal.aborted;
+  }
+
+  /** Aborts every request in flight; later requests fail with CLOSED. */
+  close(): void {
+    this.closing.abort();
+  }
+
+  async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    if (this.closed) throw new ClosedError('the client is closed');
+    const link = linkSignals(
+      [this.closing.signal, options.signal],
+      this.timeoutMs + (options.waitMs ?? 0),
+    );
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.fetch(`${this.baseUrl}${path}`, {
+        method,
+        headers:
+          options.body === undefined
+            ? this.headers
+            : { ...this.headers, 'content-type': 'application/json' },
+        ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+        signal: link.signal,
+      });
+      text = await response.text();
+    } catch (error) {
+      if (link.aborted()) throw new RequestAborted();
+      const reason = link.timedOut() ? 'timed out' : (error as Error).message;
+      throw new StorageUnavailableError(`cannot reach ${this.baseUrl}: ${reason}`, {
+        cause: error,
+      });
+    } finally {
+      link.dispose();
+    }
+    const body = parseJson(text);
+    if (!response.ok) throw errorFromResponse(response.status, body);
+    return body as T;
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return text === '' ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** One signal for several, plus a timeout, with listeners removed afterwards. */
+function linkSignals(signals: (AbortSignal | undefined)[], timeoutMs: number) {
+  const controller = new AbortController();
+  let aborted = false;
+  let timedOut = false;
+  const abort = () => {
+    aborted = true;
+    controller.abort();
+  };
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+  for (const signal of signals) {
+    if (signal?.aborted) abort();
+    signal?.addEventListener('abort', abort, { once: true });
+  }
+  return {
+    signal: controller.signal,
+    aborted: () => aborted,
+    timedOut: () => timedOut,
+    dispose() {
+      clearTimeout(timer);
+      for (const signal of signals) signal?.removeEventListener('abort', abort);
+    },
+  };
+}

@@ -1,0 +1,144 @@
+import type { Broker, BrokerTransaction } from '../broker/queue.js';
+import {
+  NotFoundError,
+  type QueueOptions,
+  type ResolvedQueueOptions,
+  UnsupportedError,
+} from '../core/index.js';
+import { checkQueueName, checkSameOptions } from '../engine/queue-options.js';
+import { type Fetch, HttpTransport } from './http.js';
+import { ReceiptBook } from './receipt-book.js';
+import { boundsFromWire, RemoteQueue, type RemoteQueueSettings } from './remote-queue.js';
+
+export interface RemoteOptions {
+  /** Sent as `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /** Default: the global fetch. */
+  fetch?: Fetch;
+  /** How long one request may take beyond its long-poll wait. Default 30 s. */
+  timeoutMs?: number;
+  /** The longest wait one receive request carries (the server's maxWaitMs). Default 20 s. */
+  maxWaitPerRequestMs?: number;
+  /** Most entries one batch request carries (the server's maxBatch). Default 100. */
+  maxBatch?: number;
+  /** Most unsettled receipts remembered per queue; the oldest go first. Default 100,000. */
+  maxReceipts?: number;
+}
+
+interface QueueView {
+  name: string;
+  options: ResolvedQueueOptions;
+}
+
+/** A Broker whose queues live on a leaseq server. */
+export class RemoteBroker implements Broker {
+  private readonly http: HttpTransport;
+  private readonly books = new Map<string, ReceiptBook>();
+  private readonly settings: RemoteQueueSettings;
+  private readonly maxReceipts: number;
+
+  constructor(baseUrl: string, options: RemoteOptions = {}) {
+    this.http = new HttpTransport(baseUrl, options);
+    this.settings = {
+      maxWaitPerRequestMs: options.maxWaitPerRequestMs ?? 20_000,
+      maxBatch: options.maxBatch ?? 100,
+    };
+    this.maxReceipts = options.maxReceipts ?? 100_000;
+  }
+
+  get baseUrl(): string {
+    return this.http.baseUrl;
+  }
+
+  /**
+   * Opens the named queue, creating it when missing. An existing queue is only read (a key with
+   * consume or publish rights is enough); creating one needs admin rights.
+   */
+  async queue(name: string, options: QueueOptions = {}): Promise<RemoteQueue> {
+    checkQueueName(name);
+    try {
+      const view = await this.http.request<QueueView>('GET', this.path(name));
+      checkSameOptions(name, boundsFromWire(view.options), options);
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error;
+      await this.createQueue(name, options);
+    }
+    return this.handle(name);
+  }
+
+  /** Creates the queue, or opens it when it exists with the same options (admin). */
+  async createQueue(
+    name: string,
+    options: QueueOptions = {},
+  ): Promise<QueueView & { created: boolean }> {
+    checkQueueName(name);
+    const view = await this.http.request<QueueView & { created: boolean }>('PUT', this.path(name), {
+      body: options,
+    });
+    return { ...view, options: boundsFromWire(view.options) };
+  }
+
+  /** A handle on a queue without asking the server; calls answer NOT_FOUND if it is missing. */
+  handle(name: string): RemoteQueue {
+    checkQueueName(name);
+    return new RemoteQueue(name, this.http, this.book(name), this.settings);
+  }
+
+  async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
+    checkQueueName(name);
+    const view = await this.http.request<QueueView>('PATCH', this.path(name), { body: options });
+    return boundsFromWire(view.options);
+  }
+
+  async listQueues(): Promise<QueueView[]> {
+    const { queues } = await this.http.request<{ queues: QueueView[] }>('GET', '/v1/queues');
+    return queues.map((view) => ({ name: view.name, options: boundsFromWire(view.options) }));
+  }
+
+  async deleteQueue(name: string): Promise<boolean> {
+    checkQueueName(name);
+    const { deleted } = await this.http.request<{ deleted: boolean }>('DELETE', this.path(name));
+    this.books.delete(name);
+    return deleted;
+  }
+
+  /** Transactions need the SQL engine in-process; over HTTP there are none. */
+  transaction<T>(_work: (tx: BrokerTransaction) => Promise<T>): Promise<T> {
+    return Promise.reject(
+      new UnsupportedError(
+        'transactions are not available over HTTP; open the SQL engine in-process',
+      ),
+    );
+  }
+
+  /** Ends waiting receives (empty answers) and refuses later calls with CLOSED. */
+  async close(): Promise<void> {
+    this.http.close();
+    this.books.clear();
+  }
+
+  private path(name: string): string {
+    return `/v1/queues/${encodeURIComponent(name)}`;
+  }
+
+  /** One book per queue name, shared by every handle of that queue from this client. */
+  private book(name: string): ReceiptBook {
+    let book = this.books.get(name);
+    if (book === undefined) {
+      book = new ReceiptBook(this.maxReceipts);
+      this.books.set(name, book);
+    }
+    return book;
+  }
+}
+
+/**
+ * Connects to a leaseq server: `openRemote('http://127.0.0.1:7700', { apiKey })`. The Broker
+ * and its queues behave as in-process ones (same interface, same error classes by code).
+ */
+export async function openRemote(
+  baseUrl: string,
+  options: RemoteOptions = {},
+): Promise<RemoteBroker> {
+  return new RemoteBroker(baseUrl, options);
+}
