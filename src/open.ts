@@ -1,13 +1,19 @@
 import { type Broker, type BrokerOptions, EngineBroker, SystemClock } from './broker/index.js';
+import type { RemoteOptions } from './client/remote-broker.js';
 import { type EngineOptions, openEngine } from './engine/open-engine.js';
 
-export interface OpenOptions extends BrokerOptions, EngineOptions {}
+export interface OpenOptions extends BrokerOptions, EngineOptions, RemoteOptions {}
 
 /**
  * Opens a Broker over the storage a URL names (see `openEngine`): `memory:`,
- * `sqlite:path/to.db` (default `sqlite:./data/leaseq.db`) or `postgres://…`.
+ * `sqlite:path/to.db` (default `sqlite:./data/leaseq.db`) or `postgres://…`; or over a leaseq
+ * server, `http://host:7700` (see `openRemote`: `apiKey`, `fetch`).
  */
 export async function open(url?: string, options: OpenOptions = {}): Promise<Broker> {
+  if (url !== undefined && /^https?:\/\//i.test(url)) {
+    const { openRemote } = await import('./client/remote-broker.js');
+    return openRemote(url, options);
+  }
   const { clock, ...engineOptions } = options;
   const engine = await openEngine(url, engineOptions);
   if (clock !== undefined) return new EngineBroker(engine, { clock });
