@@ -1,0 +1,65 @@
+import type { ParseArgsConfig } from 'node:util';
+
+/** Where a command writes: standard output or error, or a test's buffer. */
+export interface Output {
+  write(text: string): unknown;
+  /** A terminal: progress bars are drawn only there (or with --progress). */
+  isTTY?: boolean;
+}
+
+/** What a command may use from its process; main.ts gives the real ones, tests give fakes. */
+export interface CliContext {
+  stdout: Output;
+  stderr: Output;
+  /** Standard input, for `publish` reading JSON lines. */
+  stdin: AsyncIterable<string | Buffer> & { isTTY?: boolean };
+  env: Readonly<Record<string, string | undefined>>;
+  /** Aborts when the process is told to stop (SIGTERM, SIGINT): `serve` then shuts down. */
+  stop: AbortSignal;
+  /** Default: the global fetch. */
+  fetch?: typeof fetch;
+}
+
+export type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
+
+export type Values = Record<string, string | boolean | string[] | undefined>;
+
+export interface Invocation {
+  values: Values;
+  positionals: string[];
+  context: CliContext;
+}
+
+/** One `leaseq …` command. `run` resolves to the exit code. */
+export interface Command {
+  /** The words that select it: `serve`, `queue create`. */
+  name: string;
+  summary: string;
+  /** After `leaseq <name> `: positional arguments and options. */
+  usage: string;
+  /** Lines of help after the usage: what each option means. */
+  details: string[];
+  options: OptionsConfig;
+  /** Reaches a server: gets --server, --api-key and --json. */
+  remote: boolean;
+  run(invocation: Invocation): Promise<number>;
+}
+
+/** Exit codes. */
+export const EXIT = {
+  ok: 0,
+  /** The request failed (an error from the server, or no server). */
+  failed: 1,
+  /** The command line is wrong. */
+  usage: 2,
+  /** Some receipts named deliveries that were no longer live (ack/nack answered false). */
+  stale: 3,
+} as const;
+
+/** A mistake in the command line: printed with a pointer to --help, exit code 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}

@@ -1,0 +1,169 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { RemoteQueue } from '../../client/index.js';
+import type { PublishInput, PublishResult } from '../../core/index.js';
+import { type CliContext, type Command, EXIT, UsageError, type Values } from '../command.js';
+import { integerFlag, positionals, stringFlag } from '../flags.js';
+import { type Line, readLines } from '../json-lines.js';
+import { ProgressBar } from '../progress.js';
+import { printJson, withClient } from '../remote.js';
+
+/** Files at least this large get a progress bar on a terminal. */
+const PROGRESS_FROM_BYTES = 1024 * 1024;
+
+export const publish: Command = {
+  name: 'publish',
+  summary: 'Publish jobs: payloads as arguments, or JSON lines from a file or stdin',
+  usage:
+    '<queue> [PAYLOAD_JSON ...] [--id ID] [--delay MS] | <queue> --file FILE|- [--batch-size N]',
+  details: [
+    "PAYLOAD_JSON   each argument is one job's payload, as JSON ('{\"n\":1}', '\"text\"', 42)",
+    '--id ID        the job id (with one payload); generated when absent',
+    '--delay MS     make the jobs ready after this many milliseconds',
+    '--file FILE    JSON lines, one job a line: {"id"?: …, "payload"?: …, "delay"?: …};',
+    '               - (or no payloads with stdin not a terminal) reads standard input',
+    '--batch-size N jobs per request (default 100, the server limit); each batch is all or nothing',
+    '--progress     draw a progress bar on stderr even when it is not a terminal',
+  ],
+  options: {
+    id: { type: 'string' },
+    delay: { type: 'string' },
+    file: { type: 'string' },
+    'batch-size': { type: 'string' },
+    progress: { type: 'boolean' },
+  },
+  remote: true,
+  async run({ values, positionals: given, context }) {
+    const [name, ...payloads] = positionals(given, ['queue'], { rest: true }) as [
+      string,
+      ...string[],
+    ];
+    const file =
+      stringFlag(values, 'file') ??
+      (payloads.length === 0 && !context.stdin.isTTY ? '-' : undefined);
+    if (file !== undefined && payloads.length > 0) {
+      throw new UsageError('give payloads as arguments or --file, not both');
+    }
+    if (file === undefined && payloads.length === 0) {
+      throw new UsageError('give payloads as arguments, --file FILE, or JSON lines on stdin');
+    }
+    return withClient(values, context, async (client) => {
+      const queue = client.handle(name);
+      if (file === undefined) return publishArguments(queue, payloads, values, context);
+      return publishLines(queue, file, values, context);
+    });
+  },
+};
+
+async function publishArguments(
+  queue: RemoteQueue,
+  payloads: string[],
+  values: Values,
+  context: CliContext,
+): Promise<number> {
+  const id = stringFlag(values, 'id');
+  const delay = integerFlag(values, 'delay');
+  if (id !== undefined && payloads.length > 1) throw new UsageError('--id goes with one payload');
+  const jobs = payloads.map((text, index) => ({
+    payload: parseJson(text, `payload ${index + 1}`),
+    ...(id === undefined ? {} : { id }),
+    ...(delay === undefined ? {} : { delay }),
+  }));
+  const results = await queue.publishBatch(jobs);
+  for (const result of results) report(result, values, context);
+  return EXIT.ok;
+}
+
+async function publishLines(
+  queue: RemoteQueue,
+  file: string,
+  values: Values,
+  context: CliContext,
+): Promise<number> {
+  const batchSize = integerFlag(values, 'batch-size', 1) ?? 100;
+  const total = file === '-' ? undefined : (await stat(file)).size;
+  const bar = new ProgressBar(
+    context.stderr,
+    'publishing',
+    values.progress === true ||
+      (context.stderr.isTTY === true && total !== undefined && total >= PROGRESS_FROM_BYTES),
+  );
+  let bytes = 0;
+  const counts = { published: 0, duplicates: 0 };
+  const source = file === '-' ? context.stdin : createReadStream(file);
+  let batch: Line[] = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const results = await publishBatch(queue, batch, counts);
+    for (const result of results) {
+      if (result.duplicate) counts.duplicates += 1;
+      else counts.published += 1;
+      if (values.json) printJson(context, result);
+    }
+    bar.update(bytes, total, `${counts.published + counts.duplicates} jobs`);
+    batch = [];
+  };
+  try {
+    for await (const line of readLines(source, (n) => {
+      bytes += n;
+    })) {
+      batch.push(line);
+      if (batch.length >= batchSize) await flush();
+    }
+    await flush();
+  } finally {
+    bar.finish();
+  }
+  if (!values.json) {
+    context.stdout.write(
+      `published ${counts.published} jobs (${counts.duplicates} duplicates) to ${queue.name}\n`,
+    );
+  }
+  return EXIT.ok;
+}
+
+async function publishBatch(
+  queue: RemoteQueue,
+  lines: Line[],
+  counts: { published: number; duplicates: number },
+): Promise<PublishResult[]> {
+  const before = `${counts.published + counts.duplicates} jobs were published before`;
+  const jobs = lines.map((line) => {
+    let job: unknown;
+    try {
+      job = JSON.parse(line.text);
+    } catch {
+      throw new Error(`line ${line.number} is not JSON (${before} it)`);
+    }
+    if (typeof job !== 'object' || job === null || Array.isArray(job)) {
+      throw new Error(
+        `line ${line.number}: a job is a JSON object {"id"?, "payload"?, "delay"?} (${before} it)`,
+      );
+    }
+    return job as PublishInput;
+  });
+  try {
+    return await queue.publishBatch(jobs);
+  } catch (error) {
+    const range = `${lines[0]?.number}–${lines.at(-1)?.number}`;
+    throw new Error(
+      `lines ${range} were not published (${before} them): ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+}
+
+function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UsageError(`${what} is not JSON (quote text: '"hello"'): ${text.slice(0, 60)}`);
+  }
+}
+
+function report(result: PublishResult, values: Values, context: CliContext): void {
+  if (values.json) printJson(context, result);
+  else context.stdout.write(`${result.duplicate ? 'duplicate' : 'published'} ${result.id}\n`);
+}

@@ -1,0 +1,55 @@
+import type { ReceivedDelivery } from '../../client/index.js';
+import { type Command, EXIT } from '../command.js';
+import { integerFlag, positionals } from '../flags.js';
+import { printJson, withClient } from '../remote.js';
+
+export const receive: Command = {
+  name: 'receive',
+  summary: 'Reserve jobs and print them with the receipts that ack or nack them',
+  usage: '<queue> [--max N] [--visibility MS] [--wait MS]',
+  details: [
+    '--max N           at most this many jobs (default 1)',
+    '--visibility MS   lease length (default: the queue visibility)',
+    '--wait MS         wait up to this long for a job (long poll; default 0)',
+    'Each job stays hidden until its lease ends; settle it with `leaseq ack` or `leaseq nack`.',
+  ],
+  options: {
+    max: { type: 'string' },
+    visibility: { type: 'string' },
+    wait: { type: 'string' },
+  },
+  remote: true,
+  async run({ values, positionals: given, context }) {
+    const [name] = positionals(given, ['queue']) as [string];
+    const max = integerFlag(values, 'max', 1);
+    const visibility = integerFlag(values, 'visibility', 1);
+    const wait = integerFlag(values, 'wait', 0);
+    const deliveries = await withClient(values, context, (client) =>
+      client.handle(name).receiveWithReceipts({
+        ...(max === undefined ? {} : { max }),
+        ...(visibility === undefined ? {} : { visibility }),
+        ...(wait === undefined ? {} : { wait }),
+        signal: context.stop,
+      }),
+    );
+    if (values.json) printJson(context, deliveries.map(toJson));
+    else if (deliveries.length === 0) context.stderr.write('no job ready\n');
+    else for (const delivery of deliveries) context.stdout.write(describe(delivery));
+    return EXIT.ok;
+  },
+};
+
+/** The wire names: fencingToken, receipt. */
+function toJson(delivery: ReceivedDelivery) {
+  const { token, ...rest } = delivery;
+  return { ...rest, fencingToken: token };
+}
+
+function describe(delivery: ReceivedDelivery): string {
+  return [
+    `id ${delivery.id}  token ${delivery.token}  delivery ${delivery.deliveryCount}  deadline ${new Date(delivery.deadline).toISOString()}`,
+    `  receipt ${delivery.receipt}`,
+    `  payload ${JSON.stringify(delivery.payload)}`,
+    '',
+  ].join('\n');
+}

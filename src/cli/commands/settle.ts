@@ -1,0 +1,81 @@
+import { type Command, EXIT } from '../command.js';
+import { integerFlag, positionals, stringFlag } from '../flags.js';
+import { printJson, withClient } from '../remote.js';
+
+/** 0 when every receipt was settled, 3 when some named a delivery no longer live. */
+function exitFor(results: boolean[]): number {
+  return results.every(Boolean) ? EXIT.ok : EXIT.stale;
+}
+
+export const ack: Command = {
+  name: 'ack',
+  summary: 'Complete deliveries by their receipts',
+  usage: '<queue> <receipt> [receipt ...]',
+  details: [
+    'Prints acked or stale for each receipt. Exit code 3 when any delivery was no longer live',
+    '(its lease ended: the job is, or will be, delivered again).',
+  ],
+  options: {},
+  remote: true,
+  async run({ values, positionals: given, context }) {
+    const [name, ...receipts] = positionals(given, ['queue', 'receipt'], { rest: true }) as [
+      string,
+      ...string[],
+    ];
+    const results = await withClient(values, context, (client) =>
+      client.handle(name).ackReceipts(receipts),
+    );
+    receipts.forEach((receipt, index) => {
+      const acked = results[index] === true;
+      if (values.json) printJson(context, { receipt, acked });
+      else context.stdout.write(`${acked ? 'acked' : 'stale'} ${receipt.slice(0, 16)}…\n`);
+    });
+    return exitFor(results);
+  },
+};
+
+export const nack: Command = {
+  name: 'nack',
+  summary: 'Give deliveries back: requeue them (optionally after a delay) or dead-letter them',
+  usage: '<queue> <receipt> [receipt ...] [--delay MS] [--dead [--reason TEXT]]',
+  details: [
+    '--delay MS       requeue after this many milliseconds (default: at once, at the front)',
+    '--dead           dead-letter instead of requeueing',
+    '--reason TEXT    the dead-letter reason (default rejected)',
+    'Exit code 3 when any delivery was no longer live.',
+  ],
+  options: {
+    delay: { type: 'string' },
+    dead: { type: 'boolean' },
+    reason: { type: 'string' },
+  },
+  remote: true,
+  async run({ values, positionals: given, context }) {
+    const [name, ...receipts] = positionals(given, ['queue', 'receipt'], { rest: true }) as [
+      string,
+      ...string[],
+    ];
+    const delay = integerFlag(values, 'delay');
+    const reason = stringFlag(values, 'reason');
+    const options = {
+      requeue: values.dead !== true,
+      ...(delay === undefined ? {} : { delay }),
+      ...(reason === undefined ? {} : { reason }),
+    };
+    const results = await withClient(values, context, async (client) => {
+      const queue = client.handle(name);
+      const nacked: boolean[] = [];
+      for (const receipt of receipts) nacked.push(await queue.nackReceipt(receipt, options));
+      return nacked;
+    });
+    receipts.forEach((receipt, index) => {
+      const done = results[index] === true;
+      if (values.json) printJson(context, { receipt, nacked: done });
+      else
+        context.stdout.write(
+          `${done ? (options.requeue ? 'requeued' : 'dead-lettered') : 'stale'} ${receipt.slice(0, 16)}…\n`,
+        );
+    });
+    return exitFor(results);
+  },
+};

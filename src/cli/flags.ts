@@ -1,0 +1,44 @@
+import { UsageError, type Values } from './command.js';
+
+/** An integer flag (milliseconds, counts), or undefined when absent. */
+export function integerFlag(
+  values: Values,
+  name: string,
+  min = 0,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  const value = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new UsageError(
+      `--${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return value;
+}
+
+export function stringFlag(values: Values, name: string): string | undefined {
+  const raw = values[name];
+  return typeof raw === 'string' ? raw : undefined;
+}
+
+/** The positional arguments a command needs, by name; too few or too many is a usage error. */
+export function positionals(
+  given: string[],
+  names: string[],
+  options: { rest?: boolean } = {},
+): string[] {
+  if (given.length < names.length) {
+    throw new UsageError(
+      `missing ${names
+        .slice(given.length)
+        .map((n) => `<${n}>`)
+        .join(' ')}`,
+    );
+  }
+  if (!options.rest && given.length > names.length) {
+    throw new UsageError(`unexpected argument ${JSON.stringify(given[names.length])}`);
+  }
+  return given;
+}

@@ -1,0 +1,47 @@
+import { openRemote, type RemoteBroker } from '../client/index.js';
+import type { CliContext, OptionsConfig, Values } from './command.js';
+import { stringFlag } from './flags.js';
+
+export const DEFAULT_SERVER = 'http://127.0.0.1:7700';
+
+/** The options every command that reaches a server takes. */
+export const REMOTE_OPTIONS: OptionsConfig = {
+  server: { type: 'string' },
+  'api-key': { type: 'string' },
+  json: { type: 'boolean' },
+};
+
+export const REMOTE_DETAILS = [
+  `--server URL     the leaseq server (env LEASEQ_SERVER, default ${DEFAULT_SERVER})`,
+  '--api-key KEY    API key (env LEASEQ_API_KEY; prefer the environment: flags show in ps)',
+  '--json           machine-readable output',
+];
+
+/** A client for the server the flags or environment name. */
+export async function connect(values: Values, context: CliContext): Promise<RemoteBroker> {
+  const server = stringFlag(values, 'server') ?? context.env.LEASEQ_SERVER ?? DEFAULT_SERVER;
+  const apiKey = stringFlag(values, 'api-key') ?? context.env.LEASEQ_API_KEY;
+  return openRemote(server, {
+    ...(apiKey === undefined ? {} : { apiKey }),
+    ...(context.fetch === undefined ? {} : { fetch: context.fetch }),
+  });
+}
+
+/** Runs `work` with a client, closing it afterwards. */
+export async function withClient<T>(
+  values: Values,
+  context: CliContext,
+  work: (client: RemoteBroker) => Promise<T>,
+): Promise<T> {
+  const client = await connect(values, context);
+  try {
+    return await work(client);
+  } finally {
+    await client.close();
+  }
+}
+
+/** Writes one JSON document (or line) to standard output. */
+export function printJson(context: CliContext, value: unknown): void {
+  context.stdout.write(`${JSON.stringify(value)}\n`);
+}

@@ -1,0 +1,133 @@
+import { parseArgs } from 'node:util';
+import { RemoteError } from '../client/index.js';
+import { LeaseqError } from '../core/index.js';
+import { VERSION } from '../server/index.js';
+import { type CliContext, type Command, EXIT, UsageError } from './command.js';
+import { deadList, deadRedrive } from './commands/dead.js';
+import { publish } from './commands/publish.js';
+import { queueCreate, queueList, queueStats } from './commands/queue.js';
+import { receive } from './commands/receive.js';
+import { serve } from './commands/serve.js';
+import { ack, nack } from './commands/settle.js';
+import { REMOTE_DETAILS, REMOTE_OPTIONS } from './remote.js';
+
+export const COMMANDS: readonly Command[] = [
+  serve,
+  queueCreate,
+  queueList,
+  queueStats,
+  publish,
+  receive,
+  ack,
+  nack,
+  deadList,
+  deadRedrive,
+];
+
+/** Runs `leaseq <argv…>` and resolves to the exit code. Never exits the process itself. */
+export async function runCli(argv: readonly string[], context: CliContext): Promise<number> {
+  const found = findCommand(argv);
+  if (found === undefined) return topLevel(argv, context);
+  const { command, rest } = found;
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...rest],
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        ...(command.remote ? REMOTE_OPTIONS : {}),
+        ...command.options,
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+    if (values.help) {
+      context.stdout.write(commandHelp(command));
+      return EXIT.ok;
+    }
+    return await command.run({ values, positionals, context });
+  } catch (error) {
+    return report(command, error, context);
+  }
+}
+
+/** The command whose words start argv (`queue create` before `queue`), and the rest. */
+function findCommand(argv: readonly string[]) {
+  const byLength = [...COMMANDS].sort((a, b) => b.name.length - a.name.length);
+  for (const command of byLength) {
+    const words = command.name.split(' ');
+    if (words.every((word, index) => argv[index] === word)) {
+      return { command, rest: argv.slice(words.length) };
+    }
+  }
+  return undefined;
+}
+
+function topLevel(argv: readonly string[], context: CliContext): number {
+  const [first] = argv;
+  if (first === '--version' || first === '-v') {
+    context.stdout.write(`${VERSION}\n`);
+    return EXIT.ok;
+  }
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    context.stdout.write(overview());
+    return EXIT.ok;
+  }
+  const group = COMMANDS.filter((command) => command.name.startsWith(`${first} `));
+  context.stderr.write(
+    group.length > 0
+      ? `leaseq ${first}: which one? ${group.map((c) => c.name).join(', ')}\n`
+      : `leaseq: unknown command ${JSON.stringify(first)}; see leaseq --help\n`,
+  );
+  return EXIT.usage;
+}
+
+function report(command: Command, error: unknown, context: CliContext): number {
+  const prefix = `leaseq ${command.name}:`;
+  if (error instanceof UsageError || isParseArgsError(error)) {
+    context.stderr.write(
+      `${prefix} ${(error as Error).message}\nsee leaseq ${command.name} --help\n`,
+    );
+    return EXIT.usage;
+  }
+  if (error instanceof LeaseqError || error instanceof RemoteError) {
+    const hint =
+      error.code === 'STORAGE_UNAVAILABLE' && command.remote
+        ? '\n(is `leaseq serve` running there? --server or LEASEQ_SERVER names it)'
+        : '';
+    context.stderr.write(`${prefix} ${error.code}: ${error.message}${hint}\n`);
+    return EXIT.failed;
+  }
+  context.stderr.write(`${prefix} ${error instanceof Error ? error.message : String(error)}\n`);
+  return EXIT.failed;
+}
+
+function isParseArgsError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS');
+}
+
+function commandHelp(command: Command): string {
+  const details = [...command.details, ...(command.remote ? ['', ...REMOTE_DETAILS] : [])];
+  return [
+    `leaseq ${command.name} — ${command.summary}`,
+    '',
+    `usage: leaseq ${command.name} ${command.usage}`.trimEnd(),
+    ...(details.length > 0 ? ['', ...details] : []),
+    '',
+  ].join('\n');
+}
+
+function overview(): string {
+  const width = Math.max(...COMMANDS.map((command) => command.name.length));
+  return [
+    `leaseq ${VERSION} — a job queue built on visibility leases`,
+    '',
+    'usage: leaseq <command> [options]     leaseq <command> --help',
+    '',
+    ...COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`),
+    '',
+    'Commands other than serve talk to a server: --server URL or LEASEQ_SERVER',
+    '(default http://127.0.0.1:7700), --api-key KEY or LEASEQ_API_KEY, --json for scripts.',
+    '',
+  ].join('\n');
+}
