@@ -392,6 +392,9 @@ export class LeaseQueue {
     this.heartbeats.remove(session);
     for (const delivery of session.deliveries.values()) {
       this.deadlines.remove(delivery);
+      // Its ack timer must not end this session a second time.
+      if (delivery.ackTimer !== undefined) this.ackTimers.remove(delivery.ackTimer);
+      delivery.ackTimer = undefined;
       // A delivery whose own lease ran out before its session died was lost to expiry.
       const outcome = delivery.deadline <= endedAt ? 'expired' : 'session-ended';
       released.push({ delivery, outcome });

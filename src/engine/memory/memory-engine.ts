@@ -2,6 +2,7 @@ import {
   ClosedError,
   LeaseQueue,
   NotFoundError,
+  type PublishInput,
   type QueueOptions,
   type ResolvedQueueOptions,
 } from '../../core/index.js';
@@ -12,6 +13,7 @@ import type {
   QueueInfo,
   WakeListener,
 } from '../engine.js';
+import { decodePayload, encodePayload } from '../payload.js';
 import { checkQueueName, checkSameOptions } from '../queue-options.js';
 import { WakeHub } from '../wake-hub.js';
 
@@ -109,14 +111,27 @@ class MemoryQueue implements QueueHandle {
   inspect() {
     return this.run((q) => q.inspect());
   }
-  publish(now: number, input?: Parameters<LeaseQueue['publish']>[1]) {
-    return this.run((q) => q.publish(now, input), true);
+  publish(now: number, input?: PublishInput) {
+    return this.run((q) => q.publish(now, input && asStored(input, 'job')), true);
   }
-  publishBatch(now: number, inputs: Parameters<LeaseQueue['publishBatch']>[1]) {
-    return this.run((q) => q.publishBatch(now, inputs), true);
+  publishBatch(now: number, inputs: readonly PublishInput[]) {
+    return this.run(
+      (q) =>
+        q.publishBatch(
+          now,
+          Array.isArray(inputs)
+            ? inputs.map((input, index) => asStored(input, `jobs[${index}]`))
+            : inputs,
+        ),
+      true,
+    );
   }
   reserve(now: number, options?: Parameters<LeaseQueue['reserve']>[1]) {
-    return this.run((q) => q.reserve(now, options));
+    return this.run((q) =>
+      q
+        .reserve(now, options)
+        .map((delivery) => ({ ...delivery, payload: fromStored(delivery.payload) })),
+    );
   }
   ack(now: number, token: number) {
     return this.run((q) => q.ack(now, token));
@@ -154,7 +169,9 @@ class MemoryQueue implements QueueHandle {
     return this.run((q) => q.nackUpTo(now, sessionId, token, options), true);
   }
   deadLetters() {
-    return this.run((q) => q.deadLetters());
+    return this.run((q) =>
+      q.deadLetters().map((dead) => ({ ...dead, payload: fromStored(dead.payload) })),
+    );
   }
   redrive(now: number, ids?: readonly string[]) {
     return this.run((q) => q.redrive(now, ids), true);
@@ -166,9 +183,26 @@ class MemoryQueue implements QueueHandle {
     return this.run((q) => q.stats(now));
   }
   job(id: string) {
-    return this.run((q) => q.job(id));
+    return this.run((q) => {
+      const job = q.job(id);
+      return job && { ...job, payload: fromStored(job.payload) };
+    });
   }
   nextEventAt() {
     return this.run((q) => q.nextEventAt());
   }
+}
+
+/**
+ * The core keeps the payload as JSON text, as the SQL engines do: the queue holds a copy the
+ * publisher cannot change afterwards, and each consumer gets its own. A non-object input is
+ * passed through for the core to refuse.
+ */
+function asStored(input: PublishInput, at: string): PublishInput {
+  if (typeof input !== 'object' || input === null || input.payload === undefined) return input;
+  return { ...input, payload: encodePayload(input.payload, at) };
+}
+
+function fromStored(payload: unknown): unknown {
+  return typeof payload === 'string' ? decodePayload(payload) : undefined;
 }

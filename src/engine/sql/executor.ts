@@ -63,6 +63,7 @@ export class GroupCommitExecutor {
   private queue: Pending[] = [];
   private running = false;
   private scheduled = false;
+  private closedError: Error | undefined;
 
   constructor(
     private readonly acquire: () => Promise<{ connection: SqlConnection; release: () => void }>,
@@ -73,8 +74,7 @@ export class GroupCommitExecutor {
 
   submit<T>(work: Work<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
-      this.schedule();
+      this.push({ work, resolve: resolve as (value: unknown) => void, reject });
     });
   }
 
@@ -84,13 +84,12 @@ export class GroupCommitExecutor {
    */
   submitExclusive<T>(work: Work<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({
+      this.push({
         work,
         exclusive: true,
         resolve: resolve as (value: unknown) => void,
         reject,
       });
-      this.schedule();
     });
   }
 
@@ -99,14 +98,18 @@ export class GroupCommitExecutor {
     return new Promise<R>((resolve, reject) => {
       const work: Work<unknown> = async (connection, batch) =>
         ((await merge.run(connection, batch, [merge.arg])) as unknown[])[0];
-      this.queue.push({
+      this.push({
         work,
         merge: merge as Merge<unknown, unknown>,
         resolve: resolve as (value: unknown) => void,
         reject,
       });
-      this.schedule();
     });
+  }
+
+  /** Refuses every later call with `error`; what was submitted before still runs. */
+  refuse(error: Error): void {
+    this.closedError = error;
   }
 
   /** Resolves when everything submitted so far has settled. */
@@ -114,6 +117,15 @@ export class GroupCommitExecutor {
     while (this.running || this.queue.length > 0) {
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
+  }
+
+  private push(pending: Pending): void {
+    if (this.closedError !== undefined) {
+      pending.reject(this.closedError);
+      return;
+    }
+    this.queue.push(pending);
+    this.schedule();
   }
 
   private schedule(): void {

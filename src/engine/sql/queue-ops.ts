@@ -10,6 +10,7 @@ import {
   ValidationError,
 } from '../../core/index.js';
 import type { ResolvedNack, ResolvedSession } from '../../core/validate.js';
+import { decodePayload } from '../payload.js';
 import { attemptOf, DELIVERY_COLUMNS, type DeliveryRow, JobMoves } from './job-moves.js';
 import { INFINITY_AS_NULL } from './queue-row.js';
 
@@ -506,24 +507,8 @@ interface JobRowView {
 const JOB_VIEW_COLUMNS =
   'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history';
 
-export function decodePayload(text: string | null): unknown {
-  return text === null ? undefined : JSON.parse(text);
-}
-
 function decodeHistory(text: string | null): DeadLetter['history'] {
   return text === null ? [] : JSON.parse(text);
-}
-
-export function encodePayload(payload: unknown, at: string): string | null {
-  if (payload === undefined) return null;
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(payload);
-  } catch (error) {
-    throw new ValidationError(`${at}.payload is not JSON: ${(error as Error).message}`);
-  }
-  if (text === undefined) throw new ValidationError(`${at}.payload is not JSON`);
-  return text;
 }
 
 interface NewJobRow {

@@ -105,6 +105,7 @@ export class SqlEngine implements Engine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.executor.refuse(new ClosedError(`engine ${this.target} is closed`));
     await this.executor.drain();
     await this.parts.shutdown();
   }

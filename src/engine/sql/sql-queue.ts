@@ -15,9 +15,10 @@ import {
   show,
 } from '../../core/validate.js';
 import type { QueueHandle } from '../engine.js';
+import { encodePayload } from '../payload.js';
 import type { WakeHub } from '../wake-hub.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
-import { type EncodedPublish, encodePayload, QueueOps } from './queue-ops.js';
+import { type EncodedPublish, QueueOps } from './queue-ops.js';
 import { loadQueueRow } from './queue-row.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 

@@ -1,10 +1,11 @@
 import type { NackOptions, PublishInput, PublishResult } from '../../core/index.js';
 import { checkTokens, resolveNackOptions } from '../../core/validate.js';
 import type { EngineTransaction } from '../engine.js';
+import { encodePayload } from '../payload.js';
 import { checkQueueName } from '../queue-options.js';
 import type { WakeHub } from '../wake-hub.js';
 import type { BatchContext } from './executor.js';
-import { encodePayload, QueueOps } from './queue-ops.js';
+import { QueueOps } from './queue-ops.js';
 import { loadQueueRow } from './queue-row.js';
 import type { SqlConnection, SqlDialect, SqlValue } from './sql-connection.js';
 
