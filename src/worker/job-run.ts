@@ -99,11 +99,6 @@ export class JobRun {
 
   /** Starts the handler and the lease keeping. */
   start(): void {
-    if (this.clock.now() >= this.renewer.expiresAt) {
-      // Never hand an expired delivery to a handler.
-      this.loseLease('expired');
-      return;
-    }
     this.renewer.run().catch((error) => this.deps.onError(error, 'renew'));
     void this.execute();
   }
