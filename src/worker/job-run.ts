@@ -110,7 +110,11 @@ export class JobRun {
 
   /** Shutdown: gives the job back for immediate redelivery and fires the handler's signal. */
   async release(): Promise<void> {
-    if (!this.claim()) return;
+    if (!this.claim()) {
+      // Settled or settling another way: wait until that has landed.
+      await this.done;
+      return;
+    }
     this.abort.abort(new WorkerClosingError(`worker closing: job ${this.delivery.id} released`));
     await this.settleBy(() => release(this.deps.queue, this.token), 'stale-nack', {
       outcome: 'released',
@@ -143,15 +147,15 @@ export class JobRun {
     if (this.abandoned) this.deps.metrics.abandonedHandlers -= 1;
     if (!this.claim()) return;
     const { id, deliveryCount } = this.delivery;
-    if (result.status === 'threw') {
-      this.deps.metrics.lastError = { id, token: this.token, message: errorMessage(result.error) };
-    }
     const decision = decide(result, {
       id,
       deliveryCount,
       maxDeliveries: this.deps.maxDeliveries,
       backoff: this.deps.options.backoff,
     });
+    if (decision.action !== 'ack') {
+      this.deps.metrics.lastError = { id, token: this.token, message: decision.error };
+    }
     await this.settleBy(
       () => applyDecision(this.deps.queue, this.token, decision),
       decision.action === 'ack' ? 'stale-ack' : 'stale-nack',
