@@ -84,6 +84,8 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
     schemaErrorFormatter: formatValidation,
   });
   app.server.headersTimeout = HEADERS_TIMEOUT_MS;
+  // JSON only: any other content type is 415.
+  app.removeContentTypeParser('text/plain');
   installHooks(app, services);
   let document: unknown;
   const routes: RouteSpec[] = [
@@ -102,15 +104,17 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
 }
 
 function installHooks(app: FastifyInstance, services: Services): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (services.shutdown.aborted) {
-      reply.header('connection', 'close');
-      throw new ClosedError('the server is shutting down');
-    }
+  app.addHook('onRequest', async (request) => {
+    if (services.shutdown.aborted) throw new ClosedError('the server is shutting down');
     const encoding = request.headers['content-encoding'];
     if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
       throw new ServerError('UNSUPPORTED_MEDIA_TYPE', 'compressed request bodies are not accepted');
     }
+  });
+  // Answers sent while shutting down close their connection, so that close() need not wait
+  // for idle keep-alive connections.
+  app.addHook('onSend', async (_request, reply) => {
+    if (services.shutdown.aborted) reply.header('connection', 'close');
   });
   app.addHook('preValidation', async (request) => {
     checkJsonDepth(request.body, services.limits.maxJsonDepth);

@@ -1,3 +1,4 @@
+import { ValidationError } from '../core/index.js';
 import { ServerError } from './errors.js';
 
 /** The server's limits. Sizes in bytes, times in milliseconds. */
@@ -68,10 +69,7 @@ export function checkJsonDepth(value: unknown, maxDepth: number): void {
     if (typeof item.value !== 'object' || item.value === null) continue;
     const depth = item.depth + 1;
     if (depth > maxDepth) {
-      throw new ServerError(
-        'PAYLOAD_TOO_LARGE',
-        `the body is nested more than ${maxDepth} levels deep`,
-      );
+      throw new ValidationError(`the body is nested more than ${maxDepth} levels deep`);
     }
     for (const child of Object.values(item.value)) stack.push({ value: child, depth });
   }

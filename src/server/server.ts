@@ -11,6 +11,8 @@ export interface StartOptions {
   logDestination?: DestinationStream;
   /** The broker's clock (tests). Default: the system clock. */
   clock?: Clock;
+  /** Serve this broker instead of opening `config.storage` (it is still closed at shutdown). */
+  broker?: Broker;
 }
 
 /** A listening server. */
@@ -37,10 +39,12 @@ export async function startServer(
     { level: config.logLevel, base: { service: 'leaseq' } },
     options.logDestination ?? pino.destination({ sync: false }),
   );
-  const broker = await open(config.storage, {
-    durability: config.durability,
-    ...(options.clock === undefined ? {} : { clock: options.clock }),
-  });
+  const broker =
+    options.broker ??
+    (await open(config.storage, {
+      durability: config.durability,
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+    }));
   let app: FastifyInstance;
   try {
     app = await createApp({
