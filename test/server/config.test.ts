@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { ValidationError } from '../../src/core/index.js';
+import { DEFAULT_CONFIG, envName, flagName, loadConfig, SETTINGS } from '../../src/server/index.js';
+
+function problems(run: () => unknown): readonly string[] {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ValidationError);
+    return (error as ValidationError).issues;
+  }
+  throw new Error('expected loadConfig to refuse');
+}
+
+describe('loadConfig', () => {
+  it('uses the defaults: 127.0.0.1:7700 over sqlite:./data/leaseq.db', () => {
+    const config = loadConfig({});
+    expect(config).toEqual(DEFAULT_CONFIG);
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 7700,
+      storage: 'sqlite:./data/leaseq.db',
+    });
+  });
+
+  it('gives each setting the same name in a file, the environment and flags; flags win, then env', () => {
+    const file = {
+      path: 'leaseq.json',
+      text: JSON.stringify({ port: 1, maxBatch: 5, logLevel: 'warn' }),
+    };
+    const env = { LEASEQ_PORT: '2', LEASEQ_MAX_BATCH: '6' };
+    const flags = { port: '3' };
+    expect(loadConfig({ file, env, flags })).toMatchObject({
+      port: 3,
+      maxBatch: 6,
+      logLevel: 'warn',
+    });
+    expect(loadConfig({ file, env })).toMatchObject({ port: 2, maxBatch: 6 });
+    expect(loadConfig({ file })).toMatchObject({ port: 1, maxBatch: 5 });
+    expect(flagName('maxPayloadBytes')).toBe('max-payload-bytes');
+    expect(envName('maxPayloadBytes')).toBe('LEASEQ_MAX_PAYLOAD_BYTES');
+    expect(SETTINGS.map((setting) => setting.name)).toContain('receiptSecret');
+  });
+
+  it('reports every wrong setting at once, naming it and where its value came from', () => {
+    const found = problems(() =>
+      loadConfig({
+        file: { path: 'conf.json', text: '{"port": "7700", "prot": 1, "maxWaitMs": -5}' },
+        env: { LEASEQ_LOG_LEVEL: 'loud', LEASEQ_RECEIPT_SECRET: 'short' },
+        flags: { maxBatch: '1.5', storage: '' },
+      }),
+    );
+    expect(found).toEqual([
+      'unknown setting "prot" in conf.json',
+      'port: must be an integer from 0 to 65535, got "7700" (from conf.json)',
+      'storage: must be a string of at least 1 characters (from --storage)',
+      'receiptSecret: must be a string of at least 32 characters (from LEASEQ_RECEIPT_SECRET)',
+      'logLevel: must be one of fatal, error, warn, info, debug, trace, silent, got "loud" (from LEASEQ_LOG_LEVEL)',
+      'maxBatch: must be an integer from 1 to 10000, got "1.5" (from --max-batch)',
+      'maxWaitMs: must be an integer from 0 to 300000, got -5 (from conf.json)',
+    ]);
+  });
+
+  it('refuses a config file that is not a JSON object', () => {
+    expect(problems(() => loadConfig({ file: { path: 'x.json', text: '[1]' } }))).toEqual([
+      'config file x.json must hold a JSON object',
+    ]);
+    expect(problems(() => loadConfig({ file: { path: 'x.json', text: '{' } }))[0]).toMatch(
+      /^config file x\.json is not JSON/,
+    );
+  });
+
+  it('checks API keys field by field', () => {
+    const keys = JSON.stringify([
+      { name: 'a', key: 'short', allow: [{ queues: '*', actions: ['publish'] }] },
+      { name: 'b', sha256: 'abc', allow: [] },
+      {
+        name: '',
+        key: 'k'.repeat(20),
+        sha256: 'f'.repeat(64),
+        allow: [{ queues: 'a b', actions: ['read'] }],
+        role: 1,
+      },
+    ]);
+    expect(problems(() => loadConfig({ env: { LEASEQ_KEYS: keys } }))).toEqual([
+      'keys: [0].key must be a string of at least 16 characters; [1].sha256 must be 64 hex digits; [1].allow must be a non-empty array of { queues, actions }; [2] has an unknown field "role"; [2].name must be a non-empty string; [2] needs exactly one of key and sha256; [2].allow[0].queues must be a queue name pattern (letters, digits, _ . - and *); [2].allow[0].actions must be a non-empty array of publish, consume, admin (from LEASEQ_KEYS)',
+    ]);
+  });
+
+  it('keeps the body limit above one job of the largest payload', () => {
+    expect(
+      problems(() => loadConfig({ flags: { maxPayloadBytes: '4096', maxBodyBytes: '4096' } })),
+    ).toEqual([
+      'maxBodyBytes: must be at least maxPayloadBytes + 1024 (5120) so that one job of the largest payload fits',
+    ]);
+  });
+});

@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import type { Broker } from '../../src/broker/index.js';
+import { ClosedError, type PublishInput } from '../../src/core/index.js';
+import { open } from '../../src/index.js';
+import { DEFAULT_CONFIG, type ServerConfig, startServer } from '../../src/server/index.js';
+import { call } from './helpers.js';
+
+const config = (overrides: Partial<ServerConfig> = {}): ServerConfig => ({
+  ...DEFAULT_CONFIG,
+  storage: 'memory:',
+  port: 0,
+  ...overrides,
+});
+
+/** Log lines written to a string array. */
+function logSink() {
+  const lines: Record<string, unknown>[] = [];
+  return { lines, destination: { write: (line: string) => void lines.push(JSON.parse(line)) } };
+}
+
+/** A memory broker whose publishes wait until `release()` is called. */
+async function heldBroker() {
+  const real = await open('memory:');
+  let release = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let entered = () => {};
+  const publishing = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  const broker: Broker = Object.assign(Object.create(real), {
+    queue: async (name: string) => {
+      const queue = await real.queue(name);
+      return Object.assign(Object.create(queue), {
+        publish: async (input: PublishInput) => {
+          entered();
+          await held;
+          return queue.publish(input);
+        },
+      });
+    },
+  });
+  return { broker, real, release, publishing };
+}
+
+describe('startServer', () => {
+  it('says at start what it serves, that receipts die with it, and that only loopback is served', async () => {
+    const { lines, destination } = logSink();
+    const server = await startServer(config(), { logDestination: destination });
+    await server.close();
+    const messages = lines.map((line) => line.msg);
+    expect(messages).toContain(
+      'no receiptSecret configured: a random one is used, so receipts will not survive a restart',
+    );
+    expect(messages).toContain(
+      'no API keys configured: every request is allowed, so only loopback is served',
+    );
+    expect(lines).toContainEqual(
+      expect.objectContaining({ msg: `leaseq listening on ${server.url}`, storage: 'memory:' }),
+    );
+    expect(messages.at(-1)).toBe('stopped');
+  });
+
+  it('on close answers waiting long polls empty, finishes requests in flight, refuses new ones, then closes the storage', async () => {
+    const { broker, real, release, publishing } = await heldBroker();
+    const { destination } = logSink();
+    const server = await startServer(config({ receiptSecret: 'x'.repeat(32) }), {
+      broker,
+      logDestination: destination,
+    });
+    const { url } = server;
+    await call(url, 'PUT', '/v1/queues/q', { body: {} });
+    const polls = [1, 2].map(() =>
+      call(url, 'POST', '/v1/queues/q/receive', { body: { wait: 10_000 } }),
+    );
+    const inFlight = call(url, 'POST', '/v1/queues/q/jobs', { body: { id: 'late' } });
+    await publishing;
+    const started = Date.now();
+    const closing = server.close();
+    const answers = await Promise.all(polls);
+    expect(answers.map((a) => [a.status, a.body])).toEqual([
+      [200, { deliveries: [] }],
+      [200, { deliveries: [] }],
+    ]);
+    expect(Date.now() - started).toBeLessThan(1000);
+    await expect(call(url, 'GET', '/healthz')).rejects.toThrow();
+    release();
+    expect((await inFlight).body).toEqual({ id: 'late', duplicate: false });
+    await closing;
+    await expect(Promise.resolve().then(() => real.listQueues())).rejects.toBeInstanceOf(
+      ClosedError,
+    );
+  });
+
+  it('cuts requests still in flight after shutdownTimeoutMs', async () => {
+    const { broker, publishing } = await heldBroker();
+    const { lines, destination } = logSink();
+    const server = await startServer(config({ shutdownTimeoutMs: 100 }), {
+      broker,
+      logDestination: destination,
+    });
+    await call(server.url, 'PUT', '/v1/queues/q', { body: {} });
+    const stuck = call(server.url, 'POST', '/v1/queues/q/jobs', { body: {} }).catch(
+      (error: Error) => error,
+    );
+    await publishing;
+    const started = Date.now();
+    await server.close();
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(await stuck).toBeInstanceOf(Error);
+    expect(lines.map((line) => line.msg)).toContain(
+      'requests still in flight after the shutdown timeout: cutting them',
+    );
+  });
+
+  it('fails to start on a port in use, and closes the storage it opened', async () => {
+    const first = await startServer(config(), { logDestination: logSink().destination });
+    const real = await open('memory:');
+    await expect(
+      startServer(config({ port: first.port }), {
+        broker: real,
+        logDestination: logSink().destination,
+      }),
+    ).rejects.toThrow(/EADDRINUSE/);
+    await expect(Promise.resolve().then(() => real.listQueues())).rejects.toBeInstanceOf(
+      ClosedError,
+    );
+    await first.close();
+  });
+});

@@ -1,0 +1,141 @@
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, startTestServer, type TestServer } from './helpers.js';
+
+let server: TestServer;
+const api = (method: string, path: string, body?: unknown) =>
+  call(server.baseUrl, method, path, body === undefined ? {} : { body });
+
+beforeAll(async () => {
+  server = await startTestServer({
+    limits: { maxPayloadBytes: 1024, maxBodyBytes: 4096, maxBatch: 3, maxLongPolls: 2 },
+  });
+  await api('PUT', '/v1/queues/q', {});
+});
+
+afterAll(async () => {
+  await server.close();
+});
+
+async function ready(): Promise<string[]> {
+  return (await (await server.broker.queue('q')).inspect()).ready;
+}
+
+describe('payload and body size', () => {
+  it('accepts a payload of exactly maxPayloadBytes of JSON and refuses one byte more (413)', async () => {
+    const atLimit = 'a'.repeat(1022); // 1022 characters + 2 quotes = 1024 bytes
+    expect((await api('POST', '/v1/queues/q/jobs', { id: 'at', payload: atLimit })).status).toBe(
+      200,
+    );
+    const over = await api('POST', '/v1/queues/q/jobs', { id: 'over', payload: `${atLimit}a` });
+    expect(over.status).toBe(413);
+    expect(over.body.error).toEqual({
+      code: 'PAYLOAD_TOO_LARGE',
+      message: 'payload is 1025 bytes of JSON; the limit is 1024',
+    });
+    const batch = await api('POST', '/v1/queues/q/jobs/batch', {
+      jobs: [{ id: 'fine' }, { id: 'big', payload: `${atLimit}a` }],
+    });
+    expect(batch.status).toBe(413);
+    expect(batch.body.error.message).toContain('jobs[1].payload');
+    expect(await ready()).toEqual(['at']);
+  });
+
+  it('counts payload bytes in UTF-8', async () => {
+    const euro = '€'.repeat(341); // 3 bytes each: 1023 + 2 quotes = 1025
+    expect((await api('POST', '/v1/queues/q/jobs', { id: 'euro', payload: euro })).status).toBe(
+      413,
+    );
+  });
+
+  it('refuses a body over maxBodyBytes with 413 before parsing it', async () => {
+    const answer = await call(server.baseUrl, 'POST', '/v1/queues/q/jobs', {
+      raw: `{"payload":"${'x'.repeat(5000)}"}`,
+    });
+    expect(answer.status).toBe(413);
+    expect(answer.body.error.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('refuses a Content-Length of 100 MB at once, without waiting for the body', async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(`${server.baseUrl}/v1/queues/q/jobs`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(100 * 1024 * 1024),
+        },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+        req.destroy();
+      });
+      req.on('error', reject);
+      req.write('{"id":');
+    });
+    expect(status).toBe(413);
+  });
+});
+
+describe('batches', () => {
+  it('accepts exactly maxBatch entries and refuses one more, publishing nothing', async () => {
+    await api('PUT', '/v1/queues/b', {});
+    const three = await api('POST', '/v1/queues/b/jobs/batch', {
+      jobs: [{ id: '1' }, { id: '2' }, { id: '3' }],
+    });
+    expect(three.status).toBe(200);
+    const four = await api('POST', '/v1/queues/b/jobs/batch', {
+      jobs: [{ id: '4' }, { id: '5' }, { id: '6' }, { id: '7' }],
+    });
+    expect(four.status).toBe(400);
+    expect(four.body.error.message).toBe('body.jobs must NOT have more than 3 items');
+    expect((await api('POST', '/v1/queues/b/receive', { max: 4 })).status).toBe(400);
+    expect((await (await server.broker.queue('b')).inspect()).ready).toEqual(['1', '2', '3']);
+  });
+});
+
+describe('long polls', () => {
+  it('refuses one more waiting receive than maxLongPolls with 429, and frees places when answered', async () => {
+    await api('PUT', '/v1/queues/lp', {});
+    const first = api('POST', '/v1/queues/lp/receive', { wait: 5000 });
+    const second = api('POST', '/v1/queues/lp/receive', { wait: 5000 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const third = await api('POST', '/v1/queues/lp/receive', { wait: 5000 });
+    expect(third.status).toBe(429);
+    expect(third.body.error.code).toBe('TOO_MANY_REQUESTS');
+    // A receive that does not wait is never refused.
+    expect((await api('POST', '/v1/queues/lp/receive', {})).status).toBe(200);
+    await api('POST', '/v1/queues/lp/jobs/batch', { jobs: [{ id: 'a' }, { id: 'b' }] });
+    const answers = await Promise.all([first, second]);
+    expect(
+      answers.flatMap((a) => a.body.deliveries.map((d: { id: string }) => d.id)).sort(),
+    ).toEqual(['a', 'b']);
+    const again = await api('POST', '/v1/queues/lp/receive', { wait: 10 });
+    expect(again.status).toBe(200);
+  });
+
+  it('gives a place back when its client goes away, and returns any job it had taken', async () => {
+    await api('PUT', '/v1/queues/gone', {});
+    const controllers = [new AbortController(), new AbortController()];
+    const polls = controllers.map((controller) =>
+      fetch(`${server.baseUrl}/v1/queues/gone/receive`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ wait: 10_000 }),
+        signal: controller.signal,
+      }).catch(() => undefined),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    for (const controller of controllers) controller.abort();
+    await Promise.all(polls);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const both = await Promise.all([
+      api('POST', '/v1/queues/gone/receive', { wait: 400 }),
+      api('POST', '/v1/queues/gone/receive', { wait: 400 }),
+      api('POST', '/v1/queues/gone/jobs', { id: 'j' }),
+    ]);
+    expect(both.slice(0, 2).map((a) => a.status)).toEqual([200, 200]);
+    const ids = both.slice(0, 2).flatMap((a) => a.body.deliveries.map((d: { id: string }) => d.id));
+    expect(ids).toEqual(['j']);
+  });
+});

@@ -1,0 +1,149 @@
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Broker } from '../../src/broker/index.js';
+import type { QueueOptions } from '../../src/core/index.js';
+import { open } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
+import { call, startTestServer, type TestServer } from './helpers.js';
+
+let server: TestServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+/** A logger whose JSON lines land in `lines`. */
+function capture() {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  return { lines, logger };
+}
+
+describe('/metrics', () => {
+  it('exposes every R17 figure per queue, read at scrape time, and HTTP traffic', async () => {
+    server = await startTestServer();
+    const api = (method: string, path: string, body?: unknown) =>
+      call((server as TestServer).baseUrl, method, path, body === undefined ? {} : { body });
+    await api('PUT', '/v1/queues/orders', { maxDeliveries: 1 });
+    await api('POST', '/v1/queues/orders/jobs/batch', {
+      jobs: [{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'a' }],
+    });
+    const [a, b] = (await api('POST', '/v1/queues/orders/receive', { max: 2 })).body.deliveries;
+    await api('POST', '/v1/queues/orders/extend', { receipt: a.receipt, visibility: 60_000 });
+    await api('POST', '/v1/queues/orders/ack', { receipt: a.receipt });
+    await api('POST', '/v1/queues/orders/ack', { receipt: a.receipt });
+    await api('POST', '/v1/queues/orders/nack', {
+      receipt: b.receipt,
+      requeue: false,
+      reason: 'poison',
+    });
+    const answer = await api('GET', '/metrics');
+    expect(answer.headers.get('content-type')).toContain('text/plain');
+    const text = answer.body as string;
+    for (const line of [
+      'leaseq_jobs{queue="orders",state="ready"} 1',
+      'leaseq_jobs{queue="orders",state="delayed"} 0',
+      'leaseq_jobs{queue="orders",state="active"} 0',
+      'leaseq_jobs{queue="orders",state="dead"} 1',
+      'leaseq_sessions{queue="orders"} 0',
+      'leaseq_published_total{queue="orders"} 3',
+      'leaseq_duplicate_publishes_total{queue="orders"} 1',
+      'leaseq_deliveries_total{queue="orders"} 2',
+      'leaseq_redeliveries_total{queue="orders"} 0',
+      'leaseq_acks_total{queue="orders"} 1',
+      'leaseq_nacks_total{queue="orders"} 1',
+      'leaseq_expiries_total{queue="orders"} 0',
+      'leaseq_session_releases_total{queue="orders"} 0',
+      'leaseq_extensions_total{queue="orders"} 1',
+      'leaseq_stale_acks_total{queue="orders"} 1',
+      'leaseq_stale_nacks_total{queue="orders"} 0',
+      'leaseq_stale_extends_total{queue="orders"} 0',
+      'leaseq_redriven_total{queue="orders"} 0',
+      'leaseq_purged_total{queue="orders"} 0',
+      'leaseq_dead_letters_total{queue="orders",reason="poison"} 1',
+      'leaseq_processed_total{queue="orders"} 1',
+      'leaseq_http_requests_total{method="POST",route="/v1/queues/:name/ack",status="200"} 2',
+    ]) {
+      expect(text).toContain(line);
+    }
+    expect(text).toMatch(/leaseq_oldest_ready_age_seconds\{queue="orders"\} [\d.e-]+/);
+    expect(text).toMatch(/leaseq_processing_seconds_total\{queue="orders"\} [\d.e-]+/);
+    expect(text).toMatch(/leaseq_processing_max_seconds\{queue="orders"\} [\d.e-]+/);
+    expect(text).toMatch(
+      /leaseq_http_request_duration_seconds_count\{method="POST",route="\/v1\/queues\/:name\/receive"\} 1/,
+    );
+    // A deleted queue disappears from the next scrape.
+    await api('DELETE', '/v1/queues/orders');
+    expect((await api('GET', '/metrics')).body).not.toContain('queue="orders"');
+  });
+});
+
+describe('health and readiness', () => {
+  it('answers /healthz while up, and /readyz 503 once the storage is gone', async () => {
+    server = await startTestServer();
+    const { baseUrl, broker } = server;
+    expect((await call(baseUrl, 'GET', '/healthz')).body).toEqual({ status: 'ok' });
+    expect((await call(baseUrl, 'GET', '/readyz')).body).toEqual({ status: 'ready' });
+    await broker.close();
+    const answer = await call(baseUrl, 'GET', '/readyz');
+    expect(answer.status).toBe(503);
+    expect(answer.body.error.code).toBe('CLOSED');
+    expect((await call(baseUrl, 'GET', '/healthz')).status).toBe(200);
+  });
+});
+
+describe('logs', () => {
+  it('carries the job id and the token on every delivery outcome (R17), never the receipt', async () => {
+    const { lines, logger } = capture();
+    server = await startTestServer({ logger });
+    const api = (path: string, body: unknown) =>
+      call((server as TestServer).baseUrl, 'POST', path, { body });
+    await call(server.baseUrl, 'PUT', '/v1/queues/q', { body: {} });
+    await api('/v1/queues/q/jobs/batch', { jobs: [{ id: 'a' }, { id: 'b' }, { id: 'c' }] });
+    const [a, b, c] = (await api('/v1/queues/q/receive', { max: 3 })).body.deliveries;
+    await api('/v1/queues/q/extend', { receipt: a.receipt, visibility: 1000 });
+    await api('/v1/queues/q/ack', { receipt: a.receipt });
+    await api('/v1/queues/q/ack', { receipt: a.receipt });
+    await api('/v1/queues/q/nack', { receipt: b.receipt });
+    await api('/v1/queues/q/nack', { receipt: c.receipt, requeue: false });
+    const outcomes = lines
+      .filter((line) => line.jobId !== undefined)
+      .map((line) => [line.msg, line.jobId, line.token]);
+    expect(outcomes).toEqual([
+      ['delivered', 'a', 1],
+      ['delivered', 'b', 2],
+      ['delivered', 'c', 3],
+      ['extended', 'a', 1],
+      ['acked', 'a', 1],
+      ['stale ack', 'a', 1],
+      ['requeued', 'b', 2],
+      ['dead-lettered', 'c', 3],
+    ]);
+    const all = JSON.stringify(lines);
+    for (const delivery of [a, b, c]) expect(all).not.toContain(delivery.receipt);
+  });
+
+  it('logs internal errors in full but tells the client only "internal error"', async () => {
+    const { lines, logger } = capture();
+    const real = await open('memory:');
+    const broker: Broker = Object.assign(Object.create(real), {
+      queue: async (name: string, options?: QueueOptions) =>
+        Object.assign(Object.create(await real.queue(name, options)), {
+          stats: () => Promise.reject(new Error('secret detail: /var/lib/leaseq')),
+        }),
+    });
+    const app = await createApp({ broker, logger });
+    const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      await call(baseUrl, 'PUT', '/v1/queues/boom', { body: {} });
+      const answer = await call(baseUrl, 'GET', '/v1/queues/boom/stats');
+      expect(answer.status).toBe(500);
+      expect(answer.body).toEqual({ error: { code: 'INTERNAL', message: 'internal error' } });
+      expect(JSON.stringify(lines)).toContain('secret detail');
+    } finally {
+      await app.close();
+      await real.close();
+    }
+  });
+});

@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/broker/index.js';
+import { ValidationError } from '../../src/core/index.js';
+import { Receipts } from '../../src/server/receipts.js';
+import { call, startTestServer, type TestServer } from './helpers.js';
+
+const SECRET = 'a-receipt-secret-of-32-characters!!';
+
+describe('Receipts', () => {
+  const receipts = new Receipts(SECRET);
+
+  it('round-trips the token and the job id, whatever characters the id holds', () => {
+    for (const id of ['a', 'job-1', 'ü/ñ 😀', '"quoted",[json]', 'x'.repeat(256)]) {
+      const receipt = receipts.issue('orders', 42, id);
+      expect(receipt).toMatch(/^[A-Za-z0-9_-]+$/);
+      expect(receipts.verify('orders', receipt)).toEqual({ token: 42, id });
+    }
+    const big = receipts.issue('orders', Number.MAX_SAFE_INTEGER, 'a');
+    expect(receipts.verify('orders', big).token).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  it('refuses another queue, another secret, and every altered byte', () => {
+    const receipt = receipts.issue('orders', 7, 'job');
+    const refuse = (queue: string, text: string, by = receipts) =>
+      expect(() => by.verify(queue, text)).toThrow(
+        expect.objectContaining({ code: 'INVALID_RECEIPT' }),
+      );
+    refuse('payments', receipt);
+    refuse('orders', receipt, new Receipts('another-secret-of-32-characters!!!'));
+    const bytes = Buffer.from(receipt, 'base64url');
+    for (let index = 0; index < bytes.length; index++) {
+      const altered = Buffer.from(bytes);
+      altered[index] = (altered[index] as number) ^ 0x01;
+      refuse('orders', altered.toString('base64url'));
+    }
+    refuse('orders', receipt.toUpperCase());
+    refuse('orders', `${receipt}A`);
+    refuse('orders', receipt.slice(0, -1));
+    refuse('orders', '');
+  });
+
+  it('signs session handles the same way; a bad one is an unknown session', () => {
+    const handle = receipts.issueSession('orders', 's1');
+    expect(receipts.verifySession('orders', handle)).toBe('s1');
+    expect(() => receipts.verifySession('payments', handle)).toThrow(ValidationError);
+    expect(() => receipts.verifySession('orders', 's1')).toThrow(ValidationError);
+  });
+});
+
+describe('receipts over HTTP', () => {
+  let server: TestServer;
+  const clock = new ManualClock(1000);
+  const api = (method: string, path: string, body?: unknown) =>
+    call(server.baseUrl, method, path, body === undefined ? {} : { body });
+  const state = async (name: string) => {
+    const queue = await server.broker.queue(name);
+    return { view: await queue.inspect(), stats: await queue.stats() };
+  };
+
+  beforeAll(async () => {
+    server = await startTestServer({ clock, receiptSecret: SECRET });
+    for (const name of ['orders', 'payments']) {
+      await api('PUT', `/v1/queues/${name}`, { visibility: 100 });
+      await api('POST', `/v1/queues/${name}/jobs`, { id: `${name}-1` });
+    }
+  });
+
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it('refuses forged, altered and other-queue receipts with INVALID_RECEIPT, changing nothing', async () => {
+    const [order] = (await api('POST', '/v1/queues/orders/receive', {})).body.deliveries;
+    const [payment] = (await api('POST', '/v1/queues/payments/receive', {})).body.deliveries;
+    const forger = new Receipts('not-the-server-secret-but-32-chars!');
+    const altered = Buffer.from(order.receipt, 'base64url');
+    altered[8] = 2; // the token's last byte: 1 → 2
+    const before = await state('orders');
+    for (const receipt of [
+      payment.receipt,
+      forger.issue('orders', order.fencingToken, order.id),
+      altered.toString('base64url'),
+      order.receipt.toLowerCase(),
+    ]) {
+      for (const [path, body] of [
+        ['/ack', { receipt }],
+        ['/nack', { receipt, requeue: false }],
+        ['/extend', { receipt, visibility: 10 }],
+      ] as const) {
+        const answer = await api('POST', `/v1/queues/orders${path}`, body);
+        expect(answer.status).toBe(400);
+        expect(answer.body).toEqual({
+          error: {
+            code: 'INVALID_RECEIPT',
+            message: 'the receipt was not issued for queue orders',
+          },
+        });
+      }
+      const batch = await api('POST', '/v1/queues/orders/ack/batch', {
+        receipts: [order.receipt, receipt],
+      });
+      expect(batch.status).toBe(400);
+    }
+    expect(await state('orders')).toEqual(before);
+    expect(before.view.active.map((a) => a.token)).toEqual([order.fencingToken]);
+  });
+
+  it('answers a genuine but stale receipt as SPEC R8 says: false, and the newer delivery stays live', async () => {
+    await api('PUT', '/v1/queues/worked', { visibility: 5 });
+    await api('POST', '/v1/queues/worked/jobs', { id: 'a' });
+    const [first] = (await api('POST', '/v1/queues/worked/receive', {})).body.deliveries;
+    clock.advance(5);
+    expect((await api('POST', '/v1/queues/worked/ack', { receipt: first.receipt })).body).toEqual({
+      acked: false,
+    });
+    const [second] = (await api('POST', '/v1/queues/worked/receive', {})).body.deliveries;
+    expect(second).toMatchObject({ id: 'a', fencingToken: 2, deliveryCount: 2, redelivered: true });
+    expect(
+      (await api('POST', '/v1/queues/worked/ack', { receipt: first.receipt })).body.acked,
+    ).toBe(false);
+    expect(
+      (await api('POST', '/v1/queues/worked/nack', { receipt: first.receipt })).body.nacked,
+    ).toBe(false);
+    const extend = await api('POST', '/v1/queues/worked/extend', {
+      receipt: first.receipt,
+      visibility: 50,
+    });
+    expect(extend.body.deadline).toBeNull();
+    expect((await state('worked')).view.active).toEqual([
+      { token: 2, id: 'a', deadline: clock.now() + 5, deliveryCount: 2 },
+    ]);
+    clock.advance(1);
+    expect(
+      (await api('POST', '/v1/queues/worked/ack', { receipt: second.receipt })).body.acked,
+    ).toBe(true);
+  });
+});
