@@ -1,8 +1,7 @@
 // A production consumer: 8 jobs at a time, leases renewed, retries with backoff, poison jobs
 // dead-lettered, graceful shutdown on SIGTERM/SIGINT. Run: npx tsx examples/worker.ts [url]
 // (DEMO=1 publishes three jobs first; MAIL_API_URL sends for real, else the mail is printed.)
-import { open } from '../src/index.js';
-import { closeOnSignals, PermanentError, work } from '../src/worker/index.js';
+import { closeOnSignals, open, PermanentError, work } from 'leaseq';
 
 interface Email {
   to: string;

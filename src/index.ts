@@ -9,3 +9,4 @@ export * from './broker/index.js';
 export * from './core/index.js';
 export * from './engine/index.js';
 export { type OpenOptions, open } from './open.js';
+export * from './worker/index.js';

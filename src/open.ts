@@ -15,7 +15,8 @@ export async function open(url?: string, options: OpenOptions = {}): Promise<Bro
     return openRemote(url, options);
   }
   const { clock, ...engineOptions } = options;
-  const engine = await openEngine(url, engineOptions);
+  // Several processes may share the storage: a call never fails because another committed first.
+  const engine = await openEngine(url, { clockMode: 'follow', ...engineOptions });
   if (clock !== undefined) return new EngineBroker(engine, { clock });
   const system = new SystemClock();
   if (engine.storageTime !== undefined) {

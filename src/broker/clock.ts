@@ -87,16 +87,19 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted || ms <= 0) return resolve();
-      const sleeper = { until: this.time + ms, resolve: () => resolve() };
-      this.sleepers.push(sleeper);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          this.sleepers = this.sleepers.filter((other) => other !== sleeper);
+      const onAbort = () => {
+        this.sleepers = this.sleepers.filter((other) => other !== sleeper);
+        resolve();
+      };
+      const sleeper = {
+        until: this.time + ms,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
           resolve();
         },
-        { once: true },
-      );
+      };
+      this.sleepers.push(sleeper);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 

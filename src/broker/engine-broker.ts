@@ -158,15 +158,25 @@ export class EngineQueue implements Queue {
     if (!Number.isSafeInteger(wait) || wait < 0) {
       throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
     }
+    if (wait === 0) return this.timed((now) => this.handle.reserve(now, reserve));
     const until = this.clock.now() + wait;
-    for (;;) {
-      const deliveries = await this.timed((now) => this.handle.reserve(now, reserve));
-      const now = this.clock.now();
-      if (deliveries.length > 0 || now >= until || signal?.aborted || this.closed.aborted) {
-        return deliveries;
+    for (let first = true; ; first = false) {
+      // Woken by the caller's signal or by closing: answer empty, touch nothing more.
+      if (!first && (signal?.aborted || this.closed.aborted)) return [];
+      const parked = this.parkOnWake(signal);
+      try {
+        const deliveries = await this.timed((now) => this.handle.reserve(now, reserve));
+        const now = this.clock.now();
+        if (deliveries.length > 0 || now >= until || signal?.aborted || this.closed.aborted) {
+          return deliveries;
+        }
+        const nextEvent = (await this.handle.nextEventAt()) ?? Number.POSITIVE_INFINITY;
+        const sleepMs = Math.min(until, nextEvent) - now;
+        // A lease or delay already due: the next reserve handles it (R3), no need to sleep.
+        if (sleepMs > 0) await Promise.race([parked.woken, this.clock.sleep(sleepMs, parked.stop)]);
+      } finally {
+        parked.release();
       }
-      const nextEvent = (await this.handle.nextEventAt()) ?? Number.POSITIVE_INFINITY;
-      await this.park(Math.max(1, Math.min(until, nextEvent) - now), signal);
     }
   }
 
@@ -242,20 +252,24 @@ export class EngineQueue implements Queue {
     return result;
   }
 
-  private async park(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  /**
+   * Listens for wake-ups of this queue from now on, so a publish that lands between an empty
+   * reserve and the wait is not missed. `stop` ends the wait (caller's signal, broker closing).
+   */
+  private parkOnWake(signal: AbortSignal | undefined) {
     const stop = new AbortController();
     const abort = () => stop.abort();
     signal?.addEventListener('abort', abort, { once: true });
     this.closed.addEventListener('abort', abort, { once: true });
-    try {
-      await Promise.race([
-        this.clock.sleep(ms, stop.signal),
-        this.wakes.next(this.name, stop.signal),
-      ]);
-    } finally {
-      stop.abort();
-      signal?.removeEventListener('abort', abort);
-      this.closed.removeEventListener('abort', abort);
-    }
+    const woken = this.wakes.next(this.name, stop.signal);
+    return {
+      woken,
+      stop: stop.signal,
+      release: () => {
+        stop.abort();
+        signal?.removeEventListener('abort', abort);
+        this.closed.removeEventListener('abort', abort);
+      },
+    };
   }
 }

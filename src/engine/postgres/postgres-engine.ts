@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { LeaseqError, StorageUnavailableError } from '../../core/index.js';
 import type { Engine } from '../engine.js';
-import { type EngineOptions, redactUrl } from '../open-engine.js';
+import { checkClockMode, type EngineOptions, redactUrl } from '../open-engine.js';
 import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
@@ -38,7 +38,7 @@ const types = {
  */
 export async function openPostgresEngine(
   url: string,
-  _options: EngineOptions = {},
+  options: EngineOptions = {},
 ): Promise<Engine> {
   const target = redactUrl(url);
   const pool = new pg.Pool({ connectionString: url, types, max: 4, connectionTimeoutMillis: 5000 });
@@ -61,6 +61,7 @@ export async function openPostgresEngine(
       target,
       capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: true },
       dialect: DIALECT,
+      followClock: checkClockMode(options.clockMode) === 'follow',
       storageTime: async () => {
         const result = await pool.query<{ ms: string }>(
           'SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint AS ms',

@@ -34,15 +34,21 @@ export class JobMoves {
     readonly c: SqlConnection,
     readonly q: QueueRow,
     readonly dialect: SqlDialect,
+    /** Raise a `now` behind the clock instead of refusing it (see EngineOptions.clockMode). */
+    readonly followClock = false,
   ) {}
 
   // --- R3 -----------------------------------------------------------------------------------
 
-  /** Checks `now` (R2) and lets time pass: ends sessions, reclaims leases, promotes delays. */
-  async advance(now: number): Promise<void> {
-    checkNow(now, this.q.clock);
+  /**
+   * Checks `now` (R2) and lets time pass: ends sessions, reclaims leases, promotes delays.
+   * Returns the time the call happens at: `now`, or the clock when following it.
+   */
+  async advance(requested: number): Promise<number> {
+    checkNow(requested, this.followClock ? 0 : this.q.clock);
+    const now = Math.max(requested, this.q.clock);
     this.q.clock = now;
-    if (now < this.q.nextEventAt) return;
+    if (now < this.q.nextEventAt) return now;
     const released = await this.endTimedOutSessions(now);
     const seen = new Set(released.map((release) => release.row.token));
     const expired = await this.c.query<DeliveryRow>(
@@ -59,6 +65,7 @@ export class JobMoves {
       now,
     ]);
     this.q.nextEventAt = await this.computeNextEventAt();
+    return now;
   }
 
   /** R3a: every session whose heartbeat or ack timeout passed ends, releasing its deliveries. */

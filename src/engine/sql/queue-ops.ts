@@ -33,7 +33,7 @@ export interface ReserveArgs {
 export class QueueOps extends JobMoves {
   /** Publishes in order; new jobs are written in one statement (R4, R5). */
   async publish(now: number, inputs: readonly EncodedPublish[]): Promise<PublishResult[]> {
-    await this.advance(now);
+    now = await this.advance(now);
     const ids = new IdAllocator(this, now);
     await ids.check(
       inputs.flatMap((input) => (input.id === undefined ? [] : [input.id])),
@@ -112,7 +112,7 @@ export class QueueOps extends JobMoves {
 
   async reserve(now: number, args: ReserveArgs): Promise<Delivery[]> {
     if (args.session !== undefined) this.checkSessionKnown(args.session);
-    await this.advance(now);
+    now = await this.advance(now);
     let count = Math.min(args.max, this.q.options.prefetch - this.q.active, this.q.ready);
     let ackTimeout: number | null = null;
     if (args.session !== undefined) {
@@ -173,7 +173,7 @@ export class QueueOps extends JobMoves {
   }
 
   async ack(now: number, tokens: readonly number[]): Promise<boolean[]> {
-    await this.advance(now);
+    now = await this.advance(now);
     const deleted = await this.c.query<{ id: string; token: number; delivered_at: number }>(
       `DELETE FROM ${this.dialect.jobsByToken} WHERE queue = ? AND token IN ${this.dialect.jsonList('integer')}
        RETURNING id, token, delivered_at`,
@@ -196,7 +196,7 @@ export class QueueOps extends JobMoves {
   }
 
   async nack(now: number, token: number, nack: ResolvedNack): Promise<boolean> {
-    await this.advance(now);
+    now = await this.advance(now);
     const row = await this.liveDelivery(token);
     if (row === undefined) {
       this.q.counters.staleNacks += 1;
@@ -207,7 +207,7 @@ export class QueueOps extends JobMoves {
   }
 
   async extend(now: number, token: number, visibility: number): Promise<number | null> {
-    await this.advance(now);
+    now = await this.advance(now);
     const row = await this.liveDelivery(token);
     if (row === undefined) {
       this.q.counters.staleExtends += 1;
@@ -234,7 +234,7 @@ export class QueueOps extends JobMoves {
   }
 
   async openSessionAt(now: number, options: ResolvedSession): Promise<string> {
-    await this.advance(now);
+    now = await this.advance(now);
     const id = `s${this.q.nextSession++}`;
     await this.c.run(
       `INSERT INTO leaseq_sessions (queue, id, prefetch, timeout, ack_timeout, last_heartbeat)
@@ -255,7 +255,7 @@ export class QueueOps extends JobMoves {
 
   async heartbeat(now: number, sessionId: string): Promise<void> {
     this.checkSessionKnown(sessionId);
-    await this.advance(now);
+    now = await this.advance(now);
     await this.openSession(sessionId);
     await this.c.run('UPDATE leaseq_sessions SET last_heartbeat = ? WHERE queue = ? AND id = ?', [
       now,
@@ -266,7 +266,7 @@ export class QueueOps extends JobMoves {
 
   async closeSession(now: number, sessionId: string): Promise<number> {
     this.checkSessionKnown(sessionId);
-    await this.advance(now);
+    now = await this.advance(now);
     await this.openSession(sessionId);
     const released = await this.endSession(sessionId, now);
     await this.release(released, now);
@@ -276,7 +276,7 @@ export class QueueOps extends JobMoves {
   /** R11: every live delivery of the session with a token ≤ `token`, in token order. */
   async upTo(now: number, sessionId: string, token: number): Promise<DeliveryRow[]> {
     this.checkSessionKnown(sessionId);
-    await this.advance(now);
+    now = await this.advance(now);
     await this.openSession(sessionId);
     return this.c.query<DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs
@@ -311,7 +311,7 @@ export class QueueOps extends JobMoves {
   }
 
   async redrive(now: number, ids: readonly string[] | undefined): Promise<number> {
-    await this.advance(now);
+    now = await this.advance(now);
     let moved = 0;
     for (const id of await this.deadIds(ids)) {
       const changed = await this.c.run(
@@ -330,7 +330,7 @@ export class QueueOps extends JobMoves {
   }
 
   async purge(now: number, ids: readonly string[] | undefined): Promise<number> {
-    await this.advance(now);
+    now = await this.advance(now);
     let purged = 0;
     for (const id of await this.deadIds(ids)) {
       purged += await this.c.run(
@@ -344,7 +344,7 @@ export class QueueOps extends JobMoves {
   }
 
   async stats(now: number): Promise<QueueStats> {
-    await this.advance(now);
+    now = await this.advance(now);
     const [oldest] = await this.c.query<{ since: number | null }>(
       `SELECT MIN(ready_since) AS since FROM leaseq_jobs WHERE queue = ? AND state = 'ready'`,
       [this.q.name],

@@ -25,6 +25,8 @@ export interface SqlEngineParts {
   acquire: () => Promise<{ connection: SqlConnection; release: () => void }>;
   /** Closes connections and listeners. */
   shutdown: () => Promise<void>;
+  /** See EngineOptions.clockMode. */
+  followClock: boolean;
   /** Turns a storage failure into a typed error naming the storage. */
   translateError?: (error: unknown) => unknown;
   /** The storage's own clock in ms, for storages shared by machines. */
@@ -56,7 +58,13 @@ export class SqlEngine implements Engine {
       const stored = await readQueueOptions(connection, name);
       if (stored !== undefined) checkSameOptions(name, stored, options);
     });
-    return new SqlQueue(name, this.executor, this.parts.dialect, this.wakes);
+    return new SqlQueue(
+      name,
+      this.executor,
+      this.parts.dialect,
+      this.wakes,
+      this.parts.followClock,
+    );
   }
 
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
@@ -93,7 +101,15 @@ export class SqlEngine implements Engine {
   transaction<T>(work: (tx: EngineTransaction) => Promise<T>): Promise<T> {
     this.checkOpen();
     return this.executor.submitExclusive((connection, batch) =>
-      work(new SqlTransaction(connection, batch, this.parts.dialect, this.wakes)),
+      work(
+        new SqlTransaction(
+          connection,
+          batch,
+          this.parts.dialect,
+          this.wakes,
+          this.parts.followClock,
+        ),
+      ),
     );
   }
 

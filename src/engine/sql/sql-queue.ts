@@ -32,6 +32,7 @@ export class SqlQueue implements QueueHandle {
     private readonly executor: GroupCommitExecutor,
     private readonly dialect: SqlDialect,
     private readonly wakes: WakeHub,
+    private readonly followClock: boolean,
   ) {}
 
   /** Runs `action` on the queue in a transaction; `wakes` when it may make jobs ready. */
@@ -128,7 +129,7 @@ export class SqlQueue implements QueueHandle {
 
   private async ops(connection: SqlConnection, batch: BatchContext): Promise<QueueOps> {
     const row = await loadQueueRow(connection, batch, this.dialect, this.name);
-    return new QueueOps(connection, row, this.dialect);
+    return new QueueOps(connection, row, this.dialect, this.followClock);
   }
 
   async nack(now: number, token: number, options?: NackOptions) {

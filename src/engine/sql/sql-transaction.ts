@@ -20,6 +20,7 @@ export class SqlTransaction implements EngineTransaction {
     private readonly batch: BatchContext,
     private readonly dialect: SqlDialect,
     private readonly wakes: WakeHub,
+    private readonly followClock: boolean,
   ) {}
 
   query<Row extends object>(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
@@ -63,7 +64,7 @@ export class SqlTransaction implements EngineTransaction {
   private async ops(queue: string): Promise<QueueOps> {
     checkQueueName(queue);
     const row = await loadQueueRow(this.connection, this.batch, this.dialect, queue);
-    return new QueueOps(this.connection, row, this.dialect);
+    return new QueueOps(this.connection, row, this.dialect, this.followClock);
   }
 
   private wakeAfterCommit(queue: string): void {

@@ -8,7 +8,7 @@ import {
   ValidationError,
 } from '../../core/index.js';
 import type { Engine } from '../engine.js';
-import type { EngineOptions } from '../open-engine.js';
+import { checkClockMode, type EngineOptions } from '../open-engine.js';
 import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
@@ -61,6 +61,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       target,
       capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: false },
       dialect: DIALECT,
+      followClock: checkClockMode(options.clockMode) === 'follow',
       translateError: (error) => translateSqliteError(error, target),
       acquire: async () => {
         if (busy) throw new Error('sqlite connection used by two transactions at once');

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { EngineBroker, ManualClock, MemoryEngine, type QueueHandle } from '../../src/index.js';
+
+// The Broker's receive: long waits without polling, woken by publishes, bounded by `wait`.
+async function setup() {
+  const clock = new ManualClock(1_000);
+  const engine = new MemoryEngine();
+  const broker = new EngineBroker(engine, { clock });
+  const queue = await broker.queue('jobs', { visibility: 100 });
+  return { clock, engine, broker, queue };
+}
+
+/** Resolves once `clock` has a sleeper, i.e. the receive is parked. */
+async function parked(clock: ManualClock): Promise<void> {
+  while (clock.waiting === 0) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('receive with wait', () => {
+  it('answers as soon as a job is published, without time passing', async () => {
+    const { clock, queue, broker } = await setup();
+    const receiving = queue.receive({ wait: 20_000 });
+    await parked(clock);
+    await queue.publish({ id: 'a' });
+    const deliveries = await receiving;
+    expect(deliveries.map((delivery) => [delivery.id, delivery.token])).toEqual([['a', 1]]);
+    expect(clock.now()).toBe(1_000);
+    await broker.close();
+  });
+
+  it('answers empty when the wait runs out', async () => {
+    const { clock, queue, broker } = await setup();
+    const receiving = queue.receive({ wait: 500 });
+    await parked(clock);
+    clock.advance(499);
+    await new Promise((resolve) => setImmediate(resolve));
+    clock.advance(1);
+    expect(await receiving).toEqual([]);
+    await broker.close();
+  });
+
+  it('wakes at a lease deadline within the wait and takes the reclaimed job', async () => {
+    const { clock, queue, broker } = await setup();
+    await queue.publish({ id: 'a' });
+    const [first] = await queue.receive();
+    expect(first?.deadline).toBe(1_100);
+    const receiving = queue.receive({ wait: 1_000 });
+    await parked(clock);
+    clock.advance(100);
+    const [again] = await receiving;
+    expect(again).toMatchObject({ id: 'a', token: 2, deliveryCount: 2, redelivered: true });
+    await broker.close();
+  });
+
+  it('does not miss a publish that lands between the empty reserve and the wait', async () => {
+    const { clock, engine, queue: _unused } = await setup();
+    const broker = new EngineBroker(wrapEngine(engine, 'jobs'), { clock });
+    const queue = await broker.queue('jobs');
+    // The wrapped reserve publishes right after answering empty, before receive can park.
+    const deliveries = await queue.receive({ wait: 20_000 });
+    expect(deliveries.map((delivery) => delivery.id)).toEqual(['late']);
+    expect(clock.now()).toBe(1_000);
+    await broker.close();
+
+    function wrapEngine(inner: MemoryEngine, name: string): MemoryEngine {
+      let published = false;
+      const original = inner.queue.bind(inner);
+      inner.queue = async (queueName, options) => {
+        const handle = await original(queueName, options);
+        if (queueName !== name) return handle;
+        const reserve = handle.reserve.bind(handle);
+        const wrapped: QueueHandle = Object.create(handle);
+        wrapped.reserve = async (now, reserveOptions) => {
+          const result = await reserve(now, reserveOptions);
+          if (result.length === 0 && !published) {
+            published = true;
+            await handle.publish(now, { id: 'late' });
+          }
+          return result;
+        };
+        return wrapped;
+      };
+      return inner;
+    }
+  });
+
+  it('an aborted signal ends the wait with an empty answer', async () => {
+    const { clock, queue, broker } = await setup();
+    const controller = new AbortController();
+    const receiving = queue.receive({ wait: 20_000, signal: controller.signal });
+    await parked(clock);
+    controller.abort();
+    expect(await receiving).toEqual([]);
+    expect(clock.waiting).toBe(0);
+    await broker.close();
+  });
+
+  it('closing the broker answers waiting receives empty', async () => {
+    const { clock, queue, broker } = await setup();
+    const receiving = queue.receive({ wait: 20_000 });
+    await parked(clock);
+    await broker.close();
+    expect(await receiving).toEqual([]);
+  });
+
+  it('a bad wait is a ValidationError and reserves nothing', async () => {
+    const { queue, broker } = await setup();
+    await queue.publish({ id: 'a' });
+    for (const wait of [-1, 1.5, Number.NaN]) {
+      await expect(queue.receive({ wait })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    expect((await queue.inspect()).ready).toEqual(['a']);
+    await broker.close();
+  });
+});
