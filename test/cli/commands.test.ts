@@ -1,0 +1,316 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { render } from '../../src/cli/progress.js';
+import { COMMANDS, runCli } from '../../src/cli/run.js';
+import { startTestServer, type TestServer } from '../server/helpers.js';
+import { fakeContext, leaseq } from './context.js';
+
+let server: TestServer;
+let env: Record<string, string>;
+let dir: string;
+let counter = 0;
+const fresh = () => `cli${++counter}`;
+const run = (argv: string[], stdin?: string) =>
+  leaseq(argv, { env, ...(stdin === undefined ? {} : { stdin }) });
+
+beforeAll(async () => {
+  server = await startTestServer();
+  env = { LEASEQ_SERVER: server.baseUrl };
+  dir = mkdtempSync(join(tmpdir(), 'leaseq-cli-'));
+});
+
+afterAll(async () => {
+  await server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('help', () => {
+  it('lists every command, and every command has --help', async () => {
+    const top = await run(['--help']);
+    expect(top.code).toBe(0);
+    for (const command of COMMANDS) {
+      expect(top.stdout).toContain(command.name);
+      const help = await run([...command.name.split(' '), '--help']);
+      expect(help.code, command.name).toBe(0);
+      expect(help.stdout).toContain(`usage: leaseq ${command.name}`);
+    }
+    expect((await run(['serve', '--help'])).stdout).toContain('--port');
+    expect((await run(['serve', '--help'])).stdout).toContain('LEASEQ_PORT');
+    expect((await run(['publish', '--help'])).stdout).toContain('LEASEQ_SERVER');
+  });
+
+  it('refuses unknown commands and options with exit code 2', async () => {
+    expect(await run(['nope'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('unknown command "nope"'),
+    });
+    expect(await run(['queue'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('queue create'),
+    });
+    expect(await run(['receive'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('missing <queue>'),
+    });
+    expect(await run(['receive', 'q', '--bogus'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("'--bogus'"),
+    });
+    expect(await run(['receive', 'q', '--max=-1'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--max must be an integer'),
+    });
+  });
+});
+
+describe('queues', () => {
+  it('creates, lists and shows the figures of a queue, as text or JSON', async () => {
+    const name = fresh();
+    const created = await run([
+      'queue',
+      'create',
+      name,
+      '--visibility',
+      '5000',
+      '--max-deliveries',
+      '3',
+    ]);
+    expect(created).toMatchObject({ code: 0 });
+    expect(created.stdout).toBe(
+      `created ${name}  visibility=5000ms prefetch=unbounded maxDeliveries=3 maxLease=unbounded dedupWindow=0ms\n`,
+    );
+    expect((await run(['queue', 'create', name, '--json'])).stdout).toContain('"created":false');
+    const conflict = await run(['queue', 'create', name, '--visibility', '1']);
+    expect(conflict).toMatchObject({ code: 1, stderr: expect.stringContaining('CONFLICT') });
+    expect((await run(['queue', 'list'])).stdout).toContain(`${name}  visibility=5000ms`);
+    const listed = JSON.parse((await run(['queue', 'list', '--json'])).stdout);
+    expect(listed).toContainEqual({
+      name,
+      options: expect.objectContaining({ maxDeliveries: 3, prefetch: null }),
+    });
+    expect((await run(['queue', 'stats', name])).stdout).toMatch(/^ready\s+0$/m);
+    expect(JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout)).toMatchObject({
+      ready: 0,
+      acks: 0,
+    });
+  });
+});
+
+describe('publish, receive, ack and nack', () => {
+  it('publishes payloads given as arguments, then receives and acks them by receipt', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    const published = await run(['publish', name, '{"n":1}', '"two"', '3', '--delay', '0']);
+    expect(published.code).toBe(0);
+    expect(published.stdout.trim().split('\n')).toHaveLength(3);
+    expect((await run(['publish', name, '--id', 'mine', '{}'])).stdout).toBe('published mine\n');
+    expect((await run(['publish', name, '--id', 'mine', '{}'])).stdout).toBe('duplicate mine\n');
+    const received = await run(['receive', name, '--max', '10', '--json']);
+    const deliveries = JSON.parse(received.stdout);
+    expect(deliveries.map((d: { payload: unknown }) => d.payload)).toEqual([
+      { n: 1 },
+      'two',
+      3,
+      {},
+    ]);
+    expect(deliveries[0]).toMatchObject({
+      fencingToken: 1,
+      receipt: expect.any(String),
+      deliveryCount: 1,
+    });
+    const receipts = deliveries.map((d: { receipt: string }) => d.receipt);
+    const acked = await run(['ack', name, ...receipts.slice(0, 2)]);
+    expect(acked.code).toBe(0);
+    expect(acked.stdout).toMatch(/^acked .+\nacked .+\n$/);
+    const again = await run(['ack', name, receipts[0], '--json']);
+    expect(again.code).toBe(3);
+    expect(JSON.parse(again.stdout)).toEqual({ receipt: receipts[0], acked: false });
+    expect((await run(['nack', name, receipts[2], '--delay', '60000'])).stdout).toMatch(
+      /^requeued /,
+    );
+    expect((await run(['nack', name, receipts[3], '--dead', '--reason', 'bad'])).stdout).toMatch(
+      /^dead-lettered /,
+    );
+    const stats = JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout);
+    expect(stats).toMatchObject({ acks: 2, staleAcks: 1, nacks: 2, delayed: 1, dead: 1 });
+  });
+
+  it('refuses a payload that is not JSON, and --id with several payloads', async () => {
+    const name = fresh();
+    expect(await run(['publish', name, 'hello'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('payload 1 is not JSON'),
+    });
+    expect(await run(['publish', name, '--id', 'x', '1', '2'])).toMatchObject({ code: 2 });
+    expect(await run(['publish', name])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('JSON lines on stdin'),
+    });
+  });
+
+  it('publishes JSON lines from stdin, and from a file in batches with a progress bar', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    const fromStdin = await run(['publish', name], '{"id":"s1","payload":1}\n\n{"payload":2}\n');
+    expect(fromStdin.stdout).toBe(`published 2 jobs (0 duplicates) to ${name}\n`);
+    const file = join(dir, 'jobs.jsonl');
+    const lines = Array.from({ length: 250 }, (_, i) =>
+      JSON.stringify({ id: `f${i}`, payload: { i } }),
+    );
+    writeFileSync(file, `${lines.join('\n')}\n{"id":"s1"}`);
+    const fromFile = await run(['publish', name, '--file', file, '--progress']);
+    expect(fromFile.code).toBe(0);
+    expect(fromFile.stdout).toBe(`published 250 jobs (1 duplicates) to ${name}\n`);
+    expect(fromFile.stderr).toContain('publishing [##############################] 100% 251 jobs');
+    const json = await run(['publish', name, '--file', file, '--json', '--batch-size', '100']);
+    expect(
+      json.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).duplicate),
+    ).toEqual(Array(251).fill(true));
+  });
+
+  it('says which lines failed and how many jobs were published before them', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    const file = join(dir, 'bad.jsonl');
+    writeFileSync(file, '{"id":"a"}\n{"id":"b"}\n{"id":"c","delay":-1}\n{"id":"d"}\n');
+    const bad = await run(['publish', name, '--file', file, '--batch-size', '2']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(
+      'lines 3–4 were not published (2 jobs were published before them)',
+    );
+    expect(bad.stderr).toContain('body.jobs.0.delay must be >= 0');
+    writeFileSync(file, '{"id":"x"}\nnot json\n');
+    expect((await run(['publish', name, '--file', file])).stderr).toContain(
+      'line 2 is not JSON (0 jobs were published before it)',
+    );
+  });
+
+  it('receives nothing from an empty queue, and waits with --wait', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    expect(await run(['receive', name])).toMatchObject({
+      code: 0,
+      stdout: '',
+      stderr: 'no job ready\n',
+    });
+    const started = Date.now();
+    expect((await run(['receive', name, '--wait', '200', '--json'])).stdout).toBe('[]\n');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+  });
+});
+
+describe('dead letters', () => {
+  it('lists dead jobs with their history and redrives them with a progress bar', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name, '--max-deliveries', '1']);
+    await run(['publish', name, '--id', 'd1', '1']);
+    await run(['publish', name, '--id', 'd2', '2']);
+    const deliveries = JSON.parse((await run(['receive', name, '--max', '2', '--json'])).stdout);
+    await run(['nack', name, ...deliveries.map((d: { receipt: string }) => d.receipt)]);
+    const listed = await run(['dead', 'list', name]);
+    expect(listed.stdout).toMatch(
+      /^d1 {2}reason=max-deliveries deliveries=1 deadAt=\S+\n {2}token 1: requeued after \d+ms\n/,
+    );
+    expect(JSON.parse((await run(['dead', 'list', name, '--json'])).stdout)).toHaveLength(2);
+    const redriven = await run(['dead', 'redrive', name, '--batch-size', '1', '--progress']);
+    expect(redriven.stdout).toBe('redriven 2 jobs\n');
+    expect(redriven.stderr).toContain('100% 2 jobs');
+    expect(await run(['dead', 'list', name])).toMatchObject({
+      stdout: '',
+      stderr: 'no dead jobs\n',
+    });
+    expect((await run(['dead', 'redrive', name, 'nobody', '--json'])).stdout).toBe(
+      '{"redriven":0}\n',
+    );
+  });
+});
+
+describe('errors', () => {
+  it('says when no server answers, with exit code 1', async () => {
+    const down = await leaseq(['queue', 'list'], { env: { LEASEQ_SERVER: 'http://127.0.0.1:1' } });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain('STORAGE_UNAVAILABLE: cannot reach http://127.0.0.1:1');
+    expect(down.stderr).toContain('is `leaseq serve` running there?');
+  });
+
+  it('passes the API key and reports a refusal by its code', async () => {
+    const guarded = await startTestServer({
+      keys: [
+        { name: 'p', key: 'publisher-key-123456', allow: [{ queues: '*', actions: ['publish'] }] },
+      ],
+    });
+    try {
+      const base = { LEASEQ_SERVER: guarded.baseUrl };
+      expect((await leaseq(['queue', 'list'], { env: base })).stderr).toContain('UNAUTHENTICATED');
+      const forbidden = await leaseq(
+        ['queue', 'create', 'x', '--api-key', 'publisher-key-123456'],
+        { env: base },
+      );
+      expect(forbidden).toMatchObject({ code: 1, stderr: expect.stringContaining('FORBIDDEN') });
+      const listed = await leaseq(['queue', 'list', '--json'], {
+        env: { ...base, LEASEQ_API_KEY: 'publisher-key-123456' },
+      });
+      expect(listed).toMatchObject({ code: 0, stdout: '[]\n' });
+    } finally {
+      await guarded.close();
+    }
+  });
+});
+
+describe('serve', () => {
+  it('starts from flags, serves, and stops when told to', async () => {
+    const stop = new AbortController();
+    const { context, stdout } = fakeContext({ stop: stop.signal, env: {} });
+    const running = runCli(
+      ['serve', '--storage', 'memory:', '--port', '0', '--log-level', 'info'],
+      context,
+    );
+    let url: string | undefined;
+    for (let i = 0; i < 100 && url === undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      url = /leaseq listening on (http:\/\/\S+?)"/.exec(stdout.text)?.[1];
+    }
+    expect(url).toBeDefined();
+    expect(
+      (await leaseq(['queue', 'create', 'served'], { env: { LEASEQ_SERVER: url as string } })).code,
+    ).toBe(0);
+    stop.abort();
+    expect(await running).toBe(0);
+    expect(stdout.text).toContain('"msg":"stopped"');
+  });
+
+  it('reports every wrong setting with exit code 2 before starting', async () => {
+    const result = await leaseq(['serve', '--port', 'x', '--max-batch', '0'], {
+      env: { LEASEQ_HOST: '0.0.0.0' },
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      [
+        'leaseq serve: invalid configuration:',
+        '  - port: must be an integer from 0 to 65535, got "x" (from --port)',
+        '  - maxBatch: must be an integer from 1 to 10000, got "0" (from --max-batch)',
+        '  - host: 0.0.0.0 is not a loopback address and no API keys are configured; configure keys or listen on 127.0.0.1',
+        '',
+      ].join('\n'),
+    );
+    const file = join(dir, 'missing.json');
+    expect(await leaseq(['serve', '--config', file])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(`cannot read the config file ${file}`),
+    });
+  });
+});
+
+describe('the progress bar', () => {
+  it('draws a bar with a percentage, or only a count when the total is unknown', () => {
+    expect(render('x', 50, 100, '5 jobs')).toBe(
+      `x [${'#'.repeat(15)}${'.'.repeat(15)}]  50% 5 jobs`,
+    );
+    expect(render('x', 7, undefined, '7 jobs')).toBe('x 7 jobs');
+  });
+});

@@ -1,0 +1,65 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../server/helpers.js';
+
+/** The built CLI: `npm test` builds before vitest runs. */
+const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+const run = promisify(execFile);
+let child: ChildProcess | undefined;
+
+beforeAll(() => {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` first`);
+});
+
+afterEach(() => {
+  if (child?.exitCode === null) child.kill('SIGKILL');
+  child = undefined;
+});
+
+/** Resolves with the first stdout match of `pattern`, or fails after `ms`. */
+function waitForOutput(
+  process: ChildProcess,
+  pattern: RegExp,
+  ms = 10_000,
+): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => reject(new Error(`no ${pattern} in: ${text}`)), ms);
+    process.stdout?.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const match = pattern.exec(text);
+      if (match !== null) {
+        clearTimeout(timer);
+        resolve(match);
+      }
+    });
+  });
+}
+
+describe('the built CLI as a real process', () => {
+  it('prints its help: node dist/cli/main.js --help', async () => {
+    const { stdout } = await run(process.execPath, [MAIN, '--help']);
+    expect(stdout).toContain('usage: leaseq <command> [options]');
+    expect(stdout).toContain('serve');
+  });
+
+  it('serves until SIGTERM, answering a waiting long poll empty, and exits 0', async () => {
+    child = spawn(process.execPath, [MAIN, 'serve', '--storage', 'memory:', '--port', '0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const [, url] = await waitForOutput(child, /leaseq listening on (http:\/\/[^"]+)"/);
+    const base = url as string;
+    expect((await call(base, 'PUT', '/v1/queues/q', { body: {} })).status).toBe(201);
+    const poll = call(base, 'POST', '/v1/queues/q/receive', { body: { wait: 15_000 } });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const exited = new Promise<number | null>((resolve) => child?.once('exit', resolve));
+    const started = Date.now();
+    child.kill('SIGTERM');
+    expect((await poll).body).toEqual({ deliveries: [] });
+    expect(await exited).toBe(0);
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+});
