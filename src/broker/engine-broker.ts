@@ -124,7 +124,16 @@ class ClockedTransaction implements BrokerTransaction {
   }
 
   claimOnce(consumer: string, jobId: string) {
-    return this.tx.claimOnce(consumer, jobId);
+    return this.tx.claimOnce(consumer, jobId, this.clock.now());
+  }
+
+  pruneInbox(consumer: string, maxAgeMs: number) {
+    if (!Number.isSafeInteger(maxAgeMs) || maxAgeMs < 0) {
+      return Promise.reject(
+        new ValidationError(`maxAgeMs must be an integer ≥ 0, got ${maxAgeMs}`),
+      );
+    }
+    return this.tx.pruneInbox(consumer, Math.max(0, this.clock.now() - maxAgeMs));
   }
 }
 

@@ -61,6 +61,11 @@ export interface BrokerTransaction {
   publish(queue: string, input?: PublishInput): Promise<PublishResult>;
   /** The inbox: false when `consumer` already processed `jobId` (see EngineTransaction). */
   claimOnce(consumer: string, jobId: string): Promise<boolean>;
+  /**
+   * Forgets the consumer's inbox entries older than `maxAgeMs`. Keep entries at least as long
+   * as a job can still be redelivered (the publisher's retries plus the queue's retries).
+   */
+  pruneInbox(consumer: string, maxAgeMs: number): Promise<number>;
 }
 
 /** Named queues over one storage, in-process or over HTTP. */

@@ -67,10 +67,12 @@ export interface EngineTransaction {
   nack(queue: string, now: number, token: number, options?: NackOptions): Promise<boolean>;
   publish(queue: string, now: number, input?: PublishInput): Promise<PublishResult>;
   /**
-   * The inbox: records that `consumer` processed `jobId`; false when it already had, so the
-   * effect must not run again.
+   * The inbox: records that `consumer` processed `jobId` at `now`; false when it already had,
+   * so the effect must not run again.
    */
-  claimOnce(consumer: string, jobId: string): Promise<boolean>;
+  claimOnce(consumer: string, jobId: string, now: number): Promise<boolean>;
+  /** Forgets the consumer's inbox entries processed before `processedBefore` (ms); returns how many. */
+  pruneInbox(consumer: string, processedBefore: number): Promise<number>;
 }
 
 export interface QueueInfo {

@@ -93,6 +93,25 @@ describe.each(sqlEngines)('transactional ack on $name', (factory) => {
     await close();
   });
 
+  it('the inbox forgets entries older than the given age, and only those', async () => {
+    const { broker, clock, close } = await setup();
+    const consumer = queueName('prune');
+    await broker.transaction((tx) => tx.claimOnce(consumer, 'old'));
+    clock.advance(5_000);
+    await broker.transaction((tx) => tx.claimOnce(consumer, 'new'));
+    clock.advance(1_000);
+    expect(await broker.transaction((tx) => tx.pruneInbox(consumer, 3_000))).toBe(1);
+    expect(await broker.transaction((tx) => tx.claimOnce(consumer, 'old'))).toBe(true);
+    expect(await broker.transaction((tx) => tx.claimOnce(consumer, 'new'))).toBe(false);
+    await expect(broker.transaction((tx) => tx.pruneInbox(consumer, -1))).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(broker.transaction((tx) => tx.claimOnce('', 'x'))).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await close();
+  });
+
   it('publish and nack inside a transaction commit with it', async () => {
     const { broker, queue, name, close } = await setup();
     await queue.publish({ id: 'first' });

@@ -1,5 +1,5 @@
 import type { NackOptions, PublishInput, PublishResult } from '../../core/index.js';
-import { checkTokens, resolveNackOptions } from '../../core/validate.js';
+import { checkTokens, Problems, resolveNackOptions } from '../../core/validate.js';
 import type { EngineTransaction } from '../engine.js';
 import { encodePayload } from '../payload.js';
 import { checkQueueName } from '../queue-options.js';
@@ -53,12 +53,22 @@ export class SqlTransaction implements EngineTransaction {
     return result as PublishResult;
   }
 
-  async claimOnce(consumer: string, jobId: string): Promise<boolean> {
+  async claimOnce(consumer: string, jobId: string, now: number): Promise<boolean> {
+    checkInboxArguments(consumer, jobId, now);
     const changed = await this.connection.run(
-      'INSERT INTO leaseq_inbox (consumer, job_id) VALUES (?, ?) ON CONFLICT (consumer, job_id) DO NOTHING',
-      [consumer, jobId],
+      `INSERT INTO leaseq_inbox (consumer, job_id, processed_at) VALUES (?, ?, ?)
+       ON CONFLICT (consumer, job_id) DO NOTHING`,
+      [consumer, jobId, now],
     );
     return changed > 0;
+  }
+
+  async pruneInbox(consumer: string, processedBefore: number): Promise<number> {
+    checkInboxArguments(consumer, 'x', processedBefore);
+    return this.connection.run('DELETE FROM leaseq_inbox WHERE consumer = ? AND processed_at < ?', [
+      consumer,
+      processedBefore,
+    ]);
   }
 
   private async ops(queue: string): Promise<QueueOps> {
@@ -76,4 +86,12 @@ export class SqlTransaction implements EngineTransaction {
       });
     }
   }
+}
+
+function checkInboxArguments(consumer: unknown, jobId: unknown, time: unknown): void {
+  const problems = new Problems();
+  problems.id('consumer', consumer);
+  problems.id('jobId', jobId);
+  problems.nonNegativeInteger('time', time);
+  problems.throwIfAny();
 }
