@@ -1,0 +1,77 @@
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { envName, flagName, SETTINGS } from '../../src/server/index.js';
+import { startTestServer, type TestServer } from './helpers.js';
+
+/** The shell blocks of docs/http-api.md, in order: they must work as written, as one session. */
+const DOC = readFileSync(new URL('../../docs/http-api.md', import.meta.url), 'utf8');
+const BLOCKS = [...DOC.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1] as string);
+const hasCurl = spawnSync('curl', ['--version']).status === 0;
+const MARK = '@@block@@';
+
+let server: TestServer;
+let dir: string;
+
+beforeAll(async () => {
+  server = await startTestServer({ url: 'memory:' });
+  dir = mkdtempSync(join(tmpdir(), 'leaseq-docs-'));
+});
+
+afterAll(async () => {
+  await server?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(!hasCurl)('docs/http-api.md (needs curl)', () => {
+  it('runs every example; only those marked "→ error" answer an error', async () => {
+    expect(BLOCKS.length).toBeGreaterThan(25);
+    const script = [
+      'set -euo pipefail',
+      ...BLOCKS.flatMap((block) => [`echo ${MARK}`, block]),
+    ].join('\n');
+    // Asynchronously: the server answering curl runs in this process.
+    const { stdout: output } = await promisify(execFile)('bash', ['-c', script], {
+      cwd: dir,
+      env: { ...process.env, LEASEQ: server.baseUrl },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    const outputs = output.split(`${MARK}\n`).slice(1);
+    expect(outputs).toHaveLength(BLOCKS.length);
+    BLOCKS.forEach((block, index) => {
+      const printed = outputs[index] as string;
+      if (block.includes('# → error')) expect(printed, block).toContain('"error"');
+      else expect(printed, block).not.toContain('"error"');
+    });
+    // Every route of the API has an example.
+    for (const route of [
+      '/jobs/batch',
+      '/receive',
+      '/ack/batch',
+      '/nack/batch',
+      '/extend/batch',
+      '/sessions/close',
+      '/dead-letters/purge',
+      '/inspect',
+      '/stats',
+      '/openapi.json',
+    ]) {
+      expect(DOC, route).toContain(`${route}`);
+    }
+  });
+});
+
+describe('docs/operations.md', () => {
+  it('names every setting as a file key, an environment variable and a flag', () => {
+    const operations = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+    for (const { name } of SETTINGS) {
+      expect(operations).toContain(
+        `| \`${name}\` | \`${envName(name)}\` | \`--${flagName(name)}\` |`,
+      );
+    }
+  });
+});
