@@ -3,7 +3,6 @@ import { SessionClosedError } from '../../src/core/index.js';
 import type { QueueHandle } from '../../src/engine/index.js';
 import { expectRejection, view } from './assertions.js';
 import { useConformanceEngines } from './engines.js';
-import { ACK_TIMEOUT_HANG, itUnlessDefect } from './known-defects.js';
 import { describeEngines } from './suite.js';
 
 const engines = await useConformanceEngines();
@@ -66,26 +65,21 @@ describeEngines(engines, (h) => {
       await expectRejection(() => q.heartbeat(25, t), SessionClosedError, 'SESSION_CLOSED');
     });
 
-    itUnlessDefect(
-      ACK_TIMEOUT_HANG,
-      h.name,
-      'R16 ackTimeout ends the session when one of its live deliveries is held that long',
-      async () => {
-        const q = await h.queue({ visibility: 100 });
-        await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
-        const s = await q.openSession(0, { ackTimeout: 10 });
-        await q.reserve(2, { session: s }); // 1 a
-        await q.reserve(5, { session: s }); // 2 b
-        expect(await q.stats(11)).toMatchObject({ sessions: 1, active: 2 });
-        expect(await q.stats(12)).toMatchObject({ sessions: 0, active: 0, sessionReleases: 2 });
-        expect(await q.inspect()).toEqual(view(12, { ready: ['a', 'b', 'c'] }));
-        await expectRejection(
-          () => q.reserve(12, { session: s }),
-          SessionClosedError,
-          'SESSION_CLOSED',
-        );
-      },
-    );
+    it('R16 ackTimeout ends the session when one of its live deliveries is held that long', async () => {
+      const q = await h.queue({ visibility: 100 });
+      await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+      const s = await q.openSession(0, { ackTimeout: 10 });
+      await q.reserve(2, { session: s }); // 1 a
+      await q.reserve(5, { session: s }); // 2 b
+      expect(await q.stats(11)).toMatchObject({ sessions: 1, active: 2 });
+      expect(await q.stats(12)).toMatchObject({ sessions: 0, active: 0, sessionReleases: 2 });
+      expect(await q.inspect()).toEqual(view(12, { ready: ['a', 'b', 'c'] }));
+      await expectRejection(
+        () => q.reserve(12, { session: s }),
+        SessionClosedError,
+        'SESSION_CLOSED',
+      );
+    });
 
     it('R16 ackTimeout counts live deliveries only: acked or expired ones do not end the session', async () => {
       const q = await h.queue({ visibility: 100 });
@@ -98,33 +92,28 @@ describeEngines(engines, (h) => {
       expect((await q.reserve(20, { session: s }))[0]).toMatchObject({ token: 3, id: 'b' });
     });
 
-    itUnlessDefect(
-      ACK_TIMEOUT_HANG,
-      h.name,
-      'R16 a delivery live at deliveredAt + ackTimeout ends its session then, even if seen later',
-      async () => {
-        const q = await h.queue({ visibility: 15, maxDeliveries: 1 });
-        await q.publish(0, { id: 'a' });
-        const s = await q.openSession(0, { ackTimeout: 10 });
-        await q.reserve(0, { session: s });
-        expect(await q.stats(20)).toMatchObject({ sessions: 0, sessionReleases: 1, expiries: 0 });
-        expect(await q.deadLetters()).toEqual([
-          {
-            id: 'a',
-            payload: undefined,
-            reason: 'max-deliveries',
-            deliveryCount: 1,
-            deadAt: 20,
-            history: [{ token: 1, deliveredAt: 0, endedAt: 20, outcome: 'session-ended' }],
-          },
-        ]);
-        await expectRejection(
-          () => q.reserve(20, { session: s }),
-          SessionClosedError,
-          'SESSION_CLOSED',
-        );
-      },
-    );
+    it('R16 a delivery live at deliveredAt + ackTimeout ends its session then, even if seen later', async () => {
+      const q = await h.queue({ visibility: 15, maxDeliveries: 1 });
+      await q.publish(0, { id: 'a' });
+      const s = await q.openSession(0, { ackTimeout: 10 });
+      await q.reserve(0, { session: s });
+      expect(await q.stats(20)).toMatchObject({ sessions: 0, sessionReleases: 1, expiries: 0 });
+      expect(await q.deadLetters()).toEqual([
+        {
+          id: 'a',
+          payload: undefined,
+          reason: 'max-deliveries',
+          deliveryCount: 1,
+          deadAt: 20,
+          history: [{ token: 1, deliveredAt: 0, endedAt: 20, outcome: 'session-ended' }],
+        },
+      ]);
+      await expectRejection(
+        () => q.reserve(20, { session: s }),
+        SessionClosedError,
+        'SESSION_CLOSED',
+      );
+    });
 
     it('R16 a released delivery whose own lease ran out before its session ended counts as expired', async () => {
       const q = await h.queue({ visibility: 5, maxDeliveries: 1 });
