@@ -50,12 +50,16 @@ function memoryFactory(): EngineFactory {
 }
 
 function sqliteFactory(): EngineFactory {
-  const dir = mkdtempSync(join(tmpdir(), 'leaseq-conformance-'));
-  const path = join(dir, 'leaseq.db');
+  let dir: string | undefined; // made at the first open, so a skipped engine leaves nothing
   return {
     name: 'sqlite',
-    open: () => openEngine(`sqlite:${path}`),
-    cleanup: () => rm(dir, { recursive: true, force: true }),
+    open: () => {
+      dir ??= mkdtempSync(join(tmpdir(), 'leaseq-conformance-'));
+      return openEngine(`sqlite:${join(dir, 'leaseq.db')}`);
+    },
+    cleanup: async () => {
+      if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    },
   };
 }
 
