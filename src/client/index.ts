@@ -2,7 +2,9 @@
  * The leaseq HTTP client: `openRemote(url, { apiKey, fetch })` gives a Broker whose queues
  * implement the same Queue interface as in-process ones.
  */
+
+export type { WireDelivery } from '../server/wire.js';
 export { errorFromResponse, RemoteError } from './errors.js';
 export { type Fetch, RequestAborted } from './http.js';
 export { openRemote, RemoteBroker, type RemoteOptions } from './remote-broker.js';
-export { type ReceivedDelivery, RemoteQueue, type WireDelivery } from './remote-queue.js';
+export { type ReceivedDelivery, RemoteQueue } from './remote-queue.js';

@@ -6,9 +6,10 @@ import {
   UnsupportedError,
 } from '../core/index.js';
 import { checkQueueName, checkSameOptions } from '../engine/queue-options.js';
+import { boundsFromWire } from '../server/wire.js';
 import { type Fetch, HttpTransport } from './http.js';
 import { ReceiptBook } from './receipt-book.js';
-import { boundsFromWire, RemoteQueue, type RemoteQueueSettings } from './remote-queue.js';
+import { RemoteQueue, type RemoteQueueSettings } from './remote-queue.js';
 
 export interface RemoteOptions {
   /** Sent as `Authorization: Bearer <apiKey>`. */

@@ -13,19 +13,9 @@ import {
   ValidationError,
 } from '../core/index.js';
 import { checkTokens, Problems, resolveNackOptions } from '../core/validate.js';
+import { boundsFromWire, type WireDelivery } from '../server/wire.js';
 import { type HttpTransport, RequestAborted } from './http.js';
 import type { ReceiptBook } from './receipt-book.js';
-
-/** A delivery as the server hands it out. */
-export interface WireDelivery {
-  receipt: string;
-  fencingToken: number;
-  id: string;
-  payload?: unknown;
-  deadline: number;
-  deliveryCount: number;
-  redelivered: boolean;
-}
 
 /** A delivery with the receipt that settles it (what `receiveWithReceipts` returns). */
 export interface ReceivedDelivery extends Delivery {
@@ -37,16 +27,6 @@ export interface RemoteQueueSettings {
   maxWaitPerRequestMs: number;
   /** Most entries one batch request carries; ackMany splits longer lists. */
   maxBatch: number;
-}
-
-/** `null` on the wire is Infinity in the Queue interface. */
-export function boundsFromWire<T extends object>(wire: T): T {
-  return Object.fromEntries(
-    Object.entries(wire).map(([key, value]) => [
-      key,
-      value === null ? Number.POSITIVE_INFINITY : value,
-    ]),
-  ) as T;
 }
 
 /**

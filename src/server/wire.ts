@@ -2,8 +2,9 @@ import type { Delivery, InspectView } from '../core/index.js';
 import type { Receipts } from './receipts.js';
 
 /**
- * JSON has no Infinity: on the wire an unbounded option (prefetch, maxDeliveries, maxLease,
- * session timeouts) is `null`. These convert between the two spellings.
+ * The wire format the server and the remote client share. JSON has no Infinity: on the wire an
+ * unbounded option (prefetch, maxDeliveries, maxLease, session timeouts) is `null`. These
+ * convert between the two spellings.
  */
 export function boundsFromWire<T extends object>(wire: T): { [K in keyof T]: Exclude<T[K], null> } {
   return Object.fromEntries(
