@@ -173,6 +173,22 @@ describe('publish, receive, ack and nack', () => {
     ).toEqual(Array(251).fill(true));
   });
 
+  it('stops reading at SIGINT or SIGTERM and says where', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    const stop = new AbortController();
+    stop.abort();
+    const stopped = await leaseq(['publish', name], {
+      env,
+      stdin: '{"id":"a"}\n{"id":"b"}\n',
+      stop: stop.signal,
+    });
+    expect(stopped).toMatchObject({
+      code: 1,
+      stdout: `published 0 jobs (0 duplicates) to ${name}; stopped before line 1\n`,
+    });
+  });
+
   it('says which lines failed and how many jobs were published before them', async () => {
     const name = fresh();
     await run(['queue', 'create', name]);

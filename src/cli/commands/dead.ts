@@ -47,7 +47,8 @@ export const deadRedrive: Command = {
       );
       let moved = 0;
       try {
-        for (let start = 0; start < ids.length; start += batchSize) {
+        // SIGINT or SIGTERM: stop after the batch in hand.
+        for (let start = 0; start < ids.length && !context.stop.aborted; start += batchSize) {
           moved += await queue.redrive(ids.slice(start, start + batchSize));
           bar.update(Math.min(start + batchSize, ids.length), ids.length, `${moved} jobs`);
         }

@@ -103,10 +103,16 @@ async function publishLines(
     bar.update(bytes, total, `${counts.published + counts.duplicates} jobs`);
     batch = [];
   };
+  let stoppedBefore: number | undefined;
   try {
     for await (const line of readLines(source, (n) => {
       bytes += n;
     })) {
+      // SIGINT or SIGTERM: finish the batch in hand, read no further.
+      if (context.stop.aborted) {
+        stoppedBefore = line.number;
+        break;
+      }
       batch.push(line);
       if (batch.length >= batchSize) await flush();
     }
@@ -115,11 +121,12 @@ async function publishLines(
     bar.finish();
   }
   if (!values.json) {
+    const stopped = stoppedBefore === undefined ? '' : `; stopped before line ${stoppedBefore}`;
     context.stdout.write(
-      `published ${counts.published} jobs (${counts.duplicates} duplicates) to ${queue.name}\n`,
+      `published ${counts.published} jobs (${counts.duplicates} duplicates) to ${queue.name}${stopped}\n`,
     );
   }
-  return EXIT.ok;
+  return stoppedBefore === undefined ? EXIT.ok : EXIT.failed;
 }
 
 async function publishBatch(

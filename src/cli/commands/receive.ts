@@ -39,10 +39,10 @@ export const receive: Command = {
   },
 };
 
-/** The wire names: fencingToken, receipt. */
+/** As the API answers it: receipt and fencingToken first. */
 function toJson(delivery: ReceivedDelivery) {
-  const { token, ...rest } = delivery;
-  return { ...rest, fencingToken: token };
+  const { receipt, token, ...rest } = delivery;
+  return { receipt, fencingToken: token, ...rest };
 }
 
 function describe(delivery: ReceivedDelivery): string {
