@@ -69,7 +69,8 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: limits.maxBodyBytes,
-    routerOptions: { maxParamLength: 1024 },
+    // A job id of 256 characters, percent-encoded, fits.
+    routerOptions: { maxParamLength: 4096 },
     requestTimeout: limits.maxWaitMs + REQUEST_TIMEOUT_MARGIN_MS,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
