@@ -110,14 +110,12 @@ function notRun(factory: EngineFactory, skipReason: string | undefined): EngineU
 }
 
 /**
- * The only reasons an engine may be skipped:
- * - it is not built yet (allowed while the SQL engines are being written; remove then);
- * - PostgreSQL is unreachable outside CI. Under CI=true an unreachable PostgreSQL fails.
+ * The only reason an engine may be skipped: PostgreSQL is unreachable outside CI.
+ * Under CI=true an unreachable PostgreSQL fails.
  * Any other failure to open is a failure of the engine, not a reason to skip it.
  */
 function skipReason(factory: EngineFactory, error: unknown): string | undefined {
   const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof StorageUnavailableError && /not built yet/.test(message)) return message;
   if (factory.name === 'postgres' && process.env.CI !== 'true' && unreachable(error)) {
     return `PostgreSQL unreachable at ${redactUrl(postgresUrl())} (${message}); set LEASEQ_TEST_POSTGRES_URL, or CI=true to make this a failure`;
   }

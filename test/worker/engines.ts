@@ -3,8 +3,6 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe } from 'vitest';
-import { StorageUnavailableError } from '../../src/core/index.js';
-import { openEngine } from '../../src/engine/index.js';
 import type { QueueOptions } from '../../src/index.js';
 import { Harness, type HarnessOptions } from '../../src/testing/index.js';
 
@@ -20,10 +18,7 @@ export interface WorkerEngine {
 /** The queue most tests use: a 1 s lease, three deliveries. */
 export const QUEUE: QueueOptions = { visibility: 1000, maxDeliveries: 3 };
 
-/**
- * Memory always; SQLite when it opens (skipped, with the engine's own message, only while it
- * is not built). Call once at the top of a test file (top-level await).
- */
+/** Memory and SQLite (a fresh file per harness). Call once at the top of a test file. */
 export async function workerEngines(): Promise<WorkerEngine[]> {
   const dir = mkdtempSync(join(tmpdir(), 'leaseq-worker-'));
   afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -34,21 +29,8 @@ export async function workerEngines(): Promise<WorkerEngine[]> {
   };
   return [
     { name: 'memory', url: () => 'memory:', skipReason: undefined },
-    { name: 'sqlite', url: sqliteUrl, skipReason: await sqliteSkipReason(sqliteUrl()) },
+    { name: 'sqlite', url: sqliteUrl, skipReason: undefined },
   ];
-}
-
-async function sqliteSkipReason(url: string): Promise<string | undefined> {
-  try {
-    const engine = await openEngine(url);
-    await engine.close();
-    return undefined;
-  } catch (error) {
-    if (error instanceof StorageUnavailableError && /not built yet/.test(error.message)) {
-      return error.message;
-    }
-    return undefined; // any other failure is the engine's: its tests run and fail on it
-  }
 }
 
 /** Opens a harness over `engine` and closes it after the test. */
