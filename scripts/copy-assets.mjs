@@ -4,6 +4,7 @@ import { cpSync, readdirSync } from 'node:fs';
 for (const engine of ['sqlite', 'postgres']) {
   const from = `src/engine/${engine}/migrations`;
   for (const file of readdirSync(from)) {
-    if (file.endsWith('.sql')) cpSync(`${from}/${file}`, `dist/engine/${engine}/migrations/${file}`);
+    if (file.endsWith('.sql'))
+      cpSync(`${from}/${file}`, `dist/engine/${engine}/migrations/${file}`);
   }
 }

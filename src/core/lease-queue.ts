@@ -31,7 +31,9 @@ import type {
 import {
   checkIdList,
   checkNow,
+  checkPublishInput,
   checkPublishInputs,
+  checkToken,
   checkTokens,
   Problems,
   type ResolvedNack,
@@ -116,7 +118,7 @@ export class LeaseQueue {
   }
 
   publish(now: number, input: PublishInput = {}): PublishResult {
-    checkPublishInputs([input], 'job');
+    checkPublishInput(input);
     this.advance(now);
     return this.insert(now, input);
   }
@@ -154,7 +156,7 @@ export class LeaseQueue {
 
   /** R8: completes the live delivery named by `token`; false (and no change) when stale. */
   ack(now: number, token: number): boolean {
-    checkTokens([token]);
+    checkToken(token);
     this.advance(now);
     return this.ackOne(now, token);
   }
@@ -169,7 +171,7 @@ export class LeaseQueue {
 
   /** R9: requeue (front of ready, or delayed) or dead-letter a live delivery. */
   nack(now: number, token: number, options?: NackOptions): boolean {
-    checkTokens([token]);
+    checkToken(token);
     const resolved = resolveNackOptions(options);
     this.advance(now);
     const delivery = this.active.get(token);
@@ -360,14 +362,25 @@ export class LeaseQueue {
   private advance(now: number): void {
     checkNow(now, this.clockValue);
     this.clockValue = now;
-    const released: Release[] = [];
-    this.endTimedOutSessions(now, released);
-    while ((this.deadlines.peek()?.deadline ?? Number.POSITIVE_INFINITY) <= now) {
-      released.push({ delivery: this.deadlines.pop() as DeliveryRecord, outcome: 'expired' });
+    if (this.leaseOrSessionDue(now)) {
+      const released: Release[] = [];
+      this.endTimedOutSessions(now, released);
+      while ((this.deadlines.peek()?.deadline ?? Number.POSITIVE_INFINITY) <= now) {
+        released.push({ delivery: this.deadlines.pop() as DeliveryRecord, outcome: 'expired' });
+      }
+      if (released.length > 0) this.release(released, now);
     }
-    if (released.length > 0) this.release(released, now);
     this.promoteDelayed(now);
     this.forgetAcked(now);
+  }
+
+  private leaseOrSessionDue(now: number): boolean {
+    const heartbeat = this.heartbeats.peek();
+    return (
+      (this.deadlines.peek()?.deadline ?? Number.POSITIVE_INFINITY) <= now ||
+      (this.ackTimers.peek()?.at ?? Number.POSITIVE_INFINITY) <= now ||
+      (heartbeat !== undefined && heartbeat.lastHeartbeat + heartbeat.timeout <= now)
+    );
   }
 
   /** R3a, in the order the sessions ended, so each release knows when its session died. */
@@ -542,6 +555,8 @@ export class LeaseQueue {
     if (delivery.ackTimer !== undefined) this.ackTimers.remove(delivery.ackTimer);
     delivery.session?.deliveries.delete(delivery.token);
     job.delivery = undefined;
+    // An acked job is gone (R8): nobody can read its history, so none is written.
+    if (outcome === 'acked') return job;
     recordAttempt(job, {
       token: delivery.token,
       deliveredAt: delivery.deliveredAt,
@@ -607,7 +622,7 @@ export class LeaseQueue {
 
   private upTo(now: number, sessionId: string, token: number): DeliveryRecord[] {
     this.checkSessionKnown(sessionId);
-    checkTokens([token]);
+    checkToken(token);
     this.advance(now);
     const session = this.openSessionRecord(sessionId);
     const targets: DeliveryRecord[] = [];

@@ -150,7 +150,22 @@ export function resolveSessionOptions(options: SessionOptions | undefined): Reso
   return { prefetch, timeout, ackTimeout };
 }
 
+/** True when a publish input is certainly valid: the hot path, allocating nothing. */
+function isValidPublishInput(input: unknown): boolean {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return false;
+  const { id, delay } = input as PublishInput;
+  return (
+    (id === undefined || (typeof id === 'string' && id.length > 0 && id.length <= MAX_ID_LENGTH)) &&
+    (delay === undefined || (Number.isSafeInteger(delay) && delay >= 0))
+  );
+}
+
+export function checkPublishInput(input: unknown): void {
+  if (!isValidPublishInput(input)) checkPublishInputs([input as PublishInput], 'job');
+}
+
 export function checkPublishInputs(inputs: readonly PublishInput[], name: string): void {
+  if (inputs.every(isValidPublishInput)) return;
   const problems = new Problems();
   inputs.forEach((input, index) => {
     const at = inputs.length === 1 && name === 'job' ? 'job' : `${name}[${index}]`;
@@ -161,7 +176,17 @@ export function checkPublishInputs(inputs: readonly PublishInput[], name: string
   problems.throwIfAny();
 }
 
+export function checkToken(token: unknown): void {
+  if (!(typeof token === 'number' && Number.isSafeInteger(token) && token >= 1))
+    checkTokens([token]);
+}
+
 export function checkTokens(tokens: readonly unknown[]): void {
+  if (
+    tokens.every((token) => typeof token === 'number' && Number.isSafeInteger(token) && token >= 1)
+  ) {
+    return;
+  }
   const problems = new Problems();
   for (const token of tokens) problems.positiveInteger('token', token);
   problems.throwIfAny();
