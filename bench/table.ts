@@ -13,8 +13,8 @@ export function markdownTable(
     column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0);
   const line = (cells: readonly string[]) =>
     `| ${widths.map((_, column) => pad(cells[column] ?? '', column)).join(' | ')} |`;
-  const rule = `| ${widths.map((width, column) => (column === 0 ? '-'.repeat(width) : `${'-'.repeat(width - 1)}:`)).join(' | ')} |`;
-  return [line(header), rule, ...rows.map(line)].join('\n');
+  const rule = widths.map((width, column) => '-'.repeat(width - 1) + (column === 0 ? '-' : ':'));
+  return [line(header), line(rule), ...rows.map(line)].join('\n');
 }
 
 /** 1234567.8 → '1,234,568'. */
