@@ -1,7 +1,8 @@
-// Engines side by side: publish N jobs in batches of 100, then drain them with 32 concurrent
-// consumers (reserve one, ack it). Run: npm run bench:engines [-- --n 20000 --only sqlite-fsync]
+// Engines side by side: publish N jobs in batches of 100 from 4 concurrent producers, then
+// drain them with 32 concurrent consumers (reserve one, ack it, one at a time).
+// Run: npm run bench:engines [-- --n 20000 --producers 4 --consumers 32 --only sqlite-fsync]
 import { rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type EngineOptions, openEngine, type QueueHandle } from '../src/index.js';
@@ -11,11 +12,13 @@ const { values } = parseArgs({
   options: {
     n: { type: 'string', default: '20000' },
     consumers: { type: 'string', default: '32' },
+    producers: { type: 'string', default: '4' },
     only: { type: 'string' },
   },
 });
 const jobCount = Number(values.n);
 const consumerCount = Number(values.consumers);
+const producerCount = Number(values.producers);
 const postgresUrl =
   process.env.LEASEQ_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -54,14 +57,20 @@ const now = () => {
   return last;
 };
 
+/** Each producer sends its share of the batches of 100, one batch at a time. */
 async function publishAll(queue: QueueHandle): Promise<void> {
-  for (let start = 0; start < jobCount; start += 100) {
-    const batch = [];
-    for (let i = start; i < Math.min(jobCount, start + 100); i++) {
-      batch.push({ id: `job-${i}`, payload: { n: i, body: 'x'.repeat(80) } });
+  let nextStart = 0;
+  const producer = async () => {
+    for (let start = nextStart; start < jobCount; start = nextStart) {
+      nextStart += 100;
+      const batch = [];
+      for (let i = start; i < Math.min(jobCount, start + 100); i++) {
+        batch.push({ id: `job-${i}`, payload: { n: i, body: 'x'.repeat(80) } });
+      }
+      await queue.publishBatch(now(), batch);
     }
-    await queue.publishBatch(now(), batch);
-  }
+  };
+  await Promise.all(Array.from({ length: producerCount }, producer));
 }
 
 async function drainAll(queue: QueueHandle): Promise<number> {
@@ -85,7 +94,7 @@ for (const setup of setups) {
   try {
     engine = await openEngine(setup.url, setup.options);
   } catch (error) {
-    rows.push([setup.name, 'unavailable', (error as Error).message, '', '']);
+    rows.push([setup.name, 'unavailable', (error as Error).message, '', '', '']);
     continue;
   }
   const name = `bench-${process.pid}-${setup.name}`;
@@ -106,13 +115,24 @@ for (const setup of setups) {
     formatInteger((jobCount / publishMs) * 1000),
     formatInteger((jobCount / drainMs) * 1000),
     formatInteger((jobCount / (publishMs + drainMs)) * 1000),
+    String(producerCount),
     String(consumerCount),
   ]);
 }
-console.log(`N = ${jobCount}, publish in batches of 100, drain with reserve+ack per job\n`);
+console.log(
+  `N = ${jobCount}: publish in batches of 100, then reserve+ack one job at a time; ` +
+    `node ${process.version}, ${availableParallelism()} CPUs\n`,
+);
 console.log(
   markdownTable(
-    ['engine', 'publish jobs/s', 'reserve+ack jobs/s', 'end-to-end jobs/s', 'consumers'],
+    [
+      'engine',
+      'publish jobs/s',
+      'reserve+ack jobs/s',
+      'end-to-end jobs/s',
+      'producers',
+      'consumers',
+    ],
     rows,
   ),
 );

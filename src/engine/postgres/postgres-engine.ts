@@ -13,6 +13,7 @@ const DIALECT: SqlDialect = {
   // The queue row lock serializes a queue's writers across processes and machines, so two
   // consumers can never take the same job (and tokens stay a gap-free counter, R6).
   lockRow: ' FOR UPDATE',
+  setBased: true,
   jobsByToken: 'leaseq_jobs',
   wakeStatement: (queue) => ({ sql: 'SELECT pg_notify(?, ?)', params: [WAKE_CHANNEL, queue] }),
   migrationLock: 'SELECT pg_advisory_xact_lock(744501)',

@@ -52,7 +52,13 @@ export class QueueOps extends JobMoves {
       rows.push(this.newJobRow(now, id, input));
       results.push({ id, duplicate: false });
     }
-    if (rows.length > 0) {
+    if (rows.length > 0) await this.insertRows(rows);
+    return results;
+  }
+
+  /** One statement for all rows where round trips cost; one cheap statement each elsewhere. */
+  private async insertRows(rows: readonly NewJobRow[]): Promise<void> {
+    if (this.dialect.setBased) {
       await this.c.run(
         `INSERT INTO leaseq_jobs (queue, id, payload, seq, state, delivery_count, available_at,
            ready_pos, ready_since)
@@ -60,8 +66,25 @@ export class QueueOps extends JobMoves {
          FROM ${this.dialect.jsonRecords(NEW_JOB_COLUMNS)} AS new_jobs`,
         [this.q.name, JSON.stringify(rows)],
       );
+      return;
     }
-    return results;
+    for (const row of rows) {
+      await this.c.run(
+        `INSERT INTO leaseq_jobs (queue, id, payload, seq, state, delivery_count, available_at,
+           ready_pos, ready_since)
+         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)`,
+        [
+          this.q.name,
+          row.id,
+          row.payload,
+          row.seq,
+          row.state,
+          row.available_at,
+          row.ready_pos,
+          row.ready_since,
+        ],
+      );
+    }
   }
 
   private newJobRow(now: number, id: string, input: EncodedPublish): NewJobRow {
@@ -97,6 +120,18 @@ export class QueueOps extends JobMoves {
   /** Which of `ids` are present (any state) or remembered as acked (R4). */
   async takenAmong(ids: readonly string[], now: number): Promise<string[]> {
     if (ids.length === 0) return [];
+    if (!this.dialect.setBased) {
+      const taken: string[] = [];
+      for (const id of ids) {
+        const [row] = await this.c.query<{ one: number }>(
+          `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND id = ?
+           UNION ALL SELECT 1 AS one FROM leaseq_acked WHERE queue = ? AND id = ? AND forget_at > ?`,
+          [this.q.name, id, this.q.name, id, now],
+        );
+        if (row !== undefined) taken.push(id);
+      }
+      return taken;
+    }
     const list = this.dialect.jsonList('text');
     const rows = await this.c.query<{ id: string }>(
       `SELECT id FROM leaseq_jobs WHERE queue = ? AND id IN ${list}

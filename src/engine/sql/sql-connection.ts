@@ -23,6 +23,11 @@ export interface SqlDialect {
   readonly lockRow: string;
   /** Statement(s) run inside a transaction that made jobs of `queue` ready (cross-process wake). */
   wakeStatement?: (queue: string) => { sql: string; params: SqlValue[] };
+  /**
+   * True where each statement is a network round trip (write many rows per statement); false
+   * for an in-process database, where one small prepared statement per row is cheaper.
+   */
+  readonly setBased: boolean;
   /** The jobs table, told to find rows by token through its token index. */
   readonly jobsByToken: string;
   /** A subquery of one column `value` listing the elements of a JSON array parameter `?`. */

@@ -16,6 +16,7 @@ import { SqliteConnection } from './sqlite-connection.js';
 
 const DIALECT: SqlDialect = {
   lockRow: '',
+  setBased: false,
   // Without statistics the planner would scan a queue's jobs to match a token list.
   jobsByToken: 'leaseq_jobs INDEXED BY leaseq_jobs_token',
   jsonList: () => '(SELECT value FROM json_each(?))',
