@@ -14,33 +14,76 @@ export function toPostgresPlaceholders(sql: string): string {
   return converted;
 }
 
-/** One pooled client, used by one transaction at a time. */
+/**
+ * One pooled client, used by one transaction at a time. Round trips are the cost here, so
+ * BEGIN travels with the transaction's first statement and statements whose result nobody
+ * reads travel with the COMMIT (as one simple-protocol message, values inlined as literals).
+ */
 export class PostgresConnection implements SqlConnection {
+  private beginPending = false;
+  private readonly beforeCommit: string[] = [];
+
   constructor(readonly client: pg.PoolClient | pg.Client) {}
 
   async query<Row extends object>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
-    const result = await this.client.query(toPostgresPlaceholders(sql), params as SqlValue[]);
-    return result.rows as Row[];
+    return (await this.send(sql, params)).rows as Row[];
   }
 
   async run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
-    const result = await this.client.query(toPostgresPlaceholders(sql), params as SqlValue[]);
-    return result.rowCount ?? 0;
+    return (await this.send(sql, params)).rowCount ?? 0;
+  }
+
+  async runBeforeCommit(sql: string, params: readonly SqlValue[] = []): Promise<void> {
+    this.beforeCommit.push(this.inline(sql, params));
+  }
+
+  private async send(sql: string, params: readonly SqlValue[]): Promise<pg.QueryResult> {
+    if (!this.beginPending) {
+      return this.client.query(toPostgresPlaceholders(sql), params as SqlValue[]);
+    }
+    this.beginPending = false;
+    const results = (await this.client.query(
+      `BEGIN; ${this.inline(sql, params)}`,
+    )) as unknown as pg.QueryResult[];
+    return results[1] as pg.QueryResult;
+  }
+
+  /** The statement with its `?` replaced by literals (values are our own numbers and text). */
+  private inline(sql: string, params: readonly SqlValue[]): string {
+    let index = 0;
+    return sql.replace(/\?/g, () => {
+      const value = params[index++];
+      if (value === null || value === undefined) return 'NULL';
+      if (typeof value === 'number') {
+        if (!Number.isFinite(value)) throw new RangeError(`cannot inline ${value}`);
+        return String(value);
+      }
+      return this.client.escapeLiteral(value);
+    });
   }
 
   async exec(script: string): Promise<void> {
-    await this.client.query(script);
+    await this.client.query(this.beginPending ? `BEGIN; ${script}` : script);
+    this.beginPending = false;
   }
 
   async begin(): Promise<void> {
-    await this.client.query('BEGIN');
+    this.beginPending = true;
+    this.beforeCommit.length = 0;
   }
 
   async commit(): Promise<void> {
-    await this.client.query('COMMIT');
+    const script = [...this.beforeCommit.splice(0), 'COMMIT'].join('; ');
+    await this.client.query(this.beginPending ? `BEGIN; ${script}` : script);
+    this.beginPending = false;
   }
 
   async rollback(): Promise<void> {
+    this.beforeCommit.length = 0;
+    if (this.beginPending) {
+      this.beginPending = false;
+      return;
+    }
     await this.client.query('ROLLBACK');
   }
 }

@@ -113,7 +113,7 @@ function fromStored(stored: StoredRow): QueueRow {
 }
 
 async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<void> {
-  await connection.run(
+  await connection.runBeforeCommit(
     `UPDATE leaseq_queues SET options = ?, clock = ?, next_token = ?, next_seq = ?, next_session = ?,
        next_generated_id = ?, ready_head = ?, ready_tail = ?, dead_seq = ?, next_event_at = ?,
        ready_count = ?, delayed_count = ?, active_count = ?, dead_count = ?, session_count = ?,

@@ -10,6 +10,11 @@ export interface SqlConnection {
   query<Row extends object>(sql: string, params?: readonly SqlValue[]): Promise<Row[]>;
   /** Runs a statement; returns the number of rows changed. */
   run(sql: string, params?: readonly SqlValue[]): Promise<number>;
+  /**
+   * Runs a statement whose result nobody reads, at the latest just before commit. A networked
+   * dialect sends it together with the COMMIT, saving a round trip.
+   */
+  runBeforeCommit(sql: string, params?: readonly SqlValue[]): Promise<void>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(script: string): Promise<void>;
   begin(): Promise<void>;

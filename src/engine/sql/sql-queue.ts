@@ -41,7 +41,8 @@ export class SqlQueue implements QueueHandle {
       const result = await action(await this.ops(connection, batch));
       if (wakes) {
         const statement = this.dialect.wakeStatement?.(this.name);
-        if (statement !== undefined) await connection.query(statement.sql, statement.params);
+        if (statement !== undefined)
+          await connection.runBeforeCommit(statement.sql, statement.params);
         batch.afterCommit(() => this.wakes.wake(this.name));
       }
       return result;

@@ -82,7 +82,7 @@ export class SqlTransaction implements EngineTransaction {
     const statement = this.dialect.wakeStatement?.(queue);
     if (statement !== undefined) {
       this.batch.beforeCommit(async (connection) => {
-        await connection.query(statement.sql, statement.params);
+        await connection.runBeforeCommit(statement.sql, statement.params);
       });
     }
   }

@@ -24,6 +24,10 @@ export class SqliteConnection implements SqlConnection {
     return this.prepare(sql).run(...params).changes;
   }
 
+  async runBeforeCommit(sql: string, params: readonly SqlValue[] = []): Promise<void> {
+    this.prepare(sql).run(...params);
+  }
+
   async exec(script: string): Promise<void> {
     this.db.exec(script);
   }
