@@ -42,28 +42,26 @@ export class EngineBroker implements Broker {
     return new EngineQueue(handle, this.clock, this.wakes, this.closing.signal);
   }
 
-  updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
+  async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
     this.checkOpen();
     return this.engine.updateQueue(name, options);
   }
 
-  listQueues() {
+  async listQueues() {
     this.checkOpen();
     return this.engine.listQueues();
   }
 
-  deleteQueue(name: string): Promise<boolean> {
+  async deleteQueue(name: string): Promise<boolean> {
     this.checkOpen();
     return this.engine.deleteQueue(name);
   }
 
-  transaction<T>(work: (tx: BrokerTransaction) => Promise<T>): Promise<T> {
+  async transaction<T>(work: (tx: BrokerTransaction) => Promise<T>): Promise<T> {
     this.checkOpen();
     const engine = this.engine;
     if (engine.transaction === undefined) {
-      return Promise.reject(
-        new UnsupportedError(`${engine.target} has no transactions; use a SQL engine`),
-      );
+      throw new UnsupportedError(`${engine.target} has no transactions; use a SQL engine`);
     }
     return engine.transaction((tx) => work(new ClockedTransaction(tx, this.clock)));
   }

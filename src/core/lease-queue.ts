@@ -95,6 +95,20 @@ export class LeaseQueue {
     return this.options;
   }
 
+  /** The token the next reservation gets, and the number of the next session (R6). */
+  numbering(): { nextToken: number; nextSession: number } {
+    return { nextToken: this.nextToken, nextSession: this.nextSessionNumber };
+  }
+
+  /**
+   * Continues token and session numbering from an earlier queue of the same name, so that a
+   * token or session id handed out before can never name anything of this queue. Never lowers.
+   */
+  continueCounters(from: { nextToken: number; nextSession: number }): void {
+    this.nextToken = Math.max(this.nextToken, from.nextToken);
+    this.nextSessionNumber = Math.max(this.nextSessionNumber, from.nextSession);
+  }
+
   /**
    * The earliest tick at which time alone changes the queue (a lease or session runs out, a
    * delayed job becomes ready), or undefined. Lets a waiting receiver sleep until then.

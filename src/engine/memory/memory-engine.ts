@@ -30,6 +30,8 @@ export class MemoryEngine implements Engine {
     crossProcessWakeups: false,
   };
   private readonly queues = new Map<string, LeaseQueue>();
+  /** Counters of deleted queues, continued when the name is used again (R6). */
+  private readonly floors = new Map<string, { nextToken: number; nextSession: number }>();
   private readonly wakes = new WakeHub();
   private closed = false;
 
@@ -39,6 +41,8 @@ export class MemoryEngine implements Engine {
     let core = this.queues.get(name);
     if (core === undefined) {
       core = new LeaseQueue(options);
+      const floor = this.floors.get(name);
+      if (floor !== undefined) core.continueCounters(floor);
       this.queues.set(name, core);
     } else {
       checkSameOptions(name, core.options, options);
@@ -59,6 +63,9 @@ export class MemoryEngine implements Engine {
   async deleteQueue(name: string): Promise<boolean> {
     this.checkOpen();
     checkQueueName(name);
+    const core = this.queues.get(name);
+    if (core === undefined) return false;
+    this.floors.set(name, core.numbering());
     return this.queues.delete(name);
   }
 

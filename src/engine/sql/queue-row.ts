@@ -142,15 +142,23 @@ async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<v
 }
 
 /** Inserts the row of a new queue; false when it already exists. */
+/**
+ * Inserts the row of a new queue; false when it already exists. A name used before continues
+ * its token and session counters (R6: never reused).
+ */
 export async function insertQueueRow(
   connection: SqlConnection,
   name: string,
   options: ResolvedQueueOptions,
 ): Promise<boolean> {
   const changed = await connection.run(
-    `INSERT INTO leaseq_queues (${COLUMNS}) VALUES (?, ?, 0, 1, 1, 1, 1, 1, 0, 0, NULL, 0, 0, 0, 0, 0, ?)
+    `INSERT INTO leaseq_queues (${COLUMNS})
+     SELECT ?, ?, 0, COALESCE(MAX(floor.next_token), 1), 1, COALESCE(MAX(floor.next_session), 1),
+       1, 1, 0, 0, NULL, 0, 0, 0, 0, 0, ?
+     FROM (SELECT next_token, next_session FROM leaseq_counter_floors WHERE name = ?) AS floor
+     WHERE TRUE
      ON CONFLICT (name) DO NOTHING`,
-    [name, encodeOptions(options), JSON.stringify(newCounters())],
+    [name, encodeOptions(options), JSON.stringify(newCounters()), name],
   );
   return changed > 0;
 }
