@@ -1,0 +1,85 @@
+/**
+ * One system under test, as the workloads see it. Every call is durable when it resolves (on
+ * the systems that offer it: leaseq's memory engine keeps nothing across a crash), and every
+ * consumer acks each job on its own.
+ */
+export interface Payload {
+  n: number;
+  body: string;
+}
+
+/** About 100 bytes of JSON: `{"n":12345,"body":"xxx…"}`. */
+export function payload(n: number): Payload {
+  return { n, body: 'x'.repeat(Math.max(0, 84 - String(n).length)) };
+}
+
+export interface Subject {
+  /** The server's name and version, for the machine line (none for in-process storage). */
+  server(): Promise<string | undefined>;
+  /** The most jobs one publish batch takes. */
+  readonly batchSize: number;
+  /** Makes an empty queue of that name; `latency`: the queue of the idle-consumer workload. */
+  create(name: string, options?: { latency?: boolean }): Promise<void>;
+  /** One batch with the system's batch API. */
+  publishBatch(name: string, payloads: readonly Payload[]): Promise<void>;
+  /** One job on its own. */
+  publish(name: string, payload: Payload): Promise<void>;
+  /**
+   * Consumes and acks up to `count` jobs, one job per receive and per ack, with `concurrency`
+   * jobs in hand at most; gives up at `deadline` (performance.now()). Resolves with the number
+   * acknowledged, once the system has the acks.
+   */
+  drain(name: string, count: number, concurrency: number, deadline: number): Promise<number>;
+  /**
+   * Starts one idle consumer: `onJob` runs first thing in the handler, `onSettled` after the
+   * ack. Resolves, once the consumer is listening, with the function that stops it.
+   */
+  consume(
+    name: string,
+    onJob: (payload: Payload) => void,
+    onSettled: (payload: Payload) => void,
+  ): Promise<() => Promise<void>>;
+  /** Deletes the queue and everything in it. */
+  remove(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A dependency of bench/package.json, loaded at run time (the package's typecheck needs none). */
+export async function loadDependency<T>(name: string): Promise<T> {
+  try {
+    return (await import(name)) as T;
+  } catch (error) {
+    throw new Error(`cannot load ${name}: run \`npm ci --prefix bench\` (${String(error)})`);
+  }
+}
+
+/** Resolves at `deadline` (a performance.now() time), at once when it has passed. */
+export function untilDeadline(deadline: number): { promise: Promise<void>; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const promise = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, deadline - performance.now()));
+  });
+  return { promise, cancel: () => clearTimeout(timer) };
+}
+
+/** `SHOW server_version` of a PostgreSQL server. */
+export async function postgresVersion(url: string): Promise<string> {
+  const pg = await loadDependency<{
+    default: {
+      Client: new (options: {
+        connectionString: string;
+      }) => {
+        connect(): Promise<void>;
+        query(sql: string): Promise<{ rows: { server_version?: string }[] }>;
+        end(): Promise<void>;
+      };
+    };
+  }>('pg');
+  const client = new pg.default.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return `PostgreSQL ${(await client.query('SHOW server_version')).rows[0]?.server_version ?? '?'}`;
+  } finally {
+    await client.end();
+  }
+}
