@@ -180,23 +180,34 @@ export function resultsTable(all: Figures, latencyJobs: number): string {
 }
 
 export function cutNotes(all: Figures, latencyJobs: number): string[] {
-  const notes: string[] = [];
+  const cut: string[] = [];
+  const failed: string[] = [];
   for (const subject of Object.keys(all) as SubjectName[]) {
     for (const workload of workloads(latencyJobs)) {
       const figure = all[subject][workload.key];
       if (figure.cut !== undefined) {
-        notes.push(
-          `† ${label(subject)}, ${workload.title}: in ${figure.cut.runs} run(s) the phase's time budget ended it after ${formatInteger(figure.cut.done)} of ${formatInteger(figure.cut.of)} jobs (median); the figure is over the jobs done.`,
+        const runs = `${figure.cut.runs} run${figure.cut.runs === 1 ? '' : 's'}`;
+        cut.push(
+          `${label(subject)}, ${workload.title} (${formatInteger(figure.cut.done)} of ${formatInteger(figure.cut.of)} in ${runs})`,
         );
       }
       if (figure.failedRuns > 0) {
-        notes.push(
-          `‡ ${label(subject)}, ${workload.title}: ${figure.failedRuns} run(s) failed or timed out; the figure is over the others.`,
-        );
+        failed.push(`${label(subject)}, ${workload.title} (${figure.failedRuns})`);
       }
     }
   }
-  return [...new Set(notes)];
+  const notes: string[] = [];
+  if (cut.length > 0) {
+    notes.push(
+      `† The phase's time budget ended it before all its jobs were done (median jobs done); the figure is over the jobs done: ${cut.join('; ')}.`,
+    );
+  }
+  if (failed.length > 0) {
+    notes.push(
+      `‡ Runs that failed or timed out (how many); the figure is over the others: ${failed.join('; ')}.`,
+    );
+  }
+  return notes;
 }
 
 export interface Target {
