@@ -1,10 +1,13 @@
+import { setMaxListeners } from 'node:events';
 import { ClosedError, StorageUnavailableError } from '../core/index.js';
 import { errorFromResponse } from './errors.js';
+import { type Exchange, type ExchangeRequest, NodeHttpSender } from './node-transport.js';
 
 export type Fetch = typeof fetch;
 
 export interface TransportOptions {
   apiKey?: string;
+  /** Sends requests with this fetch instead of node:http (tests, other runtimes). */
   fetch?: Fetch;
   /** How long one request may take, beyond any long-poll wait it carries. Default 30 s. */
   timeoutMs?: number;
@@ -28,7 +31,8 @@ export class RequestAborted extends Error {
 
 /** JSON over HTTP to one leaseq server, errors turned back into leaseq's error classes. */
 export class HttpTransport {
-  private readonly fetch: Fetch;
+  private readonly send: (url: string, request: ExchangeRequest) => Promise<Exchange>;
+  private readonly nodeSender: NodeHttpSender | undefined;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
   private readonly closing = new AbortController();
@@ -38,7 +42,20 @@ export class HttpTransport {
   /** `baseUrl` may carry a path prefix (`http://host/leaseq`); API paths are appended to it. */
   constructor(baseUrl: string, options: TransportOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
-    this.fetch = options.fetch ?? globalThis.fetch;
+    const fetchFn = options.fetch;
+    if (fetchFn === undefined) {
+      const sender = new NodeHttpSender();
+      this.nodeSender = sender;
+      this.send = (url, request) => sender.send(url, request);
+    } else {
+      this.nodeSender = undefined;
+      this.send = async (url, request) => {
+        const response = await fetchFn(url, request);
+        return { status: response.status, text: await response.text() };
+      };
+    }
+    // Every request in flight listens to `closing`; many at once is normal, not a leak.
+    setMaxListeners(0, this.closing.signal);
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.headers = {
       accept: 'application/json',
@@ -53,6 +70,7 @@ export class HttpTransport {
   /** Aborts every request in flight; later requests fail with CLOSED. */
   close(): void {
     this.closing.abort();
+    this.nodeSender?.close();
   }
 
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -61,10 +79,9 @@ export class HttpTransport {
       [this.closing.signal, options.signal],
       this.timeoutMs + (options.waitMs ?? 0),
     );
-    let response: Response;
-    let text: string;
+    let response: Exchange;
     try {
-      response = await this.fetch(`${this.baseUrl}${path}`, {
+      response = await this.send(`${this.baseUrl}${path}`, {
         method,
         headers:
           options.body === undefined
@@ -73,7 +90,6 @@ export class HttpTransport {
         ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
         signal: link.signal,
       });
-      text = await response.text();
     } catch (error) {
       if (link.aborted()) throw new RequestAborted();
       const reason = link.timedOut() ? 'timed out' : (error as Error).message;
@@ -83,8 +99,9 @@ export class HttpTransport {
     } finally {
       link.dispose();
     }
-    const body = parseJson(text);
-    if (!response.ok) throw errorFromResponse(response.status, body);
+    const body = parseJson(response.text);
+    if (response.status < 200 || response.status > 299)
+      throw errorFromResponse(response.status, body);
     return body as T;
   }
 }
