@@ -13,11 +13,14 @@
 import { spawn, spawnSync } from 'node:child_process';
 import {
   closeSync,
+  cpSync,
   existsSync,
   mkdirSync,
+  mkdtempSync,
   openSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { createServer } from 'node:net';
@@ -78,6 +81,8 @@ ensureDependencies();
 if (!existsSync(join(rootDir, 'dist/index.js')) || !existsSync(join(rootDir, 'dist/cli/main.js'))) {
   throw new Error('leaseq is not built: run `npm run build` at the root (npm run bench does)');
 }
+const measured = snapshotDist();
+const leaseqCommit = gitDescription();
 if (values.profile) mkdirSync(profileDir, { recursive: true });
 
 const outcomes = new Map<SubjectName, Outcome<WorkloadResult>[]>();
@@ -107,6 +112,7 @@ if (!values['skip-growth']) {
   }
 }
 
+measured.remove();
 const elapsed = (performance.now() - started) / 1000;
 const report = writeReport(elapsed);
 console.log(report.markdown);
@@ -180,6 +186,31 @@ async function runGrowth(mode: string, backlog: number, run: number) {
   }
 }
 
+/**
+ * A copy of the built package in the temp folder, with the root's node_modules linked beside it:
+ * what every child runs, whatever rebuilds ../dist meanwhile. Removed at the end.
+ */
+function snapshotDist(): { dist: string; remove(): void } {
+  const home = mkdtempSync(join(tmpdir(), 'lqbench-dist-'));
+  const remove = () => rmSync(home, { recursive: true, force: true });
+  process.once('exit', remove);
+  cpSync(join(rootDir, 'dist'), join(home, 'dist'), { recursive: true });
+  writeFileSync(join(home, 'package.json'), '{ "type": "module" }\n');
+  symlinkSync(join(rootDir, 'node_modules'), join(home, 'node_modules'), 'dir');
+  return { dist: join(home, 'dist'), remove };
+}
+
+/** The commit measured, and whether the sources differed from it. */
+function gitDescription(): string {
+  const git = (...args: string[]) =>
+    spawnSync('git', args, { cwd: rootDir, encoding: 'utf8' }).stdout?.trim() ?? '';
+  const commit = git('rev-parse', '--short', 'HEAD');
+  if (commit === '') return 'outside git';
+  return git('status', '--porcelain', '--', 'src') === ''
+    ? `commit ${commit}`
+    : `commit ${commit} with uncommitted changes in src/`;
+}
+
 function profileFlags(name: string): string[] {
   return ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`];
 }
@@ -201,6 +232,7 @@ function runChild<T>(
     const begun = performance.now();
     const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', ...args], {
       cwd: benchDir,
+      env: { ...process.env, LEASEQ_BENCH_DIST: measured.dist },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -272,7 +304,7 @@ async function startServer(
     process.execPath,
     [
       ...flags,
-      join(rootDir, 'dist/cli/main.js'),
+      join(measured.dist, 'cli/main.js'),
       'serve',
       '--port',
       String(port),
@@ -401,7 +433,7 @@ function machineLine(): string {
     `${availableParallelism()} cores (${cpu}), ${Math.round(totalmem() / 2 ** 30)} GiB, Linux ${release()}`,
     `Node ${process.version}`,
     `load average ${loadAtStart.toFixed(2)} at the start`,
-    `leaseq ${packageVersion(rootDir)} (${root('better-sqlite3')}, ${root('pg')}, ${root('fastify')})`,
+    `leaseq ${packageVersion(rootDir)} at ${leaseqCommit} (${root('better-sqlite3')}, ${root('pg')}, ${root('fastify')})`,
     `${dep('bullmq')}, ${dep('ioredis')}, ${dep('pg-boss')}, ${dep('amqplib')}`,
     [...servers].sort().join(', '),
   ]
