@@ -11,6 +11,7 @@ import type {
 import { checkQueueName, checkSameOptions } from '../queue-options.js';
 import { WakeHub } from '../wake-hub.js';
 import { GroupCommitExecutor } from './executor.js';
+import type { QueueAccess } from './queue-access.js';
 import { decodeOptions, insertQueueRow, loadQueueRow, readQueueOptions } from './queue-row.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 import { SqlQueue } from './sql-queue.js';
@@ -40,6 +41,7 @@ export class SqlEngine implements Engine {
   readonly storageTime?: () => Promise<number>;
   readonly wakes = new WakeHub();
   private readonly executor: GroupCommitExecutor;
+  private readonly access: QueueAccess;
   private closed = false;
 
   constructor(private readonly parts: SqlEngineParts) {
@@ -47,6 +49,7 @@ export class SqlEngine implements Engine {
     this.capabilities = parts.capabilities;
     if (parts.storageTime !== undefined) this.storageTime = parts.storageTime;
     this.executor = new GroupCommitExecutor(parts.acquire, parts.translateError);
+    this.access = { dialect: parts.dialect, wakes: this.wakes, followClock: parts.followClock };
   }
 
   async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
@@ -58,13 +61,7 @@ export class SqlEngine implements Engine {
       const stored = await readQueueOptions(connection, name);
       if (stored !== undefined) checkSameOptions(name, stored, options);
     });
-    return new SqlQueue(
-      name,
-      this.executor,
-      this.parts.dialect,
-      this.wakes,
-      this.parts.followClock,
-    );
+    return new SqlQueue(name, this.executor, this.access);
   }
 
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
@@ -108,15 +105,7 @@ export class SqlEngine implements Engine {
   transaction<T>(work: (tx: EngineTransaction) => Promise<T>): Promise<T> {
     this.checkOpen();
     return this.executor.submitExclusive((connection, batch) =>
-      work(
-        new SqlTransaction(
-          connection,
-          batch,
-          this.parts.dialect,
-          this.wakes,
-          this.parts.followClock,
-        ),
-      ),
+      work(new SqlTransaction(connection, batch, this.access)),
     );
   }
 

@@ -16,11 +16,10 @@ import {
 } from '../../core/validate.js';
 import type { QueueHandle } from '../engine.js';
 import { encodePayload } from '../payload.js';
-import type { WakeHub } from '../wake-hub.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
-import { type EncodedPublish, QueueOps } from './queue-ops.js';
-import { loadQueueRow } from './queue-row.js';
-import type { SqlConnection, SqlDialect } from './sql-connection.js';
+import { type QueueAccess, queueOps, wakeOnCommit } from './queue-access.js';
+import type { EncodedPublish, QueueOps } from './queue-ops.js';
+import type { SqlConnection } from './sql-connection.js';
 
 /**
  * One queue of a SQL engine. Arguments are checked here, before anything is sent; the work
@@ -30,21 +29,14 @@ export class SqlQueue implements QueueHandle {
   constructor(
     readonly name: string,
     private readonly executor: GroupCommitExecutor,
-    private readonly dialect: SqlDialect,
-    private readonly wakes: WakeHub,
-    private readonly followClock: boolean,
+    private readonly access: QueueAccess,
   ) {}
 
   /** Runs `action` on the queue in a transaction; `wakes` when it may make jobs ready. */
   private run<T>(action: (ops: QueueOps) => Promise<T>, wakes = false): Promise<T> {
     return this.executor.submit(async (connection, batch) => {
       const result = await action(await this.ops(connection, batch));
-      if (wakes) {
-        const statement = this.dialect.wakeStatement?.(this.name);
-        if (statement !== undefined)
-          await connection.runBeforeCommit(statement.sql, statement.params);
-        batch.afterCommit(() => this.wakes.wake(this.name));
-      }
+      if (wakes) await wakeOnCommit(this.access, connection, batch, this.name);
       return result;
     });
   }
@@ -128,9 +120,8 @@ export class SqlQueue implements QueueHandle {
     });
   }
 
-  private async ops(connection: SqlConnection, batch: BatchContext): Promise<QueueOps> {
-    const row = await loadQueueRow(connection, batch, this.dialect, this.name);
-    return new QueueOps(connection, row, this.dialect, this.followClock);
+  private ops(connection: SqlConnection, batch: BatchContext): Promise<QueueOps> {
+    return queueOps(this.access, connection, batch, this.name);
   }
 
   async nack(now: number, token: number, options?: NackOptions) {

@@ -3,11 +3,10 @@ import { checkTokens, Problems, resolveNackOptions } from '../../core/validate.j
 import type { EngineTransaction } from '../engine.js';
 import { encodePayload } from '../payload.js';
 import { checkQueueName } from '../queue-options.js';
-import type { WakeHub } from '../wake-hub.js';
 import type { BatchContext } from './executor.js';
-import { QueueOps } from './queue-ops.js';
-import { loadQueueRow } from './queue-row.js';
-import type { SqlConnection, SqlDialect, SqlValue } from './sql-connection.js';
+import { type QueueAccess, queueOps, wakeOnCommit } from './queue-access.js';
+import type { QueueOps } from './queue-ops.js';
+import type { SqlConnection, SqlValue } from './sql-connection.js';
 
 /**
  * A caller's transaction on the engine's database: its own statements, acks, nacks and
@@ -18,9 +17,7 @@ export class SqlTransaction implements EngineTransaction {
   constructor(
     private readonly connection: SqlConnection,
     private readonly batch: BatchContext,
-    private readonly dialect: SqlDialect,
-    private readonly wakes: WakeHub,
-    private readonly followClock: boolean,
+    private readonly access: QueueAccess,
   ) {}
 
   query<Row extends object>(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
@@ -41,7 +38,7 @@ export class SqlTransaction implements EngineTransaction {
     checkTokens([token]);
     const nack = resolveNackOptions(options);
     const done = await (await this.ops(queue)).nack(now, token, nack);
-    if (done) this.wakeAfterCommit(queue);
+    if (done) await this.wakeAfterCommit(queue);
     return done;
   }
 
@@ -49,7 +46,7 @@ export class SqlTransaction implements EngineTransaction {
     const payloadJson = encodePayload(input.payload, 'job');
     const encoded = { id: input.id, payloadJson, delay: input.delay ?? 0 };
     const [result] = await (await this.ops(queue)).publish(now, [encoded]);
-    this.wakeAfterCommit(queue);
+    await this.wakeAfterCommit(queue);
     return result as PublishResult;
   }
 
@@ -71,20 +68,13 @@ export class SqlTransaction implements EngineTransaction {
     ]);
   }
 
-  private async ops(queue: string): Promise<QueueOps> {
+  private ops(queue: string): Promise<QueueOps> {
     checkQueueName(queue);
-    const row = await loadQueueRow(this.connection, this.batch, this.dialect, queue);
-    return new QueueOps(this.connection, row, this.dialect, this.followClock);
+    return queueOps(this.access, this.connection, this.batch, queue);
   }
 
-  private wakeAfterCommit(queue: string): void {
-    this.batch.afterCommit(() => this.wakes.wake(queue));
-    const statement = this.dialect.wakeStatement?.(queue);
-    if (statement !== undefined) {
-      this.batch.beforeCommit(async (connection) => {
-        await connection.runBeforeCommit(statement.sql, statement.params);
-      });
-    }
+  private wakeAfterCommit(queue: string): Promise<void> {
+    return wakeOnCommit(this.access, this.connection, this.batch, queue);
   }
 }
 

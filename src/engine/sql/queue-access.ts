@@ -1,0 +1,41 @@
+import type { WakeHub } from '../wake-hub.js';
+import type { BatchContext } from './executor.js';
+import { QueueOps } from './queue-ops.js';
+import { loadQueueRow } from './queue-row.js';
+import type { SqlConnection, SqlDialect } from './sql-connection.js';
+
+/** What a transaction needs to act on queues: its dialect, wake-ups and clock mode. */
+export interface QueueAccess {
+  dialect: SqlDialect;
+  wakes: WakeHub;
+  followClock: boolean;
+}
+
+/** The operations on `queue`, over its row loaded (and locked) once per transaction. */
+export async function queueOps(
+  access: QueueAccess,
+  connection: SqlConnection,
+  batch: BatchContext,
+  queue: string,
+): Promise<QueueOps> {
+  const row = await loadQueueRow(connection, batch, access.dialect, queue);
+  return new QueueOps(connection, row, access.dialect, access.followClock);
+}
+
+/**
+ * Once the transaction commits, receivers of `queue` wake: in this process at once, in others
+ * through the dialect's notification, sent with the COMMIT. Once per queue per transaction.
+ */
+export async function wakeOnCommit(
+  access: QueueAccess,
+  connection: SqlConnection,
+  batch: BatchContext,
+  queue: string,
+): Promise<void> {
+  const key = `wake:${queue}`;
+  if (batch.cache.has(key)) return;
+  batch.cache.set(key, true);
+  batch.afterCommit(() => access.wakes.wake(queue));
+  const statement = access.dialect.wakeStatement?.(queue);
+  if (statement !== undefined) await connection.runBeforeCommit(statement.sql, statement.params);
+}
