@@ -5,7 +5,8 @@
  *
  * For each N: publish N jobs (ids `j${i}`, payload { n: i }), then reserve+ack them one at a
  * time; `now` is a counter advanced by one per operation. Heap per job is the retained heap with
- * the N jobs queued: gc, baseline, publish, gc, heapUsed - baseline, divided by N. Each figure is
+ * the N jobs queued: gc, baseline, publish, gc, heapUsed - baseline, divided by N, in a run of
+ * its own after the timed ones (a forced gc resets V8's inline caches). Each figure is
  * the median of 5 runs, after ten warm-up runs at N = 10^4 each (V8 needs several short runs
  * before its optimised code settles; fewer make the 10^4 row measure the JIT, not the queue). The core's loops give up once the run
  * passes BUDGET_MS, so a slow core cannot hold the bench past ~2 minutes. It is a report: the
@@ -31,7 +32,6 @@ interface Workload {
 interface Sample {
   publishMs: number;
   reserveAckMs: number;
-  bytesPerJob: number;
 }
 
 class OverBudgetError extends Error {}
@@ -79,20 +79,33 @@ function requireGc(): () => void {
 }
 const gc = requireGc();
 
+/**
+ * Times one run. No forced gc() here: a forced full collection throws away V8's inline caches,
+ * which makes the next short run measure re-warming, not the queue (a 10^4 run of the core went
+ * from ~4 ms to ~30 ms). Heap is measured in its own run (measureHeap).
+ */
 function measure(createWorkload: () => Workload, jobCount: number, deadlineMs: number): Sample {
-  gc();
-  const baselineBytes = process.memoryUsage().heapUsed;
   const workload = createWorkload();
   const publishStartMs = performance.now();
   workload.publishAll(jobCount, deadlineMs);
   const publishMs = performance.now() - publishStartMs;
-  gc();
-  const bytesPerJob = (process.memoryUsage().heapUsed - baselineBytes) / jobCount;
   const reserveStartMs = performance.now();
   workload.reserveAckAll(jobCount, deadlineMs);
   const reserveAckMs = performance.now() - reserveStartMs;
   workload.verify(jobCount);
-  return { publishMs, reserveAckMs, bytesPerJob };
+  return { publishMs, reserveAckMs };
+}
+
+/** Heap retained per queued job: gc, baseline, publish, gc, difference over N. Not timed. */
+function measureHeap(createWorkload: () => Workload, jobCount: number): number {
+  gc();
+  const baselineBytes = process.memoryUsage().heapUsed;
+  const workload = createWorkload();
+  workload.publishAll(jobCount, Number.POSITIVE_INFINITY);
+  gc();
+  const bytesPerJob = (process.memoryUsage().heapUsed - baselineBytes) / jobCount;
+  workload.reserveAckAll(jobCount, Number.POSITIVE_INFINITY);
+  return bytesPerJob;
 }
 
 function median(values: number[]): number {
@@ -110,7 +123,8 @@ function summarize(jobCount: number, samples: Sample[]) {
     publishPerSec: perSecond(median(samples.map((s) => s.publishMs))),
     reserveAckPerSec: perSecond(median(samples.map((s) => s.reserveAckMs))),
     jobsPerSec: perSecond(median(samples.map((s) => s.publishMs + s.reserveAckMs))),
-    bytesPerJob: median(samples.map((s) => s.bytesPerJob)),
+    /** Filled by measureHeap, in a run of its own. */
+    bytesPerJob: Number.NaN,
   };
 }
 
@@ -141,7 +155,12 @@ const results = JOB_COUNTS.map((jobCount) => {
     core.push(...measureCore(jobCount));
     floor.push(measure(floorWorkload, jobCount, Number.POSITIVE_INFINITY));
   }
-  return { jobCount, core: summarize(jobCount, core), floor: summarize(jobCount, floor) };
+  // After the timed runs: a forced gc() must not come before them (see measure).
+  const coreSummary = summarize(jobCount, core);
+  const floorSummary = summarize(jobCount, floor);
+  if (core.length > 0) coreSummary.bytesPerJob = measureHeap(coreWorkload, jobCount);
+  floorSummary.bytesPerJob = measureHeap(floorWorkload, jobCount);
+  return { jobCount, core: coreSummary, floor: floorSummary };
 });
 
 const label = (jobCount: number) => `10^${Math.round(Math.log10(jobCount))}`;
@@ -203,6 +222,13 @@ if (first && last) {
     `${passFail(scaling >= 0.5)} core jobs/s at ${label(last.jobCount)} within 2x of ` +
       `${label(first.jobCount)}: ${show(last.core.jobsPerSec)} vs ${show(first.core.jobsPerSec)} ` +
       `jobs/s (${ratio(scaling)}x, need >= 0.50)`,
+  );
+  // The floor's own slope: how much of the slowdown is the machine (caches, a larger heap to
+  // collect) rather than the core's data structures.
+  const floorScaling = last.floor.jobsPerSec / first.floor.jobsPerSec;
+  console.log(
+    `     for scale: the floor at ${label(last.jobCount)} runs at ${ratio(floorScaling)}x its ` +
+      `${label(first.jobCount)} rate (${show(last.floor.jobsPerSec)} vs ${show(first.floor.jobsPerSec)} jobs/s)`,
   );
 }
 console.log(`\ntotal ${((performance.now() - startMs) / 1000).toFixed(1)} s`);
