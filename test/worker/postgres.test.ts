@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import {
+  open,
+  PermanentError,
+  silentLogger,
+  TransactionalInbox,
+  ValidationError,
+  work,
+} from '../../src/index.js';
+import { postgresUrl, queueName } from '../conformance/engines.js';
+
+// The worker over PostgreSQL on the wall clock: the manual-clock suites run over memory and
+// SQLite; here the real fetch loop, outcomes and the transactional inbox meet a shared database.
+const reachable = await open(postgresUrl())
+  .then(async (broker) => {
+    await broker.close();
+    return true;
+  })
+  .catch((error: unknown) => {
+    if (process.env.CI === 'true') throw error;
+    return false;
+  });
+
+describe.skipIf(!reachable)(
+  'the worker over PostgreSQL (skipped only when unreachable outside CI)',
+  () => {
+    it('acks what returns, dead-letters what is permanent, never exceeds its concurrency', async () => {
+      const broker = await open(postgresUrl());
+      const name = queueName('worker-pg');
+      const queue = await broker.queue(name, { visibility: 10_000, maxDeliveries: 3 });
+      await queue.publishBatch(
+        Array.from({ length: 60 }, (_, i) => ({ id: `job-${i}`, payload: { n: i } })),
+      );
+      let inHand = 0;
+      let mostInHand = 0;
+      const worker = await work<{ n: number }>(
+        queue,
+        async (job) => {
+          inHand += 1;
+          mostInHand = Math.max(mostInHand, inHand);
+          await new Promise((resolve) => setTimeout(resolve, 2));
+          inHand -= 1;
+          if (job.payload.n % 20 === 7)
+            throw new PermanentError('bad input', { reason: 'invalid' });
+        },
+        { concurrency: 8, logger: silentLogger },
+      );
+      for (let waited = 0; waited < 200; waited += 1) {
+        const stats = await queue.stats();
+        if (stats.ready + stats.active === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await worker.close({ timeout: 5_000 });
+      const stats = await queue.stats();
+      expect({
+        acks: stats.acks,
+        dead: stats.dead,
+        ready: stats.ready,
+        active: stats.active,
+      }).toEqual({
+        acks: 57,
+        dead: 3,
+        ready: 0,
+        active: 0,
+      });
+      const dead = (await queue.deadLetters()).map((letter) => `${letter.id}:${letter.reason}`);
+      expect(dead.sort()).toEqual(['job-27:invalid', 'job-47:invalid', 'job-7:invalid']);
+      expect(mostInHand).toBeLessThanOrEqual(8);
+      expect(worker.metrics().outcomes.acked).toBe(57);
+      await broker.deleteQueue(name);
+      await broker.close();
+    });
+
+    it('the transactional inbox runs an effect once, in the transaction of its claim', async () => {
+      const broker = await open(postgresUrl());
+      const inbox = new TransactionalInbox(broker);
+      const consumer = queueName('consumer');
+      let effects = 0;
+      const effect = async () => {
+        effects += 1;
+        return effects;
+      };
+      const first = await inbox.processOnce(consumer, 'job-x', effect);
+      const second = await inbox.processOnce(consumer, 'job-x', effect);
+      expect(first).toEqual({ processed: true, value: 1 });
+      expect(second).toEqual({ processed: false });
+      await expect(inbox.processOnce('', 'job-y', effect)).rejects.toBeInstanceOf(ValidationError);
+      expect(effects).toBe(1);
+      await broker.close();
+    });
+  },
+);
