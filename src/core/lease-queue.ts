@@ -33,6 +33,7 @@ import {
   checkNow,
   checkPublishInput,
   checkPublishInputs,
+  checkSessionKnown,
   checkToken,
   checkTokens,
   Problems,
@@ -40,6 +41,7 @@ import {
   resolveNackOptions,
   resolveQueueOptions,
   resolveSessionOptions,
+  sessionIdOf,
   show,
 } from './validate.js';
 
@@ -47,8 +49,6 @@ interface Release {
   delivery: DeliveryRecord;
   outcome: AttemptOutcome;
 }
-
-const SESSION_ID = /^s([1-9][0-9]*)$/;
 
 /**
  * The semantics of SPEC.md as a pure state machine: no I/O, no timers, no wall clock. Every
@@ -154,7 +154,7 @@ export class LeaseQueue {
     problems.positiveInteger('max', max);
     problems.positiveInteger('visibility', visibility);
     problems.throwIfAny();
-    if (options.session !== undefined) this.checkSessionKnown(options.session);
+    if (options.session !== undefined) checkSessionKnown(options.session, this.nextSessionNumber);
     this.advance(now);
     const session =
       options.session === undefined ? undefined : this.openSessionRecord(options.session);
@@ -226,7 +226,7 @@ export class LeaseQueue {
     const resolved = resolveSessionOptions(options);
     this.advance(now);
     const session: SessionRecord = {
-      id: `s${this.nextSessionNumber++}`,
+      id: sessionIdOf(this.nextSessionNumber++),
       ...resolved,
       lastHeartbeat: now,
       deliveries: new Map(),
@@ -238,7 +238,7 @@ export class LeaseQueue {
   }
 
   heartbeat(now: number, sessionId: string): void {
-    this.checkSessionKnown(sessionId);
+    checkSessionKnown(sessionId, this.nextSessionNumber);
     this.advance(now);
     const session = this.openSessionRecord(sessionId);
     session.lastHeartbeat = now;
@@ -247,7 +247,7 @@ export class LeaseQueue {
 
   /** Ends the session and releases its live deliveries at once (R12, R13). */
   closeSession(now: number, sessionId: string): number {
-    this.checkSessionKnown(sessionId);
+    checkSessionKnown(sessionId, this.nextSessionNumber);
     this.advance(now);
     const session = this.openSessionRecord(sessionId);
     const released: Release[] = [];
@@ -635,7 +635,7 @@ export class LeaseQueue {
   // --- lookups --------------------------------------------------------------------------------
 
   private upTo(now: number, sessionId: string, token: number): DeliveryRecord[] {
-    this.checkSessionKnown(sessionId);
+    checkSessionKnown(sessionId, this.nextSessionNumber);
     checkToken(token);
     this.advance(now);
     const session = this.openSessionRecord(sessionId);
@@ -655,14 +655,6 @@ export class LeaseQueue {
     for (const id of ids) {
       const job = this.dead.get(id);
       if (job !== undefined) yield job;
-    }
-  }
-
-  /** A session id that this queue never issued is a bad argument, checked before R3. */
-  private checkSessionKnown(sessionId: unknown): void {
-    const match = typeof sessionId === 'string' ? SESSION_ID.exec(sessionId) : null;
-    if (match === null || Number(match[1]) >= this.nextSessionNumber) {
-      throw new ValidationError(`unknown session ${show(sessionId)}`);
     }
   }
 

@@ -201,3 +201,21 @@ export function checkIdList(ids: readonly string[] | undefined): void {
   });
   problems.throwIfAny();
 }
+
+const SESSION_ID = /^s([1-9][0-9]*)$/;
+
+/** The id of a queue's n-th session. */
+export function sessionIdOf(sessionNumber: number): string {
+  return `s${sessionNumber}`;
+}
+
+/**
+ * A session id the queue never issued (it has issued numbers below `nextSessionNumber`) is a
+ * bad argument, refused before R3; an ended one is checked after it (SessionClosedError).
+ */
+export function checkSessionKnown(sessionId: unknown, nextSessionNumber: number): void {
+  const match = typeof sessionId === 'string' ? SESSION_ID.exec(sessionId) : null;
+  if (match === null || Number(match[1]) >= nextSessionNumber) {
+    throw new ValidationError(`unknown session ${show(sessionId)}`);
+  }
+}

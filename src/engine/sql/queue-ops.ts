@@ -7,14 +7,16 @@ import {
   type PublishResult,
   type QueueStats,
   SessionClosedError,
-  ValidationError,
 } from '../../core/index.js';
-import type { ResolvedNack, ResolvedSession } from '../../core/validate.js';
+import {
+  checkSessionKnown,
+  type ResolvedNack,
+  type ResolvedSession,
+  sessionIdOf,
+} from '../../core/validate.js';
 import { decodePayload } from '../payload.js';
 import { attemptOf, DELIVERY_COLUMNS, type DeliveryRow, JobMoves } from './job-moves.js';
 import { INFINITY_AS_NULL } from './queue-row.js';
-
-const SESSION_ID = /^s([1-9][0-9]*)$/;
 
 /** A publish whose arguments were checked and whose payload is already JSON text. */
 export interface EncodedPublish {
@@ -146,7 +148,7 @@ export class QueueOps extends JobMoves {
   }
 
   async reserve(now: number, args: ReserveArgs): Promise<Delivery[]> {
-    if (args.session !== undefined) this.checkSessionKnown(args.session);
+    if (args.session !== undefined) checkSessionKnown(args.session, this.q.nextSession);
     now = await this.advance(now);
     let count = Math.min(args.max, this.q.options.prefetch - this.q.active, this.q.ready);
     let ackTimeout: number | null = null;
@@ -270,7 +272,7 @@ export class QueueOps extends JobMoves {
 
   async openSessionAt(now: number, options: ResolvedSession): Promise<string> {
     now = await this.advance(now);
-    const id = `s${this.q.nextSession++}`;
+    const id = sessionIdOf(this.q.nextSession++);
     await this.c.run(
       `INSERT INTO leaseq_sessions (queue, id, prefetch, timeout, ack_timeout, last_heartbeat)
        VALUES (?, ?, ?, ?, ?, ?)`,
@@ -289,7 +291,7 @@ export class QueueOps extends JobMoves {
   }
 
   async heartbeat(now: number, sessionId: string): Promise<void> {
-    this.checkSessionKnown(sessionId);
+    checkSessionKnown(sessionId, this.q.nextSession);
     now = await this.advance(now);
     await this.openSession(sessionId);
     await this.c.run('UPDATE leaseq_sessions SET last_heartbeat = ? WHERE queue = ? AND id = ?', [
@@ -300,7 +302,7 @@ export class QueueOps extends JobMoves {
   }
 
   async closeSession(now: number, sessionId: string): Promise<number> {
-    this.checkSessionKnown(sessionId);
+    checkSessionKnown(sessionId, this.q.nextSession);
     now = await this.advance(now);
     await this.openSession(sessionId);
     const released = await this.endSession(sessionId, now);
@@ -310,7 +312,7 @@ export class QueueOps extends JobMoves {
 
   /** R11: every live delivery of the session with a token ≤ `token`, in token order. */
   async upTo(now: number, sessionId: string, token: number): Promise<DeliveryRow[]> {
-    this.checkSessionKnown(sessionId);
+    checkSessionKnown(sessionId, this.q.nextSession);
     now = await this.advance(now);
     await this.openSession(sessionId);
     return this.c.query<DeliveryRow>(
@@ -503,14 +505,6 @@ export class QueueOps extends JobMoves {
       [this.q.name],
     );
     return rows.map((row) => row.id);
-  }
-
-  /** A session id this queue never issued is a bad argument, checked before R3. */
-  private checkSessionKnown(sessionId: unknown): void {
-    const match = typeof sessionId === 'string' ? SESSION_ID.exec(sessionId) : null;
-    if (match === null || Number(match[1]) >= this.q.nextSession) {
-      throw new ValidationError(`unknown session ${JSON.stringify(sessionId)}`);
-    }
   }
 
   /** After R3: the session must still be open. */
