@@ -14,13 +14,16 @@ export type LeaseqErrorCode =
   | 'CLOSED'
   | 'UNSUPPORTED';
 
-export abstract class LeaseqError extends Error {
-  abstract readonly code: LeaseqErrorCode;
+/** An error with a stable `code` to branch on; its name is its class's. */
+export abstract class CodedError<Code extends string> extends Error {
+  abstract readonly code: Code;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
   }
 }
+
+export abstract class LeaseqError extends CodedError<LeaseqErrorCode> {}
 
 /** R2: `now` is not an integer ≥ 0, or it is behind the queue's clock. Nothing changed. */
 export class ClockError extends LeaseqError {

@@ -1,3 +1,4 @@
+import { CodedError } from '../core/errors.js';
 /**
  * The errors of the worker library. A handler throws the outcome errors to choose what happens
  * to its job; the worker raises the others. Callers branch on `code`, which never changes once
@@ -13,13 +14,7 @@ export type WorkerErrorCode =
   | 'INJECTED_FAULT'
   | 'PROCESS_CRASHED';
 
-export abstract class WorkerError extends Error {
-  abstract readonly code: WorkerErrorCode;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
+export abstract class WorkerError extends CodedError<WorkerErrorCode> {}
 
 /**
  * The attempt failed and another may succeed: the job is retried after a backoff (R15) until
