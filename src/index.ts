@@ -16,6 +16,7 @@ export {
   RemoteError,
   type RemoteOptions,
   RemoteQueue,
+  UnknownDeliveryError,
 } from './client/index.js';
 export * from './core/index.js';
 export * from './engine/index.js';

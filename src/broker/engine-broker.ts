@@ -1,10 +1,15 @@
 import {
+  build,
   ClockError,
   ClosedError,
   type NackOptions,
+  type Operation,
+  type Outcome,
   type PublishInput,
+  type PublishResult,
   type QueueOptions,
   type ResolvedQueueOptions,
+  type ResultOf,
   type SessionOptions,
   UnsupportedError,
   ValidationError,
@@ -152,12 +157,20 @@ export class EngineQueue implements Queue {
     return this.handle.options();
   }
 
-  publish(input?: PublishInput) {
-    return this.timed((now) => this.handle.publish(now, input), true);
+  /**
+   * Executes parsed operations in order at one now, as one unit of the engine (see
+   * QueueHandle.execute); each is answered on its own.
+   */
+  execute(operations: readonly Operation[]): Promise<Outcome[]> {
+    return atNow(this.clock, (now) => this.handle.execute(now, operations));
   }
 
-  publishBatch(inputs: readonly PublishInput[]) {
-    return this.timed((now) => this.handle.publishBatch(now, inputs), true);
+  async publish(input?: PublishInput) {
+    return this.run(build.publish(input ?? {})).then((results) => results[0] as PublishResult);
+  }
+
+  async publishBatch(inputs: readonly PublishInput[]) {
+    return this.run(build.publishBatch(inputs));
   }
 
   async receive(options: ReceiveOptions = {}) {
@@ -165,14 +178,15 @@ export class EngineQueue implements Queue {
     if (!Number.isSafeInteger(wait) || wait < 0) {
       throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
     }
-    if (wait === 0) return this.timed((now) => this.handle.reserve(now, reserve));
+    const operation = build.reserve(reserve);
+    if (wait === 0) return this.run(operation);
     const until = this.clock.now() + wait;
     for (let first = true; ; first = false) {
       // Woken by the caller's signal or by closing: answer empty, touch nothing more.
       if (!first && (signal?.aborted || this.closed.aborted)) return [];
       const parked = this.parkOnWake(signal);
       try {
-        const deliveries = await this.timed((now) => this.handle.reserve(now, reserve));
+        const deliveries = await this.run(operation);
         const now = this.clock.now();
         if (deliveries.length > 0 || now >= until || signal?.aborted || this.closed.aborted) {
           return deliveries;
@@ -187,60 +201,64 @@ export class EngineQueue implements Queue {
     }
   }
 
-  ack(token: number) {
-    return this.timed((now) => this.handle.ack(now, token), true);
+  async ack(token: number) {
+    return this.run(build.ack(token)).then((results) => results[0] as boolean);
   }
 
-  ackMany(tokens: readonly number[]) {
-    return this.timed((now) => this.handle.ackMany(now, tokens), true);
+  async ackMany(tokens: readonly number[]) {
+    return this.run(build.ackMany(tokens));
   }
 
-  nack(token: number, options?: NackOptions) {
-    return this.timed((now) => this.handle.nack(now, token, options), true);
+  async nack(token: number, options?: NackOptions) {
+    return this.run(build.nack(token, options));
   }
 
   reject(token: number, options?: NackOptions) {
-    return this.timed((now) => this.handle.reject(now, token, options), true);
+    return this.nack(token, options);
   }
 
-  extend(token: number, visibility: number) {
-    return this.timed((now) => this.handle.extend(now, token, visibility));
+  async extend(token: number, visibility: number) {
+    return this.run(build.extend(token, visibility));
   }
 
-  openSession(options?: SessionOptions) {
-    return this.timed((now) => this.handle.openSession(now, options));
+  async openSession(options?: SessionOptions) {
+    return this.run(build.openSession(options));
   }
 
-  heartbeat(sessionId: string) {
-    return this.timed((now) => this.handle.heartbeat(now, sessionId));
+  async heartbeat(sessionId: string): Promise<void> {
+    await this.run(build.heartbeat(sessionId));
   }
 
-  closeSession(sessionId: string) {
-    return this.timed((now) => this.handle.closeSession(now, sessionId), true);
+  async closeSession(sessionId: string) {
+    return this.run(build.closeSession(sessionId));
   }
 
-  ackUpTo(sessionId: string, token: number) {
-    return this.timed((now) => this.handle.ackUpTo(now, sessionId, token), true);
+  async ackUpTo(sessionId: string, token: number) {
+    return this.run(build.ackUpTo(sessionId, token));
   }
 
-  nackUpTo(sessionId: string, token: number, options?: NackOptions) {
-    return this.timed((now) => this.handle.nackUpTo(now, sessionId, token, options), true);
+  async nackUpTo(sessionId: string, token: number, options?: NackOptions) {
+    return this.run(build.nackUpTo(sessionId, token, options));
   }
 
   deadLetters() {
     return this.handle.deadLetters();
   }
 
-  redrive(ids?: readonly string[]) {
-    return this.timed((now) => this.handle.redrive(now, ids), true);
+  async redrive(ids?: readonly string[]) {
+    return this.run(build.redrive(ids));
   }
 
-  purge(ids?: readonly string[]) {
-    return this.timed((now) => this.handle.purge(now, ids));
+  async purge(ids?: readonly string[]) {
+    return this.run(build.purge(ids));
   }
 
-  stats() {
-    return this.timed((now) => this.handle.stats(now));
+  async purgeQueue(options?: { dead?: boolean }) {
+    return this.run(build.purgeQueue(options));
+  }
+
+  async stats() {
+    return this.run(build.stats());
   }
 
   inspect() {
@@ -251,12 +269,12 @@ export class EngineQueue implements Queue {
     return this.handle.job(id);
   }
 
-  /** An engine call at the clock's now (see atNow); wakes parked receivers when asked. */
-  private async timed<T>(call: (now: number) => Promise<T>, wakesReceivers = false): Promise<T> {
-    const result = await atNow(this.clock, call);
-    // Capacity freed or jobs made ready: parked receivers try again.
-    if (wakesReceivers) this.wakes.wake(this.name);
-    return result;
+  /** One operation at the clock's now (see atNow); its error, if any, is thrown. */
+  private async run<O extends Operation>(operation: O): Promise<ResultOf<O>> {
+    const [outcome] = await this.execute([operation]);
+    if (outcome === undefined) throw new Error('the engine answered no outcome');
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value as ResultOf<O>;
   }
 
   /**

@@ -4,8 +4,11 @@ import type {
   InspectView,
   JobView,
   NackOptions,
+  Operation,
+  Outcome,
   PublishInput,
   PublishResult,
+  PurgeQueueResult,
   QueueOptions,
   QueueStats,
   ReserveOptions,
@@ -28,6 +31,11 @@ export interface ReceiveOptions extends ReserveOptions {
 export interface Queue {
   readonly name: string;
   options(): Promise<ResolvedQueueOptions>;
+  /**
+   * Executes operations (see `parseOperation`, `build`) in order, as one unit of the storage:
+   * each is answered on its own, and one that is refused does not fail the others.
+   */
+  execute(operations: readonly Operation[]): Promise<Outcome[]>;
   publish(input?: PublishInput): Promise<PublishResult>;
   /** All-or-nothing (R5). */
   publishBatch(inputs: readonly PublishInput[]): Promise<PublishResult[]>;
@@ -47,6 +55,11 @@ export interface Queue {
   deadLetters(): Promise<DeadLetter[]>;
   redrive(ids?: readonly string[]): Promise<number>;
   purge(ids?: readonly string[]): Promise<number>;
+  /**
+   * Empties the queue (R18): ready, delayed and active jobs are removed and counted, active
+   * deliveries end (their tokens are refused from then on); dead jobs only with `dead: true`.
+   */
+  purgeQueue(options?: { dead?: boolean }): Promise<PurgeQueueResult>;
   stats(): Promise<QueueStats>;
   inspect(): Promise<InspectView>;
   job(id: string): Promise<JobView | undefined>;

@@ -1,6 +1,7 @@
 import {
   ClockError,
   ClosedError,
+  CodedError,
   ConflictError,
   type LeaseqError,
   type LeaseqErrorCode,
@@ -17,14 +18,25 @@ import {
  * An error only the HTTP edge produces (UNAUTHENTICATED, FORBIDDEN, INVALID_RECEIPT,
  * PAYLOAD_TOO_LARGE, TOO_MANY_REQUESTS, …), or an answer that was not a leaseq error at all.
  */
-export class RemoteError extends Error {
+export class RemoteError extends CodedError<string> {
   constructor(
     readonly code: string,
     readonly status: number,
     message: string,
   ) {
     super(message);
-    this.name = 'RemoteError';
+  }
+}
+
+/**
+ * A token this client holds no receipt for: it never received that delivery, or forgot it
+ * (its session ended, or the receipt book was full). Only the process that received a
+ * delivery can settle it by token; another process settles it by receipt (`ackReceipts`).
+ */
+export class UnknownDeliveryError extends CodedError<'UNKNOWN_DELIVERY'> {
+  readonly code = 'UNKNOWN_DELIVERY' as const;
+  constructor(readonly token: number) {
+    super(`this client holds no receipt for token ${token}; settle it where it was received`);
   }
 }
 
@@ -55,4 +67,10 @@ export function errorFromResponse(status: number, body: unknown): Error {
     typeof error?.message === 'string' ? error.message : `the server answered ${status}`;
   const core = CORE_ERRORS[code as LeaseqErrorCode];
   return core === undefined ? new RemoteError(code, status, message) : core(message);
+}
+
+/** The error of one refused operation of a batch. */
+export function errorFromWire(error: { code: string; message: string }): CodedError<string> {
+  const core = CORE_ERRORS[error.code as LeaseqErrorCode];
+  return core === undefined ? new RemoteError(error.code, 0, error.message) : core(error.message);
 }

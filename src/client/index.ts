@@ -3,8 +3,8 @@
  * implement the same Queue interface as in-process ones.
  */
 
-export type { WireDelivery } from '../server/wire.js';
-export { errorFromResponse, RemoteError } from './errors.js';
+export type { WireDelivery } from '../wire/index.js';
+export { errorFromResponse, RemoteError, UnknownDeliveryError } from './errors.js';
 export { type Fetch, RequestAborted } from './http.js';
 export { openRemote, RemoteBroker, type RemoteOptions } from './remote-broker.js';
 export { type ReceivedDelivery, RemoteQueue } from './remote-queue.js';

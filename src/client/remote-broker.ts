@@ -1,12 +1,13 @@
 import type { Broker, BrokerTransaction } from '../broker/queue.js';
 import {
+  checkQueueName,
+  checkSameOptions,
   NotFoundError,
   type QueueOptions,
   type ResolvedQueueOptions,
   UnsupportedError,
 } from '../core/index.js';
-import { checkQueueName, checkSameOptions } from '../engine/queue-options.js';
-import { boundsFromWire } from '../server/wire.js';
+import { boundsFromWire } from '../wire/index.js';
 import { type Fetch, HttpTransport } from './http.js';
 import { ReceiptBook } from './receipt-book.js';
 import { RemoteQueue, type RemoteQueueSettings } from './remote-queue.js';

@@ -1,20 +1,36 @@
 import type { Queue, ReceiveOptions } from '../broker/index.js';
 import {
+  build,
   type DeadLetter,
   type Delivery,
   type InspectView,
   type JobView,
   type NackOptions,
+  type Operation,
+  type OperationResults,
+  type OperationType,
+  type Outcome,
   type PublishInput,
   type PublishResult,
+  type PurgeQueueResult,
   type QueueStats,
   type ResolvedQueueOptions,
+  type ResultOf,
   type SessionOptions,
   ValidationError,
 } from '../core/index.js';
-import { checkTokens, Problems, resolveNackOptions } from '../core/validate.js';
-import { boundsFromWire, type WireDelivery } from '../server/wire.js';
+import {
+  boundsFromWire,
+  deliveryFromWire,
+  operationToWire,
+  type WireDelivery,
+  type WireOperation,
+  type WireOutcome,
+  type WireWrapper,
+} from '../wire/index.js';
+import { errorFromWire, UnknownDeliveryError } from './errors.js';
 import { type HttpTransport, RequestAborted } from './http.js';
+import { OperationBatcher } from './operation-batcher.js';
 import type { ReceiptBook } from './receipt-book.js';
 
 /** A delivery with the receipt that settles it (what `receiveWithReceipts` returns). */
@@ -31,12 +47,15 @@ export interface RemoteQueueSettings {
 
 /**
  * A queue on a leaseq server, implementing `Queue` exactly. Tokens are numbers here as
- * everywhere; this client keeps the receipt of every delivery it received and sends that.
- * A token this client never received (or has already settled) is stale to it: ack and nack
- * answer false and extend null without asking the server.
+ * everywhere; this client keeps the receipt of every delivery it received and sends that, so
+ * a settled delivery's token is answered by the server as stale (R8). A token it holds no
+ * receipt for is refused with an UnknownDeliveryError. Operations travel as values (see
+ * `execute`), coalesced per tick into one request.
  */
 export class RemoteQueue implements Queue {
   private readonly path: string;
+  private readonly batcher: OperationBatcher;
+  private readonly wrapper: WireWrapper;
 
   constructor(
     readonly name: string,
@@ -45,23 +64,25 @@ export class RemoteQueue implements Queue {
     private readonly settings: RemoteQueueSettings,
   ) {
     this.path = `/v1/queues/${encodeURIComponent(name)}`;
+    this.batcher = new OperationBatcher(
+      async (operations) =>
+        (await this.post<{ results: WireOutcome[] }>('/operations', { operations })).results,
+      settings.maxBatch,
+    );
+    this.wrapper = {
+      receipt: (token) => {
+        const receipt = this.book.receipt(token);
+        if (receipt === undefined) throw new UnknownDeliveryError(token);
+        return receipt;
+      },
+      // Over HTTP the session id a caller holds is the server's handle.
+      sessionHandle: (sessionId) => sessionId,
+    };
   }
 
   async options(): Promise<ResolvedQueueOptions> {
     const view = await this.get<{ options: ResolvedQueueOptions }>('');
     return boundsFromWire(view.options);
-  }
-
-  publish(input: PublishInput = {}): Promise<PublishResult> {
-    return this.post('/jobs', publishBody(input));
-  }
-
-  async publishBatch(inputs: readonly PublishInput[]): Promise<PublishResult[]> {
-    if (!Array.isArray(inputs)) throw new ValidationError('jobs must be an array');
-    const { results } = await this.post<{ results: PublishResult[] }>('/jobs/batch', {
-      jobs: inputs.map(publishBody),
-    });
-    return results;
   }
 
   async receive(options: ReceiveOptions = {}): Promise<Delivery[]> {
@@ -77,6 +98,7 @@ export class RemoteQueue implements Queue {
   async receiveWithReceipts(options: ReceiveOptions = {}): Promise<ReceivedDelivery[]> {
     const { wait = 0, signal, max, visibility, session } = options;
     const reserve = { max, visibility, session };
+    build.reserve(reserve);
     if (!Number.isSafeInteger(wait) || wait < 0) {
       throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
     }
@@ -103,42 +125,47 @@ export class RemoteQueue implements Queue {
     }
   }
 
+  /**
+   * Executes operations on the server, in one request with the other operations this process
+   * submits in the same tick. Tokens travel as the receipts this client holds for them.
+   */
+  async execute(operations: readonly Operation[]): Promise<Outcome[]> {
+    const outcomes: Outcome[] = new Array(operations.length);
+    const sent: { index: number; operation: Operation; wire: WireOperation }[] = [];
+    operations.forEach((operation, index) => {
+      try {
+        sent.push({ index, operation, wire: operationToWire(operation, this.wrapper) });
+      } catch (error) {
+        if (!(error instanceof UnknownDeliveryError)) throw error;
+        outcomes[index] = { ok: false, error };
+      }
+    });
+    if (sent.length === 0) return outcomes;
+    const answers = await this.batcher.submit(sent.map((entry) => entry.wire));
+    sent.forEach(({ index, operation }, k) => {
+      outcomes[index] = this.fromWire(operation, answers[k] as WireOutcome);
+    });
+    return outcomes;
+  }
+
+  async publish(input: PublishInput = {}): Promise<PublishResult> {
+    return (await this.run(build.publish(input)))[0] as PublishResult;
+  }
+
+  async publishBatch(inputs: readonly PublishInput[]): Promise<PublishResult[]> {
+    return this.run(build.publishBatch(inputs));
+  }
+
   async ack(token: number): Promise<boolean> {
-    checkTokens([token]);
-    const receipt = this.book.receipt(token);
-    if (receipt === undefined) return false;
-    const [acked] = await this.ackReceipts([receipt]);
-    this.book.forget(token);
-    return acked === true;
+    return (await this.run(build.ack(token)))[0] as boolean;
   }
 
   async ackMany(tokens: readonly number[]): Promise<boolean[]> {
-    if (!Array.isArray(tokens)) throw new ValidationError('tokens must be an array');
-    checkTokens(tokens);
-    const results: boolean[] = tokens.map(() => false);
-    const known = tokens.flatMap((token, index) => {
-      const receipt = this.book.receipt(token);
-      return receipt === undefined ? [] : [{ token, index, receipt }];
-    });
-    for (let start = 0; start < known.length; start += this.settings.maxBatch) {
-      const part = known.slice(start, start + this.settings.maxBatch);
-      const acked = await this.ackReceipts(part.map((entry) => entry.receipt));
-      part.forEach((entry, at) => {
-        results[entry.index] = acked[at] === true;
-        this.book.forget(entry.token);
-      });
-    }
-    return results;
+    return this.run(build.ackMany(tokens));
   }
 
   async nack(token: number, options?: NackOptions): Promise<boolean> {
-    checkTokens([token]);
-    resolveNackOptions(options);
-    const receipt = this.book.receipt(token);
-    if (receipt === undefined) return false;
-    const nacked = await this.nackReceipt(receipt, options);
-    this.book.forget(token);
-    return nacked;
+    return this.run(build.nack(token, options));
   }
 
   reject(token: number, options?: NackOptions): Promise<boolean> {
@@ -146,15 +173,45 @@ export class RemoteQueue implements Queue {
   }
 
   async extend(token: number, visibility: number): Promise<number | null> {
-    const problems = new Problems();
-    problems.positiveInteger('token', token);
-    problems.positiveInteger('visibility', visibility);
-    problems.throwIfAny();
-    const receipt = this.book.receipt(token);
-    if (receipt === undefined) return null;
-    const deadline = await this.extendReceipt(receipt, visibility);
-    if (deadline === null) this.book.forget(token);
-    return deadline;
+    return this.run(build.extend(token, visibility));
+  }
+
+  async openSession(options?: SessionOptions): Promise<string> {
+    return this.run(build.openSession(options));
+  }
+
+  async heartbeat(sessionId: string): Promise<void> {
+    await this.run(build.heartbeat(sessionId));
+  }
+
+  async closeSession(sessionId: string): Promise<number> {
+    const released = await this.run(build.closeSession(sessionId));
+    this.book.forgetSession(sessionId);
+    return released;
+  }
+
+  async ackUpTo(sessionId: string, token: number): Promise<number> {
+    return this.run(build.ackUpTo(sessionId, token));
+  }
+
+  async nackUpTo(sessionId: string, token: number, options?: NackOptions): Promise<number> {
+    return this.run(build.nackUpTo(sessionId, token, options));
+  }
+
+  async redrive(ids?: readonly string[]): Promise<number> {
+    return this.run(build.redrive(ids));
+  }
+
+  async purge(ids?: readonly string[]): Promise<number> {
+    return this.run(build.purge(ids));
+  }
+
+  async purgeQueue(options?: { dead?: boolean }): Promise<PurgeQueueResult> {
+    return this.run(build.purgeQueue(options));
+  }
+
+  async stats(): Promise<QueueStats> {
+    return this.run(build.stats());
   }
 
   /** The receipt of a delivery this client received and has not settled. */
@@ -186,64 +243,8 @@ export class RemoteQueue implements Queue {
     return answer.deadline;
   }
 
-  async openSession(options: SessionOptions = {}): Promise<string> {
-    const { prefetch, timeout, ackTimeout } = options;
-    const answer = await this.post<{ session: string }>('/sessions', {
-      prefetch,
-      timeout,
-      ackTimeout,
-    });
-    return answer.session;
-  }
-
-  async heartbeat(sessionId: string): Promise<void> {
-    await this.post('/sessions/heartbeat', { session: sessionId });
-  }
-
-  async closeSession(sessionId: string): Promise<number> {
-    const { released } = await this.post<{ released: number }>('/sessions/close', {
-      session: sessionId,
-    });
-    this.book.forgetSession(sessionId);
-    return released;
-  }
-
-  async ackUpTo(sessionId: string, token: number): Promise<number> {
-    const { acked } = await this.post<{ acked: number }>('/sessions/ack-up-to', {
-      session: sessionId,
-      token,
-    });
-    this.book.forgetSession(sessionId, token);
-    return acked;
-  }
-
-  async nackUpTo(sessionId: string, token: number, options: NackOptions = {}): Promise<number> {
-    const { requeue, delay, reason } = options;
-    const { nacked } = await this.post<{ nacked: number }>('/sessions/nack-up-to', {
-      session: sessionId,
-      token,
-      requeue,
-      delay,
-      reason,
-    });
-    this.book.forgetSession(sessionId, token);
-    return nacked;
-  }
-
   async deadLetters(): Promise<DeadLetter[]> {
     return (await this.get<{ deadLetters: DeadLetter[] }>('/dead-letters')).deadLetters;
-  }
-
-  async redrive(ids?: readonly string[]): Promise<number> {
-    return (await this.post<{ redriven: number }>('/dead-letters/redrive', { ids })).redriven;
-  }
-
-  async purge(ids?: readonly string[]): Promise<number> {
-    return (await this.post<{ purged: number }>('/dead-letters/purge', { ids })).purged;
-  }
-
-  stats(): Promise<QueueStats> {
-    return this.get('/stats');
   }
 
   inspect(): Promise<InspectView> {
@@ -267,16 +268,27 @@ export class RemoteQueue implements Queue {
   }
 
   private remember(wire: WireDelivery, session: string | undefined): ReceivedDelivery {
-    this.book.add(wire.fencingToken, wire.receipt, session);
-    return {
-      token: wire.fencingToken,
-      id: wire.id,
-      payload: wire.payload,
-      deadline: wire.deadline,
-      deliveryCount: wire.deliveryCount,
-      redelivered: wire.redelivered,
-      receipt: wire.receipt,
-    };
+    this.book.add(wire.token, wire.receipt, session);
+    return { ...deliveryFromWire(wire), receipt: wire.receipt };
+  }
+
+  /** One operation; its error, if any, is thrown. */
+  private async run<O extends Operation>(operation: O): Promise<ResultOf<O>> {
+    const [outcome] = await this.execute([operation]);
+    if (outcome === undefined) throw new Error('the server answered no outcome');
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value as ResultOf<O>;
+  }
+
+  private fromWire(operation: Operation, outcome: WireOutcome): Outcome {
+    if (!outcome.ok) return { ok: false, error: errorFromWire(outcome.error) };
+    if (operation.type === 'reserve') {
+      const deliveries = (outcome.value as WireDelivery[]).map((wire) =>
+        deliveryFromWire(this.remember(wire, operation.session)),
+      );
+      return { ok: true, value: deliveries };
+    }
+    return { ok: true, value: outcome.value as OperationResults[OperationType] };
   }
 
   private get<T>(suffix: string): Promise<T> {
@@ -294,12 +306,4 @@ export class RemoteQueue implements Queue {
       ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
     });
   }
-}
-
-/** Only the fields a publish has; JSON drops the absent ones. */
-function publishBody(input: PublishInput): PublishInput {
-  if (typeof input !== 'object' || input === null) {
-    throw new ValidationError('job must be an object');
-  }
-  return { id: input.id, payload: input.payload, delay: input.delay };
 }

@@ -13,6 +13,12 @@ export class IndexedHeap<T extends HeapItem> {
     return this.items.length;
   }
 
+  /** Empties the heap; its items no longer count as in it. */
+  clear(): void {
+    for (const item of this.items) item.heapIndex = -1;
+    this.items.length = 0;
+  }
+
   peek(): T | undefined {
     return this.items[0];
   }

@@ -1,5 +1,36 @@
 export * from './errors.js';
 export { LeaseQueue } from './lease-queue.js';
+export {
+  type AckOperation,
+  type AckUpToOperation,
+  build,
+  type CloseSessionOperation,
+  type ExtendOperation,
+  freesCapacity,
+  type HeartbeatOperation,
+  makesJobsReady,
+  type NackDisposition,
+  type NackOperation,
+  type NackUpToOperation,
+  OPERATION_TYPES,
+  type OpenSessionOperation,
+  type Operation,
+  type OperationResults,
+  type OperationType,
+  type Outcome,
+  type PublishJob,
+  type PublishOperation,
+  type PurgeOperation,
+  type PurgeQueueOperation,
+  type PurgeQueueResult,
+  parseOperation,
+  parseOperations,
+  type RedriveOperation,
+  type ReserveOperation,
+  type ResultOf,
+  type StatsOperation,
+} from './operations.js';
+export { checkQueueName, checkSameOptions, QUEUE_NAME } from './queue-options.js';
 export { type BackoffInput, backoffDelay } from './retry.js';
 export type * from './types.js';
 export { DEFAULT_QUEUE_OPTIONS, MAX_ID_LENGTH } from './validate.js';

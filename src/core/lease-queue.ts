@@ -1,6 +1,19 @@
 import { copyCounters, newCounters } from './counters.js';
-import { SessionClosedError, ValidationError } from './errors.js';
+import { ClockError, LeaseqError, SessionClosedError } from './errors.js';
 import { IndexedHeap } from './heap.js';
+import {
+  build,
+  type NackDisposition,
+  type OpenSessionOperation,
+  type Operation,
+  type OperationResults,
+  type OperationType,
+  type Outcome,
+  type PublishJob,
+  type PurgeQueueResult,
+  type ReserveOperation,
+  type ResultOf,
+} from './operations.js';
 import { ReadyList } from './ready-list.js';
 import {
   type AckTimer,
@@ -28,22 +41,7 @@ import type {
   ResolvedQueueOptions,
   SessionOptions,
 } from './types.js';
-import {
-  checkIdList,
-  checkNow,
-  checkPublishInput,
-  checkPublishInputs,
-  checkSessionKnown,
-  checkToken,
-  checkTokens,
-  Problems,
-  type ResolvedNack,
-  resolveNackOptions,
-  resolveQueueOptions,
-  resolveSessionOptions,
-  sessionIdOf,
-  show,
-} from './validate.js';
+import { checkNow, checkSessionKnown, resolveQueueOptions, sessionIdOf } from './validate.js';
 
 interface Release {
   delivery: DeliveryRecord;
@@ -131,70 +129,64 @@ export class LeaseQueue {
     return this.clockValue;
   }
 
-  publish(now: number, input: PublishInput = {}): PublishResult {
-    checkPublishInput(input);
+  /**
+   * Applies one parsed operation (see `parseOperation`): checks `now` (R2), advances the clock
+   * (R3) and acts. State errors (an ended session) are thrown after R3, as the rules say.
+   */
+  apply<O extends Operation>(now: number, operation: O): ResultOf<O> {
+    const session = sessionOf(operation);
+    if (session !== undefined) checkSessionKnown(session, this.nextSessionNumber);
     this.advance(now);
-    return this.insert(now, input);
+    return this.act(now, operation) as ResultOf<O>;
+  }
+
+  /**
+   * Applies operations in order at one `now`, each answered on its own: one that fails (a
+   * closed session) changes nothing beyond R3 and does not fail the others. A `now` behind
+   * the clock refuses the whole batch with a ClockError before anything changes.
+   */
+  applyBatch(now: number, operations: readonly Operation[]): Outcome[] {
+    if (operations.length === 0) checkNow(now, this.clockValue);
+    return operations.map((operation) => {
+      try {
+        return { ok: true, value: this.apply(now, operation) };
+      } catch (error) {
+        // The clock is the batch's: the first operation meets it, before anything changed.
+        if (error instanceof LeaseqError && !(error instanceof ClockError)) {
+          return { ok: false, error };
+        }
+        throw error;
+      }
+    });
+  }
+
+  // The friendly methods: each builds its operation (checking its arguments) and applies it.
+
+  publish(now: number, input: PublishInput = {}): PublishResult {
+    return this.apply(now, build.publish(input))[0] as PublishResult;
   }
 
   /** All-or-nothing: every entry is checked before any is published (R5). */
   publishBatch(now: number, inputs: readonly PublishInput[]): PublishResult[] {
-    if (!Array.isArray(inputs))
-      throw new ValidationError(`jobs must be an array, got ${show(inputs)}`);
-    checkPublishInputs(inputs, 'jobs');
-    this.advance(now);
-    return inputs.map((input) => this.insert(now, input));
+    return this.apply(now, build.publishBatch(inputs));
   }
 
   reserve(now: number, options: ReserveOptions = {}): Delivery[] {
-    const problems = new Problems();
-    if (!problems.object('options', options)) problems.throwIfAny();
-    const max = options.max ?? 1;
-    const visibility = options.visibility ?? this.settings.visibility;
-    problems.positiveInteger('max', max);
-    problems.positiveInteger('visibility', visibility);
-    problems.throwIfAny();
-    if (options.session !== undefined) checkSessionKnown(options.session, this.nextSessionNumber);
-    this.advance(now);
-    const session =
-      options.session === undefined ? undefined : this.openSessionRecord(options.session);
-    let count = Math.min(max, this.settings.prefetch - this.active.size, this.ready.length);
-    if (session !== undefined) count = Math.min(count, session.prefetch - session.deliveries.size);
-    const deadline = now + Math.min(visibility, this.settings.maxLease);
-    const deliveries: Delivery[] = [];
-    for (let i = 0; i < count; i++) {
-      deliveries.push(this.deliver(this.ready.shift() as JobRecord, now, deadline, session));
-    }
-    return deliveries;
+    return this.apply(now, build.reserve(options));
   }
 
   /** R8: completes the live delivery named by `token`; false (and no change) when stale. */
   ack(now: number, token: number): boolean {
-    checkToken(token);
-    this.advance(now);
-    return this.ackOne(now, token);
+    return this.apply(now, build.ack(token))[0] as boolean;
   }
 
   ackMany(now: number, tokens: readonly number[]): boolean[] {
-    if (!Array.isArray(tokens))
-      throw new ValidationError(`tokens must be an array, got ${show(tokens)}`);
-    checkTokens(tokens);
-    this.advance(now);
-    return tokens.map((token) => this.ackOne(now, token));
+    return this.apply(now, build.ackMany(tokens));
   }
 
   /** R9: requeue (front of ready, or delayed) or dead-letter a live delivery. */
   nack(now: number, token: number, options?: NackOptions): boolean {
-    checkToken(token);
-    const resolved = resolveNackOptions(options);
-    this.advance(now);
-    const delivery = this.active.get(token);
-    if (delivery === undefined) {
-      this.counters.staleNacks += 1;
-      return false;
-    }
-    this.settleNacks([delivery], now, resolved);
-    return true;
+    return this.apply(now, build.nack(token, options));
   }
 
   /** The same as `nack` (RabbitMQ's basic.reject is nack without `multiple`). */
@@ -204,108 +196,54 @@ export class LeaseQueue {
 
   /** R10: moves a live delivery's deadline to now + visibility, capped by maxLease. */
   extend(now: number, token: number, visibility: number): number | null {
-    const problems = new Problems();
-    problems.positiveInteger('token', token);
-    problems.positiveInteger('visibility', visibility);
-    problems.throwIfAny();
-    this.advance(now);
-    const delivery = this.active.get(token);
-    if (delivery === undefined) {
-      this.counters.staleExtends += 1;
-      return null;
-    }
-    delivery.deadline = Math.min(now + visibility, delivery.deliveredAt + this.settings.maxLease);
-    this.deadlines.update(delivery);
-    this.scheduleAckTimer(delivery);
-    this.counters.extensions += 1;
-    return delivery.deadline;
+    return this.apply(now, build.extend(token, visibility));
   }
 
   /** R16: opens a consumer session; opening counts as a heartbeat. */
   openSession(now: number, options?: SessionOptions): string {
-    const resolved = resolveSessionOptions(options);
-    this.advance(now);
-    const session: SessionRecord = {
-      id: sessionIdOf(this.nextSessionNumber++),
-      ...resolved,
-      lastHeartbeat: now,
-      deliveries: new Map(),
-      heapIndex: -1,
-    };
-    this.sessions.set(session.id, session);
-    if (session.timeout !== Number.POSITIVE_INFINITY) this.heartbeats.push(session);
-    return session.id;
+    return this.apply(now, build.openSession(options));
   }
 
   heartbeat(now: number, sessionId: string): void {
-    checkSessionKnown(sessionId, this.nextSessionNumber);
-    this.advance(now);
-    const session = this.openSessionRecord(sessionId);
-    session.lastHeartbeat = now;
-    if (this.heartbeats.has(session)) this.heartbeats.update(session);
+    this.apply(now, build.heartbeat(sessionId));
   }
 
   /** Ends the session and releases its live deliveries at once (R12, R13). */
   closeSession(now: number, sessionId: string): number {
-    checkSessionKnown(sessionId, this.nextSessionNumber);
-    this.advance(now);
-    const session = this.openSessionRecord(sessionId);
-    const released: Release[] = [];
-    this.endSession(session, now, released);
-    this.release(released, now);
-    return released.length;
+    return this.apply(now, build.closeSession(sessionId));
   }
 
   /** R11: acks every live delivery of the session with a token ≤ `token`. */
   ackUpTo(now: number, sessionId: string, token: number): number {
-    const targets = this.upTo(now, sessionId, token);
-    for (const delivery of targets) this.ackOne(now, delivery.token);
-    return targets.length;
+    return this.apply(now, build.ackUpTo(sessionId, token));
   }
 
   /** R11: nacks every live delivery of the session with a token ≤ `token`. */
   nackUpTo(now: number, sessionId: string, token: number, options?: NackOptions): number {
-    const resolved = resolveNackOptions(options);
-    const targets = this.upTo(now, sessionId, token);
-    this.settleNacks(targets, now, resolved);
-    return targets.length;
+    return this.apply(now, build.nackUpTo(sessionId, token, options));
   }
 
   /** R14: moves dead jobs (all, or those named) to the back of ready with deliveryCount 0. */
   redrive(now: number, ids?: readonly string[]): number {
-    checkIdList(ids);
-    this.advance(now);
-    let moved = 0;
-    for (const job of this.deadJobs(ids)) {
-      this.dead.delete(job.id);
-      job.state = 'ready';
-      job.deliveryCount = 0;
-      job.deadReason = undefined;
-      job.readySince = now;
-      this.ready.pushBack(job);
-      moved += 1;
-    }
-    this.counters.redriven += moved;
-    return moved;
+    return this.apply(now, build.redrive(ids));
   }
 
   /** Removes dead jobs for good (all, or those named). */
   purge(now: number, ids?: readonly string[]): number {
-    checkIdList(ids);
-    this.advance(now);
-    let purged = 0;
-    for (const job of this.deadJobs(ids)) {
-      this.dead.delete(job.id);
-      this.jobs.delete(job.id);
-      purged += 1;
-    }
-    this.counters.purged += purged;
-    return purged;
+    return this.apply(now, build.purge(ids));
+  }
+
+  /** R18: removes every ready, delayed and active job (and dead ones with `dead: true`). */
+  purgeQueue(now: number, options?: { dead?: boolean }): PurgeQueueResult {
+    return this.apply(now, build.purgeQueue(options));
   }
 
   /** R17 gauges and counters. An operation: it advances the clock to `now` first. */
   stats(now: number): QueueStats {
-    this.advance(now);
+    return this.apply(now, build.stats());
+  }
+
+  private statsNow(now: number): QueueStats {
     const oldest = this.ready.oldestReadySince();
     return {
       clock: this.clockValue,
@@ -369,6 +307,158 @@ export class LeaseQueue {
       ...(job.state === 'dead' ? { reason: job.deadReason as string, deadAt: job.deadAt } : {}),
       history: job.history === undefined ? [] : job.history.map((attempt) => ({ ...attempt })),
     };
+  }
+
+  // --- operations, after R3 --------------------------------------------------------------------
+
+  private act(now: number, op: Operation): OperationResults[OperationType] {
+    switch (op.type) {
+      case 'publish':
+        return op.jobs.map((job) => this.insert(now, job));
+      case 'reserve':
+        return this.reserveNow(now, op);
+      case 'ack':
+        return op.tokens.map((token) => this.ackOne(now, token));
+      case 'nack':
+        return this.nackOne(now, op.token, op);
+      case 'extend':
+        return this.extendOne(now, op.token, op.visibility);
+      case 'openSession':
+        return this.openSessionNow(now, op);
+      case 'heartbeat':
+        this.heartbeatNow(now, op.session);
+        return null;
+      case 'closeSession':
+        return this.closeSessionNow(now, op.session);
+      case 'ackUpTo': {
+        const targets = this.upTo(op.session, op.token);
+        for (const delivery of targets) this.ackOne(now, delivery.token);
+        return targets.length;
+      }
+      case 'nackUpTo': {
+        const targets = this.upTo(op.session, op.token);
+        this.settleNacks(targets, now, op);
+        return targets.length;
+      }
+      case 'redrive':
+        return this.redriveNow(now, op.ids);
+      case 'purge':
+        return this.purgeDead(op.ids);
+      case 'purgeQueue':
+        return this.purgeQueueNow(op.dead);
+      case 'stats':
+        return this.statsNow(now);
+    }
+  }
+
+  private reserveNow(now: number, op: ReserveOperation): Delivery[] {
+    const session = op.session === undefined ? undefined : this.openSessionRecord(op.session);
+    let count = Math.min(op.max, this.settings.prefetch - this.active.size, this.ready.length);
+    if (session !== undefined) count = Math.min(count, session.prefetch - session.deliveries.size);
+    const visibility = op.visibility ?? this.settings.visibility;
+    const deadline = now + Math.min(visibility, this.settings.maxLease);
+    const deliveries: Delivery[] = [];
+    for (let i = 0; i < count; i++) {
+      deliveries.push(this.deliver(this.ready.shift() as JobRecord, now, deadline, session));
+    }
+    return deliveries;
+  }
+
+  private nackOne(now: number, token: number, nack: NackDisposition): boolean {
+    const delivery = this.active.get(token);
+    if (delivery === undefined) {
+      this.counters.staleNacks += 1;
+      return false;
+    }
+    this.settleNacks([delivery], now, nack);
+    return true;
+  }
+
+  private extendOne(now: number, token: number, visibility: number): number | null {
+    const delivery = this.active.get(token);
+    if (delivery === undefined) {
+      this.counters.staleExtends += 1;
+      return null;
+    }
+    delivery.deadline = Math.min(now + visibility, delivery.deliveredAt + this.settings.maxLease);
+    this.deadlines.update(delivery);
+    this.scheduleAckTimer(delivery);
+    this.counters.extensions += 1;
+    return delivery.deadline;
+  }
+
+  private openSessionNow(now: number, op: OpenSessionOperation): string {
+    const session: SessionRecord = {
+      id: sessionIdOf(this.nextSessionNumber++),
+      prefetch: op.prefetch,
+      timeout: op.timeout,
+      ackTimeout: op.ackTimeout,
+      lastHeartbeat: now,
+      deliveries: new Map(),
+      heapIndex: -1,
+    };
+    this.sessions.set(session.id, session);
+    if (session.timeout !== Number.POSITIVE_INFINITY) this.heartbeats.push(session);
+    return session.id;
+  }
+
+  private heartbeatNow(now: number, sessionId: string): void {
+    const session = this.openSessionRecord(sessionId);
+    session.lastHeartbeat = now;
+    if (this.heartbeats.has(session)) this.heartbeats.update(session);
+  }
+
+  private closeSessionNow(now: number, sessionId: string): number {
+    const session = this.openSessionRecord(sessionId);
+    const released: Release[] = [];
+    this.endSession(session, now, released);
+    this.release(released, now);
+    return released.length;
+  }
+
+  private redriveNow(now: number, ids: readonly string[] | undefined): number {
+    let moved = 0;
+    for (const job of this.deadJobs(ids)) {
+      this.dead.delete(job.id);
+      job.state = 'ready';
+      job.deliveryCount = 0;
+      job.deadReason = undefined;
+      job.readySince = now;
+      this.ready.pushBack(job);
+      moved += 1;
+    }
+    this.counters.redriven += moved;
+    return moved;
+  }
+
+  private purgeDead(ids: readonly string[] | undefined): number {
+    let purged = 0;
+    for (const job of this.deadJobs(ids)) {
+      this.dead.delete(job.id);
+      this.jobs.delete(job.id);
+      purged += 1;
+    }
+    this.counters.purged += purged;
+    return purged;
+  }
+
+  /** R18: every job of the queue goes; active deliveries end, so their tokens are refused. */
+  private purgeQueueNow(withDead: boolean): PurgeQueueResult {
+    const removed: PurgeQueueResult = {
+      ready: this.ready.length,
+      delayed: this.delayed.size,
+      active: this.active.size,
+      dead: 0,
+    };
+    for (const delivery of [...this.active.values()]) this.unlinkDelivery(delivery);
+    for (const job of [...this.jobs.values()]) {
+      if (job.state !== 'dead') this.jobs.delete(job.id);
+    }
+    this.ready.clear();
+    this.delayed.clear();
+    if (withDead) removed.dead = this.purgeDead(undefined);
+    this.counters.purged += removed.ready + removed.delayed + removed.active;
+    return removed;
   }
 
   // --- R3: the passage of time -------------------------------------------------------------
@@ -460,13 +550,13 @@ export class LeaseQueue {
 
   // --- transitions ---------------------------------------------------------------------------
 
-  private insert(now: number, input: PublishInput): PublishResult {
+  private insert(now: number, input: PublishJob): PublishResult {
     const id = input.id ?? this.generateId();
     if (this.jobs.has(id) || this.remembered.has(id)) {
       this.counters.duplicates += 1;
       return { id, duplicate: true };
     }
-    const delay = input.delay ?? 0;
+    const delay = input.delay;
     const job: JobRecord = {
       id,
       payload: input.payload,
@@ -547,13 +637,24 @@ export class LeaseQueue {
   }
 
   /** Nacks live deliveries given in token order, as one step. */
-  private settleNacks(deliveries: DeliveryRecord[], now: number, nack: ResolvedNack): void {
+  private settleNacks(deliveries: DeliveryRecord[], now: number, nack: NackDisposition): void {
     const outcome = nack.requeue ? 'requeued' : 'rejected';
     const reason = nack.requeue ? undefined : nack.reason;
     const jobs = deliveries.map((delivery) => this.endDelivery(delivery, now, outcome, reason));
     this.counters.nacks += jobs.length;
     if (nack.requeue) this.requeue(jobs, now, nack.delay);
     else for (const job of jobs) this.deadLetter(job, now, nack.reason);
+  }
+
+  /** Unlinks a live delivery from everything that indexes it; its token is then stale. */
+  private unlinkDelivery(delivery: DeliveryRecord): JobRecord {
+    const job = delivery.job;
+    this.active.delete(delivery.token);
+    this.deadlines.remove(delivery);
+    if (delivery.ackTimer !== undefined) this.ackTimers.remove(delivery.ackTimer);
+    delivery.session?.deliveries.delete(delivery.token);
+    job.delivery = undefined;
+    return job;
   }
 
   /** Ends a live delivery: unlinks it everywhere and records the attempt. */
@@ -563,12 +664,7 @@ export class LeaseQueue {
     outcome: AttemptOutcome,
     reason: string | undefined,
   ): JobRecord {
-    const job = delivery.job;
-    this.active.delete(delivery.token);
-    this.deadlines.remove(delivery);
-    if (delivery.ackTimer !== undefined) this.ackTimers.remove(delivery.ackTimer);
-    delivery.session?.deliveries.delete(delivery.token);
-    job.delivery = undefined;
+    const job = this.unlinkDelivery(delivery);
     // An acked job is gone (R8): nobody can read its history, so none is written.
     if (outcome === 'acked') return job;
     recordAttempt(job, {
@@ -634,10 +730,7 @@ export class LeaseQueue {
 
   // --- lookups --------------------------------------------------------------------------------
 
-  private upTo(now: number, sessionId: string, token: number): DeliveryRecord[] {
-    checkSessionKnown(sessionId, this.nextSessionNumber);
-    checkToken(token);
-    this.advance(now);
+  private upTo(sessionId: string, token: number): DeliveryRecord[] {
     const session = this.openSessionRecord(sessionId);
     const targets: DeliveryRecord[] = [];
     for (const delivery of session.deliveries.values()) {
@@ -669,5 +762,20 @@ export class LeaseQueue {
     let id = `job-${this.nextGeneratedId++}`;
     while (this.jobs.has(id) || this.remembered.has(id)) id = `job-${this.nextGeneratedId++}`;
     return id;
+  }
+}
+
+/** The session an operation names, checked against the issued ones before R3. */
+function sessionOf(operation: Operation): string | undefined {
+  switch (operation.type) {
+    case 'reserve':
+      return operation.session;
+    case 'heartbeat':
+    case 'closeSession':
+    case 'ackUpTo':
+    case 'nackUpTo':
+      return operation.session;
+    default:
+      return undefined;
   }
 }

@@ -24,6 +24,15 @@ export class ReadyList<T extends ReadyEntry> {
     return this.front.length + this.back.length - this.backHead;
   }
 
+  /** Empties the list. */
+  clear(): void {
+    this.front.length = 0;
+    this.back = [];
+    this.backHead = 0;
+    this.backMin = [];
+    this.backMinHead = 0;
+  }
+
   pushFront(item: T): void {
     this.front.push(item);
   }

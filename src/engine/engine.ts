@@ -4,8 +4,11 @@ import type {
   InspectView,
   JobView,
   NackOptions,
+  Operation,
+  Outcome,
   PublishInput,
   PublishResult,
+  PurgeQueueResult,
   QueueOptions,
   QueueStats,
   ReserveOptions,
@@ -28,9 +31,15 @@ export interface EngineCapabilities {
 /**
  * One queue of an engine: the methods, arguments and results of `LeaseQueue`, as promises.
  * `now` is in milliseconds and never goes back (R1, R2); the Broker supplies it.
+ *
+ * `execute` is the contract: a batch of parsed operations runs as one unit (one transaction
+ * on the SQL engines, shared with other callers' batches: the group commit), each answered in
+ * order. A `now` behind the queue's clock rejects the whole batch (ClockError). The other
+ * operation methods are builders over it (see OperationHandle).
  */
 export interface QueueHandle {
   readonly name: string;
+  execute(now: number, operations: readonly Operation[]): Promise<Outcome[]>;
   options(): Promise<ResolvedQueueOptions>;
   clock(): Promise<number>;
   inspect(): Promise<InspectView>;
@@ -50,6 +59,7 @@ export interface QueueHandle {
   deadLetters(): Promise<DeadLetter[]>;
   redrive(now: number, ids?: readonly string[]): Promise<number>;
   purge(now: number, ids?: readonly string[]): Promise<number>;
+  purgeQueue(now: number, options?: { dead?: boolean }): Promise<PurgeQueueResult>;
   stats(now: number): Promise<QueueStats>;
   job(id: string): Promise<JobView | undefined>;
   /** See `LeaseQueue.nextEventAt`. */
@@ -113,6 +123,3 @@ export interface Engine {
   onWake(listener: WakeListener): () => void;
   close(): Promise<void>;
 }
-
-/** Queue names: what URLs, metrics labels and file names can all carry. */
-export const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/;

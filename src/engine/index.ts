@@ -5,6 +5,5 @@ export type {
   QueueInfo,
   WakeListener,
 } from './engine.js';
-export { QUEUE_NAME } from './engine.js';
 export { MemoryEngine } from './memory/memory-engine.js';
 export { DEFAULT_URL, type EngineOptions, openEngine, redactUrl } from './open-engine.js';

@@ -1,4 +1,4 @@
-import { ValidationError } from '../core/index.js';
+import { type PublishJob, ValidationError } from '../core/index.js';
 
 /**
  * Payloads are JSON (SPEC: opaque JSON). Engines keep them as JSON text, so what a consumer
@@ -19,4 +19,12 @@ export function encodePayload(payload: unknown, at: string): string | null {
 
 export function decodePayload(text: string | null): unknown {
   return text === null ? undefined : JSON.parse(text);
+}
+
+/** The jobs of a publish with their payloads as JSON text (null for none); labels name the entry. */
+export function encodeJobs(jobs: readonly PublishJob[]): PublishJob[] {
+  return jobs.map((job, index) => ({
+    ...job,
+    payload: encodePayload(job.payload, jobs.length === 1 ? 'job' : `jobs[${index}]`),
+  }));
 }

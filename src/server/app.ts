@@ -20,6 +20,7 @@ import { deadLetterRoutes } from './routes/dead-letters.js';
 import { deliveryRoutes } from './routes/deliveries.js';
 import { jobRoutes } from './routes/jobs.js';
 import { observabilityRoutes } from './routes/observability.js';
+import { operationRoutes } from './routes/operations.js';
 import { queueRoutes } from './routes/queues.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { buildSchemas } from './schemas.js';
@@ -95,6 +96,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
     ...queueRoutes(services),
     ...jobRoutes(services),
     ...deliveryRoutes(services),
+    ...operationRoutes(services),
     ...sessionRoutes(services),
     ...deadLetterRoutes(services),
     ...observabilityRoutes(services, () => document),

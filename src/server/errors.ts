@@ -1,4 +1,4 @@
-import { LeaseqError, type LeaseqErrorCode } from '../core/index.js';
+import { CodedError, LeaseqError, type LeaseqErrorCode } from '../core/index.js';
 
 /** Codes only the HTTP edge produces; the core's codes pass through unchanged. */
 export type ServerErrorCode =
@@ -46,13 +46,12 @@ const PUBLIC_MESSAGE: Partial<Record<ErrorCode, string>> = {
 };
 
 /** An error raised by the HTTP edge itself (auth, limits, receipts). */
-export class ServerError extends Error {
+export class ServerError extends CodedError<ServerErrorCode> {
   constructor(
     readonly code: ServerErrorCode,
     message: string,
   ) {
     super(message);
-    this.name = 'ServerError';
   }
 }
 

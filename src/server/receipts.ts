@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ValidationError } from '../core/index.js';
+import type { WireSigner, WireVerifier } from '../wire/index.js';
 import { ServerError } from './errors.js';
 
 const RECEIPT_VERSION = 1;
@@ -79,6 +80,16 @@ export class Receipts {
       throw new ValidationError(`unknown session for queue ${queue}`);
     }
     return sessionId;
+  }
+
+  /** What the wire module needs to wrap and unwrap one queue's tokens and sessions. */
+  forQueue(queue: string): WireSigner & WireVerifier {
+    return {
+      receipt: (token, jobId) => this.issue(queue, token, jobId),
+      sessionHandle: (sessionId) => this.issueSession(queue, sessionId),
+      token: (receipt) => this.verify(queue, receipt).token,
+      sessionId: (handle) => this.verifySession(queue, handle),
+    };
   }
 
   /** JSON of the fields keeps them unambiguous whatever characters a job id holds. */

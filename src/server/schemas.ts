@@ -1,5 +1,4 @@
-import { MAX_ID_LENGTH, type QueueStats } from '../core/index.js';
-import { QUEUE_NAME } from '../engine/index.js';
+import { MAX_ID_LENGTH, OPERATION_TYPES, QUEUE_NAME, type QueueStats } from '../core/index.js';
 import type { Limits } from './limits.js';
 
 /** A JSON Schema (draft 7, as Ajv and OpenAPI 3.1 read it). */
@@ -178,14 +177,14 @@ export function buildSchemas(limits: Limits) {
     delivery: object(
       {
         receipt,
-        fencingToken: integer(1),
+        token: integer(1),
         id: jobId,
         payload: anyJson,
         deadline: integer(0),
         deliveryCount: integer(1),
         redelivered: boolean,
       },
-      ['receipt', 'fencingToken', 'id', 'deadline', 'deliveryCount', 'redelivered'],
+      ['receipt', 'token', 'id', 'deadline', 'deliveryCount', 'redelivered'],
     ),
     ack: object({ receipt }, ['receipt']),
     ackBatch: object({ receipts: batch(receipt) }, ['receipts']),
@@ -194,6 +193,16 @@ export function buildSchemas(limits: Limits) {
     extend: extendEntry,
     extendBatch: object({ entries: batch(extendEntry) }, ['entries']),
     entryError: errorBody,
+    operations: object(
+      {
+        operations: batch({
+          type: 'object',
+          required: ['type'],
+          properties: { type: { type: 'string', enum: [...OPERATION_TYPES] } },
+        }),
+      },
+      ['operations'],
+    ),
     sessionOpen: object({ prefetch: bound(), timeout: bound(), ackTimeout: bound() }),
     session: object({ session: sessionHandle }, ['session']),
     ackUpTo: object({ session: sessionHandle, token: integer(1) }, ['session', 'token']),

@@ -1,5 +1,5 @@
 import type { Queue, ReceiveOptions } from '../broker/queue.js';
-import type { NackOptions, PublishInput, SessionOptions } from '../core/index.js';
+import type { NackOptions, Operation, PublishInput, SessionOptions } from '../core/index.js';
 import { InjectedFaultError, ProcessCrashedError } from '../worker/errors.js';
 
 /** One call that went through a FaultyQueue, and what the fault plan did with it. */
@@ -97,6 +97,11 @@ export class FaultyQueue implements Queue {
     return this.pass(() => this.inner.options());
   }
 
+  /** Passed through as it is: the faults are armed on the friendly methods. */
+  execute(operations: readonly Operation[]) {
+    return this.pass(() => this.inner.execute(operations));
+  }
+
   publish(input?: PublishInput) {
     return this.pass(() => this.inner.publish(input));
   }
@@ -183,6 +188,10 @@ export class FaultyQueue implements Queue {
 
   purge(ids?: readonly string[]) {
     return this.pass(() => this.inner.purge(ids));
+  }
+
+  purgeQueue(options?: { dead?: boolean }) {
+    return this.pass(() => this.inner.purgeQueue(options));
   }
 
   stats() {

@@ -55,7 +55,7 @@ describe('receive with wait', () => {
     const { clock, engine, queue: _unused } = await setup();
     const broker = new EngineBroker(wrapEngine(engine, 'jobs'), { clock });
     const queue = await broker.queue('jobs');
-    // The wrapped reserve publishes right after answering empty, before receive can park.
+    // The wrapped engine publishes right after a reserve answers empty, before receive can park.
     const deliveries = await queue.receive({ wait: 20_000 });
     expect(deliveries.map((delivery) => delivery.id)).toEqual(['late']);
     expect(clock.now()).toBe(1_000);
@@ -67,15 +67,18 @@ describe('receive with wait', () => {
       inner.queue = async (queueName, options) => {
         const handle = await original(queueName, options);
         if (queueName !== name) return handle;
-        const reserve = handle.reserve.bind(handle);
+        const execute = handle.execute.bind(handle);
         const wrapped: QueueHandle = Object.create(handle);
-        wrapped.reserve = async (now, reserveOptions) => {
-          const result = await reserve(now, reserveOptions);
-          if (result.length === 0 && !published) {
+        wrapped.execute = async (now, operations) => {
+          const outcomes = await execute(now, operations);
+          const [outcome] = outcomes;
+          const empty =
+            outcome?.ok === true && Array.isArray(outcome.value) && outcome.value.length === 0;
+          if (operations[0]?.type === 'reserve' && empty && !published) {
             published = true;
             await handle.publish(now, { id: 'late' });
           }
-          return result;
+          return outcomes;
         };
         return wrapped;
       };

@@ -116,7 +116,7 @@ describe('publish, receive, ack and nack', () => {
       {},
     ]);
     expect(deliveries[0]).toMatchObject({
-      fencingToken: 1,
+      token: 1,
       receipt: expect.any(String),
       deliveryCount: 1,
     });
@@ -199,7 +199,7 @@ describe('publish, receive, ack and nack', () => {
     expect(bad.stderr).toContain(
       'lines 3–4 were not published (2 jobs were published before them)',
     );
-    expect(bad.stderr).toContain('body.jobs.0.delay must be >= 0');
+    expect(bad.stderr).toContain('jobs[0].delay must be an integer ≥ 0, got -1');
     writeFileSync(file, '{"id":"x"}\nnot json\n');
     expect((await run(['publish', name, '--file', file])).stderr).toContain(
       'line 2 is not JSON (0 jobs were published before it)',

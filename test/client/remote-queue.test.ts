@@ -1,6 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
-import { openRemote, type RemoteBroker, RemoteError } from '../../src/client/index.js';
+import {
+  openRemote,
+  type RemoteBroker,
+  RemoteError,
+  UnknownDeliveryError,
+} from '../../src/client/index.js';
 import {
   ConflictError,
   NotFoundError,
@@ -73,7 +78,9 @@ describe('the remote client keeps the Queue interface', () => {
     clock.set(10);
     expect(await q.extend(1, 500)).toBe(510);
     expect(await q.extend(1, 5000)).toBe(1000);
-    expect(await q.ackMany([1, 1, 99])).toEqual([true, false, false]);
+    // A token this client never received is a typed error, not a silent false.
+    await expect(q.ackMany([1, 99])).rejects.toBeInstanceOf(UnknownDeliveryError);
+    expect(await q.ackMany([1, 1])).toEqual([true, false]);
     expect(await q.nack(2, { delay: 50 })).toBe(true);
     expect(await q.reject(3, { requeue: false, reason: 'bad' })).toBe(true);
     expect(await q.nack(3)).toBe(false);
@@ -98,7 +105,7 @@ describe('the remote client keeps the Queue interface', () => {
     await expect(q.ack(1.5)).rejects.toBeInstanceOf(ValidationError);
     await expect(q.extend(1, -1)).rejects.toBeInstanceOf(ValidationError);
     await expect(q.nack(1, { delay: -1 })).rejects.toBeInstanceOf(ValidationError);
-    expect(await q.ack(7)).toBe(false);
+    await expect(q.ack(7)).rejects.toMatchObject({ code: 'UNKNOWN_DELIVERY', token: 7 });
   });
 
   it('runs sessions: ackUpTo touches only its own session, close releases (R11, R16)', async () => {
@@ -178,7 +185,7 @@ describe('open(url) reaches a server', () => {
     expect(seen).toEqual([
       'GET /v1/queues/via-open',
       'PUT /v1/queues/via-open',
-      'POST /v1/queues/via-open/jobs',
+      'POST /v1/queues/via-open/operations',
       'POST /v1/queues/via-open/receive',
     ]);
   });

@@ -105,8 +105,8 @@ describe('publish, receive and settle', () => {
       visibility: 60_000,
     });
     const [a, b] = received.body.deliveries;
-    expect(a).toMatchObject({ id: 'a', fencingToken: 1, deliveryCount: 1, redelivered: false });
-    expect(b).toMatchObject({ id: 'b', fencingToken: 2, payload: { id: 'b' } });
+    expect(a).toMatchObject({ id: 'a', token: 1, deliveryCount: 1, redelivered: false });
+    expect(b).toMatchObject({ id: 'b', token: 2, payload: { id: 'b' } });
     expect(a.receipt).toMatch(/^[A-Za-z0-9_-]+$/);
     expect((await api('POST', `/v1/queues/${name}/ack`, { receipt: a.receipt })).body).toEqual({
       acked: true,
@@ -282,8 +282,8 @@ describe('the OpenAPI document', () => {
     const operations = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(
       ([path, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`),
     );
-    // queues 5, jobs 3, deliveries 7, sessions 5, dead letters 3, observability 6
-    expect(operations).toHaveLength(29);
+    // queues 5, jobs 3, deliveries 7, operations 1, sessions 5, dead letters 3, observability 6
+    expect(operations).toHaveLength(30);
     expect(new Set(operations).size).toBe(operations.length);
     // Every documented operation is routed: none answers "no such route".
     for (const operation of operations) {

@@ -51,6 +51,7 @@ describe.skipIf(!hasCurl)('docs/http-api.md (needs curl)', () => {
     for (const route of [
       '/jobs/batch',
       '/receive',
+      '/operations',
       '/ack/batch',
       '/nack/batch',
       '/extend/batch',

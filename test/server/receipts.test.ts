@@ -78,7 +78,7 @@ describe('receipts over HTTP', () => {
     const before = await state('orders');
     for (const receipt of [
       payment.receipt,
-      forger.issue('orders', order.fencingToken, order.id),
+      forger.issue('orders', order.token, order.id),
       altered.toString('base64url'),
       order.receipt.toLowerCase(),
     ]) {
@@ -102,7 +102,7 @@ describe('receipts over HTTP', () => {
       expect(batch.status).toBe(400);
     }
     expect(await state('orders')).toEqual(before);
-    expect(before.view.active.map((a) => a.token)).toEqual([order.fencingToken]);
+    expect(before.view.active.map((a) => a.token)).toEqual([order.token]);
   });
 
   it('answers a genuine but stale receipt as SPEC R8 says: false, and the newer delivery stays live', async () => {
@@ -114,7 +114,7 @@ describe('receipts over HTTP', () => {
       acked: false,
     });
     const [second] = (await api('POST', '/v1/queues/worked/receive', {})).body.deliveries;
-    expect(second).toMatchObject({ id: 'a', fencingToken: 2, deliveryCount: 2, redelivered: true });
+    expect(second).toMatchObject({ id: 'a', token: 2, deliveryCount: 2, redelivered: true });
     expect(
       (await api('POST', '/v1/queues/worked/ack', { receipt: first.receipt })).body.acked,
     ).toBe(false);

@@ -39,10 +39,10 @@ export const receive: Command = {
   },
 };
 
-/** As the API answers it: receipt and fencingToken first. */
+/** As the API answers it: receipt and token first. */
 function toJson(delivery: ReceivedDelivery) {
   const { receipt, token, ...rest } = delivery;
-  return { receipt, fencingToken: token, ...rest };
+  return { receipt, token, ...rest };
 }
 
 function describe(delivery: ReceivedDelivery): string {

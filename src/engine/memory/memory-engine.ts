@@ -1,8 +1,15 @@
 import {
   ClosedError,
+  checkQueueName,
+  checkSameOptions,
+  type Delivery,
+  freesCapacity,
   LeaseQueue,
+  LeaseqError,
+  makesJobsReady,
   NotFoundError,
-  type PublishInput,
+  type Operation,
+  type Outcome,
   type QueueOptions,
   type ResolvedQueueOptions,
 } from '../../core/index.js';
@@ -13,8 +20,8 @@ import type {
   QueueInfo,
   WakeListener,
 } from '../engine.js';
-import { decodePayload, encodePayload } from '../payload.js';
-import { checkQueueName, checkSameOptions } from '../queue-options.js';
+import { OperationHandle } from '../operation-handle.js';
+import { decodePayload, encodeJobs } from '../payload.js';
 import { WakeHub } from '../wake-hub.js';
 
 /**
@@ -89,125 +96,83 @@ export class MemoryEngine implements Engine {
   }
 }
 
-/** LeaseQueue's methods as promises, with wake-ups after anything that makes jobs ready. */
-class MemoryQueue implements QueueHandle {
+/** The core's operations as promises, with wake-ups after anything that frees or readies jobs. */
+class MemoryQueue extends OperationHandle {
   constructor(
     readonly name: string,
     private readonly core: LeaseQueue,
     private readonly wakes: WakeHub,
     private readonly checkOpen: () => void,
-  ) {}
-
-  private run<T>(action: (core: LeaseQueue) => T, wakes = false): Promise<T> {
-    try {
-      this.checkOpen();
-      const result = action(this.core);
-      if (wakes) this.wakes.wake(this.name);
-      return Promise.resolve(result);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  options() {
-    return this.run((q) => q.options);
-  }
-  clock() {
-    return this.run((q) => q.clock);
-  }
-  inspect() {
-    return this.run((q) => q.inspect());
-  }
-  publish(now: number, input?: PublishInput) {
-    return this.run((q) => q.publish(now, input && asStored(input, 'job')), true);
-  }
-  publishBatch(now: number, inputs: readonly PublishInput[]) {
-    return this.run(
-      (q) =>
-        q.publishBatch(
-          now,
-          Array.isArray(inputs)
-            ? inputs.map((input, index) => asStored(input, `jobs[${index}]`))
-            : inputs,
-        ),
-      true,
-    );
-  }
-  reserve(now: number, options?: Parameters<LeaseQueue['reserve']>[1]) {
-    return this.run((q) =>
-      q
-        .reserve(now, options)
-        .map((delivery) => ({ ...delivery, payload: fromStored(delivery.payload) })),
-    );
-  }
-  ack(now: number, token: number) {
-    return this.run((q) => q.ack(now, token));
-  }
-  ackMany(now: number, tokens: readonly number[]) {
-    return this.run((q) => q.ackMany(now, tokens));
-  }
-  nack(now: number, token: number, options?: Parameters<LeaseQueue['nack']>[2]) {
-    return this.run((q) => q.nack(now, token, options), true);
-  }
-  reject(now: number, token: number, options?: Parameters<LeaseQueue['reject']>[2]) {
-    return this.run((q) => q.reject(now, token, options), true);
-  }
-  extend(now: number, token: number, visibility: number) {
-    return this.run((q) => q.extend(now, token, visibility));
-  }
-  openSession(now: number, options?: Parameters<LeaseQueue['openSession']>[1]) {
-    return this.run((q) => q.openSession(now, options));
-  }
-  heartbeat(now: number, sessionId: string) {
-    return this.run((q) => q.heartbeat(now, sessionId));
-  }
-  closeSession(now: number, sessionId: string) {
-    return this.run((q) => q.closeSession(now, sessionId), true);
-  }
-  ackUpTo(now: number, sessionId: string, token: number) {
-    return this.run((q) => q.ackUpTo(now, sessionId, token));
-  }
-  nackUpTo(
-    now: number,
-    sessionId: string,
-    token: number,
-    options?: Parameters<LeaseQueue['nackUpTo']>[3],
   ) {
-    return this.run((q) => q.nackUpTo(now, sessionId, token, options), true);
+    super();
   }
-  deadLetters() {
-    return this.run((q) =>
-      q.deadLetters().map((dead) => ({ ...dead, payload: fromStored(dead.payload) })),
-    );
-  }
-  redrive(now: number, ids?: readonly string[]) {
-    return this.run((q) => q.redrive(now, ids), true);
-  }
-  purge(now: number, ids?: readonly string[]) {
-    return this.run((q) => q.purge(now, ids));
-  }
-  stats(now: number) {
-    return this.run((q) => q.stats(now));
-  }
-  job(id: string) {
-    return this.run((q) => {
-      const job = q.job(id);
-      return job && { ...job, payload: fromStored(job.payload) };
+
+  async execute(now: number, operations: readonly Operation[]): Promise<Outcome[]> {
+    this.checkOpen();
+    // Payloads are stored as JSON text; one that is not JSON refuses its own operation only.
+    const outcomes: Outcome[] = new Array(operations.length);
+    const stored: Operation[] = [];
+    const positions: number[] = [];
+    operations.forEach((operation, index) => {
+      try {
+        stored.push(storedOperation(operation));
+        positions.push(index);
+      } catch (error) {
+        if (!(error instanceof LeaseqError)) throw error;
+        outcomes[index] = { ok: false, error };
+      }
     });
+    let wakes = false;
+    this.core.applyBatch(now, stored).forEach((outcome, k) => {
+      const operation = stored[k] as Operation;
+      if (outcome.ok && (makesJobsReady(operation) || freesCapacity(operation))) wakes = true;
+      outcomes[positions[k] as number] =
+        outcome.ok && operation.type === 'reserve'
+          ? { ok: true, value: (outcome.value as Delivery[]).map(readDelivery) }
+          : outcome;
+    });
+    if (wakes) this.wakes.wake(this.name);
+    return outcomes;
   }
-  nextEventAt() {
-    return this.run((q) => q.nextEventAt());
+
+  async options() {
+    this.checkOpen();
+    return this.core.options;
+  }
+  async clock() {
+    this.checkOpen();
+    return this.core.clock;
+  }
+  async inspect() {
+    this.checkOpen();
+    return this.core.inspect();
+  }
+  async deadLetters() {
+    this.checkOpen();
+    return this.core.deadLetters().map((dead) => ({ ...dead, payload: fromStored(dead.payload) }));
+  }
+  async job(id: string) {
+    this.checkOpen();
+    const job = this.core.job(id);
+    return job && { ...job, payload: fromStored(job.payload) };
+  }
+  async nextEventAt() {
+    this.checkOpen();
+    return this.core.nextEventAt();
   }
 }
 
 /**
  * The core keeps the payload as JSON text, as the SQL engines do: the queue holds a copy the
- * publisher cannot change afterwards, and each consumer gets its own. A non-object input is
- * passed through for the core to refuse.
+ * publisher cannot change afterwards, and each consumer gets its own.
  */
-function asStored(input: PublishInput, at: string): PublishInput {
-  if (typeof input !== 'object' || input === null || input.payload === undefined) return input;
-  return { ...input, payload: encodePayload(input.payload, at) };
+function storedOperation(operation: Operation): Operation {
+  if (operation.type !== 'publish') return operation;
+  return { type: 'publish', jobs: encodeJobs(operation.jobs) };
+}
+
+function readDelivery(delivery: Delivery): Delivery {
+  return { ...delivery, payload: fromStored(delivery.payload) };
 }
 
 function fromStored(payload: unknown): unknown {

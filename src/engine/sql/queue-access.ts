@@ -39,3 +39,11 @@ export async function wakeOnCommit(
   const statement = access.dialect.wakeStatement?.(queue);
   if (statement !== undefined) await connection.runBeforeCommit(statement.sql, statement.params);
 }
+
+/** Once the transaction commits, this process's receivers of `queue` look again (no notify). */
+export function wakeLocallyOnCommit(access: QueueAccess, batch: BatchContext, queue: string): void {
+  const key = `wake-local:${queue}`;
+  if (batch.cache.has(key) || batch.cache.has(`wake:${queue}`)) return;
+  batch.cache.set(key, true);
+  batch.afterCommit(() => access.wakes.wake(queue));
+}

@@ -4,16 +4,13 @@ import {
   type Delivery,
   type InspectView,
   type JobView,
+  type NackDisposition,
   type PublishResult,
+  type PurgeQueueResult,
   type QueueStats,
   SessionClosedError,
 } from '../../core/index.js';
-import {
-  checkSessionKnown,
-  type ResolvedNack,
-  type ResolvedSession,
-  sessionIdOf,
-} from '../../core/validate.js';
+import { checkSessionKnown, sessionIdOf } from '../../core/validate.js';
 import { decodePayload } from '../payload.js';
 import { attemptOf, DELIVERY_COLUMNS, type DeliveryRow, JobMoves } from './job-moves.js';
 import { INFINITY_AS_NULL } from './queue-row.js';
@@ -23,6 +20,13 @@ export interface EncodedPublish {
   id: string | undefined;
   payloadJson: string | null;
   delay: number;
+}
+
+/** What a new session is opened with; Infinity means no bound. */
+export interface SessionLimits {
+  prefetch: number;
+  timeout: number;
+  ackTimeout: number;
 }
 
 export interface ReserveArgs {
@@ -232,7 +236,7 @@ export class QueueOps extends JobMoves {
     return results;
   }
 
-  async nack(now: number, token: number, nack: ResolvedNack): Promise<boolean> {
+  async nack(now: number, token: number, nack: NackDisposition): Promise<boolean> {
     now = await this.advance(now);
     const row = await this.liveDelivery(token);
     if (row === undefined) {
@@ -270,7 +274,7 @@ export class QueueOps extends JobMoves {
     return deadline;
   }
 
-  async openSessionAt(now: number, options: ResolvedSession): Promise<string> {
+  async openSessionAt(now: number, options: SessionLimits): Promise<string> {
     now = await this.advance(now);
     const id = sessionIdOf(this.q.nextSession++);
     await this.c.run(
@@ -335,7 +339,7 @@ export class QueueOps extends JobMoves {
   async settleNacks(
     rows: readonly DeliveryRow[],
     now: number,
-    nack: ResolvedNack,
+    nack: NackDisposition,
   ): Promise<number> {
     const outcome = nack.requeue ? 'requeued' : 'rejected';
     const reason = nack.requeue ? undefined : nack.reason;
@@ -378,6 +382,28 @@ export class QueueOps extends JobMoves {
     this.q.dead -= purged;
     this.q.counters.purged += purged;
     return purged;
+  }
+
+  /** R18: every ready, delayed and active job goes (dead ones too with `withDead`). */
+  async purgeQueue(now: number, withDead: boolean): Promise<PurgeQueueResult> {
+    now = await this.advance(now);
+    const removed = {
+      ready: this.q.ready,
+      delayed: this.q.delayed,
+      active: this.q.active,
+      dead: 0,
+    };
+    await this.c.run(
+      `DELETE FROM leaseq_jobs WHERE queue = ? AND state IN ('ready', 'delayed', 'active')`,
+      [this.q.name],
+    );
+    this.q.ready = 0;
+    this.q.delayed = 0;
+    this.q.active = 0;
+    this.q.readyHead = this.q.readyTail + 1;
+    this.q.counters.purged += removed.ready + removed.delayed + removed.active;
+    if (withDead) removed.dead = await this.purge(now, undefined);
+    return removed;
   }
 
   async stats(now: number): Promise<QueueStats> {

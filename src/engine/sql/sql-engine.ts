@@ -1,4 +1,10 @@
-import { ClosedError, type QueueOptions, type ResolvedQueueOptions } from '../../core/index.js';
+import {
+  ClosedError,
+  checkQueueName,
+  checkSameOptions,
+  type QueueOptions,
+  type ResolvedQueueOptions,
+} from '../../core/index.js';
 import { resolveQueueOptions } from '../../core/validate.js';
 import type {
   Engine,
@@ -8,7 +14,6 @@ import type {
   QueueInfo,
   WakeListener,
 } from '../engine.js';
-import { checkQueueName, checkSameOptions } from '../queue-options.js';
 import { WakeHub } from '../wake-hub.js';
 import { GroupCommitExecutor } from './executor.js';
 import type { QueueAccess } from './queue-access.js';

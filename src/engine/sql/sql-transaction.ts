@@ -1,11 +1,19 @@
-import type { NackOptions, PublishInput, PublishResult } from '../../core/index.js';
-import { checkTokens, Problems, resolveNackOptions } from '../../core/validate.js';
+import {
+  build,
+  checkQueueName,
+  freesCapacity,
+  makesJobsReady,
+  type NackOptions,
+  type Operation,
+  type PublishInput,
+  type PublishResult,
+  type ResultOf,
+} from '../../core/index.js';
+import { Problems } from '../../core/validate.js';
 import type { EngineTransaction } from '../engine.js';
-import { encodePayload } from '../payload.js';
-import { checkQueueName } from '../queue-options.js';
 import type { BatchContext } from './executor.js';
-import { type QueueAccess, queueOps, wakeOnCommit } from './queue-access.js';
-import type { QueueOps } from './queue-ops.js';
+import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
+import { runOperation } from './run-operation.js';
 import type { SqlConnection, SqlValue } from './sql-connection.js';
 
 /**
@@ -29,25 +37,28 @@ export class SqlTransaction implements EngineTransaction {
   }
 
   async ack(queue: string, now: number, token: number): Promise<boolean> {
-    checkTokens([token]);
-    const [acked] = await (await this.ops(queue)).ack(now, [token]);
-    return acked as boolean;
+    return (await this.apply(queue, now, build.ack(token)))[0] as boolean;
   }
 
-  async nack(queue: string, now: number, token: number, options?: NackOptions): Promise<boolean> {
-    checkTokens([token]);
-    const nack = resolveNackOptions(options);
-    const done = await (await this.ops(queue)).nack(now, token, nack);
-    if (done) await this.wakeAfterCommit(queue);
-    return done;
+  nack(queue: string, now: number, token: number, options?: NackOptions): Promise<boolean> {
+    return this.apply(queue, now, build.nack(token, options));
   }
 
   async publish(queue: string, now: number, input: PublishInput = {}): Promise<PublishResult> {
-    const payloadJson = encodePayload(input.payload, 'job');
-    const encoded = { id: input.id, payloadJson, delay: input.delay ?? 0 };
-    const [result] = await (await this.ops(queue)).publish(now, [encoded]);
-    await this.wakeAfterCommit(queue);
-    return result as PublishResult;
+    return (await this.apply(queue, now, build.publish(input)))[0] as PublishResult;
+  }
+
+  /** The same operations as a queue's, parsed the same way, in this transaction. */
+  private async apply<O extends Operation>(queue: string, now: number, operation: O) {
+    checkQueueName(queue);
+    const ops = await queueOps(this.access, this.connection, this.batch, queue);
+    const result = (await runOperation(ops, now, operation)) as ResultOf<O>;
+    if (makesJobsReady(operation)) {
+      await wakeOnCommit(this.access, this.connection, this.batch, queue);
+    } else if (freesCapacity(operation)) {
+      wakeLocallyOnCommit(this.access, this.batch, queue);
+    }
+    return result;
   }
 
   async claimOnce(consumer: string, jobId: string, now: number): Promise<boolean> {
@@ -66,15 +77,6 @@ export class SqlTransaction implements EngineTransaction {
       consumer,
       processedBefore,
     ]);
-  }
-
-  private ops(queue: string): Promise<QueueOps> {
-    checkQueueName(queue);
-    return queueOps(this.access, this.connection, this.batch, queue);
-  }
-
-  private wakeAfterCommit(queue: string): Promise<void> {
-    return wakeOnCommit(this.access, this.connection, this.batch, queue);
   }
 }
 

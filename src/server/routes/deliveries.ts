@@ -1,11 +1,11 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Queue } from '../../broker/index.js';
 import type { Delivery, NackOptions } from '../../core/index.js';
+import { deliveryToWire } from '../../wire/index.js';
 import { type ErrorBody, mapError } from '../errors.js';
 import type { ReceiptClaim } from '../receipts.js';
 import { type RouteSpec, route, type Services } from '../route.js';
 import { arrayOf, errorBody, type JsonSchema, object, queueParams } from '../schemas.js';
-import { deliveryToWire } from '../wire.js';
 
 const TAG = 'deliveries';
 
@@ -48,6 +48,7 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
       async handle({ params, body, signal, clientGone, log }) {
         const queue = await queues.existing(params.name);
         const { session, wait = 0, ...reserve } = body;
+        const signer = receipts.forQueue(queue.name);
         const sessionId =
           session === undefined ? undefined : receipts.verifySession(queue.name, session);
         const leave = wait > 0 ? longPolls.enter() : undefined;
@@ -73,7 +74,7 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
           );
         }
         return {
-          deliveries: deliveries.map((delivery) => deliveryToWire(queue.name, delivery, receipts)),
+          deliveries: deliveries.map((delivery) => deliveryToWire(delivery, signer)),
         };
       },
     }),

@@ -1,8 +1,8 @@
 import type { QueueStats } from '../../core/index.js';
 import { ClosedError } from '../../core/index.js';
+import { inspectToWire } from '../../wire/index.js';
 import { type RouteSpec, route, type Services } from '../route.js';
 import { inspectView, object, queueParams, stats } from '../schemas.js';
-import { inspectToWire } from '../wire.js';
 
 const TAG = 'observability';
 const status = object({ status: { type: 'string' } }, ['status']);
@@ -41,7 +41,7 @@ export function observabilityRoutes(services: Services, openApi: () => unknown):
       response: inspectView,
       async handle({ params }) {
         const queue = await queues.existing(params.name);
-        return inspectToWire(queue.name, await queue.inspect(), receipts);
+        return inspectToWire(await queue.inspect(), receipts.forQueue(queue.name));
       },
     }),
     route<unknown, unknown>({

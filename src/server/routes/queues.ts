@@ -1,7 +1,7 @@
 import type { QueueOptions, ResolvedQueueOptions } from '../../core/index.js';
+import { boundsFromWire, boundsToWire } from '../../wire/index.js';
 import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
 import { arrayOf, object, queueName, queueParams } from '../schemas.js';
-import { boundsFromWire, boundsToWire } from '../wire.js';
 
 /** Queue options as JSON sends them: `null` for an unbounded option. */
 type WireQueueOptions = { [K in keyof QueueOptions]: QueueOptions[K] | null };

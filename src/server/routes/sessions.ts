@@ -1,7 +1,7 @@
 import type { NackOptions, SessionOptions } from '../../core/index.js';
+import { boundsFromWire } from '../../wire/index.js';
 import { type RouteSpec, route, type Services } from '../route.js';
 import { integer, object, queueParams, sessionHandle } from '../schemas.js';
-import { boundsFromWire } from '../wire.js';
 
 const TAG = 'sessions';
 

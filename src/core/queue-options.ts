@@ -1,10 +1,8 @@
-import {
-  ConflictError,
-  type QueueOptions,
-  type ResolvedQueueOptions,
-  ValidationError,
-} from '../core/index.js';
-import { QUEUE_NAME } from './engine.js';
+import { ConflictError, ValidationError } from './errors.js';
+import type { QueueOptions, ResolvedQueueOptions } from './types.js';
+
+/** Queue names: what URLs, metrics labels and file names can all carry. */
+export const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/;
 
 export function checkQueueName(name: unknown): asserts name is string {
   if (typeof name !== 'string' || !QUEUE_NAME.test(name)) {

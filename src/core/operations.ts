@@ -1,0 +1,517 @@
+import { type CodedError, ValidationError } from './errors.js';
+import type { Delivery, PublishResult, QueueStats } from './types.js';
+import { MAX_ID_LENGTH, Problems, show } from './validate.js';
+
+/**
+ * The operations of SPEC.md as values. Every one is parsed once, where input enters (a public
+ * method, an HTTP body, a transaction), into a frozen, fully resolved value; below that edge
+ * nothing checks its arguments again. The core applies them (`LeaseQueue.apply`), an engine
+ * executes a batch of them for one queue as one unit, transports carry them.
+ */
+export type Operation =
+  | PublishOperation
+  | ReserveOperation
+  | AckOperation
+  | NackOperation
+  | ExtendOperation
+  | OpenSessionOperation
+  | HeartbeatOperation
+  | CloseSessionOperation
+  | AckUpToOperation
+  | NackUpToOperation
+  | RedriveOperation
+  | PurgeOperation
+  | PurgeQueueOperation
+  | StatsOperation;
+
+export type OperationType = Operation['type'];
+
+/** One job to publish, resolved: `id` undefined means "generate one". */
+export interface PublishJob {
+  readonly id: string | undefined;
+  readonly payload: unknown;
+  /** Ticks (ms above the core) until the job is ready; 0 means ready now. */
+  readonly delay: number;
+}
+
+/** R4, R5: appends jobs, all-or-nothing. */
+export interface PublishOperation {
+  readonly type: 'publish';
+  readonly jobs: readonly PublishJob[];
+}
+
+/** R6: at most `max` deliveries; `visibility` undefined means the queue's. */
+export interface ReserveOperation {
+  readonly type: 'reserve';
+  readonly max: number;
+  readonly visibility: number | undefined;
+  readonly session: string | undefined;
+}
+
+/** R8: one answer per token, in order. */
+export interface AckOperation {
+  readonly type: 'ack';
+  readonly tokens: readonly number[];
+}
+
+/** How a nacked delivery ends (R9). */
+export interface NackDisposition {
+  readonly requeue: boolean;
+  readonly delay: number;
+  readonly reason: string;
+}
+
+/** R9 (`reject` is the same operation). */
+export interface NackOperation extends NackDisposition {
+  readonly type: 'nack';
+  readonly token: number;
+}
+
+/** R10. */
+export interface ExtendOperation {
+  readonly type: 'extend';
+  readonly token: number;
+  readonly visibility: number;
+}
+
+/** R16; Infinity means "no bound". */
+export interface OpenSessionOperation {
+  readonly type: 'openSession';
+  readonly prefetch: number;
+  readonly timeout: number;
+  readonly ackTimeout: number;
+}
+
+export interface HeartbeatOperation {
+  readonly type: 'heartbeat';
+  readonly session: string;
+}
+
+export interface CloseSessionOperation {
+  readonly type: 'closeSession';
+  readonly session: string;
+}
+
+/** R11. */
+export interface AckUpToOperation {
+  readonly type: 'ackUpTo';
+  readonly session: string;
+  readonly token: number;
+}
+
+/** R11. */
+export interface NackUpToOperation extends NackDisposition {
+  readonly type: 'nackUpTo';
+  readonly session: string;
+  readonly token: number;
+}
+
+/** R14: dead jobs back to ready; all when `ids` is undefined. */
+export interface RedriveOperation {
+  readonly type: 'redrive';
+  readonly ids: readonly string[] | undefined;
+}
+
+/** Removes dead jobs for good; all when `ids` is undefined. */
+export interface PurgeOperation {
+  readonly type: 'purge';
+  readonly ids: readonly string[] | undefined;
+}
+
+/** R18: empties the queue: ready, delayed and active jobs, and dead ones when `dead`. */
+export interface PurgeQueueOperation {
+  readonly type: 'purgeQueue';
+  readonly dead: boolean;
+}
+
+/** R17: gauges and counters; an operation because it advances the clock (R3). */
+export interface StatsOperation {
+  readonly type: 'stats';
+}
+
+/** What `purgeQueue` removed, by the state each job was in. */
+export interface PurgeQueueResult {
+  ready: number;
+  delayed: number;
+  active: number;
+  dead: number;
+}
+
+/** The answer of each operation type. */
+export interface OperationResults {
+  publish: PublishResult[];
+  reserve: Delivery[];
+  ack: boolean[];
+  nack: boolean;
+  extend: number | null;
+  openSession: string;
+  heartbeat: null;
+  closeSession: number;
+  ackUpTo: number;
+  nackUpTo: number;
+  redrive: number;
+  purge: number;
+  purgeQueue: PurgeQueueResult;
+  stats: QueueStats;
+}
+
+export type ResultOf<O extends Operation> = OperationResults[O['type']];
+
+/** One operation's answer within a batch: its value, or the typed error that refused it. */
+export type Outcome<T = OperationResults[OperationType]> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly error: CodedError<string> };
+
+type Fields = Record<string, unknown>;
+type Parser<K extends OperationType> = (
+  fields: Fields,
+  problems: Problems,
+) => Omit<Extract<Operation, { type: K }>, 'type'>;
+
+const PARSERS: { [K in OperationType]: { fields: readonly string[]; parse: Parser<K> } } = {
+  publish: { fields: ['jobs'], parse: (f, p) => ({ jobs: publishJobs(f.jobs, 'jobs', p) }) },
+  reserve: { fields: ['max', 'visibility', 'session'], parse: reserveFields },
+  ack: { fields: ['tokens'], parse: (f, p) => ({ tokens: tokenList(f.tokens, p) }) },
+  nack: {
+    fields: ['token', 'requeue', 'delay', 'reason'],
+    parse: (f, p) => ({ token: token(f.token, p), ...nackFields(f, p) }),
+  },
+  extend: {
+    fields: ['token', 'visibility'],
+    parse: (f, p) => {
+      p.positiveInteger('token', f.token);
+      p.positiveInteger('visibility', f.visibility);
+      return { token: f.token as number, visibility: f.visibility as number };
+    },
+  },
+  openSession: { fields: ['prefetch', 'timeout', 'ackTimeout'], parse: sessionFields },
+  heartbeat: { fields: ['session'], parse: (f, p) => ({ session: sessionId(f.session, p) }) },
+  closeSession: { fields: ['session'], parse: (f, p) => ({ session: sessionId(f.session, p) }) },
+  ackUpTo: {
+    fields: ['session', 'token'],
+    parse: (f, p) => ({ session: sessionId(f.session, p), token: token(f.token, p) }),
+  },
+  nackUpTo: {
+    fields: ['session', 'token', 'requeue', 'delay', 'reason'],
+    parse: (f, p) => ({
+      session: sessionId(f.session, p),
+      token: token(f.token, p),
+      ...nackFields(f, p),
+    }),
+  },
+  redrive: { fields: ['ids'], parse: (f, p) => ({ ids: idList(f.ids, p) }) },
+  purge: { fields: ['ids'], parse: (f, p) => ({ ids: idList(f.ids, p) }) },
+  purgeQueue: {
+    fields: ['dead'],
+    parse: (f, p) => {
+      const dead = f.dead ?? false;
+      p.boolean('dead', dead);
+      return { dead: dead as boolean };
+    },
+  },
+  stats: { fields: [], parse: () => ({}) },
+};
+
+export const OPERATION_TYPES = Object.freeze(Object.keys(PARSERS) as OperationType[]);
+
+/**
+ * Parses one operation from untrusted input (`{ type, ...fields }`): a frozen value with every
+ * default filled in, or a ValidationError naming every bad field. Unknown fields are refused.
+ */
+export function parseOperation(input: unknown): Operation {
+  const problems = new Problems();
+  if (input === undefined) problems.list.push('operation must be an object, got undefined');
+  if (!problems.object('operation', input)) problems.throwIfAny();
+  problems.throwIfAny();
+  const fields = input as Fields;
+  const type = fields.type;
+  if (typeof type !== 'string' || !Object.hasOwn(PARSERS, type)) {
+    throw new ValidationError(
+      `type must be one of ${OPERATION_TYPES.join(', ')}, got ${show(type)}`,
+    );
+  }
+  const spec = PARSERS[type as OperationType];
+  for (const name of Object.keys(fields)) {
+    if (name !== 'type' && !spec.fields.includes(name)) {
+      problems.list.push(`unknown field ${show(name)} of ${type}`);
+    }
+  }
+  return finish(
+    type as OperationType,
+    (spec.parse as Parser<OperationType>)(fields, problems),
+    problems,
+  );
+}
+
+/** Parses a list of operations; every problem of every entry is named by its index. */
+export function parseOperations(input: unknown): Operation[] {
+  if (!Array.isArray(input)) {
+    throw new ValidationError(`operations must be an array, got ${show(input)}`);
+  }
+  const problems: string[] = [];
+  const operations: Operation[] = [];
+  input.forEach((entry, index) => {
+    try {
+      operations.push(parseOperation(entry));
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      for (const issue of error.issues) problems.push(`operations[${index}]: ${issue}`);
+    }
+  });
+  if (problems.length > 0) throw new ValidationError(problems);
+  return operations;
+}
+
+function finish<K extends OperationType>(
+  type: K,
+  fields: object,
+  problems: Problems,
+): Extract<Operation, { type: K }> {
+  problems.throwIfAny();
+  return Object.freeze({ type, ...fields }) as Extract<Operation, { type: K }>;
+}
+
+/**
+ * Builders from the typed arguments of the friendly methods (`queue.ack(token)` …). They check
+ * exactly what `parseOperation` checks and give the same errors; only the shape differs.
+ */
+export const build = {
+  publish(input: unknown): PublishOperation {
+    const problems = new Problems();
+    return finish('publish', { jobs: publishJobs([input], 'job', problems) }, problems);
+  },
+  publishBatch(inputs: unknown): PublishOperation {
+    const problems = new Problems();
+    return finish('publish', { jobs: publishJobs(inputs, 'jobs', problems) }, problems);
+  },
+  reserve(options: unknown = {}): ReserveOperation {
+    const problems = new Problems();
+    if (!problems.object('options', options)) problems.throwIfAny();
+    return finish('reserve', reserveFields((options ?? {}) as Fields, problems), problems);
+  },
+  ack(token: unknown): AckOperation {
+    if (isToken(token)) return Object.freeze({ type: 'ack', tokens: Object.freeze([token]) });
+    return this.ackMany([token]);
+  },
+  ackMany(tokens: unknown): AckOperation {
+    const problems = new Problems();
+    return finish('ack', { tokens: tokenList(tokens, problems) }, problems);
+  },
+  nack(tokenValue: unknown, options?: unknown): NackOperation {
+    const problems = new Problems();
+    const fields = optionsObject(options, problems);
+    return finish(
+      'nack',
+      { token: token(tokenValue, problems), ...nackFields(fields, problems) },
+      problems,
+    );
+  },
+  extend(tokenValue: unknown, visibility: unknown): ExtendOperation {
+    const problems = new Problems();
+    return finish(
+      'extend',
+      PARSERS.extend.parse({ token: tokenValue, visibility }, problems),
+      problems,
+    );
+  },
+  openSession(options?: unknown): OpenSessionOperation {
+    const problems = new Problems();
+    return finish(
+      'openSession',
+      sessionFields(optionsObject(options, problems), problems),
+      problems,
+    );
+  },
+  heartbeat(session: unknown): HeartbeatOperation {
+    const problems = new Problems();
+    return finish('heartbeat', { session: sessionId(session, problems) }, problems);
+  },
+  closeSession(session: unknown): CloseSessionOperation {
+    const problems = new Problems();
+    return finish('closeSession', { session: sessionId(session, problems) }, problems);
+  },
+  ackUpTo(session: unknown, tokenValue: unknown): AckUpToOperation {
+    const problems = new Problems();
+    return finish(
+      'ackUpTo',
+      { session: sessionId(session, problems), token: token(tokenValue, problems) },
+      problems,
+    );
+  },
+  nackUpTo(session: unknown, tokenValue: unknown, options?: unknown): NackUpToOperation {
+    const problems = new Problems();
+    const fields = optionsObject(options, problems);
+    return finish(
+      'nackUpTo',
+      {
+        session: sessionId(session, problems),
+        token: token(tokenValue, problems),
+        ...nackFields(fields, problems),
+      },
+      problems,
+    );
+  },
+  redrive(ids?: unknown): RedriveOperation {
+    const problems = new Problems();
+    return finish('redrive', { ids: idList(ids, problems) }, problems);
+  },
+  purge(ids?: unknown): PurgeOperation {
+    const problems = new Problems();
+    return finish('purge', { ids: idList(ids, problems) }, problems);
+  },
+  purgeQueue(options?: unknown): PurgeQueueOperation {
+    const problems = new Problems();
+    return finish(
+      'purgeQueue',
+      PARSERS.purgeQueue.parse(optionsObject(options, problems), problems),
+      problems,
+    );
+  },
+  stats(): StatsOperation {
+    return STATS;
+  },
+};
+
+const STATS: StatsOperation = Object.freeze({ type: 'stats' });
+
+// --- field parsers ---------------------------------------------------------------------------
+
+function optionsObject(options: unknown, problems: Problems): Fields {
+  if (options === undefined) return {};
+  return problems.object('options', options) ? (options as Fields) : {};
+}
+
+function isToken(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
+}
+
+function token(value: unknown, problems: Problems): number {
+  problems.positiveInteger('token', value);
+  return value as number;
+}
+
+function tokenList(value: unknown, problems: Problems): readonly number[] {
+  if (!Array.isArray(value)) {
+    problems.list.push(`tokens must be an array, got ${show(value)}`);
+    return [];
+  }
+  if (!value.every(isToken)) for (const each of value) problems.positiveInteger('token', each);
+  return Object.freeze([...value]);
+}
+
+function reserveFields(fields: Fields, problems: Problems) {
+  const max = fields.max ?? 1;
+  problems.positiveInteger('max', max);
+  if (fields.visibility !== undefined) problems.positiveInteger('visibility', fields.visibility);
+  if (fields.session !== undefined) sessionId(fields.session, problems);
+  return {
+    max: max as number,
+    visibility: fields.visibility as number | undefined,
+    session: fields.session as string | undefined,
+  };
+}
+
+function nackFields(fields: Fields, problems: Problems): NackDisposition {
+  const requeue = fields.requeue ?? true;
+  const delay = fields.delay ?? 0;
+  const reason = fields.reason ?? 'rejected';
+  problems.boolean('requeue', requeue);
+  problems.nonNegativeInteger('delay', delay);
+  problems.reason('reason', reason);
+  return { requeue: requeue as boolean, delay: delay as number, reason: reason as string };
+}
+
+function sessionFields(fields: Fields, problems: Problems) {
+  const prefetch = fields.prefetch ?? Number.POSITIVE_INFINITY;
+  const timeout = fields.timeout ?? Number.POSITIVE_INFINITY;
+  const ackTimeout = fields.ackTimeout ?? Number.POSITIVE_INFINITY;
+  problems.positiveIntegerOrInfinity('prefetch', prefetch);
+  problems.positiveIntegerOrInfinity('timeout', timeout);
+  problems.positiveIntegerOrInfinity('ackTimeout', ackTimeout);
+  return {
+    prefetch: prefetch as number,
+    timeout: timeout as number,
+    ackTimeout: ackTimeout as number,
+  };
+}
+
+/**
+ * A session names itself by the id its queue issued (`s1` …), or over HTTP by the handle the
+ * server gave out; whether it names a session of the queue is state, checked by the queue.
+ */
+function sessionId(value: unknown, problems: Problems): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 512) {
+    problems.list.push(`session must be a session id string, got ${show(value)}`);
+  }
+  return value as string;
+}
+
+function idList(value: unknown, problems: Problems): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) {
+    problems.list.push(`ids must be an array, got ${show(value)}`);
+    return undefined;
+  }
+  value.forEach((id, index) => {
+    problems.id(`ids[${index}]`, id);
+  });
+  return Object.freeze([...value]);
+}
+
+/** True when a job is certainly valid: the hot path, allocating nothing. */
+function isValidJob(input: unknown): boolean {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return false;
+  const { id, delay } = input as Fields;
+  return (
+    (id === undefined || (typeof id === 'string' && id.length > 0 && id.length <= MAX_ID_LENGTH)) &&
+    (delay === undefined || (Number.isSafeInteger(delay) && (delay as number) >= 0))
+  );
+}
+
+function publishJobs(value: unknown, name: string, problems: Problems): readonly PublishJob[] {
+  if (!Array.isArray(value)) {
+    problems.list.push(`${name} must be an array, got ${show(value)}`);
+    return [];
+  }
+  if (!value.every(isValidJob)) {
+    value.forEach((input, index) => {
+      const at = name === 'job' ? 'job' : `${name}[${index}]`;
+      if (input === undefined) problems.list.push(`${at} must be an object, got undefined`);
+      if (!problems.object(at, input) || input === undefined) return;
+      const job = input as Fields;
+      if (job.id !== undefined) problems.id(`${at}.id`, job.id);
+      if (job.delay !== undefined) problems.nonNegativeInteger(`${at}.delay`, job.delay);
+    });
+    return [];
+  }
+  return Object.freeze(
+    value.map((input: Fields) =>
+      Object.freeze({
+        id: input.id as string | undefined,
+        payload: input.payload,
+        delay: (input.delay as number | undefined) ?? 0,
+      }),
+    ),
+  );
+}
+
+/** Whether an operation may make jobs ready (receivers elsewhere should look again). */
+export function makesJobsReady(operation: Operation): boolean {
+  switch (operation.type) {
+    case 'publish':
+    case 'nack':
+    case 'closeSession':
+    case 'nackUpTo':
+    case 'redrive':
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** Whether an operation may free prefetch room (a receiver held back by prefetch may go on). */
+export function freesCapacity(operation: Operation): boolean {
+  return (
+    operation.type === 'ack' || operation.type === 'ackUpTo' || operation.type === 'purgeQueue'
+  );
+}

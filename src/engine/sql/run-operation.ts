@@ -1,0 +1,53 @@
+import type { Operation, OperationResults, OperationType } from '../../core/index.js';
+import { encodeJobs } from '../payload.js';
+import type { QueueOps } from './queue-ops.js';
+
+/** One parsed operation over SQL rows, inside the caller's transaction. */
+export async function runOperation(
+  ops: QueueOps,
+  now: number,
+  operation: Operation,
+): Promise<OperationResults[OperationType]> {
+  switch (operation.type) {
+    case 'publish':
+      return ops.publish(
+        now,
+        encodeJobs(operation.jobs).map((job) => ({
+          id: job.id,
+          payloadJson: job.payload as string | null,
+          delay: job.delay,
+        })),
+      );
+    case 'reserve':
+      return ops.reserve(now, operation);
+    case 'ack':
+      return ops.ack(now, operation.tokens);
+    case 'nack':
+      return ops.nack(now, operation.token, operation);
+    case 'extend':
+      return ops.extend(now, operation.token, operation.visibility);
+    case 'openSession':
+      return ops.openSessionAt(now, operation);
+    case 'heartbeat':
+      await ops.heartbeat(now, operation.session);
+      return null;
+    case 'closeSession':
+      return ops.closeSession(now, operation.session);
+    case 'ackUpTo':
+      return ops.ackRows(now, await ops.upTo(now, operation.session, operation.token));
+    case 'nackUpTo':
+      return ops.settleNacks(
+        await ops.upTo(now, operation.session, operation.token),
+        now,
+        operation,
+      );
+    case 'redrive':
+      return ops.redrive(now, operation.ids);
+    case 'purge':
+      return ops.purge(now, operation.ids);
+    case 'purgeQueue':
+      return ops.purgeQueue(now, operation.dead);
+    case 'stats':
+      return ops.stats(now);
+  }
+}

@@ -1,0 +1,129 @@
+import {
+  type CodedError,
+  type Operation,
+  type OperationResults,
+  type OperationType,
+  type Outcome,
+  parseOperation,
+  ValidationError,
+} from '../core/index.js';
+import { deliveryToWire, type WireDelivery, type WireSigner } from './delivery.js';
+
+/**
+ * Operations on the wire: the core's operations (see `parseOperation`) with what a client
+ * must not forge wrapped by the server. A delivery is named by its `receipt` (`receipts` for
+ * ack), a session by its handle, and an unbounded session limit is `null`. Everything else is
+ * spelled as in the core, so one parse checks both.
+ */
+export type WireOperation = Record<string, unknown> & { type: string };
+
+/** One answer of a batch on the wire, in the order of the operations. */
+export type WireOutcome =
+  | { ok: true; value: unknown }
+  | { ok: false; error: { code: string; message: string } };
+
+/** Turns what the wire carries back into tokens and session ids; throws on a forged one. */
+export interface WireVerifier {
+  token(receipt: string): number;
+  sessionId(handle: string): string;
+}
+
+/** Turns tokens and session ids into what the wire carries; the client holds the receipts. */
+export interface WireWrapper {
+  receipt(token: number): string;
+  sessionHandle(sessionId: string): string;
+}
+
+const SESSION_LIMITS = ['prefetch', 'timeout', 'ackTimeout'] as const;
+
+/** Parses one wire operation (the server's edge): the same checks and errors as in-process. */
+export function operationFromWire(input: unknown, verify: WireVerifier): Operation {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return parseOperation(input);
+  }
+  const fields: Record<string, unknown> = { ...input };
+  if (typeof fields.session === 'string') fields.session = verify.sessionId(fields.session);
+  switch (fields.type) {
+    case 'ack':
+      fields.tokens = receiptList(fields.receipts).map((receipt) => verify.token(receipt));
+      delete fields.receipts;
+      break;
+    case 'nack':
+    case 'extend':
+      fields.token =
+        typeof fields.receipt === 'string' ? verify.token(fields.receipt) : fields.receipt;
+      delete fields.receipt;
+      break;
+    case 'openSession':
+      for (const name of SESSION_LIMITS) {
+        if (fields[name] === null) fields[name] = Number.POSITIVE_INFINITY;
+      }
+      break;
+  }
+  return parseOperation(fields);
+}
+
+function receiptList(value: unknown): string[] {
+  if (!Array.isArray(value) || !value.every((each) => typeof each === 'string')) {
+    throw new ValidationError('receipts must be an array of receipt strings');
+  }
+  return value;
+}
+
+/** The wire form of a parsed operation (the client's side). */
+export function operationToWire(operation: Operation, wrap: WireWrapper): WireOperation {
+  const fields: Record<string, unknown> = { ...operation };
+  if (typeof fields.session === 'string') fields.session = wrap.sessionHandle(fields.session);
+  switch (operation.type) {
+    case 'ack':
+      fields.receipts = operation.tokens.map((token) => wrap.receipt(token));
+      delete fields.tokens;
+      break;
+    case 'nack':
+    case 'extend':
+      fields.receipt = wrap.receipt(operation.token);
+      delete fields.token;
+      break;
+    case 'openSession':
+      for (const name of SESSION_LIMITS) {
+        if (fields[name] === Number.POSITIVE_INFINITY) fields[name] = null;
+      }
+      break;
+  }
+  for (const [name, value] of Object.entries(fields)) if (value === undefined) delete fields[name];
+  return fields as WireOperation;
+}
+
+/** The wire form of one operation's value: deliveries and sessions get receipts and handles. */
+export function valueToWire(
+  type: OperationType,
+  value: OperationResults[OperationType],
+  signer: WireSigner,
+): unknown {
+  if (type === 'reserve') {
+    return (value as OperationResults['reserve']).map((delivery) =>
+      deliveryToWire(delivery, signer),
+    );
+  }
+  if (type === 'openSession') return signer.sessionHandle(value as string);
+  return value;
+}
+
+/** What a wire value of an operation type stands for, with deliveries as the wire has them. */
+export type WireValue<K extends OperationType> = K extends 'reserve'
+  ? WireDelivery[]
+  : OperationResults[K];
+
+/** An outcome on the wire: a typed error keeps its code and message. */
+export function outcomeToWire(
+  operation: Operation,
+  outcome: Outcome,
+  signer: WireSigner,
+): WireOutcome {
+  if (outcome.ok) return { ok: true, value: valueToWire(operation.type, outcome.value, signer) };
+  return { ok: false, error: errorToWire(outcome.error) };
+}
+
+export function errorToWire(error: CodedError<string>): { code: string; message: string } {
+  return { code: error.code, message: error.message };
+}
