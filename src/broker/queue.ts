@@ -3,6 +3,7 @@ import type {
   Delivery,
   InspectView,
   JobView,
+  LiveDelivery,
   NackOptions,
   PublishInput,
   PublishResult,
@@ -49,6 +50,8 @@ export interface Queue {
   purge(ids?: readonly string[]): Promise<number>;
   stats(): Promise<QueueStats>;
   inspect(): Promise<InspectView>;
+  /** The live deliveries in token order, with delivery times and sessions. Takes no time. */
+  deliveries(): Promise<LiveDelivery[]>;
   job(id: string): Promise<JobView | undefined>;
 }
 

@@ -4,6 +4,7 @@ import {
   type Delivery,
   type InspectView,
   type JobView,
+  type LiveDelivery,
   type NackOptions,
   type PublishInput,
   type PublishResult,
@@ -248,6 +249,10 @@ export class RemoteQueue implements Queue {
 
   inspect(): Promise<InspectView> {
     return this.get('/inspect');
+  }
+
+  async deliveries(): Promise<LiveDelivery[]> {
+    return (await this.get<{ deliveries: LiveDelivery[] }>('/deliveries')).deliveries;
   }
 
   /**

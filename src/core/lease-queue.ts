@@ -19,6 +19,7 @@ import type {
   Delivery,
   InspectView,
   JobView,
+  LiveDelivery,
   NackOptions,
   PublishInput,
   PublishResult,
@@ -342,6 +343,18 @@ export class LeaseQueue {
     };
   }
 
+  /** The live deliveries in token order, with their delivery times. Takes no time. */
+  deliveries(): LiveDelivery[] {
+    return Array.from(this.active.values(), (d) => ({
+      token: d.token,
+      id: d.job.id,
+      deliveredAt: d.deliveredAt,
+      deadline: d.deadline,
+      deliveryCount: d.job.deliveryCount,
+      ...(d.session === undefined ? {} : { session: d.session.id }),
+    }));
+  }
+
   /** The dead jobs with their history, in the order they died. Takes no time. */
   deadLetters(): DeadLetter[] {
     return Array.from(this.dead.values(), (job) => ({
@@ -364,6 +377,7 @@ export class LeaseQueue {
       payload: job.payload,
       state: job.state,
       deliveryCount: job.deliveryCount,
+      publishedAt: job.publishedAt,
       ...(job.state === 'delayed' ? { availableAt: job.availableAt } : {}),
       ...(delivery === undefined ? {} : { token: delivery.token, deadline: delivery.deadline }),
       ...(job.state === 'dead' ? { reason: job.deadReason as string, deadAt: job.deadAt } : {}),
@@ -471,6 +485,7 @@ export class LeaseQueue {
       id,
       payload: input.payload,
       seq: this.nextSeq++,
+      publishedAt: now,
       state: 'ready',
       deliveryCount: 0,
       readySince: now,

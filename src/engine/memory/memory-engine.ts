@@ -118,6 +118,9 @@ class MemoryQueue implements QueueHandle {
   inspect() {
     return this.run((q) => q.inspect());
   }
+  deliveries() {
+    return this.run((q) => q.deliveries());
+  }
   publish(now: number, input?: PublishInput) {
     return this.run((q) => q.publish(now, input && asStored(input, 'job')), true);
   }

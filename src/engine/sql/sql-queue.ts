@@ -53,6 +53,10 @@ export class SqlQueue implements QueueHandle {
     return this.run((ops) => ops.inspect());
   }
 
+  deliveries() {
+    return this.run((ops) => ops.deliveries());
+  }
+
   async publish(now: number, input: PublishInput = {}) {
     const [encoded] = encodePublishes([input], 'job');
     const [result] = await this.run((ops) => ops.publish(now, [encoded as EncodedPublish]), true);
