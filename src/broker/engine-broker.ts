@@ -265,6 +265,10 @@ export class EngineQueue implements Queue {
     return this.handle.inspect();
   }
 
+  deliveries() {
+    return this.handle.deliveries();
+  }
+
   job(id: string) {
     return this.handle.job(id);
   }

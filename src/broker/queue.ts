@@ -3,6 +3,7 @@ import type {
   Delivery,
   InspectView,
   JobView,
+  LiveDelivery,
   NackOptions,
   Operation,
   Outcome,
@@ -56,12 +57,14 @@ export interface Queue {
   redrive(ids?: readonly string[]): Promise<number>;
   purge(ids?: readonly string[]): Promise<number>;
   /**
-   * Empties the queue (R18): ready, delayed and active jobs are removed and counted, active
+   * Empties the queue (R19): ready, delayed and active jobs are removed and counted, active
    * deliveries end (their tokens are refused from then on); dead jobs only with `dead: true`.
    */
   purgeQueue(options?: { dead?: boolean }): Promise<PurgeQueueResult>;
   stats(): Promise<QueueStats>;
   inspect(): Promise<InspectView>;
+  /** The live deliveries in token order, with delivery times and sessions. Takes no time. */
+  deliveries(): Promise<LiveDelivery[]>;
   job(id: string): Promise<JobView | undefined>;
 }
 

@@ -5,6 +5,7 @@ import {
   type Delivery,
   type InspectView,
   type JobView,
+  type LiveDelivery,
   type NackOptions,
   type Operation,
   type OperationResults,
@@ -249,6 +250,10 @@ export class RemoteQueue implements Queue {
 
   inspect(): Promise<InspectView> {
     return this.get('/inspect');
+  }
+
+  async deliveries(): Promise<LiveDelivery[]> {
+    return (await this.get<{ deliveries: LiveDelivery[] }>('/deliveries')).deliveries;
   }
 
   /**

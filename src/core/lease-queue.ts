@@ -32,6 +32,7 @@ import type {
   Delivery,
   InspectView,
   JobView,
+  LiveDelivery,
   NackOptions,
   PublishInput,
   PublishResult,
@@ -233,7 +234,7 @@ export class LeaseQueue {
     return this.apply(now, build.purge(ids));
   }
 
-  /** R18: removes every ready, delayed and active job (and dead ones with `dead: true`). */
+  /** R19: removes every ready, delayed and active job (and dead ones with `dead: true`). */
   purgeQueue(now: number, options?: { dead?: boolean }): PurgeQueueResult {
     return this.apply(now, build.purgeQueue(options));
   }
@@ -280,6 +281,18 @@ export class LeaseQueue {
     };
   }
 
+  /** The live deliveries in token order, with their delivery times. Takes no time. */
+  deliveries(): LiveDelivery[] {
+    return Array.from(this.active.values(), (d) => ({
+      token: d.token,
+      id: d.job.id,
+      deliveredAt: d.deliveredAt,
+      deadline: d.deadline,
+      deliveryCount: d.job.deliveryCount,
+      ...(d.session === undefined ? {} : { session: d.session.id }),
+    }));
+  }
+
   /** The dead jobs with their history, in the order they died. Takes no time. */
   deadLetters(): DeadLetter[] {
     return Array.from(this.dead.values(), (job) => ({
@@ -302,6 +315,7 @@ export class LeaseQueue {
       payload: job.payload,
       state: job.state,
       deliveryCount: job.deliveryCount,
+      publishedAt: job.publishedAt,
       ...(job.state === 'delayed' ? { availableAt: job.availableAt } : {}),
       ...(delivery === undefined ? {} : { token: delivery.token, deadline: delivery.deadline }),
       ...(job.state === 'dead' ? { reason: job.deadReason as string, deadAt: job.deadAt } : {}),
@@ -442,7 +456,7 @@ export class LeaseQueue {
     return purged;
   }
 
-  /** R18: every job of the queue goes; active deliveries end, so their tokens are refused. */
+  /** R19: every job of the queue goes; active deliveries end, so their tokens are refused. */
   private purgeQueueNow(withDead: boolean): PurgeQueueResult {
     const removed: PurgeQueueResult = {
       ready: this.ready.length,
@@ -561,6 +575,7 @@ export class LeaseQueue {
       id,
       payload: input.payload,
       seq: this.nextSeq++,
+      publishedAt: now,
       state: 'ready',
       deliveryCount: 0,
       readySince: now,

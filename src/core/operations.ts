@@ -118,7 +118,7 @@ export interface PurgeOperation {
   readonly ids: readonly string[] | undefined;
 }
 
-/** R18: empties the queue: ready, delayed and active jobs, and dead ones when `dead`. */
+/** R19: empties the queue: ready, delayed and active jobs, and dead ones when `dead`. */
 export interface PurgeQueueOperation {
   readonly type: 'purgeQueue';
   readonly dead: boolean;

@@ -9,6 +9,8 @@ export interface JobRecord extends HeapItem {
   readonly payload: unknown;
   /** Publish order, the tie-break among delayed jobs due at the same tick. */
   readonly seq: number;
+  /** When it was published (kept across redelivery and redrive). */
+  readonly publishedAt: number;
   state: JobState;
   deliveryCount: number;
   readySince: number;

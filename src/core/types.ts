@@ -84,6 +84,17 @@ export interface InspectView {
   dead: { id: string; reason: string; deliveryCount: number }[];
 }
 
+/** A live delivery as inspection shows it: when it was made, until when, and for whom. */
+export interface LiveDelivery {
+  token: number;
+  id: string;
+  deliveredAt: number;
+  deadline: number;
+  deliveryCount: number;
+  /** The session it belongs to (R16), if any. */
+  session?: string;
+}
+
 /** How one delivery ended. */
 export type AttemptOutcome = 'acked' | 'requeued' | 'rejected' | 'expired' | 'session-ended';
 
@@ -138,6 +149,8 @@ export interface JobView {
   payload: unknown;
   state: 'ready' | 'delayed' | 'active' | 'dead';
   deliveryCount: number;
+  /** When the job was published. Absent for jobs stored before publish times were kept. */
+  publishedAt?: number;
   availableAt?: number;
   token?: number;
   deadline?: number;

@@ -3,6 +3,7 @@ import type {
   Delivery,
   InspectView,
   JobView,
+  LiveDelivery,
   NackOptions,
   Operation,
   Outcome,
@@ -43,6 +44,7 @@ export interface QueueHandle {
   options(): Promise<ResolvedQueueOptions>;
   clock(): Promise<number>;
   inspect(): Promise<InspectView>;
+  deliveries(): Promise<LiveDelivery[]>;
   publish(now: number, input?: PublishInput): Promise<PublishResult>;
   publishBatch(now: number, inputs: readonly PublishInput[]): Promise<PublishResult[]>;
   reserve(now: number, options?: ReserveOptions): Promise<Delivery[]>;

@@ -3,6 +3,7 @@ import {
   type DeadLetter,
   type InspectView,
   type JobView,
+  type LiveDelivery,
   type NackOptions,
   type Operation,
   type Outcome,
@@ -26,6 +27,7 @@ export abstract class OperationHandle implements QueueHandle {
   abstract options(): Promise<ResolvedQueueOptions>;
   abstract clock(): Promise<number>;
   abstract inspect(): Promise<InspectView>;
+  abstract deliveries(): Promise<LiveDelivery[]>;
   abstract deadLetters(): Promise<DeadLetter[]>;
   abstract job(id: string): Promise<JobView | undefined>;
   abstract nextEventAt(): Promise<number | undefined>;

@@ -21,9 +21,11 @@ import { deliveryRoutes } from './routes/deliveries.js';
 import { jobRoutes } from './routes/jobs.js';
 import { observabilityRoutes } from './routes/observability.js';
 import { operationRoutes } from './routes/operations.js';
+import { overviewRoutes } from './routes/overview.js';
 import { queueRoutes } from './routes/queues.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { buildSchemas } from './schemas.js';
+import { registerDashboard } from './ui/dashboard.js';
 import { VERSION } from './version.js';
 
 export interface AppOptions {
@@ -37,6 +39,8 @@ export interface AppOptions {
   receiptSecret?: string;
   /** Default: silent. */
   logger?: FastifyBaseLogger;
+  /** Serve the web dashboard at /ui/ (and redirect / there). Default true. */
+  ui?: boolean;
 }
 
 /** Extra time a request may take beyond the longest long poll before Node cuts it. */
@@ -100,9 +104,11 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
     ...sessionRoutes(services),
     ...deadLetterRoutes(services),
     ...observabilityRoutes(services, () => document),
+    ...overviewRoutes(services),
   ];
   document = buildOpenApi(routes, VERSION);
   for (const spec of routes) register(app, spec, services);
+  if (options.ui ?? true) registerDashboard(app, logger);
   // Waiting long polls answer (empty) before the server waits for requests in flight.
   app.addHook('preClose', async () => shutdown.abort());
   return app;

@@ -23,6 +23,8 @@ export interface ApiKeyConfig {
 /** Who made a request, and what they may do. */
 export interface Principal {
   readonly name: string;
+  /** What the key was granted, as configured. */
+  readonly grants: readonly KeyGrant[];
   can(action: Action, queue: string): boolean;
   /** Any access at all to the queue: enough to see that it exists and read its stats. */
   canSee(queue: string): boolean;
@@ -35,12 +37,14 @@ interface CompiledGrant {
 
 interface StoredKey {
   name: string;
+  allow: KeyGrant[];
   hash: Buffer;
   grants: CompiledGrant[];
 }
 
 const LOOPBACK_PRINCIPAL: Principal = {
   name: 'loopback',
+  grants: [{ queues: '*', actions: ['admin'] }],
   can: () => true,
   canSee: () => true,
 };
@@ -52,6 +56,7 @@ export class AccessControl {
   constructor(keys: readonly ApiKeyConfig[]) {
     this.keys = keys.map((key) => ({
       name: key.name,
+      allow: key.allow.map((grant) => ({ queues: grant.queues, actions: [...grant.actions] })),
       hash: key.sha256 === undefined ? sha256(key.key ?? '') : Buffer.from(key.sha256, 'hex'),
       grants: key.allow.map((grant) => ({
         pattern: globToRegExp(grant.queues),
@@ -102,6 +107,7 @@ function toPrincipal(key: StoredKey): Principal {
     );
   return {
     name: key.name,
+    grants: key.allow,
     can: (action, queue) => allows(queue, action),
     canSee: (queue) => allows(queue),
   };

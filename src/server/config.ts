@@ -24,12 +24,15 @@ export interface ServerConfig extends Limits {
   logLevel: LogLevel;
   /** How long shutdown waits for requests in flight before cutting them. Default 10 s. */
   shutdownTimeoutMs: number;
+  /** Serve the web dashboard at /ui/. Default true. */
+  ui: boolean;
 }
 
 type Kind =
   | { type: 'integer'; min: number; max: number }
   | { type: 'string'; minLength?: number }
   | { type: 'enum'; values: readonly string[] }
+  | { type: 'boolean' }
   | { type: 'keys' };
 
 interface Setting {
@@ -71,6 +74,11 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'maxDelayMs', kind: int(0), help: 'longest publish or nack delay' },
   { name: 'maxJsonDepth', kind: int(1, 10_000), help: 'deepest nesting in a request body' },
   { name: 'shutdownTimeoutMs', kind: int(0, 3_600_000), help: 'wait for requests in flight' },
+  {
+    name: 'ui',
+    kind: { type: 'boolean' },
+    help: 'serve the web dashboard at /ui/ (true or false)',
+  },
 ];
 
 export const DEFAULT_CONFIG: Readonly<Omit<ServerConfig, 'receiptSecret'>> = {
@@ -81,6 +89,7 @@ export const DEFAULT_CONFIG: Readonly<Omit<ServerConfig, 'receiptSecret'>> = {
   keys: [],
   logLevel: 'info',
   shutdownTimeoutMs: 10_000,
+  ui: true,
   ...DEFAULT_LIMITS,
 };
 
@@ -153,6 +162,15 @@ type Parsed = { ok: true; value: unknown } | { ok: false; problem: string };
 const ok = (value: unknown): Parsed => ({ ok: true, value });
 const problem = (text: string): Parsed => ({ ok: false, problem: text });
 
+const BOOLEAN_WORDS: Record<string, boolean> = {
+  true: true,
+  on: true,
+  '1': true,
+  false: false,
+  off: false,
+  '0': false,
+};
+
 /** Flags and environment give text; a config file gives JSON values. */
 function parseValue(kind: Kind, raw: unknown, fromText: boolean): Parsed {
   switch (kind.type) {
@@ -175,6 +193,12 @@ function parseValue(kind: Kind, raw: unknown, fromText: boolean): Parsed {
       return typeof raw === 'string' && kind.values.includes(raw)
         ? ok(raw)
         : problem(`must be one of ${kind.values.join(', ')}, got ${show(raw)}`);
+    case 'boolean': {
+      const value = fromText && typeof raw === 'string' ? BOOLEAN_WORDS[raw.toLowerCase()] : raw;
+      return typeof value === 'boolean'
+        ? ok(value)
+        : problem(`must be true or false (or on, off, 1, 0), got ${show(raw)}`);
+    }
     case 'keys':
       return parseKeys(raw, fromText);
   }

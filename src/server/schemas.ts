@@ -230,6 +230,7 @@ export function buildSchemas(limits: Limits) {
         payload: anyJson,
         state: { type: 'string', enum: ['ready', 'delayed', 'active', 'dead'] },
         deliveryCount: count,
+        publishedAt: integer(0),
         availableAt: integer(0),
         token: integer(1),
         deadline: integer(0),

@@ -52,6 +52,7 @@ export async function startServer(
       limits: config,
       keys: config.keys,
       logger,
+      ui: config.ui,
       ...(config.receiptSecret === undefined ? {} : { receiptSecret: config.receiptSecret }),
     });
     await app.listen({ host: config.host, port: config.port });
@@ -66,7 +67,12 @@ export async function startServer(
     logger.warn('no API keys configured: every request is allowed, so only loopback is served');
   }
   logger.info(
-    { url, storage: redactUrl(config.storage), keys: config.keys.length },
+    {
+      url,
+      storage: redactUrl(config.storage),
+      keys: config.keys.length,
+      ...(config.ui ? { dashboard: `${url}/ui/` } : {}),
+    },
     `leaseq listening on ${url}`,
   );
   let closing: Promise<void> | undefined;

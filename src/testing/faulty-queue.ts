@@ -202,6 +202,10 @@ export class FaultyQueue implements Queue {
     return this.pass(() => this.inner.inspect());
   }
 
+  deliveries() {
+    return this.pass(() => this.inner.deliveries());
+  }
+
   job(id: string) {
     return this.pass(() => this.inner.job(id));
   }

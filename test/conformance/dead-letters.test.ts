@@ -169,7 +169,7 @@ describeEngines(engines, (h) => {
         ],
       };
       expect(await q.deadLetters()).toEqual([dead]);
-      expect(await q.job('a')).toEqual({ ...dead, state: 'dead' });
+      expect(await q.job('a')).toEqual({ ...dead, state: 'dead', publishedAt: 0 });
       expect(await q.publish(9, { id: 'a' })).toEqual({ id: 'a', duplicate: true });
       expect(await q.reserve(9)).toEqual([]);
       expect(await q.deadLetters()).toEqual([dead]);
@@ -193,6 +193,7 @@ describeEngines(engines, (h) => {
         payload: undefined,
         state: 'ready',
         deliveryCount: 0,
+        publishedAt: 0,
         history: [{ token: 1, deliveredAt: 0, endedAt: 1, outcome: 'rejected', reason: 'bad' }],
       });
       expect(await q.redrive(3)).toBe(1);

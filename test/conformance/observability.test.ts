@@ -146,6 +146,7 @@ describeEngines(engines, (h) => {
         payload: { r: 1 },
         state: 'dead',
         deliveryCount: 2,
+        publishedAt: 0,
         reason: 'broken',
         deadAt: 3,
         history: [
@@ -158,6 +159,7 @@ describeEngines(engines, (h) => {
         payload: 'A',
         state: 'active',
         deliveryCount: 1,
+        publishedAt: 0,
         token: 3,
         deadline: 7,
         history: [],
@@ -167,6 +169,7 @@ describeEngines(engines, (h) => {
         payload: undefined,
         state: 'delayed',
         deliveryCount: 0,
+        publishedAt: 0,
         availableAt: 9,
         history: [],
       });
@@ -178,6 +181,7 @@ describeEngines(engines, (h) => {
         payload: 'A',
         state: 'ready',
         deliveryCount: 1,
+        publishedAt: 0,
         history: [{ token: 3, deliveredAt: 2, endedAt: 7, outcome: 'expired' }],
       });
     });

@@ -37,6 +37,7 @@ describeEngines(engines, (h) => {
         payload: undefined,
         state: 'delayed',
         deliveryCount: 0,
+        publishedAt: 3,
         availableAt: 7,
         history: [],
       });
@@ -113,6 +114,7 @@ describeEngines(engines, (h) => {
         payload: 2,
         state: 'ready',
         deliveryCount: 0,
+        publishedAt: 1,
         history: [],
       });
     });

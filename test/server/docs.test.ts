@@ -59,6 +59,9 @@ describe.skipIf(!hasCurl)('docs/http-api.md (needs curl)', () => {
       '/dead-letters/purge',
       '/inspect',
       '/stats',
+      '/v1/stats',
+      '/v1/me',
+      '/deliveries',
       '/openapi.json',
     ]) {
       expect(DOC, route).toContain(`${route}`);

@@ -147,6 +147,10 @@ class MemoryQueue extends OperationHandle {
     this.checkOpen();
     return this.core.inspect();
   }
+  async deliveries() {
+    this.checkOpen();
+    return this.core.deliveries();
+  }
   async deadLetters() {
     this.checkOpen();
     return this.core.deadLetters().map((dead) => ({ ...dead, payload: fromStored(dead.payload) }));

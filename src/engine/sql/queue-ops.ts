@@ -4,6 +4,7 @@ import {
   type Delivery,
   type InspectView,
   type JobView,
+  type LiveDelivery,
   type NackDisposition,
   type PublishResult,
   type PurgeQueueResult,
@@ -67,8 +68,8 @@ export class QueueOps extends JobMoves {
     if (this.dialect.setBased) {
       await this.c.run(
         `INSERT INTO leaseq_jobs (queue, id, payload, seq, state, delivery_count, available_at,
-           ready_pos, ready_since)
-         SELECT ?, id, payload, seq, state, 0, available_at, ready_pos, ready_since
+           ready_pos, ready_since, published_at)
+         SELECT ?, id, payload, seq, state, 0, available_at, ready_pos, ready_since, published_at
          FROM ${this.dialect.jsonRecords(NEW_JOB_COLUMNS)} AS new_jobs`,
         [this.q.name, JSON.stringify(rows)],
       );
@@ -77,8 +78,8 @@ export class QueueOps extends JobMoves {
     for (const row of rows) {
       await this.c.run(
         `INSERT INTO leaseq_jobs (queue, id, payload, seq, state, delivery_count, available_at,
-           ready_pos, ready_since)
-         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)`,
+           ready_pos, ready_since, published_at)
+         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
         [
           this.q.name,
           row.id,
@@ -88,6 +89,7 @@ export class QueueOps extends JobMoves {
           row.available_at,
           row.ready_pos,
           row.ready_since,
+          row.published_at,
         ],
       );
     }
@@ -108,6 +110,7 @@ export class QueueOps extends JobMoves {
         available_at: availableAt,
         ready_pos: null,
         ready_since: null,
+        published_at: now,
       };
     }
     this.q.ready += 1;
@@ -120,6 +123,7 @@ export class QueueOps extends JobMoves {
       available_at: now,
       ready_pos: this.q.readyTail,
       ready_since: now,
+      published_at: now,
     };
   }
 
@@ -384,7 +388,7 @@ export class QueueOps extends JobMoves {
     return purged;
   }
 
-  /** R18: every ready, delayed and active job goes (dead ones too with `withDead`). */
+  /** R19: every ready, delayed and active job goes (dead ones too with `withDead`). */
   async purgeQueue(now: number, withDead: boolean): Promise<PurgeQueueResult> {
     now = await this.advance(now);
     const removed = {
@@ -465,6 +469,21 @@ export class QueueOps extends JobMoves {
     };
   }
 
+  async deliveries(): Promise<LiveDelivery[]> {
+    const rows = await this.c.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'active' ORDER BY token`,
+      [this.q.name],
+    );
+    return rows.map((row) => ({
+      token: row.token,
+      id: row.id,
+      deliveredAt: row.delivered_at,
+      deadline: row.deadline,
+      deliveryCount: row.delivery_count,
+      ...(row.session === null ? {} : { session: row.session }),
+    }));
+  }
+
   async deadLetters(): Promise<DeadLetter[]> {
     const rows = await this.c.query<JobRowView>(
       `SELECT ${JOB_VIEW_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'dead' ORDER BY dead_seq`,
@@ -491,6 +510,7 @@ export class QueueOps extends JobMoves {
       payload: decodePayload(row.payload),
       state: row.state,
       deliveryCount: row.delivery_count,
+      ...(row.published_at === null ? {} : { publishedAt: row.published_at }),
       ...(row.state === 'delayed' ? { availableAt: row.available_at } : {}),
       ...(row.token === null ? {} : { token: row.token, deadline: row.deadline as number }),
       ...(row.state === 'dead'
@@ -557,10 +577,11 @@ interface JobRowView {
   dead_reason: string | null;
   dead_at: number | null;
   history: string | null;
+  published_at: number | null;
 }
 
 const JOB_VIEW_COLUMNS =
-  'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history';
+  'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history, published_at';
 
 function decodeHistory(text: string | null): DeadLetter['history'] {
   return text === null ? [] : JSON.parse(text);
@@ -574,6 +595,7 @@ interface NewJobRow {
   available_at: number;
   ready_pos: number | null;
   ready_since: number | null;
+  published_at: number;
 }
 
 const NEW_JOB_COLUMNS = [
@@ -584,6 +606,7 @@ const NEW_JOB_COLUMNS = [
   ['available_at', 'integer'],
   ['ready_pos', 'integer'],
   ['ready_since', 'integer'],
+  ['published_at', 'integer'],
 ] as const;
 
 /**

@@ -66,6 +66,10 @@ export class SqlQueue extends OperationHandle {
     return this.read((ops) => ops.inspect());
   }
 
+  deliveries() {
+    return this.read((ops) => ops.deliveries());
+  }
+
   deadLetters() {
     return this.read((ops) => ops.deadLetters());
   }

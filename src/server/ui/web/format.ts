@@ -1,0 +1,66 @@
+/** How figures read on the page: short, unit last, the exact value in a title. */
+
+const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
+const rate = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+
+export const formatCount = (value: number) => integer.format(value);
+
+export function formatRate(perSecond: number | null | undefined): string {
+  if (perSecond === null || perSecond === undefined) return '–';
+  if (perSecond === 0) return '0';
+  return perSecond < 0.1 ? '< 0.1' : rate.format(perSecond);
+}
+
+/** A duration in ms as "850 ms", "12 s", "3 min 5 s", "2 h 4 min", "3 d 2 h". */
+export function formatDuration(ms: number): string {
+  const abs = Math.abs(ms);
+  if (abs < 1000) return `${Math.round(abs)} ms`;
+  const s = Math.floor(abs / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return s % 60 === 0 ? `${m} min` : `${m} min ${s % 60} s`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return m % 60 === 0 ? `${h} h` : `${h} h ${m % 60} min`;
+  const d = Math.floor(h / 24);
+  return h % 24 === 0 ? `${d} d` : `${d} d ${h % 24} h`;
+}
+
+/** An option in ms where null means none. */
+export const formatBound = (value: number | null, unit: 'ms' | 'count') =>
+  value === null ? 'unbounded' : unit === 'ms' ? formatDuration(value) : formatCount(value);
+
+const time = new Intl.DateTimeFormat(undefined, {
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+});
+const dateTime = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+});
+
+/** Today: the time; else the date and time. */
+export function formatTime(epochMs: number): string {
+  const today = new Date().toDateString() === new Date(epochMs).toDateString();
+  return (today ? time : dateTime).format(epochMs);
+}
+
+export const isoTime = (epochMs: number) => new Date(epochMs).toISOString();
+
+/** "in 12 s" or "12 s ago". */
+export function formatRelative(epochMs: number, nowMs: number): string {
+  const delta = epochMs - nowMs;
+  return delta >= 0 ? `in ${formatDuration(delta)}` : `${formatDuration(-delta)} ago`;
+}
+
+/** Pretty JSON, cut to `maxChars` (the page says when it is cut). */
+export function prettyJson(value: unknown, maxChars: number): { text: string; cut: boolean } {
+  const text = value === undefined ? '(no payload)' : JSON.stringify(value, null, 2);
+  return text.length > maxChars
+    ? { text: text.slice(0, maxChars), cut: true }
+    : { text, cut: false };
+}

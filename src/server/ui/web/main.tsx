@@ -1,0 +1,135 @@
+import 'uplot/dist/uPlot.min.css';
+import './styles.css';
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { Api, ApiError } from './api.js';
+import { PollingFeed } from './feed.js';
+import { StatsHistory } from './history.js';
+import { keyStore } from './key-store.js';
+import type { Session } from './session.js';
+import { Shell } from './shell.js';
+
+type Start =
+  | { step: 'checking' }
+  | { step: 'login'; problem?: string }
+  | { step: 'ready'; session: Session }
+  | { step: 'failed'; problem: string };
+
+/** Opens a session: who the key is, then live figures every 2 s. */
+async function openSession(onSignOut: () => void): Promise<Session> {
+  const api = new Api(() => keyStore.get());
+  const me = await api.me();
+  const feed = new PollingFeed(api, 2000);
+  const history = new StatsHistory();
+  const clock = { skewMs: 0 };
+  // Registered first, so the history holds a reading before any page draws it.
+  feed.subscribe({ kind: 'stats' }, (update) => {
+    if (update.data === undefined || update.error !== undefined) return;
+    history.add(update.data);
+    const newest = Math.max(0, ...update.data.queues.map((entry) => entry.stats.clock));
+    if (newest > 0) clock.skewMs = newest - update.at;
+  });
+  return {
+    api,
+    feed,
+    history,
+    me,
+    clock,
+    signOut() {
+      feed.close();
+      keyStore.clear();
+      onSignOut();
+    },
+  };
+}
+
+function LoginForm(props: { problem?: string; onKey(key: string): void }) {
+  const [key, setKey] = useState('');
+  return (
+    <main id="main" class="login">
+      <form
+        class="panel"
+        aria-labelledby="login-title"
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (key.trim() !== '') props.onKey(key.trim());
+        }}
+      >
+        <h1 id="login-title">leaseq dashboard</h1>
+        <p class="muted">
+          This server needs an API key. It is kept in this tab only, until you sign out or close it.
+        </p>
+        <label for="api-key">API key</label>
+        <input
+          id="api-key"
+          name="api-key"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          value={key}
+          onInput={(event) => setKey(event.currentTarget.value)}
+          aria-invalid={props.problem === undefined ? undefined : true}
+          aria-describedby={props.problem === undefined ? undefined : 'login-problem'}
+          required
+        />
+        {props.problem ? (
+          <p id="login-problem" class="notice error" role="alert">
+            {props.problem}
+          </p>
+        ) : null}
+        <button type="submit" class="primary">
+          Sign in
+        </button>
+      </form>
+    </main>
+  );
+}
+
+function App() {
+  const [start, setStart] = useState<Start>({ step: 'checking' });
+  const begin = () => {
+    openSession(() => setStart({ step: 'login' }))
+      .then((session) => setStart({ step: 'ready', session }))
+      .catch((error: unknown) => {
+        if (error instanceof ApiError && error.status === 401) {
+          const hadKey = keyStore.get() !== undefined;
+          keyStore.clear();
+          setStart({ step: 'login', ...(hadKey ? { problem: 'That API key is not valid.' } : {}) });
+        } else {
+          setStart({ step: 'failed', problem: (error as Error).message });
+        }
+      });
+  };
+  useEffect(begin, []);
+  switch (start.step) {
+    case 'checking':
+      return <p class="muted centered">Connecting…</p>;
+    case 'failed':
+      return (
+        <main id="main" class="login">
+          <p class="notice error" role="alert">
+            The server did not answer: {start.problem}
+          </p>
+          <button type="button" onClick={begin}>
+            Try again
+          </button>
+        </main>
+      );
+    case 'login':
+      return (
+        <LoginForm
+          {...(start.problem === undefined ? {} : { problem: start.problem })}
+          onKey={(key) => {
+            keyStore.set(key);
+            setStart({ step: 'checking' });
+            begin();
+          }}
+        />
+      );
+    case 'ready':
+      return <Shell session={start.session} />;
+  }
+}
+
+const root = document.getElementById('app');
+if (root !== null) render(<App />, root);

@@ -1,0 +1,192 @@
+import { useState } from 'preact/hooks';
+import { formatDuration, formatRelative, formatTime, isoTime, prettyJson } from '../format.js';
+import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
+import { ErrorNotice, Loading } from '../parts/notice.js';
+import { href } from '../router.js';
+import { can, useServerNow, useSession, useTopic } from '../session.js';
+import type { Attempt, JobView } from '../wire.js';
+
+const PAYLOAD_CHARS = 20_000;
+
+function Timeline(props: { history: Attempt[] }) {
+  const { history } = props;
+  if (history.length === 0) return <p class="empty">No attempt has ended yet.</p>;
+  return (
+    <ol class="timeline">
+      {history.map((attempt, index) => (
+        <li key={attempt.token} class={`outcome-${attempt.outcome}`}>
+          <div class="timeline-head">
+            <strong>Attempt {index + 1}</strong>
+            <span class={`badge outcome-${attempt.outcome}`}>{attempt.outcome}</span>
+            <span class="mono">token {attempt.token}</span>
+          </div>
+          <dl class="timeline-facts">
+            <div>
+              <dt>Delivered</dt>
+              <dd>
+                <time dateTime={isoTime(attempt.deliveredAt)}>
+                  {formatTime(attempt.deliveredAt)}
+                </time>
+              </dd>
+            </div>
+            <div>
+              <dt>Ended</dt>
+              <dd>
+                <time dateTime={isoTime(attempt.endedAt)}>{formatTime(attempt.endedAt)}</time>
+              </dd>
+            </div>
+            <div>
+              <dt>Held</dt>
+              <dd>{formatDuration(attempt.endedAt - attempt.deliveredAt)}</dd>
+            </div>
+            {attempt.reason ? (
+              <div>
+                <dt>Reason</dt>
+                <dd>{attempt.reason}</dd>
+              </div>
+            ) : null}
+          </dl>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function Facts(props: { job: JobView }) {
+  const { job } = props;
+  const now = useServerNow();
+  const rows: [string, preact.ComponentChildren][] = [
+    ['State', <span class={`badge state-${job.state}`}>{job.state}</span>],
+    ['Delivery count', job.deliveryCount],
+  ];
+  if (job.publishedAt !== undefined) {
+    rows.push([
+      'Published',
+      <time dateTime={isoTime(job.publishedAt)}>{formatTime(job.publishedAt)}</time>,
+    ]);
+  }
+  if (job.availableAt !== undefined) {
+    rows.push([
+      'Ready',
+      <time dateTime={isoTime(job.availableAt)}>{formatRelative(job.availableAt, now)}</time>,
+    ]);
+  }
+  if (job.token !== undefined && job.deadline !== undefined) {
+    rows.push(['Live token', <span class="mono">{job.token}</span>]);
+    rows.push([
+      'Deadline',
+      <time dateTime={isoTime(job.deadline)} title={formatTime(job.deadline)}>
+        {job.deadline <= now ? 'due' : formatRelative(job.deadline, now)}
+      </time>,
+    ]);
+  }
+  if (job.state === 'dead') {
+    rows.push(['Reason', job.reason]);
+    if (job.deadAt !== undefined)
+      rows.push(['Died', <time dateTime={isoTime(job.deadAt)}>{formatTime(job.deadAt)}</time>]);
+  }
+  return (
+    <dl class="facts">
+      {rows.map(([label, value]) => (
+        <div key={label}>
+          <dt>{label}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+/** One job: state, payload, and the attempt timeline. */
+export function JobPage(props: { queue: string; id: string }) {
+  const { queue, id } = props;
+  const { api, feed, me } = useSession();
+  const update = useTopic({ kind: 'job', queue, id });
+  const [confirmation, setConfirmation] = useState<Confirmation>();
+  const [message, setMessage] = useState('');
+  const job = update?.data;
+  const act = async (verb: 'Redrive' | 'Purge') => {
+    try {
+      const count = await (verb === 'Redrive' ? api.redrive(queue, [id]) : api.purge(queue, [id]));
+      setMessage(
+        count === 1
+          ? `${verb === 'Redrive' ? 'Redriven' : 'Purged'}.`
+          : 'Nothing changed: the job is no longer dead.',
+      );
+    } catch (error) {
+      setMessage(`${verb} failed: ${(error as Error).message}`);
+    }
+    feed.refresh();
+  };
+  const payload = job === undefined ? undefined : prettyJson(job.payload, PAYLOAD_CHARS);
+  return (
+    <section aria-labelledby="job-title">
+      <p class="crumbs">
+        <a href={href.queue(queue)}>{queue}</a>
+        {job?.state === 'dead' && can(me, 'admin', queue) ? (
+          <>
+            {' · '}
+            <a href={href.deadLetters(queue)}>Dead letters</a>
+          </>
+        ) : null}
+      </p>
+      <h1 id="job-title">
+        <span class="muted">Job</span> <span class="mono">{id}</span>
+      </h1>
+      <p role="status" aria-live="polite" class="notice-ok">
+        {message}
+      </p>
+      {update?.error && job === undefined ? (
+        <ErrorNotice error={update.error} what="this job (it may have been acked or purged)" />
+      ) : job === undefined ? (
+        <Loading what="the job" />
+      ) : (
+        <>
+          {update?.error ? (
+            <ErrorNotice error={update.error} what="the job's latest state" />
+          ) : null}
+          <div class="two-columns">
+            <section class="panel" aria-labelledby="facts-title">
+              <h2 id="facts-title">State</h2>
+              <Facts job={job} />
+              {job.state === 'dead' && can(me, 'admin', queue) ? (
+                <div class="toolbar-actions">
+                  <button type="button" class="primary" onClick={() => void act('Redrive')}>
+                    Redrive
+                  </button>
+                  <button
+                    type="button"
+                    class="danger"
+                    onClick={() =>
+                      setConfirmation({
+                        title: `Purge ${id}?`,
+                        body: 'The job is removed for good, with its history. This cannot be undone.',
+                        verb: 'Purge 1 job',
+                        danger: true,
+                        onConfirm: () => void act('Purge'),
+                      })
+                    }
+                  >
+                    Purge
+                  </button>
+                </div>
+              ) : null}
+            </section>
+            <section class="panel" aria-labelledby="payload-title">
+              <h2 id="payload-title">Payload</h2>
+              <pre class="payload">{payload?.text}</pre>
+              {payload?.cut ? (
+                <p class="muted">Cut at {PAYLOAD_CHARS.toLocaleString()} characters.</p>
+              ) : null}
+            </section>
+          </div>
+          <section class="panel" aria-labelledby="attempts-title">
+            <h2 id="attempts-title">Attempts ({job.history.length})</h2>
+            <Timeline history={job.history} />
+          </section>
+        </>
+      )}
+      <ConfirmDialog confirmation={confirmation} onClose={() => setConfirmation(undefined)} />
+    </section>
+  );
+}

@@ -1,0 +1,274 @@
+import {
+  formatBound,
+  formatCount,
+  formatDuration,
+  formatRelative,
+  formatTime,
+  isoTime,
+} from '../format.js';
+import type { Sample } from '../history.js';
+import { Chart, type ChartSeries } from '../parts/chart.js';
+import { ErrorNotice, Loading } from '../parts/notice.js';
+import { href } from '../router.js';
+import { can, useServerNow, useSession, useTopic } from '../session.js';
+import type { LiveDelivery, QueueStats } from '../wire.js';
+import { QueueTabs } from './queue-tabs.js';
+
+const LIST_LIMIT = 20;
+
+function Figures(props: { stats: QueueStats }) {
+  const { stats } = props;
+  const items: [string, string][] = [
+    ['Ready', formatCount(stats.ready)],
+    ['Delayed', formatCount(stats.delayed)],
+    ['In flight', formatCount(stats.active)],
+    ['Dead', formatCount(stats.dead)],
+    ['Oldest ready', stats.ready > 0 ? formatDuration(stats.oldestReadyAge) : '–'],
+    ['Sessions', formatCount(stats.sessions)],
+  ];
+  return (
+    <dl class="cards">
+      {items.map(([label, value]) => (
+        <div class={label === 'Dead' && stats.dead > 0 ? 'card dead-alert' : 'card'} key={label}>
+          <dt>{label}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+function Options(props: { queue: string }) {
+  const info = useTopic({ kind: 'queue', queue: props.queue });
+  const options = info?.data?.options;
+  if (options === undefined) return <ErrorNotice error={info?.error} what="the options" />;
+  const rows: [string, string][] = [
+    ['Visibility', formatBound(options.visibility, 'ms')],
+    ['Prefetch', formatBound(options.prefetch, 'count')],
+    ['Max deliveries', formatBound(options.maxDeliveries, 'count')],
+    ['Max lease', formatBound(options.maxLease, 'ms')],
+    ['Dedup window', options.dedupWindow === 0 ? 'none' : formatDuration(options.dedupWindow)],
+  ];
+  return (
+    <section class="panel" aria-labelledby="options-title">
+      <h2 id="options-title">Options</h2>
+      <dl class="options">
+        {rows.map(([label, value]) => (
+          <div key={label}>
+            <dt>{label}</dt>
+            <dd>{value}</dd>
+          </div>
+        ))}
+      </dl>
+    </section>
+  );
+}
+
+function Charts(props: { samples: readonly Sample[] }) {
+  const { samples } = props;
+  const times = samples.map((sample) => sample.at);
+  const gauge = (label: string, color: string, pick: (s: QueueStats) => number): ChartSeries => ({
+    label,
+    color,
+    values: samples.map((sample) => pick(sample.stats)),
+  });
+  const rate = (label: string, color: string, name: keyof Sample['rates']): ChartSeries => ({
+    label,
+    color,
+    values: samples.map((sample) => sample.rates[name]),
+  });
+  return (
+    <section aria-labelledby="charts-title">
+      <h2 id="charts-title">Since this page opened</h2>
+      {samples.length < 2 ? (
+        <p class="empty">The charts fill in as readings arrive (one every 2 s).</p>
+      ) : (
+        <div class="charts">
+          <Chart
+            title="Depth"
+            times={times}
+            series={[
+              gauge('Ready', '--series-1', (s) => s.ready),
+              gauge('Delayed', '--series-2', (s) => s.delayed),
+              gauge('Dead', '--series-4', (s) => s.dead),
+            ]}
+          />
+          <Chart
+            title="In flight"
+            times={times}
+            series={[gauge('In flight', '--series-3', (s) => s.active)]}
+          />
+          <Chart
+            title="Deliveries and acks per second"
+            times={times}
+            unit="/s"
+            series={[
+              rate('Deliveries', '--series-1', 'deliveries'),
+              rate('Acks', '--series-3', 'acks'),
+            ]}
+          />
+          <Chart
+            title="Lease events per second"
+            times={times}
+            unit="/s"
+            series={[
+              rate('Redeliveries', '--series-2', 'redeliveries'),
+              rate('Expiries', '--series-4', 'expiries'),
+              rate('Extensions', '--series-5', 'extensions'),
+              rate('Stale acks', '--series-6', 'staleAcks'),
+            ]}
+          />
+        </div>
+      )}
+    </section>
+  );
+}
+
+function InFlight(props: { queue: string }) {
+  const { queue } = props;
+  const now = useServerNow();
+  const live = useTopic({ kind: 'deliveries', queue });
+  const deliveries: LiveDelivery[] | undefined = live?.data;
+  return (
+    <section class="panel" aria-labelledby="in-flight-title">
+      <h2 id="in-flight-title">In flight</h2>
+      <ErrorNotice error={live?.error} what="the deliveries" />
+      {deliveries === undefined ? (
+        live?.error ? null : (
+          <Loading what="deliveries" />
+        )
+      ) : deliveries.length === 0 ? (
+        <p class="empty">No delivery is in flight.</p>
+      ) : (
+        <div class="table-scroll">
+          <table>
+            <caption class="visually-hidden">Live deliveries of {queue}, by token</caption>
+            <thead>
+              <tr>
+                <th scope="col">Job</th>
+                <th scope="col" class="num">
+                  Token
+                </th>
+                <th scope="col" class="num">
+                  Delivery count
+                </th>
+                <th scope="col">Delivered</th>
+                <th scope="col">Deadline</th>
+                <th scope="col">Session</th>
+              </tr>
+            </thead>
+            <tbody>
+              {deliveries.map((delivery) => (
+                <tr key={delivery.token}>
+                  <th scope="row">
+                    <a href={href.job(queue, delivery.id)}>{delivery.id}</a>
+                  </th>
+                  <td class="num mono">{delivery.token}</td>
+                  <td class="num">{delivery.deliveryCount}</td>
+                  <td>
+                    <time
+                      dateTime={isoTime(delivery.deliveredAt)}
+                      title={formatTime(delivery.deliveredAt)}
+                    >
+                      {formatRelative(delivery.deliveredAt, now)}
+                    </time>
+                  </td>
+                  <td class={delivery.deadline - now < 5000 ? 'soon' : undefined}>
+                    <time
+                      dateTime={isoTime(delivery.deadline)}
+                      title={formatTime(delivery.deadline)}
+                    >
+                      {delivery.deadline <= now ? 'due' : formatRelative(delivery.deadline, now)}
+                    </time>
+                  </td>
+                  <td class="mono ellipsis" title={delivery.session}>
+                    {delivery.session ?? '–'}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
+
+function Waiting(props: { queue: string }) {
+  const { queue } = props;
+  const view = useTopic({ kind: 'inspect', queue });
+  const state = view?.data;
+  if (state === undefined) return <ErrorNotice error={view?.error} what="the waiting jobs" />;
+  const more = (count: number) =>
+    count > LIST_LIMIT ? <p class="muted">and {formatCount(count - LIST_LIMIT)} more</p> : null;
+  return (
+    <div class="two-columns">
+      <section class="panel" aria-labelledby="ready-title">
+        <h2 id="ready-title">Ready (first {LIST_LIMIT})</h2>
+        {state.ready.length === 0 ? (
+          <p class="empty">None.</p>
+        ) : (
+          <ol class="id-list">
+            {state.ready.slice(0, LIST_LIMIT).map((id) => (
+              <li key={id}>
+                <a href={href.job(queue, id)}>{id}</a>
+              </li>
+            ))}
+          </ol>
+        )}
+        {more(state.ready.length)}
+      </section>
+      <section class="panel" aria-labelledby="delayed-title">
+        <h2 id="delayed-title">Delayed (first {LIST_LIMIT})</h2>
+        {state.delayed.length === 0 ? (
+          <p class="empty">None.</p>
+        ) : (
+          <ol class="id-list">
+            {state.delayed.slice(0, LIST_LIMIT).map((job) => (
+              <li key={job.id}>
+                <a href={href.job(queue, job.id)}>{job.id}</a>{' '}
+                <span class="muted">ready {formatRelative(job.availableAt, state.clock)}</span>
+              </li>
+            ))}
+          </ol>
+        )}
+        {more(state.delayed.length)}
+      </section>
+    </div>
+  );
+}
+
+/** One queue: its figures, options, charts, and (for admins) what is in flight and waiting. */
+export function QueuePage(props: { queue: string }) {
+  const { queue } = props;
+  const { history, me } = useSession();
+  const all = useTopic({ kind: 'stats' });
+  const stats = all?.data?.queues.find((entry) => entry.name === queue)?.stats;
+  const admin = can(me, 'admin', queue);
+  if (all?.data !== undefined && stats === undefined) {
+    return <p class="notice">No queue named {queue} that this key can see.</p>;
+  }
+  return (
+    <section aria-labelledby="queue-title">
+      <h1 id="queue-title">
+        <span class="muted">Queue</span> {queue}
+      </h1>
+      <QueueTabs queue={queue} current="queue" dead={stats?.dead} />
+      {stats === undefined ? <Loading what="figures" /> : <Figures stats={stats} />}
+      <div class="two-columns wide-left">
+        <Charts samples={history.of(queue)} />
+        <Options queue={queue} />
+      </div>
+      {admin ? (
+        <>
+          <InFlight queue={queue} />
+          <Waiting queue={queue} />
+        </>
+      ) : (
+        <p class="notice">
+          In-flight deliveries and waiting jobs are shown to keys with the admin right.
+        </p>
+      )}
+    </section>
+  );
+}

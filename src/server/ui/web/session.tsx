@@ -1,0 +1,62 @@
+import { createContext } from 'preact';
+import { useContext, useEffect, useState } from 'preact/hooks';
+import type { Api } from './api.js';
+import type { Feed, FeedState, Kind, Reads, Topic, Update } from './feed.js';
+import { topicKey } from './feed.js';
+import type { StatsHistory } from './history.js';
+import type { Action, Me } from './wire.js';
+
+/** Everything a page needs: the API, live data, what the key may do. */
+export interface Session {
+  api: Api;
+  feed: Feed;
+  history: StatsHistory;
+  me: Me;
+  /** The server's clock minus the browser's (ms), updated at each stats read. */
+  clock: { skewMs: number };
+  signOut(): void;
+}
+
+export const SessionContext = createContext<Session | undefined>(undefined);
+
+export function useSession(): Session {
+  const session = useContext(SessionContext);
+  if (session === undefined) throw new Error('no session');
+  return session;
+}
+
+/** Whether the key may do `action` on `queue` (the server checks again anyway). */
+export function can(me: Me, action: Action, queue: string): boolean {
+  const rights = me.queues.find((entry) => entry.name === queue)?.actions ?? [];
+  return rights.includes(action) || rights.includes('admin');
+}
+
+/** The latest update of a topic, live. */
+export function useTopic<K extends Kind>(topic: Topic<K>): Update<Reads[K]> | undefined {
+  const { feed } = useSession();
+  const key = topicKey(topic);
+  const [update, setUpdate] = useState<Update<Reads[K]>>();
+  useEffect(() => {
+    setUpdate(undefined);
+    return feed.subscribe(topic, setUpdate);
+  }, [feed, key]);
+  return update;
+}
+
+export function useFeedState(): FeedState {
+  const { feed } = useSession();
+  const [state, setState] = useState(feed.state);
+  useEffect(() => feed.onState(setState), [feed]);
+  return state;
+}
+
+/** The server's time now, ticking every second (for countdowns). */
+export function useServerNow(): number {
+  const { clock } = useSession();
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, []);
+  return now + clock.skewMs;
+}

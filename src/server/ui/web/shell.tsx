@@ -1,0 +1,86 @@
+import { formatTime } from './format.js';
+import { DeadLettersPage } from './pages/dead-letters-page.js';
+import { JobPage } from './pages/job-page.js';
+import { OverviewPage } from './pages/overview-page.js';
+import { QueuePage } from './pages/queue-page.js';
+import { href, type Route, useRoute } from './router.js';
+import { type Session, SessionContext, useFeedState, useSession } from './session.js';
+
+function LiveControl() {
+  const { feed } = useSession();
+  const state = useFeedState();
+  return (
+    <div class="live">
+      <span class={state.paused ? 'live-dot paused' : 'live-dot'} aria-hidden="true" />
+      <span class="live-text" aria-live="off">
+        {state.paused ? 'Paused' : 'Live'}
+        {state.lastUpdate > 0 ? ` · ${formatTime(state.lastUpdate)}` : ''}
+      </span>
+      <button
+        type="button"
+        aria-pressed={state.paused}
+        onClick={() => feed.setPaused(!state.paused)}
+      >
+        {state.paused ? 'Resume live updates' : 'Pause live updates'}
+      </button>
+    </div>
+  );
+}
+
+function Page(props: { route: Route }) {
+  const { route } = props;
+  switch (route.page) {
+    case 'overview':
+      return <OverviewPage />;
+    case 'queue':
+      return <QueuePage queue={route.queue} key={route.queue} />;
+    case 'deadLetters':
+      return <DeadLettersPage queue={route.queue} key={route.queue} />;
+    case 'job':
+      return <JobPage queue={route.queue} id={route.id} key={`${route.queue}/${route.id}`} />;
+    case 'notFound':
+      return (
+        <p class="notice">
+          No such page. <a href={href.overview()}>Back to the queues</a>.
+        </p>
+      );
+  }
+}
+
+/** The frame around every page: brand, live control, who is signed in. */
+export function Shell(props: { session: Session }) {
+  const { session } = props;
+  const route = useRoute();
+  return (
+    <SessionContext.Provider value={session}>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <a class="brand" href={href.overview()}>
+          <img src="./favicon.svg" alt="" width={20} height={20} />
+          leaseq
+        </a>
+        <nav class="main-nav" aria-label="Main">
+          <a href={href.overview()} aria-current={route.page === 'overview' ? 'page' : undefined}>
+            Queues
+          </a>
+        </nav>
+        <LiveControl />
+        <div class="who">
+          <span title="The API key in use">
+            {session.me.keysRequired ? `Key: ${session.me.name}` : 'No keys (loopback)'}
+          </span>
+          {session.me.keysRequired ? (
+            <button type="button" onClick={session.signOut}>
+              Sign out
+            </button>
+          ) : null}
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <Page route={route} />
+      </main>
+    </SessionContext.Provider>
+  );
+}

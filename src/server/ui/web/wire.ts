@@ -1,0 +1,38 @@
+/** The shapes the dashboard reads from the public API (the same types the server answers with). */
+export type {
+  Attempt,
+  DeadLetter,
+  InspectView,
+  JobView,
+  LiveDelivery,
+  QueueStats,
+} from '../../../core/types.js';
+
+import type { QueueStats } from '../../../core/types.js';
+
+export type Action = 'publish' | 'consume' | 'admin';
+
+/** Queue options as JSON carries them: `null` for unbounded. */
+export interface WireQueueOptions {
+  visibility: number;
+  prefetch: number | null;
+  maxDeliveries: number | null;
+  maxLease: number | null;
+  dedupWindow: number;
+}
+
+export interface QueueInfo {
+  name: string;
+  options: WireQueueOptions;
+}
+
+export interface Me {
+  name: string;
+  keysRequired: boolean;
+  grants: { queues: string; actions: Action[] }[];
+  queues: { name: string; actions: Action[] }[];
+}
+
+export interface AllStats {
+  queues: { name: string; stats: QueueStats }[];
+}

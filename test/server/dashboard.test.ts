@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/server/index.js';
+import { DASHBOARD_CSP } from '../../src/server/ui/dashboard.js';
+import { call, startTestServer, type TestServer } from './helpers.js';
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer({
+    keys: [
+      { name: 'ops', key: 'admin-key-0123456789', allow: [{ queues: '*', actions: ['admin'] }] },
+    ],
+  });
+});
+
+afterAll(async () => {
+  await server.close();
+});
+
+const get = (path: string, headers: Record<string, string> = {}) =>
+  fetch(`${server.baseUrl}${path}`, { headers, redirect: 'manual' });
+
+describe('the dashboard’s files (built by npm run build)', () => {
+  it('GET / redirects to /ui/, which serves the page without a key, under a strict CSP', async () => {
+    const root = await get('/');
+    expect(root.status).toBe(302);
+    expect(root.headers.get('location')).toBe('/ui/');
+    const page = await get('/ui/');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toBe(DASHBOARD_CSP);
+    expect(DASHBOARD_CSP).toContain("default-src 'self'");
+    expect(DASHBOARD_CSP).not.toContain('unsafe');
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    const html = await page.text();
+    // Assets are named with their content hash, so they can be cached for good.
+    const script = /src="\.\/(app\.js\?v=[\w-]{8})"/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    expect(html).not.toMatch(/https?:\/\//);
+    const asset = await get(`/ui/${script}`, { 'accept-encoding': 'gzip' });
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(asset.headers.get('cache-control')).toContain('immutable');
+    const again = await get(`/ui/${script}`, { 'if-none-match': asset.headers.get('etag') ?? '' });
+    expect(again.status).toBe(304);
+  });
+
+  it('the bundle asks nothing of other origins', async () => {
+    const html = await (await get('/ui/')).text();
+    for (const name of [...html.matchAll(/(?:src|href)="\.\/([\w.-]+)/g)].map((m) => m[1])) {
+      const text = await (await get(`/ui/${name}`)).text();
+      // No URL to fetch elsewhere (the w3.org SVG namespace is a name, not a request).
+      const urls = [...text.matchAll(/(?:fetch|import|url)\(\s*["'`]?(https?:\/\/[^"'`)\s]+)/g)];
+      expect(urls, name).toEqual([]);
+    }
+  });
+
+  it('unknown files are 404 and the page does not list the folder', async () => {
+    expect((await get('/ui/nothing.js')).status).toBe(404);
+    expect((await get('/ui/..%2Fpackage.json')).status).toBe(404);
+    expect((await call(server.baseUrl, 'GET', '/ui/index.html')).status).toBe(404);
+  });
+
+  it('with ui false nothing is served at / or /ui/', async () => {
+    const off = await startTestServer({ ui: false });
+    try {
+      expect((await fetch(`${off.baseUrl}/`, { redirect: 'manual' })).status).toBe(404);
+      expect((await fetch(`${off.baseUrl}/ui/`)).status).toBe(404);
+      expect((await fetch(`${off.baseUrl}/v1/me`)).status).toBe(200);
+    } finally {
+      await off.close();
+    }
+  });
+});
+
+describe('the ui setting', () => {
+  it('is on by default and set by file, environment or flag', () => {
+    expect(loadConfig({}).ui).toBe(true);
+    expect(loadConfig({ file: { path: 'c.json', text: '{"ui": false}' } }).ui).toBe(false);
+    expect(loadConfig({ env: { LEASEQ_UI: 'off' } }).ui).toBe(false);
+    expect(loadConfig({ env: { LEASEQ_UI: 'false' }, flags: { ui: 'true' } }).ui).toBe(true);
+    expect(() => loadConfig({ flags: { ui: 'maybe' } })).toThrow(
+      'ui: must be true or false (or on, off, 1, 0), got "maybe" (from --ui)',
+    );
+    expect(() => loadConfig({ file: { path: 'c.json', text: '{"ui": "no"}' } })).toThrow(
+      /ui: must be true or false/,
+    );
+  });
+});

@@ -1,0 +1,282 @@
+/// <reference lib="dom" />
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
+import { artifactPath, DOC_IMAGES, launchChromium, skipBrowser } from './browser.js';
+
+const ADMIN = 'admin-key-0123456789';
+const VIEWER = 'viewer-key-0123456789';
+
+let server: RunningServer;
+let browser: Browser;
+let dir: string;
+const requests: string[] = [];
+const problems: string[] = [];
+
+async function api(method: string, path: string, body?: unknown, key = ADMIN) {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: tests read answers loosely
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+/** Queues with ready, delayed, in-flight and dead jobs, every dead one with a history. */
+async function seed(): Promise<void> {
+  await api('PUT', '/v1/queues/orders', { visibility: 120_000, maxDeliveries: 3 });
+  await api('PUT', '/v1/queues/emails', { visibility: 30_000 });
+  await api('PUT', '/v1/queues/reports', {});
+  const jobs = Array.from({ length: 12 }, (_, n) => ({
+    id: `order-${n + 1}`,
+    payload: {
+      order: n + 1,
+      total: 19.5 + n,
+      items: [{ sku: `SKU-${100 + n}`, quantity: 1 + (n % 3) }],
+    },
+  }));
+  await api('POST', '/v1/queues/orders/jobs/batch', { jobs });
+  await api('POST', '/v1/queues/orders/jobs', { id: 'order-later', delay: 3_600_000 });
+  // order-1: requeued once, then rejected; order-2 and order-3 rejected at once.
+  const first = (await api('POST', '/v1/queues/orders/receive', {})).body.deliveries[0];
+  await api('POST', '/v1/queues/orders/nack', { receipt: first.receipt });
+  const three = (await api('POST', '/v1/queues/orders/receive', { max: 3 })).body.deliveries;
+  const reasons = ['card declined', 'card declined', 'address not found'];
+  for (const [index, delivery] of three.entries()) {
+    await api('POST', '/v1/queues/orders/nack', {
+      receipt: delivery.receipt,
+      requeue: false,
+      reason: reasons[index],
+    });
+  }
+  // Two in flight, one of them under a session.
+  const session = (await api('POST', '/v1/queues/orders/sessions', {})).body.session;
+  await api('POST', '/v1/queues/orders/receive', { session });
+  await api('POST', '/v1/queues/orders/receive', { visibility: 45_000 });
+  await api('POST', '/v1/queues/emails/jobs/batch', {
+    jobs: [{ id: 'welcome-1' }, { id: 'welcome-2' }, { id: 'digest-1' }],
+  });
+  const mail = (await api('POST', '/v1/queues/emails/receive', {})).body.deliveries[0];
+  await api('POST', '/v1/queues/emails/ack', { receipt: mail.receipt });
+}
+
+async function openAs(key: string, options: Parameters<Browser['newContext']>[0] = {}) {
+  const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, ...options });
+  const page = await context.newPage();
+  page.on('request', (request) => requests.push(request.url()));
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text());
+  });
+  page.on('pageerror', (error) => problems.push(error.message));
+  await page.goto(`${server.url}/`);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Queues' }).waitFor();
+  return { context, page };
+}
+
+async function shoot(page: Page, name: string, forDocs = false): Promise<void> {
+  const path = artifactPath(`${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  if (forDocs && DOC_IMAGES !== undefined) copyFileSync(path, new URL(`${name}.png`, DOC_IMAGES));
+}
+
+/** The text of each cell of the row whose header is `name`, by column header. */
+async function rowFigures(page: Page, name: string): Promise<Record<string, string>> {
+  const headers = await page.locator('table thead th').allInnerTexts();
+  const row = page
+    .getByRole('row')
+    .filter({ has: page.getByRole('rowheader', { name, exact: true }) });
+  const cells = await row.locator('th, td').allInnerTexts();
+  return Object.fromEntries(
+    headers.map((header, index) => [header.trim(), (cells[index] ?? '').trim()]),
+  );
+}
+
+beforeAll(async () => {
+  if (skipBrowser) return;
+  dir = mkdtempSync(join(tmpdir(), 'leaseq-ui-'));
+  const config = loadConfig({
+    flags: {
+      port: '0',
+      storage: `sqlite:${join(dir, 'leaseq.db')}`,
+      durability: 'os',
+      logLevel: 'silent',
+      receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
+      keys: JSON.stringify([
+        { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
+        { name: 'viewer', key: VIEWER, allow: [{ queues: '*', actions: ['consume'] }] },
+      ]),
+    },
+  });
+  server = await startServer(config);
+  await seed();
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(skipBrowser)(
+  'the dashboard in Chromium (skipped without /usr/bin/chromium unless CI=true)',
+  () => {
+    let admin: { context: BrowserContext; page: Page };
+
+    it('shows every queue with the figures /v1/stats answers', async () => {
+      admin = await openAs(ADMIN);
+      const { page } = admin;
+      expect(new URL(page.url()).pathname).toBe('/ui/');
+      // Two readings, so that rates and sparklines are drawn.
+      await page.waitForFunction(
+        () => document.querySelectorAll('svg.sparkline').length >= 3,
+        null,
+        {
+          timeout: 10_000,
+        },
+      );
+      const stats = (await api('GET', '/v1/stats')).body.queues;
+      expect(stats.map((q: { name: string }) => q.name)).toEqual(['emails', 'orders', 'reports']);
+      for (const { name, stats: figures } of stats) {
+        const shown = await rowFigures(page, name);
+        expect(shown, name).toMatchObject({
+          Ready: String(figures.ready),
+          Delayed: String(figures.delayed),
+          'In flight': String(figures.active),
+          Dead: String(figures.dead),
+        });
+      }
+      await shoot(page, 'overview', true);
+    });
+
+    it('a queue page shows options, charts and the deliveries in flight as the API lists them', async () => {
+      const { page } = admin;
+      await page.getByRole('link', { name: 'orders', exact: true }).click();
+      await page.getByRole('heading', { name: /Queue\s+orders/ }).waitFor();
+      const live = (await api('GET', '/v1/queues/orders/deliveries')).body.deliveries;
+      expect(live).toHaveLength(2);
+      const table = page
+        .getByRole('table')
+        .filter({ has: page.getByRole('columnheader', { name: 'Token' }) });
+      for (const delivery of live) {
+        const row = table
+          .getByRole('row')
+          .filter({ has: page.getByRole('link', { name: delivery.id }) });
+        await expect(row.getByRole('cell').first().textContent()).resolves.toBe(
+          String(delivery.token),
+        );
+      }
+      await page.getByText('Max deliveries').waitFor();
+      await page.waitForFunction(() => document.querySelectorAll('.chart canvas').length === 4);
+      await page.waitForTimeout(2_200); // one more reading for the charts
+      await shoot(page, 'queue', true);
+    });
+
+    it('dead letters filter by reason, and a dead job’s page shows its attempt timeline', async () => {
+      const { page } = admin;
+      await page.getByRole('link', { name: /^Dead letters/ }).click();
+      const rows = page.locator('table tbody tr');
+      await expect.poll(() => rows.count()).toBe(3);
+      await page.getByLabel('Reason').selectOption('card declined');
+      await expect.poll(() => rows.count()).toBe(2);
+      await page.getByLabel('Reason').selectOption('');
+      await shoot(page, 'dead-letters', true);
+      await page.getByRole('link', { name: 'order-1', exact: true }).click();
+      await page.getByRole('heading', { name: 'Attempts (2)' }).waitFor();
+      const job = (await api('GET', '/v1/queues/orders/jobs/order-1')).body;
+      expect(job.history.map((a: { outcome: string }) => a.outcome)).toEqual([
+        'requeued',
+        'rejected',
+      ]);
+      const items = page.locator('ol.timeline > li');
+      for (const [index, attempt] of job.history.entries()) {
+        const text = await items.nth(index).textContent();
+        expect(text).toContain(`token ${attempt.token}`);
+        expect(text).toContain(attempt.outcome);
+      }
+      await expect(items.nth(1).textContent()).resolves.toContain('card declined');
+      await page.getByText('"total": 19.5').waitFor();
+      await shoot(page, 'job', true);
+      await page.goBack();
+    });
+
+    it('redrives one and purges one from the page, and the API agrees', async () => {
+      const { page } = admin;
+      const row = (id: string) =>
+        page.getByRole('row').filter({ has: page.getByRole('link', { name: id, exact: true }) });
+      await row('order-2')
+        .getByRole('button', { name: /Redrive/ })
+        .click();
+      await page.getByRole('status').filter({ hasText: 'Redriven: 1 job.' }).waitFor();
+      expect((await api('GET', '/v1/queues/orders/jobs/order-2')).body.state).toBe('ready');
+      await row('order-3').getByRole('button', { name: /Purge/ }).click();
+      const dialog = page.getByRole('alertdialog');
+      await dialog.waitFor();
+      await shoot(page, 'purge-dialog');
+      await dialog.getByRole('button', { name: 'Purge 1 job' }).click();
+      await page.getByRole('status').filter({ hasText: 'Purged: 1 job.' }).waitFor();
+      expect((await api('GET', '/v1/queues/orders/jobs/order-3')).status).toBe(404);
+      const dead = (await api('GET', '/v1/queues/orders/dead-letters')).body.deadLetters;
+      expect(dead.map((d: { id: string }) => d.id)).toEqual(['order-1']);
+      await expect.poll(() => page.locator('table tbody tr').count()).toBe(1);
+    });
+
+    it('a viewer key sees the figures but no admin action, and the server refuses one anyway', async () => {
+      const { context, page } = await openAs(VIEWER);
+      await page.getByRole('link', { name: 'orders', exact: true }).click();
+      await page
+        .getByText('In-flight deliveries and waiting jobs are shown to keys with the admin right.')
+        .waitFor();
+      expect(await page.getByRole('link', { name: /^Dead letters/ }).count()).toBe(0);
+      expect(await page.getByRole('columnheader', { name: 'Token' }).count()).toBe(0);
+      await page.goto(`${server.url}/ui/#/queues/orders/dead-letters`);
+      await page.getByText('This key may not read the dead letters.').waitFor();
+      expect(await page.getByRole('button', { name: /Redrive|Purge/ }).count()).toBe(0);
+      const refused = await api('POST', '/v1/queues/orders/dead-letters/purge', {}, VIEWER);
+      expect(refused.status).toBe(403);
+      await context.close();
+    });
+
+    it('works on a phone and in dark mode', async () => {
+      const phone = await openAs(ADMIN, {
+        viewport: { width: 390, height: 844 },
+        deviceScaleFactor: 2,
+        isMobile: true,
+        hasTouch: true,
+      });
+      await phone.page.getByRole('link', { name: 'orders', exact: true }).waitFor();
+      const overflow = await phone.page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      );
+      expect(overflow).toBeLessThanOrEqual(0);
+      await shoot(phone.page, 'overview-phone', true);
+      await phone.context.close();
+      const dark = await openAs(ADMIN, { colorScheme: 'dark' });
+      await dark.page.getByRole('link', { name: 'orders', exact: true }).click();
+      await dark.page.waitForFunction(
+        () => document.querySelectorAll('.chart canvas').length === 4,
+      );
+      await shoot(dark.page, 'queue-dark', true);
+      await dark.context.close();
+    });
+
+    it('asked nothing of any other origin and met no script error or CSP refusal', () => {
+      expect(requests.length).toBeGreaterThan(10);
+      expect(requests.filter((url) => !url.startsWith(server.url))).toEqual([]);
+      // The page learns that a key is needed from a 401, and a viewer's 403 is shown as such.
+      const unexpected = problems.filter(
+        (text) => !/^Failed to load resource: .* status of (401|403)\b/.test(text),
+      );
+      expect(unexpected).toEqual([]);
+    });
+  },
+);
