@@ -233,6 +233,8 @@ export class Lockstep {
         const ids = this.idsOf(op.ids);
         return { invoke: (q, now, side) => q.purge(now, side.ids(ids)) };
       }
+      case 'purgeQueue':
+        return { invoke: (q, now) => q.purgeQueue(now, { dead: op.dead }) };
     }
   }
 

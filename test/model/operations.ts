@@ -50,7 +50,8 @@ export type Operation =
   | { name: 'heartbeat' | 'closeSession'; session: SessionRef }
   | { name: 'ackUpTo'; session: SessionRef; token: TokenRef }
   | { name: 'nackUpTo'; session: SessionRef; token: TokenRef; options?: NackSpec }
-  | { name: 'redrive' | 'purge'; ids: IdsRef };
+  | { name: 'redrive' | 'purge'; ids: IdsRef }
+  | { name: 'purgeQueue'; dead: boolean };
 
 export interface Step {
   time: TimeStep;
@@ -253,6 +254,10 @@ export function stepArbitrary(): fc.Arbitrary<Step> {
       arbitrary: fc
         .tuple(fc.constantFrom('redrive' as const, 'purge' as const), idsRef)
         .map(([name, ids]) => ({ name, ids })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.boolean().map((dead) => ({ name: 'purgeQueue' as const, dead })),
     },
   );
   return fc.record({ time: timeStep, operation });

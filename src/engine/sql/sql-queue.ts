@@ -7,6 +7,7 @@ import {
   type Outcome,
   type ReserveOperation,
 } from '../../core/index.js';
+import { checkNow } from '../../core/validate.js';
 import { OperationHandle } from '../operation-handle.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
@@ -29,6 +30,13 @@ export class SqlQueue extends OperationHandle {
   }
 
   execute(now: number, operations: readonly Operation[]): Promise<Outcome[]> {
+    if (operations.length === 0) {
+      // Nothing to apply, but a bad clock is refused as for any batch (R2).
+      return this.read(async (ops) => {
+        checkNow(now, this.access.followClock ? 0 : ops.q.clock);
+        return [];
+      });
+    }
     const only = operations.length === 1 ? operations[0] : undefined;
     if (only?.type === 'ack') return single(this.ackTokens(now, only.tokens));
     if (only?.type === 'reserve') return single(this.reserveMerged(now, only));

@@ -1,0 +1,150 @@
+import { describe, expect, it } from 'vitest';
+import {
+  build,
+  ClockError,
+  type Operation,
+  parseOperation,
+  SessionClosedError,
+  ValidationError,
+} from '../../src/core/index.js';
+import { expectRejection, view } from './assertions.js';
+import { useConformanceEngines } from './engines.js';
+import { describeEngines } from './suite.js';
+
+const engines = await useConformanceEngines();
+
+describeEngines(engines, (h) => {
+  describe('R20 a batch of operations: execute', () => {
+    it('R20 answers each operation of a batch in order, as the friendly methods would', async () => {
+      const q = await h.queue({ visibility: 5 });
+      const outcomes = await q.execute(0, [
+        parseOperation({ type: 'publish', jobs: [{ id: 'a' }, { id: 'b', payload: { n: 1 } }] }),
+        parseOperation({ type: 'reserve', max: 1 }),
+        parseOperation({ type: 'ack', tokens: [1, 1, 9] }),
+        parseOperation({ type: 'reserve' }),
+        parseOperation({ type: 'extend', token: 2, visibility: 8 }),
+      ]);
+      expect(outcomes).toEqual([
+        {
+          ok: true,
+          value: [
+            { id: 'a', duplicate: false },
+            { id: 'b', duplicate: false },
+          ],
+        },
+        {
+          ok: true,
+          value: [
+            {
+              token: 1,
+              id: 'a',
+              payload: undefined,
+              deadline: 5,
+              deliveryCount: 1,
+              redelivered: false,
+            },
+          ],
+        },
+        { ok: true, value: [true, false, false] },
+        {
+          ok: true,
+          value: [
+            {
+              token: 2,
+              id: 'b',
+              payload: { n: 1 },
+              deadline: 5,
+              deliveryCount: 1,
+              redelivered: false,
+            },
+          ],
+        },
+        { ok: true, value: 8 },
+      ]);
+      expect(await q.inspect()).toMatchObject({
+        ready: [],
+        active: [{ token: 2, id: 'b', deadline: 8 }],
+      });
+    });
+
+    it('R20 one refused operation does not fail the others, and changes nothing itself', async () => {
+      const q = await h.queue({ visibility: 5 });
+      const session = await q.openSession(0);
+      await q.closeSession(0, session);
+      const outcomes = await q.execute(1, [
+        build.publish({ id: 'a' }),
+        build.heartbeat(session),
+        build.publish({ id: 'b', payload: 1n }),
+        build.publish({ id: 'c' }),
+      ]);
+      expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, false, false, true]);
+      expect(outcomes[1]).toMatchObject({ ok: false, error: expect.any(SessionClosedError) });
+      expect(outcomes[2]).toMatchObject({ ok: false, error: expect.any(ValidationError) });
+      expect(await q.inspect()).toEqual(view(1, { ready: ['a', 'c'] }));
+    });
+
+    it('R20 a now behind the clock refuses the whole batch before anything changes', async () => {
+      const q = await h.queue({ visibility: 5 });
+      await q.publish(3, { id: 'a' });
+      const operations: Operation[] = [build.publish({ id: 'b' }), build.reserve()];
+      await expectRejection(() => q.execute(2, operations), ClockError, 'INVALID_CLOCK');
+      expect(await q.inspect()).toEqual(view(3, { ready: ['a'] }));
+      expect(await q.execute(3, [])).toEqual([]);
+      await expectRejection(() => q.execute(2, []), ClockError, 'INVALID_CLOCK');
+    });
+  });
+
+  describe('R19 purgeQueue', () => {
+    it('R19 removes ready, delayed and active jobs, counts them, and keeps the dead', async () => {
+      const q = await h.queue({ visibility: 5 });
+      await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd', delay: 10 }]);
+      const [first, second] = await q.reserve(0, { max: 2 });
+      await q.nack(1, second?.token as number, { requeue: false });
+      expect(await q.purgeQueue(2)).toEqual({ ready: 1, delayed: 1, active: 1, dead: 0 });
+      expect(await q.inspect()).toEqual(
+        view(2, { dead: [{ id: 'b', reason: 'rejected', deliveryCount: 1 }] }),
+      );
+      // The purged delivery's token is refused from then on (R8), and counted as stale.
+      expect(await q.ack(3, first?.token as number)).toBe(false);
+      expect(await q.stats(3)).toMatchObject({ purged: 3, staleAcks: 1, active: 0, ready: 0 });
+      // Ids of purged jobs are free again.
+      expect(await q.publish(3, { id: 'a' })).toEqual({ id: 'a', duplicate: false });
+    });
+
+    it('R19 with dead: true the dead set goes too; tokens keep counting up', async () => {
+      const q = await h.queue({ visibility: 5 });
+      await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
+      await q.reserve(0);
+      await q.nack(0, 1, { requeue: false });
+      expect(await q.purgeQueue(1, { dead: true })).toEqual({
+        ready: 1,
+        delayed: 0,
+        active: 0,
+        dead: 1,
+      });
+      expect(await q.inspect()).toEqual(view(1));
+      await q.publish(1, { id: 'c' });
+      expect((await q.reserve(1)).map((delivery) => delivery.token)).toEqual([2]);
+    });
+
+    it('R19 releases session deliveries without ending the session', async () => {
+      const q = await h.queue({ visibility: 5 });
+      const session = await q.openSession(0, { prefetch: 1 });
+      await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
+      expect(await q.reserve(0, { session })).toHaveLength(1);
+      await q.purgeQueue(1);
+      await q.publish(1, { id: 'c' });
+      // The session's prefetch room is free again.
+      expect((await q.reserve(1, { session })).map((delivery) => delivery.id)).toEqual(['c']);
+    });
+
+    it('R19 a bad option is refused before anything changes', async () => {
+      const q = await h.queue({ visibility: 5 });
+      await q.publish(0, { id: 'a' });
+      // biome-ignore lint/suspicious/noExplicitAny: bad input on purpose, past the types
+      const bad: any = { dead: 'yes' };
+      await expectRejection(() => q.purgeQueue(1, bad), ValidationError, 'INVALID_ARGUMENT');
+      expect(await q.inspect()).toEqual(view(0, { ready: ['a'] }));
+    });
+  });
+});
