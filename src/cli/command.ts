@@ -1,4 +1,5 @@
 import type { ParseArgsConfig } from 'node:util';
+import { CodedError } from '../core/index.js';
 
 /** Where a command writes: standard output or error, or a test's buffer. */
 export interface Output {
@@ -57,9 +58,6 @@ export const EXIT = {
 } as const;
 
 /** A mistake in the command line: printed with a pointer to --help, exit code 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
+export class UsageError extends CodedError<'USAGE'> {
+  readonly code = 'USAGE' as const;
 }

@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { ClosedError, StorageUnavailableError } from '../core/index.js';
+import { ClosedError, CodedError, StorageUnavailableError } from '../core/index.js';
 import { errorFromResponse } from './errors.js';
 import { type Exchange, type ExchangeRequest, NodeHttpSender } from './node-transport.js';
 
@@ -22,10 +22,10 @@ export interface RequestOptions {
 }
 
 /** Thrown when a request was cut by the caller's signal or by closing the client. */
-export class RequestAborted extends Error {
+export class RequestAborted extends CodedError<'ABORTED'> {
+  readonly code = 'ABORTED' as const;
   constructor() {
     super('the request was aborted');
-    this.name = 'RequestAborted';
   }
 }
 

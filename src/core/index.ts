@@ -1,4 +1,18 @@
-export * from './errors.js';
+export {
+  ClockError,
+  ClosedError,
+  CodedError,
+  ConflictError,
+  LeaseqError,
+  type LeaseqErrorCode,
+  NotFoundError,
+  SchemaTooNewError,
+  SessionClosedError,
+  StorageLockedError,
+  StorageUnavailableError,
+  UnsupportedError,
+  ValidationError,
+} from './errors.js';
 export { LeaseQueue } from './lease-queue.js';
 export {
   type AckOperation,

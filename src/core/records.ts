@@ -1,7 +1,7 @@
 import type { HeapItem } from './heap.js';
-import type { Attempt } from './types.js';
+import type { Attempt, JobState } from './types.js';
 
-export type JobState = 'ready' | 'delayed' | 'active' | 'dead';
+export type { JobState };
 
 /** A job that still exists. Also its own node in the delayed heap. */
 export interface JobRecord extends HeapItem {

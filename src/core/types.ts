@@ -143,11 +143,14 @@ export interface QueueStats {
   processingTime: { count: number; sum: number; max: number };
 }
 
+/** The states of a job that still exists (an acked job no longer does). */
+export type JobState = 'ready' | 'delayed' | 'active' | 'dead';
+
 /** One job by id, with its attempt history. */
 export interface JobView {
   id: string;
   payload: unknown;
-  state: 'ready' | 'delayed' | 'active' | 'dead';
+  state: JobState;
   deliveryCount: number;
   /** When the job was published. Absent for jobs stored before publish times were kept. */
   publishedAt?: number;

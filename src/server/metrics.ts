@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { QueueStats } from '../core/index.js';
+import type { JobState, QueueStats } from '../core/index.js';
 import type { StatNumber } from './schemas.js';
 
 /** Where each R17 number of `QueueStats` goes in Prometheus. Every queue is a `queue` label. */
@@ -23,7 +23,6 @@ const COUNTERS: Record<
   purged: ['leaseq_purged_total', 'Dead jobs removed for good'],
 };
 
-type JobState = 'ready' | 'delayed' | 'active' | 'dead';
 const JOB_STATES: readonly JobState[] = ['ready', 'delayed', 'active', 'dead'];
 
 /** Prometheus metrics of one server: HTTP traffic, and every queue's R17 figures read at scrape. */

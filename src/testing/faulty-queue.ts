@@ -1,6 +1,6 @@
 import type { Queue, ReceiveOptions } from '../broker/queue.js';
 import type { NackOptions, Operation, PublishInput, SessionOptions } from '../core/index.js';
-import { InjectedFaultError, ProcessCrashedError } from '../worker/errors.js';
+import { InjectedFaultError, ProcessCrashedError } from './errors.js';
 
 /** One call that went through a FaultyQueue, and what the fault plan did with it. */
 export interface FaultyCall {

@@ -4,9 +4,9 @@
  * gate to hold handlers, and the in-memory inbox.
  */
 export { ManualClock } from '../broker/clock.js';
-export { InjectedFaultError, ProcessCrashedError } from '../worker/errors.js';
 export { MemoryInbox } from '../worker/inbox.js';
 export { silentLogger } from '../worker/logger.js';
+export { InjectedFaultError, ProcessCrashedError, type TestingErrorCode } from './errors.js';
 export { type FailRenewalsOptions, type FaultyCall, FaultyQueue } from './faulty-queue.js';
 export { FencedResource, type FencedWrite } from './fenced-resource.js';
 export { Gate } from './gate.js';

@@ -10,9 +10,7 @@ export type WorkerErrorCode =
   | 'DUPLICATE'
   | 'AMBIGUOUS'
   | 'LEASE_LOST'
-  | 'WORKER_CLOSING'
-  | 'INJECTED_FAULT'
-  | 'PROCESS_CRASHED';
+  | 'WORKER_CLOSING';
 
 export abstract class WorkerError extends CodedError<WorkerErrorCode> {}
 
@@ -86,16 +84,6 @@ export class LeaseLostError extends WorkerError {
  */
 export class WorkerClosingError extends WorkerError {
   readonly code = 'WORKER_CLOSING' as const;
-}
-
-/** A fault the testing harness injected (a lost request, a failed renewal). */
-export class InjectedFaultError extends WorkerError {
-  readonly code = 'INJECTED_FAULT' as const;
-}
-
-/** The testing harness "killed" the process: it makes no more calls. */
-export class ProcessCrashedError extends WorkerError {
-  readonly code = 'PROCESS_CRASHED' as const;
 }
 
 /** The message of anything thrown. */

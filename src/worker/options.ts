@@ -1,5 +1,6 @@
 import { type Clock, SystemClock } from '../broker/clock.js';
-import { type SessionOptions, describe as show, ValidationError } from '../core/index.js';
+import { type SessionOptions, ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 import { jsonLogger, type Logger } from './logger.js';
 
 /** How a worker keeps the leases of the jobs in hand (see docs/worker.md). */

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { LeaseqError, StorageUnavailableError } from '../../core/index.js';
 import type { Engine } from '../engine.js';
-import { checkClockMode, type EngineOptions, redactUrl } from '../open-engine.js';
+import { checkClockMode, type EngineOptions, redactUrl } from '../engine-options.js';
 import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';

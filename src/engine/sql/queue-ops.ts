@@ -3,6 +3,7 @@ import {
   type DeadLetter,
   type Delivery,
   type InspectView,
+  type JobState,
   type JobView,
   type LiveDelivery,
   type NackDisposition,
@@ -569,7 +570,7 @@ export class QueueOps extends JobMoves {
 interface JobRowView {
   id: string;
   payload: string | null;
-  state: 'ready' | 'delayed' | 'active' | 'dead';
+  state: JobState;
   delivery_count: number;
   available_at: number;
   token: number | null;

@@ -8,7 +8,7 @@ import {
   ValidationError,
 } from '../../core/index.js';
 import type { Engine } from '../engine.js';
-import { checkClockMode, type EngineOptions } from '../open-engine.js';
+import { checkClockMode, type EngineOptions } from '../engine-options.js';
 import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';

@@ -1,0 +1,26 @@
+import { ValidationError } from '../core/index.js';
+
+export interface EngineOptions {
+  /** SQLite: 'fsync' (synchronous FULL, the default) or 'os' (NORMAL: survives a process crash, not a power loss). */
+  durability?: 'fsync' | 'os';
+  /**
+   * 'strict' (default): a `now` behind a queue's clock is a ClockError (R2), as in the core.
+   * 'follow': on storage shared by processes, such a `now` is raised to the queue's clock —
+   * another process's call committed first — so calls never fail for losing that race. The
+   * Broker opens engines this way.
+   */
+  clockMode?: 'strict' | 'follow';
+  /** SQLite: how long a call waits for another process's write lock, in ms. Default 5000. */
+  busyTimeoutMs?: number;
+}
+
+/** A URL fit for messages and logs: any password replaced. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z]+:\/\/[^:/@]+):[^@]*@/i, '$1:***@');
+}
+
+export function checkClockMode(mode: unknown): 'strict' | 'follow' {
+  if (mode === undefined || mode === 'strict') return 'strict';
+  if (mode === 'follow') return 'follow';
+  throw new ValidationError(`clockMode must be 'strict' or 'follow', got ${JSON.stringify(mode)}`);
+}
