@@ -166,7 +166,9 @@ export class EngineQueue implements Queue {
   }
 
   async publish(input?: PublishInput) {
-    return this.run(build.publish(input ?? {})).then((results) => results[0] as PublishResult);
+    return this.run(build.publish(input === undefined ? {} : input)).then(
+      (results) => results[0] as PublishResult,
+    );
   }
 
   async publishBatch(inputs: readonly PublishInput[]) {

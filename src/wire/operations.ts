@@ -50,8 +50,11 @@ export function operationFromWire(input: unknown, verify: WireVerifier): Operati
       break;
     case 'nack':
     case 'extend':
-      fields.token =
-        typeof fields.receipt === 'string' ? verify.token(fields.receipt) : fields.receipt;
+      // Only a receipt names a delivery on the wire: a bare token would skip its signature.
+      if (typeof fields.receipt !== 'string') {
+        throw new ValidationError(`receipt must be a receipt string, got ${typeof fields.receipt}`);
+      }
+      fields.token = verify.token(fields.receipt);
       delete fields.receipt;
       break;
     case 'openSession':
