@@ -41,6 +41,14 @@ export class WakeScheduler {
     return this.heap.size;
   }
 
+  /**
+   * Cancels the armed timer when nothing waits, so that it does not keep the process alive.
+   * Not done on every `cancel`: a worker that keeps jobs coming would re-arm at once.
+   */
+  disarmIfEmpty(): void {
+    if (this.heap.size === 0) this.disarm();
+  }
+
   /** Cancels the timer and forgets every item (the worker closed). */
   stop(): void {
     this.stopped = true;

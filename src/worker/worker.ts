@@ -269,6 +269,8 @@ export class Worker<P = unknown> {
 
   private settled(run: JobRun, record: OutcomeRecord): void {
     this.inHand.delete(run);
+    // Stepped by hand (no fetch loop): a stale lease timer must not keep the process alive.
+    if (this.loop === undefined && this.inHand.size === 0) this.scheduler.disarmIfEmpty();
     for (const listener of this.listeners.outcome) {
       try {
         listener(record);

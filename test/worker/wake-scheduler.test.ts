@@ -72,3 +72,21 @@ it('an item rescheduled while it is woken waits for the next turn; stop ends the
   await flush();
   expect(wakes).toBe(3);
 });
+
+it('disarmIfEmpty ends the timer only when nothing waits', async () => {
+  const clock = new ManualClock();
+  const scheduler = new WakeScheduler(clock);
+  const woken: string[] = [];
+  const a = item('a', woken);
+  scheduler.schedule(a, 100);
+  scheduler.disarmIfEmpty();
+  expect(clock.waiting).toBe(1);
+  scheduler.cancel(a);
+  expect(clock.waiting).toBe(1);
+  scheduler.disarmIfEmpty();
+  expect(clock.waiting).toBe(0);
+  scheduler.schedule(a, 200);
+  clock.set(200);
+  await flush();
+  expect(woken).toEqual(['a']);
+});
