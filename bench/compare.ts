@@ -489,7 +489,7 @@ function writeReport(seconds: number) {
       resultsTable(all, latencyJobs, LIBRARY_WORKLOADS),
       '',
       ...cutNotes(all, latencyJobs).map((note) => `${note}\n`),
-      '![W1, W2 and W3 per system](latest.svg)',
+      '![W1 to W4 per system](latest.svg)',
       '',
       '## Targets',
       '',

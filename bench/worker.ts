@@ -1,6 +1,7 @@
 // The worker path against the raw API on the same engine, in the same run: N jobs drained by
 // `work(queue, emptyHandler, { concurrency })` beside N drained by `concurrency` loops of
-// `receive({ max: 1 })` then `ack(token)`. The worker should cost little on top of the raw calls.
+// `receive({ max: 1 })` then `ack(token)`, and by the same loops with a long receive (`wait`), the
+// receive a consumer that waits for work makes. The worker should cost little on top of them.
 // Run: npm run bench:worker [-- --n 10000 --runs 3 --concurrency 1,32 --only memory,sqlite-fsync]
 // It measures the built package (dist/), as users run it; npm run bench:worker builds it first.
 // Profile: node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/worker.ts --only memory --modes worker
@@ -18,8 +19,8 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3' },
     concurrency: { type: 'string', default: '1,32' },
     only: { type: 'string' },
-    /** 'raw,worker' (default) or one of them, e.g. to profile the worker alone. */
-    modes: { type: 'string', default: 'raw,worker' },
+    /** Any of raw, raw-wait, worker (default all), e.g. to profile the worker alone. */
+    modes: { type: 'string', default: 'raw,raw-wait,worker' },
   },
 });
 const jobCount = Number(values.n);
@@ -67,13 +68,18 @@ async function fill(queue: Queue): Promise<void> {
   }
 }
 
-/** The raw API: `concurrency` loops of receive one, ack it. Returns jobs/s. */
-async function rawDrain(queue: Queue, concurrency: number): Promise<number> {
+/**
+ * The raw API: `concurrency` loops of receive one, ack it. Returns jobs/s. With `wait`, each
+ * receive is a long one, as a consumer that waits for work makes it (the worker's receive).
+ */
+async function rawDrain(queue: Queue, concurrency: number, wait = 0): Promise<number> {
   let acked = 0;
+  let taken = 0;
   const started = performance.now();
   const consumer = async () => {
-    for (;;) {
-      const [delivery] = await queue.receive({ max: 1 });
+    while (taken < jobCount) {
+      taken += 1;
+      const [delivery] = await queue.receive({ max: 1, wait });
       if (delivery === undefined) return;
       if (await queue.ack(delivery.token)) acked += 1;
     }
@@ -114,11 +120,12 @@ for (const setup of setups) {
   try {
     broker = await setup.open();
   } catch (error) {
-    rows.push([setup.name, '–', 'unavailable', (error as Error).message, '']);
+    rows.push([setup.name, '–', 'unavailable', (error as Error).message, '', '', '']);
     continue;
   }
   for (const concurrency of concurrencies) {
     const raw: number[] = [];
+    const rawWait: number[] = [];
     const worker: number[] = [];
     for (let run = 1; run <= runCount; run++) {
       // Each run on a fresh queue; raw and worker take turns so a busy moment hits both.
@@ -128,6 +135,10 @@ for (const setup of setups) {
         await fill(queue);
         raw.push(await rawDrain(queue, concurrency));
       }
+      if (modes.has('raw-wait')) {
+        await fill(queue);
+        rawWait.push(await rawDrain(queue, concurrency, 20_000));
+      }
       if (modes.has('worker')) {
         await fill(queue);
         worker.push(await workerDrain(queue, concurrency));
@@ -135,13 +146,18 @@ for (const setup of setups) {
       await broker.deleteQueue(name);
     }
     const rawRate = median(raw);
+    const rawWaitRate = median(rawWait);
     const workerRate = median(worker);
+    const rate = (value: number) => (Number.isNaN(value) ? '–' : formatInteger(value));
+    const ratio = (value: number) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : '–');
     rows.push([
       setup.name,
       String(concurrency),
-      Number.isNaN(rawRate) ? '–' : formatInteger(rawRate),
-      Number.isNaN(workerRate) ? '–' : formatInteger(workerRate),
-      Number.isFinite(workerRate / rawRate) ? `${(workerRate / rawRate).toFixed(2)}×` : '–',
+      rate(rawRate),
+      rate(rawWaitRate),
+      rate(workerRate),
+      ratio(workerRate / rawRate),
+      ratio(workerRate / rawWaitRate),
     ]);
     console.error(rows.at(-1)?.join('  '));
   }
@@ -150,9 +166,21 @@ for (const setup of setups) {
 }
 console.log(
   `N = ${formatInteger(jobCount)} jobs, median of ${runCount} runs; empty handler; raw = ` +
-    `concurrency loops of receive({ max: 1 }) + ack; node ${process.version}, ` +
+    `concurrency loops of receive({ max: 1 }) + ack; raw, long receive = the same with ` +
+    `receive({ max: 1, wait: 20000 }); node ${process.version}, ` +
     `${availableParallelism()} CPUs, load average ${(loadavg()[0] ?? 0).toFixed(2)}\n`,
 );
 console.log(
-  markdownTable(['engine', 'concurrency', 'raw jobs/s', 'worker jobs/s', 'worker / raw'], rows),
+  markdownTable(
+    [
+      'engine',
+      'concurrency',
+      'raw jobs/s',
+      'raw, long receive jobs/s',
+      'worker jobs/s',
+      'worker / raw',
+      'worker / raw, long receive',
+    ],
+    rows,
+  ),
 );

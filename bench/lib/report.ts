@@ -29,8 +29,11 @@ const cutRate = (rate: { jobs: number; of: number }) =>
 const libraryRate = (rate: WorkloadResult['w4c1']) => rate?.perSecond ?? Number.NaN;
 const cutLibrary = (rate: WorkloadResult['w4c1']) =>
   rate === undefined ? undefined : cutRate(rate);
+// Nothing sent: the phase was left out (--phases), not cut.
 const cutLatency = (result: WorkloadResult, expected: number) =>
-  result.w3.handled < expected ? { done: result.w3.handled, of: expected } : undefined;
+  result.w3.sent > 0 && result.w3.handled < expected
+    ? { done: result.w3.handled, of: expected }
+    : undefined;
 
 export function workloads(latencyJobs: number): Workload[] {
   return [
