@@ -6,6 +6,7 @@
  *   npm run bench                     (at the root or in bench/: builds leaseq, then runs this)
  *   npm run bench -- --runs 1 --only leaseq-memory,bullmq --skip-growth
  *   npm run bench -- --profile --only leaseq-http --skip-growth   (V8 CPU profiles of leaseq)
+ *   npm run bench -- --phases w4c1,w4c32 --skip-growth --runs 1    (one workload: W4 alone)
  *
  * Writes results/latest.md (tables, targets), results/latest.svg (chart) and
  * results/latest.json (every run). It is a report: the exit code is 0 whether targets pass.
@@ -35,6 +36,7 @@ import {
   figures,
   growthTable,
   growthVerdicts,
+  LIBRARY_WORKLOADS,
   type Outcome,
   resultsTable,
   verdicts,
@@ -59,8 +61,12 @@ const { values } = parseArgs({
     'growth-runs': { type: 'string', default: '3' },
     'drain-ms': { type: 'string', default: '13000' },
     'child-ms': { type: 'string', default: '180000' },
+    postgres: {
+      type: 'string',
+      default: process.env.LEASEQ_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+    },
     profile: { type: 'boolean', default: false },
-    phases: { type: 'string', default: 'w1,w2c1,w2c32,w3' },
+    phases: { type: 'string', default: 'w1,w2c1,w2c32,w3,w4c1,w4c32' },
     out: { type: 'string', default: join(resultsDir, 'latest') },
   },
 });
@@ -147,6 +153,8 @@ async function runWorkload(subject: SubjectName, run: number): Promise<Outcome<W
       values.phases,
       '--sqlite-file',
       sqliteFile,
+      '--postgres',
+      values.postgres,
       ...(server === undefined ? [] : ['--http-url', server.url]),
     ];
     const outcome = await runChild<WorkloadResult>(args, childMs, nodeFlags);
@@ -410,7 +418,8 @@ function describe(outcome: Outcome<WorkloadResult>): string {
     value === null || !Number.isFinite(value) ? '–' : value.toFixed(digits);
   const rate = (x: { perSecond: number; jobs: number; of: number }) =>
     `${shown(x.perSecond, 0)}/s${x.jobs < x.of ? ` (${x.jobs} of ${x.of})` : ''}`;
-  return `W1 ${rate(r.w1)}, W2 c=1 ${rate(r.w2c1)}, c=32 ${rate(r.w2c32)}, W3 p50 ${shown(r.w3.p50, 2)} ms p99 ${shown(r.w3.p99, 2)} ms (${seconds})`;
+  const library = (x: WorkloadResult['w4c1']) => (x === undefined ? '–' : rate(x));
+  return `W1 ${rate(r.w1)}, W2 c=1 ${rate(r.w2c1)}, c=32 ${rate(r.w2c32)}, W3 p50 ${shown(r.w3.p50, 2)} ms p99 ${shown(r.w3.p99, 2)} ms, W4 c=1 ${library(r.w4c1)}, c=32 ${library(r.w4c32)} (${seconds})`;
 }
 
 function describeGrowth(outcome: Outcome<GrowthResult>): string {
@@ -467,6 +476,7 @@ function writeReport(seconds: number) {
       `- **W1 enqueue:** ${jobCount.toLocaleString('en-US')} jobs of 100 bytes of JSON, with each system's batch API (batches of 1000, or 100 over leaseq's HTTP API, its default limit; 4 batches in flight).`,
       `- **W2 drain:** those jobs received and acked one by one, by 1 and by 32 concurrent consumers (a prefetch of 1 or 32 on RabbitMQ, a Worker's concurrency on BullMQ); each drain stops after ${Number(values['drain-ms']) / 1000} s.`,
       `- **W3 latency:** one idle consumer; ${latencyJobs.toLocaleString('en-US')} jobs (after 50 not counted) published one at a time, each once the previous one was acked and 1 ms more passed; the time from the publish call to the handler, in one process.`,
+      `- **W4 consumer library:** the same backlog drained through each system's own consumer library with an empty handler, at most 1 and 32 jobs in hand: leaseq's \`work()\` (in-process on each engine, and over the HTTP client), BullMQ's \`Worker\`, an amqplib consumer with a prefetch of 1 or 32 (as in W2), pg-boss's \`work\` with a batch size of 1 or 32; each drain stops after ${Number(values['drain-ms']) / 1000} s. **÷ W2** is the library's figure over the same system's W2 drain: what the library costs on top of the raw calls.`,
       '',
       `Each figure is the median of ${runCount} runs (one child process per system and run, the systems taking turns), ± half the min–max range. **× best other** is the leaseq figure divided by the best figure of the systems that are not leaseq, in this same run: above 1× is better for throughput, below 1× is better for latency.`,
       '',
@@ -474,8 +484,12 @@ function writeReport(seconds: number) {
       '',
       resultsTable(all, latencyJobs),
       '',
+      "### W4: through each system's consumer library",
+      '',
+      resultsTable(all, latencyJobs, LIBRARY_WORKLOADS),
+      '',
       ...cutNotes(all, latencyJobs).map((note) => `${note}\n`),
-      '![W1, W2 and W3 per system](latest.svg)',
+      '![W1 to W4 per system](latest.svg)',
       '',
       '## Targets',
       '',
@@ -491,7 +505,8 @@ function writeReport(seconds: number) {
       '- **leaseq**: the built package (`dist/`), through `open(url)` and the `Queue` interface: `publishBatch`, `publish`, `receive({ max: 1 })` then `ack(token)`; the idle consumer waits in `receive({ wait: 20000 })`. Memory, SQLite (`durability: fsync` and `os`, a fresh file per run), PostgreSQL, and the HTTP client against `leaseq serve` (default settings, SQLite fsync, logs at info to a file) in another process.',
       '- **RabbitMQ**: amqplib; a durable classic queue or a quorum queue; persistent messages on a confirm channel, a publish counting once confirmed; manual acks, one per message; publisher and consumer on separate connections.',
       '- **BullMQ**: `addBulk` and `add` with `removeOnComplete`; a `Worker` with concurrency 1 or 32, its job counted at its `completed` event.',
-      "- **pg-boss**: its defaults (`insert`, `send`; pool of 10), the drain by `fetch` and `complete` one job at a time, since its worker's default polling takes one job per 2 s interval; for W3 the queue has `notify: true` and the instance `useListenNotify`, pg-boss's low-latency delivery, with a `work` handler.",
+      "- **pg-boss**: its defaults (`insert`, `send`; pool of 10), the drain by `fetch` and `complete` one job at a time, since its worker's default polling takes one job per 2 s interval; for W3 the queue has `notify: true` and the instance `useListenNotify`, pg-boss's low-latency delivery, with a `work` handler. For W4 its `work` fetches batches of 1 or 32 (completed together after the handler), fetching again at once while batches come back full (`burstWhenBatchFull`, which pg-boss ignores for a batch of 1) and otherwise after its shortest polling interval, 0.5 s.",
+      '- **leaseq W4**: `work(queue, async () => {}, { concurrency, logger: silentLogger })`, a job counted at its `acked` outcome (after its ack returned).',
       '- A RabbitMQ consumer gets a message before the broker has written it to disk (the publisher confirm comes after), while leaseq, on SQLite and PostgreSQL, hands a job out only after its publish committed: W3 compares those two paths as each system ships them.',
       '',
     );

@@ -1,7 +1,8 @@
 /**
  * One run of the comparison's workloads against one system, in its own process (started by
  * compare.ts, which bounds it in time): W1 enqueue, W2 drain at concurrency 1 and 32, W3
- * publish-to-handler latency. Prints one line, `RESULT {json}`.
+ * publish-to-handler latency, W4 drain through the system's consumer library at concurrency 1
+ * and 32. Prints one line, `RESULT {json}`.
  *
  *   node --import tsx workload.ts --subject leaseq-memory --prefix bench-1
  */
@@ -34,6 +35,9 @@ export interface WorkloadResult {
   w2c1: Rate;
   w2c32: Rate;
   w3: Latency;
+  /** Absent in results written before W4 existed. */
+  w4c1?: Rate;
+  w4c32?: Rate;
 }
 
 const { values } = parseArgs({
@@ -51,8 +55,8 @@ const { values } = parseArgs({
     amqp: { type: 'string', default: 'amqp://guest:guest@127.0.0.1:5672' },
     'sqlite-file': { type: 'string' },
     'http-url': { type: 'string' },
-    /** Which of w1, w2c1, w2c32 and w3 to run (all by default): for profiling one of them. */
-    phases: { type: 'string', default: 'w1,w2c1,w2c32,w3' },
+    /** Which of w1, w2c1, w2c32, w3, w4c1 and w4c32 to run (all by default). */
+    phases: { type: 'string', default: 'w1,w2c1,w2c32,w3,w4c1,w4c32' },
     cleanup: { type: 'boolean', default: false },
   },
 });
@@ -103,12 +107,23 @@ async function run(subject: Subject): Promise<WorkloadResult> {
     const refill = await publishAll(subject, backlog, jobCount, performance.now() + phaseMs);
     w2c32 = await drainAll(subject, backlog, refill.jobs, 32);
   }
+  const w4c1 = phases.has('w4c1') ? await workAll(subject, 1) : skipped;
+  const w4c32 = phases.has('w4c32') ? await workAll(subject, 32) : skipped;
   await subject.remove(backlog);
   const w3 = phases.has('w3')
     ? await latency(subject)
     : { sent: 0, handled: 0, p50: Number.NaN, p99: Number.NaN, max: Number.NaN };
   await subject.remove(idle);
-  return { subject: subjectName, server, w1, w2c1, w2c32, w3 };
+  return { subject: subjectName, server, w1, w2c1, w2c32, w3, w4c1, w4c32 };
+}
+
+/** W4: a fresh backlog drained through the system's consumer library. */
+async function workAll(subject: Subject, concurrency: number): Promise<Rate> {
+  await subject.create(backlog);
+  const filled = await publishAll(subject, backlog, jobCount, performance.now() + phaseMs);
+  const started = performance.now();
+  const acked = await subject.work(backlog, filled.jobs, concurrency, started + drainMs);
+  return rate(acked, filled.jobs, performance.now() - started);
 }
 
 /** W1: `count` jobs in batches of the system's size, `inflight` batches at a time. */

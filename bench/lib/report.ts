@@ -14,7 +14,7 @@ export interface Outcome<T> {
 }
 
 interface Workload {
-  key: 'w1' | 'w2c1' | 'w2c32' | 'w3p50' | 'w3p99';
+  key: 'w1' | 'w2c1' | 'w2c32' | 'w3p50' | 'w3p99' | 'w4c1' | 'w4c32';
   title: string;
   unit: string;
   higherIsBetter: boolean;
@@ -25,8 +25,15 @@ interface Workload {
 
 const cutRate = (rate: { jobs: number; of: number }) =>
   rate.jobs < rate.of ? { done: rate.jobs, of: rate.of } : undefined;
+/** A W4 figure: NaN for results written before W4 (or a phase left out). */
+const libraryRate = (rate: WorkloadResult['w4c1']) => rate?.perSecond ?? Number.NaN;
+const cutLibrary = (rate: WorkloadResult['w4c1']) =>
+  rate === undefined ? undefined : cutRate(rate);
+// Nothing sent: the phase was left out (--phases), not cut.
 const cutLatency = (result: WorkloadResult, expected: number) =>
-  result.w3.handled < expected ? { done: result.w3.handled, of: expected } : undefined;
+  result.w3.sent > 0 && result.w3.handled < expected
+    ? { done: result.w3.handled, of: expected }
+    : undefined;
 
 export function workloads(latencyJobs: number): Workload[] {
   return [
@@ -70,8 +77,31 @@ export function workloads(latencyJobs: number): Workload[] {
       value: (r) => r.w3.p99,
       cut: (r) => cutLatency(r, latencyJobs),
     },
+    {
+      key: 'w4c1',
+      title: 'W4 library c=1',
+      unit: 'jobs/s',
+      higherIsBetter: true,
+      value: (r) => libraryRate(r.w4c1),
+      cut: (r) => cutLibrary(r.w4c1),
+    },
+    {
+      key: 'w4c32',
+      title: 'W4 library c=32',
+      unit: 'jobs/s',
+      higherIsBetter: true,
+      value: (r) => libraryRate(r.w4c32),
+      cut: (r) => cutLibrary(r.w4c32),
+    },
   ];
 }
+
+/** The workloads of the main table, and those of the consumer-library table. */
+export const MAIN_WORKLOADS: readonly Workload['key'][] = ['w1', 'w2c1', 'w2c32', 'w3p50', 'w3p99'];
+export const LIBRARY_WORKLOADS: readonly Workload['key'][] = ['w4c1', 'w4c32'];
+
+/** For each W4 column, the W2 drain of the same concurrency: the library over the raw calls. */
+const RAW_OF: Partial<Record<Workload['key'], Workload['key']>> = { w4c1: 'w2c1', w4c32: 'w2c32' };
 
 export interface Figure {
   summary: Summary | undefined;
@@ -156,22 +186,41 @@ export function formatRatio(ratio: number): string {
   return `${ratio >= 10 ? ratio.toFixed(1) : ratio.toFixed(2)}×`;
 }
 
-export function resultsTable(all: Figures, latencyJobs: number): string {
-  const list = workloads(latencyJobs);
+/**
+ * One row per system: each workload of `keys` with its ratio to the best other system, and for
+ * a W4 workload also its ratio to the same system's W2 drain (the library over the raw calls).
+ */
+export function resultsTable(
+  all: Figures,
+  latencyJobs: number,
+  keys: readonly Workload['key'][] = MAIN_WORKLOADS,
+): string {
+  const list = workloads(latencyJobs).filter((workload) => keys.includes(workload.key));
   const header = ['system'];
-  for (const workload of list) header.push(`${workload.title} (${workload.unit})`, '× best other');
+  for (const workload of list) {
+    header.push(`${workload.title} (${workload.unit})`, '× best other');
+    const raw = RAW_OF[workload.key];
+    if (raw !== undefined) header.push(`÷ ${raw.toUpperCase().replace('C', ' c=')}`);
+  }
   const rows: string[][] = [];
   for (const subject of Object.keys(all) as SubjectName[]) {
     const row: string[] = [label(subject)];
     for (const workload of list) {
       const figure = all[subject][workload.key];
+      const mine = figure.summary?.median;
       row.push(formatFigure(figure, workload));
       const best = bestOther(all, workload);
       if (isLeaseq(subject)) {
-        const mine = figure.summary?.median;
         row.push(mine === undefined || best === undefined ? '–' : formatRatio(mine / best.median));
       } else {
         row.push(best?.subject === subject ? 'best' : '');
+      }
+      const raw = RAW_OF[workload.key];
+      if (raw !== undefined) {
+        const rawMedian = all[subject][raw].summary?.median;
+        row.push(
+          mine === undefined || rawMedian === undefined ? '–' : formatRatio(mine / rawMedian),
+        );
       }
     }
     rows.push(row);
@@ -214,8 +263,10 @@ export interface Target {
   text: string;
   subject: SubjectName;
   workload: Workload['key'];
-  /** Compared with this system, or with the best of the others. */
+  /** Compared with this system, or with the best of the others… */
   against?: SubjectName;
+  /** …or with the same system's figure in this other workload. */
+  againstWorkload?: Workload['key'];
   /** The ratio (leaseq ÷ the other) must be at least this… */
   atLeast?: number;
   /** …or at most this. */
@@ -262,6 +313,27 @@ export const TARGETS: Target[] = [
     atLeast: 2,
   },
   {
+    text: 'W4 c=32, memory: work() ≥ 0.8× the raw API (W2 c=32)',
+    subject: 'leaseq-memory',
+    workload: 'w4c32',
+    againstWorkload: 'w2c32',
+    atLeast: 0.8,
+  },
+  {
+    text: 'W4 c=32, SQLite fsync: work() ≥ 0.8× the raw API (W2 c=32)',
+    subject: 'leaseq-sqlite-fsync',
+    workload: 'w4c32',
+    againstWorkload: 'w2c32',
+    atLeast: 0.8,
+  },
+  {
+    text: 'W4 c=1, SQLite fsync: work() ≥ 0.8× the raw API (W2 c=1)',
+    subject: 'leaseq-sqlite-fsync',
+    workload: 'w4c1',
+    againstWorkload: 'w2c1',
+    atLeast: 0.8,
+  },
+  {
     text: 'W3 latency p99, SQLite fsync ≤ the best other',
     subject: 'leaseq-sqlite-fsync',
     workload: 'w3p99',
@@ -275,13 +347,7 @@ export function verdicts(all: Figures, latencyJobs: number): string[] {
     const workload = workloads(latencyJobs).find((w) => w.key === target.workload);
     if (workload === undefined) continue;
     const mine = all[target.subject]?.[target.workload].summary?.median;
-    const other =
-      target.against === undefined
-        ? bestOther(all, workload)
-        : (() => {
-            const value = all[target.against]?.[target.workload].summary?.median;
-            return value === undefined ? undefined : { subject: target.against, median: value };
-          })();
+    const other = comparedWith(all, target, workload);
     if (mine === undefined || other === undefined) {
       lines.push(`SKIP  ${target.text}: not measured in this run`);
       continue;
@@ -292,11 +358,30 @@ export function verdicts(all: Figures, latencyJobs: number): string[] {
       (target.atMost === undefined || ratio <= target.atMost);
     const show = (value: number) =>
       workload.unit === 'ms' ? `${formatMs(value)} ms` : `${formatInteger(value)} jobs/s`;
+    const otherName =
+      target.againstWorkload === undefined
+        ? label(other.subject)
+        : `${target.againstWorkload.toUpperCase().replace('C', ' c=')}`;
     lines.push(
-      `${pass ? 'PASS' : 'FAIL'}  ${target.text}: ${formatRatio(ratio)} (${label(target.subject)} ${show(mine)}, ${label(other.subject)} ${show(other.median)})`,
+      `${pass ? 'PASS' : 'FAIL'}  ${target.text}: ${formatRatio(ratio)} (${label(target.subject)} ${show(mine)}, ${otherName} ${show(other.median)})`,
     );
   }
   return lines;
+}
+
+/** What a target's figure is compared with: a system, the same system elsewhere, or the best other. */
+function comparedWith(
+  all: Figures,
+  target: Target,
+  workload: Workload,
+): { subject: SubjectName; median: number } | undefined {
+  const at = (subject: SubjectName, key: Workload['key']) => {
+    const value = all[subject]?.[key].summary?.median;
+    return value === undefined ? undefined : { subject, median: value };
+  };
+  if (target.againstWorkload !== undefined) return at(target.subject, target.againstWorkload);
+  if (target.against !== undefined) return at(target.against, target.workload);
+  return bestOther(all, workload);
 }
 
 export function chart(all: Figures, latencyJobs: number, subtitle: string): string {

@@ -83,6 +83,11 @@ class BullmqSubject implements Subject {
     await (await this.queue(name)).add('job', payload);
   }
 
+  /** BullMQ's drain already runs through its Worker: W2 and W4 are the same consumer. */
+  work(name: string, count: number, concurrency: number, deadline: number) {
+    return this.drain(name, count, concurrency, deadline);
+  }
+
   async drain(name: string, count: number, concurrency: number, deadline: number) {
     let completed = 0;
     let done!: () => void;

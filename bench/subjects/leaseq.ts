@@ -1,5 +1,5 @@
 import { type Broker, leaseq, type Queue } from '../lib/leaseq.js';
-import { type Payload, postgresVersion, type Subject } from './subject.js';
+import { type Payload, postgresVersion, type Subject, untilDeadline } from './subject.js';
 
 export interface LeaseqTarget {
   /** `memory:`, `sqlite:/path`, `postgres://…` or `http://127.0.0.1:PORT`. */
@@ -67,6 +67,29 @@ class LeaseqSubject implements Subject {
     };
     await Promise.all(Array.from({ length: concurrency }, consumer));
     return acked;
+  }
+
+  async work(name: string, count: number, concurrency: number, deadline: number) {
+    const queue = await this.queue(name);
+    let acked = 0;
+    let finished!: () => void;
+    const allAcked = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    const worker = await leaseq.work(queue, async () => {}, {
+      concurrency,
+      logger: leaseq.silentLogger,
+    });
+    worker.on('outcome', (record) => {
+      if (record.outcome === 'acked') acked += 1;
+      if (acked >= count) finished();
+    });
+    const timer = untilDeadline(deadline);
+    await Promise.race([allAcked, timer.promise]);
+    timer.cancel();
+    // Jobs still in hand at the deadline go back at once; they are not counted.
+    await worker.close({ timeout: 0 });
+    return Math.min(acked, count);
   }
 
   async consume(

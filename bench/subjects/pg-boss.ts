@@ -1,4 +1,10 @@
-import { loadDependency, type Payload, postgresVersion, type Subject } from './subject.js';
+import {
+  loadDependency,
+  type Payload,
+  postgresVersion,
+  type Subject,
+  untilDeadline,
+} from './subject.js';
 
 // The part of pg-boss's API this file uses (the package's typecheck does not install it).
 interface Job {
@@ -16,6 +22,11 @@ interface Boss {
   fetch(name: string): Promise<Job[]>;
   complete(name: string, id: string): Promise<unknown>;
   work(name: string, handler: (jobs: Job[]) => Promise<void>): Promise<string>;
+  work(
+    name: string,
+    options: { batchSize: number; pollingIntervalSeconds: number; burstWhenBatchFull: boolean },
+    handler: (jobs: Job[]) => Promise<void>,
+  ): Promise<string>;
   offWork(name: string, options: { id: string; wait: boolean }): Promise<void>;
 }
 interface PgBossModule {
@@ -78,6 +89,33 @@ class PgBossSubject implements Subject {
     };
     await Promise.all(Array.from({ length: concurrency }, consumer));
     return completed;
+  }
+
+  /**
+   * pg-boss's worker with a batch of `concurrency` jobs per fetch, completed together after the
+   * handler; it fetches again at once while batches come back full (`burstWhenBatchFull`, which
+   * it ignores for a batch of 1), otherwise after its shortest polling interval, 0.5 s.
+   */
+  async work(name: string, count: number, concurrency: number, deadline: number) {
+    let handled = 0;
+    let finished!: () => void;
+    const allHandled = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    const id = await this.boss.work(
+      name,
+      { batchSize: concurrency, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true },
+      async (jobs) => {
+        handled += jobs.length;
+        if (handled >= count) finished();
+      },
+    );
+    const timer = untilDeadline(deadline);
+    await Promise.race([allHandled, timer.promise]);
+    timer.cancel();
+    // Waits for the batch in hand: its jobs are completed once offWork returns.
+    await this.boss.offWork(name, { id, wait: true });
+    return Math.min(handled, count);
   }
 
   async consume(

@@ -31,6 +31,12 @@ export interface Subject {
    */
   drain(name: string, count: number, concurrency: number, deadline: number): Promise<number>;
   /**
+   * Like `drain`, through the system's own consumer library with an empty handler: leaseq's
+   * `work()`, BullMQ's `Worker`, an amqplib consumer with a prefetch, pg-boss's `work` with a
+   * batch size. At most `concurrency` jobs in hand; gives up at `deadline`.
+   */
+  work(name: string, count: number, concurrency: number, deadline: number): Promise<number>;
+  /**
    * Starts one idle consumer: `onJob` runs first thing in the handler, `onSettled` after the
    * ack. Resolves, once the consumer is listening, with the function that stops it.
    */

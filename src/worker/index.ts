@@ -16,7 +16,13 @@ export {
 export { type Inbox, type InboxResult, inboxHandler, MemoryInbox } from './inbox.js';
 export type { Handler, Job, JobContext, OutcomeRecord } from './job.js';
 export type { RenewalStep } from './lease-renewer.js';
-export { type JsonLoggerOptions, jsonLogger, type Logger, silentLogger } from './logger.js';
+export {
+  type JsonLoggerOptions,
+  jsonLogger,
+  type Logger,
+  type LogLevel,
+  silentLogger,
+} from './logger.js';
 export type { WorkerMetricsSnapshot } from './metrics.js';
 export type { BackoffOptions, RenewPolicy, WorkerOptions } from './options.js';
 export { type Decision, decide, OUTCOME_KINDS, type OutcomeKind } from './outcome.js';

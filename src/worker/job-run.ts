@@ -1,21 +1,33 @@
-import type { Clock } from '../broker/clock.js';
 import type { Queue } from '../broker/queue.js';
 import { type Delivery, ValidationError } from '../core/index.js';
+import type { AckBatcher, AckWaiter } from './ack-batcher.js';
 import {
   errorMessage,
   type LeaseLossReason,
   LeaseLostError,
   WorkerClosingError,
 } from './errors.js';
-import type { Handler, Job, JobContext, OutcomeRecord } from './job.js';
-import { LeaseRenewer } from './lease-renewer.js';
-import type { Logger } from './logger.js';
+import type { Handler, Job, OutcomeRecord } from './job.js';
+import { type ContextOwner, RunContext } from './job-context.js';
+import { type LeaseHolder, LeaseRenewer, type RenewalConfig } from './lease-renewer.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { ResolvedWorkerOptions } from './options.js';
-import { applyDecision, type Decision, decide, type OutcomeKind, release } from './outcome.js';
+import { applyDecision, decide, release } from './outcome.js';
+import {
+  ACKED,
+  DUPLICATE,
+  logOutcome,
+  outcomeRecord,
+  type Settlement,
+  settlementOf,
+  withoutDelay,
+} from './outcome-record.js';
 
+/** What every run of one worker shares. */
 export interface JobRunDeps {
   queue: Queue;
+  /** The queue's name, read once. */
+  queueName: string;
   handler: Handler<never>;
   options: ResolvedWorkerOptions;
   metrics: WorkerMetrics;
@@ -23,84 +35,91 @@ export interface JobRunDeps {
   maxDeliveries: number;
   /** The lease length of each reservation and renewal, ms. */
   leaseMs: number;
-  /** The consumer session the delivery belongs to, if any. */
-  session: string | undefined;
+  renewal: RenewalConfig;
+  acks: AckBatcher;
   onSettled: (run: JobRun, record: OutcomeRecord) => void;
   onError: (error: unknown, during: 'renew' | 'settle') => void;
 }
 
-type Settlement = Omit<OutcomeRecord, 'queue' | 'id' | 'token' | 'deliveryCount' | 'durationMs'>;
-
-const LOG_LEVEL: Record<OutcomeKind, keyof Logger> = {
-  acked: 'info',
-  duplicate: 'info',
-  retried: 'warn',
-  released: 'warn',
-  'lease-lost': 'warn',
-  dead: 'error',
-  ambiguous: 'error',
-};
-
 /**
  * One delivery in the worker's hand: runs the handler under a kept lease and settles the job
  * exactly once — by the handler's result, by shutdown (release) or by losing the lease. The
- * first of these claims the settlement; the others are dropped.
+ * first of these claims the settlement; the others are dropped. The common path (the handler
+ * returns, the ack lands) allocates no signal, timer or promise of its own: the signal is made
+ * when the handler reads it, the lease is kept by the worker's one timer, the ack goes out
+ * with the others of its tick.
  */
-export class JobRun {
-  readonly done: Promise<OutcomeRecord>;
-  private resolveDone: (record: OutcomeRecord) => void = () => {};
-  private readonly abort = new AbortController();
+export class JobRun implements AckWaiter, LeaseHolder, ContextOwner {
   private readonly renewer: LeaseRenewer;
-  private readonly startedAt: number;
+  private controller: AbortController | undefined;
+  private abortReason: Error | undefined;
   private claimed = false;
   private handlerRunning = false;
   private abandoned = false;
   private duplicateMarked = false;
   private lastProgress: unknown;
+  private ackSettlement: Settlement = ACKED;
+  private record: OutcomeRecord | undefined;
+  private resolveDone: ((record: OutcomeRecord) => void) | undefined;
+  private donePromise: Promise<OutcomeRecord> | undefined;
 
   constructor(
     readonly delivery: Delivery,
-    receivedAt: number,
+    private readonly receivedAt: number,
+    readonly session: string | undefined,
     private readonly deps: JobRunDeps,
   ) {
-    this.done = new Promise((resolve) => {
-      this.resolveDone = resolve;
-    });
-    this.startedAt = receivedAt;
-    const { options } = deps;
-    this.renewer = new LeaseRenewer({
-      queue: deps.queue,
-      clock: options.clock,
-      token: delivery.token,
-      deadline: delivery.deadline,
-      localDeadline: receivedAt + deps.leaseMs,
-      leaseMs: deps.leaseMs,
-      policy: options.renew,
-      renewAt: options.renewAt,
-      maxRenewals: options.maxRenewals,
-      onRenewed: () => {
-        deps.metrics.renewals += 1;
-      },
-      onRenewError: (error) => {
-        deps.metrics.renewalErrors += 1;
-        deps.onError(error, 'renew');
-      },
-      onLost: (reason) => this.loseLease(reason),
-    });
+    this.renewer = new LeaseRenewer(
+      deps.renewal,
+      this,
+      delivery.token,
+      delivery.deadline,
+      receivedAt + deps.leaseMs,
+    );
   }
 
   get token(): number {
     return this.delivery.token;
   }
 
-  get session(): string | undefined {
-    return this.deps.session;
+  /** Resolves with the final outcome. */
+  done(): Promise<OutcomeRecord> {
+    if (this.record !== undefined) return Promise.resolve(this.record);
+    this.donePromise ??= new Promise((resolve) => {
+      this.resolveDone = resolve;
+    });
+    return this.donePromise;
   }
 
-  /** Starts the handler and the lease keeping. */
+  /** Starts the lease keeping and the handler. */
   start(): void {
-    this.renewer.run().catch((error) => this.deps.onError(error, 'renew'));
-    void this.execute();
+    this.renewer.start();
+    this.handlerRunning = true;
+    const { id, payload, token, deliveryCount, redelivered, deadline } = this.delivery;
+    const job: Job<unknown> = Object.freeze({
+      id,
+      payload,
+      token,
+      deliveryCount,
+      redelivered,
+      deadline,
+    });
+    const ctx = new RunContext(this, id, payload, token, deliveryCount, redelivered);
+    let result: unknown;
+    try {
+      result = (this.deps.handler as Handler<unknown>)(job, ctx);
+    } catch (error) {
+      this.handlerThrew(error);
+      return;
+    }
+    if (isThenable(result)) {
+      result.then(
+        () => this.handlerReturned(),
+        (error: unknown) => this.handlerThrew(error),
+      );
+    } else {
+      this.handlerReturned();
+    }
   }
 
   /** One renewal step now (see LeaseRenewer.runOnce). */
@@ -112,10 +131,10 @@ export class JobRun {
   async release(): Promise<void> {
     if (!this.claim()) {
       // Settled or settling another way: wait until that has landed.
-      await this.done;
+      await this.done();
       return;
     }
-    this.abort.abort(new WorkerClosingError(`worker closing: job ${this.delivery.id} released`));
+    this.abort(new WorkerClosingError(`worker closing: job ${this.delivery.id} released`));
     await this.settleBy(() => release(this.deps.queue, this.token), 'stale-nack', {
       outcome: 'released',
       reason: 'shutdown',
@@ -125,42 +144,116 @@ export class JobRun {
   /** The lease is gone (expired, refused, session ended): the result will be dropped. */
   loseLease(reason: LeaseLossReason): void {
     if (!this.claim()) return;
-    this.abort.abort(new LeaseLostError(reason, this.delivery.id, this.token));
+    this.abort(new LeaseLostError(reason, this.delivery.id, this.token));
     this.finish({ outcome: 'lease-lost', reason });
   }
 
-  private get clock(): Clock {
-    return this.deps.options.clock;
+  // ContextOwner: what the handler's context reads and calls.
+
+  get leaseDeadline(): number {
+    return this.renewer.currentDeadline;
   }
 
-  private async execute(): Promise<void> {
-    const { handler } = this.deps;
-    this.handlerRunning = true;
-    let result: Parameters<typeof decide>[0];
-    try {
-      await (handler as Handler<unknown>)(this.job(), this.context());
-      result = { status: 'returned', duplicate: this.duplicateMarked };
-    } catch (error) {
-      result = { status: 'threw', error };
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
     }
-    this.handlerRunning = false;
-    if (this.abandoned) this.deps.metrics.abandonedHandlers -= 1;
-    if (!this.claim()) return;
-    const { id, deliveryCount } = this.delivery;
-    const decision = decide(result, {
-      id,
-      deliveryCount,
-      maxDeliveries: this.deps.maxDeliveries,
-      backoff: this.deps.options.backoff,
+    return this.controller.signal;
+  }
+
+  async extend(visibility: number = this.deps.leaseMs): Promise<number> {
+    if (!Number.isSafeInteger(visibility) || visibility <= 0) {
+      throw new ValidationError(
+        `extend: visibility must be a positive integer (ms), got ${visibility}`,
+      );
+    }
+    const lost = () => new LeaseLostError('renewal-refused', this.delivery.id, this.token);
+    if (this.claimed) throw this.abortReason ?? lost();
+    const deadline = await this.renewer.extend(visibility);
+    if (deadline === null) throw this.abortReason ?? lost();
+    return deadline;
+  }
+
+  progress(info?: unknown): void {
+    this.lastProgress = info;
+    this.renewer.progress();
+  }
+
+  markDuplicate(): void {
+    this.duplicateMarked = true;
+  }
+
+  // LeaseHolder: what the renewer reports.
+
+  leaseRenewed(): void {
+    this.deps.metrics.renewals += 1;
+  }
+
+  leaseRenewalFailed(error: unknown): void {
+    this.deps.metrics.renewalErrors += 1;
+    this.deps.onError(error, 'renew');
+  }
+
+  leaseLost(reason: LeaseLossReason): void {
+    this.loseLease(reason);
+  }
+
+  // AckWaiter: the answer of the coalesced ack.
+
+  ackAnswered(acked: boolean): void {
+    if (acked) {
+      this.finish(this.ackSettlement);
+      return;
+    }
+    this.deps.metrics.staleAcks += 1;
+    this.finish({
+      ...withoutDelay(this.ackSettlement),
+      outcome: 'lease-lost',
+      reason: 'stale-ack',
     });
-    if (decision.action !== 'ack') {
-      this.deps.metrics.lastError = { id, token: this.token, message: decision.error };
+  }
+
+  ackFailed(error: unknown): void {
+    this.settleFailed(this.ackSettlement, error);
+  }
+
+  private handlerReturned(): void {
+    if (!this.handlerEnded()) return;
+    this.ackSettlement = this.duplicateMarked ? DUPLICATE : ACKED;
+    this.deps.acks.add(this);
+  }
+
+  private handlerThrew(error: unknown): void {
+    if (!this.handlerEnded()) return;
+    const { id, deliveryCount } = this.delivery;
+    const decision = decide(
+      { status: 'threw', error },
+      {
+        id,
+        deliveryCount,
+        maxDeliveries: this.deps.maxDeliveries,
+        backoff: this.deps.options.backoff,
+      },
+    );
+    if (decision.action === 'ack') {
+      this.ackSettlement = settlementOf(decision);
+      this.deps.acks.add(this);
+      return;
     }
-    await this.settleBy(
+    this.deps.metrics.lastError = { id, token: this.token, message: decision.error };
+    void this.settleBy(
       () => applyDecision(this.deps.queue, this.token, decision),
-      decision.action === 'ack' ? 'stale-ack' : 'stale-nack',
+      'stale-nack',
       settlementOf(decision),
     );
+  }
+
+  /** The handler is done; true when its result still decides the job. */
+  private handlerEnded(): boolean {
+    this.handlerRunning = false;
+    if (this.abandoned) this.deps.metrics.abandonedHandlers -= 1;
+    return this.claim();
   }
 
   private async settleBy(
@@ -172,10 +265,7 @@ export class JobRun {
     try {
       settled = await call();
     } catch (error) {
-      this.deps.metrics.settleErrors += 1;
-      this.deps.onError(error, 'settle');
-      const failure = `${settlement.outcome} not settled: ${errorMessage(error)}`;
-      return this.finish({ outcome: 'lease-lost', reason: 'settle-failed', error: failure });
+      return this.settleFailed(settlement, error);
     }
     if (!settled) {
       if (stale === 'stale-ack') this.deps.metrics.staleAcks += 1;
@@ -183,6 +273,18 @@ export class JobRun {
       return this.finish({ ...withoutDelay(settlement), outcome: 'lease-lost', reason: stale });
     }
     this.finish(settlement);
+  }
+
+  private settleFailed(settlement: Settlement, error: unknown): void {
+    this.deps.metrics.settleErrors += 1;
+    this.deps.onError(error, 'settle');
+    const failure = `${settlement.outcome} not settled: ${errorMessage(error)}`;
+    this.finish({ outcome: 'lease-lost', reason: 'settle-failed', error: failure });
+  }
+
+  private abort(reason: Error): void {
+    this.abortReason = reason;
+    this.controller?.abort(reason);
   }
 
   private claim(): boolean {
@@ -197,86 +299,21 @@ export class JobRun {
   }
 
   private finish(settlement: Settlement): void {
-    const { id, token, deliveryCount } = this.delivery;
-    const record: OutcomeRecord = {
-      queue: this.deps.queue.name,
-      id,
-      token,
-      deliveryCount,
-      ...settlement,
-      durationMs: Math.max(0, this.clock.now() - this.startedAt),
-    };
+    const durationMs = Math.max(0, this.deps.options.clock.now() - this.receivedAt);
+    const record = outcomeRecord(this.deps.queueName, this.delivery, settlement, durationMs);
+    this.record = record;
     const dead = record.outcome === 'dead' || record.outcome === 'ambiguous';
-    this.deps.metrics.recordOutcome(
-      record.outcome,
-      record.durationMs,
-      dead ? record.reason : undefined,
-    );
-    const fields: Record<string, unknown> = { ...record };
-    if (record.outcome === 'lease-lost' && this.lastProgress !== undefined) {
-      fields.progress = this.lastProgress;
-    }
-    try {
-      this.deps.options.logger[LOG_LEVEL[record.outcome]](fields, `job ${record.outcome}`);
-    } catch {
-      // A failing logger must not leave a job unsettled.
-    }
+    this.deps.metrics.recordOutcome(record.outcome, durationMs, dead ? record.reason : undefined);
+    logOutcome(this.deps.options.logger, record, this.lastProgress);
     this.deps.onSettled(this, record);
-    this.resolveDone(record);
-  }
-
-  private job(): Job<unknown> {
-    const { id, payload, token, deliveryCount, redelivered, deadline } = this.delivery;
-    return Object.freeze({ id, payload, token, deliveryCount, redelivered, deadline });
-  }
-
-  private context(): JobContext<unknown> {
-    const run = this;
-    const { id, payload, token, deliveryCount, redelivered } = this.delivery;
-    return {
-      id,
-      payload,
-      token,
-      deliveryCount,
-      redelivered,
-      get deadline() {
-        return run.renewer.currentDeadline;
-      },
-      signal: this.abort.signal,
-      extend: (visibility = this.deps.leaseMs) => this.extend(visibility),
-      progress: (info?: unknown) => {
-        this.lastProgress = info;
-        this.renewer.progress();
-      },
-      duplicate: () => {
-        this.duplicateMarked = true;
-      },
-    };
-  }
-
-  private async extend(visibility: number): Promise<number> {
-    if (!Number.isSafeInteger(visibility) || visibility <= 0) {
-      throw new ValidationError(
-        `extend: visibility must be a positive integer (ms), got ${visibility}`,
-      );
-    }
-    const lost = () => new LeaseLostError('renewal-refused', this.delivery.id, this.token);
-    if (this.claimed) throw this.abort.signal.reason ?? lost();
-    const deadline = await this.renewer.extend(visibility);
-    if (deadline === null) throw this.abort.signal.reason ?? lost();
-    return deadline;
+    this.resolveDone?.(record);
   }
 }
 
-function settlementOf(decision: Decision): Settlement {
-  const settlement: Settlement = { outcome: decision.kind };
-  if (decision.reason !== undefined) settlement.reason = decision.reason;
-  if (decision.action !== 'ack') settlement.error = decision.error;
-  if (decision.action === 'retry') settlement.delay = decision.delay;
-  return settlement;
-}
-
-function withoutDelay(settlement: Settlement): Settlement {
-  const { delay: _delay, ...rest } = settlement;
-  return rest;
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }

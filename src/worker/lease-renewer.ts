@@ -2,54 +2,63 @@ import type { Clock } from '../broker/clock.js';
 import type { Queue } from '../broker/queue.js';
 import type { LeaseLossReason } from './errors.js';
 import type { RenewPolicy } from './options.js';
+import type { Scheduled, WakeScheduler } from './wake-scheduler.js';
 
 /** What one renewal step did. */
 export type RenewalStep = 'renewed' | 'waiting' | 'capped' | 'error' | 'lost' | 'stopped';
 
-export interface LeaseRenewerParams {
+/** How a worker renews leases: shared by every delivery it holds. */
+export interface RenewalConfig {
   queue: Queue;
   clock: Clock;
-  token: number;
-  /** The delivery's deadline as the queue reported it. */
-  deadline: number;
-  /** The same deadline on the worker's clock (see `localDeadline`). */
-  localDeadline: number;
+  /** The worker's one timer for all its leases. */
+  scheduler: WakeScheduler;
   /** Lease length asked for by each automatic renewal, ms. */
   leaseMs: number;
   policy: RenewPolicy;
   /** Share of a lease that has passed when it is renewed, (0, 1). */
   renewAt: number;
   maxRenewals: number;
-  onRenewed: () => void;
-  onRenewError: (error: unknown) => void;
-  onLost: (reason: LeaseLossReason) => void;
+}
+
+/** The holder of one lease: told when it was renewed, failed to be, or was lost. */
+export interface LeaseHolder {
+  leaseRenewed(): void;
+  leaseRenewalFailed(error: unknown): void;
+  leaseLost(reason: LeaseLossReason): void;
 }
 
 /**
  * Keeps one delivery's lease. It renews (queue.extend) when the `renewAt` share of the current
  * lease has passed, as the policy allows, and reports the lease lost when the queue refuses a
- * renewal (a stale token) or when the deadline passes without one. Durations are measured on
- * the worker's own clock: a deadline moves locally by exactly as much as the queue moved it, so
- * a skew between the worker's and the queue's clocks does not matter.
+ * renewal (a stale token) or when the deadline passes without one. It has no timer of its own:
+ * the worker's scheduler wakes it when a renewal or the deadline is due. Durations are
+ * measured on the worker's own clock: a deadline moves locally by exactly as much as the queue
+ * moved it, so a skew between the worker's and the queue's clocks does not matter.
  */
-export class LeaseRenewer {
+export class LeaseRenewer implements Scheduled {
+  heapIndex = -1;
+  wakeAt = 0;
   /** Automatic renewals so far (bounded by maxRenewals). */
   renewals = 0;
-  private deadline: number;
-  private localDeadline: number;
   private lastLeaseMs: number;
   private progressed = false;
   private capped = false;
   private stopped = false;
   private retryAt = 0;
-  private poke: AbortController | undefined;
-  private busy: Promise<unknown> = Promise.resolve();
+  private busy: Promise<unknown> | undefined;
   private lastError: unknown;
 
-  constructor(private readonly params: LeaseRenewerParams) {
-    this.deadline = params.deadline;
-    this.localDeadline = params.localDeadline;
-    this.lastLeaseMs = params.leaseMs;
+  constructor(
+    private readonly config: RenewalConfig,
+    private readonly holder: LeaseHolder,
+    private readonly token: number,
+    /** The delivery's deadline as the queue reported it. */
+    private deadline: number,
+    /** The same deadline on the worker's clock. */
+    private localDeadline: number,
+  ) {
+    this.lastLeaseMs = config.leaseMs;
   }
 
   /** The current deadline as the queue reported it (ms). */
@@ -65,47 +74,48 @@ export class LeaseRenewer {
   /** When the next automatic renewal is due (worker clock, ms); Infinity when none will be. */
   get renewalDueAt(): number {
     if (!this.mayRenew()) return Number.POSITIVE_INFINITY;
-    if (this.params.policy === 'on-progress' && !this.progressed) return Number.POSITIVE_INFINITY;
-    const slack = Math.ceil(this.lastLeaseMs * (1 - this.params.renewAt));
+    if (this.config.policy === 'on-progress' && !this.progressed) return Number.POSITIVE_INFINITY;
+    const slack = Math.ceil(this.lastLeaseMs * (1 - this.config.renewAt));
     return Math.max(this.localDeadline - slack, this.retryAt);
+  }
+
+  /** Starts keeping the lease: the scheduler wakes it when something is due. */
+  start(): void {
+    this.reschedule();
   }
 
   /** The handler reported progress: with 'on-progress', the next renewal may happen. */
   progress(): void {
     this.progressed = true;
-    this.poke?.abort();
+    if (this.config.policy === 'on-progress') this.reschedule();
   }
 
-  /** The job was settled or given up: no more renewals, the loop ends. */
+  /** The job was settled or given up: no more renewals. */
   stop(): void {
     this.stopped = true;
-    this.poke?.abort();
+    this.config.scheduler.cancel(this);
+  }
+
+  /** The scheduler's call: one step, then the next wake-up. */
+  wake(): void {
+    this.runOnce().catch((error: unknown) => this.holder.leaseRenewalFailed(error));
   }
 
   /** One step at the clock's now: report the lease lost, renew it, or do nothing yet. */
   async runOnce(): Promise<RenewalStep> {
     if (this.stopped) return 'stopped';
-    const now = this.params.clock.now();
+    const now = this.config.clock.now();
     if (now >= this.localDeadline) return this.lose('expired');
-    if (now < this.renewalDueAt) return 'waiting';
-    const step = await this.extendBy(this.params.leaseMs, true);
-    if (step === 'error')
-      this.retryAt = now + Math.max(1, Math.floor((this.localDeadline - now) / 2));
-    return step;
-  }
-
-  /** Runs `runOnce` whenever something is due, until the job is settled or the lease lost. */
-  async run(): Promise<void> {
-    for (;;) {
-      const step = await this.runOnce();
-      if (step === 'lost' || step === 'stopped') return;
-      const wakeAt = Math.min(this.localDeadline, this.renewalDueAt);
-      const poke = new AbortController();
-      this.poke = poke;
-      if (this.stopped) return;
-      await this.params.clock.sleep(Math.max(0, wakeAt - this.params.clock.now()), poke.signal);
-      this.poke = undefined;
+    if (now >= this.renewalDueAt) {
+      const step = await this.extendBy(this.config.leaseMs, true);
+      if (step === 'error') {
+        this.retryAt = now + Math.max(1, Math.floor((this.localDeadline - now) / 2));
+      }
+      this.reschedule();
+      return step;
     }
+    this.reschedule();
+    return 'waiting';
   }
 
   /**
@@ -114,28 +124,40 @@ export class LeaseRenewer {
    */
   async extend(visibility: number): Promise<number | null> {
     const step = await this.extendBy(visibility, false);
+    this.reschedule();
     if (step === 'lost' || step === 'stopped') return null;
     if (step === 'error') throw this.lastError;
     return this.deadline;
   }
 
+  /** Wakes at the deadline or at the next renewal, whichever comes first. */
+  private reschedule(): void {
+    if (this.stopped) return;
+    this.config.scheduler.schedule(this, Math.min(this.localDeadline, this.renewalDueAt));
+  }
+
   private extendBy(visibility: number, automatic: boolean): Promise<RenewalStep> {
-    const next = this.busy.then(() => this.extendNow(visibility, automatic));
+    const previous = this.busy;
+    const next =
+      previous === undefined
+        ? this.extendNow(visibility, automatic)
+        : previous.then(() => this.extendNow(visibility, automatic));
     this.busy = next.catch(() => undefined);
     return next;
   }
 
   private async extendNow(visibility: number, automatic: boolean): Promise<RenewalStep> {
     if (this.stopped) return 'stopped';
+    const { clock, queue } = this.config;
     // Two steps may have found a renewal due at once; the one that ran first made it.
-    if (automatic && this.params.clock.now() < this.renewalDueAt) return 'waiting';
-    const sentAt = this.params.clock.now();
+    if (automatic && clock.now() < this.renewalDueAt) return 'waiting';
+    const sentAt = clock.now();
     let deadline: number | null;
     try {
-      deadline = await this.params.queue.extend(this.params.token, visibility);
+      deadline = await queue.extend(this.token, visibility);
     } catch (error) {
       this.lastError = error;
-      this.params.onRenewError(error);
+      this.holder.leaseRenewalFailed(error);
       return 'error';
     }
     if (this.stopped) return 'stopped';
@@ -152,7 +174,7 @@ export class LeaseRenewer {
     this.localDeadline += deadline - this.deadline;
     this.deadline = deadline;
     this.lastLeaseMs = visibility;
-    this.params.onRenewed();
+    this.holder.leaseRenewed();
     return 'renewed';
   }
 
@@ -160,15 +182,16 @@ export class LeaseRenewer {
     return (
       !this.stopped &&
       !this.capped &&
-      this.params.policy !== 'never' &&
-      this.renewals < this.params.maxRenewals
+      this.config.policy !== 'never' &&
+      this.renewals < this.config.maxRenewals
     );
   }
 
   private lose(reason: LeaseLossReason): 'lost' {
     if (!this.stopped) {
       this.stopped = true;
-      this.params.onLost(reason);
+      this.config.scheduler.cancel(this);
+      this.holder.leaseLost(reason);
     }
     return 'lost';
   }

@@ -1,10 +1,18 @@
 import type { Clock } from '../broker/clock.js';
 
+/** The levels the worker logs at. */
+export type LogLevel = 'info' | 'warn' | 'error';
+
 /** What the worker logs through: pino and most structured loggers fit as they are. */
 export interface Logger {
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
   error(fields: Record<string, unknown>, message: string): void;
+  /**
+   * Optional (pino has it): false when lines of `level` are dropped, so the worker does not
+   * build them. Without it every line is built and handed over.
+   */
+  isLevelEnabled?(level: LogLevel): boolean;
 }
 
 export interface JsonLoggerOptions {
@@ -12,18 +20,29 @@ export interface JsonLoggerOptions {
   write?: (line: string) => void;
   /** The `time` of each line (ms). Default: no time field. */
   clock?: Clock;
+  /** The lowest level written: 'info' (default), 'warn' or 'error'. */
+  level?: LogLevel;
 }
+
+const RANK: Record<LogLevel, number> = { info: 0, warn: 1, error: 2 };
 
 /** A tiny logger: one JSON object per line, `{level, time?, msg, ...fields}`. */
 export function jsonLogger(options: JsonLoggerOptions = {}): Logger {
   const write = options.write ?? ((line: string) => process.stderr.write(line));
-  const line = (level: string) => (fields: Record<string, unknown>, message: string) => {
+  const lowest = RANK[options.level ?? 'info'];
+  const line = (level: LogLevel) => (fields: Record<string, unknown>, message: string) => {
+    if (RANK[level] < lowest) return;
     const time = options.clock?.now();
     write(
       `${safeJson({ level, ...(time === undefined ? {} : { time }), msg: message, ...fields })}\n`,
     );
   };
-  return { info: line('info'), warn: line('warn'), error: line('error') };
+  return {
+    info: line('info'),
+    warn: line('warn'),
+    error: line('error'),
+    isLevelEnabled: (level) => RANK[level] >= lowest,
+  };
 }
 
 /** Logs nothing: `logger: silentLogger`. */
@@ -31,7 +50,13 @@ export const silentLogger: Logger = {
   info() {},
   warn() {},
   error() {},
+  isLevelEnabled: () => false,
 };
+
+/** Whether `logger` wants lines of `level` (true when it cannot say). */
+export function isLevelEnabled(logger: Logger, level: LogLevel): boolean {
+  return typeof logger.isLevelEnabled !== 'function' || logger.isLevelEnabled(level) !== false;
+}
 
 function safeJson(value: unknown): string {
   try {

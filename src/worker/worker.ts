@@ -1,12 +1,15 @@
 import type { Queue } from '../broker/queue.js';
 import { backoffDelay, ClosedError, ValidationError } from '../core/index.js';
 import { abortableSleep } from './abortable-sleep.js';
+import { AckBatcher } from './ack-batcher.js';
 import { errorMessage } from './errors.js';
 import type { Handler, OutcomeRecord } from './job.js';
-import { JobRun } from './job-run.js';
+import { JobRun, type JobRunDeps } from './job-run.js';
+import { isLevelEnabled } from './logger.js';
 import { WorkerMetrics, type WorkerMetricsSnapshot } from './metrics.js';
 import { type ResolvedWorkerOptions, resolveWorkerOptions, type WorkerOptions } from './options.js';
 import { type HeartbeatStep, isSessionClosed, SessionKeeper } from './session-keeper.js';
+import { WakeScheduler } from './wake-scheduler.js';
 
 export interface CloseOptions {
   /** Milliseconds the jobs in hand may still take before they are released. Integer ≥ 0. Default 30000. */
@@ -45,7 +48,9 @@ export class Worker<P = unknown> {
     error: new Set<WorkerEvents['error']>(),
   };
   private readonly session: SessionKeeper | undefined;
-  private setup: Promise<{ maxDeliveries: number; leaseMs: number }> | undefined;
+  /** The one timer of every lease in hand. */
+  private readonly scheduler: WakeScheduler;
+  private setup: Promise<JobRunDeps> | undefined;
   private loop: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private closed = false;
@@ -66,6 +71,7 @@ export class Worker<P = unknown> {
     if (typeof handler !== 'function') issues.push('handler must be a function');
     this.options = resolveWorkerOptions(options, issues);
     this.queue = queue;
+    this.scheduler = new WakeScheduler(this.options.clock);
     if (this.options.session !== undefined) {
       this.session = new SessionKeeper({
         queue,
@@ -149,12 +155,34 @@ export class Worker<P = unknown> {
     return () => set.delete(listener);
   }
 
-  private ready() {
+  /** Reads the queue's options once; what every job run of this worker shares. */
+  private ready(): Promise<JobRunDeps> {
     this.setup ??= this.queue.options().then(
-      (queueOptions) => ({
-        maxDeliveries: queueOptions.maxDeliveries,
-        leaseMs: this.options.visibility ?? queueOptions.visibility,
-      }),
+      (queueOptions): JobRunDeps => {
+        const { options, queue } = this;
+        const leaseMs = options.visibility ?? queueOptions.visibility;
+        return {
+          queue,
+          queueName: queue.name,
+          handler: this.handler as Handler<never>,
+          options,
+          metrics: this.counters,
+          maxDeliveries: queueOptions.maxDeliveries,
+          leaseMs,
+          renewal: {
+            queue,
+            clock: options.clock,
+            scheduler: this.scheduler,
+            leaseMs,
+            policy: options.renew,
+            renewAt: options.renewAt,
+            maxRenewals: options.maxRenewals,
+          },
+          acks: new AckBatcher(queue),
+          onSettled: (run, record) => this.settled(run, record),
+          onError: (error, during) => this.reportError(error, during),
+        };
+      },
       (error: unknown) => {
         this.setup = undefined;
         throw error;
@@ -192,7 +220,7 @@ export class Worker<P = unknown> {
   }
 
   private async reserveAndStart(wait: number): Promise<number> {
-    const { maxDeliveries, leaseMs } = await this.ready();
+    const deps = await this.ready();
     const free = this.freeSlots();
     if (free === 0) return 0;
     this.reserving += free;
@@ -203,7 +231,7 @@ export class Worker<P = unknown> {
       deliveries = await this.queue.receive({
         max: free,
         wait,
-        visibility: leaseMs,
+        visibility: deps.leaseMs,
         signal: this.stopping.signal,
         ...(session === undefined ? {} : { session }),
       });
@@ -220,20 +248,9 @@ export class Worker<P = unknown> {
     }
     const receivedAt = this.options.clock.now();
     this.counters.received += deliveries.length;
-    const deps = {
-      queue: this.queue,
-      handler: this.handler as Handler<never>,
-      options: this.options,
-      metrics: this.counters,
-      maxDeliveries,
-      leaseMs,
-      session,
-      onSettled: (run: JobRun, record: OutcomeRecord) => this.settled(run, record),
-      onError: (error: unknown, during: 'renew' | 'settle') => this.reportError(error, during),
-    };
     let started = 0;
     for (const delivery of deliveries) {
-      const run = new JobRun(delivery, receivedAt, deps);
+      const run = new JobRun(delivery, receivedAt, session, deps);
       this.inHand.add(run);
       if (this.stopping.signal.aborted) {
         // Reserved while closing: give it back unrun.
@@ -252,6 +269,8 @@ export class Worker<P = unknown> {
 
   private settled(run: JobRun, record: OutcomeRecord): void {
     this.inHand.delete(run);
+    // Stepped by hand (no fetch loop): a stale lease timer must not keep the process alive.
+    if (this.loop === undefined && this.inHand.size === 0) this.scheduler.disarmIfEmpty();
     for (const listener of this.listeners.outcome) {
       try {
         listener(record);
@@ -280,6 +299,7 @@ export class Worker<P = unknown> {
     await this.graceUntilDone();
     await Promise.all([...this.inHand].map((run) => run.release()));
     await this.session?.close();
+    this.scheduler.stop();
     this.closed = true;
   }
 
@@ -287,7 +307,7 @@ export class Worker<P = unknown> {
   private async graceUntilDone(): Promise<void> {
     const { clock } = this.options;
     let allDone = false;
-    const done = Promise.all([...this.inHand].map((run) => run.done)).then(() => {
+    const done = Promise.all([...this.inHand].map((run) => run.done())).then(() => {
       allDone = true;
     });
     while (!allDone && clock.now() < this.graceEndsAt) {
@@ -301,10 +321,13 @@ export class Worker<P = unknown> {
 
   private reportError(error: unknown, during: WorkerErrorSource): void {
     try {
-      this.options.logger.error(
-        { queue: this.queue.name, during, error: errorMessage(error) },
-        `worker ${during} failed`,
-      );
+      const { logger } = this.options;
+      if (isLevelEnabled(logger, 'error')) {
+        logger.error(
+          { queue: this.queue.name, during, error: errorMessage(error) },
+          `worker ${during} failed`,
+        );
+      }
     } catch {
       // A failing logger must not stop the worker.
     }
