@@ -181,7 +181,9 @@ export class EngineQueue implements Queue {
       throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
     }
     const operation = build.reserve(reserve);
-    if (wait === 0) return this.run(operation);
+    // Jobs ready now are taken without the cost of parking on a wake-up.
+    const ready = await this.run(operation);
+    if (wait === 0 || ready.length > 0 || signal?.aborted) return ready;
     const until = this.clock.now() + wait;
     for (let first = true; ; first = false) {
       // Woken by the caller's signal or by closing: answer empty, touch nothing more.

@@ -1,3 +1,3 @@
 export { type Clock, ManualClock, SystemClock } from './clock.js';
 export { type BrokerOptions, EngineBroker, EngineQueue } from './engine-broker.js';
-export type { Broker, Queue, ReceiveOptions } from './queue.js';
+export type { Broker, BrokerTransaction, Queue, ReceiveOptions } from './queue.js';

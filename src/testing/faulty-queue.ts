@@ -131,8 +131,26 @@ export class FaultyQueue implements Queue {
     return this.sent('ack', token, () => this.inner.ack(token));
   }
 
-  ackMany(tokens: readonly number[]) {
-    return this.pass(() => this.inner.ackMany(tokens));
+  /** The faults of `ack` apply to a batch of acks as a whole: it is one request. */
+  async ackMany(tokens: readonly number[]): Promise<boolean[]> {
+    if (this.crashArmed) {
+      for (const token of tokens.slice(1)) this.calls.push({ op: 'ack', token, fate: 'dropped' });
+      return this.crashAt('ack', tokens[0] as number);
+    }
+    const lost = this.lostAcks.shift();
+    if (lost !== undefined) {
+      const results = lost.applied ? await this.pass(() => this.inner.ackMany(tokens)) : undefined;
+      tokens.forEach((token, index) => {
+        const fate = lost.applied ? 'answer-lost' : 'dropped';
+        this.calls.push({ op: 'ack', token, fate, result: results?.[index] });
+      });
+      throw new InjectedFaultError(`ack of tokens ${tokens.join(', ')} lost`);
+    }
+    const results = await this.pass(() => this.inner.ackMany(tokens));
+    tokens.forEach((token, index) => {
+      this.calls.push({ op: 'ack', token, fate: 'sent', result: results[index] });
+    });
+    return results;
   }
 
   nack(token: number, options?: NackOptions): Promise<boolean> {

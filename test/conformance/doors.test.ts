@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Broker, Queue } from '../../src/broker/index.js';
+import type { Broker, BrokerTransaction, Queue } from '../../src/broker/index.js';
 import { ValidationError } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
 import { leaseq } from '../cli/context.js';
@@ -125,9 +125,9 @@ describe('bad input through every door', () => {
         const door = DOORS.find((each) => each.name === doorName) as Door;
         const queue = await busyQueue(door.broker());
         const before = await state(queue);
-        const error = await call(queue).catch((caught) => caught);
+        const error: unknown = await call(queue).catch((caught: unknown) => caught);
         expect(error).toBeInstanceOf(ValidationError);
-        expect(error.code).toBe('INVALID_ARGUMENT');
+        expect((error as ValidationError).code).toBe('INVALID_ARGUMENT');
         expect(await state(queue)).toEqual(before);
         await door.broker().deleteQueue(queue.name);
       });
@@ -140,13 +140,12 @@ describe('bad input through every door', () => {
       const door = DOORS.find((each) => each.name === `queue on ${engine}`) as Door;
       const queue = await busyQueue(door.broker());
       const before = await state(queue);
-      for (const work of [
-        (tx: Parameters<Parameters<Broker['transaction']>[0]>[0]) =>
-          tx.publish(queue.name, { id: '', delay: -5 }),
-        (tx: Parameters<Parameters<Broker['transaction']>[0]>[0]) => tx.ack(queue.name, 0),
-        (tx: Parameters<Parameters<Broker['transaction']>[0]>[0]) =>
-          tx.nack(queue.name, 1, { delay: -1 }),
-      ]) {
+      const works: ((tx: BrokerTransaction) => Promise<unknown>)[] = [
+        (tx) => tx.publish(queue.name, { id: '', delay: -5 }),
+        (tx) => tx.ack(queue.name, 0),
+        (tx) => tx.nack(queue.name, 1, { delay: -1 }),
+      ];
+      for (const work of works) {
         const error = await door
           .broker()
           .transaction(work)
