@@ -26,6 +26,7 @@ import {
   recordAttempt,
   type SessionRecord,
 } from './records.js';
+import { checkLookedUpId } from './text.js';
 import type {
   AttemptOutcome,
   DeadLetter,
@@ -307,6 +308,7 @@ export class LeaseQueue {
 
   /** One job by id with its attempt history, or undefined. Takes no time. */
   job(id: string): JobView | undefined {
+    checkLookedUpId(id);
     const job = this.jobs.get(id);
     if (job === undefined) return undefined;
     const delivery = job.delivery;
