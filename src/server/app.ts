@@ -10,6 +10,7 @@ import type { Broker } from '../broker/index.js';
 import { ClosedError, ValidationError } from '../core/index.js';
 import { AccessControl, type ApiKeyConfig, authorize, type Principal } from './auth.js';
 import { mapError, ServerError } from './errors.js';
+import { answerClientError, answerFrameworkError } from './framework-errors.js';
 import { checkJsonDepth, DEFAULT_LIMITS, type Limits, LongPollGate } from './limits.js';
 import { ServerMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
@@ -90,6 +91,8 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
       },
     },
     schemaErrorFormatter: formatValidation,
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
   });
   app.server.headersTimeout = HEADERS_TIMEOUT_MS;
   // JSON only: any other content type is 415.
