@@ -55,7 +55,7 @@ export class ServerMetrics {
   );
   private readonly deadLetters = this.counter(
     'leaseq_dead_letters_total',
-    'Jobs dead-lettered, by reason (R13, R14)',
+    'Jobs dead-lettered, by reason kind (R17: max-deliveries, rejected, retries-exhausted, ambiguous, permanent)',
     ['queue', 'reason'],
   );
   private readonly processed = this.counter(
