@@ -39,3 +39,31 @@ describe('/metrics dead-letter series', () => {
     expect((await api('GET', '/v1/queues/cards/jobs/c9')).body.reason).toBe('declined by issuer 9');
   });
 });
+
+describe('/metrics per key', () => {
+  const ADMIN = 'admin-key-0123456789';
+  const SHOP = 'shop-key-0123456789';
+  const KEYS = [
+    { name: 'admin', key: ADMIN, allow: [{ queues: '*', actions: ['admin' as const] }] },
+    { name: 'shop', key: SHOP, allow: [{ queues: 'orders-*', actions: ['publish' as const] }] },
+  ];
+
+  it('shows a key only the queues it may see, as the queue list and stats do', async () => {
+    server = await startTestServer({ keys: KEYS });
+    await api('PUT', '/v1/queues/orders-eu', {}, ADMIN);
+    await api('PUT', '/v1/queues/payroll', {}, ADMIN);
+    const shop = (await api('GET', '/metrics', undefined, SHOP)).body as string;
+    expect(shop).toContain('leaseq_jobs{queue="orders-eu",state="ready"} 0');
+    expect(shop).not.toContain('payroll');
+    const listed = (await api('GET', '/v1/queues', undefined, SHOP)).body.queues.map(
+      (queue: { name: string }) => queue.name,
+    );
+    expect(listed).toEqual(['orders-eu']);
+    const admin = (await api('GET', '/metrics', undefined, ADMIN)).body as string;
+    expect(admin).toContain('leaseq_jobs{queue="payroll",state="ready"} 0');
+    expect(admin).toContain('leaseq_jobs{queue="orders-eu",state="ready"} 0');
+    // The shop's next scrape still hides what the admin's scrape showed.
+    expect((await api('GET', '/metrics', undefined, SHOP)).body).not.toContain('payroll');
+    expect((await api('GET', '/metrics')).status).toBe(401);
+  });
+});
