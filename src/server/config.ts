@@ -218,6 +218,9 @@ function parseKeys(raw: unknown, fromText: boolean): Parsed {
   return problems.length > 0 ? problem(problems.join('; ')) : ok(value);
 }
 
+/** What `Authorization: Bearer <key>` can carry intact: visible ASCII, no whitespace. */
+const BEARER_TOKEN = /^[!-~]+$/;
+
 function keyProblems(key: unknown, at: string): string[] {
   if (typeof key !== 'object' || key === null || Array.isArray(key))
     return [`${at} must be an object`];
@@ -231,6 +234,10 @@ function keyProblems(key: unknown, at: string): string[] {
     problems.push(`${at} needs exactly one of key and sha256`);
   } else if (secret !== undefined && (typeof secret !== 'string' || secret.length < 16)) {
     problems.push(`${at}.key must be a string of at least 16 characters`);
+  } else if (typeof secret === 'string' && !BEARER_TOKEN.test(secret)) {
+    problems.push(
+      `${at}.key must be printable ASCII without spaces (letters, digits and punctuation), as an Authorization: Bearer header carries it`,
+    );
   } else if (
     sha256 !== undefined &&
     (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(sha256))
