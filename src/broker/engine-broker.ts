@@ -27,7 +27,7 @@ export interface BrokerOptions {
 /** The in-process Broker: supplies `now` to an engine and waits for work on receivers' behalf. */
 export class EngineBroker implements Broker {
   readonly clock: Clock;
-  private readonly wakes = new WakeSignal();
+  private readonly wakes: WakeSignal;
   private readonly closing = new AbortController();
   private readonly stopListening: () => void;
 
@@ -36,6 +36,7 @@ export class EngineBroker implements Broker {
     options: BrokerOptions = {},
   ) {
     this.clock = options.clock ?? new SystemClock();
+    this.wakes = new WakeSignal(engine.watchWakes?.bind(engine));
     this.stopListening = engine.onWake((queue) => this.wakes.wake(queue));
   }
 

@@ -123,5 +123,11 @@ export interface Engine {
   transaction?<T>(work: (tx: EngineTransaction) => Promise<T>): Promise<T>;
   /** Registers a wake-up listener; returns its removal. */
   onWake(listener: WakeListener): () => void;
+  /**
+   * A receiver of `queue` waits from now until the returned release: an engine whose storage
+   * other processes write without notifying (SQLite) watches for their commits meanwhile and
+   * wakes `queue`'s listeners. Engines that notify, or are not shared, need not have it.
+   */
+  watchWakes?(queue: string): () => void;
   close(): Promise<void>;
 }

@@ -16,6 +16,7 @@ import type {
 } from '../engine.js';
 import { WakeHub } from '../wake-hub.js';
 import { GroupCommitExecutor } from './executor.js';
+import { ForeignWriteWatch } from './foreign-write-watch.js';
 import type { QueueAccess } from './queue-access.js';
 import { decodeOptions, insertQueueRow, loadQueueRow, readQueueOptions } from './queue-row.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
@@ -37,6 +38,11 @@ export interface SqlEngineParts {
   translateError?: (error: unknown) => unknown;
   /** The storage's own clock in ms, for storages shared by machines. */
   storageTime?: () => Promise<number>;
+  /**
+   * A number that changes whenever another connection commits (SQLite's data_version), for
+   * storages without notifications: read while receivers wait, so they wake on others' writes.
+   */
+  foreignWriteVersion?: () => number;
 }
 
 /** The Engine over SQL storage: queues are rows, jobs are rows, and every call is a transaction. */
@@ -47,6 +53,7 @@ export class SqlEngine implements Engine {
   readonly wakes = new WakeHub();
   private readonly executor: GroupCommitExecutor;
   private readonly access: QueueAccess;
+  private readonly foreignWrites: ForeignWriteWatch | undefined;
   private closed = false;
 
   constructor(private readonly parts: SqlEngineParts) {
@@ -55,6 +62,14 @@ export class SqlEngine implements Engine {
     if (parts.storageTime !== undefined) this.storageTime = parts.storageTime;
     this.executor = new GroupCommitExecutor(parts.acquire, parts.translateError);
     this.access = { dialect: parts.dialect, wakes: this.wakes, followClock: parts.followClock };
+    this.foreignWrites =
+      parts.foreignWriteVersion === undefined
+        ? undefined
+        : new ForeignWriteWatch(parts.foreignWriteVersion, (queue) => this.wakes.wake(queue));
+  }
+
+  watchWakes(queue: string): () => void {
+    return this.foreignWrites?.watch(queue) ?? (() => {});
   }
 
   async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
@@ -122,6 +137,7 @@ export class SqlEngine implements Engine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.foreignWrites?.close();
     this.executor.refuse(new ClosedError(`engine ${this.target} is closed`));
     await this.executor.drain();
     await this.parts.shutdown();
