@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { call, startTestServer, type TestServer } from './helpers.js';
 
@@ -65,5 +68,29 @@ describe('/metrics per key', () => {
     // The shop's next scrape still hides what the admin's scrape showed.
     expect((await api('GET', '/metrics', undefined, SHOP)).body).not.toContain('payroll');
     expect((await api('GET', '/metrics')).status).toBe(401);
+  });
+});
+
+describe('/metrics queue counters come from the storage', () => {
+  it('survive a restart over the same SQLite file, and their help text says what they count', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-metrics-'));
+    try {
+      const url = `sqlite:${join(dir, 'leaseq.db')}`;
+      server = await startTestServer({ url });
+      await api('PUT', '/v1/queues/kept', {});
+      await api('POST', '/v1/queues/kept/jobs/batch', { jobs: [{ id: 'a' }, { id: 'b' }] });
+      await server.close();
+      server = await startTestServer({ url });
+      const text = (await api('GET', '/metrics')).body as string;
+      expect(text).toContain('leaseq_published_total{queue="kept"} 2');
+      const help = text
+        .split('\n')
+        .find((line) => line.startsWith('# HELP leaseq_published_total'));
+      expect(help).toContain('read from the storage');
+      expect(help).toContain('the same on every server sharing it');
+    } finally {
+      await server?.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
