@@ -72,6 +72,22 @@ export class EngineBroker implements Broker {
     return engine.transaction((tx) => work(new ClockedTransaction(tx, this.clock)));
   }
 
+  async secretValues(name: string): Promise<string[]> {
+    this.checkOpen();
+    const secret = await this.engine.readSecret(name);
+    const previousValid =
+      secret.previous !== undefined && this.clock.now() < (secret.previousUntil ?? 0);
+    return previousValid ? [secret.current, secret.previous as string] : [secret.current];
+  }
+
+  async rotateSecret(name: string, graceMs: number): Promise<void> {
+    this.checkOpen();
+    if (!Number.isSafeInteger(graceMs) || graceMs < 0) {
+      throw new ValidationError(`graceMs must be an integer ≥ 0 (ms), got ${String(graceMs)}`);
+    }
+    await this.engine.rotateSecret(name, this.clock.now() + graceMs);
+  }
+
   /** Ends waiting receives (empty answers) and closes the engine. */
   async close(): Promise<void> {
     if (this.closing.signal.aborted) return;

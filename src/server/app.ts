@@ -15,6 +15,7 @@ import { checkJsonDepth, DEFAULT_LIMITS, type Limits, LongPollGate } from './lim
 import { ServerMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { QueueDirectory } from './queue-directory.js';
+import { useStoredReceiptKeys } from './receipt-keys.js';
 import { Receipts } from './receipts.js';
 import type { RouteSpec, Services } from './route.js';
 import { deadLetterRoutes } from './routes/dead-letters.js';
@@ -36,7 +37,10 @@ export interface AppOptions {
   limits?: Partial<Limits>;
   /** API keys. None: every request is allowed (the server must then listen on loopback only). */
   keys?: readonly ApiKeyConfig[];
-  /** The key receipts are signed with. Absent: a random one, so receipts die with the process. */
+  /**
+   * The key receipts are signed with. Absent: the secret kept in the storage (made at the first
+   * start), so restarts and every server over one storage agree.
+   */
   receiptSecret?: string;
   /** Default: silent. */
   logger?: FastifyBaseLogger;
@@ -55,16 +59,16 @@ const HEADERS_TIMEOUT_MS = 10_000;
 export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
   const logger = options.logger ?? pino({ level: 'silent' });
-  if (options.receiptSecret === undefined) {
-    logger.warn(
-      'no receiptSecret configured: a random one is used, so receipts will not survive a restart',
-    );
-  }
+  const receipts = new Receipts(options.receiptSecret ?? Receipts.randomSecret());
+  const stopReceiptKeys =
+    options.receiptSecret === undefined
+      ? await useStoredReceiptKeys(options.broker, receipts, logger)
+      : () => {};
   const shutdown = new AbortController();
   const services: Services = {
     broker: options.broker,
     queues: new QueueDirectory(options.broker),
-    receipts: new Receipts(options.receiptSecret ?? Receipts.randomSecret()),
+    receipts,
     access: new AccessControl(options.keys ?? []),
     limits,
     schemas: buildSchemas(limits),
@@ -113,7 +117,10 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   for (const spec of routes) register(app, spec, services);
   if (options.ui ?? true) registerDashboard(app, logger);
   // Waiting long polls answer (empty) before the server waits for requests in flight.
-  app.addHook('preClose', async () => shutdown.abort());
+  app.addHook('preClose', async () => {
+    stopReceiptKeys();
+    shutdown.abort();
+  });
   return app;
 }
 

@@ -17,7 +17,7 @@ export interface ServerConfig extends Limits {
   storage: string;
   /** SQLite: fsync (default) or os. */
   durability: 'fsync' | 'os';
-  /** At least 32 characters. Absent: random per start (receipts die with the process). */
+  /** At least 32 characters. Absent: the secret kept in the storage (docs/operations.md). */
   receiptSecret?: string;
   keys: ApiKeyConfig[];
   /** Default info. */
@@ -57,7 +57,7 @@ export const SETTINGS: readonly Setting[] = [
   {
     name: 'receiptSecret',
     kind: { type: 'string', minLength: 32 },
-    help: 'key receipts are signed with (≥ 32 characters)',
+    help: 'key receipts are signed with (≥ 32 characters; none: a secret kept in the storage)',
   },
   { name: 'keys', kind: { type: 'keys' }, help: 'API keys, a JSON array (see docs/operations.md)' },
   { name: 'logLevel', kind: { type: 'enum', values: LOG_LEVELS }, help: 'log level' },

@@ -14,11 +14,13 @@ import type {
   QueueInfo,
   WakeListener,
 } from '../engine.js';
+import { checkSecretName, type StoredSecret } from '../secrets.js';
 import { WakeHub } from '../wake-hub.js';
 import { GroupCommitExecutor } from './executor.js';
 import { ForeignWriteWatch } from './foreign-write-watch.js';
 import type { QueueAccess } from './queue-access.js';
 import { decodeOptions, insertQueueRow, loadQueueRow, readQueueOptions } from './queue-row.js';
+import { readOrCreateSecret, rotateStoredSecret } from './secret-rows.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 import { SqlQueue } from './sql-queue.js';
 import { SqlTransaction } from './sql-transaction.js';
@@ -126,6 +128,20 @@ export class SqlEngine implements Engine {
     this.checkOpen();
     return this.executor.submitExclusive((connection, batch) =>
       work(new SqlTransaction(connection, batch, this.access)),
+    );
+  }
+
+  readSecret(name: string): Promise<StoredSecret> {
+    this.checkOpen();
+    checkSecretName(name);
+    return this.executor.submit((connection) => readOrCreateSecret(connection, name));
+  }
+
+  rotateSecret(name: string, previousUntil: number): Promise<StoredSecret> {
+    this.checkOpen();
+    checkSecretName(name);
+    return this.executor.submit((connection) =>
+      rotateStoredSecret(connection, name, previousUntil),
     );
   }
 
