@@ -4,6 +4,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
   type FastifySchemaValidationError,
+  LogController,
 } from 'fastify';
 import { pino } from 'pino';
 import type { Broker } from '../broker/index.js';
@@ -79,7 +80,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     // Access lines cost a tenth of a busy server's CPU: they are logged at debug (onResponse).
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: limits.maxBodyBytes,
     // A job id of 256 characters, percent-encoded, fits.
     routerOptions: { maxParamLength: 4096 },
@@ -134,8 +135,9 @@ function installHooks(app: FastifyInstance, services: Services): void {
   });
   // Answers sent while shutting down close their connection, so that close() need not wait
   // for idle keep-alive connections.
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', async (_request, reply, payload) => {
     if (services.shutdown.aborted) reply.header('connection', 'close');
+    return endWithNewline(reply, payload);
   });
   app.addHook('preValidation', async (request) => {
     checkJsonDepth(request.body, services.limits.maxJsonDepth);
@@ -243,6 +245,13 @@ async function withSignals<T>(
     reply.raw.off('close', onClose);
     shutdown.removeEventListener('abort', onShutdown);
   }
+}
+
+/** JSON answers end with a newline, as text printed to a terminal should (curl, logs). */
+function endWithNewline(reply: FastifyReply, payload: unknown): unknown {
+  const type = reply.getHeader('content-type');
+  const json = typeof type === 'string' && type.startsWith('application/json');
+  return json && typeof payload === 'string' && !payload.endsWith('\n') ? `${payload}\n` : payload;
 }
 
 /** Every schema problem of a request, in one INVALID_ARGUMENT error. */

@@ -12,7 +12,11 @@ export function answerFrameworkError(
   reply: FastifyReply,
 ): FastifyReply {
   const answer = frameworkAnswer(error);
-  return reply.status(answer.status).send(answer.body);
+  // No route hooks run here: the body is sent as text, ending with a newline like the others.
+  return reply
+    .status(answer.status)
+    .type('application/json; charset=utf-8')
+    .send(`${JSON.stringify(answer.body)}\n`);
 }
 
 function frameworkAnswer(error: FastifyError): { status: number; body: ErrorBody } {
