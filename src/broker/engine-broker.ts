@@ -27,7 +27,7 @@ export interface BrokerOptions {
 /** The in-process Broker: supplies `now` to an engine and waits for work on receivers' behalf. */
 export class EngineBroker implements Broker {
   readonly clock: Clock;
-  private readonly wakes = new WakeSignal();
+  private readonly wakes: WakeSignal;
   private readonly closing = new AbortController();
   private readonly stopListening: () => void;
 
@@ -36,6 +36,7 @@ export class EngineBroker implements Broker {
     options: BrokerOptions = {},
   ) {
     this.clock = options.clock ?? new SystemClock();
+    this.wakes = new WakeSignal(engine.watchWakes?.bind(engine));
     this.stopListening = engine.onWake((queue) => this.wakes.wake(queue));
   }
 
@@ -69,6 +70,22 @@ export class EngineBroker implements Broker {
       throw new UnsupportedError(`${engine.target} has no transactions; use a SQL engine`);
     }
     return engine.transaction((tx) => work(new ClockedTransaction(tx, this.clock)));
+  }
+
+  async secretValues(name: string): Promise<string[]> {
+    this.checkOpen();
+    const secret = await this.engine.readSecret(name);
+    const previousValid =
+      secret.previous !== undefined && this.clock.now() < (secret.previousUntil ?? 0);
+    return previousValid ? [secret.current, secret.previous as string] : [secret.current];
+  }
+
+  async rotateSecret(name: string, graceMs: number): Promise<void> {
+    this.checkOpen();
+    if (!Number.isSafeInteger(graceMs) || graceMs < 0) {
+      throw new ValidationError(`graceMs must be an integer ≥ 0 (ms), got ${String(graceMs)}`);
+    }
+    await this.engine.rotateSecret(name, this.clock.now() + graceMs);
   }
 
   /** Ends waiting receives (empty answers) and closes the engine. */

@@ -97,5 +97,13 @@ export interface Broker {
    * an UnsupportedError where the storage has no transactions (memory, HTTP).
    */
   transaction<T>(work: (tx: BrokerTransaction) => Promise<T>): Promise<T>;
+  /**
+   * The values of a secret kept in the storage (see Engine.readSecret) that are valid now:
+   * the current one first, then the previous one while its grace period lasts. Made at the
+   * first call. In-process brokers only.
+   */
+  secretValues?(name: string): Promise<string[]>;
+  /** Replaces a stored secret with a new random one; the old one stays valid for `graceMs`. */
+  rotateSecret?(name: string, graceMs: number): Promise<void>;
   close(): Promise<void>;
 }

@@ -2,6 +2,9 @@
 export class WakeSignal {
   private readonly parked = new Map<string, Set<() => void>>();
 
+  /** `watch(queue)` is told while a receiver of `queue` is parked (see Engine.watchWakes). */
+  constructor(private readonly watch?: (queue: string) => () => void) {}
+
   /** Resolves at the next wake of `queue`, or when the returned promise is abandoned. */
   next(queue: string, signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
@@ -12,7 +15,9 @@ export class WakeSignal {
         this.parked.set(queue, set);
       }
       const waiters = set;
+      const unwatch = this.watch?.(queue);
       const done = () => {
+        unwatch?.();
         waiters.delete(done);
         if (waiters.size === 0 && this.parked.get(queue) === waiters) this.parked.delete(queue);
         signal.removeEventListener('abort', done);

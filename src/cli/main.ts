@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { ParentWatch, startedByNpm } from './parent-watch.js';
 import { runCli } from './run.js';
 
 /** The only place that reads argv, listens for signals or sets the exit code. */
@@ -6,6 +7,10 @@ const stop = new AbortController();
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => stop.abort());
 }
+// Under npm or npx the signal may stop at the wrapper's shell: stop when the parent goes.
+const parentWatch = startedByNpm(process.env)
+  ? new ParentWatch(() => stop.abort()).start()
+  : undefined;
 
 const code = await runCli(process.argv.slice(2), {
   stdout: process.stdout,
@@ -15,6 +20,7 @@ const code = await runCli(process.argv.slice(2), {
   stop: stop.signal,
 });
 process.exitCode = code;
+parentWatch?.stop();
 // Nothing else should keep the process: a second signal is not needed to leave.
 process.removeAllListeners('SIGTERM');
 process.removeAllListeners('SIGINT');

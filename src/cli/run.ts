@@ -7,6 +7,7 @@ import { deadList, deadRedrive } from './commands/dead.js';
 import { publish } from './commands/publish.js';
 import { queueCreate, queueList, queueStats } from './commands/queue.js';
 import { receive } from './commands/receive.js';
+import { secretRotate } from './commands/secret.js';
 import { serve } from './commands/serve.js';
 import { ack, nack } from './commands/settle.js';
 import { REMOTE_DETAILS, REMOTE_OPTIONS } from './remote.js';
@@ -22,6 +23,7 @@ export const COMMANDS: readonly Command[] = [
   nack,
   deadList,
   deadRedrive,
+  secretRotate,
 ];
 
 /** Runs `leaseq <argv…>` and resolves to the exit code. Never exits the process itself. */

@@ -1,3 +1,4 @@
+export { DEAD_LETTER_KINDS, type DeadLetterKind } from './dead-letter-kinds.js';
 export {
   ClockError,
   ClosedError,

@@ -1,4 +1,5 @@
 import { copyCounters, newCounters } from './counters.js';
+import { deadLetterKind } from './dead-letter-kinds.js';
 import { ClockError, LeaseqError, SessionClosedError } from './errors.js';
 import { IndexedHeap } from './heap.js';
 import {
@@ -26,6 +27,7 @@ import {
   recordAttempt,
   type SessionRecord,
 } from './records.js';
+import { checkLookedUpId } from './text.js';
 import type {
   AttemptOutcome,
   DeadLetter,
@@ -307,6 +309,7 @@ export class LeaseQueue {
 
   /** One job by id with its attempt history, or undefined. Takes no time. */
   job(id: string): JobView | undefined {
+    checkLookedUpId(id);
     const job = this.jobs.get(id);
     if (job === undefined) return undefined;
     const delivery = job.delivery;
@@ -725,7 +728,8 @@ export class LeaseQueue {
     job.deadReason = reason;
     job.deadAt = now;
     this.dead.set(job.id, job);
-    this.counters.deadLetters[reason] = (this.counters.deadLetters[reason] ?? 0) + 1;
+    const kind = deadLetterKind(reason);
+    this.counters.deadLetters[kind] = (this.counters.deadLetters[kind] ?? 0) + 1;
   }
 
   /** Keeps the delivery's ack-timer iff it can still trip its session's ackTimeout. */

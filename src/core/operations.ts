@@ -1,4 +1,5 @@
 import { type CodedError, ValidationError } from './errors.js';
+import { isStorableText } from './text.js';
 import type { Delivery, PublishResult, QueueStats } from './types.js';
 import { MAX_ID_LENGTH, Problems, show } from './validate.js';
 
@@ -463,7 +464,11 @@ function isValidJob(input: unknown): boolean {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return false;
   const { id, delay } = input as Fields;
   return (
-    (id === undefined || (typeof id === 'string' && id.length > 0 && id.length <= MAX_ID_LENGTH)) &&
+    (id === undefined ||
+      (typeof id === 'string' &&
+        id.length > 0 &&
+        id.length <= MAX_ID_LENGTH &&
+        isStorableText(id))) &&
     (delay === undefined || (Number.isSafeInteger(delay) && (delay as number) >= 0))
   );
 }

@@ -15,7 +15,7 @@ export interface QueueOptions {
 export type ResolvedQueueOptions = Required<QueueOptions>;
 
 export interface PublishInput {
-  /** The job id: the name of the work. Generated when omitted. 1..256 characters. */
+  /** The job id: the name of the work. Generated when omitted. 1..256 characters (R18). */
   id?: string;
   /** Opaque JSON. */
   payload?: unknown;

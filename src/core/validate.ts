@@ -1,4 +1,5 @@
 import { ClockError, ValidationError } from './errors.js';
+import { isStorableText, STORABLE_TEXT_RULE } from './text.js';
 import type {
   NackOptions,
   PublishInput,
@@ -48,12 +49,16 @@ export class Problems {
       this.list.push(
         `${name} must be a string of 1 to ${MAX_ID_LENGTH} characters, got ${show(value)}`,
       );
+    } else if (!isStorableText(value)) {
+      this.list.push(`${name} must be ${STORABLE_TEXT_RULE} (R18), got ${show(value)}`);
     }
   }
 
   reason(name: string, value: unknown): void {
     if (typeof value !== 'string' || value.length === 0 || value.length > 1024) {
       this.list.push(`${name} must be a string of 1 to 1024 characters, got ${show(value)}`);
+    } else if (!isStorableText(value)) {
+      this.list.push(`${name} must be ${STORABLE_TEXT_RULE} (R18), got ${show(value)}`);
     }
   }
 

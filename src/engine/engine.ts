@@ -16,6 +16,7 @@ import type {
   ResolvedQueueOptions,
   SessionOptions,
 } from '../core/index.js';
+import type { StoredSecret } from './secrets.js';
 
 /** What an engine can do beyond the contract every engine keeps. */
 export interface EngineCapabilities {
@@ -123,5 +124,18 @@ export interface Engine {
   transaction?<T>(work: (tx: EngineTransaction) => Promise<T>): Promise<T>;
   /** Registers a wake-up listener; returns its removal. */
   onWake(listener: WakeListener): () => void;
+  /**
+   * The named secret kept in the storage (e.g. `receipt`, the receipt signing key), made once
+   * (32 random bytes) at its first read: every process sharing the storage reads the same one.
+   */
+  readSecret(name: string): Promise<StoredSecret>;
+  /** Replaces the secret with a new random one; the old one stays `previous` until `previousUntil` (ms). */
+  rotateSecret(name: string, previousUntil: number): Promise<StoredSecret>;
+  /**
+   * A receiver of `queue` waits from now until the returned release: an engine whose storage
+   * other processes write without notifying (SQLite) watches for their commits meanwhile and
+   * wakes `queue`'s listeners. Engines that notify, or are not shared, need not have it.
+   */
+  watchWakes?(queue: string): () => void;
   close(): Promise<void>;
 }

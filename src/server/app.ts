@@ -4,16 +4,19 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
   type FastifySchemaValidationError,
+  LogController,
 } from 'fastify';
 import { pino } from 'pino';
 import type { Broker } from '../broker/index.js';
 import { ClosedError, ValidationError } from '../core/index.js';
 import { AccessControl, type ApiKeyConfig, authorize, type Principal } from './auth.js';
 import { mapError, ServerError } from './errors.js';
+import { answerClientError, answerFrameworkError } from './framework-errors.js';
 import { checkJsonDepth, DEFAULT_LIMITS, type Limits, LongPollGate } from './limits.js';
 import { ServerMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { QueueDirectory } from './queue-directory.js';
+import { useStoredReceiptKeys } from './receipt-keys.js';
 import { Receipts } from './receipts.js';
 import type { RouteSpec, Services } from './route.js';
 import { deadLetterRoutes } from './routes/dead-letters.js';
@@ -35,7 +38,10 @@ export interface AppOptions {
   limits?: Partial<Limits>;
   /** API keys. None: every request is allowed (the server must then listen on loopback only). */
   keys?: readonly ApiKeyConfig[];
-  /** The key receipts are signed with. Absent: a random one, so receipts die with the process. */
+  /**
+   * The key receipts are signed with. Absent: the secret kept in the storage (made at the first
+   * start), so restarts and every server over one storage agree.
+   */
   receiptSecret?: string;
   /** Default: silent. */
   logger?: FastifyBaseLogger;
@@ -54,16 +60,16 @@ const HEADERS_TIMEOUT_MS = 10_000;
 export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
   const logger = options.logger ?? pino({ level: 'silent' });
-  if (options.receiptSecret === undefined) {
-    logger.warn(
-      'no receiptSecret configured: a random one is used, so receipts will not survive a restart',
-    );
-  }
+  const receipts = new Receipts(options.receiptSecret ?? Receipts.randomSecret());
+  const stopReceiptKeys =
+    options.receiptSecret === undefined
+      ? await useStoredReceiptKeys(options.broker, receipts, logger)
+      : () => {};
   const shutdown = new AbortController();
   const services: Services = {
     broker: options.broker,
     queues: new QueueDirectory(options.broker),
-    receipts: new Receipts(options.receiptSecret ?? Receipts.randomSecret()),
+    receipts,
     access: new AccessControl(options.keys ?? []),
     limits,
     schemas: buildSchemas(limits),
@@ -74,7 +80,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     // Access lines cost a tenth of a busy server's CPU: they are logged at debug (onResponse).
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: limits.maxBodyBytes,
     // A job id of 256 characters, percent-encoded, fits.
     routerOptions: { maxParamLength: 4096 },
@@ -90,6 +96,8 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
       },
     },
     schemaErrorFormatter: formatValidation,
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
   });
   app.server.headersTimeout = HEADERS_TIMEOUT_MS;
   // JSON only: any other content type is 415.
@@ -110,7 +118,10 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   for (const spec of routes) register(app, spec, services);
   if (options.ui ?? true) registerDashboard(app, logger);
   // Waiting long polls answer (empty) before the server waits for requests in flight.
-  app.addHook('preClose', async () => shutdown.abort());
+  app.addHook('preClose', async () => {
+    stopReceiptKeys();
+    shutdown.abort();
+  });
   return app;
 }
 
@@ -124,8 +135,9 @@ function installHooks(app: FastifyInstance, services: Services): void {
   });
   // Answers sent while shutting down close their connection, so that close() need not wait
   // for idle keep-alive connections.
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', async (_request, reply, payload) => {
     if (services.shutdown.aborted) reply.header('connection', 'close');
+    return endWithNewline(reply, payload);
   });
   app.addHook('preValidation', async (request) => {
     checkJsonDepth(request.body, services.limits.maxJsonDepth);
@@ -233,6 +245,13 @@ async function withSignals<T>(
     reply.raw.off('close', onClose);
     shutdown.removeEventListener('abort', onShutdown);
   }
+}
+
+/** JSON answers end with a newline, as text printed to a terminal should (curl, logs). */
+function endWithNewline(reply: FastifyReply, payload: unknown): unknown {
+  const type = reply.getHeader('content-type');
+  const json = typeof type === 'string' && type.startsWith('application/json');
+  return json && typeof payload === 'string' && !payload.endsWith('\n') ? `${payload}\n` : payload;
 }
 
 /** Every schema problem of a request, in one INVALID_ARGUMENT error. */

@@ -17,7 +17,7 @@ export interface ServerConfig extends Limits {
   storage: string;
   /** SQLite: fsync (default) or os. */
   durability: 'fsync' | 'os';
-  /** At least 32 characters. Absent: random per start (receipts die with the process). */
+  /** At least 32 characters. Absent: the secret kept in the storage (docs/operations.md). */
   receiptSecret?: string;
   keys: ApiKeyConfig[];
   /** Default info. */
@@ -57,7 +57,7 @@ export const SETTINGS: readonly Setting[] = [
   {
     name: 'receiptSecret',
     kind: { type: 'string', minLength: 32 },
-    help: 'key receipts are signed with (≥ 32 characters)',
+    help: 'key receipts are signed with (≥ 32 characters; none: a secret kept in the storage)',
   },
   { name: 'keys', kind: { type: 'keys' }, help: 'API keys, a JSON array (see docs/operations.md)' },
   { name: 'logLevel', kind: { type: 'enum', values: LOG_LEVELS }, help: 'log level' },
@@ -218,6 +218,9 @@ function parseKeys(raw: unknown, fromText: boolean): Parsed {
   return problems.length > 0 ? problem(problems.join('; ')) : ok(value);
 }
 
+/** What `Authorization: Bearer <key>` can carry intact: visible ASCII, no whitespace. */
+const BEARER_TOKEN = /^[!-~]+$/;
+
 function keyProblems(key: unknown, at: string): string[] {
   if (typeof key !== 'object' || key === null || Array.isArray(key))
     return [`${at} must be an object`];
@@ -231,6 +234,10 @@ function keyProblems(key: unknown, at: string): string[] {
     problems.push(`${at} needs exactly one of key and sha256`);
   } else if (secret !== undefined && (typeof secret !== 'string' || secret.length < 16)) {
     problems.push(`${at}.key must be a string of at least 16 characters`);
+  } else if (typeof secret === 'string' && !BEARER_TOKEN.test(secret)) {
+    problems.push(
+      `${at}.key must be printable ASCII without spaces (letters, digits and punctuation), as an Authorization: Bearer header carries it`,
+    );
   } else if (
     sha256 !== undefined &&
     (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(sha256))

@@ -23,6 +23,13 @@ const COUNTERS: Record<
   purged: ['leaseq_purged_total', 'Dead jobs removed for good'],
 };
 
+/**
+ * Queue counters are totals kept in the storage, not counts of this process: every server over
+ * one storage shows the same values (aggregate with max, not sum) and they survive restarts.
+ */
+const FROM_STORAGE =
+  '; read from the storage at scrape: the same on every server sharing it, kept across restarts';
+
 const JOB_STATES: readonly JobState[] = ['ready', 'delayed', 'active', 'dead'];
 
 /** Prometheus metrics of one server: HTTP traffic, and every queue's R17 figures read at scrape. */
@@ -54,7 +61,7 @@ export class ServerMetrics {
   );
   private readonly deadLetters = this.counter(
     'leaseq_dead_letters_total',
-    'Jobs dead-lettered, by reason (R13, R14)',
+    'Jobs dead-lettered, by reason kind (R17: max-deliveries, rejected, retries-exhausted, ambiguous, permanent)',
     ['queue', 'reason'],
   );
   private readonly processed = this.counter(
@@ -129,7 +136,13 @@ export class ServerMetrics {
     return new Gauge({ name, help, labelNames, registers: [this.registry] });
   }
 
+  /** A queue counter: its help says where the value comes from (FROM_STORAGE). */
   private counter<L extends string>(name: string, help: string, labelNames: L[]): Counter<L> {
-    return new Counter({ name, help, labelNames, registers: [this.registry] });
+    return new Counter({
+      name,
+      help: `${help}${FROM_STORAGE}`,
+      labelNames,
+      registers: [this.registry],
+    });
   }
 }

@@ -25,10 +25,17 @@ export interface ReceiptClaim {
  * handles are signed the same way, so a guessed session id cannot be used either.
  */
 export class Receipts {
-  private readonly key: Buffer;
+  /** The first signs; every one verifies (the one before a rotation, during its grace period). */
+  private keys: readonly Buffer[];
 
   constructor(secret: string | Buffer) {
-    this.key = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret;
+    this.keys = [toKey(secret)];
+  }
+
+  /** Signs with `secrets[0]` from now on and accepts receipts signed with any of them. */
+  useKeys(secrets: readonly (string | Buffer)[]): void {
+    if (secrets.length === 0) throw new Error('Receipts need at least one secret');
+    this.keys = secrets.map(toKey);
   }
 
   /** A fresh random secret, for a server started without one. */
@@ -48,10 +55,11 @@ export class Receipts {
   verify(queue: string, receipt: string): ReceiptClaim {
     const bytes = decodeBase64url(receipt);
     const claim = bytes.length > RECEIPT_HEADER_BYTES ? decodeReceipt(bytes) : undefined;
-    const expected =
-      claim === undefined ? undefined : this.mac(['receipt', queue, String(claim.token), claim.id]);
     const given = bytes.subarray(9, RECEIPT_HEADER_BYTES);
-    if (claim === undefined || expected === undefined || !sameBytes(expected, given)) {
+    if (
+      claim === undefined ||
+      !this.signedHere(['receipt', queue, String(claim.token), claim.id], given)
+    ) {
       throw new ServerError('INVALID_RECEIPT', `the receipt was not issued for queue ${queue}`);
     }
     return claim;
@@ -71,11 +79,9 @@ export class Receipts {
       bytes.length > SESSION_HEADER_BYTES && bytes[0] === SESSION_VERSION
         ? decodeUtf8(bytes.subarray(SESSION_HEADER_BYTES))
         : undefined;
-    const expected = sessionId === undefined ? undefined : this.mac(['session', queue, sessionId]);
     if (
       sessionId === undefined ||
-      expected === undefined ||
-      !sameBytes(expected, bytes.subarray(1, SESSION_HEADER_BYTES))
+      !this.signedHere(['session', queue, sessionId], bytes.subarray(1, SESSION_HEADER_BYTES))
     ) {
       throw new ValidationError(`unknown session for queue ${queue}`);
     }
@@ -93,8 +99,13 @@ export class Receipts {
   }
 
   /** JSON of the fields keeps them unambiguous whatever characters a job id holds. */
-  private mac(fields: readonly string[]): Buffer {
-    return createHmac('sha256', this.key).update(JSON.stringify(fields)).digest();
+  private mac(fields: readonly string[], key = this.keys[0] as Buffer): Buffer {
+    return createHmac('sha256', key).update(JSON.stringify(fields)).digest();
+  }
+
+  /** True when `given` is the MAC of `fields` under one of the accepted keys. */
+  private signedHere(fields: readonly string[], given: Buffer): boolean {
+    return this.keys.some((key) => sameBytes(this.mac(fields, key), given));
   }
 }
 
@@ -118,6 +129,10 @@ function decodeUtf8(bytes: Uint8Array): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+function toKey(secret: string | Buffer): Buffer {
+  return typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret;
 }
 
 function sameBytes(a: Buffer, b: Buffer): boolean {

@@ -71,6 +71,7 @@ export async function startServer(
       url,
       storage: redactUrl(config.storage),
       keys: config.keys.length,
+      pid: process.pid,
       ...(config.ui ? { dashboard: `${url}/ui/` } : {}),
     },
     `leaseq listening on ${url}`,

@@ -94,6 +94,24 @@ describe('SQLite storage errors', () => {
     after.close();
   });
 
+  it('a migration numbered below the newest applied one (merged later) is still applied once', async () => {
+    const path = join(dir, 'gap.db');
+    const engine = await openEngine(`sqlite:${path}`);
+    await engine.close();
+    // As written by a build that had 0006 but not yet 0005.
+    const raw = new Database(path);
+    raw.exec('DROP TABLE leaseq_secrets');
+    raw.prepare('DELETE FROM leaseq_schema WHERE version = 5').run();
+    raw.close();
+    const reopened = await openEngine(`sqlite:${path}`);
+    expect((await reopened.readSecret('receipt')).current).toMatch(/^[0-9a-f]{64}$/);
+    await reopened.close();
+    const after = new Database(path);
+    const versions = after.prepare('SELECT version FROM leaseq_schema ORDER BY version').all();
+    after.close();
+    expect(versions.map((row) => (row as { version: number }).version)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
   it('bad options and URLs: ValidationError', async () => {
     await expect(openEngine('sqlite:')).rejects.toBeInstanceOf(ValidationError);
     await expect(

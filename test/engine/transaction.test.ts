@@ -1,6 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { EngineBroker } from '../../src/broker/index.js';
-import { ClockError, ManualClock, openEngine, UnsupportedError } from '../../src/index.js';
+import {
+  ClockError,
+  ManualClock,
+  openEngine,
+  UnsupportedError,
+  ValidationError,
+} from '../../src/index.js';
 import { engineFactories, queueName } from '../conformance/engines.js';
 
 // The transactional ack: a business write and the ack commit or roll back together.
@@ -153,6 +159,23 @@ describe.each(sqlEngines)('transactional ack on $name', (factory) => {
     });
     await engine.deleteQueue(name);
     await engine.close();
+  });
+
+  it('R18 a publish or inbox claim inside a transaction refuses ids no engine can store', async () => {
+    const { broker, name, queue, close } = await setup();
+    for (const id of ['a\u0000b', '\ud800', '']) {
+      await expect(broker.transaction((tx) => tx.publish(name, { id }))).rejects.toBeInstanceOf(
+        ValidationError,
+      );
+      await expect(broker.transaction((tx) => tx.claimOnce('c', id))).rejects.toBeInstanceOf(
+        ValidationError,
+      );
+    }
+    await expect(
+      broker.transaction((tx) => tx.publish(name, { id: 'd', delay: -1 })),
+    ).rejects.toBeInstanceOf(ValidationError);
+    expect((await queue.inspect()).ready).toEqual([]);
+    await close();
   });
 });
 

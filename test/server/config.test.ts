@@ -94,4 +94,20 @@ describe('loadConfig', () => {
       'maxBodyBytes: must be at least maxPayloadBytes + 1024 (5120) so that one job of the largest payload fits',
     ]);
   });
+
+  it('refuses an API key a Bearer header can never carry: whitespace, control or non-ASCII characters', () => {
+    const grant = [{ queues: '*', actions: ['admin'] }];
+    const keys = JSON.stringify([
+      { name: 'space', key: 'a key with spaces 0123456789', allow: grant },
+      { name: 'tab', key: 'tabbed\tkey-0123456789', allow: grant },
+      { name: 'edge', key: ' leading-space-0123456789', allow: grant },
+      { name: 'accent', key: 'clé-secrète-0123456789', allow: grant },
+      { name: 'fine', key: 'Fine_key-0123456789!~', allow: grant },
+    ]);
+    const rule =
+      'must be printable ASCII without spaces (letters, digits and punctuation), as an Authorization: Bearer header carries it';
+    expect(problems(() => loadConfig({ env: { LEASEQ_KEYS: keys } }))).toEqual([
+      `keys: [0].key ${rule}; [1].key ${rule}; [2].key ${rule}; [3].key ${rule} (from LEASEQ_KEYS)`,
+    ]);
+  });
 });

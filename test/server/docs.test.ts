@@ -69,6 +69,36 @@ describe.skipIf(!hasCurl)('docs/http-api.md (needs curl)', () => {
   });
 });
 
+describe.skipIf(!hasCurl)('README.md quick start (needs curl)', () => {
+  it('runs the curl blocks as written: the receipt is carried, the ack answers true', async () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
+      .map((match) => match[1] as string)
+      .filter((block) => block.includes('curl'));
+    expect(blocks.length).toBeGreaterThan(0);
+    const { stdout } = await promisify(execFile)(
+      'bash',
+      ['-c', ['set -euo pipefail', ...blocks].join('\n')],
+      {
+        cwd: dir,
+        env: { ...process.env, LEASEQ: server.baseUrl },
+        encoding: 'utf8',
+        timeout: 30_000,
+      },
+    );
+    expect(stdout).not.toContain('"error"');
+    expect(stdout.trimEnd().split('\n').at(-1)).toBe('{"acked":true}');
+    // Run again on the same server: the flow does not depend on a fresh storage.
+    const again = await promisify(execFile)('bash', ['-c', blocks.join('\n')], {
+      cwd: dir,
+      env: { ...process.env, LEASEQ: server.baseUrl },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(again.stdout.trimEnd().split('\n').at(-1)).toBe('{"acked":true}');
+  });
+});
+
 describe('docs/operations.md', () => {
   it('names every setting as a file key, an environment variable and a flag', () => {
     const operations = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');

@@ -45,13 +45,13 @@ async function heldBroker() {
 }
 
 describe('startServer', () => {
-  it('says at start what it serves, that receipts die with it, and that only loopback is served', async () => {
+  it('says at start what it serves, where its receipt secret comes from, and that only loopback is served', async () => {
     const { lines, destination } = logSink();
     const server = await startServer(config(), { logDestination: destination });
     await server.close();
     const messages = lines.map((line) => line.msg);
     expect(messages).toContain(
-      'no receiptSecret configured: a random one is used, so receipts will not survive a restart',
+      'no receiptSecret configured: receipts are signed with the secret kept in the storage',
     );
     expect(messages).toContain(
       'no API keys configured: every request is allowed, so only loopback is served',

@@ -61,7 +61,7 @@ describe('/metrics', () => {
       'leaseq_stale_extends_total{queue="orders"} 0',
       'leaseq_redriven_total{queue="orders"} 0',
       'leaseq_purged_total{queue="orders"} 0',
-      'leaseq_dead_letters_total{queue="orders",reason="poison"} 1',
+      'leaseq_dead_letters_total{queue="orders",reason="rejected"} 1',
       'leaseq_processed_total{queue="orders"} 1',
       'leaseq_http_requests_total{method="POST",route="/v1/queues/:name/ack",status="200"} 2',
     ]) {

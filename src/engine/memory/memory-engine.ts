@@ -22,6 +22,7 @@ import type {
 } from '../engine.js';
 import { OperationHandle } from '../operation-handle.js';
 import { decodePayload, encodeJobs } from '../payload.js';
+import { checkSecretName, newSecretValue, type StoredSecret } from '../secrets.js';
 import { WakeHub } from '../wake-hub.js';
 
 /**
@@ -40,6 +41,8 @@ export class MemoryEngine implements Engine {
   /** Counters of deleted queues, continued when the name is used again (R6). */
   private readonly floors = new Map<string, { nextToken: number; nextSession: number }>();
   private readonly wakes = new WakeHub();
+  /** Kept in this process's memory only, like everything else here. */
+  private readonly secrets = new Map<string, StoredSecret>();
   private closed = false;
 
   async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
@@ -74,6 +77,23 @@ export class MemoryEngine implements Engine {
     if (core === undefined) return false;
     this.floors.set(name, core.numbering());
     return this.queues.delete(name);
+  }
+
+  async readSecret(name: string): Promise<StoredSecret> {
+    this.checkOpen();
+    checkSecretName(name);
+    let secret = this.secrets.get(name);
+    if (secret === undefined) {
+      secret = { current: newSecretValue() };
+      this.secrets.set(name, secret);
+    }
+    return { ...secret };
+  }
+
+  async rotateSecret(name: string, previousUntil: number): Promise<StoredSecret> {
+    const { current } = await this.readSecret(name);
+    this.secrets.set(name, { current: newSecretValue(), previous: current, previousUntil });
+    return this.readSecret(name);
   }
 
   onWake(listener: WakeListener): () => void {

@@ -1,3 +1,4 @@
+import { deadLetterKind } from '../../core/dead-letter-kinds.js';
 import type { Attempt, AttemptOutcome } from '../../core/index.js';
 import { MAX_HISTORY } from '../../core/records.js';
 import { checkNow } from '../../core/validate.js';
@@ -221,7 +222,8 @@ export class JobMoves {
     this.q.active -= 1;
     this.q.dead += 1;
     const counts = this.q.counters.deadLetters;
-    counts[reason] = (counts[reason] ?? 0) + 1;
+    const kind = deadLetterKind(reason);
+    counts[kind] = (counts[kind] ?? 0) + 1;
     await this.c.run(
       `UPDATE leaseq_jobs SET state = 'dead', dead_reason = ?, dead_at = ?, dead_seq = ?,
          ${CLEAR_DELIVERY}, history = ?

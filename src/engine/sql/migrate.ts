@@ -23,8 +23,8 @@ export async function loadMigrations(directory: URL): Promise<Migration[]> {
 }
 
 /**
- * Brings the schema up to date in one transaction; safe when two processes open the storage at
- * once. Refuses a schema newer than this code knows.
+ * Brings the schema up to date in one transaction, applying every migration not yet recorded;
+ * safe when two processes open the storage at once. Refuses a schema newer than this code knows.
  */
 export async function migrate(
   connection: SqlConnection,
@@ -37,13 +37,16 @@ export async function migrate(
   try {
     if (dialect.migrationLock !== undefined) await connection.exec(dialect.migrationLock);
     await connection.exec('CREATE TABLE IF NOT EXISTS leaseq_schema (version INTEGER NOT NULL)');
-    const [row] = await connection.query<{ version: number | null }>(
-      'SELECT MAX(version) AS version FROM leaseq_schema',
+    const rows = await connection.query<{ version: number | string }>(
+      'SELECT version FROM leaseq_schema',
     );
-    const current = Number(row?.version ?? 0);
+    // Each migration is applied once, by version: one numbered below the newest applied one
+    // (written on a branch merged later) is still applied.
+    const applied = new Set(rows.map((row) => Number(row.version)));
+    const current = Math.max(0, ...applied);
     if (current > supported) throw new SchemaTooNewError(current, supported, target);
     for (const migration of migrations) {
-      if (migration.version <= current) continue;
+      if (applied.has(migration.version)) continue;
       await connection.exec(migration.script);
       await connection.run('INSERT INTO leaseq_schema (version) VALUES (?)', [migration.version]);
     }

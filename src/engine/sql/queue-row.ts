@@ -1,4 +1,5 @@
 import { type Counters, newCounters } from '../../core/counters.js';
+import { foldDeadLetterCounts } from '../../core/dead-letter-kinds.js';
 import { NotFoundError, type QueueOptions, type ResolvedQueueOptions } from '../../core/index.js';
 import type { BatchContext } from './executor.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
@@ -108,8 +109,15 @@ function fromStored(stored: StoredRow): QueueRow {
     active: stored.active_count,
     dead: stored.dead_count,
     sessions: stored.session_count,
-    counters: JSON.parse(stored.counters) as Counters,
+    counters: loadCounters(stored.counters),
   };
+}
+
+/** Counters as stored; dead letters counted by free-text reason (before R17's kinds) folded. */
+function loadCounters(text: string): Counters {
+  const counters = JSON.parse(text) as Counters;
+  counters.deadLetters = foldDeadLetterCounts(counters.deadLetters);
+  return counters;
 }
 
 async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<void> {

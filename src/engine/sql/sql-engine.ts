@@ -14,10 +14,13 @@ import type {
   QueueInfo,
   WakeListener,
 } from '../engine.js';
+import { checkSecretName, type StoredSecret } from '../secrets.js';
 import { WakeHub } from '../wake-hub.js';
 import { GroupCommitExecutor } from './executor.js';
+import { ForeignWriteWatch } from './foreign-write-watch.js';
 import type { QueueAccess } from './queue-access.js';
 import { decodeOptions, insertQueueRow, loadQueueRow, readQueueOptions } from './queue-row.js';
+import { readOrCreateSecret, rotateStoredSecret } from './secret-rows.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 import { SqlQueue } from './sql-queue.js';
 import { SqlTransaction } from './sql-transaction.js';
@@ -37,6 +40,11 @@ export interface SqlEngineParts {
   translateError?: (error: unknown) => unknown;
   /** The storage's own clock in ms, for storages shared by machines. */
   storageTime?: () => Promise<number>;
+  /**
+   * A number that changes whenever another connection commits (SQLite's data_version), for
+   * storages without notifications: read while receivers wait, so they wake on others' writes.
+   */
+  foreignWriteVersion?: () => number;
 }
 
 /** The Engine over SQL storage: queues are rows, jobs are rows, and every call is a transaction. */
@@ -47,6 +55,7 @@ export class SqlEngine implements Engine {
   readonly wakes = new WakeHub();
   private readonly executor: GroupCommitExecutor;
   private readonly access: QueueAccess;
+  private readonly foreignWrites: ForeignWriteWatch | undefined;
   private closed = false;
 
   constructor(private readonly parts: SqlEngineParts) {
@@ -55,6 +64,14 @@ export class SqlEngine implements Engine {
     if (parts.storageTime !== undefined) this.storageTime = parts.storageTime;
     this.executor = new GroupCommitExecutor(parts.acquire, parts.translateError);
     this.access = { dialect: parts.dialect, wakes: this.wakes, followClock: parts.followClock };
+    this.foreignWrites =
+      parts.foreignWriteVersion === undefined
+        ? undefined
+        : new ForeignWriteWatch(parts.foreignWriteVersion, (queue) => this.wakes.wake(queue));
+  }
+
+  watchWakes(queue: string): () => void {
+    return this.foreignWrites?.watch(queue) ?? (() => {});
   }
 
   async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
@@ -114,6 +131,20 @@ export class SqlEngine implements Engine {
     );
   }
 
+  readSecret(name: string): Promise<StoredSecret> {
+    this.checkOpen();
+    checkSecretName(name);
+    return this.executor.submit((connection) => readOrCreateSecret(connection, name));
+  }
+
+  rotateSecret(name: string, previousUntil: number): Promise<StoredSecret> {
+    this.checkOpen();
+    checkSecretName(name);
+    return this.executor.submit((connection) =>
+      rotateStoredSecret(connection, name, previousUntil),
+    );
+  }
+
   onWake(listener: WakeListener): () => void {
     return this.wakes.add(listener);
   }
@@ -122,6 +153,7 @@ export class SqlEngine implements Engine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.foreignWrites?.close();
     this.executor.refuse(new ClosedError(`engine ${this.target} is closed`));
     await this.executor.drain();
     await this.parts.shutdown();

@@ -7,6 +7,7 @@ import {
   type Outcome,
   type ReserveOperation,
 } from '../../core/index.js';
+import { checkLookedUpId } from '../../core/text.js';
 import { checkNow } from '../../core/validate.js';
 import { OperationHandle } from '../operation-handle.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
@@ -82,7 +83,8 @@ export class SqlQueue extends OperationHandle {
     return this.read((ops) => ops.deadLetters());
   }
 
-  job(id: string) {
+  async job(id: string) {
+    checkLookedUpId(id);
     return this.read((ops) => ops.job(id));
   }
 

@@ -60,7 +60,9 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
     let busy = false;
     return new SqlEngine({
       target,
-      capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: false },
+      capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: true },
+      // Other processes' commits change data_version; read only while receivers wait.
+      foreignWriteVersion: () => db.pragma('data_version', { simple: true }) as number,
       dialect: DIALECT,
       followClock: checkClockMode(options.clockMode) === 'follow',
       translateError: (error) => translateSqliteError(error, target),

@@ -1,6 +1,7 @@
 import type { QueueStats } from '../../core/index.js';
 import { ClosedError } from '../../core/index.js';
 import { inspectToWire } from '../../wire/index.js';
+import type { Principal } from '../auth.js';
 import { type RouteSpec, route, type Services } from '../route.js';
 import { inspectView, object, queueParams, stats } from '../schemas.js';
 
@@ -10,8 +11,11 @@ const status = object({ status: { type: 'string' } }, ['status']);
 /** Stats, inspection, health, readiness, metrics and the OpenAPI document itself. */
 export function observabilityRoutes(services: Services, openApi: () => unknown): RouteSpec[] {
   const { broker, queues, receipts, metrics, shutdown } = services;
-  const readAllStats = async (): Promise<[string, QueueStats][]> => {
-    const names = (await broker.listQueues()).map((info) => info.name);
+  /** The figures of every queue `principal` may see (as the queue list shows them). */
+  const readVisibleStats = async (principal: Principal): Promise<[string, QueueStats][]> => {
+    const names = (await broker.listQueues())
+      .map((info) => info.name)
+      .filter((name) => principal.canSee(name));
     return Promise.all(
       names.map(
         async (name) => [name, await (await queues.existing(name)).stats()] as [string, QueueStats],
@@ -71,14 +75,15 @@ export function observabilityRoutes(services: Services, openApi: () => unknown):
     route<unknown, unknown>({
       method: 'GET',
       url: '/metrics',
-      summary: 'Prometheus metrics: every queue R17 figures (read at scrape) and HTTP traffic',
+      summary:
+        'Prometheus metrics: R17 figures of the queues the key may see (read at scrape) and HTTP traffic',
       tag: TAG,
       access: 'authenticated',
       response: { type: 'string' },
       contentType: 'text/plain',
       rawResponse: true,
-      async handle({ reply }) {
-        const text = await metrics.render(readAllStats);
+      async handle({ reply, principal }) {
+        const text = await metrics.render(() => readVisibleStats(principal));
         reply.type(metrics.contentType);
         return text;
       },

@@ -1,0 +1,48 @@
+import { open } from '../../open.js';
+import { DEFAULT_CONFIG } from '../../server/config.js';
+import {
+  DEFAULT_RECEIPT_ROTATION_GRACE_MS,
+  RECEIPT_KEYS_REFRESH_MS,
+  RECEIPT_SECRET_NAME,
+} from '../../server/receipt-keys.js';
+import { type Command, EXIT, UsageError } from '../command.js';
+import { integerFlag, positionals, stringFlag } from '../flags.js';
+
+export const secretRotate: Command = {
+  name: 'secret rotate',
+  summary: 'Replace the receipt secret kept in the storage (the previous one stays valid a while)',
+  usage: '[--storage URL] [--grace-ms N]',
+  details: [
+    'For servers started without receiptSecret, which sign receipts with the secret kept in',
+    'the storage. Every server picks up the new secret within',
+    `${RECEIPT_KEYS_REFRESH_MS / 1000} s; receipts signed with the previous one are accepted`,
+    'until the grace period ends.',
+    '',
+    `--storage URL    the storage (LEASEQ_STORAGE; default ${DEFAULT_CONFIG.storage})`,
+    `--grace-ms N     how long the previous secret stays valid (default ${DEFAULT_RECEIPT_ROTATION_GRACE_MS}, 24 h)`,
+  ],
+  options: { storage: { type: 'string' }, 'grace-ms': { type: 'string' } },
+  remote: false,
+  async run({ values, positionals: given, context }) {
+    positionals(given, []);
+    const graceMs = integerFlag(values, 'grace-ms') ?? DEFAULT_RECEIPT_ROTATION_GRACE_MS;
+    const storage =
+      stringFlag(values, 'storage') ?? context.env.LEASEQ_STORAGE ?? DEFAULT_CONFIG.storage;
+    if (storage === 'memory:') {
+      throw new UsageError('memory: keeps nothing between processes; name a SQL storage');
+    }
+    const broker = await open(storage);
+    try {
+      if (broker.rotateSecret === undefined) {
+        throw new UsageError(`${storage} keeps no secrets; name a SQL storage`);
+      }
+      await broker.rotateSecret(RECEIPT_SECRET_NAME, graceMs);
+    } finally {
+      await broker.close();
+    }
+    context.stdout.write(
+      `rotated the receipt secret; the previous one stays valid for ${graceMs} ms\n`,
+    );
+    return EXIT.ok;
+  },
+};

@@ -1,0 +1,40 @@
+/**
+ * R17: dead letters are counted by reason **kind**, a fixed set, so that the stored counters,
+ * stats and metric series stay bounded whatever reasons callers write. The free-text reason
+ * itself is kept on the dead job and in its history (R14).
+ *
+ * - `max-deliveries`: R13, the queue gave up after maxDeliveries.
+ * - `retries-exhausted`, `ambiguous`, `permanent`: the worker's outcomes (docs/worker.md).
+ * - `rejected`: any other nack or reject with requeue false (the default reason included).
+ */
+export const DEAD_LETTER_KINDS = [
+  'max-deliveries',
+  'rejected',
+  'retries-exhausted',
+  'ambiguous',
+  'permanent',
+] as const;
+
+export type DeadLetterKind = (typeof DEAD_LETTER_KINDS)[number];
+
+const KINDS: ReadonlySet<string> = new Set(DEAD_LETTER_KINDS);
+
+/** The kind a dead-letter reason is counted under. */
+export function deadLetterKind(reason: string): DeadLetterKind {
+  return KINDS.has(reason) ? (reason as DeadLetterKind) : 'rejected';
+}
+
+/**
+ * Counts by kind from counts by reason: stored counters written before kinds existed carry
+ * free-text keys, folded here into their kind. Returns the same object when already folded.
+ */
+export function foldDeadLetterCounts(counts: Record<string, number>): Record<string, number> {
+  const keys = Object.keys(counts);
+  if (keys.every((key) => KINDS.has(key))) return counts;
+  const folded: Record<string, number> = {};
+  for (const key of keys) {
+    const kind = deadLetterKind(key);
+    folded[kind] = (folded[kind] ?? 0) + (counts[key] ?? 0);
+  }
+  return folded;
+}

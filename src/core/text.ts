@@ -1,0 +1,24 @@
+import { ValidationError } from './errors.js';
+
+/**
+ * R18: U+0000 or a lone surrogate. No SQL engine can keep such text in a column exactly
+ * (PostgreSQL refuses U+0000; UTF-8 has no lone surrogates, so they become U+FFFD), so text that
+ * names something (job ids, dead-letter reasons) must be well-formed Unicode without U+0000.
+ * With the `u` flag a surrogate pair is one code point, so only lone surrogates match.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is what is refused
+const UNSTORABLE = /[\u0000\ud800-\udfff]/u;
+
+/** True when every engine stores `text` exactly (R18). */
+export function isStorableText(text: string): boolean {
+  return !UNSTORABLE.test(text);
+}
+
+export const STORABLE_TEXT_RULE = 'well-formed Unicode without U+0000';
+
+/** R18: a job id looked up that no engine could have stored is a bad argument, not a miss. */
+export function checkLookedUpId(id: unknown): void {
+  if (typeof id === 'string' && !isStorableText(id)) {
+    throw new ValidationError(`id must be ${STORABLE_TEXT_RULE} (R18)`);
+  }
+}

@@ -1,0 +1,39 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { open } from '../../src/index.js';
+import { leaseq } from './context.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'leaseq-rotate-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('leaseq secret rotate', () => {
+  it('replaces the stored receipt secret and keeps the previous one valid for --grace-ms', async () => {
+    const storage = `sqlite:${join(dir, 'leaseq.db')}`;
+    const broker = await open(storage);
+    const [before] = (await broker.secretValues?.('receipt')) ?? [];
+    await broker.close();
+    const result = await leaseq([
+      'secret',
+      'rotate',
+      '--storage',
+      storage,
+      '--grace-ms',
+      '3600000',
+    ]);
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result.stdout).toContain('previous one stays valid for 3600000 ms');
+    const after = await open(storage);
+    const values = (await after.secretValues?.('receipt')) ?? [];
+    await after.close();
+    expect(values).toHaveLength(2);
+    expect(values[1]).toBe(before);
+    expect(values[0]).not.toBe(before);
+  });
+
+  it('refuses a storage that keeps no secrets across processes, and a bad grace period', async () => {
+    expect((await leaseq(['secret', 'rotate', '--storage', 'memory:'])).code).toBe(2);
+    expect((await leaseq(['secret', 'rotate', '--grace-ms', 'soon'])).code).toBe(2);
+  });
+});

@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { call, startTestServer, type TestServer } from './helpers.js';
+
+let server: TestServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+function api(method: string, path: string, body?: unknown, apiKey?: string) {
+  return call((server as TestServer).baseUrl, method, path, {
+    ...(body === undefined ? {} : { body }),
+    ...(apiKey === undefined ? {} : { apiKey }),
+  });
+}
+
+describe('/metrics dead-letter series', () => {
+  it('R17 distinct free-text reasons make no new series: one per reason kind, the text stays on the job', async () => {
+    server = await startTestServer();
+    await api('PUT', '/v1/queues/cards', {});
+    const count = 60;
+    await api('POST', '/v1/queues/cards/jobs/batch', {
+      jobs: Array.from({ length: count }, (_, index) => ({ id: `c${index}` })),
+    });
+    const { deliveries } = (await api('POST', '/v1/queues/cards/receive', { max: count })).body;
+    const entries = deliveries.map((delivery: { receipt: string }, index: number) => ({
+      receipt: delivery.receipt,
+      requeue: false,
+      reason: `declined by issuer ${index}`,
+    }));
+    await api('POST', '/v1/queues/cards/nack/batch', { entries });
+    const text = (await api('GET', '/metrics')).body as string;
+    const series = text.split('\n').filter((line) => line.startsWith('leaseq_dead_letters_total{'));
+    expect(series).toEqual([`leaseq_dead_letters_total{queue="cards",reason="rejected"} ${count}`]);
+    expect((await api('GET', '/v1/queues/cards/stats')).body.deadLetters).toEqual({
+      rejected: count,
+    });
+    expect((await api('GET', '/v1/queues/cards/jobs/c9')).body.reason).toBe('declined by issuer 9');
+  });
+});
+
+describe('/metrics per key', () => {
+  const ADMIN = 'admin-key-0123456789';
+  const SHOP = 'shop-key-0123456789';
+  const KEYS = [
+    { name: 'admin', key: ADMIN, allow: [{ queues: '*', actions: ['admin' as const] }] },
+    { name: 'shop', key: SHOP, allow: [{ queues: 'orders-*', actions: ['publish' as const] }] },
+  ];
+
+  it('shows a key only the queues it may see, as the queue list and stats do', async () => {
+    server = await startTestServer({ keys: KEYS });
+    await api('PUT', '/v1/queues/orders-eu', {}, ADMIN);
+    await api('PUT', '/v1/queues/payroll', {}, ADMIN);
+    const shop = (await api('GET', '/metrics', undefined, SHOP)).body as string;
+    expect(shop).toContain('leaseq_jobs{queue="orders-eu",state="ready"} 0');
+    expect(shop).not.toContain('payroll');
+    const listed = (await api('GET', '/v1/queues', undefined, SHOP)).body.queues.map(
+      (queue: { name: string }) => queue.name,
+    );
+    expect(listed).toEqual(['orders-eu']);
+    const admin = (await api('GET', '/metrics', undefined, ADMIN)).body as string;
+    expect(admin).toContain('leaseq_jobs{queue="payroll",state="ready"} 0');
+    expect(admin).toContain('leaseq_jobs{queue="orders-eu",state="ready"} 0');
+    // The shop's next scrape still hides what the admin's scrape showed.
+    expect((await api('GET', '/metrics', undefined, SHOP)).body).not.toContain('payroll');
+    expect((await api('GET', '/metrics')).status).toBe(401);
+  });
+});
+
+describe('/metrics queue counters come from the storage', () => {
+  it('survive a restart over the same SQLite file, and their help text says what they count', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-metrics-'));
+    try {
+      const url = `sqlite:${join(dir, 'leaseq.db')}`;
+      server = await startTestServer({ url });
+      await api('PUT', '/v1/queues/kept', {});
+      await api('POST', '/v1/queues/kept/jobs/batch', { jobs: [{ id: 'a' }, { id: 'b' }] });
+      await server.close();
+      server = await startTestServer({ url });
+      const text = (await api('GET', '/metrics')).body as string;
+      expect(text).toContain('leaseq_published_total{queue="kept"} 2');
+      const help = text
+        .split('\n')
+        .find((line) => line.startsWith('# HELP leaseq_published_total'));
+      expect(help).toContain('read from the storage');
+      expect(help).toContain('the same on every server sharing it');
+    } finally {
+      await server?.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
