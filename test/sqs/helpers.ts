@@ -1,0 +1,35 @@
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { startTestServer, type TestServer, type TestServerOptions } from '../server/helpers.js';
+
+export interface SqsTestServer extends TestServer {
+  /** An SDK client of the endpoint `<base>/sqs`. */
+  client: SQSClient;
+  /** A client with other credentials (for keys). */
+  clientWith(accessKeyId: string, secretAccessKey: string): SQSClient;
+}
+
+/** A real server with the SQS endpoint on, and the AWS SDK pointed at it. */
+export async function startSqsServer(options: TestServerOptions = {}): Promise<SqsTestServer> {
+  const server = await startTestServer({ sqs: {}, ...options });
+  const clients: SQSClient[] = [];
+  const clientWith = (accessKeyId: string, secretAccessKey: string) => {
+    const client = new SQSClient({
+      endpoint: `${server.baseUrl}/sqs`,
+      region: 'us-east-1',
+      credentials: { accessKeyId, secretAccessKey },
+      maxAttempts: 1,
+    });
+    clients.push(client);
+    return client;
+  };
+  const client = clientWith('test', 'test');
+  return {
+    ...server,
+    client,
+    clientWith,
+    async close() {
+      for (const each of clients) each.destroy();
+      await server.close();
+    },
+  };
+}
