@@ -33,3 +33,28 @@ export async function startSqsServer(options: TestServerOptions = {}): Promise<S
     },
   };
 }
+
+/** What an SDK call failed with: the error class name, err.Code, the message and the status. */
+export async function failure(
+  promise: Promise<unknown>,
+): Promise<{ name: string; code: string; message: string; status: number }> {
+  try {
+    await promise;
+  } catch (error) {
+    const sdk = error as Error & { Code?: string; $metadata?: { httpStatusCode?: number } };
+    return {
+      name: sdk.name,
+      code: sdk.Code ?? '',
+      message: sdk.message,
+      status: sdk.$metadata?.httpStatusCode ?? 0,
+    };
+  }
+  throw new Error('expected the call to fail');
+}
+
+let counter = 0;
+/** A queue name unique in this process. */
+export function freshName(label = 'q'): string {
+  counter += 1;
+  return `${label}-${process.pid}-${counter}`;
+}
