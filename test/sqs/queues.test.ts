@@ -274,3 +274,22 @@ describe('what leaseq does not have yet', () => {
     expect(plainRoot.status).toBe(404);
   });
 });
+
+describe('metrics', () => {
+  it('count requests per action and result, with latency', async () => {
+    await failure(server.client.send(new GetQueueUrlCommand({ QueueName: 'missing-for-metrics' })));
+    const { QueueUrl } = await create(freshName('metrics'));
+    await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x' }));
+    const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    expect(text).toMatch(/leaseq_sqs_requests_total\{action="SendMessage",code="OK"\} [1-9]/);
+    expect(text).toMatch(
+      /leaseq_sqs_requests_total\{action="GetQueueUrl",code="QueueDoesNotExist"\} [1-9]/,
+    );
+    expect(text).toMatch(
+      /leaseq_sqs_requests_total\{action="unknown",code="InvalidAction"\} [1-9]/,
+    );
+    expect(text).toContain(
+      'leaseq_sqs_request_duration_seconds_bucket{le="0.005",action="SendMessage"}',
+    );
+  });
+});
