@@ -9,6 +9,7 @@ import {
   ListQueueTagsCommand,
   PurgeQueueCommand,
   type QueueAttributeName,
+  ReceiveMessageCommand,
   SendMessageCommand,
   SetQueueAttributesCommand,
   StartMessageMoveTaskCommand,
@@ -291,5 +292,34 @@ describe('metrics', () => {
     expect(text).toContain(
       'leaseq_sqs_request_duration_seconds_bucket{le="0.005",action="SendMessage"}',
     );
+  });
+});
+
+describe('names that are Object members', () => {
+  it('are unknown attributes, plain message attributes, and refused query parameters', async () => {
+    for (const name of ['constructor', '__proto__', 'toString']) {
+      expect((await failure(create(freshName('proto'), { [name]: '1' }))).name).toBe(
+        'InvalidAttributeName',
+      );
+    }
+    const { QueueUrl } = await create(freshName('proto'));
+    const attributes = JSON.parse('{"__proto__":{"DataType":"String","StringValue":"p"}}');
+    await server.client.send(
+      new SendMessageCommand({ QueueUrl, MessageBody: 'x', MessageAttributes: attributes }),
+    );
+    const [message] =
+      (
+        await server.client.send(
+          new ReceiveMessageCommand({ QueueUrl, MessageAttributeNames: ['All'] }),
+        )
+      ).Messages ?? [];
+    expect(Object.keys(message?.MessageAttributes ?? {})).toEqual(['__proto__']);
+    const polluting = await fetch(`${server.baseUrl}/sqs/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'Action=ListQueues&__proto__.polluted=yes',
+    });
+    expect(polluting.status).toBe(400);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });

@@ -62,7 +62,7 @@ export function parseQueueAttributes(
 ): AttributeChange {
   const change: AttributeChange = { options: {}, stored: {} };
   for (const [name, value] of Object.entries(given)) {
-    const rule = SETTABLE[name];
+    const rule = settableRule(name);
     if (rule === undefined) {
       throw new SqsError(
         'InvalidAttributeName',
@@ -132,7 +132,7 @@ export async function readQueueAttributes(
 
 /** A stored attribute, or its default when the queue never had it set. */
 export function storedAttribute(meta: QueueMeta | undefined, name: string): string | undefined {
-  const rule = SETTABLE[name];
+  const rule = settableRule(name);
   const fallback =
     rule?.kind === 'integer' && rule.default !== undefined
       ? String(rule.default)
@@ -167,6 +167,11 @@ function attributeValue(
     default:
       return storedAttribute(facts.meta, name);
   }
+}
+
+/** Own members only: `constructor` or `__proto__` are unknown names, not rules. */
+function settableRule(name: string): Rule | undefined {
+  return Object.hasOwn(SETTABLE, name) ? SETTABLE[name] : undefined;
 }
 
 function integerValue(name: string, value: string, rule: { min: number; max: number }): number {

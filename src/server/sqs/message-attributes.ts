@@ -37,9 +37,8 @@ export function parseMessageAttributes(
       `Number of message attributes [${names.length}] exceeds the allowed maximum [${MAX_MESSAGE_ATTRIBUTES}].`,
     );
   }
-  const parsed: Record<string, MessageAttribute> = {};
-  for (const name of names) parsed[name] = parseOne(name, raw[name] as SqsInput);
-  return parsed;
+  // fromEntries defines each name as a member, `__proto__` included.
+  return Object.fromEntries(names.map((name) => [name, parseOne(name, raw[name] as SqsInput)]));
 }
 
 function parseOne(name: string, value: SqsInput): MessageAttribute {
@@ -118,13 +117,17 @@ export function attributesToWire(
 /** Stored attributes back to values (the envelope keeps binary as base64). */
 export function attributesFromStore(stored: unknown): Record<string, MessageAttribute> {
   if (!isRecord(stored)) return {};
-  const result: Record<string, MessageAttribute> = {};
-  for (const [name, value] of Object.entries(stored)) {
-    if (!isRecord(value) || typeof value.DataType !== 'string') continue;
-    result[name] =
-      typeof value.BinaryValue === 'string'
-        ? { DataType: value.DataType, BinaryValue: Buffer.from(value.BinaryValue, 'base64') }
-        : { DataType: value.DataType, StringValue: String(value.StringValue ?? '') };
-  }
-  return result;
+  return Object.fromEntries(
+    Object.entries(stored).flatMap(([name, value]): [string, MessageAttribute][] => {
+      if (!isRecord(value) || typeof value.DataType !== 'string') return [];
+      return [
+        [
+          name,
+          typeof value.BinaryValue === 'string'
+            ? { DataType: value.DataType, BinaryValue: Buffer.from(value.BinaryValue, 'base64') }
+            : { DataType: value.DataType, StringValue: String(value.StringValue ?? '') },
+        ],
+      ];
+    }),
+  );
 }

@@ -24,6 +24,8 @@ const MAPS: Readonly<Record<string, [string, string, string]>> = {
 
 type Tree = { [key: string]: Tree | string };
 
+const UNSAFE_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
+
 /** The query protocol of older SDKs: form-encoded `Action=…&Attribute.1.Name=…`, XML answers. */
 export function queryProtocol(): SqsProtocol {
   return {
@@ -92,6 +94,10 @@ function unflatten(params: [string, string][]): Tree {
   const tree: Tree = {};
   for (const [key, value] of params) {
     const parts = key.split('.');
+    // Such names would reach the objects' prototypes rather than members.
+    if (parts.some((part) => UNSAFE_NAMES.has(part))) {
+      throw new SqsError('MalformedQueryString', `Parameter ${key.slice(0, 80)} is not valid.`);
+    }
     let node = tree;
     for (const part of parts.slice(0, -1)) {
       const next = node[part];
