@@ -4,6 +4,7 @@ import {
   DeleteMessageBatchCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
+  type MessageSystemAttributeName,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
@@ -71,6 +72,24 @@ describe('SendMessage and ReceiveMessage', () => {
     const sentAt = Number(attributes.SentTimestamp);
     expect(sentAt).toBeGreaterThanOrEqual(before);
     expect(Number(attributes.ApproximateFirstReceiveTimestamp)).toBeGreaterThanOrEqual(sentAt);
+    expect((attributes as Record<string, string>).LeaseqFencingToken).toBeUndefined();
+  });
+
+  it('LeaseqFencingToken, when named, is the delivery token: larger on every redelivery', async () => {
+    const url = await createQueue();
+    await send(url, 'fenced');
+    // Not in the SDK's enum of names: a string the SDK passes on as it is.
+    const names = ['LeaseqFencingToken', 'ApproximateReceiveCount'] as MessageSystemAttributeName[];
+    const [first] = await receive(url, {
+      MessageSystemAttributeNames: names,
+      VisibilityTimeout: 0,
+    });
+    const [second] = await receive(url, { MessageSystemAttributeNames: names });
+    const tokens = [first, second].map((m) =>
+      Number(((m?.Attributes ?? {}) as Record<string, string>).LeaseqFencingToken),
+    );
+    expect(tokens[0]).toBeGreaterThan(0);
+    expect(tokens[1]).toBeGreaterThan(tokens[0] as number);
   });
 
   it('MD5OfMessageAttributes is that of the attributes returned (published vector)', async () => {

@@ -20,7 +20,9 @@ const SYSTEM_ATTRIBUTES = [
   'AWSTraceHeader',
   'DeadLetterQueueSourceArn',
 ] as const;
-type SystemAttribute = (typeof SYSTEM_ATTRIBUTES)[number];
+/** leaseq's own: the delivery's fencing token (R7). Only when named; `All` is SQS's set. */
+const FENCING_TOKEN = 'LeaseqFencingToken';
+type SystemAttribute = (typeof SYSTEM_ATTRIBUTES)[number] | typeof FENCING_TOKEN;
 
 interface ReceiveRequest {
   max: number;
@@ -78,13 +80,13 @@ async function parseReceive(
     ...stringList(input, 'MessageSystemAttributeNames'),
   ];
   for (const name of names) {
-    if (name !== 'All' && !(SYSTEM_ATTRIBUTES as readonly string[]).includes(name)) {
+    const known = name === 'All' || name === FENCING_TOKEN;
+    if (!known && !(SYSTEM_ATTRIBUTES as readonly string[]).includes(name)) {
       throw new SqsError('InvalidAttributeName', `Unknown Attribute ${name}.`);
     }
   }
-  const system = new Set<SystemAttribute>(
-    names.includes('All') ? SYSTEM_ATTRIBUTES : (names as SystemAttribute[]),
-  );
+  const system = new Set<SystemAttribute>(names as SystemAttribute[]);
+  if (system.has('All' as SystemAttribute)) for (const name of SYSTEM_ATTRIBUTES) system.add(name);
   return {
     max,
     // A VisibilityTimeout of 0 is a 1 ms lease: visible again at once, its handle then stale.
@@ -146,6 +148,7 @@ async function systemAttributes(
     ApproximateReceiveCount: String(delivery.deliveryCount),
     MessageGroupId: content.groupId,
     AWSTraceHeader: content.traceHeader,
+    LeaseqFencingToken: String(delivery.token),
   };
   if (wanted.has('ApproximateFirstReceiveTimestamp')) {
     values.ApproximateFirstReceiveTimestamp = String(
