@@ -271,6 +271,16 @@ describe('what leaseq does not have yet', () => {
     expect(((await notJson.json()) as { __type: string }).__type).toBe(
       'com.amazonaws.sqs#SerializationException',
     );
+    const tooLarge = await fetch(`${server.baseUrl}/sqs/`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amz-target': 'AmazonSQS.SendMessage',
+      },
+      body: JSON.stringify({ QueueUrl: 'q', MessageBody: 'x'.repeat(5 * 1024 * 1024) }),
+    });
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.headers.get('x-amzn-query-error')).toBe('RequestEntityTooLarge;Sender');
     const plainRoot = await fetch(`${server.baseUrl}/`, { method: 'POST', body: 'x' });
     expect(plainRoot.status).toBe(404);
   });
