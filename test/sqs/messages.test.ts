@@ -415,8 +415,9 @@ describe('the same queue through /v1', () => {
     await call(server.baseUrl, 'POST', `/v1/queues/${name}/jobs`, {
       body: { payload: { from: 'v1' } },
     });
-    const [message] = await receive(url);
+    const [message] = await receive(url, { MessageSystemAttributeNames: ['SentTimestamp'] });
     expect(message?.Body).toBe('{"from":"v1"}');
+    expect(Number(message?.Attributes?.SentTimestamp)).toBeGreaterThan(1_600_000_000_000);
     // The handle is a leaseq receipt: /v1 acks it too.
     const acked = await call(server.baseUrl, 'POST', `/v1/queues/${name}/ack`, {
       body: { receipt: message?.ReceiptHandle },

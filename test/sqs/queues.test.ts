@@ -1,6 +1,7 @@
 import {
   AddPermissionCommand,
   CreateQueueCommand,
+  DeleteMessageCommand,
   DeleteQueueCommand,
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
@@ -218,14 +219,38 @@ describe('GetQueueUrl, ListQueues, DeleteQueue, tags', () => {
   });
 });
 
-describe('what leaseq does not have yet', () => {
-  it('PurgeQueue, dead-letter actions and permissions answer UnsupportedOperation, changing nothing', async () => {
+describe('PurgeQueue', () => {
+  it('removes ready, delayed and in-flight messages at once; their handles then delete nothing', async () => {
     const { QueueUrl } = await create(freshName('purge'));
+    for (const body of ['a', 'b', 'c']) {
+      await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: body }));
+    }
+    await server.client.send(
+      new SendMessageCommand({ QueueUrl, MessageBody: 'later', DelaySeconds: 60 }),
+    );
+    const [held] =
+      (await server.client.send(new ReceiveMessageCommand({ QueueUrl }))).Messages ?? [];
+    await server.client.send(new PurgeQueueCommand({ QueueUrl }));
+    expect(await attributesOf(QueueUrl as string, ['All'])).toMatchObject({
+      ApproximateNumberOfMessages: '0',
+      ApproximateNumberOfMessagesNotVisible: '0',
+      ApproximateNumberOfMessagesDelayed: '0',
+    });
+    // The purged message is gone: its handle's delete succeeds, deleting nothing.
+    await server.client.send(
+      new DeleteMessageCommand({ QueueUrl, ReceiptHandle: held?.ReceiptHandle }),
+    );
+    await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'after' }));
+    const [after] =
+      (await server.client.send(new ReceiveMessageCommand({ QueueUrl }))).Messages ?? [];
+    expect(after?.Body).toBe('after');
+  });
+});
+
+describe('what leaseq does not have yet', () => {
+  it('dead-letter actions and permissions answer UnsupportedOperation, changing nothing', async () => {
+    const { QueueUrl } = await create(freshName('dlq'));
     await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'kept' }));
-    const purge = await failure(server.client.send(new PurgeQueueCommand({ QueueUrl })));
-    expect(purge).toMatchObject({ name: 'UnsupportedOperation', status: 400 });
-    expect(purge.message).toContain('purge');
-    expect((await attributesOf(QueueUrl as string)).ApproximateNumberOfMessages).toBe('1');
     const sources = await failure(
       server.client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl })),
     );
@@ -245,6 +270,7 @@ describe('what leaseq does not have yet', () => {
       ),
     );
     expect(permission.message).toContain('API keys');
+    expect((await attributesOf(QueueUrl as string)).ApproximateNumberOfMessages).toBe('1');
   });
 
   it('an unknown action is InvalidAction', async () => {

@@ -1,4 +1,3 @@
-import type { Queue } from '../../broker/index.js';
 import { SqsError } from './errors.js';
 
 /**
@@ -7,8 +6,6 @@ import { SqsError } from './errors.js';
  * becomes the one call that does it, and the actions using it are done.
  */
 export interface MissingFeatures {
-  /** PurgeQueue: remove every ready, delayed and in-flight message of a queue. */
-  purgeQueue(queue: Queue): Promise<void>;
   /** RedrivePolicy, ListDeadLetterSourceQueues, message move tasks. */
   deadLetterQueue(what: string): never;
   /** FifoQueue=true and what FIFO queues need (one message in flight per group, in order). */
@@ -16,11 +13,6 @@ export interface MissingFeatures {
 }
 
 export const MISSING_FEATURES: MissingFeatures = {
-  purgeQueue: async (queue) =>
-    refuse(
-      `PurgeQueue on ${queue.name}`,
-      'a purge of all ready, delayed and in-flight messages of a queue',
-    ),
   deadLetterQueue: (what) =>
     refuse(what, 'dead-letter queues (a queue option that moves dead messages to another queue)'),
   messageGroups: (what) =>

@@ -226,8 +226,11 @@ function checkTags(tags: Record<string, string>): Record<string, string> {
   return tags;
 }
 
+/** Ready, delayed and in-flight messages go at once (R19); leaseq's own dead set stays. */
 async function purgeQueue(call: SqsCall, sqs: SqsServices) {
-  await sqs.missing.purgeQueue(await resolveQueue(call, sqs, 'admin'));
+  const queue = await resolveQueue(call, sqs, 'admin');
+  const removed = await queue.purgeQueue();
+  call.log.info({ queue: queue.name, removed }, 'purged through SQS');
   return {};
 }
 

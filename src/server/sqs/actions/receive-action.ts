@@ -1,5 +1,5 @@
 import type { Queue } from '../../../broker/index.js';
-import type { Delivery } from '../../../core/index.js';
+import type { Delivery, JobView } from '../../../core/index.js';
 import { MAX_VISIBILITY_SECONDS, storedAttribute } from '../attributes.js';
 import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { fromPayload, type MessageContent } from '../envelope.js';
@@ -142,6 +142,12 @@ async function systemAttributes(
   content: MessageContent,
   wanted: ReadonlySet<SystemAttribute>,
 ): Promise<Record<string, string>> {
+  // The job's stored view, read once and only when an answer needs it.
+  let view: Promise<JobView | undefined> | undefined;
+  const job = () => {
+    view ??= queue.job(delivery.id);
+    return view;
+  };
   const values: Partial<Record<SystemAttribute, string | undefined>> = {
     SenderId: content.senderId,
     SentTimestamp: content.sentTimestamp?.toString(),
@@ -150,10 +156,16 @@ async function systemAttributes(
     AWSTraceHeader: content.traceHeader,
     LeaseqFencingToken: String(delivery.token),
   };
+  if (wanted.has('SentTimestamp') && values.SentTimestamp === undefined) {
+    // Published through /v1 or in-process: the engine's publish time, where it kept one.
+    values.SentTimestamp = (await job())?.publishedAt?.toString();
+  }
   if (wanted.has('ApproximateFirstReceiveTimestamp')) {
-    values.ApproximateFirstReceiveTimestamp = String(
-      await firstReceivedAt(queue, delivery, visibilityMs),
-    );
+    // This delivery began at deadline − visibility; an earlier one is in the job's history.
+    const thisDelivery = delivery.deadline - visibilityMs;
+    const first =
+      delivery.deliveryCount === 1 ? thisDelivery : (await job())?.history[0]?.deliveredAt;
+    values.ApproximateFirstReceiveTimestamp = String(first ?? thisDelivery);
   }
   const result: Record<string, string> = {};
   for (const name of wanted) {
@@ -161,14 +173,6 @@ async function systemAttributes(
     if (value !== undefined) result[name] = value;
   }
   return result;
-}
-
-/** This delivery began at deadline − visibility; an earlier one is in the job's history. */
-async function firstReceivedAt(queue: Queue, delivery: Delivery, visibilityMs: number) {
-  const thisDelivery = delivery.deadline - visibilityMs;
-  if (delivery.deliveryCount === 1) return thisDelivery;
-  const first = (await queue.job(delivery.id))?.history[0]?.deliveredAt;
-  return first ?? thisDelivery;
 }
 
 export const RECEIVE_ACTIONS: ActionTable = { ReceiveMessage: receiveMessage };
