@@ -28,6 +28,8 @@ import { overviewRoutes } from './routes/overview.js';
 import { queueRoutes } from './routes/queues.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { buildSchemas } from './schemas.js';
+import type { SqsSettings } from './sqs/context.js';
+import { registerSqs } from './sqs/register.js';
 import { registerDashboard } from './ui/dashboard.js';
 import { VERSION } from './version.js';
 
@@ -47,6 +49,8 @@ export interface AppOptions {
   logger?: FastifyBaseLogger;
   /** Serve the web dashboard at /ui/ (and redirect / there). Default true. */
   ui?: boolean;
+  /** Serve the SQS endpoint (docs/sqs.md) with these settings. Absent: no SQS endpoint. */
+  sqs?: Partial<SqsSettings>;
 }
 
 /** Extra time a request may take beyond the longest long poll before Node cuts it. */
@@ -117,6 +121,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   document = buildOpenApi(routes, VERSION);
   for (const spec of routes) register(app, spec, services);
   if (options.ui ?? true) registerDashboard(app, logger);
+  if (options.sqs !== undefined) registerSqs(app, services, options.sqs);
   // Waiting long polls answer (empty) before the server waits for requests in flight.
   app.addHook('preClose', async () => {
     stopReceiptKeys();
@@ -222,7 +227,7 @@ function authenticate(request: FastifyRequest, spec: RouteSpec, services: Servic
 }
 
 /** Runs a handler with a signal that aborts when the client goes away or the server stops. */
-async function withSignals<T>(
+export async function withSignals<T>(
   reply: FastifyReply,
   shutdown: AbortSignal,
   run: (signal: AbortSignal, clientGone: () => boolean) => Promise<T>,

@@ -39,6 +39,8 @@ interface StoredKey {
   name: string;
   allow: KeyGrant[];
   hash: Buffer;
+  /** The key itself, when configured as `key` (needed to check request signatures). */
+  secret?: string;
   grants: CompiledGrant[];
 }
 
@@ -58,6 +60,7 @@ export class AccessControl {
       name: key.name,
       allow: key.allow.map((grant) => ({ queues: grant.queues, actions: [...grant.actions] })),
       hash: key.sha256 === undefined ? sha256(key.key ?? '') : Buffer.from(key.sha256, 'hex'),
+      ...(key.key === undefined ? {} : { secret: key.key }),
       grants: key.allow.map((grant) => ({
         pattern: globToRegExp(grant.queues),
         actions: new Set(grant.actions),
@@ -88,6 +91,17 @@ export class AccessControl {
     }
     if (found === undefined) throw new ServerError('UNAUTHENTICATED', 'the API key is not valid');
     return toPrincipal(found);
+  }
+
+  /**
+   * The key named `name` for checking a request signature (SQS SigV4: access key id = name,
+   * secret = key): its principal, and its secret unless only a SHA-256 digest is configured.
+   */
+  signingKey(name: string): { principal: Principal; secret: string | undefined } | undefined {
+    const found = this.keys.find((key) => key.name === name);
+    return found === undefined
+      ? undefined
+      : { principal: toPrincipal(found), secret: found.secret };
   }
 }
 

@@ -26,6 +26,16 @@ export interface ServerConfig extends Limits {
   shutdownTimeoutMs: number;
   /** Serve the web dashboard at /ui/. Default true. */
   ui: boolean;
+  /** The SQS endpoint (docs/sqs.md): off (default) or on. */
+  sqs: 'off' | 'on';
+  /** What SQS QueueUrls start with. Absent: from each request's Host header. */
+  sqsBaseUrl?: string;
+  /** The region in SQS ARNs. Default us-east-1. */
+  sqsRegion: string;
+  /** The account id in SQS QueueUrls and ARNs. Default 000000000000. */
+  sqsAccountId: string;
+  /** DeleteMessage with an expired handle of a message that still exists: refuse (default) or ignore. */
+  sqsStaleReceipts: 'refuse' | 'ignore';
 }
 
 type Kind =
@@ -79,9 +89,22 @@ export const SETTINGS: readonly Setting[] = [
     kind: { type: 'boolean' },
     help: 'serve the web dashboard at /ui/ (true or false)',
   },
+  { name: 'sqs', kind: { type: 'enum', values: ['off', 'on'] }, help: 'the SQS endpoint' },
+  {
+    name: 'sqsBaseUrl',
+    kind: { type: 'string', minLength: 1 },
+    help: 'start of SQS QueueUrls (none: from the Host header)',
+  },
+  { name: 'sqsRegion', kind: { type: 'string', minLength: 1 }, help: 'region in SQS ARNs' },
+  { name: 'sqsAccountId', kind: { type: 'string', minLength: 1 }, help: 'account id in SQS URLs' },
+  {
+    name: 'sqsStaleReceipts',
+    kind: { type: 'enum', values: ['refuse', 'ignore'] },
+    help: 'DeleteMessage with an expired handle',
+  },
 ];
 
-export const DEFAULT_CONFIG: Readonly<Omit<ServerConfig, 'receiptSecret'>> = {
+export const DEFAULT_CONFIG: Readonly<Omit<ServerConfig, 'receiptSecret' | 'sqsBaseUrl'>> = {
   host: '127.0.0.1',
   port: 7700,
   storage: DEFAULT_URL,
@@ -90,6 +113,10 @@ export const DEFAULT_CONFIG: Readonly<Omit<ServerConfig, 'receiptSecret'>> = {
   logLevel: 'info',
   shutdownTimeoutMs: 10_000,
   ui: true,
+  sqs: 'off',
+  sqsRegion: 'us-east-1',
+  sqsAccountId: '000000000000',
+  sqsStaleReceipts: 'refuse',
   ...DEFAULT_LIMITS,
 };
 

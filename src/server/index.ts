@@ -17,4 +17,5 @@ export {
 export { type ErrorBody, type ErrorCode, ServerError, STATUS_BY_CODE } from './errors.js';
 export { DEFAULT_LIMITS, type Limits } from './limits.js';
 export { type RunningServer, type StartOptions, startServer } from './server.js';
+export type { SqsSettings } from './sqs/context.js';
 export { VERSION } from './version.js';

@@ -5,6 +5,7 @@ import { redactUrl } from '../engine/index.js';
 import { open } from '../open.js';
 import { createApp } from './app.js';
 import type { ServerConfig } from './config.js';
+import type { SqsSettings } from './sqs/context.js';
 
 export interface StartOptions {
   /** Where JSON log lines go. Default: standard output. */
@@ -54,6 +55,7 @@ export async function startServer(
       logger,
       ui: config.ui,
       ...(config.receiptSecret === undefined ? {} : { receiptSecret: config.receiptSecret }),
+      ...(config.sqs === 'on' ? { sqs: sqsSettings(config) } : {}),
     });
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
@@ -82,6 +84,15 @@ export async function startServer(
     return closing;
   };
   return { url, port, app, broker, logger, close };
+}
+
+function sqsSettings(config: ServerConfig): Partial<SqsSettings> {
+  return {
+    region: config.sqsRegion,
+    accountId: config.sqsAccountId,
+    staleReceipts: config.sqsStaleReceipts,
+    ...(config.sqsBaseUrl === undefined ? {} : { baseUrl: config.sqsBaseUrl.replace(/\/+$/, '') }),
+  };
 }
 
 async function shutDown(

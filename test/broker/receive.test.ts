@@ -51,6 +51,21 @@ describe('receive with wait', () => {
     await broker.close();
   });
 
+  it('wakes sooner when an extend shortens the lease it sleeps until', async () => {
+    const { clock, queue, broker } = await setup();
+    await queue.publish({ id: 'a' });
+    const [first] = await queue.receive({ visibility: 10_000 });
+    const receiving = queue.receive({ wait: 20_000 });
+    await parked(clock);
+    expect(await queue.extend(first?.token as number, 50)).toBe(1_050);
+    await new Promise((resolve) => setImmediate(resolve));
+    clock.advance(50);
+    const [again] = await receiving;
+    expect(again).toMatchObject({ id: 'a', token: 2, deliveryCount: 2 });
+    expect(clock.now()).toBe(1_050);
+    await broker.close();
+  });
+
   it('does not miss a publish that lands between the empty reserve and the wait', async () => {
     const { clock, engine, queue: _unused } = await setup();
     const broker = new EngineBroker(wrapEngine(engine, 'jobs'), { clock });

@@ -1,0 +1,266 @@
+import { ConflictError } from '../../../core/index.js';
+import {
+  parseQueueAttributes,
+  type QueueFacts,
+  readQueueAttributes,
+  SQS_QUEUE_OPTIONS,
+} from '../attributes.js';
+import type { QueueMeta } from '../catalog.js';
+import {
+  authorizeQueue,
+  queueArn,
+  queueDoesNotExist,
+  queueUrl,
+  resolveQueue,
+  type SqsCall,
+  type SqsServices,
+} from '../context.js';
+import { invalidParameter, SqsError } from '../errors.js';
+import {
+  optionalInteger,
+  optionalString,
+  requiredString,
+  stringList,
+  stringMap,
+} from '../params.js';
+import type { ActionTable } from './action.js';
+
+const SQS_QUEUE_NAME = /^[A-Za-z0-9_-]{1,80}(\.fifo)?$/;
+const DEFAULT_VISIBILITY_MS = 30_000;
+const MAX_TAGS = 50;
+
+async function createQueue(call: SqsCall, sqs: SqsServices) {
+  const name = requiredString(call.input, 'QueueName');
+  if (!SQS_QUEUE_NAME.test(name)) {
+    throw invalidParameter(
+      'QueueName',
+      name,
+      'Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length.',
+    );
+  }
+  if (name.endsWith('.fifo')) sqs.missing.messageGroups(`CreateQueue of ${name}`);
+  authorizeQueue(call, name, 'admin');
+  const given = stringMap(call.input, 'Attributes');
+  const tags = checkTags(stringMap(call.input, 'tags'));
+  const change = parseQueueAttributes(given, sqs.missing);
+  const { broker, queues } = sqs.services;
+  const url = queueUrl(call, sqs, name);
+  const existing = (await broker.listQueues()).find((info) => info.name === name);
+  if (existing !== undefined) {
+    await checkSameAttributes(sqs, name, given, change.stored);
+    return { QueueUrl: url };
+  }
+  const options = {
+    ...SQS_QUEUE_OPTIONS,
+    visibility: change.options.visibility ?? DEFAULT_VISIBILITY_MS,
+  };
+  try {
+    await queues.create(name, options);
+  } catch (error) {
+    if (error instanceof ConflictError) throw nameExists(name, 'its options');
+    throw error;
+  }
+  const now = Date.now();
+  await sqs.catalog.put(name, { attributes: change.stored, tags, createdMs: now, modifiedMs: now });
+  return { QueueUrl: url };
+}
+
+/** CreateQueue of an existing queue succeeds only when it names no other attribute value. */
+async function checkSameAttributes(
+  sqs: SqsServices,
+  name: string,
+  given: Record<string, string>,
+  stored: Record<string, string>,
+): Promise<void> {
+  const expected: Record<string, string> = { ...stored };
+  if (given.VisibilityTimeout !== undefined) {
+    expected.VisibilityTimeout = String(Number(given.VisibilityTimeout));
+  }
+  const queue = await sqs.services.queues.existing(name);
+  const current = await readQueueAttributes(
+    Object.keys(expected),
+    await facts(sqs, name, queue.options(), () => queue.stats()),
+  );
+  for (const [attribute, value] of Object.entries(expected)) {
+    if (current[attribute] !== value) throw nameExists(name, `attribute ${attribute}`);
+  }
+}
+
+function nameExists(name: string, what: string): SqsError {
+  return new SqsError(
+    'QueueNameExists',
+    `A queue named ${name} already exists with a different value for ${what}.`,
+  );
+}
+
+async function facts(
+  sqs: SqsServices,
+  name: string,
+  options: QueueFacts['options'] | Promise<QueueFacts['options']>,
+  stats: QueueFacts['stats'],
+): Promise<QueueFacts> {
+  return {
+    arn: queueArn(sqs, name),
+    options: await options,
+    meta: await sqs.catalog.get(name),
+    stats,
+  };
+}
+
+async function getQueueUrl(call: SqsCall, sqs: SqsServices) {
+  const name = requiredString(call.input, 'QueueName');
+  authorizeQueue(call, name, 'see');
+  const found = (await sqs.services.broker.listQueues()).some((info) => info.name === name);
+  if (!found) throw queueDoesNotExist();
+  return { QueueUrl: queueUrl(call, sqs, name) };
+}
+
+async function listQueues(call: SqsCall, sqs: SqsServices) {
+  const prefix = optionalString(call.input, 'QueueNamePrefix') ?? '';
+  const maxResults = optionalInteger(call.input, 'MaxResults', 1, 1000);
+  const token = optionalString(call.input, 'NextToken');
+  const after = token === undefined ? undefined : Buffer.from(token, 'base64url').toString('utf8');
+  const names = (await sqs.services.broker.listQueues())
+    .map((info) => info.name)
+    .filter((name) => name.startsWith(prefix) && call.principal.canSee(name))
+    .filter((name) => after === undefined || name > after)
+    .sort();
+  const page = names.slice(0, maxResults ?? 1000);
+  const more = maxResults !== undefined && names.length > page.length;
+  const last = page.at(-1);
+  return {
+    ...(page.length > 0 ? { QueueUrls: page.map((name) => queueUrl(call, sqs, name)) } : {}),
+    ...(more && last !== undefined ? { NextToken: Buffer.from(last).toString('base64url') } : {}),
+  };
+}
+
+async function deleteQueue(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'admin');
+  await sqs.services.queues.delete(queue.name);
+  await sqs.catalog.delete(queue.name);
+  return {};
+}
+
+async function getQueueAttributes(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'see');
+  const names = stringList(call.input, 'AttributeNames');
+  const attributes = await readQueueAttributes(
+    names,
+    await facts(sqs, queue.name, queue.options(), () => queue.stats()),
+  );
+  return Object.keys(attributes).length > 0 ? { Attributes: attributes } : {};
+}
+
+async function setQueueAttributes(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'admin');
+  const change = parseQueueAttributes(stringMap(call.input, 'Attributes'), sqs.missing);
+  if (change.options.visibility !== undefined) {
+    await sqs.services.broker.updateQueue(queue.name, change.options);
+  }
+  await updateMeta(sqs, queue.name, (meta) => ({
+    ...meta,
+    attributes: { ...meta.attributes, ...change.stored },
+  }));
+  return {};
+}
+
+/** Applies a change to a queue's metadata; a queue made outside SQS starts with none. */
+async function updateMeta(
+  sqs: SqsServices,
+  name: string,
+  change: (meta: QueueMeta) => QueueMeta,
+): Promise<void> {
+  const now = Date.now();
+  const meta = (await sqs.catalog.get(name)) ?? {
+    attributes: {},
+    tags: {},
+    createdMs: now,
+    modifiedMs: now,
+  };
+  await sqs.catalog.put(name, { ...change(meta), modifiedMs: now });
+}
+
+async function tagQueue(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'admin');
+  const tags = stringMap(call.input, 'Tags');
+  const meta = await sqs.catalog.get(queue.name);
+  checkTags({ ...meta?.tags, ...tags });
+  await updateMeta(sqs, queue.name, (old) => ({ ...old, tags: { ...old.tags, ...tags } }));
+  return {};
+}
+
+async function untagQueue(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'admin');
+  const keys = new Set(stringList(call.input, 'TagKeys'));
+  await updateMeta(sqs, queue.name, (old) => ({
+    ...old,
+    tags: Object.fromEntries(Object.entries(old.tags).filter(([key]) => !keys.has(key))),
+  }));
+  return {};
+}
+
+async function listQueueTags(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'see');
+  const tags = (await sqs.catalog.get(queue.name))?.tags ?? {};
+  return Object.keys(tags).length > 0 ? { Tags: tags } : {};
+}
+
+function checkTags(tags: Record<string, string>): Record<string, string> {
+  const entries = Object.entries(tags);
+  if (entries.length > MAX_TAGS) {
+    throw invalidParameter(
+      'Tags',
+      `${entries.length} tags`,
+      `A queue has at most ${MAX_TAGS} tags.`,
+    );
+  }
+  for (const [key, value] of entries) {
+    if (key.length < 1 || key.length > 128 || value.length > 256) {
+      throw invalidParameter(
+        'Tags',
+        key,
+        'Tag keys are 1 to 128 characters and tag values at most 256.',
+      );
+    }
+  }
+  return tags;
+}
+
+/** Ready, delayed and in-flight messages go at once (R19); leaseq's own dead set stays. */
+async function purgeQueue(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'admin');
+  const removed = await queue.purgeQueue();
+  call.log.info({ queue: queue.name, removed }, 'purged through SQS');
+  return {};
+}
+
+async function deadLetterAction(call: SqsCall, sqs: SqsServices): Promise<never> {
+  if (call.input.QueueUrl !== undefined) await resolveQueue(call, sqs, 'see');
+  return sqs.missing.deadLetterQueue(call.action);
+}
+
+async function permissionAction(call: SqsCall): Promise<never> {
+  throw new SqsError(
+    'UnsupportedOperation',
+    `${call.action} is not supported: leaseq grants rights with API keys (see docs/operations.md), not queue policies.`,
+  );
+}
+
+export const QUEUE_ACTIONS: ActionTable = {
+  CreateQueue: createQueue,
+  GetQueueUrl: getQueueUrl,
+  ListQueues: listQueues,
+  DeleteQueue: deleteQueue,
+  GetQueueAttributes: getQueueAttributes,
+  SetQueueAttributes: setQueueAttributes,
+  TagQueue: tagQueue,
+  UntagQueue: untagQueue,
+  ListQueueTags: listQueueTags,
+  PurgeQueue: purgeQueue,
+  ListDeadLetterSourceQueues: deadLetterAction,
+  StartMessageMoveTask: deadLetterAction,
+  ListMessageMoveTasks: deadLetterAction,
+  CancelMessageMoveTask: deadLetterAction,
+  AddPermission: permissionAction,
+  RemovePermission: permissionAction,
+};

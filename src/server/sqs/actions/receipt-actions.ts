@@ -1,0 +1,144 @@
+import type { Queue } from '../../../broker/index.js';
+import { MAX_VISIBILITY_SECONDS } from '../attributes.js';
+import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
+import { invalidParameter, missingParameter, SqsError } from '../errors.js';
+import { batchEntries, requiredInteger, type SqsInput } from '../params.js';
+import type { ActionTable, FailedEntry } from './action.js';
+import { failedEntry } from './send-actions.js';
+
+/** How far the broker's clock may be from this process's wall clock (a shared database's). */
+const CLOCK_SLACK_MS = 1000;
+
+interface Handle {
+  text: string;
+  token: number;
+  id: string;
+}
+
+/** A receipt handle this server issued for this queue, or ReceiptHandleIsInvalid. */
+function verifyHandle(sqs: SqsServices, queue: Queue, input: SqsInput): Handle {
+  const text = input.ReceiptHandle;
+  if (text === undefined || text === null || text === '') throw missingParameter('ReceiptHandle');
+  try {
+    if (typeof text !== 'string') throw new TypeError('not a string');
+    return { text, ...sqs.services.receipts.verify(queue.name, text) };
+  } catch (cause) {
+    throw new SqsError(
+      'ReceiptHandleIsInvalid',
+      `The input receipt handle "${String(text).slice(0, 80)}" is not a valid receipt handle.`,
+      { cause },
+    );
+  }
+}
+
+/**
+ * A genuine handle whose delivery is over deleted nothing. While the message still exists that
+ * is an error (or, with staleReceipts ignore, SQS's silent success); once it is gone the
+ * delete is done, so a retry after a lost answer succeeds.
+ */
+async function staleDelete(call: SqsCall, sqs: SqsServices, queue: Queue, handle: Handle) {
+  call.log.info({ queue: queue.name, jobId: handle.id, token: handle.token }, 'stale ack');
+  if (sqs.settings.staleReceipts === 'ignore') return;
+  if ((await queue.job(handle.id)) === undefined) return;
+  throw invalidParameter('ReceiptHandle', handle.text, 'The receipt handle has expired.');
+}
+
+async function deleteMessage(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'consume');
+  const handle = verifyHandle(sqs, queue, call.input);
+  if (await queue.ack(handle.token)) {
+    call.log.info({ queue: queue.name, jobId: handle.id, token: handle.token }, 'acked');
+  } else {
+    await staleDelete(call, sqs, queue, handle);
+  }
+  return {};
+}
+
+async function deleteMessageBatch(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'consume');
+  const entries = batchEntries(call.input, 'Entries');
+  const failed: FailedEntry[] = [];
+  const valid: { id: string; handle: Handle }[] = [];
+  for (const entry of entries) {
+    try {
+      valid.push({ id: entry.Id, handle: verifyHandle(sqs, queue, entry) });
+    } catch (error) {
+      failed.push(failedEntry(entry.Id, error));
+    }
+  }
+  const acked = await queue.ackMany(valid.map((item) => item.handle.token));
+  const successful: { Id: string }[] = [];
+  for (const [index, item] of valid.entries()) {
+    try {
+      if (!acked[index]) await staleDelete(call, sqs, queue, item.handle);
+      successful.push({ Id: item.id });
+    } catch (error) {
+      failed.push(failedEntry(item.id, error));
+    }
+  }
+  return { Successful: successful, Failed: failed };
+}
+
+/**
+ * VisibilityTimeout 0 gives the message back at once (nack, requeue); more sets the deadline
+ * that many seconds from now, never past 12 h after the receive (the queue's maxLease).
+ */
+async function changeOne(call: SqsCall, sqs: SqsServices, queue: Queue, input: SqsInput) {
+  const handle = verifyHandle(sqs, queue, input);
+  const seconds = requiredInteger(input, 'VisibilityTimeout', 0, MAX_VISIBILITY_SECONDS);
+  if (seconds === 0) {
+    if (await queue.nack(handle.token)) return;
+  } else {
+    const wantedDeadline = Date.now() + seconds * 1000;
+    const deadline = await queue.extend(handle.token, seconds * 1000);
+    if (deadline !== null) {
+      if (deadline >= wantedDeadline - CLOCK_SLACK_MS) return;
+      throw invalidParameter(
+        'VisibilityTimeout',
+        seconds,
+        `Total VisibilityTimeout for the message is beyond the limit [${MAX_VISIBILITY_SECONDS} seconds]; the message stays invisible until that limit.`,
+      );
+    }
+  }
+  call.log.info({ queue: queue.name, jobId: handle.id, token: handle.token }, 'stale change');
+  if ((await queue.job(handle.id))?.state === 'active') {
+    throw invalidParameter(
+      'ReceiptHandle',
+      handle.text,
+      'The receipt handle has expired: a later receive holds the message.',
+    );
+  }
+  throw new SqsError(
+    'MessageNotInflight',
+    `Message with receipt handle ${handle.text.slice(0, 80)} is not in flight.`,
+  );
+}
+
+async function changeMessageVisibility(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'consume');
+  await changeOne(call, sqs, queue, call.input);
+  return {};
+}
+
+async function changeMessageVisibilityBatch(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'consume');
+  const entries = batchEntries(call.input, 'Entries');
+  const successful: { Id: string }[] = [];
+  const failed: FailedEntry[] = [];
+  for (const entry of entries) {
+    try {
+      await changeOne(call, sqs, queue, entry);
+      successful.push({ Id: entry.Id });
+    } catch (error) {
+      failed.push(failedEntry(entry.Id, error));
+    }
+  }
+  return { Successful: successful, Failed: failed };
+}
+
+export const RECEIPT_ACTIONS: ActionTable = {
+  DeleteMessage: deleteMessage,
+  DeleteMessageBatch: deleteMessageBatch,
+  ChangeMessageVisibility: changeMessageVisibility,
+  ChangeMessageVisibilityBatch: changeMessageVisibilityBatch,
+};

@@ -1,0 +1,178 @@
+import type { Queue } from '../../../broker/index.js';
+import type { Delivery, JobView } from '../../../core/index.js';
+import { MAX_VISIBILITY_SECONDS, storedAttribute } from '../attributes.js';
+import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
+import { fromPayload, type MessageContent } from '../envelope.js';
+import { SqsError } from '../errors.js';
+import { md5OfBody, md5OfMessageAttributes } from '../md5.js';
+import { attributesToWire } from '../message-attributes.js';
+import { optionalInteger, stringList } from '../params.js';
+import type { ActionTable } from './action.js';
+
+const SYSTEM_ATTRIBUTES = [
+  'SenderId',
+  'SentTimestamp',
+  'ApproximateReceiveCount',
+  'ApproximateFirstReceiveTimestamp',
+  'MessageGroupId',
+  'MessageDeduplicationId',
+  'SequenceNumber',
+  'AWSTraceHeader',
+  'DeadLetterQueueSourceArn',
+] as const;
+/** leaseq's own: the delivery's fencing token (R7). Only when named; `All` is SQS's set. */
+const FENCING_TOKEN = 'LeaseqFencingToken';
+type SystemAttribute = (typeof SYSTEM_ATTRIBUTES)[number] | typeof FENCING_TOKEN;
+
+interface ReceiveRequest {
+  max: number;
+  visibilityMs: number | undefined;
+  waitMs: number;
+  system: ReadonlySet<SystemAttribute>;
+  messageAttributeNames: readonly string[];
+}
+
+async function receiveMessage(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'consume');
+  const request = await parseReceive(call, sqs, queue);
+  const leave = request.waitMs > 0 ? sqs.services.longPolls.enter() : undefined;
+  let deliveries: Delivery[];
+  try {
+    deliveries = await queue.receive({
+      max: request.max,
+      ...(request.visibilityMs === undefined ? {} : { visibility: request.visibilityMs }),
+      wait: request.waitMs,
+      signal: call.signal,
+    });
+  } finally {
+    leave?.();
+  }
+  if (call.clientGone()) {
+    // Nobody will see these: give them back rather than hide them for a whole lease.
+    for (const delivery of deliveries) await queue.nack(delivery.token);
+    return {};
+  }
+  const visibilityMs = request.visibilityMs ?? (await queue.options()).visibility;
+  const messages = [];
+  for (const delivery of deliveries) {
+    call.log.info(
+      { queue: queue.name, jobId: delivery.id, token: delivery.token, via: 'sqs' },
+      'delivered',
+    );
+    messages.push(await toMessage(sqs, queue, delivery, visibilityMs, request));
+  }
+  return messages.length > 0 ? { Messages: messages } : {};
+}
+
+async function parseReceive(
+  call: SqsCall,
+  sqs: SqsServices,
+  queue: Queue,
+): Promise<ReceiveRequest> {
+  const { input } = call;
+  const max = optionalInteger(input, 'MaxNumberOfMessages', 1, 10) ?? 1;
+  const visibility = optionalInteger(input, 'VisibilityTimeout', 0, MAX_VISIBILITY_SECONDS);
+  const waitSeconds =
+    optionalInteger(input, 'WaitTimeSeconds', 0, 20) ??
+    Number(storedAttribute(await sqs.catalog.get(queue.name), 'ReceiveMessageWaitTimeSeconds'));
+  const names = [
+    ...stringList(input, 'AttributeNames'),
+    ...stringList(input, 'MessageSystemAttributeNames'),
+  ];
+  for (const name of names) {
+    const known = name === 'All' || name === FENCING_TOKEN;
+    if (!known && !(SYSTEM_ATTRIBUTES as readonly string[]).includes(name)) {
+      throw new SqsError('InvalidAttributeName', `Unknown Attribute ${name}.`);
+    }
+  }
+  const system = new Set<SystemAttribute>(names as SystemAttribute[]);
+  if (system.has('All' as SystemAttribute)) for (const name of SYSTEM_ATTRIBUTES) system.add(name);
+  return {
+    max,
+    // A VisibilityTimeout of 0 is a 1 ms lease: visible again at once, its handle then stale.
+    visibilityMs: visibility === undefined ? undefined : Math.max(1, visibility * 1000),
+    waitMs: Math.min(waitSeconds * 1000, sqs.services.limits.maxWaitMs),
+    system,
+    messageAttributeNames: stringList(input, 'MessageAttributeNames'),
+  };
+}
+
+async function toMessage(
+  sqs: SqsServices,
+  queue: Queue,
+  delivery: Delivery,
+  visibilityMs: number,
+  request: ReceiveRequest,
+) {
+  const content = fromPayload(delivery.payload);
+  const chosen = Object.fromEntries(
+    Object.entries(content.attributes).filter(([name]) =>
+      wantsAttribute(request.messageAttributeNames, name),
+    ),
+  );
+  const attributesMd5 = md5OfMessageAttributes(chosen);
+  const system = await systemAttributes(queue, delivery, visibilityMs, content, request.system);
+  return {
+    MessageId: delivery.id,
+    ReceiptHandle: sqs.services.receipts.issue(queue.name, delivery.token, delivery.id),
+    MD5OfBody: md5OfBody(content.body),
+    Body: content.body,
+    ...(Object.keys(system).length > 0 ? { Attributes: system } : {}),
+    ...(attributesMd5 === undefined
+      ? {}
+      : { MD5OfMessageAttributes: attributesMd5, MessageAttributes: attributesToWire(chosen) }),
+  };
+}
+
+/** `All` and `.*` name every attribute, `prefix.*` those under the prefix, else exact names. */
+function wantsAttribute(patterns: readonly string[], name: string): boolean {
+  return patterns.some(
+    (pattern) =>
+      pattern === 'All' ||
+      pattern === '.*' ||
+      pattern === name ||
+      (pattern.endsWith('.*') && name.startsWith(pattern.slice(0, -1))),
+  );
+}
+
+async function systemAttributes(
+  queue: Queue,
+  delivery: Delivery,
+  visibilityMs: number,
+  content: MessageContent,
+  wanted: ReadonlySet<SystemAttribute>,
+): Promise<Record<string, string>> {
+  // The job's stored view, read once and only when an answer needs it.
+  let view: Promise<JobView | undefined> | undefined;
+  const job = () => {
+    view ??= queue.job(delivery.id);
+    return view;
+  };
+  const values: Partial<Record<SystemAttribute, string | undefined>> = {
+    SenderId: content.senderId,
+    SentTimestamp: content.sentTimestamp?.toString(),
+    ApproximateReceiveCount: String(delivery.deliveryCount),
+    MessageGroupId: content.groupId,
+    AWSTraceHeader: content.traceHeader,
+    LeaseqFencingToken: String(delivery.token),
+  };
+  if (wanted.has('SentTimestamp') && values.SentTimestamp === undefined) {
+    // Published through /v1 or in-process: the engine's publish time, where it kept one.
+    values.SentTimestamp = (await job())?.publishedAt?.toString();
+  }
+  if (wanted.has('ApproximateFirstReceiveTimestamp')) {
+    // This delivery began at deadline − visibility; an earlier one is in the job's history.
+    const thisDelivery = delivery.deadline - visibilityMs;
+    const first =
+      delivery.deliveryCount === 1 ? thisDelivery : (await job())?.history[0]?.deliveredAt;
+    values.ApproximateFirstReceiveTimestamp = String(first ?? thisDelivery);
+  }
+  const result: Record<string, string> = {};
+  for (const name of wanted) {
+    const value = values[name];
+    if (value !== undefined) result[name] = value;
+  }
+  return result;
+}
+
+export const RECEIVE_ACTIONS: ActionTable = { ReceiveMessage: receiveMessage };

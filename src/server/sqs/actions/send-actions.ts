@@ -1,0 +1,64 @@
+import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
+import { SqsError, toSqsError } from '../errors.js';
+import { batchEntries } from '../params.js';
+import { type PreparedSend, prepareSend } from '../send.js';
+import type { ActionTable, FailedEntry } from './action.js';
+
+/** SQS's bound on the sum of a batch's message sizes. */
+const MAX_BATCH_BYTES = 1_048_576;
+
+async function sendMessage(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'publish');
+  const meta = await sqs.catalog.get(queue.name);
+  const prepared = prepareSend(call.input, meta, call.principal.name, Date.now());
+  const result = await queue.publish(prepared.publish);
+  return { MessageId: result.id, ...prepared.answer };
+}
+
+/** Entries that fail their checks fail alone; the others are published all-or-nothing (R5). */
+async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'publish');
+  const entries = batchEntries(call.input, 'Entries');
+  const meta = await sqs.catalog.get(queue.name);
+  const now = Date.now();
+  const accepted: { id: string; prepared: PreparedSend }[] = [];
+  const failed: FailedEntry[] = [];
+  for (const entry of entries) {
+    try {
+      accepted.push({ id: entry.Id, prepared: prepareSend(entry, meta, call.principal.name, now) });
+    } catch (error) {
+      failed.push(failedEntry(entry.Id, error));
+    }
+  }
+  const total = accepted.reduce((sum, item) => sum + item.prepared.size, 0);
+  if (total > MAX_BATCH_BYTES) {
+    throw new SqsError(
+      'BatchRequestTooLong',
+      `Batch requests cannot be longer than ${MAX_BATCH_BYTES} bytes. You have sent ${total} bytes.`,
+    );
+  }
+  const results =
+    accepted.length === 0
+      ? []
+      : await queue.publishBatch(accepted.map((item) => item.prepared.publish));
+  return {
+    Successful: accepted.map((item, index) => ({
+      Id: item.id,
+      MessageId: results[index]?.id ?? item.prepared.publish.id,
+      ...item.prepared.answer,
+    })),
+    Failed: failed,
+  };
+}
+
+/** A batch entry's own failure; a failure of the server itself fails the whole request. */
+export function failedEntry(id: string, error: unknown): FailedEntry {
+  const { error: sqsError, internal } = toSqsError(error);
+  if (internal) throw error;
+  return { Id: id, SenderFault: true, Code: sqsError.legacyCode, Message: sqsError.message };
+}
+
+export const SEND_ACTIONS: ActionTable = {
+  SendMessage: sendMessage,
+  SendMessageBatch: sendMessageBatch,
+};

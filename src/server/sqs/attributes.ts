@@ -1,0 +1,188 @@
+import type { QueueOptions, QueueStats, ResolvedQueueOptions } from '../../core/index.js';
+import type { QueueMeta } from './catalog.js';
+import { SqsError } from './errors.js';
+import type { MissingFeatures } from './missing-features.js';
+
+const MS = 1000;
+/** SQS's bound on a message's total invisibility after a receive (12 h), as the queue's maxLease. */
+export const MAX_VISIBILITY_SECONDS = 43_200;
+export const SQS_QUEUE_OPTIONS = {
+  maxLease: MAX_VISIBILITY_SECONDS * MS,
+  // No RedrivePolicy: SQS never dead-letters, so neither does the queue.
+  maxDeliveries: Number.POSITIVE_INFINITY,
+} as const satisfies QueueOptions;
+
+type Rule =
+  | { kind: 'option'; min: number; max: number }
+  | { kind: 'integer'; min: number; max: number; default?: number }
+  | { kind: 'text'; default?: string }
+  | { kind: 'boolean'; default?: string }
+  | { kind: 'fifo-only' }
+  | { kind: 'redrive' }
+  | { kind: 'fifo-flag' };
+
+/** Every attribute a request may set, with its bounds; what leaseq keeps in its options first. */
+const SETTABLE: Readonly<Record<string, Rule>> = {
+  VisibilityTimeout: { kind: 'option', min: 0, max: MAX_VISIBILITY_SECONDS },
+  DelaySeconds: { kind: 'integer', min: 0, max: 900, default: 0 },
+  ReceiveMessageWaitTimeSeconds: { kind: 'integer', min: 0, max: 20, default: 0 },
+  MessageRetentionPeriod: { kind: 'integer', min: 60, max: 1_209_600, default: 345_600 },
+  MaximumMessageSize: { kind: 'integer', min: 1024, max: 1_048_576, default: 1_048_576 },
+  KmsDataKeyReusePeriodSeconds: { kind: 'integer', min: 60, max: 86_400 },
+  Policy: { kind: 'text' },
+  RedriveAllowPolicy: { kind: 'text' },
+  KmsMasterKeyId: { kind: 'text' },
+  SqsManagedSseEnabled: { kind: 'boolean', default: 'false' },
+  RedrivePolicy: { kind: 'redrive' },
+  FifoQueue: { kind: 'fifo-flag' },
+  ContentBasedDeduplication: { kind: 'fifo-only' },
+  DeduplicationScope: { kind: 'fifo-only' },
+  FifoThroughputLimit: { kind: 'fifo-only' },
+};
+
+const COUNTS = [
+  'ApproximateNumberOfMessages',
+  'ApproximateNumberOfMessagesNotVisible',
+  'ApproximateNumberOfMessagesDelayed',
+] as const;
+const READ_ONLY = [...COUNTS, 'CreatedTimestamp', 'LastModifiedTimestamp', 'QueueArn'];
+export const ALL_ATTRIBUTE_NAMES: readonly string[] = [...READ_ONLY, ...Object.keys(SETTABLE)];
+
+export interface AttributeChange {
+  /** What goes into the leaseq queue's options. */
+  options: QueueOptions;
+  /** What the catalog keeps, as SQS spells it. */
+  stored: Record<string, string>;
+}
+
+/** Checks attributes of CreateQueue / SetQueueAttributes; the first problem is the error. */
+export function parseQueueAttributes(
+  given: Readonly<Record<string, string>>,
+  missing: MissingFeatures,
+): AttributeChange {
+  const change: AttributeChange = { options: {}, stored: {} };
+  for (const [name, value] of Object.entries(given)) {
+    const rule = settableRule(name);
+    if (rule === undefined) {
+      throw new SqsError(
+        'InvalidAttributeName',
+        READ_ONLY.includes(name) ? `Attribute ${name} is read-only.` : `Unknown Attribute ${name}.`,
+      );
+    }
+    switch (rule.kind) {
+      case 'option':
+        change.options.visibility = Math.max(1, integerValue(name, value, rule) * MS);
+        break;
+      case 'integer':
+        change.stored[name] = String(integerValue(name, value, rule));
+        break;
+      case 'text':
+        change.stored[name] = value;
+        break;
+      case 'boolean':
+        if (value !== 'true' && value !== 'false') throw invalidValue(name, value);
+        change.stored[name] = value;
+        break;
+      case 'redrive':
+        if (value !== '') missing.deadLetterQueue(name);
+        break;
+      case 'fifo-flag':
+        if (value === 'true') missing.messageGroups('FifoQueue=true');
+        if (value !== 'false') throw invalidValue(name, value);
+        break;
+      case 'fifo-only':
+        throw new SqsError(
+          'InvalidAttributeName',
+          `Attribute ${name} applies to FIFO queues only, and leaseq has no FIFO queues yet.`,
+        );
+    }
+  }
+  return change;
+}
+
+export interface QueueFacts {
+  arn: string;
+  options: ResolvedQueueOptions;
+  meta: QueueMeta | undefined;
+  /** Needed only when a count is asked for. */
+  stats: () => Promise<QueueStats>;
+}
+
+/** The attributes a GetQueueAttributes names (or `All`), as SQS answers them. */
+export async function readQueueAttributes(
+  names: readonly string[],
+  facts: QueueFacts,
+): Promise<Record<string, string>> {
+  for (const name of names) {
+    if (name !== 'All' && !ALL_ATTRIBUTE_NAMES.includes(name)) {
+      throw new SqsError('InvalidAttributeName', `Unknown Attribute ${name}.`);
+    }
+  }
+  const wanted = names.includes('All') ? ALL_ATTRIBUTE_NAMES : names;
+  const stats = wanted.some((name) => (COUNTS as readonly string[]).includes(name))
+    ? await facts.stats()
+    : undefined;
+  const result: Record<string, string> = {};
+  for (const name of wanted) {
+    const value = attributeValue(name, facts, stats);
+    if (value !== undefined) result[name] = value;
+  }
+  return result;
+}
+
+/** A stored attribute, or its default when the queue never had it set. */
+export function storedAttribute(meta: QueueMeta | undefined, name: string): string | undefined {
+  const rule = settableRule(name);
+  const fallback =
+    rule?.kind === 'integer' && rule.default !== undefined
+      ? String(rule.default)
+      : rule?.kind === 'text' || rule?.kind === 'boolean'
+        ? rule.default
+        : undefined;
+  return meta?.attributes[name] ?? fallback;
+}
+
+function attributeValue(
+  name: string,
+  facts: QueueFacts,
+  stats: QueueStats | undefined,
+): string | undefined {
+  const seconds = (ms: number | undefined) =>
+    ms === undefined ? undefined : String(Math.floor(ms / MS));
+  switch (name) {
+    case 'ApproximateNumberOfMessages':
+      return String(stats?.ready ?? 0);
+    case 'ApproximateNumberOfMessagesNotVisible':
+      return String(stats?.active ?? 0);
+    case 'ApproximateNumberOfMessagesDelayed':
+      return String(stats?.delayed ?? 0);
+    case 'CreatedTimestamp':
+      return seconds(facts.meta?.createdMs);
+    case 'LastModifiedTimestamp':
+      return seconds(facts.meta?.modifiedMs);
+    case 'QueueArn':
+      return facts.arn;
+    case 'VisibilityTimeout':
+      return seconds(facts.options.visibility);
+    default:
+      return storedAttribute(facts.meta, name);
+  }
+}
+
+/** Own members only: `constructor` or `__proto__` are unknown names, not rules. */
+function settableRule(name: string): Rule | undefined {
+  return Object.hasOwn(SETTABLE, name) ? SETTABLE[name] : undefined;
+}
+
+function integerValue(name: string, value: string, rule: { min: number; max: number }): number {
+  const number = /^\d{1,10}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(number >= rule.min && number <= rule.max)) throw invalidValue(name, value);
+  return number;
+}
+
+function invalidValue(name: string, value: string): SqsError {
+  return new SqsError(
+    'InvalidAttributeValue',
+    `Invalid value for the parameter ${name}: ${value}.`,
+  );
+}

@@ -1,0 +1,82 @@
+import type { Broker } from '../../broker/index.js';
+import { UnsupportedError } from '../../core/index.js';
+
+/** What SQS knows of a queue beyond leaseq's options. Times in epoch ms. */
+export interface QueueMeta {
+  /** SQS attributes as set, for those leaseq options do not hold (DelaySeconds, Policy…). */
+  attributes: Record<string, string>;
+  tags: Record<string, string>;
+  createdMs: number;
+  modifiedMs: number;
+}
+
+/** Where queue metadata lives: a table beside the queues on SQL engines, memory otherwise. */
+export interface QueueCatalog {
+  get(name: string): Promise<QueueMeta | undefined>;
+  put(name: string, meta: QueueMeta): Promise<void>;
+  delete(name: string): Promise<void>;
+}
+
+const TABLE = 'leaseq_sqs_queues';
+
+/**
+ * The catalog of a broker: in its database when it has transactions (so metadata is as
+ * durable and as shared as the queues), else in this process (the memory engine's lifetime).
+ */
+export class BrokerCatalog implements QueueCatalog {
+  private mode: Promise<'sql' | 'memory'> | undefined;
+  private readonly memory = new Map<string, QueueMeta>();
+
+  constructor(private readonly broker: Broker) {}
+
+  async get(name: string): Promise<QueueMeta | undefined> {
+    if ((await this.storage()) === 'memory') return this.memory.get(name);
+    const rows = await this.broker.transaction((tx) =>
+      tx.query<{ meta: string }>(`select meta from ${TABLE} where name = ?`, [name]),
+    );
+    const text = rows[0]?.meta;
+    return text === undefined ? undefined : (JSON.parse(text) as QueueMeta);
+  }
+
+  async put(name: string, meta: QueueMeta): Promise<void> {
+    if ((await this.storage()) === 'memory') {
+      this.memory.set(name, structuredClone(meta));
+      return;
+    }
+    await this.broker.transaction((tx) =>
+      tx.run(
+        `insert into ${TABLE} (name, meta) values (?, ?) on conflict (name) do update set meta = excluded.meta`,
+        [name, JSON.stringify(meta)],
+      ),
+    );
+  }
+
+  async delete(name: string): Promise<void> {
+    if ((await this.storage()) === 'memory') {
+      this.memory.delete(name);
+      return;
+    }
+    await this.broker.transaction((tx) => tx.run(`delete from ${TABLE} where name = ?`, [name]));
+  }
+
+  private storage(): Promise<'sql' | 'memory'> {
+    this.mode ??= this.detect();
+    // A failure (storage down) is not remembered: the next call tries again.
+    this.mode.catch(() => {
+      this.mode = undefined;
+    });
+    return this.mode;
+  }
+
+  private async detect(): Promise<'sql' | 'memory'> {
+    try {
+      await this.broker.transaction((tx) =>
+        tx.run(`create table if not exists ${TABLE} (name text primary key, meta text not null)`),
+      );
+      return 'sql';
+    } catch (error) {
+      if (error instanceof UnsupportedError) return 'memory';
+      throw error;
+    }
+  }
+}

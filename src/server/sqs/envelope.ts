@@ -1,0 +1,79 @@
+import type { MessageAttribute } from './md5.js';
+import { attributesFromStore, attributesToWire } from './message-attributes.js';
+import { isRecord } from './params.js';
+
+/**
+ * What an SQS message stores as its leaseq payload. A leaseq worker reads `payload.body` (the
+ * SQS body, a string) and finds the rest under `payload.sqs`.
+ */
+export interface SqsEnvelope {
+  body: string;
+  sqs: {
+    /** Epoch ms of the send. */
+    sentTimestamp: number;
+    /** The key name that sent it (`anonymous` without keys). */
+    senderId: string;
+    /** Message attributes; binary values as base64. */
+    attributes?: Record<string, { DataType: string; StringValue?: string; BinaryValue?: string }>;
+    /** The AWSTraceHeader system attribute. */
+    traceHeader?: string;
+    /** MessageGroupId, kept and returned on standard queues (no ordering). */
+    groupId?: string;
+  };
+}
+
+/** An SQS message's content, from an envelope or from any other leaseq payload. */
+export interface MessageContent {
+  body: string;
+  attributes: Record<string, MessageAttribute>;
+  sentTimestamp?: number;
+  senderId?: string;
+  traceHeader?: string;
+  groupId?: string;
+}
+
+export function toEnvelope(
+  content: MessageContent & { sentTimestamp: number; senderId: string },
+): SqsEnvelope {
+  const attributes = attributesToWire(content.attributes);
+  return {
+    body: content.body,
+    sqs: {
+      sentTimestamp: content.sentTimestamp,
+      senderId: content.senderId,
+      ...(Object.keys(attributes).length > 0 ? { attributes } : {}),
+      ...(content.traceHeader === undefined ? {} : { traceHeader: content.traceHeader }),
+      ...(content.groupId === undefined ? {} : { groupId: content.groupId }),
+    },
+  };
+}
+
+/**
+ * Reads a payload as an SQS message. A payload published another way (/v1, the worker) is
+ * its body: a string as it is, anything else as JSON text.
+ */
+export function fromPayload(payload: unknown): MessageContent {
+  if (isEnvelope(payload)) {
+    const { sqs } = payload;
+    return {
+      body: payload.body,
+      attributes: attributesFromStore(sqs.attributes),
+      sentTimestamp: sqs.sentTimestamp,
+      senderId: sqs.senderId,
+      ...(typeof sqs.traceHeader === 'string' ? { traceHeader: sqs.traceHeader } : {}),
+      ...(typeof sqs.groupId === 'string' ? { groupId: sqs.groupId } : {}),
+    };
+  }
+  const body = typeof payload === 'string' ? payload : (JSON.stringify(payload) ?? 'null');
+  return { body, attributes: {} };
+}
+
+function isEnvelope(payload: unknown): payload is SqsEnvelope {
+  return (
+    isRecord(payload) &&
+    typeof payload.body === 'string' &&
+    isRecord(payload.sqs) &&
+    typeof payload.sqs.sentTimestamp === 'number' &&
+    typeof payload.sqs.senderId === 'string'
+  );
+}

@@ -1,0 +1,60 @@
+import { checkJsonDepth } from '../limits.js';
+import { SqsError } from './errors.js';
+import { isRecord } from './params.js';
+import type { SqsProtocol } from './protocol.js';
+
+export const JSON_CONTENT_TYPE = 'application/x-amz-json-1.0';
+const TARGET_PREFIX = 'AmazonSQS.';
+
+/** The action an `X-Amz-Target: AmazonSQS.<Action>` header names, if it names one. */
+export function targetAction(header: string | string[] | undefined): string | undefined {
+  const target = Array.isArray(header) ? header[0] : header;
+  return target?.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : undefined;
+}
+
+/** AWS JSON 1.0, what current SDKs send: the action in X-Amz-Target, members as JSON. */
+export function jsonProtocol(maxJsonDepth: number): SqsProtocol {
+  return {
+    parse(request, body) {
+      const action = targetAction(request.headers['x-amz-target']);
+      if (action === undefined || action === '') {
+        throw new SqsError(
+          'InvalidAction',
+          'X-Amz-Target must name an action: AmazonSQS.<Action>.',
+        );
+      }
+      let input: unknown;
+      try {
+        input = body.trim() === '' ? {} : JSON.parse(body);
+      } catch {
+        throw new SqsError('SerializationException', 'The request body is not valid JSON.');
+      }
+      if (!isRecord(input)) {
+        throw new SqsError('SerializationException', 'The request body must be a JSON object.');
+      }
+      try {
+        checkJsonDepth(input, maxJsonDepth);
+      } catch (cause) {
+        throw new SqsError('SerializationException', (cause as Error).message, { cause });
+      }
+      return { action, input };
+    },
+    success(reply, _action, output, requestId) {
+      return reply
+        .status(200)
+        .header('content-type', JSON_CONTENT_TYPE)
+        .header('x-amzn-requestid', requestId)
+        .send(JSON.stringify(output));
+    },
+    failure(reply, error, requestId) {
+      return reply
+        .status(error.status)
+        .header('content-type', JSON_CONTENT_TYPE)
+        .header('x-amzn-requestid', requestId)
+        .header('x-amzn-query-error', `${error.legacyCode};${error.fault}`)
+        .send(
+          JSON.stringify({ __type: `com.amazonaws.sqs#${error.code}`, message: error.message }),
+        );
+    },
+  };
+}

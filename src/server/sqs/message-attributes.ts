@@ -1,0 +1,133 @@
+import { invalidParameter, SqsError } from './errors.js';
+import type { MessageAttribute } from './md5.js';
+import { isRecord, type SqsInput } from './params.js';
+
+export const MAX_MESSAGE_ATTRIBUTES = 10;
+const NAME = /^[A-Za-z0-9_.-]{1,256}$/;
+const DATA_TYPE = /^(String|Number|Binary)(\.[^\s].{0,255})?$/s;
+const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+/** The characters SQS allows in bodies and string values. */
+const INVALID_CHARACTER = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Refuses text with a character SQS does not allow. */
+export function checkCharacters(text: string, what: string): void {
+  if (INVALID_CHARACTER.test(text)) {
+    throw new SqsError(
+      'InvalidMessageContents',
+      `Invalid characters found in ${what}. Characters allowed are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF.`,
+    );
+  }
+}
+
+/**
+ * The message attributes of a send, checked as SQS checks them: at most 10; names of letters,
+ * digits, `_ - .` (no `AWS.`/`Amazon.` prefix, no `..`, no `.` at either end); a DataType of
+ * String, Number or Binary with an optional `.custom` suffix; a value of that type.
+ */
+export function parseMessageAttributes(
+  raw: Record<string, SqsInput>,
+  member = 'MessageAttributes',
+): Record<string, MessageAttribute> {
+  const names = Object.keys(raw);
+  if (names.length > MAX_MESSAGE_ATTRIBUTES) {
+    throw invalidParameter(
+      member,
+      `${names.length} attributes`,
+      `Number of message attributes [${names.length}] exceeds the allowed maximum [${MAX_MESSAGE_ATTRIBUTES}].`,
+    );
+  }
+  // fromEntries defines each name as a member, `__proto__` included.
+  return Object.fromEntries(names.map((name) => [name, parseOne(name, raw[name] as SqsInput)]));
+}
+
+function parseOne(name: string, value: SqsInput): MessageAttribute {
+  const reserved = /^(aws\.|amazon\.)/i.test(name);
+  if (!NAME.test(name) || reserved || name.includes('..') || /^\.|\.$/.test(name)) {
+    throw new SqsError(
+      'InvalidParameterValue',
+      `Message (user) attribute name '${name}' is invalid: use 1 to 256 letters, digits, '-', '_' or '.', with no '..', no '.' at either end and no AWS. or Amazon. prefix.`,
+    );
+  }
+  const dataType = value.DataType;
+  if (typeof dataType !== 'string' || !DATA_TYPE.test(dataType)) {
+    throw new SqsError(
+      'InvalidParameterValue',
+      `The message attribute '${name}' has an invalid message attribute type: it must be String, Number or Binary, optionally followed by .label.`,
+    );
+  }
+  if (value.StringListValues !== undefined || value.BinaryListValues !== undefined) {
+    throw new SqsError(
+      'InvalidParameterValue',
+      `Message attribute '${name}': list values are reserved by SQS and not supported.`,
+    );
+  }
+  if (dataType.startsWith('Binary')) {
+    const binary = value.BinaryValue;
+    if (typeof binary !== 'string' || binary.length === 0 || !BASE64.test(binary)) {
+      throw emptyValue(name, 'Binary');
+    }
+    return { DataType: dataType, BinaryValue: Buffer.from(binary, 'base64') };
+  }
+  const text = value.StringValue;
+  const type = dataType.startsWith('Number') ? 'Number' : 'String';
+  if (typeof text !== 'string' || text.length === 0) throw emptyValue(name, type);
+  if (type === 'Number' && !NUMBER.test(text)) {
+    throw new SqsError(
+      'InvalidParameterValue',
+      `Value ${text} for message attribute '${name}' is not a valid Number.`,
+    );
+  }
+  checkCharacters(text, `message attribute '${name}'`);
+  return { DataType: dataType, StringValue: text };
+}
+
+function emptyValue(name: string, type: string): SqsError {
+  return new SqsError(
+    'InvalidParameterValue',
+    `Message (user) attribute '${name}' must contain a non-empty value of type '${type}'.`,
+  );
+}
+
+/** Bytes SQS counts toward MaximumMessageSize: the body, and each name, type and value. */
+export function messageSize(body: string, attributes: Record<string, MessageAttribute>): number {
+  let bytes = Buffer.byteLength(body, 'utf8');
+  for (const [name, attribute] of Object.entries(attributes)) {
+    bytes += Buffer.byteLength(name, 'utf8') + Buffer.byteLength(attribute.DataType, 'utf8');
+    bytes +=
+      attribute.BinaryValue?.length ?? Buffer.byteLength(attribute.StringValue ?? '', 'utf8');
+  }
+  return bytes;
+}
+
+/** Message attributes as the JSON protocol answers them (binary as base64). */
+export function attributesToWire(
+  attributes: Record<string, MessageAttribute>,
+): Record<string, { DataType: string; StringValue?: string; BinaryValue?: string }> {
+  return Object.fromEntries(
+    Object.entries(attributes).map(([name, attribute]) => [
+      name,
+      attribute.BinaryValue === undefined
+        ? { DataType: attribute.DataType, StringValue: attribute.StringValue ?? '' }
+        : { DataType: attribute.DataType, BinaryValue: attribute.BinaryValue.toString('base64') },
+    ]),
+  );
+}
+
+/** Stored attributes back to values (the envelope keeps binary as base64). */
+export function attributesFromStore(stored: unknown): Record<string, MessageAttribute> {
+  if (!isRecord(stored)) return {};
+  return Object.fromEntries(
+    Object.entries(stored).flatMap(([name, value]): [string, MessageAttribute][] => {
+      if (!isRecord(value) || typeof value.DataType !== 'string') return [];
+      return [
+        [
+          name,
+          typeof value.BinaryValue === 'string'
+            ? { DataType: value.DataType, BinaryValue: Buffer.from(value.BinaryValue, 'base64') }
+            : { DataType: value.DataType, StringValue: String(value.StringValue ?? '') },
+        ],
+      ];
+    }),
+  );
+}

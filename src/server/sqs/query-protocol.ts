@@ -1,0 +1,151 @@
+import { SqsError } from './errors.js';
+import { isRecord, type SqsInput } from './params.js';
+import type { SqsProtocol } from './protocol.js';
+import { toXml } from './xml.js';
+
+const NAMESPACE = 'http://queue.amazonaws.com/doc/2012-11-05/';
+const MAX_PARAMETERS = 2000;
+
+/** Flattened list members (`AttributeName.1`) and the JSON member they become. */
+const LISTS: Readonly<Record<string, string>> = {
+  AttributeName: 'AttributeNames',
+  MessageAttributeName: 'MessageAttributeNames',
+  MessageSystemAttributeName: 'MessageSystemAttributeNames',
+  TagKey: 'TagKeys',
+};
+
+/** Flattened maps (`Attribute.1.Name` / `.Value`): JSON member, key field, value field. */
+const MAPS: Readonly<Record<string, [string, string, string]>> = {
+  Attribute: ['Attributes', 'Name', 'Value'],
+  Tag: ['Tags', 'Key', 'Value'],
+  MessageAttribute: ['MessageAttributes', 'Name', 'Value'],
+  MessageSystemAttribute: ['MessageSystemAttributes', 'Name', 'Value'],
+};
+
+type Tree = { [key: string]: Tree | string };
+
+const UNSAFE_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** The query protocol of older SDKs: form-encoded `Action=…&Attribute.1.Name=…`, XML answers. */
+export function queryProtocol(): SqsProtocol {
+  return {
+    parse(request, body) {
+      const search = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
+      const params = [...new URLSearchParams(search), ...new URLSearchParams(body)];
+      if (params.length > MAX_PARAMETERS) {
+        throw new SqsError(
+          'MalformedQueryString',
+          `A request has at most ${MAX_PARAMETERS} parameters.`,
+        );
+      }
+      const tree = unflatten(params);
+      const action = tree.Action;
+      if (typeof action !== 'string' || action === '') {
+        throw new SqsError('MissingParameter', 'The request must contain the parameter Action.');
+      }
+      const input = translate(tree);
+      // CreateQueue spells its tags in lower case in the JSON model.
+      if (action === 'CreateQueue' && input.Tags !== undefined) {
+        input.tags = input.Tags;
+        delete input.Tags;
+      }
+      return { action, input };
+    },
+    success(reply, action, output, requestId) {
+      const result = Object.keys(output).length > 0 ? toXml(`${action}Result`, output, action) : '';
+      return sendXml(
+        reply,
+        200,
+        requestId,
+        `<${action}Response xmlns="${NAMESPACE}">${result}<ResponseMetadata><RequestId>${requestId}</RequestId></ResponseMetadata></${action}Response>`,
+      );
+    },
+    failure(reply, error, requestId) {
+      const detail = toXml('Error', {
+        Type: error.fault,
+        Code: error.legacyCode,
+        Message: error.message,
+      });
+      return sendXml(
+        reply,
+        error.status,
+        requestId,
+        `<ErrorResponse xmlns="${NAMESPACE}">${detail}<RequestId>${requestId}</RequestId></ErrorResponse>`,
+      );
+    },
+  };
+}
+
+function sendXml(
+  reply: Parameters<SqsProtocol['failure']>[0],
+  status: number,
+  id: string,
+  xml: string,
+) {
+  return reply
+    .status(status)
+    .header('content-type', 'text/xml')
+    .header('x-amzn-requestid', id)
+    .send(`<?xml version="1.0"?>${xml}`);
+}
+
+/** `a.1.b=x` → `{ a: { 1: { b: 'x' } } }`. */
+function unflatten(params: [string, string][]): Tree {
+  const tree: Tree = {};
+  for (const [key, value] of params) {
+    const parts = key.split('.');
+    // Such names would reach the objects' prototypes rather than members.
+    if (parts.some((part) => UNSAFE_NAMES.has(part))) {
+      throw new SqsError('MalformedQueryString', `Parameter ${key.slice(0, 80)} is not valid.`);
+    }
+    let node = tree;
+    for (const part of parts.slice(0, -1)) {
+      const next = node[part];
+      if (next === undefined || typeof next === 'string') node[part] = {};
+      node = node[part] as Tree;
+    }
+    node[parts.at(-1) as string] = value;
+  }
+  return tree;
+}
+
+/** The unflattened form as the JSON protocol's members. */
+function translate(tree: Tree): Record<string, unknown> {
+  const input: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(tree)) {
+    const list = LISTS[key];
+    const map = MAPS[key];
+    if (typeof value === 'string') {
+      input[key] = value;
+    } else if (list !== undefined) {
+      input[list] = numbered(value).filter((item): item is string => typeof item === 'string');
+    } else if (map !== undefined) {
+      const [member, keyField, valueField] = map;
+      input[member] = Object.fromEntries(
+        numbered(value)
+          .filter((entry): entry is Tree => isRecord(entry))
+          .map((entry) => {
+            const item = entry[valueField];
+            return [String(entry[keyField]), isRecord(item) ? translate(item as Tree) : item];
+          }),
+      );
+    } else if (key.endsWith('BatchRequestEntry')) {
+      input.Entries = numbered(value)
+        .filter(isRecord)
+        .map((entry) => translate(entry as Tree));
+    } else {
+      input[key] = translate(value);
+    }
+  }
+  return input;
+}
+
+/** The members of `x.1`, `x.2`, … in index order. */
+function numbered(tree: Tree): (Tree | string)[] {
+  return Object.entries(tree)
+    .filter(([index]) => /^\d+$/.test(index))
+    .sort(([a], [b]) => Number(a) - Number(b))
+    .map(([, value]) => value);
+}
+
+export type { SqsInput };

@@ -1,0 +1,129 @@
+import {
+  CreateQueueCommand,
+  ListQueuesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { failure, type SqsTestServer, startSqsServer } from './helpers.js';
+
+const ADMIN = { id: 'admin', secret: 'admin-secret-0123456789' };
+const PRODUCER = { id: 'producer', secret: 'producer-secret-0123456' };
+let server: SqsTestServer;
+let admin: SQSClient;
+let producer: SQSClient;
+
+beforeAll(async () => {
+  server = await startSqsServer({
+    keys: [
+      { name: ADMIN.id, key: ADMIN.secret, allow: [{ queues: '*', actions: ['admin'] }] },
+      {
+        name: PRODUCER.id,
+        key: PRODUCER.secret,
+        allow: [{ queues: 'orders-*', actions: ['publish'] }],
+      },
+      {
+        name: 'digest',
+        sha256: 'f6550e5bba56db5706b7957b5737010ac2b05d70da621d7de84527afc5e55be8',
+        allow: [{ queues: '*', actions: ['admin'] }],
+      },
+    ],
+  });
+  admin = server.clientWith(ADMIN.id, ADMIN.secret);
+  producer = server.clientWith(PRODUCER.id, PRODUCER.secret);
+  for (const QueueName of ['orders-1', 'other-1']) {
+    await admin.send(new CreateQueueCommand({ QueueName }));
+  }
+});
+
+afterAll(async () => {
+  await server.close();
+});
+
+const urlOf = (name: string) => `${server.baseUrl}/sqs/000000000000/${name}`;
+
+describe('SigV4 with keys configured', () => {
+  it('verifies signatures: access key id = key name, secret = key', async () => {
+    const sent = await producer.send(
+      new SendMessageCommand({ QueueUrl: urlOf('orders-1'), MessageBody: 'signed' }),
+    );
+    expect(sent.MessageId).toBeDefined();
+    const wrongSecret = server.clientWith(PRODUCER.id, 'not-the-secret-at-all');
+    expect(await failure(wrongSecret.send(new ListQueuesCommand({})))).toMatchObject({
+      name: 'SignatureDoesNotMatch',
+      status: 403,
+    });
+    const unknown = server.clientWith('nobody', 'whatever-secret-here');
+    expect((await failure(unknown.send(new ListQueuesCommand({})))).name).toBe(
+      'InvalidClientTokenId',
+    );
+    const digestOnly = server.clientWith('digest', 'digest-secret-0123456789');
+    const refused = await failure(digestOnly.send(new ListQueuesCommand({})));
+    expect(refused.name).toBe('InvalidClientTokenId');
+    expect(refused.message).toContain('SHA-256');
+  });
+
+  it('refuses unsigned requests and signatures more than 15 minutes off', async () => {
+    const unsigned = await fetch(`${server.baseUrl}/sqs/`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amz-target': 'AmazonSQS.ListQueues',
+      },
+      body: '{}',
+    });
+    expect(unsigned.status).toBe(403);
+    expect(unsigned.headers.get('x-amzn-query-error')).toBe('MissingAuthenticationToken;Sender');
+    const late = new SQSClient({
+      endpoint: `${server.baseUrl}/sqs`,
+      region: 'us-east-1',
+      credentials: { accessKeyId: ADMIN.id, secretAccessKey: ADMIN.secret },
+      systemClockOffset: -60 * 60 * 1000,
+      maxAttempts: 1,
+    });
+    const expired = await failure(late.send(new ListQueuesCommand({})));
+    late.destroy();
+    expect(expired.name).toBe('SignatureDoesNotMatch');
+    expect(expired.message).toContain('15 minutes');
+  });
+
+  it('signed requests to the QueueUrl origin (path /) verify too', async () => {
+    const origin = new SQSClient({
+      region: 'eu-west-1',
+      credentials: { accessKeyId: PRODUCER.id, secretAccessKey: PRODUCER.secret },
+      logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+      maxAttempts: 1,
+    });
+    const sent = await origin.send(
+      new SendMessageCommand({ QueueUrl: urlOf('orders-1'), MessageBody: 'via origin' }),
+    );
+    origin.destroy();
+    expect(sent.MessageId).toBeDefined();
+  });
+
+  it('maps rights onto the per-queue permissions', async () => {
+    const receive = await failure(
+      producer.send(new ReceiveMessageCommand({ QueueUrl: urlOf('orders-1') })),
+    );
+    expect(receive).toMatchObject({ name: 'AccessDenied', status: 403 });
+    const elsewhere = await failure(
+      producer.send(new SendMessageCommand({ QueueUrl: urlOf('other-1'), MessageBody: 'x' })),
+    );
+    expect(elsewhere.name).toBe('AccessDenied');
+    expect(
+      (await failure(producer.send(new CreateQueueCommand({ QueueName: 'orders-2' })))).name,
+    ).toBe('AccessDenied');
+    const visible = await producer.send(new ListQueuesCommand({}));
+    expect(visible.QueueUrls).toEqual([urlOf('orders-1')]);
+    const all = await admin.send(new ListQueuesCommand({}));
+    expect(all.QueueUrls).toEqual([urlOf('orders-1'), urlOf('other-1')]);
+    const received = await admin.send(
+      new ReceiveMessageCommand({ QueueUrl: urlOf('orders-1'), MaxNumberOfMessages: 10 }),
+    );
+    expect(received.Messages?.map((message) => message.Body).sort()).toEqual([
+      'signed',
+      'via origin',
+    ]);
+  });
+});

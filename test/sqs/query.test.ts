@@ -1,0 +1,130 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { md5OfBody } from '../../src/server/sqs/md5.js';
+import { freshName, type SqsTestServer, startSqsServer } from './helpers.js';
+
+let server: SqsTestServer;
+
+beforeAll(async () => {
+  server = await startSqsServer();
+});
+
+afterAll(async () => {
+  await server.close();
+});
+
+/** One query-protocol request, as aws-sdk v2 and older botocore send it. */
+async function query(params: Record<string, string>, path = '/sqs/') {
+  const answer = await fetch(`${server.baseUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
+    body: new URLSearchParams({ Version: '2012-11-05', ...params }).toString(),
+  });
+  return {
+    status: answer.status,
+    type: answer.headers.get('content-type'),
+    xml: await answer.text(),
+  };
+}
+
+const field = (xml: string, name: string) =>
+  new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1];
+const all = (xml: string, name: string) =>
+  [...xml.matchAll(new RegExp(`<${name}>([^<]*)</${name}>`, 'g'))].map((match) => match[1]);
+
+describe('the query protocol (form bodies, XML answers)', () => {
+  it('creates, sends with attributes, receives, and deletes at the QueueUrl itself', async () => {
+    const name = freshName('query');
+    const created = await query({
+      Action: 'CreateQueue',
+      QueueName: name,
+      'Attribute.1.Name': 'VisibilityTimeout',
+      'Attribute.1.Value': '12',
+      'Tag.1.Key': 'team',
+      'Tag.1.Value': 'a',
+    });
+    expect(created.status).toBe(200);
+    expect(created.type).toBe('text/xml');
+    expect(created.xml).toContain(
+      '<CreateQueueResponse xmlns="http://queue.amazonaws.com/doc/2012-11-05/"><CreateQueueResult>',
+    );
+    const url = field(created.xml, 'QueueUrl') as string;
+    expect(url).toBe(`${server.baseUrl}/sqs/000000000000/${name}`);
+
+    const sent = await query({
+      Action: 'SendMessage',
+      QueueUrl: url,
+      MessageBody: 'a < b & c',
+      'MessageAttribute.1.Name': 'attribName1',
+      'MessageAttribute.1.Value.DataType': 'String',
+      'MessageAttribute.1.Value.StringValue': 'attribValue 1',
+    });
+    expect(field(sent.xml, 'MD5OfMessageBody')).toBe(md5OfBody('a < b & c'));
+    expect(field(sent.xml, 'MD5OfMessageAttributes')).toBe('19e27d4e946b072f3f58da80d94fd778');
+
+    const received = await query({
+      Action: 'ReceiveMessage',
+      QueueUrl: url,
+      'AttributeName.1': 'All',
+      'MessageAttributeName.1': 'All',
+    });
+    expect(field(received.xml, 'Body')).toBe('a &#60; b &#38; c');
+    expect(received.xml).toContain(
+      '<MessageAttribute><Name>attribName1</Name><Value><DataType>String</DataType><StringValue>attribValue 1</StringValue></Value></MessageAttribute>',
+    );
+    expect(received.xml).toContain(
+      '<Attribute><Name>ApproximateReceiveCount</Name><Value>1</Value></Attribute>',
+    );
+    const handle = field(received.xml, 'ReceiptHandle') as string;
+
+    // Posted to the QueueUrl's path, without a QueueUrl parameter.
+    const deleted = await query(
+      { Action: 'DeleteMessage', ReceiptHandle: handle },
+      `/sqs/000000000000/${name}`,
+    );
+    expect(deleted.status).toBe(200);
+    expect(deleted.xml).toContain('<DeleteMessageResponse');
+    const attributes = await query({
+      Action: 'GetQueueAttributes',
+      QueueUrl: url,
+      'AttributeName.1': 'VisibilityTimeout',
+      'AttributeName.2': 'ApproximateNumberOfMessagesNotVisible',
+    });
+    expect(all(attributes.xml, 'Value')).toEqual(['12', '0']);
+    const tags = await query({ Action: 'ListQueueTags', QueueUrl: url });
+    expect(tags.xml).toContain('<Tag><Key>team</Key><Value>a</Value></Tag>');
+  });
+
+  it('batches carry their entries and per-entry failures', async () => {
+    const name = freshName('qbatch');
+    const url = field((await query({ Action: 'CreateQueue', QueueName: name })).xml, 'QueueUrl');
+    const batch = await query({
+      Action: 'SendMessageBatch',
+      QueueUrl: url as string,
+      'SendMessageBatchRequestEntry.1.Id': 'ok',
+      'SendMessageBatchRequestEntry.1.MessageBody': 'fine',
+      'SendMessageBatchRequestEntry.2.Id': 'bad',
+      'SendMessageBatchRequestEntry.2.MessageBody': 'x',
+      'SendMessageBatchRequestEntry.2.DelaySeconds': '901',
+    });
+    expect(batch.status).toBe(200);
+    expect(batch.xml).toMatch(/<SendMessageBatchResultEntry><Id>ok<\/Id><MessageId>/);
+    expect(batch.xml).toContain(
+      '<BatchResultErrorEntry><Id>bad</Id><SenderFault>true</SenderFault><Code>InvalidParameterValue</Code>',
+    );
+  });
+
+  it('errors are ErrorResponse documents with the legacy code', async () => {
+    const missing = await query({
+      Action: 'GetQueueUrl',
+      QueueName: 'no-such-queue-anywhere',
+    });
+    expect(missing.status).toBe(400);
+    expect(missing.xml).toContain(
+      '<ErrorResponse xmlns="http://queue.amazonaws.com/doc/2012-11-05/"><Error><Type>Sender</Type><Code>AWS.SimpleQueueService.NonExistentQueue</Code>',
+    );
+    const noAction = await query({});
+    expect(field(noAction.xml, 'Code')).toBe('MissingParameter');
+    const unknown = await query({ Action: 'Teleport' });
+    expect(field(unknown.xml, 'Code')).toBe('InvalidAction');
+  });
+});
