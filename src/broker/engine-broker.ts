@@ -239,10 +239,7 @@ export class EngineQueue implements Queue {
   }
 
   async extend(token: number, visibility: number) {
-    const deadline = await this.run(build.extend(token, visibility));
-    // A shorter lease brings the job back sooner: this process's parked receivers sleep less.
-    if (deadline !== null) this.wakes.wake(this.name);
-    return deadline;
+    return this.run(build.extend(token, visibility));
   }
 
   async openSession(options?: SessionOptions) {

@@ -21,7 +21,6 @@ export {
   build,
   type CloseSessionOperation,
   type ExtendOperation,
-  freesCapacity,
   type HeartbeatOperation,
   makesJobsReady,
   type NackDisposition,
@@ -43,6 +42,7 @@ export {
   type RedriveOperation,
   type ReserveOperation,
   type ResultOf,
+  reschedulesReceivers,
   type StatsOperation,
 } from './operations.js';
 export { checkQueueName, checkSameOptions, QUEUE_NAME } from './queue-options.js';

@@ -514,9 +514,18 @@ export function makesJobsReady(operation: Operation): boolean {
   }
 }
 
-/** Whether an operation may free prefetch room (a receiver held back by prefetch may go on). */
-export function freesCapacity(operation: Operation): boolean {
-  return (
-    operation.type === 'ack' || operation.type === 'ackUpTo' || operation.type === 'purgeQueue'
-  );
+/**
+ * Whether an operation may let a receiver parked in this process go on sooner: it frees
+ * prefetch room (ack), or moves a lease deadline (extend), the next event a receiver sleeps to.
+ */
+export function reschedulesReceivers(operation: Operation): boolean {
+  switch (operation.type) {
+    case 'ack':
+    case 'ackUpTo':
+    case 'purgeQueue':
+    case 'extend':
+      return true;
+    default:
+      return false;
+  }
 }

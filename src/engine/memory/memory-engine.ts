@@ -3,7 +3,6 @@ import {
   checkQueueName,
   checkSameOptions,
   type Delivery,
-  freesCapacity,
   LeaseQueue,
   LeaseqError,
   makesJobsReady,
@@ -12,6 +11,7 @@ import {
   type Outcome,
   type QueueOptions,
   type ResolvedQueueOptions,
+  reschedulesReceivers,
 } from '../../core/index.js';
 import type {
   Engine,
@@ -145,7 +145,8 @@ class MemoryQueue extends OperationHandle {
     let wakes = false;
     this.core.applyBatch(now, stored).forEach((outcome, k) => {
       const operation = stored[k] as Operation;
-      if (outcome.ok && (makesJobsReady(operation) || freesCapacity(operation))) wakes = true;
+      if (outcome.ok && (makesJobsReady(operation) || reschedulesReceivers(operation)))
+        wakes = true;
       outcomes[positions[k] as number] =
         outcome.ok && operation.type === 'reserve'
           ? { ok: true, value: (outcome.value as Delivery[]).map(readDelivery) }

@@ -1,11 +1,11 @@
 import {
   ClockError,
-  freesCapacity,
   LeaseqError,
   makesJobsReady,
   type Operation,
   type Outcome,
   type ReserveOperation,
+  reschedulesReceivers,
 } from '../../core/index.js';
 import { checkLookedUpId } from '../../core/text.js';
 import { checkNow } from '../../core/validate.js';
@@ -50,7 +50,7 @@ export class SqlQueue extends OperationHandle {
         try {
           outcomes.push({ ok: true, value: await runOperation(ops, now, operation) });
           ready ||= makesJobsReady(operation);
-          freed ||= freesCapacity(operation);
+          freed ||= reschedulesReceivers(operation);
         } catch (error) {
           // A bad clock refuses the whole batch (R2); nothing has changed yet.
           if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;

@@ -1,13 +1,13 @@
 import {
   build,
   checkQueueName,
-  freesCapacity,
   makesJobsReady,
   type NackOptions,
   type Operation,
   type PublishInput,
   type PublishResult,
   type ResultOf,
+  reschedulesReceivers,
 } from '../../core/index.js';
 import { Problems } from '../../core/validate.js';
 import type { EngineTransaction } from '../engine.js';
@@ -55,7 +55,7 @@ export class SqlTransaction implements EngineTransaction {
     const result = (await runOperation(ops, now, operation)) as ResultOf<O>;
     if (makesJobsReady(operation)) {
       await wakeOnCommit(this.access, this.connection, this.batch, queue);
-    } else if (freesCapacity(operation)) {
+    } else if (reschedulesReceivers(operation)) {
       wakeLocallyOnCommit(this.access, this.batch, queue);
     }
     return result;
