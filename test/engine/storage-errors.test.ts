@@ -1,9 +1,10 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { translateSqliteError } from '../../src/engine/sqlite/sqlite-engine.js';
 import {
   openEngine,
   SchemaTooNewError,
@@ -24,6 +25,34 @@ describe('SQLite storage errors', () => {
     const failure = openEngine(`sqlite:${path}`);
     await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
     await expect(failure).rejects.toThrow(path);
+  });
+
+  it('a damaged file (pages overwritten): refused at open, never served', async () => {
+    const path = join(dir, 'damaged.db');
+    const engine = await openEngine(`sqlite:${path}`);
+    const queue = await engine.queue('jobs');
+    const payload = { filler: 'z'.repeat(500) };
+    for (let batch = 0; batch < 20; batch++) {
+      const jobs = Array.from({ length: 50 }, (_, at) => ({ id: `j${batch}-${at}`, payload }));
+      await queue.publishBatch(0, jobs);
+    }
+    await engine.close();
+    const bytes = readFileSync(path);
+    const middle = Math.floor(bytes.length / 2);
+    for (let at = middle; at < middle + 8192; at++) bytes[at] = (at * 7919) & 0xff;
+    writeFileSync(path, bytes);
+    const failure = openEngine(`sqlite:${path}`);
+    await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(failure).rejects.toThrow(/damaged.*restore it from a backup/);
+  });
+
+  it('a full disk (SQLITE_FULL): StorageUnavailableError saying so', () => {
+    const full = Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+    const translated = translateSqliteError(full, 'sqlite:/data/x.db');
+    expect(translated).toBeInstanceOf(StorageUnavailableError);
+    expect((translated as Error).message).toBe(
+      'sqlite:/data/x.db is full (no space left for the database): database or disk is full',
+    );
   });
 
   it('a path inside a file (unreadable location): StorageUnavailableError', async () => {
