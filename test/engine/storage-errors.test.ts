@@ -178,6 +178,28 @@ describe('PostgreSQL storage errors', () => {
     await expect(openEngine(url.toString())).rejects.toBeInstanceOf(StorageUnavailableError);
   });
 
+  it('a connection that dies inside a transaction fails that call, not the process', async () => {
+    const engine = await openEngine(postgresUrl());
+    try {
+      // The backend is terminated while the transaction waits between two statements: the
+      // client's error arrives with no query running (as when PostgreSQL restarts).
+      const failure = engine.transaction?.(async (tx) => {
+        const [row] = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+        const other = new pg.Client({ connectionString: postgresUrl() });
+        await other.connect();
+        await other.query('SELECT pg_terminate_backend($1)', [row?.pid]);
+        await other.end();
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await tx.query('SELECT 1');
+      });
+      await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+      const queue = await engine.queue(queueName('after-terminate'));
+      await expect(queue.publish(1, { id: 'a' })).resolves.toEqual({ id: 'a', duplicate: false });
+    } finally {
+      await engine.close();
+    }
+  });
+
   it('a schema newer than this code: SchemaTooNewError', async () => {
     const schema = `lq_newer_${queueName('s').replace(/[^a-z0-9]/gi, '_')}`.toLowerCase();
     const admin = new pg.Client({ connectionString: postgresUrl() });

@@ -72,7 +72,21 @@ export async function openPostgresEngine(
       translateError: (error) => (isConnectionFailure(error) ? unavailable(error, target) : error),
       acquire: async () => {
         const pooled = await connect(pool, target);
-        return { connection: new PostgresConnection(pooled), release: () => pooled.release() };
+        // The pool stops listening to a client it hands out. A connection that dies between two
+        // statements (PostgreSQL restarted) must fail this transaction's next statement, not
+        // the process with an unhandled 'error'; the broken client is then dropped on release.
+        let broken: Error | undefined;
+        const onError = (error: Error) => {
+          broken = error;
+        };
+        pooled.on('error', onError);
+        return {
+          connection: new PostgresConnection(pooled),
+          release: () => {
+            pooled.removeListener('error', onError);
+            pooled.release(broken);
+          },
+        };
       },
       shutdown: async () => {
         await listener?.end().catch(() => undefined);
@@ -130,6 +144,6 @@ function isConnectionFailure(error: unknown): boolean {
   return (
     /^(ECONN|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH|EPIPE)/.test(code) ||
     /^(08|28|3D|53|57P)/.test(code) ||
-    /Connection terminated|timeout exceeded when trying to connect/i.test(message)
+    /Connection terminated|is not queryable|timeout exceeded when trying to connect/i.test(message)
   );
 }
