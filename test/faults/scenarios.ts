@@ -215,13 +215,8 @@ export const SCENARIOS: Scenario[] = [
   },
 ];
 
-/** Scenarios `npm test` runs (short): one of each family that needs no PostgreSQL. */
-export const QUICK_SCENARIOS = [
-  'kill-sqlite-fsync',
-  'connections-cut',
-  'clock-jump-forward',
-  'corrupt-file',
-];
+/** Scenarios `npm test` runs (short): a server crash, a network fault, a damaged file. */
+export const QUICK_SCENARIOS = ['kill-sqlite-fsync', 'connections-cut', 'corrupt-file'];
 
 async function overwrite(path: string, offset: number, length: number): Promise<void> {
   const bytes = await readFile(path);
