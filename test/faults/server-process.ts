@@ -16,6 +16,8 @@ export interface ServerSpec {
   durability?: 'fsync' | 'os';
   /** A control file for fault-hooks.mjs: the child loads the hooks and follows the file. */
   faultControl?: string;
+  /** More modules loaded into the child with --import (measuring probes). */
+  imports?: string[];
 }
 
 export interface ServerExit {
@@ -27,6 +29,7 @@ export interface ServerExit {
 export class ServerProcess {
   private readonly child: ChildProcess;
   private output = '';
+  private errors = '';
   private readonly exited: Promise<ServerExit>;
   exit: ServerExit | undefined;
   url: string | undefined;
@@ -38,6 +41,7 @@ export class ServerProcess {
     if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` first`);
     const args = [
       ...(spec.faultControl === undefined ? [] : ['--import', FAULT_HOOKS]),
+      ...(spec.imports ?? []).flatMap((module) => ['--import', module]),
       MAIN,
       'serve',
       '--port',
@@ -63,7 +67,10 @@ export class ServerProcess {
       this.output = (this.output + chunk.toString()).slice(-20_000);
     };
     this.child.stdout?.on('data', collect);
-    this.child.stderr?.on('data', collect);
+    this.child.stderr?.on('data', (chunk: Buffer) => {
+      collect(chunk);
+      this.errors = (this.errors + chunk.toString()).slice(-20_000);
+    });
     this.exited = new Promise((resolve) => {
       this.child.on('close', (code, signal) => {
         running.delete(this);
@@ -80,6 +87,11 @@ export class ServerProcess {
   /** What the child printed (stdout and stderr), the last 20 kB. */
   get log(): string {
     return this.output;
+  }
+
+  /** What the child printed on stderr alone, the last 20 kB. */
+  get stderr(): string {
+    return this.errors;
   }
 
   /** Resolves with the server's URL once it listens; fails when it exits first. */
