@@ -199,7 +199,7 @@ function report(samples: Sample[], elapsedMs: number): string {
     '',
     `Written by \`npm run soak -- --minutes ${minutes} --rate ${rate} --window-seconds ${windowSeconds}\` on ${new Date().toISOString().slice(0, 10)}.`,
     `Length: **${fmt(elapsedMs / 60_000, 1)} minutes** (${samples.length} windows of ${windowSeconds} s).`,
-    `Load: ${PRODUCERS} producers publishing single jobs at ${rate} jobs/s in all (200-byte payloads), ${CONSUMERS} consumers receiving up to 10 (long poll 500 ms) and acking each batch with one request; one server, SQLite file in a temp dir, durability fsync, default settings (info logs on).`,
+    `Load: ${PRODUCERS} producers publishing single jobs (200-byte payloads), paced to ${rate} jobs/s in all; each waits for its answer, so when a publish takes longer than ${fmt((1000 * PRODUCERS) / rate, 0)} ms the rate reached is lower (it was ${fmt(published / (elapsedMs / 1000), 0)} jobs/s on average). ${CONSUMERS} consumers receive up to 10 (long poll 500 ms) and ack each batch with one request. One server, SQLite file in a temp dir, durability fsync, default settings (info logs on).`,
     'The machine has 2 cores shared with other work while this ran: absolute latencies are noisy; the trends over time are the point.',
     '',
     `Totals: ${published} published, ${acked} acked, ${errors} errors. RSS ${fmt(first?.rssMb ?? Number.NaN)} → ${fmt(last?.rssMb ?? Number.NaN)} MB, heap ${fmt(first?.heapUsedMb ?? Number.NaN)} → ${fmt(last?.heapUsedMb ?? Number.NaN)} MB, database with WAL ${fmt(first?.fileMb ?? Number.NaN, 2)} → ${fmt(last?.fileMb ?? Number.NaN, 2)} MB.`,

@@ -1,5 +1,5 @@
 import { CHECKER_MEANINGS, CHECKERS } from '../history/checkers.js';
-import type { ScenarioResult } from './scenario-runner.js';
+import type { Scenario, ScenarioResult } from './scenario-runner.js';
 
 const BEGIN = '<!-- faults:begin (written by npm run faults) -->';
 const END = '<!-- faults:end -->';
@@ -43,19 +43,39 @@ export function resultsTable(results: readonly ScenarioResult[]): string {
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-/** The generated part of docs/reliability.md. */
+/** The generated part of docs/reliability.md: checkers, faults, the table, what happened. */
 export function generatedSection(
+  scenarios: readonly Scenario[],
   results: readonly ScenarioResult[],
   run: { commit: string; date: string; seed: number; loadMs: number; totalMs: number },
 ): string {
-  const notes = results.flatMap((result) => [
-    `- \`${result.scenario}\` (${(result.durationMs / 1000).toFixed(1)} s): ${[...result.notes, ...result.problems.map((p) => `PROBLEM: ${p.split('\n')[0]}`)].join('; ') || 'no notes'}`,
-  ]);
+  const notes = results.map((result) => {
+    const problems = result.problems.map((problem) => `PROBLEM: ${problem.split('\n')[0]}`);
+    const text = [...result.notes, ...problems].join('; ') || 'no notes';
+    return `- \`${result.scenario}\` (${(result.durationMs / 1000).toFixed(1)} s): ${text}`;
+  });
   return [
     BEGIN,
     '',
-    `Run of ${run.date} on commit \`${run.commit}\`, seed ${run.seed}, ${run.loadMs / 1000} s of load per fault, ${(run.totalMs / 1000).toFixed(0)} s in all (a 2-core machine shared with other work: the operation counts are small and vary from run to run).`,
-    'A cell is `✓ n` (n examined, no violation) or `✗ k of n`. Checkers: see [the checkers](#the-checkers).',
+    '### The checkers',
+    '',
+    'One module, `test/history/checkers.ts`, used by the fault suite and by the simulation alike.',
+    '',
+    checkerTable(),
+    '',
+    '### The faults',
+    '',
+    '| fault | what it does | storage |',
+    '| --- | --- | --- |',
+    ...scenarios.map(
+      (s) =>
+        `| \`${s.name}\` | ${s.description} | ${s.storage}${s.servers ? ` × ${s.servers} servers` : ''} |`,
+    ),
+    '',
+    '### Results',
+    '',
+    `Run of ${run.date} on commit \`${run.commit}\`, seed ${run.seed}, ${run.loadMs / 1000} s of load per fault, ${(run.totalMs / 1000).toFixed(0)} s in all. The machine has 2 cores shared with other work, so the operation counts are small and vary from run to run.`,
+    'A checker cell is `✓ n` (n examined, no violation) or `✗ k of n`; "fault expectations" are the fault\'s own checks (a damaged file refused, the server alive after PostgreSQL restarted, disk full answered 503, the drain finished).',
     '',
     resultsTable(results),
     '',

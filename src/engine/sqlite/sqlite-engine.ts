@@ -85,7 +85,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
 /**
  * Refuses a damaged file before anything reads or writes it: a queue served from damaged
  * pages could lose jobs or hand out tokens again without a word. quick_check reads every page
- * (about 10 ms per MB here), once per open.
+ * once per open (about 0.5 s for a 447 MB file in the OS cache here).
  */
 function checkIntact(db: Database.Database, target: string): void {
   let problems: string[];
