@@ -250,6 +250,7 @@ export class SimWorker {
     }
     if (answer.kind === 'refused') return world.violate(`${f} ${token}: ${answer.error.message}`);
     if (f === 'ack') this.checkAck(held, answer.value);
+    if (f === 'reject' && answer.value) world.coverage.hit('dead-by-reject');
     if (!answer.value) world.letGo.add(id);
   }
 

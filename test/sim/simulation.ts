@@ -103,7 +103,6 @@ export async function simulate(
   };
   const stats = await handle.stats(sim.now);
   if ((stats.deadLetters['max-deliveries'] ?? 0) > 0) coverage.hit('dead-by-max-deliveries');
-  if ((stats.deadLetters['sim-rejected'] ?? 0) > 0) coverage.hit('dead-by-reject');
   // I14: the counters agree with the rows.
   const rows = { ready: view.ready.length, active: view.active.length, dead: view.dead.length };
   const gauges = { ready: stats.ready, active: stats.active, dead: stats.dead };
