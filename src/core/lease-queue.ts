@@ -150,17 +150,22 @@ export class LeaseQueue {
    */
   applyBatch(now: number, operations: readonly Operation[]): Outcome[] {
     if (operations.length === 0) checkNow(now, this.clockValue);
-    return operations.map((operation) => {
-      try {
-        return { ok: true, value: this.apply(now, operation) };
-      } catch (error) {
-        // The clock is the batch's: the first operation meets it, before anything changed.
-        if (error instanceof LeaseqError && !(error instanceof ClockError)) {
-          return { ok: false, error };
-        }
-        throw error;
+    return operations.map((operation) => this.applyOutcome(now, operation));
+  }
+
+  /**
+   * One operation of a batch: its value, or the typed error that refused it. A ClockError is
+   * thrown: the clock is the batch's, and the first operation meets it before anything changed.
+   */
+  applyOutcome(now: number, operation: Operation): Outcome {
+    try {
+      return { ok: true, value: this.apply(now, operation) };
+    } catch (error) {
+      if (error instanceof LeaseqError && !(error instanceof ClockError)) {
+        return { ok: false, error };
       }
-    });
+      throw error;
+    }
   }
 
   // The friendly methods: each builds its operation (checking its arguments) and applies it.
@@ -335,7 +340,7 @@ export class LeaseQueue {
       case 'reserve':
         return this.reserveNow(now, op);
       case 'ack':
-        return op.tokens.map((token) => this.ackOne(now, token));
+        return this.ackTokens(now, op.tokens);
       case 'nack':
         return this.nackOne(now, op.token, op);
       case 'extend':
@@ -366,6 +371,12 @@ export class LeaseQueue {
       case 'stats':
         return this.statsNow(now);
     }
+  }
+
+  private ackTokens(now: number, tokens: readonly number[]): boolean[] {
+    const results: boolean[] = new Array(tokens.length);
+    for (let i = 0; i < tokens.length; i++) results[i] = this.ackOne(now, tokens[i] as number);
+    return results;
   }
 
   private reserveNow(now: number, op: ReserveOperation): Delivery[] {

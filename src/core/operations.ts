@@ -286,6 +286,8 @@ export const build = {
     return finish('publish', { jobs: publishJobs(inputs, 'jobs', problems) }, problems);
   },
   reserve(options: unknown = {}): ReserveOperation {
+    const fast = validReserve(options);
+    if (fast !== undefined) return fast;
     const problems = new Problems();
     if (!problems.object('options', options)) problems.throwIfAny();
     return finish('reserve', reserveFields((options ?? {}) as Fields, problems), problems);
@@ -374,6 +376,30 @@ export const build = {
 };
 
 const STATS: StatsOperation = Object.freeze({ type: 'stats' });
+const RESERVE_ONE: ReserveOperation = Object.freeze({
+  type: 'reserve',
+  max: 1,
+  visibility: undefined,
+  session: undefined,
+});
+
+/** The common reserve options, certainly valid, built without collecting problems. */
+function validReserve(options: unknown): ReserveOperation | undefined {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) return undefined;
+  const { max, visibility, session } = options as Fields;
+  if (max === undefined && visibility === undefined && session === undefined) return RESERVE_ONE;
+  if (max !== undefined && !isToken(max)) return undefined;
+  if (visibility !== undefined && !isToken(visibility)) return undefined;
+  if (session !== undefined && (typeof session !== 'string' || session.length === 0))
+    return undefined;
+  if (typeof session === 'string' && session.length > 512) return undefined;
+  return Object.freeze({
+    type: 'reserve',
+    max: (max as number | undefined) ?? 1,
+    visibility: visibility as number | undefined,
+    session: session as string | undefined,
+  });
+}
 
 // --- field parsers ---------------------------------------------------------------------------
 

@@ -32,63 +32,93 @@ export abstract class OperationHandle implements QueueHandle {
   abstract job(id: string): Promise<JobView | undefined>;
   abstract nextEventAt(): Promise<number | undefined>;
 
-  /** Executes one operation; its error, if any, is thrown. */
-  async run<O extends Operation>(now: number, operation: O): Promise<ResultOf<O>> {
-    const [outcome] = await this.execute(now, [operation]);
-    if (outcome === undefined) throw new Error('an engine answered no outcome');
-    if (!outcome.ok) throw outcome.error;
-    return outcome.value as ResultOf<O>;
+  /** Executes one operation; its error, if any, rejects. */
+  run<O extends Operation>(now: number, operation: O): Promise<ResultOf<O>> {
+    return this.execute(now, [operation]).then(unwrap) as Promise<ResultOf<O>>;
   }
 
-  async publish(now: number, input: PublishInput = {}): Promise<PublishResult> {
-    return (await this.run(now, build.publish(input)))[0] as PublishResult;
+  /** Builds an operation and runs it: a refused argument rejects, as every engine call does. */
+  private build<O extends Operation>(now: number, make: () => O): Promise<ResultOf<O>> {
+    let operation: O;
+    try {
+      operation = make();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.run(now, operation);
   }
-  async publishBatch(now: number, inputs: readonly PublishInput[]) {
-    return this.run(now, build.publishBatch(inputs));
+
+  /** The same, for an operation on a list of one (a publish, an ack): its one answer. */
+  private buildOne<T>(now: number, make: () => Operation): Promise<T> {
+    let operation: Operation;
+    try {
+      operation = make();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.execute(now, [operation]).then(unwrapFirst) as Promise<T>;
   }
-  async reserve(now: number, options: ReserveOptions = {}) {
-    return this.run(now, build.reserve(options));
+
+  publish(now: number, input: PublishInput = {}): Promise<PublishResult> {
+    return this.buildOne(now, () => build.publish(input));
   }
-  async ack(now: number, token: number): Promise<boolean> {
-    return (await this.run(now, build.ack(token)))[0] as boolean;
+  publishBatch(now: number, inputs: readonly PublishInput[]) {
+    return this.build(now, () => build.publishBatch(inputs));
   }
-  async ackMany(now: number, tokens: readonly number[]) {
-    return this.run(now, build.ackMany(tokens));
+  reserve(now: number, options: ReserveOptions = {}) {
+    return this.build(now, () => build.reserve(options));
   }
-  async nack(now: number, token: number, options?: NackOptions) {
-    return this.run(now, build.nack(token, options));
+  ack(now: number, token: number): Promise<boolean> {
+    return this.buildOne(now, () => build.ack(token));
+  }
+  ackMany(now: number, tokens: readonly number[]) {
+    return this.build(now, () => build.ackMany(tokens));
+  }
+  nack(now: number, token: number, options?: NackOptions) {
+    return this.build(now, () => build.nack(token, options));
   }
   reject(now: number, token: number, options?: NackOptions) {
     return this.nack(now, token, options);
   }
-  async extend(now: number, token: number, visibility: number) {
-    return this.run(now, build.extend(token, visibility));
+  extend(now: number, token: number, visibility: number) {
+    return this.build(now, () => build.extend(token, visibility));
   }
-  async openSession(now: number, options?: SessionOptions) {
-    return this.run(now, build.openSession(options));
+  openSession(now: number, options?: SessionOptions) {
+    return this.build(now, () => build.openSession(options));
   }
   async heartbeat(now: number, sessionId: string): Promise<void> {
-    await this.run(now, build.heartbeat(sessionId));
+    await this.build(now, () => build.heartbeat(sessionId));
   }
-  async closeSession(now: number, sessionId: string) {
-    return this.run(now, build.closeSession(sessionId));
+  closeSession(now: number, sessionId: string) {
+    return this.build(now, () => build.closeSession(sessionId));
   }
-  async ackUpTo(now: number, sessionId: string, token: number) {
-    return this.run(now, build.ackUpTo(sessionId, token));
+  ackUpTo(now: number, sessionId: string, token: number) {
+    return this.build(now, () => build.ackUpTo(sessionId, token));
   }
-  async nackUpTo(now: number, sessionId: string, token: number, options?: NackOptions) {
-    return this.run(now, build.nackUpTo(sessionId, token, options));
+  nackUpTo(now: number, sessionId: string, token: number, options?: NackOptions) {
+    return this.build(now, () => build.nackUpTo(sessionId, token, options));
   }
-  async redrive(now: number, ids?: readonly string[]) {
-    return this.run(now, build.redrive(ids));
+  redrive(now: number, ids?: readonly string[]) {
+    return this.build(now, () => build.redrive(ids));
   }
-  async purge(now: number, ids?: readonly string[]) {
-    return this.run(now, build.purge(ids));
+  purge(now: number, ids?: readonly string[]) {
+    return this.build(now, () => build.purge(ids));
   }
-  async purgeQueue(now: number, options?: { dead?: boolean }) {
-    return this.run(now, build.purgeQueue(options));
+  purgeQueue(now: number, options?: { dead?: boolean }) {
+    return this.build(now, () => build.purgeQueue(options));
   }
-  async stats(now: number) {
-    return this.run(now, build.stats());
+  stats(now: number) {
+    return this.build(now, () => build.stats());
   }
+}
+
+function unwrap(outcomes: Outcome[]): unknown {
+  const outcome = outcomes[0];
+  if (outcome === undefined) throw new Error('an engine answered no outcome');
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
+}
+
+function unwrapFirst(outcomes: Outcome[]): unknown {
+  return (unwrap(outcomes) as readonly unknown[])[0];
 }

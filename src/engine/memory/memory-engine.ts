@@ -127,33 +127,39 @@ class MemoryQueue extends OperationHandle {
     super();
   }
 
-  async execute(now: number, operations: readonly Operation[]): Promise<Outcome[]> {
-    this.checkOpen();
-    // Payloads are stored as JSON text; one that is not JSON refuses its own operation only.
-    const outcomes: Outcome[] = new Array(operations.length);
-    const stored: Operation[] = [];
-    const positions: number[] = [];
-    operations.forEach((operation, index) => {
-      try {
-        stored.push(storedOperation(operation));
-        positions.push(index);
-      } catch (error) {
-        if (!(error instanceof LeaseqError)) throw error;
-        outcomes[index] = { ok: false, error };
+  execute(now: number, operations: readonly Operation[]): Promise<Outcome[]> {
+    try {
+      this.checkOpen();
+      if (operations.length === 0) return Promise.resolve(this.core.applyBatch(now, operations));
+      const outcomes: Outcome[] = new Array(operations.length);
+      let wakes = false;
+      for (let i = 0; i < operations.length; i++) {
+        const operation = operations[i] as Operation;
+        const outcome = this.applyOne(now, operation);
+        if (outcome.ok && (makesJobsReady(operation) || reschedulesReceivers(operation))) {
+          wakes = true;
+        }
+        outcomes[i] = outcome;
       }
-    });
-    let wakes = false;
-    this.core.applyBatch(now, stored).forEach((outcome, k) => {
-      const operation = stored[k] as Operation;
-      if (outcome.ok && (makesJobsReady(operation) || reschedulesReceivers(operation)))
-        wakes = true;
-      outcomes[positions[k] as number] =
-        outcome.ok && operation.type === 'reserve'
-          ? { ok: true, value: (outcome.value as Delivery[]).map(readDelivery) }
-          : outcome;
-    });
-    if (wakes) this.wakes.wake(this.name);
-    return outcomes;
+      if (wakes) this.wakes.wake(this.name);
+      return Promise.resolve(outcomes);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** Payloads are stored as JSON text; one that is not JSON refuses its own operation only. */
+  private applyOne(now: number, operation: Operation): Outcome {
+    let stored: Operation;
+    try {
+      stored = storedOperation(operation);
+    } catch (error) {
+      if (error instanceof LeaseqError) return { ok: false, error };
+      throw error;
+    }
+    const outcome = this.core.applyOutcome(now, stored);
+    if (!outcome.ok || stored.type !== 'reserve') return outcome;
+    return { ok: true, value: (outcome.value as Delivery[]).map(readDelivery) };
   }
 
   async options() {
