@@ -1,12 +1,6 @@
 import { ClockError, ValidationError } from './errors.js';
 import { isStorableText, STORABLE_TEXT_RULE } from './text.js';
-import type {
-  NackOptions,
-  PublishInput,
-  QueueOptions,
-  ResolvedQueueOptions,
-  SessionOptions,
-} from './types.js';
+import type { QueueOptions, ResolvedQueueOptions } from './types.js';
 
 export const MAX_ID_LENGTH = 256;
 
@@ -115,96 +109,6 @@ export function resolveQueueOptions(options: QueueOptions | undefined): Resolved
   problems.nonNegativeInteger('dedupWindow', resolved.dedupWindow);
   problems.throwIfAny();
   return resolved;
-}
-
-export interface ResolvedNack {
-  requeue: boolean;
-  delay: number;
-  reason: string;
-}
-
-export function resolveNackOptions(options: NackOptions | undefined): ResolvedNack {
-  const problems = new Problems();
-  if (!problems.object('options', options)) problems.throwIfAny();
-  const requeue = options?.requeue ?? true;
-  const delay = options?.delay ?? 0;
-  const reason = options?.reason ?? 'rejected';
-  problems.boolean('requeue', requeue);
-  problems.nonNegativeInteger('delay', delay);
-  problems.reason('reason', reason);
-  problems.throwIfAny();
-  return { requeue, delay, reason };
-}
-
-export interface ResolvedSession {
-  prefetch: number;
-  timeout: number;
-  ackTimeout: number;
-}
-
-export function resolveSessionOptions(options: SessionOptions | undefined): ResolvedSession {
-  const problems = new Problems();
-  if (!problems.object('options', options)) problems.throwIfAny();
-  const prefetch = options?.prefetch ?? Number.POSITIVE_INFINITY;
-  const timeout = options?.timeout ?? Number.POSITIVE_INFINITY;
-  const ackTimeout = options?.ackTimeout ?? Number.POSITIVE_INFINITY;
-  problems.positiveIntegerOrInfinity('prefetch', prefetch);
-  problems.positiveIntegerOrInfinity('timeout', timeout);
-  problems.positiveIntegerOrInfinity('ackTimeout', ackTimeout);
-  problems.throwIfAny();
-  return { prefetch, timeout, ackTimeout };
-}
-
-/** True when a publish input is certainly valid: the hot path, allocating nothing. */
-function isValidPublishInput(input: unknown): boolean {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) return false;
-  const { id, delay } = input as PublishInput;
-  return (
-    (id === undefined || (typeof id === 'string' && id.length > 0 && id.length <= MAX_ID_LENGTH)) &&
-    (delay === undefined || (Number.isSafeInteger(delay) && delay >= 0))
-  );
-}
-
-export function checkPublishInput(input: unknown): void {
-  if (!isValidPublishInput(input)) checkPublishInputs([input as PublishInput], 'job');
-}
-
-export function checkPublishInputs(inputs: readonly PublishInput[], name: string): void {
-  if (inputs.every(isValidPublishInput)) return;
-  const problems = new Problems();
-  inputs.forEach((input, index) => {
-    const at = inputs.length === 1 && name === 'job' ? 'job' : `${name}[${index}]`;
-    if (!problems.object(at, input)) return;
-    if (input.id !== undefined) problems.id(`${at}.id`, input.id);
-    if (input.delay !== undefined) problems.nonNegativeInteger(`${at}.delay`, input.delay);
-  });
-  problems.throwIfAny();
-}
-
-export function checkToken(token: unknown): void {
-  if (!(typeof token === 'number' && Number.isSafeInteger(token) && token >= 1))
-    checkTokens([token]);
-}
-
-export function checkTokens(tokens: readonly unknown[]): void {
-  if (
-    tokens.every((token) => typeof token === 'number' && Number.isSafeInteger(token) && token >= 1)
-  ) {
-    return;
-  }
-  const problems = new Problems();
-  for (const token of tokens) problems.positiveInteger('token', token);
-  problems.throwIfAny();
-}
-
-export function checkIdList(ids: readonly string[] | undefined): void {
-  if (ids === undefined) return;
-  if (!Array.isArray(ids)) throw new ValidationError(`ids must be an array, got ${show(ids)}`);
-  const problems = new Problems();
-  ids.forEach((id, index) => {
-    problems.id(`ids[${index}]`, id);
-  });
-  problems.throwIfAny();
 }
 
 const SESSION_ID = /^s([1-9][0-9]*)$/;
