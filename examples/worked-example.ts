@@ -21,4 +21,4 @@ try {
   if (!(error instanceof ClockError)) throw error;
   step('ack(4, 2)', `${error.code}: ${error.message}`);
 }
-step('clock', queue.clock);
+step('queueTime', queue.queueTime);

@@ -44,7 +44,7 @@ export class EngineBroker implements Broker {
     this.checkOpen();
     const handle = await this.engine.queue(name, options);
     // The stored clock is the floor of time, also across restarts (R2).
-    this.clock.observe(await handle.clock());
+    this.clock.observe(await handle.queueTime());
     return new EngineQueue(handle, this.clock, this.wakes, this.closing.signal);
   }
 
@@ -110,8 +110,8 @@ async function atNow<T>(clock: Clock, call: (now: number) => Promise<T>): Promis
   try {
     return await call(clock.now());
   } catch (error) {
-    if (!(error instanceof ClockError) || error.clock <= clock.now()) throw error;
-    clock.observe(error.clock);
+    if (!(error instanceof ClockError) || error.queueTime <= clock.now()) throw error;
+    clock.observe(error.queueTime);
     return call(clock.now());
   }
 }

@@ -3,7 +3,7 @@ import type { QueueStats } from './types.js';
 /** The R17 counters that only ever grow. */
 export type Counters = Omit<
   QueueStats,
-  'clock' | 'ready' | 'delayed' | 'active' | 'dead' | 'sessions' | 'oldestReadyAge'
+  'queueTime' | 'ready' | 'delayed' | 'active' | 'dead' | 'sessions' | 'oldestReadyAge'
 >;
 
 export function newCounters(): Counters {

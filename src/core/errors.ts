@@ -30,11 +30,11 @@ export class ClockError extends LeaseqError {
   readonly code = 'INVALID_CLOCK' as const;
   constructor(
     readonly now: unknown,
-    readonly clock: number,
+    readonly queueTime: number,
   ) {
     super(
       typeof now === 'number' && Number.isSafeInteger(now) && now >= 0
-        ? `now (${now}) is behind the queue clock (${clock}); time never goes back`
+        ? `now (${now}) is behind the queue time (${queueTime}); time never goes back`
         : `now must be a safe integer ≥ 0, got ${describe(now)}`,
     );
   }

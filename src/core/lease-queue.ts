@@ -127,8 +127,8 @@ export class LeaseQueue {
     return at === Number.POSITIVE_INFINITY ? undefined : at;
   }
 
-  /** The queue's clock: the largest `now` it has accepted. Takes no time. */
-  get clock(): number {
+  /** The queue's time (ms): the largest `now` it has accepted (R2). Takes no time. */
+  get queueTime(): number {
     return this.clockValue;
   }
 
@@ -254,7 +254,7 @@ export class LeaseQueue {
   private statsNow(now: number): QueueStats {
     const oldest = this.ready.oldestReadySince();
     return {
-      clock: this.clockValue,
+      queueTime: this.clockValue,
       ready: this.ready.length,
       delayed: this.delayed.size,
       active: this.active.size,
@@ -268,7 +268,7 @@ export class LeaseQueue {
   /** A copy of the whole state. Takes no time and changes nothing. */
   inspect(): InspectView {
     return {
-      clock: this.clockValue,
+      queueTime: this.clockValue,
       ready: Array.from(this.ready.values(), (job) => job.id),
       delayed: [...this.delayed.values()]
         .sort((a, b) => (byAvailability(a, b) ? -1 : 1))

@@ -67,7 +67,8 @@ export interface SessionOptions {
 }
 
 export interface InspectView {
-  clock: number;
+  /** The queue's time (ms): the largest `now` it has accepted (R2). */
+  queueTime: number;
   /** Ready ids, front first. */
   ready: string[];
   /** Delayed jobs in promotion order. */
@@ -116,7 +117,8 @@ export interface DeadLetter {
 }
 
 export interface QueueStats {
-  clock: number;
+  /** The queue's time (ms) these figures were taken at. */
+  queueTime: number;
   ready: number;
   delayed: number;
   active: number;

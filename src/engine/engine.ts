@@ -43,7 +43,7 @@ export interface QueueHandle {
   readonly name: string;
   execute(now: number, operations: readonly Operation[]): Promise<Outcome[]>;
   options(): Promise<ResolvedQueueOptions>;
-  clock(): Promise<number>;
+  queueTime(): Promise<number>;
   inspect(): Promise<InspectView>;
   deliveries(): Promise<LiveDelivery[]>;
   publish(now: number, input?: PublishInput): Promise<PublishResult>;

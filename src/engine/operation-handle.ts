@@ -25,7 +25,7 @@ export abstract class OperationHandle implements QueueHandle {
   abstract readonly name: string;
   abstract execute(now: number, operations: readonly Operation[]): Promise<Outcome[]>;
   abstract options(): Promise<ResolvedQueueOptions>;
-  abstract clock(): Promise<number>;
+  abstract queueTime(): Promise<number>;
   abstract inspect(): Promise<InspectView>;
   abstract deliveries(): Promise<LiveDelivery[]>;
   abstract deadLetters(): Promise<DeadLetter[]>;

@@ -4,7 +4,7 @@ import type { StatNumber } from './schemas.js';
 
 /** Where each R17 number of `QueueStats` goes in Prometheus. Every queue is a `queue` label. */
 const COUNTERS: Record<
-  Exclude<StatNumber, 'clock' | JobState | 'sessions' | 'oldestReadyAge'>,
+  Exclude<StatNumber, 'queueTime' | JobState | 'sessions' | 'oldestReadyAge'>,
   [string, string]
 > = {
   published: ['leaseq_published_total', 'Jobs published (duplicates not counted)'],

@@ -65,7 +65,7 @@ export const errorBody = object(
 
 /** The plain numbers of `QueueStats` (R17), in the order the API lists them. */
 export const STAT_NUMBERS = [
-  'clock',
+  'queueTime',
   'ready',
   'delayed',
   'active',
@@ -106,7 +106,7 @@ export const stats = object(statsFields, Object.keys(statsFields));
 /** The whole state of one queue (admin). */
 export const inspectView = object(
   {
-    clock: integer(0),
+    queueTime: integer(0),
     ready: arrayOf(jobId),
     delayed: arrayOf(object({ id: jobId, availableAt: integer(0) }, ['id', 'availableAt'])),
     active: arrayOf(
@@ -129,7 +129,7 @@ export const inspectView = object(
       ]),
     ),
   },
-  ['clock', 'ready', 'delayed', 'active', 'dead'],
+  ['queueTime', 'ready', 'delayed', 'active', 'dead'],
 );
 
 /** Every request and response schema of the API, sized by the server's limits. */

@@ -55,7 +55,13 @@ describe('the remote client keeps the Queue interface', () => {
     expect((await q.inspect()).active.map((a) => a.token)).toEqual([2]);
     clock.set(6);
     expect(await q.ack(2)).toBe(true);
-    expect(await q.inspect()).toEqual({ clock: 6, ready: [], delayed: [], active: [], dead: [] });
+    expect(await q.inspect()).toEqual({
+      queueTime: 6,
+      ready: [],
+      delayed: [],
+      active: [],
+      dead: [],
+    });
   });
 
   it('publishes batches all or nothing (R5) and reports duplicates (R4)', async () => {

@@ -38,7 +38,7 @@ export async function expectRejection<T extends LeaseqError>(
 
 /** An inspect() view at `clock`: empty except for the given parts. */
 export function view(clock: number, parts: Partial<InspectView> = {}): InspectView {
-  return { clock, ready: [], delayed: [], active: [], dead: [], ...parts };
+  return { queueTime: clock, ready: [], delayed: [], active: [], dead: [], ...parts };
 }
 
 /** All of a queue that an operation could change, read without taking time (but stats). */
@@ -54,7 +54,7 @@ export async function snapshot(queue: QueueHandle): Promise<QueueSnapshot> {
   return {
     view,
     deadLetters: await queue.deadLetters(),
-    stats: await queue.stats(view.clock),
+    stats: await queue.stats(view.queueTime),
   };
 }
 

@@ -102,7 +102,7 @@ describeEngines(engines, (h) => {
         'INVALID_ARGUMENT',
       );
       expect(error.issues.length).toBeGreaterThan(0);
-      expect(await queue.clock()).toBe(7);
+      expect(await queue.queueTime()).toBe(7);
     });
 
     it('R5 every problem of one call is reported at once', async () => {

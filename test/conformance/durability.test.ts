@@ -9,7 +9,7 @@ const engines = await useConformanceEngines();
 
 /** Everything a queue shows without taking time, plus its counters at its own clock. */
 async function everything(q: QueueHandle) {
-  const clock = await q.clock();
+  const clock = await q.queueTime();
   return {
     clock,
     options: await q.options(),
@@ -59,7 +59,7 @@ describeEngines(engines, (h) => {
       await h.engine().queue(name, options);
 
       const error = await expectRejection(() => again.ack(1, 1), ClockError, 'INVALID_CLOCK');
-      expect(error.clock).toBe(2);
+      expect(error.queueTime).toBe(2);
       expect(await again.publish(3, { id: 'c' })).toEqual({ id: 'c', duplicate: true });
       await again.publish(3, { id: 'e' });
       expect(await again.reserve(3)).toEqual([

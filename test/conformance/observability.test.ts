@@ -10,7 +10,7 @@ describeEngines(engines, (h) => {
     it('R17 a new queue counts nothing', async () => {
       const q = await h.queue();
       expect(await q.stats(0)).toEqual({
-        clock: 0,
+        queueTime: 0,
         ready: 0,
         delayed: 0,
         active: 0,
@@ -56,7 +56,7 @@ describeEngines(engines, (h) => {
       ]);
       // At 10 both expire: c is out of deliveries (2), d returns to the front.
       expect(await q.stats(10)).toEqual({
-        clock: 10,
+        queueTime: 10,
         ready: 1,
         delayed: 0,
         active: 1,
@@ -85,7 +85,7 @@ describeEngines(engines, (h) => {
       expect(await q.purge(15)).toBe(0);
       expect(await q.inspect()).toEqual(view(15, { ready: ['d', 'c'] }));
       expect(await q.stats(15)).toEqual({
-        clock: 15,
+        queueTime: 15,
         ready: 2,
         delayed: 0,
         active: 0,

@@ -204,7 +204,7 @@ describeEngines(engines, (h) => {
         view(4, { ready: ['x', 'z'], delayed: [{ id: 'y', availableAt: 6 }] }),
       );
       expect(await q.publishBatch(5, [])).toEqual([]);
-      expect(await q.clock()).toBe(5);
+      expect(await q.queueTime()).toBe(5);
     });
   });
 });

@@ -241,7 +241,7 @@ describeEngines(engines, (h) => {
       expect(await two.inspect()).toEqual(view(3));
       await one.publish(100, { id: 'next' });
       expect((await one.reserve(100))[0]?.token).toBe(2);
-      expect(await two.clock()).toBe(3);
+      expect(await two.queueTime()).toBe(3);
     });
 
     it('an engine reports its target and capabilities', async () => {

@@ -49,7 +49,7 @@ describeEngines(engines, (h) => {
   describe('R1 time is an argument', () => {
     it('R1 a new queue has clock 0 and accepts now = 0 and any larger safe integer', async () => {
       const q = await h.queue({ visibility: 5 });
-      expect(await q.clock()).toBe(0);
+      expect(await q.queueTime()).toBe(0);
       expect(await q.inspect()).toEqual(view(0));
       expect(await q.publish(0, { id: 'a' })).toEqual({ id: 'a', duplicate: false });
       const far = Number.MAX_SAFE_INTEGER - 5;
@@ -63,7 +63,7 @@ describeEngines(engines, (h) => {
           redelivered: false,
         },
       ]);
-      expect(await q.clock()).toBe(far);
+      expect(await q.queueTime()).toBe(far);
       expect(await q.inspect()).toEqual(
         view(far, {
           active: [{ token: 1, id: 'a', deadline: Number.MAX_SAFE_INTEGER, deliveryCount: 1 }],
@@ -99,9 +99,9 @@ describeEngines(engines, (h) => {
             'INVALID_CLOCK',
           );
           expect(error.now).toBe(now);
-          expect(error.clock).toBe(7);
+          expect(error.queueTime).toBe(7);
         }
-        expect(await queue.clock()).toBe(7);
+        expect(await queue.queueTime()).toBe(7);
       },
     );
   });
@@ -209,7 +209,7 @@ describeEngines(engines, (h) => {
       });
       for (let round = 0; round < 2; round++) {
         expect(await q.inspect()).toEqual(expected);
-        expect(await q.clock()).toBe(0);
+        expect(await q.queueTime()).toBe(0);
         expect(await q.job('a')).toMatchObject({ state: 'active', token: 1, deadline: 5 });
         expect(await q.job('b')).toMatchObject({ state: 'delayed', availableAt: 2 });
         expect(await q.deadLetters()).toEqual([]);
@@ -235,7 +235,7 @@ describeEngines(engines, (h) => {
         },
       ]);
       // At 4, token 1 is live.
-      expect(await q.stats(4)).toMatchObject({ clock: 4, ready: 0, active: 1 });
+      expect(await q.stats(4)).toMatchObject({ queueTime: 4, ready: 0, active: 1 });
       expect(await q.inspect()).toEqual(
         view(4, { active: [{ token: 1, id: 'a', deadline: 5, deliveryCount: 1 }] }),
       );
@@ -265,8 +265,8 @@ describeEngines(engines, (h) => {
       expect(await q.job('a')).toBeUndefined();
       // ack(4, 2) → ClockError, and the clock stays 6.
       const error = await expectRejection(() => q.ack(4, 2), ClockError, 'INVALID_CLOCK');
-      expect(error.clock).toBe(6);
-      expect(await q.clock()).toBe(6);
+      expect(error.queueTime).toBe(6);
+      expect(await q.queueTime()).toBe(6);
       expect(await q.inspect()).toEqual(view(6));
       expect(await q.stats(6)).toMatchObject({
         deliveries: 2,

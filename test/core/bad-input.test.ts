@@ -17,7 +17,7 @@ function expectRejected(call: (q: LeaseQueue, s: string) => unknown): void {
   const letters = q.deadLetters();
   const err = expectError(() => call(q, s), ValidationError, INVALID);
   expect(err.issues.length).toBeGreaterThan(0);
-  expect(q.clock).toBe(5);
+  expect(q.queueTime).toBe(5);
   expect(q.inspect()).toEqual(before);
   expect(q.deadLetters()).toEqual(letters);
   expect(q.stats(5)).toEqual(stats);

@@ -27,7 +27,7 @@ export function expectError<T extends LeaseqError>(
 
 /** An empty view at `clock`, with the given parts. */
 export function view(clock: number, parts: Partial<InspectView> = {}): InspectView {
-  return { clock, ready: [], delayed: [], active: [], dead: [], ...parts };
+  return { queueTime: clock, ready: [], delayed: [], active: [], dead: [], ...parts };
 }
 
 /** A queue holding the published ids (all at `now`, no delay), each with payload id.toUpperCase(). */

@@ -21,7 +21,7 @@ export function afterR3(sh: Shadow, before: InspectView, now: number): InspectVi
   const died = back.filter((a) => a.deliveryCount >= sh.cfg.maxDeliveries);
   const due = before.delayed.filter((d) => d.availableAt <= now).map((d) => d.id);
   return {
-    clock: now,
+    queueTime: now,
     ready: [...back.filter((a) => !died.includes(a)).map((a) => a.id), ...before.ready, ...due],
     delayed: before.delayed.filter((d) => d.availableAt > now),
     active: before.active.filter((a) => !lost(a)),
@@ -267,7 +267,7 @@ export function checkOutcome(
       expect(after).toEqual(base);
       const st = result as Record<string, unknown>;
       expect(st).toMatchObject({
-        clock: now,
+        queueTime: now,
         ready: after.ready.length,
         delayed: after.delayed.length,
         active: after.active.length,

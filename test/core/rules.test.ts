@@ -6,13 +6,13 @@ import { expectError, queueWith, view } from './helpers.js';
 describe('time (R1–R3)', () => {
   it('R1 a new queue starts at clock 0, accepts 0 and any larger safe integer tick', () => {
     const q = new LeaseQueue({ visibility: 5 });
-    expect(q.clock).toBe(0);
+    expect(q.queueTime).toBe(0);
     expect(q.inspect()).toEqual(view(0));
     expect(q.publish(0, { id: 'a' })).toEqual({ id: 'a', duplicate: false });
     const far = Number.MAX_SAFE_INTEGER - 10;
     const [d] = q.reserve(far);
     expect(d).toMatchObject({ token: 1, id: 'a', deadline: far + 5, deliveryCount: 1 });
-    expect(q.clock).toBe(far);
+    expect(q.queueTime).toBe(far);
   });
 
   it('R2 now equal to the clock is legal; a smaller now is a ClockError and nothing changes', () => {
@@ -24,11 +24,11 @@ describe('time (R1–R3)', () => {
     const before = q.inspect();
     expect(before.active.map((a) => a.token)).toEqual([1, 2]);
     const err = expectError(() => q.publish(6, { id: 'd' }), ClockError, 'INVALID_CLOCK');
-    expect(err.clock).toBe(7);
+    expect(err.queueTime).toBe(7);
     expect(err.now).toBe(6);
-    expect(q.clock).toBe(7);
+    expect(q.queueTime).toBe(7);
     expect(q.inspect()).toEqual(before);
-    expect(snapshot.clock).toBe(7);
+    expect(snapshot.queueTime).toBe(7);
   });
 
   it('R3 a stale ack still advances the clock, reclaims due deliveries and promotes delayed jobs', () => {
@@ -96,9 +96,9 @@ describe('time (R1–R3)', () => {
     expect(q.inspect()).toEqual(
       view(0, { active: [{ token: 1, id: 'a', deadline: 2, deliveryCount: 1 }] }),
     );
-    expect(q.clock).toBe(0);
+    expect(q.queueTime).toBe(0);
     expect(q.deadLetters()).toEqual([]);
-    expect(q.clock).toBe(0);
+    expect(q.queueTime).toBe(0);
   });
 });
 
@@ -153,7 +153,7 @@ describe('publishing (R4, R5)', () => {
     for (const id of ['act', 'rdy', 'dly', 'ded']) {
       expect(q.publish(2, { id, payload: 'other', delay: 3 })).toEqual({ id, duplicate: true });
     }
-    expect(q.inspect()).toEqual({ ...before, clock: 2 });
+    expect(q.inspect()).toEqual({ ...before, queueTime: 2 });
     expect(q.reserve(2)[0]).toMatchObject({ id: 'rdy', payload: 2 });
     expect(q.deadLetters()[0]?.payload).toBe(4);
   });

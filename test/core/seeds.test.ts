@@ -55,11 +55,17 @@ describe('seed cases', () => {
         ],
       }),
     );
-    expect(q.stats(5)).toMatchObject({ clock: 5, acks: 1, nacks: 1, extensions: 1, staleAcks: 1 });
+    expect(q.stats(5)).toMatchObject({
+      queueTime: 5,
+      acks: 1,
+      nacks: 1,
+      extensions: 1,
+      staleAcks: 1,
+    });
   });
 
   it('R2 seed: the busy queue fixture is what the bad-clock tests start from', () => {
-    expect(busyQueue().q.clock).toBe(5);
+    expect(busyQueue().q.queueTime).toBe(5);
   });
 });
 
@@ -107,8 +113,8 @@ describe('R2 every bad clock value is a ClockError before anything changes', () 
       const letters = q.deadLetters();
       const err = expectError(() => call(q, bad as number, s), ClockError, 'INVALID_CLOCK');
       expect(Object.is(err.now, bad)).toBe(true);
-      expect(err.clock).toBe(5);
-      expect(q.clock).toBe(5);
+      expect(err.queueTime).toBe(5);
+      expect(q.queueTime).toBe(5);
       expect(q.inspect()).toEqual(before);
       expect(q.deadLetters()).toEqual(letters);
       expect(q.stats(5)).toMatchObject({

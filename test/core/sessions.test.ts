@@ -126,7 +126,7 @@ describe('sessions (R16)', () => {
     expectError(() => q.nackUpTo(4, s, 10, {}), SessionClosedError, CLOSED);
     const err = expectError(() => q.closeSession(5, s), SessionClosedError, CLOSED);
     expect(err.session).toBe(s);
-    expect(q.inspect()).toEqual({ ...before, clock: 5 });
+    expect(q.inspect()).toEqual({ ...before, queueTime: 5 });
   });
 
   it('R16 the heartbeat timeout ends a session at lastHeartbeat + timeout (opening counts)', () => {
@@ -183,7 +183,7 @@ describe('sessions (R16)', () => {
     const s = q.openSession(0, { timeout: 5 });
     q.reserve(0, { visibility: 3 });
     expectError(() => q.reserve(7, { session: s }), SessionClosedError, CLOSED);
-    expect(q.clock).toBe(7);
+    expect(q.queueTime).toBe(7);
     expect(q.inspect()).toEqual(view(7, { ready: ['x', 'y'] }));
     expect(q.reserve(7)[0]).toMatchObject({ token: 2, id: 'x', deliveryCount: 2 });
   });

@@ -31,7 +31,7 @@ describe('observability (R17)', () => {
   it('R17 a new queue reports zero everywhere', () => {
     const q = new LeaseQueue();
     const stats = q.stats(0);
-    expect(stats).toMatchObject({ clock: 0, ...ZERO });
+    expect(stats).toMatchObject({ queueTime: 0, ...ZERO });
     expect(Object.values(stats.deadLetters).every((n) => n === 0)).toBe(true);
   });
 
@@ -57,7 +57,7 @@ describe('observability (R17)', () => {
     q.reserve(16); // 5 e
     expect(q.nack(16, 5, { requeue: false })).toBe(true);
     expect(q.stats(20)).toMatchObject({
-      clock: 20,
+      queueTime: 20,
       ready: 0,
       delayed: 1,
       active: 0,
@@ -132,9 +132,9 @@ describe('observability (R17)', () => {
   it('R17 stats is an operation: it validates now and runs R3', () => {
     const q = queueWith(['a'], { visibility: 5 });
     q.reserve(0);
-    expect(q.stats(5)).toMatchObject({ clock: 5, ready: 1, active: 0, expiries: 1 });
-    expect(q.clock).toBe(5);
+    expect(q.stats(5)).toMatchObject({ queueTime: 5, ready: 1, active: 0, expiries: 1 });
+    expect(q.queueTime).toBe(5);
     expectError(() => q.stats(4), ClockError, 'INVALID_CLOCK');
-    expect(q.clock).toBe(5);
+    expect(q.queueTime).toBe(5);
   });
 });

@@ -16,7 +16,7 @@ describe('worked example (SPEC.md acceptance case)', () => {
   it('runs step by step with every state asserted', () => {
     // Queue with visibility 5.
     const q = new LeaseQueue({ visibility: 5 });
-    expect(q.clock).toBe(0);
+    expect(q.queueTime).toBe(0);
     expect(q.inspect()).toEqual(view(0));
 
     // Publish `a` at 0.
@@ -38,14 +38,14 @@ describe('worked example (SPEC.md acceptance case)', () => {
     );
 
     // At 4, token 1 is live (deadline 5 > 4): an operation at 4 leaves it active.
-    expect(q.stats(4)).toMatchObject({ clock: 4, active: 1, ready: 0, expiries: 0 });
+    expect(q.stats(4)).toMatchObject({ queueTime: 4, active: 1, ready: 0, expiries: 0 });
     expect(q.inspect()).toEqual(
       view(4, { active: [{ token: 1, id: 'a', deadline: 5, deliveryCount: 1 }] }),
     );
 
     // ack(5, 1) advances the clock to 5, reclaims token 1 (5 <= 5), `a` is ready, returns false.
     expect(q.ack(5, 1)).toBe(false);
-    expect(q.clock).toBe(5);
+    expect(q.queueTime).toBe(5);
     expect(q.inspect()).toEqual(view(5, { ready: ['a'] }));
 
     // reserve(5) → token 2 for `a`, deliveryCount 2, redelivered true.
@@ -75,8 +75,8 @@ describe('worked example (SPEC.md acceptance case)', () => {
     // ack(4, 2) → ClockError, and the clock stays 6.
     const err = expectError(() => q.ack(4, 2), ClockError, 'INVALID_CLOCK');
     expect(err.now).toBe(4);
-    expect(err.clock).toBe(6);
-    expect(q.clock).toBe(6);
+    expect(err.queueTime).toBe(6);
+    expect(q.queueTime).toBe(6);
     expect(q.inspect()).toEqual(view(6));
 
     expect(q.stats(6)).toMatchObject({

@@ -6,7 +6,7 @@ import { formatLine, type Line, parseLine } from './protocol.js';
 /** The checker of the crash rounds must see each kind of loss it is there for. */
 
 function view(parts: Partial<InspectView> = {}): InspectView {
-  return { clock: 0, ready: [], delayed: [], active: [], dead: [], ...parts };
+  return { queueTime: 0, ready: [], delayed: [], active: [], dead: [], ...parts };
 }
 
 function round(history: CrashHistory, index: number, lines: Line[]): void {

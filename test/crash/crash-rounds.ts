@@ -74,7 +74,7 @@ export async function runCrashRounds(config: CrashRunConfig): Promise<CrashRunRe
 
   await withQueue(config, async (handle) => {
     // Past every lease (visibility) and every publish delay (≤ 200 ms): all is ready again.
-    const now = (await handle.clock()) + config.visibility + 1000;
+    const now = (await handle.queueTime()) + config.visibility + 1000;
     const lines: Line[] = [];
     for (;;) {
       const deliveries = await handle.reserve(now, { max: 500, visibility: 60_000 });

@@ -19,7 +19,7 @@ describe.each(factories)('clockMode on $name', (factory) => {
     const late = await follower.queue(name);
     const [delivery] = await late.reserve(90);
     expect(delivery).toMatchObject({ id: 'a', token: 1, deadline: 110 });
-    expect(await late.clock()).toBe(100);
+    expect(await late.queueTime()).toBe(100);
     await expect(writer.ack(95, 1)).rejects.toBeInstanceOf(ClockError);
     expect(await late.ack(95, 1)).toBe(true);
     await expect(late.ack(1.5, 1)).rejects.toBeInstanceOf(ClockError);

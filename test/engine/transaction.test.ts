@@ -151,7 +151,7 @@ describe.each(sqlEngines)('transactional ack on $name', (factory) => {
     ).rejects.toBeInstanceOf(ClockError);
     const queue = await engine.queue(name);
     expect(await queue.inspect()).toEqual({
-      clock: 0,
+      queueTime: 0,
       ready: [],
       delayed: [],
       active: [],

@@ -220,7 +220,7 @@ function settleFigures(ops: readonly Op[]): { staleAcks: number; redeliveries: n
 }
 
 function emptyView(): InspectView {
-  return { clock: 0, ready: [], delayed: [], active: [], dead: [] };
+  return { queueTime: 0, ready: [], delayed: [], active: [], dead: [] };
 }
 
 function finalState(view: InspectView): FinalState {

@@ -95,7 +95,7 @@ export class Lockstep {
         this.core.job(id),
       );
     }
-    const clock = this.core.clock;
+    const clock = this.core.queueTime;
     expect(this.toCore(await this.queue.stats(clock)), `stats(${clock}) ${where}`).toEqual(
       this.core.stats(clock),
     );
@@ -113,7 +113,7 @@ export class Lockstep {
   }
 
   private timeOf(time: TimeStep): number {
-    const clock = this.core.clock;
+    const clock = this.core.queueTime;
     if (time.kind === 'later') return clock + time.by;
     return time.kind === 'behind' ? clock - 1 : clock + 0.5;
   }

@@ -166,9 +166,9 @@ class MemoryQueue extends OperationHandle {
     this.checkOpen();
     return this.core.options;
   }
-  async clock() {
+  async queueTime() {
     this.checkOpen();
-    return this.core.clock;
+    return this.core.queueTime;
   }
   async inspect() {
     this.checkOpen();

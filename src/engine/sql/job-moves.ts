@@ -46,9 +46,9 @@ export class JobMoves {
    * Returns the time the call happens at: `now`, or the clock when following it.
    */
   async advance(requested: number): Promise<number> {
-    checkNow(requested, this.followClock ? 0 : this.q.clock);
-    const now = Math.max(requested, this.q.clock);
-    this.q.clock = now;
+    checkNow(requested, this.followClock ? 0 : this.q.queueTime);
+    const now = Math.max(requested, this.q.queueTime);
+    this.q.queueTime = now;
     if (now < this.q.nextEventAt) return now;
     const released = await this.endTimedOutSessions(now);
     const seen = new Set(released.map((release) => release.row.token));

@@ -418,7 +418,7 @@ export class QueueOps extends JobMoves {
       [this.q.name],
     );
     return {
-      clock: this.q.clock,
+      queueTime: this.q.queueTime,
       ready: this.q.ready,
       delayed: this.q.delayed,
       active: this.q.active,
@@ -452,7 +452,7 @@ export class QueueOps extends JobMoves {
       [name],
     );
     return {
-      clock: this.q.clock,
+      queueTime: this.q.queueTime,
       ready: ready.map((row) => row.id),
       delayed: delayed.map((row) => ({ id: row.id, availableAt: row.available_at })),
       active: active.map((row) => ({

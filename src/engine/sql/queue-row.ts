@@ -4,11 +4,11 @@ import { NotFoundError, type QueueOptions, type ResolvedQueueOptions } from '../
 import type { BatchContext } from './executor.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 
-/** A queue's row: its options, clock, counters and gauges, loaded once per transaction. */
+/** A queue's row: its options, time (the `clock` column), counters and gauges, loaded once per transaction. */
 export interface QueueRow {
   name: string;
   options: ResolvedQueueOptions;
-  clock: number;
+  queueTime: number;
   nextToken: number;
   nextSeq: number;
   nextSession: number;
@@ -95,7 +95,7 @@ function fromStored(stored: StoredRow): QueueRow {
   return {
     name: stored.name,
     options: decodeOptions(stored.options),
-    clock: stored.clock,
+    queueTime: stored.clock,
     nextToken: stored.next_token,
     nextSeq: stored.next_seq,
     nextSession: stored.next_session,
@@ -129,7 +129,7 @@ async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<v
      WHERE name = ?`,
     [
       encodeOptions(row.options),
-      row.clock,
+      row.queueTime,
       row.nextToken,
       row.nextSeq,
       row.nextSession,

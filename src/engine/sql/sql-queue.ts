@@ -34,7 +34,7 @@ export class SqlQueue extends OperationHandle {
     if (operations.length === 0) {
       // Nothing to apply, but a bad clock is refused as for any batch (R2).
       return this.read(async (ops) => {
-        checkNow(now, this.access.followClock ? 0 : ops.q.clock);
+        checkNow(now, this.access.followClock ? 0 : ops.q.queueTime);
         return [];
       });
     }
@@ -67,8 +67,8 @@ export class SqlQueue extends OperationHandle {
     return this.read(async (ops) => ({ ...ops.q.options }));
   }
 
-  clock() {
-    return this.read(async (ops) => ops.q.clock);
+  queueTime() {
+    return this.read(async (ops) => ops.q.queueTime);
   }
 
   inspect() {

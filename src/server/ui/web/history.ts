@@ -25,7 +25,7 @@ export interface Sample {
 const KEEP = 300;
 
 function ratesBetween(before: Sample | undefined, stats: QueueStats) {
-  const seconds = before === undefined ? 0 : (stats.clock - before.at) / 1000;
+  const seconds = before === undefined ? 0 : (stats.queueTime - before.at) / 1000;
   return Object.fromEntries(
     RATE_COUNTERS.map((name) => {
       if (before === undefined || seconds <= 0) return [name, null];
@@ -49,8 +49,8 @@ export class StatsHistory {
       seen.add(name);
       const list = this.samples.get(name) ?? [];
       const last = list.at(-1);
-      if (last !== undefined && last.at >= stats.clock) continue;
-      list.push({ at: stats.clock, stats, rates: ratesBetween(last, stats) });
+      if (last !== undefined && last.at >= stats.queueTime) continue;
+      list.push({ at: stats.queueTime, stats, rates: ratesBetween(last, stats) });
       if (list.length > KEEP) list.splice(0, list.length - KEEP);
       this.samples.set(name, list);
     }

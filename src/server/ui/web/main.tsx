@@ -26,7 +26,7 @@ async function openSession(onSignOut: () => void): Promise<Session> {
   feed.subscribe({ kind: 'stats' }, (update) => {
     if (update.data === undefined || update.error !== undefined) return;
     history.add(update.data);
-    const newest = Math.max(0, ...update.data.queues.map((entry) => entry.stats.clock));
+    const newest = Math.max(0, ...update.data.queues.map((entry) => entry.stats.queueTime));
     if (newest > 0) clock.skewMs = newest - update.at;
   });
   return {

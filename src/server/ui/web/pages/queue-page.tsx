@@ -227,7 +227,7 @@ function Waiting(props: { queue: string }) {
             {state.delayed.slice(0, LIST_LIMIT).map((job) => (
               <li key={job.id}>
                 <a href={href.job(queue, job.id)}>{job.id}</a>{' '}
-                <span class="muted">ready {formatRelative(job.availableAt, state.clock)}</span>
+                <span class="muted">ready {formatRelative(job.availableAt, state.queueTime)}</span>
               </li>
             ))}
           </ol>
