@@ -13,6 +13,7 @@ import {
   UnsupportedError,
   ValidationError,
 } from '../core/index.js';
+import type { WireError } from '../wire/index.js';
 
 /**
  * An error only the HTTP edge produces (UNAUTHENTICATED, FORBIDDEN, INVALID_RECEIPT,
@@ -30,7 +31,7 @@ export class RemoteError extends CodedError<string> {
 
 /**
  * A token this client holds no receipt for: it never received that delivery, or forgot it
- * (its session ended, or the receipt book was full). Only the process that received a
+ * (the receipt book was full). Only the process that received a
  * delivery can settle it by token; another process settles it by receipt (`ackReceipts`).
  */
 export class UnknownDeliveryError extends CodedError<'UNKNOWN_DELIVERY'> {
@@ -46,9 +47,13 @@ function withMessage<T extends Error>(error: T, message: string): T {
   return error;
 }
 
-const CORE_ERRORS: Record<LeaseqErrorCode, (message: string) => LeaseqError> = {
+const CORE_ERRORS: Record<
+  LeaseqErrorCode,
+  (message: string, error?: Partial<WireError>) => LeaseqError
+> = {
   INVALID_ARGUMENT: (message) => new ValidationError(message),
-  INVALID_CLOCK: (message) => withMessage(new ClockError(undefined, 0), message),
+  INVALID_CLOCK: (message, error) =>
+    withMessage(new ClockError(error?.now, error?.queueTime ?? 0), message),
   SESSION_CLOSED: (message) => withMessage(new SessionClosedError(''), message),
   NOT_FOUND: (message) => new NotFoundError(message),
   CONFLICT: (message) => new ConflictError(message),
@@ -61,16 +66,18 @@ const CORE_ERRORS: Record<LeaseqErrorCode, (message: string) => LeaseqError> = {
 
 /** The error an error answer stands for: the same core class as in-process, by code. */
 export function errorFromResponse(status: number, body: unknown): Error {
-  const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  const error = (body as { error?: Partial<WireError> } | undefined)?.error;
   const code = typeof error?.code === 'string' ? error.code : `HTTP_${status}`;
   const message =
     typeof error?.message === 'string' ? error.message : `the server answered ${status}`;
   const core = CORE_ERRORS[code as LeaseqErrorCode];
-  return core === undefined ? new RemoteError(code, status, message) : core(message);
+  return core === undefined ? new RemoteError(code, status, message) : core(message, error);
 }
 
 /** The error of one refused operation of a batch. */
-export function errorFromWire(error: { code: string; message: string }): CodedError<string> {
+export function errorFromWire(error: WireError): CodedError<string> {
   const core = CORE_ERRORS[error.code as LeaseqErrorCode];
-  return core === undefined ? new RemoteError(error.code, 0, error.message) : core(error.message);
+  return core === undefined
+    ? new RemoteError(error.code, 0, error.message)
+    : core(error.message, error);
 }

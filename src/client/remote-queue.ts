@@ -1,8 +1,10 @@
 import type { Queue, ReceiveOptions } from '../broker/index.js';
 import {
   build,
+  checkLookedUpId,
   type DeadLetter,
   type Delivery,
+  encodeJobs,
   type InspectView,
   type JobView,
   type LiveDelivery,
@@ -17,6 +19,7 @@ import {
   type QueueStats,
   type ResolvedQueueOptions,
   type ResultOf,
+  SessionClosedError,
   type SessionOptions,
   ValidationError,
 } from '../core/index.js';
@@ -121,7 +124,7 @@ export class RemoteQueue implements Queue {
       // An empty answer before the wait ran out means the server stopped waiting (shutdown).
       const endedEarly = Date.now() - started < chunk;
       if (answer.deliveries.length > 0 || Date.now() >= until || endedEarly || signal?.aborted) {
-        return answer.deliveries.map((wire) => this.remember(wire, reserve.session));
+        return answer.deliveries.map((wire) => this.remember(wire));
       }
     }
   }
@@ -135,9 +138,12 @@ export class RemoteQueue implements Queue {
     const sent: { index: number; operation: Operation; wire: WireOperation }[] = [];
     operations.forEach((operation, index) => {
       try {
+        // A payload that is not JSON is refused here, as an engine refuses it, not whole.
+        if (operation.type === 'publish') encodeJobs(operation.jobs);
         sent.push({ index, operation, wire: operationToWire(operation, this.wrapper) });
       } catch (error) {
-        if (!(error instanceof UnknownDeliveryError)) throw error;
+        if (!(error instanceof UnknownDeliveryError || error instanceof ValidationError))
+          throw error;
         outcomes[index] = { ok: false, error };
       }
     });
@@ -186,9 +192,8 @@ export class RemoteQueue implements Queue {
   }
 
   async closeSession(sessionId: string): Promise<number> {
-    const released = await this.run(build.closeSession(sessionId));
-    this.book.forgetSession(sessionId);
-    return released;
+    // The receipts stay: a late ack of a released delivery is answered stale (R8), not unknown.
+    return this.run(build.closeSession(sessionId));
   }
 
   async ackUpTo(sessionId: string, token: number): Promise<number> {
@@ -264,6 +269,7 @@ export class RemoteQueue implements Queue {
     if (id === '.' || id === '..') {
       throw new ValidationError('the job ids "." and ".." cannot be looked up over HTTP');
     }
+    checkLookedUpId(id);
     try {
       return await this.get<JobView>(`/jobs/${encodeURIComponent(id)}`);
     } catch (error) {
@@ -272,8 +278,8 @@ export class RemoteQueue implements Queue {
     }
   }
 
-  private remember(wire: WireDelivery, session: string | undefined): ReceivedDelivery {
-    this.book.add(wire.token, wire.receipt, session);
+  private remember(wire: WireDelivery): ReceivedDelivery {
+    this.book.add(wire.token, wire.receipt);
     return { ...deliveryFromWire(wire), receipt: wire.receipt };
   }
 
@@ -286,10 +292,18 @@ export class RemoteQueue implements Queue {
   }
 
   private fromWire(operation: Operation, outcome: WireOutcome): Outcome {
-    if (!outcome.ok) return { ok: false, error: errorFromWire(outcome.error) };
+    if (!outcome.ok) {
+      const error = errorFromWire(outcome.error);
+      // The server names the session by its own id; the caller knows it by its handle.
+      const session = 'session' in operation ? operation.session : undefined;
+      if (error instanceof SessionClosedError && typeof session === 'string') {
+        return { ok: false, error: new SessionClosedError(session) };
+      }
+      return { ok: false, error };
+    }
     if (operation.type === 'reserve') {
       const deliveries = (outcome.value as WireDelivery[]).map((wire) =>
-        deliveryFromWire(this.remember(wire, operation.session)),
+        deliveryFromWire(this.remember(wire)),
       );
       return { ok: true, value: deliveries };
     }

@@ -45,7 +45,9 @@ export {
   reschedulesReceivers,
   type StatsOperation,
 } from './operations.js';
+export { decodePayload, encodeJobs, encodePayload } from './payload.js';
 export { checkQueueName, checkSameOptions, QUEUE_NAME } from './queue-options.js';
 export { type BackoffInput, backoffDelay } from './retry.js';
+export { checkLookedUpId, isStorableText } from './text.js';
 export type * from './types.js';
 export { DEFAULT_QUEUE_OPTIONS, MAX_ID_LENGTH } from './validate.js';

@@ -1,4 +1,5 @@
 import { CodedError, LeaseqError, type LeaseqErrorCode } from '../core/index.js';
+import { errorToWire, type WireError } from '../wire/index.js';
 
 /** Codes only the HTTP edge produces; the core's codes pass through unchanged. */
 export type ServerErrorCode =
@@ -62,7 +63,7 @@ export class ServerError extends CodedError<ServerErrorCode> {
 }
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string };
+  error: WireError & { code: ErrorCode };
 }
 
 export interface MappedError {
@@ -90,7 +91,11 @@ export function mapError(error: unknown): MappedError {
   const publicMessage = PUBLIC_MESSAGE[code];
   const message = publicMessage ?? (error instanceof Error ? error.message : 'internal error');
   const internal = publicMessage !== undefined && code !== 'CLOSED';
-  return { status: STATUS_BY_CODE[code], body: { error: { code, message } }, internal };
+  const body =
+    error instanceof LeaseqError && publicMessage === undefined
+      ? { error: { ...errorToWire(error, message), code } }
+      : { error: { code, message } };
+  return { status: STATUS_BY_CODE[code], body, internal };
 }
 
 function codeOf(error: unknown): ErrorCode {

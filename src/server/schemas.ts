@@ -59,7 +59,13 @@ export const queueParams = object({ name: queueName }, ['name']);
 export const jobParams = object({ name: queueName, id: jobId }, ['name', 'id']);
 
 export const errorBody = object(
-  { error: object({ code: text, message: text }, ['code', 'message']) },
+  {
+    error: object(
+      // queueTime and now: on INVALID_CLOCK, the queue's time and the refused now (ms).
+      { code: text, message: text, queueTime: integer(0), now: { type: 'number' } },
+      ['code', 'message'],
+    ),
+  },
   ['error'],
 );
 

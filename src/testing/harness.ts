@@ -19,6 +19,11 @@ export interface HarnessOptions {
   start?: number;
   /** The processes' logger. Default silent. */
   logger?: Logger;
+  /**
+   * How to reach the queue, given the harness's clock; overrides `url`. E.g. a remote broker
+   * in front of a server whose broker runs on that clock.
+   */
+  connect?: (clock: ManualClock) => Promise<Broker>;
 }
 
 /**
@@ -38,7 +43,10 @@ export class Harness {
 
   static async open(options: HarnessOptions = {}): Promise<Harness> {
     const clock = new ManualClock(options.start ?? 0);
-    const broker = await open(options.url ?? 'memory:', { clock });
+    const broker =
+      options.connect === undefined
+        ? await open(options.url ?? 'memory:', { clock })
+        : await options.connect(clock);
     const queue = await broker.queue(options.queue ?? 'jobs', options.queueOptions);
     return new Harness(broker, queue, clock, options.logger ?? silentLogger);
   }

@@ -12,6 +12,7 @@ export {
   operationToWire,
   outcomeToWire,
   valueToWire,
+  type WireError,
   type WireOperation,
   type WireOutcome,
   type WireValue,

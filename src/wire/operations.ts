@@ -1,4 +1,5 @@
 import {
+  ClockError,
   type CodedError,
   type Operation,
   type OperationResults,
@@ -18,9 +19,18 @@ import { deliveryToWire, type WireDelivery, type WireSigner } from './delivery.j
 export type WireOperation = Record<string, unknown> & { type: string };
 
 /** One answer of a batch on the wire, in the order of the operations. */
-export type WireOutcome =
-  | { ok: true; value: unknown }
-  | { ok: false; error: { code: string; message: string } };
+export type WireOutcome = { ok: true; value: unknown } | { ok: false; error: WireError };
+
+/**
+ * An error on the wire. A refused time (INVALID_CLOCK) also carries the queue's time, and the
+ * refused `now` when it was a number, so a client rebuilds the same ClockError.
+ */
+export interface WireError {
+  code: string;
+  message: string;
+  queueTime?: number;
+  now?: number;
+}
 
 /** Turns what the wire carries back into tokens and session ids; throws on a forged one. */
 export interface WireVerifier {
@@ -127,6 +137,13 @@ export function outcomeToWire(
   return { ok: false, error: errorToWire(outcome.error) };
 }
 
-export function errorToWire(error: CodedError<string>): { code: string; message: string } {
-  return { code: error.code, message: error.message };
+export function errorToWire(error: CodedError<string>, message = error.message): WireError {
+  if (!(error instanceof ClockError)) return { code: error.code, message };
+  const now = typeof error.now === 'number' && Number.isFinite(error.now) ? error.now : undefined;
+  return {
+    code: error.code,
+    message,
+    queueTime: error.queueTime,
+    ...(now === undefined ? {} : { now }),
+  };
 }

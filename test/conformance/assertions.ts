@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { UnknownDeliveryError } from '../../src/client/index.js';
 import type {
   DeadLetter,
   InspectView,
@@ -34,6 +35,26 @@ export async function expectRejection<T extends LeaseqError>(
     return error as T;
   }
   throw new Error(`expected a ${code} rejection, got ${JSON.stringify(outcome.value)}`);
+}
+
+/**
+ * Settles a token no delivery of the queue ever had. An engine answers it as stale (`stale`:
+ * false, or null for extend) and counts it (R8); through the HTTP client it never reaches the
+ * server: the client holds no receipt for it and refuses it with an UnknownDeliveryError.
+ * Returns how many stale calls the queue counted (1 or 0).
+ */
+export async function settleNeverIssued(
+  h: { viaClient: boolean },
+  call: () => Promise<unknown>,
+  stale: unknown,
+): Promise<number> {
+  if (!h.viaClient) {
+    expect(await call()).toEqual(stale);
+    return 1;
+  }
+  await expect(call()).rejects.toBeInstanceOf(UnknownDeliveryError);
+  await expect(call()).rejects.toMatchObject({ code: 'UNKNOWN_DELIVERY' });
+  return 0;
 }
 
 /** An inspect() view at `clock`: empty except for the given parts. */

@@ -10,13 +10,14 @@ import {
   openEngine,
   redactUrl,
 } from '../../src/engine/index.js';
+import { RemoteEngine, type RemoteTransport, startConformanceServer } from './remote-engine.js';
 
 /** Where the PostgreSQL engine is tested unless LEASEQ_TEST_POSTGRES_URL says otherwise. */
 export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 /** One engine the suites run against. */
 export interface EngineFactory {
-  readonly name: 'memory' | 'sqlite' | 'postgres';
+  readonly name: 'memory' | 'sqlite' | 'postgres' | 'http' | 'http-socket';
   /** Opens the engine on this factory's storage; opening again reaches the same storage. */
   open(): Promise<Engine>;
   /** Removes the storage this factory created (the SQLite temp file). */
@@ -31,6 +32,12 @@ export interface EngineUnderTest {
   readonly skipReason: string | undefined;
   /** What the trial open reported; undefined when it failed (the tests then fail too). */
   readonly capabilities: EngineCapabilities | undefined;
+  /**
+   * Calls go through the HTTP client: a token it never received is refused by the client
+   * (UnknownDeliveryError) before the server sees it, and engine-internal reads the server
+   * does not serve (`nextEventAt`) are absent.
+   */
+  readonly viaClient: boolean;
 }
 
 export function postgresUrl(): string {
@@ -43,6 +50,37 @@ export function postgresUrl(): string {
  */
 export function engineFactories(): EngineFactory[] {
   return [memoryFactory(), sqliteFactory(), postgresFactory()];
+}
+
+/** The engines, and the HTTP client in front of a server as one more target. */
+export function conformanceFactories(options: ConformanceOptions = {}): EngineFactory[] {
+  if (options.client === false) return engineFactories();
+  return [
+    ...engineFactories(),
+    httpFactory('inject'),
+    ...(options.socket === true ? [httpFactory('socket')] : []),
+  ];
+}
+
+export interface ConformanceOptions {
+  /** Run the HTTP client as a target too (default true; suites about storage say false). */
+  client?: boolean;
+  /** Also run the HTTP client over a real loopback socket (a few files do; inject runs all). */
+  socket?: boolean;
+}
+
+/**
+ * The HTTP client against a server in process over a fresh memory engine, one per open,
+ * reached through Fastify's inject or a loopback socket: the client's receipts, the batch
+ * route and the server's checks under the same rules as every engine. Not durable (its
+ * storage is memory).
+ */
+function httpFactory(transport: RemoteTransport): EngineFactory {
+  return {
+    name: transport === 'inject' ? 'http' : 'http-socket',
+    open: async () => new RemoteEngine(await startConformanceServer(transport)),
+    cleanup: async () => {},
+  };
 }
 
 function memoryFactory(): EngineFactory {
@@ -77,11 +115,13 @@ export function queueName(label = 'q'): string {
 }
 
 /**
- * Every engine of `engineFactories()`, each opened once on trial. Registers the removal of
+ * Every target of `conformanceFactories()`, each opened once on trial. Registers the removal of
  * their storage after the test file. Call at the top of a test file (top-level await).
  */
-export async function useConformanceEngines(): Promise<EngineUnderTest[]> {
-  const factories = engineFactories();
+export async function useConformanceEngines(
+  options: ConformanceOptions = {},
+): Promise<EngineUnderTest[]> {
+  const factories = conformanceFactories(options);
   afterAll(async () => {
     await Promise.all(factories.map((factory) => factory.cleanup()));
   });
@@ -102,11 +142,23 @@ async function tryEngine(factory: EngineFactory): Promise<EngineUnderTest> {
   }
   const capabilities = { ...engine.capabilities };
   await engine.close();
-  return { factory, name: factory.name, skipReason: undefined, capabilities };
+  return {
+    factory,
+    name: factory.name,
+    skipReason: undefined,
+    capabilities,
+    viaClient: factory.name.startsWith('http'),
+  };
 }
 
 function notRun(factory: EngineFactory, skipReason: string | undefined): EngineUnderTest {
-  return { factory, name: factory.name, skipReason, capabilities: undefined };
+  return {
+    factory,
+    name: factory.name,
+    skipReason,
+    capabilities: undefined,
+    viaClient: factory.name.startsWith('http'),
+  };
 }
 
 /**

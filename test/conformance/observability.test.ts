@@ -48,8 +48,8 @@ describeEngines(engines, (h) => {
       expect(await q.ack(3, 1)).toBe(true); // held 2
       expect(await q.ack(3, 1)).toBe(false);
       expect(await q.nack(4, 3)).toBe(true); // d promoted at 4, then c to the front
-      expect(await q.extend(4, 99, 5)).toBeNull();
-      expect(await q.nack(4, 99)).toBe(false);
+      expect(await q.extend(4, 1, 5)).toBeNull(); // 1 is acked: stale
+      expect(await q.nack(4, 1)).toBe(false);
       expect((await q.reserve(5, { max: 2 })).map((d) => [d.token, d.id])).toEqual([
         [4, 'c'],
         [5, 'd'],
@@ -187,7 +187,7 @@ describeEngines(engines, (h) => {
     });
   });
 
-  describe('nextEventAt()', () => {
+  describe.skipIf(h.viaClient)('nextEventAt()', () => {
     it('R3 nextEventAt is the earliest time at which time alone changes the queue', async () => {
       const q = await h.queue({ visibility: 10 });
       expect(await q.nextEventAt()).toBeUndefined();

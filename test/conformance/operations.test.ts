@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { UnknownDeliveryError } from '../../src/client/index.js';
 import {
   build,
   ClockError,
@@ -24,6 +25,9 @@ describeEngines(engines, (h) => {
         parseOperation({ type: 'reserve' }),
         parseOperation({ type: 'extend', token: 2, visibility: 8 }),
       ]);
+      // The HTTP client names a delivery by the receipt it received, so a batch cannot settle
+      // a delivery that the same batch reserves: those entries are refused before sending.
+      const refusedUnknown = { ok: false, error: expect.any(UnknownDeliveryError) };
       expect(outcomes).toEqual([
         {
           ok: true,
@@ -45,7 +49,7 @@ describeEngines(engines, (h) => {
             },
           ],
         },
-        { ok: true, value: [true, false, false] },
+        h.viaClient ? refusedUnknown : { ok: true, value: [true, false, false] },
         {
           ok: true,
           value: [
@@ -59,11 +63,16 @@ describeEngines(engines, (h) => {
             },
           ],
         },
-        { ok: true, value: 8 },
+        h.viaClient ? refusedUnknown : { ok: true, value: 8 },
       ]);
       expect(await q.inspect()).toMatchObject({
         ready: [],
-        active: [{ token: 2, id: 'b', deadline: 8 }],
+        active: h.viaClient
+          ? [
+              { token: 1, id: 'a', deadline: 5 },
+              { token: 2, id: 'b', deadline: 5 },
+            ]
+          : [{ token: 2, id: 'b', deadline: 8 }],
       });
     });
 
@@ -90,7 +99,10 @@ describeEngines(engines, (h) => {
       await expectRejection(() => q.execute(2, operations), ClockError, 'INVALID_CLOCK');
       expect(await q.inspect()).toEqual(view(3, { ready: ['a'] }));
       expect(await q.execute(3, [])).toEqual([]);
-      await expectRejection(() => q.execute(2, []), ClockError, 'INVALID_CLOCK');
+      // The HTTP client sends no request for an empty batch: nothing reaches the server's clock.
+      if (!h.viaClient) {
+        await expectRejection(() => q.execute(2, []), ClockError, 'INVALID_CLOCK');
+      }
     });
   });
 

@@ -5,7 +5,7 @@ import { expectRejection, view } from './assertions.js';
 import { useConformanceEngines } from './engines.js';
 import { describeEngines } from './suite.js';
 
-const engines = await useConformanceEngines();
+const engines = await useConformanceEngines({ socket: true });
 
 /** Every operation that names a session. */
 const SESSION_OPERATIONS: [string, (q: QueueHandle, now: number, s: string) => Promise<unknown>][] =

@@ -8,6 +8,8 @@ export interface EngineHarness {
   readonly name: string;
   /** From the trial open; undefined when it failed (the tests then fail on the same error). */
   readonly capabilities: EngineCapabilities | undefined;
+  /** See EngineUnderTest.viaClient. */
+  readonly viaClient: boolean;
   /** The engine opened for the running test. */
   engine(): Engine;
   /** A new queue under a name of its own (see `queueName`), deleted after the test. */
@@ -54,6 +56,10 @@ class Harness implements EngineHarness {
 
   get capabilities(): EngineCapabilities | undefined {
     return this.underTest.capabilities;
+  }
+
+  get viaClient(): boolean {
+    return this.underTest.viaClient;
   }
 
   async setUp(): Promise<void> {

@@ -6,7 +6,7 @@ import { describeEngines } from '../conformance/suite.js';
 import { Lockstep } from './lockstep.js';
 import { describeStep, queueOptionsArbitrary, type Step, stepArbitrary } from './operations.js';
 
-const engines = await useConformanceEngines();
+const engines = await useConformanceEngines({ client: false });
 
 /**
  * Budgets: memory is cheap; durable engines commit every step, so they get fewer runs and a

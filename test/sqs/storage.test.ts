@@ -14,7 +14,7 @@ import { postgresUrl, queueName, useConformanceEngines } from '../conformance/en
 import { call } from '../server/helpers.js';
 import { startSqsServer } from './helpers.js';
 
-const engines = await useConformanceEngines();
+const engines = await useConformanceEngines({ client: false });
 const dir = mkdtempSync(join(tmpdir(), 'leaseq-sqs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

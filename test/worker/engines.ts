@@ -3,14 +3,20 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe } from 'vitest';
-import type { QueueOptions } from '../../src/index.js';
-import { Harness, type HarnessOptions } from '../../src/testing/index.js';
+import type { Broker } from '../../src/broker/index.js';
+import { RemoteBroker } from '../../src/client/index.js';
+import { open, type QueueOptions } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
+import { Harness, type HarnessOptions, type ManualClock } from '../../src/testing/index.js';
+import { injectFetch } from '../conformance/remote-engine.js';
 
 /** One storage the worker suites run over. */
 export interface WorkerEngine {
-  readonly name: 'memory' | 'sqlite';
+  readonly name: 'memory' | 'sqlite' | 'http';
   /** A URL of fresh storage. */
   url(): string;
+  /** How the harness reaches it, when not by `url` (see HarnessOptions.connect). */
+  readonly connect?: HarnessOptions['connect'];
   /** Why this engine's tests are skipped; undefined when they run. */
   readonly skipReason: string | undefined;
 }
@@ -30,7 +36,24 @@ export async function workerEngines(): Promise<WorkerEngine[]> {
   return [
     { name: 'memory', url: () => 'memory:', skipReason: undefined },
     { name: 'sqlite', url: sqliteUrl, skipReason: undefined },
+    { name: 'http', url: () => 'memory:', connect: connectOverHttp, skipReason: undefined },
   ];
+}
+
+/** Servers started for harnesses over HTTP, closed after the file. */
+const servers: { close(): Promise<void> }[] = [];
+afterAll(() => Promise.all(servers.splice(0).map((server) => server.close())));
+
+/**
+ * The worker over the HTTP client: a server in process (Fastify's inject) over a memory engine
+ * on the harness's clock, so long polls park and wake on that clock as in-process receives do.
+ */
+async function connectOverHttp(clock: ManualClock): Promise<Broker> {
+  const broker = await open('memory:', { clock });
+  const app = await createApp({ broker, receiptSecret: 'worker-suite-secret-of-32-characters' });
+  await app.ready();
+  servers.push({ close: () => app.close().finally(() => broker.close()) });
+  return new RemoteBroker('http://worker-suite.invalid', { fetch: injectFetch(app) });
 }
 
 /** Opens a harness over `engine` and closes it after the test. */
@@ -40,7 +63,12 @@ export function harnessFor(engine: WorkerEngine) {
     await Promise.all(open.splice(0).map((harness) => harness.close()));
   });
   return async (options: HarnessOptions = {}): Promise<Harness> => {
-    const harness = await Harness.open({ url: engine.url(), queueOptions: QUEUE, ...options });
+    const harness = await Harness.open({
+      url: engine.url(),
+      queueOptions: QUEUE,
+      ...(engine.connect === undefined ? {} : { connect: engine.connect }),
+      ...options,
+    });
     open.push(harness);
     return harness;
   };

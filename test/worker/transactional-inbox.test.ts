@@ -4,8 +4,9 @@ import { inboxHandler, TransactionalInbox } from '../../src/worker/index.js';
 import { describeEngines, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
-const memory = engines.filter((engine) => engine.name === 'memory');
-const sql = engines.filter((engine) => engine.name !== 'memory');
+// Transactions need the SQL engine in-process: the memory engine and the HTTP client have none.
+const memory = engines.filter((engine) => engine.name !== 'sqlite');
+const sql = engines.filter((engine) => engine.name === 'sqlite');
 
 describeEngines(sql, 'the transactional inbox', (open) => {
   it('ack lost after the debit committed: the redelivery is absorbed in the same database', async () => {

@@ -3,6 +3,8 @@ import {
   checkQueueName,
   checkSameOptions,
   type Delivery,
+  decodePayload,
+  encodeJobs,
   LeaseQueue,
   LeaseqError,
   makesJobsReady,
@@ -21,7 +23,6 @@ import type {
   WakeListener,
 } from '../engine.js';
 import { OperationHandle } from '../operation-handle.js';
-import { decodePayload, encodeJobs } from '../payload.js';
 import { checkSecretName, newSecretValue, type StoredSecret } from '../secrets.js';
 import { WakeHub } from '../wake-hub.js';
 

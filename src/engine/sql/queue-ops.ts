@@ -2,6 +2,7 @@ import { copyCounters } from '../../core/counters.js';
 import {
   type DeadLetter,
   type Delivery,
+  decodePayload,
   type InspectView,
   type JobState,
   type JobView,
@@ -13,7 +14,6 @@ import {
   SessionClosedError,
 } from '../../core/index.js';
 import { checkSessionKnown, sessionIdOf } from '../../core/validate.js';
-import { decodePayload } from '../payload.js';
 import { attemptOf, DELIVERY_COLUMNS, type DeliveryRow, JobMoves } from './job-moves.js';
 import { INFINITY_AS_NULL } from './queue-row.js';
 

@@ -1,5 +1,5 @@
 import type { Operation, OperationResults, OperationType } from '../../core/index.js';
-import { encodeJobs } from '../payload.js';
+import { encodeJobs } from '../../core/index.js';
 import type { QueueOps } from './queue-ops.js';
 
 /** One parsed operation over SQL rows, inside the caller's transaction. */

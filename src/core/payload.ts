@@ -1,4 +1,5 @@
-import { type PublishJob, ValidationError } from '../core/index.js';
+import { ValidationError } from './errors.js';
+import type { PublishJob } from './operations.js';
 
 /**
  * Payloads are JSON (SPEC: opaque JSON). Engines keep them as JSON text, so what a consumer
