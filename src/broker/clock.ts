@@ -3,10 +3,8 @@
  * that reads the wall clock or sets timers lives behind this interface.
  */
 export interface Clock {
-  /** The current time in ms; never smaller than any earlier answer or observed time. */
+  /** The current time in ms; never smaller than any earlier answer. */
   now(): number;
-  /** Raises the floor: a queue clock read from storage, another node's time. */
-  observe(time: number): void;
   /** Resolves after `ms` of this clock's time, or at once when `signal` aborts. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
@@ -34,10 +32,6 @@ export class SystemClock implements Clock {
     return this.floor;
   }
 
-  observe(time: number): void {
-    if (time > this.floor) this.floor = time;
-  }
-
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve();
@@ -63,10 +57,6 @@ export class ManualClock implements Clock {
 
   now(): number {
     return this.time;
-  }
-
-  observe(time: number): void {
-    if (time > this.time) this.set(time);
   }
 
   /** Moves time forward by `ms` and wakes every sleeper whose time came. */

@@ -1,6 +1,5 @@
 import {
   build,
-  ClockError,
   ClosedError,
   type NackOptions,
   type Operation,
@@ -43,8 +42,6 @@ export class EngineBroker implements Broker {
   async queue(name: string, options?: QueueOptions): Promise<Queue> {
     this.checkOpen();
     const handle = await this.engine.queue(name, options);
-    // The stored clock is the floor of time, also across restarts (R2).
-    this.clock.observe(await handle.queueTime());
     return new EngineQueue(handle, this.clock, this.wakes, this.closing.signal);
   }
 
@@ -103,17 +100,13 @@ export class EngineBroker implements Broker {
 }
 
 /**
- * Runs an engine call at the clock's now. Another process may have moved the stored clock
- * ahead of ours (a ClockError changes nothing): then we adopt its time and try once more.
+ * Runs an engine call at the clock's now. Processes agree on time one way: an engine on
+ * shared storage, opened by `open`, follows the queue's time (EngineOptions.clockMode
+ * 'follow'), so a `now` behind what another process committed is raised to it, never refused;
+ * and a broker over storage with its own clock (PostgreSQL) sets its clock by it at open.
  */
-async function atNow<T>(clock: Clock, call: (now: number) => Promise<T>): Promise<T> {
-  try {
-    return await call(clock.now());
-  } catch (error) {
-    if (!(error instanceof ClockError) || error.queueTime <= clock.now()) throw error;
-    clock.observe(error.queueTime);
-    return call(clock.now());
-  }
+function atNow<T>(clock: Clock, call: (now: number) => Promise<T>): Promise<T> {
+  return call(clock.now());
 }
 
 /** An engine transaction with the broker's clock. */

@@ -131,10 +131,7 @@ export function resolveWorkerOptions(
     options.session === undefined || isObject(options.session),
     'session must be an object of session options',
   );
-  check(
-    options.clock === undefined || isClock(options.clock),
-    'clock must have now(), observe() and sleep()',
-  );
+  check(options.clock === undefined || isClock(options.clock), 'clock must have now() and sleep()');
   check(
     options.logger === undefined || isLogger(options.logger),
     'logger must have info(), warn() and error()',
@@ -195,7 +192,7 @@ function isObject(value: unknown): value is object {
 }
 
 function isClock(value: unknown): boolean {
-  return isObject(value) && ['now', 'observe', 'sleep'].every((name) => hasMethod(value, name));
+  return isObject(value) && ['now', 'sleep'].every((name) => hasMethod(value, name));
 }
 
 function isLogger(value: unknown): boolean {

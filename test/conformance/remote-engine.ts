@@ -22,8 +22,7 @@ import { createApp } from '../../src/server/index.js';
 /**
  * The server's clock, told by the test what `now` each call happens at. It may be told a time
  * behind an earlier one, so a `now` behind a queue's clock reaches the engine and is refused
- * there (R2), as in-process. It never follows another clock (`observe`): the test is the only
- * source of time.
+ * there (R2), as in-process. The test is the only source of time.
  */
 export class DirectedClock implements Clock {
   private time = 0;
@@ -35,8 +34,6 @@ export class DirectedClock implements Clock {
   direct(time: number): void {
     this.time = time;
   }
-
-  observe(): void {}
 
   sleep(_ms: number, _signal?: AbortSignal): Promise<void> {
     return Promise.reject(

@@ -53,7 +53,7 @@ it('bad options are refused with one typed error listing every problem', async (
     'worker: backoff.factor must be a finite number ≥ 1, got 0.5',
     'worker: backoff.jitter must be a number in [0, 1], got 2',
     'worker: session must be an object of session options',
-    'worker: clock must have now(), observe() and sleep()',
+    'worker: clock must have now() and sleep()',
     'worker: logger must have info(), warn() and error()',
   ]);
 });
