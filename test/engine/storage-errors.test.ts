@@ -138,7 +138,9 @@ describe('SQLite storage errors', () => {
     const after = new Database(path);
     const versions = after.prepare('SELECT version FROM leaseq_schema ORDER BY version').all();
     after.close();
-    expect(versions.map((row) => (row as { version: number }).version)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(versions.map((row) => (row as { version: number }).version)).toEqual([
+      1, 2, 3, 4, 5, 6, 7,
+    ]);
   });
 
   it('bad options and URLs: ValidationError', async () => {

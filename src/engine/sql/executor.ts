@@ -1,5 +1,5 @@
 import { LeaseqError } from '../../core/index.js';
-import type { SqlConnection } from './sql-connection.js';
+import type { CommitKind, SqlConnection } from './sql-connection.js';
 
 /** One unit of work inside a transaction. It may run again if its batch is retried. */
 export type Work<T> = (connection: SqlConnection, batch: BatchContext) => Promise<T>;
@@ -10,6 +10,19 @@ export class BatchContext {
   readonly cache = new Map<string, unknown>();
   private readonly hooks: ((connection: SqlConnection) => Promise<void>)[] = [];
   private readonly afterHooks: (() => void)[] = [];
+  /** Works of a durable transaction that must commit before this batch's callers are answered. */
+  readonly durableFollowUps: ((connection: SqlConnection) => Promise<void>)[] = [];
+
+  /** What this batch's commit waits for (R21). */
+  constructor(readonly kind: CommitKind = 'durable') {}
+
+  /**
+   * Runs `work` in a durable transaction right after this batch commits, before any of its
+   * callers is answered: what a `lease` commit needs on disk before its answers go out.
+   */
+  durableAfterCommit(work: (connection: SqlConnection) => Promise<void>): void {
+    this.durableFollowUps.push(work);
+  }
 
   beforeCommit(hook: (connection: SqlConnection) => Promise<void>): void {
     this.hooks.push(hook);
@@ -41,6 +54,8 @@ export interface Merge<A, R> {
 
 interface Pending {
   work: Work<unknown>;
+  /** `lease` when the call only moves leases and its commit need not wait for a sync (R21). */
+  kind: CommitKind;
   merge?: Merge<unknown, unknown>;
   /** Runs alone in its transaction, and any error it throws rolls that transaction back. */
   exclusive?: boolean;
@@ -52,7 +67,10 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
  * Group commit: calls that arrive while a transaction runs are collected and committed together
- * in the next one, so a durable commit (fsync) is paid once per batch, not once per call.
+ * in the next one, so a durable commit (fsync) is paid once per batch, not once per call. A
+ * batch commits `lease` (no waiting for a sync) only when every call in it only moves leases;
+ * leading lease-only calls go first in a batch of their own, answered without waiting for the
+ * durable ones behind them.
  *
  * A work that fails with a LeaseqError (a bad clock, a bad argument, an ended session) has, by
  * construction, written nothing it must take back, so its batch still commits. Any other error
@@ -72,9 +90,9 @@ export class GroupCommitExecutor {
     private readonly maxBatch = 1000,
   ) {}
 
-  submit<T>(work: Work<T>): Promise<T> {
+  submit<T>(work: Work<T>, kind: CommitKind = 'durable'): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.push({ work, kind, resolve: resolve as (value: unknown) => void, reject });
     });
   }
 
@@ -86,6 +104,7 @@ export class GroupCommitExecutor {
     return new Promise<T>((resolve, reject) => {
       this.push({
         work,
+        kind: 'durable',
         exclusive: true,
         resolve: resolve as (value: unknown) => void,
         reject,
@@ -94,12 +113,13 @@ export class GroupCommitExecutor {
   }
 
   /** Like `submit`, but merged with neighbouring calls of the same key (see Merge). */
-  submitMerged<A, R>(merge: Merge<A, R>): Promise<R> {
+  submitMerged<A, R>(merge: Merge<A, R>, kind: CommitKind = 'durable'): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       const work: Work<unknown> = async (connection, batch) =>
         ((await merge.run(connection, batch, [merge.arg])) as unknown[])[0];
       this.push({
         work,
+        kind,
         merge: merge as Merge<unknown, unknown>,
         resolve: resolve as (value: unknown) => void,
         reject,
@@ -152,11 +172,22 @@ export class GroupCommitExecutor {
     }
   }
 
-  /** The next calls to commit together: up to maxBatch, and an exclusive call alone. */
+  /**
+   * The next calls to commit together, in order: up to maxBatch; an exclusive call alone; a
+   * leading run of lease-only calls without the durable calls after it.
+   */
   private takeBatch(): Pending[] {
     if (this.queue[0]?.exclusive) return this.queue.splice(0, 1);
+    const leaseOnly = this.queue[0]?.kind === 'lease';
     let end = 0;
-    while (end < this.queue.length && end < this.maxBatch && !this.queue[end]?.exclusive) end += 1;
+    while (
+      end < this.queue.length &&
+      end < this.maxBatch &&
+      !this.queue[end]?.exclusive &&
+      (!leaseOnly || this.queue[end]?.kind === 'lease')
+    ) {
+      end += 1;
+    }
     return this.queue.splice(0, end);
   }
 
@@ -171,9 +202,11 @@ export class GroupCommitExecutor {
     }
     const { connection } = lease;
     const outcomes: Outcome[] = [];
-    const context = new BatchContext();
+    const context = new BatchContext(
+      batch.some((pending) => pending.kind === 'durable') ? 'durable' : 'lease',
+    );
     try {
-      await connection.begin();
+      await connection.begin(context.kind);
       if (batch[0]?.exclusive) {
         outcomes.push({ ok: true, value: await batch[0].work(connection, context) });
       }
@@ -191,8 +224,17 @@ export class GroupCommitExecutor {
       (batch[0] as Pending).reject(this.translate(error));
       return true;
     }
-    lease.release();
     context.committed();
+    try {
+      await runFollowUps(connection, context);
+    } catch (error) {
+      // Committed, but what its answers rely on is not on disk: nobody may see them.
+      await connection.rollback().catch(() => undefined);
+      lease.release();
+      for (const pending of batch) pending.reject(this.translate(error));
+      return true;
+    }
+    lease.release();
     batch.forEach((pending, index) => {
       const outcome = outcomes[index];
       if (outcome?.ok) pending.resolve(outcome.value);
@@ -200,6 +242,14 @@ export class GroupCommitExecutor {
     });
     return true;
   }
+}
+
+/** A batch's durable follow-ups, in one durable transaction (nothing when it has none). */
+async function runFollowUps(connection: SqlConnection, context: BatchContext): Promise<void> {
+  if (context.durableFollowUps.length === 0) return;
+  await connection.begin('durable');
+  for (const work of context.durableFollowUps) await work(connection);
+  await connection.commit();
 }
 
 /** The calls from `start` that share its merge key (just one call when it has none). */

@@ -87,7 +87,13 @@ export async function loadQueueRow(
   if (stored === undefined) throw new NotFoundError(`queue ${name} does not exist`);
   const row = fromStored(stored);
   batch.cache.set(key, row);
-  batch.beforeCommit((conn) => saveQueueRow(conn, row));
+  const loadedNextToken = row.nextToken;
+  batch.beforeCommit(async (conn) => {
+    await saveQueueRow(conn, row);
+    if (row.nextToken !== loadedNextToken) {
+      await dialect.fenceTokens?.(conn, batch, row.name, row.nextToken);
+    }
+  });
   return row;
 }
 

@@ -1,5 +1,14 @@
+import type { BatchContext } from './executor.js';
+
 /** A value bound to a `?` placeholder. */
 export type SqlValue = string | number | null;
+
+/**
+ * What a commit waits for (R21). `durable`: until the storage has it on disk (fsync), as every
+ * publish and ack must. `lease`: a commit that only moves leases (reserve, extend, heartbeat,
+ * reads that let time pass); a power loss may discard it, a process crash may not.
+ */
+export type CommitKind = 'durable' | 'lease';
 
 /**
  * One connection of a SQL dialect, used by one transaction at a time. Statements use `?`
@@ -17,7 +26,8 @@ export interface SqlConnection {
   runBeforeCommit(sql: string, params?: readonly SqlValue[]): Promise<void>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(script: string): Promise<void>;
-  begin(): Promise<void>;
+  /** Starts a transaction whose commit waits for what `kind` says (a dialect may wait for more). */
+  begin(kind?: CommitKind): Promise<void>;
   commit(): Promise<void>;
   rollback(): Promise<void>;
 }
@@ -42,6 +52,18 @@ export interface SqlDialect {
    * columns (text or integer).
    */
   jsonRecords(columns: readonly (readonly [name: string, type: 'text' | 'integer'])[]): string;
+  /**
+   * Called before the commit of a transaction that handed out tokens of `queue` (up to
+   * `nextToken - 1`): where a `lease` commit can be lost to a power loss, it makes a
+   * high-water mark above them durable before anyone sees them, so that no token is ever
+   * handed out twice across a crash (R21). Absent where every commit is durable or none is.
+   */
+  fenceTokens?: (
+    connection: SqlConnection,
+    batch: BatchContext,
+    queue: string,
+    nextToken: number,
+  ) => Promise<void>;
   /** Run first inside the migration transaction, so two processes never migrate at once. */
   migrationLock?: string;
 }

@@ -103,7 +103,7 @@ export class SqlEngine implements Engine {
         'SELECT name, options FROM leaseq_queues ORDER BY name',
       );
       return rows.map((row) => ({ name: row.name, options: decodeOptions(row.options) }));
-    });
+    }, 'lease');
   }
 
   async deleteQueue(name: string): Promise<boolean> {

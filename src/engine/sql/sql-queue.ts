@@ -10,6 +10,7 @@ import {
 import { checkLookedUpId } from '../../core/text.js';
 import { checkNow } from '../../core/validate.js';
 import { OperationHandle } from '../operation-handle.js';
+import { commitKindOf } from './commit-kind.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
 import type { QueueOps } from './queue-ops.js';
@@ -60,7 +61,7 @@ export class SqlQueue extends OperationHandle {
       if (ready) await wakeOnCommit(this.access, connection, batch, this.name);
       else if (freed) wakeLocallyOnCommit(this.access, batch, this.name);
       return outcomes;
-    });
+    }, commitKindOf(operations));
   }
 
   options() {
@@ -93,25 +94,30 @@ export class SqlQueue extends OperationHandle {
     return next === Number.POSITIVE_INFINITY ? undefined : next;
   }
 
+  /** Reads change nothing but the clock's bookkeeping: their commit need not wait (R21). */
   private read<T>(action: (ops: QueueOps) => Promise<T>): Promise<T> {
-    return this.executor.submit(async (connection, batch) =>
-      action(await this.ops(connection, batch)),
+    return this.executor.submit(
+      async (connection, batch) => action(await this.ops(connection, batch)),
+      'lease',
     );
   }
 
   /** Concurrent reserves at one tick with the same options take their jobs in one statement. */
   private reserveMerged(now: number, operation: ReserveOperation) {
     const { visibility, session } = operation;
-    return this.executor.submitMerged({
-      key: `reserve\u0000${this.name}\u0000${now}\u0000${visibility}\u0000${session}`,
-      arg: operation.max,
-      run: async (connection, batch, maxes: number[]) => {
-        const ops = await this.ops(connection, batch);
-        const total = maxes.reduce((sum, each) => sum + each, 0);
-        const deliveries = await ops.reserve(now, { max: total, visibility, session });
-        return maxes.map((each) => deliveries.splice(0, each));
+    return this.executor.submitMerged(
+      {
+        key: `reserve\u0000${this.name}\u0000${now}\u0000${visibility}\u0000${session}`,
+        arg: operation.max,
+        run: async (connection, batch, maxes: number[]) => {
+          const ops = await this.ops(connection, batch);
+          const total = maxes.reduce((sum, each) => sum + each, 0);
+          const deliveries = await ops.reserve(now, { max: total, visibility, session });
+          return maxes.map((each) => deliveries.splice(0, each));
+        },
       },
-    });
+      'lease',
+    );
   }
 
   /** Concurrent acks at one tick are settled in one statement. */

@@ -1,11 +1,21 @@
 import type Database from 'better-sqlite3';
-import type { SqlConnection, SqlValue } from '../sql/sql-connection.js';
+import type { CommitKind, SqlConnection, SqlValue } from '../sql/sql-connection.js';
+
+/** SQLite's `synchronous` levels used here. */
+export type SyncLevel = 'FULL' | 'NORMAL';
 
 /** The one connection of a SQLite file; better-sqlite3 is synchronous, so calls resolve at once. */
 export class SqliteConnection implements SqlConnection {
   private readonly statements = new Map<string, Database.Statement>();
+  private level: SyncLevel;
 
-  constructor(readonly db: Database.Database) {}
+  /** `durableLevel`: the `synchronous` level of durable commits (NORMAL in the 'os' mode). */
+  constructor(
+    readonly db: Database.Database,
+    private readonly durableLevel: SyncLevel = 'FULL',
+  ) {
+    this.level = db.pragma('synchronous', { simple: true }) === 2 ? 'FULL' : 'NORMAL';
+  }
 
   private prepare(sql: string): Database.Statement {
     let statement = this.statements.get(sql);
@@ -32,9 +42,25 @@ export class SqliteConnection implements SqlConnection {
     this.db.exec(script);
   }
 
-  async begin(): Promise<void> {
+  async begin(kind: CommitKind = 'durable'): Promise<void> {
+    this.setLevel(kind === 'durable' ? this.durableLevel : 'NORMAL');
     // IMMEDIATE takes the write lock now, so a second process waits instead of failing later.
     this.prepare('BEGIN IMMEDIATE').run();
+  }
+
+  /**
+   * How the next commit syncs. In WAL mode, FULL syncs the WAL at every commit and NORMAL
+   * only at checkpoints (https://www.sqlite.org/pragma.html#pragma_synchronous); a NORMAL
+   * commit survives a process crash, not a power loss. The level is read at each commit, so it
+   * can change between transactions, but not inside one ("Safety level may not be changed
+   * inside a transaction"): set here, before BEGIN. The WAL is appended in commit order and
+   * every sync covers all of it, so what survives a power loss is always every commit up to
+   * some point, and includes every FULL commit (https://www.sqlite.org/wal.html).
+   */
+  private setLevel(level: SyncLevel): void {
+    if (level === this.level) return;
+    this.prepare(`PRAGMA synchronous = ${level}`).run();
+    this.level = level;
   }
 
   async commit(): Promise<void> {

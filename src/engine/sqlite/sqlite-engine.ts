@@ -13,6 +13,7 @@ import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
 import { SqliteConnection } from './sqlite-connection.js';
+import { continueAboveHighWater, fenceTokens, lowerHighWater } from './token-fence.js';
 
 const DIALECT: SqlDialect = {
   lockRow: '',
@@ -29,7 +30,9 @@ const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 /**
  * Opens (creating when missing) a SQLite file in WAL mode. `durability: 'fsync'` (default)
- * commits with synchronous=FULL; 'os' with NORMAL (survives a process crash, not power loss).
+ * commits publishes, acks and every other durable change with synchronous=FULL, and what only
+ * moves leases with NORMAL, its tokens fenced by a synced high-water mark (R21); 'os' commits
+ * everything with NORMAL (survives a process crash, not power loss).
  */
 export async function openSqliteEngine(path: string, options: EngineOptions = {}): Promise<Engine> {
   const durability = options.durability ?? 'fsync';
@@ -49,22 +52,26 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
   try {
     checkIntact(db, target);
     db.pragma('journal_mode = WAL');
-    db.pragma(`synchronous = ${durability === 'fsync' ? 'FULL' : 'NORMAL'}`);
+    const fsync = durability === 'fsync';
+    db.pragma(`synchronous = ${fsync ? 'FULL' : 'NORMAL'}`);
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-    const connection = new SqliteConnection(db);
+    const connection = new SqliteConnection(db, fsync ? 'FULL' : 'NORMAL');
+    // Only where some commits sync and others do not can a crash lose a token's commit alone.
+    const dialect: SqlDialect = fsync ? { ...DIALECT, fenceTokens } : DIALECT;
     await migrate(
       connection,
-      DIALECT,
+      dialect,
       await loadMigrations(new URL('./migrations/', import.meta.url)),
       target,
     );
+    if (fsync) await inTransaction(connection, continueAboveHighWater);
     let busy = false;
     return new SqlEngine({
       target,
       capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: true },
       // Other processes' commits change data_version; read only while receivers wait.
       foreignWriteVersion: () => db.pragma('data_version', { simple: true }) as number,
-      dialect: DIALECT,
+      dialect,
       followClock: checkClockMode(options.clockMode) === 'follow',
       translateError: (error) => translateSqliteError(error, target),
       acquire: async () => {
@@ -73,12 +80,29 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
         return { connection, release: () => (busy = false) };
       },
       shutdown: async () => {
+        // Best effort: if it fails, the next open skips ahead (a gap in tokens, never a repeat).
+        if (fsync) await inTransaction(connection, lowerHighWater).catch(() => undefined);
         db.close();
       },
     });
   } catch (error) {
     db.close();
     throw translateSqliteError(error, target);
+  }
+}
+
+/** Runs `work` in a durable transaction of its own. */
+async function inTransaction(
+  connection: SqliteConnection,
+  work: (connection: SqliteConnection) => Promise<void>,
+): Promise<void> {
+  await connection.begin('durable');
+  try {
+    await work(connection);
+    await connection.commit();
+  } catch (error) {
+    await connection.rollback().catch(() => undefined);
+    throw error;
   }
 }
 

@@ -1,0 +1,144 @@
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { build } from '../../src/core/index.js';
+import { openEngine } from '../../src/engine/index.js';
+import type { CommitKind } from '../../src/engine/sql/sql-connection.js';
+import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
+import { TOKEN_BLOCK } from '../../src/engine/sqlite/token-fence.js';
+
+/**
+ * R21 on SQLite: which commits wait for a sync. Publishes, acks and every other change of a
+ * job commit durably (synchronous FULL); reservations, extensions, heartbeats and reads only
+ * move leases and commit without waiting (NORMAL), a synced mark fencing their tokens.
+ */
+const dir = mkdtempSync(join(tmpdir(), 'leaseq-commit-kinds-'));
+afterAll(() => rm(dir, { recursive: true, force: true }));
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+let files = 0;
+
+/** An fsync engine whose transactions report the kind of commit they began. */
+async function recordedEngine() {
+  const kinds: CommitKind[] = [];
+  const begin = SqliteConnection.prototype.begin;
+  vi.spyOn(SqliteConnection.prototype, 'begin').mockImplementation(function (
+    this: SqliteConnection,
+    kind?: CommitKind,
+  ) {
+    kinds.push(kind ?? 'durable');
+    return begin.call(this, kind);
+  });
+  files += 1;
+  const engine = await openEngine(`sqlite:${join(dir, `kinds-${files}.db`)}`);
+  const queue = await engine.queue('jobs', { visibility: 1000 });
+  /** The kinds of the commits `action` made. */
+  const during = async (action: () => Promise<unknown>) => {
+    kinds.length = 0;
+    await action();
+    return [...kinds];
+  };
+  return { engine, queue, during };
+}
+
+describe('R21 SQLite fsync: what each commit waits for', () => {
+  it('publishes, acks, nacks and session changes are durable; reserve, extend, heartbeat and reads are not', async () => {
+    const { engine, queue, during } = await recordedEngine();
+    expect(
+      await during(() => queue.publishBatch(0, [{ id: 'a' }, { id: 'b' }, { id: 'c' }])),
+    ).toEqual(['durable']);
+    // The first token of a block: its reservation, then the synced mark before the answer.
+    expect(await during(() => queue.reserve(1))).toEqual(['lease', 'durable']);
+    expect(await during(() => queue.reserve(1))).toEqual(['lease']);
+    expect(await during(() => queue.extend(2, 2, 500))).toEqual(['lease']);
+    expect(await during(() => queue.ack(2, 1))).toEqual(['durable']);
+    expect(await during(() => queue.nack(2, 2))).toEqual(['durable']);
+    const session = await queue.openSession(2);
+    expect(await during(() => queue.heartbeat(3, session))).toEqual(['lease']);
+    expect(await during(() => queue.stats(3))).toEqual(['lease']);
+    expect(await during(() => queue.inspect())).toEqual(['lease']);
+    expect(await during(() => queue.closeSession(3, session))).toEqual(['durable']);
+    expect(await during(() => queue.execute(4, [build.reserve({}), build.extend(3, 100)]))).toEqual(
+      ['lease'],
+    );
+    expect(await during(() => queue.execute(4, [build.reserve({}), build.ack(3)]))).toEqual([
+      'durable',
+    ]);
+    expect(await during(() => queue.redrive(4))).toEqual(['durable']);
+    await engine.close();
+  });
+
+  it('concurrent reserves of one tick share one lease commit; acks behind them commit apart', async () => {
+    const { engine, queue, during } = await recordedEngine();
+    await queue.publishBatch(
+      0,
+      Array.from({ length: 8 }, (_, index) => ({ id: `j${index}` })),
+    );
+    await queue.reserve(0); // the first block's mark
+    const kinds = await during(() =>
+      Promise.all([queue.reserve(1), queue.reserve(1), queue.reserve(1), queue.ack(1, 1)]),
+    );
+    // The leading lease-only calls are answered without waiting for the ack's sync.
+    expect(kinds).toEqual(['lease', 'durable']);
+    await engine.close();
+  });
+
+  it('the mark is raised once per block of tokens, in the same commit when that one is durable', async () => {
+    const { engine, queue, during } = await recordedEngine();
+    await queue.publishBatch(
+      0,
+      Array.from({ length: TOKEN_BLOCK + 2 }, (_, index) => ({ id: `j${index}` })),
+    );
+    expect(await during(() => queue.reserve(1, { max: TOKEN_BLOCK }))).toEqual([
+      'lease',
+      'durable',
+    ]);
+    // Token TOKEN_BLOCK + 1 is within the mark raised to the first token + TOKEN_BLOCK.
+    expect(await during(() => queue.reserve(1))).toEqual(['lease']);
+    // Past the mark inside a durable batch: raised there, no second commit.
+    expect(
+      await during(() => queue.execute(2, [build.publish({ id: 'x' }), build.reserve({ max: 2 })])),
+    ).toEqual(['durable']);
+    expect(await during(() => queue.reserve(2))).toEqual(['lease']);
+    await engine.close();
+  });
+
+  it("durability 'os' commits everything without waiting for a sync, as before", async () => {
+    files += 1;
+    const path = join(dir, `os-${files}.db`);
+    const engine = await openEngine(`sqlite:${path}`, { durability: 'os' });
+    const queue = await engine.queue('jobs');
+    await queue.publish(0, { id: 'a' });
+    await queue.reserve(0);
+    await engine.close();
+    const db = new Database(path, { readonly: true });
+    // No mark is kept where nothing is synced: it would fence nothing.
+    expect(db.prepare('SELECT token_high_water AS high FROM leaseq_queues').get()).toEqual({
+      high: 0,
+    });
+    db.close();
+  });
+
+  it('the connection sets the sync level before BEGIN, where SQLite allows it', async () => {
+    const db = new Database(join(dir, 'levels.db'));
+    db.pragma('journal_mode = WAL');
+    const full = new SqliteConnection(db, 'FULL');
+    const level = () => db.pragma('synchronous', { simple: true });
+    await full.begin('lease');
+    expect(level()).toBe(1);
+    await full.commit();
+    await full.begin('durable');
+    expect(level()).toBe(2);
+    await full.commit();
+    const os = new SqliteConnection(db, 'NORMAL');
+    await os.begin('durable');
+    expect(level()).toBe(1);
+    await os.commit();
+    db.close();
+  });
+});
