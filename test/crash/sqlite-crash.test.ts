@@ -8,7 +8,7 @@ import { runCrashRounds } from './crash-rounds.js';
 import { killStartedChildren, runSeed } from './processes.js';
 
 /**
- * R5, R6, R8, R12 and I1, I2, I5, I7, I12 across real crashes: a child process publishes and
+ * R5, R6, R8, R12, R21 and I1, I2, I5, I7, I12 across real crashes: a child process publishes and
  * consumes on a SQLite file and is killed with SIGKILL at a random moment, five rounds in a row
  * on the same file. See crash-history.ts for what is checked after each restart.
  */
