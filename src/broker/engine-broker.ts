@@ -1,6 +1,7 @@
 import {
   build,
   ClosedError,
+  type Delivery,
   type NackOptions,
   type Operation,
   type Outcome,
@@ -199,6 +200,7 @@ export class EngineQueue implements Queue {
       // Woken by the caller's signal or by closing: answer empty, touch nothing more.
       if (!first && (signal?.aborted || this.closed.aborted)) return [];
       const parked = this.parkOnWake(signal);
+      let handedOver: Promise<Delivery[]> | undefined;
       try {
         const deliveries = await this.run(operation);
         const now = this.clock.now();
@@ -208,10 +210,21 @@ export class EngineQueue implements Queue {
         const nextEvent = (await this.handle.nextEventAt()) ?? Number.POSITIVE_INFINITY;
         const sleepMs = Math.min(until, nextEvent) - now;
         // A lease or delay already due: the next reserve handles it (R3), no need to sleep.
-        if (sleepMs > 0) await Promise.race([parked.woken, this.clock.sleep(sleepMs, parked.stop)]);
+        if (sleepMs > 0) {
+          // Where the engine can, the publish that makes a job ready reserves it for us too.
+          handedOver = this.handle.reserveOnReady?.(operation, parked.stop);
+          await Promise.race([
+            parked.woken,
+            this.clock.sleep(sleepMs, parked.stop),
+            ...(handedOver === undefined ? [] : [handedOver]),
+          ]);
+        }
       } finally {
         parked.release();
       }
+      // Released: a job reserved for us meanwhile is ours (it comes with its commit).
+      const handed = handedOver === undefined ? [] : await handedOver;
+      if (handed.length > 0) return handed;
     }
   }
 

@@ -12,6 +12,7 @@ import type {
   PurgeQueueResult,
   QueueOptions,
   QueueStats,
+  ReserveOperation,
   ReserveOptions,
   ResolvedQueueOptions,
   SessionOptions,
@@ -67,6 +68,14 @@ export interface QueueHandle {
   job(id: string): Promise<JobView | undefined>;
   /** See `LeaseQueue.nextEventAt`. */
   nextEventAt(): Promise<number | undefined>;
+  /**
+   * Optional: waits until a transaction of this engine that makes jobs of this queue ready (a
+   * publish, a nack, a redrive) reserves some for `operation` in that same transaction, and
+   * answers them once it committed; answers none when `signal` aborts first (a reservation
+   * already made still comes, with its commit). Engines with costly commits offer it, so that a
+   * waiting receiver's job costs one commit, not two.
+   */
+  reserveOnReady?(operation: ReserveOperation, signal: AbortSignal): Promise<Delivery[]>;
 }
 
 /** A value bound to a `?` placeholder of a caller's statement. */

@@ -10,6 +10,7 @@ export class BatchContext {
   readonly cache = new Map<string, unknown>();
   private readonly hooks: ((connection: SqlConnection) => Promise<void>)[] = [];
   private readonly afterHooks: (() => void)[] = [];
+  private readonly rollbackHooks: (() => void)[] = [];
   /** Works of a durable transaction that must commit before this batch's callers are answered. */
   readonly durableFollowUps: ((connection: SqlConnection) => Promise<void>)[] = [];
 
@@ -32,12 +33,21 @@ export class BatchContext {
     this.afterHooks.push(hook);
   }
 
+  /** Runs if this batch's transaction is rolled back (its works may then run again). */
+  afterRollback(hook: () => void): void {
+    this.rollbackHooks.push(hook);
+  }
+
   async flush(connection: SqlConnection): Promise<void> {
     for (const hook of this.hooks) await hook(connection);
   }
 
   committed(): void {
     for (const hook of this.afterHooks) hook();
+  }
+
+  rolledBack(): void {
+    for (const hook of this.rollbackHooks) hook();
   }
 }
 
@@ -219,22 +229,24 @@ export class GroupCommitExecutor {
       await connection.commit();
     } catch (error) {
       await connection.rollback().catch(() => undefined);
+      context.rolledBack();
       lease.release();
       if (batch.length > 1) return false;
       (batch[0] as Pending).reject(this.translate(error));
       return true;
     }
-    context.committed();
     try {
       await runFollowUps(connection, context);
     } catch (error) {
       // Committed, but what its answers rely on is not on disk: nobody may see them.
       await connection.rollback().catch(() => undefined);
+      context.rolledBack();
       lease.release();
       for (const pending of batch) pending.reject(this.translate(error));
       return true;
     }
     lease.release();
+    context.committed();
     batch.forEach((pending, index) => {
       const outcome = outcomes[index];
       if (outcome?.ok) pending.resolve(outcome.value);

@@ -1,5 +1,6 @@
 import type { WakeHub } from '../wake-hub.js';
 import type { BatchContext } from './executor.js';
+import type { Handoffs } from './handoffs.js';
 import { QueueOps } from './queue-ops.js';
 import { loadQueueRow } from './queue-row.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
@@ -8,6 +9,8 @@ import type { SqlConnection, SqlDialect } from './sql-connection.js';
 export interface QueueAccess {
   dialect: SqlDialect;
   wakes: WakeHub;
+  /** Receivers of this process waiting for jobs, served by the transactions that make them ready. */
+  handoffs: Handoffs;
   followClock: boolean;
 }
 

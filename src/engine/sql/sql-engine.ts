@@ -18,6 +18,7 @@ import { checkSecretName, type StoredSecret } from '../secrets.js';
 import { WakeHub } from '../wake-hub.js';
 import { GroupCommitExecutor } from './executor.js';
 import { ForeignWriteWatch } from './foreign-write-watch.js';
+import { Handoffs } from './handoffs.js';
 import type { QueueAccess } from './queue-access.js';
 import { decodeOptions, insertQueueRow, loadQueueRow, readQueueOptions } from './queue-row.js';
 import { readOrCreateSecret, rotateStoredSecret } from './secret-rows.js';
@@ -63,7 +64,12 @@ export class SqlEngine implements Engine {
     this.capabilities = parts.capabilities;
     if (parts.storageTime !== undefined) this.storageTime = parts.storageTime;
     this.executor = new GroupCommitExecutor(parts.acquire, parts.translateError);
-    this.access = { dialect: parts.dialect, wakes: this.wakes, followClock: parts.followClock };
+    this.access = {
+      dialect: parts.dialect,
+      wakes: this.wakes,
+      handoffs: new Handoffs(),
+      followClock: parts.followClock,
+    };
     this.foreignWrites =
       parts.foreignWriteVersion === undefined
         ? undefined

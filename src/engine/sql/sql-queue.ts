@@ -1,5 +1,6 @@
 import {
   ClockError,
+  type Delivery,
   LeaseqError,
   makesJobsReady,
   type Operation,
@@ -58,10 +59,20 @@ export class SqlQueue extends OperationHandle {
           outcomes.push({ ok: false, error });
         }
       }
-      if (ready) await wakeOnCommit(this.access, connection, batch, this.name);
-      else if (freed) wakeLocallyOnCommit(this.access, batch, this.name);
+      if (ready) {
+        await this.access.handoffs.serve(ops, now, batch);
+        await wakeOnCommit(this.access, connection, batch, this.name);
+      } else if (freed) wakeLocallyOnCommit(this.access, batch, this.name);
       return outcomes;
     }, commitKindOf(operations));
+  }
+
+  /**
+   * Waits for a job of this queue to be reserved for `operation` by the transaction of this
+   * engine that makes it ready, committed with it; none when `signal` aborts first.
+   */
+  reserveOnReady(operation: ReserveOperation, signal: AbortSignal): Promise<Delivery[]> {
+    return this.access.handoffs.wait(this.name, operation, signal);
   }
 
   options() {

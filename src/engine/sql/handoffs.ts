@@ -1,0 +1,91 @@
+import { ClockError, type Delivery, LeaseqError, type ReserveOperation } from '../../core/index.js';
+import type { BatchContext } from './executor.js';
+import type { QueueOps } from './queue-ops.js';
+
+/** A receiver of this process waiting for a job of one queue. */
+interface Waiting {
+  readonly operation: ReserveOperation;
+  /** Set while a transaction that reserved for it has not yet committed or rolled back. */
+  heldBy: BatchContext | undefined;
+  /** Its receiver stopped waiting: answered at once, or when the holding transaction ends. */
+  stopped: boolean;
+  /** Answered: it takes nothing more. */
+  done: boolean;
+  readonly resolve: (deliveries: Delivery[]) => void;
+}
+
+/**
+ * Receivers waiting in this process, handed their jobs by the transaction that makes the jobs
+ * ready (a publish, a nack, a redrive): the reservation commits with the publish, so a job
+ * reaches its consumer after one commit instead of the publish's and then the consumer's own.
+ */
+export class Handoffs {
+  private readonly waiting = new Map<string, Waiting[]>();
+
+  /**
+   * Resolves with the deliveries a transaction reserved for `operation` once it committed, or
+   * with none when `signal` aborts first (a reservation already made still comes with its
+   * commit: it is never dropped).
+   */
+  wait(queue: string, operation: ReserveOperation, signal: AbortSignal): Promise<Delivery[]> {
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve([]);
+      const entry: Waiting = {
+        operation,
+        heldBy: undefined,
+        stopped: false,
+        done: false,
+        resolve,
+      };
+      const list = this.waiting.get(queue) ?? [];
+      list.push(entry);
+      this.waiting.set(queue, list);
+      signal.addEventListener(
+        'abort',
+        () => {
+          entry.stopped = true;
+          if (entry.heldBy === undefined) this.end(queue, entry, []);
+        },
+        { once: true },
+      );
+    });
+  }
+
+  /**
+   * Inside a transaction that made jobs of `ops`' queue ready: reserves for the waiting
+   * receivers, first come first served, while jobs are ready. Each is answered when the
+   * transaction commits; on rollback it waits again (or ends, if its wait ended meanwhile).
+   */
+  async serve(ops: QueueOps, now: number, batch: BatchContext): Promise<void> {
+    const queue = ops.q.name;
+    for (const entry of [...(this.waiting.get(queue) ?? [])]) {
+      if (ops.q.ready === 0) return;
+      if (entry.heldBy !== undefined || entry.stopped || entry.done) continue;
+      let deliveries: Delivery[];
+      try {
+        deliveries = await ops.reserve(now, entry.operation);
+      } catch (error) {
+        // Refused for this receiver (its session ended): it learns why at its own next call.
+        if (error instanceof LeaseqError && !(error instanceof ClockError)) continue;
+        throw error;
+      }
+      if (deliveries.length === 0) continue;
+      entry.heldBy = batch;
+      batch.afterCommit(() => this.end(queue, entry, deliveries));
+      batch.afterRollback(() => {
+        entry.heldBy = undefined;
+        if (entry.stopped) this.end(queue, entry, []);
+      });
+    }
+  }
+
+  private end(queue: string, entry: Waiting, deliveries: Delivery[]): void {
+    if (entry.done) return;
+    entry.done = true;
+    const list = this.waiting.get(queue) ?? [];
+    const index = list.indexOf(entry);
+    if (index >= 0) list.splice(index, 1);
+    if (list.length === 0) this.waiting.delete(queue);
+    entry.resolve(deliveries);
+  }
+}

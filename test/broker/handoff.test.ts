@@ -1,0 +1,116 @@
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import type { CommitKind } from '../../src/engine/sql/sql-connection.js';
+import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
+import { EngineBroker, ManualClock, openEngine } from '../../src/index.js';
+
+// On SQLite a waiting receiver is handed its job by the transaction that commits the publish:
+// one synced commit between publish and handler, not the publish's and then the receiver's.
+const dir = mkdtempSync(join(tmpdir(), 'leaseq-handoff-'));
+afterAll(() => rm(dir, { recursive: true, force: true }));
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+let files = 0;
+
+async function setup() {
+  const kinds: CommitKind[] = [];
+  const begin = SqliteConnection.prototype.begin;
+  vi.spyOn(SqliteConnection.prototype, 'begin').mockImplementation(function (
+    this: SqliteConnection,
+    kind?: CommitKind,
+  ) {
+    kinds.push(kind ?? 'durable');
+    return begin.call(this, kind);
+  });
+  files += 1;
+  const engine = await openEngine(`sqlite:${join(dir, `handoff-${files}.db`)}`);
+  const clock = new ManualClock(1_000);
+  const broker = new EngineBroker(engine, { clock });
+  const queue = await broker.queue('jobs', { visibility: 100 });
+  return { clock, broker, queue, kinds };
+}
+
+/** Resolves once `count` receivers sleep on `clock`, i.e. they are parked. */
+async function parked(clock: ManualClock, count = 1): Promise<void> {
+  while (clock.waiting < count) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('SQLite: a waiting receiver is handed its job in the publish transaction', () => {
+  it('the publish commit also commits the reservation: one synced commit, nothing after', async () => {
+    const { clock, broker, queue, kinds } = await setup();
+    await queue.publish({ id: 'warm-up' });
+    await queue.ack((await queue.receive())[0]?.token as number); // the first token block's mark
+    const receiving = queue.receive({ wait: 20_000 });
+    await parked(clock);
+    kinds.length = 0;
+    await queue.publish({ id: 'a', payload: { n: 1 } });
+    const deliveries = await receiving;
+    expect(deliveries).toEqual([
+      {
+        token: 2,
+        id: 'a',
+        payload: { n: 1 },
+        deadline: 1_100,
+        deliveryCount: 1,
+        redelivered: false,
+      },
+    ]);
+    expect(kinds).toEqual(['durable']);
+    expect(await queue.ack(2)).toBe(true);
+    await broker.close();
+  });
+
+  it('first come, first served: one job for two waiting receivers, the next for the other', async () => {
+    const { clock, broker, queue } = await setup();
+    const first = queue.receive({ wait: 20_000 });
+    await parked(clock);
+    const second = queue.receive({ wait: 20_000 });
+    await parked(clock, 2);
+    await queue.publish({ id: 'a' });
+    expect((await first).map((delivery) => delivery.id)).toEqual(['a']);
+    await queue.publish({ id: 'b' });
+    expect((await second).map((delivery) => delivery.id)).toEqual(['b']);
+    expect((await queue.inspect()).ready).toEqual([]);
+    await broker.close();
+  });
+
+  it('hands a receiver at most its max, and leaves the rest ready', async () => {
+    const { clock, broker, queue } = await setup();
+    const receiving = queue.receive({ wait: 20_000, max: 2 });
+    await parked(clock);
+    await queue.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+    expect((await receiving).map((delivery) => delivery.id)).toEqual(['a', 'b']);
+    expect((await queue.inspect()).ready).toEqual(['c']);
+    await broker.close();
+  });
+
+  it('a receiver that stopped waiting is handed nothing: the job stays ready', async () => {
+    const { clock, broker, queue } = await setup();
+    const stop = new AbortController();
+    const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
+    await parked(clock);
+    stop.abort();
+    expect(await receiving).toEqual([]);
+    await queue.publish({ id: 'a' });
+    expect((await queue.inspect()).ready).toEqual(['a']);
+    await broker.close();
+  });
+
+  it('a receiver of another queue is not handed this one’s jobs', async () => {
+    const { clock, broker, queue } = await setup();
+    const other = await broker.queue('other');
+    const stop = new AbortController();
+    const receiving = other.receive({ wait: 20_000, signal: stop.signal });
+    await parked(clock);
+    await queue.publish({ id: 'a' });
+    expect((await queue.inspect()).ready).toEqual(['a']);
+    stop.abort();
+    expect(await receiving).toEqual([]);
+    await broker.close();
+  });
+});
