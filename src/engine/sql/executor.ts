@@ -79,8 +79,8 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  * Group commit: calls that arrive while a transaction runs are collected and committed together
  * in the next one, so a durable commit (fsync) is paid once per batch, not once per call. A
  * batch commits `lease` (no waiting for a sync) only when every call in it only moves leases;
- * leading lease-only calls go first in a batch of their own, answered without waiting for the
- * durable ones behind them.
+ * where that is faster, leading lease-only calls go first in a batch of their own, answered
+ * without waiting for the durable ones behind them.
  *
  * A work that fails with a LeaseqError (a bad clock, a bad argument, an ended session) has, by
  * construction, written nothing it must take back, so its batch still commits. Any other error
@@ -97,6 +97,12 @@ export class GroupCommitExecutor {
     private readonly acquire: () => Promise<{ connection: SqlConnection; release: () => void }>,
     /** Turns a storage failure into a typed error naming the storage. */
     private readonly translate: (error: unknown) => unknown = (error) => error,
+    /**
+     * True where a `lease` commit skips a sync that a durable one waits for: a leading run of
+     * lease-only calls then commits apart, answered before the sync of the calls behind it.
+     * Elsewhere that would only add a transaction.
+     */
+    private readonly leaseCommitsFaster = false,
     private readonly maxBatch = 1000,
   ) {}
 
@@ -188,7 +194,7 @@ export class GroupCommitExecutor {
    */
   private takeBatch(): Pending[] {
     if (this.queue[0]?.exclusive) return this.queue.splice(0, 1);
-    const leaseOnly = this.queue[0]?.kind === 'lease';
+    const leaseOnly = this.leaseCommitsFaster && this.queue[0]?.kind === 'lease';
     let end = 0;
     while (
       end < this.queue.length &&

@@ -39,6 +39,8 @@ export interface SqlEngineParts {
   followClock: boolean;
   /** Turns a storage failure into a typed error naming the storage. */
   translateError?: (error: unknown) => unknown;
+  /** A `lease` commit skips a sync a durable one waits for (R21); default false. */
+  leaseCommitsFaster?: boolean;
   /** The storage's own clock in ms, for storages shared by machines. */
   storageTime?: () => Promise<number>;
   /**
@@ -63,7 +65,11 @@ export class SqlEngine implements Engine {
     this.target = parts.target;
     this.capabilities = parts.capabilities;
     if (parts.storageTime !== undefined) this.storageTime = parts.storageTime;
-    this.executor = new GroupCommitExecutor(parts.acquire, parts.translateError);
+    this.executor = new GroupCommitExecutor(
+      parts.acquire,
+      parts.translateError,
+      parts.leaseCommitsFaster ?? false,
+    );
     this.access = {
       dialect: parts.dialect,
       wakes: this.wakes,

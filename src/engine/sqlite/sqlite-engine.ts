@@ -73,6 +73,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       foreignWriteVersion: () => db.pragma('data_version', { simple: true }) as number,
       dialect,
       followClock: checkClockMode(options.clockMode) === 'follow',
+      leaseCommitsFaster: fsync,
       translateError: (error) => translateSqliteError(error, target),
       acquire: async () => {
         if (busy) throw new Error('sqlite connection used by two transactions at once');
