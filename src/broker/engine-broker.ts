@@ -15,8 +15,16 @@ import {
   ValidationError,
 } from '../core/index.js';
 import type { Engine, EngineTransaction, QueueHandle, SqlParameter } from '../engine/engine.js';
+import type { ScheduleStore } from '../engine/schedules.js';
 import { type Clock, SystemClock } from './clock.js';
 import type { Broker, BrokerTransaction, Queue, ReceiveOptions } from './queue.js';
+import {
+  type ScheduleOptions,
+  type ScheduleWhen,
+  scheduleRecord,
+  scheduleView,
+} from './schedule-times.js';
+import { Scheduler, type SchedulerOptions } from './scheduler.js';
 import { WakeSignal } from './wake-signal.js';
 
 export interface BrokerOptions {
@@ -43,7 +51,20 @@ export class EngineBroker implements Broker {
   async queue(name: string, options?: QueueOptions): Promise<Queue> {
     this.checkOpen();
     const handle = await this.engine.queue(name, options);
-    return new EngineQueue(handle, this.clock, this.wakes, this.closing.signal);
+    return new EngineQueue(handle, this.clock, this.wakes, this.closing.signal, this.engine);
+  }
+
+  /**
+   * A scheduler over this broker's storage (R25): `runOnce()` publishes the due occurrences of
+   * every stored schedule; `start()` keeps doing so. Several may run over one storage.
+   */
+  scheduler(options?: SchedulerOptions): Scheduler {
+    return new Scheduler(
+      this.engine,
+      this.clock,
+      async (queue, input) => (await this.queue(queue)).publish(input),
+      options,
+    );
   }
 
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
@@ -158,10 +179,31 @@ export class EngineQueue implements Queue {
     private readonly clock: Clock,
     private readonly wakes: WakeSignal,
     private readonly closed: AbortSignal,
+    private readonly scheduleStore: ScheduleStore,
   ) {}
 
   get name(): string {
     return this.handle.name;
+  }
+
+  async schedule(name: string, when: ScheduleWhen, options?: ScheduleOptions) {
+    const now = this.clock.now();
+    await this.scheduleStore.putSchedule(scheduleRecord(this.name, name, when, options, now));
+    const stored = (await this.scheduleStore.listSchedules(this.name)).find(
+      (schedule) => schedule.name === name,
+    );
+    if (stored === undefined) throw new Error(`schedule ${name} vanished as it was set`);
+    return scheduleView(stored, now);
+  }
+
+  async schedules() {
+    const now = this.clock.now();
+    const stored = await this.scheduleStore.listSchedules(this.name);
+    return stored.map((schedule) => scheduleView(schedule, now));
+  }
+
+  removeSchedule(name: string) {
+    return this.scheduleStore.removeSchedule(this.name, name);
   }
 
   options() {

@@ -17,6 +17,8 @@ import type {
   SessionOptions,
 } from '../core/index.js';
 import type { SqlParameter } from '../engine/engine.js';
+import type { ScheduleOptions, ScheduleView, ScheduleWhen } from './schedule-times.js';
+import type { Scheduler, SchedulerOptions } from './scheduler.js';
 
 export interface ReceiveOptions extends ReserveOptions {
   /** Milliseconds to wait for a job when none is ready. Integer ≥ 0, default 0. */
@@ -66,6 +68,18 @@ export interface Queue {
   /** The live deliveries in token order, with delivery times and sessions. Takes no time. */
   deliveries(): Promise<LiveDelivery[]>;
   job(id: string): Promise<JobView | undefined>;
+  /**
+   * Creates or replaces the periodic job `name` of this queue (R25), stored in the engine:
+   * `when` is a cron expression (read in `timezone`, default UTC) or an interval in ms (at least
+   * 1000). Every occurrence is published once, with the id `name@ISO time`, by the schedulers
+   * running over the storage (`leaseq serve` runs one). After downtime only the latest missed
+   * occurrence is published.
+   */
+  schedule(name: string, when: ScheduleWhen, options?: ScheduleOptions): Promise<ScheduleView>;
+  /** This queue's schedules, by name, with their next occurrence. */
+  schedules(): Promise<ScheduleView[]>;
+  /** Removes a schedule; false when there was none. */
+  removeSchedule(name: string): Promise<boolean>;
 }
 
 /** A transaction on a SQL engine's database, with the broker's clock. `?` placeholders. */
@@ -103,6 +117,11 @@ export interface Broker {
    * first call. In-process brokers only.
    */
   secretValues?(name: string): Promise<string[]>;
+  /**
+   * A scheduler publishing the due occurrences of every stored schedule (R25); `runOnce()` is
+   * one pass, `start()` a loop. In-process brokers only (`leaseq serve` runs one).
+   */
+  scheduler?(options?: SchedulerOptions): Scheduler;
   /** Replaces a stored secret with a new random one; the old one stays valid for `graceMs`. */
   rotateSecret?(name: string, graceMs: number): Promise<void>;
   close(): Promise<void>;

@@ -7,6 +7,7 @@ import { deadList, deadRedrive } from './commands/dead.js';
 import { publish } from './commands/publish.js';
 import { queueCreate, queueList, queueStats } from './commands/queue.js';
 import { receive } from './commands/receive.js';
+import { scheduleList, scheduleRemove, scheduleSet } from './commands/schedule.js';
 import { secretRotate } from './commands/secret.js';
 import { serve } from './commands/serve.js';
 import { ack, nack } from './commands/settle.js';
@@ -23,6 +24,9 @@ export const COMMANDS: readonly Command[] = [
   nack,
   deadList,
   deadRedrive,
+  scheduleSet,
+  scheduleList,
+  scheduleRemove,
   secretRotate,
 ];
 

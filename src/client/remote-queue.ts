@@ -1,4 +1,10 @@
-import type { Queue, ReceiveOptions } from '../broker/index.js';
+import type {
+  Queue,
+  ReceiveOptions,
+  ScheduleOptions,
+  ScheduleView,
+  ScheduleWhen,
+} from '../broker/index.js';
 import {
   build,
   checkLookedUpId,
@@ -16,6 +22,7 @@ import {
   type PublishInput,
   type PublishResult,
   type PurgeQueueResult,
+  QUEUE_NAME,
   type QueueStats,
   type ResolvedQueueOptions,
   type ResultOf,
@@ -100,8 +107,8 @@ export class RemoteQueue implements Queue {
    * several long polls.
    */
   async receiveWithReceipts(options: ReceiveOptions = {}): Promise<ReceivedDelivery[]> {
-    const { wait = 0, signal, max, visibility, session } = options;
-    const reserve = { max, visibility, session };
+    const { wait = 0, signal, max, visibility, session, ack } = options;
+    const reserve = { max, visibility, session, ack };
     build.reserve(reserve);
     if (!Number.isSafeInteger(wait) || wait < 0) {
       throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
@@ -276,6 +283,30 @@ export class RemoteQueue implements Queue {
       if ((error as { code?: string }).code === 'NOT_FOUND') return undefined;
       throw error;
     }
+  }
+
+  /** R25: sets the periodic job `name` of this queue on the server (see Queue.schedule). */
+  async schedule(name: string, when: ScheduleWhen, options: ScheduleOptions = {}) {
+    const body = { ...options, ...(typeof when === 'number' ? { every: when } : { cron: when }) };
+    return this.http.request<ScheduleView>('PUT', this.schedulePath(name), { body });
+  }
+
+  async schedules(): Promise<ScheduleView[]> {
+    return (await this.get<{ schedules: ScheduleView[] }>('/schedules')).schedules;
+  }
+
+  async removeSchedule(name: string): Promise<boolean> {
+    const answer = await this.http.request<{ removed: boolean }>('DELETE', this.schedulePath(name));
+    return answer.removed;
+  }
+
+  private schedulePath(name: string): string {
+    if (typeof name !== 'string' || !QUEUE_NAME.test(name)) {
+      throw new ValidationError(
+        `schedule name must be a name like a queue's, got ${JSON.stringify(name)}`,
+      );
+    }
+    return `${this.path}/schedules/${encodeURIComponent(name)}`;
   }
 
   private remember(wire: WireDelivery): ReceivedDelivery {

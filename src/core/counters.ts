@@ -3,7 +3,7 @@ import type { QueueStats } from './types.js';
 /** The R17 counters that only ever grow. */
 export type Counters = Omit<
   QueueStats,
-  'queueTime' | 'ready' | 'delayed' | 'active' | 'dead' | 'sessions' | 'oldestReadyAge'
+  'queueTime' | 'ready' | 'delayed' | 'active' | 'dead' | 'waiting' | 'sessions' | 'oldestReadyAge'
 >;
 
 export function newCounters(): Counters {
@@ -22,6 +22,7 @@ export function newCounters(): Counters {
     staleExtends: 0,
     redriven: 0,
     purged: 0,
+    autoAcked: 0,
     deadLetters: {},
     processingTime: { count: 0, sum: 0, max: 0 },
   };

@@ -16,6 +16,7 @@ export {
 } from './errors.js';
 export { LeaseQueue } from './lease-queue.js';
 export {
+  type AckMode,
   type AckOperation,
   type AckUpToOperation,
   build,

@@ -15,7 +15,7 @@ import {
   type ReserveOperation,
   type ResultOf,
 } from './operations.js';
-import { ReadyList } from './ready-list.js';
+import { ReadyBands } from './ready-bands.js';
 import {
   type AckTimer,
   byAckTimer,
@@ -23,6 +23,7 @@ import {
   byDeadline,
   byHeartbeatEnd,
   type DeliveryRecord,
+  type GroupRecord,
   type JobRecord,
   recordAttempt,
   type SessionRecord,
@@ -64,7 +65,7 @@ export class LeaseQueue {
   private nextSessionNumber = 1;
   private nextGeneratedId = 1;
   private readonly jobs = new Map<string, JobRecord>();
-  private readonly ready = new ReadyList<JobRecord>();
+  private readonly ready = new ReadyBands<JobRecord>();
   private readonly delayed = new IndexedHeap<JobRecord>(byAvailability);
   /** Live deliveries by token; insertion order is token order. */
   private readonly active = new Map<number, DeliveryRecord>();
@@ -74,6 +75,9 @@ export class LeaseQueue {
   private readonly sessions = new Map<string, SessionRecord>();
   /** Dead jobs in the order they died. */
   private readonly dead = new Map<string, JobRecord>();
+  /** Message groups with members (R24), by key; a group without members is forgotten. */
+  private readonly groups = new Map<string, GroupRecord>();
+  private waitingCount = 0;
   /** Acked ids still refused as duplicates (R4), with the tick they are forgotten at. */
   private readonly remembered = new Map<string, number>();
   private readonly counters = newCounters();
@@ -259,6 +263,7 @@ export class LeaseQueue {
       delayed: this.delayed.size,
       active: this.active.size,
       dead: this.dead.size,
+      waiting: this.waitingCount,
       sessions: this.sessions.size,
       oldestReadyAge: oldest === undefined ? 0 : now - oldest,
       ...copyCounters(this.counters),
@@ -285,7 +290,17 @@ export class LeaseQueue {
         reason: job.deadReason as string,
         deliveryCount: job.deliveryCount,
       })),
+      ...(this.waitingCount === 0 ? {} : { waiting: this.waitingIds() }),
     };
+  }
+
+  /** Every waiting job (R24), in the order its group was joined. */
+  private waitingIds(): string[] {
+    const waiting: JobRecord[] = [];
+    for (const group of this.groups.values()) waiting.push(...group.waiting);
+    return waiting
+      .sort((a, b) => (a.traits?.groupSeq ?? 0) - (b.traits?.groupSeq ?? 0))
+      .map((job) => job.id);
   }
 
   /** The live deliveries in token order, with their delivery times. Takes no time. */
@@ -324,6 +339,10 @@ export class LeaseQueue {
       state: job.state,
       deliveryCount: job.deliveryCount,
       publishedAt: job.publishedAt,
+      ...(job.traits === undefined || job.traits.priority === 0
+        ? {}
+        : { priority: job.traits.priority }),
+      ...(job.traits?.group === undefined ? {} : { group: job.traits.group }),
       ...(job.state === 'delayed' ? { availableAt: job.availableAt } : {}),
       ...(delivery === undefined ? {} : { token: delivery.token, deadline: delivery.deadline }),
       ...(job.state === 'dead' ? { reason: job.deadReason as string, deadAt: job.deadAt } : {}),
@@ -381,6 +400,7 @@ export class LeaseQueue {
 
   private reserveNow(now: number, op: ReserveOperation): Delivery[] {
     const session = op.session === undefined ? undefined : this.openSessionRecord(op.session);
+    if (op.ack === 'auto') return this.handOut(now, op.max);
     let count = Math.min(op.max, this.settings.prefetch - this.active.size, this.ready.length);
     if (session !== undefined) count = Math.min(count, session.prefetch - session.deliveries.size);
     const visibility = op.visibility ?? this.settings.visibility;
@@ -388,6 +408,39 @@ export class LeaseQueue {
     const deliveries: Delivery[] = [];
     for (let i = 0; i < count; i++) {
       deliveries.push(this.deliver(this.ready.shift() as JobRecord, now, deadline, session));
+    }
+    return deliveries;
+  }
+
+  /**
+   * R22: at most once. Each job leaves the queue as it is handed out, as if acked at once; no
+   * lease is held, so neither prefetch bound applies (RabbitMQ ignores basic.qos for no-ack).
+   */
+  private handOut(now: number, max: number): Delivery[] {
+    const count = Math.min(max, this.ready.length);
+    const deliveries: Delivery[] = [];
+    for (let i = 0; i < count; i++) {
+      const job = this.ready.shift() as JobRecord;
+      job.deliveryCount += 1;
+      this.jobs.delete(job.id);
+      if (this.settings.dedupWindow > 0)
+        this.remembered.set(job.id, now + this.settings.dedupWindow);
+      this.counters.deliveries += 1;
+      this.counters.autoAcked += 1;
+      if (job.deliveryCount > 1) this.counters.redeliveries += 1;
+      deliveries.push({
+        token: this.nextToken++,
+        id: job.id,
+        payload: job.payload,
+        deadline: now,
+        deliveryCount: job.deliveryCount,
+        redelivered: job.deliveryCount > 1,
+        ...(job.traits?.group === undefined ? {} : { group: job.traits.group }),
+      });
+    }
+    // The jobs handed out are the front of ready as the call found it; then their groups go on.
+    for (const delivery of deliveries) {
+      if (delivery.group !== undefined) this.leaveGroup(delivery.group, now);
     }
     return deliveries;
   }
@@ -448,12 +501,18 @@ export class LeaseQueue {
     let moved = 0;
     for (const job of this.deadJobs(ids)) {
       this.dead.delete(job.id);
-      job.state = 'ready';
       job.deliveryCount = 0;
       job.deadReason = undefined;
+      moved += 1;
+      // A redriven job joins the back of its group (R24): it waits if the group has members.
+      if (job.traits?.group !== undefined) {
+        job.traits.groupSeq = this.nextSeq++;
+        job.availableAt = now;
+        if (this.joinGroup(job)) continue;
+      }
+      job.state = 'ready';
       job.readySince = now;
       this.ready.pushBack(job);
-      moved += 1;
     }
     this.counters.redriven += moved;
     return moved;
@@ -473,7 +532,7 @@ export class LeaseQueue {
   /** R19: every job of the queue goes; active deliveries end, so their tokens are refused. */
   private purgeQueueNow(withDead: boolean): PurgeQueueResult {
     const removed: PurgeQueueResult = {
-      ready: this.ready.length,
+      ready: this.ready.length + this.waitingCount,
       delayed: this.delayed.size,
       active: this.active.size,
       dead: 0,
@@ -484,6 +543,8 @@ export class LeaseQueue {
     }
     this.ready.clear();
     this.delayed.clear();
+    this.groups.clear();
+    this.waitingCount = 0;
     if (withDead) removed.dead = this.purgeDead(undefined);
     this.counters.purged += removed.ready + removed.delayed + removed.active;
     return removed;
@@ -585,10 +646,15 @@ export class LeaseQueue {
       return { id, duplicate: true };
     }
     const delay = input.delay;
+    const seq = this.nextSeq++;
     const job: JobRecord = {
       id,
       payload: input.payload,
-      seq: this.nextSeq++,
+      seq,
+      traits:
+        input.priority === 0 && input.group === undefined
+          ? undefined
+          : { priority: input.priority, group: input.group, groupSeq: seq },
       publishedAt: now,
       state: 'ready',
       deliveryCount: 0,
@@ -601,13 +667,16 @@ export class LeaseQueue {
       heapIndex: -1,
     };
     this.jobs.set(id, job);
+    this.counters.published += 1;
+    if (job.traits?.group !== undefined && this.joinGroup(job)) {
+      return { id, duplicate: false };
+    }
     if (delay > 0) {
       job.state = 'delayed';
       this.delayed.push(job);
     } else {
       this.ready.pushBack(job);
     }
-    this.counters.published += 1;
     return { id, duplicate: false };
   }
 
@@ -644,6 +713,7 @@ export class LeaseQueue {
       deadline,
       deliveryCount: job.deliveryCount,
       redelivered: job.deliveryCount > 1,
+      ...(job.traits?.group === undefined ? {} : { group: job.traits.group }),
     };
   }
 
@@ -655,6 +725,7 @@ export class LeaseQueue {
     }
     const job = this.endDelivery(delivery, now, 'acked', undefined);
     this.jobs.delete(job.id);
+    if (job.traits?.group !== undefined) this.leaveGroup(job.traits.group, now);
     if (this.settings.dedupWindow > 0) this.remembered.set(job.id, now + this.settings.dedupWindow);
     const elapsed = now - delivery.deliveredAt;
     const timing = this.counters.processingTime;
@@ -739,8 +810,52 @@ export class LeaseQueue {
     job.deadReason = reason;
     job.deadAt = now;
     this.dead.set(job.id, job);
+    if (job.traits?.group !== undefined) this.leaveGroup(job.traits.group, now);
     const kind = deadLetterKind(reason);
     this.counters.deadLetters[kind] = (this.counters.deadLetters[kind] ?? 0) + 1;
+  }
+
+  // --- R24: message groups ------------------------------------------------------------------
+
+  /**
+   * Counts `job` into its group; true when an earlier member is there, so the job waits.
+   */
+  private joinGroup(job: JobRecord): boolean {
+    const key = job.traits?.group as string;
+    let group = this.groups.get(key);
+    if (group === undefined) {
+      group = { members: 0, waiting: [] };
+      this.groups.set(key, group);
+    }
+    group.members += 1;
+    if (group.members === 1) return false;
+    job.state = 'waiting';
+    group.waiting.push(job);
+    this.waitingCount += 1;
+    return true;
+  }
+
+  /**
+   * The group's one member in play left it (acked, auto-acked, dead): the next one in group
+   * order goes to the back of ready (of its priority), or to delayed while its delay lasts.
+   */
+  private leaveGroup(key: string, now: number): void {
+    const group = this.groups.get(key) as GroupRecord;
+    group.members -= 1;
+    const next = group.waiting.shift();
+    if (next === undefined) {
+      if (group.members === 0) this.groups.delete(key);
+      return;
+    }
+    this.waitingCount -= 1;
+    if (next.availableAt > now) {
+      next.state = 'delayed';
+      this.delayed.push(next);
+      return;
+    }
+    next.state = 'ready';
+    next.readySince = now;
+    this.ready.pushBack(next);
   }
 
   /** Keeps the delivery's ack-timer iff it can still trip its session's ackTimeout. */

@@ -33,6 +33,10 @@ export interface PublishJob {
   readonly payload: unknown;
   /** Ticks (ms above the core) until the job is ready; 0 means ready now. */
   readonly delay: number;
+  /** 0 (default, lowest) to 9: higher priorities are handed out first (R23). */
+  readonly priority: number;
+  /** The message group (R24); undefined means none. */
+  readonly group: string | undefined;
 }
 
 /** R4, R5: appends jobs, all-or-nothing. */
@@ -41,12 +45,19 @@ export interface PublishOperation {
   readonly jobs: readonly PublishJob[];
 }
 
+/**
+ * How a reservation is settled: `manual` (R6, at-least-once: the holder acks) or `auto`
+ * (R22, at-most-once: the job is removed as it is handed out).
+ */
+export type AckMode = 'manual' | 'auto';
+
 /** R6: at most `max` deliveries; `visibility` undefined means the queue's. */
 export interface ReserveOperation {
   readonly type: 'reserve';
   readonly max: number;
   readonly visibility: number | undefined;
   readonly session: string | undefined;
+  readonly ack: AckMode;
 }
 
 /** R8: one answer per token, in order. */
@@ -171,7 +182,7 @@ type Parser<K extends OperationType> = (
 
 const PARSERS: { [K in OperationType]: { fields: readonly string[]; parse: Parser<K> } } = {
   publish: { fields: ['jobs'], parse: (f, p) => ({ jobs: publishJobs(f.jobs, 'jobs', p) }) },
-  reserve: { fields: ['max', 'visibility', 'session'], parse: reserveFields },
+  reserve: { fields: ['max', 'visibility', 'session', 'ack'], parse: reserveFields },
   ack: { fields: ['tokens'], parse: (f, p) => ({ tokens: tokenList(f.tokens, p) }) },
   nack: {
     fields: ['token', 'requeue', 'delay', 'reason'],
@@ -381,13 +392,16 @@ const RESERVE_ONE: ReserveOperation = Object.freeze({
   max: 1,
   visibility: undefined,
   session: undefined,
+  ack: 'manual',
 });
 
 /** The common reserve options, certainly valid, built without collecting problems. */
 function validReserve(options: unknown): ReserveOperation | undefined {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) return undefined;
-  const { max, visibility, session } = options as Fields;
-  if (max === undefined && visibility === undefined && session === undefined) return RESERVE_ONE;
+  const { max, visibility, session, ack } = options as Fields;
+  if (ack !== undefined && ack !== 'manual' && ack !== 'auto') return undefined;
+  if (max === undefined && visibility === undefined && session === undefined && ack === undefined)
+    return RESERVE_ONE;
   if (max !== undefined && !isToken(max)) return undefined;
   if (visibility !== undefined && !isToken(visibility)) return undefined;
   if (session !== undefined && (typeof session !== 'string' || session.length === 0))
@@ -398,6 +412,7 @@ function validReserve(options: unknown): ReserveOperation | undefined {
     max: (max as number | undefined) ?? 1,
     visibility: visibility as number | undefined,
     session: session as string | undefined,
+    ack: (ack as AckMode | undefined) ?? 'manual',
   });
 }
 
@@ -431,10 +446,15 @@ function reserveFields(fields: Fields, problems: Problems) {
   problems.positiveInteger('max', max);
   if (fields.visibility !== undefined) problems.positiveInteger('visibility', fields.visibility);
   if (fields.session !== undefined) sessionId(fields.session, problems);
+  const ack = fields.ack ?? 'manual';
+  if (ack !== 'manual' && ack !== 'auto') {
+    problems.list.push(`ack must be 'manual' or 'auto', got ${show(ack)}`);
+  }
   return {
     max: max as number,
     visibility: fields.visibility as number | undefined,
     session: fields.session as string | undefined,
+    ack: ack as AckMode,
   };
 }
 
@@ -488,8 +508,15 @@ function idList(value: unknown, problems: Problems): readonly string[] | undefin
 /** True when a job is certainly valid: the hot path, allocating nothing. */
 function isValidJob(input: unknown): boolean {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return false;
-  const { id, delay } = input as Fields;
+  const { id, delay, priority, group } = input as Fields;
   return (
+    (group === undefined ||
+      (typeof group === 'string' &&
+        group.length > 0 &&
+        group.length <= MAX_ID_LENGTH &&
+        isStorableText(group))) &&
+    (priority === undefined ||
+      (Number.isSafeInteger(priority) && (priority as number) >= 0 && (priority as number) <= 9)) &&
     (id === undefined ||
       (typeof id === 'string' &&
         id.length > 0 &&
@@ -512,6 +539,8 @@ function publishJobs(value: unknown, name: string, problems: Problems): readonly
       const job = input as Fields;
       if (job.id !== undefined) problems.id(`${at}.id`, job.id);
       if (job.delay !== undefined) problems.nonNegativeInteger(`${at}.delay`, job.delay);
+      if (job.priority !== undefined) problems.priority(`${at}.priority`, job.priority);
+      if (job.group !== undefined) problems.id(`${at}.group`, job.group);
     });
     return [];
   }
@@ -521,6 +550,8 @@ function publishJobs(value: unknown, name: string, problems: Problems): readonly
         id: input.id as string | undefined,
         payload: input.payload,
         delay: (input.delay as number | undefined) ?? 0,
+        priority: (input.priority as number | undefined) ?? 0,
+        group: input.group as string | undefined,
       }),
     ),
   );

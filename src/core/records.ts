@@ -9,6 +9,8 @@ export interface JobRecord extends HeapItem {
   readonly payload: unknown;
   /** Publish order, the tie-break among delayed jobs due at the same tick. */
   readonly seq: number;
+  /** Its priority and group (R23, R24); undefined for a job with neither. */
+  readonly traits: JobTraits | undefined;
   /** When it was published (kept across redelivery and redrive). */
   readonly publishedAt: number;
   state: JobState;
@@ -19,6 +21,28 @@ export interface JobRecord extends HeapItem {
   history: Attempt[] | undefined;
   deadReason: string | undefined;
   deadAt: number;
+}
+
+/**
+ * What only a job published with a priority or a group carries, so that a queue using neither
+ * pays one field per job for them.
+ */
+export interface JobTraits {
+  /** 0..9, higher first (R23). */
+  readonly priority: number;
+  /** Its message group (R24), if any. */
+  readonly group: string | undefined;
+  /** Where it stands in its group: the seq it joined the group at (publish, or redrive). */
+  groupSeq: number;
+}
+
+/**
+ * A message group (R24) with members: at most one of them (the first joined) is ready,
+ * delayed or active; the others wait in `waiting`, in the order they joined.
+ */
+export interface GroupRecord {
+  members: number;
+  readonly waiting: JobRecord[];
 }
 
 /** A live delivery. Also its own node in the deadline heap. */

@@ -21,6 +21,16 @@ export interface PublishInput {
   payload?: unknown;
   /** Ticks until the job becomes ready. Integer ≥ 0, default 0. */
   delay?: number;
+  /**
+   * 0 (the default, lowest) to 9 (highest): ready jobs of a higher priority are handed out
+   * first; within a priority the order of R4, R9 and R12 holds (R23).
+   */
+  priority?: number;
+  /**
+   * The job's message group (R24): never active while another job of the group is, and the
+   * jobs of a group are handed out in publish order. 1..256 characters (R18). Default none.
+   */
+  group?: string;
 }
 
 export interface PublishResult {
@@ -36,6 +46,12 @@ export interface ReserveOptions {
   visibility?: number;
   /** The session the deliveries belong to (R16). */
   session?: string;
+  /**
+   * `manual` (default): each delivery is live until acked, nacked or expired (at least once).
+   * `auto` (R22): each job is removed as it is handed out, so a consumer that fails loses it
+   * (at most once); no lease, no prefetch bound, and a later ack of its token is stale.
+   */
+  ack?: 'manual' | 'auto';
 }
 
 /** One ownership interval of a job. `token` names the interval, `id` names the work. */
@@ -46,6 +62,8 @@ export interface Delivery {
   deadline: number;
   deliveryCount: number;
   redelivered: boolean;
+  /** The job's message group (R24), when it has one. */
+  group?: string;
 }
 
 export interface NackOptions {
@@ -83,6 +101,8 @@ export interface InspectView {
   }[];
   /** Dead jobs in the order they died. */
   dead: { id: string; reason: string; deliveryCount: number }[];
+  /** Grouped jobs waiting behind an earlier job of their group (R24), in group order; absent when none. */
+  waiting?: string[];
 }
 
 /** A live delivery as inspection shows it: when it was made, until when, and for whom. */
@@ -123,6 +143,8 @@ export interface QueueStats {
   delayed: number;
   active: number;
   dead: number;
+  /** Grouped jobs waiting behind an earlier job of their group (R24). */
+  waiting: number;
   sessions: number;
   /** now minus the time the longest-waiting ready job became ready; 0 when none. */
   oldestReadyAge: number;
@@ -140,13 +162,15 @@ export interface QueueStats {
   staleExtends: number;
   redriven: number;
   purged: number;
+  /** Jobs handed out by an auto-ack reserve (R22), removed as they were handed out. */
+  autoAcked: number;
   deadLetters: Record<string, number>;
   /** Delivery-to-ack times of acked deliveries. */
   processingTime: { count: number; sum: number; max: number };
 }
 
 /** The states of a job that still exists (an acked job no longer does). */
-export type JobState = 'ready' | 'delayed' | 'active' | 'dead';
+export type JobState = 'ready' | 'delayed' | 'active' | 'dead' | 'waiting';
 
 /** One job by id, with its attempt history. */
 export interface JobView {
@@ -156,6 +180,10 @@ export interface JobView {
   deliveryCount: number;
   /** When the job was published. Absent for jobs stored before publish times were kept. */
   publishedAt?: number;
+  /** Its priority (R23), when above the default 0. */
+  priority?: number;
+  /** Its message group (R24), when it has one. */
+  group?: string;
   availableAt?: number;
   token?: number;
   deadline?: number;

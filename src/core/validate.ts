@@ -34,6 +34,13 @@ export class Problems {
     }
   }
 
+  /** R23: an integer 0 (lowest, the default) to 9 (highest). */
+  priority(name: string, value: unknown): void {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > 9) {
+      this.list.push(`${name} must be an integer from 0 to 9, got ${show(value)}`);
+    }
+  }
+
   boolean(name: string, value: unknown): void {
     if (typeof value !== 'boolean') this.list.push(`${name} must be a boolean, got ${show(value)}`);
   }

@@ -17,6 +17,7 @@ import type {
   ResolvedQueueOptions,
   SessionOptions,
 } from '../core/index.js';
+import type { ScheduleStore } from './schedules.js';
 import type { StoredSecret } from './secrets.js';
 
 /** What an engine can do beyond the contract every engine keeps. */
@@ -106,7 +107,7 @@ export interface QueueInfo {
 export type WakeListener = (queue: string) => void;
 
 /** Storage for named queues. Every engine keeps SPEC.md exactly; memory is the reference. */
-export interface Engine {
+export interface Engine extends ScheduleStore {
   /** What this engine stores into, for messages (no secrets). */
   readonly target: string;
   readonly capabilities: EngineCapabilities;

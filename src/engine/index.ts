@@ -7,3 +7,4 @@ export type {
 } from './engine.js';
 export { MemoryEngine } from './memory/memory-engine.js';
 export { DEFAULT_URL, type EngineOptions, openEngine, redactUrl } from './open-engine.js';
+export type { ScheduleRecord, ScheduleStore } from './schedules.js';

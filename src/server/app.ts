@@ -26,6 +26,7 @@ import { observabilityRoutes } from './routes/observability.js';
 import { operationRoutes } from './routes/operations.js';
 import { overviewRoutes } from './routes/overview.js';
 import { queueRoutes } from './routes/queues.js';
+import { scheduleRoutes } from './routes/schedules.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { buildSchemas } from './schemas.js';
 import type { SqsSettings } from './sqs/context.js';
@@ -115,6 +116,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
     ...operationRoutes(services),
     ...sessionRoutes(services),
     ...deadLetterRoutes(services),
+    ...scheduleRoutes(services),
     ...observabilityRoutes(services, () => document),
     ...overviewRoutes(services),
   ];

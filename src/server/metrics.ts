@@ -21,6 +21,10 @@ const COUNTERS: Record<
   staleExtends: ['leaseq_stale_extends_total', 'Extends that named no live delivery (null, R10)'],
   redriven: ['leaseq_redriven_total', 'Dead jobs moved back to ready (R14)'],
   purged: ['leaseq_purged_total', 'Dead jobs removed for good'],
+  autoAcked: [
+    'leaseq_auto_acked_total',
+    'Jobs removed as they were handed out by an auto-ack receive (R22, at most once)',
+  ],
 };
 
 /**
@@ -30,7 +34,7 @@ const COUNTERS: Record<
 const FROM_STORAGE =
   '; read from the storage at scrape: the same on every server sharing it, kept across restarts';
 
-const JOB_STATES: readonly JobState[] = ['ready', 'delayed', 'active', 'dead'];
+const JOB_STATES: readonly JobState[] = ['ready', 'delayed', 'active', 'dead', 'waiting'];
 
 /** Prometheus metrics of one server: HTTP traffic, and every queue's R17 figures read at scrape. */
 export class ServerMetrics {

@@ -29,9 +29,9 @@ export function arrayOf(items: JsonSchema, maxItems?: number): JsonSchema {
 }
 
 const boolean: JsonSchema = { type: 'boolean' };
-const text: JsonSchema = { type: 'string' };
+export const text: JsonSchema = { type: 'string' };
 /** Any JSON value: payloads are opaque. */
-const anyJson: JsonSchema = {};
+export const anyJson: JsonSchema = {};
 
 export const queueName: JsonSchema = {
   type: 'string',
@@ -76,6 +76,7 @@ export const STAT_NUMBERS = [
   'delayed',
   'active',
   'dead',
+  'waiting',
   'sessions',
   'oldestReadyAge',
   'published',
@@ -92,6 +93,7 @@ export const STAT_NUMBERS = [
   'staleExtends',
   'redriven',
   'purged',
+  'autoAcked',
 ] as const satisfies readonly (keyof QueueStats)[];
 
 export type StatNumber = (typeof STAT_NUMBERS)[number];
@@ -134,6 +136,7 @@ export const inspectView = object(
         'deliveryCount',
       ]),
     ),
+    waiting: arrayOf(jobId),
   },
   ['queueTime', 'ready', 'delayed', 'active', 'dead'],
 );
@@ -151,7 +154,17 @@ export function buildSchemas(limits: Limits) {
     maxLease: bound(),
     dedupWindow: integer(0),
   };
-  const publishInput = object({ id: jobId, payload: anyJson, delay });
+  const publishInput = object({
+    id: jobId,
+    payload: anyJson,
+    delay,
+    priority: { ...integer(0, 9), description: 'higher first; default 0 (R23)' },
+    group: {
+      ...jobId,
+      description:
+        'message group (R24): never active while another job of the group is; handed out in publish order',
+    },
+  });
   const nackEntry = object({ receipt, ...nackFields }, ['receipt']);
   const extendEntry = object({ receipt, visibility }, ['receipt', 'visibility']);
   const attempt = object(
@@ -179,6 +192,12 @@ export function buildSchemas(limits: Limits) {
       visibility,
       wait: integer(0, limits.maxWaitMs),
       session: sessionHandle,
+      ack: {
+        type: 'string',
+        enum: ['manual', 'auto'],
+        description:
+          'auto: each job is removed as it is handed out (at most once: a consumer that fails loses it; R22)',
+      },
     }),
     delivery: object(
       {
@@ -189,6 +208,7 @@ export function buildSchemas(limits: Limits) {
         deadline: integer(0),
         deliveryCount: integer(1),
         redelivered: boolean,
+        group: jobId,
       },
       ['receipt', 'token', 'id', 'deadline', 'deliveryCount', 'redelivered'],
     ),
@@ -234,9 +254,11 @@ export function buildSchemas(limits: Limits) {
       {
         id: jobId,
         payload: anyJson,
-        state: { type: 'string', enum: ['ready', 'delayed', 'active', 'dead'] },
+        state: { type: 'string', enum: ['ready', 'delayed', 'active', 'dead', 'waiting'] },
         deliveryCount: count,
         publishedAt: integer(0),
+        priority: integer(0, 9),
+        group: jobId,
         availableAt: integer(0),
         token: integer(1),
         deadline: integer(0),

@@ -62,6 +62,9 @@ export async function startServer(
     await broker.close();
     throw error;
   }
+  // Periodic jobs (R25): every server runs a scheduler; several over one storage agree.
+  const scheduler = broker.scheduler?.();
+  scheduler?.start((error) => logger.error({ err: error }, 'scheduler pass failed'));
   const port = (app.server.address() as { port: number }).port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
@@ -80,7 +83,10 @@ export async function startServer(
   );
   let closing: Promise<void> | undefined;
   const close = () => {
-    closing ??= shutDown(app, broker, logger, config.shutdownTimeoutMs);
+    closing ??= (async () => {
+      await scheduler?.stop();
+      await shutDown(app, broker, logger, config.shutdownTimeoutMs);
+    })();
     return closing;
   };
   return { url, port, app, broker, logger, close };

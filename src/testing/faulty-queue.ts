@@ -1,4 +1,5 @@
 import type { Queue, ReceiveOptions } from '../broker/queue.js';
+import type { ScheduleOptions, ScheduleWhen } from '../broker/schedule-times.js';
 import type { NackOptions, Operation, PublishInput, SessionOptions } from '../core/index.js';
 import { InjectedFaultError, ProcessCrashedError } from './errors.js';
 
@@ -226,6 +227,18 @@ export class FaultyQueue implements Queue {
 
   job(id: string) {
     return this.pass(() => this.inner.job(id));
+  }
+
+  schedule(name: string, when: ScheduleWhen, options?: ScheduleOptions) {
+    return this.pass(() => this.inner.schedule(name, when, options));
+  }
+
+  schedules() {
+    return this.pass(() => this.inner.schedules());
+  }
+
+  removeSchedule(name: string) {
+    return this.pass(() => this.inner.removeSchedule(name));
   }
 
   private async sent<T>(op: string, token: number, call: () => Promise<T>): Promise<T> {

@@ -13,6 +13,8 @@ export interface WireDelivery {
   deadline: number;
   deliveryCount: number;
   redelivered: boolean;
+  /** The job's message group (R24), when it has one. */
+  group?: string;
 }
 
 /** Wraps tokens and session ids into what the wire carries; the server signs them. */
@@ -30,6 +32,7 @@ export function deliveryToWire(delivery: Delivery, signer: WireSigner): WireDeli
     deadline: delivery.deadline,
     deliveryCount: delivery.deliveryCount,
     redelivered: delivery.redelivered,
+    ...(delivery.group === undefined ? {} : { group: delivery.group }),
   };
 }
 
@@ -41,6 +44,7 @@ export function deliveryFromWire(wire: WireDelivery): Delivery {
     deadline: wire.deadline,
     deliveryCount: wire.deliveryCount,
     redelivered: wire.redelivered,
+    ...(wire.group === undefined ? {} : { group: wire.group }),
   };
 }
 

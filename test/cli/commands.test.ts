@@ -206,6 +206,59 @@ describe('publish, receive, ack and nack', () => {
     );
   });
 
+  it('R23 publishes with --priority; higher priorities are received first', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    await run(['publish', name, '"low"']);
+    await run(['publish', name, '"high"', '--priority', '9']);
+    expect((await run(['publish', name, '1', '--priority', '10'])).code).toBe(2);
+    const received = JSON.parse((await run(['receive', name, '--max', '2', '--json'])).stdout);
+    expect(received.map((d: { payload: unknown }) => d.payload)).toEqual(['high', 'low']);
+  });
+
+  it('R24 publishes with --group: one job of a group at a time, in publish order', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    await run(['publish', name, '1', '2', '--group', 'g']);
+    await run(['publish', name, '3']);
+    const first = JSON.parse((await run(['receive', name, '--max', '5', '--json'])).stdout);
+    expect(first.map((d: { payload: unknown; group?: string }) => [d.payload, d.group])).toEqual([
+      [1, 'g'],
+      [3, undefined],
+    ]);
+    await run(['ack', name, first[0].receipt]);
+    const second = JSON.parse((await run(['receive', name, '--json'])).stdout);
+    expect(second.map((d: { payload: unknown }) => d.payload)).toEqual([2]);
+  });
+
+  it('R25 sets, lists and removes periodic jobs', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    const set = await run(['schedule', 'set', name, 'nightly', '--cron', '0 3 * * *', '--json']);
+    expect(set.code).toBe(0);
+    expect(JSON.parse(set.stdout)).toMatchObject({ name: 'nightly', cron: '0 3 * * *' });
+    const every = ['schedule', 'set', name, 'pulse', '--every', '60000', '--payload', '{"n":1}'];
+    expect((await run(every)).stdout).toMatch(/^pulse {2}every 60000 ms {2}next /);
+    expect((await run(['schedule', 'set', name, 'x', '--cron', 'nope'])).code).toBe(1);
+    expect((await run(['schedule', 'set', name, 'x'])).code).toBe(2);
+    const listed = JSON.parse((await run(['schedule', 'list', name, '--json'])).stdout);
+    expect(listed.map((s: { name: string }) => s.name)).toEqual(['nightly', 'pulse']);
+    expect((await run(['schedule', 'remove', name, 'pulse'])).stdout).toBe('removed pulse\n');
+    expect((await run(['schedule', 'remove', name, 'pulse'])).code).toBe(3);
+  });
+
+  it('R22 receives at most once with --auto-ack: the jobs are gone, their receipts stale', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    await run(['publish', name, '1', '2', '3']);
+    const received = await run(['receive', name, '--max', '2', '--auto-ack', '--json']);
+    const deliveries = JSON.parse(received.stdout);
+    expect(deliveries.map((d: { payload: unknown }) => d.payload)).toEqual([1, 2]);
+    expect((await run(['ack', name, deliveries[0].receipt])).code).toBe(3);
+    const stats = JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout);
+    expect(stats).toMatchObject({ ready: 1, active: 0, autoAcked: 2, acks: 0, staleAcks: 1 });
+  });
+
   it('receives nothing from an empty queue, and waits with --wait', async () => {
     const name = fresh();
     await run(['queue', 'create', name]);

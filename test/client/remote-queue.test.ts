@@ -7,6 +7,7 @@ import {
   UnknownDeliveryError,
 } from '../../src/client/index.js';
 import {
+  build,
   ConflictError,
   NotFoundError,
   SessionClosedError,
@@ -32,6 +33,51 @@ afterEach(async () => {
 });
 
 describe('the remote client keeps the Queue interface', () => {
+  it('R24 publishes into message groups; deliveries and inspection show them', async () => {
+    const q = await client.queue('groups');
+    await q.publishBatch([
+      { id: 'a1', group: 'a' },
+      { id: 'a2', group: 'a' },
+      { id: 'b1', group: 'b' },
+    ]);
+    expect(await q.inspect()).toMatchObject({ ready: ['a1', 'b1'], waiting: ['a2'] });
+    expect(await q.job('a2')).toMatchObject({ state: 'waiting', group: 'a' });
+    const delivered = await q.receive({ max: 5 });
+    expect(delivered.map((d) => [d.id, d.group])).toEqual([
+      ['a1', 'a'],
+      ['b1', 'b'],
+    ]);
+    await q.ack(delivered[0]?.token as number);
+    expect((await q.receive({ max: 5 })).map((d) => d.id)).toEqual(['a2']);
+    expect(await q.stats()).toMatchObject({ waiting: 0, active: 2 });
+  });
+
+  it('R23 publishes with priorities, shown by job(), refused outside 0–9 with the same error', async () => {
+    const q = await client.queue('priorities');
+    await q.publish({ id: 'low' });
+    await q.publishBatch([
+      { id: 'high', priority: 9 },
+      { id: 'mid', priority: 4 },
+    ]);
+    expect(await q.job('high')).toMatchObject({ id: 'high', state: 'ready', priority: 9 });
+    expect((await q.receive({ max: 3 })).map((d) => d.id)).toEqual(['high', 'mid', 'low']);
+    await expect(q.publish({ id: 'x', priority: 10 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+  });
+
+  it('R22 receives at most once with ack auto, over /receive and the operations route', async () => {
+    const q = await client.queue('auto-ack', { visibility: 5 });
+    await q.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+    const [first] = await q.receive({ ack: 'auto' });
+    expect(first).toMatchObject({ id: 'a', token: 1, deadline: 0, deliveryCount: 1 });
+    expect(await q.ack(1)).toBe(false);
+    const [outcome] = await q.execute([build.reserve({ max: 5, ack: 'auto' })]);
+    expect(outcome).toMatchObject({ ok: true, value: [{ id: 'b' }, { id: 'c' }] });
+    expect(await q.stats()).toMatchObject({ ready: 0, active: 0, autoAcked: 3, staleAcks: 1 });
+    await expect(q.receive({ ack: 'never' as 'auto' })).rejects.toBeInstanceOf(ValidationError);
+  });
+
   it('runs the worked example of SPEC.md (R2, R3, R6, R8, R12)', async () => {
     const q = await client.queue('worked', { visibility: 5 });
     expect(await q.publish({ id: 'a' })).toEqual({ id: 'a', duplicate: false });

@@ -15,6 +15,7 @@ describeEngines(engines, (h) => {
         delayed: 0,
         active: 0,
         dead: 0,
+        waiting: 0,
         sessions: 0,
         oldestReadyAge: 0,
         published: 0,
@@ -31,6 +32,7 @@ describeEngines(engines, (h) => {
         staleExtends: 0,
         redriven: 0,
         purged: 0,
+        autoAcked: 0,
         deadLetters: {},
         processingTime: { count: 0, sum: 0, max: 0 },
       });
@@ -61,6 +63,7 @@ describeEngines(engines, (h) => {
         delayed: 0,
         active: 1,
         dead: 1,
+        waiting: 0,
         sessions: 1,
         oldestReadyAge: 0,
         published: 4,
@@ -77,6 +80,7 @@ describeEngines(engines, (h) => {
         staleExtends: 1,
         redriven: 0,
         purged: 0,
+        autoAcked: 0,
         deadLetters: { 'max-deliveries': 1 },
         processingTime: { count: 1, sum: 2, max: 2 },
       });
@@ -90,6 +94,7 @@ describeEngines(engines, (h) => {
         delayed: 0,
         active: 0,
         dead: 0,
+        waiting: 0,
         sessions: 1,
         oldestReadyAge: 5,
         published: 4,
@@ -106,6 +111,7 @@ describeEngines(engines, (h) => {
         staleExtends: 1,
         redriven: 1,
         purged: 0,
+        autoAcked: 0,
         deadLetters: { 'max-deliveries': 1 },
         processingTime: { count: 2, sum: 12, max: 10 },
       });

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Broker, Clock } from '../../src/broker/index.js';
+import type { Broker, Clock, EngineBroker } from '../../src/broker/index.js';
 import type { RemoteBroker, RemoteQueue } from '../../src/client/index.js';
 import { RemoteBroker as RemoteBrokerClass } from '../../src/client/index.js';
 import {
@@ -13,7 +13,12 @@ import {
   type ResolvedQueueOptions,
   UnsupportedError,
 } from '../../src/core/index.js';
-import type { Engine, EngineCapabilities, QueueHandle } from '../../src/engine/index.js';
+import type {
+  Engine,
+  EngineCapabilities,
+  QueueHandle,
+  ScheduleRecord,
+} from '../../src/engine/index.js';
 import { OperationHandle } from '../../src/engine/operation-handle.js';
 import type { StoredSecret } from '../../src/engine/secrets.js';
 import { open } from '../../src/index.js';
@@ -177,6 +182,30 @@ export class RemoteEngine implements Engine {
 
   onWake(): () => void {
     return () => {};
+  }
+
+  /**
+   * Schedules (R25) are the server's storage, not an API of records: the HTTP routes of
+   * schedules are tested through the client and the CLI; here they reach the server's engine.
+   */
+  private get schedules(): Engine {
+    return (this.server.broker as EngineBroker).engine;
+  }
+
+  putSchedule(schedule: ScheduleRecord): Promise<void> {
+    return this.read(() => this.schedules.putSchedule(schedule));
+  }
+
+  listSchedules(queue?: string): Promise<ScheduleRecord[]> {
+    return this.read(() => this.schedules.listSchedules(queue));
+  }
+
+  removeSchedule(queue: string, name: string): Promise<boolean> {
+    return this.read(() => this.schedules.removeSchedule(queue, name));
+  }
+
+  advanceSchedule(queue: string, name: string, from: number | null, to: number) {
+    return this.read(() => this.schedules.advanceSchedule(queue, name, from, to));
   }
 
   readSecret(): Promise<StoredSecret> {

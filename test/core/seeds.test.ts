@@ -128,6 +128,8 @@ describe('R2 every bad clock value is a ClockError before anything changes', () 
         extensions: 0,
         redriven: 0,
         purged: 0,
+        autoAcked: 0,
+        waiting: 0,
         sessions: 1,
       });
     });

@@ -8,6 +8,7 @@ const ZERO = {
   delayed: 0,
   active: 0,
   dead: 0,
+  waiting: 0,
   sessions: 0,
   oldestReadyAge: 0,
   published: 0,
@@ -24,6 +25,7 @@ const ZERO = {
   staleExtends: 0,
   redriven: 0,
   purged: 0,
+  autoAcked: 0,
   processingTime: { count: 0, sum: 0, max: 0 },
 };
 
@@ -62,6 +64,7 @@ describe('observability (R17)', () => {
       delayed: 1,
       active: 0,
       dead: 2,
+      waiting: 0,
       sessions: 0,
       oldestReadyAge: 0,
       published: 5,
@@ -78,6 +81,7 @@ describe('observability (R17)', () => {
       staleExtends: 1,
       redriven: 0,
       purged: 0,
+      autoAcked: 0,
       deadLetters: { 'max-deliveries': 1, rejected: 1 },
       processingTime: { count: 2, sum: 15, max: 11 },
     });

@@ -167,7 +167,7 @@ export class Lockstep {
         };
       }
       case 'reserve': {
-        const { max, visibility } = op;
+        const { max, visibility, ack } = op;
         // Without any session opened yet, a reservation under "the latest session" has none.
         const session =
           op.session?.kind === 'opened' && this.sessions.length === 0 ? undefined : op.session;
@@ -177,6 +177,7 @@ export class Lockstep {
               ...(max === undefined ? {} : { max }),
               ...(visibility === undefined ? {} : { visibility }),
               ...(session === undefined ? {} : { session: side.session(session) }),
+              ...(ack === undefined ? {} : { ack }),
             }),
           learn: (core) => {
             for (const delivery of core as Delivery[]) this.tokens.push(delivery.token);

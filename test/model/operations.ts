@@ -30,6 +30,8 @@ export interface JobSpec {
   id?: string;
   payload?: unknown;
   delay?: number;
+  priority?: number;
+  group?: string;
 }
 
 export interface NackSpec {
@@ -41,7 +43,13 @@ export interface NackSpec {
 export type Operation =
   | { name: 'publish'; job: JobSpec }
   | { name: 'publishBatch'; jobs: JobSpec[] }
-  | { name: 'reserve'; max?: number; visibility?: number; session?: SessionRef }
+  | {
+      name: 'reserve';
+      max?: number;
+      visibility?: number;
+      session?: SessionRef;
+      ack?: 'manual' | 'auto';
+    }
   | { name: 'ack'; token: TokenRef }
   | { name: 'ackMany'; tokens: TokenRef[] }
   | { name: 'nack' | 'reject'; token: TokenRef; options?: NackSpec }
@@ -128,6 +136,8 @@ const jobSpec: fc.Arbitrary<JobSpec> = fc.record(
       nested: { ok: true },
     }),
     delay: fc.constantFrom(0, 0, 1, 3, 8),
+    priority: fc.constantFrom(0, 0, 1, 9),
+    group: fc.constantFrom(undefined, undefined, 'g', 'h'),
   },
   { requiredKeys: ['id'] },
 );
@@ -137,6 +147,8 @@ const badJobSpec: fc.Arbitrary<JobSpec> = fc.constantFrom<JobSpec>(
   { id: 'x'.repeat(257) },
   { id: 'a', delay: -1 },
   { id: 'b', delay: 1.5 },
+  { id: 'c', priority: 10 },
+  { id: 'd', group: '' },
 );
 
 /** A batch of up to 3 jobs; now and then one invalid entry somewhere, refusing all (R5). */
@@ -196,6 +208,7 @@ export function stepArbitrary(): fc.Arbitrary<Step> {
         max: sometimes(6, mostly(fc.integer({ min: 1, max: 3 }), fc.constant(0))),
         visibility: sometimes(4, mostly(leaseLength, fc.constant(0))),
         session: sometimes(6, sessionRef),
+        ack: sometimes(2, fc.constantFrom('auto' as const, 'manual' as const)),
       }),
     },
     { weight: 4, arbitrary: tokenRef.map((token) => ({ name: 'ack' as const, token })) },

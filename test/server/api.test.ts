@@ -81,6 +81,29 @@ describe('queues', () => {
 });
 
 describe('publish, receive and settle', () => {
+  it('R23 R22 publishes with a priority (0–9, else 400) and receives with ack auto', async () => {
+    const name = await queueWithJobs(['a']);
+    expect((await api('POST', `/v1/queues/${name}/jobs`, { id: 'b', priority: 7 })).status).toBe(
+      200,
+    );
+    const bad = await api('POST', `/v1/queues/${name}/jobs`, { id: 'c', priority: 10 });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('INVALID_ARGUMENT');
+    const batch = await api('POST', `/v1/queues/${name}/operations`, {
+      operations: [{ type: 'publish', jobs: [{ id: 'd', priority: -1 }] }],
+    });
+    expect(batch.body.results[0]).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENT' } });
+    expect((await api('GET', `/v1/queues/${name}/jobs/b`)).body).toMatchObject({ priority: 7 });
+    const received = await api('POST', `/v1/queues/${name}/receive`, { max: 5, ack: 'auto' });
+    expect(received.body.deliveries.map((d: { id: string }) => d.id)).toEqual(['b', 'a']);
+    const acked = await api('POST', `/v1/queues/${name}/ack`, {
+      receipt: received.body.deliveries[0].receipt,
+    });
+    expect(acked.body).toEqual({ acked: false });
+    const stats = (await api('GET', `/v1/queues/${name}/stats`)).body;
+    expect(stats).toMatchObject({ ready: 0, active: 0, autoAcked: 2, staleAcks: 1 });
+  });
+
   it('publishes one job or a batch, with duplicates reported (R4, R5)', async () => {
     const name = await queueWithJobs([]);
     expect((await api('POST', `/v1/queues/${name}/jobs`, { id: 'a', payload: [1] })).body).toEqual({
@@ -284,7 +307,7 @@ describe('the OpenAPI document', () => {
     );
     // queues 5, jobs 3, deliveries 7, operations 1, sessions 5, dead letters 3, observability 6,
     // overview 3
-    expect(operations).toHaveLength(33);
+    expect(operations).toHaveLength(36);
     expect(new Set(operations).size).toBe(operations.length);
     // Every documented operation is routed: none answers "no such route".
     for (const operation of operations) {

@@ -67,7 +67,21 @@ const cases = (): Case[] => [
   {
     name: 'unknown field',
     path: `${q}/jobs`,
-    body: { id: 'x', priority: 1 },
+    body: { id: 'x', colour: 1 },
+    status: 400,
+    code: 'INVALID_ARGUMENT',
+  },
+  {
+    name: 'priority outside 0–9 (R23)',
+    path: `${q}/jobs`,
+    body: { id: 'x', priority: 10 },
+    status: 400,
+    code: 'INVALID_ARGUMENT',
+  },
+  {
+    name: 'empty group (R24)',
+    path: `${q}/jobs`,
+    body: { id: 'x', group: '' },
     status: 400,
     code: 'INVALID_ARGUMENT',
   },

@@ -57,6 +57,7 @@ describe.skipIf(!hasCurl)('docs/http-api.md (needs curl)', () => {
       '/extend/batch',
       '/sessions/close',
       '/dead-letters/purge',
+      '/schedules',
       '/inspect',
       '/stats',
       '/v1/stats',

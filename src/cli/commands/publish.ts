@@ -15,12 +15,15 @@ export const publish: Command = {
   name: 'publish',
   summary: 'Publish jobs: payloads as arguments, or JSON lines from a file or stdin',
   usage:
-    '<queue> [PAYLOAD_JSON ...] [--id ID] [--delay MS] | <queue> --file FILE|- [--batch-size N]',
+    '<queue> [PAYLOAD_JSON ...] [--id ID] [--delay MS] [--priority N] [--group KEY] | <queue> --file FILE|- [--batch-size N]',
   details: [
     "PAYLOAD_JSON   each argument is one job's payload, as JSON ('{\"n\":1}', '\"text\"', 42)",
     '--id ID        the job id (with one payload); generated when absent',
     '--delay MS     make the jobs ready after this many milliseconds',
-    '--file FILE    JSON lines, one job a line: {"id"?: …, "payload"?: …, "delay"?: …};',
+    '--priority N   0 (default, lowest) to 9: higher priorities are received first',
+    '--group KEY    message group: one job of a group at a time, in publish order',
+    '--file FILE    JSON lines, one job a line: {"id"?: …, "payload"?: …, "delay"?: …,',
+    '               "priority"?: …, "group"?: …};',
     '               - (or no payloads with stdin not a terminal) reads standard input',
     '--batch-size N jobs per request (default 100, the server limit); each batch is all or nothing',
     '--progress     draw a progress bar on stderr even when it is not a terminal',
@@ -28,6 +31,8 @@ export const publish: Command = {
   options: {
     id: { type: 'string' },
     delay: { type: 'string' },
+    priority: { type: 'string' },
+    group: { type: 'string' },
     file: { type: 'string' },
     'batch-size': { type: 'string' },
     progress: { type: 'boolean' },
@@ -63,11 +68,15 @@ async function publishArguments(
 ): Promise<number> {
   const id = stringFlag(values, 'id');
   const delay = integerFlag(values, 'delay');
+  const priority = integerFlag(values, 'priority', 0, 9);
+  const group = stringFlag(values, 'group');
   if (id !== undefined && payloads.length > 1) throw new UsageError('--id goes with one payload');
   const jobs = payloads.map((text, index) => ({
     payload: parseJson(text, `payload ${index + 1}`),
     ...(id === undefined ? {} : { id }),
     ...(delay === undefined ? {} : { delay }),
+    ...(priority === undefined ? {} : { priority }),
+    ...(group === undefined ? {} : { group }),
   }));
   const results = await queue.publishBatch(jobs);
   for (const result of results) report(result, values, context);

@@ -6,17 +6,20 @@ import { printJson, withClient } from '../remote.js';
 export const receive: Command = {
   name: 'receive',
   summary: 'Reserve jobs and print them with the receipts that ack or nack them',
-  usage: '<queue> [--max N] [--visibility MS] [--wait MS]',
+  usage: '<queue> [--max N] [--visibility MS] [--wait MS] [--auto-ack]',
   details: [
     '--max N           at most this many jobs (default 1)',
     '--visibility MS   lease length (default: the queue visibility)',
     '--wait MS         wait up to this long for a job (long poll; default 0)',
+    '--auto-ack        remove each job as it is handed out (at most once: a job whose',
+    '                  processing fails is lost; nothing to ack afterwards)',
     'Each job stays hidden until its lease ends; settle it with `leaseq ack` or `leaseq nack`.',
   ],
   options: {
     max: { type: 'string' },
     visibility: { type: 'string' },
     wait: { type: 'string' },
+    'auto-ack': { type: 'boolean' },
   },
   remote: true,
   async run({ values, positionals: given, context }) {
@@ -29,6 +32,7 @@ export const receive: Command = {
         ...(max === undefined ? {} : { max }),
         ...(visibility === undefined ? {} : { visibility }),
         ...(wait === undefined ? {} : { wait }),
+        ...(values['auto-ack'] === true ? { ack: 'auto' as const } : {}),
         signal: context.stop,
       }),
     );

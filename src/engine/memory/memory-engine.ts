@@ -23,8 +23,10 @@ import type {
   WakeListener,
 } from '../engine.js';
 import { OperationHandle } from '../operation-handle.js';
+import type { ScheduleRecord } from '../schedules.js';
 import { checkSecretName, newSecretValue, type StoredSecret } from '../secrets.js';
 import { WakeHub } from '../wake-hub.js';
+import { MemorySchedules } from './memory-schedules.js';
 
 /**
  * The reference engine: each queue is a pure `LeaseQueue` in this process's memory.
@@ -44,6 +46,7 @@ export class MemoryEngine implements Engine {
   private readonly wakes = new WakeHub();
   /** Kept in this process's memory only, like everything else here. */
   private readonly secrets = new Map<string, StoredSecret>();
+  private readonly schedules = new MemorySchedules();
   private closed = false;
 
   async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
@@ -77,6 +80,7 @@ export class MemoryEngine implements Engine {
     const core = this.queues.get(name);
     if (core === undefined) return false;
     this.floors.set(name, core.numbering());
+    this.schedules.forgetQueue(name);
     return this.queues.delete(name);
   }
 
@@ -95,6 +99,31 @@ export class MemoryEngine implements Engine {
     const { current } = await this.readSecret(name);
     this.secrets.set(name, { current: newSecretValue(), previous: current, previousUntil });
     return this.readSecret(name);
+  }
+
+  async putSchedule(schedule: ScheduleRecord): Promise<void> {
+    this.checkOpen();
+    await this.schedules.putSchedule(schedule);
+  }
+
+  async listSchedules(queue?: string): Promise<ScheduleRecord[]> {
+    this.checkOpen();
+    return this.schedules.listSchedules(queue);
+  }
+
+  async removeSchedule(queue: string, name: string): Promise<boolean> {
+    this.checkOpen();
+    return this.schedules.removeSchedule(queue, name);
+  }
+
+  async advanceSchedule(
+    queue: string,
+    name: string,
+    from: number | null,
+    to: number,
+  ): Promise<boolean> {
+    this.checkOpen();
+    return this.schedules.advanceSchedule(queue, name, from, to);
   }
 
   onWake(listener: WakeListener): () => void {

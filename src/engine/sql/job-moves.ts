@@ -3,6 +3,7 @@ import type { Attempt, AttemptOutcome } from '../../core/index.js';
 import { MAX_HISTORY } from '../../core/records.js';
 import { checkNow } from '../../core/validate.js';
 import type { QueueRow } from './queue-row.js';
+import { backPosition, frontPosition } from './ready-bands.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 
 /** The columns of a live delivery, as the transitions need them. */
@@ -14,10 +15,12 @@ export interface DeliveryRow {
   session: string | null;
   delivery_count: number;
   history: string | null;
+  priority: number;
+  grp: string | null;
 }
 
 export const DELIVERY_COLUMNS =
-  'id, token, delivered_at, deadline, session, delivery_count, history';
+  'id, token, delivered_at, deadline, session, delivery_count, history, priority, grp';
 
 interface Release {
   row: DeliveryRow;
@@ -154,17 +157,16 @@ export class JobMoves {
   }
 
   private async promoteDelayed(now: number): Promise<void> {
-    const due = await this.c.query<{ id: string }>(
-      `SELECT id FROM leaseq_jobs WHERE queue = ? AND state = 'delayed' AND available_at <= ?
+    const due = await this.c.query<{ id: string; priority: number }>(
+      `SELECT id, priority FROM leaseq_jobs WHERE queue = ? AND state = 'delayed' AND available_at <= ?
        ORDER BY available_at, seq`,
       [this.q.name, now],
     );
-    for (const { id } of due) {
-      this.q.readyTail += 1;
+    for (const { id, priority } of due) {
       await this.c.run(
         `UPDATE leaseq_jobs SET state = 'ready', ready_pos = ?, ready_since = available_at
          WHERE queue = ? AND id = ?`,
-        [this.q.readyTail, this.q.name, id],
+        [backPosition(this.q, priority), this.q.name, id],
       );
     }
     this.q.delayed -= due.length;
@@ -206,12 +208,17 @@ export class JobMoves {
     this.q.ready += back.length;
     for (let i = back.length - 1; i >= 0; i--) {
       const { row, attempt } = back[i] as { row: DeliveryRow; attempt: Attempt };
-      this.q.readyHead -= 1;
       await this.c.run(
         `UPDATE leaseq_jobs SET state = 'ready', ready_pos = ?, ready_since = ?, ${CLEAR_DELIVERY},
            history = ?
          WHERE queue = ? AND id = ?`,
-        [this.q.readyHead, now, appendHistory(row.history, attempt), this.q.name, row.id],
+        [
+          frontPosition(this.q, row.priority),
+          now,
+          appendHistory(row.history, attempt),
+          this.q.name,
+          row.id,
+        ],
       );
     }
   }
@@ -230,6 +237,45 @@ export class JobMoves {
        WHERE queue = ? AND id = ?`,
       [reason, now, this.q.deadSeq, appendHistory(row.history, attempt), this.q.name, row.id],
     );
+    if (row.grp !== null) await this.advanceGroup(row.grp, now);
+  }
+
+  /**
+   * R24: the member of group `grp` in play left it (acked, auto-acked, dead): the next one in
+   * group order goes to the back of ready (of its priority), or to delayed while its delay lasts.
+   */
+  async advanceGroup(grp: string, now: number): Promise<void> {
+    const [next] = await this.c.query<{ id: string; priority: number; available_at: number }>(
+      `SELECT id, priority, available_at FROM leaseq_jobs
+       WHERE queue = ? AND grp = ? AND state = 'waiting' ORDER BY group_seq LIMIT 1`,
+      [this.q.name, grp],
+    );
+    if (next === undefined) return;
+    this.q.waiting -= 1;
+    if (next.available_at > now) {
+      this.q.delayed += 1;
+      this.q.nextEventAt = Math.min(this.q.nextEventAt, next.available_at);
+      await this.c.run(`UPDATE leaseq_jobs SET state = 'delayed' WHERE queue = ? AND id = ?`, [
+        this.q.name,
+        next.id,
+      ]);
+      return;
+    }
+    this.q.ready += 1;
+    await this.c.run(
+      `UPDATE leaseq_jobs SET state = 'ready', ready_pos = ?, ready_since = ?
+       WHERE queue = ? AND id = ?`,
+      [backPosition(this.q, next.priority), now, this.q.name, next.id],
+    );
+  }
+
+  /** R24: whether group `grp` has a member that is not dead (a newcomer then waits). */
+  async groupHasMembers(grp: string): Promise<boolean> {
+    const [row] = await this.c.query<{ one: number }>(
+      `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND grp = ? AND state <> 'dead' LIMIT 1`,
+      [this.q.name, grp],
+    );
+    return row !== undefined;
   }
 
   async liveDelivery(token: number): Promise<DeliveryRow | undefined> {

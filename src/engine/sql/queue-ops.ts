@@ -1,5 +1,6 @@
 import { copyCounters } from '../../core/counters.js';
 import {
+  type AckMode,
   type DeadLetter,
   type Delivery,
   decodePayload,
@@ -16,12 +17,21 @@ import {
 import { checkSessionKnown, sessionIdOf } from '../../core/validate.js';
 import { attemptOf, DELIVERY_COLUMNS, type DeliveryRow, JobMoves } from './job-moves.js';
 import { INFINITY_AS_NULL } from './queue-row.js';
+import {
+  advanceHead,
+  backPosition,
+  emptyBands,
+  hasRankedReady,
+  readyRanges,
+} from './ready-bands.js';
 
 /** A publish whose arguments were checked and whose payload is already JSON text. */
 export interface EncodedPublish {
   id: string | undefined;
   payloadJson: string | null;
   delay: number;
+  priority: number;
+  group: string | undefined;
 }
 
 /** What a new session is opened with; Infinity means no bound. */
@@ -35,6 +45,7 @@ export interface ReserveArgs {
   max: number;
   visibility: number | undefined;
   session: string | undefined;
+  ack: AckMode;
 }
 
 /** The operations of SPEC.md over SQL rows; arguments are validated by the caller. */
@@ -49,6 +60,8 @@ export class QueueOps extends JobMoves {
     );
     const results: PublishResult[] = [];
     const rows: NewJobRow[] = [];
+    /** Groups known to have a member (R24): a newcomer to one waits. */
+    const occupied = new Map<string, boolean>();
     for (const input of inputs) {
       const id = input.id ?? (await ids.generate());
       if (ids.taken.has(id)) {
@@ -57,7 +70,12 @@ export class QueueOps extends JobMoves {
         continue;
       }
       ids.taken.add(id);
-      rows.push(this.newJobRow(now, id, input));
+      let waits = false;
+      if (input.group !== undefined) {
+        waits = occupied.get(input.group) ?? (await this.groupHasMembers(input.group));
+        occupied.set(input.group, true);
+      }
+      rows.push(this.newJobRow(now, id, input, waits));
       results.push({ id, duplicate: false });
     }
     if (rows.length > 0) await this.insertRows(rows);
@@ -69,8 +87,9 @@ export class QueueOps extends JobMoves {
     if (this.dialect.setBased) {
       await this.c.run(
         `INSERT INTO leaseq_jobs (queue, id, payload, seq, state, delivery_count, available_at,
-           ready_pos, ready_since, published_at)
-         SELECT ?, id, payload, seq, state, 0, available_at, ready_pos, ready_since, published_at
+           ready_pos, ready_since, published_at, priority, grp, group_seq)
+         SELECT ?, id, payload, seq, state, 0, available_at, ready_pos, ready_since, published_at,
+           priority, grp, group_seq
          FROM ${this.dialect.jsonRecords(NEW_JOB_COLUMNS)} AS new_jobs`,
         [this.q.name, JSON.stringify(rows)],
       );
@@ -79,8 +98,8 @@ export class QueueOps extends JobMoves {
     for (const row of rows) {
       await this.c.run(
         `INSERT INTO leaseq_jobs (queue, id, payload, seq, state, delivery_count, available_at,
-           ready_pos, ready_since, published_at)
-         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
+           ready_pos, ready_since, published_at, priority, grp, group_seq)
+         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
         [
           this.q.name,
           row.id,
@@ -91,14 +110,35 @@ export class QueueOps extends JobMoves {
           row.ready_pos,
           row.ready_since,
           row.published_at,
+          row.priority,
+          row.grp,
+          row.group_seq,
         ],
       );
     }
   }
 
-  private newJobRow(now: number, id: string, input: EncodedPublish): NewJobRow {
+  private newJobRow(now: number, id: string, input: EncodedPublish, waits: boolean): NewJobRow {
     const seq = this.q.nextSeq++;
     this.q.counters.published += 1;
+    const grp = input.group ?? null;
+    const group_seq = grp === null ? null : seq;
+    if (waits) {
+      this.q.waiting += 1;
+      return {
+        id,
+        payload: input.payloadJson,
+        seq,
+        state: 'waiting',
+        available_at: now + input.delay,
+        ready_pos: null,
+        ready_since: null,
+        published_at: now,
+        priority: input.priority,
+        grp,
+        group_seq,
+      };
+    }
     if (input.delay > 0) {
       this.q.delayed += 1;
       this.q.nextEventAt = Math.min(this.q.nextEventAt, now + input.delay);
@@ -112,19 +152,24 @@ export class QueueOps extends JobMoves {
         ready_pos: null,
         ready_since: null,
         published_at: now,
+        priority: input.priority,
+        grp,
+        group_seq,
       };
     }
     this.q.ready += 1;
-    this.q.readyTail += 1;
     return {
       id,
       payload: input.payloadJson,
       seq,
       state: 'ready',
       available_at: now,
-      ready_pos: this.q.readyTail,
+      ready_pos: backPosition(this.q, input.priority),
       ready_since: now,
       published_at: now,
+      priority: input.priority,
+      grp,
+      group_seq,
     };
   }
 
@@ -159,6 +204,10 @@ export class QueueOps extends JobMoves {
   async reserve(now: number, args: ReserveArgs): Promise<Delivery[]> {
     if (args.session !== undefined) checkSessionKnown(args.session, this.q.nextSession);
     now = await this.advance(now);
+    if (args.ack === 'auto') {
+      if (args.session !== undefined) await this.openSession(args.session);
+      return this.handOut(now, Math.min(args.max, this.q.ready));
+    }
     let count = Math.min(args.max, this.q.options.prefetch - this.q.active, this.q.ready);
     let ackTimeout: number | null = null;
     if (args.session !== undefined) {
@@ -175,31 +224,27 @@ export class QueueOps extends JobMoves {
     if (count <= 0) return [];
     const visibility = args.visibility ?? this.q.options.visibility;
     const deadline = now + Math.min(visibility, this.q.options.maxLease);
-    // The front `count` ready jobs are positions readyHead … readyHead + count − 1; each gets
-    // the next token in ready order, in one statement.
-    const rows = await this.c.query<{
-      id: string;
-      payload: string | null;
-      delivery_count: number;
-      token: number;
-    }>(
-      `UPDATE leaseq_jobs SET state = 'active', token = ? + ready_pos - ?, delivered_at = ?,
-         deadline = ?, session = ?, delivery_count = delivery_count + 1, ready_pos = NULL
-       WHERE queue = ? AND state = 'ready' AND ready_pos < ?
-       RETURNING id, payload, delivery_count, token`,
-      [
-        this.q.nextToken,
-        this.q.readyHead,
-        now,
-        deadline,
-        args.session ?? null,
-        this.q.name,
-        this.q.readyHead + count,
-      ],
-    );
-    rows.sort((a, b) => a.token - b.token);
-    this.q.nextToken += rows.length;
-    this.q.readyHead += rows.length;
+    const session = args.session ?? null;
+    const rows = await this.takeReady(count, async (head, take) => {
+      // The front `take` jobs of the band are positions head … head + take − 1 (every band
+      // before it is empty); each gets the next token in ready order, in one statement.
+      const taken = await this.c.query<{
+        id: string;
+        payload: string | null;
+        delivery_count: number;
+        token: number;
+        grp: string | null;
+      }>(
+        `UPDATE leaseq_jobs SET state = 'active', token = ? + ready_pos - ?, delivered_at = ?,
+           deadline = ?, session = ?, delivery_count = delivery_count + 1, ready_pos = NULL
+         WHERE queue = ? AND state = 'ready' AND ready_pos < ?
+         RETURNING id, payload, delivery_count, token, grp`,
+        [this.q.nextToken, head, now, deadline, session, this.q.name, head + take],
+      );
+      taken.sort((a, b) => a.token - b.token);
+      this.q.nextToken += taken.length;
+      return taken;
+    });
     const deliveries = rows.map((row) => ({
       token: row.token,
       id: row.id,
@@ -207,6 +252,7 @@ export class QueueOps extends JobMoves {
       deadline,
       deliveryCount: row.delivery_count,
       redelivered: row.delivery_count > 1,
+      ...(row.grp === null ? {} : { group: row.grp }),
     }));
     this.q.counters.deliveries += rows.length;
     this.q.counters.redeliveries += deliveries.filter((delivery) => delivery.redelivered).length;
@@ -218,14 +264,84 @@ export class QueueOps extends JobMoves {
     return deliveries;
   }
 
+  /**
+   * Takes the front `count` ready jobs, highest priority first (R23): `take(head, k)` takes the
+   * front k of the band starting at `head`. A queue without priorities is one call.
+   */
+  private async takeReady<Row>(
+    count: number,
+    take: (head: number, k: number) => Promise<Row[]>,
+  ): Promise<Row[]> {
+    if (!hasRankedReady(this.q)) {
+      const rows = await take(this.q.readyHead, count);
+      this.q.readyHead += rows.length;
+      return rows;
+    }
+    const rows: Row[] = [];
+    for (const range of readyRanges(this.q)) {
+      const k = Math.min(count - rows.length, range.size);
+      if (k <= 0) break;
+      const taken = await take(range.head, k);
+      advanceHead(this.q, range.priority, taken.length);
+      rows.push(...taken);
+    }
+    return rows;
+  }
+
+  /** R22: the front `count` ready jobs leave the queue as they are handed out (at most once). */
+  private async handOut(now: number, count: number): Promise<Delivery[]> {
+    if (count <= 0) return [];
+    const rows = await this.takeReady(count, async (head, take) => {
+      const taken = await this.c.query<{
+        id: string;
+        payload: string | null;
+        delivery_count: number;
+        ready_pos: number;
+        grp: string | null;
+      }>(
+        `DELETE FROM leaseq_jobs WHERE queue = ? AND state = 'ready' AND ready_pos < ?
+         RETURNING id, payload, delivery_count, ready_pos, grp`,
+        [this.q.name, head + take],
+      );
+      return taken.sort((a, b) => a.ready_pos - b.ready_pos);
+    });
+    const firstToken = this.q.nextToken;
+    const deliveries = rows.map((row, index) => ({
+      token: firstToken + index,
+      id: row.id,
+      payload: decodePayload(row.payload),
+      deadline: now,
+      deliveryCount: row.delivery_count + 1,
+      redelivered: row.delivery_count + 1 > 1,
+      ...(row.grp === null ? {} : { group: row.grp }),
+    }));
+    this.q.nextToken += rows.length;
+    this.q.ready -= rows.length;
+    for (const row of rows) if (row.grp !== null) await this.advanceGroup(row.grp, now);
+    this.q.counters.deliveries += rows.length;
+    this.q.counters.autoAcked += rows.length;
+    this.q.counters.redeliveries += deliveries.filter((delivery) => delivery.redelivered).length;
+    await this.remember(
+      now,
+      rows.map((row) => row.id),
+    );
+    return deliveries;
+  }
+
   async ack(now: number, tokens: readonly number[]): Promise<boolean[]> {
     now = await this.advance(now);
-    const deleted = await this.c.query<{ id: string; token: number; delivered_at: number }>(
+    const deleted = await this.c.query<{
+      id: string;
+      token: number;
+      delivered_at: number;
+      grp: string | null;
+    }>(
       `DELETE FROM ${this.dialect.jobsByToken} WHERE queue = ? AND token IN ${this.dialect.jsonList('integer')}
-       RETURNING id, token, delivered_at`,
+       RETURNING id, token, delivered_at, grp`,
       [this.q.name, JSON.stringify(tokens)],
     );
     const live = new Map(deleted.map((row) => [row.token, row]));
+    const grouped = deleted.filter((row) => row.grp !== null);
     const results = tokens.map((token) => {
       const row = live.get(token);
       live.delete(token);
@@ -238,7 +354,22 @@ export class QueueOps extends JobMoves {
       deleted.map((row) => row.id),
     );
     this.q.active -= deleted.length;
+    if (grouped.length > 0) await this.advanceGroups(grouped, tokens, now);
     return results;
+  }
+
+  /** R24: the groups of acked jobs go on, in the order the tokens were named (as the core). */
+  private async advanceGroups(
+    acked: readonly { token: number; grp: string | null }[],
+    tokens: readonly number[],
+    now: number,
+  ): Promise<void> {
+    const groups = new Map(acked.map((row) => [row.token, row.grp as string]));
+    for (const token of tokens) {
+      const grp = groups.get(token);
+      groups.delete(token);
+      if (grp !== undefined) await this.advanceGroup(grp, now);
+    }
   }
 
   async nack(now: number, token: number, nack: NackDisposition): Promise<boolean> {
@@ -359,18 +490,36 @@ export class QueueOps extends JobMoves {
   async redrive(now: number, ids: readonly string[] | undefined): Promise<number> {
     now = await this.advance(now);
     let moved = 0;
-    for (const id of await this.deadIds(ids)) {
-      const changed = await this.c.run(
+    for (const { id, priority, grp } of await this.deadJobs(ids)) {
+      moved += 1;
+      // A redriven job joins the back of its group (R24): it waits if the group has members.
+      if (grp !== null) {
+        const waits = await this.groupHasMembers(grp);
+        await this.c.run(
+          `UPDATE leaseq_jobs SET group_seq = ?, available_at = ? WHERE queue = ? AND id = ?`,
+          [this.q.nextSeq++, now, this.q.name, id],
+        );
+        if (waits) {
+          this.q.waiting += 1;
+          this.q.dead -= 1;
+          await this.c.run(
+            `UPDATE leaseq_jobs SET state = 'waiting', delivery_count = 0, dead_reason = NULL,
+               dead_at = NULL, dead_seq = NULL
+             WHERE queue = ? AND id = ?`,
+            [this.q.name, id],
+          );
+          continue;
+        }
+      }
+      this.q.ready += 1;
+      this.q.dead -= 1;
+      await this.c.run(
         `UPDATE leaseq_jobs SET state = 'ready', delivery_count = 0, dead_reason = NULL,
            dead_at = NULL, dead_seq = NULL, ready_pos = ?, ready_since = ?
          WHERE queue = ? AND id = ? AND state = 'dead'`,
-        [this.q.readyTail + 1, now, this.q.name, id],
+        [backPosition(this.q, priority), now, this.q.name, id],
       );
-      this.q.readyTail += changed;
-      moved += changed;
     }
-    this.q.dead -= moved;
-    this.q.ready += moved;
     this.q.counters.redriven += moved;
     return moved;
   }
@@ -393,19 +542,20 @@ export class QueueOps extends JobMoves {
   async purgeQueue(now: number, withDead: boolean): Promise<PurgeQueueResult> {
     now = await this.advance(now);
     const removed = {
-      ready: this.q.ready,
+      ready: this.q.ready + this.q.waiting,
       delayed: this.q.delayed,
       active: this.q.active,
       dead: 0,
     };
     await this.c.run(
-      `DELETE FROM leaseq_jobs WHERE queue = ? AND state IN ('ready', 'delayed', 'active')`,
+      `DELETE FROM leaseq_jobs WHERE queue = ? AND state IN ('ready', 'delayed', 'active', 'waiting')`,
       [this.q.name],
     );
     this.q.ready = 0;
+    this.q.waiting = 0;
     this.q.delayed = 0;
     this.q.active = 0;
-    this.q.readyHead = this.q.readyTail + 1;
+    emptyBands(this.q);
     this.q.counters.purged += removed.ready + removed.delayed + removed.active;
     if (withDead) removed.dead = await this.purge(now, undefined);
     return removed;
@@ -423,6 +573,7 @@ export class QueueOps extends JobMoves {
       delayed: this.q.delayed,
       active: this.q.active,
       dead: this.q.dead,
+      waiting: this.q.waiting,
       sessions: this.q.sessions,
       oldestReadyAge: oldest?.since == null ? 0 : now - oldest.since,
       ...copyCounters(this.q.counters),
@@ -451,6 +602,13 @@ export class QueueOps extends JobMoves {
        ORDER BY dead_seq`,
       [name],
     );
+    const waiting =
+      this.q.waiting === 0
+        ? []
+        : await this.c.query<{ id: string }>(
+            `SELECT id FROM leaseq_jobs WHERE queue = ? AND state = 'waiting' ORDER BY group_seq`,
+            [name],
+          );
     return {
       queueTime: this.q.queueTime,
       ready: ready.map((row) => row.id),
@@ -467,6 +625,7 @@ export class QueueOps extends JobMoves {
         reason: row.dead_reason,
         deliveryCount: row.delivery_count,
       })),
+      ...(waiting.length === 0 ? {} : { waiting: waiting.map((row) => row.id) }),
     };
   }
 
@@ -512,6 +671,8 @@ export class QueueOps extends JobMoves {
       state: row.state,
       deliveryCount: row.delivery_count,
       ...(row.published_at === null ? {} : { publishedAt: row.published_at }),
+      ...(row.priority === 0 ? {} : { priority: row.priority }),
+      ...(row.grp === null ? {} : { group: row.grp }),
       ...(row.state === 'delayed' ? { availableAt: row.available_at } : {}),
       ...(row.token === null ? {} : { token: row.token, deadline: row.deadline as number }),
       ...(row.state === 'dead'
@@ -554,6 +715,28 @@ export class QueueOps extends JobMoves {
     return rows.map((row) => row.id);
   }
 
+  /** The dead jobs named (each once, in the order named), or all in the order they died. */
+  private async deadJobs(ids: readonly string[] | undefined): Promise<DeadJobRow[]> {
+    if (ids === undefined) {
+      return this.c.query<DeadJobRow>(
+        `SELECT id, priority, grp FROM leaseq_jobs WHERE queue = ? AND state = 'dead' ORDER BY dead_seq`,
+        [this.q.name],
+      );
+    }
+    const found: DeadJobRow[] = [];
+    const seen = new Set<string>();
+    for (const id of ids) {
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const [row] = await this.c.query<DeadJobRow>(
+        `SELECT id, priority, grp FROM leaseq_jobs WHERE queue = ? AND id = ? AND state = 'dead'`,
+        [this.q.name, id],
+      );
+      if (row !== undefined) found.push(row);
+    }
+    return found;
+  }
+
   /** After R3: the session must still be open. */
   private async openSession(
     sessionId: string,
@@ -565,6 +748,12 @@ export class QueueOps extends JobMoves {
     if (session === undefined) throw new SessionClosedError(sessionId);
     return session;
   }
+}
+
+interface DeadJobRow {
+  id: string;
+  priority: number;
+  grp: string | null;
 }
 
 interface JobRowView {
@@ -579,10 +768,12 @@ interface JobRowView {
   dead_at: number | null;
   history: string | null;
   published_at: number | null;
+  priority: number;
+  grp: string | null;
 }
 
 const JOB_VIEW_COLUMNS =
-  'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history, published_at';
+  'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history, published_at, priority, grp';
 
 function decodeHistory(text: string | null): DeadLetter['history'] {
   return text === null ? [] : JSON.parse(text);
@@ -592,11 +783,14 @@ interface NewJobRow {
   id: string;
   payload: string | null;
   seq: number;
-  state: 'ready' | 'delayed';
+  state: 'ready' | 'delayed' | 'waiting';
   available_at: number;
   ready_pos: number | null;
   ready_since: number | null;
   published_at: number;
+  priority: number;
+  grp: string | null;
+  group_seq: number | null;
 }
 
 const NEW_JOB_COLUMNS = [
@@ -608,6 +802,9 @@ const NEW_JOB_COLUMNS = [
   ['ready_pos', 'integer'],
   ['ready_since', 'integer'],
   ['published_at', 'integer'],
+  ['priority', 'integer'],
+  ['grp', 'text'],
+  ['group_seq', 'integer'],
 ] as const;
 
 /**

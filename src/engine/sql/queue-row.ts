@@ -2,6 +2,7 @@ import { type Counters, newCounters } from '../../core/counters.js';
 import { foldDeadLetterCounts } from '../../core/dead-letter-kinds.js';
 import { NotFoundError, type QueueOptions, type ResolvedQueueOptions } from '../../core/index.js';
 import type { BatchContext } from './executor.js';
+import type { RankedBands } from './ready-bands.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 
 /** A queue's row: its options, time (the `clock` column), counters and gauges, loaded once per transaction. */
@@ -16,6 +17,8 @@ export interface QueueRow {
   /** Ready positions are exactly readyHead..readyTail: the front is readyHead. */
   readyHead: number;
   readyTail: number;
+  /** The ready positions of priorities above 0 (see ready-bands.ts); null while unused. */
+  bands: RankedBands | null;
   deadSeq: number;
   /** A lower bound of the next tick at which time alone changes the queue (R3). */
   nextEventAt: number;
@@ -23,6 +26,8 @@ export interface QueueRow {
   delayed: number;
   active: number;
   dead: number;
+  /** Grouped jobs waiting behind an earlier member of their group (R24). */
+  waiting: number;
   sessions: number;
   counters: Counters;
 }
@@ -37,6 +42,8 @@ interface StoredRow {
   next_generated_id: number;
   ready_head: number;
   ready_tail: number;
+  ready_bands: string | null;
+  waiting_count: number;
   dead_seq: number;
   next_event_at: number | null;
   ready_count: number;
@@ -48,7 +55,7 @@ interface StoredRow {
 }
 
 const COLUMNS =
-  'name, options, clock, next_token, next_seq, next_session, next_generated_id, ready_head, ready_tail, dead_seq, next_event_at, ready_count, delayed_count, active_count, dead_count, session_count, counters';
+  'name, options, clock, next_token, next_seq, next_session, next_generated_id, ready_head, ready_tail, dead_seq, next_event_at, ready_count, delayed_count, active_count, dead_count, session_count, counters, ready_bands, waiting_count';
 
 /** Options as JSON: Infinity is stored as null. */
 export function encodeOptions(options: ResolvedQueueOptions): string {
@@ -108,12 +115,14 @@ function fromStored(stored: StoredRow): QueueRow {
     nextGeneratedId: stored.next_generated_id,
     readyHead: stored.ready_head,
     readyTail: stored.ready_tail,
+    bands: stored.ready_bands === null ? null : (JSON.parse(stored.ready_bands) as RankedBands),
     deadSeq: stored.dead_seq,
     nextEventAt: NULL_AS_INFINITY(stored.next_event_at),
     ready: stored.ready_count,
     delayed: stored.delayed_count,
     active: stored.active_count,
     dead: stored.dead_count,
+    waiting: stored.waiting_count,
     sessions: stored.session_count,
     counters: loadCounters(stored.counters),
   };
@@ -121,7 +130,8 @@ function fromStored(stored: StoredRow): QueueRow {
 
 /** Counters as stored; dead letters counted by free-text reason (before R17's kinds) folded. */
 function loadCounters(text: string): Counters {
-  const counters = JSON.parse(text) as Counters;
+  // Counters added later start at 0 for rows stored before them.
+  const counters = { ...newCounters(), ...(JSON.parse(text) as Partial<Counters>) } as Counters;
   counters.deadLetters = foldDeadLetterCounts(counters.deadLetters);
   return counters;
 }
@@ -131,7 +141,7 @@ async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<v
     `UPDATE leaseq_queues SET options = ?, clock = ?, next_token = ?, next_seq = ?, next_session = ?,
        next_generated_id = ?, ready_head = ?, ready_tail = ?, dead_seq = ?, next_event_at = ?,
        ready_count = ?, delayed_count = ?, active_count = ?, dead_count = ?, session_count = ?,
-       counters = ?
+       counters = ?, ready_bands = ?, waiting_count = ?
      WHERE name = ?`,
     [
       encodeOptions(row.options),
@@ -150,6 +160,8 @@ async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<v
       row.dead,
       row.sessions,
       JSON.stringify(row.counters),
+      row.bands === null ? null : JSON.stringify(row.bands),
+      row.waiting,
       row.name,
     ],
   );
@@ -168,7 +180,7 @@ export async function insertQueueRow(
   const changed = await connection.run(
     `INSERT INTO leaseq_queues (${COLUMNS})
      SELECT ?, ?, 0, COALESCE(MAX(floor.next_token), 1), 1, COALESCE(MAX(floor.next_session), 1),
-       1, 1, 0, 0, NULL, 0, 0, 0, 0, 0, ?
+       1, 1, 0, 0, NULL, 0, 0, 0, 0, 0, ?, NULL, 0
      FROM (SELECT next_token, next_session FROM leaseq_counter_floors WHERE name = ?) AS floor
      WHERE TRUE
      ON CONFLICT (name) DO NOTHING`,

@@ -16,6 +16,8 @@ export async function runOperation(
           id: job.id,
           payloadJson: job.payload as string | null,
           delay: job.delay,
+          priority: job.priority,
+          group: job.group,
         })),
       );
     case 'reserve':

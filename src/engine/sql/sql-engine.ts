@@ -14,6 +14,7 @@ import type {
   QueueInfo,
   WakeListener,
 } from '../engine.js';
+import type { ScheduleRecord } from '../schedules.js';
 import { checkSecretName, type StoredSecret } from '../secrets.js';
 import { WakeHub } from '../wake-hub.js';
 import { GroupCommitExecutor } from './executor.js';
@@ -21,6 +22,12 @@ import { ForeignWriteWatch } from './foreign-write-watch.js';
 import { Handoffs } from './handoffs.js';
 import type { QueueAccess } from './queue-access.js';
 import { decodeOptions, insertQueueRow, loadQueueRow, readQueueOptions } from './queue-row.js';
+import {
+  advanceScheduleRow,
+  listScheduleRows,
+  putScheduleRow,
+  removeScheduleRow,
+} from './schedule-rows.js';
 import { readOrCreateSecret, rotateStoredSecret } from './secret-rows.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 import { SqlQueue } from './sql-queue.js';
@@ -125,6 +132,7 @@ export class SqlEngine implements Engine {
       await connection.run('DELETE FROM leaseq_jobs WHERE queue = ?', [name]);
       await connection.run('DELETE FROM leaseq_sessions WHERE queue = ?', [name]);
       await connection.run('DELETE FROM leaseq_acked WHERE queue = ?', [name]);
+      await connection.run('DELETE FROM leaseq_schedules WHERE queue = ?', [name]);
       await connection.run(
         `INSERT INTO leaseq_counter_floors (name, next_token, next_session)
          SELECT name, next_token, next_session FROM leaseq_queues WHERE name = ?
@@ -154,6 +162,28 @@ export class SqlEngine implements Engine {
     checkSecretName(name);
     return this.executor.submit((connection) =>
       rotateStoredSecret(connection, name, previousUntil),
+    );
+  }
+
+  putSchedule(schedule: ScheduleRecord): Promise<void> {
+    this.checkOpen();
+    return this.executor.submit((connection) => putScheduleRow(connection, schedule));
+  }
+
+  listSchedules(queue?: string): Promise<ScheduleRecord[]> {
+    this.checkOpen();
+    return this.executor.submit((connection) => listScheduleRows(connection, queue));
+  }
+
+  removeSchedule(queue: string, name: string): Promise<boolean> {
+    this.checkOpen();
+    return this.executor.submit((connection) => removeScheduleRow(connection, queue, name));
+  }
+
+  advanceSchedule(queue: string, name: string, from: number | null, to: number): Promise<boolean> {
+    this.checkOpen();
+    return this.executor.submit((connection) =>
+      advanceScheduleRow(connection, queue, name, from, to),
     );
   }
 

@@ -115,19 +115,20 @@ export class SqlQueue extends OperationHandle {
 
   /** Concurrent reserves at one tick with the same options take their jobs in one statement. */
   private reserveMerged(now: number, operation: ReserveOperation) {
-    const { visibility, session } = operation;
+    const { visibility, session, ack } = operation;
     return this.executor.submitMerged(
       {
-        key: `reserve\u0000${this.name}\u0000${now}\u0000${visibility}\u0000${session}`,
+        key: `reserve\u0000${this.name}\u0000${now}\u0000${visibility}\u0000${session}\u0000${ack}`,
         arg: operation.max,
         run: async (connection, batch, maxes: number[]) => {
           const ops = await this.ops(connection, batch);
           const total = maxes.reduce((sum, each) => sum + each, 0);
-          const deliveries = await ops.reserve(now, { max: total, visibility, session });
+          const deliveries = await ops.reserve(now, { max: total, visibility, session, ack });
           return maxes.map((each) => deliveries.splice(0, each));
         },
       },
-      'lease',
+      // An auto-ack reserve removes jobs: durable like an ack (R21), so none comes back.
+      ack === 'auto' ? 'durable' : 'lease',
     );
   }
 

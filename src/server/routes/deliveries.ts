@@ -14,6 +14,7 @@ interface ReceiveBody {
   visibility?: number;
   wait?: number;
   session?: string;
+  ack?: 'manual' | 'auto';
 }
 
 interface NackEntry extends NackOptions {

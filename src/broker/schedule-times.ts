@@ -1,0 +1,153 @@
+import { Cron } from 'croner';
+import { QUEUE_NAME, ValidationError } from '../core/index.js';
+import type { ScheduleRecord } from '../engine/index.js';
+
+/** When a schedule fires: a cron expression (string) or an interval in ms (number). */
+export type ScheduleWhen = string | number;
+
+export interface ScheduleOptions {
+  /** The payload of every occurrence's job (JSON). */
+  payload?: unknown;
+  /** IANA time zone a cron expression is read in (e.g. 'Europe/Paris'). Default UTC. */
+  timezone?: string;
+}
+
+/** A schedule as users see it (R25). Times in ms. */
+export interface ScheduleView {
+  name: string;
+  queue: string;
+  cron?: string;
+  every?: number;
+  timezone?: string;
+  payload?: unknown;
+  createdAt: number;
+  /** The occurrence published last; absent before the first. */
+  lastAt?: number;
+  /** The next occurrence after `now`. */
+  nextAt: number;
+}
+
+/** Checks a schedule's definition; every problem named at once (a ValidationError). */
+export function scheduleRecord(
+  queue: string,
+  name: unknown,
+  when: unknown,
+  options: ScheduleOptions | undefined,
+  now: number,
+): ScheduleRecord {
+  const problems: string[] = [];
+  if (typeof name !== 'string' || !QUEUE_NAME.test(name)) {
+    problems.push(
+      `schedule name must be 1 to 80 characters of letters, digits, '_', '-' or '.', starting with a letter or digit; got ${JSON.stringify(name)}`,
+    );
+  }
+  const { payload, timezone, ...unknown } = options ?? {};
+  for (const key of Object.keys(unknown)) problems.push(`unknown schedule option ${key}`);
+  if (timezone !== undefined && (typeof timezone !== 'string' || !isTimeZone(timezone))) {
+    problems.push(`timezone must be an IANA time zone name, got ${JSON.stringify(timezone)}`);
+  }
+  let cron: string | undefined;
+  let every: number | undefined;
+  if (typeof when === 'number') {
+    if (!Number.isSafeInteger(when) || when < 1000) {
+      problems.push(`every must be an integer of at least 1000 ms, got ${when}`);
+    }
+    if (timezone !== undefined) problems.push('timezone goes with a cron expression, not every');
+    every = when;
+  } else if (typeof when === 'string') {
+    try {
+      new Cron(when, { paused: true, ...(isTimeZone(timezone) ? { timezone } : {}) }).nextRun();
+    } catch (error) {
+      problems.push(
+        `cron ${JSON.stringify(when)} is not a cron expression: ${(error as Error).message}`,
+      );
+    }
+    cron = when;
+  } else {
+    problems.push(`when must be a cron expression or an interval in ms, got ${typeof when}`);
+  }
+  if (payload !== undefined) {
+    try {
+      JSON.stringify(payload);
+    } catch {
+      problems.push('payload must be JSON');
+    }
+  }
+  if (problems.length > 0) throw new ValidationError(problems);
+  return {
+    queue,
+    name: name as string,
+    cron,
+    every,
+    timezone,
+    payload,
+    createdAt: now,
+    lastAt: null,
+  };
+}
+
+function isTimeZone(zone: unknown): zone is string {
+  if (typeof zone !== 'string') return false;
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function cronOf(schedule: ScheduleRecord): Cron {
+  return new Cron(schedule.cron as string, {
+    paused: true,
+    ...(schedule.timezone === undefined ? {} : { timezone: schedule.timezone }),
+  });
+}
+
+/**
+ * The occurrence to publish at `now`, if any: the latest one at or before `now` that is after
+ * both the schedule's creation and the occurrence published last. Earlier missed occurrences
+ * are skipped (R25: after downtime, one catch-up run, not a burst).
+ */
+export function dueOccurrence(schedule: ScheduleRecord, now: number): number | undefined {
+  const after = Math.max(schedule.createdAt, schedule.lastAt ?? Number.NEGATIVE_INFINITY);
+  let latest: number | undefined;
+  if (schedule.every !== undefined) {
+    const k = Math.floor((now - schedule.createdAt) / schedule.every);
+    latest = k >= 1 ? schedule.createdAt + k * schedule.every : undefined;
+  } else {
+    // Cron has whole seconds: one second past `now` makes an occurrence at `now` count.
+    latest = cronOf(schedule)
+      .previousRuns(1, new Date(now + 1000))[0]
+      ?.getTime();
+    if (latest !== undefined && latest > now) latest = undefined;
+  }
+  return latest !== undefined && latest > after ? latest : undefined;
+}
+
+/** The first occurrence after `now`. */
+export function nextOccurrence(schedule: ScheduleRecord, now: number): number {
+  if (schedule.every !== undefined) {
+    const k = Math.max(1, Math.floor((now - schedule.createdAt) / schedule.every) + 1);
+    return schedule.createdAt + k * schedule.every;
+  }
+  return cronOf(schedule).nextRun(new Date(now))?.getTime() ?? Number.MAX_SAFE_INTEGER;
+}
+
+/** The job id of one occurrence: the schedule's name and the occurrence's time (idempotent). */
+export function occurrenceId(name: string, at: number): string {
+  return `${name}@${new Date(at).toISOString()}`;
+}
+
+export function scheduleView(schedule: ScheduleRecord, now: number): ScheduleView {
+  return {
+    name: schedule.name,
+    queue: schedule.queue,
+    ...(schedule.cron === undefined ? {} : { cron: schedule.cron }),
+    ...(schedule.every === undefined ? {} : { every: schedule.every }),
+    ...(schedule.timezone === undefined ? {} : { timezone: schedule.timezone }),
+    ...(schedule.payload === undefined ? {} : { payload: schedule.payload }),
+    createdAt: schedule.createdAt,
+    ...(schedule.lastAt === null ? {} : { lastAt: schedule.lastAt }),
+    nextAt: nextOccurrence(schedule, now),
+  };
+}

@@ -1,0 +1,90 @@
+import { ReadyList } from './ready-list.js';
+
+/** What the banded ready list needs of a job: its priority (R23) and when it became ready. */
+export interface RankedEntry {
+  /** Undefined means priority 0. */
+  readonly traits: { readonly priority: number } | undefined;
+  readySince: number;
+}
+
+/** Priorities are the integers 0 (the default, lowest) to 9 (highest) (R23). */
+export const MAX_PRIORITY = 9;
+
+/**
+ * The ready jobs by priority, highest first; within a priority, a ReadyList (front and back
+ * as R4, R9, R12 say). Priority 0 is its own field, so a queue that never uses another
+ * priority pays one integer comparison per call beyond the plain list.
+ */
+export class ReadyBands<T extends RankedEntry> {
+  private readonly plain = new ReadyList<T>();
+  /** Lists of priorities 1..9, made at first use; index = priority. */
+  private readonly ranked: (ReadyList<T> | undefined)[] = [];
+  /** Ready jobs of priority above 0. */
+  private rankedLength = 0;
+
+  get length(): number {
+    return this.plain.length + this.rankedLength;
+  }
+
+  clear(): void {
+    this.plain.clear();
+    for (const list of this.ranked) list?.clear();
+    this.rankedLength = 0;
+  }
+
+  pushFront(item: T): void {
+    const traits = item.traits;
+    if (traits === undefined || traits.priority === 0) this.plain.pushFront(item);
+    else this.band(traits.priority).pushFront(item);
+  }
+
+  pushBack(item: T): void {
+    const traits = item.traits;
+    if (traits === undefined || traits.priority === 0) this.plain.pushBack(item);
+    else this.band(traits.priority).pushBack(item);
+  }
+
+  /** Takes the front job of the highest priority that has one. */
+  shift(): T | undefined {
+    if (this.rankedLength > 0) {
+      for (let priority = MAX_PRIORITY; priority >= 1; priority--) {
+        const list = this.ranked[priority];
+        if (list !== undefined && list.length > 0) {
+          this.rankedLength -= 1;
+          return list.shift();
+        }
+      }
+    }
+    return this.plain.shift();
+  }
+
+  /** The earliest readySince of any ready job, or undefined when empty. */
+  oldestReadySince(): number | undefined {
+    let oldest = this.plain.oldestReadySince();
+    if (this.rankedLength === 0) return oldest;
+    for (const list of this.ranked) {
+      const since = list?.oldestReadySince();
+      if (since !== undefined && (oldest === undefined || since < oldest)) oldest = since;
+    }
+    return oldest;
+  }
+
+  /** In the order they would be handed out: highest priority first, each front first. */
+  *values(): IterableIterator<T> {
+    for (let priority = MAX_PRIORITY; priority >= 1; priority--) {
+      const list = this.ranked[priority];
+      if (list !== undefined) yield* list.values();
+    }
+    yield* this.plain.values();
+  }
+
+  private band(priority: number): ReadyList<T> {
+    this.rankedLength += 1;
+    let list = this.ranked[priority];
+    if (list === undefined) {
+      list = new ReadyList<T>();
+      this.ranked[priority] = list;
+    }
+    return list;
+  }
+}

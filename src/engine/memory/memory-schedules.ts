@@ -1,0 +1,49 @@
+import type { ScheduleRecord, ScheduleStore } from '../schedules.js';
+
+/** Schedules in this process's memory (R25), keyed by queue and name. */
+export class MemorySchedules implements ScheduleStore {
+  private readonly byKey = new Map<string, ScheduleRecord>();
+
+  async putSchedule(schedule: ScheduleRecord): Promise<void> {
+    const key = keyOf(schedule.queue, schedule.name);
+    const lastAt = this.byKey.get(key)?.lastAt ?? schedule.lastAt;
+    this.byKey.set(key, { ...schedule, lastAt });
+  }
+
+  async listSchedules(queue?: string): Promise<ScheduleRecord[]> {
+    return [...this.byKey.values()]
+      .filter((schedule) => queue === undefined || schedule.queue === queue)
+      .sort((a, b) => compare(a.queue, b.queue) || compare(a.name, b.name))
+      .map((schedule) => ({ ...schedule }));
+  }
+
+  async removeSchedule(queue: string, name: string): Promise<boolean> {
+    return this.byKey.delete(keyOf(queue, name));
+  }
+
+  async advanceSchedule(
+    queue: string,
+    name: string,
+    from: number | null,
+    to: number,
+  ): Promise<boolean> {
+    const key = keyOf(queue, name);
+    const schedule = this.byKey.get(key);
+    if (schedule === undefined || schedule.lastAt !== from) return false;
+    this.byKey.set(key, { ...schedule, lastAt: to });
+    return true;
+  }
+
+  /** Every schedule of a deleted queue goes with it. */
+  forgetQueue(queue: string): void {
+    for (const [key, schedule] of this.byKey) if (schedule.queue === queue) this.byKey.delete(key);
+  }
+}
+
+function keyOf(queue: string, name: string): string {
+  return `${queue}\u0000${name}`;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,34 @@
+/**
+ * A periodic job as the engine keeps it (R25): what to publish into which queue, when, and the
+ * time of the last occurrence published. Times are the broker's milliseconds.
+ */
+export interface ScheduleRecord {
+  readonly queue: string;
+  readonly name: string;
+  /** A cron expression (5 or 6 fields), or undefined when `every` is set. */
+  readonly cron: string | undefined;
+  /** Milliseconds between occurrences, counted from `createdAt`; or undefined with `cron`. */
+  readonly every: number | undefined;
+  /** IANA time zone the cron expression is read in; undefined means UTC. */
+  readonly timezone: string | undefined;
+  readonly payload: unknown;
+  /** When the schedule was set: no occurrence at or before it is published. */
+  readonly createdAt: number;
+  /** The occurrence published last, or null before the first. */
+  readonly lastAt: number | null;
+}
+
+/** What the engines store for schedules; every engine keeps them (memory: in this process). */
+export interface ScheduleStore {
+  /** Creates or replaces the schedule `queue`/`name` (its lastAt is kept when replaced). */
+  putSchedule(schedule: ScheduleRecord): Promise<void>;
+  /** The schedules of `queue` (of every queue when undefined), by queue then name. */
+  listSchedules(queue?: string): Promise<ScheduleRecord[]>;
+  /** Removes one; false when there was none. */
+  removeSchedule(queue: string, name: string): Promise<boolean>;
+  /**
+   * Moves the schedule's lastAt from `from` to `to` only if it is still `from` (compare and set),
+   * so of several schedulers one wins each occurrence; false when another moved it first.
+   */
+  advanceSchedule(queue: string, name: string, from: number | null, to: number): Promise<boolean>;
+}

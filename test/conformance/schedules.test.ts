@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { EngineBroker, ManualClock } from '../../src/broker/index.js';
+import { ValidationError } from '../../src/core/index.js';
+import { useConformanceEngines } from './engines.js';
+import { describeEngines } from './suite.js';
+
+const engines = await useConformanceEngines();
+
+const HOUR = 3_600_000;
+const T0 = Date.UTC(2026, 10, 30, 8, 30);
+
+describeEngines(engines, (h) => {
+  describe('R25 periodic jobs', () => {
+    it('R25 a schedule is stored in the engine: set, listed, replaced, removed, and deleted with its queue', async () => {
+      const name = h.queueName('sched');
+      const broker = new EngineBroker(h.engine(), { clock: new ManualClock(T0) });
+      const q = await broker.queue(name);
+      expect(await q.schedule('hourly', '0 * * * *', { payload: { n: 1 } })).toEqual({
+        name: 'hourly',
+        queue: name,
+        cron: '0 * * * *',
+        payload: { n: 1 },
+        createdAt: T0,
+        nextAt: T0 + HOUR / 2,
+      });
+      await q.schedule('often', 5000);
+      expect((await q.schedules()).map((s) => [s.name, s.every ?? s.cron])).toEqual([
+        ['hourly', '0 * * * *'],
+        ['often', 5000],
+      ]);
+      await expect(q.schedule('bad', 'not cron')).rejects.toBeInstanceOf(ValidationError);
+      await expect(q.schedule('tz', '0 9 * * *', { timezone: 'Mars/Olympus' })).rejects.toThrow(
+        /timezone/,
+      );
+      await expect(q.schedule('fast', 10)).rejects.toThrow(/at least 1000/);
+      expect(await q.removeSchedule('often')).toBe(true);
+      expect(await q.removeSchedule('often')).toBe(false);
+      expect((await h.engine().listSchedules(name)).map((s) => s.name)).toEqual(['hourly']);
+      await h.engine().deleteQueue(name);
+      expect(await h.engine().listSchedules(name)).toEqual([]);
+    });
+
+    it('R25 each occurrence is published once, with its time in its id, even by several schedulers', async () => {
+      const name = h.deleteAfter(h.queueName('sched'));
+      const clock = new ManualClock(T0);
+      const broker = new EngineBroker(h.engine(), { clock });
+      const q = await broker.queue(name);
+      await q.schedule('hourly', '0 * * * *', { payload: 'tick' });
+      const first = broker.scheduler();
+      const second = new EngineBroker(h.engine(), { clock }).scheduler();
+      expect(await first.runOnce()).toEqual([]);
+      clock.set(T0 + HOUR / 2);
+      const [published] = await first.runOnce();
+      expect(published).toEqual({
+        queue: name,
+        name: 'hourly',
+        at: T0 + HOUR / 2,
+        id: 'hourly@2026-11-30T09:00:00.000Z',
+        duplicate: false,
+      });
+      expect(await second.runOnce()).toEqual([]);
+      const [job] = await q.receive();
+      expect(job).toMatchObject({ id: 'hourly@2026-11-30T09:00:00.000Z', payload: 'tick' });
+      await q.ack(job?.token as number);
+      clock.set(T0 + HOUR / 2 + 59 * 60_000);
+      expect(await first.runOnce()).toEqual([]);
+      expect((await q.schedules())[0]).toMatchObject({
+        lastAt: T0 + HOUR / 2,
+        nextAt: T0 + HOUR * 1.5,
+      });
+    });
+
+    it('R25 after downtime only the latest missed occurrence is published', async () => {
+      const name = h.deleteAfter(h.queueName('sched'));
+      const clock = new ManualClock(T0);
+      const broker = new EngineBroker(h.engine(), { clock });
+      const q = await broker.queue(name);
+      await q.schedule('every-minute', 60_000);
+      clock.set(T0 + 10 * 60_000 + 5);
+      const published = await broker.scheduler().runOnce();
+      expect(published.map((p) => p.at)).toEqual([T0 + 10 * 60_000]);
+      expect((await q.inspect()).ready).toEqual(['every-minute@2026-11-30T08:40:00.000Z']);
+    });
+
+    it('R25 a cron expression is read in the schedule time zone', async () => {
+      const name = h.deleteAfter(h.queueName('sched'));
+      const clock = new ManualClock(T0);
+      const broker = new EngineBroker(h.engine(), { clock });
+      const q = await broker.queue(name);
+      // 10:00 in Paris is 09:00 UTC in November.
+      const view = await q.schedule('paris', '0 10 * * *', { timezone: 'Europe/Paris' });
+      expect(view.nextAt).toBe(Date.UTC(2026, 10, 30, 9, 0));
+      clock.set(Date.UTC(2026, 10, 30, 9, 0));
+      expect((await broker.scheduler().runOnce()).map((p) => p.id)).toEqual([
+        'paris@2026-11-30T09:00:00.000Z',
+      ]);
+    });
+  });
+});
