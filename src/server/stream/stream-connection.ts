@@ -385,7 +385,7 @@ export class StreamConnection {
 
   private beat(): void {
     if (!this.alive) {
-      this.context.log.info('stream closed: no pong within the heartbeat');
+      this.context.log.warn('stream closed: no pong within the heartbeat');
       this.close(STREAM_CLOSE.heartbeatTimeout, 'HEARTBEAT_TIMEOUT');
       this.socket.terminate();
       return;
