@@ -166,7 +166,10 @@ export class StreamConnection {
   /** What an operation changes for this connection: credit back, sessions to close at the end. */
   private observe(queue: Queue, operation: Operation, outcome: Outcome): void {
     if (!outcome.ok) return;
-    const subscriptions = [...this.subscriptions.values()].filter((sub) => sub.queue === queue);
+    // By name: a queue deleted and made again is another object with the same deliveries' table.
+    const subscriptions = [...this.subscriptions.values()].filter(
+      (sub) => sub.queue.name === queue.name,
+    );
     switch (operation.type) {
       case 'ack':
         for (const sub of subscriptions) for (const token of operation.tokens) sub.settled(token);
