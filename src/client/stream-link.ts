@@ -72,6 +72,7 @@ export class StreamLink {
   async request(frame: RequestFrame, listener?: PushListener): Promise<ServerFrame> {
     const socket = await this.open();
     const id = this.nextId++;
+    const text = JSON.stringify({ ...frame, id });
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -79,7 +80,7 @@ export class StreamLink {
       }, this.options.timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
       if (listener !== undefined) this.listeners.set(id, listener);
-      socket.send(JSON.stringify({ ...frame, id }));
+      socket.send(text);
     });
   }
 

@@ -11,13 +11,14 @@ import {
   redactUrl,
 } from '../../src/engine/index.js';
 import { RemoteEngine, type RemoteTransport, startConformanceServer } from './remote-engine.js';
+import { StreamEngine } from './stream-engine.js';
 
 /** Where the PostgreSQL engine is tested unless LEASEQ_TEST_POSTGRES_URL says otherwise. */
 export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 /** One engine the suites run against. */
 export interface EngineFactory {
-  readonly name: 'memory' | 'sqlite' | 'postgres' | 'http' | 'http-socket';
+  readonly name: 'memory' | 'sqlite' | 'postgres' | 'http' | 'http-socket' | 'stream';
   /** Opens the engine on this factory's storage; opening again reaches the same storage. */
   open(): Promise<Engine>;
   /** Removes the storage this factory created (the SQLite temp file). */
@@ -52,6 +53,21 @@ export function engineFactories(): EngineFactory[] {
   return [memoryFactory(), sqliteFactory(), postgresFactory()];
 }
 
+/** The remote client over the stream, to a server in this process over a SQLite file. */
+function streamFactory(): EngineFactory {
+  let dir: string | undefined;
+  return {
+    name: 'stream',
+    open: () => {
+      dir ??= mkdtempSync(join(tmpdir(), 'leaseq-conformance-stream-'));
+      return StreamEngine.open(`sqlite:${join(dir, 'leaseq.db')}`);
+    },
+    cleanup: async () => {
+      if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** The engines, and the HTTP client in front of a server as one more target. */
 export function conformanceFactories(options: ConformanceOptions = {}): EngineFactory[] {
   if (options.client === false) return engineFactories();
@@ -59,6 +75,7 @@ export function conformanceFactories(options: ConformanceOptions = {}): EngineFa
     ...engineFactories(),
     httpFactory('inject'),
     ...(options.socket === true ? [httpFactory('socket')] : []),
+    streamFactory(),
   ];
 }
 
