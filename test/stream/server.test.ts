@@ -455,10 +455,16 @@ describe('the stream is bounded', () => {
     );
     const server = await serve({
       logger,
-      limits: { maxStreamBufferBytes: 64 * 1024, streamHeartbeatMs: 400 },
+      limits: {
+        maxStreamBufferBytes: 64 * 1024,
+        streamHeartbeatMs: 400,
+        maxPayloadBytes: 1024 * 1024,
+        maxBodyBytes: 2 * 1024 * 1024,
+      },
     });
     const client = await FrameClient.open(server.baseUrl);
-    const big = 'x'.repeat(200_000);
+    // 40 MB: more than the socket buffers of both ends can hold.
+    const big = 'x'.repeat(1_000_000);
     const jobs = 40;
     for (let i = 0; i < jobs; i++) {
       await call(server.baseUrl, 'POST', '/v1/queues/jobs/jobs', { body: { payload: big } });
