@@ -134,7 +134,7 @@ async function runWorkload(subject: SubjectName, run: number): Promise<Outcome<W
   const nodeFlags = values.profile && leaseq ? profileFlags(`${subject}-run${run}`) : [];
   let server: RunningServer | undefined;
   try {
-    if (subject === 'leaseq-http') {
+    if (subject === 'leaseq-http' || subject === 'leaseq-stream') {
       server = await startServer(sqliteFile, `${prefix}.log`, nodeFlags.length > 0);
     }
     const args = [
@@ -161,7 +161,7 @@ async function runWorkload(subject: SubjectName, run: number): Promise<Outcome<W
     if (outcome.status !== 'ok' && server !== undefined) {
       outcome.detail = `${outcome.detail ?? ''}\nserver log:\n${server.logTail()}`;
     }
-    if (outcome.status !== 'ok' && subject !== 'leaseq-memory' && subject !== 'leaseq-http') {
+    if (outcome.status !== 'ok' && subject !== 'leaseq-memory' && server === undefined) {
       // Queues left behind on the servers (or in the file) go with a cleanup child.
       await runChild([...args, '--cleanup'], 60_000);
     }

@@ -10,6 +10,7 @@
  */
 export * from './broker/index.js';
 export {
+  ConnectionLostError,
   type Fetch,
   openRemote,
   RemoteBroker,

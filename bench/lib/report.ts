@@ -287,6 +287,43 @@ export const TARGETS: Target[] = [
     atLeast: 2,
   },
   {
+    text: 'W2 drain c=1 over the stream ≥ 1× the best other',
+    subject: 'leaseq-stream',
+    workload: 'w2c1',
+    atLeast: 1,
+  },
+  {
+    text: 'W2 drain c=32 over the stream ≥ 1× the best other',
+    subject: 'leaseq-stream',
+    workload: 'w2c32',
+    atLeast: 1,
+  },
+  {
+    text: 'W3 latency p99 over the stream ≤ 1.5× the best other',
+    subject: 'leaseq-stream',
+    workload: 'w3p99',
+    atMost: 1.5,
+  },
+  {
+    text: 'W4 c=32 over the stream ≥ 1× the best other',
+    subject: 'leaseq-stream',
+    workload: 'w4c32',
+    atLeast: 1,
+  },
+  {
+    text: 'W4 c=32: work() over the stream ≥ 0.8× work() in-process (SQLite fsync)',
+    subject: 'leaseq-stream',
+    workload: 'w4c32',
+    against: 'leaseq-sqlite-fsync',
+    atLeast: 0.8,
+  },
+  {
+    text: 'W4 c=32, SQLite fsync in-process ≥ 2× the best other',
+    subject: 'leaseq-sqlite-fsync',
+    workload: 'w4c32',
+    atLeast: 2,
+  },
+  {
     text: 'W2 drain c=1 over HTTP ≥ 1× the best other',
     subject: 'leaseq-http',
     workload: 'w2c1',

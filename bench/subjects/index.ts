@@ -6,6 +6,7 @@ export const SUBJECTS = [
   { name: 'leaseq-sqlite-fsync', label: 'leaseq SQLite fsync', leaseq: true },
   { name: 'leaseq-sqlite-os', label: 'leaseq SQLite os', leaseq: true },
   { name: 'leaseq-postgres', label: 'leaseq PostgreSQL', leaseq: true },
+  { name: 'leaseq-stream', label: 'leaseq stream (SQLite fsync)', leaseq: true },
   { name: 'leaseq-http', label: 'leaseq HTTP (SQLite fsync)', leaseq: true },
   { name: 'rabbitmq-classic', label: 'RabbitMQ classic durable', leaseq: false },
   { name: 'rabbitmq-quorum', label: 'RabbitMQ quorum', leaseq: false },
@@ -26,7 +27,7 @@ export interface Endpoints {
   amqp: string;
   /** leaseq-sqlite-*: the database file (the caller removes it). */
   sqliteFile?: string;
-  /** leaseq-http: the server the caller started. */
+  /** leaseq-stream, leaseq-http: the server the caller started. */
   httpUrl?: string;
 }
 
@@ -36,15 +37,20 @@ export async function openSubject(name: SubjectName, endpoints: Endpoints): Prom
     case 'leaseq-sqlite-fsync':
     case 'leaseq-sqlite-os':
     case 'leaseq-postgres':
+    case 'leaseq-stream':
     case 'leaseq-http': {
       const { openLeaseq } = await import('./leaseq.js');
       if (name === 'leaseq-memory') return openLeaseq({ url: 'memory:', batchSize: 1000 });
       if (name === 'leaseq-postgres')
         return openLeaseq({ url: endpoints.postgres, batchSize: 1000 });
-      if (name === 'leaseq-http') {
-        if (endpoints.httpUrl === undefined) throw new Error('leaseq-http needs --http-url');
+      if (name === 'leaseq-http' || name === 'leaseq-stream') {
+        if (endpoints.httpUrl === undefined) throw new Error(`${name} needs --http-url`);
         // The server's default maxBatch.
-        return openLeaseq({ url: endpoints.httpUrl, batchSize: 100 });
+        return openLeaseq({
+          url: endpoints.httpUrl,
+          batchSize: 100,
+          transport: name === 'leaseq-http' ? 'http' : 'stream',
+        });
       }
       if (endpoints.sqliteFile === undefined) throw new Error(`${name} needs --sqlite-file`);
       return openLeaseq({

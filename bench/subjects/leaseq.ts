@@ -7,14 +7,16 @@ export interface LeaseqTarget {
   durability?: 'fsync' | 'os';
   /** Jobs per publishBatch: the HTTP server takes 100 by default. */
   batchSize: number;
+  /** Over a server: the stream (the client's default) or plain HTTP requests. */
+  transport?: 'stream' | 'http';
 }
 
-/** leaseq through its public Broker and Queue interface, in-process or over HTTP. */
+/** leaseq through its public Broker and Queue interface, in-process, over the stream or HTTP. */
 export async function openLeaseq(target: LeaseqTarget): Promise<Subject> {
-  const broker = await leaseq.open(
-    target.url,
-    target.durability === undefined ? {} : { durability: target.durability },
-  );
+  const broker = await leaseq.open(target.url, {
+    ...(target.durability === undefined ? {} : { durability: target.durability }),
+    ...(target.transport === undefined ? {} : { transport: target.transport }),
+  });
   return new LeaseqSubject(broker, target.url, target.batchSize);
 }
 

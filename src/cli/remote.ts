@@ -1,5 +1,5 @@
 import { openRemote, type RemoteBroker } from '../client/index.js';
-import type { CliContext, OptionsConfig, Values } from './command.js';
+import { type CliContext, type OptionsConfig, UsageError, type Values } from './command.js';
 import { stringFlag } from './flags.js';
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:7700';
@@ -8,12 +8,14 @@ export const DEFAULT_SERVER = 'http://127.0.0.1:7700';
 export const REMOTE_OPTIONS: OptionsConfig = {
   server: { type: 'string' },
   'api-key': { type: 'string' },
+  transport: { type: 'string' },
   json: { type: 'boolean' },
 };
 
 export const REMOTE_DETAILS = [
   `--server URL     the leaseq server (env LEASEQ_SERVER, default ${DEFAULT_SERVER})`,
   '--api-key KEY    API key (env LEASEQ_API_KEY; prefer the environment: flags show in ps)',
+  '--transport T    stream (one WebSocket, the default) or http (plain requests; env LEASEQ_TRANSPORT)',
   '--json           machine-readable output',
 ];
 
@@ -21,8 +23,13 @@ export const REMOTE_DETAILS = [
 export async function connect(values: Values, context: CliContext): Promise<RemoteBroker> {
   const server = stringFlag(values, 'server') ?? context.env.LEASEQ_SERVER ?? DEFAULT_SERVER;
   const apiKey = stringFlag(values, 'api-key') ?? context.env.LEASEQ_API_KEY;
+  const transport = stringFlag(values, 'transport') ?? context.env.LEASEQ_TRANSPORT;
+  if (transport !== undefined && transport !== 'stream' && transport !== 'http') {
+    throw new UsageError(`--transport must be stream or http, got ${transport}`);
+  }
   return openRemote(server, {
     ...(apiKey === undefined ? {} : { apiKey }),
+    ...(transport === undefined ? {} : { transport }),
     ...(context.fetch === undefined ? {} : { fetch: context.fetch }),
   });
 }

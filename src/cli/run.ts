@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { RemoteError } from '../client/index.js';
+import { ConnectionLostError, RemoteError } from '../client/index.js';
 import { LeaseqError } from '../core/index.js';
 import { VERSION } from '../server/index.js';
 import { type CliContext, type Command, EXIT, UsageError } from './command.js';
@@ -95,7 +95,11 @@ function report(command: Command, error: unknown, context: CliContext): number {
     );
     return EXIT.usage;
   }
-  if (error instanceof LeaseqError || error instanceof RemoteError) {
+  if (
+    error instanceof LeaseqError ||
+    error instanceof RemoteError ||
+    error instanceof ConnectionLostError
+  ) {
     const hint =
       error.code === 'STORAGE_UNAVAILABLE' && command.remote
         ? '\n(is `leaseq serve` running there? --server or LEASEQ_SERVER names it)'

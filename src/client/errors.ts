@@ -81,3 +81,15 @@ export function errorFromWire(error: WireError): CodedError<string> {
     ? new RemoteError(error.code, 0, error.message)
     : core(error.message, error);
 }
+
+/**
+ * The stream connection to the server dropped while a call was in flight: the call may or may
+ * not have taken effect. Retryable: the client reconnects (with backoff) at the next call.
+ */
+export class ConnectionLostError extends CodedError<'CONNECTION_LOST'> {
+  readonly code = 'CONNECTION_LOST' as const;
+  readonly retryable = true;
+  constructor(message = 'the stream connection to the server was lost') {
+    super(message);
+  }
+}

@@ -4,7 +4,12 @@
  */
 
 export type { WireDelivery } from '../wire/index.js';
-export { errorFromResponse, RemoteError, UnknownDeliveryError } from './errors.js';
+export {
+  ConnectionLostError,
+  errorFromResponse,
+  RemoteError,
+  UnknownDeliveryError,
+} from './errors.js';
 export { type Fetch, RequestAborted } from './http.js';
 export { openRemote, RemoteBroker, type RemoteOptions } from './remote-broker.js';
 export { type ReceivedDelivery, RemoteQueue } from './remote-queue.js';

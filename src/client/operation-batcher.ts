@@ -6,23 +6,32 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
+/** Sends one batch of one queue's operations (a request, a frame) and answers in order. */
+export type BatchSender = (queue: string, operations: WireOperation[]) => Promise<WireOutcome[]>;
+
 /**
  * Coalesces the operations that callers in one process submit within one turn of the event
- * loop into one request (several when they exceed `maxBatch`), so that many concurrent acks
- * or publishes cost one round trip and one storage transaction on the server.
+ * loop into one batch per queue (several when they exceed `maxBatch`), so that many concurrent
+ * acks or publishes cost one round trip and one storage transaction on the server. The
+ * transport decides what a batch is: an HTTP request or a stream frame.
  */
 export class OperationBatcher {
-  private waiting: Waiting[] = [];
+  private waiting = new Map<string, Waiting[]>();
   private scheduled = false;
 
   constructor(
-    private readonly send: (operations: WireOperation[]) => Promise<WireOutcome[]>,
-    private readonly maxBatch: number,
+    private readonly send: BatchSender,
+    private readonly maxBatch: () => number,
   ) {}
 
-  submit(operations: readonly WireOperation[]): Promise<WireOutcome[]> {
+  submit(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ operations, resolve, reject });
+      let list = this.waiting.get(queue);
+      if (list === undefined) {
+        list = [];
+        this.waiting.set(queue, list);
+      }
+      list.push({ operations, resolve, reject });
       if (this.scheduled) return;
       this.scheduled = true;
       setImmediate(() => this.flush());
@@ -31,33 +40,47 @@ export class OperationBatcher {
 
   private flush(): void {
     this.scheduled = false;
-    const waiting = this.waiting;
-    this.waiting = [];
-    let request: Waiting[] = [];
-    let size = 0;
-    for (const entry of waiting) {
-      if (size > 0 && size + entry.operations.length > this.maxBatch) {
-        void this.sendRequest(request);
-        request = [];
-        size = 0;
+    const all = this.waiting;
+    this.waiting = new Map();
+    const maxBatch = this.maxBatch();
+    for (const [queue, waiting] of all) {
+      let batch: Waiting[] = [];
+      let size = 0;
+      for (const entry of waiting) {
+        if (size > 0 && size + entry.operations.length > maxBatch) {
+          void this.sendBatch(queue, batch, maxBatch);
+          batch = [];
+          size = 0;
+        }
+        batch.push(entry);
+        size += entry.operations.length;
       }
-      request.push(entry);
-      size += entry.operations.length;
+      if (batch.length > 0) void this.sendBatch(queue, batch, maxBatch);
     }
-    if (request.length > 0) void this.sendRequest(request);
   }
 
-  /** One request for the entries; a caller whose own list is over maxBatch is split. */
-  private async sendRequest(entries: Waiting[]): Promise<void> {
+  /** One batch for the entries; a caller whose own list is over maxBatch is split. */
+  private async sendBatch(queue: string, entries: Waiting[], maxBatch: number): Promise<void> {
     try {
-      const all = entries.flatMap((entry) => entry.operations);
-      const outcomes: WireOutcome[] = [];
-      for (let start = 0; start < all.length; start += this.maxBatch) {
-        outcomes.push(...(await this.send(all.slice(start, start + this.maxBatch))));
+      const all =
+        entries.length === 1
+          ? (entries[0]?.operations ?? [])
+          : entries.flatMap((entry) => entry.operations);
+      let outcomes: WireOutcome[];
+      if (all.length <= maxBatch) {
+        outcomes = await this.send(queue, all as WireOperation[]);
+      } else {
+        outcomes = [];
+        // One part after the other, so that they run in the order the caller gave.
+        for (let start = 0; start < all.length; start += maxBatch) {
+          outcomes.push(...(await this.send(queue, all.slice(start, start + maxBatch))));
+        }
       }
       let at = 0;
       for (const entry of entries) {
-        entry.resolve(outcomes.slice(at, at + entry.operations.length));
+        entry.resolve(
+          entries.length === 1 ? outcomes : outcomes.slice(at, at + entry.operations.length),
+        );
         at += entry.operations.length;
       }
     } catch (error) {

@@ -8,14 +8,24 @@ import {
   UnsupportedError,
 } from '../core/index.js';
 import { boundsFromWire } from '../wire/index.js';
+import type { Channel } from './channel.js';
 import { type Fetch, HttpTransport } from './http.js';
+import { HttpChannel } from './http-channel.js';
 import { ReceiptBook } from './receipt-book.js';
-import { RemoteQueue, type RemoteQueueSettings } from './remote-queue.js';
+import { RemoteQueue } from './remote-queue.js';
+import { StreamChannel } from './stream-channel.js';
 
 export interface RemoteOptions {
   /** Sent as `Authorization: Bearer <apiKey>`. */
   apiKey?: string;
-  /** Default: the global fetch. */
+  /**
+   * How operations and receives travel: `stream`, one WebSocket with pushed deliveries
+   * (docs/stream.md), or `http`, one request per batch and long-poll receives. Default
+   * `stream`, or `http` when a `fetch` is given. Queue administration and inspection are
+   * HTTP requests either way.
+   */
+  transport?: 'stream' | 'http';
+  /** Sends HTTP requests with this fetch instead of node:http (tests, other runtimes). */
   fetch?: Fetch;
   /** How long one request may take beyond its long-poll wait. Default 30 s. */
   timeoutMs?: number;
@@ -25,6 +35,11 @@ export interface RemoteOptions {
   maxBatch?: number;
   /** Most unsettled receipts remembered per queue; the oldest go first. Default 100,000. */
   maxReceipts?: number;
+  /**
+   * Stream only: how long deliveries pushed ahead of a receive are held for the next one
+   * before they are given back (nacked without delay). Default 2000 ms.
+   */
+  prefetchIdleMs?: number;
 }
 
 interface QueueView {
@@ -35,16 +50,26 @@ interface QueueView {
 /** A Broker whose queues live on a leaseq server. */
 export class RemoteBroker implements Broker {
   private readonly http: HttpTransport;
+  private readonly channel: Channel;
   private readonly books = new Map<string, ReceiptBook>();
-  private readonly settings: RemoteQueueSettings;
   private readonly maxReceipts: number;
+  /** How operations and receives travel (see RemoteOptions.transport). */
+  readonly transport: 'stream' | 'http';
 
   constructor(baseUrl: string, options: RemoteOptions = {}) {
     this.http = new HttpTransport(baseUrl, options);
-    this.settings = {
-      maxWaitPerRequestMs: options.maxWaitPerRequestMs ?? 20_000,
-      maxBatch: options.maxBatch ?? 100,
-    };
+    this.transport = options.transport ?? (options.fetch === undefined ? 'stream' : 'http');
+    this.channel =
+      this.transport === 'stream'
+        ? new StreamChannel(streamUrl(this.http.baseUrl), {
+            ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+            timeoutMs: options.timeoutMs ?? 30_000,
+            prefetchIdleMs: options.prefetchIdleMs ?? 2000,
+          })
+        : new HttpChannel(this.http, {
+            maxWaitPerRequestMs: options.maxWaitPerRequestMs ?? 20_000,
+            maxBatch: options.maxBatch ?? 100,
+          });
     this.maxReceipts = options.maxReceipts ?? 100_000;
   }
 
@@ -83,7 +108,7 @@ export class RemoteBroker implements Broker {
   /** A handle on a queue without asking the server; calls answer NOT_FOUND if it is missing. */
   handle(name: string): RemoteQueue {
     checkQueueName(name);
-    return new RemoteQueue(name, this.http, this.book(name), this.settings);
+    return new RemoteQueue(name, this.http, this.channel, this.book(name));
   }
 
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
@@ -113,8 +138,12 @@ export class RemoteBroker implements Broker {
     );
   }
 
-  /** Ends waiting receives (empty answers) and refuses later calls with CLOSED. */
+  /**
+   * Gives back deliveries pushed ahead and not yet received, ends waiting receives (empty
+   * answers over HTTP) and refuses later calls with CLOSED.
+   */
   async close(): Promise<void> {
+    await this.channel.close();
     this.http.close();
     this.books.clear();
   }
@@ -132,6 +161,11 @@ export class RemoteBroker implements Broker {
     }
     return book;
   }
+}
+
+/** `http://host:port/prefix` → `ws://host:port/prefix/v1/stream`. */
+function streamUrl(baseUrl: string): string {
+  return `${baseUrl.replace(/^http/i, 'ws')}/v1/stream`;
 }
 
 /**

@@ -39,21 +39,14 @@ import {
   type WireOutcome,
   type WireWrapper,
 } from '../wire/index.js';
+import type { Channel } from './channel.js';
 import { errorFromWire, UnknownDeliveryError } from './errors.js';
-import { type HttpTransport, RequestAborted } from './http.js';
-import { OperationBatcher } from './operation-batcher.js';
+import type { HttpTransport } from './http.js';
 import type { ReceiptBook } from './receipt-book.js';
 
 /** A delivery with the receipt that settles it (what `receiveWithReceipts` returns). */
 export interface ReceivedDelivery extends Delivery {
   receipt: string;
-}
-
-export interface RemoteQueueSettings {
-  /** The longest wait one receive request carries; longer waits are several requests. */
-  maxWaitPerRequestMs: number;
-  /** Most entries one batch request carries; ackMany splits longer lists. */
-  maxBatch: number;
 }
 
 /**
@@ -65,21 +58,15 @@ export interface RemoteQueueSettings {
  */
 export class RemoteQueue implements Queue {
   private readonly path: string;
-  private readonly batcher: OperationBatcher;
   private readonly wrapper: WireWrapper;
 
   constructor(
     readonly name: string,
     private readonly http: HttpTransport,
+    private readonly channel: Channel,
     private readonly book: ReceiptBook,
-    private readonly settings: RemoteQueueSettings,
   ) {
     this.path = `/v1/queues/${encodeURIComponent(name)}`;
-    this.batcher = new OperationBatcher(
-      async (operations) =>
-        (await this.post<{ results: WireOutcome[] }>('/operations', { operations })).results,
-      settings.maxBatch,
-    );
     this.wrapper = {
       receipt: (token) => {
         const receipt = this.book.receipt(token);
@@ -103,37 +90,23 @@ export class RemoteQueue implements Queue {
 
   /**
    * `receive`, with each delivery's receipt: for handing a delivery to another process, which
-   * can settle it with `ackReceipt` and friends. Waits longer than one request may carry are
-   * several long polls.
+   * can settle it with `ackReceipt` and friends.
    */
   async receiveWithReceipts(options: ReceiveOptions = {}): Promise<ReceivedDelivery[]> {
     const { wait = 0, signal, max, visibility, session, ack } = options;
-    const reserve = { max, visibility, session, ack };
-    build.reserve(reserve);
+    build.reserve({ max, visibility, session, ack });
     if (!Number.isSafeInteger(wait) || wait < 0) {
       throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
     }
-    const until = Date.now() + wait;
-    for (;;) {
-      const chunk = Math.min(Math.max(0, until - Date.now()), this.settings.maxWaitPerRequestMs);
-      const started = Date.now();
-      let answer: { deliveries: WireDelivery[] };
-      try {
-        answer = await this.post(
-          '/receive',
-          { ...reserve, wait: chunk },
-          { signal, waitMs: chunk },
-        );
-      } catch (error) {
-        if (error instanceof RequestAborted) return [];
-        throw error;
-      }
-      // An empty answer before the wait ran out means the server stopped waiting (shutdown).
-      const endedEarly = Date.now() - started < chunk;
-      if (answer.deliveries.length > 0 || Date.now() >= until || endedEarly || signal?.aborted) {
-        return answer.deliveries.map((wire) => this.remember(wire));
-      }
-    }
+    const deliveries = await this.channel.receive(this.name, {
+      max,
+      visibility,
+      session,
+      ack,
+      wait,
+      signal,
+    });
+    return deliveries.map((wire) => this.remember(wire));
   }
 
   /**
@@ -155,7 +128,10 @@ export class RemoteQueue implements Queue {
       }
     });
     if (sent.length === 0) return outcomes;
-    const answers = await this.batcher.submit(sent.map((entry) => entry.wire));
+    const answers = await this.channel.execute(
+      this.name,
+      sent.map((entry) => entry.wire),
+    );
     sent.forEach(({ index, operation }, k) => {
       outcomes[index] = this.fromWire(operation, answers[k] as WireOutcome);
     });
@@ -345,15 +321,7 @@ export class RemoteQueue implements Queue {
     return this.http.request<T>('GET', `${this.path}${suffix}`);
   }
 
-  private post<T>(
-    suffix: string,
-    body: unknown,
-    options: { signal?: AbortSignal | undefined; waitMs?: number } = {},
-  ): Promise<T> {
-    return this.http.request<T>('POST', `${this.path}${suffix}`, {
-      body,
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
-      ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
-    });
+  private post<T>(suffix: string, body: unknown): Promise<T> {
+    return this.http.request<T>('POST', `${this.path}${suffix}`, { body });
   }
 }

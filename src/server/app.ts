@@ -31,6 +31,7 @@ import { sessionRoutes } from './routes/sessions.js';
 import { buildSchemas } from './schemas.js';
 import type { SqsSettings } from './sqs/context.js';
 import { registerSqs } from './sqs/register.js';
+import { registerStream } from './stream/stream-endpoint.js';
 import { registerDashboard } from './ui/dashboard.js';
 import { VERSION } from './version.js';
 
@@ -124,6 +125,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   for (const spec of routes) register(app, spec, services);
   if (options.ui ?? true) registerDashboard(app, logger);
   if (options.sqs !== undefined) registerSqs(app, services, options.sqs);
+  registerStream(app, services, logger);
   // Waiting long polls answer (empty) before the server waits for requests in flight.
   app.addHook('preClose', async () => {
     stopReceiptKeys();

@@ -83,6 +83,18 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'maxVisibilityMs', kind: int(1), help: 'longest lease a request may ask for' },
   { name: 'maxDelayMs', kind: int(0), help: 'longest publish or nack delay' },
   { name: 'maxJsonDepth', kind: int(1, 10_000), help: 'deepest nesting in a request body' },
+  {
+    name: 'maxSubscriptions',
+    kind: int(1, 100_000),
+    help: 'most subscriptions of one stream connection',
+  },
+  { name: 'maxPrefetch', kind: int(1, 100_000), help: 'largest prefetch of one subscription' },
+  {
+    name: 'maxStreamBufferBytes',
+    kind: int(64 * 1024, 1024 * 1024 * 1024),
+    help: 'most unsent bytes queued for one stream connection',
+  },
+  { name: 'streamHeartbeatMs', kind: int(100, 600_000), help: 'stream ping interval' },
   { name: 'shutdownTimeoutMs', kind: int(0, 3_600_000), help: 'wait for requests in flight' },
   {
     name: 'ui',

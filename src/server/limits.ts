@@ -19,6 +19,17 @@ export interface Limits {
   maxDelayMs: number;
   /** Deepest nesting of arrays and objects in a request body. Default 64. */
   maxJsonDepth: number;
+  /** Most subscriptions one stream connection holds at once. Default 64. */
+  maxSubscriptions: number;
+  /** Largest prefetch (unsettled pushed deliveries) of one subscription. Default 1000. */
+  maxPrefetch: number;
+  /**
+   * Most bytes a stream connection may have queued unsent (a client that does not read): past
+   * it the server stops pushing and reading; past it for streamHeartbeatMs it closes. 4 MiB.
+   */
+  maxStreamBufferBytes: number;
+  /** How often each side of a stream pings; a connection silent for two of these ends. 15 s. */
+  streamHeartbeatMs: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<Limits> = {
@@ -30,6 +41,10 @@ export const DEFAULT_LIMITS: Readonly<Limits> = {
   maxVisibilityMs: 12 * 60 * 60 * 1000,
   maxDelayMs: 12 * 60 * 60 * 1000,
   maxJsonDepth: 64,
+  maxSubscriptions: 64,
+  maxPrefetch: 1000,
+  maxStreamBufferBytes: 4 * 1024 * 1024,
+  streamHeartbeatMs: 15_000,
 };
 
 /** Counts receives that are waiting; refuses one more than the limit with TOO_MANY_REQUESTS. */

@@ -19,3 +19,21 @@ export {
   type WireVerifier,
   type WireWrapper,
 } from './operations.js';
+export {
+  type BatchFrame,
+  type ClientFrame,
+  type CreditFrame,
+  clientFrameFromWire,
+  type DeliveriesFrame,
+  type ErrorFrame,
+  frameId,
+  type ReadyFrame,
+  type ResultsFrame,
+  type ServerFrame,
+  STREAM_CLOSE,
+  type StreamLimits,
+  type SubscribedFrame,
+  type SubscribeFrame,
+  type UnsubscribedFrame,
+  type UnsubscribeFrame,
+} from './stream.js';

@@ -24,205 +24,217 @@ let client: RemoteBroker;
 beforeEach(async () => {
   clock = new ManualClock(0);
   server = await startTestServer({ clock });
-  client = await openRemote(server.baseUrl);
 });
 
 afterEach(async () => {
-  await client.close();
+  await client?.close();
   await server.close();
 });
 
-describe('the remote client keeps the Queue interface', () => {
-  it('R24 publishes into message groups; deliveries and inspection show them', async () => {
-    const q = await client.queue('groups');
-    await q.publishBatch([
-      { id: 'a1', group: 'a' },
-      { id: 'a2', group: 'a' },
-      { id: 'b1', group: 'b' },
-    ]);
-    expect(await q.inspect()).toMatchObject({ ready: ['a1', 'b1'], waiting: ['a2'] });
-    expect(await q.job('a2')).toMatchObject({ state: 'waiting', group: 'a' });
-    const delivered = await q.receive({ max: 5 });
-    expect(delivered.map((d) => [d.id, d.group])).toEqual([
-      ['a1', 'a'],
-      ['b1', 'b'],
-    ]);
-    await q.ack(delivered[0]?.token as number);
-    expect((await q.receive({ max: 5 })).map((d) => d.id)).toEqual(['a2']);
-    expect(await q.stats()).toMatchObject({ waiting: 0, active: 2 });
-  });
-
-  it('R23 publishes with priorities, shown by job(), refused outside 0–9 with the same error', async () => {
-    const q = await client.queue('priorities');
-    await q.publish({ id: 'low' });
-    await q.publishBatch([
-      { id: 'high', priority: 9 },
-      { id: 'mid', priority: 4 },
-    ]);
-    expect(await q.job('high')).toMatchObject({ id: 'high', state: 'ready', priority: 9 });
-    expect((await q.receive({ max: 3 })).map((d) => d.id)).toEqual(['high', 'mid', 'low']);
-    await expect(q.publish({ id: 'x', priority: 10 })).rejects.toMatchObject({
-      code: 'INVALID_ARGUMENT',
+describe.each(['stream', 'http'] as const)(
+  'the remote client over %s keeps the Queue interface',
+  (transport) => {
+    beforeEach(async () => {
+      client = await openRemote(server.baseUrl, { transport });
     });
-  });
 
-  it('R22 receives at most once with ack auto, over /receive and the operations route', async () => {
-    const q = await client.queue('auto-ack', { visibility: 5 });
-    await q.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
-    const [first] = await q.receive({ ack: 'auto' });
-    expect(first).toMatchObject({ id: 'a', token: 1, deadline: 0, deliveryCount: 1 });
-    expect(await q.ack(1)).toBe(false);
-    const [outcome] = await q.execute([build.reserve({ max: 5, ack: 'auto' })]);
-    expect(outcome).toMatchObject({ ok: true, value: [{ id: 'b' }, { id: 'c' }] });
-    expect(await q.stats()).toMatchObject({ ready: 0, active: 0, autoAcked: 3, staleAcks: 1 });
-    await expect(q.receive({ ack: 'never' as 'auto' })).rejects.toBeInstanceOf(ValidationError);
-  });
-
-  it('runs the worked example of SPEC.md (R2, R3, R6, R8, R12)', async () => {
-    const q = await client.queue('worked', { visibility: 5 });
-    expect(await q.publish({ id: 'a' })).toEqual({ id: 'a', duplicate: false });
-    const [first] = await q.receive();
-    expect(first).toEqual({
-      token: 1,
-      id: 'a',
-      payload: undefined,
-      deadline: 5,
-      deliveryCount: 1,
-      redelivered: false,
+    it('R24 publishes into message groups; deliveries and inspection show them', async () => {
+      const q = await client.queue('groups');
+      await q.publishBatch([
+        { id: 'a1', group: 'a' },
+        { id: 'a2', group: 'a' },
+        { id: 'b1', group: 'b' },
+      ]);
+      expect(await q.inspect()).toMatchObject({ ready: ['a1', 'b1'], waiting: ['a2'] });
+      expect(await q.job('a2')).toMatchObject({ state: 'waiting', group: 'a' });
+      const delivered = await q.receive({ max: 5 });
+      expect(delivered.map((d) => [d.id, d.group])).toEqual([
+        ['a1', 'a'],
+        ['b1', 'b'],
+      ]);
+      await q.ack(delivered[0]?.token as number);
+      expect((await q.receive({ max: 5 })).map((d) => d.id)).toEqual(['a2']);
+      expect(await q.stats()).toMatchObject({ waiting: 0, active: 2 });
     });
-    clock.set(4);
-    expect((await q.inspect()).active.map((a) => a.token)).toEqual([1]);
-    clock.set(5);
-    expect(await q.ack(1)).toBe(false);
-    expect((await q.inspect()).ready).toEqual(['a']);
-    const [second] = await q.receive();
-    expect(second).toMatchObject({ token: 2, id: 'a', deliveryCount: 2, redelivered: true });
-    expect(await q.ack(1)).toBe(false);
-    expect((await q.inspect()).active.map((a) => a.token)).toEqual([2]);
-    clock.set(6);
-    expect(await q.ack(2)).toBe(true);
-    expect(await q.inspect()).toEqual({
-      queueTime: 6,
-      ready: [],
-      delayed: [],
-      active: [],
-      dead: [],
+
+    it('R23 publishes with priorities, shown by job(), refused outside 0–9 with the same error', async () => {
+      const q = await client.queue('priorities');
+      await q.publish({ id: 'low' });
+      await q.publishBatch([
+        { id: 'high', priority: 9 },
+        { id: 'mid', priority: 4 },
+      ]);
+      expect(await q.job('high')).toMatchObject({ id: 'high', state: 'ready', priority: 9 });
+      expect((await q.receive({ max: 3 })).map((d) => d.id)).toEqual(['high', 'mid', 'low']);
+      await expect(q.publish({ id: 'x', priority: 10 })).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
     });
-  });
 
-  it('publishes batches all or nothing (R5) and reports duplicates (R4)', async () => {
-    const q = await client.queue('batch');
-    expect(await q.publishBatch([{ id: 'a', payload: { n: 1 } }, { id: 'b' }])).toEqual([
-      { id: 'a', duplicate: false },
-      { id: 'b', duplicate: false },
-    ]);
-    await expect(q.publishBatch([{ id: 'c' }, { id: '' }])).rejects.toBeInstanceOf(ValidationError);
-    expect((await q.inspect()).ready).toEqual(['a', 'b']);
-    expect(await q.publish({ id: 'a' })).toEqual({ id: 'a', duplicate: true });
-    expect(await q.publishBatch([])).toEqual([]);
-  });
-
-  it('acks, nacks, rejects and extends by token, one entry each (R8, R9, R10)', async () => {
-    const q = await client.queue('settle', { visibility: 100, maxLease: 1000 });
-    await q.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd' }]);
-    const tokens = (await q.receive({ max: 4 })).map((d) => d.token);
-    expect(tokens).toEqual([1, 2, 3, 4]);
-    clock.set(10);
-    expect(await q.extend(1, 500)).toBe(510);
-    expect(await q.extend(1, 5000)).toBe(1000);
-    // A token this client never received is a typed error, not a silent false.
-    await expect(q.ackMany([1, 99])).rejects.toBeInstanceOf(UnknownDeliveryError);
-    expect(await q.ackMany([1, 1])).toEqual([true, false]);
-    expect(await q.nack(2, { delay: 50 })).toBe(true);
-    expect(await q.reject(3, { requeue: false, reason: 'bad' })).toBe(true);
-    expect(await q.nack(3)).toBe(false);
-    expect(await q.extend(3, 10)).toBeNull();
-    const view = await q.inspect();
-    expect(view.delayed).toEqual([{ id: 'b', availableAt: 60 }]);
-    expect(view.dead).toEqual([{ id: 'c', reason: 'bad', deliveryCount: 1 }]);
-    expect(view.active.map((a) => a.token)).toEqual([4]);
-    const [dead] = await q.deadLetters();
-    expect(dead?.history).toEqual([
-      { token: 3, deliveredAt: 0, endedAt: 10, outcome: 'rejected', reason: 'bad' },
-    ]);
-    expect(await q.redrive()).toBe(1);
-    expect(await q.job('c')).toMatchObject({ id: 'c', state: 'ready', deliveryCount: 0 });
-    expect(await q.job('missing')).toBeUndefined();
-    expect(await q.purge()).toBe(0);
-  });
-
-  it('refuses bad tokens as the in-process queue does, before asking the server', async () => {
-    const q = await client.queue('tokens');
-    await expect(q.ack(0)).rejects.toBeInstanceOf(ValidationError);
-    await expect(q.ack(1.5)).rejects.toBeInstanceOf(ValidationError);
-    await expect(q.extend(1, -1)).rejects.toBeInstanceOf(ValidationError);
-    await expect(q.nack(1, { delay: -1 })).rejects.toBeInstanceOf(ValidationError);
-    await expect(q.ack(7)).rejects.toMatchObject({ code: 'UNKNOWN_DELIVERY', token: 7 });
-  });
-
-  it('runs sessions: ackUpTo touches only its own session, close releases (R11, R16)', async () => {
-    const q = await client.queue('sessions');
-    await q.publishBatch(['a', 'b', 'c', 'd'].map((id) => ({ id })));
-    const s1 = await q.openSession({ prefetch: 2 });
-    const s2 = await q.openSession({ timeout: 100 });
-    expect((await q.receive({ max: 5, session: s1 })).map((d) => d.token)).toEqual([1, 2]);
-    expect((await q.receive({ session: s2 })).map((d) => d.token)).toEqual([3]);
-    expect((await q.inspect()).active.map((a) => a.session)).toEqual([s1, s1, s2]);
-    expect(await q.ackUpTo(s1, 1)).toBe(1);
-    expect(await q.ackUpTo(s2, 1)).toBe(0);
-    expect(await q.nackUpTo(s1, 10)).toBe(1);
-    clock.set(50);
-    await q.heartbeat(s2);
-    clock.set(150);
-    await expect(q.heartbeat(s2)).rejects.toBeInstanceOf(SessionClosedError);
-    expect(await q.closeSession(s1)).toBe(0);
-    await expect(q.heartbeat(s1)).rejects.toBeInstanceOf(SessionClosedError);
-    await expect(q.heartbeat('s1')).rejects.toBeInstanceOf(ValidationError);
-    expect((await q.stats()).sessionReleases).toBe(1);
-  });
-
-  it('brings errors back as the same classes, by code', async () => {
-    await client.queue('conflict', { visibility: 10 });
-    await expect(client.queue('conflict', { visibility: 20 })).rejects.toBeInstanceOf(
-      ConflictError,
-    );
-    await expect(client.updateQueue('missing', { visibility: 5 })).rejects.toBeInstanceOf(
-      NotFoundError,
-    );
-    await expect(client.queue('bad name')).rejects.toBeInstanceOf(ValidationError);
-    await expect(client.handle('missing').stats()).rejects.toBeInstanceOf(NotFoundError);
-    await expect(client.transaction(async () => 1)).rejects.toBeInstanceOf(UnsupportedError);
-    const q = client.handle('conflict');
-    await expect(q.ackReceipts(['Zm9yZ2Vk'])).rejects.toMatchObject({
-      code: 'INVALID_RECEIPT',
-      status: 400,
+    it('R22 receives at most once with ack auto, over /receive and the operations route', async () => {
+      const q = await client.queue('auto-ack', { visibility: 5 });
+      await q.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+      const [first] = await q.receive({ ack: 'auto' });
+      expect(first).toMatchObject({ id: 'a', token: 1, deadline: 0, deliveryCount: 1 });
+      expect(await q.ack(1)).toBe(false);
+      const [outcome] = await q.execute([build.reserve({ max: 5, ack: 'auto' })]);
+      expect(outcome).toMatchObject({ ok: true, value: [{ id: 'b' }, { id: 'c' }] });
+      expect(await q.stats()).toMatchObject({ ready: 0, active: 0, autoAcked: 3, staleAcks: 1 });
+      await expect(q.receive({ ack: 'never' as 'auto' })).rejects.toBeInstanceOf(ValidationError);
     });
-    await expect(q.ackReceipts(['Zm9yZ2Vk'])).rejects.toBeInstanceOf(RemoteError);
-  });
 
-  it('lists, updates and deletes queues with unbounded options as Infinity', async () => {
-    await client.queue('a', { prefetch: 5 });
-    expect(await client.updateQueue('a', { prefetch: Number.POSITIVE_INFINITY })).toMatchObject({
-      prefetch: Number.POSITIVE_INFINITY,
+    it('runs the worked example of SPEC.md (R2, R3, R6, R8, R12)', async () => {
+      const q = await client.queue('worked', { visibility: 5 });
+      expect(await q.publish({ id: 'a' })).toEqual({ id: 'a', duplicate: false });
+      const [first] = await q.receive();
+      expect(first).toEqual({
+        token: 1,
+        id: 'a',
+        payload: undefined,
+        deadline: 5,
+        deliveryCount: 1,
+        redelivered: false,
+      });
+      clock.set(4);
+      expect((await q.inspect()).active.map((a) => a.token)).toEqual([1]);
+      clock.set(5);
+      expect(await q.ack(1)).toBe(false);
+      expect((await q.inspect()).ready).toEqual(['a']);
+      const [second] = await q.receive();
+      expect(second).toMatchObject({ token: 2, id: 'a', deliveryCount: 2, redelivered: true });
+      expect(await q.ack(1)).toBe(false);
+      expect((await q.inspect()).active.map((a) => a.token)).toEqual([2]);
+      clock.set(6);
+      expect(await q.ack(2)).toBe(true);
+      expect(await q.inspect()).toEqual({
+        queueTime: 6,
+        ready: [],
+        delayed: [],
+        active: [],
+        dead: [],
+      });
     });
-    expect(await client.listQueues()).toEqual([
-      {
-        name: 'a',
-        options: {
-          visibility: 30000,
-          prefetch: Number.POSITIVE_INFINITY,
-          maxDeliveries: 10,
-          maxLease: Number.POSITIVE_INFINITY,
-          dedupWindow: 0,
+
+    it('publishes batches all or nothing (R5) and reports duplicates (R4)', async () => {
+      const q = await client.queue('batch');
+      expect(await q.publishBatch([{ id: 'a', payload: { n: 1 } }, { id: 'b' }])).toEqual([
+        { id: 'a', duplicate: false },
+        { id: 'b', duplicate: false },
+      ]);
+      await expect(q.publishBatch([{ id: 'c' }, { id: '' }])).rejects.toBeInstanceOf(
+        ValidationError,
+      );
+      expect((await q.inspect()).ready).toEqual(['a', 'b']);
+      expect(await q.publish({ id: 'a' })).toEqual({ id: 'a', duplicate: true });
+      expect(await q.publishBatch([])).toEqual([]);
+    });
+
+    it('acks, nacks, rejects and extends by token, one entry each (R8, R9, R10)', async () => {
+      const q = await client.queue('settle', { visibility: 100, maxLease: 1000 });
+      await q.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd' }]);
+      const tokens = (await q.receive({ max: 4 })).map((d) => d.token);
+      expect(tokens).toEqual([1, 2, 3, 4]);
+      clock.set(10);
+      expect(await q.extend(1, 500)).toBe(510);
+      expect(await q.extend(1, 5000)).toBe(1000);
+      // A token this client never received is a typed error, not a silent false.
+      await expect(q.ackMany([1, 99])).rejects.toBeInstanceOf(UnknownDeliveryError);
+      expect(await q.ackMany([1, 1])).toEqual([true, false]);
+      expect(await q.nack(2, { delay: 50 })).toBe(true);
+      expect(await q.reject(3, { requeue: false, reason: 'bad' })).toBe(true);
+      expect(await q.nack(3)).toBe(false);
+      expect(await q.extend(3, 10)).toBeNull();
+      const view = await q.inspect();
+      expect(view.delayed).toEqual([{ id: 'b', availableAt: 60 }]);
+      expect(view.dead).toEqual([{ id: 'c', reason: 'bad', deliveryCount: 1 }]);
+      expect(view.active.map((a) => a.token)).toEqual([4]);
+      const [dead] = await q.deadLetters();
+      expect(dead?.history).toEqual([
+        { token: 3, deliveredAt: 0, endedAt: 10, outcome: 'rejected', reason: 'bad' },
+      ]);
+      expect(await q.redrive()).toBe(1);
+      expect(await q.job('c')).toMatchObject({ id: 'c', state: 'ready', deliveryCount: 0 });
+      expect(await q.job('missing')).toBeUndefined();
+      expect(await q.purge()).toBe(0);
+    });
+
+    it('refuses bad tokens as the in-process queue does, before asking the server', async () => {
+      const q = await client.queue('tokens');
+      await expect(q.ack(0)).rejects.toBeInstanceOf(ValidationError);
+      await expect(q.ack(1.5)).rejects.toBeInstanceOf(ValidationError);
+      await expect(q.extend(1, -1)).rejects.toBeInstanceOf(ValidationError);
+      await expect(q.nack(1, { delay: -1 })).rejects.toBeInstanceOf(ValidationError);
+      await expect(q.ack(7)).rejects.toMatchObject({ code: 'UNKNOWN_DELIVERY', token: 7 });
+    });
+
+    it('runs sessions: ackUpTo touches only its own session, close releases (R11, R16)', async () => {
+      const q = await client.queue('sessions');
+      await q.publishBatch(['a', 'b', 'c', 'd'].map((id) => ({ id })));
+      const s1 = await q.openSession({ prefetch: 2 });
+      const s2 = await q.openSession({ timeout: 100 });
+      expect((await q.receive({ max: 5, session: s1 })).map((d) => d.token)).toEqual([1, 2]);
+      expect((await q.receive({ session: s2 })).map((d) => d.token)).toEqual([3]);
+      expect((await q.inspect()).active.map((a) => a.session)).toEqual([s1, s1, s2]);
+      expect(await q.ackUpTo(s1, 1)).toBe(1);
+      expect(await q.ackUpTo(s2, 1)).toBe(0);
+      expect(await q.nackUpTo(s1, 10)).toBe(1);
+      clock.set(50);
+      await q.heartbeat(s2);
+      clock.set(150);
+      await expect(q.heartbeat(s2)).rejects.toBeInstanceOf(SessionClosedError);
+      expect(await q.closeSession(s1)).toBe(0);
+      await expect(q.heartbeat(s1)).rejects.toBeInstanceOf(SessionClosedError);
+      await expect(q.heartbeat('s1')).rejects.toBeInstanceOf(ValidationError);
+      expect((await q.stats()).sessionReleases).toBe(1);
+    });
+
+    it('brings errors back as the same classes, by code', async () => {
+      await client.queue('conflict', { visibility: 10 });
+      await expect(client.queue('conflict', { visibility: 20 })).rejects.toBeInstanceOf(
+        ConflictError,
+      );
+      await expect(client.updateQueue('missing', { visibility: 5 })).rejects.toBeInstanceOf(
+        NotFoundError,
+      );
+      await expect(client.queue('bad name')).rejects.toBeInstanceOf(ValidationError);
+      await expect(client.handle('missing').stats()).rejects.toBeInstanceOf(NotFoundError);
+      await expect(client.transaction(async () => 1)).rejects.toBeInstanceOf(UnsupportedError);
+      const q = client.handle('conflict');
+      await expect(q.ackReceipts(['Zm9yZ2Vk'])).rejects.toMatchObject({
+        code: 'INVALID_RECEIPT',
+        status: 400,
+      });
+      await expect(q.ackReceipts(['Zm9yZ2Vk'])).rejects.toBeInstanceOf(RemoteError);
+    });
+
+    it('lists, updates and deletes queues with unbounded options as Infinity', async () => {
+      await client.queue('a', { prefetch: 5 });
+      expect(await client.updateQueue('a', { prefetch: Number.POSITIVE_INFINITY })).toMatchObject({
+        prefetch: Number.POSITIVE_INFINITY,
+      });
+      expect(await client.listQueues()).toEqual([
+        {
+          name: 'a',
+          options: {
+            visibility: 30000,
+            prefetch: Number.POSITIVE_INFINITY,
+            maxDeliveries: 10,
+            maxLease: Number.POSITIVE_INFINITY,
+            dedupWindow: 0,
+          },
         },
-      },
-    ]);
-    expect(await client.deleteQueue('a')).toBe(true);
-    expect(await client.deleteQueue('a')).toBe(false);
-  });
-});
+      ]);
+      expect(await client.deleteQueue('a')).toBe(true);
+      expect(await client.deleteQueue('a')).toBe(false);
+    });
+  },
+);
 
 describe('open(url) reaches a server', () => {
+  beforeEach(async () => {
+    client = await openRemote(server.baseUrl);
+  });
+
   it('opens http:// URLs through the remote client, with an injectable fetch', async () => {
     const seen: string[] = [];
     const counting: typeof fetch = (input, init) => {

@@ -17,7 +17,7 @@ export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 /** One engine the suites run against. */
 export interface EngineFactory {
-  readonly name: 'memory' | 'sqlite' | 'postgres' | 'http' | 'http-socket';
+  readonly name: 'memory' | 'sqlite' | 'postgres' | 'http' | 'http-socket' | 'stream';
   /** Opens the engine on this factory's storage; opening again reaches the same storage. */
   open(): Promise<Engine>;
   /** Removes the storage this factory created (the SQLite temp file). */
@@ -52,13 +52,14 @@ export function engineFactories(): EngineFactory[] {
   return [memoryFactory(), sqliteFactory(), postgresFactory()];
 }
 
-/** The engines, and the HTTP client in front of a server as one more target. */
+/** The engines, and the remote client in front of a server: over plain HTTP and the stream. */
 export function conformanceFactories(options: ConformanceOptions = {}): EngineFactory[] {
   if (options.client === false) return engineFactories();
   return [
     ...engineFactories(),
     httpFactory('inject'),
     ...(options.socket === true ? [httpFactory('socket')] : []),
+    httpFactory('stream'),
   ];
 }
 
@@ -70,14 +71,15 @@ export interface ConformanceOptions {
 }
 
 /**
- * The HTTP client against a server in process over a fresh memory engine, one per open,
- * reached through Fastify's inject or a loopback socket: the client's receipts, the batch
- * route and the server's checks under the same rules as every engine. Not durable (its
- * storage is memory).
+ * The remote client against a server in process over a fresh memory engine, one per open,
+ * by plain HTTP (Fastify's inject, or a loopback socket) or by the stream (a WebSocket on a
+ * loopback socket): the client's receipts, the batch route or stream frames and the server's
+ * checks under the same rules as every engine. Not durable (its storage is memory).
  */
 function httpFactory(transport: RemoteTransport): EngineFactory {
+  const names = { inject: 'http', socket: 'http-socket', stream: 'stream' } as const;
   return {
-    name: transport === 'inject' ? 'http' : 'http-socket',
+    name: names[transport],
     open: async () => new RemoteEngine(await startConformanceServer(transport)),
     cleanup: async () => {},
   };

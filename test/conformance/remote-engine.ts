@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Broker, Clock, EngineBroker } from '../../src/broker/index.js';
-import type { RemoteBroker, RemoteQueue } from '../../src/client/index.js';
+import type { RemoteBroker, RemoteOptions, RemoteQueue } from '../../src/client/index.js';
 import { RemoteBroker as RemoteBrokerClass } from '../../src/client/index.js';
 import {
   type DeadLetter,
@@ -40,15 +40,20 @@ export class DirectedClock implements Clock {
     this.time = time;
   }
 
-  sleep(_ms: number, _signal?: AbortSignal): Promise<void> {
-    return Promise.reject(
-      new Error('nothing waits on the conformance server (reserve has no wait)'),
-    );
+  /** Time moves only by `direct`: a sleeper (a waiting receive) ends only when aborted. */
+  sleep(_ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      signal?.addEventListener('abort', () => resolve(), { once: true });
+    });
   }
 }
 
-/** How the client reaches the server: Fastify's inject (in process) or a loopback socket. */
-export type RemoteTransport = 'inject' | 'socket';
+/**
+ * How the client reaches the server: plain HTTP through Fastify's inject (in process) or a
+ * loopback socket, or the stream (a WebSocket on a loopback socket).
+ */
+export type RemoteTransport = 'inject' | 'socket' | 'stream';
 
 /** A leaseq server in process over a fresh memory engine, on a clock the test directs. */
 export interface ConformanceServer {
@@ -57,8 +62,8 @@ export interface ConformanceServer {
   readonly app: FastifyInstance;
   /** `http://…` of the server (a dummy host for inject). */
   readonly baseUrl: string;
-  /** A fetch that reaches the server (inject, or the global fetch over the socket). */
-  readonly fetch: typeof fetch;
+  /** How a client reaches it: inject's fetch, the socket by plain HTTP, or the stream. */
+  readonly clientOptions: RemoteOptions;
   close(): Promise<void>;
 }
 
@@ -69,10 +74,10 @@ export async function startConformanceServer(
   const broker = await open('memory:', { clock });
   const app = await createApp({ broker, receiptSecret: 'conformance-secret-of-32-characters!' });
   let baseUrl = 'http://conformance.invalid';
-  let fetchFn: typeof fetch = injectFetch(app);
-  if (transport === 'socket') {
+  let clientOptions: RemoteOptions = { fetch: injectFetch(app) };
+  if (transport !== 'inject') {
     baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
-    fetchFn = fetch;
+    clientOptions = transport === 'stream' ? { transport: 'stream' } : { transport: 'http' };
   } else {
     await app.ready();
   }
@@ -81,7 +86,7 @@ export async function startConformanceServer(
     broker,
     app,
     baseUrl,
-    fetch: fetchFn,
+    clientOptions,
     close: () => app.close().finally(() => broker.close()),
   };
 }
@@ -143,7 +148,7 @@ export class RemoteEngine implements Engine {
   /** Takes the server over: closing the engine closes it. */
   constructor(private readonly server: ConformanceServer) {
     this.target = `${server.baseUrl} (memory)`;
-    this.client = new RemoteBrokerClass(server.baseUrl, { fetch: server.fetch });
+    this.client = new RemoteBrokerClass(server.baseUrl, server.clientOptions);
   }
 
   /** Runs `call` at `now` once every earlier call has finished. */

@@ -105,7 +105,7 @@ export async function runScenario(
       proxies.push(proxy);
     }
     const endpoints = proxies.map((proxy) => `http://127.0.0.1:${proxy.port}`);
-    const admin = new RemoteBroker(endpoints[0] as string, { timeoutMs: 5000 });
+    const admin = new RemoteBroker(endpoints[0] as string, { transport: 'http', timeoutMs: 5000 });
     cleanups.unshift(() => admin.close());
     await admin.createQueue(queue, { visibility: VISIBILITY_MS, maxDeliveries: 4 });
     if (scenario.storage === 'postgres') cleanups.push(() => deleteQueue(queue));

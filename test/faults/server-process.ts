@@ -18,6 +18,8 @@ export interface ServerSpec {
   faultControl?: string;
   /** More modules loaded into the child with --import (measuring probes). */
   imports?: string[];
+  /** A fixed port (a restart where clients reconnect). Default: any free one. */
+  port?: number;
 }
 
 export interface ServerExit {
@@ -45,7 +47,7 @@ export class ServerProcess {
       MAIN,
       'serve',
       '--port',
-      '0',
+      String(spec.port ?? 0),
       '--storage',
       spec.storage,
       '--receipt-secret',

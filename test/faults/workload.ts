@@ -87,7 +87,11 @@ export class Workload {
 
   private queueAt(index: number): RemoteQueue {
     const endpoint = this.config.endpoints[index % this.config.endpoints.length] as string;
-    const broker = new RemoteBroker(endpoint, { timeoutMs: 2000, maxWaitPerRequestMs: 300 });
+    const broker = new RemoteBroker(endpoint, {
+      transport: 'http',
+      timeoutMs: 2000,
+      maxWaitPerRequestMs: 300,
+    });
     this.brokers.push(broker);
     return broker.handle(this.config.queue);
   }

@@ -1,0 +1,26 @@
+import type { WireDelivery, WireOperation, WireOutcome } from '../wire/index.js';
+
+/** What one receive asks the server for; `session` is the handle the server gave out. */
+export interface ChannelReceive {
+  max: number | undefined;
+  visibility: number | undefined;
+  session: string | undefined;
+  /** 'auto': each job is removed as it is handed out (R22); otherwise leased. */
+  ack: 'auto' | 'manual' | undefined;
+  /** ms to wait for the first delivery; 0: answer with what is ready now. */
+  wait: number;
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * How a remote client's operations travel: plain HTTP requests or the stream. Both coalesce
+ * the operations submitted in one tick into one batch per queue.
+ */
+export interface Channel {
+  /** Runs wire operations on the named queue, answered in order. */
+  execute(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]>;
+  /** Reserves deliveries, waiting up to `wait` ms for the first one. */
+  receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]>;
+  /** Gives back what is held and not handed out, and ends the channel. */
+  close(): Promise<void>;
+}

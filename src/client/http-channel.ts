@@ -1,0 +1,77 @@
+import type { WireDelivery, WireOutcome } from '../wire/index.js';
+import type { Channel, ChannelReceive } from './channel.js';
+import { errorFromWire } from './errors.js';
+import { type HttpTransport, RequestAborted } from './http.js';
+import { OperationBatcher } from './operation-batcher.js';
+
+export interface HttpChannelSettings {
+  /** The longest wait one receive request carries; longer waits are several requests. */
+  maxWaitPerRequestMs: number;
+  /** Most entries one batch request carries; longer lists are split. */
+  maxBatch: number;
+}
+
+/** Operations as `POST /v1/queues/{name}/operations`, receives as long polls. */
+export class HttpChannel implements Channel {
+  private readonly batcher: OperationBatcher;
+
+  constructor(
+    private readonly http: HttpTransport,
+    private readonly settings: HttpChannelSettings,
+  ) {
+    this.batcher = new OperationBatcher(
+      async (queue, operations) =>
+        (
+          await this.http.request<{ results: WireOutcome[] }>(
+            'POST',
+            `${queuePath(queue)}/operations`,
+            { body: { operations } },
+          )
+        ).results,
+      () => settings.maxBatch,
+    );
+  }
+
+  execute(queue: string, operations: Parameters<Channel['execute']>[1]) {
+    return this.batcher.submit(queue, operations);
+  }
+
+  /** Waits longer than one request may carry are several long polls. */
+  async receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]> {
+    const { wait, signal, ...reserve } = request;
+    const until = Date.now() + wait;
+    for (;;) {
+      const chunk = Math.min(Math.max(0, until - Date.now()), this.settings.maxWaitPerRequestMs);
+      const started = Date.now();
+      let answer: { deliveries: WireDelivery[] };
+      try {
+        answer = await this.http.request('POST', `${queuePath(queue)}/receive`, {
+          body: { ...reserve, wait: chunk },
+          waitMs: chunk,
+          ...(signal === undefined ? {} : { signal }),
+        });
+      } catch (error) {
+        if (error instanceof RequestAborted) return [];
+        throw error;
+      }
+      // An empty answer before the wait ran out means the server stopped waiting (shutdown).
+      const endedEarly = Date.now() - started < chunk;
+      if (answer.deliveries.length > 0 || Date.now() >= until || endedEarly || signal?.aborted) {
+        return answer.deliveries;
+      }
+    }
+  }
+
+  async close(): Promise<void> {}
+}
+
+export function queuePath(queue: string): string {
+  return `/v1/queues/${encodeURIComponent(queue)}`;
+}
+
+/** The deliveries of a reserve's outcome, or its error thrown. */
+export function unwrap(outcome: WireOutcome | undefined): WireDelivery[] {
+  if (outcome === undefined) throw new Error('the server answered no outcome');
+  if (!outcome.ok) throw errorFromWire(outcome.error);
+  return outcome.value as WireDelivery[];
+}

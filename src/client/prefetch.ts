@@ -1,0 +1,188 @@
+import type { DeliveriesFrame, UnsubscribedFrame, WireDelivery } from '../wire/index.js';
+import { ConnectionLostError, errorFromWire } from './errors.js';
+import type { PushListener, StreamLink } from './stream-link.js';
+
+interface Waiter {
+  max: number;
+  resolve(deliveries: WireDelivery[]): void;
+  reject(error: unknown): void;
+}
+
+export interface PrefetchSettings {
+  queue: string;
+  visibility: number | undefined;
+  session: string | undefined;
+  /** How long pushed deliveries may wait for a receive before they are given back. */
+  idleMs: number;
+  /** Gives deliveries back at once (nack, no delay). */
+  release(queue: string, receipts: string[]): Promise<void>;
+}
+
+/**
+ * The client side of one subscription: receives with the same queue, visibility and session
+ * share it. Its prefetch is the largest `max` asked for; the server pushes as credit allows,
+ * so a worker that acks gets its next jobs without asking. Deliveries pushed while no receive
+ * waits are held (still leased to this client) and handed to the next receive; held ones
+ * that no receive takes within `idleMs` are given back and the subscription ends.
+ */
+export class Prefetch implements PushListener {
+  private buffer: WireDelivery[] = [];
+  private readonly waiters = new Set<Waiter>();
+  private subscription: number | undefined;
+  private opening: Promise<void> | undefined;
+  private prefetch = 0;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private ending: Promise<void> | undefined;
+
+  constructor(
+    private readonly link: StreamLink,
+    private readonly settings: PrefetchSettings,
+  ) {}
+
+  /** Up to `max` deliveries: held ones at once, else the first pushed within `wait` ms. */
+  async take(max: number, wait: number, signal: AbortSignal | undefined): Promise<WireDelivery[]> {
+    if (this.buffer.length === 0 || this.subscription === undefined) await this.ensure(max);
+    else if (max > this.prefetch) void this.ensure(max).catch(() => {});
+    if (this.buffer.length > 0) return this.buffer.splice(0, max);
+    if (wait === 0 || signal?.aborted) return [];
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.waiters.delete(waiter);
+        if (this.waiters.size === 0 && this.buffer.length > 0) this.armIdle();
+      };
+      const waiter: Waiter = {
+        max,
+        resolve: (deliveries) => {
+          done();
+          resolve(deliveries);
+        },
+        reject: (error) => {
+          done();
+          reject(error);
+        },
+      };
+      const onAbort = () => waiter.resolve([]);
+      const timer = setTimeout(onAbort, wait);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.add(waiter);
+      this.disarmIdle();
+    });
+  }
+
+  /** Held deliveries, taken without waiting (a receive with wait 0). */
+  takeHeld(max: number): WireDelivery[] {
+    return this.buffer.splice(0, max);
+  }
+
+  push(frame: DeliveriesFrame | UnsubscribedFrame): void {
+    if (frame.type === 'unsubscribed') {
+      if (frame.subscription !== this.subscription) return;
+      this.subscription = undefined;
+      if (frame.error !== undefined) this.failWaiters(errorFromWire(frame.error));
+      return;
+    }
+    this.buffer.push(...frame.deliveries);
+    for (const waiter of [...this.waiters]) {
+      if (this.buffer.length === 0) break;
+      waiter.resolve(this.buffer.splice(0, waiter.max));
+    }
+    if (this.buffer.length > 0 && this.waiters.size === 0) this.armIdle();
+  }
+
+  /** The connection dropped: the server ended the subscription; held deliveries stay leased. */
+  lost(): void {
+    this.subscription = undefined;
+    this.opening = undefined;
+    this.failWaiters(new ConnectionLostError());
+  }
+
+  /** Ends the subscription and gives back what is held. */
+  end(): Promise<void> {
+    this.ending ??= this.finish();
+    return this.ending;
+  }
+
+  private async finish(): Promise<void> {
+    this.disarmIdle();
+    for (const waiter of [...this.waiters]) waiter.resolve([]);
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    if (subscription !== undefined && this.link.connected) {
+      await this.link.request({ type: 'unsubscribe', subscription }).catch(() => {});
+      this.link.forget(subscription);
+    }
+    const held = this.buffer.splice(0);
+    if (held.length > 0) {
+      await this.settings
+        .release(
+          this.settings.queue,
+          held.map((delivery) => delivery.receipt),
+        )
+        .catch(() => {});
+    }
+    this.ending = undefined;
+  }
+
+  /** Subscribes (again), or raises the prefetch to `max`. */
+  private async ensure(max: number): Promise<void> {
+    const wanted = Math.min(Math.max(max, this.prefetch), this.link.limits.maxPrefetch);
+    if (this.ending !== undefined) await this.ending;
+    if (this.opening !== undefined) await this.opening;
+    if (this.subscription !== undefined) {
+      if (wanted <= this.prefetch) return;
+      this.prefetch = wanted;
+      const answer = await this.link.request({
+        type: 'credit',
+        subscription: this.subscription,
+        prefetch: wanted,
+      });
+      if (answer.type === 'error') throw errorFromWire(answer.error);
+      return;
+    }
+    this.opening = this.subscribe(wanted);
+    try {
+      await this.opening;
+    } finally {
+      this.opening = undefined;
+    }
+  }
+
+  private async subscribe(prefetch: number): Promise<void> {
+    const { queue, visibility, session } = this.settings;
+    const answer = await this.link.request(
+      {
+        type: 'subscribe',
+        queue,
+        prefetch,
+        ...(visibility === undefined ? {} : { visibility }),
+        ...(session === undefined ? {} : { session }),
+      },
+      this,
+    );
+    if (answer.type === 'error') throw errorFromWire(answer.error);
+    if (answer.type !== 'subscribed') throw new Error(`unexpected answer ${answer.type}`);
+    this.subscription = answer.subscription;
+    this.prefetch = prefetch;
+  }
+
+  private failWaiters(error: unknown): void {
+    for (const waiter of [...this.waiters]) waiter.reject(error);
+  }
+
+  private armIdle(): void {
+    if (this.idleTimer !== undefined) return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.waiters.size === 0 && this.buffer.length > 0) void this.end();
+    }, this.settings.idleMs);
+    this.idleTimer.unref();
+  }
+
+  private disarmIdle(): void {
+    if (this.idleTimer === undefined) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+  }
+}

@@ -1,0 +1,137 @@
+import { build } from '../core/index.js';
+import {
+  operationToWire,
+  type WireDelivery,
+  type WireOperation,
+  type WireOutcome,
+} from '../wire/index.js';
+import type { Channel, ChannelReceive } from './channel.js';
+import { errorFromWire } from './errors.js';
+import { unwrap } from './http-channel.js';
+import { OperationBatcher } from './operation-batcher.js';
+import { Prefetch } from './prefetch.js';
+import { StreamLink, type StreamLinkOptions } from './stream-link.js';
+
+export interface StreamChannelOptions extends StreamLinkOptions {
+  /** How long pushed deliveries wait for a receive before they are given back. */
+  prefetchIdleMs: number;
+}
+
+/** Given back held deliveries may wait this long for the server when the client closes. */
+const CLOSE_TIMEOUT_MS = 2000;
+/** How often a waiting at-most-once receive over the stream tries again. */
+const AUTO_ACK_RETRY_MS = 100;
+
+function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * Operations and receives over the stream (docs/stream.md): the operations of one tick are
+ * one batch frame per queue; a receive that waits is served by a subscription, whose pushes
+ * keep a consumer's next jobs on their way while it works on the current ones.
+ */
+export class StreamChannel implements Channel {
+  private readonly link: StreamLink;
+  private readonly batcher: OperationBatcher;
+  private readonly prefetches = new Map<string, Prefetch>();
+
+  constructor(
+    url: string,
+    private readonly options: StreamChannelOptions,
+  ) {
+    this.link = new StreamLink(url, options);
+    this.batcher = new OperationBatcher(
+      (queue, operations) => this.sendBatch(queue, operations),
+      () => this.link.limits.maxBatch,
+    );
+  }
+
+  execute(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
+    return this.batcher.submit(queue, operations);
+  }
+
+  async receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]> {
+    const { wait, signal, ...reserve } = request;
+    const max = reserve.max ?? 1;
+    if (reserve.ack === 'auto') return this.receiveAutoAcked(queue, reserve, wait, signal);
+    const key = JSON.stringify([queue, reserve.visibility ?? null, reserve.session ?? null]);
+    let prefetch = this.prefetches.get(key);
+    if (wait === 0) {
+      const held = prefetch?.takeHeld(max) ?? [];
+      if (held.length > 0) return held;
+      const wire = operationToWire(build.reserve(reserve), {
+        receipt: () => '',
+        sessionHandle: (handle) => handle,
+      });
+      return unwrap((await this.execute(queue, [wire]))[0]);
+    }
+    if (prefetch === undefined) {
+      prefetch = new Prefetch(this.link, {
+        queue,
+        visibility: reserve.visibility,
+        session: reserve.session,
+        idleMs: this.options.prefetchIdleMs,
+        release: (name, receipts) => this.release(name, receipts),
+      });
+      this.prefetches.set(key, prefetch);
+    }
+    return prefetch.take(max, wait, signal);
+  }
+
+  /**
+   * An at-most-once receive is never pushed ahead (a pushed job would be gone with the
+   * connection): each try is one reserve, and a wait retries every AUTO_ACK_RETRY_MS.
+   */
+  private async receiveAutoAcked(
+    queue: string,
+    reserve: Omit<ChannelReceive, 'wait' | 'signal'>,
+    wait: number,
+    signal: AbortSignal | undefined,
+  ): Promise<WireDelivery[]> {
+    const until = Date.now() + wait;
+    const wire = operationToWire(build.reserve(reserve), {
+      receipt: () => '',
+      sessionHandle: (handle) => handle,
+    });
+    for (;;) {
+      const deliveries = unwrap((await this.execute(queue, [wire]))[0]);
+      const left = until - Date.now();
+      if (deliveries.length > 0 || left <= 0 || signal?.aborted) return deliveries;
+      await delay(Math.min(left, AUTO_ACK_RETRY_MS), signal);
+    }
+  }
+
+  /** Gives back held deliveries (bounded in time), then closes the connection. */
+  async close(): Promise<void> {
+    const ends = [...this.prefetches.values()].map((prefetch) => prefetch.end());
+    this.prefetches.clear();
+    await Promise.race([
+      Promise.allSettled(ends),
+      new Promise((resolve) => setTimeout(resolve, CLOSE_TIMEOUT_MS).unref()),
+    ]);
+    this.link.close();
+  }
+
+  private async release(queue: string, receipts: string[]): Promise<void> {
+    await this.execute(
+      queue,
+      receipts.map((receipt) => ({ type: 'nack', receipt })),
+    );
+  }
+
+  private async sendBatch(queue: string, operations: WireOperation[]): Promise<WireOutcome[]> {
+    const answer = await this.link.request({ type: 'batch', queue, operations });
+    if (answer.type === 'results') return answer.results;
+    if (answer.type === 'error') throw errorFromWire(answer.error);
+    throw new Error(`unexpected answer ${answer.type} to a batch`);
+  }
+}

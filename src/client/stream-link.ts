@@ -1,0 +1,236 @@
+import { WebSocket } from 'ws';
+import { ClosedError, StorageUnavailableError } from '../core/index.js';
+import type {
+  ClientFrame,
+  DeliveriesFrame,
+  ServerFrame,
+  StreamLimits,
+  UnsubscribedFrame,
+} from '../wire/index.js';
+import { ConnectionLostError, errorFromResponse } from './errors.js';
+
+export interface StreamLinkOptions {
+  apiKey?: string;
+  /** How long a frame may wait for its answer, and a connection for the server's ready. */
+  timeoutMs: number;
+}
+
+/** What a subscription is told: its pushes, its end by the server, and a lost connection. */
+export interface PushListener {
+  push(frame: DeliveriesFrame | UnsubscribedFrame): void;
+  lost(): void;
+}
+
+type RequestFrame = ClientFrame extends infer F
+  ? F extends ClientFrame
+    ? Omit<F, 'id'>
+    : never
+  : never;
+
+interface Pending {
+  resolve(frame: ServerFrame): void;
+  reject(error: unknown): void;
+  timer: NodeJS.Timeout;
+}
+
+/** Until the server says otherwise in its ready frame. */
+const DEFAULT_LIMITS: StreamLimits = {
+  maxFrameBytes: 1024 * 1024,
+  maxBatch: 100,
+  maxPrefetch: 1000,
+  maxSubscriptions: 64,
+  heartbeatMs: 15_000,
+};
+const BACKOFF_MIN_MS = 50;
+const BACKOFF_MAX_MS = 5000;
+/** A connection that lived this long before dropping starts the backoff afresh. */
+const HEALTHY_MS = 5000;
+
+/**
+ * One WebSocket to a leaseq server's stream, opened at the first frame and again (after a
+ * backoff that grows with consecutive failures) at the first frame after it dropped. Frames
+ * are matched to their answers by id; a drop fails every frame in flight with a
+ * ConnectionLostError (it may or may not have taken effect) and tells the subscriptions.
+ */
+export class StreamLink {
+  private socket: WebSocket | undefined;
+  private connecting: Promise<WebSocket> | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private readonly listeners = new Map<number, PushListener>();
+  private failures = 0;
+  private retryAt = 0;
+  private closed = false;
+  limits: StreamLimits = DEFAULT_LIMITS;
+
+  constructor(
+    readonly url: string,
+    private readonly options: StreamLinkOptions,
+  ) {}
+
+  /** Sends a frame and resolves with its answer; `listener` hears the pushes of a subscribe. */
+  async request(frame: RequestFrame, listener?: PushListener): Promise<ServerFrame> {
+    const socket = await this.open();
+    const id = this.nextId++;
+    const text = JSON.stringify({ ...frame, id });
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new StorageUnavailableError(`${this.url} did not answer in time`));
+      }, this.options.timeoutMs);
+      this.pending.set(id, { resolve, reject, timer });
+      if (listener !== undefined) this.listeners.set(id, listener);
+      socket.send(text);
+    });
+  }
+
+  /** Stops listening to a subscription's pushes. */
+  forget(subscription: number): void {
+    this.listeners.delete(subscription);
+  }
+
+  get connected(): boolean {
+    return this.socket?.readyState === WebSocket.OPEN;
+  }
+
+  /** Closes the connection; frames in flight and later ones fail with CLOSED. */
+  close(): void {
+    this.closed = true;
+    const socket = this.socket;
+    this.lose(new ClosedError('the client is closed'));
+    socket?.close(1000);
+  }
+
+  private open(): Promise<WebSocket> {
+    if (this.closed) return Promise.reject(new ClosedError('the client is closed'));
+    if (this.socket !== undefined) return Promise.resolve(this.socket);
+    this.connecting ??= this.connect().then(
+      (socket) => {
+        this.connecting = undefined;
+        return socket;
+      },
+      (error: unknown) => {
+        this.connecting = undefined;
+        this.failed();
+        throw error;
+      },
+    );
+    return this.connecting;
+  }
+
+  private async connect(): Promise<WebSocket> {
+    const backoff = this.retryAt - Date.now();
+    if (backoff > 0) await new Promise((resolve) => setTimeout(resolve, backoff));
+    if (this.closed) throw new ClosedError('the client is closed');
+    const socket = new WebSocket(this.url, {
+      headers:
+        this.options.apiKey === undefined ? {} : { authorization: `Bearer ${this.options.apiKey}` },
+      perMessageDeflate: false,
+      handshakeTimeout: this.options.timeoutMs,
+    });
+    await new Promise<void>((resolve, reject) => {
+      const fail = (error: unknown) => {
+        socket.removeAllListeners();
+        socket.on('error', () => {});
+        socket.terminate();
+        reject(error);
+      };
+      socket.once('unexpected-response', (_request, response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          let body: unknown;
+          try {
+            body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          } catch {}
+          fail(errorFromResponse(response.statusCode ?? 0, body));
+        });
+      });
+      socket.once('error', (error) =>
+        fail(new StorageUnavailableError(`cannot reach ${this.url}: ${error.message}`)),
+      );
+      socket.once('close', () => fail(new ConnectionLostError()));
+      socket.once('message', (data) => {
+        const frame = JSON.parse(String(data)) as ServerFrame;
+        if (frame.type !== 'ready') {
+          fail(new StorageUnavailableError(`${this.url} did not start the stream`));
+          return;
+        }
+        this.limits = frame.limits;
+        socket.removeAllListeners();
+        resolve();
+      });
+    });
+    this.attach(socket);
+    return socket;
+  }
+
+  private attach(socket: WebSocket): void {
+    this.socket = socket;
+    const openedAt = Date.now();
+    let alive = true;
+    const heartbeat = setInterval(() => {
+      if (!alive) {
+        socket.terminate();
+        return;
+      }
+      alive = false;
+      socket.ping();
+    }, this.limits.heartbeatMs);
+    heartbeat.unref();
+    socket.on('pong', () => {
+      alive = true;
+    });
+    socket.on('message', (data) => {
+      alive = true;
+      this.dispatch(JSON.parse(String(data)) as ServerFrame);
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearInterval(heartbeat);
+      if (this.socket !== socket) return;
+      if (Date.now() - openedAt >= HEALTHY_MS) this.failures = 0;
+      this.failed();
+      this.lose(new ConnectionLostError());
+    });
+  }
+
+  private dispatch(frame: ServerFrame): void {
+    if (frame.type === 'deliveries') {
+      this.listeners.get(frame.subscription)?.push(frame);
+      return;
+    }
+    if (frame.type === 'unsubscribed') {
+      this.listeners.get(frame.subscription)?.push(frame);
+      this.listeners.delete(frame.subscription);
+      if (frame.id === undefined) return;
+    }
+    if (frame.type === 'ready' || frame.id === undefined) return;
+    const pending = this.pending.get(frame.id);
+    if (pending === undefined) return;
+    this.pending.delete(frame.id);
+    clearTimeout(pending.timer);
+    if (frame.type === 'error') this.listeners.delete(frame.id);
+    pending.resolve(frame);
+  }
+
+  private failed(): void {
+    this.failures += 1;
+    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(this.failures - 1, 10));
+    this.retryAt = Date.now() + delay * (0.5 + Math.random() / 2);
+  }
+
+  /** The connection is gone: frames in flight fail, subscriptions are told. */
+  private lose(error: unknown): void {
+    this.socket = undefined;
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    const listeners = [...this.listeners.values()];
+    this.listeners.clear();
+    for (const entry of pending) {
+      clearTimeout(entry.timer);
+      entry.reject(error);
+    }
+    for (const listener of listeners) listener.lost();
+  }
+}

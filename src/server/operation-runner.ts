@@ -1,0 +1,189 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Queue } from '../broker/index.js';
+import {
+  type Operation,
+  type OperationType,
+  type Outcome,
+  ValidationError,
+} from '../core/index.js';
+import { operationFromWire, outcomeToWire, type WireOutcome } from '../wire/index.js';
+import { type Action, authorize, type Principal } from './auth.js';
+import { mapError } from './errors.js';
+import type { Limits } from './limits.js';
+import type { Receipts } from './receipts.js';
+
+/** The right each operation needs on its queue (`see`: any right at all). */
+const ACCESS: Readonly<Record<OperationType, Action | 'see'>> = {
+  publish: 'publish',
+  reserve: 'consume',
+  ack: 'consume',
+  nack: 'consume',
+  extend: 'consume',
+  openSession: 'consume',
+  heartbeat: 'consume',
+  closeSession: 'consume',
+  ackUpTo: 'consume',
+  nackUpTo: 'consume',
+  redrive: 'admin',
+  purge: 'admin',
+  purgeQueue: 'admin',
+  stats: 'see',
+};
+
+/** One operation that ran, with its answer: what a door may need beyond the wire outcome. */
+export interface RanOperation {
+  operation: Operation;
+  outcome: Outcome;
+}
+
+/**
+ * Runs a batch of wire operations on one queue, the way every door does (the HTTP batch route,
+ * the stream): each is parsed, authorized and checked against the server's limits on its own;
+ * those that pass run as one unit of the storage (shared with other callers' batches); the
+ * answers come back in order, refused ones as typed errors that changed nothing.
+ */
+export async function runOperations(
+  context: {
+    queue: Queue;
+    principal: Principal;
+    receipts: Receipts;
+    limits: Limits;
+    log: FastifyBaseLogger;
+  },
+  inputs: readonly unknown[],
+  observe?: (ran: RanOperation) => void,
+): Promise<WireOutcome[]> {
+  const { queue, principal, receipts, limits, log } = context;
+  const wire = receipts.forQueue(queue.name);
+  const jobIds = new Map<number, string>();
+  const verifier = {
+    token: (receipt: string) => {
+      const claim = receipts.verify(queue.name, receipt);
+      jobIds.set(claim.token, claim.id);
+      return claim.token;
+    },
+    sessionId: wire.sessionId,
+  };
+  const results: WireOutcome[] = new Array(inputs.length);
+  const parsed: { index: number; operation: Operation }[] = [];
+  inputs.forEach((input, index) => {
+    try {
+      const operation = operationFromWire(input, verifier);
+      authorizeOperation(principal, operation, queue.name);
+      checkLimits(operation, limits);
+      parsed.push({ index, operation });
+    } catch (error) {
+      results[index] = refused(error, log);
+    }
+  });
+  const outcomes =
+    parsed.length === 0 ? [] : await queue.execute(parsed.map((entry) => entry.operation));
+  parsed.forEach(({ index, operation }, k) => {
+    const outcome = outcomes[k] as Outcome;
+    logOutcome(log, queue.name, operation, outcome, jobIds);
+    observe?.({ operation, outcome });
+    results[index] = outcome.ok
+      ? outcomeToWire(operation, outcome, wire)
+      : refused(outcome.error, log);
+  });
+  return results;
+}
+
+export function authorizeOperation(
+  principal: Principal,
+  operation: Operation,
+  queue: string,
+): void {
+  const needed = ACCESS[operation.type];
+  if (needed === 'see') {
+    if (!principal.canSee(queue)) authorize(principal, 'consume', queue);
+    return;
+  }
+  authorize(principal, needed, queue);
+}
+
+/** The server's own bounds (see Limits), which the core does not know. */
+function checkLimits(operation: Operation, limits: Limits): void {
+  const problems: string[] = [];
+  const visibility = (name: string, value: number | undefined) => {
+    if (value !== undefined && value > limits.maxVisibilityMs) {
+      problems.push(`${name} must be at most ${limits.maxVisibilityMs} ms, got ${value}`);
+    }
+  };
+  const delay = (name: string, value: number) => {
+    if (value > limits.maxDelayMs) {
+      problems.push(`${name} must be at most ${limits.maxDelayMs} ms, got ${value}`);
+    }
+  };
+  const count = (name: string, length: number) => {
+    if (length > limits.maxBatch) {
+      problems.push(`${name} must have at most ${limits.maxBatch} entries, got ${length}`);
+    }
+  };
+  switch (operation.type) {
+    case 'publish':
+      count('jobs', operation.jobs.length);
+      for (const [index, job] of operation.jobs.entries()) delay(`jobs[${index}].delay`, job.delay);
+      break;
+    case 'reserve':
+      visibility('visibility', operation.visibility);
+      count('max', operation.max);
+      break;
+    case 'extend':
+      visibility('visibility', operation.visibility);
+      break;
+    case 'ack':
+      count('receipts', operation.tokens.length);
+      break;
+    case 'nack':
+    case 'nackUpTo':
+      delay('delay', operation.delay);
+      break;
+    case 'redrive':
+    case 'purge':
+      count('ids', operation.ids?.length ?? 0);
+      break;
+  }
+  if (problems.length > 0) throw new ValidationError(problems);
+}
+
+/** The typed error an operation or frame was refused with; server failures are logged. */
+export function refused(error: unknown, log: FastifyBaseLogger): WireOutcome & { ok: false } {
+  const mapped = mapError(error);
+  if (mapped.internal) log.error({ err: error }, 'operation refused');
+  return { ok: false, error: mapped.body.error };
+}
+
+/** Settlements are logged with the job id and the token (R17), as the single routes do. */
+function logOutcome(
+  log: FastifyBaseLogger,
+  queue: string,
+  operation: Operation,
+  outcome: Outcome,
+  jobIds: ReadonlyMap<number, string>,
+): void {
+  if (!outcome.ok) return;
+  const line = (token: number, what: string) =>
+    log.info({ queue, jobId: jobIds.get(token), token }, what);
+  switch (operation.type) {
+    case 'reserve':
+      for (const delivery of outcome.value as { id: string; token: number }[]) {
+        log.info({ queue, jobId: delivery.id, token: delivery.token }, 'delivered');
+      }
+      break;
+    case 'ack':
+      operation.tokens.forEach((token, index) => {
+        line(token, (outcome.value as boolean[])[index] ? 'acked' : 'stale ack');
+      });
+      break;
+    case 'nack':
+      line(
+        operation.token,
+        !outcome.value ? 'stale nack' : operation.requeue ? 'requeued' : 'dead-lettered',
+      );
+      break;
+    case 'extend':
+      line(operation.token, outcome.value === null ? 'stale extend' : 'extended');
+      break;
+  }
+}

@@ -1,0 +1,425 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { WebSocket } from 'ws';
+import type { Queue } from '../../broker/index.js';
+import { type Operation, type Outcome, ValidationError } from '../../core/index.js';
+import {
+  type BatchFrame,
+  type ClientFrame,
+  type CreditFrame,
+  clientFrameFromWire,
+  type DeliveriesFrame,
+  frameId,
+  type ServerFrame,
+  STREAM_CLOSE,
+  type SubscribeFrame,
+  type UnsubscribeFrame,
+} from '../../wire/index.js';
+import type { Principal } from '../auth.js';
+import { authorize } from '../auth.js';
+import { ServerError } from '../errors.js';
+import { checkJsonDepth } from '../limits.js';
+import { refused, runOperations } from '../operation-runner.js';
+import type { Services } from '../route.js';
+import { Subscription } from './subscription.js';
+
+/** Frames being executed at once on one connection; more wait in the socket (back-pressure). */
+const MAX_FRAMES_IN_FLIGHT = 64;
+/** How often a backed-up connection is checked for having drained. */
+const DRAIN_CHECK_MS = 20;
+
+export interface ConnectionContext {
+  services: Services;
+  principal: Principal;
+  log: FastifyBaseLogger;
+  now(): number;
+  /** Called once when the connection has ended and cleaned up. */
+  onEnded(): void;
+}
+
+/**
+ * One client's stream: batches of operations answered in order, subscriptions pushing
+ * deliveries under their prefetch, heartbeats. A frame that cannot be read gets an error frame
+ * and changes nothing. When the connection ends, its subscriptions stop and the sessions it
+ * opened are closed, which releases their deliveries (R12); other deliveries stay leased to
+ * the client until their deadline or its ack over another connection.
+ */
+export class StreamConnection {
+  private readonly subscriptions = new Map<number, Subscription>();
+  /** Sessions opened over this connection: queue name → session ids. */
+  private readonly sessions = new Map<string, { queue: Queue; ids: Set<string> }>();
+  private replies: Promise<void> = Promise.resolve();
+  private inFlight = 0;
+  private readingPaused = false;
+  private alive = true;
+  private ended = false;
+  private backedUpSince: number | undefined;
+  private drainTimer: NodeJS.Timeout | undefined;
+  private readonly heartbeat: NodeJS.Timeout;
+
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly context: ConnectionContext,
+  ) {
+    const { limits } = context.services;
+    socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    socket.on('pong', () => {
+      this.alive = true;
+    });
+    socket.on('close', () => void this.end());
+    socket.on('error', (error) => context.log.debug({ err: error }, 'stream socket error'));
+    this.heartbeat = setInterval(() => this.beat(), limits.streamHeartbeatMs);
+    this.send({
+      type: 'ready',
+      version: '1',
+      limits: {
+        maxFrameBytes: limits.maxBodyBytes,
+        maxBatch: limits.maxBatch,
+        maxPrefetch: limits.maxPrefetch,
+        maxSubscriptions: limits.maxSubscriptions,
+        heartbeatMs: limits.streamHeartbeatMs,
+      },
+    });
+  }
+
+  /** Ends the connection with a close code (shutdown, slow consumer). */
+  close(code: number, reason: string): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.close(code, reason);
+    // A peer that does not answer the close handshake is cut.
+    setTimeout(() => this.socket.terminate(), 1000).unref();
+  }
+
+  private onMessage(data: unknown, isBinary: boolean): void {
+    this.alive = true;
+    let value: unknown;
+    try {
+      if (isBinary) throw new ValidationError('frames are JSON text, not binary');
+      value = JSON.parse(String(data));
+    } catch (error) {
+      this.refuse(
+        undefined,
+        error instanceof ValidationError ? error : new ValidationError('a frame must be JSON text'),
+      );
+      return;
+    }
+    let frame: ClientFrame;
+    try {
+      checkJsonDepth(value, this.context.services.limits.maxJsonDepth);
+      frame = clientFrameFromWire(value);
+    } catch (error) {
+      this.refuse(frameId(value), error);
+      return;
+    }
+    this.track(this.answer(frame));
+  }
+
+  private answer(frame: ClientFrame): Promise<ServerFrame> {
+    switch (frame.type) {
+      case 'batch':
+        return this.batch(frame);
+      case 'subscribe':
+        return this.subscribe(frame);
+      case 'credit':
+        return Promise.resolve(this.credit(frame));
+      case 'unsubscribe':
+        return this.unsubscribe(frame);
+    }
+  }
+
+  /** Answers go out in the order the frames came in; many frames in flight pause reading. */
+  private track(answer: Promise<ServerFrame>): void {
+    this.inFlight += 1;
+    this.updateReading();
+    const settled = answer.then(
+      (frame) => frame,
+      (error: unknown): ServerFrame => ({
+        type: 'error',
+        error: refused(error, this.context.log).error,
+      }),
+    );
+    this.replies = this.replies.then(async () => {
+      this.send(await settled);
+      this.inFlight -= 1;
+      this.updateReading();
+    });
+  }
+
+  private async batch(frame: BatchFrame): Promise<ServerFrame> {
+    const { services, principal, log } = this.context;
+    try {
+      const queue = await services.queues.existing(frame.queue);
+      if (frame.operations.length > services.limits.maxBatch) {
+        throw new ValidationError(
+          `operations must have at most ${services.limits.maxBatch} entries, got ${frame.operations.length}`,
+        );
+      }
+      const results = await runOperations(
+        { queue, principal, receipts: services.receipts, limits: services.limits, log },
+        frame.operations,
+        ({ operation, outcome }) => this.observe(queue, operation, outcome),
+      );
+      return { type: 'results', id: frame.id, results };
+    } catch (error) {
+      return { type: 'error', id: frame.id, error: refused(error, log).error };
+    }
+  }
+
+  /** What an operation changes for this connection: credit back, sessions to close at the end. */
+  private observe(queue: Queue, operation: Operation, outcome: Outcome): void {
+    if (!outcome.ok) return;
+    // By name: a queue deleted and made again is another object with the same deliveries' table.
+    const subscriptions = [...this.subscriptions.values()].filter(
+      (sub) => sub.queue.name === queue.name,
+    );
+    switch (operation.type) {
+      case 'ack':
+        for (const sub of subscriptions) for (const token of operation.tokens) sub.settled(token);
+        break;
+      case 'nack':
+        for (const sub of subscriptions) sub.settled(operation.token);
+        break;
+      case 'extend': {
+        const deadline = outcome.value as number | null;
+        for (const sub of subscriptions) {
+          if (deadline === null) sub.settled(operation.token);
+          else sub.extended(operation.token, deadline);
+        }
+        break;
+      }
+      case 'ackUpTo':
+      case 'nackUpTo':
+        for (const sub of subscriptions) {
+          if (sub.session === operation.session) sub.settledUpTo(operation.token);
+        }
+        break;
+      case 'closeSession':
+        this.sessions.get(queue.name)?.ids.delete(operation.session);
+        for (const sub of subscriptions) {
+          if (sub.session === operation.session) sub.settledUpTo(Number.POSITIVE_INFINITY);
+        }
+        break;
+      case 'purgeQueue':
+        for (const sub of subscriptions) sub.settledUpTo(Number.POSITIVE_INFINITY);
+        break;
+      case 'openSession': {
+        if (this.ended) {
+          // Opened after the connection ended: nobody holds it any more.
+          queue.closeSession(outcome.value as string).catch(() => {});
+          break;
+        }
+        let entry = this.sessions.get(queue.name);
+        if (entry === undefined) {
+          entry = { queue, ids: new Set() };
+          this.sessions.set(queue.name, entry);
+        }
+        entry.ids.add(outcome.value as string);
+        break;
+      }
+    }
+  }
+
+  private async subscribe(frame: SubscribeFrame): Promise<ServerFrame> {
+    const { services, principal, log } = this.context;
+    const { limits, receipts } = services;
+    try {
+      if (this.subscriptions.has(frame.id)) {
+        throw new ValidationError(`subscription ${frame.id} exists; use another id`);
+      }
+      if (this.subscriptions.size >= limits.maxSubscriptions) {
+        throw new ServerError(
+          'TOO_MANY_REQUESTS',
+          `this connection holds ${limits.maxSubscriptions} subscriptions, the most it may`,
+        );
+      }
+      this.checkPrefetch(frame.prefetch);
+      if (frame.visibility !== undefined && frame.visibility > limits.maxVisibilityMs) {
+        throw new ValidationError(
+          `visibility must be at most ${limits.maxVisibilityMs} ms, got ${frame.visibility}`,
+        );
+      }
+      const queue = await services.queues.existing(frame.queue);
+      authorize(principal, 'consume', queue.name);
+      const session =
+        frame.session === undefined ? undefined : receipts.verifySession(queue.name, frame.session);
+      const subscription = new Subscription(
+        {
+          id: frame.id,
+          queue,
+          prefetch: frame.prefetch,
+          maxBatch: limits.maxBatch,
+          visibility: frame.visibility,
+          session,
+          signer: receipts.forQueue(queue.name),
+          log,
+        },
+        {
+          push: (deliveries) => this.push(deliveries),
+          backedUp: () => this.backedUp(),
+          ended: (sub, error) => this.subscriptionEnded(sub, error),
+          now: this.context.now,
+        },
+      );
+      if (this.ended) {
+        await subscription.close();
+        throw new ServerError('INTERNAL', 'the connection closed');
+      }
+      this.subscriptions.set(frame.id, subscription);
+      return {
+        type: 'subscribed',
+        id: frame.id,
+        subscription: frame.id,
+        prefetch: frame.prefetch,
+      };
+    } catch (error) {
+      return { type: 'error', id: frame.id, error: refused(error, log).error };
+    }
+  }
+
+  private credit(frame: CreditFrame): ServerFrame {
+    try {
+      this.checkPrefetch(frame.prefetch);
+      const subscription = this.subscription(frame.subscription);
+      subscription.setPrefetch(frame.prefetch);
+      return {
+        type: 'subscribed',
+        id: frame.id,
+        subscription: frame.subscription,
+        prefetch: frame.prefetch,
+      };
+    } catch (error) {
+      return { type: 'error', id: frame.id, error: refused(error, this.context.log).error };
+    }
+  }
+
+  private async unsubscribe(frame: UnsubscribeFrame): Promise<ServerFrame> {
+    try {
+      const subscription = this.subscription(frame.subscription);
+      this.subscriptions.delete(frame.subscription);
+      await subscription.close();
+      return { type: 'unsubscribed', id: frame.id, subscription: frame.subscription };
+    } catch (error) {
+      return { type: 'error', id: frame.id, error: refused(error, this.context.log).error };
+    }
+  }
+
+  private subscription(id: number): Subscription {
+    const subscription = this.subscriptions.get(id);
+    if (subscription === undefined) throw new ValidationError(`no subscription ${id}`);
+    return subscription;
+  }
+
+  private checkPrefetch(prefetch: number): void {
+    const { maxPrefetch } = this.context.services.limits;
+    if (prefetch > maxPrefetch) {
+      throw new ValidationError(`prefetch must be at most ${maxPrefetch}, got ${prefetch}`);
+    }
+  }
+
+  private subscriptionEnded(subscription: Subscription, error: unknown): void {
+    if (this.subscriptions.get(subscription.id) !== subscription) return;
+    this.subscriptions.delete(subscription.id);
+    this.send({
+      type: 'unsubscribed',
+      subscription: subscription.id,
+      error: refused(error, this.context.log).error,
+    });
+  }
+
+  private refuse(id: number | undefined, error: unknown): void {
+    const frame: ServerFrame = {
+      type: 'error',
+      ...(id === undefined ? {} : { id }),
+      error: refused(error, this.context.log).error,
+    };
+    // In order with the answers of earlier frames.
+    this.replies = this.replies.then(() => {
+      this.send(frame);
+    });
+  }
+
+  private push(frame: DeliveriesFrame): boolean {
+    if (this.ended || this.socket.readyState !== this.socket.OPEN) return false;
+    this.send(frame);
+    return true;
+  }
+
+  private send(frame: ServerFrame): void {
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    this.socket.send(JSON.stringify(frame));
+    if (this.backedUp()) this.watchDrain();
+  }
+
+  private backedUp(): boolean {
+    return this.socket.bufferedAmount > this.context.services.limits.maxStreamBufferBytes;
+  }
+
+  /**
+   * A client that does not read fills the server's buffer: pushing and reading stop until it
+   * drains, and a connection that stays backed up for two heartbeats is closed.
+   */
+  private watchDrain(): void {
+    this.updateReading();
+    if (this.drainTimer !== undefined) return;
+    this.backedUpSince ??= Date.now();
+    this.drainTimer = setInterval(() => {
+      if (this.backedUp()) {
+        const limit = 2 * this.context.services.limits.streamHeartbeatMs;
+        if (Date.now() - (this.backedUpSince ?? Date.now()) > limit) {
+          this.context.log.warn('stream closed: the client did not read what was sent to it');
+          this.close(STREAM_CLOSE.slowConsumer, 'SLOW_CONSUMER');
+          this.socket.terminate();
+        }
+        return;
+      }
+      clearInterval(this.drainTimer);
+      this.drainTimer = undefined;
+      this.backedUpSince = undefined;
+      this.updateReading();
+      for (const subscription of this.subscriptions.values()) subscription.wake();
+    }, DRAIN_CHECK_MS);
+  }
+
+  private updateReading(): void {
+    const pause = this.inFlight >= MAX_FRAMES_IN_FLIGHT || this.backedUp();
+    if (pause === this.readingPaused || this.ended) return;
+    this.readingPaused = pause;
+    if (pause) this.socket.pause();
+    else this.socket.resume();
+  }
+
+  private beat(): void {
+    if (!this.alive) {
+      this.context.log.warn('stream closed: no pong within the heartbeat');
+      this.close(STREAM_CLOSE.heartbeatTimeout, 'HEARTBEAT_TIMEOUT');
+      this.socket.terminate();
+      return;
+    }
+    this.alive = false;
+    if (this.socket.readyState === this.socket.OPEN) this.socket.ping();
+  }
+
+  /** Stops the subscriptions and closes the sessions this connection opened (R12). */
+  private async end(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    clearInterval(this.heartbeat);
+    if (this.drainTimer !== undefined) clearInterval(this.drainTimer);
+    const subscriptions = [...this.subscriptions.values()];
+    this.subscriptions.clear();
+    await Promise.all(subscriptions.map((subscription) => subscription.close()));
+    for (const { queue, ids } of this.sessions.values()) {
+      for (const sessionId of ids) {
+        try {
+          const released = await queue.closeSession(sessionId);
+          this.context.log.info(
+            { queue: queue.name, released },
+            'session closed with its stream connection',
+          );
+        } catch (error) {
+          this.context.log.debug({ err: error, queue: queue.name }, 'session already ended');
+        }
+      }
+    }
+    this.sessions.clear();
+    this.context.onEnded();
+  }
+}

@@ -1,0 +1,189 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Queue } from '../../broker/index.js';
+import { build, type Delivery } from '../../core/index.js';
+import { type DeliveriesFrame, deliveryToWire, type WireSigner } from '../../wire/index.js';
+
+/** How long one receive of a subscription waits before asking again (it wakes on publish). */
+const PUMP_WAIT_MS = 20_000;
+/** Credit held by leases that may have expired is re-checked at least this often. */
+const EXPIRY_RECHECK_MS = 1000;
+
+export interface SubscriptionSink {
+  /** Sends a push frame; false when the connection is gone (the deliveries are not sent). */
+  push(frame: DeliveriesFrame): boolean;
+  /** true while the connection has more unsent bytes than it may queue. */
+  backedUp(): boolean;
+  /** The subscription ended by itself (its session closed, the storage failed). */
+  ended(subscription: Subscription, error: unknown): void;
+  /** The broker's time, which lease deadlines are in. */
+  now(): number;
+}
+
+export interface SubscriptionSettings {
+  id: number;
+  queue: Queue;
+  prefetch: number;
+  maxBatch: number;
+  visibility: number | undefined;
+  /** The core's session id (the handle is verified by the caller). */
+  session: string | undefined;
+  signer: WireSigner;
+  log: FastifyBaseLogger;
+}
+
+/**
+ * Pushes a queue's deliveries to one connection as they become ready, never more than
+ * `prefetch` unsettled: a delivery counts until it is acked, nacked or released through this
+ * connection, or its lease ends. Waiting for work is the broker's receive (one owner of
+ * wake-ups), so a publish reaches a parked subscription at once.
+ */
+export class Subscription {
+  readonly id: number;
+  readonly queue: Queue;
+  readonly session: string | undefined;
+  private prefetch: number;
+  /** Unsettled pushed deliveries: token → lease deadline. */
+  private readonly outstanding = new Map<number, number>();
+  private readonly stop = new AbortController();
+  private creditReturned: (() => void) | undefined;
+  private readonly done: Promise<void>;
+
+  constructor(
+    private readonly settings: SubscriptionSettings,
+    private readonly sink: SubscriptionSink,
+  ) {
+    this.id = settings.id;
+    this.queue = settings.queue;
+    this.session = settings.session;
+    this.prefetch = settings.prefetch;
+    this.done = this.pump();
+  }
+
+  get active(): boolean {
+    return !this.stop.signal.aborted;
+  }
+
+  /** How many pushed deliveries are unsettled (their lease not yet over). */
+  get unsettled(): number {
+    this.forgetExpired();
+    return this.outstanding.size;
+  }
+
+  setPrefetch(prefetch: number): void {
+    this.prefetch = prefetch;
+    this.wake();
+  }
+
+  /** A delivery of this queue was settled through the connection: its credit comes back. */
+  settled(token: number): void {
+    if (this.outstanding.delete(token)) this.wake();
+  }
+
+  /** A live delivery's lease moved (extend). */
+  extended(token: number, deadline: number): void {
+    if (this.outstanding.has(token)) this.outstanding.set(token, deadline);
+  }
+
+  /** The session's deliveries with a token ≤ `upTo` were settled (ackUpTo, closeSession, …). */
+  settledUpTo(upTo: number): void {
+    for (const token of this.outstanding.keys()) if (token <= upTo) this.outstanding.delete(token);
+    this.wake();
+  }
+
+  /** Something may have changed the room to push (buffer drained, prefetch raised). */
+  wake(): void {
+    const resolve = this.creditReturned;
+    this.creditReturned = undefined;
+    resolve?.();
+  }
+
+  /** Stops pushing; deliveries already pushed stay leased to the client. */
+  async close(): Promise<void> {
+    this.stop.abort();
+    this.wake();
+    await this.done;
+  }
+
+  private async pump(): Promise<void> {
+    const { queue, maxBatch, visibility, session, signer, log } = this.settings;
+    while (this.active) {
+      const room = this.prefetch - this.unsettled;
+      if (room <= 0 || this.sink.backedUp()) {
+        await this.waitForRoom();
+        continue;
+      }
+      let deliveries: Delivery[];
+      try {
+        deliveries = await queue.receive({
+          max: Math.min(room, maxBatch),
+          wait: PUMP_WAIT_MS,
+          signal: this.stop.signal,
+          ...(visibility === undefined ? {} : { visibility }),
+          ...(session === undefined ? {} : { session }),
+        });
+      } catch (error) {
+        if (this.active) {
+          this.stop.abort();
+          this.sink.ended(this, error);
+        }
+        return;
+      }
+      if (deliveries.length === 0) continue;
+      const frame: DeliveriesFrame = {
+        type: 'deliveries',
+        subscription: this.id,
+        deliveries: deliveries.map((delivery) => deliveryToWire(delivery, signer)),
+      };
+      if (!this.active || !this.sink.push(frame)) {
+        await release(queue, deliveries, log);
+        return;
+      }
+      for (const delivery of deliveries) {
+        this.outstanding.set(delivery.token, delivery.deadline);
+        log.info(
+          { queue: queue.name, jobId: delivery.id, token: delivery.token, subscription: this.id },
+          'delivered',
+        );
+      }
+    }
+  }
+
+  /** Until credit comes back, the connection drains, the subscription ends or a lease may end. */
+  private waitForRoom(): Promise<void> {
+    return new Promise((resolve) => {
+      const deadlines = [...this.outstanding.values()];
+      const next = deadlines.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...deadlines);
+      const delay = Math.max(1, Math.min(next - this.sink.now(), EXPIRY_RECHECK_MS));
+      const timer = setTimeout(() => this.wake(), delay);
+      this.creditReturned = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      if (!this.active) this.wake();
+    });
+  }
+
+  private forgetExpired(): void {
+    if (this.outstanding.size === 0) return;
+    const now = this.sink.now();
+    for (const [token, deadline] of this.outstanding) {
+      if (deadline <= now) this.outstanding.delete(token);
+    }
+  }
+}
+
+/** Deliveries reserved for a connection that is gone go back at once, not at lease end. */
+async function release(queue: Queue, deliveries: Delivery[], log: FastifyBaseLogger) {
+  if (deliveries.length === 0) return;
+  try {
+    await queue.execute(deliveries.map((delivery) => build.nack(delivery.token)));
+    for (const delivery of deliveries) {
+      log.info(
+        { queue: queue.name, jobId: delivery.id, token: delivery.token },
+        'released, client gone',
+      );
+    }
+  } catch (error) {
+    log.warn({ err: error, queue: queue.name }, 'could not release deliveries of a closed stream');
+  }
+}

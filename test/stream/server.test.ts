@@ -1,0 +1,491 @@
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { ManualClock } from '../../src/broker/index.js';
+import { call, startTestServer, type TestServer } from '../server/helpers.js';
+import { FrameClient } from './frames.js';
+
+const ADMIN = 'admin-key-0123456789';
+const PRODUCER = 'producer-key-0123456789';
+const CONSUMER = 'consumer-key-0123456789';
+const KEYS = [
+  { name: 'admin', key: ADMIN, allow: [{ queues: '*', actions: ['admin' as const] }] },
+  { name: 'producer', key: PRODUCER, allow: [{ queues: 'jobs', actions: ['publish' as const] }] },
+  { name: 'consumer', key: CONSUMER, allow: [{ queues: 'jobs', actions: ['consume' as const] }] },
+];
+
+const open: { close(): Promise<unknown> }[] = [];
+afterEach(async () => {
+  for (const each of open.splice(0).reverse()) await each.close();
+});
+
+async function serve(options: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
+  const server = await startTestServer(options);
+  open.push(server);
+  await call(server.baseUrl, 'PUT', '/v1/queues/jobs', {
+    body: { visibility: 1000 },
+    ...(options.keys === undefined ? {} : { apiKey: ADMIN }),
+  });
+  return server;
+}
+
+async function connect(server: TestServer, apiKey?: string): Promise<FrameClient> {
+  const client = await FrameClient.open(server.baseUrl, apiKey);
+  open.push(client);
+  return client;
+}
+
+const publish = (ids: string[]) => ({
+  type: 'publish',
+  jobs: ids.map((id) => ({ id, payload: { id } })),
+});
+
+async function stats(server: TestServer, apiKey?: string) {
+  const answer = await call(server.baseUrl, 'GET', '/v1/queues/jobs/stats', {
+    ...(apiKey === undefined ? {} : { apiKey }),
+  });
+  return answer.body;
+}
+
+const settle = (ms = 50) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the stream: batches of operations', () => {
+  it('starts with a ready frame naming its limits', async () => {
+    const client = await connect(await serve({ limits: { maxPrefetch: 7 } }));
+    expect(client.frames[0]).toEqual({
+      type: 'ready',
+      version: '1',
+      limits: {
+        maxFrameBytes: 1024 * 1024,
+        maxBatch: 100,
+        maxPrefetch: 7,
+        maxSubscriptions: 64,
+        heartbeatMs: 15_000,
+      },
+    });
+  });
+
+  it('answers batch frames in the order they came, each operation on its own', async () => {
+    const client = await connect(await serve());
+    client.send({ type: 'batch', id: 1, queue: 'jobs', operations: [publish(['a', 'b'])] });
+    client.send({
+      type: 'batch',
+      id: 2,
+      queue: 'jobs',
+      operations: [{ type: 'reserve', max: 2 }, { type: 'stats' }, { type: 'nope' }],
+    });
+    const second = await client.next((frame) => frame.id === 2);
+    const answers = client.frames.filter((frame) => frame.type === 'results');
+    expect(answers.map((frame) => frame.id)).toEqual([1, 2]);
+    expect(answers[0].results).toEqual([
+      {
+        ok: true,
+        value: [
+          { id: 'a', duplicate: false },
+          { id: 'b', duplicate: false },
+        ],
+      },
+    ]);
+    const [reserved, stat, bad] = second.results;
+    expect(reserved.value.map((d: { id: string }) => d.id)).toEqual(['a', 'b']);
+    expect(typeof reserved.value[0].receipt).toBe('string');
+    expect(stat.value).toMatchObject({ ready: 0, active: 2 });
+    expect(bad).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENT' } });
+    const ack = await client.request({
+      type: 'batch',
+      id: 3,
+      queue: 'jobs',
+      operations: [
+        { type: 'ack', receipts: reserved.value.map((d: { receipt: string }) => d.receipt) },
+      ],
+    });
+    expect(ack.results).toEqual([{ ok: true, value: [true, true] }]);
+  });
+
+  it('refuses a forged receipt or a bare token per operation, changing nothing', async () => {
+    const server = await serve();
+    const client = await connect(server);
+    await client.request({ type: 'batch', id: 1, queue: 'jobs', operations: [publish(['a'])] });
+    const [reserved] = (
+      await client.request({
+        type: 'batch',
+        id: 2,
+        queue: 'jobs',
+        operations: [{ type: 'reserve' }],
+      })
+    ).results;
+    const receipt: string = reserved.value[0].receipt;
+    const forged = `${receipt.slice(0, -2)}${receipt.endsWith('AA') ? 'AB' : 'AA'}`;
+    const answer = await client.request({
+      type: 'batch',
+      id: 3,
+      queue: 'jobs',
+      operations: [
+        { type: 'ack', receipts: [forged] },
+        { type: 'nack', token: 1 },
+        { type: 'extend', receipt: forged, visibility: 10 },
+      ],
+    });
+    expect(answer.results.map((r: { error: { code: string } }) => r.error.code)).toEqual([
+      'INVALID_RECEIPT',
+      'INVALID_ARGUMENT',
+      'INVALID_RECEIPT',
+    ]);
+    expect(await stats(server)).toMatchObject({ active: 1, acks: 0, nacks: 0 });
+  });
+
+  it('answers a batch for a missing queue, or over maxBatch, with an error frame', async () => {
+    const client = await connect(await serve({ limits: { maxBatch: 2 } }));
+    const missing = await client.request({
+      type: 'batch',
+      id: 1,
+      queue: 'missing',
+      operations: [{ type: 'stats' }],
+    });
+    expect(missing).toMatchObject({ type: 'error', id: 1, error: { code: 'NOT_FOUND' } });
+    const tooMany = await client.request({
+      type: 'batch',
+      id: 2,
+      queue: 'jobs',
+      operations: [{ type: 'stats' }, { type: 'stats' }, { type: 'stats' }],
+    });
+    expect(tooMany).toMatchObject({ type: 'error', id: 2, error: { code: 'INVALID_ARGUMENT' } });
+  });
+});
+
+describe('the stream: bad frames get a typed error frame and change nothing', () => {
+  const BAD: [string, unknown, string][] = [
+    ['not JSON', '{"type":', 'a frame must be JSON text'],
+    ['not an object', '[1,2]', 'a frame must be a JSON object'],
+    ['an unknown type', { type: 'dance', id: 1 }, 'type must be one of'],
+    ['no id', { type: 'batch', queue: 'jobs', operations: [publish(['x'])] }, 'id is required'],
+    ['a bad id', { type: 'batch', id: -1, queue: 'jobs', operations: [publish(['x'])] }, 'id must'],
+    [
+      'a bad queue name',
+      { type: 'batch', id: 1, queue: 'a b', operations: [publish(['x'])] },
+      'queue must',
+    ],
+    ['no operations', { type: 'batch', id: 1, queue: 'jobs', operations: [] }, 'operations must'],
+    [
+      'an unknown field',
+      { type: 'batch', id: 1, queue: 'jobs', operations: [publish(['x'])], extra: 1 },
+      'unknown field extra',
+    ],
+    ['a prefetch of 0', { type: 'subscribe', id: 1, queue: 'jobs', prefetch: 0 }, 'prefetch must'],
+    [
+      'too deep',
+      JSON.stringify({
+        type: 'batch',
+        id: 1,
+        queue: 'jobs',
+        operations: [publish(['x'])],
+        deep: nest(80),
+      }),
+      'nested more than',
+    ],
+  ];
+
+  it.each(BAD)('%s', async (_name, frame, message) => {
+    const server = await serve();
+    const client = await connect(server);
+    client.send(frame);
+    const error = await client.next((each) => each.type === 'error');
+    expect(error.error.code).toBe('INVALID_ARGUMENT');
+    expect(error.error.message).toContain(message);
+    expect(await stats(server)).toMatchObject({ published: 0, ready: 0 });
+    // The connection goes on.
+    const after = await client.request({
+      type: 'batch',
+      id: 50,
+      queue: 'jobs',
+      operations: [{ type: 'stats' }],
+    });
+    expect(after.type).toBe('results');
+  });
+
+  it('refuses binary frames', async () => {
+    const client = await connect(await serve());
+    client.socket.send(Buffer.from('{}'), { binary: true });
+    const error = await client.next((each) => each.type === 'error');
+    expect(error.error).toEqual({
+      code: 'INVALID_ARGUMENT',
+      message: 'frames are JSON text, not binary',
+    });
+  });
+
+  it('closes the connection with 1009 on a frame over maxBodyBytes', async () => {
+    const client = await connect(
+      await serve({ limits: { maxBodyBytes: 2048, maxPayloadBytes: 1024 } }),
+    );
+    client.send({
+      type: 'batch',
+      id: 1,
+      queue: 'jobs',
+      operations: [{ type: 'publish', jobs: [{ payload: 'x'.repeat(4000) }] }],
+    });
+    expect(await client.closed).toBe(1009);
+  });
+});
+
+function nest(depth: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}
+
+describe('the stream: subscriptions', () => {
+  it('pushes deliveries as soon as they are published, never more than the prefetch', async () => {
+    const server = await serve();
+    const client = await connect(server);
+    const subscribed = await client.request({
+      type: 'subscribe',
+      id: 1,
+      queue: 'jobs',
+      prefetch: 2,
+    });
+    expect(subscribed).toEqual({ type: 'subscribed', id: 1, subscription: 1, prefetch: 2 });
+    await call(server.baseUrl, 'POST', '/v1/queues/jobs/jobs/batch', {
+      body: { jobs: ['a', 'b', 'c', 'd'].map((id) => ({ id })) },
+    });
+    await client.next(() => client.pushed(1).length >= 2);
+    await settle(100);
+    const pushed = client.pushed(1);
+    expect(pushed.map((d: { id: string }) => d.id)).toEqual(['a', 'b']);
+    expect(await stats(server)).toMatchObject({ ready: 2, active: 2 });
+    // An ack through the connection gives its credit back: the next job is pushed.
+    await client.request({
+      type: 'batch',
+      id: 2,
+      queue: 'jobs',
+      operations: [{ type: 'ack', receipts: [pushed[0].receipt] }],
+    });
+    await client.next(() => client.pushed(1).length >= 3);
+    await settle(100);
+    expect(client.pushed(1).map((d: { id: string }) => d.id)).toEqual(['a', 'b', 'c']);
+    // A nack gives it back too; a raised prefetch makes room at once.
+    await client.request({
+      type: 'batch',
+      id: 3,
+      queue: 'jobs',
+      operations: [{ type: 'nack', receipt: pushed[1].receipt, requeue: false }],
+    });
+    await client.next(() => client.pushed(1).length >= 4);
+    expect(
+      await client.request({ type: 'credit', id: 4, subscription: 1, prefetch: 10 }),
+    ).toMatchObject({ type: 'subscribed', prefetch: 10 });
+    expect(await client.request({ type: 'unsubscribe', id: 5, subscription: 1 })).toEqual({
+      type: 'unsubscribed',
+      id: 5,
+      subscription: 1,
+    });
+    expect(await stats(server)).toMatchObject({ ready: 0, active: 2, acks: 1, dead: 1 });
+  });
+
+  it('gives credit back when a pushed lease ends unsettled', async () => {
+    const clock = new ManualClock(0);
+    const server = await serve({ clock });
+    const client = await connect(server);
+    await client.request({
+      type: 'batch',
+      id: 1,
+      queue: 'jobs',
+      operations: [publish(['a', 'b'])],
+    });
+    await client.request({ type: 'subscribe', id: 2, queue: 'jobs', prefetch: 1, visibility: 100 });
+    await client.next(() => client.pushed(2).length >= 1);
+    clock.set(100);
+    // Both the expired job and the other are ready now; one is pushed within the re-check.
+    await client.next(() => client.pushed(2).length >= 2, 4000);
+    expect(client.pushed(2)).toHaveLength(2);
+  });
+
+  it('checks rights at subscribe and per operation, with the same keys as HTTP', async () => {
+    const server = await serve({ keys: KEYS });
+    const upgrade = await new Promise<number>((resolve) => {
+      const socket = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/stream`);
+      socket.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      socket.on('error', () => {});
+    });
+    expect(upgrade).toBe(401);
+    const producer = await connect(server, PRODUCER);
+    expect(
+      await producer.request({ type: 'subscribe', id: 1, queue: 'jobs', prefetch: 1 }),
+    ).toMatchObject({
+      type: 'error',
+      id: 1,
+      error: { code: 'FORBIDDEN' },
+    });
+    const answer = await producer.request({
+      type: 'batch',
+      id: 2,
+      queue: 'jobs',
+      operations: [publish(['a']), { type: 'reserve' }, { type: 'purgeQueue' }],
+    });
+    expect(
+      answer.results.map((r: { ok: boolean; error?: { code: string } }) => r.error?.code ?? 'ok'),
+    ).toEqual(['ok', 'FORBIDDEN', 'FORBIDDEN']);
+    const consumer = await connect(server, CONSUMER);
+    await consumer.request({ type: 'subscribe', id: 1, queue: 'jobs', prefetch: 5 });
+    await consumer.next(() => consumer.pushed(1).length >= 1);
+    expect(await stats(server, ADMIN)).toMatchObject({ ready: 0, active: 1 });
+  });
+
+  it('limits the prefetch and the subscriptions of one connection', async () => {
+    const client = await connect(await serve({ limits: { maxPrefetch: 5, maxSubscriptions: 2 } }));
+    expect(
+      await client.request({ type: 'subscribe', id: 1, queue: 'jobs', prefetch: 6 }),
+    ).toMatchObject({
+      type: 'error',
+      error: { code: 'INVALID_ARGUMENT' },
+    });
+    await client.request({ type: 'subscribe', id: 2, queue: 'jobs', prefetch: 5 });
+    await client.request({ type: 'subscribe', id: 3, queue: 'jobs', prefetch: 5 });
+    expect(
+      await client.request({ type: 'subscribe', id: 4, queue: 'jobs', prefetch: 1 }),
+    ).toMatchObject({
+      type: 'error',
+      error: { code: 'TOO_MANY_REQUESTS' },
+    });
+    expect(
+      await client.request({ type: 'credit', id: 5, subscription: 2, prefetch: 50 }),
+    ).toMatchObject({
+      type: 'error',
+      error: { code: 'INVALID_ARGUMENT' },
+    });
+    expect(await client.request({ type: 'unsubscribe', id: 6, subscription: 99 })).toMatchObject({
+      type: 'error',
+      error: { code: 'INVALID_ARGUMENT', message: 'no subscription 99' },
+    });
+  });
+});
+
+describe('the stream: the lease model when a connection ends (R12)', () => {
+  it('keeps plain deliveries leased until their deadline and releases those of its sessions at once', async () => {
+    const clock = new ManualClock(0);
+    const server = await serve({ clock });
+    const client = await connect(server);
+    await client.request({
+      type: 'batch',
+      id: 1,
+      queue: 'jobs',
+      operations: [publish(['a', 'b', 'c'])],
+    });
+    const [session] = (
+      await client.request({
+        type: 'batch',
+        id: 2,
+        queue: 'jobs',
+        operations: [{ type: 'openSession' }],
+      })
+    ).results;
+    await client.request({ type: 'subscribe', id: 3, queue: 'jobs', prefetch: 1 });
+    await client.request({
+      type: 'subscribe',
+      id: 4,
+      queue: 'jobs',
+      prefetch: 1,
+      session: session.value,
+    });
+    await client.next(() => client.pushed(3).length === 1 && client.pushed(4).length === 1);
+    expect(await stats(server)).toMatchObject({ active: 2, sessions: 1 });
+    await client.close();
+    await settle(200);
+    // The session's delivery is back at once; the other stays leased until its deadline.
+    expect(await stats(server)).toMatchObject({ active: 1, ready: 2, sessions: 0 });
+    clock.set(1000);
+    expect(await stats(server)).toMatchObject({ active: 0, ready: 3 });
+  });
+
+  it('a reconnecting client settles its own delivery by receipt, and a stale one answers false', async () => {
+    const clock = new ManualClock(0);
+    const server = await serve({ clock });
+    const first = await connect(server);
+    await first.request({ type: 'batch', id: 1, queue: 'jobs', operations: [publish(['a', 'b'])] });
+    const [reserved] = (
+      await first.request({
+        type: 'batch',
+        id: 2,
+        queue: 'jobs',
+        operations: [{ type: 'reserve', max: 2 }],
+      })
+    ).results;
+    const [a, b] = reserved.value;
+    await first.close();
+    clock.set(1000);
+    const second = await connect(server);
+    const [again] = (
+      await second.request({
+        type: 'batch',
+        id: 1,
+        queue: 'jobs',
+        operations: [{ type: 'reserve', max: 1 }],
+      })
+    ).results;
+    expect(again.value[0]).toMatchObject({ id: 'a', deliveryCount: 2 });
+    // a's old receipt names the old delivery: it cannot complete the new one (R8).
+    const answer = await second.request({
+      type: 'batch',
+      id: 2,
+      queue: 'jobs',
+      operations: [{ type: 'ack', receipts: [a.receipt, b.receipt, again.value[0].receipt] }],
+    });
+    expect(answer.results).toEqual([{ ok: true, value: [false, false, true] }]);
+  });
+});
+
+describe('the stream is bounded', () => {
+  it('answers a flood of frames in order without running more than a bounded number at once', async () => {
+    const server = await serve();
+    const client = await connect(server);
+    const count = 2000;
+    for (let id = 1; id <= count; id++) {
+      client.send({ type: 'batch', id, queue: 'jobs', operations: [publish([`j${id}`])] });
+    }
+    await client.next((frame) => frame.id === count, 30_000);
+    const ids = client.frames.filter((frame) => frame.type === 'results').map((frame) => frame.id);
+    expect(ids).toEqual(Array.from({ length: count }, (_, index) => index + 1));
+    expect(await stats(server)).toMatchObject({ ready: count });
+  });
+
+  it('stops pushing to a consumer that never reads and closes it with a typed reason', async () => {
+    const lines: { msg: string }[] = [];
+    const logger = pino(
+      { level: 'warn' },
+      { write: (line: string) => lines.push(JSON.parse(line)) },
+    );
+    const server = await serve({
+      logger,
+      limits: {
+        maxStreamBufferBytes: 64 * 1024,
+        streamHeartbeatMs: 400,
+        maxPayloadBytes: 1024 * 1024,
+        maxBodyBytes: 2 * 1024 * 1024,
+      },
+    });
+    const client = await FrameClient.open(server.baseUrl);
+    // 40 MB: more than the socket buffers of both ends can hold.
+    const big = 'x'.repeat(1_000_000);
+    const jobs = 40;
+    for (let i = 0; i < jobs; i++) {
+      await call(server.baseUrl, 'POST', '/v1/queues/jobs/jobs', { body: { payload: big } });
+    }
+    // The client stops reading its socket, then asks for everything.
+    client.send({ type: 'subscribe', id: 1, queue: 'jobs', prefetch: 1000 });
+    (client.socket as unknown as { _socket: { pause(): void } })._socket.pause();
+    const closed = () => lines.some((line) => line.msg.startsWith('stream closed: '));
+    const started = Date.now();
+    while (!closed() && Date.now() - started < 10_000) await settle(50);
+    client.socket.terminate();
+    expect(lines.map((line) => line.msg)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(
+          /^stream closed: (the client did not read what was sent to it|no pong within the heartbeat)$/,
+        ),
+      ]),
+    );
+    // Pushing stopped at the buffer bound: the rest stayed ready, nothing was lost.
+    const after = await stats(server);
+    expect(after.ready + after.active).toBe(jobs);
+    expect(after.ready).toBeGreaterThan(0);
+  });
+});

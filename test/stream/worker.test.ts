@@ -1,0 +1,107 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { openRemote, type RemoteBroker } from '../../src/client/index.js';
+import { silentLogger, work } from '../../src/index.js';
+import { call, startTestServer, type TestServer } from '../server/helpers.js';
+
+const open: { close(): Promise<unknown> }[] = [];
+afterEach(async () => {
+  for (const each of open.splice(0).reverse()) await each.close();
+});
+
+async function setUp(): Promise<{ server: TestServer; client: RemoteBroker }> {
+  const server = await startTestServer();
+  open.push(server);
+  const client = await openRemote(server.baseUrl);
+  open.push(client);
+  expect(client.transport).toBe('stream');
+  return { server, client };
+}
+
+async function until(test: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('the worker over the stream', () => {
+  it('keeps its concurrency of jobs flowing from the subscription, never more in hand', async () => {
+    const { server, client } = await setUp();
+    const queue = await client.queue('flow', { visibility: 5000 });
+    const count = 300;
+    for (let from = 0; from < count; from += 100) {
+      await queue.publishBatch(
+        Array.from({ length: 100 }, (_, index) => ({ payload: from + index })),
+      );
+    }
+    const done = new Set<number>();
+    let running = 0;
+    let mostRunning = 0;
+    let mostActive = 0;
+    const worker = await work(
+      queue,
+      async (job) => {
+        running += 1;
+        mostRunning = Math.max(mostRunning, running);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        done.add(job.payload as number);
+        running -= 1;
+      },
+      { concurrency: 8, logger: silentLogger },
+    );
+    const watch = setInterval(async () => {
+      const answer = await call(server.baseUrl, 'GET', '/v1/queues/flow/stats');
+      mostActive = Math.max(mostActive, answer.body.active ?? 0);
+    }, 5);
+    await until(() => done.size === count);
+    clearInterval(watch);
+    await worker.close();
+    expect(mostRunning).toBeLessThanOrEqual(8);
+    // The prefetch is the worker's concurrency: nothing piles up in the client.
+    expect(mostActive).toBeLessThanOrEqual(8);
+    expect(await queue.stats()).toMatchObject({ ready: 0, active: 0, acks: count });
+  });
+
+  it('retries a failing job with backoff and dead-letters it after maxDeliveries', async () => {
+    const { client } = await setUp();
+    const queue = await client.queue('fails', { visibility: 5000, maxDeliveries: 3 });
+    await queue.publish({ id: 'bad' });
+    let attempts = 0;
+    const worker = await work(
+      queue,
+      async () => {
+        attempts += 1;
+        throw new Error('no');
+      },
+      { concurrency: 2, logger: silentLogger, backoff: { baseDelay: 10, maxDelay: 20 } },
+    );
+    await until(async () => (await queue.stats()).dead === 1);
+    await worker.close();
+    expect(attempts).toBe(3);
+    expect((await queue.deadLetters())[0]).toMatchObject({ id: 'bad', deliveryCount: 3 });
+  });
+
+  it('gives the jobs in hand back at once when closed, and the client gives back what it held', async () => {
+    const { client } = await setUp();
+    const queue = await client.queue('close', { visibility: 60_000 });
+    await queue.publishBatch(Array.from({ length: 10 }, (_, index) => ({ id: `j${index}` })));
+    let started = 0;
+    const worker = await work(
+      queue,
+      async (_job, context) => {
+        started += 1;
+        await new Promise((resolve) => context.signal.addEventListener('abort', resolve));
+        throw new Error('stopped');
+      },
+      { concurrency: 4, logger: silentLogger },
+    );
+    await until(() => started === 4);
+    expect(await queue.stats()).toMatchObject({ active: 4, ready: 6 });
+    await worker.close({ timeout: 0 });
+    await client.close();
+    const fresh = await openRemote(client.baseUrl);
+    open.push(fresh);
+    expect(await fresh.handle('close').stats()).toMatchObject({ active: 0, ready: 10 });
+  });
+});
