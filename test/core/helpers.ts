@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import type { LeaseqError } from '../../src/core/errors.js';
 import { LeaseQueue } from '../../src/core/index.js';
-import type { InspectView, QueueOptions } from '../../src/core/types.js';
+import type { InspectView } from '../../src/core/types.js';
 
 /** Runs `fn`, expects it to throw, and returns what it threw. */
 export function thrown(fn: () => unknown): unknown {
@@ -28,13 +28,6 @@ export function expectError<T extends LeaseqError>(
 /** An empty view at `clock`, with the given parts. */
 export function view(clock: number, parts: Partial<InspectView> = {}): InspectView {
   return { queueTime: clock, ready: [], delayed: [], active: [], dead: [], ...parts };
-}
-
-/** A queue holding the published ids (all at `now`, no delay), each with payload id.toUpperCase(). */
-export function queueWith(ids: string[], options: QueueOptions = {}, now = 0): LeaseQueue {
-  const q = new LeaseQueue(options);
-  for (const id of ids) q.publish(now, { id, payload: id.toUpperCase() });
-  return q;
 }
 
 /** A queue at clock 5 holding one job in every state and one open session. */
