@@ -8,6 +8,7 @@ import {
 } from '../../src/core/index.js';
 import type { QueueHandle } from '../../src/engine/index.js';
 import {
+  type Call,
   describeStep,
   IDS,
   type IdsRef,
@@ -18,7 +19,9 @@ import {
   type Step,
   type TimeStep,
   type TokenRef,
+  usesQueueFeatures,
 } from './operations.js';
+import { type Outcome, Shadow } from './shadow.js';
 
 type AnyQueue = LeaseQueue | QueueHandle;
 
@@ -29,13 +32,12 @@ interface Side {
 }
 
 interface Bound {
+  /** The call with its references resolved, in the core's names (for the shadow's checks). */
+  call: Call;
   invoke(queue: AnyQueue, now: number, side: Side): unknown;
   /** Learns from two successful results before they are compared. */
   learn?(core: unknown, engine: unknown): void;
 }
-
-/** A result or a typed error, in a form two sides can be compared by. */
-type Outcome = { ok: true; value: unknown } | { ok: false; error: string };
 
 /** A session id that neither side ever issued. */
 const UNKNOWN_SESSION = 'never-opened';
@@ -44,8 +46,12 @@ const UNKNOWN_SESSION = 'never-opened';
  * One engine queue and the pure core run side by side: every step goes to both with the same
  * `now`, and their results and states must agree exactly. Tokens must be the same numbers
  * (R6); session ids and generated job ids are compared through the order they were issued in.
+ * At every step the shadow checks the core's result and state against the invariants of
+ * SPEC.md (shadow.ts). Without an engine queue, the core runs alone under the shadow's checks.
  */
 export class Lockstep {
+  /** The invariant checker of the core; it stops at the first step using R22–R24. */
+  private shadow: Shadow | undefined;
   /** Every token issued so far, in order. */
   private readonly tokens: number[] = [];
   /** Sessions in the order they were opened: the core's id and the engine's. */
@@ -59,13 +65,16 @@ export class Lockstep {
 
   constructor(
     readonly core: LeaseQueue,
-    readonly queue: QueueHandle,
-  ) {}
+    readonly queue?: QueueHandle,
+  ) {
+    this.shadow = new Shadow(core);
+  }
 
   /** Applies one step to both sides; fails at the first difference. */
   async apply(step: Step): Promise<void> {
     this.trail.push(describeStep(step));
     const now = this.timeOf(step.time);
+    const before = this.core.inspect();
     const bound = this.bind(step.operation);
     const coreSide: Side = { session: (ref) => this.sessionOf(ref).core, ids: (ids) => ids };
     const engineSide: Side = {
@@ -73,7 +82,17 @@ export class Lockstep {
       ids: (ids) => ids?.map((id) => this.idToEngine.get(id) ?? id),
     };
     const expected = await settle(() => bound.invoke(this.core, now, coreSide), 'core');
-    const actual = await settle(() => bound.invoke(this.queue, now, engineSide), 'engine');
+    if (usesQueueFeatures(step)) this.shadow = undefined;
+    this.shadow?.check(bound.call, now, expected, before);
+    if (this.queue === undefined) {
+      // The core alone: its names are the ones the next steps refer to.
+      if (expected.ok) bound.learn?.(expected.value, expected.value);
+      return;
+    }
+    const actual = await settle(
+      () => bound.invoke(this.queue as QueueHandle, now, engineSide),
+      'engine',
+    );
     if (expected.ok && actual.ok) bound.learn?.(expected.value, actual.value);
     const where = `after ${this.trail.length} steps:\n  ${this.trail.join('\n  ')}`;
     expect(this.outcomeToCore(actual), `result ${where}`).toEqual(expected);
@@ -85,37 +104,52 @@ export class Lockstep {
 
   /** The end of a run: counters, dead letters and every job must agree too. */
   async finish(): Promise<void> {
+    if (this.queue !== undefined) await this.compareAtEnd(this.queue);
+    this.shadow?.drain();
+  }
+
+  private async compareAtEnd(queue: QueueHandle): Promise<void> {
     const where = `at the end of:\n  ${this.trail.join('\n  ')}`;
-    expect(this.toCore(await this.queue.deadLetters()), `deadLetters() ${where}`).toEqual(
+    expect(this.toCore(await queue.deadLetters()), `deadLetters() ${where}`).toEqual(
       this.core.deadLetters(),
     );
     for (const id of [...IDS, ...this.idToEngine.keys()]) {
       const engineId = this.idToEngine.get(id) ?? id;
-      expect(this.toCore(await this.queue.job(engineId)), `job(${id}) ${where}`).toEqual(
+      expect(this.toCore(await queue.job(engineId)), `job(${id}) ${where}`).toEqual(
         this.core.job(id),
       );
     }
     const clock = this.core.queueTime;
-    expect(this.toCore(await this.queue.stats(clock)), `stats(${clock}) ${where}`).toEqual(
+    expect(this.toCore(await queue.stats(clock)), `stats(${clock}) ${where}`).toEqual(
       this.core.stats(clock),
     );
     // Far ahead: every lease, delay and session runs out; both sides must settle alike.
     const later = clock + 1000;
-    expect(this.toCore(await this.queue.stats(later)), `stats(${later}) ${where}`).toEqual(
+    expect(this.toCore(await queue.stats(later)), `stats(${later}) ${where}`).toEqual(
       this.core.stats(later),
     );
-    expect(this.toCore(await this.queue.inspect()), `inspect() ${where}`).toEqual(
-      this.core.inspect(),
-    );
-    expect(this.toCore(await this.queue.deadLetters()), `deadLetters() ${where}`).toEqual(
+    expect(this.toCore(await queue.inspect()), `inspect() ${where}`).toEqual(this.core.inspect());
+    expect(this.toCore(await queue.deadLetters()), `deadLetters() ${where}`).toEqual(
       this.core.deadLetters(),
     );
   }
 
   private timeOf(time: TimeStep): number {
     const clock = this.core.queueTime;
-    if (time.kind === 'later') return clock + time.by;
-    return time.kind === 'behind' ? clock - 1 : clock + 0.5;
+    switch (time.kind) {
+      case 'later':
+        return clock + time.by;
+      case 'behind':
+        return clock - time.by;
+      case 'fraction':
+        return clock + 0.5;
+      case 'nan':
+        return Number.NaN;
+      case 'infinite':
+        return Number.POSITIVE_INFINITY;
+      case 'text':
+        return String(clock + 1) as unknown as number;
+    }
   }
 
   private tokenOf(ref: TokenRef): number {
@@ -153,6 +187,7 @@ export class Lockstep {
       case 'publish': {
         const input = jobInput(op.job);
         return {
+          call: { name: 'publish', job: input },
           invoke: (q, now) => q.publish(now, input),
           learn: (core, engine) =>
             this.learnIds([input], [core as PublishResult], [engine as PublishResult]),
@@ -161,6 +196,7 @@ export class Lockstep {
       case 'publishBatch': {
         const inputs = op.jobs.map(jobInput);
         return {
+          call: { name: 'publishBatch', jobs: inputs },
           invoke: (q, now) => q.publishBatch(now, inputs),
           learn: (core, engine) =>
             this.learnIds(inputs, core as PublishResult[], engine as PublishResult[]),
@@ -172,6 +208,11 @@ export class Lockstep {
         const session =
           op.session?.kind === 'opened' && this.sessions.length === 0 ? undefined : op.session;
         return {
+          call: {
+            name: 'reserve',
+            ...withoutUndefined({ max, visibility, ack }),
+            ...(session === undefined ? {} : { session: this.sessionOf(session).core }),
+          },
           invoke: (q, now, side) =>
             q.reserve(now, {
               ...(max === undefined ? {} : { max }),
@@ -186,56 +227,83 @@ export class Lockstep {
       }
       case 'ack': {
         const token = this.tokenOf(op.token);
-        return { invoke: (q, now) => q.ack(now, token) };
+        return { call: { name: 'ack', token }, invoke: (q, now) => q.ack(now, token) };
       }
       case 'ackMany': {
         const tokens = op.tokens.map((ref) => this.tokenOf(ref));
-        return { invoke: (q, now) => q.ackMany(now, tokens) };
+        return { call: { name: 'ackMany', tokens }, invoke: (q, now) => q.ackMany(now, tokens) };
       }
       case 'nack':
       case 'reject': {
         const token = this.tokenOf(op.token);
         const options = nackOptions(op.options);
+        const call: Call = { name: op.name, token, ...(options === undefined ? {} : { options }) };
         return op.name === 'nack'
-          ? { invoke: (q, now) => q.nack(now, token, options) }
-          : { invoke: (q, now) => q.reject(now, token, options) };
+          ? { call, invoke: (q, now) => q.nack(now, token, options) }
+          : { call, invoke: (q, now) => q.reject(now, token, options) };
       }
       case 'extend': {
         const token = this.tokenOf(op.token);
-        return { invoke: (q, now) => q.extend(now, token, op.visibility) };
+        return {
+          call: { name: 'extend', token, visibility: op.visibility },
+          invoke: (q, now) => q.extend(now, token, op.visibility),
+        };
       }
       case 'openSession': {
         const options = op.options === undefined ? undefined : withoutUndefined(op.options);
         return {
+          call: { name: 'openSession', ...(options === undefined ? {} : { options }) },
           invoke: (q, now) => q.openSession(now, options),
           learn: (core, engine) => this.learnSession(core as string, engine as string),
         };
       }
       case 'heartbeat':
-        return { invoke: (q, now, side) => q.heartbeat(now, side.session(op.session)) };
+        return {
+          call: { name: 'heartbeat', session: this.sessionOf(op.session).core },
+          invoke: (q, now, side) => q.heartbeat(now, side.session(op.session)),
+        };
       case 'closeSession':
-        return { invoke: (q, now, side) => q.closeSession(now, side.session(op.session)) };
+        return {
+          call: { name: 'closeSession', session: this.sessionOf(op.session).core },
+          invoke: (q, now, side) => q.closeSession(now, side.session(op.session)),
+        };
       case 'ackUpTo': {
         const token = this.tokenOf(op.token);
-        return { invoke: (q, now, side) => q.ackUpTo(now, side.session(op.session), token) };
+        return {
+          call: { name: 'ackUpTo', session: this.sessionOf(op.session).core, token },
+          invoke: (q, now, side) => q.ackUpTo(now, side.session(op.session), token),
+        };
       }
       case 'nackUpTo': {
         const token = this.tokenOf(op.token);
         const options = nackOptions(op.options);
+        const session = this.sessionOf(op.session).core;
         return {
+          call: { name: 'nackUpTo', session, token, ...(options === undefined ? {} : { options }) },
           invoke: (q, now, side) => q.nackUpTo(now, side.session(op.session), token, options),
         };
       }
       case 'redrive': {
         const ids = this.idsOf(op.ids);
-        return { invoke: (q, now, side) => q.redrive(now, side.ids(ids)) };
+        return {
+          call: { name: 'redrive', ...(ids === undefined ? {} : { ids }) },
+          invoke: (q, now, side) => q.redrive(now, side.ids(ids)),
+        };
       }
       case 'purge': {
         const ids = this.idsOf(op.ids);
-        return { invoke: (q, now, side) => q.purge(now, side.ids(ids)) };
+        return {
+          call: { name: 'purge', ...(ids === undefined ? {} : { ids }) },
+          invoke: (q, now, side) => q.purge(now, side.ids(ids)),
+        };
       }
       case 'purgeQueue':
-        return { invoke: (q, now) => q.purgeQueue(now, { dead: op.dead }) };
+        return {
+          call: { name: 'purgeQueue', dead: op.dead },
+          invoke: (q, now) => q.purgeQueue(now, { dead: op.dead }),
+        };
+      case 'stats':
+        return { call: { name: 'stats' }, invoke: (q, now) => q.stats(now) };
     }
   }
 

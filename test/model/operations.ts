@@ -1,11 +1,20 @@
 import fc from 'fast-check';
-import type { QueueOptions, SessionOptions } from '../../src/core/index.js';
+import type { PublishInput, QueueOptions, SessionOptions } from '../../src/core/index.js';
 
 /** The small pool of job ids, so that duplicates, redrives and purges meet existing jobs. */
 export const IDS = ['a', 'b', 'c', 'd', 'e', 'f'] as const;
 
-/** When a step happens, relative to the queue's clock; some steps are invalid on purpose (R2). */
-export type TimeStep = { kind: 'later'; by: number } | { kind: 'behind' } | { kind: 'fraction' };
+/**
+ * When a step happens, relative to the queue's clock; some steps are invalid on purpose (R2):
+ * behind the clock, a fraction, NaN, infinite, or the next tick given as text.
+ */
+export type TimeStep =
+  | { kind: 'later'; by: number }
+  | { kind: 'behind'; by: number }
+  | { kind: 'fraction' }
+  | { kind: 'nan' }
+  | { kind: 'infinite' }
+  | { kind: 'text' };
 
 /**
  * A token named by where it sits among the live ones (as the core sees them) or among all
@@ -59,7 +68,34 @@ export type Operation =
   | { name: 'ackUpTo'; session: SessionRef; token: TokenRef }
   | { name: 'nackUpTo'; session: SessionRef; token: TokenRef; options?: NackSpec }
   | { name: 'redrive' | 'purge'; ids: IdsRef }
-  | { name: 'purgeQueue'; dead: boolean };
+  | { name: 'purgeQueue'; dead: boolean }
+  | { name: 'stats' };
+
+/**
+ * An operation with its references resolved, in the core's names: the call both sides make.
+ * A session the queue never issued is named as such (`never-opened`).
+ */
+export type Call =
+  | { name: 'publish'; job: PublishInput }
+  | { name: 'publishBatch'; jobs: PublishInput[] }
+  | {
+      name: 'reserve';
+      max?: number;
+      visibility?: number;
+      session?: string;
+      ack?: 'manual' | 'auto';
+    }
+  | { name: 'ack'; token: number }
+  | { name: 'ackMany'; tokens: number[] }
+  | { name: 'nack' | 'reject'; token: number; options?: NackSpec }
+  | { name: 'extend'; token: number; visibility: number }
+  | { name: 'openSession'; options?: SessionOptions }
+  | { name: 'heartbeat' | 'closeSession'; session: string }
+  | { name: 'ackUpTo'; session: string; token: number }
+  | { name: 'nackUpTo'; session: string; token: number; options?: NackSpec }
+  | { name: 'redrive' | 'purge'; ids?: string[] }
+  | { name: 'purgeQueue'; dead: boolean }
+  | { name: 'stats' };
 
 export interface Step {
   time: TimeStep;
@@ -71,6 +107,9 @@ const leaseLength = fc.oneof(
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }) },
   { weight: 3, arbitrary: fc.integer({ min: 5, max: 30 }) },
 );
+
+/** A lease length refused by R6/R10: zero, negative or fractional. */
+const badLength = fc.constantFrom(0, -2, 2.5);
 
 /** Mostly valid, with a rare invalid value mixed in (which must be refused alike). */
 function mostly<T>(valid: fc.Arbitrary<T>, invalid: fc.Arbitrary<T>): fc.Arbitrary<T> {
@@ -103,8 +142,19 @@ const timeStep: fc.Arbitrary<TimeStep> = fc.oneof(
     weight,
     arbitrary: by.map((value) => ({ kind: 'later' as const, by: value })),
   })),
-  { weight: 1, arbitrary: fc.constant({ kind: 'behind' as const }) },
-  { weight: 1, arbitrary: fc.constant({ kind: 'fraction' as const }) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 1, max: 5 }).map((by) => ({ kind: 'behind' as const, by })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom<TimeStep>(
+      { kind: 'fraction' },
+      { kind: 'nan' },
+      { kind: 'infinite' },
+      { kind: 'text' },
+    ),
+  },
 );
 
 /** Mostly a live token or one of the latest, sometimes an older one, rarely a forged one. */
@@ -114,14 +164,16 @@ const tokenRef: fc.Arbitrary<TokenRef> = fc.oneof(
   { weight: 2, arbitrary: fc.nat(60).map((index) => ({ kind: 'issued' as const, index })) },
   {
     weight: 1,
-    arbitrary: fc.constantFrom(0, 1.5, 10_000).map((value) => ({ kind: 'forged' as const, value })),
+    arbitrary: fc
+      .oneof(fc.constantFrom(0, 1.5, 10_000), fc.integer({ min: 1, max: 5000 }))
+      .map((value) => ({ kind: 'forged' as const, value })),
   },
 );
 
 /** Mostly one of the latest sessions opened (ended ones included), rarely one never issued. */
 const sessionRef: fc.Arbitrary<SessionRef> = fc.oneof(
   { weight: 9, arbitrary: fc.constant({ kind: 'opened' as const, back: 0 }) },
-  { weight: 3, arbitrary: fc.nat(2).map((back) => ({ kind: 'opened' as const, back })) },
+  { weight: 3, arbitrary: fc.nat(5).map((back) => ({ kind: 'opened' as const, back })) },
   { weight: 1, arbitrary: fc.constant({ kind: 'unknown' as const }) },
 );
 
@@ -131,11 +183,12 @@ const jobSpec: fc.Arbitrary<JobSpec> = fc.record(
       { weight: 6, arbitrary: fc.constantFrom<string>(...IDS) },
       { weight: 1, arbitrary: fc.constant(undefined) },
     ),
-    payload: fc.constantFrom(undefined, null, 7, 'text', {
-      list: [1, 'two'],
-      nested: { ok: true },
-    }),
-    delay: fc.constantFrom(0, 0, 1, 3, 8),
+    // Mostly distinct payloads, so a delivery carrying another job's payload is seen.
+    payload: fc.oneof(
+      fc.constantFrom(undefined, null, 7, 'text', { list: [1, 'two'], nested: { ok: true } }),
+      fc.integer().map((n) => ({ n })),
+    ),
+    delay: fc.oneof(fc.constantFrom(0, 0, 1, 3, 8), fc.integer({ min: 1, max: 20 })),
     priority: fc.constantFrom(0, 0, 1, 9),
     group: fc.constantFrom(undefined, undefined, 'g', 'h'),
   },
@@ -151,9 +204,9 @@ const badJobSpec: fc.Arbitrary<JobSpec> = fc.constantFrom<JobSpec>(
   { id: 'd', group: '' },
 );
 
-/** A batch of up to 3 jobs; now and then one invalid entry somewhere, refusing all (R5). */
+/** A batch of up to 4 jobs; now and then one invalid entry somewhere, refusing all (R5). */
 const batch: fc.Arbitrary<JobSpec[]> = fc
-  .tuple(fc.array(jobSpec, { maxLength: 3 }), sometimes(2, fc.tuple(badJobSpec, fc.nat(3))))
+  .tuple(fc.array(jobSpec, { maxLength: 4 }), sometimes(2, fc.tuple(badJobSpec, fc.nat(3))))
   .map(([jobs, bad]) => {
     if (bad === undefined) return jobs;
     const [entry, at] = bad;
@@ -175,8 +228,8 @@ const nackSpec: fc.Arbitrary<NackSpec | undefined> = fc.option(
 function sessionOptions(): fc.Arbitrary<SessionOptions | undefined> {
   const options: fc.Arbitrary<SessionOptions> = fc.record({
     prefetch: sometimes(4, mostly(fc.integer({ min: 1, max: 3 }), fc.constant(0))),
-    timeout: sometimes(5, fc.integer({ min: 3, max: 25 })),
-    ackTimeout: sometimes(3, fc.integer({ min: 3, max: 25 })),
+    timeout: sometimes(5, fc.integer({ min: 3, max: 60 })),
+    ackTimeout: sometimes(3, fc.integer({ min: 3, max: 40 })),
   });
   return sometimes(8, options);
 }
@@ -196,8 +249,25 @@ const idsRef: fc.Arbitrary<IdsRef> = fc.oneof(
   },
 );
 
-/** One step: a time and an operation. */
-export function stepArbitrary(): fc.Arbitrary<Step> {
+/**
+ * A step uses a queue feature of R22–R24 (at-most-once receive, priorities, message groups),
+ * which the shadow's invariants (shadow.ts) do not model.
+ */
+export function usesQueueFeatures(step: Step): boolean {
+  const op = step.operation;
+  const featured = (job: JobSpec) => (job.priority ?? 0) !== 0 || job.group !== undefined;
+  if (op.name === 'publish') return featured(op.job);
+  if (op.name === 'publishBatch') return op.jobs.some(featured);
+  return op.name === 'reserve' && op.ack === 'auto';
+}
+
+/** One step: a time and an operation; without `queueFeatures`, none of R22–R24. */
+export function stepArbitrary(options: { queueFeatures?: boolean } = {}): fc.Arbitrary<Step> {
+  const steps = anyStep();
+  return options.queueFeatures === false ? steps.filter((step) => !usesQueueFeatures(step)) : steps;
+}
+
+function anyStep(): fc.Arbitrary<Step> {
   const operation: fc.Arbitrary<Operation> = fc.oneof(
     { weight: 7, arbitrary: jobSpec.map((job) => ({ name: 'publish' as const, job })) },
     { weight: 3, arbitrary: batch.map((jobs) => ({ name: 'publishBatch' as const, jobs })) },
@@ -205,8 +275,8 @@ export function stepArbitrary(): fc.Arbitrary<Step> {
       weight: 10,
       arbitrary: fc.record({
         name: fc.constant('reserve' as const),
-        max: sometimes(6, mostly(fc.integer({ min: 1, max: 3 }), fc.constant(0))),
-        visibility: sometimes(4, mostly(leaseLength, fc.constant(0))),
+        max: sometimes(6, mostly(fc.integer({ min: 1, max: 4 }), fc.constant(0))),
+        visibility: sometimes(4, mostly(leaseLength, badLength)),
         session: sometimes(6, sessionRef),
         ack: sometimes(2, fc.constantFrom('auto' as const, 'manual' as const)),
       }),
@@ -215,7 +285,7 @@ export function stepArbitrary(): fc.Arbitrary<Step> {
     {
       weight: 1,
       arbitrary: fc
-        .array(tokenRef, { minLength: 1, maxLength: 3 })
+        .array(tokenRef, { maxLength: 4 })
         .map((tokens) => ({ name: 'ackMany' as const, tokens })),
     },
     {
@@ -231,7 +301,7 @@ export function stepArbitrary(): fc.Arbitrary<Step> {
     {
       weight: 2,
       arbitrary: fc
-        .tuple(tokenRef, mostly(leaseLength, fc.constant(0)))
+        .tuple(tokenRef, mostly(leaseLength, badLength))
         .map(([token, visibility]) => ({ name: 'extend' as const, token, visibility })),
     },
     {
@@ -272,6 +342,7 @@ export function stepArbitrary(): fc.Arbitrary<Step> {
       weight: 1,
       arbitrary: fc.boolean().map((dead) => ({ name: 'purgeQueue' as const, dead })),
     },
+    { weight: 2, arbitrary: fc.constant({ name: 'stats' as const }) },
   );
   return fc.record({ time: timeStep, operation });
 }
@@ -279,20 +350,24 @@ export function stepArbitrary(): fc.Arbitrary<Step> {
 /** Queue options of one run: small values, so limits are reached within a few steps. */
 export const queueOptionsArbitrary: fc.Arbitrary<QueueOptions> = fc.record({
   visibility: leaseLength,
-  prefetch: fc.oneof(fc.constant(Number.POSITIVE_INFINITY), fc.integer({ min: 1, max: 4 })),
-  maxDeliveries: fc.constantFrom(1, 2, 3, 10, Number.POSITIVE_INFINITY),
+  prefetch: fc.oneof(fc.constant(Number.POSITIVE_INFINITY), fc.integer({ min: 1, max: 5 })),
+  maxDeliveries: fc.constantFrom(1, 2, 3, 4, 10, Number.POSITIVE_INFINITY),
   maxLease: fc.oneof(fc.constant(Number.POSITIVE_INFINITY), fc.integer({ min: 3, max: 40 })),
   dedupWindow: fc.constantFrom(0, 0, 5),
 });
 
 /** A step as a line of a counterexample. */
 export function describeStep(step: Step): string {
-  const time =
-    step.time.kind === 'later'
-      ? `+${step.time.by}`
-      : step.time.kind === 'behind'
-        ? 'clock-1'
-        : 'clock+0.5';
+  const time = TIME_LABELS[step.time.kind](step.time);
   const { name, ...args } = step.operation;
   return `@${time} ${name}(${JSON.stringify(args, (_key, value) => (value === Infinity ? 'Infinity' : value))})`;
 }
+
+const TIME_LABELS: { [K in TimeStep['kind']]: (time: TimeStep) => string } = {
+  later: (time) => `+${(time as { by: number }).by}`,
+  behind: (time) => `clock-${(time as { by: number }).by}`,
+  fraction: () => 'clock+0.5',
+  nan: () => 'NaN',
+  infinite: () => 'Infinity',
+  text: () => '"clock+1"',
+};

@@ -1,12 +1,29 @@
-/** Per-operation checks of the property tests: what each accepted call must have returned and done. */
+/** Per-call checks of the model runs: what each accepted call must have returned and done. */
 import { expect } from 'vitest';
+import type { PublishInput, PurgeQueueResult } from '../../src/core/index.js';
 import type { InspectView } from '../../src/core/types.js';
-import type { Active, Entry, Op, Sess, Shadow } from './model-check.js';
+import type { Call, NackSpec } from './operations.js';
+import type { Active, Sess, Shadow } from './shadow.js';
 
 type Delivered = { token: number; id: string; payload: unknown; deadline: number } & {
   deliveryCount: number;
   redelivered: boolean;
 };
+
+/** A nack's options with their defaults (R9). */
+interface Disposition {
+  requeue: boolean;
+  delay: number;
+  reason?: string;
+}
+
+function disposition(options: NackSpec | undefined): Disposition {
+  return {
+    requeue: options?.requeue ?? true,
+    delay: options?.delay ?? 0,
+    ...(options?.reason === undefined ? {} : { reason: options.reason }),
+  };
+}
 
 /**
  * The exact state after R3 at `now` (R3, R12, R13, R16): sessions that end release all their
@@ -47,18 +64,18 @@ function surelyLive(
 function published(
   sh: Shadow,
   r: { id: string; duplicate: boolean },
-  e: { id?: string; delay: number },
-  sent: unknown,
+  e: PublishInput,
   now: number,
   after: InspectView,
 ): void {
   if (e.id !== undefined) expect(r.id).toBe(e.id);
-  expect(r.duplicate).toBe(sh.present.has(r.id));
+  expect(r.duplicate).toBe(sh.isDuplicate(r.id, now));
   if (r.duplicate) return;
   sh.present.add(r.id);
   sh.count.set(r.id, 0);
-  sh.payload.set(r.id, sent);
-  if (e.delay > 0) expect(after.delayed).toContainEqual({ id: r.id, availableAt: now + e.delay });
+  sh.payload.set(r.id, e.payload);
+  const delay = e.delay ?? 0;
+  if (delay > 0) expect(after.delayed).toContainEqual({ id: r.id, availableAt: now + delay });
   else expect(after.ready).toContain(r.id);
 }
 
@@ -77,9 +94,15 @@ function completed(
   return ok ? a : undefined;
 }
 
+/** R4: an acked id is remembered for dedupWindow. */
+function acked(sh: Shadow, id: string, now: number): void {
+  sh.present.delete(id);
+  if (sh.cfg.dedupWindow > 0) sh.remembered.set(id, now + sh.cfg.dedupWindow);
+}
+
 export function checkOutcome(
   sh: Shadow,
-  o: Op,
+  call: Call,
   now: number,
   result: unknown,
   before: InspectView,
@@ -95,22 +118,23 @@ export function checkOutcome(
       ...v.active.map((a) => a.id),
       ...v.dead.map((d) => d.id),
     ]);
-  switch (o.op) {
+  switch (call.name) {
     case 'publish':
-      published(sh, result as { id: string; duplicate: boolean }, o, sh.sent[0], now, after);
+      published(sh, result as { id: string; duplicate: boolean }, call.job, now, after);
       break;
     case 'publishBatch': {
       const rs = result as { id: string; duplicate: boolean }[];
-      expect(rs).toHaveLength(o.jobs.length);
+      expect(rs).toHaveLength(call.jobs.length);
       rs.forEach((r, i) => {
-        published(sh, r, o.jobs[i] as Entry, sh.sent[i], now, after);
+        published(sh, r, call.jobs[i] as PublishInput, now, after);
       });
       break;
     }
     case 'reserve': {
       const ds = result as Delivered[];
-      const s = sh.namedSession(o) ?? undefined;
-      expect(ds.length).toBeLessThanOrEqual(o.max);
+      const s = sh.namedSession(call) ?? undefined;
+      const max = call.max ?? 1;
+      expect(ds.length).toBeLessThanOrEqual(max);
       // R6 + I9: from the front of ready as R3 left it, and nothing else changed.
       expect(ds.map((d) => d.id)).toEqual(base.ready.slice(0, ds.length));
       expect(after).toEqual({
@@ -129,22 +153,14 @@ export function checkOutcome(
       });
       for (const d of ds) {
         expect(d.token).toBe(sh.nextToken++);
-        expect(d.deadline).toBe(now + Math.min(o.visibility ?? cfg.visibility, cfg.maxLease));
+        expect(d.deadline).toBe(now + Math.min(call.visibility ?? cfg.visibility, cfg.maxLease));
         expect(d.deliveryCount).toBe((sh.count.get(d.id) ?? Number.NaN) + 1);
         expect(d.redelivered).toBe(d.deliveryCount > 1);
         expect(d.payload).toEqual(sh.payload.get(d.id));
-        expect(after.active).toContainEqual({
-          token: d.token,
-          id: d.id,
-          deadline: d.deadline,
-          deliveryCount: d.deliveryCount,
-          ...(s ? { session: s.id } : {}),
-        });
         sh.count.set(d.id, d.deliveryCount);
-        sh.issued.push(d.token);
         sh.deliveredAt.set(d.token, now);
       }
-      if (ds.length < o.max) {
+      if (ds.length < max) {
         const mine = s ? after.active.filter((a) => a.session === s.id).length : 0;
         const full = after.active.length >= cfg.prefetch || (s !== undefined && mine >= s.prefetch);
         expect(after.ready.length === 0 || full).toBe(true);
@@ -153,8 +169,8 @@ export function checkOutcome(
     }
     case 'ack':
     case 'ackMany': {
-      const tokens = o.op === 'ack' ? [sh.token(o.token)] : o.tokens.map((p) => sh.token(p));
-      const oks = o.op === 'ack' ? [result as boolean] : (result as boolean[]);
+      const tokens = call.name === 'ack' ? [call.token] : call.tokens;
+      const oks = call.name === 'ack' ? [result as boolean] : (result as boolean[]);
       expect(oks).toHaveLength(tokens.length);
       tokens.forEach((tok, i) => {
         if (tokens.slice(0, i).includes(tok)) {
@@ -162,15 +178,19 @@ export function checkOutcome(
           return;
         }
         const a = completed(sh, tok, oks[i] as boolean, now, before, after);
-        if (a) sh.present.delete(a.id);
+        if (a) acked(sh, a.id, now);
       });
       expect(after).toEqual({ ...base, active: without(new Set(tokens.filter((_, i) => oks[i]))) });
       break;
     }
     case 'nack':
     case 'reject': {
-      const a = completed(sh, sh.token(o.token), result as boolean, now, before, after);
-      if (!a) break;
+      const a = completed(sh, call.token, result as boolean, now, before, after);
+      if (!a) {
+        expect(after).toEqual(base);
+        break;
+      }
+      const o = disposition(call.options);
       nacked(sh, a.id, o, now, after);
       const died = !o.requeue || (sh.count.get(a.id) as number) >= cfg.maxDeliveries;
       if (died) expect(after.dead.at(-1)?.id).toBe(a.id);
@@ -178,7 +198,7 @@ export function checkOutcome(
       break;
     }
     case 'extend': {
-      const tok = sh.token(o.token);
+      const tok = call.token;
       const a = before.active.find((x) => x.token === tok);
       if (result === null) {
         expect(surelyLive(sh, a, now, before)).toBe(false);
@@ -187,22 +207,24 @@ export function checkOutcome(
       }
       expect(a !== undefined && a.deadline > now).toBe(true);
       const bound = (sh.deliveredAt.get(tok) as number) + cfg.maxLease;
-      expect(result).toBe(Math.min(now + o.visibility, bound));
+      expect(result).toBe(Math.min(now + call.visibility, bound));
       expect(after).toEqual({
         ...base,
         active: base.active.map((x) => (x.token === tok ? { ...x, deadline: result } : x)),
       });
       break;
     }
-    case 'open': {
+    case 'openSession': {
       expect(after).toEqual(base);
       expect(typeof result).toBe('string');
       expect(sh.sessions.some((s) => s.id === result)).toBe(false);
+      const options = call.options ?? {};
+      const finite = (n: number | undefined) => (n === Number.POSITIVE_INFINITY ? undefined : n);
       sh.sessions.push({
         id: result as string,
-        prefetch: o.prefetch ?? Number.POSITIVE_INFINITY,
-        timeout: o.timeout,
-        ackTimeout: o.ackTimeout,
+        prefetch: options.prefetch ?? Number.POSITIVE_INFINITY,
+        timeout: finite(options.timeout),
+        ackTimeout: finite(options.ackTimeout),
         lastHb: now,
         ended: false,
       });
@@ -210,21 +232,21 @@ export function checkOutcome(
     }
     case 'heartbeat':
       expect(after).toEqual(base);
-      (sh.namedSession(o) as Sess).lastHb = now;
+      (sh.namedSession(call) as Sess).lastHb = now;
       break;
-    case 'close':
+    case 'closeSession':
     case 'ackUpTo':
     case 'nackUpTo': {
-      const s = sh.namedSession(o) as Sess;
-      const limit = 'token' in o ? sh.token(o.token) : Number.POSITIVE_INFINITY;
+      const s = sh.namedSession(call) as Sess;
+      const limit = 'token' in call ? call.token : Number.POSITIVE_INFINITY;
       const hit = before.active.filter(
         (a) => a.session === s.id && a.token <= limit && a.deadline > now,
       );
       expect(result).toBe(hit.length);
       for (const a of hit) expect(after.active.some((x) => x.token === a.token)).toBe(false);
       const rest = without(new Set(hit.map((a) => a.token)));
-      if (o.op === 'ackUpTo') expect(after).toEqual({ ...base, active: rest });
-      if (o.op === 'close') {
+      if (call.name === 'ackUpTo') expect(after).toEqual({ ...base, active: rest });
+      if (call.name === 'closeSession') {
         // R16: released at once, in token order, to the front (or dead at the limit, R13).
         const died = hit.filter((a) => a.deliveryCount >= cfg.maxDeliveries);
         const reason = 'max-deliveries';
@@ -238,13 +260,15 @@ export function checkOutcome(
           ],
         });
       }
-      if (o.op === 'ackUpTo') for (const a of hit) sh.present.delete(a.id);
-      if (o.op === 'nackUpTo') for (const a of hit) nacked(sh, a.id, o, now, after);
-      if (o.op === 'close') s.ended = true;
+      if (call.name === 'ackUpTo') for (const a of hit) acked(sh, a.id, now);
+      if (call.name === 'nackUpTo') {
+        for (const a of hit) nacked(sh, a.id, disposition(call.options), now, after);
+      }
+      if (call.name === 'closeSession') s.ended = true;
       break;
     }
     case 'redrive': {
-      const wanted = (id: string) => o.ids === undefined || o.ids.includes(id);
+      const wanted = (id: string) => call.ids === undefined || call.ids.includes(id);
       const moved = base.dead.map((d) => d.id).filter(wanted);
       expect(result).toBe(moved.length);
       const moves = (id: string) => moved.includes(id);
@@ -258,9 +282,26 @@ export function checkOutcome(
       break;
     }
     case 'purge': {
-      expect(after).toEqual({ ...base, dead: [] });
-      expect(result).toBe(base.dead.length);
-      for (const d of base.dead) sh.present.delete(d.id);
+      const wanted = (id: string) => call.ids === undefined || call.ids.includes(id);
+      const gone = base.dead.map((d) => d.id).filter(wanted);
+      expect(after).toEqual({ ...base, dead: base.dead.filter((d) => !wanted(d.id)) });
+      expect(result).toBe(gone.length);
+      for (const id of gone) sh.present.delete(id);
+      break;
+    }
+    case 'purgeQueue': {
+      // R19: everything but the dead goes (the dead too when asked); sessions stay open.
+      const removed: PurgeQueueResult = {
+        ready: base.ready.length,
+        delayed: base.delayed.length,
+        active: base.active.length,
+        dead: call.dead ? base.dead.length : 0,
+      };
+      expect(result).toEqual(removed);
+      const kept = call.dead ? [] : base.dead;
+      expect(after).toEqual({ ...base, ready: [], delayed: [], active: [], dead: kept });
+      const keptIds = new Set(kept.map((d) => d.id));
+      for (const id of [...sh.present]) if (!keptIds.has(id)) sh.present.delete(id);
       break;
     }
     case 'stats': {
@@ -281,13 +322,7 @@ export function checkOutcome(
 }
 
 /** Where a nacked job must be after the nack (R9, R13). */
-function nacked(
-  sh: Shadow,
-  id: string,
-  o: { requeue: boolean; delay: number; reason?: string },
-  now: number,
-  after: InspectView,
-): void {
+function nacked(sh: Shadow, id: string, o: Disposition, now: number, after: InspectView): void {
   const count = sh.count.get(id) as number;
   if (!o.requeue) {
     const reason = o.reason ?? 'rejected';
