@@ -17,6 +17,10 @@
  * Besides, each step's outcome is checked against its rule (shadow-outcomes.ts): the refused
  * calls (R2, bad arguments) change nothing, a SessionClosedError leaves exactly R3's effects, and
  * every accepted call returned and did what its rule says.
+ *
+ * It models queues of R1–R20: FIFO ready, no message groups, manual acks. A run stops using it
+ * at its first step with a priority, a group or an auto-acking reserve (R22–R24); those steps
+ * are held to the core by the engine comparison only.
  */
 import { expect } from 'vitest';
 import { type LeaseQueue, type PublishInput, SessionClosedError } from '../../src/core/index.js';
