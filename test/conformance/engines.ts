@@ -40,6 +40,9 @@ export interface EngineUnderTest {
   readonly viaClient: boolean;
 }
 
+/** The targets that reach a server through the remote client (see EngineUnderTest.viaClient). */
+const REMOTE_TARGETS: ReadonlySet<string> = new Set(['http', 'http-socket', 'stream']);
+
 export function postgresUrl(): string {
   return process.env.LEASEQ_TEST_POSTGRES_URL ?? DEFAULT_POSTGRES_URL;
 }
@@ -149,7 +152,7 @@ async function tryEngine(factory: EngineFactory): Promise<EngineUnderTest> {
     name: factory.name,
     skipReason: undefined,
     capabilities,
-    viaClient: factory.name.startsWith('http'),
+    viaClient: REMOTE_TARGETS.has(factory.name),
   };
 }
 
@@ -159,7 +162,7 @@ function notRun(factory: EngineFactory, skipReason: string | undefined): EngineU
     name: factory.name,
     skipReason,
     capabilities: undefined,
-    viaClient: factory.name.startsWith('http'),
+    viaClient: REMOTE_TARGETS.has(factory.name),
   };
 }
 

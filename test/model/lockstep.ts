@@ -236,6 +236,8 @@ export class Lockstep {
       }
       case 'purgeQueue':
         return { invoke: (q, now) => q.purgeQueue(now, { dead: op.dead }) };
+      case 'cancel':
+        return { invoke: (q, now) => q.cancel(now, op.id, { remove: op.remove }) };
     }
   }
 

@@ -59,7 +59,8 @@ export type Operation =
   | { name: 'ackUpTo'; session: SessionRef; token: TokenRef }
   | { name: 'nackUpTo'; session: SessionRef; token: TokenRef; options?: NackSpec }
   | { name: 'redrive' | 'purge'; ids: IdsRef }
-  | { name: 'purgeQueue'; dead: boolean };
+  | { name: 'purgeQueue'; dead: boolean }
+  | { name: 'cancel'; id: string; remove: boolean };
 
 export interface Step {
   time: TimeStep;
@@ -271,6 +272,12 @@ export function stepArbitrary(): fc.Arbitrary<Step> {
     {
       weight: 1,
       arbitrary: fc.boolean().map((dead) => ({ name: 'purgeQueue' as const, dead })),
+    },
+    {
+      weight: 2,
+      arbitrary: fc
+        .tuple(fc.constantFrom(...IDS), fc.boolean())
+        .map(([id, remove]) => ({ name: 'cancel' as const, id, remove })),
     },
   );
   return fc.record({ time: timeStep, operation });
