@@ -2,6 +2,7 @@ import {
   build,
   ClosedError,
   type Delivery,
+  type MoveJobsOptions,
   type NackOptions,
   type Operation,
   type Outcome,
@@ -14,7 +15,13 @@ import {
   UnsupportedError,
   ValidationError,
 } from '../core/index.js';
-import type { Engine, EngineTransaction, QueueHandle, SqlParameter } from '../engine/engine.js';
+import type {
+  CancelListener,
+  Engine,
+  EngineTransaction,
+  QueueHandle,
+  SqlParameter,
+} from '../engine/engine.js';
 import type { ScheduleStore } from '../engine/schedules.js';
 import { type Clock, SystemClock } from './clock.js';
 import type { Broker, BrokerTransaction, Queue, ReceiveOptions } from './queue.js';
@@ -51,7 +58,14 @@ export class EngineBroker implements Broker {
   async queue(name: string, options?: QueueOptions): Promise<Queue> {
     this.checkOpen();
     const handle = await this.engine.queue(name, options);
-    return new EngineQueue(handle, this.clock, this.wakes, this.closing.signal, this.engine);
+    return new EngineQueue(
+      handle,
+      this.clock,
+      this.wakes,
+      this.closing.signal,
+      this.engine,
+      this.engine.onCancel?.bind(this.engine),
+    );
   }
 
   /**
@@ -180,6 +194,8 @@ export class EngineQueue implements Queue {
     private readonly wakes: WakeSignal,
     private readonly closed: AbortSignal,
     private readonly scheduleStore: ScheduleStore,
+    /** The engine's news of cancelled deliveries (R28), where it has any. */
+    private readonly onCancel?: (listener: CancelListener) => () => void,
   ) {}
 
   get name(): string {
@@ -324,6 +340,23 @@ export class EngineQueue implements Queue {
 
   async purgeQueue(options?: { dead?: boolean }) {
     return this.run(build.purgeQueue(options));
+  }
+
+  async moveJobs(options?: MoveJobsOptions) {
+    return this.run(build.moveJobs(options));
+  }
+
+  async cancel(id: string, options?: { remove?: boolean }) {
+    return this.run(build.cancel(id, options));
+  }
+
+  watchCancels(listener: (token: number) => void): () => void {
+    const name = this.name;
+    return (
+      this.onCancel?.((queue, token) => {
+        if (queue === name) listener(token);
+      }) ?? (() => {})
+    );
   }
 
   async stats() {

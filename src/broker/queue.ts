@@ -4,6 +4,7 @@ import type {
   InspectView,
   JobView,
   LiveDelivery,
+  MoveJobsOptions,
   NackOptions,
   Operation,
   Outcome,
@@ -63,6 +64,25 @@ export interface Queue {
    * deliveries end (their tokens are refused from then on); dead jobs only with `dead: true`.
    */
   purgeQueue(options?: { dead?: boolean }): Promise<PurgeQueueResult>;
+  /**
+   * R26: moves ready and delayed jobs (all, or `ids`) to `to`, or each back to the queue it was
+   * dead-lettered from, keeping ids, payloads and histories (deliveryCount 0); at most `max`.
+   * Jobs the target cannot take (no such queue, id present there) stay. Returns how many moved.
+   */
+  moveJobs(options?: MoveJobsOptions): Promise<number>;
+  /**
+   * R28: cancels the job `id`: ready or delayed, it dies with reason `cancelled` (or is removed
+   * with `remove: true`); active, its delivery ends at once and its token is refused from then
+   * on (the holder learns at its next extend or ack). False when the job is not there or is
+   * already dead.
+   */
+  cancel(id: string, options?: { remove?: boolean }): Promise<boolean>;
+  /**
+   * Tells `listener` the token of each live delivery of this queue cancelled through this
+   * process's storage (R28), so that its holder stops at once; returns the removal. Absent
+   * where no such news can come (over HTTP): holders learn at their next extend or ack.
+   */
+  watchCancels?(listener: (token: number) => void): () => void;
   stats(): Promise<QueueStats>;
   inspect(): Promise<InspectView>;
   /** The live deliveries in token order, with delivery times and sessions. Takes no time. */

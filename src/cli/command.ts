@@ -53,7 +53,10 @@ export const EXIT = {
   failed: 1,
   /** The command line is wrong. */
   usage: 2,
-  /** Some receipts named deliveries that were no longer live (ack/nack answered false). */
+  /**
+   * Some receipts named deliveries that were no longer live (ack/nack answered false), or some
+   * jobs to cancel were absent or dead.
+   */
   stale: 3,
 } as const;
 

@@ -11,6 +11,10 @@ export function formatOptions(options: ResolvedQueueOptions): string {
     `maxDeliveries=${show(options.maxDeliveries)}`,
     `maxLease=${show(options.maxLease, 'ms')}`,
     `dedupWindow=${show(options.dedupWindow, 'ms')}`,
+    ...(options.deadLetterQueue === undefined
+      ? []
+      : [`deadLetterQueue=${options.deadLetterQueue}`]),
+    ...(options.paused === true ? ['paused'] : []),
   ].join(' ');
 }
 
@@ -20,6 +24,7 @@ export function formatStats(stats: QueueStats): string {
   for (const [name, value] of Object.entries(stats)) {
     if (typeof value === 'number') lines.push(`${name.padEnd(16)} ${value}`);
   }
+  lines.push(`${'paused'.padEnd(16)} ${stats.paused}`);
   lines.push('deadLetters');
   for (const [reason, count] of Object.entries(stats.deadLetters)) {
     lines.push(`  ${reason.padEnd(14)} ${count}`);

@@ -3,9 +3,18 @@ import { ConnectionLostError, RemoteError } from '../client/index.js';
 import { LeaseqError } from '../core/index.js';
 import { VERSION } from '../server/index.js';
 import { type CliContext, type Command, EXIT, UsageError } from './command.js';
+import { cancel } from './commands/cancel.js';
 import { deadList, deadRedrive } from './commands/dead.js';
 import { publish } from './commands/publish.js';
-import { queueCreate, queueList, queueStats } from './commands/queue.js';
+import {
+  queueCreate,
+  queueList,
+  queueMove,
+  queuePause,
+  queuePurge,
+  queueResume,
+  queueStats,
+} from './commands/queue.js';
 import { receive } from './commands/receive.js';
 import { scheduleList, scheduleRemove, scheduleSet } from './commands/schedule.js';
 import { secretRotate } from './commands/secret.js';
@@ -18,10 +27,15 @@ export const COMMANDS: readonly Command[] = [
   queueCreate,
   queueList,
   queueStats,
+  queueMove,
+  queuePause,
+  queueResume,
+  queuePurge,
   publish,
   receive,
   ack,
   nack,
+  cancel,
   deadList,
   deadRedrive,
   scheduleSet,

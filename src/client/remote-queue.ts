@@ -14,6 +14,7 @@ import {
   type InspectView,
   type JobView,
   type LiveDelivery,
+  type MoveJobsOptions,
   type NackOptions,
   type Operation,
   type OperationResults,
@@ -197,6 +198,14 @@ export class RemoteQueue implements Queue {
 
   async purgeQueue(options?: { dead?: boolean }): Promise<PurgeQueueResult> {
     return this.run(build.purgeQueue(options));
+  }
+
+  async moveJobs(options?: MoveJobsOptions): Promise<number> {
+    return this.run(build.moveJobs(options));
+  }
+
+  async cancel(id: string, options?: { remove?: boolean }): Promise<boolean> {
+    return this.run(build.cancel(id, options));
   }
 
   async stats(): Promise<QueueStats> {

@@ -3,7 +3,15 @@ import type { QueueStats } from './types.js';
 /** The R17 counters that only ever grow. */
 export type Counters = Omit<
   QueueStats,
-  'queueTime' | 'ready' | 'delayed' | 'active' | 'dead' | 'waiting' | 'sessions' | 'oldestReadyAge'
+  | 'queueTime'
+  | 'ready'
+  | 'delayed'
+  | 'active'
+  | 'dead'
+  | 'waiting'
+  | 'sessions'
+  | 'paused'
+  | 'oldestReadyAge'
 >;
 
 export function newCounters(): Counters {
@@ -23,6 +31,7 @@ export function newCounters(): Counters {
     redriven: 0,
     purged: 0,
     autoAcked: 0,
+    cancelled: 0,
     deadLetters: {},
     processingTime: { count: 0, sum: 0, max: 0 },
   };

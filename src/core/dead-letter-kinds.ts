@@ -5,6 +5,7 @@
  *
  * - `max-deliveries`: R13, the queue gave up after maxDeliveries.
  * - `retries-exhausted`, `ambiguous`, `permanent`: the worker's outcomes (docs/worker.md).
+ * - `cancelled`: R28, cancelled by id.
  * - `rejected`: any other nack or reject with requeue false (the default reason included).
  */
 export const DEAD_LETTER_KINDS = [
@@ -13,6 +14,7 @@ export const DEAD_LETTER_KINDS = [
   'retries-exhausted',
   'ambiguous',
   'permanent',
+  'cancelled',
 ] as const;
 
 export type DeadLetterKind = (typeof DEAD_LETTER_KINDS)[number];

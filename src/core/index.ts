@@ -20,9 +20,11 @@ export {
   type AckOperation,
   type AckUpToOperation,
   build,
+  type CancelOperation,
   type CloseSessionOperation,
   type ExtendOperation,
   type HeartbeatOperation,
+  type MoveJobsOperation,
   makesJobsReady,
   type NackDisposition,
   type NackOperation,
@@ -47,7 +49,13 @@ export {
   type StatsOperation,
 } from './operations.js';
 export { decodePayload, encodeJobs, encodePayload } from './payload.js';
-export { checkQueueName, checkSameOptions, QUEUE_NAME } from './queue-options.js';
+export type { JobTransfer, QueueLinks } from './queue-links.js';
+export {
+  checkDeadLetterChain,
+  checkQueueName,
+  checkSameOptions,
+  QUEUE_NAME,
+} from './queue-options.js';
 export { type BackoffInput, backoffDelay } from './retry.js';
 export { checkLookedUpId, isStorableText } from './text.js';
 export type * from './types.js';

@@ -4,6 +4,7 @@ import { ClockError, LeaseqError, SessionClosedError } from './errors.js';
 import { IndexedHeap } from './heap.js';
 import {
   build,
+  type MoveJobsOperation,
   type NackDisposition,
   type OpenSessionOperation,
   type Operation,
@@ -15,6 +16,7 @@ import {
   type ReserveOperation,
   type ResultOf,
 } from './operations.js';
+import type { JobTransfer, QueueLinks } from './queue-links.js';
 import { ReadyBands } from './ready-bands.js';
 import {
   type AckTimer,
@@ -32,10 +34,12 @@ import { checkLookedUpId } from './text.js';
 import type {
   AttemptOutcome,
   DeadLetter,
+  DeadLetterOrigin,
   Delivery,
   InspectView,
   JobView,
   LiveDelivery,
+  MoveJobsOptions,
   NackOptions,
   PublishInput,
   PublishResult,
@@ -81,9 +85,63 @@ export class LeaseQueue {
   /** Acked ids still refused as duplicates (R4), with the tick they are forgotten at. */
   private readonly remembered = new Map<string, number>();
   private readonly counters = newCounters();
+  /**
+   * R26: where jobs that came by dead-lettering died, by id. Beside the records, not in them,
+   * so that a queue without dead-letter queues carries nothing for it.
+   */
+  private readonly origins = new Map<string, DeadLetterOrigin>();
+  /** The engine's other queues (R26) and this queue's name among them; none when alone. */
+  private links: QueueLinks | undefined;
+  private name = '';
 
   constructor(options?: QueueOptions) {
     this.settings = resolveQueueOptions(options);
+  }
+
+  /**
+   * Connects this queue to the other queues of its engine under `name`, so that its dead jobs
+   * can move to a dead-letter queue and `moveJobs` can move jobs out (R26). Takes no time.
+   */
+  connect(name: string, links: QueueLinks): void {
+    this.name = name;
+    this.links = links;
+  }
+
+  /**
+   * R26: takes a job from another queue of the engine into the back of ready, deliveryCount 0,
+   * history kept, in the step of the queue it leaves. False when the id is present or
+   * remembered here (R4): the job then stays where it was. Runs no R3 here: the job becomes
+   * ready at `now`, or at this queue's time when that is later.
+   */
+  admit(now: number, transfer: JobTransfer): boolean {
+    if (this.jobs.has(transfer.id) || this.remembered.has(transfer.id)) return false;
+    const at = Math.max(now, this.clockValue);
+    const seq = this.nextSeq++;
+    const job: JobRecord = {
+      id: transfer.id,
+      payload: transfer.payload,
+      seq,
+      traits:
+        transfer.priority === 0 && transfer.group === undefined
+          ? undefined
+          : { priority: transfer.priority, group: transfer.group, groupSeq: seq },
+      publishedAt: transfer.publishedAt,
+      state: 'ready',
+      deliveryCount: 0,
+      readySince: at,
+      availableAt: at,
+      delivery: undefined,
+      history: transfer.history.length === 0 ? undefined : transfer.history.map((a) => ({ ...a })),
+      deadReason: undefined,
+      deadAt: 0,
+      heapIndex: -1,
+    };
+    this.jobs.set(job.id, job);
+    if (transfer.origin !== undefined) this.origins.set(job.id, { ...transfer.origin });
+    // It keeps its priority and group (R23, R24), joining the back of its group here.
+    if (job.traits?.group !== undefined && this.joinGroup(job)) return true;
+    this.ready.pushBack(job);
+    return true;
   }
 
   /** The queue's options with defaults filled in. */
@@ -250,6 +308,16 @@ export class LeaseQueue {
     return this.apply(now, build.purgeQueue(options));
   }
 
+  /** R26: moves ready and delayed jobs to another queue (or each to its origin). */
+  moveJobs(now: number, options?: MoveJobsOptions): number {
+    return this.apply(now, build.moveJobs(options));
+  }
+
+  /** R28: cancels the job `id` (dead with reason `cancelled`, or removed). */
+  cancel(now: number, id: string, options?: { remove?: boolean }): boolean {
+    return this.apply(now, build.cancel(id, options));
+  }
+
   /** R17 gauges and counters. An operation: it advances the clock to `now` first. */
   stats(now: number): QueueStats {
     return this.apply(now, build.stats());
@@ -265,6 +333,7 @@ export class LeaseQueue {
       dead: this.dead.size,
       waiting: this.waitingCount,
       sessions: this.sessions.size,
+      paused: this.settings.paused === true,
       oldestReadyAge: oldest === undefined ? 0 : now - oldest,
       ...copyCounters(this.counters),
     };
@@ -324,6 +393,7 @@ export class LeaseQueue {
       deliveryCount: job.deliveryCount,
       deadAt: job.deadAt,
       history: job.history === undefined ? [] : job.history.map((attempt) => ({ ...attempt })),
+      ...originView(this.origins.get(job.id)),
     }));
   }
 
@@ -347,6 +417,7 @@ export class LeaseQueue {
       ...(delivery === undefined ? {} : { token: delivery.token, deadline: delivery.deadline }),
       ...(job.state === 'dead' ? { reason: job.deadReason as string, deadAt: job.deadAt } : {}),
       history: job.history === undefined ? [] : job.history.map((attempt) => ({ ...attempt })),
+      ...originView(this.origins.get(job.id)),
     };
   }
 
@@ -387,6 +458,10 @@ export class LeaseQueue {
         return this.purgeDead(op.ids);
       case 'purgeQueue':
         return this.purgeQueueNow(op.dead);
+      case 'moveJobs':
+        return this.moveJobsNow(now, op);
+      case 'cancel':
+        return this.cancelNow(now, op.id, op.remove);
       case 'stats':
         return this.statsNow(now);
     }
@@ -400,6 +475,7 @@ export class LeaseQueue {
 
   private reserveNow(now: number, op: ReserveOperation): Delivery[] {
     const session = op.session === undefined ? undefined : this.openSessionRecord(op.session);
+    if (this.settings.paused) return []; // R27
     if (op.ack === 'auto') return this.handOut(now, op.max);
     let count = Math.min(op.max, this.settings.prefetch - this.active.size, this.ready.length);
     if (session !== undefined) count = Math.min(count, session.prefetch - session.deliveries.size);
@@ -522,7 +598,7 @@ export class LeaseQueue {
     let purged = 0;
     for (const job of this.deadJobs(ids)) {
       this.dead.delete(job.id);
-      this.jobs.delete(job.id);
+      this.forget(job.id);
       purged += 1;
     }
     this.counters.purged += purged;
@@ -539,7 +615,7 @@ export class LeaseQueue {
     };
     for (const delivery of [...this.active.values()]) this.unlinkDelivery(delivery);
     for (const job of [...this.jobs.values()]) {
-      if (job.state !== 'dead') this.jobs.delete(job.id);
+      if (job.state !== 'dead') this.forget(job.id);
     }
     this.ready.clear();
     this.delayed.clear();
@@ -548,6 +624,84 @@ export class LeaseQueue {
     if (withDead) removed.dead = this.purgeDead(undefined);
     this.counters.purged += removed.ready + removed.delayed + removed.active;
     return removed;
+  }
+
+  /**
+   * R26: ready jobs (front first), then delayed ones, each to `to` or to its origin; a job the
+   * target cannot take (missing queue, id present there) stays.
+   */
+  private moveJobsNow(now: number, op: MoveJobsOperation): number {
+    const links = this.links;
+    if (links === undefined) return 0;
+    const candidates =
+      op.ids === undefined
+        ? [...this.ready.values(), ...this.delayedInOrder()]
+        : op.ids.flatMap((id) => {
+            const job = this.jobs.get(id);
+            return job !== undefined && (job.state === 'ready' || job.state === 'delayed')
+              ? [job]
+              : [];
+          });
+    const moved = new Set<JobRecord>();
+    const max = op.max ?? Number.POSITIVE_INFINITY;
+    for (const job of candidates) {
+      if (moved.size >= max) break;
+      const target = op.to ?? this.origins.get(job.id)?.queue;
+      if (target === undefined || target === this.name || moved.has(job)) continue;
+      if (!links.admit(target, now, { ...this.transferOf(job), origin: undefined })) continue;
+      moved.add(job);
+      this.forget(job.id);
+      if (job.state === 'delayed') this.delayed.remove(job);
+      // A moved job was its group's first member: the next one goes on (R24).
+      if (job.traits?.group !== undefined) this.leaveGroup(job.traits.group, now);
+    }
+    if (moved.size > 0) this.ready.removeWhere((job) => moved.has(job));
+    return moved.size;
+  }
+
+  /**
+   * R28: the job leaves ready, delayed or its live delivery (which ends, recorded as
+   * `cancelled`), then dies with reason `cancelled` in this queue's own dead set (never moved
+   * to a dead-letter queue: nothing failed), or is gone with `remove`. A dead job stays.
+   */
+  private cancelNow(now: number, id: string, remove: boolean): boolean {
+    const job = this.jobs.get(id);
+    if (job === undefined || job.state === 'dead') return false;
+    if (job.state === 'ready') this.ready.removeWhere((each) => each === job);
+    else if (job.state === 'delayed') this.delayed.remove(job);
+    else if (job.state === 'waiting') this.dropWaiting(job);
+    else this.endDelivery(job.delivery as DeliveryRecord, now, 'cancelled', undefined);
+    this.counters.cancelled += 1;
+    if (remove) {
+      this.forget(id);
+      // The group's first member leaving lets the next go on (R24); a waiting one just leaves.
+      if (job.traits?.group !== undefined && job.state !== 'waiting') {
+        this.leaveGroup(job.traits.group, now);
+      }
+    } else this.deadLetter(job, now, 'cancelled', false);
+    return true;
+  }
+
+  /** The job is gone from this queue (acked, purged, moved, removed). */
+  private forget(id: string): void {
+    this.jobs.delete(id);
+    if (this.origins.size > 0) this.origins.delete(id);
+  }
+
+  private delayedInOrder(): JobRecord[] {
+    return [...this.delayed.values()].sort((a, b) => (byAvailability(a, b) ? -1 : 1));
+  }
+
+  private transferOf(job: JobRecord): JobTransfer {
+    return {
+      id: job.id,
+      payload: job.payload,
+      publishedAt: job.publishedAt,
+      history: job.history ?? [],
+      origin: this.origins.get(job.id),
+      priority: job.traits?.priority ?? 0,
+      group: job.traits?.group,
+    };
   }
 
   // --- R3: the passage of time -------------------------------------------------------------
@@ -724,7 +878,7 @@ export class LeaseQueue {
       return false;
     }
     const job = this.endDelivery(delivery, now, 'acked', undefined);
-    this.jobs.delete(job.id);
+    this.forget(job.id);
     if (job.traits?.group !== undefined) this.leaveGroup(job.traits.group, now);
     if (this.settings.dedupWindow > 0) this.remembered.set(job.id, now + this.settings.dedupWindow);
     const elapsed = now - delivery.deliveredAt;
@@ -804,15 +958,30 @@ export class LeaseQueue {
     }
   }
 
-  /** R14: never silent; the job keeps its history in the dead set. */
-  private deadLetter(job: JobRecord, now: number, reason: string): void {
+  /**
+   * R14: never silent; the job keeps its history in the dead set. R26: with a dead-letter
+   * queue that takes it, it moves there instead, in this same step.
+   */
+  private deadLetter(job: JobRecord, now: number, reason: string, route = true): void {
+    const kind = deadLetterKind(reason);
+    this.counters.deadLetters[kind] = (this.counters.deadLetters[kind] ?? 0) + 1;
+    // Dead or moved on, the job leaves its group, which goes on (R24); a waiting job (cancelled)
+    // has already left it.
+    if (job.traits?.group !== undefined && job.state !== 'waiting') {
+      this.leaveGroup(job.traits.group, now);
+    }
+    const target = this.settings.deadLetterQueue;
+    if (route && target !== undefined && this.links !== undefined) {
+      const origin: DeadLetterOrigin = { queue: this.name, reason, at: now };
+      if (this.links.admit(target, now, { ...this.transferOf(job), origin })) {
+        this.forget(job.id);
+        return;
+      }
+    }
     job.state = 'dead';
     job.deadReason = reason;
     job.deadAt = now;
     this.dead.set(job.id, job);
-    if (job.traits?.group !== undefined) this.leaveGroup(job.traits.group, now);
-    const kind = deadLetterKind(reason);
-    this.counters.deadLetters[kind] = (this.counters.deadLetters[kind] ?? 0) + 1;
   }
 
   // --- R24: message groups ------------------------------------------------------------------
@@ -856,6 +1025,15 @@ export class LeaseQueue {
     next.state = 'ready';
     next.readySince = now;
     this.ready.pushBack(next);
+  }
+
+  /** A waiting member leaves its group (R28): the members in play are unchanged. */
+  private dropWaiting(job: JobRecord): void {
+    const key = job.traits?.group as string;
+    const group = this.groups.get(key) as GroupRecord;
+    group.waiting.splice(group.waiting.indexOf(job), 1);
+    group.members -= 1;
+    this.waitingCount -= 1;
   }
 
   /** Keeps the delivery's ack-timer iff it can still trip its session's ackTimeout. */
@@ -908,6 +1086,10 @@ export class LeaseQueue {
     while (this.jobs.has(id) || this.remembered.has(id)) id = `job-${this.nextGeneratedId++}`;
     return id;
   }
+}
+
+function originView(origin: DeadLetterOrigin | undefined): { origin?: DeadLetterOrigin } {
+  return origin === undefined ? {} : { origin: { ...origin } };
 }
 
 /** The session an operation names, checked against the issued ones before R3. */

@@ -23,6 +23,8 @@ export type Operation =
   | RedriveOperation
   | PurgeOperation
   | PurgeQueueOperation
+  | MoveJobsOperation
+  | CancelOperation
   | StatsOperation;
 
 export type OperationType = Operation['type'];
@@ -136,6 +138,27 @@ export interface PurgeQueueOperation {
   readonly dead: boolean;
 }
 
+/**
+ * R26: ready and delayed jobs (all, or those named) move to `to`, or each to the queue it was
+ * dead-lettered from, keeping id, payload and history; at most `max` (undefined: no bound).
+ */
+export interface MoveJobsOperation {
+  readonly type: 'moveJobs';
+  readonly ids: readonly string[] | undefined;
+  readonly to: string | undefined;
+  readonly max: number | undefined;
+}
+
+/**
+ * R28: the job `id` ends, whatever its state but dead: dead with reason `cancelled`, or gone
+ * when `remove`. A live delivery of it ends at once (its token is refused from then on).
+ */
+export interface CancelOperation {
+  readonly type: 'cancel';
+  readonly id: string;
+  readonly remove: boolean;
+}
+
 /** R17: gauges and counters; an operation because it advances the clock (R3). */
 export interface StatsOperation {
   readonly type: 'stats';
@@ -164,6 +187,8 @@ export interface OperationResults {
   redrive: number;
   purge: number;
   purgeQueue: PurgeQueueResult;
+  moveJobs: number;
+  cancel: boolean;
   stats: QueueStats;
 }
 
@@ -221,6 +246,8 @@ const PARSERS: { [K in OperationType]: { fields: readonly string[]; parse: Parse
       return { dead: dead as boolean };
     },
   },
+  moveJobs: { fields: ['ids', 'to', 'max'], parse: moveJobsFields },
+  cancel: { fields: ['id', 'remove'], parse: cancelFields },
   stats: { fields: [], parse: () => ({}) },
 };
 
@@ -381,6 +408,18 @@ export const build = {
       problems,
     );
   },
+  moveJobs(options?: unknown): MoveJobsOperation {
+    const problems = new Problems();
+    return finish('moveJobs', moveJobsFields(optionsObject(options, problems), problems), problems);
+  },
+  cancel(id: unknown, options?: unknown): CancelOperation {
+    const problems = new Problems();
+    return finish(
+      'cancel',
+      cancelFields({ ...optionsObject(options, problems), id }, problems),
+      problems,
+    );
+  },
   stats(): StatsOperation {
     return STATS;
   },
@@ -505,6 +544,23 @@ function idList(value: unknown, problems: Problems): readonly string[] | undefin
   return Object.freeze([...value]);
 }
 
+function cancelFields(fields: Fields, problems: Problems) {
+  const remove = fields.remove ?? false;
+  problems.id('id', fields.id);
+  problems.boolean('remove', remove);
+  return { id: fields.id as string, remove: remove as boolean };
+}
+
+function moveJobsFields(fields: Fields, problems: Problems) {
+  if (fields.to !== undefined) problems.queueName('to', fields.to);
+  if (fields.max !== undefined) problems.positiveInteger('max', fields.max);
+  return {
+    ids: idList(fields.ids, problems),
+    to: fields.to as string | undefined,
+    max: fields.max as number | undefined,
+  };
+}
+
 /** True when a job is certainly valid: the hot path, allocating nothing. */
 function isValidJob(input: unknown): boolean {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return false;
@@ -581,6 +637,7 @@ export function reschedulesReceivers(operation: Operation): boolean {
     case 'ackUpTo':
     case 'purgeQueue':
     case 'extend':
+    case 'cancel':
       return true;
     default:
       return false;

@@ -20,7 +20,14 @@ export function checkSameOptions(
 ): void {
   const differing = Object.entries(requested ?? {})
     .filter(
-      ([key, value]) => value !== undefined && stored[key as keyof ResolvedQueueOptions] !== value,
+      ([key, value]) =>
+        value !== undefined &&
+        // `deadLetterQueue: null` and `paused: false` ask for what an absent option means.
+        !(
+          (value === null || value === false) &&
+          stored[key as keyof ResolvedQueueOptions] === undefined
+        ) &&
+        stored[key as keyof ResolvedQueueOptions] !== value,
     )
     .map(
       ([key, value]) =>
@@ -30,5 +37,29 @@ export function checkSameOptions(
     throw new ConflictError(
       `queue ${name} exists with other options (${differing.join('; ')}); use updateQueue to change them`,
     );
+  }
+}
+
+/**
+ * R26: refuses a dead-letter queue that would lead back to `name` (itself, or through the
+ * dead-letter queues of the queues it names). `deadLetterQueueOf` reads the stored option.
+ */
+export async function checkDeadLetterChain(
+  name: string,
+  deadLetterQueue: string | undefined,
+  deadLetterQueueOf: (queue: string) => Promise<string | undefined> | string | undefined,
+): Promise<void> {
+  const path = [name];
+  let next = deadLetterQueue;
+  while (next !== undefined) {
+    path.push(next);
+    if (next === name) {
+      throw new ConflictError(
+        `deadLetterQueue of ${name} would loop back to it (${path.join(' → ')})`,
+      );
+    }
+    // A chain that already loops without `name` was refused when it was configured.
+    if (path.indexOf(next) !== path.length - 1) return;
+    next = await deadLetterQueueOf(next);
   }
 }

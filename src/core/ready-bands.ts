@@ -78,6 +78,18 @@ export class ReadyBands<T extends RankedEntry> {
     yield* this.plain.values();
   }
 
+  /** Removes the jobs `remove` picks; the others keep their order (R28, R26). */
+  removeWhere(remove: (item: T) => boolean): void {
+    this.plain.removeWhere(remove);
+    if (this.rankedLength === 0) return;
+    this.rankedLength = 0;
+    for (const list of this.ranked) {
+      if (list === undefined) continue;
+      list.removeWhere(remove);
+      this.rankedLength += list.length;
+    }
+  }
+
   private band(priority: number): ReadyList<T> {
     this.rankedLength += 1;
     let list = this.ranked[priority];

@@ -73,6 +73,16 @@ export class ReadyList<T extends ReadyEntry> {
     return Math.min(bottom.readySince, backOldest.readySince);
   }
 
+  /**
+   * Removes the items `remove` picks (O(n): for rare operations, such as moving jobs out);
+   * the others keep their order.
+   */
+  removeWhere(remove: (item: T) => boolean): void {
+    const kept = Array.from(this.values()).filter((item) => !remove(item));
+    this.clear();
+    for (const item of kept) this.pushBack(item);
+  }
+
   /** Front first. */
   *values(): IterableIterator<T> {
     for (let i = this.front.length - 1; i >= 0; i--) yield this.front[i] as T;

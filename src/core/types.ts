@@ -10,9 +10,23 @@ export interface QueueOptions {
   maxLease?: number;
   /** R4: how long an acked id is still refused as a duplicate. Default 0 (not remembered). */
   dedupWindow?: number;
+  /**
+   * R26: the queue a job that dies here moves to, as ready, in the same step. Default none;
+   * `null` (to `updateQueue`) removes it. A chain of dead-letter queues may not loop.
+   */
+  deadLetterQueue?: string | null;
+  /** R27: a paused queue hands out nothing; publishes, acks and time go on. Default false. */
+  paused?: boolean;
 }
 
-export type ResolvedQueueOptions = Required<QueueOptions>;
+/**
+ * Options with defaults filled in. `deadLetterQueue` is present only when one is set, and
+ * `paused` only while the queue is paused: a queue that uses neither looks as it always did.
+ */
+export type ResolvedQueueOptions = Required<Omit<QueueOptions, 'deadLetterQueue' | 'paused'>> & {
+  deadLetterQueue?: string;
+  paused?: true;
+};
 
 export interface PublishInput {
   /** The job id: the name of the work. Generated when omitted. 1..256 characters (R18). */
@@ -117,7 +131,13 @@ export interface LiveDelivery {
 }
 
 /** How one delivery ended. */
-export type AttemptOutcome = 'acked' | 'requeued' | 'rejected' | 'expired' | 'session-ended';
+export type AttemptOutcome =
+  | 'acked'
+  | 'requeued'
+  | 'rejected'
+  | 'expired'
+  | 'session-ended'
+  | 'cancelled';
 
 export interface Attempt {
   token: number;
@@ -127,6 +147,16 @@ export interface Attempt {
   reason?: string;
 }
 
+/** Where a job that arrived through dead-lettering died (R26). */
+export interface DeadLetterOrigin {
+  /** The queue it died in. */
+  queue: string;
+  /** The reason it died with there. */
+  reason: string;
+  /** When it died there (that queue's time). */
+  at: number;
+}
+
 export interface DeadLetter {
   id: string;
   payload: unknown;
@@ -134,6 +164,18 @@ export interface DeadLetter {
   deliveryCount: number;
   deadAt: number;
   history: Attempt[];
+  /** Set when the job came to this queue by dead-lettering (R26). */
+  origin?: DeadLetterOrigin;
+}
+
+/** What `moveJobs` takes (R26). */
+export interface MoveJobsOptions {
+  /** Only these ids; default every ready and delayed job (in ready order, then delayed). */
+  ids?: readonly string[];
+  /** The queue to move to; default each job's origin queue (jobs without one stay). */
+  to?: string;
+  /** At most this many. Positive integer; default no bound. */
+  max?: number;
 }
 
 export interface QueueStats {
@@ -146,6 +188,8 @@ export interface QueueStats {
   /** Grouped jobs waiting behind an earlier job of their group (R24). */
   waiting: number;
   sessions: number;
+  /** R27: whether the queue is paused (hands out nothing). */
+  paused: boolean;
   /** now minus the time the longest-waiting ready job became ready; 0 when none. */
   oldestReadyAge: number;
   published: number;
@@ -164,6 +208,8 @@ export interface QueueStats {
   purged: number;
   /** Jobs handed out by an auto-ack reserve (R22), removed as they were handed out. */
   autoAcked: number;
+  /** R28: jobs cancelled by id (dead with reason `cancelled`, or removed). */
+  cancelled: number;
   deadLetters: Record<string, number>;
   /** Delivery-to-ack times of acked deliveries. */
   processingTime: { count: number; sum: number; max: number };
@@ -190,4 +236,6 @@ export interface JobView {
   reason?: string;
   deadAt?: number;
   history: Attempt[];
+  /** Set when the job came to this queue by dead-lettering (R26). */
+  origin?: DeadLetterOrigin;
 }

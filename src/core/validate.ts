@@ -1,4 +1,5 @@
 import { ClockError, ValidationError } from './errors.js';
+import { QUEUE_NAME } from './queue-options.js';
 import { isStorableText, STORABLE_TEXT_RULE } from './text.js';
 import type { QueueOptions, ResolvedQueueOptions } from './types.js';
 
@@ -63,6 +64,12 @@ export class Problems {
     }
   }
 
+  queueName(name: string, value: unknown): void {
+    if (typeof value !== 'string' || !QUEUE_NAME.test(value)) {
+      this.list.push(`${name} must be a queue name, got ${show(value)}`);
+    }
+  }
+
   object(name: string, value: unknown): value is Record<string, unknown> | undefined {
     if (value === undefined) return true;
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -94,7 +101,11 @@ export const DEFAULT_QUEUE_OPTIONS: ResolvedQueueOptions = {
   dedupWindow: 0,
 };
 
-const QUEUE_OPTION_NAMES = new Set(Object.keys(DEFAULT_QUEUE_OPTIONS));
+const QUEUE_OPTION_NAMES = new Set([
+  ...Object.keys(DEFAULT_QUEUE_OPTIONS),
+  'deadLetterQueue',
+  'paused',
+]);
 
 /** Fills defaults and checks every queue option; unknown names are refused too. */
 export function resolveQueueOptions(options: QueueOptions | undefined): ResolvedQueueOptions {
@@ -103,7 +114,10 @@ export function resolveQueueOptions(options: QueueOptions | undefined): Resolved
   for (const name of Object.keys(options ?? {})) {
     if (!QUEUE_OPTION_NAMES.has(name)) problems.list.push(`unknown queue option ${show(name)}`);
   }
-  const resolved = { ...DEFAULT_QUEUE_OPTIONS };
+  const resolved: Omit<ResolvedQueueOptions, 'deadLetterQueue' | 'paused'> & {
+    deadLetterQueue?: string | null;
+    paused?: boolean;
+  } = { ...DEFAULT_QUEUE_OPTIONS };
   for (const [name, value] of Object.entries(options ?? {})) {
     if (value !== undefined && QUEUE_OPTION_NAMES.has(name)) {
       (resolved as Record<string, unknown>)[name] = value;
@@ -114,8 +128,16 @@ export function resolveQueueOptions(options: QueueOptions | undefined): Resolved
   problems.positiveIntegerOrInfinity('maxDeliveries', resolved.maxDeliveries);
   problems.positiveIntegerOrInfinity('maxLease', resolved.maxLease);
   problems.nonNegativeInteger('dedupWindow', resolved.dedupWindow);
+  // No dead-letter queue is spelled by leaving it out; `null` removes one (updateQueue).
+  if (resolved.deadLetterQueue === null) delete resolved.deadLetterQueue;
+  if (resolved.deadLetterQueue !== undefined) {
+    problems.queueName('deadLetterQueue', resolved.deadLetterQueue);
+  }
+  if (resolved.paused !== undefined) problems.boolean('paused', resolved.paused);
+  // Running is spelled by leaving `paused` out.
+  if (resolved.paused === false) delete resolved.paused;
   problems.throwIfAny();
-  return resolved;
+  return resolved as ResolvedQueueOptions;
 }
 
 const SESSION_ID = /^s([1-9][0-9]*)$/;

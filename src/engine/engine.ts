@@ -4,6 +4,7 @@ import type {
   InspectView,
   JobView,
   LiveDelivery,
+  MoveJobsOptions,
   NackOptions,
   Operation,
   Outcome,
@@ -65,6 +66,10 @@ export interface QueueHandle {
   redrive(now: number, ids?: readonly string[]): Promise<number>;
   purge(now: number, ids?: readonly string[]): Promise<number>;
   purgeQueue(now: number, options?: { dead?: boolean }): Promise<PurgeQueueResult>;
+  /** R26: moves ready and delayed jobs to another queue, or each to its origin. */
+  moveJobs(now: number, options?: MoveJobsOptions): Promise<number>;
+  /** R28: cancels the job `id`; false when it is not there or already dead. */
+  cancel(now: number, id: string, options?: { remove?: boolean }): Promise<boolean>;
   stats(now: number): Promise<QueueStats>;
   job(id: string): Promise<JobView | undefined>;
   /** See `LeaseQueue.nextEventAt`. */
@@ -106,6 +111,9 @@ export interface QueueInfo {
 /** Called when jobs of a queue may have become ready (published, requeued, released). */
 export type WakeListener = (queue: string) => void;
 
+/** Called when a live delivery of a queue was cancelled (R28): its holder should stop. */
+export type CancelListener = (queue: string, token: number) => void;
+
 /** Storage for named queues. Every engine keeps SPEC.md exactly; memory is the reference. */
 export interface Engine extends ScheduleStore {
   /** What this engine stores into, for messages (no secrets). */
@@ -134,6 +142,12 @@ export interface Engine extends ScheduleStore {
   transaction?<T>(work: (tx: EngineTransaction) => Promise<T>): Promise<T>;
   /** Registers a wake-up listener; returns its removal. */
   onWake(listener: WakeListener): () => void;
+  /**
+   * Registers a listener of the live deliveries cancelled through this engine (R28), told
+   * once the cancel is committed; returns its removal. Cancels made by other processes are not
+   * told: their holders learn at their next extend or ack.
+   */
+  onCancel?(listener: CancelListener): () => void;
   /**
    * The named secret kept in the storage (e.g. `receipt`, the receipt signing key), made once
    * (32 random bytes) at its first read: every process sharing the storage reads the same one.

@@ -4,6 +4,7 @@ import {
   type InspectView,
   type JobView,
   type LiveDelivery,
+  type MoveJobsOptions,
   type NackOptions,
   type Operation,
   type Outcome,
@@ -106,6 +107,12 @@ export abstract class OperationHandle implements QueueHandle {
   }
   purgeQueue(now: number, options?: { dead?: boolean }) {
     return this.build(now, () => build.purgeQueue(options));
+  }
+  moveJobs(now: number, options?: MoveJobsOptions) {
+    return this.build(now, () => build.moveJobs(options));
+  }
+  cancel(now: number, id: string, options?: { remove?: boolean }) {
+    return this.build(now, () => build.cancel(id, options));
   }
   stats(now: number) {
     return this.build(now, () => build.stats());

@@ -1,8 +1,18 @@
-import type { WakeListener } from './engine.js';
+import type { CancelListener, WakeListener } from './engine.js';
 
-/** The listeners of one engine's wake-ups. */
+/** The listeners of one engine's wake-ups, and of its cancelled deliveries (R28). */
 export class WakeHub {
   private readonly listeners = new Set<WakeListener>();
+  private readonly cancelListeners = new Set<CancelListener>();
+
+  addCancel(listener: CancelListener): () => void {
+    this.cancelListeners.add(listener);
+    return () => this.cancelListeners.delete(listener);
+  }
+
+  cancelled(queue: string, token: number): void {
+    for (const listener of this.cancelListeners) listener(queue, token);
+  }
 
   add(listener: WakeListener): () => void {
     this.listeners.add(listener);

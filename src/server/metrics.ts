@@ -20,11 +20,15 @@ const COUNTERS: Record<
   staleNacks: ['leaseq_stale_nacks_total', 'Nacks that named no live delivery (false, R9)'],
   staleExtends: ['leaseq_stale_extends_total', 'Extends that named no live delivery (null, R10)'],
   redriven: ['leaseq_redriven_total', 'Dead jobs moved back to ready (R14)'],
-  purged: ['leaseq_purged_total', 'Dead jobs removed for good'],
+  purged: [
+    'leaseq_purged_total',
+    'Jobs removed for good: dead ones by purge, and every job a purgeQueue removed (R19)',
+  ],
   autoAcked: [
     'leaseq_auto_acked_total',
     'Jobs removed as they were handed out by an auto-ack receive (R22, at most once)',
   ],
+  cancelled: ['leaseq_cancelled_total', 'Jobs cancelled by id (R28), dead or removed'],
 };
 
 /**
@@ -54,6 +58,11 @@ export class ServerMetrics {
   });
   private readonly jobs = this.gauge('leaseq_jobs', 'Jobs by state (R17)', ['queue', 'state']);
   private readonly sessions = this.gauge('leaseq_sessions', 'Open sessions', ['queue']);
+  private readonly paused = this.gauge(
+    'leaseq_queue_paused',
+    'Whether the queue is paused (R27): 1 hands out nothing, 0 runs',
+    ['queue'],
+  );
   private readonly oldestReady = this.gauge(
     'leaseq_oldest_ready_age_seconds',
     'Age of the longest-waiting ready job',
@@ -112,6 +121,7 @@ export class ServerMetrics {
     for (const [queue, stats] of all) {
       for (const state of JOB_STATES) this.jobs.set({ queue, state }, stats[state]);
       this.sessions.set({ queue }, stats.sessions);
+      this.paused.set({ queue }, stats.paused ? 1 : 0);
       this.oldestReady.set({ queue }, stats.oldestReadyAge / 1000);
       for (const [field, counter] of this.counters) counter.inc({ queue }, stats[field]);
       for (const [reason, count] of Object.entries(stats.deadLetters)) {
@@ -127,6 +137,7 @@ export class ServerMetrics {
     return [
       this.jobs,
       this.sessions,
+      this.paused,
       this.oldestReady,
       ...this.counters.map(([, counter]) => counter),
       this.deadLetters,

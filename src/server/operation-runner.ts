@@ -27,6 +27,8 @@ const ACCESS: Readonly<Record<OperationType, Action | 'see'>> = {
   redrive: 'admin',
   purge: 'admin',
   purgeQueue: 'admin',
+  moveJobs: 'admin',
+  cancel: 'admin',
   stats: 'see',
 };
 
@@ -100,6 +102,10 @@ export function authorizeOperation(
     return;
   }
   authorize(principal, needed, queue);
+  // Jobs moved to a named queue are published there: that needs the right to publish to it.
+  if (operation.type === 'moveJobs' && operation.to !== undefined) {
+    authorize(principal, 'publish', operation.to);
+  }
 }
 
 /** The server's own bounds (see Limits), which the core does not know. */
@@ -141,6 +147,7 @@ function checkLimits(operation: Operation, limits: Limits): void {
       break;
     case 'redrive':
     case 'purge':
+    case 'moveJobs':
       count('ids', operation.ids?.length ?? 0);
       break;
   }

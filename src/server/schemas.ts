@@ -94,12 +94,14 @@ export const STAT_NUMBERS = [
   'redriven',
   'purged',
   'autoAcked',
+  'cancelled',
 ] as const satisfies readonly (keyof QueueStats)[];
 
 export type StatNumber = (typeof STAT_NUMBERS)[number];
 
 const statsFields: Record<string, JsonSchema> = {
   ...Object.fromEntries(STAT_NUMBERS.map((name) => [name, integer(0)])),
+  paused: boolean,
   deadLetters: { type: 'object', additionalProperties: integer(0) },
   processingTime: object({ count: integer(0), sum: integer(0), max: integer(0) }, [
     'count',
@@ -153,7 +155,14 @@ export function buildSchemas(limits: Limits) {
     maxDeliveries: bound(),
     maxLease: bound(),
     dedupWindow: integer(0),
+    deadLetterQueue: { ...queueName, type: ['string', 'null'] },
+    paused: boolean,
   };
+  const origin = object({ queue: queueName, reason: text, at: integer(0) }, [
+    'queue',
+    'reason',
+    'at',
+  ]);
   const publishInput = object({
     id: jobId,
     payload: anyJson,
@@ -174,7 +183,7 @@ export function buildSchemas(limits: Limits) {
       endedAt: integer(0),
       outcome: {
         type: 'string',
-        enum: ['acked', 'requeued', 'rejected', 'expired', 'session-ended'],
+        enum: ['acked', 'requeued', 'rejected', 'expired', 'session-ended', 'cancelled'],
       },
       reason: text,
     },
@@ -183,7 +192,12 @@ export function buildSchemas(limits: Limits) {
   const count = integer(0);
   return {
     queueOptionsIn: object(queueOptionFields),
-    queueOptionsOut: object(queueOptionFields, Object.keys(queueOptionFields)),
+    queueOptionsOut: object(
+      { ...queueOptionFields, deadLetterQueue: queueName },
+      Object.keys(queueOptionFields).filter(
+        (name) => name !== 'deadLetterQueue' && name !== 'paused',
+      ),
+    ),
     publishInput,
     publishBatch: object({ jobs: batch(publishInput) }, ['jobs']),
     publishResult: object({ id: jobId, duplicate: boolean }, ['id', 'duplicate']),
@@ -247,6 +261,7 @@ export function buildSchemas(limits: Limits) {
         deliveryCount: count,
         deadAt: integer(0),
         history: arrayOf(attempt),
+        origin,
       },
       ['id', 'reason', 'deliveryCount', 'deadAt', 'history'],
     ),
@@ -265,6 +280,7 @@ export function buildSchemas(limits: Limits) {
         reason: text,
         deadAt: integer(0),
         history: arrayOf(attempt),
+        origin,
       },
       ['id', 'state', 'deliveryCount', 'history'],
     ),

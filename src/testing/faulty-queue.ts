@@ -1,6 +1,12 @@
 import type { Queue, ReceiveOptions } from '../broker/queue.js';
 import type { ScheduleOptions, ScheduleWhen } from '../broker/schedule-times.js';
-import type { NackOptions, Operation, PublishInput, SessionOptions } from '../core/index.js';
+import type {
+  MoveJobsOptions,
+  NackOptions,
+  Operation,
+  PublishInput,
+  SessionOptions,
+} from '../core/index.js';
 import { InjectedFaultError, ProcessCrashedError } from './errors.js';
 
 /** One call that went through a FaultyQueue, and what the fault plan did with it. */
@@ -211,6 +217,14 @@ export class FaultyQueue implements Queue {
 
   purgeQueue(options?: { dead?: boolean }) {
     return this.pass(() => this.inner.purgeQueue(options));
+  }
+
+  moveJobs(options?: MoveJobsOptions) {
+    return this.pass(() => this.inner.moveJobs(options));
+  }
+
+  cancel(id: string, options?: { remove?: boolean }) {
+    return this.pass(() => this.inner.cancel(id, options));
   }
 
   stats() {

@@ -1,15 +1,19 @@
 /**
  * JSON has no Infinity: on the wire an unbounded option (prefetch, maxDeliveries, maxLease,
- * session timeouts) is `null`. These convert between the two spellings.
+ * session timeouts) is `null`. These convert between the two spellings. A name option
+ * (`deadLetterQueue`) keeps its `null`, which means "none".
  */
 export function boundsFromWire<T extends object>(wire: T): { [K in keyof T]: Exclude<T[K], null> } {
   return Object.fromEntries(
     Object.entries(wire).map(([key, value]) => [
       key,
-      value === null ? Number.POSITIVE_INFINITY : value,
+      value === null && !NAMES.has(key) ? Number.POSITIVE_INFINITY : value,
     ]),
   ) as { [K in keyof T]: Exclude<T[K], null> };
 }
+
+/** Options that name something: their `null` is "none", not "unbounded". */
+const NAMES = new Set(['deadLetterQueue']);
 
 export function boundsToWire<T extends object>(options: T): T {
   return Object.fromEntries(

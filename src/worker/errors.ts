@@ -61,7 +61,8 @@ export type LeaseLossReason =
   | 'session-ended'
   | 'stale-ack'
   | 'stale-nack'
-  | 'settle-failed';
+  | 'settle-failed'
+  | 'cancelled';
 
 /**
  * The worker no longer holds the job's lease: another consumer may have it now. The reason of

@@ -41,6 +41,7 @@ export class Worker<P = unknown> {
   private readonly options: ResolvedWorkerOptions;
   private readonly counters = new WorkerMetrics();
   private readonly inHand = new Set<JobRun>();
+  private stopWatchingCancels: (() => void) | undefined;
   private readonly fetches = new Set<Promise<number>>();
   private readonly stopping = new AbortController();
   private readonly listeners = {
@@ -94,6 +95,9 @@ export class Worker<P = unknown> {
     this.checkOpen();
     await this.ready();
     if (this.loop !== undefined || this.closing !== undefined) return;
+    // R28: a job cancelled through this process's storage stops its handler at once; others
+    // learn at their next renewal (the extend is refused).
+    this.stopWatchingCancels = this.queue.watchCancels?.((token) => this.cancelled(token));
     this.loop = this.fetchLoop();
     this.session?.run(this.stopping.signal).catch((error) => this.reportError(error, 'heartbeat'));
   }
@@ -283,6 +287,12 @@ export class Worker<P = unknown> {
     wake?.();
   }
 
+  private cancelled(token: number): void {
+    for (const run of this.inHand) {
+      if (run.token === token) run.loseLease('cancelled');
+    }
+  }
+
   private sessionEnded(sessionId: string): void {
     for (const run of [...this.inHand]) {
       if (run.session === sessionId) run.loseLease('session-ended');
@@ -291,6 +301,7 @@ export class Worker<P = unknown> {
 
   private async shutdown(): Promise<void> {
     this.stopping.abort();
+    this.stopWatchingCancels?.();
     const wake = this.slotFreed;
     this.slotFreed = undefined;
     wake?.();

@@ -98,6 +98,73 @@ describe('queues', () => {
   });
 });
 
+describe('dead-letter queues (R26)', () => {
+  it('queue create --dead-letter-queue names one; queue move sends jobs on, keeping their ids', async () => {
+    const dlq = fresh();
+    const source = fresh();
+    const created = await run(['queue', 'create', source, '--dead-letter-queue', dlq]);
+    expect(created.stdout).toContain(`deadLetterQueue=${dlq}`);
+    await run(['queue', 'create', dlq]);
+    const looping = await run(['queue', 'create', fresh(), '--dead-letter-queue', 'a/b']);
+    expect(looping).toMatchObject({ code: 1, stderr: expect.stringContaining('deadLetterQueue') });
+    await run(['publish', dlq, '--id', 'kept', '{"n":1}']);
+    await run(['publish', dlq, '--id', 'other', '{}']);
+    expect((await run(['queue', 'move', dlq])).stdout).toBe('moved 0 jobs\n');
+    const moved = await run(['queue', 'move', dlq, 'kept', '--to', source, '--json']);
+    expect(moved).toMatchObject({ code: 0 });
+    expect(JSON.parse(moved.stdout)).toEqual({ moved: 1 });
+    const received = JSON.parse((await run(['receive', source, '--json'])).stdout);
+    expect(received).toMatchObject([{ id: 'kept', payload: { n: 1 }, deliveryCount: 1 }]);
+    expect((await run(['queue', 'move', '--help'])).stdout).toContain('--to NAME');
+  });
+});
+
+describe('pause, resume and purge (R27, R19)', () => {
+  it('queue pause stops handing out, queue resume starts again, queue purge empties', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    await run(['publish', name, '1', '2', '3']);
+    expect((await run(['queue', 'pause', name])).stdout).toBe(`paused ${name}\n`);
+    expect((await run(['queue', 'list'])).stdout).toContain(`${name}  visibility=30000ms`);
+    expect((await run(['queue', 'stats', name])).stdout).toMatch(/^paused\s+true$/m);
+    expect(JSON.parse((await run(['receive', name, '--json'])).stdout)).toEqual([]);
+    expect((await run(['queue', 'resume', name])).stdout).toBe(`resumed ${name}\n`);
+    expect(JSON.parse((await run(['receive', name, '--json'])).stdout)).toHaveLength(1);
+    const purged = await run(['queue', 'purge', name, '--json']);
+    expect(JSON.parse(purged.stdout)).toEqual({ ready: 2, delayed: 0, active: 1, dead: 0 });
+    expect(JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout)).toMatchObject({
+      ready: 0,
+      active: 0,
+      purged: 3,
+    });
+  });
+});
+
+describe('cancel (R28)', () => {
+  it('cancels jobs by id; an absent or dead one exits 3; the receipt of a cancelled delivery is refused', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    await run(['publish', name, '--id', 'a', '{}']);
+    await run(['publish', name, '--id', 'b', '{}']);
+    const [delivery] = JSON.parse((await run(['receive', name, '--json'])).stdout);
+    expect(await run(['cancel', name, 'a', 'b'])).toMatchObject({
+      code: 0,
+      stdout: 'cancelled a\ncancelled b\n',
+    });
+    expect((await run(['ack', name, delivery.receipt])).code).toBe(3);
+    const again = await run(['cancel', name, 'a', '--json']);
+    expect(again.code).toBe(3);
+    expect(JSON.parse(again.stdout)).toEqual([{ id: 'a', cancelled: false }]);
+    await run(['publish', name, '--id', 'c', '{}']);
+    expect((await run(['cancel', name, 'c', '--remove'])).code).toBe(0);
+    expect(JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout)).toMatchObject({
+      dead: 2,
+      cancelled: 3,
+      ready: 0,
+    });
+  });
+});
+
 describe('publish, receive, ack and nack', () => {
   it('publishes payloads given as arguments, then receives and acks them by receipt', async () => {
     const name = fresh();

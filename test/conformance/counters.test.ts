@@ -37,6 +37,7 @@ describeEngines(engines, (h) => {
         dead: 2,
         waiting: 0,
         sessions: 0,
+        paused: false,
         oldestReadyAge: 0,
         published: 5,
         duplicates: 1,
@@ -53,6 +54,7 @@ describeEngines(engines, (h) => {
         redriven: 0,
         purged: 0,
         autoAcked: 0,
+        cancelled: 0,
         deadLetters: { 'max-deliveries': 1, rejected: 1 },
         processingTime: { count: 2, sum: 15, max: 11 },
       });

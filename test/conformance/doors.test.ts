@@ -69,6 +69,23 @@ const CASES: [string, Call, Record<string, unknown>][] = [
     (q) => q.purgeQueue(bad({ dead: 'yes' })),
     { type: 'purgeQueue', dead: 'yes' },
   ],
+  ['cancel: an empty id', (q) => q.cancel(''), { type: 'cancel', id: '' }],
+  [
+    'cancel: remove "yes"',
+    (q) => q.cancel('a', { remove: bad('yes') }),
+    { type: 'cancel', id: 'a', remove: 'yes' },
+  ],
+  ['moveJobs: max 0', (q) => q.moveJobs({ max: 0 }), { type: 'moveJobs', max: 0 }],
+  [
+    'moveJobs: to a bad queue name',
+    (q) => q.moveJobs({ to: 'a/b' }),
+    { type: 'moveJobs', to: 'a/b' },
+  ],
+  [
+    'moveJobs: ids not an array',
+    (q) => q.moveJobs(bad({ ids: 'a' })),
+    { type: 'moveJobs', ids: 'a' },
+  ],
 ];
 
 interface Door {

@@ -17,6 +17,7 @@ describeEngines(engines, (h) => {
         dead: 0,
         waiting: 0,
         sessions: 0,
+        paused: false,
         oldestReadyAge: 0,
         published: 0,
         duplicates: 0,
@@ -33,6 +34,7 @@ describeEngines(engines, (h) => {
         redriven: 0,
         purged: 0,
         autoAcked: 0,
+        cancelled: 0,
         deadLetters: {},
         processingTime: { count: 0, sum: 0, max: 0 },
       });
@@ -65,6 +67,7 @@ describeEngines(engines, (h) => {
         dead: 1,
         waiting: 0,
         sessions: 1,
+        paused: false,
         oldestReadyAge: 0,
         published: 4,
         duplicates: 1,
@@ -81,6 +84,7 @@ describeEngines(engines, (h) => {
         redriven: 0,
         purged: 0,
         autoAcked: 0,
+        cancelled: 0,
         deadLetters: { 'max-deliveries': 1 },
         processingTime: { count: 1, sum: 2, max: 2 },
       });
@@ -96,6 +100,7 @@ describeEngines(engines, (h) => {
         dead: 0,
         waiting: 0,
         sessions: 1,
+        paused: false,
         oldestReadyAge: 5,
         published: 4,
         duplicates: 1,
@@ -112,6 +117,7 @@ describeEngines(engines, (h) => {
         redriven: 1,
         purged: 0,
         autoAcked: 0,
+        cancelled: 0,
         deadLetters: { 'max-deliveries': 1 },
         processingTime: { count: 2, sum: 12, max: 10 },
       });

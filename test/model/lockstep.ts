@@ -304,6 +304,11 @@ export class Lockstep {
         };
       case 'stats':
         return { call: { name: 'stats' }, invoke: (q, now) => q.stats(now) };
+      case 'cancel':
+        return {
+          call: { name: 'cancel', id: op.id, remove: op.remove },
+          invoke: (q, now) => q.cancel(now, op.id, { remove: op.remove }),
+        };
     }
   }
 

@@ -69,7 +69,8 @@ export type Operation =
   | { name: 'nackUpTo'; session: SessionRef; token: TokenRef; options?: NackSpec }
   | { name: 'redrive' | 'purge'; ids: IdsRef }
   | { name: 'purgeQueue'; dead: boolean }
-  | { name: 'stats' };
+  | { name: 'stats' }
+  | { name: 'cancel'; id: string; remove: boolean };
 
 /**
  * An operation with its references resolved, in the core's names: the call both sides make.
@@ -95,7 +96,8 @@ export type Call =
   | { name: 'nackUpTo'; session: string; token: number; options?: NackSpec }
   | { name: 'redrive' | 'purge'; ids?: string[] }
   | { name: 'purgeQueue'; dead: boolean }
-  | { name: 'stats' };
+  | { name: 'stats' }
+  | { name: 'cancel'; id: string; remove: boolean };
 
 export interface Step {
   time: TimeStep;
@@ -258,10 +260,11 @@ export function usesQueueFeatures(step: Step): boolean {
   const featured = (job: JobSpec) => (job.priority ?? 0) !== 0 || job.group !== undefined;
   if (op.name === 'publish') return featured(op.job);
   if (op.name === 'publishBatch') return op.jobs.some(featured);
+  if (op.name === 'cancel') return true; // R28
   return op.name === 'reserve' && op.ack === 'auto';
 }
 
-/** One step: a time and an operation; without `queueFeatures`, none of R22–R24. */
+/** One step: a time and an operation; without `queueFeatures`, none of R22–R24 and R28. */
 export function stepArbitrary(options: { queueFeatures?: boolean } = {}): fc.Arbitrary<Step> {
   const steps = anyStep();
   return options.queueFeatures === false ? steps.filter((step) => !usesQueueFeatures(step)) : steps;
@@ -343,6 +346,12 @@ function anyStep(): fc.Arbitrary<Step> {
       arbitrary: fc.boolean().map((dead) => ({ name: 'purgeQueue' as const, dead })),
     },
     { weight: 2, arbitrary: fc.constant({ name: 'stats' as const }) },
+    {
+      weight: 2,
+      arbitrary: fc
+        .tuple(fc.constantFrom(...IDS), fc.boolean())
+        .map(([id, remove]) => ({ name: 'cancel' as const, id, remove })),
+    },
   );
   return fc.record({ time: timeStep, operation });
 }

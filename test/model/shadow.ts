@@ -19,7 +19,7 @@
  * every accepted call returned and did what its rule says.
  *
  * It models queues of R1–R20: FIFO ready, no message groups, manual acks. A run stops using it
- * at its first step with a priority, a group or an auto-acking reserve (R22–R24); those steps
+ * at its first step with a priority, a group, an auto-acking reserve (R22–R24) or a cancel (R28); those steps
  * are held to the core by the engine comparison only.
  */
 import { expect } from 'vitest';

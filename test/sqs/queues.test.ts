@@ -96,8 +96,8 @@ describe('CreateQueue', () => {
         RedrivePolicy: JSON.stringify({ deadLetterTargetArn: 'arn:x', maxReceiveCount: 3 }),
       }),
     );
-    expect(redrive.name).toBe('UnsupportedOperation');
-    expect(redrive.message).toContain('dead-letter queues');
+    expect(redrive.name).toBe('InvalidParameterValue');
+    expect(redrive.message).toContain('Dead letter target does not exist');
     // FifoQueue=false and an empty RedrivePolicy say "standard, no redrive": accepted.
     const plain = await create(freshName('p'), { FifoQueue: 'false', RedrivePolicy: '' });
     expect(plain.QueueUrl).toBeDefined();
@@ -247,18 +247,16 @@ describe('PurgeQueue', () => {
   });
 });
 
-describe('what leaseq does not have yet', () => {
-  it('dead-letter actions and permissions answer UnsupportedOperation, changing nothing', async () => {
+describe('what leaseq does not have', () => {
+  it('permissions answer UnsupportedOperation; a move from a queue that is no DLQ is refused, changing nothing', async () => {
     const { QueueUrl } = await create(freshName('dlq'));
     await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'kept' }));
-    const sources = await failure(
-      server.client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl })),
-    );
-    expect(sources.name).toBe('UnsupportedOperation');
+    const sources = await server.client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl }));
+    expect(sources.queueUrls).toEqual([]);
     const move = await failure(
       server.client.send(new StartMessageMoveTaskCommand({ SourceArn: 'arn:aws:sqs:x:y:z' })),
     );
-    expect(move.name).toBe('UnsupportedOperation');
+    expect(move.name).toBe('ResourceNotFoundException');
     const permission = await failure(
       server.client.send(
         new AddPermissionCommand({

@@ -1,6 +1,6 @@
 import type { Command, OptionsConfig } from '../command.js';
 import { EXIT } from '../command.js';
-import { integerFlag, positionals } from '../flags.js';
+import { integerFlag, positionals, stringFlag } from '../flags.js';
 import { formatOptions, formatStats } from '../format.js';
 import { printJson, withClient } from '../remote.js';
 
@@ -10,19 +10,21 @@ const createOptions: OptionsConfig = {
   'max-deliveries': { type: 'string' },
   'max-lease': { type: 'string' },
   'dedup-window': { type: 'string' },
+  'dead-letter-queue': { type: 'string' },
 };
 
 export const queueCreate: Command = {
   name: 'queue create',
   summary: 'Create a queue (or check that it exists with these options)',
   usage:
-    '<name> [--visibility MS] [--prefetch N] [--max-deliveries N] [--max-lease MS] [--dedup-window MS]',
+    '<name> [--visibility MS] [--prefetch N] [--max-deliveries N] [--max-lease MS] [--dedup-window MS] [--dead-letter-queue NAME]',
   details: [
     '--visibility MS       lease of a delivery that names none (default 30000)',
     '--prefetch N          most active deliveries of the queue (default unbounded)',
     '--max-deliveries N    deliveries before a job is dead-lettered (default 10)',
     '--max-lease MS        longest a delivery can be extended to (default unbounded)',
     '--dedup-window MS     how long an acked id is still refused as a duplicate (default 0)',
+    '--dead-letter-queue NAME  the queue a job that dies moves to, as ready (default none)',
     'Needs an admin key. Options other than the stored ones are a CONFLICT.',
   ],
   options: createOptions,
@@ -35,6 +37,7 @@ export const queueCreate: Command = {
       maxDeliveries: integerFlag(values, 'max-deliveries', 1),
       maxLease: integerFlag(values, 'max-lease', 1),
       dedupWindow: integerFlag(values, 'dedup-window', 0),
+      deadLetterQueue: stringFlag(values, 'dead-letter-queue'),
     };
     const view = await withClient(values, context, (client) => client.createQueue(name, options));
     if (values.json) printJson(context, view);
@@ -79,6 +82,90 @@ export const queueStats: Command = {
     const stats = await withClient(values, context, (client) => client.handle(name).stats());
     if (values.json) printJson(context, stats);
     else context.stdout.write(formatStats(stats));
+    return EXIT.ok;
+  },
+};
+
+export const queueMove: Command = {
+  name: 'queue move',
+  summary: 'Move ready and delayed jobs to another queue, or back to the queue they died in',
+  usage: '<queue> [id ...] [--to NAME] [--max N]',
+  details: [
+    'Without --to, each job goes back to the queue it was dead-lettered from (jobs that came',
+    'otherwise stay); ids, payloads and histories are kept, deliveryCount starts at 0.',
+    'Without ids, every ready job (front first), then every delayed one.',
+    '--to NAME   the queue to move to (needs the right to publish there)',
+    '--max N     at most N jobs (default all)',
+    'A job the target cannot take (no such queue, its id present there) stays.',
+    'Needs an admin key.',
+  ],
+  options: { to: { type: 'string' }, max: { type: 'string' } },
+  remote: true,
+  async run({ values, positionals: given, context }) {
+    const [name, ...ids] = positionals(given, ['queue'], { rest: true }) as [string, ...string[]];
+    const to = stringFlag(values, 'to');
+    const max = integerFlag(values, 'max', 1);
+    const moved = await withClient(values, context, (client) =>
+      client.handle(name).moveJobs({
+        ...(ids.length > 0 ? { ids } : {}),
+        ...(to === undefined ? {} : { to }),
+        ...(max === undefined ? {} : { max }),
+      }),
+    );
+    if (values.json) printJson(context, { moved });
+    else context.stdout.write(`moved ${moved} jobs\n`);
+    return EXIT.ok;
+  },
+};
+
+/** `queue pause` and `queue resume`: one option of the queue (R27). */
+function pausing(paused: boolean): Command {
+  return {
+    name: paused ? 'queue pause' : 'queue resume',
+    summary: paused
+      ? 'Pause a queue: it hands out nothing; publishes, acks and lease expiry go on'
+      : 'Resume a paused queue: waiting receivers get its ready jobs at once',
+    usage: '<name>',
+    details: ['Needs an admin key. `queue stats` shows `paused`.'],
+    options: {},
+    remote: true,
+    async run({ values, positionals: given, context }) {
+      const [name] = positionals(given, ['name']) as [string];
+      const options = await withClient(values, context, (client) =>
+        client.updateQueue(name, { paused }),
+      );
+      if (values.json) printJson(context, { name, options });
+      else context.stdout.write(`${paused ? 'paused' : 'resumed'} ${name}\n`);
+      return EXIT.ok;
+    },
+  };
+}
+
+export const queuePause = pausing(true);
+export const queueResume = pausing(false);
+
+export const queuePurge: Command = {
+  name: 'queue purge',
+  summary: 'Empty a queue: ready, delayed and in-flight jobs go (dead ones with --dead)',
+  usage: '<name> [--dead]',
+  details: [
+    'In-flight deliveries end at once: their receipts are refused from then on (R19).',
+    '--dead   remove the dead jobs too (default: kept)',
+    'Needs an admin key.',
+  ],
+  options: { dead: { type: 'boolean' } },
+  remote: true,
+  async run({ values, positionals: given, context }) {
+    const [name] = positionals(given, ['name']) as [string];
+    const removed = await withClient(values, context, (client) =>
+      client.handle(name).purgeQueue({ dead: values.dead === true }),
+    );
+    if (values.json) printJson(context, removed);
+    else {
+      context.stdout.write(
+        `purged ${name}: ${removed.ready} ready, ${removed.delayed} delayed, ${removed.active} in flight, ${removed.dead} dead\n`,
+      );
+    }
     return EXIT.ok;
   },
 };

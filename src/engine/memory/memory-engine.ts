@@ -1,21 +1,26 @@
 import {
   ClosedError,
+  checkDeadLetterChain,
   checkQueueName,
   checkSameOptions,
   type Delivery,
   decodePayload,
   encodeJobs,
+  type JobTransfer,
   LeaseQueue,
   LeaseqError,
   makesJobsReady,
   NotFoundError,
   type Operation,
   type Outcome,
+  type QueueLinks,
   type QueueOptions,
   type ResolvedQueueOptions,
   reschedulesReceivers,
 } from '../../core/index.js';
+import { resolveQueueOptions } from '../../core/validate.js';
 import type {
+  CancelListener,
   Engine,
   EngineCapabilities,
   QueueHandle,
@@ -32,7 +37,7 @@ import { MemorySchedules } from './memory-schedules.js';
  * The reference engine: each queue is a pure `LeaseQueue` in this process's memory.
  * Nothing survives the process.
  */
-export class MemoryEngine implements Engine {
+export class MemoryEngine implements Engine, QueueLinks {
   readonly target = 'memory:';
   readonly capabilities: EngineCapabilities = {
     durable: false,
@@ -55,8 +60,10 @@ export class MemoryEngine implements Engine {
     let core = this.queues.get(name);
     if (core === undefined) {
       core = new LeaseQueue(options);
+      await this.checkChain(name, core.options.deadLetterQueue);
       const floor = this.floors.get(name);
       if (floor !== undefined) core.continueCounters(floor);
+      core.connect(name, this);
       this.queues.set(name, core);
     } else {
       checkSameOptions(name, core.options, options);
@@ -66,7 +73,32 @@ export class MemoryEngine implements Engine {
 
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
     this.checkOpen();
-    return this.existing(name).reconfigure(options);
+    const core = this.existing(name);
+    const next = resolveQueueOptions({ ...core.options, ...options });
+    await this.checkChain(name, next.deadLetterQueue);
+    const resolved = core.reconfigure(options);
+    // A queue resumed (R27) or given more room has jobs to hand out: receivers look again.
+    this.wakes.wake(name);
+    return resolved;
+  }
+
+  /**
+   * R26: a job that dies in one queue, or is moved out of it, enters `queue` within the same
+   * synchronous step: nothing else runs between leaving one queue and entering the other.
+   */
+  admit(queue: string, now: number, transfer: JobTransfer): boolean {
+    const target = this.queues.get(queue);
+    if (target === undefined || !target.admit(now, transfer)) return false;
+    queueMicrotask(() => this.wakes.wake(queue));
+    return true;
+  }
+
+  private checkChain(name: string, deadLetterQueue: string | undefined): Promise<void> {
+    return checkDeadLetterChain(
+      name,
+      deadLetterQueue,
+      (queue) => this.queues.get(queue)?.options.deadLetterQueue,
+    );
   }
 
   async listQueues(): Promise<QueueInfo[]> {
@@ -130,6 +162,10 @@ export class MemoryEngine implements Engine {
     return this.wakes.add(listener);
   }
 
+  onCancel(listener: CancelListener): () => void {
+    return this.wakes.addCancel(listener);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
   }
@@ -187,7 +223,13 @@ class MemoryQueue extends OperationHandle {
       if (error instanceof LeaseqError) return { ok: false, error };
       throw error;
     }
+    // R28: the delivery a cancel ends, so that its holder hears of it at once.
+    const cancelled = stored.type === 'cancel' ? this.core.job(stored.id)?.token : undefined;
     const outcome = this.core.applyOutcome(now, stored);
+    if (cancelled !== undefined && outcome.ok && outcome.value === true) {
+      const token = cancelled;
+      queueMicrotask(() => this.wakes.cancelled(this.name, token));
+    }
     if (!outcome.ok || stored.type !== 'reserve') return outcome;
     return { ok: true, value: (outcome.value as Delivery[]).map(readDelivery) };
   }

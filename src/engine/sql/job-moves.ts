@@ -2,6 +2,7 @@ import { deadLetterKind } from '../../core/dead-letter-kinds.js';
 import type { Attempt, AttemptOutcome } from '../../core/index.js';
 import { MAX_HISTORY } from '../../core/records.js';
 import { checkNow } from '../../core/validate.js';
+import type { SqlQueueLinks } from './queue-links.js';
 import type { QueueRow } from './queue-row.js';
 import { backPosition, frontPosition } from './ready-bands.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
@@ -40,6 +41,8 @@ export class JobMoves {
     readonly dialect: SqlDialect,
     /** Raise a `now` behind the clock instead of refusing it (see EngineOptions.clockMode). */
     readonly followClock = false,
+    /** The engine's other queues, for dead-letter queues and moves (R26). */
+    readonly links?: SqlQueueLinks,
   ) {}
 
   // --- R3 -----------------------------------------------------------------------------------
@@ -223,19 +226,33 @@ export class JobMoves {
     }
   }
 
-  /** R14: never silent; the job keeps its history in the dead set. */
+  /**
+   * R14: never silent; the job keeps its history in the dead set. R26: with a dead-letter
+   * queue that takes it, it moves there instead, in this same transaction.
+   */
   async deadLetter(row: DeliveryRow, attempt: Attempt, now: number, reason: string): Promise<void> {
-    this.q.deadSeq += 1;
     this.q.active -= 1;
-    this.q.dead += 1;
     const counts = this.q.counters.deadLetters;
     const kind = deadLetterKind(reason);
     counts[kind] = (counts[kind] ?? 0) + 1;
+    const history = appendHistory(row.history, attempt);
+    const target = this.q.options.deadLetterQueue;
+    if (target !== undefined && this.links !== undefined) {
+      const origin = { queue: this.q.name, reason, at: now };
+      const transfer = { id: row.id, history, origin, priority: row.priority, grp: row.grp };
+      if (await this.links.admit(this.q, target, now, transfer)) {
+        // Moved on, the job has left its group, which goes on (R24).
+        if (row.grp !== null) await this.advanceGroup(row.grp, now);
+        return;
+      }
+    }
+    this.q.deadSeq += 1;
+    this.q.dead += 1;
     await this.c.run(
       `UPDATE leaseq_jobs SET state = 'dead', dead_reason = ?, dead_at = ?, dead_seq = ?,
          ${CLEAR_DELIVERY}, history = ?
        WHERE queue = ? AND id = ?`,
-      [reason, now, this.q.deadSeq, appendHistory(row.history, attempt), this.q.name, row.id],
+      [reason, now, this.q.deadSeq, history, this.q.name, row.id],
     );
     if (row.grp !== null) await this.advanceGroup(row.grp, now);
   }

@@ -1,6 +1,7 @@
 import type { WakeHub } from '../wake-hub.js';
 import type { BatchContext } from './executor.js';
 import type { Handoffs } from './handoffs.js';
+import { SqlQueueLinks } from './queue-links.js';
 import { QueueOps } from './queue-ops.js';
 import { loadQueueRow } from './queue-row.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
@@ -22,7 +23,10 @@ export async function queueOps(
   queue: string,
 ): Promise<QueueOps> {
   const row = await loadQueueRow(connection, batch, access.dialect, queue);
-  return new QueueOps(connection, row, access.dialect, access.followClock);
+  const links = new SqlQueueLinks(access, connection, batch, (target) =>
+    wakeOnCommit(access, connection, batch, target),
+  );
+  return new QueueOps(connection, row, access.dialect, access.followClock, links);
 }
 
 /**

@@ -2,12 +2,14 @@ import { copyCounters } from '../../core/counters.js';
 import {
   type AckMode,
   type DeadLetter,
+  type DeadLetterOrigin,
   type Delivery,
   decodePayload,
   type InspectView,
   type JobState,
   type JobView,
   type LiveDelivery,
+  type MoveJobsOperation,
   type NackDisposition,
   type PublishResult,
   type PurgeQueueResult,
@@ -15,11 +17,18 @@ import {
   SessionClosedError,
 } from '../../core/index.js';
 import { checkSessionKnown, sessionIdOf } from '../../core/validate.js';
-import { attemptOf, DELIVERY_COLUMNS, type DeliveryRow, JobMoves } from './job-moves.js';
+import {
+  appendHistory,
+  attemptOf,
+  DELIVERY_COLUMNS,
+  type DeliveryRow,
+  JobMoves,
+} from './job-moves.js';
 import { INFINITY_AS_NULL } from './queue-row.js';
 import {
   advanceHead,
   backPosition,
+  compactBand,
   emptyBands,
   hasRankedReady,
   readyRanges,
@@ -204,6 +213,11 @@ export class QueueOps extends JobMoves {
   async reserve(now: number, args: ReserveArgs): Promise<Delivery[]> {
     if (args.session !== undefined) checkSessionKnown(args.session, this.q.nextSession);
     now = await this.advance(now);
+    if (this.q.options.paused) {
+      // R27: nothing is handed out; a closed session is still refused, as anywhere.
+      if (args.session !== undefined) await this.openSession(args.session);
+      return [];
+    }
     if (args.ack === 'auto') {
       if (args.session !== undefined) await this.openSession(args.session);
       return this.handOut(now, Math.min(args.max, this.q.ready));
@@ -575,9 +589,145 @@ export class QueueOps extends JobMoves {
       dead: this.q.dead,
       waiting: this.q.waiting,
       sessions: this.q.sessions,
+      paused: this.q.options.paused === true,
       oldestReadyAge: oldest?.since == null ? 0 : now - oldest.since,
       ...copyCounters(this.q.counters),
     };
+  }
+
+  /**
+   * R26: ready jobs (front first), then delayed ones, each to `to` or to its origin queue; a
+   * job the target cannot take stays. The ready jobs left keep their order, renumbered.
+   */
+  async moveJobs(now: number, op: MoveJobsOperation): Promise<number> {
+    now = await this.advance(now);
+    const links = this.links;
+    if (links === undefined) return 0;
+    const max = op.max ?? Number.POSITIVE_INFINITY;
+    let moved = 0;
+    let movedReady = false;
+    const seen = new Set<string>();
+    for (const job of await this.movableJobs(op.ids)) {
+      if (moved >= max) break;
+      const target = op.to ?? job.origin_queue ?? undefined;
+      if (target === undefined || seen.has(job.id)) continue;
+      seen.add(job.id);
+      const transfer = {
+        id: job.id,
+        history: job.history,
+        origin: undefined,
+        priority: job.priority,
+        grp: job.grp,
+      };
+      if (!(await links.admit(this.q, target, now, transfer))) continue;
+      moved += 1;
+      if (job.state === 'ready') {
+        this.q.ready -= 1;
+        movedReady = true;
+      } else {
+        this.q.delayed -= 1;
+      }
+      // A moved job was its group's first member: the next one goes on (R24).
+      if (job.grp !== null) await this.advanceGroup(job.grp, now);
+    }
+    if (movedReady) await this.renumberReady();
+    return moved;
+  }
+
+  /**
+   * R28: the job leaves ready, delayed or its live delivery (recorded as `cancelled`), then
+   * dies with reason `cancelled` in this queue's own dead set, or is deleted with `remove`.
+   */
+  async cancel(now: number, id: string, remove: boolean): Promise<boolean> {
+    now = await this.advance(now);
+    const [row] = await this.c.query<{ state: JobState } & DeliveryRow>(
+      `SELECT state, ${DELIVERY_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND id = ?`,
+      [this.q.name, id],
+    );
+    if (row === undefined || row.state === 'dead') return false;
+    let history = row.history;
+    if (row.state === 'ready') this.q.ready -= 1;
+    else if (row.state === 'delayed') this.q.delayed -= 1;
+    else if (row.state === 'waiting') this.q.waiting -= 1;
+    else {
+      this.q.active -= 1;
+      history = appendHistory(row.history, attemptOf(row, now, 'cancelled'));
+      this.links?.deliveryCancelled(this.q.name, row.token);
+    }
+    this.q.counters.cancelled += 1;
+    if (remove) {
+      await this.c.run('DELETE FROM leaseq_jobs WHERE queue = ? AND id = ?', [this.q.name, id]);
+    } else {
+      this.q.deadSeq += 1;
+      this.q.dead += 1;
+      const counts = this.q.counters.deadLetters;
+      counts.cancelled = (counts.cancelled ?? 0) + 1;
+      await this.c.run(
+        `UPDATE leaseq_jobs SET state = 'dead', dead_reason = 'cancelled', dead_at = ?,
+           dead_seq = ?, ready_pos = NULL, token = NULL, delivered_at = NULL, deadline = NULL,
+           session = NULL, history = ?
+         WHERE queue = ? AND id = ?`,
+        [now, this.q.deadSeq, history, this.q.name, id],
+      );
+    }
+    // The group's first member leaving lets the next go on (R24); a waiting one just leaves.
+    if (row.grp !== null && row.state !== 'waiting') await this.advanceGroup(row.grp, now);
+    if (row.state === 'ready') await this.renumberReady();
+    return true;
+  }
+
+  private async movableJobs(ids: readonly string[] | undefined): Promise<MovableRow[]> {
+    const columns = 'id, state, history, origin_queue, priority, grp';
+    if (ids === undefined) {
+      const ready = await this.c.query<MovableRow>(
+        `SELECT ${columns} FROM leaseq_jobs WHERE queue = ? AND state = 'ready' ORDER BY ready_pos`,
+        [this.q.name],
+      );
+      const delayed = await this.c.query<MovableRow>(
+        `SELECT ${columns} FROM leaseq_jobs WHERE queue = ? AND state = 'delayed'
+         ORDER BY available_at, seq`,
+        [this.q.name],
+      );
+      return [...ready, ...delayed];
+    }
+    const rows: MovableRow[] = [];
+    for (const id of ids) {
+      const [row] = await this.c.query<MovableRow>(
+        `SELECT ${columns} FROM leaseq_jobs
+         WHERE queue = ? AND id = ? AND state IN ('ready', 'delayed')`,
+        [this.q.name, id],
+      );
+      if (row !== undefined) rows.push(row);
+    }
+    return rows;
+  }
+
+  /** Each band's ready positions are exactly its head..tail: closes the gaps jobs left. */
+  private async renumberReady(): Promise<void> {
+    const rows = await this.c.query<{ id: string; priority: number }>(
+      `SELECT id, priority FROM leaseq_jobs WHERE queue = ? AND state = 'ready' ORDER BY ready_pos`,
+      [this.q.name],
+    );
+    const byPriority = new Map<number, string[]>();
+    for (const { id, priority } of rows) {
+      const ids = byPriority.get(priority) ?? [];
+      ids.push(id);
+      byPriority.set(priority, ids);
+    }
+    for (const priority of [0, ...readyRanges(this.q).map((range) => range.priority)]) {
+      if (!byPriority.has(priority)) compactBand(this.q, priority, 0);
+    }
+    for (const [priority, ids] of byPriority) {
+      let position = compactBand(this.q, priority, ids.length);
+      for (const id of ids) {
+        await this.c.run('UPDATE leaseq_jobs SET ready_pos = ? WHERE queue = ? AND id = ?', [
+          position,
+          this.q.name,
+          id,
+        ]);
+        position += 1;
+      }
+    }
   }
 
   // --- inspection (takes no time) -------------------------------------------------------------
@@ -656,6 +806,7 @@ export class QueueOps extends JobMoves {
       deliveryCount: row.delivery_count,
       deadAt: row.dead_at as number,
       history: decodeHistory(row.history),
+      ...originOf(row),
     }));
   }
 
@@ -679,6 +830,7 @@ export class QueueOps extends JobMoves {
         ? { reason: row.dead_reason as string, deadAt: row.dead_at as number }
         : {}),
       history: decodeHistory(row.history),
+      ...originOf(row),
     };
   }
 
@@ -770,10 +922,33 @@ interface JobRowView {
   published_at: number | null;
   priority: number;
   grp: string | null;
+  origin_queue: string | null;
+  origin_reason: string | null;
+  origin_at: number | null;
 }
 
 const JOB_VIEW_COLUMNS =
-  'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history, published_at, priority, grp';
+  'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history, published_at, priority, grp, origin_queue, origin_reason, origin_at';
+
+interface MovableRow {
+  id: string;
+  state: 'ready' | 'delayed';
+  history: string | null;
+  origin_queue: string | null;
+  priority: number;
+  grp: string | null;
+}
+
+function originOf(row: JobRowView): { origin?: DeadLetterOrigin } {
+  if (row.origin_queue === null) return {};
+  return {
+    origin: {
+      queue: row.origin_queue,
+      reason: row.origin_reason as string,
+      at: Number(row.origin_at),
+    },
+  };
+}
 
 function decodeHistory(text: string | null): DeadLetter['history'] {
   return text === null ? [] : JSON.parse(text);

@@ -65,8 +65,8 @@ export function encodeOptions(options: ResolvedQueueOptions): string {
 }
 
 export function decodeOptions(text: string): ResolvedQueueOptions {
-  const raw = JSON.parse(text) as Record<string, number | null>;
-  const decoded: Record<string, number> = {};
+  const raw = JSON.parse(text) as Record<string, number | string | null>;
+  const decoded: Record<string, number | string> = {};
   for (const [key, value] of Object.entries(raw)) decoded[key] = value ?? Number.POSITIVE_INFINITY;
   return decoded as unknown as ResolvedQueueOptions;
 }

@@ -96,3 +96,17 @@ export function hasRankedReady(q: QueueRow): boolean {
   for (const bounds of q.bands) if (bounds != null && bounds.tail >= bounds.head) return true;
   return false;
 }
+
+/**
+ * Closes the gaps jobs left in priority `priority`'s band (R26, R28): its `count` ready jobs
+ * take the positions from its head on; answers the head.
+ */
+export function compactBand(q: QueueRow, priority: number, count: number): number {
+  if (priority === 0) {
+    q.readyTail = q.readyHead + count - 1;
+    return q.readyHead;
+  }
+  const bounds = band(q, priority);
+  bounds.tail = bounds.head + count - 1;
+  return bounds.head;
+}

@@ -49,6 +49,10 @@ export async function runOperation(
       return ops.purge(now, operation.ids);
     case 'purgeQueue':
       return ops.purgeQueue(now, operation.dead);
+    case 'moveJobs':
+      return ops.moveJobs(now, operation);
+    case 'cancel':
+      return ops.cancel(now, operation.id, operation.remove);
     case 'stats':
       return ops.stats(now);
   }

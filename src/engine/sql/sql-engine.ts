@@ -1,5 +1,6 @@
 import {
   ClosedError,
+  checkDeadLetterChain,
   checkQueueName,
   checkSameOptions,
   type QueueOptions,
@@ -7,6 +8,7 @@ import {
 } from '../../core/index.js';
 import { resolveQueueOptions } from '../../core/validate.js';
 import type {
+  CancelListener,
   Engine,
   EngineCapabilities,
   EngineTransaction,
@@ -20,7 +22,7 @@ import { WakeHub } from '../wake-hub.js';
 import { GroupCommitExecutor } from './executor.js';
 import { ForeignWriteWatch } from './foreign-write-watch.js';
 import { Handoffs } from './handoffs.js';
-import type { QueueAccess } from './queue-access.js';
+import { type QueueAccess, wakeOnCommit } from './queue-access.js';
 import { decodeOptions, insertQueueRow, loadQueueRow, readQueueOptions } from './queue-row.js';
 import {
   advanceScheduleRow,
@@ -98,9 +100,11 @@ export class SqlEngine implements Engine {
     checkQueueName(name);
     const resolved = resolveQueueOptions(options);
     await this.executor.submit(async (connection) => {
-      if (await insertQueueRow(connection, name, resolved)) return;
       const stored = await readQueueOptions(connection, name);
-      if (stored !== undefined) checkSameOptions(name, stored, options);
+      if (stored === undefined) await checkChain(connection, name, resolved.deadLetterQueue);
+      if (await insertQueueRow(connection, name, resolved)) return;
+      const existing = await readQueueOptions(connection, name);
+      if (existing !== undefined) checkSameOptions(name, existing, options);
     });
     return new SqlQueue(name, this.executor, this.access);
   }
@@ -110,7 +114,11 @@ export class SqlEngine implements Engine {
     checkQueueName(name);
     return this.executor.submit(async (connection, batch) => {
       const row = await loadQueueRow(connection, batch, this.parts.dialect, name);
-      row.options = resolveQueueOptions({ ...row.options, ...options });
+      const next = resolveQueueOptions({ ...row.options, ...options });
+      await checkChain(connection, name, next.deadLetterQueue);
+      row.options = next;
+      // A queue resumed (R27) or given more room has jobs to hand out: receivers look again.
+      await wakeOnCommit(this.access, connection, batch, name);
       return { ...row.options };
     });
   }
@@ -191,6 +199,10 @@ export class SqlEngine implements Engine {
     return this.wakes.add(listener);
   }
 
+  onCancel(listener: CancelListener): () => void {
+    return this.wakes.addCancel(listener);
+  }
+
   /** Lets submitted calls finish, then closes the storage. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -204,4 +216,17 @@ export class SqlEngine implements Engine {
   private checkOpen(): void {
     if (this.closed) throw new ClosedError(`engine ${this.target} is closed`);
   }
+}
+
+/** R26: a dead-letter queue may not lead back to the queue (read in the same transaction). */
+function checkChain(
+  connection: SqlConnection,
+  name: string,
+  deadLetterQueue: string | undefined,
+): Promise<void> {
+  return checkDeadLetterChain(
+    name,
+    deadLetterQueue,
+    async (queue) => (await readQueueOptions(connection, queue))?.deadLetterQueue,
+  );
 }

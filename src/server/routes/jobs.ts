@@ -65,5 +65,22 @@ export function jobRoutes(services: Services): RouteSpec[] {
         return job;
       },
     }),
+    route<{ remove?: boolean }, { name: string; id: string }>({
+      method: 'POST',
+      url: '/v1/queues/:name/jobs/:id/cancel',
+      summary:
+        'Cancel a job (R28): dead with reason cancelled, or removed; a live delivery of it ends at once and its receipt is refused from then on',
+      tag: TAG,
+      access: 'admin',
+      params: jobParams,
+      body: object({ remove: { type: 'boolean' } }),
+      response: object({ cancelled: { type: 'boolean' } }, ['cancelled']),
+      async handle({ params, body, log }) {
+        const queue = await queues.existing(params.name);
+        const cancelled = await queue.cancel(params.id, { remove: body?.remove ?? false });
+        log.info({ queue: queue.name, jobId: params.id, cancelled }, 'cancel');
+        return { cancelled };
+      },
+    }),
   ];
 }

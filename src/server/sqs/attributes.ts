@@ -1,6 +1,11 @@
-import type { QueueOptions, QueueStats, ResolvedQueueOptions } from '../../core/index.js';
+import {
+  QUEUE_NAME,
+  type QueueOptions,
+  type QueueStats,
+  type ResolvedQueueOptions,
+} from '../../core/index.js';
 import type { QueueMeta } from './catalog.js';
-import { SqsError } from './errors.js';
+import { invalidParameter, SqsError } from './errors.js';
 import type { MissingFeatures } from './missing-features.js';
 
 const MS = 1000;
@@ -53,6 +58,11 @@ export interface AttributeChange {
   options: QueueOptions;
   /** What the catalog keeps, as SQS spells it. */
   stored: Record<string, string>;
+  /**
+   * A RedrivePolicy given: the dead-letter queue it names (which must exist), or null when
+   * the policy was emptied. Its options are in `options` (deadLetterQueue, maxDeliveries).
+   */
+  redriveTarget?: string | null;
 }
 
 /** Checks attributes of CreateQueue / SetQueueAttributes; the first problem is the error. */
@@ -83,9 +93,12 @@ export function parseQueueAttributes(
         if (value !== 'true' && value !== 'false') throw invalidValue(name, value);
         change.stored[name] = value;
         break;
-      case 'redrive':
-        if (value !== '') missing.deadLetterQueue(name);
+      case 'redrive': {
+        const redrive = redrivePolicy(value);
+        Object.assign(change.options, redrive.options);
+        change.redriveTarget = redrive.redriveTarget;
         break;
+      }
       case 'fifo-flag':
         if (value === 'true') missing.messageGroups('FifoQueue=true');
         if (value !== 'false') throw invalidValue(name, value);
@@ -100,8 +113,55 @@ export function parseQueueAttributes(
   return change;
 }
 
+/**
+ * RedrivePolicy `{"deadLetterTargetArn": ARN, "maxReceiveCount": 1..1000}` (the count as a
+ * number or a string) as the queue's deadLetterQueue and maxDeliveries (R13, R26); an empty
+ * policy removes both (SQS never dead-letters without one).
+ */
+function redrivePolicy(value: string): Pick<AttributeChange, 'options' | 'redriveTarget'> {
+  if (value === '') {
+    return {
+      options: { deadLetterQueue: null, maxDeliveries: Number.POSITIVE_INFINITY },
+      redriveTarget: null,
+    };
+  }
+  const bad = (reason: string) => invalidParameter('RedrivePolicy', value, reason);
+  let policy: unknown;
+  try {
+    policy = JSON.parse(value);
+  } catch {
+    throw bad('Redrive policy is not a valid JSON map.');
+  }
+  if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
+    throw bad('Redrive policy is not a valid JSON map.');
+  }
+  const {
+    deadLetterTargetArn: arn,
+    maxReceiveCount: rawCount,
+    ...rest
+  } = policy as Record<string, unknown>;
+  if (Object.keys(rest).length > 0) {
+    throw bad(`Unknown field ${Object.keys(rest)[0]} in the redrive policy.`);
+  }
+  if (typeof arn !== 'string' || arn === '') {
+    throw bad('Redrive policy does not contain mandatory attribute: deadLetterTargetArn.');
+  }
+  const target = arn.split(':').pop() ?? '';
+  if (!QUEUE_NAME.test(target)) throw bad('Dead letter target does not exist.');
+  const count =
+    typeof rawCount === 'number' || (typeof rawCount === 'string' && /^\d{1,4}$/.test(rawCount))
+      ? Number(rawCount)
+      : Number.NaN;
+  if (!(Number.isInteger(count) && count >= 1 && count <= 1000)) {
+    throw bad('Value for maxReceiveCount must be an integer from 1 to 1000.');
+  }
+  return { options: { deadLetterQueue: target, maxDeliveries: count }, redriveTarget: target };
+}
+
 export interface QueueFacts {
   arn: string;
+  /** The ARN of another queue of this endpoint. */
+  arnOf: (queue: string) => string;
   options: ResolvedQueueOptions;
   meta: QueueMeta | undefined;
   /** Needed only when a count is asked for. */
@@ -164,6 +224,14 @@ function attributeValue(
       return facts.arn;
     case 'VisibilityTimeout':
       return seconds(facts.options.visibility);
+    case 'RedrivePolicy':
+      // The queue's options are the truth: they may also have been set through /v1.
+      return facts.options.deadLetterQueue === undefined
+        ? undefined
+        : JSON.stringify({
+            deadLetterTargetArn: facts.arnOf(facts.options.deadLetterQueue),
+            maxReceiveCount: facts.options.maxDeliveries,
+          });
     default:
       return storedAttribute(facts.meta, name);
   }

@@ -6,6 +6,7 @@ import type { Services } from '../route.js';
 import type { QueueCatalog } from './catalog.js';
 import { invalidParameter, missingParameter, SqsError } from './errors.js';
 import type { MissingFeatures } from './missing-features.js';
+import type { MoveTasks } from './move-tasks.js';
 import { optionalString, type SqsInput } from './params.js';
 
 /** The SQS endpoint's settings. */
@@ -36,6 +37,8 @@ export interface SqsServices {
   settings: SqsSettings;
   catalog: QueueCatalog;
   missing: MissingFeatures;
+  /** StartMessageMoveTask's tasks, running and recent. */
+  moveTasks: MoveTasks;
 }
 
 /** One SQS request, parsed and authenticated. */

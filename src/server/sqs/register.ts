@@ -9,6 +9,7 @@ import { SqsError, toSqsError } from './errors.js';
 import { jsonProtocol, targetAction } from './json-protocol.js';
 import { SqsMetrics } from './metrics.js';
 import { MISSING_FEATURES } from './missing-features.js';
+import { MoveTasks } from './move-tasks.js';
 import type { SqsProtocol } from './protocol.js';
 import { queryProtocol } from './query-protocol.js';
 import { authenticateSigV4 } from './sigv4.js';
@@ -33,6 +34,7 @@ export function registerSqs(
     settings: { ...DEFAULT_SQS_SETTINGS, ...settings },
     catalog: new BrokerCatalog(services.broker),
     missing: MISSING_FEATURES,
+    moveTasks: new MoveTasks(services.shutdown),
   };
   const metrics = new SqsMetrics(services.metrics.registry, new Set(Object.keys(SQS_ACTIONS)));
   const protocols = { json: jsonProtocol(services.limits.maxJsonDepth), query: queryProtocol() };

@@ -4,6 +4,7 @@ const LIST_ITEMS: Readonly<Record<string, string>> = {
   queueUrls: 'QueueUrl',
   Messages: 'Message',
   Failed: 'BatchResultErrorEntry',
+  Results: 'ListMessageMoveTasksResultEntry',
 };
 
 /** Map members: element name, key element, value element. */

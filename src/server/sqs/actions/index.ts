@@ -1,4 +1,5 @@
 import type { ActionTable } from './action.js';
+import { DEAD_LETTER_ACTIONS } from './dead-letter-actions.js';
 import { QUEUE_ACTIONS } from './queue-actions.js';
 import { RECEIPT_ACTIONS } from './receipt-actions.js';
 import { RECEIVE_ACTIONS } from './receive-action.js';
@@ -10,4 +11,5 @@ export const SQS_ACTIONS: ActionTable = {
   ...SEND_ACTIONS,
   ...RECEIVE_ACTIONS,
   ...RECEIPT_ACTIONS,
+  ...DEAD_LETTER_ACTIONS,
 };

@@ -1,5 +1,6 @@
-import { ConflictError } from '../../../core/index.js';
+import { ConflictError, type QueueOptions } from '../../../core/index.js';
 import {
+  type AttributeChange,
   parseQueueAttributes,
   type QueueFacts,
   readQueueAttributes,
@@ -50,15 +51,22 @@ async function createQueue(call: SqsCall, sqs: SqsServices) {
     await checkSameAttributes(sqs, name, given, change.stored);
     return { QueueUrl: url };
   }
-  const options = {
+  await checkRedriveTarget(sqs, change);
+  const options: QueueOptions = {
     ...SQS_QUEUE_OPTIONS,
+    ...change.options,
     visibility: change.options.visibility ?? DEFAULT_VISIBILITY_MS,
   };
+  if (options.deadLetterQueue === null) delete options.deadLetterQueue;
   try {
     await queues.create(name, options);
   } catch (error) {
-    if (error instanceof ConflictError) throw nameExists(name, 'its options');
-    throw error;
+    if (!(error instanceof ConflictError)) throw error;
+    // Created meanwhile by another caller, or a dead-letter queue that loops back (R26).
+    if ((await broker.listQueues()).some((info) => info.name === name)) {
+      throw nameExists(name, 'its options');
+    }
+    throw invalidParameter('RedrivePolicy', given.RedrivePolicy, error.message);
   }
   const now = Date.now();
   await sqs.catalog.put(name, { attributes: change.stored, tags, createdMs: now, modifiedMs: now });
@@ -75,6 +83,16 @@ async function checkSameAttributes(
   const expected: Record<string, string> = { ...stored };
   if (given.VisibilityTimeout !== undefined) {
     expected.VisibilityTimeout = String(Number(given.VisibilityTimeout));
+  }
+  const redrive = parseQueueAttributes(
+    given.RedrivePolicy === undefined ? {} : { RedrivePolicy: given.RedrivePolicy },
+    sqs.missing,
+  ).options;
+  if (redrive.deadLetterQueue !== undefined && redrive.deadLetterQueue !== null) {
+    expected.RedrivePolicy = JSON.stringify({
+      deadLetterTargetArn: queueArn(sqs, redrive.deadLetterQueue),
+      maxReceiveCount: redrive.maxDeliveries,
+    });
   }
   const queue = await sqs.services.queues.existing(name);
   const current = await readQueueAttributes(
@@ -101,6 +119,7 @@ async function facts(
 ): Promise<QueueFacts> {
   return {
     arn: queueArn(sqs, name),
+    arnOf: (queue) => queueArn(sqs, queue),
     options: await options,
     meta: await sqs.catalog.get(name),
     stats,
@@ -153,9 +172,16 @@ async function getQueueAttributes(call: SqsCall, sqs: SqsServices) {
 
 async function setQueueAttributes(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'admin');
-  const change = parseQueueAttributes(stringMap(call.input, 'Attributes'), sqs.missing);
-  if (change.options.visibility !== undefined) {
-    await sqs.services.broker.updateQueue(queue.name, change.options);
+  const given = stringMap(call.input, 'Attributes');
+  const change = parseQueueAttributes(given, sqs.missing);
+  await checkRedriveTarget(sqs, change);
+  if (Object.keys(change.options).length > 0) {
+    try {
+      await sqs.services.broker.updateQueue(queue.name, change.options);
+    } catch (error) {
+      if (!(error instanceof ConflictError)) throw error;
+      throw invalidParameter('RedrivePolicy', given.RedrivePolicy, error.message);
+    }
   }
   await updateMeta(sqs, queue.name, (meta) => ({
     ...meta,
@@ -234,9 +260,17 @@ async function purgeQueue(call: SqsCall, sqs: SqsServices) {
   return {};
 }
 
-async function deadLetterAction(call: SqsCall, sqs: SqsServices): Promise<never> {
-  if (call.input.QueueUrl !== undefined) await resolveQueue(call, sqs, 'see');
-  return sqs.missing.deadLetterQueue(call.action);
+/** A RedrivePolicy must name a queue that exists (SQS checks the same). */
+async function checkRedriveTarget(sqs: SqsServices, change: AttributeChange): Promise<void> {
+  const target = change.redriveTarget;
+  if (target === undefined || target === null) return;
+  if (!(await sqs.services.broker.listQueues()).some((info) => info.name === target)) {
+    throw invalidParameter(
+      'RedrivePolicy',
+      queueArn(sqs, target),
+      'Dead letter target does not exist.',
+    );
+  }
 }
 
 async function permissionAction(call: SqsCall): Promise<never> {
@@ -257,10 +291,6 @@ export const QUEUE_ACTIONS: ActionTable = {
   UntagQueue: untagQueue,
   ListQueueTags: listQueueTags,
   PurgeQueue: purgeQueue,
-  ListDeadLetterSourceQueues: deadLetterAction,
-  StartMessageMoveTask: deadLetterAction,
-  ListMessageMoveTasks: deadLetterAction,
-  CancelMessageMoveTask: deadLetterAction,
   AddPermission: permissionAction,
   RemovePermission: permissionAction,
 };

@@ -1,7 +1,7 @@
 import type { Queue } from '../../../broker/index.js';
 import type { Delivery, JobView } from '../../../core/index.js';
 import { MAX_VISIBILITY_SECONDS, storedAttribute } from '../attributes.js';
-import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
+import { queueArn, resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { fromPayload, type MessageContent } from '../envelope.js';
 import { SqsError } from '../errors.js';
 import { md5OfBody, md5OfMessageAttributes } from '../md5.js';
@@ -111,7 +111,14 @@ async function toMessage(
     ),
   );
   const attributesMd5 = md5OfMessageAttributes(chosen);
-  const system = await systemAttributes(queue, delivery, visibilityMs, content, request.system);
+  const system = await systemAttributes(
+    queue,
+    delivery,
+    visibilityMs,
+    content,
+    request.system,
+    (name) => queueArn(sqs, name),
+  );
   return {
     MessageId: delivery.id,
     ReceiptHandle: sqs.services.receipts.issue(queue.name, delivery.token, delivery.id),
@@ -141,6 +148,7 @@ async function systemAttributes(
   visibilityMs: number,
   content: MessageContent,
   wanted: ReadonlySet<SystemAttribute>,
+  arnOf: (queue: string) => string,
 ): Promise<Record<string, string>> {
   // The job's stored view, read once and only when an answer needs it.
   let view: Promise<JobView | undefined> | undefined;
@@ -166,6 +174,11 @@ async function systemAttributes(
     const first =
       delivery.deliveryCount === 1 ? thisDelivery : (await job())?.history[0]?.deliveredAt;
     values.ApproximateFirstReceiveTimestamp = String(first ?? thisDelivery);
+  }
+  if (wanted.has('DeadLetterQueueSourceArn')) {
+    // Set on messages that came by dead-lettering (R26): the queue they died in.
+    const origin = (await job())?.origin;
+    values.DeadLetterQueueSourceArn = origin === undefined ? undefined : arnOf(origin.queue);
   }
   const result: Record<string, string> = {};
   for (const name of wanted) {

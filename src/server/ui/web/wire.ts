@@ -19,6 +19,10 @@ export interface WireQueueOptions {
   maxDeliveries: number | null;
   maxLease: number | null;
   dedupWindow: number;
+  /** Present when jobs that die move to another queue (R26). */
+  deadLetterQueue?: string;
+  /** Present (true) while the queue is paused (R27). */
+  paused?: boolean;
 }
 
 export interface QueueInfo {

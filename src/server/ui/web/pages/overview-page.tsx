@@ -73,6 +73,7 @@ export function OverviewPage() {
                   <tr key={name}>
                     <th scope="row">
                       <a href={href.queue(name)}>{name}</a>
+                      {figures.paused ? <span class="badge"> paused</span> : null}
                     </th>
                     <td class="num">{formatCount(figures.ready)}</td>
                     <td class="num">{formatCount(figures.delayed)}</td>

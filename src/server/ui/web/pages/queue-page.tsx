@@ -25,6 +25,7 @@ function Figures(props: { stats: QueueStats }) {
     ['Dead', formatCount(stats.dead)],
     ['Oldest ready', stats.ready > 0 ? formatDuration(stats.oldestReadyAge) : '–'],
     ['Sessions', formatCount(stats.sessions)],
+    ['State', stats.paused ? 'Paused' : 'Running'],
   ];
   return (
     <dl class="cards">
@@ -48,6 +49,7 @@ function Options(props: { queue: string }) {
     ['Max deliveries', formatBound(options.maxDeliveries, 'count')],
     ['Max lease', formatBound(options.maxLease, 'ms')],
     ['Dedup window', options.dedupWindow === 0 ? 'none' : formatDuration(options.dedupWindow)],
+    ['Dead-letter queue', options.deadLetterQueue ?? 'none'],
   ];
   return (
     <section class="panel" aria-labelledby="options-title">

@@ -1,0 +1,40 @@
+import { type Command, EXIT } from '../command.js';
+import { positionals } from '../flags.js';
+import { printJson, withClient } from '../remote.js';
+
+export const cancel: Command = {
+  name: 'cancel',
+  summary: 'Cancel jobs by id: they die with reason "cancelled" (or go, with --remove)',
+  usage: '<queue> <id> [id ...] [--remove]',
+  details: [
+    'A job being processed loses its delivery at once: its receipt is refused from then on,',
+    "and a leaseq worker fires the handler's signal (at once in-process, else at its next",
+    'lease renewal). Dead jobs and unknown ids are left as they are (exit code 3).',
+    '--remove   remove the jobs instead of keeping them dead',
+    'Needs an admin key.',
+  ],
+  options: { remove: { type: 'boolean' } },
+  remote: true,
+  async run({ values, positionals: given, context }) {
+    const [name, ...ids] = positionals(given, ['queue', 'id'], { rest: true }) as [
+      string,
+      ...string[],
+    ];
+    const remove = values.remove === true;
+    const results = await withClient(values, context, async (client) => {
+      const queue = client.handle(name);
+      const answers: { id: string; cancelled: boolean }[] = [];
+      for (const id of ids) answers.push({ id, cancelled: await queue.cancel(id, { remove }) });
+      return answers;
+    });
+    if (values.json) printJson(context, results);
+    else {
+      for (const { id, cancelled } of results) {
+        context.stdout.write(
+          `${cancelled ? 'cancelled' : 'not cancelled (absent or dead)'} ${id}\n`,
+        );
+      }
+    }
+    return results.every((result) => result.cancelled) ? EXIT.ok : EXIT.stale;
+  },
+};

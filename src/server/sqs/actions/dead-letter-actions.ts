@@ -1,0 +1,133 @@
+import { QUEUE_NAME } from '../../../core/index.js';
+import {
+  authorizeQueue,
+  queueArn,
+  queueUrl,
+  resolveQueue,
+  type SqsCall,
+  type SqsServices,
+} from '../context.js';
+import { invalidParameter, SqsError } from '../errors.js';
+import type { MoveTask } from '../move-tasks.js';
+import { optionalInteger, optionalString, requiredString } from '../params.js';
+import type { ActionTable } from './action.js';
+
+/** The queues whose RedrivePolicy names this one (R26), by name, a page at a time. */
+async function listDeadLetterSourceQueues(call: SqsCall, sqs: SqsServices) {
+  const queue = await resolveQueue(call, sqs, 'see');
+  const maxResults = optionalInteger(call.input, 'MaxResults', 1, 1000);
+  const token = optionalString(call.input, 'NextToken');
+  const after = token === undefined ? undefined : Buffer.from(token, 'base64url').toString('utf8');
+  const names = (await sqs.services.broker.listQueues())
+    .filter((info) => info.options.deadLetterQueue === queue.name)
+    .map((info) => info.name)
+    .filter((name) => call.principal.canSee(name))
+    .filter((name) => after === undefined || name > after)
+    .sort();
+  const page = names.slice(0, maxResults ?? 1000);
+  const last = page.at(-1);
+  const more = maxResults !== undefined && names.length > page.length;
+  return {
+    queueUrls: page.map((name) => queueUrl(call, sqs, name)),
+    ...(more && last !== undefined ? { NextToken: Buffer.from(last).toString('base64url') } : {}),
+  };
+}
+
+/**
+ * Moves the messages of a dead-letter queue back to the queues they died in, or to
+ * DestinationArn, keeping their MessageIds (SQS gives new ones; keeping them is better: the id
+ * names the work). Answers at once; the task runs on (ListMessageMoveTasks shows it).
+ */
+async function startMessageMoveTask(call: SqsCall, sqs: SqsServices) {
+  const sourceArn = requiredString(call.input, 'SourceArn');
+  const source = nameOfArn('SourceArn', sourceArn);
+  authorizeQueue(call, source, 'admin');
+  const destinationArn = optionalString(call.input, 'DestinationArn');
+  const destination =
+    destinationArn === undefined ? undefined : nameOfArn('DestinationArn', destinationArn);
+  if (destination !== undefined) authorizeQueue(call, destination, 'publish');
+  const perSecond = optionalInteger(call.input, 'MaxNumberOfMessagesPerSecond', 1, 500);
+  const all = await sqs.services.broker.listQueues();
+  if (!all.some((info) => info.name === source)) throw notFound(`The queue ${source}`);
+  if (destination !== undefined && !all.some((info) => info.name === destination)) {
+    throw notFound(`The queue ${destination}`);
+  }
+  if (!all.some((info) => info.options.deadLetterQueue === source)) {
+    throw invalidParameter(
+      'SourceArn',
+      sourceArn,
+      'Source queue must be configured as a Dead Letter Queue.',
+    );
+  }
+  if (sqs.moveTasks.running(source) !== undefined) {
+    throw new SqsError(
+      'UnsupportedOperation',
+      `A message move task is already running for ${source}; cancel it or wait for it to end.`,
+    );
+  }
+  const queue = await sqs.services.queues.existing(source);
+  const stats = await queue.stats();
+  const task = sqs.moveTasks.start(
+    queue,
+    { destination, perSecond, toMove: stats.ready + stats.delayed },
+    sourceArn,
+  );
+  call.log.info({ queue: source, destination, toMove: task.toMove }, 'message move task started');
+  return { TaskHandle: task.handle };
+}
+
+async function listMessageMoveTasks(call: SqsCall, sqs: SqsServices) {
+  const sourceArn = requiredString(call.input, 'SourceArn');
+  const source = nameOfArn('SourceArn', sourceArn);
+  authorizeQueue(call, source, 'see');
+  const maxResults = optionalInteger(call.input, 'MaxResults', 1, 10) ?? 1;
+  const tasks = sqs.moveTasks.of(source).slice(0, maxResults);
+  return { Results: tasks.map((task) => taskView(sqs, task)) };
+}
+
+async function cancelMessageMoveTask(call: SqsCall, sqs: SqsServices) {
+  const handle = requiredString(call.input, 'TaskHandle');
+  const task = sqs.moveTasks.byHandle(handle);
+  if (task !== undefined) authorizeQueue(call, task.source, 'admin');
+  if (task === undefined || !sqs.moveTasks.cancel(task)) {
+    throw new SqsError(
+      'ResourceNotFoundException',
+      'The specified message move task does not exist or is not running.',
+    );
+  }
+  return { ApproximateNumberOfMessagesMoved: task.moved };
+}
+
+function taskView(sqs: SqsServices, task: MoveTask) {
+  return {
+    ...(task.status === 'RUNNING' ? { TaskHandle: task.handle } : {}),
+    Status: task.status,
+    SourceArn: queueArn(sqs, task.source),
+    ...(task.destination === undefined ? {} : { DestinationArn: queueArn(sqs, task.destination) }),
+    ...(task.perSecond === undefined ? {} : { MaxNumberOfMessagesPerSecond: task.perSecond }),
+    ApproximateNumberOfMessagesMoved: task.moved,
+    ApproximateNumberOfMessagesToMove: task.toMove,
+    ...(task.failureReason === undefined ? {} : { FailureReason: task.failureReason }),
+    StartedTimestamp: task.startedMs,
+  };
+}
+
+/** The queue an ARN names: its last `:` part, whatever the region and account. */
+function nameOfArn(parameter: string, arn: string): string {
+  const name = arn.split(':').pop() ?? '';
+  if (!arn.startsWith('arn:') || !QUEUE_NAME.test(name)) {
+    throw invalidParameter(parameter, arn, 'It is not the ARN of a queue.');
+  }
+  return name;
+}
+
+function notFound(what: string): SqsError {
+  return new SqsError('ResourceNotFoundException', `${what} does not exist.`);
+}
+
+export const DEAD_LETTER_ACTIONS: ActionTable = {
+  ListDeadLetterSourceQueues: listDeadLetterSourceQueues,
+  StartMessageMoveTask: startMessageMoveTask,
+  ListMessageMoveTasks: listMessageMoveTasks,
+  CancelMessageMoveTask: cancelMessageMoveTask,
+};

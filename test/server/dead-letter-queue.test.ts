@@ -1,0 +1,111 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/broker/index.js';
+import { openRemote, type RemoteBroker } from '../../src/client/index.js';
+import { ConflictError } from '../../src/core/index.js';
+import { call, startTestServer, type TestServer } from './helpers.js';
+
+const ADMIN_OF_DLQ = 'dlq-admin-key-0123456789';
+const KEYS = [
+  {
+    name: 'admin',
+    key: 'admin-key-0123456789',
+    allow: [{ queues: '*', actions: ['admin' as const] }],
+  },
+  {
+    name: 'dlq-admin',
+    key: ADMIN_OF_DLQ,
+    allow: [{ queues: 'orders-dlq', actions: ['admin' as const] }],
+  },
+];
+
+let server: TestServer;
+let clock: ManualClock;
+let client: RemoteBroker;
+
+beforeEach(async () => {
+  clock = new ManualClock(0);
+  server = await startTestServer({ clock, keys: KEYS });
+  client = await openRemote(server.baseUrl, { apiKey: 'admin-key-0123456789' });
+});
+
+afterEach(async () => {
+  await client.close();
+  await server.close();
+});
+
+describe('R21 dead-letter queues over HTTP and the remote client', () => {
+  it('R21 PUT and PATCH carry deadLetterQueue (null removes it); a loop is a 409 CONFLICT', async () => {
+    const admin = { apiKey: 'admin-key-0123456789' };
+    const created = await call(server.baseUrl, 'PUT', '/v1/queues/orders', {
+      ...admin,
+      body: { deadLetterQueue: 'orders-dlq', maxDeliveries: null },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.options).toMatchObject({
+      deadLetterQueue: 'orders-dlq',
+      maxDeliveries: null,
+    });
+    const loop = await call(server.baseUrl, 'PUT', '/v1/queues/orders-dlq', {
+      ...admin,
+      body: { deadLetterQueue: 'orders' },
+    });
+    expect(loop.status).toBe(409);
+    expect(loop.body.error.code).toBe('CONFLICT');
+    const bad = await call(server.baseUrl, 'PATCH', '/v1/queues/orders', {
+      ...admin,
+      body: { deadLetterQueue: 'a/b' },
+    });
+    expect(bad.status).toBe(400);
+    const removed = await call(server.baseUrl, 'PATCH', '/v1/queues/orders', {
+      ...admin,
+      body: { deadLetterQueue: null },
+    });
+    expect(removed.status).toBe(200);
+    expect(removed.body.options).not.toHaveProperty('deadLetterQueue');
+    await expect(client.queue('orders', { deadLetterQueue: 'elsewhere' })).rejects.toBeInstanceOf(
+      ConflictError,
+    );
+  });
+
+  it('R21 a rejected job reaches the dead-letter queue with its origin; moveJobs sends it back', async () => {
+    const dlq = await client.queue('orders-dlq');
+    const orders = await client.queue('orders', { deadLetterQueue: 'orders-dlq' });
+    await orders.publish({ id: 'o-1', payload: { total: 3 } });
+    const [delivery] = await orders.receive();
+    clock.set(2);
+    expect(await orders.nack(delivery?.token as number, { requeue: false, reason: 'bad' })).toBe(
+      true,
+    );
+    const job = await dlq.job('o-1');
+    expect(job).toMatchObject({
+      state: 'ready',
+      deliveryCount: 0,
+      payload: { total: 3 },
+      origin: { queue: 'orders', reason: 'bad', at: 2 },
+      history: [{ outcome: 'rejected', reason: 'bad' }],
+    });
+    const raw = await call(server.baseUrl, 'GET', '/v1/queues/orders-dlq/jobs/o-1', {
+      apiKey: 'admin-key-0123456789',
+    });
+    expect(raw.body.origin).toEqual({ queue: 'orders', reason: 'bad', at: 2 });
+
+    // A key that administers only the dead-letter queue moves jobs back to their origin, but
+    // may not name another queue to publish into.
+    const asDlqAdmin = (operations: unknown[]) =>
+      call(server.baseUrl, 'POST', '/v1/queues/orders-dlq/operations', {
+        apiKey: ADMIN_OF_DLQ,
+        body: { operations },
+      });
+    const refused = await asDlqAdmin([{ type: 'moveJobs', to: 'orders' }]);
+    expect(refused.body.results[0]).toMatchObject({ ok: false, error: { code: 'FORBIDDEN' } });
+    const moved = await asDlqAdmin([{ type: 'moveJobs' }, { type: 'moveJobs', max: 0 }]);
+    expect(moved.body.results[0]).toEqual({ ok: true, value: 1 });
+    expect(moved.body.results[1]).toMatchObject({
+      ok: false,
+      error: { code: 'INVALID_ARGUMENT' },
+    });
+    expect((await orders.inspect()).ready).toEqual(['o-1']);
+    expect(await orders.job('o-1')).not.toHaveProperty('origin');
+    expect(await dlq.moveJobs()).toBe(0);
+  });
+});

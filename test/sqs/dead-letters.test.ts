@@ -1,0 +1,237 @@
+import {
+  CancelMessageMoveTaskCommand,
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ListDeadLetterSourceQueuesCommand,
+  ListMessageMoveTasksCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SetQueueAttributesCommand,
+  StartMessageMoveTaskCommand,
+} from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../server/helpers.js';
+import { failure, freshName, type SqsTestServer, startSqsServer } from './helpers.js';
+
+let server: SqsTestServer;
+
+beforeAll(async () => {
+  server = await startSqsServer();
+});
+
+afterAll(async () => {
+  await server.close();
+});
+
+const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
+const send = <T>(command: T) => server.client.send(command as never) as Promise<never>;
+
+async function create(name: string, attributes: Record<string, string> = {}): Promise<string> {
+  const { QueueUrl } = await server.client.send(
+    new CreateQueueCommand({ QueueName: name, Attributes: attributes }),
+  );
+  return QueueUrl as string;
+}
+
+const policy = (target: string, maxReceiveCount: number | string) =>
+  JSON.stringify({ deadLetterTargetArn: arn(target), maxReceiveCount });
+
+/** Receives the one message of a queue and makes it visible again at once (a receive used up). */
+async function receiveAndReturn(QueueUrl: string) {
+  const { Messages } = await server.client.send(
+    new ReceiveMessageCommand({
+      QueueUrl,
+      MessageSystemAttributeNames: ['All'],
+      VisibilityTimeout: 30,
+    }),
+  );
+  const [message] = Messages ?? [];
+  if (message !== undefined) {
+    await server.client.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl,
+        ReceiptHandle: message.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+  }
+  return message;
+}
+
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const value = await read();
+    if (done(value)) return value;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('the condition never held');
+}
+
+describe('RedrivePolicy (R21)', () => {
+  it('maps onto deadLetterQueue and maxDeliveries: the message moves to the DLQ after maxReceiveCount receives, keeping its MessageId', async () => {
+    const dlqName = freshName('dlq');
+    const dlqUrl = await create(dlqName);
+    const name = freshName('src');
+    const url = await create(name, { RedrivePolicy: policy(dlqName, '2') });
+    const v1 = await call(server.baseUrl, 'GET', `/v1/queues/${name}`);
+    expect(v1.body.options).toMatchObject({ deadLetterQueue: dlqName, maxDeliveries: 2 });
+    const { Attributes } = await server.client.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['RedrivePolicy'] }),
+    );
+    expect(JSON.parse(Attributes?.RedrivePolicy as string)).toEqual({
+      deadLetterTargetArn: arn(dlqName),
+      maxReceiveCount: 2,
+    });
+    // The same policy opens the queue again; another is QueueNameExists.
+    expect(await create(name, { RedrivePolicy: policy(dlqName, 2) })).toBe(url);
+    expect((await failure(create(name, { RedrivePolicy: policy(dlqName, 3) }))).name).toBe(
+      'QueueNameExists',
+    );
+
+    const { MessageId } = await server.client.send(
+      new SendMessageCommand({ QueueUrl: url, MessageBody: 'poison' }),
+    );
+    expect((await receiveAndReturn(url))?.Attributes?.ApproximateReceiveCount).toBe('1');
+    expect((await receiveAndReturn(url))?.Attributes?.ApproximateReceiveCount).toBe('2');
+    expect(await receiveAndReturn(url)).toBeUndefined();
+    const dead = await receiveAndReturn(dlqUrl);
+    expect(dead).toMatchObject({ MessageId, Body: 'poison' });
+    expect(dead?.Attributes).toMatchObject({
+      ApproximateReceiveCount: '1',
+      DeadLetterQueueSourceArn: arn(name),
+    });
+
+    const sources = await server.client.send(
+      new ListDeadLetterSourceQueuesCommand({ QueueUrl: dlqUrl }),
+    );
+    expect(sources.queueUrls).toEqual([url]);
+  });
+
+  it('refuses a missing target, a bad policy and a loop; an empty policy removes it', async () => {
+    const name = freshName('src');
+    const url = await create(name);
+    const missing = await failure(
+      send(
+        new SetQueueAttributesCommand({
+          QueueUrl: url,
+          Attributes: { RedrivePolicy: policy(freshName('none'), 3) },
+        }),
+      ),
+    );
+    expect(missing).toMatchObject({ name: 'InvalidParameterValue' });
+    for (const bad of ['{', '[]', policy(name, 0), policy(name, 1001), '{"maxReceiveCount":3}']) {
+      const refused = await failure(create(freshName('bad'), { RedrivePolicy: bad }));
+      expect(refused.name, bad).toBe('InvalidParameterValue');
+    }
+    const dlqName = freshName('dlq');
+    const dlqUrl = await create(dlqName, { RedrivePolicy: policy(name, 5) });
+    const loop = await failure(
+      send(
+        new SetQueueAttributesCommand({
+          QueueUrl: url,
+          Attributes: { RedrivePolicy: policy(dlqName, 5) },
+        }),
+      ),
+    );
+    expect(loop.name).toBe('InvalidParameterValue');
+    expect(loop.message).toContain('loop');
+    await server.client.send(
+      new SetQueueAttributesCommand({ QueueUrl: dlqUrl, Attributes: { RedrivePolicy: '' } }),
+    );
+    const v1 = await call(server.baseUrl, 'GET', `/v1/queues/${dlqName}`);
+    expect(v1.body.options).not.toHaveProperty('deadLetterQueue');
+    expect(v1.body.options.maxDeliveries).toBeNull();
+  });
+});
+
+describe('message move tasks (R21)', () => {
+  async function deadLettered(count: number) {
+    const dlqName = freshName('dlq');
+    const dlqUrl = await create(dlqName);
+    const name = freshName('src');
+    const url = await create(name, { RedrivePolicy: policy(dlqName, 1) });
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const sent = await server.client.send(
+        new SendMessageCommand({ QueueUrl: url, MessageBody: `m${i}` }),
+      );
+      ids.push(sent.MessageId as string);
+      await receiveAndReturn(url);
+    }
+    return { dlqName, dlqUrl, name, url, ids };
+  }
+
+  it('StartMessageMoveTask sends the messages back to their source with their ids; ListMessageMoveTasks shows it', async () => {
+    const { dlqName, dlqUrl, url, ids } = await deadLettered(3);
+    const counts = async (QueueUrl: string) =>
+      (
+        await server.client.send(
+          new GetQueueAttributesCommand({
+            QueueUrl,
+            AttributeNames: ['ApproximateNumberOfMessages'],
+          }),
+        )
+      ).Attributes?.ApproximateNumberOfMessages;
+    expect(await counts(dlqUrl)).toBe('3');
+    const { TaskHandle } = await server.client.send(
+      new StartMessageMoveTaskCommand({ SourceArn: arn(dlqName) }),
+    );
+    expect(TaskHandle).toEqual(expect.any(String));
+    const [task] = await until(
+      async () =>
+        (
+          await server.client.send(
+            new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName), MaxResults: 10 }),
+          )
+        ).Results ?? [],
+      (results) => results[0]?.Status === 'COMPLETED',
+    );
+    expect(task).toMatchObject({
+      Status: 'COMPLETED',
+      SourceArn: arn(dlqName),
+      ApproximateNumberOfMessagesMoved: 3,
+      ApproximateNumberOfMessagesToMove: 3,
+    });
+    expect(task?.TaskHandle).toBeUndefined();
+    expect(await counts(dlqUrl)).toBe('0');
+    const { Messages } = await server.client.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }),
+    );
+    expect((Messages ?? []).map((message) => message.MessageId).sort()).toEqual([...ids].sort());
+    const done = await failure(
+      send(new CancelMessageMoveTaskCommand({ TaskHandle: TaskHandle as string })),
+    );
+    expect(done.name).toBe('ResourceNotFoundException');
+  });
+
+  it('a slow task to a named destination can be cancelled; one task per source; a queue that is no DLQ is refused', async () => {
+    const { dlqName, name } = await deadLettered(3);
+    const elsewhere = freshName('to');
+    await create(elsewhere);
+    const { TaskHandle } = await server.client.send(
+      new StartMessageMoveTaskCommand({
+        SourceArn: arn(dlqName),
+        DestinationArn: arn(elsewhere),
+        MaxNumberOfMessagesPerSecond: 1,
+      }),
+    );
+    const second = await failure(
+      send(new StartMessageMoveTaskCommand({ SourceArn: arn(dlqName) })),
+    );
+    expect(second.name).toBe('UnsupportedOperation');
+    const cancelled = await server.client.send(
+      new CancelMessageMoveTaskCommand({ TaskHandle: TaskHandle as string }),
+    );
+    expect(cancelled.ApproximateNumberOfMessagesMoved).toBeLessThan(3);
+    const [task] = await until(
+      async () =>
+        (await server.client.send(new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName) })))
+          .Results ?? [],
+      (results) => results[0]?.Status === 'CANCELLED',
+    );
+    expect(task).toMatchObject({ DestinationArn: arn(elsewhere), MaxNumberOfMessagesPerSecond: 1 });
+    const notDlq = await failure(send(new StartMessageMoveTaskCommand({ SourceArn: arn(name) })));
+    expect(notDlq.name).toBe('InvalidParameterValue');
+  });
+});
