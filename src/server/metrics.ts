@@ -92,6 +92,8 @@ export class ServerMetrics {
     'Longest time from delivery to ack of one delivery',
     ['queue'],
   );
+  /** The stream (docs/stream.md): connections, frames, operations and pushed deliveries. */
+  readonly stream = new StreamMetrics(this.registry);
   private rendering: Promise<unknown> = Promise.resolve();
 
   get contentType(): string {
@@ -159,5 +161,108 @@ export class ServerMetrics {
       labelNames,
       registers: [this.registry],
     });
+  }
+}
+
+/** Why a stream connection ended, as the `reason` label of its counter. */
+export type StreamEndReason = 'client' | 'heartbeat-timeout' | 'slow-consumer' | 'shutdown';
+
+/**
+ * The stream's traffic in this process (not from the storage: sum over servers). Cheap enough
+ * for the hot path: a frame or a push costs one counter increment.
+ */
+export class StreamMetrics {
+  private readonly open: Gauge;
+  private readonly opened: Counter;
+  private readonly ended: Counter<'reason'>;
+  private readonly refusedUpgrades: Counter<'code'>;
+  private readonly frames: Counter<'type'>;
+  private readonly operations: Counter<'type' | 'outcome'>;
+  private readonly subscriptionsGauge: Gauge;
+  private readonly pushed: Counter;
+  private readonly pushFrames: Counter;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.open = new Gauge({
+      name: 'leaseq_stream_connections',
+      help: 'Stream connections open now',
+      registers,
+    });
+    this.opened = new Counter({
+      name: 'leaseq_stream_connections_opened_total',
+      help: 'Stream connections accepted',
+      registers,
+    });
+    this.ended = new Counter({
+      name: 'leaseq_stream_connections_closed_total',
+      help: 'Stream connections ended, by reason: client (the client closed or the socket dropped), heartbeat-timeout, slow-consumer, shutdown',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.refusedUpgrades = new Counter({
+      name: 'leaseq_stream_upgrades_refused_total',
+      help: 'Stream upgrades refused before a connection opened, by error code',
+      labelNames: ['code'],
+      registers,
+    });
+    this.frames = new Counter({
+      name: 'leaseq_stream_frames_received_total',
+      help: 'Frames received over the stream, by type (invalid: not readable, answered with an error frame)',
+      labelNames: ['type'],
+      registers,
+    });
+    this.operations = new Counter({
+      name: 'leaseq_stream_operations_total',
+      help: 'Operations of batch frames, by operation type and outcome (ok or the error code)',
+      labelNames: ['type', 'outcome'],
+      registers,
+    });
+    this.subscriptionsGauge = new Gauge({
+      name: 'leaseq_stream_subscriptions',
+      help: 'Subscriptions active over the stream now',
+      registers,
+    });
+    this.pushed = new Counter({
+      name: 'leaseq_stream_deliveries_pushed_total',
+      help: 'Deliveries pushed to subscriptions',
+      registers,
+    });
+    this.pushFrames = new Counter({
+      name: 'leaseq_stream_push_frames_total',
+      help: 'Deliveries frames pushed to subscriptions (deliveries per frame = pushed ÷ frames)',
+      registers,
+    });
+  }
+
+  connectionOpened(): void {
+    this.open.inc();
+    this.opened.inc();
+  }
+
+  connectionEnded(reason: StreamEndReason): void {
+    this.open.dec();
+    this.ended.inc({ reason });
+  }
+
+  upgradeRefused(code: string): void {
+    this.refusedUpgrades.inc({ code });
+  }
+
+  frameReceived(type: string): void {
+    this.frames.inc({ type });
+  }
+
+  operation(type: string, outcome: string): void {
+    this.operations.inc({ type, outcome });
+  }
+
+  subscriptions(change: 1 | -1): void {
+    this.subscriptionsGauge.inc(change);
+  }
+
+  deliveriesPushed(count: number): void {
+    this.pushFrames.inc();
+    this.pushed.inc(count);
   }
 }

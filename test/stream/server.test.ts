@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
@@ -45,6 +46,21 @@ async function stats(server: TestServer, apiKey?: string) {
     ...(apiKey === undefined ? {} : { apiKey }),
   });
   return answer.body;
+}
+
+/** What a loopback connection's two ends may buffer at most: receive plus send, in bytes. */
+function socketBufferBytes(): number {
+  const most = (path: string, fallback: number) => {
+    try {
+      return Number(readFileSync(path, 'utf8').trim().split(/\s+/)[2]) || fallback;
+    } catch {
+      return fallback;
+    }
+  };
+  return (
+    most('/proc/sys/net/ipv4/tcp_rmem', 6 * 1024 * 1024) +
+    most('/proc/sys/net/ipv4/tcp_wmem', 4 * 1024 * 1024)
+  );
 }
 
 const settle = (ms = 50) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -463,11 +479,15 @@ describe('the stream is bounded', () => {
       },
     });
     const client = await FrameClient.open(server.baseUrl);
-    // 40 MB: more than the socket buffers of both ends can hold.
+    // More than the socket buffers of both ends can hold (the kernel's autotuning maxima).
     const big = 'x'.repeat(1_000_000);
-    const jobs = 40;
-    for (let i = 0; i < jobs; i++) {
-      await call(server.baseUrl, 'POST', '/v1/queues/jobs/jobs', { body: { payload: big } });
+    const jobs = Math.ceil(socketBufferBytes() / 1_000_000) + 20;
+    for (let i = 0; i < jobs; i += 10) {
+      await Promise.all(
+        Array.from({ length: Math.min(10, jobs - i) }, () =>
+          call(server.baseUrl, 'POST', '/v1/queues/jobs/jobs', { body: { payload: big } }),
+        ),
+      );
     }
     // The client stops reading its socket, then asks for everything.
     client.send({ type: 'subscribe', id: 1, queue: 'jobs', prefetch: 1000 });
@@ -483,6 +503,12 @@ describe('the stream is bounded', () => {
         ),
       ]),
     );
+    // The metrics name why the server ended it, as the log does.
+    const { body: metrics } = await call<string>(server.baseUrl, 'GET', '/metrics');
+    const ended = lines.some((line) => line.msg.includes('did not read'))
+      ? 'slow-consumer'
+      : 'heartbeat-timeout';
+    expect(metrics).toContain(`leaseq_stream_connections_closed_total{reason="${ended}"} 1`);
     // Pushing stopped at the buffer bound: the rest stayed ready, nothing was lost.
     const after = await stats(server);
     expect(after.ready + after.active).toBe(jobs);

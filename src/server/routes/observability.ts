@@ -76,7 +76,7 @@ export function observabilityRoutes(services: Services, openApi: () => unknown):
       method: 'GET',
       url: '/metrics',
       summary:
-        'Prometheus metrics: R17 figures of the queues the key may see (read at scrape) and HTTP traffic',
+        'Prometheus metrics: R17 figures of the queues the key may see (read at scrape), HTTP and stream traffic',
       tag: TAG,
       access: 'authenticated',
       response: { type: 'string' },

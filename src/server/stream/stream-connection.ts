@@ -1,7 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { Queue } from '../../broker/index.js';
-import { type Operation, type Outcome, ValidationError } from '../../core/index.js';
+import {
+  OPERATION_TYPES,
+  type Operation,
+  type Outcome,
+  ValidationError,
+} from '../../core/index.js';
 import {
   type BatchFrame,
   type ClientFrame,
@@ -13,11 +18,13 @@ import {
   STREAM_CLOSE,
   type SubscribeFrame,
   type UnsubscribeFrame,
+  type WireOutcome,
 } from '../../wire/index.js';
 import type { Principal } from '../auth.js';
 import { authorize } from '../auth.js';
 import { ServerError } from '../errors.js';
 import { checkJsonDepth } from '../limits.js';
+import type { StreamEndReason } from '../metrics.js';
 import { refused, runOperations } from '../operation-runner.js';
 import type { Services } from '../route.js';
 import { Subscription } from './subscription.js';
@@ -26,6 +33,8 @@ import { Subscription } from './subscription.js';
 const MAX_FRAMES_IN_FLIGHT = 64;
 /** How often a backed-up connection is checked for having drained. */
 const DRAIN_CHECK_MS = 20;
+/** Operation types as metric labels; anything else a client sends is counted as `invalid`. */
+const KNOWN_TYPES: ReadonlySet<string> = new Set(OPERATION_TYPES);
 
 export interface ConnectionContext {
   services: Services;
@@ -55,6 +64,8 @@ export class StreamConnection {
   private backedUpSince: number | undefined;
   private drainTimer: NodeJS.Timeout | undefined;
   private readonly heartbeat: NodeJS.Timeout;
+  /** Why the server ended the connection; a close it did not start is the client's. */
+  private endReason: StreamEndReason = 'client';
 
   constructor(
     private readonly socket: WebSocket,
@@ -82,7 +93,8 @@ export class StreamConnection {
   }
 
   /** Ends the connection with a close code (shutdown, slow consumer). */
-  close(code: number, reason: string): void {
+  close(code: number, reason: string, why: StreamEndReason = 'shutdown'): void {
+    if (this.endReason === 'client') this.endReason = why;
     if (this.socket.readyState === this.socket.OPEN) this.socket.close(code, reason);
     // A peer that does not answer the close handshake is cut.
     setTimeout(() => this.socket.terminate(), 1000).unref();
@@ -90,11 +102,13 @@ export class StreamConnection {
 
   private onMessage(data: unknown, isBinary: boolean): void {
     this.alive = true;
+    const { metrics } = this.context.services;
     let value: unknown;
     try {
       if (isBinary) throw new ValidationError('frames are JSON text, not binary');
       value = JSON.parse(String(data));
     } catch (error) {
+      metrics.stream.frameReceived('invalid');
       this.refuse(
         undefined,
         error instanceof ValidationError ? error : new ValidationError('a frame must be JSON text'),
@@ -106,9 +120,11 @@ export class StreamConnection {
       checkJsonDepth(value, this.context.services.limits.maxJsonDepth);
       frame = clientFrameFromWire(value);
     } catch (error) {
+      metrics.stream.frameReceived('invalid');
       this.refuse(frameId(value), error);
       return;
     }
+    metrics.stream.frameReceived(frame.type);
     this.track(this.answer(frame));
   }
 
@@ -157,10 +173,22 @@ export class StreamConnection {
         frame.operations,
         ({ operation, outcome }) => this.observe(queue, operation, outcome),
       );
+      this.count(frame.operations, results);
       return { type: 'results', id: frame.id, results };
     } catch (error) {
       return { type: 'error', id: frame.id, error: refused(error, log).error };
     }
+  }
+
+  private count(inputs: readonly unknown[], results: readonly WireOutcome[]): void {
+    const { stream } = this.context.services.metrics;
+    results.forEach((result, index) => {
+      const type = (inputs[index] as { type?: unknown } | null)?.type;
+      stream.operation(
+        typeof type === 'string' && KNOWN_TYPES.has(type) ? type : 'invalid',
+        result.ok ? 'ok' : result.error.code,
+      );
+    });
   }
 
   /** What an operation changes for this connection: credit back, sessions to close at the end. */
@@ -246,6 +274,7 @@ export class StreamConnection {
           queue,
           prefetch: frame.prefetch,
           maxBatch: limits.maxBatch,
+          maxFrameBytes: Math.min(limits.maxBodyBytes, limits.maxStreamBufferBytes),
           visibility: frame.visibility,
           session,
           signer: receipts.forQueue(queue.name),
@@ -263,6 +292,7 @@ export class StreamConnection {
         throw new ServerError('INTERNAL', 'the connection closed');
       }
       this.subscriptions.set(frame.id, subscription);
+      services.metrics.stream.subscriptions(1);
       return {
         type: 'subscribed',
         id: frame.id,
@@ -293,12 +323,16 @@ export class StreamConnection {
   private async unsubscribe(frame: UnsubscribeFrame): Promise<ServerFrame> {
     try {
       const subscription = this.subscription(frame.subscription);
-      this.subscriptions.delete(frame.subscription);
+      this.forget(frame.subscription);
       await subscription.close();
       return { type: 'unsubscribed', id: frame.id, subscription: frame.subscription };
     } catch (error) {
       return { type: 'error', id: frame.id, error: refused(error, this.context.log).error };
     }
+  }
+
+  private forget(id: number): void {
+    if (this.subscriptions.delete(id)) this.context.services.metrics.stream.subscriptions(-1);
   }
 
   private subscription(id: number): Subscription {
@@ -316,7 +350,7 @@ export class StreamConnection {
 
   private subscriptionEnded(subscription: Subscription, error: unknown): void {
     if (this.subscriptions.get(subscription.id) !== subscription) return;
-    this.subscriptions.delete(subscription.id);
+    this.forget(subscription.id);
     this.send({
       type: 'unsubscribed',
       subscription: subscription.id,
@@ -336,16 +370,20 @@ export class StreamConnection {
     });
   }
 
-  private push(frame: DeliveriesFrame): boolean {
+  private push(frame: DeliveriesFrame): number | false {
     if (this.ended || this.socket.readyState !== this.socket.OPEN) return false;
-    this.send(frame);
-    return true;
+    const bytes = this.send(frame);
+    this.context.services.metrics.stream.deliveriesPushed(frame.deliveries.length);
+    return bytes;
   }
 
-  private send(frame: ServerFrame): void {
-    if (this.socket.readyState !== this.socket.OPEN) return;
-    this.socket.send(JSON.stringify(frame));
+  /** Sends a frame; its length (characters: about its bytes, as JSON is mostly ASCII), 0 when the socket is no longer open. */
+  private send(frame: ServerFrame): number {
+    if (this.socket.readyState !== this.socket.OPEN) return 0;
+    const text = JSON.stringify(frame);
+    this.socket.send(text);
     if (this.backedUp()) this.watchDrain();
+    return text.length;
   }
 
   private backedUp(): boolean {
@@ -365,7 +403,7 @@ export class StreamConnection {
         const limit = 2 * this.context.services.limits.streamHeartbeatMs;
         if (Date.now() - (this.backedUpSince ?? Date.now()) > limit) {
           this.context.log.warn('stream closed: the client did not read what was sent to it');
-          this.close(STREAM_CLOSE.slowConsumer, 'SLOW_CONSUMER');
+          this.close(STREAM_CLOSE.slowConsumer, 'SLOW_CONSUMER', 'slow-consumer');
           this.socket.terminate();
         }
         return;
@@ -389,7 +427,7 @@ export class StreamConnection {
   private beat(): void {
     if (!this.alive) {
       this.context.log.warn('stream closed: no pong within the heartbeat');
-      this.close(STREAM_CLOSE.heartbeatTimeout, 'HEARTBEAT_TIMEOUT');
+      this.close(STREAM_CLOSE.heartbeatTimeout, 'HEARTBEAT_TIMEOUT', 'heartbeat-timeout');
       this.socket.terminate();
       return;
     }
@@ -404,7 +442,8 @@ export class StreamConnection {
     clearInterval(this.heartbeat);
     if (this.drainTimer !== undefined) clearInterval(this.drainTimer);
     const subscriptions = [...this.subscriptions.values()];
-    this.subscriptions.clear();
+    for (const subscription of subscriptions) this.forget(subscription.id);
+    this.context.services.metrics.stream.connectionEnded(this.endReason);
     await Promise.all(subscriptions.map((subscription) => subscription.close()));
     for (const { queue, ids } of this.sessions.values()) {
       for (const sessionId of ids) {

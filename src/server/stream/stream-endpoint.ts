@@ -28,22 +28,26 @@ export function registerStream(
   const connections = new Set<StreamConnection>();
   const now = brokerNow(services.broker);
   let counter = 0;
+  const refuse: typeof refuseUpgrade = (socket, status, error) => {
+    services.metrics.stream.upgradeRefused(error.code);
+    refuseUpgrade(socket, status, error);
+  };
   app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (request.url ?? '').split('?')[0];
     if (path !== STREAM_PATH) {
-      refuseUpgrade(socket, 404, { code: 'NOT_FOUND', message: 'no such route' });
+      refuse(socket, 404, { code: 'NOT_FOUND', message: 'no such route' });
       return;
     }
     let principal: ReturnType<Services['access']['authenticate']>;
     try {
       if (services.shutdown.aborted) {
-        refuseUpgrade(socket, 503, { code: 'CLOSED', message: 'the server is shutting down' });
+        refuse(socket, 503, { code: 'CLOSED', message: 'the server is shutting down' });
         return;
       }
       principal = services.access.authenticate(request.headers.authorization);
     } catch (error) {
       const mapped = mapError(error);
-      refuseUpgrade(socket, mapped.status, mapped.body.error);
+      refuse(socket, mapped.status, mapped.body.error);
       return;
     }
     server.handleUpgrade(request, socket, head, (socket) => {
@@ -61,6 +65,7 @@ export function registerStream(
         },
       });
       connections.add(connection);
+      services.metrics.stream.connectionOpened();
     });
   });
   app.addHook('preClose', async () => {

@@ -9,8 +9,8 @@ const PUMP_WAIT_MS = 20_000;
 const EXPIRY_RECHECK_MS = 1000;
 
 export interface SubscriptionSink {
-  /** Sends a push frame; false when the connection is gone (the deliveries are not sent). */
-  push(frame: DeliveriesFrame): boolean;
+  /** Sends a push frame: its size in bytes, or false when the connection is gone (not sent). */
+  push(frame: DeliveriesFrame): number | false;
   /** true while the connection has more unsent bytes than it may queue. */
   backedUp(): boolean;
   /** The subscription ended by itself (its session closed, the storage failed). */
@@ -24,6 +24,8 @@ export interface SubscriptionSettings {
   queue: Queue;
   prefetch: number;
   maxBatch: number;
+  /** What one push frame should stay within: deliveries taken at once are sized to fit. */
+  maxFrameBytes: number;
   visibility: number | undefined;
   /** The core's session id (the handle is verified by the caller). */
   session: string | undefined;
@@ -47,6 +49,8 @@ export class Subscription {
   private readonly stop = new AbortController();
   private creditReturned: (() => void) | undefined;
   private readonly done: Promise<void>;
+  /** Bytes per delivery in the last push; unknown until the first one. */
+  private bytesPerDelivery: number | undefined;
 
   constructor(
     private readonly settings: SubscriptionSettings,
@@ -115,7 +119,7 @@ export class Subscription {
       let deliveries: Delivery[];
       try {
         deliveries = await queue.receive({
-          max: Math.min(room, maxBatch),
+          max: this.take(room, maxBatch),
           wait: PUMP_WAIT_MS,
           signal: this.stop.signal,
           ...(visibility === undefined ? {} : { visibility }),
@@ -134,10 +138,12 @@ export class Subscription {
         subscription: this.id,
         deliveries: deliveries.map((delivery) => deliveryToWire(delivery, signer)),
       };
-      if (!this.active || !this.sink.push(frame)) {
+      const bytes = this.active ? this.sink.push(frame) : false;
+      if (bytes === false) {
         await release(queue, deliveries, log);
         return;
       }
+      this.bytesPerDelivery = bytes / deliveries.length;
       for (const delivery of deliveries) {
         this.outstanding.set(delivery.token, delivery.deadline);
         log.info(
@@ -146,6 +152,19 @@ export class Subscription {
         );
       }
     }
+  }
+
+  /**
+   * How many deliveries the next receive takes: the room the prefetch leaves, at most a batch,
+   * and no more than one frame holds at the size of the last ones (one until a push shows it):
+   * a frame of large payloads must not overrun the connection's buffer bound in one go.
+   */
+  private take(room: number, maxBatch: number): number {
+    const fit =
+      this.bytesPerDelivery === undefined
+        ? 1
+        : Math.max(1, Math.floor(this.settings.maxFrameBytes / this.bytesPerDelivery));
+    return Math.min(room, maxBatch, fit);
   }
 
   /** Until credit comes back, the connection drains, the subscription ends or a lease may end. */
