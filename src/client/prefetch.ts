@@ -8,6 +8,9 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
+/** Consumers' signals watched at most per subscription; past it, the oldest is let go. */
+const MAX_WATCHED_SIGNALS = 64;
+
 export interface PrefetchSettings {
   queue: string;
   visibility: number | undefined;
@@ -24,6 +27,10 @@ export interface PrefetchSettings {
  * so a worker that acks gets its next jobs without asking. Deliveries pushed while no receive
  * waits are held (still leased to this client) and handed to the next receive; held ones
  * that no receive takes within `idleMs` are given back and the subscription ends.
+ *
+ * A receive's signal stands for its consumer (a worker passes its stop signal to every
+ * receive): once every consumer seen has stopped and no receive waits, the subscription ends
+ * at once and gives back what it holds, so a closed worker's credit takes no more jobs.
  */
 export class Prefetch implements PushListener {
   private buffer: WireDelivery[] = [];
@@ -33,6 +40,8 @@ export class Prefetch implements PushListener {
   private prefetch = 0;
   private idleTimer: NodeJS.Timeout | undefined;
   private ending: Promise<void> | undefined;
+  /** Signals of the consumers that received through this subscription, until they abort. */
+  private readonly consumers = new Map<AbortSignal, () => void>();
 
   constructor(
     private readonly link: StreamLink,
@@ -41,6 +50,7 @@ export class Prefetch implements PushListener {
 
   /** Up to `max` deliveries: held ones at once, else the first pushed within `wait` ms. */
   async take(max: number, wait: number, signal: AbortSignal | undefined): Promise<WireDelivery[]> {
+    this.watch(signal);
     if (this.buffer.length === 0 || this.subscription === undefined) await this.ensure(max);
     else if (max > this.prefetch) void this.ensure(max).catch(() => {});
     if (this.buffer.length > 0) return this.buffer.splice(0, max);
@@ -69,6 +79,24 @@ export class Prefetch implements PushListener {
       this.waiters.add(waiter);
       this.disarmIdle();
     });
+  }
+
+  private watch(signal: AbortSignal | undefined): void {
+    if (signal === undefined || signal.aborted || this.consumers.has(signal)) return;
+    if (this.consumers.size >= MAX_WATCHED_SIGNALS) {
+      const [oldest, stop] = this.consumers.entries().next().value as [AbortSignal, () => void];
+      oldest.removeEventListener('abort', stop);
+      this.consumers.delete(oldest);
+    }
+    const stopped = () => {
+      this.consumers.delete(signal);
+      // After the abort's other listeners: the consumer's own waiting receive has left by then.
+      queueMicrotask(() => {
+        if (this.consumers.size === 0 && this.waiters.size === 0) void this.end();
+      });
+    };
+    signal.addEventListener('abort', stopped, { once: true });
+    this.consumers.set(signal, stopped);
   }
 
   /** Held deliveries, taken without waiting (a receive with wait 0). */

