@@ -10,7 +10,12 @@ import {
   openEngine,
   redactUrl,
 } from '../../src/engine/index.js';
-import { RemoteEngine, type RemoteTransport, startConformanceServer } from './remote-engine.js';
+import {
+  type ConformanceServer,
+  RemoteEngine,
+  type RemoteTransport,
+  startConformanceServer,
+} from './remote-engine.js';
 
 /** Where the PostgreSQL engine is tested unless LEASEQ_TEST_POSTGRES_URL says otherwise. */
 export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -74,17 +79,31 @@ export interface ConformanceOptions {
 }
 
 /**
- * The remote client against a server in process over a fresh memory engine, one per open,
- * by plain HTTP (Fastify's inject, or a loopback socket) or by the stream (a WebSocket on a
- * loopback socket): the client's receipts, the batch route or stream frames and the server's
- * checks under the same rules as every engine. Not durable (its storage is memory).
+ * The remote client against a server in process over a memory engine, by plain HTTP
+ * (Fastify's inject, or a loopback socket) or by the stream (a WebSocket on a loopback
+ * socket): the client's receipts, the batch route or stream frames and the server's checks
+ * under the same rules as every engine. Each open is a fresh client; servers are pooled per
+ * test file (a closed engine's server serves the next open), so, as on PostgreSQL, the tests
+ * keep apart by unique queue names. Not durable (its storage is memory).
  */
 function httpFactory(transport: RemoteTransport): EngineFactory {
   const names = { inject: 'http', socket: 'http-socket', stream: 'stream' } as const;
+  const started: ConformanceServer[] = [];
+  const idle: ConformanceServer[] = [];
   return {
     name: names[transport],
-    open: async () => new RemoteEngine(await startConformanceServer(transport)),
-    cleanup: async () => {},
+    open: async () => {
+      let server = idle.pop();
+      if (server === undefined) {
+        server = await startConformanceServer(transport);
+        started.push(server);
+      }
+      return new RemoteEngine(server, (done) => idle.push(done));
+    },
+    cleanup: async () => {
+      idle.length = 0;
+      await Promise.all(started.splice(0).map((server) => server.close()));
+    },
   };
 }
 

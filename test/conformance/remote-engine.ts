@@ -145,8 +145,14 @@ export class RemoteEngine implements Engine {
   private readonly client: RemoteBroker;
   private turn: Promise<unknown> = Promise.resolve();
 
-  /** Takes the server over: closing the engine closes it. */
-  constructor(private readonly server: ConformanceServer) {
+  /**
+   * Takes the server over: closing the engine closes it, or hands it to `release` for the next
+   * engine (a server in a pool: the tests keep apart by unique queue names, as on PostgreSQL).
+   */
+  constructor(
+    private readonly server: ConformanceServer,
+    private readonly release?: (server: ConformanceServer) => void,
+  ) {
     this.target = `${server.baseUrl} (memory)`;
     this.client = new RemoteBrokerClass(server.baseUrl, server.clientOptions);
   }
@@ -224,7 +230,8 @@ export class RemoteEngine implements Engine {
   async close(): Promise<void> {
     await this.turn;
     await this.client.close();
-    await this.server.close();
+    if (this.release === undefined) await this.server.close();
+    else this.release(this.server);
   }
 }
 
