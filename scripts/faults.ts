@@ -1,5 +1,5 @@
 /**
- * npm run faults [-- --only a,b] [--load-ms N] [--seed N]: every fault scenario over real
+ * npm run faults [-- --only a,b] [--load-ms N] [--seed N] [--transport http|stream]: every fault scenario over real
  * `leaseq serve` processes, the checkers over each history, the table printed and written into
  * docs/reliability.md (only when every scenario ran). Exits 1 on any violation.
  */
@@ -24,8 +24,14 @@ async function main(): Promise<number> {
       only: { type: 'string' },
       'load-ms': { type: 'string', default: '8000' },
       seed: { type: 'string' },
+      transport: { type: 'string', default: 'http' },
     },
   });
+  const transport = values.transport;
+  if (transport !== 'http' && transport !== 'stream') {
+    console.error(`--transport must be http or stream, got ${transport}`);
+    return 2;
+  }
   const only = values.only?.split(',');
   const unknown = only?.filter((name) => !SCENARIOS.some((scenario) => scenario.name === name));
   if (unknown !== undefined && unknown.length > 0) {
@@ -61,7 +67,7 @@ async function main(): Promise<number> {
       console.info(`${scenario.name}: skipped (${skipped})`);
       continue;
     }
-    const result = await runScenario(scenario, { loadMs, seed });
+    const result = await runScenario(scenario, { loadMs, seed, transport });
     results.push(result);
     const failed = result.checks.flatMap((check) =>
       check.violations.map((v) => `${check.checker}: ${v}`),
@@ -72,7 +78,7 @@ async function main(): Promise<number> {
     for (const text of [...failed.slice(0, 10), ...result.problems]) console.info(`  - ${text}`);
   }
   console.info(`\n${resultsTable(results)}\n`);
-  if (only === undefined) {
+  if (only === undefined && transport === 'http') {
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD']).toString().trim();
     const date = new Date().toISOString().slice(0, 10);
     const section = generatedSection(SCENARIOS, results, {

@@ -13,7 +13,7 @@ import {
   UnsupportedError,
   ValidationError,
 } from '../core/index.js';
-import type { WireError } from '../wire/index.js';
+import { STATUS_BY_CODE, type WireError } from '../wire/index.js';
 
 /**
  * An error only the HTTP edge produces (UNAUTHENTICATED, FORBIDDEN, INVALID_RECEIPT,
@@ -74,12 +74,15 @@ export function errorFromResponse(status: number, body: unknown): Error {
   return core === undefined ? new RemoteError(code, status, message) : core(message, error);
 }
 
-/** The error of one refused operation of a batch. */
+/**
+ * The error of one refused operation of a batch: an edge error carries the status the same
+ * refusal gets as a whole request (0 for a code this client does not know).
+ */
 export function errorFromWire(error: WireError): CodedError<string> {
   const core = CORE_ERRORS[error.code as LeaseqErrorCode];
-  return core === undefined
-    ? new RemoteError(error.code, 0, error.message)
-    : core(error.message, error);
+  if (core !== undefined) return core(error.message, error);
+  const status = (STATUS_BY_CODE as Readonly<Record<string, number>>)[error.code] ?? 0;
+  return new RemoteError(error.code, status, error.message);
 }
 
 /**

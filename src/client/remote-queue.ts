@@ -219,26 +219,22 @@ export class RemoteQueue implements Queue {
 
   /** Acks deliveries by receipt (from any process); one result per receipt. */
   async ackReceipts(receipts: readonly string[]): Promise<boolean[]> {
-    const { results } = await this.post<{ results: { acked: boolean }[] }>('/ack/batch', {
-      receipts,
-    });
-    return results.map((result) => result.acked);
+    return (await this.runWire({ type: 'ack', receipts: [...receipts] })) as boolean[];
   }
 
   async nackReceipt(receipt: string, options: NackOptions = {}): Promise<boolean> {
     const { requeue, delay, reason } = options;
-    const answer = await this.post<{ nacked: boolean }>('/nack', {
+    return (await this.runWire({
+      type: 'nack',
       receipt,
-      requeue,
-      delay,
-      reason,
-    });
-    return answer.nacked;
+      ...(requeue === undefined ? {} : { requeue }),
+      ...(delay === undefined ? {} : { delay }),
+      ...(reason === undefined ? {} : { reason }),
+    })) as boolean;
   }
 
   async extendReceipt(receipt: string, visibility: number): Promise<number | null> {
-    const answer = await this.post<{ deadline: number | null }>('/extend', { receipt, visibility });
-    return answer.deadline;
+    return (await this.runWire({ type: 'extend', receipt, visibility })) as number | null;
   }
 
   async deadLetters(): Promise<DeadLetter[]> {
@@ -299,6 +295,17 @@ export class RemoteQueue implements Queue {
     return { ...deliveryFromWire(wire), receipt: wire.receipt };
   }
 
+  /**
+   * One operation as the wire carries it (by receipt), on the channel with the others: over
+   * the stream, a settle by receipt gives the subscription's credit back like one by token.
+   */
+  private async runWire(operation: WireOperation): Promise<unknown> {
+    const [answer] = await this.channel.execute(this.name, [operation]);
+    if (answer === undefined) throw new Error('the server answered no outcome');
+    if (!answer.ok) throw errorFromWire(answer.error);
+    return answer.value;
+  }
+
   /** One operation; its error, if any, is thrown. */
   private async run<O extends Operation>(operation: O): Promise<ResultOf<O>> {
     const [outcome] = await this.execute([operation]);
@@ -328,9 +335,5 @@ export class RemoteQueue implements Queue {
 
   private get<T>(suffix: string): Promise<T> {
     return this.http.request<T>('GET', `${this.path}${suffix}`);
-  }
-
-  private post<T>(suffix: string, body: unknown): Promise<T> {
-    return this.http.request<T>('POST', `${this.path}${suffix}`, { body });
   }
 }

@@ -1,47 +1,13 @@
-import { CodedError, LeaseqError, type LeaseqErrorCode } from '../core/index.js';
-import { errorToWire, type WireError } from '../wire/index.js';
+import { CodedError, LeaseqError } from '../core/index.js';
+import {
+  type ErrorCode,
+  errorToWire,
+  type ServerErrorCode,
+  STATUS_BY_CODE,
+  type WireError,
+} from '../wire/index.js';
 
-/** Codes only the HTTP edge produces; the core's codes pass through unchanged. */
-export type ServerErrorCode =
-  | 'INVALID_RECEIPT'
-  | 'UNAUTHENTICATED'
-  | 'FORBIDDEN'
-  | 'REQUEST_TIMEOUT'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'URI_TOO_LONG'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'TOO_MANY_REQUESTS'
-  | 'HEADERS_TOO_LARGE'
-  | 'INTERNAL';
-
-export type ErrorCode = LeaseqErrorCode | ServerErrorCode;
-
-/**
- * The one table from error code to HTTP status. SESSION_CLOSED is 410 Gone: the session named
- * in the request ended for good, and repeating the request cannot succeed.
- */
-export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
-  INVALID_ARGUMENT: 400,
-  INVALID_CLOCK: 400,
-  INVALID_RECEIPT: 400,
-  UNAUTHENTICATED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  REQUEST_TIMEOUT: 408,
-  CONFLICT: 409,
-  SESSION_CLOSED: 410,
-  PAYLOAD_TOO_LARGE: 413,
-  URI_TOO_LONG: 414,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  TOO_MANY_REQUESTS: 429,
-  HEADERS_TOO_LARGE: 431,
-  INTERNAL: 500,
-  UNSUPPORTED: 501,
-  STORAGE_UNAVAILABLE: 503,
-  STORAGE_LOCKED: 503,
-  SCHEMA_TOO_NEW: 503,
-  CLOSED: 503,
-};
+export { type ErrorCode, type ServerErrorCode, STATUS_BY_CODE };
 
 /** What a client is told for a server-side failure: the detail stays in the server's log. */
 const PUBLIC_MESSAGE: Partial<Record<ErrorCode, string>> = {

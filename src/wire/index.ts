@@ -6,6 +6,7 @@ export {
   type WireDelivery,
   type WireSigner,
 } from './delivery.js';
+export { type ErrorCode, type ServerErrorCode, STATUS_BY_CODE } from './errors.js';
 export {
   errorToWire,
   operationFromWire,

@@ -73,7 +73,7 @@ const VISIBILITY_MS = 800;
  */
 export async function runScenario(
   scenario: Scenario,
-  options: { loadMs: number; seed: number; drainMs?: number },
+  options: { loadMs: number; seed: number; drainMs?: number; transport?: 'http' | 'stream' },
 ): Promise<ScenarioResult> {
   const started = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'leaseq-faults-'));
@@ -128,6 +128,7 @@ export async function runScenario(
       producers: 2,
       consumers: 4,
       seed: options.seed,
+      transport: options.transport ?? 'http',
     });
     workload.start();
     await Promise.all([scenario.nemesis(context, options.loadMs), sleep(options.loadMs)]);

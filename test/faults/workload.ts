@@ -24,6 +24,8 @@ export interface WorkloadConfig {
   producers: number;
   consumers: number;
   seed: number;
+  /** How the clients reach the servers: plain HTTP requests or the stream. */
+  transport: 'http' | 'stream';
 }
 
 /** Errors that surely changed nothing: refused by the server, or never connected. */
@@ -49,7 +51,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 const started = performance.now();
 
 /**
- * Producers and consumers over HTTP (the real client library) that record every call and
+ * Producers and consumers over HTTP or the stream (the real client library) that record every call and
  * answer. Producers publish singles and batches of fresh ids; consumers ack most deliveries and
  * nack, reject, extend or abandon some. In the drain they ack everything.
  */
@@ -88,7 +90,7 @@ export class Workload {
   private queueAt(index: number): RemoteQueue {
     const endpoint = this.config.endpoints[index % this.config.endpoints.length] as string;
     const broker = new RemoteBroker(endpoint, {
-      transport: 'http',
+      transport: this.config.transport,
       timeoutMs: 2000,
       maxWaitPerRequestMs: 300,
     });

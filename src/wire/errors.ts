@@ -1,0 +1,44 @@
+import type { LeaseqErrorCode } from '../core/index.js';
+
+/** Codes only the server's edge produces; the core's codes pass through unchanged. */
+export type ServerErrorCode =
+  | 'INVALID_RECEIPT'
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'REQUEST_TIMEOUT'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'URI_TOO_LONG'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'TOO_MANY_REQUESTS'
+  | 'HEADERS_TOO_LARGE'
+  | 'INTERNAL';
+
+export type ErrorCode = LeaseqErrorCode | ServerErrorCode;
+
+/**
+ * The one table from error code to HTTP status, shared by the server (its answers) and the
+ * client (the status of an operation's error inside a batch). SESSION_CLOSED is 410 Gone: the
+ * session named in the request ended for good, and repeating the request cannot succeed.
+ */
+export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
+  INVALID_ARGUMENT: 400,
+  INVALID_CLOCK: 400,
+  INVALID_RECEIPT: 400,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  REQUEST_TIMEOUT: 408,
+  CONFLICT: 409,
+  SESSION_CLOSED: 410,
+  PAYLOAD_TOO_LARGE: 413,
+  URI_TOO_LONG: 414,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
+  HEADERS_TOO_LARGE: 431,
+  INTERNAL: 500,
+  UNSUPPORTED: 501,
+  STORAGE_UNAVAILABLE: 503,
+  STORAGE_LOCKED: 503,
+  SCHEMA_TOO_NEW: 503,
+  CLOSED: 503,
+};

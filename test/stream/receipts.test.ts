@@ -1,0 +1,48 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { RemoteBroker } from '../../src/client/index.js';
+import { startTestServer, type TestServer } from '../server/helpers.js';
+
+const open: { close(): Promise<unknown> }[] = [];
+afterEach(async () => {
+  for (const each of open.splice(0).reverse()) await each.close();
+});
+
+async function connect(): Promise<{ server: TestServer; client: RemoteBroker }> {
+  const server = await startTestServer({});
+  open.push(server);
+  const client = new RemoteBroker(server.baseUrl, { transport: 'stream' });
+  open.push(client);
+  return { server, client };
+}
+
+describe('settling by receipt over the stream', () => {
+  it('gives the subscription its credit back at once, as a settle by token does', async () => {
+    const { client } = await connect();
+    // A lease far longer than the test: credit can only come back by the settles themselves.
+    const queue = await client.queue('jobs', { visibility: 60_000 });
+    await queue.publishBatch(['a', 'b', 'c', 'd'].map((id) => ({ id })));
+    const taken: string[] = [];
+    const first = await queue.receiveWithReceipts({ max: 1, wait: 5000 });
+    taken.push(...first.map((each) => each.id));
+    expect(await queue.ackReceipts(first.map((each) => each.receipt))).toEqual([true]);
+    const second = await queue.receiveWithReceipts({ max: 1, wait: 5000 });
+    taken.push(...second.map((each) => each.id));
+    expect(await queue.nackReceipt(second[0]?.receipt as string, { requeue: false })).toBe(true);
+    const third = await queue.receiveWithReceipts({ max: 1, wait: 5000 });
+    taken.push(...third.map((each) => each.id));
+    expect(await queue.extendReceipt(third[0]?.receipt as string, 1000)).toEqual(
+      expect.any(Number),
+    );
+    expect(taken).toEqual(['a', 'b', 'c']);
+    expect(await queue.stats()).toMatchObject({ acks: 1, dead: 1, active: 1, ready: 1 });
+  });
+
+  it('refuses a forged receipt per operation with the status the same refusal gets over HTTP', async () => {
+    const { client } = await connect();
+    const queue = await client.queue('jobs');
+    await expect(queue.ackReceipts(['Zm9yZ2Vk'])).rejects.toMatchObject({
+      code: 'INVALID_RECEIPT',
+      status: 400,
+    });
+  });
+});
