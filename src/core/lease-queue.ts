@@ -82,8 +82,11 @@ export class LeaseQueue {
   /** Message groups with members (R24), by key; a group without members is forgotten. */
   private readonly groups = new Map<string, GroupRecord>();
   private waitingCount = 0;
-  /** Acked ids still refused as duplicates (R4), with the tick they are forgotten at. */
-  private readonly remembered = new Map<string, number>();
+  /**
+   * Acked ids still refused as duplicates (R4), with the tick they are forgotten at and the
+   * group sequence number a duplicate publish answers (R29).
+   */
+  private readonly remembered = new Map<string, RememberedId>();
   private readonly counters = newCounters();
   /**
    * R26: where jobs that came by dead-lettering died, by id. Beside the records, not in them,
@@ -412,7 +415,7 @@ export class LeaseQueue {
       ...(job.traits === undefined || job.traits.priority === 0
         ? {}
         : { priority: job.traits.priority }),
-      ...(job.traits?.group === undefined ? {} : { group: job.traits.group }),
+      ...groupView(job),
       ...(job.state === 'delayed' ? { availableAt: job.availableAt } : {}),
       ...(delivery === undefined ? {} : { token: delivery.token, deadline: delivery.deadline }),
       ...(job.state === 'dead' ? { reason: job.deadReason as string, deadAt: job.deadAt } : {}),
@@ -499,8 +502,7 @@ export class LeaseQueue {
       const job = this.ready.shift() as JobRecord;
       job.deliveryCount += 1;
       this.jobs.delete(job.id);
-      if (this.settings.dedupWindow > 0)
-        this.remembered.set(job.id, now + this.settings.dedupWindow);
+      this.remember(job, now);
       this.counters.deliveries += 1;
       this.counters.autoAcked += 1;
       if (job.deliveryCount > 1) this.counters.redeliveries += 1;
@@ -682,6 +684,15 @@ export class LeaseQueue {
     return true;
   }
 
+  /** R4: an acked job's id is refused as a duplicate for the de-duplication window. */
+  private remember(job: JobRecord, now: number): void {
+    if (this.settings.dedupWindow === 0) return;
+    this.remembered.set(job.id, {
+      forgetAt: now + this.settings.dedupWindow,
+      groupSeq: groupView(job).groupSeq,
+    });
+  }
+
   /** The job is gone from this queue (acked, purged, moved, removed). */
   private forget(id: string): void {
     this.jobs.delete(id);
@@ -785,7 +796,7 @@ export class LeaseQueue {
   private forgetAcked(now: number): void {
     if (this.remembered.size === 0) return;
     // Ids are remembered in ack order with one window, so the oldest are forgotten first.
-    for (const [id, forgetAt] of this.remembered) {
+    for (const [id, { forgetAt }] of this.remembered) {
       if (forgetAt > now) return;
       this.remembered.delete(id);
     }
@@ -795,9 +806,13 @@ export class LeaseQueue {
 
   private insert(now: number, input: PublishJob): PublishResult {
     const id = input.id ?? this.generateId();
-    if (this.jobs.has(id) || this.remembered.has(id)) {
+    const present = this.jobs.get(id);
+    const remembered = present === undefined ? this.remembered.get(id) : undefined;
+    if (present !== undefined || remembered !== undefined) {
       this.counters.duplicates += 1;
-      return { id, duplicate: true };
+      // R29: the answer names the group sequence number of the job that is there (or was).
+      const groupSeq = present === undefined ? remembered?.groupSeq : groupView(present).groupSeq;
+      return { id, duplicate: true, ...(groupSeq === undefined ? {} : { groupSeq }) };
     }
     const delay = input.delay;
     const seq = this.nextSeq++;
@@ -822,16 +837,18 @@ export class LeaseQueue {
     };
     this.jobs.set(id, job);
     this.counters.published += 1;
-    if (job.traits?.group !== undefined && this.joinGroup(job)) {
-      return { id, duplicate: false };
-    }
+    const result: PublishResult =
+      input.group === undefined
+        ? { id, duplicate: false }
+        : { id, duplicate: false, groupSeq: seq };
+    if (job.traits?.group !== undefined && this.joinGroup(job)) return result;
     if (delay > 0) {
       job.state = 'delayed';
       this.delayed.push(job);
     } else {
       this.ready.pushBack(job);
     }
-    return { id, duplicate: false };
+    return result;
   }
 
   private deliver(
@@ -880,7 +897,7 @@ export class LeaseQueue {
     const job = this.endDelivery(delivery, now, 'acked', undefined);
     this.forget(job.id);
     if (job.traits?.group !== undefined) this.leaveGroup(job.traits.group, now);
-    if (this.settings.dedupWindow > 0) this.remembered.set(job.id, now + this.settings.dedupWindow);
+    this.remember(job, now);
     const elapsed = now - delivery.deliveredAt;
     const timing = this.counters.processingTime;
     timing.count += 1;
@@ -1086,6 +1103,19 @@ export class LeaseQueue {
     while (this.jobs.has(id) || this.remembered.has(id)) id = `job-${this.nextGeneratedId++}`;
     return id;
   }
+}
+
+/** An acked id remembered for the de-duplication window (R4). */
+interface RememberedId {
+  readonly forgetAt: number;
+  /** Its group sequence number (R29), when it had a group. */
+  readonly groupSeq: number | undefined;
+}
+
+/** A job's group and group sequence number (R24, R29), when it has a group. */
+function groupView(job: JobRecord): { group?: string; groupSeq?: number } {
+  const traits = job.traits;
+  return traits?.group === undefined ? {} : { group: traits.group, groupSeq: traits.groupSeq };
 }
 
 function originView(origin: DeadLetterOrigin | undefined): { origin?: DeadLetterOrigin } {

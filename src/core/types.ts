@@ -51,6 +51,12 @@ export interface PublishResult {
   id: string;
   /** true when the id was already present (or remembered, R4): nothing changed. */
   duplicate: boolean;
+  /**
+   * R29: the job's group sequence number, when it has a group (R24): larger than that of every
+   * job that joined a group of the queue before it. A duplicate answers the stored job's (an
+   * acked one's while its id is remembered, R4).
+   */
+  groupSeq?: number;
 }
 
 export interface ReserveOptions {
@@ -230,6 +236,8 @@ export interface JobView {
   priority?: number;
   /** Its message group (R24), when it has one. */
   group?: string;
+  /** Its group sequence number (R29), when it has a group. */
+  groupSeq?: number;
   availableAt?: number;
   token?: number;
   deadline?: number;

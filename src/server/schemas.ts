@@ -200,7 +200,17 @@ export function buildSchemas(limits: Limits) {
     ),
     publishInput,
     publishBatch: object({ jobs: batch(publishInput) }, ['jobs']),
-    publishResult: object({ id: jobId, duplicate: boolean }, ['id', 'duplicate']),
+    publishResult: object(
+      {
+        id: jobId,
+        duplicate: boolean,
+        groupSeq: {
+          ...integer(1),
+          description: "grouped jobs: the job's group sequence number (R29)",
+        },
+      },
+      ['id', 'duplicate'],
+    ),
     receive: object({
       max: integer(1, limits.maxBatch),
       visibility,
@@ -274,6 +284,7 @@ export function buildSchemas(limits: Limits) {
         publishedAt: integer(0),
         priority: integer(0, 9),
         group: jobId,
+        groupSeq: integer(1),
         availableAt: integer(0),
         token: integer(1),
         deadline: integer(0),

@@ -1,4 +1,9 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll } from 'vitest';
+import { postgresUrl, useConformanceEngines } from '../conformance/engines.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../server/helpers.js';
 
 export interface SqsTestServer extends TestServer {
@@ -57,4 +62,32 @@ let counter = 0;
 export function freshName(label = 'q'): string {
   counter += 1;
   return `${label}-${process.pid}-${counter}`;
+}
+
+/** An engine the SQS tests run over: its storage URL, or why it is skipped. */
+export interface SqsEngine {
+  name: string;
+  url: string;
+  skipReason: string | undefined;
+}
+
+/**
+ * The engines of the conformance suite (memory, SQLite, PostgreSQL, with their skip rules) as
+ * storage URLs for SQS servers; the SQLite file is this test file's own. Call once per file,
+ * at the top (top-level await).
+ */
+export async function useSqsEngines(): Promise<SqsEngine[]> {
+  const engines = await useConformanceEngines({ client: false });
+  const dir = mkdtempSync(join(tmpdir(), 'leaseq-sqs-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const urls: Record<string, string> = {
+    memory: 'memory:',
+    sqlite: `sqlite:${join(dir, 'sqs.db')}`,
+    postgres: postgresUrl(),
+  };
+  return engines.map((engine) => ({
+    name: engine.name,
+    url: urls[engine.name] as string,
+    skipReason: engine.skipReason,
+  }));
 }

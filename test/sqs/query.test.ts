@@ -113,6 +113,53 @@ describe('the query protocol (form bodies, XML answers)', () => {
     );
   });
 
+  it('FIFO queues: the FIFO members and the SequenceNumber travel as flattened members and XML', async () => {
+    const name = `${freshName('query')}.fifo`;
+    const created = await query({
+      Action: 'CreateQueue',
+      QueueName: name,
+      'Attribute.1.Name': 'FifoQueue',
+      'Attribute.1.Value': 'true',
+      'Attribute.2.Name': 'ContentBasedDeduplication',
+      'Attribute.2.Value': 'true',
+    });
+    const url = field(created.xml, 'QueueUrl') as string;
+    const first = await query({
+      Action: 'SendMessage',
+      QueueUrl: url,
+      MessageBody: 'one',
+      MessageGroupId: 'g',
+    });
+    const repeat = await query({
+      Action: 'SendMessage',
+      QueueUrl: url,
+      MessageBody: 'one',
+      MessageGroupId: 'g',
+    });
+    expect(field(first.xml, 'SequenceNumber')).toMatch(/^\d{20}$/);
+    expect(field(repeat.xml, 'MessageId')).toBe(field(first.xml, 'MessageId'));
+    expect(field(repeat.xml, 'SequenceNumber')).toBe(field(first.xml, 'SequenceNumber'));
+    const batch = await query({
+      Action: 'SendMessageBatch',
+      QueueUrl: url,
+      'SendMessageBatchRequestEntry.1.Id': 'ok',
+      'SendMessageBatchRequestEntry.1.MessageBody': 'two',
+      'SendMessageBatchRequestEntry.1.MessageGroupId': 'g',
+      'SendMessageBatchRequestEntry.2.Id': 'bad',
+      'SendMessageBatchRequestEntry.2.MessageBody': 'three',
+    });
+    expect(all(batch.xml, 'Code')).toEqual(['MissingParameter']);
+    const received = await query({
+      Action: 'ReceiveMessage',
+      QueueUrl: url,
+      MaxNumberOfMessages: '10',
+      'MessageSystemAttributeName.1': 'MessageGroupId',
+      'MessageSystemAttributeName.2': 'SequenceNumber',
+    });
+    expect(all(received.xml, 'Body')).toEqual(['one']);
+    expect(all(received.xml, 'Value')).toEqual(['g', field(first.xml, 'SequenceNumber')]);
+  });
+
   it('errors are ErrorResponse documents with the legacy code', async () => {
     const missing = await query({
       Action: 'GetQueueUrl',

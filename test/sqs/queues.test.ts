@@ -81,16 +81,7 @@ describe('CreateQueue', () => {
     }
   });
 
-  it('FIFO queues and redrive policies are refused clearly, never served unordered', async () => {
-    const fifo = await failure(create(`${freshName('f')}.fifo`, { FifoQueue: 'true' }));
-    expect(fifo).toMatchObject({
-      name: 'UnsupportedOperation',
-      code: 'AWS.SimpleQueueService.UnsupportedOperation',
-    });
-    expect(fifo.message).toContain('FIFO queues');
-    expect((await failure(create(freshName('f'), { FifoQueue: 'true' }))).name).toBe(
-      'UnsupportedOperation',
-    );
+  it('a redrive policy naming no queue is refused; FifoQueue=false is a standard queue (FIFO queues: fifo-queues.test.ts)', async () => {
     const redrive = await failure(
       create(freshName('r'), {
         RedrivePolicy: JSON.stringify({ deadLetterTargetArn: 'arn:x', maxReceiveCount: 3 }),

@@ -75,17 +75,24 @@ export class QueueOps extends JobMoves {
       const id = input.id ?? (await ids.generate());
       if (ids.taken.has(id)) {
         this.q.counters.duplicates += 1;
-        results.push({ id, duplicate: true });
+        // R29: the answer names the group sequence number of the job that is there (or was).
+        const groupSeq = ids.taken.get(id) ?? null;
+        results.push({ id, duplicate: true, ...(groupSeq === null ? {} : { groupSeq }) });
         continue;
       }
-      ids.taken.add(id);
       let waits = false;
       if (input.group !== undefined) {
         waits = occupied.get(input.group) ?? (await this.groupHasMembers(input.group));
         occupied.set(input.group, true);
       }
-      rows.push(this.newJobRow(now, id, input, waits));
-      results.push({ id, duplicate: false });
+      const row = this.newJobRow(now, id, input, waits);
+      ids.taken.set(id, row.group_seq);
+      rows.push(row);
+      results.push({
+        id,
+        duplicate: false,
+        ...(row.group_seq === null ? {} : { groupSeq: row.group_seq }),
+      });
     }
     if (rows.length > 0) await this.insertRows(rows);
     return results;
@@ -182,28 +189,30 @@ export class QueueOps extends JobMoves {
     };
   }
 
-  /** Which of `ids` are present (any state) or remembered as acked (R4). */
-  async takenAmong(ids: readonly string[], now: number): Promise<string[]> {
+  /**
+   * Which of `ids` are present (any state) or remembered as acked (R4), each with its group
+   * sequence number (R29; null without a group).
+   */
+  async takenAmong(ids: readonly string[], now: number): Promise<TakenId[]> {
     if (ids.length === 0) return [];
     if (!this.dialect.setBased) {
-      const taken: string[] = [];
+      const taken: TakenId[] = [];
       for (const id of ids) {
-        const [row] = await this.c.query<{ one: number }>(
-          `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND id = ?
-           UNION ALL SELECT 1 AS one FROM leaseq_acked WHERE queue = ? AND id = ? AND forget_at > ?`,
+        const [row] = await this.c.query<{ group_seq: number | null }>(
+          `SELECT group_seq FROM leaseq_jobs WHERE queue = ? AND id = ?
+           UNION ALL SELECT group_seq FROM leaseq_acked WHERE queue = ? AND id = ? AND forget_at > ?`,
           [this.q.name, id, this.q.name, id, now],
         );
-        if (row !== undefined) taken.push(id);
+        if (row !== undefined) taken.push({ id, group_seq: row.group_seq });
       }
       return taken;
     }
     const list = this.dialect.jsonList('text');
-    const rows = await this.c.query<{ id: string }>(
-      `SELECT id FROM leaseq_jobs WHERE queue = ? AND id IN ${list}
-       UNION SELECT id FROM leaseq_acked WHERE queue = ? AND id IN ${list} AND forget_at > ?`,
+    return this.c.query<TakenId>(
+      `SELECT id, group_seq FROM leaseq_jobs WHERE queue = ? AND id IN ${list}
+       UNION SELECT id, group_seq FROM leaseq_acked WHERE queue = ? AND id IN ${list} AND forget_at > ?`,
       [this.q.name, JSON.stringify(ids), this.q.name, JSON.stringify(ids), now],
     );
-    return rows.map((row) => row.id);
   }
 
   nextGeneratedId(): string {
@@ -312,9 +321,10 @@ export class QueueOps extends JobMoves {
         delivery_count: number;
         ready_pos: number;
         grp: string | null;
+        group_seq: number | null;
       }>(
         `DELETE FROM leaseq_jobs WHERE queue = ? AND state = 'ready' AND ready_pos < ?
-         RETURNING id, payload, delivery_count, ready_pos, grp`,
+         RETURNING id, payload, delivery_count, ready_pos, grp, group_seq`,
         [this.q.name, head + take],
       );
       return taken.sort((a, b) => a.ready_pos - b.ready_pos);
@@ -335,10 +345,7 @@ export class QueueOps extends JobMoves {
     this.q.counters.deliveries += rows.length;
     this.q.counters.autoAcked += rows.length;
     this.q.counters.redeliveries += deliveries.filter((delivery) => delivery.redelivered).length;
-    await this.remember(
-      now,
-      rows.map((row) => row.id),
-    );
+    await this.remember(now, rows);
     return deliveries;
   }
 
@@ -349,9 +356,10 @@ export class QueueOps extends JobMoves {
       token: number;
       delivered_at: number;
       grp: string | null;
+      group_seq: number | null;
     }>(
       `DELETE FROM ${this.dialect.jobsByToken} WHERE queue = ? AND token IN ${this.dialect.jsonList('integer')}
-       RETURNING id, token, delivered_at, grp`,
+       RETURNING id, token, delivered_at, grp, group_seq`,
       [this.q.name, JSON.stringify(tokens)],
     );
     const live = new Map(deleted.map((row) => [row.token, row]));
@@ -363,10 +371,7 @@ export class QueueOps extends JobMoves {
       else this.q.counters.staleAcks += 1;
       return row !== undefined;
     });
-    await this.remember(
-      now,
-      deleted.map((row) => row.id),
-    );
+    await this.remember(now, deleted);
     this.q.active -= deleted.length;
     if (grouped.length > 0) await this.advanceGroups(grouped, tokens, now);
     return results;
@@ -823,7 +828,7 @@ export class QueueOps extends JobMoves {
       deliveryCount: row.delivery_count,
       ...(row.published_at === null ? {} : { publishedAt: row.published_at }),
       ...(row.priority === 0 ? {} : { priority: row.priority }),
-      ...(row.grp === null ? {} : { group: row.grp }),
+      ...(row.grp === null ? {} : { group: row.grp, groupSeq: row.group_seq as number }),
       ...(row.state === 'delayed' ? { availableAt: row.available_at } : {}),
       ...(row.token === null ? {} : { token: row.token, deadline: row.deadline as number }),
       ...(row.state === 'dead'
@@ -845,15 +850,19 @@ export class QueueOps extends JobMoves {
     this.q.counters.acks += 1;
   }
 
-  /** R4: acked ids refused as duplicates for the queue's de-duplication window. */
-  private async remember(now: number, ids: readonly string[]): Promise<void> {
+  /**
+   * R4: acked ids refused as duplicates for the queue's de-duplication window, each with the
+   * group sequence number a duplicate publish answers (R29).
+   */
+  private async remember(now: number, jobs: readonly TakenId[]): Promise<void> {
     const window = this.q.options.dedupWindow;
     if (window === 0) return;
-    for (const id of ids) {
+    for (const job of jobs) {
       await this.c.run(
-        `INSERT INTO leaseq_acked (queue, id, forget_at) VALUES (?, ?, ?)
-         ON CONFLICT (queue, id) DO UPDATE SET forget_at = excluded.forget_at`,
-        [this.q.name, id, now + window],
+        `INSERT INTO leaseq_acked (queue, id, forget_at, group_seq) VALUES (?, ?, ?, ?)
+         ON CONFLICT (queue, id) DO UPDATE SET forget_at = excluded.forget_at,
+           group_seq = excluded.group_seq`,
+        [this.q.name, job.id, now + window, job.group_seq],
       );
     }
   }
@@ -922,13 +931,20 @@ interface JobRowView {
   published_at: number | null;
   priority: number;
   grp: string | null;
+  group_seq: number | null;
   origin_queue: string | null;
   origin_reason: string | null;
   origin_at: number | null;
 }
 
 const JOB_VIEW_COLUMNS =
-  'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history, published_at, priority, grp, origin_queue, origin_reason, origin_at';
+  'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history, published_at, priority, grp, group_seq, origin_queue, origin_reason, origin_at';
+
+/** An id that is taken (present or remembered, R4), with its group sequence number (R29). */
+interface TakenId {
+  id: string;
+  group_seq: number | null;
+}
 
 interface MovableRow {
   id: string;
@@ -987,7 +1003,8 @@ const NEW_JOB_COLUMNS = [
  * generated ids (`job-N`, as the core makes them) that skip taken ones.
  */
 class IdAllocator {
-  readonly taken = new Set<string>();
+  /** Taken ids, each with its group sequence number (R29; null without a group). */
+  readonly taken = new Map<string, number | null>();
   private readonly checked = new Set<string>();
   private readonly candidates: string[] = [];
 
@@ -1000,7 +1017,8 @@ class IdAllocator {
     const generated = inputs.filter((input) => input.id === undefined).length;
     for (let i = 0; i < generated; i++) this.candidates.push(this.ops.nextGeneratedId());
     const ids = [...explicit, ...this.candidates];
-    for (const id of await this.ops.takenAmong(ids, this.now)) this.taken.add(id);
+    for (const row of await this.ops.takenAmong(ids, this.now))
+      this.taken.set(row.id, row.group_seq);
     for (const id of ids) this.checked.add(id);
   }
 
@@ -1009,7 +1027,9 @@ class IdAllocator {
       const id = this.candidates.shift() ?? this.ops.nextGeneratedId();
       if (!this.checked.has(id)) {
         this.checked.add(id);
-        for (const taken of await this.ops.takenAmong([id], this.now)) this.taken.add(taken);
+        for (const row of await this.ops.takenAmong([id], this.now)) {
+          this.taken.set(row.id, row.group_seq);
+        }
       }
       if (!this.taken.has(id)) return id;
     }

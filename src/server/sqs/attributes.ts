@@ -6,7 +6,7 @@ import {
 } from '../../core/index.js';
 import type { QueueMeta } from './catalog.js';
 import { invalidParameter, SqsError } from './errors.js';
-import type { MissingFeatures } from './missing-features.js';
+import { isFifo } from './fifo.js';
 
 const MS = 1000;
 /** SQS's bound on a message's total invisibility after a receive (12 h), as the queue's maxLease. */
@@ -22,9 +22,10 @@ type Rule =
   | { kind: 'integer'; min: number; max: number; default?: number }
   | { kind: 'text'; default?: string }
   | { kind: 'boolean'; default?: string }
-  | { kind: 'fifo-only' }
   | { kind: 'redrive' }
-  | { kind: 'fifo-flag' };
+  | { kind: 'fifo-flag' }
+  /** A FIFO queue's setting, one of `values` (`anyCase`: as SQS reads booleans); refused on standard queues. */
+  | { kind: 'fifo-only'; values: readonly string[]; default: string; anyCase?: true };
 
 /** Every attribute a request may set, with its bounds; what leaseq keeps in its options first. */
 const SETTABLE: Readonly<Record<string, Rule>> = {
@@ -40,9 +41,19 @@ const SETTABLE: Readonly<Record<string, Rule>> = {
   SqsManagedSseEnabled: { kind: 'boolean', default: 'false' },
   RedrivePolicy: { kind: 'redrive' },
   FifoQueue: { kind: 'fifo-flag' },
-  ContentBasedDeduplication: { kind: 'fifo-only' },
-  DeduplicationScope: { kind: 'fifo-only' },
-  FifoThroughputLimit: { kind: 'fifo-only' },
+  ContentBasedDeduplication: {
+    kind: 'fifo-only',
+    values: ['true', 'false'],
+    default: 'false',
+    anyCase: true,
+  },
+  DeduplicationScope: { kind: 'fifo-only', values: ['queue', 'messageGroup'], default: 'queue' },
+  // Kept and returned; leaseq has one throughput whatever it says.
+  FifoThroughputLimit: {
+    kind: 'fifo-only',
+    values: ['perQueue', 'perMessageGroupId'],
+    default: 'perQueue',
+  },
 };
 
 const COUNTS = [
@@ -65,10 +76,25 @@ export interface AttributeChange {
   redriveTarget?: string | null;
 }
 
-/** Checks attributes of CreateQueue / SetQueueAttributes; the first problem is the error. */
+/**
+ * Whether CreateQueue's attributes ask for a FIFO queue: `FifoQueue` `true` or `false` (any
+ * case, as SQS reads it), absent meaning standard.
+ */
+export function fifoRequested(given: Readonly<Record<string, string>>): boolean {
+  const value = given.FifoQueue;
+  if (value === undefined) return false;
+  const flag = value.toLowerCase();
+  if (flag !== 'true' && flag !== 'false') throw invalidValue('FifoQueue', value);
+  return flag === 'true';
+}
+
+/**
+ * Checks attributes of CreateQueue / SetQueueAttributes for a queue of the given type (FIFO or
+ * standard, which never changes); the first problem is the error.
+ */
 export function parseQueueAttributes(
   given: Readonly<Record<string, string>>,
-  missing: MissingFeatures,
+  fifo: boolean,
 ): AttributeChange {
   const change: AttributeChange = { options: {}, stored: {} };
   for (const [name, value] of Object.entries(given)) {
@@ -100,14 +126,27 @@ export function parseQueueAttributes(
         break;
       }
       case 'fifo-flag':
-        if (value === 'true') missing.messageGroups('FifoQueue=true');
-        if (value !== 'false') throw invalidValue(name, value);
+        if (fifoRequested({ FifoQueue: value }) !== fifo) {
+          throw new SqsError(
+            'InvalidAttributeValue',
+            `Invalid value for the parameter ${name}. Reason: Modifying queue type is not supported.`,
+          );
+        }
+        if (fifo) change.stored[name] = 'true';
         break;
-      case 'fifo-only':
-        throw new SqsError(
-          'InvalidAttributeName',
-          `Attribute ${name} applies to FIFO queues only, and leaseq has no FIFO queues yet.`,
-        );
+      case 'fifo-only': {
+        if (!fifo) {
+          throw new SqsError(
+            'InvalidAttributeName',
+            `You can specify the ${name} only when FifoQueue is set to true.`,
+          );
+        }
+        const wanted = rule.anyCase === true ? value.toLowerCase() : value;
+        const known = rule.values.find((each) => each === wanted);
+        if (known === undefined) throw invalidValue(name, value);
+        change.stored[name] = known;
+        break;
+      }
     }
   }
   return change;
@@ -190,7 +229,10 @@ export async function readQueueAttributes(
   return result;
 }
 
-/** A stored attribute, or its default when the queue never had it set. */
+/**
+ * A stored attribute, or its default when the queue never had it set (FIFO settings: on FIFO
+ * queues only).
+ */
 export function storedAttribute(meta: QueueMeta | undefined, name: string): string | undefined {
   const rule = settableRule(name);
   const fallback =
@@ -198,7 +240,9 @@ export function storedAttribute(meta: QueueMeta | undefined, name: string): stri
       ? String(rule.default)
       : rule?.kind === 'text' || rule?.kind === 'boolean'
         ? rule.default
-        : undefined;
+        : rule?.kind === 'fifo-only' && isFifo(meta)
+          ? rule.default
+          : undefined;
   return meta?.attributes[name] ?? fallback;
 }
 
@@ -211,7 +255,8 @@ function attributeValue(
     ms === undefined ? undefined : String(Math.floor(ms / MS));
   switch (name) {
     case 'ApproximateNumberOfMessages':
-      return String(stats?.ready ?? 0);
+      // Messages behind an in-flight one of their group (R24) wait to be received too.
+      return String((stats?.ready ?? 0) + (stats?.waiting ?? 0));
     case 'ApproximateNumberOfMessagesNotVisible':
       return String(stats?.active ?? 0);
     case 'ApproximateNumberOfMessagesDelayed':

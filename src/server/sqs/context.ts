@@ -5,7 +5,6 @@ import type { Action, Principal } from '../auth.js';
 import type { Services } from '../route.js';
 import type { QueueCatalog } from './catalog.js';
 import { invalidParameter, missingParameter, SqsError } from './errors.js';
-import type { MissingFeatures } from './missing-features.js';
 import type { MoveTasks } from './move-tasks.js';
 import { optionalString, type SqsInput } from './params.js';
 
@@ -20,7 +19,7 @@ export interface SqsSettings {
   /**
    * A genuine receipt handle whose delivery is over, on DeleteMessage while the message still
    * exists: `refuse` answers InvalidParameterValue (default), `ignore` answers success as SQS
-   * standard queues do. Neither deletes anything.
+   * standard queues do (FIFO queues refuse either way, as SQS's do). Neither deletes anything.
    */
   staleReceipts: 'refuse' | 'ignore';
 }
@@ -36,7 +35,6 @@ export interface SqsServices {
   services: Services;
   settings: SqsSettings;
   catalog: QueueCatalog;
-  missing: MissingFeatures;
   /** StartMessageMoveTask's tasks, running and recent. */
   moveTasks: MoveTasks;
 }

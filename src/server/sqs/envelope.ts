@@ -17,8 +17,10 @@ export interface SqsEnvelope {
     attributes?: Record<string, { DataType: string; StringValue?: string; BinaryValue?: string }>;
     /** The AWSTraceHeader system attribute. */
     traceHeader?: string;
-    /** MessageGroupId, kept and returned on standard queues (no ordering). */
+    /** MessageGroupId: on a FIFO queue also the job's group (R24); on a standard one kept only. */
     groupId?: string;
+    /** A FIFO queue's MessageDeduplicationId (given, or the SHA-256 of the body). */
+    deduplicationId?: string;
   };
 }
 
@@ -30,6 +32,7 @@ export interface MessageContent {
   senderId?: string;
   traceHeader?: string;
   groupId?: string;
+  deduplicationId?: string;
 }
 
 export function toEnvelope(
@@ -44,6 +47,9 @@ export function toEnvelope(
       ...(Object.keys(attributes).length > 0 ? { attributes } : {}),
       ...(content.traceHeader === undefined ? {} : { traceHeader: content.traceHeader }),
       ...(content.groupId === undefined ? {} : { groupId: content.groupId }),
+      ...(content.deduplicationId === undefined
+        ? {}
+        : { deduplicationId: content.deduplicationId }),
     },
   };
 }
@@ -62,6 +68,7 @@ export function fromPayload(payload: unknown): MessageContent {
       senderId: sqs.senderId,
       ...(typeof sqs.traceHeader === 'string' ? { traceHeader: sqs.traceHeader } : {}),
       ...(typeof sqs.groupId === 'string' ? { groupId: sqs.groupId } : {}),
+      ...(typeof sqs.deduplicationId === 'string' ? { deduplicationId: sqs.deduplicationId } : {}),
     };
   }
   const body = typeof payload === 'string' ? payload : (JSON.stringify(payload) ?? 'null');

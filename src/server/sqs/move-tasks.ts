@@ -25,8 +25,8 @@ const KEPT_PER_SOURCE = 10;
 
 /**
  * The message move tasks of this server: each a loop of `moveJobs` steps on the source
- * queue, at most `perSecond` jobs a second, until it has moved what the source held at the
- * start (new arrivals wait for the next task), moves nothing more, or is cancelled. One
+ * queue, at most `perSecond` jobs a second, until it has moved as many as the source held at
+ * the start (new arrivals wait for the next task), a step moves nothing, or it is cancelled. One
  * running task per source. Tasks live in this process: a restart ends them (jobs already
  * moved stay moved).
  */
@@ -94,7 +94,9 @@ export class MoveTasks {
           ...(task.destination === undefined ? {} : { to: task.destination }),
         });
         task.moved += moved;
-        if (moved < max) break;
+        // A step moves the first message of each group (R26 leaves waiting ones); the next
+        // ones are ready for the next step. Nothing moved: what is left cannot move.
+        if (moved === 0) break;
         await pause(task.perSecond === undefined ? 0 : 1000, stop);
       }
       task.status = task.status === 'CANCELLING' || stop.aborted ? 'CANCELLED' : 'COMPLETED';

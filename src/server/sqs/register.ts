@@ -8,7 +8,6 @@ import { DEFAULT_SQS_SETTINGS, type SqsServices, type SqsSettings } from './cont
 import { SqsError, toSqsError } from './errors.js';
 import { jsonProtocol, targetAction } from './json-protocol.js';
 import { SqsMetrics } from './metrics.js';
-import { MISSING_FEATURES } from './missing-features.js';
 import { MoveTasks } from './move-tasks.js';
 import type { SqsProtocol } from './protocol.js';
 import { queryProtocol } from './query-protocol.js';
@@ -33,7 +32,6 @@ export function registerSqs(
     services,
     settings: { ...DEFAULT_SQS_SETTINGS, ...settings },
     catalog: new BrokerCatalog(services.broker),
-    missing: MISSING_FEATURES,
     moveTasks: new MoveTasks(services.shutdown),
   };
   const metrics = new SqsMetrics(services.metrics.registry, new Set(Object.keys(SQS_ACTIONS)));

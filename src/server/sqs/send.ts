@@ -4,6 +4,7 @@ import { storedAttribute } from './attributes.js';
 import type { QueueMeta } from './catalog.js';
 import { toEnvelope } from './envelope.js';
 import { invalidParameter, missingParameter, SqsError } from './errors.js';
+import { checkFifoId, contentDeduplicationId, fifoMessageId, isFifo } from './fifo.js';
 import { type MessageAttribute, md5OfBody, md5OfMessageAttributes } from './md5.js';
 import { checkCharacters, messageSize, parseMessageAttributes } from './message-attributes.js';
 import { optionalInteger, optionalString, recordMap, type SqsInput } from './params.js';
@@ -11,6 +12,8 @@ import { optionalInteger, optionalString, recordMap, type SqsInput } from './par
 /** One message of a send, checked and ready to publish, with the digests its answer carries. */
 export interface PreparedSend {
   publish: PublishInput & { id: string };
+  /** A FIFO queue's: the answer carries a SequenceNumber. */
+  fifo: boolean;
   size: number;
   answer: {
     MD5OfMessageBody: string;
@@ -30,18 +33,13 @@ export function prepareSend(
   if (body === undefined || body === null || body === '') throw missingParameter('MessageBody');
   if (typeof body !== 'string') throw invalidParameter('MessageBody', body, 'Must be a string.');
   checkCharacters(body, 'the message body');
-  const defaultDelay = Number(storedAttribute(meta, 'DelaySeconds') ?? 0);
-  const delaySeconds = optionalInteger(input, 'DelaySeconds', 0, 900) ?? defaultDelay;
+  const fifo = isFifo(meta);
+  const delaySeconds = delayOf(input, meta, fifo);
   const attributes = parseMessageAttributes(recordMap(input, 'MessageAttributes'));
   const traceHeader = parseSystemAttributes(recordMap(input, 'MessageSystemAttributes'));
-  if (input.MessageDeduplicationId !== undefined) {
-    throw invalidParameter(
-      'MessageDeduplicationId',
-      input.MessageDeduplicationId,
-      'The request includes a parameter that is not valid for this queue type.',
-    );
-  }
-  const groupId = optionalString(input, 'MessageGroupId');
+  const { groupId, deduplicationId, id } = fifo
+    ? fifoIdentity(input, body, meta)
+    : standardIdentity(input);
   const maxSize = Number(storedAttribute(meta, 'MaximumMessageSize'));
   const size = messageSize(body, attributes);
   if (size > maxSize) {
@@ -58,6 +56,7 @@ export function prepareSend(
     senderId,
     ...(traceHeader === undefined ? {} : { traceHeader }),
     ...(groupId === undefined ? {} : { groupId }),
+    ...(deduplicationId === undefined ? {} : { deduplicationId }),
   });
   const attributesMd5 = md5OfMessageAttributes(attributes);
   const systemMd5 =
@@ -67,7 +66,14 @@ export function prepareSend(
           AWSTraceHeader: { DataType: 'String', StringValue: traceHeader },
         });
   return {
-    publish: { id: randomUUID(), payload: envelope, delay: delaySeconds * 1000 },
+    publish: {
+      id,
+      payload: envelope,
+      delay: delaySeconds * 1000,
+      // FIFO: the group is leaseq's (R24); a standard queue keeps it in the envelope only.
+      ...(fifo && groupId !== undefined ? { group: groupId } : {}),
+    },
+    fifo,
     size,
     answer: {
       MD5OfMessageBody: md5OfBody(body),
@@ -75,6 +81,71 @@ export function prepareSend(
       ...(systemMd5 === undefined ? {} : { MD5OfMessageSystemAttributes: systemMd5 }),
     },
   };
+}
+
+/** The message's DelaySeconds, or the queue's; a FIFO queue takes the queue's only. */
+function delayOf(input: SqsInput, meta: QueueMeta | undefined, fifo: boolean): number {
+  const own = optionalInteger(input, 'DelaySeconds', 0, 900);
+  if (fifo && own !== undefined && own !== 0) {
+    // 0 says nothing, and SQS takes it.
+    throw invalidParameter(
+      'DelaySeconds',
+      own,
+      'The request include parameter that is not valid for this queue type.',
+    );
+  }
+  return own ?? Number(storedAttribute(meta, 'DelaySeconds') ?? 0);
+}
+
+interface Identity {
+  id: string;
+  groupId: string | undefined;
+  deduplicationId: string | undefined;
+}
+
+/**
+ * A standard queue's message: a random MessageId; a MessageGroupId is kept and returned (SQS
+ * fair queues), a MessageDeduplicationId refused.
+ */
+function standardIdentity(input: SqsInput): Identity {
+  if (input.MessageDeduplicationId !== undefined && input.MessageDeduplicationId !== null) {
+    throw invalidParameter(
+      'MessageDeduplicationId',
+      input.MessageDeduplicationId,
+      'The request includes a parameter that is not valid for this queue type.',
+    );
+  }
+  const groupId = optionalString(input, 'MessageGroupId');
+  return {
+    id: randomUUID(),
+    groupId: groupId === undefined ? undefined : checkFifoId('MessageGroupId', groupId),
+    deduplicationId: undefined,
+  };
+}
+
+/**
+ * A FIFO queue's message: a MessageGroupId, a MessageDeduplicationId (given, or the SHA-256 of
+ * the body with ContentBasedDeduplication), and the MessageId the de-duplication id names.
+ */
+function fifoIdentity(input: SqsInput, body: string, meta: QueueMeta | undefined): Identity {
+  const groupId = optionalString(input, 'MessageGroupId');
+  if (groupId === undefined || groupId === '') throw missingParameter('MessageGroupId');
+  checkFifoId('MessageGroupId', groupId);
+  const given = optionalString(input, 'MessageDeduplicationId');
+  let deduplicationId: string;
+  if (given !== undefined && given !== '') {
+    deduplicationId = checkFifoId('MessageDeduplicationId', given);
+  } else if (storedAttribute(meta, 'ContentBasedDeduplication') === 'true') {
+    deduplicationId = contentDeduplicationId(body);
+  } else {
+    throw new SqsError(
+      'InvalidParameterValue',
+      'The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly',
+    );
+  }
+  const scope =
+    storedAttribute(meta, 'DeduplicationScope') === 'messageGroup' ? 'messageGroup' : 'queue';
+  return { id: fifoMessageId(scope, groupId, deduplicationId), groupId, deduplicationId };
 }
 
 /** AWSTraceHeader is the one system attribute a sender may set. */

@@ -67,11 +67,9 @@ async function startMessageMoveTask(call: SqsCall, sqs: SqsServices) {
   }
   const queue = await sqs.services.queues.existing(source);
   const stats = await queue.stats();
-  const task = sqs.moveTasks.start(
-    queue,
-    { destination, perSecond, toMove: stats.ready + stats.delayed },
-    sourceArn,
-  );
+  // Messages behind another of their group (R24) move too, each once the one before it has.
+  const toMove = stats.ready + stats.delayed + stats.waiting;
+  const task = sqs.moveTasks.start(queue, { destination, perSecond, toMove }, sourceArn);
   call.log.info({ queue: source, destination, toMove: task.toMove }, 'message move task started');
   return { TaskHandle: task.handle };
 }

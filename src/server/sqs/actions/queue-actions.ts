@@ -1,6 +1,7 @@
 import { ConflictError, type QueueOptions } from '../../../core/index.js';
 import {
   type AttributeChange,
+  fifoRequested,
   parseQueueAttributes,
   type QueueFacts,
   readQueueAttributes,
@@ -17,6 +18,7 @@ import {
   type SqsServices,
 } from '../context.js';
 import { invalidParameter, SqsError } from '../errors.js';
+import { FIFO_DEDUP_WINDOW_MS, isFifo } from '../fifo.js';
 import {
   optionalInteger,
   optionalString,
@@ -26,24 +28,20 @@ import {
 } from '../params.js';
 import type { ActionTable } from './action.js';
 
-const SQS_QUEUE_NAME = /^[A-Za-z0-9_-]{1,80}(\.fifo)?$/;
+const STANDARD_QUEUE_NAME = /^[A-Za-z0-9_-]{1,80}$/;
+/** The `.fifo` suffix counts toward the 80 characters. */
+const FIFO_QUEUE_NAME = /^[A-Za-z0-9_-]{1,75}\.fifo$/;
 const DEFAULT_VISIBILITY_MS = 30_000;
 const MAX_TAGS = 50;
 
 async function createQueue(call: SqsCall, sqs: SqsServices) {
   const name = requiredString(call.input, 'QueueName');
-  if (!SQS_QUEUE_NAME.test(name)) {
-    throw invalidParameter(
-      'QueueName',
-      name,
-      'Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length.',
-    );
-  }
-  if (name.endsWith('.fifo')) sqs.missing.messageGroups(`CreateQueue of ${name}`);
-  authorizeQueue(call, name, 'admin');
   const given = stringMap(call.input, 'Attributes');
+  const fifo = fifoRequested(given);
+  checkQueueName(name, fifo);
+  authorizeQueue(call, name, 'admin');
   const tags = checkTags(stringMap(call.input, 'tags'));
-  const change = parseQueueAttributes(given, sqs.missing);
+  const change = parseQueueAttributes(given, fifo);
   const { broker, queues } = sqs.services;
   const url = queueUrl(call, sqs, name);
   const existing = (await broker.listQueues()).find((info) => info.name === name);
@@ -51,11 +49,13 @@ async function createQueue(call: SqsCall, sqs: SqsServices) {
     await checkSameAttributes(sqs, name, given, change.stored);
     return { QueueUrl: url };
   }
-  await checkRedriveTarget(sqs, change);
+  await checkRedriveTarget(sqs, change, fifo);
   const options: QueueOptions = {
     ...SQS_QUEUE_OPTIONS,
     ...change.options,
     visibility: change.options.visibility ?? DEFAULT_VISIBILITY_MS,
+    // A repeated send is a duplicate while its message is in the queue and this long after.
+    ...(fifo ? { dedupWindow: FIFO_DEDUP_WINDOW_MS } : {}),
   };
   if (options.deadLetterQueue === null) delete options.deadLetterQueue;
   try {
@@ -73,6 +73,29 @@ async function createQueue(call: SqsCall, sqs: SqsServices) {
   return { QueueUrl: url };
 }
 
+/**
+ * SQS's queue names: 1 to 80 letters, digits, `-` and `_`; a FIFO queue's end in `.fifo`
+ * (counted in the 80), and only a FIFO queue's do.
+ */
+function checkQueueName(name: string, fifo: boolean): void {
+  if (fifo && !FIFO_QUEUE_NAME.test(name)) {
+    throw invalidParameter(
+      'QueueName',
+      name,
+      'The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.',
+    );
+  }
+  if (!fifo && !STANDARD_QUEUE_NAME.test(name)) {
+    throw invalidParameter(
+      'QueueName',
+      name,
+      `Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length.${
+        name.endsWith('.fifo') ? ' A name ending in .fifo is a FIFO queue: set FifoQueue=true.' : ''
+      }`,
+    );
+  }
+}
+
 /** CreateQueue of an existing queue succeeds only when it names no other attribute value. */
 async function checkSameAttributes(
   sqs: SqsServices,
@@ -86,7 +109,7 @@ async function checkSameAttributes(
   }
   const redrive = parseQueueAttributes(
     given.RedrivePolicy === undefined ? {} : { RedrivePolicy: given.RedrivePolicy },
-    sqs.missing,
+    false,
   ).options;
   if (redrive.deadLetterQueue !== undefined && redrive.deadLetterQueue !== null) {
     expected.RedrivePolicy = JSON.stringify({
@@ -173,8 +196,9 @@ async function getQueueAttributes(call: SqsCall, sqs: SqsServices) {
 async function setQueueAttributes(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'admin');
   const given = stringMap(call.input, 'Attributes');
-  const change = parseQueueAttributes(given, sqs.missing);
-  await checkRedriveTarget(sqs, change);
+  const fifo = isFifo(await sqs.catalog.get(queue.name));
+  const change = parseQueueAttributes(given, fifo);
+  await checkRedriveTarget(sqs, change, fifo);
   if (Object.keys(change.options).length > 0) {
     try {
       await sqs.services.broker.updateQueue(queue.name, change.options);
@@ -260,8 +284,15 @@ async function purgeQueue(call: SqsCall, sqs: SqsServices) {
   return {};
 }
 
-/** A RedrivePolicy must name a queue that exists (SQS checks the same). */
-async function checkRedriveTarget(sqs: SqsServices, change: AttributeChange): Promise<void> {
+/**
+ * A RedrivePolicy must name a queue that exists, of the source's type: a FIFO queue's
+ * dead-letter queue is FIFO, a standard queue's standard (SQS checks the same).
+ */
+async function checkRedriveTarget(
+  sqs: SqsServices,
+  change: AttributeChange,
+  fifo: boolean,
+): Promise<void> {
   const target = change.redriveTarget;
   if (target === undefined || target === null) return;
   if (!(await sqs.services.broker.listQueues()).some((info) => info.name === target)) {
@@ -269,6 +300,13 @@ async function checkRedriveTarget(sqs: SqsServices, change: AttributeChange): Pr
       'RedrivePolicy',
       queueArn(sqs, target),
       'Dead letter target does not exist.',
+    );
+  }
+  if (isFifo(await sqs.catalog.get(target)) !== fifo) {
+    throw invalidParameter(
+      'RedrivePolicy',
+      queueArn(sqs, target),
+      'Dead-letter queue must be same type of queue as the source.',
     );
   }
 }

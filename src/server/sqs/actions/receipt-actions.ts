@@ -2,6 +2,7 @@ import type { Queue } from '../../../broker/index.js';
 import { MAX_VISIBILITY_SECONDS } from '../attributes.js';
 import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { invalidParameter, missingParameter, SqsError } from '../errors.js';
+import { isFifo } from '../fifo.js';
 import { batchEntries, requiredInteger, type SqsInput } from '../params.js';
 import type { ActionTable, FailedEntry } from './action.js';
 import { failedEntry } from './send-actions.js';
@@ -33,12 +34,15 @@ function verifyHandle(sqs: SqsServices, queue: Queue, input: SqsInput): Handle {
 
 /**
  * A genuine handle whose delivery is over deleted nothing. While the message still exists that
- * is an error (or, with staleReceipts ignore, SQS's silent success); once it is gone the
- * delete is done, so a retry after a lost answer succeeds.
+ * is an error (or, with staleReceipts ignore, SQS standard queues' silent success; FIFO queues
+ * refuse an expired handle in SQS, so they always do); once it is gone the delete is done, so
+ * a retry after a lost answer succeeds.
  */
 async function staleDelete(call: SqsCall, sqs: SqsServices, queue: Queue, handle: Handle) {
   call.log.info({ queue: queue.name, jobId: handle.id, token: handle.token }, 'stale ack');
-  if (sqs.settings.staleReceipts === 'ignore') return;
+  if (sqs.settings.staleReceipts === 'ignore' && !isFifo(await sqs.catalog.get(queue.name))) {
+    return;
+  }
   if ((await queue.job(handle.id)) === undefined) return;
   throw invalidParameter('ReceiptHandle', handle.text, 'The receipt handle has expired.');
 }

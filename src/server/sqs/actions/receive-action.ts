@@ -4,9 +4,10 @@ import { MAX_VISIBILITY_SECONDS, storedAttribute } from '../attributes.js';
 import { queueArn, resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { fromPayload, type MessageContent } from '../envelope.js';
 import { SqsError } from '../errors.js';
+import { checkFifoId, isFifo, sequenceNumber } from '../fifo.js';
 import { md5OfBody, md5OfMessageAttributes } from '../md5.js';
 import { attributesToWire } from '../message-attributes.js';
-import { optionalInteger, stringList } from '../params.js';
+import { optionalInteger, optionalString, stringList } from '../params.js';
 import type { ActionTable } from './action.js';
 
 const SYSTEM_ATTRIBUTES = [
@@ -30,6 +31,8 @@ interface ReceiveRequest {
   waitMs: number;
   system: ReadonlySet<SystemAttribute>;
   messageAttributeNames: readonly string[];
+  /** A FIFO queue's messages carry a SequenceNumber. */
+  fifo: boolean;
 }
 
 async function receiveMessage(call: SqsCall, sqs: SqsServices) {
@@ -70,11 +73,16 @@ async function parseReceive(
   queue: Queue,
 ): Promise<ReceiveRequest> {
   const { input } = call;
+  const meta = await sqs.catalog.get(queue.name);
   const max = optionalInteger(input, 'MaxNumberOfMessages', 1, 10) ?? 1;
   const visibility = optionalInteger(input, 'VisibilityTimeout', 0, MAX_VISIBILITY_SECONDS);
   const waitSeconds =
     optionalInteger(input, 'WaitTimeSeconds', 0, 20) ??
-    Number(storedAttribute(await sqs.catalog.get(queue.name), 'ReceiveMessageWaitTimeSeconds'));
+    Number(storedAttribute(meta, 'ReceiveMessageWaitTimeSeconds'));
+  // Checked, then ignored: a retried receive gets what is visible then, as any receive (R24
+  // keeps a group's messages in order whatever it answers).
+  const attemptId = optionalString(input, 'ReceiveRequestAttemptId');
+  if (attemptId !== undefined) checkFifoId('ReceiveRequestAttemptId', attemptId);
   const names = [
     ...stringList(input, 'AttributeNames'),
     ...stringList(input, 'MessageSystemAttributeNames'),
@@ -94,6 +102,7 @@ async function parseReceive(
     waitMs: Math.min(waitSeconds * 1000, sqs.services.limits.maxWaitMs),
     system,
     messageAttributeNames: stringList(input, 'MessageAttributeNames'),
+    fifo: isFifo(meta),
   };
 }
 
@@ -111,13 +120,8 @@ async function toMessage(
     ),
   );
   const attributesMd5 = md5OfMessageAttributes(chosen);
-  const system = await systemAttributes(
-    queue,
-    delivery,
-    visibilityMs,
-    content,
-    request.system,
-    (name) => queueArn(sqs, name),
+  const system = await systemAttributes(queue, delivery, visibilityMs, content, request, (name) =>
+    queueArn(sqs, name),
   );
   return {
     MessageId: delivery.id,
@@ -147,9 +151,10 @@ async function systemAttributes(
   delivery: Delivery,
   visibilityMs: number,
   content: MessageContent,
-  wanted: ReadonlySet<SystemAttribute>,
+  request: ReceiveRequest,
   arnOf: (queue: string) => string,
 ): Promise<Record<string, string>> {
+  const wanted = request.system;
   // The job's stored view, read once and only when an answer needs it.
   let view: Promise<JobView | undefined> | undefined;
   const job = () => {
@@ -160,7 +165,9 @@ async function systemAttributes(
     SenderId: content.senderId,
     SentTimestamp: content.sentTimestamp?.toString(),
     ApproximateReceiveCount: String(delivery.deliveryCount),
-    MessageGroupId: content.groupId,
+    // A job published through /v1 with a group has it in the delivery, not in an envelope.
+    MessageGroupId: content.groupId ?? delivery.group,
+    MessageDeduplicationId: content.deduplicationId,
     AWSTraceHeader: content.traceHeader,
     LeaseqFencingToken: String(delivery.token),
   };
@@ -174,6 +181,11 @@ async function systemAttributes(
     const first =
       delivery.deliveryCount === 1 ? thisDelivery : (await job())?.history[0]?.deliveredAt;
     values.ApproximateFirstReceiveTimestamp = String(first ?? thisDelivery);
+  }
+  if (wanted.has('SequenceNumber') && request.fifo) {
+    // The job's group sequence number (R29): the send answered the same one.
+    const groupSeq = (await job())?.groupSeq;
+    values.SequenceNumber = groupSeq === undefined ? undefined : sequenceNumber(groupSeq);
   }
   if (wanted.has('DeadLetterQueueSourceArn')) {
     // Set on messages that came by dead-lettering (R26): the queue they died in.

@@ -1,5 +1,7 @@
+import type { PublishResult } from '../../../core/index.js';
 import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { SqsError, toSqsError } from '../errors.js';
+import { sequenceNumber } from '../fifo.js';
 import { batchEntries } from '../params.js';
 import { type PreparedSend, prepareSend } from '../send.js';
 import type { ActionTable, FailedEntry } from './action.js';
@@ -12,7 +14,26 @@ async function sendMessage(call: SqsCall, sqs: SqsServices) {
   const meta = await sqs.catalog.get(queue.name);
   const prepared = prepareSend(call.input, meta, call.principal.name, Date.now());
   const result = await queue.publish(prepared.publish);
-  return { MessageId: result.id, ...prepared.answer };
+  logDuplicate(call, queue.name, result);
+  return answer(prepared, result);
+}
+
+/**
+ * What a send answers: the MessageId (a FIFO duplicate's is the original's, R4) and, on a FIFO
+ * queue, the SequenceNumber (R29: a duplicate's is the original's too). The digests are of what
+ * was sent, as the SDKs check.
+ */
+function answer(prepared: PreparedSend, result: PublishResult | undefined) {
+  const groupSeq = prepared.fifo ? result?.groupSeq : undefined;
+  return {
+    MessageId: result?.id ?? prepared.publish.id,
+    ...prepared.answer,
+    ...(groupSeq === undefined ? {} : { SequenceNumber: sequenceNumber(groupSeq) }),
+  };
+}
+
+function logDuplicate(call: SqsCall, queue: string, result: PublishResult): void {
+  if (result.duplicate) call.log.info({ queue, jobId: result.id }, 'duplicate send: not enqueued');
 }
 
 /** Entries that fail their checks fail alone; the others are published all-or-nothing (R5). */
@@ -41,11 +62,11 @@ async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
     accepted.length === 0
       ? []
       : await queue.publishBatch(accepted.map((item) => item.prepared.publish));
+  for (const result of results) logDuplicate(call, queue.name, result);
   return {
     Successful: accepted.map((item, index) => ({
       Id: item.id,
-      MessageId: results[index]?.id ?? item.prepared.publish.id,
-      ...item.prepared.answer,
+      ...answer(item.prepared, results[index]),
     })),
     Failed: failed,
   };

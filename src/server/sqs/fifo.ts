@@ -1,0 +1,72 @@
+import { createHash } from 'node:crypto';
+import type { QueueMeta } from './catalog.js';
+import { invalidParameter } from './errors.js';
+
+/**
+ * SQS FIFO queues on leaseq's own features: a MessageGroupId is a leaseq message group (R24:
+ * one message of a group in flight at a time, in send order); a MessageDeduplicationId names
+ * the job, so a repeated send is a duplicate publish (R4) while the message is in the queue and
+ * for the queue's `dedupWindow` after it is deleted; the SequenceNumber is the job's group
+ * sequence number (R29).
+ */
+
+/** SQS's de-duplication interval, as the `dedupWindow` of every FIFO queue. */
+export const FIFO_DEDUP_WINDOW_MS = 300_000;
+
+/** Whether a queue is FIFO: what its CreateQueue said (a queue made through /v1 is standard). */
+export function isFifo(meta: QueueMeta | undefined): boolean {
+  return meta?.attributes.FifoQueue === 'true';
+}
+
+/** MessageGroupId and MessageDeduplicationId: 1 to 128 letters, digits and punctuation. */
+const FIFO_ID = /^[!-~]{1,128}$/;
+
+/** Refuses a MessageGroupId or MessageDeduplicationId that SQS refuses. */
+export function checkFifoId(parameter: string, value: string): string {
+  if (!FIFO_ID.test(value)) {
+    throw invalidParameter(
+      parameter,
+      value,
+      `${parameter} can only include alphanumeric and punctuation characters. 1 to 128 in length.`,
+    );
+  }
+  return value;
+}
+
+/** ContentBasedDeduplication: the SHA-256 of the body (not of its attributes), as hex. */
+export function contentDeduplicationId(body: string): string {
+  return createHash('sha256').update(body, 'utf8').digest('hex');
+}
+
+/**
+ * The MessageId (leaseq job id) of a FIFO message: a name-based UUID (version 8) of the
+ * SHA-256 of its de-duplication id — and of its group, with DeduplicationScope messageGroup.
+ * The same de-duplication id gives the same job id, so a repeated send is a duplicate publish
+ * answered with the original's MessageId; the version digit keeps these ids apart from the
+ * random (version 4) ones of standard sends, and the prefix of the hashed text apart from
+ * anything else.
+ */
+export function fifoMessageId(
+  scope: 'queue' | 'messageGroup',
+  groupId: string,
+  deduplicationId: string,
+): string {
+  // Neither id can hold a NUL (FIFO_ID), so the parts cannot run into each other.
+  const named =
+    scope === 'queue'
+      ? `leaseq-sqs-fifo\0queue\0${deduplicationId}`
+      : `leaseq-sqs-fifo\0messageGroup\0${groupId}\0${deduplicationId}`;
+  const bytes = createHash('sha256').update(named, 'utf8').digest().subarray(0, 16);
+  bytes[6] = ((bytes[6] as number) & 0x0f) | 0x80; // version 8
+  bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80; // RFC 9562 variant
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * A group sequence number (R29) as SQS's SequenceNumber: 20 digits, so that the text sorts as
+ * the number does.
+ */
+export function sequenceNumber(groupSeq: number): string {
+  return String(groupSeq).padStart(20, '0');
+}
