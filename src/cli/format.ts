@@ -15,6 +15,9 @@ export function formatOptions(options: ResolvedQueueOptions): string {
       ? []
       : [`deadLetterQueue=${options.deadLetterQueue}`]),
     ...(options.paused === true ? ['paused'] : []),
+    ...(options.retention === undefined ? [] : [`retention=${show(options.retention, 'ms')}`]),
+    ...(options.maxLength === undefined ? [] : [`maxLength=${show(options.maxLength)}`]),
+    ...(options.overflow === undefined ? [] : [`overflow=${options.overflow}`]),
   ].join(' ');
 }
 

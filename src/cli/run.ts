@@ -14,6 +14,7 @@ import {
   queuePurge,
   queueResume,
   queueStats,
+  queueUpdate,
 } from './commands/queue.js';
 import { receive } from './commands/receive.js';
 import { scheduleList, scheduleRemove, scheduleSet } from './commands/schedule.js';
@@ -25,6 +26,7 @@ import { REMOTE_DETAILS, REMOTE_OPTIONS } from './remote.js';
 export const COMMANDS: readonly Command[] = [
   serve,
   queueCreate,
+  queueUpdate,
   queueList,
   queueStats,
   queueMove,

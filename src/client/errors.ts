@@ -6,6 +6,7 @@ import {
   type LeaseqError,
   type LeaseqErrorCode,
   NotFoundError,
+  QueueFullError,
   SchemaTooNewError,
   SessionClosedError,
   StorageLockedError,
@@ -62,6 +63,7 @@ const CORE_ERRORS: Record<
   SCHEMA_TOO_NEW: (message) => withMessage(new SchemaTooNewError(0, 0, ''), message),
   CLOSED: (message) => new ClosedError(message),
   UNSUPPORTED: (message) => new UnsupportedError(message),
+  QUEUE_FULL: (message) => new QueueFullError(message),
 };
 
 /** The error an error answer stands for: the same core class as in-process, by code. */

@@ -7,6 +7,7 @@ import {
   type ResolvedQueueOptions,
   UnsupportedError,
 } from '../core/index.js';
+import { resolveQueueOptions } from '../core/validate.js';
 import { boundsFromWire } from '../wire/index.js';
 import type { Channel } from './channel.js';
 import { type Fetch, HttpTransport } from './http.js';
@@ -83,6 +84,8 @@ export class RemoteBroker implements Broker {
    */
   async queue(name: string, options: QueueOptions = {}): Promise<RemoteQueue> {
     checkQueueName(name);
+    // Checked here as in-process: JSON would send a NaN or -Infinity as null, "none".
+    resolveQueueOptions(options);
     try {
       const view = await this.http.request<QueueView>('GET', this.path(name));
       checkSameOptions(name, boundsFromWire(view.options), options);
@@ -99,6 +102,7 @@ export class RemoteBroker implements Broker {
     options: QueueOptions = {},
   ): Promise<QueueView & { created: boolean }> {
     checkQueueName(name);
+    resolveQueueOptions(options);
     const view = await this.http.request<QueueView & { created: boolean }>('PUT', this.path(name), {
       body: options,
     });
@@ -113,6 +117,7 @@ export class RemoteBroker implements Broker {
 
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
     checkQueueName(name);
+    resolveQueueOptions(options);
     const view = await this.http.request<QueueView>('PATCH', this.path(name), { body: options });
     return boundsFromWire(view.options);
   }

@@ -32,6 +32,7 @@ export function newCounters(): Counters {
     purged: 0,
     autoAcked: 0,
     cancelled: 0,
+    expired: 0,
     deadLetters: {},
     processingTime: { count: 0, sum: 0, max: 0 },
   };

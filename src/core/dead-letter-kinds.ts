@@ -6,6 +6,8 @@
  * - `max-deliveries`: R13, the queue gave up after maxDeliveries.
  * - `retries-exhausted`, `ambiguous`, `permanent`: the worker's outcomes (docs/worker.md).
  * - `cancelled`: R28, cancelled by id.
+ * - `expired`: R30, a ready or delayed job past its retention or expiresAt.
+ * - `maxlen`: R31, the oldest ready job, to make room for a publish (overflow dead-letter-oldest).
  * - `rejected`: any other nack or reject with requeue false (the default reason included).
  */
 export const DEAD_LETTER_KINDS = [
@@ -15,6 +17,8 @@ export const DEAD_LETTER_KINDS = [
   'ambiguous',
   'permanent',
   'cancelled',
+  'expired',
+  'maxlen',
 ] as const;
 
 export type DeadLetterKind = (typeof DEAD_LETTER_KINDS)[number];

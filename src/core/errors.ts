@@ -12,7 +12,8 @@ export type LeaseqErrorCode =
   | 'STORAGE_LOCKED'
   | 'SCHEMA_TOO_NEW'
   | 'CLOSED'
-  | 'UNSUPPORTED';
+  | 'UNSUPPORTED'
+  | 'QUEUE_FULL';
 
 /** An error with a stable `code` to branch on; its name is its class's. */
 export abstract class CodedError<Code extends string> extends Error {
@@ -109,4 +110,12 @@ export function describe(value: unknown): string {
 /** The engine or transport cannot do this (e.g. transactions on the memory engine). */
 export class UnsupportedError extends LeaseqError {
   readonly code = 'UNSUPPORTED' as const;
+}
+
+/**
+ * R31: the publish would leave the queue with more ready jobs than its `maxLength` (overflow
+ * `reject`). Nothing was published; the same publish succeeds once consumers took jobs.
+ */
+export class QueueFullError extends LeaseqError {
+  readonly code = 'QUEUE_FULL' as const;
 }

@@ -7,6 +7,7 @@ export {
   LeaseqError,
   type LeaseqErrorCode,
   NotFoundError,
+  QueueFullError,
   SchemaTooNewError,
   SessionClosedError,
   StorageLockedError,

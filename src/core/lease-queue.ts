@@ -1,6 +1,6 @@
 import { copyCounters, newCounters } from './counters.js';
 import { deadLetterKind } from './dead-letter-kinds.js';
-import { ClockError, LeaseqError, SessionClosedError } from './errors.js';
+import { ClockError, LeaseqError, QueueFullError, SessionClosedError } from './errors.js';
 import { IndexedHeap } from './heap.js';
 import {
   build,
@@ -23,8 +23,10 @@ import {
   byAckTimer,
   byAvailability,
   byDeadline,
+  byExpiry,
   byHeartbeatEnd,
   type DeliveryRecord,
+  type ExpiryRecord,
   type GroupRecord,
   type JobRecord,
   recordAttempt,
@@ -93,6 +95,12 @@ export class LeaseQueue {
    * so that a queue without dead-letter queues carries nothing for it.
    */
   private readonly origins = new Map<string, DeadLetterOrigin>();
+  /**
+   * R30: the ready and delayed jobs that expire, by when. Beside the records, and empty unless
+   * the queue has a retention or jobs with an expiresAt: a queue without either pays nothing.
+   */
+  private readonly expiryHeap = new IndexedHeap<ExpiryRecord>(byExpiry);
+  private readonly expiries = new Map<JobRecord, ExpiryRecord>();
   /** The engine's other queues (R26) and this queue's name among them; none when alone. */
   private links: QueueLinks | undefined;
   private name = '';
@@ -127,7 +135,13 @@ export class LeaseQueue {
       traits:
         transfer.priority === 0 && transfer.group === undefined
           ? undefined
-          : { priority: transfer.priority, group: transfer.group, groupSeq: seq },
+          : {
+              priority: transfer.priority,
+              group: transfer.group,
+              groupSeq: seq,
+              // An expiresAt stays behind (R30): it is a time of the queue the job left.
+              expiresAt: undefined,
+            },
       publishedAt: transfer.publishedAt,
       state: 'ready',
       deliveryCount: 0,
@@ -144,6 +158,7 @@ export class LeaseQueue {
     // It keeps its priority and group (R23, R24), joining the back of its group here.
     if (job.traits?.group !== undefined && this.joinGroup(job)) return true;
     this.ready.pushBack(job);
+    this.watchExpiry(job);
     return true;
   }
 
@@ -157,7 +172,9 @@ export class LeaseQueue {
    * Unnamed options keep their values. Takes no time.
    */
   reconfigure(options: QueueOptions): ResolvedQueueOptions {
+    const retention = this.settings.retention;
     this.settings = resolveQueueOptions({ ...this.settings, ...options });
+    if (this.settings.retention !== retention) this.rewatchExpiries();
     return this.options;
   }
 
@@ -177,7 +194,8 @@ export class LeaseQueue {
 
   /**
    * The earliest tick at which time alone changes the queue (a lease or session runs out, a
-   * delayed job becomes ready), or undefined. Lets a waiting receiver sleep until then.
+   * delayed job becomes ready, a job expires), or undefined. Lets a waiting receiver sleep until
+   * then.
    */
   nextEventAt(): number | undefined {
     const heartbeat = this.heartbeats.peek();
@@ -185,6 +203,7 @@ export class LeaseQueue {
       this.deadlines.peek()?.deadline ?? Number.POSITIVE_INFINITY,
       this.delayed.peek()?.availableAt ?? Number.POSITIVE_INFINITY,
       this.ackTimers.peek()?.at ?? Number.POSITIVE_INFINITY,
+      this.expiryHeap.peek()?.at ?? Number.POSITIVE_INFINITY,
       heartbeat === undefined
         ? Number.POSITIVE_INFINITY
         : heartbeat.lastHeartbeat + heartbeat.timeout,
@@ -416,6 +435,7 @@ export class LeaseQueue {
         ? {}
         : { priority: job.traits.priority }),
       ...groupView(job),
+      ...(job.traits?.expiresAt === undefined ? {} : { expiresAt: job.traits.expiresAt }),
       ...(job.state === 'delayed' ? { availableAt: job.availableAt } : {}),
       ...(delivery === undefined ? {} : { token: delivery.token, deadline: delivery.deadline }),
       ...(job.state === 'dead' ? { reason: job.deadReason as string, deadAt: job.deadAt } : {}),
@@ -429,7 +449,9 @@ export class LeaseQueue {
   private act(now: number, op: Operation): OperationResults[OperationType] {
     switch (op.type) {
       case 'publish':
-        return op.jobs.map((job) => this.insert(now, job));
+        return this.settings.maxLength === undefined
+          ? op.jobs.map((job) => this.insert(now, job))
+          : this.publishBounded(now, op.jobs, this.settings.maxLength);
       case 'reserve':
         return this.reserveNow(now, op);
       case 'ack':
@@ -500,6 +522,7 @@ export class LeaseQueue {
     const deliveries: Delivery[] = [];
     for (let i = 0; i < count; i++) {
       const job = this.ready.shift() as JobRecord;
+      this.unwatchExpiry(job);
       job.deliveryCount += 1;
       this.jobs.delete(job.id);
       this.remember(job, now);
@@ -591,6 +614,7 @@ export class LeaseQueue {
       job.state = 'ready';
       job.readySince = now;
       this.ready.pushBack(job);
+      this.watchExpiry(job);
     }
     this.counters.redriven += moved;
     return moved;
@@ -621,6 +645,8 @@ export class LeaseQueue {
     }
     this.ready.clear();
     this.delayed.clear();
+    this.expiryHeap.clear();
+    this.expiries.clear();
     this.groups.clear();
     this.waitingCount = 0;
     if (withDead) removed.dead = this.purgeDead(undefined);
@@ -653,6 +679,7 @@ export class LeaseQueue {
       if (!links.admit(target, now, { ...this.transferOf(job), origin: undefined })) continue;
       moved.add(job);
       this.forget(job.id);
+      this.unwatchExpiry(job);
       if (job.state === 'delayed') this.delayed.remove(job);
       // A moved job was its group's first member: the next one goes on (R24).
       if (job.traits?.group !== undefined) this.leaveGroup(job.traits.group, now);
@@ -669,6 +696,7 @@ export class LeaseQueue {
   private cancelNow(now: number, id: string, remove: boolean): boolean {
     const job = this.jobs.get(id);
     if (job === undefined || job.state === 'dead') return false;
+    this.unwatchExpiry(job);
     if (job.state === 'ready') this.ready.removeWhere((each) => each === job);
     else if (job.state === 'delayed') this.delayed.remove(job);
     else if (job.state === 'waiting') this.dropWaiting(job);
@@ -729,6 +757,7 @@ export class LeaseQueue {
       if (released.length > 0) this.release(released, now);
     }
     this.promoteDelayed(now);
+    if (this.expiryHeap.size > 0) this.expireDue(now);
     this.forgetAcked(now);
   }
 
@@ -793,6 +822,27 @@ export class LeaseQueue {
     }
   }
 
+  /**
+   * R3d, R30: every ready or delayed job whose expiry time came dies with reason `expired`, in
+   * expiry order, then publish order; the next member of its group may follow in the same step.
+   */
+  private expireDue(now: number): void {
+    /** Ready jobs not at the front of their priority, removed together at the end. */
+    const inside = new Set<JobRecord>();
+    for (;;) {
+      const next = this.expiryHeap.peek();
+      if (next === undefined || next.at > now) break;
+      this.expiryHeap.pop();
+      const job = next.job;
+      this.expiries.delete(job);
+      if (job.state === 'delayed') this.delayed.remove(job);
+      else if (!this.ready.removeIfFront(job)) inside.add(job);
+      this.counters.expired += 1;
+      this.deadLetter(job, now, 'expired');
+    }
+    if (inside.size > 0) this.ready.removeWhere((job) => inside.has(job));
+  }
+
   private forgetAcked(now: number): void {
     if (this.remembered.size === 0) return;
     // Ids are remembered in ack order with one window, so the oldest are forgotten first.
@@ -821,9 +871,14 @@ export class LeaseQueue {
       payload: input.payload,
       seq,
       traits:
-        input.priority === 0 && input.group === undefined
+        input.priority === 0 && input.group === undefined && input.expiresAt === undefined
           ? undefined
-          : { priority: input.priority, group: input.group, groupSeq: seq },
+          : {
+              priority: input.priority,
+              group: input.group,
+              groupSeq: seq,
+              expiresAt: input.expiresAt,
+            },
       publishedAt: now,
       state: 'ready',
       deliveryCount: 0,
@@ -848,6 +903,7 @@ export class LeaseQueue {
     } else {
       this.ready.pushBack(job);
     }
+    this.watchExpiry(job);
     return result;
   }
 
@@ -866,6 +922,7 @@ export class LeaseQueue {
       ackTimer: undefined,
       heapIndex: -1,
     };
+    if (this.expiries.size > 0) this.unwatchExpiry(job);
     job.state = 'active';
     job.deliveryCount += 1;
     job.delivery = delivery;
@@ -964,6 +1021,7 @@ export class LeaseQueue {
         job.state = 'delayed';
         job.availableAt = now + delay;
         this.delayed.push(job);
+        this.watchExpiry(job);
       }
       return;
     }
@@ -972,6 +1030,7 @@ export class LeaseQueue {
       job.state = 'ready';
       job.readySince = now;
       this.ready.pushFront(job);
+      this.watchExpiry(job);
     }
   }
 
@@ -1037,11 +1096,101 @@ export class LeaseQueue {
     if (next.availableAt > now) {
       next.state = 'delayed';
       this.delayed.push(next);
-      return;
+    } else {
+      next.state = 'ready';
+      next.readySince = now;
+      this.ready.pushBack(next);
     }
-    next.state = 'ready';
-    next.readySince = now;
-    this.ready.pushBack(next);
+    this.watchExpiry(next);
+  }
+
+  // --- R30: expiry --------------------------------------------------------------------------
+
+  /** A job became ready or delayed: it is watched if it expires (retention, its expiresAt). */
+  private watchExpiry(job: JobRecord): void {
+    const retention = this.settings.retention;
+    const own = job.traits?.expiresAt;
+    if (retention === undefined && own === undefined) return;
+    const at = Math.min(
+      own ?? Number.POSITIVE_INFINITY,
+      retention === undefined ? Number.POSITIVE_INFINITY : job.publishedAt + retention,
+    );
+    const record: ExpiryRecord = { job, at, heapIndex: -1 };
+    this.expiries.set(job, record);
+    this.expiryHeap.push(record);
+  }
+
+  /** The job left ready and delayed (handed out, moved, cancelled, dead). */
+  private unwatchExpiry(job: JobRecord): void {
+    if (this.expiries.size === 0) return;
+    const record = this.expiries.get(job);
+    if (record === undefined) return;
+    this.expiryHeap.remove(record);
+    this.expiries.delete(job);
+  }
+
+  /** The retention changed: every ready and delayed job is watched anew. */
+  private rewatchExpiries(): void {
+    this.expiryHeap.clear();
+    this.expiries.clear();
+    for (const job of this.jobs.values()) {
+      if (job.state === 'ready' || job.state === 'delayed') this.watchExpiry(job);
+    }
+  }
+
+  // --- R31: maxLength -----------------------------------------------------------------------
+
+  /**
+   * A publish into a queue with a maxLength: with overflow `reject` it is refused whole (R5)
+   * when it would leave more ready jobs than maxLength; with `dead-letter-oldest` it is taken,
+   * then the oldest ready jobs die with reason `maxlen` until ready is back at maxLength.
+   */
+  private publishBounded(
+    now: number,
+    jobs: readonly PublishJob[],
+    maxLength: number,
+  ): PublishResult[] {
+    const before = this.ready.length;
+    if (this.settings.overflow === undefined) {
+      const added = this.readyAddedBy(jobs);
+      if (added > 0 && before + added > maxLength) {
+        throw new QueueFullError(
+          `queue ${this.name || '(unnamed)'} is full: ${before} ready jobs, maxLength ${maxLength}; the publish would add ${added}`,
+        );
+      }
+    }
+    const results = jobs.map((job) => this.insert(now, job));
+    if (this.ready.length > before) {
+      while (this.ready.length > maxLength) {
+        const oldest = this.ready.shiftLowest() as JobRecord;
+        this.unwatchExpiry(oldest);
+        this.deadLetter(oldest, now, 'maxlen');
+      }
+    }
+    return results;
+  }
+
+  /**
+   * How many jobs a publish would add to ready (R31): not the duplicates (R4), nor the
+   * delayed ones, nor those that would wait behind an earlier member of their group (R24).
+   */
+  private readyAddedBy(jobs: readonly PublishJob[]): number {
+    const ids = new Set<string>();
+    const groups = new Set<string>();
+    let added = 0;
+    for (const job of jobs) {
+      if (job.id !== undefined) {
+        if (this.jobs.has(job.id) || this.remembered.has(job.id) || ids.has(job.id)) continue;
+        ids.add(job.id);
+      }
+      if (job.group !== undefined) {
+        const waits = groups.has(job.group) || this.groups.has(job.group);
+        groups.add(job.group);
+        if (waits) continue;
+      }
+      if (job.delay === 0) added += 1;
+    }
+    return added;
   }
 
   /** A waiting member leaves its group (R28): the members in play are unchanged. */

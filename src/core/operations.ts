@@ -39,6 +39,8 @@ export interface PublishJob {
   readonly priority: number;
   /** The message group (R24); undefined means none. */
   readonly group: string | undefined;
+  /** R30: the queue time the job expires at while ready or delayed; undefined means none. */
+  readonly expiresAt: number | undefined;
 }
 
 /** R4, R5: appends jobs, all-or-nothing. */
@@ -564,8 +566,9 @@ function moveJobsFields(fields: Fields, problems: Problems) {
 /** True when a job is certainly valid: the hot path, allocating nothing. */
 function isValidJob(input: unknown): boolean {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return false;
-  const { id, delay, priority, group } = input as Fields;
+  const { id, delay, priority, group, expiresAt } = input as Fields;
   return (
+    (expiresAt === undefined || (Number.isSafeInteger(expiresAt) && (expiresAt as number) >= 0)) &&
     (group === undefined ||
       (typeof group === 'string' &&
         group.length > 0 &&
@@ -597,6 +600,9 @@ function publishJobs(value: unknown, name: string, problems: Problems): readonly
       if (job.delay !== undefined) problems.nonNegativeInteger(`${at}.delay`, job.delay);
       if (job.priority !== undefined) problems.priority(`${at}.priority`, job.priority);
       if (job.group !== undefined) problems.id(`${at}.group`, job.group);
+      if (job.expiresAt !== undefined) {
+        problems.nonNegativeInteger(`${at}.expiresAt`, job.expiresAt);
+      }
     });
     return [];
   }
@@ -608,6 +614,7 @@ function publishJobs(value: unknown, name: string, problems: Problems): readonly
         delay: (input.delay as number | undefined) ?? 0,
         priority: (input.priority as number | undefined) ?? 0,
         group: input.group as string | undefined,
+        expiresAt: input.expiresAt as number | undefined,
       }),
     ),
   );

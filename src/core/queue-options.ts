@@ -12,6 +12,30 @@ export function checkQueueName(name: unknown): asserts name is string {
   }
 }
 
+/** R31: what a publish beyond `maxLength` does; the first is the default. */
+export const OVERFLOW_MODES = ['reject', 'dead-letter-oldest'] as const;
+
+/**
+ * Whether `value`, asked for option `name`, means what leaving the option out means: no
+ * dead-letter queue (`null`), running (`false`), no retention or length bound (`null`,
+ * Infinity), overflow `reject` (or `null`). Such options are not stored (see ResolvedQueueOptions).
+ */
+export function meansAbsent(name: string, value: unknown): boolean {
+  switch (name) {
+    case 'deadLetterQueue':
+      return value === null;
+    case 'paused':
+      return value === false;
+    case 'retention':
+    case 'maxLength':
+      return value === null || value === Number.POSITIVE_INFINITY;
+    case 'overflow':
+      return value === 'reject' || value === null;
+    default:
+      return false;
+  }
+}
+
 /** Refuses to open an existing queue with options that differ from the stored ones. */
 export function checkSameOptions(
   name: string,
@@ -22,11 +46,9 @@ export function checkSameOptions(
     .filter(
       ([key, value]) =>
         value !== undefined &&
-        // `deadLetterQueue: null` and `paused: false` ask for what an absent option means.
-        !(
-          (value === null || value === false) &&
-          stored[key as keyof ResolvedQueueOptions] === undefined
-        ) &&
+        // `deadLetterQueue: null`, `paused: false`, `retention: Infinity` … ask for what an
+        // absent option means.
+        !(meansAbsent(key, value) && stored[key as keyof ResolvedQueueOptions] === undefined) &&
         stored[key as keyof ResolvedQueueOptions] !== value,
     )
     .map(

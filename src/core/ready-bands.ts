@@ -58,6 +58,34 @@ export class ReadyBands<T extends RankedEntry> {
     return this.plain.shift();
   }
 
+  /**
+   * Takes the front job of the lowest priority that has one (R31's oldest ready job): the front
+   * of ready in a queue without priorities.
+   */
+  shiftLowest(): T | undefined {
+    if (this.plain.length > 0 || this.rankedLength === 0) return this.plain.shift();
+    for (let priority = 1; priority <= MAX_PRIORITY; priority++) {
+      const list = this.ranked[priority];
+      if (list !== undefined && list.length > 0) {
+        this.rankedLength -= 1;
+        return list.shift();
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * Removes a ready job if it is the front of its priority (O(1), R30's usual case: the jobs
+   * published first expire first); false when it is not (then `removeWhere`).
+   */
+  removeIfFront(item: T): boolean {
+    const traits = item.traits;
+    if (traits === undefined || traits.priority === 0) return this.plain.removeIfFront(item);
+    const removed = (this.ranked[traits.priority] as ReadyList<T>).removeIfFront(item);
+    if (removed) this.rankedLength -= 1;
+    return removed;
+  }
+
   /** The earliest readySince of any ready job, or undefined when empty. */
   oldestReadySince(): number | undefined {
     let oldest = this.plain.oldestReadySince();

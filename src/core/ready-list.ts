@@ -64,6 +64,15 @@ export class ReadyList<T extends ReadyEntry> {
     return item;
   }
 
+  /** Removes `item` if it is the front (O(1)); false when it is not. */
+  removeIfFront(item: T): boolean {
+    const top =
+      this.front.length > 0 ? this.front[this.front.length - 1] : this.back[this.backHead];
+    if (top !== item) return false;
+    this.shift();
+    return true;
+  }
+
   /** The earliest readySince of any ready job, or undefined when empty. */
   oldestReadySince(): number | undefined {
     const bottom = this.front[0];

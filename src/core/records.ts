@@ -9,7 +9,7 @@ export interface JobRecord extends HeapItem {
   readonly payload: unknown;
   /** Publish order, the tie-break among delayed jobs due at the same tick. */
   readonly seq: number;
-  /** Its priority and group (R23, R24); undefined for a job with neither. */
+  /** Its priority, group and expiry (R23, R24, R30); undefined for a job with none of them. */
   readonly traits: JobTraits | undefined;
   /** When it was published (kept across redelivery and redrive). */
   readonly publishedAt: number;
@@ -24,8 +24,8 @@ export interface JobRecord extends HeapItem {
 }
 
 /**
- * What only a job published with a priority or a group carries, so that a queue using neither
- * pays one field per job for them.
+ * What only a job published with a priority, a group or an expiry carries, so that a queue
+ * using none of them pays one field per job for them.
  */
 export interface JobTraits {
   /** 0..9, higher first (R23). */
@@ -34,6 +34,17 @@ export interface JobTraits {
   readonly group: string | undefined;
   /** Where it stands in its group: the seq it joined the group at (publish, or redrive). */
   groupSeq: number;
+  /** The queue time it expires at while ready or delayed (R30), if it was published with one. */
+  readonly expiresAt: number | undefined;
+}
+
+/**
+ * A ready or delayed job that expires (R30), at `at`: the earlier of its own expiresAt and
+ * publishedAt + the queue's retention. Its own node in the expiry heap.
+ */
+export interface ExpiryRecord extends HeapItem {
+  readonly job: JobRecord;
+  readonly at: number;
 }
 
 /**
@@ -80,6 +91,10 @@ export const byDeadline = (a: DeliveryRecord, b: DeliveryRecord): boolean =>
 
 export const byAckTimer = (a: AckTimer, b: AckTimer): boolean =>
   a.at < b.at || (a.at === b.at && a.delivery.token < b.delivery.token);
+
+/** Expiry order (R30): by time, then publish order. */
+export const byExpiry = (a: ExpiryRecord, b: ExpiryRecord): boolean =>
+  a.at < b.at || (a.at === b.at && a.job.seq < b.job.seq);
 
 export const byHeartbeatEnd = (a: SessionRecord, b: SessionRecord): boolean =>
   a.lastHeartbeat + a.timeout < b.lastHeartbeat + b.timeout;

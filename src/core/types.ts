@@ -17,15 +17,44 @@ export interface QueueOptions {
   deadLetterQueue?: string | null;
   /** R27: a paused queue hands out nothing; publishes, acks and time go on. Default false. */
   paused?: boolean;
+  /**
+   * R30: how long after its publish a job may still be ready or delayed; from
+   * `publishedAt + retention` on it dies with reason `expired` (an active delivery is never
+   * ended by it). Positive integer, in ticks (ms above the core). Default none: Infinity, or
+   * `null` to `updateQueue`, removes it.
+   */
+  retention?: number | null;
+  /**
+   * R31: the most ready jobs a publish may leave the queue with; what a publish beyond it does
+   * is `overflow`. Positive integer. Default none: Infinity, or `null` to `updateQueue`,
+   * removes it.
+   */
+  maxLength?: number | null;
+  /**
+   * R31: `reject` (default): a publish beyond `maxLength` is refused with a QueueFullError and
+   * stores nothing. `dead-letter-oldest`: it is taken, and the oldest ready jobs die with reason
+   * `maxlen` to make room.
+   */
+  overflow?: Overflow;
 }
 
+/** What a publish beyond a queue's `maxLength` does (R31). */
+export type Overflow = 'reject' | 'dead-letter-oldest';
+
+/** The option names that are absent from a queue's resolved options until set (see below). */
+type SparseOption = 'deadLetterQueue' | 'paused' | 'retention' | 'maxLength' | 'overflow';
+
 /**
- * Options with defaults filled in. `deadLetterQueue` is present only when one is set, and
- * `paused` only while the queue is paused: a queue that uses neither looks as it always did.
+ * Options with defaults filled in. `deadLetterQueue`, `retention` and `maxLength` are present
+ * only when set, `paused` only while the queue is paused and `overflow` only when it is not the
+ * default: a queue that uses none of them looks as it always did.
  */
-export type ResolvedQueueOptions = Required<Omit<QueueOptions, 'deadLetterQueue' | 'paused'>> & {
+export type ResolvedQueueOptions = Required<Omit<QueueOptions, SparseOption>> & {
   deadLetterQueue?: string;
   paused?: true;
+  retention?: number;
+  maxLength?: number;
+  overflow?: 'dead-letter-oldest';
 };
 
 export interface PublishInput {
@@ -45,6 +74,13 @@ export interface PublishInput {
    * jobs of a group are handed out in publish order. 1..256 characters (R18). Default none.
    */
   group?: string;
+  /**
+   * R30: the time at which the job dies with reason `expired` if it is still ready or delayed
+   * then, on the queue's clock (the same numbers as `now`; above the core, the broker's clock:
+   * epoch milliseconds with the system clock). Integer ≥ 0. Default none. It stays with the job
+   * in this queue only: a job that moves to another queue (R26) leaves it behind.
+   */
+  expiresAt?: number;
 }
 
 export interface PublishResult {
@@ -216,6 +252,11 @@ export interface QueueStats {
   autoAcked: number;
   /** R28: jobs cancelled by id (dead with reason `cancelled`, or removed). */
   cancelled: number;
+  /**
+   * R30: ready or delayed jobs that died of expiry (retention or expiresAt). Not the leases
+   * that ran out: those are `expiries`.
+   */
+  expired: number;
   deadLetters: Record<string, number>;
   /** Delivery-to-ack times of acked deliveries. */
   processingTime: { count: number; sum: number; max: number };
@@ -238,6 +279,8 @@ export interface JobView {
   group?: string;
   /** Its group sequence number (R29), when it has a group. */
   groupSeq?: number;
+  /** R31: the expiry it was published with, when it has one. */
+  expiresAt?: number;
   availableAt?: number;
   token?: number;
   deadline?: number;

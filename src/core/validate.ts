@@ -1,5 +1,5 @@
 import { ClockError, ValidationError } from './errors.js';
-import { QUEUE_NAME } from './queue-options.js';
+import { meansAbsent, OVERFLOW_MODES, QUEUE_NAME } from './queue-options.js';
 import { isStorableText, STORABLE_TEXT_RULE } from './text.js';
 import type { QueueOptions, ResolvedQueueOptions } from './types.js';
 
@@ -105,6 +105,9 @@ const QUEUE_OPTION_NAMES = new Set([
   ...Object.keys(DEFAULT_QUEUE_OPTIONS),
   'deadLetterQueue',
   'paused',
+  'retention',
+  'maxLength',
+  'overflow',
 ]);
 
 /** Fills defaults and checks every queue option; unknown names are refused too. */
@@ -114,30 +117,32 @@ export function resolveQueueOptions(options: QueueOptions | undefined): Resolved
   for (const name of Object.keys(options ?? {})) {
     if (!QUEUE_OPTION_NAMES.has(name)) problems.list.push(`unknown queue option ${show(name)}`);
   }
-  const resolved: Omit<ResolvedQueueOptions, 'deadLetterQueue' | 'paused'> & {
-    deadLetterQueue?: string | null;
-    paused?: boolean;
-  } = { ...DEFAULT_QUEUE_OPTIONS };
+  const resolved: Record<string, unknown> = { ...DEFAULT_QUEUE_OPTIONS };
   for (const [name, value] of Object.entries(options ?? {})) {
-    if (value !== undefined && QUEUE_OPTION_NAMES.has(name)) {
-      (resolved as Record<string, unknown>)[name] = value;
-    }
+    if (value !== undefined && QUEUE_OPTION_NAMES.has(name)) resolved[name] = value;
+  }
+  // An option that means what leaving it out means is left out (see ResolvedQueueOptions).
+  for (const [name, value] of Object.entries(resolved)) {
+    if (meansAbsent(name, value)) delete resolved[name];
   }
   problems.positiveInteger('visibility', resolved.visibility);
   problems.positiveIntegerOrInfinity('prefetch', resolved.prefetch);
   problems.positiveIntegerOrInfinity('maxDeliveries', resolved.maxDeliveries);
   problems.positiveIntegerOrInfinity('maxLease', resolved.maxLease);
   problems.nonNegativeInteger('dedupWindow', resolved.dedupWindow);
-  // No dead-letter queue is spelled by leaving it out; `null` removes one (updateQueue).
-  if (resolved.deadLetterQueue === null) delete resolved.deadLetterQueue;
   if (resolved.deadLetterQueue !== undefined) {
     problems.queueName('deadLetterQueue', resolved.deadLetterQueue);
   }
   if (resolved.paused !== undefined) problems.boolean('paused', resolved.paused);
-  // Running is spelled by leaving `paused` out.
-  if (resolved.paused === false) delete resolved.paused;
+  if (resolved.retention !== undefined) problems.positiveInteger('retention', resolved.retention);
+  if (resolved.maxLength !== undefined) problems.positiveInteger('maxLength', resolved.maxLength);
+  if (resolved.overflow !== undefined && !OVERFLOW_MODES.includes(resolved.overflow as never)) {
+    problems.list.push(
+      `overflow must be ${OVERFLOW_MODES.map((mode) => `'${mode}'`).join(' or ')}, got ${show(resolved.overflow)}`,
+    );
+  }
   problems.throwIfAny();
-  return resolved as ResolvedQueueOptions;
+  return resolved as unknown as ResolvedQueueOptions;
 }
 
 const SESSION_ID = /^s([1-9][0-9]*)$/;

@@ -29,6 +29,10 @@ const COUNTERS: Record<
     'Jobs removed as they were handed out by an auto-ack receive (R22, at most once)',
   ],
   cancelled: ['leaseq_cancelled_total', 'Jobs cancelled by id (R28), dead or removed'],
+  expired: [
+    'leaseq_expired_jobs_total',
+    'Ready or delayed jobs that died of expiry: retention or expiresAt (R30)',
+  ],
 };
 
 /**
@@ -74,7 +78,7 @@ export class ServerMetrics {
   );
   private readonly deadLetters = this.counter(
     'leaseq_dead_letters_total',
-    'Jobs dead-lettered, by reason kind (R17: max-deliveries, rejected, retries-exhausted, ambiguous, permanent)',
+    'Jobs dead-lettered, by reason kind (R17: max-deliveries, rejected, retries-exhausted, ambiguous, permanent, cancelled, expired, maxlen)',
     ['queue', 'reason'],
   );
   private readonly processed = this.counter(

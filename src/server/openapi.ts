@@ -23,6 +23,8 @@ function errorStatuses(route: RouteSpec): number[] {
     statuses.add(STATUS_BY_CODE.TOO_MANY_REQUESTS);
   }
   if (route.method === 'PUT') statuses.add(STATUS_BY_CODE.CONFLICT);
+  // A publish beyond a queue's maxLength (R31): QUEUE_FULL.
+  if (route.access === 'publish') statuses.add(STATUS_BY_CODE.QUEUE_FULL);
   return [...statuses].sort((a, b) => a - b);
 }
 

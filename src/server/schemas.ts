@@ -95,6 +95,7 @@ export const STAT_NUMBERS = [
   'purged',
   'autoAcked',
   'cancelled',
+  'expired',
 ] as const satisfies readonly (keyof QueueStats)[];
 
 export type StatNumber = (typeof STAT_NUMBERS)[number];
@@ -143,6 +144,9 @@ export const inspectView = object(
   ['queueTime', 'ready', 'delayed', 'active', 'dead'],
 );
 
+/** Queue options shown only when set (see ResolvedQueueOptions). */
+const SPARSE_OPTIONS = new Set(['deadLetterQueue', 'paused', 'retention', 'maxLength', 'overflow']);
+
 /** Every request and response schema of the API, sized by the server's limits. */
 export function buildSchemas(limits: Limits) {
   const visibility = integer(1, limits.maxVisibilityMs);
@@ -157,6 +161,21 @@ export function buildSchemas(limits: Limits) {
     dedupWindow: integer(0),
     deadLetterQueue: { ...queueName, type: ['string', 'null'] },
     paused: boolean,
+    retention: {
+      ...bound(),
+      description:
+        'R30: ms after its publish that a ready or delayed job dies with reason expired; null: none (the default)',
+    },
+    maxLength: {
+      ...bound(),
+      description: 'R31: the most ready jobs a publish may leave; null: none (the default)',
+    },
+    overflow: {
+      type: ['string', 'null'],
+      enum: ['reject', 'dead-letter-oldest', null],
+      description:
+        'R31: a publish beyond maxLength is refused with 409 QUEUE_FULL (reject, the default) or makes room: the oldest ready jobs die with reason maxlen',
+    },
   };
   const origin = object({ queue: queueName, reason: text, at: integer(0) }, [
     'queue',
@@ -172,6 +191,11 @@ export function buildSchemas(limits: Limits) {
       ...jobId,
       description:
         'message group (R24): never active while another job of the group is; handed out in publish order',
+    },
+    expiresAt: {
+      ...integer(0),
+      description:
+        "R30: the queue time (the server's clock, epoch ms) at which the job dies with reason expired if still ready or delayed",
     },
   });
   const nackEntry = object({ receipt, ...nackFields }, ['receipt']);
@@ -193,10 +217,14 @@ export function buildSchemas(limits: Limits) {
   return {
     queueOptionsIn: object(queueOptionFields),
     queueOptionsOut: object(
-      { ...queueOptionFields, deadLetterQueue: queueName },
-      Object.keys(queueOptionFields).filter(
-        (name) => name !== 'deadLetterQueue' && name !== 'paused',
-      ),
+      {
+        ...queueOptionFields,
+        deadLetterQueue: queueName,
+        retention: integer(1),
+        maxLength: integer(1),
+        overflow: { type: 'string', enum: ['dead-letter-oldest'] },
+      },
+      Object.keys(queueOptionFields).filter((name) => !SPARSE_OPTIONS.has(name)),
     ),
     publishInput,
     publishBatch: object({ jobs: batch(publishInput) }, ['jobs']),
@@ -285,6 +313,7 @@ export function buildSchemas(limits: Limits) {
         priority: integer(0, 9),
         group: jobId,
         groupSeq: integer(1),
+        expiresAt: integer(0),
         availableAt: integer(0),
         token: integer(1),
         deadline: integer(0),

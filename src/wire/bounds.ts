@@ -12,8 +12,8 @@ export function boundsFromWire<T extends object>(wire: T): { [K in keyof T]: Exc
   ) as { [K in keyof T]: Exclude<T[K], null> };
 }
 
-/** Options that name something: their `null` is "none", not "unbounded". */
-const NAMES = new Set(['deadLetterQueue']);
+/** Options that name something (or a mode): their `null` is "none", not "unbounded". */
+const NAMES = new Set(['deadLetterQueue', 'overflow']);
 
 export function boundsToWire<T extends object>(options: T): T {
   return Object.fromEntries(

@@ -19,6 +19,9 @@ export type ErrorCode = LeaseqErrorCode | ServerErrorCode;
  * The one table from error code to HTTP status, shared by the server (its answers) and the
  * client (the status of an operation's error inside a batch). SESSION_CLOSED is 410 Gone: the
  * session named in the request ended for good, and repeating the request cannot succeed.
+ * QUEUE_FULL (R31) is 409 Conflict: the publish conflicts with the queue's state (as many ready
+ * jobs as its maxLength), not with a rate (429) nor a fault of the server (5xx); the same
+ * publish succeeds once consumers took jobs.
  */
 export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   INVALID_ARGUMENT: 400,
@@ -29,6 +32,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   NOT_FOUND: 404,
   REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
+  QUEUE_FULL: 409,
   SESSION_CLOSED: 410,
   PAYLOAD_TOO_LARGE: 413,
   URI_TOO_LONG: 414,

@@ -62,7 +62,9 @@ export type LeaseLossReason =
   | 'stale-ack'
   | 'stale-nack'
   | 'settle-failed'
-  | 'cancelled';
+  | 'cancelled'
+  /** Received at most once (`ack: 'auto'`, R22): the job never had a lease to extend. */
+  | 'auto-ack';
 
 /**
  * The worker no longer holds the job's lease: another consumer may have it now. The reason of

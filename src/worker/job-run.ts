@@ -9,7 +9,12 @@ import {
 } from './errors.js';
 import type { Handler, Job, OutcomeRecord } from './job.js';
 import { type ContextOwner, RunContext } from './job-context.js';
-import { type LeaseHolder, LeaseRenewer, type RenewalConfig } from './lease-renewer.js';
+import {
+  type LeaseHolder,
+  LeaseRenewer,
+  type RenewalConfig,
+  type RenewalStep,
+} from './lease-renewer.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { applyDecision, decide, release } from './outcome.js';
@@ -37,8 +42,25 @@ export interface JobRunDeps {
   leaseMs: number;
   renewal: RenewalConfig;
   acks: AckBatcher;
-  onSettled: (run: JobRun, record: OutcomeRecord) => void;
+  onSettled: (run: HeldRun, record: OutcomeRecord) => void;
   onError: (error: unknown, during: 'renew' | 'settle') => void;
+}
+
+/** A job in the worker's hand, settled exactly once: a JobRun, or an AutoAckRun (R22). */
+export interface HeldRun {
+  readonly token: number;
+  /** The worker's session the delivery belongs to, if any. */
+  readonly session: string | undefined;
+  /** Runs the handler (and keeps the lease, when there is one). */
+  start(): void;
+  /** Shutdown: the job is given back (or, received at most once, lost); the signal fires. */
+  release(): Promise<void>;
+  /** The lease is gone: the handler's result will be dropped. */
+  loseLease(reason: LeaseLossReason): void;
+  /** One renewal step now. */
+  renewOnce(): Promise<RenewalStep>;
+  /** Resolves with the final outcome. */
+  done(): Promise<OutcomeRecord>;
 }
 
 /**
@@ -49,7 +71,7 @@ export interface JobRunDeps {
  * when the handler reads it, the lease is kept by the worker's one timer, the ack goes out
  * with the others of its tick.
  */
-export class JobRun implements AckWaiter, LeaseHolder, ContextOwner {
+export class JobRun implements HeldRun, AckWaiter, LeaseHolder, ContextOwner {
   private readonly renewer: LeaseRenewer;
   private controller: AbortController | undefined;
   private abortReason: Error | undefined;

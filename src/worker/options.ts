@@ -21,6 +21,15 @@ export interface BackoffOptions {
 export interface WorkerOptions {
   /** Most jobs in hand at once. Positive integer. Default 1. */
   concurrency?: number;
+  /**
+   * `'manual'` (default): each job is received under a lease the worker keeps and settled by
+   * the handler's outcome (at least once). `'auto'`: each job is received at most once
+   * (`receive({ ack: 'auto' })`, R22), removed from the queue as it is handed out: the handler
+   * runs with no lease, nothing is acked or nacked afterwards, and a job whose handler throws
+   * (or has not finished when shutdown gives up on it) is lost, never retried — the mode that
+   * may lose work. `visibility`, `renew`, `renewAt`, `maxRenewals` and `backoff` do not apply.
+   */
+  ack?: 'manual' | 'auto';
   /** Milliseconds one receive waits for new work before asking again (a long poll). Positive integer. Default 20000. */
   wait?: number;
   /** Lease length asked for each reservation and renewal, ms. Positive integer. Default: the queue's visibility. */
@@ -57,6 +66,7 @@ export interface ResolvedBackoff {
 
 export interface ResolvedWorkerOptions {
   concurrency: number;
+  ack: 'manual' | 'auto';
   wait: number;
   visibility: number | undefined;
   renew: RenewPolicy;
@@ -69,8 +79,10 @@ export interface ResolvedWorkerOptions {
 }
 
 const RENEW_POLICIES: readonly RenewPolicy[] = ['auto', 'on-progress', 'never'];
+const ACK_MODES: readonly ('manual' | 'auto')[] = ['manual', 'auto'];
 const KNOWN_OPTIONS = new Set([
   'concurrency',
+  'ack',
   'wait',
   'visibility',
   'renew',
@@ -99,6 +111,7 @@ export function resolveWorkerOptions(
   for (const key of Object.keys(options)) check(KNOWN_OPTIONS.has(key), `unknown option ${key}`);
   const {
     concurrency = 1,
+    ack = 'manual',
     wait = 20_000,
     visibility,
     renew = 'auto',
@@ -109,6 +122,7 @@ export function resolveWorkerOptions(
     isPositiveInteger(concurrency),
     `concurrency must be a positive integer, got ${show(concurrency)}`,
   );
+  check(ACK_MODES.includes(ack), `ack must be 'manual' or 'auto', got ${show(ack)}`);
   check(isPositiveInteger(wait), `wait must be a positive integer (ms), got ${show(wait)}`);
   check(
     visibility === undefined || isPositiveInteger(visibility),
@@ -140,6 +154,7 @@ export function resolveWorkerOptions(
   const clock = options.clock ?? new SystemClock();
   return {
     concurrency,
+    ack,
     wait,
     visibility,
     renew,

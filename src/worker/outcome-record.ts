@@ -50,6 +50,7 @@ const LOG_LEVEL: Record<OutcomeKind, LogLevel> = {
   'lease-lost': 'warn',
   dead: 'error',
   ambiguous: 'error',
+  lost: 'error',
 };
 
 const MESSAGE: Record<OutcomeKind, string> = {
@@ -60,11 +61,12 @@ const MESSAGE: Record<OutcomeKind, string> = {
   'lease-lost': 'job lease-lost',
   dead: 'job dead',
   ambiguous: 'job ambiguous',
+  lost: 'job lost',
 };
 
 /**
  * The log line of a final outcome: info for acked and duplicate, warn for retried, released and
- * lease-lost, error for dead and ambiguous. Nothing is built when the logger says its level is
+ * lease-lost, error for dead, ambiguous and lost. Nothing is built when the logger says its level is
  * off; a failing logger never leaves a job unsettled.
  */
 export function logOutcome(logger: Logger, record: OutcomeRecord, lastProgress: unknown): void {

@@ -17,7 +17,8 @@ export type OutcomeKind =
   | 'duplicate'
   | 'ambiguous'
   | 'released'
-  | 'lease-lost';
+  | 'lease-lost'
+  | 'lost';
 
 export const OUTCOME_KINDS: readonly OutcomeKind[] = [
   'acked',
@@ -27,6 +28,7 @@ export const OUTCOME_KINDS: readonly OutcomeKind[] = [
   'ambiguous',
   'released',
   'lease-lost',
+  'lost',
 ];
 
 /** What the handler did. */

@@ -2,9 +2,10 @@ import type { Queue } from '../broker/queue.js';
 import { backoffDelay, ClosedError, ValidationError } from '../core/index.js';
 import { abortableSleep } from './abortable-sleep.js';
 import { AckBatcher } from './ack-batcher.js';
+import { AutoAckRun } from './auto-ack-run.js';
 import { errorMessage } from './errors.js';
 import type { Handler, OutcomeRecord } from './job.js';
-import { JobRun, type JobRunDeps } from './job-run.js';
+import { type HeldRun, JobRun, type JobRunDeps } from './job-run.js';
 import { isLevelEnabled } from './logger.js';
 import { WorkerMetrics, type WorkerMetricsSnapshot } from './metrics.js';
 import { type ResolvedWorkerOptions, resolveWorkerOptions, type WorkerOptions } from './options.js';
@@ -34,13 +35,14 @@ const FETCH_RETRY = { baseDelay: 100, maxDelay: 30_000 };
 /**
  * Consumes one queue: reserves at most `concurrency` jobs at a time (long-waiting for work),
  * runs the handler on each under a kept lease, and settles every job by its outcome
- * (docs/worker.md). Talks to the queue only through the `Queue` interface.
+ * (docs/worker.md) — or, with `ack: 'auto'`, receives each at most once and runs it with no
+ * lease and nothing to settle (R22). Talks to the queue only through the `Queue` interface.
  */
 export class Worker<P = unknown> {
   readonly queue: Queue;
   private readonly options: ResolvedWorkerOptions;
   private readonly counters = new WorkerMetrics();
-  private readonly inHand = new Set<JobRun>();
+  private readonly inHand = new Set<HeldRun>();
   private stopWatchingCancels: (() => void) | undefined;
   private readonly fetches = new Set<Promise<number>>();
   private readonly stopping = new AbortController();
@@ -230,12 +232,14 @@ export class Worker<P = unknown> {
     this.reserving += free;
     let session: string | undefined;
     let deliveries: Awaited<ReturnType<Queue['receive']>>;
+    const atMostOnce = this.options.ack === 'auto';
     try {
       session = await this.session?.current();
       deliveries = await this.queue.receive({
         max: free,
         wait,
-        visibility: deps.leaseMs,
+        // R22: removed as handed out, no lease; or a lease of the worker's length.
+        ...(atMostOnce ? { ack: 'auto' as const } : { visibility: deps.leaseMs }),
         signal: this.stopping.signal,
         ...(session === undefined ? {} : { session }),
       });
@@ -254,10 +258,13 @@ export class Worker<P = unknown> {
     this.counters.received += deliveries.length;
     let started = 0;
     for (const delivery of deliveries) {
-      const run = new JobRun(delivery, receivedAt, session, deps);
+      const run = atMostOnce
+        ? new AutoAckRun(delivery, receivedAt, deps)
+        : new JobRun(delivery, receivedAt, session, deps);
       this.inHand.add(run);
-      if (this.stopping.signal.aborted) {
-        // Reserved while closing: give it back unrun.
+      // Reserved while closing: give it back unrun. A job received at most once cannot go
+      // back, so it runs within the grace period.
+      if (this.stopping.signal.aborted && !atMostOnce) {
         void run.release();
       } else {
         run.start();
@@ -271,7 +278,7 @@ export class Worker<P = unknown> {
     return Math.max(0, this.options.concurrency - this.inHand.size - this.reserving);
   }
 
-  private settled(run: JobRun, record: OutcomeRecord): void {
+  private settled(run: HeldRun, record: OutcomeRecord): void {
     this.inHand.delete(run);
     // Stepped by hand (no fetch loop): a stale lease timer must not keep the process alive.
     if (this.loop === undefined && this.inHand.size === 0) this.scheduler.disarmIfEmpty();

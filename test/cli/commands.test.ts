@@ -119,6 +119,75 @@ describe('dead-letter queues (R26)', () => {
   });
 });
 
+describe('retention and length bounds (R30, R31)', () => {
+  it('queue create and queue update name retention, max-length and overflow; a full queue refuses a publish', async () => {
+    const name = fresh();
+    const created = await run([
+      'queue',
+      'create',
+      name,
+      '--retention',
+      '60000',
+      '--max-length',
+      '1',
+    ]);
+    expect(created).toMatchObject({ code: 0 });
+    expect(created.stdout).toContain('retention=60000ms maxLength=1\n');
+    expect((await run(['queue', 'create', '--help'])).stdout).toContain('--max-length N');
+    expect(await run(['publish', name, '--id', 'a', '1'])).toMatchObject({ code: 0 });
+    const full = await run(['publish', name, '--id', 'b', '2']);
+    expect(full).toMatchObject({ code: 1, stderr: expect.stringContaining('QUEUE_FULL') });
+    const updated = await run(['queue', 'update', name, '--overflow', 'dead-letter-oldest']);
+    expect(updated.stdout).toBe(
+      `updated ${name}  visibility=30000ms prefetch=unbounded maxDeliveries=10 maxLease=unbounded dedupWindow=0ms retention=60000ms maxLength=1 overflow=dead-letter-oldest\n`,
+    );
+    expect(await run(['publish', name, '--id', 'b', '2'])).toMatchObject({ code: 0 });
+    expect(JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout)).toMatchObject({
+      ready: 1,
+      dead: 1,
+      deadLetters: { maxlen: 1 },
+    });
+    const removed = await run(['queue', 'update', name, '--retention', 'none', '--json']);
+    expect(JSON.parse(removed.stdout).options).not.toHaveProperty('retention');
+    expect((await run(['queue', 'update', '--help'])).stdout).toContain('--retention none');
+  });
+
+  it('refuses bad bounds as usage errors and changes nothing', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name, '--max-length', '5']);
+    for (const argv of [
+      ['queue', 'create', fresh(), '--retention', '0'],
+      ['queue', 'create', fresh(), '--max-length', '-1'],
+      ['queue', 'update', name, '--retention', '1.5'],
+      ['queue', 'update', name, '--overflow', 'drop-head'],
+      ['queue', 'update', name],
+      ['publish', name, '{}', '--expires-at', 'soon'],
+    ]) {
+      const answer = await run(argv);
+      expect(answer.code, argv.join(' ')).toBe(2);
+    }
+    expect((await run(['queue', 'update', name, '--overflow', 'x'])).stderr).toContain(
+      '--overflow must be reject or dead-letter-oldest',
+    );
+    expect(JSON.parse((await run(['queue', 'list', '--json'])).stdout)).toContainEqual({
+      name,
+      options: expect.objectContaining({ maxLength: 5 }),
+    });
+    expect(JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout)).toMatchObject({
+      published: 0,
+    });
+  });
+
+  it('publish --expires-at gives the jobs an expiry on the server clock', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    const at = Date.now() + 3_600_000;
+    await run(['publish', name, '--id', 'soon', '--expires-at', String(at), '{}']);
+    const queue = await server.broker.queue(name);
+    expect(await queue.job('soon')).toMatchObject({ state: 'ready', expiresAt: at });
+  });
+});
+
 describe('pause, resume and purge (R27, R19)', () => {
   it('queue pause stops handing out, queue resume starts again, queue purge empties', async () => {
     const name = fresh();

@@ -55,6 +55,7 @@ describeEngines(engines, (h) => {
         purged: 0,
         autoAcked: 0,
         cancelled: 0,
+        expired: 0,
         deadLetters: { 'max-deliveries': 1, rejected: 1 },
         processingTime: { count: 2, sum: 15, max: 11 },
       });

@@ -33,6 +33,16 @@ const CASES: [string, Call, Record<string, unknown>][] = [
   ],
   ['publish: a job that is null', (q) => q.publish(bad(null)), { type: 'publish', jobs: [null] }],
   [
+    'publish: expiresAt 1.5 (R30)',
+    (q) => q.publish({ id: 'x', expiresAt: 1.5 }),
+    { type: 'publish', jobs: [{ id: 'x', expiresAt: 1.5 }] },
+  ],
+  [
+    'publish: expiresAt -1 (R30)',
+    (q) => q.publish({ id: 'x', expiresAt: -1 }),
+    { type: 'publish', jobs: [{ id: 'x', expiresAt: -1 }] },
+  ],
+  [
     'publishBatch: one bad entry',
     (q) => q.publishBatch([{ id: 'y' }, { id: '' }]),
     { type: 'publish', jobs: [{ id: 'y' }, { id: '' }] },
@@ -161,6 +171,7 @@ describe('bad input through every door', () => {
         (tx) => tx.publish(queue.name, { id: '', delay: -5 }),
         (tx) => tx.ack(queue.name, 0),
         (tx) => tx.nack(queue.name, 1, { delay: -1 }),
+        (tx) => tx.publish(queue.name, { id: 'x', expiresAt: 1.5 }),
       ];
       for (const work of works) {
         const error = await door

@@ -35,6 +35,7 @@ describeEngines(engines, (h) => {
         purged: 0,
         autoAcked: 0,
         cancelled: 0,
+        expired: 0,
         deadLetters: {},
         processingTime: { count: 0, sum: 0, max: 0 },
       });
@@ -85,6 +86,7 @@ describeEngines(engines, (h) => {
         purged: 0,
         autoAcked: 0,
         cancelled: 0,
+        expired: 0,
         deadLetters: { 'max-deliveries': 1 },
         processingTime: { count: 1, sum: 2, max: 2 },
       });
@@ -118,6 +120,7 @@ describeEngines(engines, (h) => {
         purged: 0,
         autoAcked: 0,
         cancelled: 0,
+        expired: 0,
         deadLetters: { 'max-deliveries': 1 },
         processingTime: { count: 2, sum: 12, max: 10 },
       });

@@ -41,6 +41,12 @@ describe('bad arguments are ValidationErrors thrown before any change', () => {
     ['maxLease 2.5', { maxLease: 2.5 }],
     ['dedupWindow -1', { dedupWindow: -1 }],
     ['dedupWindow 0.5', { dedupWindow: 0.5 }],
+    ['retention 0 (R30)', { retention: 0 }],
+    ['retention -1 (R30)', { retention: -1 }],
+    ['retention 2.5 (R30)', { retention: 2.5 }],
+    ['maxLength 0 (R31)', { maxLength: 0 }],
+    ['maxLength 1.5 (R31)', { maxLength: 1.5 }],
+    ['overflow "drop-head" (R31)', { overflow: 'drop-head' as 'reject' }],
   ];
   it.each(badOptions)('constructor with %s', (_label, options) => {
     expectError(() => new LeaseQueue(options), ValidationError, INVALID);
@@ -65,6 +71,9 @@ describe('bad arguments are ValidationErrors thrown before any change', () => {
     ['delay -1', { id: 'n', delay: -1 }],
     ['delay 1.5', { id: 'n', delay: 1.5 }],
     ['delay NaN', { id: 'n', delay: Number.NaN }],
+    ['expiresAt -1 (R30)', { id: 'n', expiresAt: -1 }],
+    ['expiresAt 2.5 (R30)', { id: 'n', expiresAt: 2.5 }],
+    ['expiresAt "9" (R30)', { id: 'n', expiresAt: '9' }],
   ];
   it.each(badPublish)('publish with %s', (_label, input) => {
     expectRejected((q) => q.publish(LATER, input as never));

@@ -4,7 +4,7 @@ import { LeaseQueue } from '../../src/core/index.js';
 import { useConformanceEngines } from '../conformance/engines.js';
 import { describeEngines } from '../conformance/suite.js';
 import { Lockstep } from './lockstep.js';
-import { queueOptionsArbitrary } from './operations.js';
+import { boundedQueueOptionsArbitrary } from './operations.js';
 import { assertParameters, modelRuns, modelSeed, runSteps, stepCommands } from './runner.js';
 
 const engines = await useConformanceEngines({ client: false });
@@ -30,15 +30,19 @@ describeEngines(engines, (h) => {
       console.error(`model run of ${h.name} failed; replay with LEASEQ_MODEL_SEED=${runSeed}`);
     });
     const commands = stepCommands(MAX_COMMANDS);
-    const property = fc.asyncProperty(queueOptionsArbitrary, commands, async (options, steps) => {
-      const name = h.queueName('model');
-      const world = new Lockstep(new LeaseQueue(options), await h.engine().queue(name, options));
-      try {
-        await runSteps(world, steps);
-      } finally {
-        await h.engine().deleteQueue(name);
-      }
-    });
+    const property = fc.asyncProperty(
+      boundedQueueOptionsArbitrary,
+      commands,
+      async (options, steps) => {
+        const name = h.queueName('model');
+        const world = new Lockstep(new LeaseQueue(options), await h.engine().queue(name, options));
+        try {
+          await runSteps(world, steps);
+        } finally {
+          await h.engine().deleteQueue(name);
+        }
+      },
+    );
     await fc.assert(property, {
       ...assertParameters(numRuns, runSeed),
       ...(durable ? { plugins: [fc.interruptAfterTimeLimit(DURABLE_TIME_LIMIT_MS)] } : {}),

@@ -19,6 +19,7 @@ import {
   type Step,
   type TimeStep,
   type TokenRef,
+  usesQueueBounds,
   usesQueueFeatures,
 } from './operations.js';
 import { type Outcome, Shadow } from './shadow.js';
@@ -50,7 +51,10 @@ const UNKNOWN_SESSION = 'never-opened';
  * SPEC.md (shadow.ts). Without an engine queue, the core runs alone under the shadow's checks.
  */
 export class Lockstep {
-  /** The invariant checker of the core; it stops at the first step using R22–R24. */
+  /**
+   * The invariant checker of the core; it stops at the first step using R22–R24, R28 or a
+   * job's expiry, and is not used at all with R30's retention or R31's maxLength.
+   */
   private shadow: Shadow | undefined;
   /** Every token issued so far, in order. */
   private readonly tokens: number[] = [];
@@ -67,7 +71,7 @@ export class Lockstep {
     readonly core: LeaseQueue,
     readonly queue?: QueueHandle,
   ) {
-    this.shadow = new Shadow(core);
+    this.shadow = usesQueueBounds(core.options) ? undefined : new Shadow(core);
   }
 
   /** Applies one step to both sides; fails at the first difference. */

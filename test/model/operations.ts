@@ -41,6 +41,7 @@ export interface JobSpec {
   delay?: number;
   priority?: number;
   group?: string;
+  expiresAt?: number;
 }
 
 export interface NackSpec {
@@ -193,6 +194,8 @@ const jobSpec: fc.Arbitrary<JobSpec> = fc.record(
     delay: fc.oneof(fc.constantFrom(0, 0, 1, 3, 8), fc.integer({ min: 1, max: 20 })),
     priority: fc.constantFrom(0, 0, 1, 9),
     group: fc.constantFrom(undefined, undefined, 'g', 'h'),
+    // R30: an absolute time on the queue's clock, now and then within the next steps.
+    expiresAt: sometimes(2, fc.integer({ min: 0, max: 80 })),
   },
   { requiredKeys: ['id'] },
 );
@@ -204,6 +207,7 @@ const badJobSpec: fc.Arbitrary<JobSpec> = fc.constantFrom<JobSpec>(
   { id: 'b', delay: 1.5 },
   { id: 'c', priority: 10 },
   { id: 'd', group: '' },
+  { id: 'e', expiresAt: 1.5 },
 );
 
 /** A batch of up to 4 jobs; now and then one invalid entry somewhere, refusing all (R5). */
@@ -252,12 +256,14 @@ const idsRef: fc.Arbitrary<IdsRef> = fc.oneof(
 );
 
 /**
- * A step uses a queue feature of R22–R24 (at-most-once receive, priorities, message groups),
- * which the shadow's invariants (shadow.ts) do not model.
+ * A step uses a queue feature of R22–R24, R28 or R30 (at-most-once receive, priorities,
+ * message groups, cancel, a job's expiry), which the shadow's invariants (shadow.ts) do not
+ * model.
  */
 export function usesQueueFeatures(step: Step): boolean {
   const op = step.operation;
-  const featured = (job: JobSpec) => (job.priority ?? 0) !== 0 || job.group !== undefined;
+  const featured = (job: JobSpec) =>
+    (job.priority ?? 0) !== 0 || job.group !== undefined || job.expiresAt !== undefined;
   if (op.name === 'publish') return featured(op.job);
   if (op.name === 'publishBatch') return op.jobs.some(featured);
   if (op.name === 'cancel') return true; // R28
@@ -364,6 +370,30 @@ export const queueOptionsArbitrary: fc.Arbitrary<QueueOptions> = fc.record({
   maxLease: fc.oneof(fc.constant(Number.POSITIVE_INFINITY), fc.integer({ min: 3, max: 40 })),
   dedupWindow: fc.constantFrom(0, 0, 5),
 });
+
+/**
+ * The options of a run that may use the queue bounds of R30 and R31 (retention, maxLength and
+ * overflow), small enough to be met within a few steps. The shadow does not model them: a run
+ * with any of them is held to the core by the engine comparison only (see `usesQueueBounds`).
+ */
+export const boundedQueueOptionsArbitrary: fc.Arbitrary<QueueOptions> = fc
+  .tuple(
+    queueOptionsArbitrary,
+    fc.record(
+      {
+        retention: fc.integer({ min: 3, max: 40 }),
+        maxLength: fc.integer({ min: 1, max: 4 }),
+        overflow: fc.constantFrom('reject' as const, 'dead-letter-oldest' as const),
+      },
+      { requiredKeys: [] },
+    ),
+  )
+  .map(([options, bounds]) => ({ ...options, ...bounds }));
+
+/** Whether queue options use R30's retention or R31's maxLength, which the shadow does not model. */
+export function usesQueueBounds(options: QueueOptions): boolean {
+  return options.retention != null || options.maxLength != null;
+}
 
 /** A step as a line of a counterexample. */
 export function describeStep(step: Step): string {

@@ -19,8 +19,9 @@
  * every accepted call returned and did what its rule says.
  *
  * It models queues of R1–R20: FIFO ready, no message groups, manual acks. A run stops using it
- * at its first step with a priority, a group, an auto-acking reserve (R22–R24) or a cancel (R28); those steps
- * are held to the core by the engine comparison only.
+ * at its first step with a priority, a group, an auto-acking reserve (R22–R24), a cancel (R28)
+ * or a job's expiresAt (R30), and does not use it with a retention (R30) or a maxLength (R31);
+ * those are held to the core by the engine comparison only.
  */
 import { expect } from 'vitest';
 import { type LeaseQueue, type PublishInput, SessionClosedError } from '../../src/core/index.js';

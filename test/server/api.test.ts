@@ -328,5 +328,10 @@ describe('the OpenAPI document', () => {
       properties: { delay: { type: 'integer', minimum: 0 } },
     });
     expect(publish.responses['413']).toEqual({ $ref: '#/components/responses/Error' });
+    // R31: a publish beyond a queue's maxLength is 409 QUEUE_FULL.
+    expect(publish.responses['409']).toEqual({ $ref: '#/components/responses/Error' });
+    expect(publish.requestBody.content['application/json'].schema.properties).toMatchObject({
+      expiresAt: { type: 'integer', minimum: 0 },
+    });
   });
 });

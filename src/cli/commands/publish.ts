@@ -15,15 +15,17 @@ export const publish: Command = {
   name: 'publish',
   summary: 'Publish jobs: payloads as arguments, or JSON lines from a file or stdin',
   usage:
-    '<queue> [PAYLOAD_JSON ...] [--id ID] [--delay MS] [--priority N] [--group KEY] | <queue> --file FILE|- [--batch-size N]',
+    '<queue> [PAYLOAD_JSON ...] [--id ID] [--delay MS] [--priority N] [--group KEY] [--expires-at MS] | <queue> --file FILE|- [--batch-size N]',
   details: [
     "PAYLOAD_JSON   each argument is one job's payload, as JSON ('{\"n\":1}', '\"text\"', 42)",
     '--id ID        the job id (with one payload); generated when absent',
     '--delay MS     make the jobs ready after this many milliseconds',
     '--priority N   0 (default, lowest) to 9: higher priorities are received first',
     '--group KEY    message group: one job of a group at a time, in publish order',
+    "--expires-at MS  the server's time (epoch ms) at which the jobs die with reason expired if",
+    '               still ready or delayed',
     '--file FILE    JSON lines, one job a line: {"id"?: …, "payload"?: …, "delay"?: …,',
-    '               "priority"?: …, "group"?: …};',
+    '               "priority"?: …, "group"?: …, "expiresAt"?: …};',
     '               - (or no payloads with stdin not a terminal) reads standard input',
     '--batch-size N jobs per request (default 100, the server limit); each batch is all or nothing',
     '--progress     draw a progress bar on stderr even when it is not a terminal',
@@ -33,6 +35,7 @@ export const publish: Command = {
     delay: { type: 'string' },
     priority: { type: 'string' },
     group: { type: 'string' },
+    'expires-at': { type: 'string' },
     file: { type: 'string' },
     'batch-size': { type: 'string' },
     progress: { type: 'boolean' },
@@ -70,6 +73,7 @@ async function publishArguments(
   const delay = integerFlag(values, 'delay');
   const priority = integerFlag(values, 'priority', 0, 9);
   const group = stringFlag(values, 'group');
+  const expiresAt = integerFlag(values, 'expires-at');
   if (id !== undefined && payloads.length > 1) throw new UsageError('--id goes with one payload');
   const jobs = payloads.map((text, index) => ({
     payload: parseJson(text, `payload ${index + 1}`),
@@ -77,6 +81,7 @@ async function publishArguments(
     ...(delay === undefined ? {} : { delay }),
     ...(priority === undefined ? {} : { priority }),
     ...(group === undefined ? {} : { group }),
+    ...(expiresAt === undefined ? {} : { expiresAt }),
   }));
   const results = await queue.publishBatch(jobs);
   for (const result of results) report(result, values, context);

@@ -1,44 +1,84 @@
-import type { Command, OptionsConfig } from '../command.js';
-import { EXIT } from '../command.js';
+import type { QueueOptions } from '../../core/index.js';
+import type { Command, OptionsConfig, Values } from '../command.js';
+import { EXIT, UsageError } from '../command.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
 import { formatOptions, formatStats } from '../format.js';
 import { printJson, withClient } from '../remote.js';
 
-const createOptions: OptionsConfig = {
+const optionFlags: OptionsConfig = {
   visibility: { type: 'string' },
   prefetch: { type: 'string' },
   'max-deliveries': { type: 'string' },
   'max-lease': { type: 'string' },
   'dedup-window': { type: 'string' },
   'dead-letter-queue': { type: 'string' },
+  retention: { type: 'string' },
+  'max-length': { type: 'string' },
+  overflow: { type: 'string' },
 };
+
+const OPTION_USAGE =
+  '[--visibility MS] [--prefetch N] [--max-deliveries N] [--max-lease MS] [--dedup-window MS] [--dead-letter-queue NAME] [--retention MS] [--max-length N] [--overflow MODE]';
+
+const OPTION_DETAILS = [
+  '--visibility MS       lease of a delivery that names none (default 30000)',
+  '--prefetch N          most active deliveries of the queue (default unbounded)',
+  '--max-deliveries N    deliveries before a job is dead-lettered (default 10)',
+  '--max-lease MS        longest a delivery can be extended to (default unbounded)',
+  '--dedup-window MS     how long an acked id is still refused as a duplicate (default 0)',
+  '--dead-letter-queue NAME  the queue a job that dies moves to, as ready (default none)',
+  '--retention MS        a job still ready or delayed this long after its publish dies with',
+  '                      reason expired; never ends a delivery (default none)',
+  '--max-length N        the most ready jobs a publish may leave (default none)',
+  '--overflow MODE       a publish beyond --max-length: reject (the default: refused with',
+  '                      QUEUE_FULL, nothing stored) or dead-letter-oldest (taken; the oldest',
+  '                      ready jobs die with reason maxlen)',
+];
+
+const OVERFLOW_MODES = ['reject', 'dead-letter-oldest'] as const;
+
+/**
+ * The queue options named by flags; absent flags are absent options. With `removable`
+ * (update), `--retention none` and `--max-length none` remove the bound.
+ */
+function queueOptionsOf(values: Values, removable: boolean): QueueOptions {
+  const bound = (flag: string): number | null | undefined =>
+    removable && values[flag] === 'none' ? null : integerFlag(values, flag, 1);
+  const overflow = stringFlag(values, 'overflow');
+  if (overflow !== undefined && !(OVERFLOW_MODES as readonly string[]).includes(overflow)) {
+    throw new UsageError(
+      `--overflow must be ${OVERFLOW_MODES.join(' or ')}, got ${JSON.stringify(overflow)}`,
+    );
+  }
+  const options: QueueOptions = {
+    visibility: integerFlag(values, 'visibility', 1),
+    prefetch: integerFlag(values, 'prefetch', 1),
+    maxDeliveries: integerFlag(values, 'max-deliveries', 1),
+    maxLease: integerFlag(values, 'max-lease', 1),
+    dedupWindow: integerFlag(values, 'dedup-window', 0),
+    deadLetterQueue: stringFlag(values, 'dead-letter-queue'),
+    retention: bound('retention'),
+    maxLength: bound('max-length'),
+    overflow: overflow as QueueOptions['overflow'],
+  };
+  return Object.fromEntries(
+    Object.entries(options).filter(([, value]) => value !== undefined),
+  ) as QueueOptions;
+}
 
 export const queueCreate: Command = {
   name: 'queue create',
   summary: 'Create a queue (or check that it exists with these options)',
-  usage:
-    '<name> [--visibility MS] [--prefetch N] [--max-deliveries N] [--max-lease MS] [--dedup-window MS] [--dead-letter-queue NAME]',
+  usage: `<name> ${OPTION_USAGE}`,
   details: [
-    '--visibility MS       lease of a delivery that names none (default 30000)',
-    '--prefetch N          most active deliveries of the queue (default unbounded)',
-    '--max-deliveries N    deliveries before a job is dead-lettered (default 10)',
-    '--max-lease MS        longest a delivery can be extended to (default unbounded)',
-    '--dedup-window MS     how long an acked id is still refused as a duplicate (default 0)',
-    '--dead-letter-queue NAME  the queue a job that dies moves to, as ready (default none)',
-    'Needs an admin key. Options other than the stored ones are a CONFLICT.',
+    ...OPTION_DETAILS,
+    'Needs an admin key. Options other than the stored ones are a CONFLICT (see queue update).',
   ],
-  options: createOptions,
+  options: optionFlags,
   remote: true,
   async run({ values, positionals: given, context }) {
     const [name] = positionals(given, ['name']) as [string];
-    const options = {
-      visibility: integerFlag(values, 'visibility', 1),
-      prefetch: integerFlag(values, 'prefetch', 1),
-      maxDeliveries: integerFlag(values, 'max-deliveries', 1),
-      maxLease: integerFlag(values, 'max-lease', 1),
-      dedupWindow: integerFlag(values, 'dedup-window', 0),
-      deadLetterQueue: stringFlag(values, 'dead-letter-queue'),
-    };
+    const options = queueOptionsOf(values, false);
     const view = await withClient(values, context, (client) => client.createQueue(name, options));
     if (values.json) printJson(context, view);
     else {
@@ -46,6 +86,32 @@ export const queueCreate: Command = {
         `${view.created ? 'created' : 'exists '} ${view.name}  ${formatOptions(view.options)}\n`,
       );
     }
+    return EXIT.ok;
+  },
+};
+
+export const queueUpdate: Command = {
+  name: 'queue update',
+  summary: 'Change options of a queue; the others keep their values',
+  usage: `<name> ${OPTION_USAGE}`,
+  details: [
+    ...OPTION_DETAILS,
+    '--retention none and --max-length none remove the bound.',
+    'Deliveries already made keep their deadlines; a lower --max-length drops nothing until the',
+    'next publish. Needs an admin key.',
+  ],
+  options: optionFlags,
+  remote: true,
+  async run({ values, positionals: given, context }) {
+    const [name] = positionals(given, ['name']) as [string];
+    const options = queueOptionsOf(values, true);
+    if (Object.keys(options).length === 0)
+      throw new UsageError('name at least one option to change');
+    const updated = await withClient(values, context, (client) =>
+      client.updateQueue(name, options),
+    );
+    if (values.json) printJson(context, { name, options: updated });
+    else context.stdout.write(`updated ${name}  ${formatOptions(updated)}\n`);
     return EXIT.ok;
   },
 };

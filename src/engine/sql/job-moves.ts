@@ -3,8 +3,8 @@ import type { Attempt, AttemptOutcome } from '../../core/index.js';
 import { MAX_HISTORY } from '../../core/records.js';
 import { checkNow } from '../../core/validate.js';
 import type { SqlQueueLinks } from './queue-links.js';
-import type { QueueRow } from './queue-row.js';
-import { backPosition, frontPosition } from './ready-bands.js';
+import { expiryInUse, type QueueRow } from './queue-row.js';
+import { advanceHead, backPosition, bandHead, frontPosition } from './ready-bands.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 
 /** The columns of a live delivery, as the transitions need them. */
@@ -26,6 +26,24 @@ export const DELIVERY_COLUMNS =
 interface Release {
   row: DeliveryRow;
   outcome: AttemptOutcome;
+}
+
+/** A ready or delayed job as R30 and R31 end it: no delivery to record. */
+export interface IdleRow {
+  id: string;
+  state: 'ready' | 'delayed';
+  priority: number;
+  grp: string | null;
+  history: string | null;
+  ready_pos: number | null;
+}
+
+export const IDLE_COLUMNS = 'id, state, priority, grp, history, ready_pos';
+
+/** A job whose expiry came (R30), with what orders the deaths: expiry time, then seq. */
+interface ExpiringRow extends IdleRow {
+  expiry_at: number;
+  seq: number;
 }
 
 const INF = Number.POSITIVE_INFINITY;
@@ -67,6 +85,7 @@ export class JobMoves {
     }
     if (released.length > 0) await this.release(released, now);
     await this.promoteDelayed(now);
+    if (expiryInUse(this.q)) await this.expireDue(now);
     await this.c.run('DELETE FROM leaseq_acked WHERE queue = ? AND forget_at <= ?', [
       this.q.name,
       now,
@@ -139,6 +158,14 @@ export class JobMoves {
       [this.q.name, this.q.name],
     );
     let next = Math.min(times?.deadline ?? INF, times?.available ?? INF);
+    if (expiryInUse(this.q)) {
+      const [expiry] = await this.c.query<{ at: number | null }>(
+        `SELECT MIN(expiry_at) AS at FROM leaseq_jobs
+         WHERE queue = ? AND expiry_at IS NOT NULL AND state IN ('ready', 'delayed')`,
+        [this.q.name],
+      );
+      next = Math.min(next, expiry?.at ?? INF);
+    }
     if (this.q.sessions > 0) {
       for (const { endsAt } of await this.sessionEnds()) next = Math.min(next, endsAt);
     }
@@ -196,6 +223,8 @@ export class JobMoves {
       }
     }
     this.q.active -= back.length;
+    // Back in ready or delayed, a job may be past its expiry (R30): the next step looks.
+    if (back.length > 0) this.expiryMayBeDue(now);
     if (delay > 0) {
       this.q.delayed += back.length;
       this.q.nextEventAt = Math.min(this.q.nextEventAt, now + delay);
@@ -232,19 +261,11 @@ export class JobMoves {
    */
   async deadLetter(row: DeliveryRow, attempt: Attempt, now: number, reason: string): Promise<void> {
     this.q.active -= 1;
-    const counts = this.q.counters.deadLetters;
-    const kind = deadLetterKind(reason);
-    counts[kind] = (counts[kind] ?? 0) + 1;
     const history = appendHistory(row.history, attempt);
-    const target = this.q.options.deadLetterQueue;
-    if (target !== undefined && this.links !== undefined) {
-      const origin = { queue: this.q.name, reason, at: now };
-      const transfer = { id: row.id, history, origin, priority: row.priority, grp: row.grp };
-      if (await this.links.admit(this.q, target, now, transfer)) {
-        // Moved on, the job has left its group, which goes on (R24).
-        if (row.grp !== null) await this.advanceGroup(row.grp, now);
-        return;
-      }
+    if (await this.routeDead(row, history, now, reason)) {
+      // Moved on, the job has left its group, which goes on (R24).
+      if (row.grp !== null) await this.advanceGroup(row.grp, now);
+      return;
     }
     this.q.deadSeq += 1;
     this.q.dead += 1;
@@ -258,17 +279,131 @@ export class JobMoves {
   }
 
   /**
-   * R24: the member of group `grp` in play left it (acked, auto-acked, dead): the next one in
-   * group order goes to the back of ready (of its priority), or to delayed while its delay lasts.
+   * A ready or delayed job dies (R30 expired, R31 maxlen): R14, R26 as for a delivery's death,
+   * with no attempt to record. The caller has taken it out of ready's or delayed's count (and
+   * closes the gap it leaves in ready). Answers the next member of its group made ready or
+   * delayed, if any.
    */
-  async advanceGroup(grp: string, now: number): Promise<void> {
+  async dieIdle(row: IdleRow, now: number, reason: string): Promise<string | undefined> {
+    if (!(await this.routeDead(row, row.history, now, reason))) {
+      this.q.deadSeq += 1;
+      this.q.dead += 1;
+      await this.c.run(
+        `UPDATE leaseq_jobs SET state = 'dead', dead_reason = ?, dead_at = ?, dead_seq = ?,
+           ready_pos = NULL
+         WHERE queue = ? AND id = ?`,
+        [reason, now, this.q.deadSeq, this.q.name, row.id],
+      );
+    }
+    // Dead or moved on, the job has left its group, which goes on (R24).
+    return row.grp === null ? undefined : this.advanceGroup(row.grp, now);
+  }
+
+  /**
+   * Counts a death by kind (R17) and, with a dead-letter queue that takes the job, moves it
+   * there (R26): true. False when it stays to die here.
+   */
+  private async routeDead(
+    row: { id: string; priority: number; grp: string | null },
+    history: string | null,
+    now: number,
+    reason: string,
+  ): Promise<boolean> {
+    const counts = this.q.counters.deadLetters;
+    const kind = deadLetterKind(reason);
+    counts[kind] = (counts[kind] ?? 0) + 1;
+    const target = this.q.options.deadLetterQueue;
+    if (target === undefined || this.links === undefined) return false;
+    const origin = { queue: this.q.name, reason, at: now };
+    const transfer = { id: row.id, history, origin, priority: row.priority, grp: row.grp };
+    return this.links.admit(this.q, target, now, transfer);
+  }
+
+  // --- R30: expiry --------------------------------------------------------------------------
+
+  /**
+   * R3d, R30: every ready or delayed job whose expiry came dies with reason `expired`, in
+   * expiry order, then publish order (seq); the next member of a group may follow in the same
+   * step, in its place in that order.
+   */
+  private async expireDue(now: number): Promise<void> {
+    const due = await this.dueExpiries(now, undefined);
+    if (due.length === 0) return;
+    due.sort(byExpiry);
+    /** Ready positions left free, by priority. */
+    const gaps = new Map<number, number[]>();
+    for (let job = due.shift(); job !== undefined; job = due.shift()) {
+      if (job.state === 'ready') {
+        this.q.ready -= 1;
+        const band = gaps.get(job.priority) ?? [];
+        band.push(job.ready_pos as number);
+        gaps.set(job.priority, band);
+      } else {
+        this.q.delayed -= 1;
+      }
+      this.q.counters.expired += 1;
+      const promoted = await this.dieIdle(job, now, 'expired');
+      if (promoted === undefined) continue;
+      for (const next of await this.dueExpiries(now, promoted)) {
+        const at = due.findIndex((other) => byExpiry(next, other) < 0);
+        due.splice(at < 0 ? due.length : at, 0, next);
+      }
+    }
+    for (const [priority, positions] of gaps) await this.closeReadyGaps(priority, positions);
+  }
+
+  /** The ready and delayed jobs whose expiry is at or before `now` (or that one job). */
+  private dueExpiries(now: number, id: string | undefined): Promise<ExpiringRow[]> {
+    return this.c.query<ExpiringRow>(
+      `SELECT ${IDLE_COLUMNS}, expiry_at, seq FROM leaseq_jobs
+       WHERE queue = ? AND expiry_at <= ? AND state IN ('ready', 'delayed')${id === undefined ? '' : ' AND id = ?'}`,
+      id === undefined ? [this.q.name, now] : [this.q.name, now, id],
+    );
+  }
+
+  /**
+   * Closes the gaps that jobs leaving ready left in priority `priority`'s band, keeping the
+   * order of the others: the jobs before each gap move back one place and the head follows.
+   * A gap at the front (the jobs published first expire first) moves nothing.
+   */
+  async closeReadyGaps(priority: number, positions: number[]): Promise<void> {
+    positions.sort((a, b) => a - b);
+    for (const position of positions) {
+      const head = bandHead(this.q, priority);
+      if (position > head) {
+        await this.c.run(
+          `UPDATE leaseq_jobs SET ready_pos = ready_pos + 1
+           WHERE queue = ? AND state = 'ready' AND ready_pos >= ? AND ready_pos < ?`,
+          [this.q.name, head, position],
+        );
+      }
+      advanceHead(this.q, priority, 1);
+    }
+  }
+
+  /**
+   * R30: a job of this queue became ready or delayed again (requeued, next in its group,
+   * redriven): its expiry may be due at once, so the next step looks (a lower bound of R3's
+   * next event; the step computes the exact one).
+   */
+  expiryMayBeDue(now: number): void {
+    if (expiryInUse(this.q)) this.q.nextEventAt = Math.min(this.q.nextEventAt, now);
+  }
+
+  /**
+   * R24: the member of group `grp` in play left it (acked, auto-acked, dead): the next one in
+   * group order goes to the back of ready (of its priority), or to delayed while its delay
+   * lasts. Answers its id, if there is one.
+   */
+  async advanceGroup(grp: string, now: number): Promise<string | undefined> {
     const [next] = await this.c.query<{ id: string; priority: number; available_at: number }>(
       `SELECT id, priority, available_at FROM leaseq_jobs
        WHERE queue = ? AND grp = ? AND state = 'waiting' ORDER BY group_seq LIMIT 1`,
       [this.q.name, grp],
     );
-    if (next === undefined) return;
+    if (next === undefined) return undefined;
     this.q.waiting -= 1;
+    this.expiryMayBeDue(now);
     if (next.available_at > now) {
       this.q.delayed += 1;
       this.q.nextEventAt = Math.min(this.q.nextEventAt, next.available_at);
@@ -276,7 +411,7 @@ export class JobMoves {
         this.q.name,
         next.id,
       ]);
-      return;
+      return next.id;
     }
     this.q.ready += 1;
     await this.c.run(
@@ -284,6 +419,7 @@ export class JobMoves {
        WHERE queue = ? AND id = ?`,
       [backPosition(this.q, next.priority), now, this.q.name, next.id],
     );
+    return next.id;
   }
 
   /** R24: whether group `grp` has a member that is not dead (a newcomer then waits). */
@@ -302,6 +438,11 @@ export class JobMoves {
     );
     return row;
   }
+}
+
+/** Expiry order (R30): by time, then publish order; negative when `a` comes first. */
+function byExpiry(a: ExpiringRow, b: ExpiringRow): number {
+  return a.expiry_at - b.expiry_at || a.seq - b.seq;
 }
 
 const CLEAR_DELIVERY = 'token = NULL, delivered_at = NULL, deadline = NULL, session = NULL';

@@ -52,11 +52,16 @@ export class SqlQueueLinks {
     const seq = target.nextSeq++;
     if (waits) target.waiting += 1;
     else target.ready += 1;
+    // R30: its expiresAt stays behind (a time of the queue it left); the retention of the
+    // queue it joins counts from its publish. Its expiry may be due at once: the next step looks.
+    const retention = target.options.retention ?? null;
+    if (retention !== null) target.nextEventAt = Math.min(target.nextEventAt, target.queueTime);
     await this.connection.run(
       `UPDATE leaseq_jobs SET queue = ?, seq = ?, group_seq = ?, state = ?, delivery_count = 0,
          available_at = ?, ready_pos = ?, ready_since = ?, token = NULL, delivered_at = NULL,
          deadline = NULL, session = NULL, dead_reason = NULL, dead_at = NULL, dead_seq = NULL,
-         history = ?, origin_queue = ?, origin_reason = ?, origin_at = ?
+         history = ?, origin_queue = ?, origin_reason = ?, origin_at = ?, expires_at = NULL,
+         expiry_at = published_at + ?
        WHERE queue = ? AND id = ?`,
       [
         queue,
@@ -70,6 +75,7 @@ export class SqlQueueLinks {
         job.origin?.queue ?? null,
         job.origin?.reason ?? null,
         job.origin?.at ?? null,
+        retention,
         source.name,
         job.id,
       ],

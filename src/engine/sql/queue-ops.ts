@@ -13,6 +13,7 @@ import {
   type NackDisposition,
   type PublishResult,
   type PurgeQueueResult,
+  QueueFullError,
   type QueueStats,
   SessionClosedError,
 } from '../../core/index.js';
@@ -22,6 +23,8 @@ import {
   attemptOf,
   DELIVERY_COLUMNS,
   type DeliveryRow,
+  IDLE_COLUMNS,
+  type IdleRow,
   JobMoves,
 } from './job-moves.js';
 import { INFINITY_AS_NULL } from './queue-row.js';
@@ -31,6 +34,7 @@ import {
   compactBand,
   emptyBands,
   hasRankedReady,
+  lowestReadyBand,
   readyRanges,
 } from './ready-bands.js';
 
@@ -41,6 +45,7 @@ export interface EncodedPublish {
   delay: number;
   priority: number;
   group: string | undefined;
+  expiresAt: number | undefined;
 }
 
 /** What a new session is opened with; Infinity means no bound. */
@@ -62,6 +67,11 @@ export class QueueOps extends JobMoves {
   /** Publishes in order; new jobs are written in one statement (R4, R5). */
   async publish(now: number, inputs: readonly EncodedPublish[]): Promise<PublishResult[]> {
     now = await this.advance(now);
+    const maxLength = this.q.options.maxLength;
+    const readyBefore = this.q.ready;
+    if (maxLength !== undefined && this.q.options.overflow === undefined) {
+      await this.refuseBeyond(maxLength, now, inputs);
+    }
     const ids = new IdAllocator(this, now);
     await ids.check(
       inputs.flatMap((input) => (input.id === undefined ? [] : [input.id])),
@@ -94,8 +104,67 @@ export class QueueOps extends JobMoves {
         ...(row.group_seq === null ? {} : { groupSeq: row.group_seq }),
       });
     }
-    if (rows.length > 0) await this.insertRows(rows);
+    if (rows.length === 0) return results;
+    if (rows.some((row) => row.expiry_at !== null)) {
+      await this.insertExpiringRows(rows);
+      // Back in ready or delayed later (requeued, next in its group), a job may be expired.
+      if (rows.some((row) => row.expires_at !== null)) this.q.jobExpiry = true;
+    } else {
+      await this.insertRows(rows);
+    }
+    if (maxLength !== undefined && this.q.ready > readyBefore) await this.makeRoom(maxLength, now);
     return results;
+  }
+
+  /**
+   * R31, overflow `reject`: refuses the whole publish (R5) before anything of it is stored when
+   * it would leave more ready jobs than `maxLength`. Duplicates (R4), delayed jobs and jobs that
+   * would wait behind an earlier member of their group (R24) add none.
+   */
+  private async refuseBeyond(
+    maxLength: number,
+    now: number,
+    inputs: readonly EncodedPublish[],
+  ): Promise<void> {
+    const explicit = inputs.flatMap((input) => (input.id === undefined ? [] : [input.id]));
+    const seen = new Set((await this.takenAmong(explicit, now)).map((taken) => taken.id));
+    const groups = new Map<string, boolean>();
+    let added = 0;
+    for (const input of inputs) {
+      if (input.id !== undefined) {
+        if (seen.has(input.id)) continue;
+        seen.add(input.id);
+      }
+      if (input.group !== undefined) {
+        const waits = groups.get(input.group) ?? (await this.groupHasMembers(input.group));
+        groups.set(input.group, true);
+        if (waits) continue;
+      }
+      if (input.delay === 0) added += 1;
+    }
+    if (added > 0 && this.q.ready + added > maxLength) {
+      throw new QueueFullError(
+        `queue ${this.q.name} is full: ${this.q.ready} ready jobs, maxLength ${maxLength}; the publish would add ${added}`,
+      );
+    }
+  }
+
+  /**
+   * R31, overflow `dead-letter-oldest`: once the publish is in, the oldest ready job (the front
+   * of the lowest priority that has one) dies with reason `maxlen` while ready holds more than
+   * `maxLength`. It stands at its band's head, so no ready position moves.
+   */
+  private async makeRoom(maxLength: number, now: number): Promise<void> {
+    while (this.q.ready > maxLength) {
+      const band = lowestReadyBand(this.q) as { priority: number; head: number };
+      const [oldest] = await this.c.query<IdleRow>(
+        `SELECT ${IDLE_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'ready' AND ready_pos = ?`,
+        [this.q.name, band.head],
+      );
+      advanceHead(this.q, band.priority, 1);
+      this.q.ready -= 1;
+      await this.dieIdle(oldest as IdleRow, now, 'maxlen');
+    }
   }
 
   /** One statement for all rows where round trips cost; one cheap statement each elsewhere. */
@@ -134,7 +203,47 @@ export class QueueOps extends JobMoves {
     }
   }
 
+  /**
+   * `insertRows` with the expiry columns (R30): a queue with a retention, or a publish of jobs
+   * with an expiresAt. Apart from `insertRows`, so that the statements of other publishes stay
+   * as they were.
+   */
+  private async insertExpiringRows(rows: readonly NewJobRow[]): Promise<void> {
+    const columns = [...NEW_JOB_COLUMNS, ...EXPIRY_COLUMNS];
+    const names = columns.map(([name]) => name).join(', ');
+    if (this.dialect.setBased) {
+      await this.c.run(
+        `INSERT INTO leaseq_jobs (queue, delivery_count, ${names})
+         SELECT ?, 0, ${names} FROM ${this.dialect.jsonRecords(columns)} AS new_jobs`,
+        [this.q.name, JSON.stringify(rows)],
+      );
+      return;
+    }
+    const marks = columns.map(() => '?').join(', ');
+    for (const row of rows) {
+      await this.c.run(
+        `INSERT INTO leaseq_jobs (queue, delivery_count, ${names}) VALUES (?, 0, ${marks})`,
+        [this.q.name, ...columns.map(([name]) => row[name])],
+      );
+    }
+  }
+
   private newJobRow(now: number, id: string, input: EncodedPublish, waits: boolean): NewJobRow {
+    const row = this.newJobState(now, id, input, waits);
+    const retention = this.q.options.retention;
+    if (retention !== undefined || input.expiresAt !== undefined) {
+      // R30: the expiry in force, the earlier of its own and the queue's retention.
+      row.expires_at = input.expiresAt ?? null;
+      row.expiry_at = Math.min(
+        input.expiresAt ?? Number.POSITIVE_INFINITY,
+        retention === undefined ? Number.POSITIVE_INFINITY : now + retention,
+      );
+      if (!waits) this.q.nextEventAt = Math.min(this.q.nextEventAt, row.expiry_at);
+    }
+    return row;
+  }
+
+  private newJobState(now: number, id: string, input: EncodedPublish, waits: boolean): NewJobRow {
     const seq = this.q.nextSeq++;
     this.q.counters.published += 1;
     const grp = input.group ?? null;
@@ -153,6 +262,8 @@ export class QueueOps extends JobMoves {
         priority: input.priority,
         grp,
         group_seq,
+        expires_at: null,
+        expiry_at: null,
       };
     }
     if (input.delay > 0) {
@@ -171,6 +282,8 @@ export class QueueOps extends JobMoves {
         priority: input.priority,
         grp,
         group_seq,
+        expires_at: null,
+        expiry_at: null,
       };
     }
     this.q.ready += 1;
@@ -186,6 +299,8 @@ export class QueueOps extends JobMoves {
       priority: input.priority,
       grp,
       group_seq,
+      expires_at: null,
+      expiry_at: null,
     };
   }
 
@@ -540,6 +655,7 @@ export class QueueOps extends JobMoves {
       );
     }
     this.q.counters.redriven += moved;
+    if (moved > 0) this.expiryMayBeDue(now);
     return moved;
   }
 
@@ -829,6 +945,7 @@ export class QueueOps extends JobMoves {
       ...(row.published_at === null ? {} : { publishedAt: row.published_at }),
       ...(row.priority === 0 ? {} : { priority: row.priority }),
       ...(row.grp === null ? {} : { group: row.grp, groupSeq: row.group_seq as number }),
+      ...(row.expires_at === null ? {} : { expiresAt: row.expires_at }),
       ...(row.state === 'delayed' ? { availableAt: row.available_at } : {}),
       ...(row.token === null ? {} : { token: row.token, deadline: row.deadline as number }),
       ...(row.state === 'dead'
@@ -935,10 +1052,11 @@ interface JobRowView {
   origin_queue: string | null;
   origin_reason: string | null;
   origin_at: number | null;
+  expires_at: number | null;
 }
 
 const JOB_VIEW_COLUMNS =
-  'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history, published_at, priority, grp, group_seq, origin_queue, origin_reason, origin_at';
+  'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history, published_at, priority, grp, group_seq, origin_queue, origin_reason, origin_at, expires_at';
 
 /** An id that is taken (present or remembered, R4), with its group sequence number (R29). */
 interface TakenId {
@@ -982,6 +1100,8 @@ interface NewJobRow {
   priority: number;
   grp: string | null;
   group_seq: number | null;
+  expires_at: number | null;
+  expiry_at: number | null;
 }
 
 const NEW_JOB_COLUMNS = [
@@ -996,6 +1116,12 @@ const NEW_JOB_COLUMNS = [
   ['priority', 'integer'],
   ['grp', 'text'],
   ['group_seq', 'integer'],
+] as const;
+
+/** R30: the expiry a job was published with, and the one in force. */
+const EXPIRY_COLUMNS = [
+  ['expires_at', 'integer'],
+  ['expiry_at', 'integer'],
 ] as const;
 
 /**

@@ -30,6 +30,16 @@ export interface QueueRow {
   waiting: number;
   sessions: number;
   counters: Counters;
+  /** R30: a job was published into the queue with an expiresAt (never unset). */
+  jobExpiry: boolean;
+}
+
+/**
+ * R30: whether jobs of the queue may expire (a retention, or jobs published with an
+ * expiresAt), so that time passing looks for expired jobs. A queue without either never does.
+ */
+export function expiryInUse(q: QueueRow): boolean {
+  return q.jobExpiry || q.options.retention !== undefined;
 }
 
 interface StoredRow {
@@ -52,10 +62,11 @@ interface StoredRow {
   dead_count: number;
   session_count: number;
   counters: string;
+  job_expiry: number;
 }
 
 const COLUMNS =
-  'name, options, clock, next_token, next_seq, next_session, next_generated_id, ready_head, ready_tail, dead_seq, next_event_at, ready_count, delayed_count, active_count, dead_count, session_count, counters, ready_bands, waiting_count';
+  'name, options, clock, next_token, next_seq, next_session, next_generated_id, ready_head, ready_tail, dead_seq, next_event_at, ready_count, delayed_count, active_count, dead_count, session_count, counters, ready_bands, waiting_count, job_expiry';
 
 /** Options as JSON: Infinity is stored as null. */
 export function encodeOptions(options: ResolvedQueueOptions): string {
@@ -125,6 +136,7 @@ function fromStored(stored: StoredRow): QueueRow {
     waiting: stored.waiting_count,
     sessions: stored.session_count,
     counters: loadCounters(stored.counters),
+    jobExpiry: stored.job_expiry !== 0,
   };
 }
 
@@ -141,7 +153,7 @@ async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<v
     `UPDATE leaseq_queues SET options = ?, clock = ?, next_token = ?, next_seq = ?, next_session = ?,
        next_generated_id = ?, ready_head = ?, ready_tail = ?, dead_seq = ?, next_event_at = ?,
        ready_count = ?, delayed_count = ?, active_count = ?, dead_count = ?, session_count = ?,
-       counters = ?, ready_bands = ?, waiting_count = ?
+       counters = ?, ready_bands = ?, waiting_count = ?, job_expiry = ?
      WHERE name = ?`,
     [
       encodeOptions(row.options),
@@ -162,6 +174,7 @@ async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<v
       JSON.stringify(row.counters),
       row.bands === null ? null : JSON.stringify(row.bands),
       row.waiting,
+      row.jobExpiry ? 1 : 0,
       row.name,
     ],
   );
@@ -180,7 +193,7 @@ export async function insertQueueRow(
   const changed = await connection.run(
     `INSERT INTO leaseq_queues (${COLUMNS})
      SELECT ?, ?, 0, COALESCE(MAX(floor.next_token), 1), 1, COALESCE(MAX(floor.next_session), 1),
-       1, 1, 0, 0, NULL, 0, 0, 0, 0, 0, ?, NULL, 0
+       1, 1, 0, 0, NULL, 0, 0, 0, 0, 0, ?, NULL, 0, 0
      FROM (SELECT next_token, next_session FROM leaseq_counter_floors WHERE name = ?) AS floor
      WHERE TRUE
      ON CONFLICT (name) DO NOTHING`,

@@ -77,6 +77,25 @@ export function readyRanges(q: QueueRow): { priority: number; head: number; size
   return ranges;
 }
 
+/** Where priority `priority`'s band starts (its front job's position, when it has one). */
+export function bandHead(q: QueueRow, priority: number): number {
+  return priority === 0 ? q.readyHead : band(q, priority).head;
+}
+
+/**
+ * R31: the band of the lowest priority that has a ready job, with its head (where the oldest
+ * ready job of the queue stands); undefined when nothing is ready.
+ */
+export function lowestReadyBand(q: QueueRow): { priority: number; head: number } | undefined {
+  if (q.readyTail >= q.readyHead) return { priority: 0, head: q.readyHead };
+  if (q.bands === null) return undefined;
+  for (let priority = 1; priority < q.bands.length; priority++) {
+    const bounds = q.bands[priority];
+    if (bounds != null && bounds.tail >= bounds.head) return { priority, head: bounds.head };
+  }
+  return undefined;
+}
+
 /** Takes `count` jobs from the front of a band (after the caller's statement took them). */
 export function advanceHead(q: QueueRow, priority: number, count: number): void {
   if (priority === 0) q.readyHead += count;

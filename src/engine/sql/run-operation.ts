@@ -18,6 +18,7 @@ export async function runOperation(
           delay: job.delay,
           priority: job.priority,
           group: job.group,
+          expiresAt: job.expiresAt,
         })),
       );
     case 'reserve':

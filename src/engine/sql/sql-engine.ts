@@ -116,6 +116,11 @@ export class SqlEngine implements Engine {
       const row = await loadQueueRow(connection, batch, this.parts.dialect, name);
       const next = resolveQueueOptions({ ...row.options, ...options });
       await checkChain(connection, name, next.deadLetterQueue);
+      if (next.retention !== row.options.retention) {
+        await rewriteExpiries(connection, name, next.retention);
+        // Jobs may be past the new retention: the next step of the queue looks (R30).
+        row.nextEventAt = Math.min(row.nextEventAt, row.queueTime);
+      }
       row.options = next;
       // A queue resumed (R27) or given more room has jobs to hand out: receivers look again.
       await wakeOnCommit(this.access, connection, batch, name);
@@ -216,6 +221,32 @@ export class SqlEngine implements Engine {
   private checkOpen(): void {
     if (this.closed) throw new ClosedError(`engine ${this.target} is closed`);
   }
+}
+
+/**
+ * R30: the retention changed, so the expiry in force of every job of the queue is its own
+ * expiresAt or its publish time plus the new retention, whichever is earlier.
+ */
+async function rewriteExpiries(
+  connection: SqlConnection,
+  name: string,
+  retention: number | undefined,
+): Promise<void> {
+  if (retention === undefined) {
+    await connection.run(
+      'UPDATE leaseq_jobs SET expiry_at = expires_at WHERE queue = ? AND expiry_at IS NOT NULL',
+      [name],
+    );
+    return;
+  }
+  await connection.run(
+    `UPDATE leaseq_jobs SET expiry_at = CASE
+       WHEN published_at IS NULL THEN expires_at
+       WHEN expires_at IS NOT NULL AND expires_at < published_at + ? THEN expires_at
+       ELSE published_at + ? END
+     WHERE queue = ?`,
+    [retention, retention, name],
+  );
 }
 
 /** R26: a dead-letter queue may not lead back to the queue (read in the same transaction). */
