@@ -19,6 +19,8 @@ export const SQS_QUEUE_OPTIONS = {
 
 type Rule =
   | { kind: 'option'; min: number; max: number }
+  /** Seconds kept as the queue's `retention` (R30) in ms. */
+  | { kind: 'retention'; min: number; max: number; default: number }
   | { kind: 'integer'; min: number; max: number; default?: number }
   | { kind: 'text'; default?: string }
   | { kind: 'boolean'; default?: string }
@@ -32,7 +34,7 @@ const SETTABLE: Readonly<Record<string, Rule>> = {
   VisibilityTimeout: { kind: 'option', min: 0, max: MAX_VISIBILITY_SECONDS },
   DelaySeconds: { kind: 'integer', min: 0, max: 900, default: 0 },
   ReceiveMessageWaitTimeSeconds: { kind: 'integer', min: 0, max: 20, default: 0 },
-  MessageRetentionPeriod: { kind: 'integer', min: 60, max: 1_209_600, default: 345_600 },
+  MessageRetentionPeriod: { kind: 'retention', min: 60, max: 1_209_600, default: 345_600 },
   MaximumMessageSize: { kind: 'integer', min: 1024, max: 1_048_576, default: 1_048_576 },
   KmsDataKeyReusePeriodSeconds: { kind: 'integer', min: 60, max: 86_400 },
   Policy: { kind: 'text' },
@@ -108,6 +110,9 @@ export function parseQueueAttributes(
     switch (rule.kind) {
       case 'option':
         change.options.visibility = Math.max(1, integerValue(name, value, rule) * MS);
+        break;
+      case 'retention':
+        change.options.retention = integerValue(name, value, rule) * MS;
         break;
       case 'integer':
         change.stored[name] = String(integerValue(name, value, rule));
@@ -236,7 +241,7 @@ export async function readQueueAttributes(
 export function storedAttribute(meta: QueueMeta | undefined, name: string): string | undefined {
   const rule = settableRule(name);
   const fallback =
-    rule?.kind === 'integer' && rule.default !== undefined
+    (rule?.kind === 'integer' || rule?.kind === 'retention') && rule.default !== undefined
       ? String(rule.default)
       : rule?.kind === 'text' || rule?.kind === 'boolean'
         ? rule.default
@@ -269,6 +274,10 @@ function attributeValue(
       return facts.arn;
     case 'VisibilityTimeout':
       return seconds(facts.options.visibility);
+    case 'MessageRetentionPeriod':
+      // The queue's retention is the truth (R30); a queue made through /v1 without one keeps
+      // its messages without a bound, and SQS has no word for that: its default is shown.
+      return seconds(facts.options.retention) ?? storedAttribute(facts.meta, name);
     case 'RedrivePolicy':
       // The queue's options are the truth: they may also have been set through /v1.
       return facts.options.deadLetterQueue === undefined

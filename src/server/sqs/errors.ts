@@ -31,6 +31,7 @@ const SHAPES = {
   InvalidClientTokenId: [403, 'InvalidClientTokenId'],
   SignatureDoesNotMatch: [403, 'SignatureDoesNotMatch'],
   RequestThrottled: [403, 'RequestThrottled'],
+  OverLimit: [403, 'OverLimit'],
   ServiceUnavailable: [503, 'ServiceUnavailable'],
   InternalFailure: [500, 'InternalFailure'],
 } as const satisfies Record<string, readonly [number, string]>;
@@ -105,6 +106,9 @@ export function toSqsError(error: unknown): { error: SqsError; internal: boolean
       return make('UnsupportedOperation');
     case 'CONFLICT':
       return make('QueueNameExists');
+    case 'QUEUE_FULL':
+      // The queue's maxLength (R31), set through /v1: SQS's "violates a limit", not retried.
+      return make('OverLimit');
     case 'INTERNAL':
       return make('InternalFailure');
     default:

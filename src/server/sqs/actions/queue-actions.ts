@@ -32,6 +32,8 @@ const STANDARD_QUEUE_NAME = /^[A-Za-z0-9_-]{1,80}$/;
 /** The `.fifo` suffix counts toward the 80 characters. */
 const FIFO_QUEUE_NAME = /^[A-Za-z0-9_-]{1,75}\.fifo$/;
 const DEFAULT_VISIBILITY_MS = 30_000;
+/** SQS's MessageRetentionPeriod when none is given: 4 days. */
+const DEFAULT_RETENTION_MS = 345_600_000;
 const MAX_TAGS = 50;
 
 async function createQueue(call: SqsCall, sqs: SqsServices) {
@@ -54,6 +56,8 @@ async function createQueue(call: SqsCall, sqs: SqsServices) {
     ...SQS_QUEUE_OPTIONS,
     ...change.options,
     visibility: change.options.visibility ?? DEFAULT_VISIBILITY_MS,
+    // SQS keeps a message 4 days unless told otherwise (R30: it then dies as `expired`).
+    retention: change.options.retention ?? DEFAULT_RETENTION_MS,
     // A repeated send is a duplicate while its message is in the queue and this long after.
     ...(fifo ? { dedupWindow: FIFO_DEDUP_WINDOW_MS } : {}),
   };
@@ -104,8 +108,8 @@ async function checkSameAttributes(
   stored: Record<string, string>,
 ): Promise<void> {
   const expected: Record<string, string> = { ...stored };
-  if (given.VisibilityTimeout !== undefined) {
-    expected.VisibilityTimeout = String(Number(given.VisibilityTimeout));
+  for (const name of ['VisibilityTimeout', 'MessageRetentionPeriod']) {
+    if (given[name] !== undefined) expected[name] = String(Number(given[name]));
   }
   const redrive = parseQueueAttributes(
     given.RedrivePolicy === undefined ? {} : { RedrivePolicy: given.RedrivePolicy },

@@ -1,4 +1,4 @@
-import type { PublishResult } from '../../../core/index.js';
+import { type PublishResult, QueueFullError } from '../../../core/index.js';
 import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { SqsError, toSqsError } from '../errors.js';
 import { sequenceNumber } from '../fifo.js';
@@ -36,7 +36,10 @@ function logDuplicate(call: SqsCall, queue: string, result: PublishResult): void
   if (result.duplicate) call.log.info({ queue, jobId: result.id }, 'duplicate send: not enqueued');
 }
 
-/** Entries that fail their checks fail alone; the others are published all-or-nothing (R5). */
+/**
+ * Entries that fail their checks fail alone; the others are published all-or-nothing (R5), so
+ * a queue too full for them (R31) fails each of them.
+ */
 async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'publish');
   const entries = batchEntries(call.input, 'Entries');
@@ -58,10 +61,19 @@ async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
       `Batch requests cannot be longer than ${MAX_BATCH_BYTES} bytes. You have sent ${total} bytes.`,
     );
   }
-  const results =
-    accepted.length === 0
-      ? []
-      : await queue.publishBatch(accepted.map((item) => item.prepared.publish));
+  let results: PublishResult[] = [];
+  try {
+    if (accepted.length > 0) {
+      results = await queue.publishBatch(accepted.map((item) => item.prepared.publish));
+    }
+  } catch (error) {
+    if (!(error instanceof QueueFullError)) throw error;
+    // All or nothing (R5, R31): none of them was stored, so each entry fails with it.
+    return {
+      Successful: [],
+      Failed: [...failed, ...accepted.map((item) => failedEntry(item.id, error))],
+    };
+  }
   for (const result of results) logDuplicate(call, queue.name, result);
   return {
     Successful: accepted.map((item, index) => ({
