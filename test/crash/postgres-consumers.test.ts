@@ -6,13 +6,12 @@ import { Child, describeExit, killStartedChildren, runSeed } from './processes.j
 import type { Line } from './protocol.js';
 
 /**
- * I5, I6 and R8 across processes: three child processes, each an `open(url)` Broker with eight
- * concurrent receive/ack loops, consume one PostgreSQL queue at once. The visibility (60 s) is
+ * I5, I6 and R8 across processes: three (and four) child processes, each an `open(url)` Broker
+ * with eight concurrent receive/ack loops, consume one PostgreSQL queue at once. The visibility (60 s) is
  * far longer than the test, so no lease can run out: every job must be delivered once and acked
  * once, and no two deliveries of a job may be live at the same time.
  */
 const JOBS = 3000;
-const PROCESSES = 3;
 const LOOPS = 8;
 const VISIBILITY = 60_000;
 
@@ -27,7 +26,7 @@ afterEach(async () => {
   for (const name of queues.splice(0)) await deleteQueue(name);
 });
 
-describe('PostgreSQL: three consumer processes on one queue', () => {
+describe.each([3, 4])('PostgreSQL: %i consumer processes on one queue', (PROCESSES) => {
   it('never delivers a job twice at once and acks each exactly once', {
     timeout: 20_000,
   }, async (context) => {

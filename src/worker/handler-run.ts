@@ -1,0 +1,192 @@
+import type { Queue } from '../broker/queue.js';
+import type { Delivery } from '../core/index.js';
+import type { AckBatcher } from './ack-batcher.js';
+import type { LeaseLossReason } from './errors.js';
+import type { Handler, Job, OutcomeRecord } from './job.js';
+import { type ContextOwner, RunContext } from './job-context.js';
+import type { RenewalConfig, RenewalStep } from './lease-renewer.js';
+import type { WorkerMetrics } from './metrics.js';
+import type { ResolvedWorkerOptions } from './options.js';
+import { logOutcome, outcomeRecord, type Settlement } from './outcome-record.js';
+
+/** What every run of one worker shares. */
+export interface JobRunDeps {
+  queue: Queue;
+  /** The queue's name, read once. */
+  queueName: string;
+  handler: Handler<never>;
+  options: ResolvedWorkerOptions;
+  metrics: WorkerMetrics;
+  /** The queue's maxDeliveries, read at start. */
+  maxDeliveries: number;
+  /** The lease length of each reservation and renewal, ms. */
+  leaseMs: number;
+  renewal: RenewalConfig;
+  acks: AckBatcher;
+  onSettled: (run: HeldRun, record: OutcomeRecord) => void;
+  onError: (error: unknown, during: 'renew' | 'settle') => void;
+}
+
+/** A job in the worker's hand, settled exactly once: a JobRun, or an AutoAckRun (R22). */
+export interface HeldRun {
+  readonly token: number;
+  /** The worker's session the delivery belongs to, if any. */
+  readonly session: string | undefined;
+  /** Runs the handler (and keeps the lease, when there is one). */
+  start(): void;
+  /** Shutdown: the job is given back (or, received at most once, lost); the signal fires. */
+  release(): Promise<void>;
+  /** The lease is gone: the handler's result will be dropped. */
+  loseLease(reason: LeaseLossReason): void;
+  /** One renewal step now. */
+  renewOnce(): Promise<RenewalStep>;
+  /** Resolves with the final outcome. */
+  done(): Promise<OutcomeRecord>;
+}
+
+/**
+ * What a run of the handler on one delivery is, however the job is settled: the handler
+ * called once, its result or error handed to the subclass, one claim of the settlement (the
+ * first of the handler's end, shutdown or a lost lease wins), the signal made only when the
+ * handler reads it, and the outcome recorded, logged and reported once.
+ */
+export abstract class HandlerRun implements HeldRun, ContextOwner {
+  protected abortReason: Error | undefined;
+  protected claimed = false;
+  protected duplicateMarked = false;
+  private controller: AbortController | undefined;
+  private handlerRunning = false;
+  private abandoned = false;
+  private lastProgress: unknown;
+  private record: OutcomeRecord | undefined;
+  private resolveDone: ((record: OutcomeRecord) => void) | undefined;
+  private donePromise: Promise<OutcomeRecord> | undefined;
+
+  constructor(
+    readonly delivery: Delivery,
+    protected readonly receivedAt: number,
+    protected readonly deps: JobRunDeps,
+  ) {}
+
+  get token(): number {
+    return this.delivery.token;
+  }
+
+  /** Resolves with the final outcome. */
+  done(): Promise<OutcomeRecord> {
+    if (this.record !== undefined) return Promise.resolve(this.record);
+    this.donePromise ??= new Promise((resolve) => {
+      this.resolveDone = resolve;
+    });
+    return this.donePromise;
+  }
+
+  abstract readonly session: string | undefined;
+  abstract get leaseDeadline(): number;
+  abstract extend(visibility?: number): Promise<number>;
+  abstract start(): void;
+  abstract release(): Promise<void>;
+  abstract loseLease(reason: LeaseLossReason): void;
+  abstract renewOnce(): Promise<RenewalStep>;
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
+  }
+
+  progress(info?: unknown): void {
+    this.lastProgress = info;
+  }
+
+  markDuplicate(): void {
+    this.duplicateMarked = true;
+  }
+
+  /** The handler returned (or its promise resolved) and its result decides the job. */
+  protected abstract handlerReturned(): void;
+  /** The handler threw (or its promise rejected) and its error decides the job. */
+  protected abstract handlerThrew(error: unknown): void;
+  /** The settlement was claimed (e.g. the lease need not be kept any longer). */
+  protected claimedHook(): void {}
+
+  /** Calls the handler once; its end goes to handlerReturned or handlerThrew if still unclaimed. */
+  protected runHandler(): void {
+    this.handlerRunning = true;
+    const { id, payload, token, deliveryCount, redelivered, deadline } = this.delivery;
+    const job: Job<unknown> = Object.freeze({
+      id,
+      payload,
+      token,
+      deliveryCount,
+      redelivered,
+      deadline,
+    });
+    const ctx = new RunContext(this, id, payload, token, deliveryCount, redelivered);
+    let result: unknown;
+    try {
+      result = (this.deps.handler as Handler<unknown>)(job, ctx);
+    } catch (error) {
+      if (this.handlerEnded()) this.handlerThrew(error);
+      return;
+    }
+    if (isThenable(result)) {
+      result.then(
+        () => {
+          if (this.handlerEnded()) this.handlerReturned();
+        },
+        (error: unknown) => {
+          if (this.handlerEnded()) this.handlerThrew(error);
+        },
+      );
+    } else if (this.handlerEnded()) {
+      this.handlerReturned();
+    }
+  }
+
+  /** Fires the handler's signal (now, or when it is first read). */
+  protected abort(reason: Error): void {
+    this.abortReason = reason;
+    this.controller?.abort(reason);
+  }
+
+  /** Takes the settlement; false when something else already did. */
+  protected claim(): boolean {
+    if (this.claimed) return false;
+    this.claimed = true;
+    this.claimedHook();
+    if (this.handlerRunning) {
+      this.abandoned = true;
+      this.deps.metrics.abandonedHandlers += 1;
+    }
+    return true;
+  }
+
+  protected finish(settlement: Settlement): void {
+    const durationMs = Math.max(0, this.deps.options.clock.now() - this.receivedAt);
+    const record = outcomeRecord(this.deps.queueName, this.delivery, settlement, durationMs);
+    this.record = record;
+    const dead = record.outcome === 'dead' || record.outcome === 'ambiguous';
+    this.deps.metrics.recordOutcome(record.outcome, durationMs, dead ? record.reason : undefined);
+    logOutcome(this.deps.options.logger, record, this.lastProgress);
+    this.deps.onSettled(this, record);
+    this.resolveDone?.(record);
+  }
+
+  /** The handler is done; true when its result still decides the job. */
+  private handlerEnded(): boolean {
+    this.handlerRunning = false;
+    if (this.abandoned) this.deps.metrics.abandonedHandlers -= 1;
+    return this.claim();
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
