@@ -8,6 +8,12 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
+/**
+ * How long a delivery handed to a receive counts as in hand when it is never settled through
+ * this client (its lease is the server's; a dropped one stops counting after this).
+ */
+const IN_HAND_MS = 30_000;
+
 /** Consumers' signals watched at most per subscription; past it, the oldest is let go. */
 const MAX_WATCHED_SIGNALS = 64;
 
@@ -23,7 +29,8 @@ export interface PrefetchSettings {
 
 /**
  * The client side of one subscription: receives with the same queue, visibility and session
- * share it. Its prefetch is the largest `max` asked for; the server pushes as credit allows,
+ * share it. Its prefetch is the largest `max` asked for, or the sum of the `max` of receives
+ * waiting at once when larger; the server pushes as credit allows,
  * so a worker that acks gets its next jobs without asking. Deliveries pushed while no receive
  * waits are held (still leased to this client) and handed to the next receive; held ones
  * that no receive takes within `idleMs` are given back and the subscription ends.
@@ -40,6 +47,8 @@ export class Prefetch implements PushListener {
   private prefetch = 0;
   private idleTimer: NodeJS.Timeout | undefined;
   private ending: Promise<void> | undefined;
+  /** Receipts handed to receives and not yet settled through this client → until when. */
+  private readonly inHand = new Map<string, number>();
   /** Signals of the consumers that received through this subscription, until they abort. */
   private readonly consumers = new Map<AbortSignal, () => void>();
 
@@ -53,7 +62,7 @@ export class Prefetch implements PushListener {
     this.watch(signal);
     if (this.buffer.length === 0 || this.subscription === undefined) await this.ensure(max);
     else if (max > this.prefetch) void this.ensure(max).catch(() => {});
-    if (this.buffer.length > 0) return this.buffer.splice(0, max);
+    if (this.buffer.length > 0) return this.handOut(this.buffer.splice(0, max));
     if (wait === 0 || signal?.aborted) return [];
     return new Promise((resolve, reject) => {
       const done = () => {
@@ -66,7 +75,7 @@ export class Prefetch implements PushListener {
         max,
         resolve: (deliveries) => {
           done();
-          resolve(deliveries);
+          resolve(this.handOut(deliveries));
         },
         reject: (error) => {
           done();
@@ -78,6 +87,7 @@ export class Prefetch implements PushListener {
       signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.add(waiter);
       this.disarmIdle();
+      this.raiseToDemand();
     });
   }
 
@@ -99,9 +109,45 @@ export class Prefetch implements PushListener {
     this.consumers.set(signal, stopped);
   }
 
+  /**
+   * Concurrent receives each want their `max` on top of what they hold: the prefetch rises to
+   * the deliveries in hand plus what the waiting receives ask for (it never falls), so N loops
+   * that each receive one keep N deliveries coming, not one at a time.
+   */
+  private raiseToDemand(): void {
+    const now = Date.now();
+    for (const [receipt, until] of this.inHand) if (until <= now) this.inHand.delete(receipt);
+    let demand = this.inHand.size;
+    for (const waiter of this.waiters) demand += waiter.max;
+    if (demand > this.prefetch && this.subscription !== undefined) {
+      void this.ensure(demand).catch(() => {});
+    }
+  }
+
+  /** The queue this subscription receives from. */
+  get queue(): string {
+    return this.settings.queue;
+  }
+
   /** Held deliveries, taken without waiting (a receive with wait 0). */
   takeHeld(max: number): WireDelivery[] {
-    return this.buffer.splice(0, max);
+    return this.handOut(this.buffer.splice(0, max));
+  }
+
+  /** Deliveries settled through this client (ack, nack, a refused extend): out of hand. */
+  settled(receipts: readonly string[]): void {
+    for (const receipt of receipts) this.inHand.delete(receipt);
+  }
+
+  /** Every delivery of this subscription's session or queue ended at once (purge, session end). */
+  settledAll(): void {
+    this.inHand.clear();
+  }
+
+  private handOut(deliveries: WireDelivery[]): WireDelivery[] {
+    const until = Date.now() + IN_HAND_MS;
+    for (const delivery of deliveries) this.inHand.set(delivery.receipt, until);
+    return deliveries;
   }
 
   push(frame: DeliveriesFrame | UnsubscribedFrame): void {

@@ -55,8 +55,48 @@ export class StreamChannel implements Channel {
     );
   }
 
-  execute(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
-    return this.batcher.submit(queue, operations);
+  async execute(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
+    const outcomes = await this.batcher.submit(queue, operations);
+    this.noteSettles(queue, operations, outcomes);
+    return outcomes;
+  }
+
+  /** Tells the queue's subscriptions which of the deliveries they handed out are settled. */
+  private noteSettles(
+    queue: string,
+    operations: readonly WireOperation[],
+    outcomes: readonly WireOutcome[],
+  ): void {
+    if (this.prefetches.size === 0) return;
+    const settled: string[] = [];
+    let all = false;
+    operations.forEach((operation, index) => {
+      const outcome = outcomes[index];
+      if (outcome === undefined || !outcome.ok) return;
+      switch (operation.type) {
+        case 'ack':
+          settled.push(...(operation.receipts as string[]));
+          break;
+        case 'nack':
+          settled.push(operation.receipt as string);
+          break;
+        case 'extend':
+          if (outcome.value === null) settled.push(operation.receipt as string);
+          break;
+        case 'ackUpTo':
+        case 'nackUpTo':
+        case 'closeSession':
+        case 'purgeQueue':
+          all = true;
+          break;
+      }
+    });
+    if (settled.length === 0 && !all) return;
+    for (const prefetch of this.prefetches.values()) {
+      if (prefetch.queue !== queue) continue;
+      if (all) prefetch.settledAll();
+      else prefetch.settled(settled);
+    }
   }
 
   async receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]> {

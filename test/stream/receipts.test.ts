@@ -46,3 +46,22 @@ describe('settling by receipt over the stream', () => {
     });
   });
 });
+
+describe('concurrent receives over the stream', () => {
+  it('raise the prefetch to what they wait for together: four loops of one hold four jobs', async () => {
+    const { client } = await connect();
+    const queue = await client.queue('jobs', { visibility: 60_000 });
+    await queue.publishBatch(['a', 'b', 'c', 'd'].map((id) => ({ id })));
+    // No ack in between: each receive must be served while the others' jobs stay unsettled.
+    const received = await Promise.all(
+      Array.from({ length: 4 }, () => queue.receive({ max: 1, wait: 5000 })),
+    );
+    expect(
+      received
+        .flat()
+        .map((delivery) => delivery.id)
+        .sort(),
+    ).toEqual(['a', 'b', 'c', 'd']);
+    expect(await queue.stats()).toMatchObject({ active: 4, ready: 0 });
+  });
+});
