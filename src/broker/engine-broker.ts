@@ -376,11 +376,8 @@ export class EngineQueue implements Queue {
   }
 
   /** One operation at the clock's now (see atNow); its error, if any, is thrown. */
-  private async run<O extends Operation>(operation: O): Promise<ResultOf<O>> {
-    const [outcome] = await this.execute([operation]);
-    if (outcome === undefined) throw new Error('the engine answered no outcome');
-    if (!outcome.ok) throw outcome.error;
-    return outcome.value as ResultOf<O>;
+  private run<O extends Operation>(operation: O): Promise<ResultOf<O>> {
+    return atNow(this.clock, (now) => this.handle.run(now, operation));
   }
 
   /**

@@ -16,6 +16,7 @@ import type {
   ReserveOperation,
   ReserveOptions,
   ResolvedQueueOptions,
+  ResultOf,
   SessionOptions,
 } from '../core/index.js';
 import type { ScheduleStore } from './schedules.js';
@@ -45,6 +46,8 @@ export interface EngineCapabilities {
 export interface QueueHandle {
   readonly name: string;
   execute(now: number, operations: readonly Operation[]): Promise<Outcome[]>;
+  /** One operation: `execute` of a batch of one, its value or its error as a rejection. */
+  run<O extends Operation>(now: number, operation: O): Promise<ResultOf<O>>;
   options(): Promise<ResolvedQueueOptions>;
   queueTime(): Promise<number>;
   inspect(): Promise<InspectView>;

@@ -35,7 +35,15 @@ export abstract class OperationHandle implements QueueHandle {
 
   /** Executes one operation; its error, if any, rejects. */
   run<O extends Operation>(now: number, operation: O): Promise<ResultOf<O>> {
-    return this.execute(now, [operation]).then(unwrap) as Promise<ResultOf<O>>;
+    return this.executeOne(now, operation) as Promise<ResultOf<O>>;
+  }
+
+  /**
+   * One operation's value, or its error as a rejection: `execute` of a batch of one. An engine
+   * that can answer one operation more cheaply than a batch overrides it (same semantics).
+   */
+  protected executeOne(now: number, operation: Operation): Promise<unknown> {
+    return this.execute(now, [operation]).then(unwrap);
   }
 
   /** Builds an operation and runs it: a refused argument rejects, as every engine call does. */
@@ -57,7 +65,7 @@ export abstract class OperationHandle implements QueueHandle {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.execute(now, [operation]).then(unwrapFirst) as Promise<T>;
+    return this.executeOne(now, operation).then(first) as Promise<T>;
   }
 
   publish(now: number, input: PublishInput = {}): Promise<PublishResult> {
@@ -126,6 +134,6 @@ function unwrap(outcomes: Outcome[]): unknown {
   return outcome.value;
 }
 
-function unwrapFirst(outcomes: Outcome[]): unknown {
-  return (unwrap(outcomes) as readonly unknown[])[0];
+function first(values: unknown): unknown {
+  return (values as readonly unknown[])[0];
 }

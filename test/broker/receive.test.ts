@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { EngineBroker, ManualClock, MemoryEngine, type QueueHandle } from '../../src/index.js';
+import {
+  EngineBroker,
+  ManualClock,
+  MemoryEngine,
+  type Operation,
+  type QueueHandle,
+} from '../../src/index.js';
 
 // The Broker's receive: long waits without polling, woken by publishes, bounded by `wait`.
 async function setup() {
@@ -83,18 +89,29 @@ describe('receive with wait', () => {
         const handle = await original(queueName, options);
         if (queueName !== name) return handle;
         const execute = handle.execute.bind(handle);
+        const run = handle.run.bind(handle);
         const wrapped: QueueHandle = Object.create(handle);
-        wrapped.execute = async (now, operations) => {
-          const outcomes = await execute(now, operations);
-          const [outcome] = outcomes;
-          const empty =
-            outcome?.ok === true && Array.isArray(outcome.value) && outcome.value.length === 0;
-          if (operations[0]?.type === 'reserve' && empty && !published) {
+        // The broker reaches the engine by `execute` or, for one operation, by `run`.
+        const publishAfterEmptyReserve = async (now: number, type: string, value: unknown) => {
+          const empty = Array.isArray(value) && value.length === 0;
+          if (type === 'reserve' && empty && !published) {
             published = true;
             await handle.publish(now, { id: 'late' });
           }
+        };
+        wrapped.execute = async (now, operations) => {
+          const outcomes = await execute(now, operations);
+          const [outcome] = outcomes;
+          if (outcome?.ok === true) {
+            await publishAfterEmptyReserve(now, operations[0]?.type ?? '', outcome.value);
+          }
           return outcomes;
         };
+        wrapped.run = (async (now: number, operation: Operation) => {
+          const value = await run(now, operation);
+          await publishAfterEmptyReserve(now, operation.type, value);
+          return value;
+        }) as QueueHandle['run'];
         return wrapped;
       };
       return inner;

@@ -214,6 +214,19 @@ class MemoryQueue extends OperationHandle {
     }
   }
 
+  /** A batch of one without the batch: the same checks, outcome and wake-ups (see execute). */
+  protected override executeOne(now: number, operation: Operation): Promise<unknown> {
+    try {
+      this.checkOpen();
+      const outcome = this.applyOne(now, operation);
+      if (!outcome.ok) return Promise.reject(outcome.error);
+      if (makesJobsReady(operation) || reschedulesReceivers(operation)) this.wakes.wake(this.name);
+      return Promise.resolve(outcome.value);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   /** Payloads are stored as JSON text; one that is not JSON refuses its own operation only. */
   private applyOne(now: number, operation: Operation): Outcome {
     let stored: Operation;
