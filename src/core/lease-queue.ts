@@ -70,6 +70,11 @@ export class LeaseQueue {
   private nextSeq = 1;
   private nextSessionNumber = 1;
   private nextGeneratedId = 1;
+  /**
+   * Whether an id of the generated form (`job-…`) came from a caller or another queue: until
+   * one does, a generated id is unique by construction and needs no look-up.
+   */
+  private generatedFormSeen = false;
   private readonly jobs = new Map<string, JobRecord>();
   private readonly ready = new ReadyBands<JobRecord>();
   private readonly delayed = new IndexedHeap<JobRecord>(byAvailability);
@@ -126,6 +131,7 @@ export class LeaseQueue {
    */
   admit(now: number, transfer: JobTransfer): boolean {
     if (this.jobs.has(transfer.id) || this.remembered.has(transfer.id)) return false;
+    this.noteId(transfer.id);
     const at = Math.max(now, this.clockValue);
     const seq = this.nextSeq++;
     const job: JobRecord = {
@@ -855,9 +861,16 @@ export class LeaseQueue {
   // --- transitions ---------------------------------------------------------------------------
 
   private insert(now: number, input: PublishJob): PublishResult {
-    const id = input.id ?? this.generateId();
-    const present = this.jobs.get(id);
-    const remembered = present === undefined ? this.remembered.get(id) : undefined;
+    let id = input.id;
+    let present: JobRecord | undefined;
+    let remembered: RememberedId | undefined;
+    if (id === undefined) {
+      id = this.generateId();
+    } else {
+      this.noteId(id);
+      present = this.jobs.get(id);
+      remembered = present === undefined ? this.remembered.get(id) : undefined;
+    }
     if (present !== undefined || remembered !== undefined) {
       this.counters.duplicates += 1;
       // R29: the answer names the group sequence number of the job that is there (or was).
@@ -1247,10 +1260,16 @@ export class LeaseQueue {
     return session;
   }
 
+  /** A fresh id, present nowhere in the queue and not remembered (R4). */
   private generateId(): string {
     let id = `job-${this.nextGeneratedId++}`;
+    if (!this.generatedFormSeen) return id;
     while (this.jobs.has(id) || this.remembered.has(id)) id = `job-${this.nextGeneratedId++}`;
     return id;
+  }
+
+  private noteId(id: string): void {
+    if (!this.generatedFormSeen && id.startsWith('job-')) this.generatedFormSeen = true;
   }
 }
 

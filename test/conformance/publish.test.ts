@@ -66,6 +66,26 @@ describeEngines(engines, (h) => {
       expect((await q.job(second.id))?.payload).toBe(2);
     });
 
+    it('R4 a generated id is never one a caller gave, nor one a job brought from another queue (R26)', async () => {
+      // Ids of the form some engines generate, given by a caller and moved in from another queue.
+      const given = ['job-1', 'job-2', 'job-4'];
+      const dlqName = h.queueName('dlq');
+      const q = await h.engine().queue(dlqName);
+      const source = await h.engine().queue(h.queueName('src'), {
+        visibility: 5,
+        deadLetterQueue: dlqName,
+      });
+      await source.publish(0, { id: 'job-3' });
+      const [delivery] = await source.reserve(0);
+      expect(await source.nack(0, delivery?.token as number, { requeue: false })).toBe(true);
+      for (const id of given) await q.publish(0, { id });
+      const generated = await q.publishBatch(0, [{}, {}, {}, {}, {}, {}]);
+      expect(generated.map((result) => result.duplicate)).toEqual(Array(6).fill(false));
+      const ids = generated.map((result) => result.id);
+      expect(new Set([...ids, ...given, 'job-3']).size).toBe(ids.length + given.length + 1);
+      expect((await q.inspect()).ready).toEqual(['job-3', ...given, ...ids]);
+    });
+
     it('R4 publishing an id still present (ready, delayed, active or dead) changes nothing: duplicate true', async () => {
       const q = await h.queue({ visibility: 5 });
       await q.publish(0, { id: 'ready', payload: 1 });
