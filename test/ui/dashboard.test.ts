@@ -31,7 +31,13 @@ async function api(method: string, path: string, body?: unknown, key = ADMIN) {
 
 /** Queues with ready, delayed, in-flight and dead jobs, every dead one with a history. */
 async function seed(): Promise<void> {
-  await api('PUT', '/v1/queues/orders', { visibility: 120_000, maxDeliveries: 3 });
+  await api('PUT', '/v1/queues/orders', {
+    visibility: 120_000,
+    maxDeliveries: 3,
+    retention: 7 * 86_400_000,
+    maxLength: 10_000,
+    overflow: 'dead-letter-oldest',
+  });
   await api('PUT', '/v1/queues/emails', { visibility: 30_000 });
   await api('PUT', '/v1/queues/reports', {});
   const jobs = Array.from({ length: 12 }, (_, n) => ({
@@ -176,6 +182,12 @@ describe.skipIf(skipBrowser)(
         );
       }
       await page.getByText('Max deliveries').waitFor();
+      const option = (label: string) =>
+        page.locator('dl.options > div').filter({ has: page.getByText(label, { exact: true }) });
+      await expect(option('Retention').locator('dd').textContent()).resolves.toBe('7 d');
+      await expect(option('Max length').locator('dd').textContent()).resolves.toBe(
+        '10000 ready (oldest dies)',
+      );
       await page.waitForFunction(() => document.querySelectorAll('.chart canvas').length === 4);
       await page.waitForTimeout(2_200); // one more reading for the charts
       await shoot(page, 'queue', true);

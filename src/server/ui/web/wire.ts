@@ -23,6 +23,11 @@ export interface WireQueueOptions {
   deadLetterQueue?: string;
   /** Present (true) while the queue is paused (R27). */
   paused?: boolean;
+  /** Present when ready and delayed jobs expire this long after publish (R30), ms. */
+  retention?: number;
+  /** Present when ready jobs are bounded (R31), with what a publish beyond it does. */
+  maxLength?: number;
+  overflow?: 'reject' | 'dead-letter-oldest';
 }
 
 export interface QueueInfo {

@@ -50,6 +50,13 @@ function Options(props: { queue: string }) {
     ['Max lease', formatBound(options.maxLease, 'ms')],
     ['Dedup window', options.dedupWindow === 0 ? 'none' : formatDuration(options.dedupWindow)],
     ['Dead-letter queue', options.deadLetterQueue ?? 'none'],
+    ['Retention', options.retention === undefined ? 'none' : formatDuration(options.retention)],
+    [
+      'Max length',
+      options.maxLength === undefined
+        ? 'none'
+        : `${options.maxLength} ready (${options.overflow === 'dead-letter-oldest' ? 'oldest dies' : 'publish refused'})`,
+    ],
   ];
   return (
     <section class="panel" aria-labelledby="options-title">
