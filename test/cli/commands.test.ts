@@ -357,6 +357,11 @@ describe('publish, receive, ack and nack', () => {
     await run(['queue', 'create', name]);
     await run(['publish', name, '1', '2', '--group', 'g']);
     await run(['publish', name, '3']);
+    // R29: a single grouped publish names its group sequence number, a duplicate the same one.
+    const single = await run(['publish', name, '--id', 'g4', '--group', 'g', '4']);
+    expect(single.stdout).toMatch(/^published g4 \(group sequence (\d+)\)\n$/);
+    const again = await run(['publish', name, '--id', 'g4', '--group', 'g', '4']);
+    expect(again.stdout).toBe(single.stdout.replace('published', 'duplicate'));
     const first = JSON.parse((await run(['receive', name, '--max', '5', '--json'])).stdout);
     expect(first.map((d: { payload: unknown; group?: string }) => [d.payload, d.group])).toEqual([
       [1, 'g'],

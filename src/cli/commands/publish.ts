@@ -186,5 +186,9 @@ function parseJson(text: string, what: string): unknown {
 
 function report(result: PublishResult, values: Values, context: CliContext): void {
   if (values.json) printJson(context, result);
-  else context.stdout.write(`${result.duplicate ? 'duplicate' : 'published'} ${result.id}\n`);
+  else {
+    // R29: a grouped job's place among the groups' jobs of the queue.
+    const seq = result.groupSeq === undefined ? '' : ` (group sequence ${result.groupSeq})`;
+    context.stdout.write(`${result.duplicate ? 'duplicate' : 'published'} ${result.id}${seq}\n`);
+  }
 }
