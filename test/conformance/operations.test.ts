@@ -76,6 +76,62 @@ describeEngines(engines, (h) => {
       });
     });
 
+    it('R20 consecutive reserves and acks of a batch answer each as if run one by one', async () => {
+      const q = await h.queue({ visibility: 5 });
+      await q.publishBatch(
+        0,
+        ['a', 'b', 'c', 'd', 'e', 'f'].map((id) => ({ id })),
+      );
+      const taken = await q.execute(1, [
+        build.reserve({ max: 2 }),
+        build.reserve({ max: 1 }),
+        build.reserve({ max: 1, visibility: 9 }),
+        build.reserve({ max: 1 }),
+      ]);
+      const ids = (outcome: (typeof taken)[number] | undefined) =>
+        outcome?.ok ? (outcome.value as { id: string; deadline: number }[]) : [];
+      expect(taken.map((outcome) => ids(outcome).map((d) => [d.id, d.deadline]))).toEqual([
+        [
+          ['a', 6],
+          ['b', 6],
+        ],
+        [['c', 6]],
+        [['d', 10]],
+        [['e', 6]],
+      ]);
+      const tokens = taken.flatMap((outcome) =>
+        ids(outcome).map((d) => (d as unknown as { token: number }).token),
+      );
+      expect(tokens).toEqual([1, 2, 3, 4, 5]);
+      // Acks in a row, one of them twice over and one stale: each answered for its own tokens.
+      const acks = await q.execute(2, [
+        build.ackMany([1, 2]),
+        build.ack(2),
+        build.ack(9),
+        build.ackMany([3, 4]),
+        build.reserve({ max: 5 }),
+        build.ack(5),
+      ]);
+      // The HTTP client refuses a token it never received before sending (see above).
+      const unknown = h.viaClient
+        ? { ok: false, error: expect.any(UnknownDeliveryError) }
+        : { ok: true, value: [false] };
+      expect(acks.slice(0, 4).concat(acks.slice(5))).toEqual([
+        { ok: true, value: [true, true] },
+        { ok: true, value: [false] },
+        unknown,
+        { ok: true, value: [true, true] },
+        { ok: true, value: [true] },
+      ]);
+      expect(ids(acks[4]).map((d) => d.id)).toEqual(['f']);
+      expect(await q.stats(2)).toMatchObject({
+        acks: 5,
+        staleAcks: h.viaClient ? 1 : 2,
+        active: 1,
+        ready: 0,
+      });
+    });
+
     it('R20 one refused operation does not fail the others, and changes nothing itself', async () => {
       const q = await h.queue({ visibility: 5 });
       const session = await q.openSession(0);
