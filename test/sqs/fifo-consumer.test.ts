@@ -5,8 +5,8 @@ import {
   SendMessageBatchCommand,
 } from '@aws-sdk/client-sqs';
 import { Consumer } from 'sqs-consumer';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshName, type SqsTestServer, startSqsServer, useSqsEngines } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { freshName, sqsServerFor, useSqsEngines } from './helpers.js';
 
 const engines = await useSqsEngines();
 const GROUPS = 6;
@@ -18,19 +18,11 @@ const failsFirstTime = (message: Message) =>
   Number(message.Body) % 5 === 0 && message.Attributes?.ApproximateReceiveCount === '1';
 
 describe.each(engines)('sqs-consumer over a FIFO queue on $name', (engine) => {
-  let server: SqsTestServer;
-
-  beforeAll(async () => {
-    if (engine.skipReason === undefined) server = await startSqsServer({ url: engine.url });
-  });
-
-  afterAll(async () => {
-    await server?.close();
-  });
+  const server = sqsServerFor(engine);
 
   it('handles each group in send order, each message successfully exactly once, with handlers that throw', async (context) => {
     if (engine.skipReason !== undefined) context.skip(engine.skipReason);
-    const { QueueUrl } = await server.client.send(
+    const { QueueUrl } = await server().client.send(
       new CreateQueueCommand({
         QueueName: `${freshName('consumer')}.fifo`,
         Attributes: { FifoQueue: 'true', VisibilityTimeout: '30' },
@@ -44,7 +36,7 @@ describe.each(engines)('sqs-consumer over a FIFO queue on $name', (engine) => {
         MessageGroupId: groupOf(start + i),
         MessageDeduplicationId: `m${start + i}`,
       }));
-      const sent = await server.client.send(new SendMessageBatchCommand({ QueueUrl, Entries }));
+      const sent = await server().client.send(new SendMessageBatchCommand({ QueueUrl, Entries }));
       expect(sent.Failed).toEqual([]);
     }
 
@@ -70,7 +62,7 @@ describe.each(engines)('sqs-consumer over a FIFO queue on $name', (engine) => {
     };
     const common = {
       queueUrl,
-      sqs: server.client,
+      sqs: server().client,
       batchSize: 10,
       waitTimeSeconds: 1,
       terminateVisibilityTimeout: true,
@@ -151,7 +143,7 @@ describe.each(engines)('sqs-consumer over a FIFO queue on $name', (engine) => {
       // In send order, each once: no repeat, no gap, no overtaking within the group.
       expect(handled.get(`group-${group}`)).toEqual(sentOrder);
     }
-    const left = await server.client.send(
+    const left = await server().client.send(
       new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['All'] }),
     );
     expect(left.Attributes).toMatchObject({

@@ -8,32 +8,24 @@ import {
   SendMessageCommand,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshName, type SqsTestServer, startSqsServer, useSqsEngines } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { freshName, sqsServerFor, useSqsEngines } from './helpers.js';
 
 const engines = await useSqsEngines();
 const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
 
 describe.each(engines)('FIFO dead-letter queues over $name', (engine) => {
-  let server: SqsTestServer;
-
-  beforeAll(async () => {
-    if (engine.skipReason === undefined) server = await startSqsServer({ url: engine.url });
-  });
-
-  afterAll(async () => {
-    await server?.close();
-  });
+  const server = sqsServerFor(engine);
 
   async function fifoQueue(name: string, attributes: Record<string, string> = {}) {
-    const { QueueUrl } = await server.client.send(
+    const { QueueUrl } = await server().client.send(
       new CreateQueueCommand({ QueueName: name, Attributes: { FifoQueue: 'true', ...attributes } }),
     );
     return QueueUrl as string;
   }
   const receive = async (QueueUrl: string) =>
     (
-      await server.client.send(
+      await server().client.send(
         new ReceiveMessageCommand({
           QueueUrl,
           MaxNumberOfMessages: 10,
@@ -45,7 +37,7 @@ describe.each(engines)('FIFO dead-letter queues over $name', (engine) => {
     ).Messages ?? [];
   /** Makes a received message visible again at once: with maxReceiveCount 1 it dies. */
   const giveBack = (QueueUrl: string, message: Message) =>
-    server.client.send(
+    server().client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl,
         ReceiptHandle: message.ReceiptHandle,
@@ -69,7 +61,7 @@ describe.each(engines)('FIFO dead-letter queues over $name', (engine) => {
       ['h1', 'h'],
       ['g3', 'g'],
     ]) {
-      const answer = await server.client.send(
+      const answer = await server().client.send(
         new SendMessageCommand({
           QueueUrl: source,
           MessageBody: body,
@@ -97,16 +89,16 @@ describe.each(engines)('FIFO dead-letter queues over $name', (engine) => {
     });
     expect(dead[0]?.Attributes?.SequenceNumber).toMatch(/^\d{20}$/);
     // g2 waits behind g1 there too; g1 given back, the move task takes both, in order.
-    await server.client.send(
+    await server().client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: dlq,
         ReceiptHandle: dead[0]?.ReceiptHandle,
         VisibilityTimeout: 0,
       }),
     );
-    await server.client.send(new StartMessageMoveTaskCommand({ SourceArn: arn(dlqName) }));
+    await server().client.send(new StartMessageMoveTaskCommand({ SourceArn: arn(dlqName) }));
     const tasks = await until(
-      () => server.client.send(new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName) })),
+      () => server().client.send(new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName) })),
       (answer) => answer.Results?.[0]?.Status === 'COMPLETED',
     );
     expect(tasks.Results?.[0]).toMatchObject({
@@ -121,7 +113,7 @@ describe.each(engines)('FIFO dead-letter queues over $name', (engine) => {
       if (batch.length === 0) break;
       for (const message of batch) {
         drained.push(message);
-        await server.client.send(
+        await server().client.send(
           new DeleteMessageCommand({ QueueUrl: source, ReceiptHandle: message.ReceiptHandle }),
         );
       }

@@ -10,36 +10,20 @@ import {
   SendMessageCommand,
   type SendMessageCommandInput,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
-import {
-  failure,
-  freshName,
-  type SqsTestServer,
-  startSqsServer,
-  useSqsEngines,
-} from './helpers.js';
+import { failure, freshName, sqsServerFor, useSqsEngines } from './helpers.js';
 
 const engines = await useSqsEngines();
 const md5 = (text: string) => createHash('md5').update(text).digest('hex');
 
 describe.each(engines)('FIFO messages over $name', (engine) => {
-  let server: SqsTestServer;
   // The broker's time: leases and the de-duplication window run on it, so no test sleeps.
   const clock = new ManualClock(Date.now());
-
-  beforeAll(async () => {
-    if (engine.skipReason === undefined) {
-      server = await startSqsServer({ url: engine.url, clock });
-    }
-  });
-
-  afterAll(async () => {
-    await server?.close();
-  });
+  const server = sqsServerFor(engine, { clock });
 
   async function fifoQueue(attributes: Record<string, string> = {}): Promise<string> {
-    const { QueueUrl } = await server.client.send(
+    const { QueueUrl } = await server().client.send(
       new CreateQueueCommand({
         QueueName: `${freshName('fifo')}.fifo`,
         Attributes: { FifoQueue: 'true', ...attributes },
@@ -48,11 +32,11 @@ describe.each(engines)('FIFO messages over $name', (engine) => {
     return QueueUrl as string;
   }
   const send = (QueueUrl: string, input: Omit<SendMessageCommandInput, 'QueueUrl'>) =>
-    server.client.send(new SendMessageCommand({ QueueUrl, ...input }));
+    server().client.send(new SendMessageCommand({ QueueUrl, ...input }));
   /** A receive that never waits (the clock is the test's). */
   const receive = async (QueueUrl: string, max = 10, VisibilityTimeout = 30) =>
     (
-      await server.client.send(
+      await server().client.send(
         new ReceiveMessageCommand({
           QueueUrl,
           MaxNumberOfMessages: max,
@@ -63,11 +47,11 @@ describe.each(engines)('FIFO messages over $name', (engine) => {
       )
     ).Messages ?? [];
   const remove = (QueueUrl: string, message: Message) =>
-    server.client.send(
+    server().client.send(
       new DeleteMessageCommand({ QueueUrl, ReceiptHandle: message.ReceiptHandle }),
     );
   const count = async (QueueUrl: string) => {
-    const { Attributes = {} } = await server.client.send(
+    const { Attributes = {} } = await server().client.send(
       new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['All'] }),
     );
     return (
@@ -117,7 +101,7 @@ describe.each(engines)('FIFO messages over $name', (engine) => {
     });
     expect(sent.SequenceNumber).toMatch(/^\d{20}$/);
     // A standard queue refuses a de-duplication id, as SQS does.
-    const { QueueUrl: standard } = await server.client.send(
+    const { QueueUrl: standard } = await server().client.send(
       new CreateQueueCommand({ QueueName: freshName('std') }),
     );
     const onStandard = await failure(
@@ -162,7 +146,7 @@ describe.each(engines)('FIFO messages over $name', (engine) => {
     await remove(url, b1);
     expect((await receive(url)).map((message) => message.Body)).toEqual(['b2']);
     // c1 made visible again comes back before c2; a1's visibility runs out: a1 again, not a2.
-    await server.client.send(
+    await server().client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: url,
         ReceiptHandle: c1.ReceiptHandle,
@@ -305,7 +289,7 @@ describe.each(engines)('FIFO messages over $name', (engine) => {
   it('SendMessageBatch: entries that fail their checks fail alone; a repeated id in the batch is a duplicate of the first', async (context) => {
     if (engine.skipReason !== undefined) context.skip(engine.skipReason);
     const url = await fifoQueue();
-    const answer = await server.client.send(
+    const answer = await server().client.send(
       new SendMessageBatchCommand({
         QueueUrl: url,
         Entries: [

@@ -9,44 +9,30 @@ import {
   SendMessageCommand,
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call } from '../server/helpers.js';
-import {
-  failure,
-  freshName,
-  type SqsTestServer,
-  startSqsServer,
-  useSqsEngines,
-} from './helpers.js';
+import { failure, freshName, sqsServerFor, useSqsEngines } from './helpers.js';
 
 const engines = await useSqsEngines();
 
 describe.each(engines)('FIFO queues over $name', (engine) => {
-  let server: SqsTestServer;
-
-  beforeAll(async () => {
-    if (engine.skipReason === undefined) server = await startSqsServer({ url: engine.url });
-  });
-
-  afterAll(async () => {
-    await server?.close();
-  });
+  const server = sqsServerFor(engine);
 
   const create = (QueueName: string, Attributes: Record<string, string> = {}) =>
-    server.client.send(new CreateQueueCommand({ QueueName, Attributes }));
+    server().client.send(new CreateQueueCommand({ QueueName, Attributes }));
   const attributesOf = async (QueueUrl: string, AttributeNames: QueueAttributeName[] = ['All']) =>
-    (await server.client.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames })))
+    (await server().client.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames })))
       .Attributes ?? {};
   const set = (QueueUrl: string, Attributes: Record<string, string>) =>
-    server.client.send(new SetQueueAttributesCommand({ QueueUrl, Attributes }));
+    server().client.send(new SetQueueAttributesCommand({ QueueUrl, Attributes }));
   const exists = async (name: string) =>
-    (await call(server.baseUrl, 'GET', `/v1/queues/${name}`)).status === 200;
+    (await call(server().baseUrl, 'GET', `/v1/queues/${name}`)).status === 200;
 
   it('CreateQueue with FifoQueue=true and a .fifo name makes a queue with the FIFO attributes and a 5-minute dedupWindow', async (context) => {
     if (engine.skipReason !== undefined) context.skip(engine.skipReason);
     const name = `${freshName('fifo')}.fifo`;
     const { QueueUrl } = await create(name, { FifoQueue: 'true', VisibilityTimeout: '20' });
-    expect(QueueUrl).toBe(`${server.baseUrl}/sqs/000000000000/${name}`);
+    expect(QueueUrl).toBe(`${server().baseUrl}/sqs/000000000000/${name}`);
     const url = QueueUrl as string;
     expect(await attributesOf(url)).toMatchObject({
       FifoQueue: 'true',
@@ -59,7 +45,7 @@ describe.each(engines)('FIFO queues over $name', (engine) => {
     expect(await attributesOf(url, ['ContentBasedDeduplication'])).toEqual({
       ContentBasedDeduplication: 'false',
     });
-    const v1 = await call(server.baseUrl, 'GET', `/v1/queues/${name}`);
+    const v1 = await call(server().baseUrl, 'GET', `/v1/queues/${name}`);
     expect(v1.body.options).toMatchObject({ dedupWindow: 300_000, visibility: 20_000 });
     // The same attributes again: the same URL; another value: QueueNameExists.
     expect((await create(name, { FifoQueue: 'true', VisibilityTimeout: '20' })).QueueUrl).toBe(url);
@@ -67,12 +53,12 @@ describe.each(engines)('FIFO queues over $name', (engine) => {
       (await failure(create(name, { FifoQueue: 'true', ContentBasedDeduplication: 'true' }))).name,
     ).toBe('QueueNameExists');
     // Listed, found, purged and deleted like any queue.
-    expect((await server.client.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl).toBe(
+    expect((await server().client.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl).toBe(
       url,
     );
-    const listed = await server.client.send(new ListQueuesCommand({ QueueNamePrefix: 'fifo-' }));
+    const listed = await server().client.send(new ListQueuesCommand({ QueueNamePrefix: 'fifo-' }));
     expect(listed.QueueUrls).toContain(url);
-    await server.client.send(
+    await server().client.send(
       new SendMessageCommand({
         QueueUrl: url,
         MessageBody: 'x',
@@ -80,11 +66,11 @@ describe.each(engines)('FIFO queues over $name', (engine) => {
         MessageDeduplicationId: 'd',
       }),
     );
-    await server.client.send(new PurgeQueueCommand({ QueueUrl: url }));
+    await server().client.send(new PurgeQueueCommand({ QueueUrl: url }));
     expect(await attributesOf(url, ['ApproximateNumberOfMessages'])).toEqual({
       ApproximateNumberOfMessages: '0',
     });
-    await server.client.send(new DeleteQueueCommand({ QueueUrl: url }));
+    await server().client.send(new DeleteQueueCommand({ QueueUrl: url }));
     expect(await exists(name)).toBe(false);
   });
 
@@ -126,7 +112,7 @@ describe.each(engines)('FIFO queues over $name', (engine) => {
       FifoQueue: 'true',
       ContentBasedDeduplication: 'true',
     });
-    await server.client.send(new DeleteQueueCommand({ QueueUrl: made.QueueUrl }));
+    await server().client.send(new DeleteQueueCommand({ QueueUrl: made.QueueUrl }));
   });
 
   it('SetQueueAttributes changes ContentBasedDeduplication, DeduplicationScope and FifoThroughputLimit, never the queue type', async (context) => {
@@ -187,7 +173,7 @@ describe.each(engines)('FIFO queues over $name', (engine) => {
     expect((await failure(set(url, { RedrivePolicy: policy(standardDlq) }))).name).toBe(
       'InvalidParameterValue',
     );
-    const v1 = await call(server.baseUrl, 'GET', `/v1/queues/${source}`);
+    const v1 = await call(server().baseUrl, 'GET', `/v1/queues/${source}`);
     expect(v1.body.options).toMatchObject({ deadLetterQueue: fifoDlq, maxDeliveries: 2 });
   });
 });

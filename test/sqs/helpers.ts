@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll } from 'vitest';
+import { afterAll, beforeAll } from 'vitest';
 import { postgresUrl, useConformanceEngines } from '../conformance/engines.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../server/helpers.js';
 
@@ -90,4 +90,27 @@ export async function useSqsEngines(): Promise<SqsEngine[]> {
     url: urls[engine.name] as string,
     skipReason: engine.skipReason,
   }));
+}
+
+/**
+ * An SQS server over `engine` for the tests of one describe block: started before them unless
+ * the engine is skipped, closed after them. Tests read it through the returned function.
+ */
+export function sqsServerFor(
+  engine: SqsEngine,
+  options: TestServerOptions = {},
+): () => SqsTestServer {
+  let server: SqsTestServer | undefined;
+  beforeAll(async () => {
+    if (engine.skipReason === undefined) {
+      server = await startSqsServer({ url: engine.url, ...options });
+    }
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  return () => {
+    if (server === undefined) throw new Error(`no SQS server over ${engine.name}`);
+    return server;
+  };
 }

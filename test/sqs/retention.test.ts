@@ -6,49 +6,33 @@ import {
   SendMessageCommand,
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
-import {
-  failure,
-  freshName,
-  type SqsTestServer,
-  startSqsServer,
-  useSqsEngines,
-} from './helpers.js';
+import { failure, freshName, sqsServerFor, useSqsEngines } from './helpers.js';
 
 const engines = await useSqsEngines();
 
 describe.each(engines)('MessageRetentionPeriod and queue limits over $name', (engine) => {
-  let server: SqsTestServer;
   // The broker's time: retention counts on it, so no test sleeps.
   const clock = new ManualClock(Date.now());
-
-  beforeAll(async () => {
-    if (engine.skipReason === undefined) {
-      server = await startSqsServer({ url: engine.url, clock });
-    }
-  });
-
-  afterAll(async () => {
-    await server?.close();
-  });
+  const server = sqsServerFor(engine, { clock });
 
   async function create(attributes: Record<string, string> = {}): Promise<[string, string]> {
     const name = freshName('keep');
-    const { QueueUrl } = await server.client.send(
+    const { QueueUrl } = await server().client.send(
       new CreateQueueCommand({ QueueName: name, Attributes: attributes }),
     );
     return [name, QueueUrl as string];
   }
   const retention = async (QueueUrl: string) =>
     (
-      await server.client.send(
+      await server().client.send(
         new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['MessageRetentionPeriod'] }),
       )
     ).Attributes?.MessageRetentionPeriod;
   const receive = async (QueueUrl: string) =>
     (
-      await server.client.send(
+      await server().client.send(
         new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
       )
     ).Messages ?? [];
@@ -58,7 +42,7 @@ describe.each(engines)('MessageRetentionPeriod and queue limits over $name', (en
     async () => {
       const [name, url] = await create();
       expect(await retention(url)).toBe('345600');
-      const queue = await server.broker.queue(name);
+      const queue = await server().broker.queue(name);
       expect((await queue.options()).retention).toBe(345_600_000);
     },
   );
@@ -68,12 +52,12 @@ describe.each(engines)('MessageRetentionPeriod and queue limits over $name', (en
     async () => {
       const [name, url] = await create({ MessageRetentionPeriod: '60' });
       expect(await retention(url)).toBe('60');
-      await server.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'old' }));
+      await server().client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'old' }));
       clock.advance(30_000);
-      await server.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'young' }));
+      await server().client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'young' }));
       clock.advance(30_000);
       expect((await receive(url)).map((message) => message.Body)).toEqual(['young']);
-      const stats = await (await server.broker.queue(name)).stats();
+      const stats = await (await server().broker.queue(name)).stats();
       expect(stats).toMatchObject({ expired: 1, dead: 1, active: 1 });
     },
   );
@@ -82,17 +66,17 @@ describe.each(engines)('MessageRetentionPeriod and queue limits over $name', (en
     'SetQueueAttributes changes the retention; CreateQueue of the queue again must name the same',
     async () => {
       const [name, url] = await create();
-      await server.client.send(
+      await server().client.send(
         new SetQueueAttributesCommand({
           QueueUrl: url,
           Attributes: { MessageRetentionPeriod: '1209600' },
         }),
       );
       expect(await retention(url)).toBe('1209600');
-      expect((await (await server.broker.queue(name)).options()).retention).toBe(1_209_600_000);
+      expect((await (await server().broker.queue(name)).options()).retention).toBe(1_209_600_000);
       expect(
         await failure(
-          server.client.send(
+          server().client.send(
             new CreateQueueCommand({
               QueueName: name,
               Attributes: { MessageRetentionPeriod: '60' },
@@ -100,7 +84,7 @@ describe.each(engines)('MessageRetentionPeriod and queue limits over $name', (en
           ),
         ),
       ).toMatchObject({ code: 'QueueAlreadyExists' });
-      await server.client.send(
+      await server().client.send(
         new CreateQueueCommand({
           QueueName: name,
           Attributes: { MessageRetentionPeriod: '1209600' },
@@ -109,7 +93,7 @@ describe.each(engines)('MessageRetentionPeriod and queue limits over $name', (en
       for (const bad of ['59', '1209601', 'x']) {
         expect(
           await failure(
-            server.client.send(
+            server().client.send(
               new SetQueueAttributesCommand({
                 QueueUrl: url,
                 Attributes: { MessageRetentionPeriod: bad },
@@ -126,10 +110,10 @@ describe.each(engines)('MessageRetentionPeriod and queue limits over $name', (en
     'a queue made through /v1 shows its own retention, or the SQS default when it has none',
     async () => {
       const bounded = freshName('v1');
-      await server.broker.queue(bounded, { retention: 120_000 });
+      await server().broker.queue(bounded, { retention: 120_000 });
       const unbounded = freshName('v1');
-      await server.broker.queue(unbounded);
-      const urlOf = (name: string) => `${server.baseUrl}/sqs/000000000000/${name}`;
+      await server().broker.queue(unbounded);
+      const urlOf = (name: string) => `${server().baseUrl}/sqs/000000000000/${name}`;
       expect(await retention(urlOf(bounded))).toBe('120');
       expect(await retention(urlOf(unbounded))).toBe('345600');
     },
@@ -139,14 +123,14 @@ describe.each(engines)('MessageRetentionPeriod and queue limits over $name', (en
     "a full queue (its maxLength, set through /v1) refuses sends with SQS's OverLimit",
     async () => {
       const [name, url] = await create();
-      await server.broker.updateQueue(name, { maxLength: 1 });
-      await server.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'a' }));
+      await server().broker.updateQueue(name, { maxLength: 1 });
+      await server().client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'a' }));
       expect(
         await failure(
-          server.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'b' })),
+          server().client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'b' })),
         ),
       ).toMatchObject({ code: 'OverLimit', status: 403 });
-      const batch = await server.client.send(
+      const batch = await server().client.send(
         new SendMessageBatchCommand({
           QueueUrl: url,
           Entries: [{ Id: 'c', MessageBody: 'c' }],
