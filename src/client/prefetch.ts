@@ -41,6 +41,8 @@ export interface PrefetchSettings {
  */
 export class Prefetch implements PushListener {
   private buffer: WireDelivery[] = [];
+  /** Held deliveries by receipt → this client's time at which their lease ends. */
+  private readonly leaseEnds = new Map<string, number>();
   private readonly waiters = new Set<Waiter>();
   private subscription: number | undefined;
   private opening: Promise<void> | undefined;
@@ -62,7 +64,7 @@ export class Prefetch implements PushListener {
     this.watch(signal);
     if (this.buffer.length === 0 || this.subscription === undefined) await this.ensure(max);
     else if (max > this.prefetch) void this.ensure(max).catch(() => {});
-    if (this.buffer.length > 0) return this.handOut(this.buffer.splice(0, max));
+    if (this.live() > 0) return this.handOut(this.takeLive(max));
     if (wait === 0 || signal?.aborted) return [];
     return new Promise((resolve, reject) => {
       const done = () => {
@@ -131,7 +133,7 @@ export class Prefetch implements PushListener {
 
   /** Held deliveries, taken without waiting (a receive with wait 0). */
   takeHeld(max: number): WireDelivery[] {
-    return this.handOut(this.buffer.splice(0, max));
+    return this.handOut(this.takeLive(max));
   }
 
   /** Deliveries settled through this client (ack, nack, a refused extend): out of hand. */
@@ -142,6 +144,32 @@ export class Prefetch implements PushListener {
   /** Every delivery of this subscription's session or queue ended at once (purge, session end). */
   settledAll(): void {
     this.inHand.clear();
+  }
+
+  /**
+   * Up to `max` held deliveries whose lease has not run out: one that waited in the buffer past
+   * its deadline is the server's again (it may be someone else's by now) and is dropped.
+   */
+  private takeLive(max: number): WireDelivery[] {
+    this.dropExpired();
+    const taken = this.buffer.splice(0, max);
+    for (const delivery of taken) this.leaseEnds.delete(delivery.receipt);
+    return taken;
+  }
+
+  private live(): number {
+    this.dropExpired();
+    return this.buffer.length;
+  }
+
+  private dropExpired(): void {
+    if (this.buffer.length === 0) return;
+    const now = Date.now();
+    this.buffer = this.buffer.filter((delivery) => {
+      if ((this.leaseEnds.get(delivery.receipt) ?? Number.POSITIVE_INFINITY) > now) return true;
+      this.leaseEnds.delete(delivery.receipt);
+      return false;
+    });
   }
 
   private handOut(deliveries: WireDelivery[]): WireDelivery[] {
@@ -157,10 +185,14 @@ export class Prefetch implements PushListener {
       if (frame.error !== undefined) this.failWaiters(errorFromWire(frame.error));
       return;
     }
+    const received = Date.now();
+    for (const delivery of frame.deliveries) {
+      this.leaseEnds.set(delivery.receipt, received + (delivery.deadline - frame.now));
+    }
     this.buffer.push(...frame.deliveries);
     for (const waiter of [...this.waiters]) {
-      if (this.buffer.length === 0) break;
-      waiter.resolve(this.buffer.splice(0, waiter.max));
+      if (this.live() === 0) break;
+      waiter.resolve(this.takeLive(waiter.max));
     }
     if (this.buffer.length > 0 && this.waiters.size === 0) this.armIdle();
   }
@@ -188,6 +220,7 @@ export class Prefetch implements PushListener {
       this.link.forget(subscription);
     }
     const held = this.buffer.splice(0);
+    this.leaseEnds.clear();
     if (held.length > 0) {
       await this.settings
         .release(

@@ -77,10 +77,15 @@ export interface SubscribedFrame {
   prefetch: number;
 }
 
-/** Deliveries pushed to a subscription; each counts against its prefetch until settled. */
+/**
+ * Deliveries pushed to a subscription; each counts against its prefetch until settled. `now`
+ * is the server's time as it pushed them, the clock of their `deadline`s: a client holding a
+ * pushed delivery knows how much of its lease is left without sharing the server's clock.
+ */
 export interface DeliveriesFrame {
   type: 'deliveries';
   subscription: number;
+  now: number;
   deliveries: WireDelivery[];
 }
 

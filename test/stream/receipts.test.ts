@@ -65,3 +65,25 @@ describe('concurrent receives over the stream', () => {
     expect(await queue.stats()).toMatchObject({ active: 4, ready: 0 });
   });
 });
+
+describe('deliveries held by the client over the stream', () => {
+  it('are never handed out once their lease ran out while they waited: the job is received afresh', async () => {
+    const { client } = await connect();
+    const queue = await client.queue('jobs', { visibility: 150 });
+    await queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    // A receive of two makes the prefetch two; both come at once and are acked.
+    const first = await queue.receive({ max: 2, wait: 5000 });
+    expect(first.map((delivery) => delivery.id)).toEqual(['a', 'b']);
+    await queue.ackMany(first.map((delivery) => delivery.token));
+    // Two more are pushed while nobody waits: held by the client, leased to it for 150 ms.
+    await queue.publishBatch([{ id: 'c' }, { id: 'd' }]);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const later = await queue.receive({ max: 2, wait: 5000 });
+    // Their leases ended on the server: what the client hands out is a later, live delivery
+    // (pushed again as the server took its credit back), never the expired one.
+    expect(later.map((delivery) => delivery.id)).toEqual(['c', 'd']);
+    for (const delivery of later) expect(delivery.deliveryCount).toBeGreaterThan(1);
+    expect(await queue.ackMany(later.map((delivery) => delivery.token))).toEqual([true, true]);
+    expect(await queue.stats()).toMatchObject({ acks: 4, staleAcks: 0 });
+  });
+});

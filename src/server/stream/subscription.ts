@@ -136,6 +136,7 @@ export class Subscription {
       const frame: DeliveriesFrame = {
         type: 'deliveries',
         subscription: this.id,
+        now: this.sink.now(),
         deliveries: deliveries.map((delivery) => deliveryToWire(delivery, signer)),
       };
       const bytes = this.active ? this.sink.push(frame) : false;
