@@ -346,6 +346,52 @@ describe('the stream: subscriptions', () => {
     expect(await stats(server, ADMIN)).toMatchObject({ ready: 0, active: 1 });
   });
 
+  it('reports a subscription that fails at once as ended only after its subscribed answer', async () => {
+    const client = await connect(await serve());
+    const [session] = (
+      await client.request({
+        type: 'batch',
+        id: 1,
+        queue: 'jobs',
+        operations: [{ type: 'openSession' }],
+      })
+    ).results;
+    await client.request({
+      type: 'batch',
+      id: 2,
+      queue: 'jobs',
+      operations: [{ type: 'closeSession', session: session.value }],
+    });
+    // A frame still being answered ahead of it, then a subscription whose first receive fails
+    // (its session is closed), several times over.
+    for (let round = 0; round < 5; round++) {
+      const id = 10 + round * 2;
+      client.send({
+        type: 'batch',
+        id,
+        queue: 'jobs',
+        operations: [publish(Array.from({ length: 50 }, (_, k) => `r${round}-${k}`))],
+      });
+      client.send({
+        type: 'subscribe',
+        id: id + 1,
+        queue: 'jobs',
+        prefetch: 1,
+        session: session.value,
+      });
+      await client.next((frame) => frame.type === 'unsubscribed' && frame.subscription === id + 1);
+      const order = client.frames
+        .filter((frame) => frame.id === id + 1 || frame.subscription === id + 1)
+        .map((frame) => frame.type);
+      expect(order).toEqual(['subscribed', 'unsubscribed']);
+      expect(
+        client.frames.find(
+          (frame) => frame.type === 'unsubscribed' && frame.subscription === id + 1,
+        ).error,
+      ).toMatchObject({ code: 'SESSION_CLOSED' });
+    }
+  });
+
   it('limits the prefetch and the subscriptions of one connection', async () => {
     const client = await connect(await serve({ limits: { maxPrefetch: 5, maxSubscriptions: 2 } }));
     expect(

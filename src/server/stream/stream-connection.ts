@@ -351,10 +351,15 @@ export class StreamConnection {
   private subscriptionEnded(subscription: Subscription, error: unknown): void {
     if (this.subscriptions.get(subscription.id) !== subscription) return;
     this.forget(subscription.id);
-    this.send({
+    const frame: ServerFrame = {
       type: 'unsubscribed',
       subscription: subscription.id,
       error: refused(error, this.context.log).error,
+    };
+    // After the answers of earlier frames: a subscription that fails at once must not be
+    // reported ended before its `subscribed` answer, which the client would then believe.
+    this.replies = this.replies.then(() => {
+      this.send(frame);
     });
   }
 
