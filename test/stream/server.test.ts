@@ -63,6 +63,11 @@ function socketBufferBytes(): number {
   );
 }
 
+/** The results of one batch frame on the `jobs` queue. */
+async function batch(client: FrameClient, id: number, operations: unknown[]) {
+  return (await client.request({ type: 'batch', id, queue: 'jobs', operations })).results;
+}
+
 const settle = (ms = 50) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('the stream: batches of operations', () => {
@@ -122,14 +127,7 @@ describe('the stream: batches of operations', () => {
     const server = await serve();
     const client = await connect(server);
     await client.request({ type: 'batch', id: 1, queue: 'jobs', operations: [publish(['a'])] });
-    const [reserved] = (
-      await client.request({
-        type: 'batch',
-        id: 2,
-        queue: 'jobs',
-        operations: [{ type: 'reserve' }],
-      })
-    ).results;
+    const [reserved] = await batch(client, 2, [{ type: 'reserve' }]);
     const receipt: string = reserved.value[0].receipt;
     const forged = `${receipt.slice(0, -2)}${receipt.endsWith('AA') ? 'AB' : 'AA'}`;
     const answer = await client.request({
@@ -348,14 +346,7 @@ describe('the stream: subscriptions', () => {
 
   it('reports a subscription that fails at once as ended only after its subscribed answer', async () => {
     const client = await connect(await serve());
-    const [session] = (
-      await client.request({
-        type: 'batch',
-        id: 1,
-        queue: 'jobs',
-        operations: [{ type: 'openSession' }],
-      })
-    ).results;
+    const [session] = await batch(client, 1, [{ type: 'openSession' }]);
     await client.request({
       type: 'batch',
       id: 2,
@@ -432,14 +423,7 @@ describe('the stream: the lease model when a connection ends (R12)', () => {
       queue: 'jobs',
       operations: [publish(['a', 'b', 'c'])],
     });
-    const [session] = (
-      await client.request({
-        type: 'batch',
-        id: 2,
-        queue: 'jobs',
-        operations: [{ type: 'openSession' }],
-      })
-    ).results;
+    const [session] = await batch(client, 2, [{ type: 'openSession' }]);
     await client.request({ type: 'subscribe', id: 3, queue: 'jobs', prefetch: 1 });
     await client.request({
       type: 'subscribe',
@@ -463,26 +447,12 @@ describe('the stream: the lease model when a connection ends (R12)', () => {
     const server = await serve({ clock });
     const first = await connect(server);
     await first.request({ type: 'batch', id: 1, queue: 'jobs', operations: [publish(['a', 'b'])] });
-    const [reserved] = (
-      await first.request({
-        type: 'batch',
-        id: 2,
-        queue: 'jobs',
-        operations: [{ type: 'reserve', max: 2 }],
-      })
-    ).results;
+    const [reserved] = await batch(first, 2, [{ type: 'reserve', max: 2 }]);
     const [a, b] = reserved.value;
     await first.close();
     clock.set(1000);
     const second = await connect(server);
-    const [again] = (
-      await second.request({
-        type: 'batch',
-        id: 1,
-        queue: 'jobs',
-        operations: [{ type: 'reserve', max: 1 }],
-      })
-    ).results;
+    const [again] = await batch(second, 1, [{ type: 'reserve', max: 1 }]);
     expect(again.value[0]).toMatchObject({ id: 'a', deliveryCount: 2 });
     // a's old receipt names the old delivery: it cannot complete the new one (R8).
     const answer = await second.request({
