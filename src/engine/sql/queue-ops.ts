@@ -247,58 +247,30 @@ export class QueueOps extends JobMoves {
     const seq = this.q.nextSeq++;
     this.q.counters.published += 1;
     const grp = input.group ?? null;
-    const group_seq = grp === null ? null : seq;
+    let state: NewJobRow['state'] = 'ready';
     if (waits) {
+      state = 'waiting';
       this.q.waiting += 1;
-      return {
-        id,
-        payload: input.payloadJson,
-        seq,
-        state: 'waiting',
-        available_at: now + input.delay,
-        ready_pos: null,
-        ready_since: null,
-        published_at: now,
-        priority: input.priority,
-        grp,
-        group_seq,
-        expires_at: null,
-        expiry_at: null,
-      };
-    }
-    if (input.delay > 0) {
+    } else if (input.delay > 0) {
+      state = 'delayed';
       this.q.delayed += 1;
       this.q.nextEventAt = Math.min(this.q.nextEventAt, now + input.delay);
-      const availableAt = now + input.delay;
-      return {
-        id,
-        payload: input.payloadJson,
-        seq,
-        state: 'delayed',
-        available_at: availableAt,
-        ready_pos: null,
-        ready_since: null,
-        published_at: now,
-        priority: input.priority,
-        grp,
-        group_seq,
-        expires_at: null,
-        expiry_at: null,
-      };
+    } else {
+      this.q.ready += 1;
     }
-    this.q.ready += 1;
+    const ready = state === 'ready';
     return {
       id,
       payload: input.payloadJson,
       seq,
-      state: 'ready',
-      available_at: now,
-      ready_pos: backPosition(this.q, input.priority),
-      ready_since: now,
+      state,
+      available_at: now + input.delay,
+      ready_pos: ready ? backPosition(this.q, input.priority) : null,
+      ready_since: ready ? now : null,
       published_at: now,
       priority: input.priority,
       grp,
-      group_seq,
+      group_seq: grp === null ? null : seq,
       expires_at: null,
       expiry_at: null,
     };
