@@ -14,6 +14,9 @@ interface Waiter {
  */
 const IN_HAND_MS = 30_000;
 
+/** Held deliveries are given back this long before their lease would end, if none is taken. */
+const GIVE_BACK_AHEAD_MS = 50;
+
 /** Consumers' signals watched at most per subscription; past it, the oldest is let go. */
 const MAX_WATCHED_SIGNALS = 64;
 
@@ -48,6 +51,8 @@ export class Prefetch implements PushListener {
   private opening: Promise<void> | undefined;
   private prefetch = 0;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** When the armed idle timer fires (this client's time). */
+  private idleDue = 0;
   private ending: Promise<void> | undefined;
   /** Receipts handed to receives and not yet settled through this client → until when. */
   private readonly inHand = new Map<string, number>();
@@ -278,12 +283,29 @@ export class Prefetch implements PushListener {
     for (const waiter of [...this.waiters]) waiter.reject(error);
   }
 
+  /**
+   * Held deliveries that no receive takes are given back after `idleMs`, or sooner when one's
+   * lease would end first: the server would take it back and push it again, each time one
+   * more delivery of the job (R13 counts them), for as long as nobody takes it.
+   */
   private armIdle(): void {
-    if (this.idleTimer !== undefined) return;
-    this.idleTimer = setTimeout(() => {
-      this.idleTimer = undefined;
-      if (this.waiters.size === 0 && this.buffer.length > 0) void this.end();
-    }, this.settings.idleMs);
+    let due = Date.now() + this.settings.idleMs;
+    for (const delivery of this.buffer) {
+      const leaseEnd = this.leaseEnds.get(delivery.receipt);
+      if (leaseEnd !== undefined) due = Math.min(due, leaseEnd - GIVE_BACK_AHEAD_MS);
+    }
+    if (this.idleTimer !== undefined) {
+      if (this.idleDue <= due) return;
+      clearTimeout(this.idleTimer);
+    }
+    this.idleDue = due;
+    this.idleTimer = setTimeout(
+      () => {
+        this.idleTimer = undefined;
+        if (this.waiters.size === 0 && this.buffer.length > 0) void this.end();
+      },
+      Math.max(0, due - Date.now()),
+    );
     this.idleTimer.unref();
   }
 

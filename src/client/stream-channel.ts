@@ -161,10 +161,11 @@ export class StreamChannel implements Channel {
     this.link.close();
   }
 
+  /** Gives held deliveries back; each goes to the front of ready (R9), so the last goes first. */
   private async release(queue: string, receipts: string[]): Promise<void> {
     await this.execute(
       queue,
-      receipts.map((receipt) => ({ type: 'nack', receipt })),
+      [...receipts].reverse().map((receipt) => ({ type: 'nack', receipt })),
     );
   }
 
