@@ -3,9 +3,8 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import type { CommitKind } from '../../src/engine/sql/sql-connection.js';
-import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { EngineBroker, ManualClock, openEngine } from '../../src/index.js';
+import { recordCommitKinds } from '../engine/commit-kind-spy.js';
 
 // On SQLite a waiting receiver is handed its job by the transaction that commits the publish:
 // one synced commit between publish and handler, not the publish's and then the receiver's.
@@ -18,15 +17,7 @@ afterEach(() => {
 let files = 0;
 
 async function setup() {
-  const kinds: CommitKind[] = [];
-  const begin = SqliteConnection.prototype.begin;
-  vi.spyOn(SqliteConnection.prototype, 'begin').mockImplementation(function (
-    this: SqliteConnection,
-    kind?: CommitKind,
-  ) {
-    kinds.push(kind ?? 'durable');
-    return begin.call(this, kind);
-  });
+  const kinds = recordCommitKinds();
   files += 1;
   const engine = await openEngine(`sqlite:${join(dir, `handoff-${files}.db`)}`);
   const clock = new ManualClock(1_000);

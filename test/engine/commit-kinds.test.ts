@@ -6,9 +6,9 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { build } from '../../src/core/index.js';
 import { openEngine } from '../../src/engine/index.js';
-import type { CommitKind } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { TOKEN_BLOCK } from '../../src/engine/sqlite/token-fence.js';
+import { recordCommitKinds } from './commit-kind-spy.js';
 
 /**
  * R21 on SQLite: which commits wait for a sync. Publishes, acks and every other change of a
@@ -25,15 +25,7 @@ let files = 0;
 
 /** An fsync engine whose transactions report the kind of commit they began. */
 async function recordedEngine() {
-  const kinds: CommitKind[] = [];
-  const begin = SqliteConnection.prototype.begin;
-  vi.spyOn(SqliteConnection.prototype, 'begin').mockImplementation(function (
-    this: SqliteConnection,
-    kind?: CommitKind,
-  ) {
-    kinds.push(kind ?? 'durable');
-    return begin.call(this, kind);
-  });
+  const kinds = recordCommitKinds();
   files += 1;
   const engine = await openEngine(`sqlite:${join(dir, `kinds-${files}.db`)}`);
   const queue = await engine.queue('jobs', { visibility: 1000 });

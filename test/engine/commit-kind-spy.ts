@@ -1,0 +1,20 @@
+import { vi } from 'vitest';
+import type { CommitKind } from '../../src/engine/sql/sql-connection.js';
+import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
+
+/**
+ * The kind of every SQLite transaction begun from now on, in order (R21: what its commit waits
+ * for). The spy is undone by `vi.restoreAllMocks()`.
+ */
+export function recordCommitKinds(): CommitKind[] {
+  const kinds: CommitKind[] = [];
+  const begin = SqliteConnection.prototype.begin;
+  vi.spyOn(SqliteConnection.prototype, 'begin').mockImplementation(function (
+    this: SqliteConnection,
+    kind?: CommitKind,
+  ) {
+    kinds.push(kind ?? 'durable');
+    return begin.call(this, kind);
+  });
+  return kinds;
+}
