@@ -32,9 +32,9 @@ export interface PrefetchSettings {
 
 /**
  * The client side of one subscription: receives with the same queue, visibility and session
- * share it. Its prefetch is the largest `max` asked for, or the sum of the `max` of receives
- * waiting at once when larger; the server pushes as credit allows,
- * so a worker that acks gets its next jobs without asking. Deliveries pushed while no receive
+ * share it. Its prefetch is the largest `max` asked for, or, when larger, the deliveries it
+ * handed out and not yet settled plus what its waiting receives ask for (see raiseToDemand);
+ * the server pushes as credit allows, so a worker that acks gets its next jobs without asking. Deliveries pushed while no receive
  * waits are held (still leased to this client) and handed to the next receive; held ones
  * that no receive takes within `idleMs` are given back and the subscription ends.
  *
@@ -69,7 +69,8 @@ export class Prefetch implements PushListener {
     this.watch(signal);
     if (this.buffer.length === 0 || this.subscription === undefined) await this.ensure(max);
     else if (max > this.prefetch) void this.ensure(max).catch(() => {});
-    if (this.live() > 0) return this.handOut(this.takeLive(max));
+    const held = this.takeLive(max);
+    if (held.length > 0) return this.handOut(held);
     if (wait === 0 || signal?.aborted) return [];
     return new Promise((resolve, reject) => {
       const done = () => {
@@ -162,11 +163,6 @@ export class Prefetch implements PushListener {
     return taken;
   }
 
-  private live(): number {
-    this.dropExpired();
-    return this.buffer.length;
-  }
-
   private dropExpired(): void {
     if (this.buffer.length === 0) return;
     const now = Date.now();
@@ -196,8 +192,9 @@ export class Prefetch implements PushListener {
     }
     this.buffer.push(...frame.deliveries);
     for (const waiter of [...this.waiters]) {
-      if (this.live() === 0) break;
-      waiter.resolve(this.takeLive(waiter.max));
+      const held = this.takeLive(waiter.max);
+      if (held.length === 0) break;
+      waiter.resolve(held);
     }
     if (this.buffer.length > 0 && this.waiters.size === 0) this.armIdle();
   }
