@@ -13,18 +13,15 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import {
-  closeSync,
   cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
-  openSync,
   readFileSync,
   rmSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,7 +38,7 @@ import {
   resultsTable,
   verdicts,
 } from './lib/report.js';
-import { sleep } from './lib/stats.js';
+import { type RunningServer, startServe } from './lib/serve.js';
 import { isSubjectName, SUBJECTS, type SubjectName } from './subjects/index.js';
 import type { WorkloadResult } from './workload.js';
 
@@ -288,88 +285,17 @@ function indent(title: string, text: string): string {
   return [`  ${title}`, ...shown].join('\n');
 }
 
-interface RunningServer {
-  url: string;
-  /** The last warnings and errors the server logged. */
-  logTail(): string;
-  stop(): Promise<void>;
-}
-
 /**
  * `leaseq serve` over a fresh SQLite file (default settings: fsync, info logs, which go to a
  * file in the temp folder), on a free loopback port; stopped by pid.
  */
-async function startServer(
-  file: string,
-  logName: string,
-  profile: boolean,
-): Promise<RunningServer> {
-  const port = await freePort();
-  const logFile = join(tmpdir(), logName);
-  const log = openSync(logFile, 'w');
-  const flags = profile ? profileFlags(`leaseq-server-${process.pid}-${port}`) : [];
-  const child = spawn(
-    process.execPath,
-    [
-      ...flags,
-      join(measured.dist, 'cli/main.js'),
-      'serve',
-      '--port',
-      String(port),
-      '--storage',
-      `sqlite:${file}`,
-    ],
-    { cwd: benchDir, stdio: ['ignore', log, log] },
-  );
-  closeSync(log);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = `http://127.0.0.1:${port}`;
-  const logTail = () => {
-    try {
-      const lines = readFileSync(logFile, 'utf8').split('\n');
-      return lines
-        .filter((line) => !line.startsWith('{"level":30'))
-        .slice(-8)
-        .join('\n');
-    } catch {
-      return '(no log)';
-    }
-  };
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
-      process.kill(child.pid, 'SIGTERM');
-      const killer = setTimeout(
-        () => child.pid !== undefined && process.kill(child.pid, 'SIGKILL'),
-        15_000,
-      );
-      await exited;
-      clearTimeout(killer);
-    }
-    rmSync(logFile, { force: true });
-  };
-  for (const deadline = performance.now() + 15_000; performance.now() < deadline; ) {
-    if (child.exitCode !== null) break;
-    try {
-      const ready = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
-      if (ready.ok) return { url, logTail, stop };
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  const tail = logTail();
-  await stop();
-  throw new Error(`leaseq serve did not become ready on ${url}:\n${tail}`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
+function startServer(file: string, logName: string, profile: boolean): Promise<RunningServer> {
+  return startServe({
+    cli: join(measured.dist, 'cli/main.js'),
+    args: ['--storage', `sqlite:${file}`],
+    logFile: join(tmpdir(), logName),
+    nodeFlags: profile ? profileFlags(`leaseq-server-${process.pid}-${Date.now()}`) : [],
+    cwd: benchDir,
   });
 }
 

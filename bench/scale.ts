@@ -4,14 +4,14 @@
 // Run (root): npm run bench:scale [-- --n 3000 --processes 1,2,4 --concurrency 1,8 --servers 0,1,2
 //   --out bench/results/scale.md]
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { open } from '../src/index.js';
+import { startServe } from './lib/serve.js';
 import { formatInteger, markdownTable } from './table.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -219,54 +219,10 @@ function startConsumer(url: string, queue: string, concurrency: number) {
 }
 
 /** `leaseq serve` (the built package) over the database on a free loopback port. */
-async function startServer(storage: string, index: number) {
-  const port = await freePort();
-  const logFile = join(tmpdir(), `leaseq-scale-${process.pid}-${index}.log`);
-  const log = openSync(logFile, 'w');
-  const child = spawn(
-    process.execPath,
-    [
-      join(here, '../dist/cli/main.js'),
-      'serve',
-      '--port',
-      String(port),
-      '--storage',
-      storage,
-      '--log-level',
-      'warn',
-    ],
-    { stdio: ['ignore', log, log] },
-  );
-  closeSync(log);
-  const url = `http://127.0.0.1:${port}`;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async () => {
-    if (child.exitCode === null && child.pid !== undefined) {
-      process.kill(child.pid, 'SIGTERM');
-      await exited;
-    }
-    rmSync(logFile, { force: true });
-  };
-  for (const deadline = performance.now() + 15_000; performance.now() < deadline; ) {
-    try {
-      if ((await fetch(`${url}/readyz`)).ok) return { url, stop };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const tail = readFileSync(logFile, 'utf8').slice(-2000);
-  await stop();
-  throw new Error(`leaseq serve did not become ready:\n${tail}`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
+function startServer(storage: string, index: number) {
+  return startServe({
+    cli: join(here, '../dist/cli/main.js'),
+    args: ['--storage', storage, '--log-level', 'warn'],
+    logFile: join(tmpdir(), `leaseq-scale-${process.pid}-${index}.log`),
   });
 }
