@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Engine, openEngine } from '../../src/engine/index.js';
-import { TOKEN_BLOCK } from '../../src/engine/sqlite/token-fence.js';
+import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
 
 /**
  * R21 across a simulated power loss. A commit that only moves leases does not wait for a sync:

@@ -6,8 +6,8 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { build } from '../../src/core/index.js';
 import { openEngine } from '../../src/engine/index.js';
+import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
-import { TOKEN_BLOCK } from '../../src/engine/sqlite/token-fence.js';
 import { recordCommitKinds } from './commit-kind-spy.js';
 
 /**

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { SqlConnection, SqlValue } from '../sql/sql-connection.js';
+import type { CommitKind, SqlConnection, SqlValue } from '../sql/sql-connection.js';
 
 const placeholders = new Map<string, string>();
 
@@ -21,6 +21,8 @@ export function toPostgresPlaceholders(sql: string): string {
  */
 export class PostgresConnection implements SqlConnection {
   private beginPending = false;
+  /** BEGIN, and for a `lease` commit that it need not wait for the WAL flush (R21). */
+  private beginScript = 'BEGIN';
   private readonly beforeCommit: string[] = [];
 
   constructor(readonly client: pg.PoolClient | pg.Client) {}
@@ -43,9 +45,9 @@ export class PostgresConnection implements SqlConnection {
     }
     this.beginPending = false;
     const results = (await this.client.query(
-      `BEGIN; ${this.inline(sql, params)}`,
+      `${this.beginScript}; ${this.inline(sql, params)}`,
     )) as unknown as pg.QueryResult[];
-    return results[1] as pg.QueryResult;
+    return results.at(-1) as pg.QueryResult;
   }
 
   /** The statement with its `?` replaced by literals (values are our own numbers and text). */
@@ -63,18 +65,19 @@ export class PostgresConnection implements SqlConnection {
   }
 
   async exec(script: string): Promise<void> {
-    await this.client.query(this.beginPending ? `BEGIN; ${script}` : script);
+    await this.client.query(this.beginPending ? `${this.beginScript}; ${script}` : script);
     this.beginPending = false;
   }
 
-  async begin(): Promise<void> {
+  async begin(kind: CommitKind = 'durable'): Promise<void> {
     this.beginPending = true;
+    this.beginScript = kind === 'lease' ? 'BEGIN; SET LOCAL synchronous_commit = off' : 'BEGIN';
     this.beforeCommit.length = 0;
   }
 
   async commit(): Promise<void> {
     const script = [...this.beforeCommit.splice(0), 'COMMIT'].join('; ');
-    await this.client.query(this.beginPending ? `BEGIN; ${script}` : script);
+    await this.client.query(this.beginPending ? `${this.beginScript}; ${script}` : script);
     this.beginPending = false;
   }
 

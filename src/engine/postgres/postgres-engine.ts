@@ -5,6 +5,7 @@ import { checkClockMode, type EngineOptions, redactUrl } from '../engine-options
 import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
+import { fenceTokens, POSTGRES_ONE_STATEMENT } from './one-statement.js';
 import { PostgresConnection } from './postgres-connection.js';
 
 const WAKE_CHANNEL = 'leaseq_wake';
@@ -13,6 +14,8 @@ const DIALECT: SqlDialect = {
   // The queue row lock serializes a queue's writers across processes and machines, so two
   // consumers can never take the same job (and tokens stay a gap-free counter, R6).
   lockRow: ' FOR UPDATE',
+  oneStatement: POSTGRES_ONE_STATEMENT,
+  fenceTokens,
   setBased: true,
   jobsByToken: 'leaseq_jobs',
   wakeStatement: (queue) => ({ sql: 'SELECT pg_notify(?, ?)', params: [WAKE_CHANNEL, queue] }),
@@ -45,6 +48,8 @@ export async function openPostgresEngine(
   const pool = new pg.Pool({ connectionString: url, types, max: 4, connectionTimeoutMillis: 5000 });
   pool.on('error', () => undefined); // an idle client's failure surfaces on its next use
   let listener: pg.Client | undefined;
+  // Clients that ran the after-crash check (it must come before a client's first transaction).
+  const checked = new WeakSet<pg.PoolClient>();
   try {
     const client = await connect(pool, target);
     try {
@@ -72,6 +77,15 @@ export async function openPostgresEngine(
       translateError: (error) => (isConnectionFailure(error) ? unavailable(error, target) : error),
       acquire: async () => {
         const pooled = await connect(pool, target);
+        if (!checked.has(pooled)) {
+          try {
+            await pooled.query('SELECT leaseq_continue_after_crash()');
+          } catch (error) {
+            pooled.release(error as Error);
+            throw error;
+          }
+          checked.add(pooled);
+        }
         // The pool stops listening to a client it hands out. A connection that dies between two
         // statements (PostgreSQL restarted) must fail this transaction's next statement, not
         // the process with an unhandled 'error'; the broken client is then dropped on release.

@@ -60,6 +60,12 @@ export interface Merge<A, R> {
   key: string;
   arg: A;
   run: (connection: SqlConnection, batch: BatchContext, args: A[]) => Promise<R[]>;
+  /**
+   * Where the storage can do it as one statement that commits itself (one round trip): the
+   * results, or undefined, having changed nothing, when this case needs `run`. Tried when a
+   * batch is this group alone.
+   */
+  direct?: (connection: SqlConnection, batch: BatchContext, args: A[]) => Promise<R[] | undefined>;
 }
 
 interface Pending {
@@ -221,6 +227,30 @@ export class GroupCommitExecutor {
     const context = new BatchContext(
       batch.some((pending) => pending.kind === 'durable') ? 'durable' : 'lease',
     );
+    const direct = directGroup(batch);
+    if (direct !== undefined) {
+      let values: unknown[] | undefined;
+      try {
+        values = await direct(
+          connection,
+          context,
+          batch.map((pending) => pending.merge?.arg),
+        );
+      } catch (error) {
+        lease.release();
+        if (batch.length > 1) return false;
+        (batch[0] as Pending).reject(this.translate(error));
+        return true;
+      }
+      if (values !== undefined) {
+        lease.release();
+        context.committed();
+        batch.forEach((pending, index) => {
+          pending.resolve(values[index]);
+        });
+        return true;
+      }
+    }
     try {
       await connection.begin(context.kind);
       if (batch[0]?.exclusive) {
@@ -268,6 +298,14 @@ async function runFollowUps(connection: SqlConnection, context: BatchContext): P
   await connection.begin('durable');
   for (const work of context.durableFollowUps) await work(connection);
   await connection.commit();
+}
+
+/** The direct form of a batch that is one merge group and has one; else undefined. */
+function directGroup(batch: Pending[]): Merge<unknown, unknown>['direct'] {
+  const merge = batch[0]?.merge;
+  if (merge?.direct === undefined) return undefined;
+  if (batch.some((pending) => pending.merge?.key !== merge.key)) return undefined;
+  return merge.direct;
 }
 
 /** The calls from `start` that share its merge key (just one call when it has none). */

@@ -62,6 +62,28 @@ export interface ReserveArgs {
   ack: AckMode;
 }
 
+/** The delivery of a job just reserved (its row as the reserving statement returned it). */
+export function deliveryOf(
+  row: {
+    id: string;
+    payload: string | null;
+    delivery_count: number;
+    token: number;
+    grp: string | null;
+  },
+  deadline: number,
+): Delivery {
+  return {
+    token: row.token,
+    id: row.id,
+    payload: decodePayload(row.payload),
+    deadline,
+    deliveryCount: row.delivery_count,
+    redelivered: row.delivery_count > 1,
+    ...(row.grp === null ? {} : { group: row.grp }),
+  };
+}
+
 /** The operations of SPEC.md over SQL rows; arguments are validated by the caller. */
 export class QueueOps extends JobMoves {
   /** Publishes in order; new jobs are written in one statement (R4, R5). */
@@ -355,15 +377,7 @@ export class QueueOps extends JobMoves {
       this.q.nextToken += taken.length;
       return taken;
     });
-    const deliveries = rows.map((row) => ({
-      token: row.token,
-      id: row.id,
-      payload: decodePayload(row.payload),
-      deadline,
-      deliveryCount: row.delivery_count,
-      redelivered: row.delivery_count > 1,
-      ...(row.grp === null ? {} : { group: row.grp }),
-    }));
+    const deliveries = rows.map((row) => deliveryOf(row, deadline));
     this.q.counters.deliveries += rows.length;
     this.q.counters.redeliveries += deliveries.filter((delivery) => delivery.redelivered).length;
     this.q.ready -= rows.length;

@@ -64,6 +64,41 @@ export interface SqlDialect {
     queue: string,
     nextToken: number,
   ) => Promise<void>;
+  /**
+   * A reserve and an ack as one statement each that commits itself (see Merge.direct), where
+   * the storage can do the common case so; undefined where this case needs the general path.
+   */
+  readonly oneStatement?: OneStatementOps;
   /** Run first inside the migration transaction, so two processes never migrate at once. */
   migrationLock?: string;
+}
+
+/** A job a one-statement reserve took. */
+export interface TakenJob {
+  id: string;
+  payload: string | null;
+  delivery_count: number;
+  token: number;
+  grp: string | null;
+  deadline: number;
+}
+
+/** The one-statement forms of reserve and ack; each answers undefined, changing nothing, where it does not apply. */
+export interface OneStatementOps {
+  /** A reserve without a session, acked by the consumer. */
+  reserve(
+    connection: SqlConnection,
+    args: {
+      queue: string;
+      now: number;
+      max: number;
+      visibility: number | undefined;
+      followClock: boolean;
+    },
+  ): Promise<TakenJob[] | undefined>;
+  /** The tokens among `tokens` that were live and are now acked. */
+  ack(
+    connection: SqlConnection,
+    args: { queue: string; now: number; tokens: readonly number[]; followClock: boolean },
+  ): Promise<Set<number> | undefined>;
 }

@@ -14,7 +14,7 @@ import { OperationHandle } from '../operation-handle.js';
 import { commitKindOf } from './commit-kind.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
-import type { QueueOps } from './queue-ops.js';
+import { deliveryOf, type QueueOps } from './queue-ops.js';
 import { runOperation } from './run-operation.js';
 import type { SqlConnection } from './sql-connection.js';
 
@@ -116,6 +116,7 @@ export class SqlQueue extends OperationHandle {
   /** Concurrent reserves at one tick with the same options take their jobs in one statement. */
   private reserveMerged(now: number, operation: ReserveOperation) {
     const { visibility, session, ack } = operation;
+    const oneStatement = this.access.dialect.oneStatement;
     return this.executor.submitMerged(
       {
         key: `reserve\u0000${this.name}\u0000${now}\u0000${visibility}\u0000${session}\u0000${ack}`,
@@ -126,6 +127,24 @@ export class SqlQueue extends OperationHandle {
           const deliveries = await ops.reserve(now, { max: total, visibility, session, ack });
           return maxes.map((each) => deliveries.splice(0, each));
         },
+        ...(oneStatement === undefined || session !== undefined || ack === 'auto' || !plainTime(now)
+          ? {}
+          : {
+              direct: async (connection: SqlConnection, _batch: BatchContext, maxes: number[]) => {
+                const max = maxes.reduce((sum, each) => sum + each, 0);
+                const taken = await oneStatement.reserve(connection, {
+                  queue: this.name,
+                  now,
+                  max,
+                  visibility,
+                  followClock: this.access.followClock,
+                });
+                if (taken === undefined) return undefined;
+                taken.sort((a, b) => a.token - b.token);
+                const deliveries = taken.map((row) => deliveryOf(row, row.deadline));
+                return maxes.map((each) => deliveries.splice(0, each));
+              },
+            }),
       },
       // An auto-ack reserve removes jobs: durable like an ack (R21), so none comes back.
       ack === 'auto' ? 'durable' : 'lease',
@@ -134,6 +153,7 @@ export class SqlQueue extends OperationHandle {
 
   /** Concurrent acks at one tick are settled in one statement. */
   private ackTokens(now: number, tokens: readonly number[]): Promise<boolean[]> {
+    const oneStatement = this.access.dialect.oneStatement;
     return this.executor.submitMerged({
       key: `ack\u0000${this.name}\u0000${now}`,
       arg: tokens,
@@ -143,6 +163,26 @@ export class SqlQueue extends OperationHandle {
         wakeLocallyOnCommit(this.access, batch, this.name);
         return lists.map((list) => results.splice(0, list.length));
       },
+      ...(oneStatement === undefined || !plainTime(now)
+        ? {}
+        : {
+            direct: async (
+              connection: SqlConnection,
+              batch: BatchContext,
+              lists: (readonly number[])[],
+            ) => {
+              const live = await oneStatement.ack(connection, {
+                queue: this.name,
+                now,
+                tokens: lists.flat(),
+                followClock: this.access.followClock,
+              });
+              if (live === undefined) return undefined;
+              wakeLocallyOnCommit(this.access, batch, this.name);
+              // A token named twice is acked once: the second naming is stale, as in `ack`.
+              return lists.map((list) => list.map((token) => live.delete(token)));
+            },
+          }),
     });
   }
 
@@ -159,4 +199,9 @@ async function single(answer: Promise<unknown>): Promise<Outcome[]> {
     if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;
     return [{ ok: false, error }];
   }
+}
+
+/** A `now` the one-statement forms take as is; any other the general path checks (R2). */
+function plainTime(now: number): boolean {
+  return Number.isSafeInteger(now) && now >= 0;
 }

@@ -1,11 +1,6 @@
 import type { BatchContext } from '../sql/executor.js';
 import type { SqlConnection } from '../sql/sql-connection.js';
-
-/**
- * Tokens reserved per synced commit. A restart after a crash skips at most this many tokens
- * (a gap, never a repeat); a larger block pays the synced commit more rarely.
- */
-export const TOKEN_BLOCK = 1000;
+import { TOKEN_BLOCK } from '../sql/token-block.js';
 
 /**
  * Keeps tokens unique across a power loss (R21). A reservation commits without a sync of its

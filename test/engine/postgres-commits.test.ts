@@ -1,0 +1,171 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openEngine } from '../../src/engine/index.js';
+import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
+import { POSTGRES_URL, postgresSkipReason } from '../crash/postgres.js';
+
+/**
+ * R21 on PostgreSQL: a reserve and an ack are one round trip each; reservations commit without
+ * waiting for the WAL flush, their tokens fenced by a mark made durable first, so a crash that
+ * loses a reservation leaves its job ready and hands it out again under a fresh token.
+ *
+ * The tests run in a schema of their own (through search_path): the crash they stage empties
+ * the schema's unlogged marker table, which must not touch the queues of other tests.
+ */
+const SCHEMA = `leaseq_r21_${process.pid}`;
+const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${SCHEMA}`)}`;
+let skip: string | undefined;
+
+async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  skip = await postgresSkipReason();
+  if (skip !== undefined) return;
+  await admin((client) => client.query(`CREATE SCHEMA IF NOT EXISTS ${SCHEMA}`));
+});
+
+afterAll(async () => {
+  if (skip !== undefined) return;
+  await admin((client) => client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`));
+});
+
+/** The queries the pg driver sends while `action` runs. */
+async function roundTrips(action: () => Promise<unknown>): Promise<string[]> {
+  const sent: string[] = [];
+  const original = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const text = args[0];
+    sent.push(typeof text === 'string' ? text : String((text as { text?: string }).text));
+    return (original as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof original;
+  try {
+    await action();
+  } finally {
+    pg.Client.prototype.query = original;
+  }
+  return sent;
+}
+
+async function tokenMark(queue: string): Promise<{ next: number; high: number }> {
+  return admin(async (client) => {
+    const { rows } = await client.query(
+      'SELECT next_token::int AS next, token_high_water::int AS high FROM leaseq_queues WHERE name = $1',
+      [queue],
+    );
+    return rows[0] as { next: number; high: number };
+  });
+}
+
+describe('R21 PostgreSQL: one round trip per reserve and ack, reservations fenced', () => {
+  it('a reserve and an ack are one statement each; tokens go 1, 2, 3 under a mark a block ahead', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const engine = await openEngine(url);
+    try {
+      const queue = await engine.queue('trips', { visibility: 1000 });
+      await queue.publishBatch(0, [{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+      await queue.reserve(1); // the pool's first connection runs its after-crash check here
+      const reserve = await roundTrips(() => queue.reserve(1));
+      expect(reserve).toHaveLength(1);
+      expect(reserve[0]).toContain('leaseq_reserve');
+      const ack = await roundTrips(() => queue.ack(2, 2));
+      expect(ack).toHaveLength(1);
+      expect(ack[0]).toContain('leaseq_ack');
+      expect((await queue.reserve(3)).map((delivery) => delivery.token)).toEqual([3]);
+      expect(await tokenMark('trips')).toEqual({ next: 4, high: 1 + TOKEN_BLOCK });
+      expect(await queue.ackMany(3, [1, 3, 2])).toEqual([true, true, false]);
+      const stats = await queue.stats(3);
+      expect(stats).toMatchObject({ ready: 0, active: 0, acks: 3, staleAcks: 1, deliveries: 3 });
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('the general path fences its tokens too (a reserve in a session, a batch)', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const engine = await openEngine(url);
+    try {
+      const queue = await engine.queue('general', { visibility: 1000 });
+      await queue.publishBatch(
+        0,
+        Array.from({ length: TOKEN_BLOCK + 3 }, (_, index) => ({ id: `j${index}` })),
+      );
+      const session = await queue.openSession(0);
+      const first = await queue.reserve(1, { session, max: 2 });
+      expect(first.map((delivery) => delivery.token)).toEqual([1, 2]);
+      expect(await tokenMark('general')).toEqual({ next: 3, high: 2 + TOKEN_BLOCK });
+      // Past the mark: raised again by the commit that hands the token out.
+      await queue.reserve(2, { max: TOKEN_BLOCK + 1 });
+      expect(await tokenMark('general')).toEqual({
+        next: 4 + TOKEN_BLOCK,
+        high: 3 + 2 * TOKEN_BLOCK,
+      });
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('a reservation lost to a crash comes back ready with a fresh token; its old token is refused', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const engine = await openEngine(url);
+    const queue = await engine.queue('lost', { visibility: 1000 });
+    await queue.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
+    // Token 1 raises the mark (a synced commit); token 2 is within it (not synced).
+    expect((await queue.reserve(1)).map((delivery) => delivery.id)).toEqual(['a']);
+    const before = await admin(async (client) => ({
+      job: (await client.query(`SELECT * FROM leaseq_jobs WHERE queue = 'lost' AND id = 'b'`))
+        .rows[0] as Record<string, unknown>,
+      queue: (await client.query(`SELECT * FROM leaseq_queues WHERE name = 'lost'`))
+        .rows[0] as Record<string, unknown>,
+    }));
+    const [lost] = await queue.reserve(2);
+    expect(lost).toMatchObject({ id: 'b', token: 2 });
+    await engine.close();
+    // The crash: the unflushed reservation is gone (its job and queue rows as before it), the
+    // synced mark stays, and crash recovery empties the unlogged marker table.
+    await admin(async (client) => {
+      const job = before.job;
+      await client.query(
+        `UPDATE leaseq_jobs SET state = $1, token = $2, delivered_at = $3, deadline = $4,
+           delivery_count = $5, ready_pos = $6 WHERE queue = 'lost' AND id = 'b'`,
+        [job.state, job.token, job.delivered_at, job.deadline, job.delivery_count, job.ready_pos],
+      );
+      const row = before.queue;
+      await client.query(
+        `UPDATE leaseq_queues SET clock = $1, next_token = $2, ready_head = $3, ready_count = $4,
+           active_count = $5, counters = $6, next_event_at = $7 WHERE name = 'lost'`,
+        [
+          row.clock,
+          row.next_token,
+          row.ready_head,
+          row.ready_count,
+          row.active_count,
+          row.counters,
+          row.next_event_at,
+        ],
+      );
+      await client.query('TRUNCATE leaseq_alive');
+    });
+    const reopened = await openEngine(url);
+    try {
+      const again = await reopened.queue('lost');
+      expect(await again.stats(3)).toMatchObject({ ready: 1, active: 1 });
+      const [fresh] = await again.reserve(3);
+      expect(fresh).toMatchObject({ id: 'b', deliveryCount: 1 });
+      expect(fresh?.token).toBe(2 + TOKEN_BLOCK);
+      expect(await again.ack(3, 2)).toBe(false);
+      expect(await again.ack(3, fresh?.token ?? 0)).toBe(true);
+      expect(await again.ack(3, 1)).toBe(true);
+      expect(await again.stats(3)).toMatchObject({ ready: 0, active: 0, acks: 2, staleAcks: 1 });
+    } finally {
+      await reopened.close();
+    }
+  });
+});
