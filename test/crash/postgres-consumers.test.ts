@@ -92,6 +92,9 @@ describe.each([3, 4])('PostgreSQL: %i consumer processes on one queue', (PROCESS
     expect(problems.slice(0, 20), `seed ${seed}`).toEqual([]);
     const view = await queue.inspect();
     expect([view.ready, view.delayed, view.active, view.dead]).toEqual([[], [], [], []]);
+    // The counts acks made on every node (tallied apart from the queue row) add up.
+    const stats = await queue.stats();
+    expect([stats.ready, stats.active, stats.acks, stats.deliveries]).toEqual([0, 0, JOBS, JOBS]);
   });
 });
 

@@ -112,6 +112,39 @@ describe('R21 PostgreSQL: one round trip per reserve and ack, reservations fence
     }
   });
 
+  it('acks of two engines on one queue, tallied apart from its row, add up; R2 sees their time', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const [one, two] = [await openEngine(url), await openEngine(url)];
+    try {
+      const first = await one.queue('tallies', { visibility: 1000 });
+      const second = await two.queue('tallies');
+      await first.publishBatch(0, [{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+      const [a, b, c] = await first.reserve(1, { max: 3 });
+      expect(await first.ack(5, a?.token ?? 0)).toBe(true);
+      expect(await second.ackMany(9, [b?.token ?? 0, 99])).toEqual([true, false]);
+      // An ack's time counts for R2 before anything folds it into the queue row.
+      await expect(first.reserve(8)).rejects.toMatchObject({ code: 'INVALID_CLOCK' });
+      await expect(second.ack(8, c?.token ?? 0)).rejects.toMatchObject({ code: 'INVALID_CLOCK' });
+      expect(await second.stats(9)).toMatchObject({
+        queueTime: 9,
+        ready: 0,
+        active: 1,
+        acks: 2,
+        staleAcks: 1,
+        processingTime: { count: 2, sum: 4 + 8, max: 8 },
+      });
+      expect(await first.ack(10, c?.token ?? 0)).toBe(true);
+      expect(await first.stats(10)).toMatchObject({ active: 0, acks: 3 });
+      // A deleted queue takes its tallies with it: a new one of the name starts from nothing.
+      expect(await one.deleteQueue('tallies')).toBe(true);
+      const again = await one.queue('tallies');
+      expect(await again.stats(10)).toMatchObject({ active: 0, acks: 0, staleAcks: 0 });
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+
   it('a reservation lost to a crash comes back ready with a fresh token; its old token is refused', async (context) => {
     if (skip !== undefined) context.skip(skip);
     const engine = await openEngine(url);

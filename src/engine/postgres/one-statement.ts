@@ -1,6 +1,7 @@
 import type { BatchContext } from '../sql/executor.js';
 import type { OneStatementOps, SqlConnection, TakenJob } from '../sql/sql-connection.js';
 import { TOKEN_BLOCK } from '../sql/token-block.js';
+import type { PostgresConnection } from './postgres-connection.js';
 
 /**
  * Reserve and ack in one round trip each: functions of the schema (migration 0013) that do the
@@ -8,19 +9,31 @@ import { TOKEN_BLOCK } from '../sql/token-block.js';
  * WAL flush (R21) unless it raised its queue's token mark.
  */
 export const POSTGRES_ONE_STATEMENT: OneStatementOps = {
+  // The connection is always a PostgresConnection here: the dialect is PostgreSQL's alone.
   async reserve(connection, { queue, now, max, visibility, followClock }) {
-    const rows = await connection.query<TakenJob & { fallback: boolean }>(
-      'SELECT * FROM leaseq_reserve(?, ?, ?, ?, ?, ?)',
-      [queue, now, max, visibility ?? null, followClock ? 'true' : 'false', TOKEN_BLOCK],
-    );
+    const rows = await (connection as PostgresConnection).queryPrepared<
+      TakenJob & { fallback: boolean }
+    >('leaseq_reserve', 'SELECT * FROM leaseq_reserve(?, ?, ?, ?, ?, ?)', [
+      queue,
+      now,
+      max,
+      visibility ?? null,
+      followClock ? 'true' : 'false',
+      TOKEN_BLOCK,
+    ]);
     if (rows[0]?.fallback) return undefined;
     return rows;
   },
   async ack(connection, { queue, now, tokens, followClock }) {
-    const rows = await connection.query<{ fallback: boolean; token: number }>(
-      'SELECT * FROM leaseq_ack(?, ?, ?::bigint[], ?)',
-      [queue, now, `{${tokens.join(',')}}`, followClock ? 'true' : 'false'],
-    );
+    const rows = await (connection as PostgresConnection).queryPrepared<{
+      fallback: boolean;
+      token: number;
+    }>('leaseq_ack', 'SELECT * FROM leaseq_ack(?, ?, ?::bigint[], ?)', [
+      queue,
+      now,
+      `{${tokens.join(',')}}`,
+      followClock ? 'true' : 'false',
+    ]);
     if (rows[0]?.fallback) return undefined;
     return new Set(rows.map((row) => row.token));
   },

@@ -31,6 +31,23 @@ export class PostgresConnection implements SqlConnection {
     return (await this.send(sql, params)).rows as Row[];
   }
 
+  /**
+   * A query outside any transaction, as a prepared statement of this connection named `name`
+   * (parsed and planned once per connection): for the statements of the hot path.
+   */
+  async queryPrepared<Row extends object>(
+    name: string,
+    sql: string,
+    params: readonly SqlValue[],
+  ): Promise<Row[]> {
+    const result = await this.client.query({
+      name,
+      text: toPostgresPlaceholders(sql),
+      values: params as SqlValue[],
+    });
+    return result.rows as Row[];
+  }
+
   async run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
     return (await this.send(sql, params)).rowCount ?? 0;
   }

@@ -11,9 +11,11 @@ import { PostgresConnection } from './postgres-connection.js';
 const WAKE_CHANNEL = 'leaseq_wake';
 
 const DIALECT: SqlDialect = {
-  // The queue row lock serializes a queue's writers across processes and machines, so two
-  // consumers can never take the same job (and tokens stay a gap-free counter, R6).
+  // The queue row lock serializes a queue's reservations and general transactions across
+  // processes and machines, so two consumers can never take the same job (and tokens stay a
+  // gap-free counter, R6). Acks do without it (migration 0013 says how).
   lockRow: ' FOR UPDATE',
+  loadQueueRow: (columns) => `SELECT ${columns} FROM leaseq_load_queue(?)`,
   oneStatement: POSTGRES_ONE_STATEMENT,
   fenceTokens,
   setBased: true,

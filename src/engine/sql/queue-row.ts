@@ -99,7 +99,8 @@ export async function loadQueueRow(
   const cached = batch.cache.get(key) as QueueRow | undefined;
   if (cached !== undefined) return cached;
   const [stored] = await connection.query<StoredRow>(
-    `SELECT ${COLUMNS} FROM leaseq_queues WHERE name = ?${dialect.lockRow}`,
+    dialect.loadQueueRow?.(COLUMNS) ??
+      `SELECT ${COLUMNS} FROM leaseq_queues WHERE name = ?${dialect.lockRow}`,
     [name],
   );
   if (stored === undefined) throw new NotFoundError(`queue ${name} does not exist`);

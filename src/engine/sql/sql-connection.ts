@@ -36,6 +36,12 @@ export interface SqlConnection {
 export interface SqlDialect {
   /** Appended to the select of a queue row inside a transaction: serializes a queue's writers. */
   readonly lockRow: string;
+  /**
+   * The statement that loads (and locks) a queue row for a transaction, selecting `columns`
+   * with the queue name as its one parameter, where the dialect's differs from the plain
+   * SELECT with `lockRow`.
+   */
+  loadQueueRow?: (columns: string) => string;
   /** Statement(s) run inside a transaction that made jobs of `queue` ready (cross-process wake). */
   wakeStatement?: (queue: string) => { sql: string; params: SqlValue[] };
   /**

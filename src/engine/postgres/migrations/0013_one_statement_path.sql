@@ -3,12 +3,71 @@
 -- nothing) for everything else. Reservations commit without waiting for the WAL flush; their
 -- tokens stay unique across a crash that loses them through a high-water mark made durable
 -- before any token above the previous one is answered.
+--
+-- Locks: the general path (every transaction through leaseq_load_queue) and reserve hold the
+-- queue's row; an ack does not, so acks on several nodes commit (and wait for their WAL
+-- flushes) side by side. An ack holds the queue's advisory lock shared and the general path
+-- holds it exclusive: no ack runs beside a transaction that may move the same active jobs.
+-- What an ack changes in the queue row waits in leaseq_tallies, one row per queue and slot
+-- (a backend's pid modulo 16), and is folded into the row by the next general transaction.
 ALTER TABLE leaseq_queues ADD COLUMN token_high_water BIGINT NOT NULL DEFAULT 0;
 UPDATE leaseq_queues SET token_high_water = next_token - 1;
 
 -- Crash recovery empties an unlogged table; a clean shutdown keeps it. An empty table thus
 -- says that commits which did not wait for the WAL flush may have been lost.
 CREATE UNLOGGED TABLE leaseq_alive (since BIGINT NOT NULL);
+
+CREATE TABLE leaseq_tallies (
+  queue TEXT NOT NULL,
+  slot INTEGER NOT NULL,
+  active BIGINT NOT NULL,
+  acks BIGINT NOT NULL,
+  stale_acks BIGINT NOT NULL,
+  time_count BIGINT NOT NULL,
+  time_sum BIGINT NOT NULL,
+  time_max BIGINT NOT NULL,
+  clock BIGINT NOT NULL,
+  PRIMARY KEY (queue, slot)
+);
+
+-- The queue row for a transaction of the general path, locked, with the acks' tallies folded in.
+CREATE FUNCTION leaseq_load_queue(p_queue TEXT) RETURNS SETOF leaseq_queues
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+BEGIN
+  PERFORM pg_advisory_xact_lock(744503, hashtext(p_queue));
+  IF NOT EXISTS (SELECT 1 FROM leaseq_tallies WHERE queue = p_queue) THEN
+    RETURN QUERY SELECT * FROM leaseq_queues WHERE name = p_queue FOR UPDATE;
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH t AS (DELETE FROM leaseq_tallies WHERE queue = p_queue RETURNING *),
+  s AS (
+    SELECT SUM(active) AS active, SUM(acks) AS acks, SUM(stale_acks) AS stale_acks,
+      SUM(time_count) AS time_count, SUM(time_sum) AS time_sum, MAX(time_max) AS time_max,
+      MAX(clock) AS clock
+    FROM t
+  )
+  UPDATE leaseq_queues AS q SET active_count = q.active_count + s.active,
+    clock = GREATEST(q.clock, s.clock),
+    counters = leaseq_add_counters(q.counters, jsonb_build_object('acks', s.acks,
+      'staleAcks', s.stale_acks, 'processingTime',
+      jsonb_build_object('count', s.time_count, 'sum', s.time_sum)), s.time_max)
+  FROM s WHERE q.name = p_queue
+  RETURNING q.*;
+END
+$fn$;
+
+-- A deleted queue takes its tallies with it, once no ack of it is under way.
+CREATE FUNCTION leaseq_queue_deleted() RETURNS TRIGGER LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM pg_advisory_xact_lock(744503, hashtext(OLD.name));
+  DELETE FROM leaseq_tallies WHERE queue = OLD.name;
+  RETURN OLD;
+END
+$fn$;
+CREATE TRIGGER leaseq_queue_deleted BEFORE DELETE ON leaseq_queues
+  FOR EACH ROW EXECUTE FUNCTION leaseq_queue_deleted();
 
 -- After a crash, token counters continue above their marks (a gap, never a repeat). Run on
 -- every new connection before its first transaction; a no-op but for the first one after a crash.
@@ -60,15 +119,23 @@ DECLARE
   v_deadline BIGINT;
   v_taken BIGINT := 0;
   v_redelivered BIGINT := 0;
+  v_clock BIGINT;
+  v_active BIGINT;
   r RECORD;
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);
   SELECT * INTO q FROM leaseq_queues WHERE name = p_queue FOR UPDATE;
-  IF NOT FOUND OR (p_now < q.clock AND NOT p_follow) THEN
+  IF NOT FOUND THEN
     RETURN QUERY SELECT TRUE, NULL::text, NULL::text, NULL::integer, NULL::bigint, NULL::text, NULL::bigint;
     RETURN;
   END IF;
-  v_now := GREATEST(p_now, q.clock);
+  SELECT GREATEST(q.clock, MAX(t.clock)), q.active_count + COALESCE(SUM(t.active), 0)
+    INTO v_clock, v_active FROM leaseq_tallies AS t WHERE t.queue = p_queue;
+  IF p_now < v_clock AND NOT p_follow THEN
+    RETURN QUERY SELECT TRUE, NULL::text, NULL::text, NULL::integer, NULL::bigint, NULL::text, NULL::bigint;
+    RETURN;
+  END IF;
+  v_now := GREATEST(p_now, v_clock);
   opts := q.options::jsonb;
   IF v_now >= COALESCE(q.next_event_at, v_now + 1) OR COALESCE((opts ->> 'paused')::boolean, FALSE)
      OR (q.ready_bands IS NOT NULL AND q.ready_bands <> '[]') THEN
@@ -76,7 +143,7 @@ BEGIN
     RETURN;
   END IF;
   v_count := LEAST(p_max, q.ready_count,
-    COALESCE((opts ->> 'prefetch')::bigint - q.active_count, p_max));
+    COALESCE((opts ->> 'prefetch')::bigint - v_active, p_max));
   v_deadline := v_now + LEAST(COALESCE(p_visibility, (opts ->> 'visibility')::bigint),
     COALESCE((opts ->> 'maxLease')::bigint, COALESCE(p_visibility, (opts ->> 'visibility')::bigint)));
   IF v_count > 0 THEN
@@ -109,13 +176,15 @@ END
 $fn$;
 
 -- An ack of tokens none of whose jobs is in a group, at a time before the queue's next event.
--- Answers the tokens that were live (each once); the others are stale.
+-- Answers the tokens that were live (each once); the others are stale. Its changes to the queue
+-- row go to the tallies.
 CREATE FUNCTION leaseq_ack(p_queue TEXT, p_now BIGINT, p_tokens BIGINT[], p_follow BOOLEAN)
 RETURNS TABLE (fallback BOOLEAN, token BIGINT)
 LANGUAGE plpgsql AS $fn$
 #variable_conflict use_column
 DECLARE
   q leaseq_queues%ROWTYPE;
+  v_clock BIGINT;
   v_now BIGINT;
   v_window BIGINT;
   v_acked BIGINT := 0;
@@ -123,12 +192,18 @@ DECLARE
   v_max BIGINT := 0;
   r RECORD;
 BEGIN
-  SELECT * INTO q FROM leaseq_queues WHERE name = p_queue FOR UPDATE;
-  IF NOT FOUND OR (p_now < q.clock AND NOT p_follow) THEN
+  PERFORM pg_advisory_xact_lock_shared(744503, hashtext(p_queue));
+  SELECT * INTO q FROM leaseq_queues WHERE name = p_queue;
+  IF NOT FOUND THEN
     RETURN QUERY SELECT TRUE, NULL::bigint;
     RETURN;
   END IF;
-  v_now := GREATEST(p_now, q.clock);
+  SELECT GREATEST(q.clock, MAX(t.clock)) INTO v_clock FROM leaseq_tallies AS t WHERE t.queue = p_queue;
+  IF p_now < v_clock AND NOT p_follow THEN
+    RETURN QUERY SELECT TRUE, NULL::bigint;
+    RETURN;
+  END IF;
+  v_now := GREATEST(p_now, v_clock);
   IF v_now >= COALESCE(q.next_event_at, v_now + 1) OR EXISTS (
     SELECT 1 FROM leaseq_jobs AS j
     WHERE j.queue = p_queue AND j.token = ANY (p_tokens) AND j.grp IS NOT NULL
@@ -138,7 +213,8 @@ BEGIN
   END IF;
   v_window := COALESCE((q.options::jsonb ->> 'dedupWindow')::bigint, 0);
   FOR r IN
-    DELETE FROM leaseq_jobs AS j WHERE j.queue = p_queue AND j.token = ANY (p_tokens)
+    DELETE FROM leaseq_jobs AS j
+    WHERE j.queue = p_queue AND j.token = ANY (p_tokens) AND j.state = 'active'
     RETURNING j.id, j.token, j.delivered_at, j.group_seq
   LOOP
     v_acked := v_acked + 1;
@@ -152,10 +228,13 @@ BEGIN
     END IF;
     RETURN QUERY SELECT FALSE, r.token;
   END LOOP;
-  UPDATE leaseq_queues SET clock = v_now, active_count = q.active_count - v_acked,
-    counters = leaseq_add_counters(q.counters, jsonb_build_object(
-      'acks', v_acked, 'staleAcks', cardinality(p_tokens) - v_acked,
-      'processingTime', jsonb_build_object('count', v_acked, 'sum', v_sum)), v_max)
-  WHERE name = p_queue;
+  INSERT INTO leaseq_tallies AS t (queue, slot, active, acks, stale_acks, time_count, time_sum,
+    time_max, clock)
+  VALUES (p_queue, pg_backend_pid() % 16, -v_acked, v_acked, cardinality(p_tokens) - v_acked,
+    v_acked, v_sum, v_max, v_now)
+  ON CONFLICT (queue, slot) DO UPDATE SET active = t.active + excluded.active,
+    acks = t.acks + excluded.acks, stale_acks = t.stale_acks + excluded.stale_acks,
+    time_count = t.time_count + excluded.time_count, time_sum = t.time_sum + excluded.time_sum,
+    time_max = GREATEST(t.time_max, excluded.time_max), clock = GREATEST(t.clock, excluded.clock);
 END
 $fn$;
