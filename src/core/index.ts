@@ -58,6 +58,6 @@ export {
   QUEUE_NAME,
 } from './queue-options.js';
 export { type BackoffInput, backoffDelay } from './retry.js';
-export { checkLookedUpId, isStorableText } from './text.js';
+export { checkLookedUpId, generatedId, hasGeneratedForm, isStorableText } from './text.js';
 export type * from './types.js';
 export { DEFAULT_QUEUE_OPTIONS, MAX_ID_LENGTH } from './validate.js';

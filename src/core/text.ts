@@ -22,3 +22,16 @@ export function checkLookedUpId(id: unknown): void {
     throw new ValidationError(`id must be ${STORABLE_TEXT_RULE} (R18)`);
   }
 }
+
+/** The id the n-th generated id of a queue gets (a publish without an id, R4). */
+export function generatedId(n: number): string {
+  return `job-${n}`;
+}
+
+/**
+ * Whether an id has the form generated ids have. Until an id of that form arrives from a
+ * caller or another queue, a queue's generated ids are unique by construction: no look-up.
+ */
+export function hasGeneratedForm(id: string): boolean {
+  return id.startsWith('job-');
+}

@@ -86,6 +86,22 @@ describeEngines(engines, (h) => {
       expect((await q.inspect()).ready).toEqual(['job-3', ...given, ...ids]);
     });
 
+    it('R4 a generated id is never that of a job that only came from another queue (R26)', async () => {
+      const dlqName = h.queueName('dlq-only');
+      const q = await h.engine().queue(dlqName);
+      const source = await h.engine().queue(h.queueName('src-only'), { deadLetterQueue: dlqName });
+      await source.publish(0, { id: 'job-1' });
+      await source.publish(0, { id: 'job-2' });
+      for (const delivery of await source.reserve(0, { max: 2 })) {
+        await source.nack(0, delivery.token, { requeue: false });
+      }
+      const generated = await q.publishBatch(0, [{}, {}]);
+      expect(generated.map((result) => result.duplicate)).toEqual([false, false]);
+      const ids = generated.map((result) => result.id);
+      expect(ids.some((id) => id === 'job-1' || id === 'job-2')).toBe(false);
+      expect((await q.inspect()).ready).toEqual(['job-1', 'job-2', ...ids]);
+    });
+
     it('R4 publishing an id still present (ready, delayed, active or dead) changes nothing: duplicate true', async () => {
       const q = await h.queue({ visibility: 5 });
       await q.publish(0, { id: 'ready', payload: 1 });

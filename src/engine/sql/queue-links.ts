@@ -1,4 +1,5 @@
 import type { DeadLetterOrigin } from '../../core/index.js';
+import { hasGeneratedForm } from '../../core/text.js';
 import type { BatchContext } from './executor.js';
 import type { QueueAccess } from './queue-access.js';
 import { loadQueueRow, type QueueRow } from './queue-row.js';
@@ -47,6 +48,7 @@ export class SqlQueueLinks {
       [queue, job.id, queue, job.id, target.queueTime],
     );
     if (taken !== undefined) return false;
+    if (hasGeneratedForm(job.id)) target.generatedFormSeen = true;
     const at = Math.max(now, target.queueTime);
     const waits = job.grp !== null && (await this.groupHasMembers(queue, job.grp));
     const seq = target.nextSeq++;

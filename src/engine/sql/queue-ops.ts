@@ -17,6 +17,7 @@ import {
   type QueueStats,
   SessionClosedError,
 } from '../../core/index.js';
+import { generatedId, hasGeneratedForm } from '../../core/text.js';
 import { checkSessionKnown, sessionIdOf } from '../../core/validate.js';
 import {
   appendHistory,
@@ -325,7 +326,7 @@ export class QueueOps extends JobMoves {
   }
 
   nextGeneratedId(): string {
-    return `job-${this.q.nextGeneratedId++}`;
+    return generatedId(this.q.nextGeneratedId++);
   }
 
   async reserve(now: number, args: ReserveArgs): Promise<Delivery[]> {
@@ -1126,17 +1127,23 @@ class IdAllocator {
   ) {}
 
   async check(explicit: readonly string[], inputs: readonly EncodedPublish[]): Promise<void> {
+    const q = this.ops.q;
+    if (!q.generatedFormSeen && explicit.some(hasGeneratedForm)) q.generatedFormSeen = true;
     const generated = inputs.filter((input) => input.id === undefined).length;
     for (let i = 0; i < generated; i++) this.candidates.push(this.ops.nextGeneratedId());
-    const ids = [...explicit, ...this.candidates];
-    for (const row of await this.ops.takenAmong(ids, this.now))
-      this.taken.set(row.id, row.group_seq);
+    // Generated ids can be taken only by an id of their form from elsewhere.
+    const ids = q.generatedFormSeen ? [...explicit, ...this.candidates] : [...explicit];
+    if (ids.length > 0) {
+      for (const row of await this.ops.takenAmong(ids, this.now))
+        this.taken.set(row.id, row.group_seq);
+    }
     for (const id of ids) this.checked.add(id);
   }
 
   async generate(): Promise<string> {
     for (;;) {
       const id = this.candidates.shift() ?? this.ops.nextGeneratedId();
+      if (!this.ops.q.generatedFormSeen) return id;
       if (!this.checked.has(id)) {
         this.checked.add(id);
         for (const row of await this.ops.takenAmong([id], this.now)) {

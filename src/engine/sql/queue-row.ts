@@ -32,6 +32,8 @@ export interface QueueRow {
   counters: Counters;
   /** R30: a job was published into the queue with an expiresAt (never unset). */
   jobExpiry: boolean;
+  /** An id of the generated form came from a caller or another queue (never unset). */
+  generatedFormSeen: boolean;
 }
 
 /**
@@ -63,10 +65,11 @@ interface StoredRow {
   session_count: number;
   counters: string;
   job_expiry: number;
+  generated_form_seen: number;
 }
 
 const COLUMNS =
-  'name, options, clock, next_token, next_seq, next_session, next_generated_id, ready_head, ready_tail, dead_seq, next_event_at, ready_count, delayed_count, active_count, dead_count, session_count, counters, ready_bands, waiting_count, job_expiry';
+  'name, options, clock, next_token, next_seq, next_session, next_generated_id, ready_head, ready_tail, dead_seq, next_event_at, ready_count, delayed_count, active_count, dead_count, session_count, counters, ready_bands, waiting_count, job_expiry, generated_form_seen';
 
 /** Options as JSON: Infinity is stored as null. */
 export function encodeOptions(options: ResolvedQueueOptions): string {
@@ -138,6 +141,7 @@ function fromStored(stored: StoredRow): QueueRow {
     sessions: stored.session_count,
     counters: loadCounters(stored.counters),
     jobExpiry: stored.job_expiry !== 0,
+    generatedFormSeen: stored.generated_form_seen !== 0,
   };
 }
 
@@ -154,7 +158,7 @@ async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<v
     `UPDATE leaseq_queues SET options = ?, clock = ?, next_token = ?, next_seq = ?, next_session = ?,
        next_generated_id = ?, ready_head = ?, ready_tail = ?, dead_seq = ?, next_event_at = ?,
        ready_count = ?, delayed_count = ?, active_count = ?, dead_count = ?, session_count = ?,
-       counters = ?, ready_bands = ?, waiting_count = ?, job_expiry = ?
+       counters = ?, ready_bands = ?, waiting_count = ?, job_expiry = ?, generated_form_seen = ?
      WHERE name = ?`,
     [
       encodeOptions(row.options),
@@ -176,6 +180,7 @@ async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<v
       row.bands === null ? null : JSON.stringify(row.bands),
       row.waiting,
       row.jobExpiry ? 1 : 0,
+      row.generatedFormSeen ? 1 : 0,
       row.name,
     ],
   );
@@ -194,7 +199,7 @@ export async function insertQueueRow(
   const changed = await connection.run(
     `INSERT INTO leaseq_queues (${COLUMNS})
      SELECT ?, ?, 0, COALESCE(MAX(floor.next_token), 1), 1, COALESCE(MAX(floor.next_session), 1),
-       1, 1, 0, 0, NULL, 0, 0, 0, 0, 0, ?, NULL, 0, 0
+       1, 1, 0, 0, NULL, 0, 0, 0, 0, 0, ?, NULL, 0, 0, 0
      FROM (SELECT next_token, next_session FROM leaseq_counter_floors WHERE name = ?) AS floor
      WHERE TRUE
      ON CONFLICT (name) DO NOTHING`,
