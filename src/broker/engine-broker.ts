@@ -234,17 +234,29 @@ export class EngineQueue implements Queue {
     return atNow(this.clock, (now) => this.handle.execute(now, operations));
   }
 
-  async publish(input?: PublishInput) {
-    return this.run(build.publish(input === undefined ? {} : input)).then(
-      (results) => results[0] as PublishResult,
-    );
+  // publish, publishBatch, receive without a wait and ack are the calls of every job: each is
+  // the handle's own call, without async layers of its own (a refusal still rejects).
+
+  publish(input?: PublishInput): Promise<PublishResult> {
+    return this.handle.publish(this.clock.now(), input === undefined ? {} : input);
   }
 
-  async publishBatch(inputs: readonly PublishInput[]) {
-    return this.run(build.publishBatch(inputs));
+  publishBatch(inputs: readonly PublishInput[]): Promise<PublishResult[]> {
+    return this.handle.publishBatch(this.clock.now(), inputs);
   }
 
-  async receive(options: ReceiveOptions = {}) {
+  receive(options: ReceiveOptions = {}): Promise<Delivery[]> {
+    // One reserve; the reserve builder reads only its own fields of the options.
+    if (typeof options === 'object' && options !== null && !Array.isArray(options)) {
+      if (options.wait === undefined || options.wait === 0) {
+        return this.handle.reserve(this.clock.now(), options);
+      }
+    }
+    return this.receiveWaiting(options);
+  }
+
+  /** `receive` with a wait: jobs ready now are taken at once, else it parks on wake-ups. */
+  private async receiveWaiting(options: ReceiveOptions): Promise<Delivery[]> {
     const { wait = 0, signal, ...reserve } = options;
     if (!Number.isSafeInteger(wait) || wait < 0) {
       throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
@@ -286,8 +298,8 @@ export class EngineQueue implements Queue {
     }
   }
 
-  async ack(token: number) {
-    return this.run(build.ack(token)).then((results) => results[0] as boolean);
+  ack(token: number): Promise<boolean> {
+    return this.handle.ack(this.clock.now(), token);
   }
 
   async ackMany(tokens: readonly number[]) {

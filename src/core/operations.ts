@@ -441,7 +441,12 @@ function validReserve(options: unknown): ReserveOperation | undefined {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) return undefined;
   const { max, visibility, session, ack } = options as Fields;
   if (ack !== undefined && ack !== 'manual' && ack !== 'auto') return undefined;
-  if (max === undefined && visibility === undefined && session === undefined && ack === undefined)
+  if (
+    (max === undefined || max === 1) &&
+    visibility === undefined &&
+    session === undefined &&
+    (ack === undefined || ack === 'manual')
+  )
     return RESERVE_ONE;
   if (max !== undefined && !isToken(max)) return undefined;
   if (visibility !== undefined && !isToken(visibility)) return undefined;

@@ -1,6 +1,7 @@
 import {
   build,
   type DeadLetter,
+  type Delivery,
   type InspectView,
   type JobView,
   type LiveDelivery,
@@ -46,6 +47,14 @@ export abstract class OperationHandle implements QueueHandle {
     return this.execute(now, [operation]).then(unwrap);
   }
 
+  /**
+   * The first value of one operation whose answer is a list of one (a publish of one job, an
+   * ack of one token). An engine may override it to answer without a further promise.
+   */
+  protected executeFirst(now: number, operation: Operation): Promise<unknown> {
+    return this.executeOne(now, operation).then(first);
+  }
+
   /** Builds an operation and runs it: a refused argument rejects, as every engine call does. */
   private build<O extends Operation>(now: number, make: () => O): Promise<ResultOf<O>> {
     let operation: O;
@@ -57,28 +66,43 @@ export abstract class OperationHandle implements QueueHandle {
     return this.run(now, operation);
   }
 
-  /** The same, for an operation on a list of one (a publish, an ack): its one answer. */
-  private buildOne<T>(now: number, make: () => Operation): Promise<T> {
+  // The calls of every job (publish, reserve, ack) build their operation without a closure.
+
+  publish(now: number, input: PublishInput = {}): Promise<PublishResult> {
     let operation: Operation;
     try {
-      operation = make();
+      operation = build.publish(input);
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.executeOne(now, operation).then(first) as Promise<T>;
+    return this.executeFirst(now, operation) as Promise<PublishResult>;
   }
-
-  publish(now: number, input: PublishInput = {}): Promise<PublishResult> {
-    return this.buildOne(now, () => build.publish(input));
+  publishBatch(now: number, inputs: readonly PublishInput[]): Promise<PublishResult[]> {
+    let operation: Operation;
+    try {
+      operation = build.publishBatch(inputs);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.executeOne(now, operation) as Promise<PublishResult[]>;
   }
-  publishBatch(now: number, inputs: readonly PublishInput[]) {
-    return this.build(now, () => build.publishBatch(inputs));
-  }
-  reserve(now: number, options: ReserveOptions = {}) {
-    return this.build(now, () => build.reserve(options));
+  reserve(now: number, options: ReserveOptions = {}): Promise<Delivery[]> {
+    let operation: Operation;
+    try {
+      operation = build.reserve(options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.executeOne(now, operation) as Promise<Delivery[]>;
   }
   ack(now: number, token: number): Promise<boolean> {
-    return this.buildOne(now, () => build.ack(token));
+    let operation: Operation;
+    try {
+      operation = build.ack(token);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.executeFirst(now, operation) as Promise<boolean>;
   }
   ackMany(now: number, tokens: readonly number[]) {
     return this.build(now, () => build.ackMany(tokens));
