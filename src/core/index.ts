@@ -49,7 +49,13 @@ export {
   reschedulesReceivers,
   type StatsOperation,
 } from './operations.js';
-export { decodePayload, encodeJobs, encodePayload } from './payload.js';
+export {
+  decodePayload,
+  encodeJobs,
+  encodePayload,
+  JSON_PAYLOADS,
+  type PayloadCodec,
+} from './payload.js';
 export type { JobTransfer, QueueLinks } from './queue-links.js';
 export {
   checkDeadLetterChain,

@@ -16,6 +16,7 @@ import {
   type ReserveOperation,
   type ResultOf,
 } from './operations.js';
+import type { PayloadCodec } from './payload.js';
 import type { JobTransfer, QueueLinks } from './queue-links.js';
 import { ReadyBands } from './ready-bands.js';
 import {
@@ -110,7 +111,14 @@ export class LeaseQueue {
   private links: QueueLinks | undefined;
   private name = '';
 
-  constructor(options?: QueueOptions) {
+  /**
+   * `payloads`: how the queue keeps payloads (see PayloadCodec); without one it keeps the
+   * values it is given and answers with them.
+   */
+  constructor(
+    options?: QueueOptions,
+    private readonly payloads?: PayloadCodec,
+  ) {
     this.settings = resolveQueueOptions(options);
   }
 
@@ -229,8 +237,22 @@ export class LeaseQueue {
   apply<O extends Operation>(now: number, operation: O): ResultOf<O> {
     const session = sessionOf(operation);
     if (session !== undefined) checkSessionKnown(session, this.nextSessionNumber);
+    // A payload the codec refuses refuses its publish before anything changes, R3 included.
+    const payloads = operation.type === 'publish' ? this.storedPayloads(operation.jobs) : undefined;
     this.advance(now);
-    return this.act(now, operation) as ResultOf<O>;
+    return this.act(now, operation, payloads) as ResultOf<O>;
+  }
+
+  /** The payloads of a publish as the queue keeps them, by job; undefined: as given. */
+  private storedPayloads(jobs: readonly PublishJob[]): unknown[] | undefined {
+    const codec = this.payloads;
+    if (codec === undefined) return undefined;
+    return jobs.map((job, index) => codec.store(job.payload, index, jobs.length));
+  }
+
+  /** What the queue answers for a payload it keeps (see PayloadCodec). */
+  private loaded(stored: unknown): unknown {
+    return this.payloads === undefined ? stored : this.payloads.load(stored);
   }
 
   /**
@@ -416,13 +438,18 @@ export class LeaseQueue {
   deadLetters(): DeadLetter[] {
     return Array.from(this.dead.values(), (job) => ({
       id: job.id,
-      payload: job.payload,
+      payload: this.loaded(job.payload),
       reason: job.deadReason as string,
       deliveryCount: job.deliveryCount,
       deadAt: job.deadAt,
       history: job.history === undefined ? [] : job.history.map((attempt) => ({ ...attempt })),
       ...originView(this.origins.get(job.id)),
     }));
+  }
+
+  /** The token of the live delivery of the job `id`, if it has one. Takes no time. */
+  liveToken(id: string): number | undefined {
+    return this.jobs.get(id)?.delivery?.token;
   }
 
   /** One job by id with its attempt history, or undefined. Takes no time. */
@@ -433,7 +460,7 @@ export class LeaseQueue {
     const delivery = job.delivery;
     return {
       id: job.id,
-      payload: job.payload,
+      payload: this.loaded(job.payload),
       state: job.state,
       deliveryCount: job.deliveryCount,
       publishedAt: job.publishedAt,
@@ -452,12 +479,15 @@ export class LeaseQueue {
 
   // --- operations, after R3 --------------------------------------------------------------------
 
-  private act(now: number, op: Operation): OperationResults[OperationType] {
+  /** `payloads`: a publish's payloads as the queue keeps them (see storedPayloads). */
+  private act(
+    now: number,
+    op: Operation,
+    payloads: readonly unknown[] | undefined,
+  ): OperationResults[OperationType] {
     switch (op.type) {
       case 'publish':
-        return this.settings.maxLength === undefined
-          ? op.jobs.map((job) => this.insert(now, job))
-          : this.publishBounded(now, op.jobs, this.settings.maxLength);
+        return this.publishNow(now, op.jobs, payloads);
       case 'reserve':
         return this.reserveNow(now, op);
       case 'ack':
@@ -496,6 +526,19 @@ export class LeaseQueue {
       case 'stats':
         return this.statsNow(now);
     }
+  }
+
+  /** R4, R5: `payloads` as the queue keeps them, by job (undefined: as given). */
+  private publishNow(
+    now: number,
+    jobs: readonly PublishJob[],
+    payloads: readonly unknown[] | undefined,
+  ): PublishResult[] {
+    const maxLength = this.settings.maxLength;
+    if (maxLength !== undefined) return this.publishBounded(now, jobs, payloads, maxLength);
+    return payloads === undefined
+      ? jobs.map((job) => this.insert(now, job, job.payload))
+      : jobs.map((job, index) => this.insert(now, job, payloads[index]));
   }
 
   private ackTokens(now: number, tokens: readonly number[]): boolean[] {
@@ -538,7 +581,7 @@ export class LeaseQueue {
       deliveries.push({
         token: this.nextToken++,
         id: job.id,
-        payload: job.payload,
+        payload: this.loaded(job.payload),
         deadline: now,
         deliveryCount: job.deliveryCount,
         redelivered: job.deliveryCount > 1,
@@ -860,7 +903,8 @@ export class LeaseQueue {
 
   // --- transitions ---------------------------------------------------------------------------
 
-  private insert(now: number, input: PublishJob): PublishResult {
+  /** `payload`: the job's payload as the queue keeps it. */
+  private insert(now: number, input: PublishJob, payload: unknown): PublishResult {
     let id = input.id;
     let present: JobRecord | undefined;
     let remembered: RememberedId | undefined;
@@ -881,7 +925,7 @@ export class LeaseQueue {
     const seq = this.nextSeq++;
     const job: JobRecord = {
       id,
-      payload: input.payload,
+      payload,
       seq,
       traits:
         input.priority === 0 && input.group === undefined && input.expiresAt === undefined
@@ -950,7 +994,7 @@ export class LeaseQueue {
     return {
       token: delivery.token,
       id: job.id,
-      payload: job.payload,
+      payload: this.loaded(job.payload),
       deadline,
       deliveryCount: job.deliveryCount,
       redelivered: job.deliveryCount > 1,
@@ -1161,6 +1205,7 @@ export class LeaseQueue {
   private publishBounded(
     now: number,
     jobs: readonly PublishJob[],
+    payloads: readonly unknown[] | undefined,
     maxLength: number,
   ): PublishResult[] {
     const before = this.ready.length;
@@ -1172,7 +1217,9 @@ export class LeaseQueue {
         );
       }
     }
-    const results = jobs.map((job) => this.insert(now, job));
+    const results = jobs.map((job, i) =>
+      this.insert(now, job, payloads === undefined ? job.payload : payloads[i]),
+    );
     if (this.ready.length > before) {
       while (this.ready.length > maxLength) {
         const oldest = this.ready.shiftLowest() as JobRecord;

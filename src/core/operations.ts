@@ -5,9 +5,10 @@ import { MAX_ID_LENGTH, Problems, show } from './validate.js';
 
 /**
  * The operations of SPEC.md as values. Every one is parsed once, where input enters (a public
- * method, an HTTP body, a transaction), into a frozen, fully resolved value; below that edge
- * nothing checks its arguments again. The core applies them (`LeaseQueue.apply`), an engine
- * executes a batch of them for one queue as one unit, transports carry them.
+ * method, an HTTP body, a transaction), into a frozen, fully resolved value (the jobs of a
+ * publish are readonly by type only); below that edge nothing checks its arguments again. The
+ * core applies them (`LeaseQueue.apply`), an engine executes a batch of them for one queue as
+ * one unit, transports carry them.
  */
 export type Operation =
   | PublishOperation
@@ -611,9 +612,11 @@ function publishJobs(value: unknown, name: string, problems: Problems): readonly
     });
     return [];
   }
+  // The array is frozen, each job readonly by type only: a freeze per job made a publish of
+  // many jobs to the memory engine cost about 5% more.
   return Object.freeze(
-    value.map((input: Fields) =>
-      Object.freeze({
+    value.map(
+      (input: Fields): PublishJob => ({
         id: input.id as string | undefined,
         payload: input.payload,
         delay: (input.delay as number | undefined) ?? 0,

@@ -7,15 +7,7 @@ import type { PublishJob } from './operations.js';
  * not JSON is refused at publish.
  */
 export function encodePayload(payload: unknown, at: string): string | null {
-  if (payload === undefined) return null;
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(payload);
-  } catch (error) {
-    throw new ValidationError(`${at}.payload is not JSON: ${(error as Error).message}`);
-  }
-  if (text === undefined) throw new ValidationError(`${at}.payload is not JSON`);
-  return text;
+  return encodeAt(payload, at, 0, 1);
 }
 
 export function decodePayload(text: string | null): unknown {
@@ -24,8 +16,63 @@ export function decodePayload(text: string | null): unknown {
 
 /** The jobs of a publish with their payloads as JSON text (null for none); labels name the entry. */
 export function encodeJobs(jobs: readonly PublishJob[]): PublishJob[] {
-  return jobs.map((job, index) => ({
-    ...job,
-    payload: encodePayload(job.payload, jobs.length === 1 ? 'job' : `jobs[${index}]`),
-  }));
+  const encoded: PublishJob[] = new Array(jobs.length);
+  for (let i = 0; i < jobs.length; i++) {
+    const job = jobs[i] as PublishJob;
+    encoded[i] = {
+      id: job.id,
+      payload: encodeAt(job.payload, undefined, i, jobs.length),
+      delay: job.delay,
+      priority: job.priority,
+      group: job.group,
+      expiresAt: job.expiresAt,
+    };
+  }
+  return encoded;
+}
+
+/**
+ * How a queue keeps the payloads it is given: `store` turns each job's payload into what the
+ * queue holds (it may refuse one with a ValidationError, before anything changed), `load` turns
+ * what it holds into what it answers with, once per answer.
+ */
+export interface PayloadCodec {
+  /** `index` of `count`: the job's place in its publish, to name it in an error. */
+  store(payload: unknown, index: number, count: number): unknown;
+  load(stored: unknown): unknown;
+}
+
+/**
+ * Payloads kept as JSON text (null for none), as the SQL engines keep them: the queue holds a
+ * copy its publisher cannot change afterwards, and every answer is a copy of its own.
+ */
+export const JSON_PAYLOADS: PayloadCodec = Object.freeze({
+  store: (payload: unknown, index: number, count: number) =>
+    encodeAt(payload, undefined, index, count),
+  load: (stored: unknown) => (typeof stored === 'string' ? JSON.parse(stored) : undefined),
+});
+
+/** The JSON text of a payload; the error names it by `at`, or else as entry `index` of `count`. */
+function encodeAt(
+  payload: unknown,
+  at: string | undefined,
+  index: number,
+  count: number,
+): string | null {
+  if (payload === undefined) return null;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(payload);
+  } catch (error) {
+    throw new ValidationError(
+      `${label(at, index, count)}.payload is not JSON: ${(error as Error).message}`,
+    );
+  }
+  if (text === undefined)
+    throw new ValidationError(`${label(at, index, count)}.payload is not JSON`);
+  return text;
+}
+
+function label(at: string | undefined, index: number, count: number): string {
+  return at ?? (count === 1 ? 'job' : `jobs[${index}]`);
 }

@@ -1,17 +1,18 @@
 import {
+  ClockError,
   ClosedError,
   checkDeadLetterChain,
   checkQueueName,
   checkSameOptions,
-  type Delivery,
-  decodePayload,
-  encodeJobs,
   type JobTransfer,
+  JSON_PAYLOADS,
   LeaseQueue,
   LeaseqError,
   makesJobsReady,
   NotFoundError,
   type Operation,
+  type OperationResults,
+  type OperationType,
   type Outcome,
   type QueueLinks,
   type QueueOptions,
@@ -59,7 +60,9 @@ export class MemoryEngine implements Engine, QueueLinks {
     checkQueueName(name);
     let core = this.queues.get(name);
     if (core === undefined) {
-      core = new LeaseQueue(options);
+      // The core keeps payloads as JSON text, as the SQL engines do: the queue holds a copy its
+      // publisher cannot change afterwards, and each consumer gets its own.
+      core = new LeaseQueue(options, JSON_PAYLOADS);
       await this.checkChain(name, core.options.deadLetterQueue);
       const floor = this.floors.get(name);
       if (floor !== undefined) core.continueCounters(floor);
@@ -201,11 +204,15 @@ class MemoryQueue extends OperationHandle {
       let wakes = false;
       for (let i = 0; i < operations.length; i++) {
         const operation = operations[i] as Operation;
-        const outcome = this.applyOne(now, operation);
-        if (outcome.ok && (makesJobsReady(operation) || reschedulesReceivers(operation))) {
-          wakes = true;
+        try {
+          outcomes[i] = { ok: true, value: this.applyOne(now, operation) };
+        } catch (error) {
+          // A bad clock refuses the whole batch (R2): the first operation meets it, unchanged.
+          if (!(error instanceof LeaseqError) || error instanceof ClockError) throw error;
+          outcomes[i] = { ok: false, error };
+          continue;
         }
-        outcomes[i] = outcome;
+        wakes ||= wakesReceivers(operation);
       }
       if (wakes) this.wakes.wake(this.name);
       return Promise.resolve(outcomes);
@@ -214,37 +221,40 @@ class MemoryQueue extends OperationHandle {
     }
   }
 
-  /** A batch of one without the batch: the same checks, outcome and wake-ups (see execute). */
+  /** A batch of one without the batch: the same checks, answer and wake-ups (see execute). */
   protected override executeOne(now: number, operation: Operation): Promise<unknown> {
     try {
       this.checkOpen();
-      const outcome = this.applyOne(now, operation);
-      if (!outcome.ok) return Promise.reject(outcome.error);
-      if (makesJobsReady(operation) || reschedulesReceivers(operation)) this.wakes.wake(this.name);
-      return Promise.resolve(outcome.value);
+      const value = this.applyOne(now, operation);
+      if (wakesReceivers(operation)) this.wakes.wake(this.name);
+      return Promise.resolve(value);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  /** Payloads are stored as JSON text; one that is not JSON refuses its own operation only. */
-  private applyOne(now: number, operation: Operation): Outcome {
-    let stored: Operation;
+  /** The same for an operation on a list of one: its one answer, without a further promise. */
+  protected override executeFirst(now: number, operation: Operation): Promise<unknown> {
     try {
-      stored = storedOperation(operation);
+      this.checkOpen();
+      const value = this.applyOne(now, operation) as readonly unknown[];
+      if (wakesReceivers(operation)) this.wakes.wake(this.name);
+      return Promise.resolve(value[0]);
     } catch (error) {
-      if (error instanceof LeaseqError) return { ok: false, error };
-      throw error;
+      return Promise.reject(error);
     }
+  }
+
+  /** One operation's answer; a refusal is thrown. */
+  private applyOne(now: number, operation: Operation): OperationResults[OperationType] {
+    if (operation.type !== 'cancel') return this.core.apply(now, operation);
     // R28: the delivery a cancel ends, so that its holder hears of it at once.
-    const cancelled = stored.type === 'cancel' ? this.core.job(stored.id)?.token : undefined;
-    const outcome = this.core.applyOutcome(now, stored);
-    if (cancelled !== undefined && outcome.ok && outcome.value === true) {
-      const token = cancelled;
-      queueMicrotask(() => this.wakes.cancelled(this.name, token));
+    const cancelled = this.core.liveToken(operation.id);
+    const value = this.core.apply(now, operation);
+    if (cancelled !== undefined && value === true) {
+      queueMicrotask(() => this.wakes.cancelled(this.name, cancelled));
     }
-    if (!outcome.ok || stored.type !== 'reserve') return outcome;
-    return { ok: true, value: (outcome.value as Delivery[]).map(readDelivery) };
+    return value;
   }
 
   async options() {
@@ -265,12 +275,11 @@ class MemoryQueue extends OperationHandle {
   }
   async deadLetters() {
     this.checkOpen();
-    return this.core.deadLetters().map((dead) => ({ ...dead, payload: fromStored(dead.payload) }));
+    return this.core.deadLetters();
   }
   async job(id: string) {
     this.checkOpen();
-    const job = this.core.job(id);
-    return job && { ...job, payload: fromStored(job.payload) };
+    return this.core.job(id);
   }
   async nextEventAt() {
     this.checkOpen();
@@ -278,19 +287,7 @@ class MemoryQueue extends OperationHandle {
   }
 }
 
-/**
- * The core keeps the payload as JSON text, as the SQL engines do: the queue holds a copy the
- * publisher cannot change afterwards, and each consumer gets its own.
- */
-function storedOperation(operation: Operation): Operation {
-  if (operation.type !== 'publish') return operation;
-  return { type: 'publish', jobs: encodeJobs(operation.jobs) };
-}
-
-function readDelivery(delivery: Delivery): Delivery {
-  return { ...delivery, payload: fromStored(delivery.payload) };
-}
-
-function fromStored(payload: unknown): unknown {
-  return typeof payload === 'string' ? decodePayload(payload) : undefined;
+/** Whether receivers parked on this queue should look again after `operation` succeeded. */
+function wakesReceivers(operation: Operation): boolean {
+  return makesJobsReady(operation) || reschedulesReceivers(operation);
 }
