@@ -11,7 +11,9 @@ export interface ReadyEntry {
  * `back`, a FIFO of jobs appended at the back. The list reads top-of-stack … bottom, then the
  * FIFO. Front insertions always carry the latest time, so the stack's bottom is its oldest;
  * the FIFO keeps a monotonic minimum queue because promoted delayed jobs may carry earlier
- * `readySince` than jobs appended before them.
+ * `readySince` than jobs appended before them. Of the jobs with one `readySince` it keeps the
+ * last appended (the earlier ones leave first), so a publish of many jobs at one tick adds one
+ * entry to it, not one per job.
  */
 export class ReadyList<T extends ReadyEntry> {
   private readonly front: T[] = [];
@@ -42,7 +44,7 @@ export class ReadyList<T extends ReadyEntry> {
     const mins = this.backMin;
     while (
       mins.length > this.backMinHead &&
-      (mins[mins.length - 1] as T).readySince > item.readySince
+      (mins[mins.length - 1] as T).readySince >= item.readySince
     ) {
       mins.pop();
     }
