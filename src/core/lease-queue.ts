@@ -159,7 +159,6 @@ export class LeaseQueue {
       publishedAt: transfer.publishedAt,
       state: 'ready',
       deliveryCount: 0,
-      readySince: at,
       availableAt: at,
       delivery: undefined,
       history: transfer.history.length === 0 ? undefined : transfer.history.map((a) => ({ ...a })),
@@ -661,7 +660,7 @@ export class LeaseQueue {
         if (this.joinGroup(job)) continue;
       }
       job.state = 'ready';
-      job.readySince = now;
+      job.availableAt = now;
       this.ready.pushBack(job);
       this.watchExpiry(job);
     }
@@ -865,8 +864,8 @@ export class LeaseQueue {
   private promoteDelayed(now: number): void {
     while ((this.delayed.peek()?.availableAt ?? Number.POSITIVE_INFINITY) <= now) {
       const job = this.delayed.pop() as JobRecord;
+      // Ready from its availableAt on (the oldest-ready-age gauge counts from then).
       job.state = 'ready';
-      job.readySince = job.availableAt;
       this.ready.pushBack(job);
     }
   }
@@ -939,7 +938,6 @@ export class LeaseQueue {
       publishedAt: now,
       state: 'ready',
       deliveryCount: 0,
-      readySince: now,
       availableAt: now + delay,
       delivery: undefined,
       history: undefined,
@@ -1085,7 +1083,7 @@ export class LeaseQueue {
     for (let i = back.length - 1; i >= 0; i--) {
       const job = back[i] as JobRecord;
       job.state = 'ready';
-      job.readySince = now;
+      job.availableAt = now;
       this.ready.pushFront(job);
       this.watchExpiry(job);
     }
@@ -1155,7 +1153,7 @@ export class LeaseQueue {
       this.delayed.push(next);
     } else {
       next.state = 'ready';
-      next.readySince = now;
+      next.availableAt = now;
       this.ready.pushBack(next);
     }
     this.watchExpiry(next);

@@ -4,7 +4,7 @@ import { ReadyList } from './ready-list.js';
 export interface RankedEntry {
   /** Undefined means priority 0. */
   readonly traits: { readonly priority: number } | undefined;
-  readySince: number;
+  availableAt: number;
 }
 
 /** Priorities are the integers 0 (the default, lowest) to 9 (highest) (R23). */
@@ -86,7 +86,7 @@ export class ReadyBands<T extends RankedEntry> {
     return removed;
   }
 
-  /** The earliest readySince of any ready job, or undefined when empty. */
+  /** The earliest tick any ready job became ready, or undefined when empty. */
   oldestReadySince(): number | undefined {
     let oldest = this.plain.oldestReadySince();
     if (this.rankedLength === 0) return oldest;

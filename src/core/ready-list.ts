@@ -1,17 +1,17 @@
-/** What the ready list needs of a job. */
+/** What the ready list needs of a job: the tick it became ready. */
 export interface ReadyEntry {
-  readySince: number;
+  availableAt: number;
 }
 
 /**
  * The ready jobs, front first, with O(1) insertion at both ends, removal at the front, and
- * the earliest `readySince` (for the oldest-ready-age gauge).
+ * the earliest `availableAt` (for the oldest-ready-age gauge).
  *
  * Held as two parts: `front`, a stack of jobs put back at the front (newest on top), and
  * `back`, a FIFO of jobs appended at the back. The list reads top-of-stack … bottom, then the
  * FIFO. Front insertions always carry the latest time, so the stack's bottom is its oldest;
  * the FIFO keeps a monotonic minimum queue because promoted delayed jobs may carry earlier
- * `readySince` than jobs appended before them. Of the jobs with one `readySince` it keeps the
+ * `availableAt` than jobs appended before them. Of the jobs with one `availableAt` it keeps the
  * last appended (the earlier ones leave first), so a publish of many jobs at one tick adds one
  * entry to it, not one per job.
  */
@@ -44,7 +44,7 @@ export class ReadyList<T extends ReadyEntry> {
     const mins = this.backMin;
     while (
       mins.length > this.backMinHead &&
-      (mins[mins.length - 1] as T).readySince >= item.readySince
+      (mins[mins.length - 1] as T).availableAt >= item.availableAt
     ) {
       mins.pop();
     }
@@ -75,13 +75,13 @@ export class ReadyList<T extends ReadyEntry> {
     return true;
   }
 
-  /** The earliest readySince of any ready job, or undefined when empty. */
+  /** The earliest tick any ready job became ready, or undefined when empty. */
   oldestReadySince(): number | undefined {
     const bottom = this.front[0];
     const backOldest = this.backMin[this.backMinHead];
-    if (bottom === undefined) return backOldest?.readySince;
-    if (backOldest === undefined) return bottom.readySince;
-    return Math.min(bottom.readySince, backOldest.readySince);
+    if (bottom === undefined) return backOldest?.availableAt;
+    if (backOldest === undefined) return bottom.availableAt;
+    return Math.min(bottom.availableAt, backOldest.availableAt);
   }
 
   /**

@@ -15,7 +15,10 @@ export interface JobRecord extends HeapItem {
   readonly publishedAt: number;
   state: JobState;
   deliveryCount: number;
-  readySince: number;
+  /**
+   * Delayed or waiting: the tick its delay ends. Ready: the tick it became ready (the
+   * oldest-ready-age gauge counts from it). One field for both, as a job is never both.
+   */
   availableAt: number;
   delivery: DeliveryRecord | undefined;
   history: Attempt[] | undefined;
