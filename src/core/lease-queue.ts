@@ -33,7 +33,7 @@ import {
   recordAttempt,
   type SessionRecord,
 } from './records.js';
-import { checkLookedUpId } from './text.js';
+import { checkLookedUpId, generatedId, hasGeneratedForm } from './text.js';
 import type {
   AttemptOutcome,
   DeadLetter,
@@ -1307,14 +1307,14 @@ export class LeaseQueue {
 
   /** A fresh id, present nowhere in the queue and not remembered (R4). */
   private generateId(): string {
-    let id = `job-${this.nextGeneratedId++}`;
+    let id = generatedId(this.nextGeneratedId++);
     if (!this.generatedFormSeen) return id;
-    while (this.jobs.has(id) || this.remembered.has(id)) id = `job-${this.nextGeneratedId++}`;
+    while (this.jobs.has(id) || this.remembered.has(id)) id = generatedId(this.nextGeneratedId++);
     return id;
   }
 
   private noteId(id: string): void {
-    if (!this.generatedFormSeen && id.startsWith('job-')) this.generatedFormSeen = true;
+    if (!this.generatedFormSeen && hasGeneratedForm(id)) this.generatedFormSeen = true;
   }
 }
 
