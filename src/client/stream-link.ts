@@ -1,4 +1,4 @@
-import { WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
 import { ClosedError, StorageUnavailableError } from '../core/index.js';
 import type {
   ClientFrame,
@@ -46,6 +46,9 @@ const BACKOFF_MAX_MS = 5000;
 /** A connection that lived this long before dropping starts the backoff afresh. */
 const HEALTHY_MS = 5000;
 
+/** WebSocket.OPEN, without loading ws to read it. */
+const OPEN = 1;
+
 /**
  * One WebSocket to a leaseq server's stream, opened at the first frame and again (after a
  * backoff that grows with consecutive failures) at the first frame after it dropped. Frames
@@ -90,7 +93,7 @@ export class StreamLink {
   }
 
   get connected(): boolean {
-    return this.socket?.readyState === WebSocket.OPEN;
+    return this.socket?.readyState === OPEN;
   }
 
   /** Closes the connection; frames in flight and later ones fail with CLOSED. */
@@ -122,6 +125,8 @@ export class StreamLink {
     const backoff = this.retryAt - Date.now();
     if (backoff > 0) await new Promise((resolve) => setTimeout(resolve, backoff));
     if (this.closed) throw new ClosedError('the client is closed');
+    // Loaded at the first connection: a process that never talks to a server never loads ws.
+    const { WebSocket } = await import('ws');
     const socket = new WebSocket(this.url, {
       headers:
         this.options.apiKey === undefined ? {} : { authorization: `Bearer ${this.options.apiKey}` },
