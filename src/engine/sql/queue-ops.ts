@@ -370,9 +370,9 @@ export class QueueOps extends JobMoves {
       }>(
         `UPDATE leaseq_jobs SET state = 'active', token = ? + ready_pos - ?, delivered_at = ?,
            deadline = ?, session = ?, delivery_count = delivery_count + 1, ready_pos = NULL
-         WHERE queue = ? AND state = 'ready' AND ready_pos < ?
+         WHERE queue = ? AND state = 'ready' AND ready_pos >= ? AND ready_pos < ?
          RETURNING id, payload, delivery_count, token, grp`,
-        [this.q.nextToken, head, now, deadline, session, this.q.name, head + take],
+        [this.q.nextToken, head, now, deadline, session, this.q.name, head, head + take],
       );
       taken.sort((a, b) => a.token - b.token);
       this.q.nextToken += taken.length;
@@ -425,9 +425,9 @@ export class QueueOps extends JobMoves {
         grp: string | null;
         group_seq: number | null;
       }>(
-        `DELETE FROM leaseq_jobs WHERE queue = ? AND state = 'ready' AND ready_pos < ?
+        `DELETE FROM leaseq_jobs WHERE queue = ? AND state = 'ready' AND ready_pos >= ? AND ready_pos < ?
          RETURNING id, payload, delivery_count, ready_pos, grp, group_seq`,
-        [this.q.name, head + take],
+        [this.q.name, head, head + take],
       );
       return taken.sort((a, b) => a.ready_pos - b.ready_pos);
     });
