@@ -103,6 +103,11 @@ BEGIN
 END
 $fn$;
 
+-- Their plans are made once per connection, so every scan is bounded by what the index holds
+-- in order: ready positions from the queue's head (not the entries of jobs taken before, which
+-- stay in the index until VACUUM), tokens by equality (an `= ANY` of an array parameter made the
+-- plan walk every job of the queue).
+--
 -- A reserve of up to p_max jobs without a session, acked by the consumer, on a queue without
 -- priorities in use, at a time before its next event, not paused. Tokens in ready order.
 CREATE FUNCTION leaseq_reserve(p_queue TEXT, p_now BIGINT, p_max BIGINT, p_visibility BIGINT,
@@ -151,7 +156,8 @@ BEGIN
       UPDATE leaseq_jobs AS j SET state = 'active', token = q.next_token + j.ready_pos - q.ready_head,
         delivered_at = v_now, deadline = v_deadline, session = NULL,
         delivery_count = j.delivery_count + 1, ready_pos = NULL
-      WHERE j.queue = p_queue AND j.state = 'ready' AND j.ready_pos < q.ready_head + v_count
+      WHERE j.queue = p_queue AND j.state = 'ready' AND j.ready_pos >= q.ready_head
+        AND j.ready_pos < q.ready_head + v_count
       RETURNING j.id, j.payload, j.delivery_count, j.token, j.grp
     LOOP
       v_taken := v_taken + 1;
@@ -190,6 +196,7 @@ DECLARE
   v_acked BIGINT := 0;
   v_sum BIGINT := 0;
   v_max BIGINT := 0;
+  v_token BIGINT;
   r RECORD;
 BEGIN
   PERFORM pg_advisory_xact_lock_shared(744503, hashtext(p_queue));
@@ -205,18 +212,19 @@ BEGIN
   END IF;
   v_now := GREATEST(p_now, v_clock);
   IF v_now >= COALESCE(q.next_event_at, v_now + 1) OR EXISTS (
-    SELECT 1 FROM leaseq_jobs AS j
-    WHERE j.queue = p_queue AND j.token = ANY (p_tokens) AND j.grp IS NOT NULL
+    SELECT 1 FROM unnest(p_tokens) AS t(token)
+    JOIN leaseq_jobs AS j ON j.queue = p_queue AND j.token = t.token
+    WHERE j.grp IS NOT NULL
   ) THEN
     RETURN QUERY SELECT TRUE, NULL::bigint;
     RETURN;
   END IF;
   v_window := COALESCE((q.options::jsonb ->> 'dedupWindow')::bigint, 0);
-  FOR r IN
+  FOREACH v_token IN ARRAY p_tokens LOOP
     DELETE FROM leaseq_jobs AS j
-    WHERE j.queue = p_queue AND j.token = ANY (p_tokens) AND j.state = 'active'
-    RETURNING j.id, j.token, j.delivered_at, j.group_seq
-  LOOP
+    WHERE j.queue = p_queue AND j.token = v_token AND j.state = 'active'
+    RETURNING j.id, j.token, j.delivered_at, j.group_seq INTO r;
+    CONTINUE WHEN NOT FOUND;
     v_acked := v_acked + 1;
     v_sum := v_sum + (v_now - r.delivered_at);
     v_max := GREATEST(v_max, v_now - r.delivered_at);
