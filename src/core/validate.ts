@@ -6,8 +6,13 @@ import type { QueueOptions, ResolvedQueueOptions } from './types.js';
 export const MAX_ID_LENGTH = 256;
 
 /** R2: `now` must be a safe integer ≥ 0 and not behind the clock. */
+/** Whether `now` is a time at all (R2): a safe integer ≥ 0, whatever the queue's clock. */
+export function isTime(now: unknown): now is number {
+  return typeof now === 'number' && Number.isSafeInteger(now) && now >= 0;
+}
+
 export function checkNow(now: unknown, clock: number): asserts now is number {
-  if (typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0 || now < clock) {
+  if (!isTime(now) || now < clock) {
     throw new ClockError(now, clock);
   }
 }

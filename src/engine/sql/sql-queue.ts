@@ -9,7 +9,7 @@ import {
   reschedulesReceivers,
 } from '../../core/index.js';
 import { checkLookedUpId } from '../../core/text.js';
-import { checkNow } from '../../core/validate.js';
+import { checkNow, isTime } from '../../core/validate.js';
 import { OperationHandle } from '../operation-handle.js';
 import { commitKindOf } from './commit-kind.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
@@ -127,7 +127,8 @@ export class SqlQueue extends OperationHandle {
           const deliveries = await ops.reserve(now, { max: total, visibility, session, ack });
           return maxes.map((each) => deliveries.splice(0, each));
         },
-        ...(oneStatement === undefined || session !== undefined || ack === 'auto' || !plainTime(now)
+        // A `now` that is no time at all takes the general path, which refuses it (R2).
+        ...(oneStatement === undefined || session !== undefined || ack === 'auto' || !isTime(now)
           ? {}
           : {
               direct: async (connection: SqlConnection, _batch: BatchContext, maxes: number[]) => {
@@ -163,7 +164,7 @@ export class SqlQueue extends OperationHandle {
         wakeLocallyOnCommit(this.access, batch, this.name);
         return lists.map((list) => results.splice(0, list.length));
       },
-      ...(oneStatement === undefined || !plainTime(now)
+      ...(oneStatement === undefined || !isTime(now)
         ? {}
         : {
             direct: async (
@@ -199,9 +200,4 @@ async function single(answer: Promise<unknown>): Promise<Outcome[]> {
     if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;
     return [{ ok: false, error }];
   }
-}
-
-/** A `now` the one-statement forms take as is; any other the general path checks (R2). */
-function plainTime(now: number): boolean {
-  return Number.isSafeInteger(now) && now >= 0;
 }
