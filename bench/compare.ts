@@ -51,6 +51,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3' },
     n: { type: 'string', default: '20000' },
     'latency-jobs': { type: 'string', default: '2000' },
+    'warm-up': { type: 'string', default: '2000' },
     only: { type: 'string' },
     'skip-growth': { type: 'boolean', default: false },
     'skip-compare': { type: 'boolean', default: false },
@@ -70,6 +71,7 @@ const { values } = parseArgs({
 const runCount = Number(values.runs);
 const jobCount = Number(values.n);
 const latencyJobs = Number(values['latency-jobs']);
+const warmUpJobs = Number(values['warm-up']);
 const childMs = Number(values['child-ms']);
 const selected = (values.only?.split(',') ?? SUBJECTS.map((s) => s.name)).map((name) => {
   if (!isSubjectName(name)) throw new Error(`unknown system ${JSON.stringify(name)} in --only`);
@@ -144,6 +146,8 @@ async function runWorkload(subject: SubjectName, run: number): Promise<Outcome<W
       String(jobCount),
       '--latency-jobs',
       String(latencyJobs),
+      '--warm-up',
+      String(warmUpJobs),
       '--drain-ms',
       values['drain-ms'],
       '--phases',

@@ -46,7 +46,7 @@ const { values } = parseArgs({
     prefix: { type: 'string' },
     n: { type: 'string', default: '20000' },
     'latency-jobs': { type: 'string', default: '2000' },
-    'warm-up': { type: 'string', default: '50' },
+    'warm-up': { type: 'string', default: '2000' },
     inflight: { type: 'string', default: '4' },
     'phase-ms': { type: 'string', default: '30000' },
     'drain-ms': { type: 'string', default: '20000' },
