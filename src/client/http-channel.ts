@@ -1,4 +1,5 @@
-import type { WireDelivery, WireOutcome } from '../wire/index.js';
+import { build } from '../core/index.js';
+import { operationToWire, type WireDelivery, type WireOutcome } from '../wire/index.js';
 import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
 import { type HttpTransport, RequestAborted } from './http.js';
@@ -36,9 +37,22 @@ export class HttpChannel implements Channel {
     return this.batcher.submit(queue, operations);
   }
 
-  /** Waits longer than one request may carry are several long polls. */
+  /**
+   * Waits longer than one request may carry are several long polls. A long poll answers with
+   * what is ready when it wakes, at most the server's maxBatch; a receive that does not wait
+   * and asks for more takes them as several reserves of one batch.
+   */
   async receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]> {
-    const { wait, signal, ...reserve } = request;
+    const { wait, signal, ...asked } = request;
+    const { maxBatch } = this.settings;
+    if (wait === 0 && (asked.max ?? 1) > maxBatch) {
+      const wire = operationToWire(build.reserve(asked), {
+        receipt: () => '',
+        sessionHandle: (handle) => handle,
+      });
+      return unwrap((await this.execute(queue, [wire]))[0]);
+    }
+    const reserve = { ...asked, max: Math.min(asked.max ?? 1, maxBatch) };
     const until = Date.now() + wait;
     for (;;) {
       const chunk = Math.min(Math.max(0, until - Date.now()), this.settings.maxWaitPerRequestMs);

@@ -24,7 +24,28 @@ export class OperationBatcher {
     private readonly maxBatch: () => number,
   ) {}
 
-  submit(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
+  /**
+   * Runs `operations` in the next batch of their queue. An ack of more receipts, or a reserve
+   * of more jobs, than the server takes in one entry (`maxBatch`) travels as several entries
+   * of the same batch, which run one after the other in one storage unit: the same effect,
+   * answered as the one operation it was.
+   */
+  async submit(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
+    const maxBatch = this.maxBatch();
+    if (!operations.some((operation) => entriesOf(operation) > maxBatch)) {
+      return this.enqueue(queue, operations);
+    }
+    const parts = operations.map((operation) => splitEntries(operation, maxBatch));
+    const outcomes = await this.enqueue(queue, parts.flat());
+    let at = 0;
+    return parts.map((part) => {
+      const answers = outcomes.slice(at, at + part.length);
+      at += part.length;
+      return part.length === 1 ? (answers[0] as WireOutcome) : joinOutcomes(answers);
+    });
+  }
+
+  private enqueue(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
     return new Promise((resolve, reject) => {
       let list = this.waiting.get(queue);
       if (list === undefined) {
@@ -87,4 +108,45 @@ export class OperationBatcher {
       for (const entry of entries) entry.reject(error);
     }
   }
+}
+
+/** How many entries the server counts in an operation against its maxBatch: receipts, jobs asked for. */
+function entriesOf(operation: WireOperation): number {
+  if (operation.type === 'ack' && Array.isArray(operation.receipts))
+    return operation.receipts.length;
+  if (operation.type === 'reserve' && typeof operation.max === 'number') return operation.max;
+  return 1;
+}
+
+/**
+ * An ack or a reserve as consecutive operations of at most `maxBatch` entries each. A reserve
+ * takes at most one batch of such parts (maxBatch² jobs): "at most max" still holds, and a
+ * huge max does not become millions of operations.
+ */
+function splitEntries(operation: WireOperation, maxBatch: number): WireOperation[] {
+  let entries = entriesOf(operation);
+  if (entries <= maxBatch) return [operation];
+  if (operation.type === 'reserve') entries = Math.min(entries, maxBatch * maxBatch);
+  const parts: WireOperation[] = [];
+  for (let start = 0; start < entries; start += maxBatch) {
+    parts.push(
+      operation.type === 'ack'
+        ? {
+            ...operation,
+            receipts: (operation.receipts as unknown[]).slice(start, start + maxBatch),
+          }
+        : { ...operation, max: Math.min(maxBatch, entries - start) },
+    );
+  }
+  return parts;
+}
+
+/** The answers of a split operation as its one answer: the values in order, or the first refusal. */
+function joinOutcomes(answers: readonly WireOutcome[]): WireOutcome {
+  const refused = answers.find((answer) => !answer.ok);
+  if (refused !== undefined) return refused;
+  return {
+    ok: true,
+    value: answers.flatMap((answer) => (answer.ok ? (answer.value as unknown[]) : [])),
+  };
 }

@@ -133,7 +133,9 @@ function checkLimits(operation: Operation, limits: Limits): void {
       break;
     case 'reserve':
       visibility('visibility', operation.visibility);
-      count('max', operation.max);
+      if (operation.max > limits.maxBatch) {
+        problems.push(`max must be at most ${limits.maxBatch}, got ${operation.max}`);
+      }
       break;
     case 'extend':
       visibility('visibility', operation.visibility);

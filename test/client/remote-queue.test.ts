@@ -14,7 +14,7 @@ import {
   UnsupportedError,
   ValidationError,
 } from '../../src/core/index.js';
-import { open } from '../../src/index.js';
+import { open, silentLogger, work } from '../../src/index.js';
 import { startTestServer, type TestServer } from '../server/helpers.js';
 
 let server: TestServer;
@@ -156,6 +156,50 @@ describe.each(['stream', 'http'] as const)(
       expect(await q.job('c')).toMatchObject({ id: 'c', state: 'ready', deliveryCount: 0 });
       expect(await q.job('missing')).toBeUndefined();
       expect(await q.purge()).toBe(0);
+    });
+
+    it("takes an ack or a receive longer than the server's maxBatch as several entries (R6, R8)", async () => {
+      const q = await client.queue('long-lists');
+      for (let from = 0; from < 250; from += 100) {
+        await q.publishBatch(
+          Array.from({ length: Math.min(100, 250 - from) }, (_, i) => ({ id: `j${from + i}` })),
+        );
+      }
+      const first = await q.receive({ max: 150 });
+      expect(first.map((d) => d.token)).toEqual(Array.from({ length: 150 }, (_, i) => i + 1));
+      const rest = await q.receive({ max: 150 });
+      expect(rest.map((d) => d.id)).toEqual(Array.from({ length: 100 }, (_, i) => `j${150 + i}`));
+      const tokens = [...first, ...rest].map((d) => d.token);
+      expect(await q.ackMany([...tokens, 1])).toEqual([...tokens.map(() => true), false]);
+      expect(await q.stats()).toMatchObject({ ready: 0, active: 0, acks: 250, staleAcks: 1 });
+    });
+
+    it('runs a worker with a concurrency above maxBatch: every job acked once, none lost', async () => {
+      const q = await client.queue('wide-worker', { visibility: 60_000 });
+      for (let from = 0; from < 600; from += 100) {
+        await q.publishBatch(Array.from({ length: 100 }, (_, i) => ({ payload: from + i })));
+      }
+      const seen = new Set<number>();
+      const worker = await work<number>(
+        q,
+        async (job) => {
+          seen.add(job.payload);
+        },
+        { concurrency: 150, logger: silentLogger },
+      );
+      const deadline = Date.now() + 10_000;
+      while (worker.metrics().outcomes.acked < 600 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await worker.close();
+      expect(worker.metrics()).toMatchObject({
+        received: 600,
+        outcomes: { acked: 600, 'lease-lost': 0 },
+        settleErrors: 0,
+        fetchErrors: 0,
+      });
+      expect(seen.size).toBe(600);
+      expect(await q.stats()).toMatchObject({ ready: 0, active: 0, acks: 600, deliveries: 600 });
     });
 
     it('refuses bad tokens as the in-process queue does, before asking the server', async () => {

@@ -90,6 +90,10 @@ describe('batches', () => {
     expect(four.status).toBe(400);
     expect(four.body.error.message).toBe('body.jobs must NOT have more than 3 items');
     expect((await api('POST', '/v1/queues/b/receive', { max: 4 })).status).toBe(400);
+    const reserve = await api('POST', '/v1/queues/b/operations', {
+      operations: [{ type: 'reserve', max: 4 }],
+    });
+    expect(reserve.body.results[0].error.message).toBe('max must be at most 3, got 4');
     expect((await (await server.broker.queue('b')).inspect()).ready).toEqual(['1', '2', '3']);
   });
 });
