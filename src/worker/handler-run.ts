@@ -23,6 +23,8 @@ export interface JobRunDeps {
   leaseMs: number;
   renewal: RenewalConfig;
   acks: AckBatcher;
+  /** The handler ended and its result decides the job: its settlement (ack, nack) is under way. */
+  onHandlerEnded: (run: HeldRun) => void;
   onSettled: (run: HeldRun, record: OutcomeRecord) => void;
   onError: (error: unknown, during: 'renew' | 'settle') => void;
 }
@@ -179,7 +181,9 @@ export abstract class HandlerRun implements HeldRun, ContextOwner {
   private handlerEnded(): boolean {
     this.handlerRunning = false;
     if (this.abandoned) this.deps.metrics.abandonedHandlers -= 1;
-    return this.claim();
+    if (!this.claim()) return false;
+    this.deps.onHandlerEnded(this);
+    return true;
   }
 }
 

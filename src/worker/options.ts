@@ -19,7 +19,10 @@ export interface BackoffOptions {
 }
 
 export interface WorkerOptions {
-  /** Most jobs in hand at once. Positive integer. Default 1. */
+  /**
+   * Most handlers running at once. Positive integer. Default 1. Jobs whose handler ended stay
+   * in hand until their ack or nack answers: at most as many again.
+   */
   concurrency?: number;
   /**
    * `'manual'` (default): each job is received under a lease the worker keeps and settled by

@@ -43,6 +43,8 @@ export class Worker<P = unknown> {
   private readonly options: ResolvedWorkerOptions;
   private readonly counters = new WorkerMetrics();
   private readonly inHand = new Set<HeldRun>();
+  /** Runs in hand whose handler ended: their ack or nack is on its way. */
+  private readonly settling = new Set<HeldRun>();
   private stopWatchingCancels: (() => void) | undefined;
   private readonly fetches = new Set<Promise<number>>();
   private readonly stopping = new AbortController();
@@ -185,6 +187,7 @@ export class Worker<P = unknown> {
             maxRenewals: options.maxRenewals,
           },
           acks: new AckBatcher(queue),
+          onHandlerEnded: (run) => this.handlerEnded(run),
           onSettled: (run, record) => this.settled(run, record),
           onError: (error, during) => this.reportError(error, during),
         };
@@ -274,12 +277,36 @@ export class Worker<P = unknown> {
     return started;
   }
 
+  /**
+   * Slots for handlers: `concurrency` run at once. A job whose handler ended frees its slot
+   * while its ack travels, so the next job starts without waiting for that answer; the jobs
+   * being settled are at most as many again, which bounds the leases in hand to twice the
+   * concurrency.
+   */
   private freeSlots(): number {
-    return Math.max(0, this.options.concurrency - this.inHand.size - this.reserving);
+    const { concurrency } = this.options;
+    const running = this.inHand.size - this.settling.size;
+    return Math.max(
+      0,
+      Math.min(concurrency - running, 2 * concurrency - this.inHand.size) - this.reserving,
+    );
+  }
+
+  private handlerEnded(run: HeldRun): void {
+    if (!this.inHand.has(run)) return;
+    this.settling.add(run);
+    this.wakeFetch();
+  }
+
+  private wakeFetch(): void {
+    const wake = this.slotFreed;
+    this.slotFreed = undefined;
+    wake?.();
   }
 
   private settled(run: HeldRun, record: OutcomeRecord): void {
     this.inHand.delete(run);
+    this.settling.delete(run);
     // Stepped by hand (no fetch loop): a stale lease timer must not keep the process alive.
     if (this.loop === undefined && this.inHand.size === 0) this.scheduler.disarmIfEmpty();
     for (const listener of this.listeners.outcome) {
@@ -289,9 +316,7 @@ export class Worker<P = unknown> {
         // A listener's failure is its own.
       }
     }
-    const wake = this.slotFreed;
-    this.slotFreed = undefined;
-    wake?.();
+    this.wakeFetch();
   }
 
   private cancelled(token: number): void {
@@ -309,9 +334,7 @@ export class Worker<P = unknown> {
   private async shutdown(): Promise<void> {
     this.stopping.abort();
     this.stopWatchingCancels?.();
-    const wake = this.slotFreed;
-    this.slotFreed = undefined;
-    wake?.();
+    this.wakeFetch();
     await this.loop;
     await Promise.allSettled([...this.fetches]);
     await this.graceUntilDone();

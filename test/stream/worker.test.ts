@@ -26,7 +26,7 @@ async function until(test: () => boolean | Promise<boolean>, timeoutMs = 10_000)
 }
 
 describe('the worker over the stream', () => {
-  it('keeps its concurrency of jobs flowing from the subscription, never more in hand', async () => {
+  it('keeps its concurrency of jobs flowing from the subscription, within its bound in hand', async () => {
     const { server, client } = await setUp();
     const queue = await client.queue('flow', { visibility: 5000 });
     const count = 300;
@@ -58,8 +58,9 @@ describe('the worker over the stream', () => {
     clearInterval(watch);
     await worker.close();
     expect(mostRunning).toBeLessThanOrEqual(8);
-    // The prefetch is the worker's concurrency: nothing piles up in the client.
-    expect(mostActive).toBeLessThanOrEqual(8);
+    // The prefetch follows the worker's leases in hand: its 8 handlers' jobs and at most as
+    // many whose acks are on their way. Nothing piles up in the client beyond that.
+    expect(mostActive).toBeLessThanOrEqual(16);
     expect(await queue.stats()).toMatchObject({ ready: 0, active: 0, acks: count });
   });
 

@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import type { Queue } from '../../src/broker/queue.js';
 import { StorageUnavailableError } from '../../src/core/index.js';
+import { open as openBroker } from '../../src/index.js';
 import { Gate, silentLogger } from '../../src/testing/index.js';
 import { type OutcomeRecord, Worker, work } from '../../src/worker/index.js';
 import { describeEngines, workerEngines } from './engines.js';
@@ -152,4 +153,42 @@ describeEngines(engines, 'fetch loop', (open, engine) => {
     await consumer.worker.runOnce();
     expect((await consumer.nextOutcome()).outcome).toBe('acked');
   });
+});
+
+it('starts the next job while the last ack travels; leases in hand stay within twice the concurrency', async () => {
+  const broker = await openBroker('memory:');
+  const inner = await broker.queue('acks-on-their-way');
+  await inner.publishBatch(['a', 'b', 'c', 'd', 'e', 'f'].map((id) => ({ id })));
+  const acks = new Gate();
+  const held = (call: () => Promise<unknown>) => acks.pass().then(call);
+  const queue = new Proxy(inner, {
+    get(target, key) {
+      if (key === 'ack') return (token: number) => held(() => target.ack(token));
+      if (key === 'ackMany') return (tokens: number[]) => held(() => target.ackMany(tokens));
+      const value = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const started: string[] = [];
+  const worker = await work(queue, async (job) => void started.push(job.id), {
+    concurrency: 2,
+    logger: silentLogger,
+  });
+  const until = async (test: () => boolean) => {
+    for (let tries = 0; !test(); tries++) {
+      if (tries > 500) throw new Error('not reached');
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  };
+  // a and b ended, their acks held: c and d run without waiting for them, e does not.
+  await until(() => started.length === 4);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(started).toEqual(['a', 'b', 'c', 'd']);
+  expect(worker.metrics().inHand).toBe(4);
+  expect(await inner.stats()).toMatchObject({ active: 4, ready: 2 });
+  acks.open();
+  await until(() => worker.metrics().outcomes.acked === 6);
+  expect(started).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+  await worker.close();
+  await broker.close();
 });
