@@ -1,7 +1,7 @@
 // Scale-out on PostgreSQL: one backlog drained by 1, 2 and 4 consumer processes (each with 1
 // and 8 receive/ack loops), straight on the database and through 1 and 2 `leaseq serve`
 // processes over it. Prints the jobs/s in total and per process.
-// Run (root): npm run bench:scale [-- --n 3000 --processes 1,2,4 --concurrency 1,8 --servers 0,1,2
+// Run (root): npm run bench:scale [-- --n 10000 --processes 1,2,4 --concurrency 1,8 --servers 0,1,2
 //   --out bench/results/scale.md]
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -20,7 +20,7 @@ const { values } = parseArgs({
     child: { type: 'boolean', default: false },
     url: { type: 'string' },
     queue: { type: 'string' },
-    n: { type: 'string', default: '3000' },
+    n: { type: 'string', default: '10000' },
     processes: { type: 'string', default: '1,2,4' },
     concurrency: { type: 'string', default: '1,8' },
     servers: { type: 'string', default: '0,1,2' },
