@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { build } from '../../src/core/index.js';
 import { openEngine } from '../../src/engine/index.js';
 import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
 import { POSTGRES_URL, postgresSkipReason } from '../crash/postgres.js';
@@ -83,6 +84,45 @@ describe('R21 PostgreSQL: one round trip per reserve and ack, reservations fence
       expect(await queue.ackMany(3, [1, 3, 2])).toEqual([true, true, false]);
       const stats = await queue.stats(3);
       expect(stats).toMatchObject({ ready: 0, active: 0, acks: 3, staleAcks: 1, deliveries: 3 });
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("a batch of reserves, or of acks, is one statement (a stream frame of many consumers' calls)", async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const engine = await openEngine(url);
+    try {
+      const queue = await engine.queue('frames', { visibility: 1000 });
+      await queue.publishBatch(0, [{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd' }]);
+      await queue.reserve(1, { max: 1 });
+      let reserved: unknown;
+      const reserve = await roundTrips(async () => {
+        reserved = await queue.execute(1, [build.reserve({ max: 1 }), build.reserve({ max: 2 })]);
+      });
+      expect(reserve).toHaveLength(1);
+      expect(reserve[0]).toContain('leaseq_reserve');
+      expect(reserved).toMatchObject([
+        { ok: true, value: [{ id: 'b', token: 2 }] },
+        {
+          ok: true,
+          value: [
+            { id: 'c', token: 3 },
+            { id: 'd', token: 4 },
+          ],
+        },
+      ]);
+      let acked: unknown;
+      const ack = await roundTrips(async () => {
+        acked = await queue.execute(2, [build.ackMany([2, 3]), build.ack(2), build.ack(4)]);
+      });
+      expect(ack).toHaveLength(1);
+      expect(ack[0]).toContain('leaseq_ack');
+      expect(acked).toEqual([
+        { ok: true, value: [true, true] },
+        { ok: true, value: [false] },
+        { ok: true, value: [true] },
+      ]);
     } finally {
       await engine.close();
     }

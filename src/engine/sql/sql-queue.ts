@@ -40,9 +40,21 @@ export class SqlQueue extends OperationHandle {
         return [];
       });
     }
-    const only = operations.length === 1 ? operations[0] : undefined;
-    if (only?.type === 'ack') return single(this.ackTokens(now, only.tokens));
-    if (only?.type === 'reserve') return single(this.reserveMerged(now, only));
+    // Acks, or reserves with the same options (a stream frame of many consumers' calls), are
+    // one merged call: one statement where the storage has one, in one unit as the batch.
+    if (operations.every((operation) => operation.type === 'ack')) {
+      const lists = operations.map((operation) => operation.tokens);
+      return spread(
+        this.ackTokens(now, lists.flat()),
+        lists.map((list) => list.length),
+      );
+    }
+    const reserves = sameReserves(operations);
+    if (reserves !== undefined) {
+      const maxes = reserves.map((operation) => operation.max);
+      const max = maxes.reduce((sum, each) => sum + each, 0);
+      return spread(this.reserveMerged(now, { ...(reserves[0] as ReserveOperation), max }), maxes);
+    }
     return this.executor.submit(async (connection, batch) => {
       const ops = await this.ops(connection, batch);
       const outcomes: Outcome[] = [];
@@ -193,11 +205,25 @@ export class SqlQueue extends OperationHandle {
 }
 
 /** One operation's answer as a batch of one: a typed refusal is its outcome, not a throw. */
-async function single(answer: Promise<unknown>): Promise<Outcome[]> {
+/** The answer of a merged call as the outcomes of its parts, `sizes[i]` values each. */
+async function spread(answer: Promise<unknown[]>, sizes: readonly number[]): Promise<Outcome[]> {
   try {
-    return [{ ok: true, value: await answer } as Outcome];
+    const values = await answer;
+    return sizes.map((size) => ({ ok: true, value: values.splice(0, size) }) as Outcome);
   } catch (error) {
     if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;
-    return [{ ok: false, error }];
+    return sizes.map(() => ({ ok: false, error }));
   }
+}
+
+/** The operations when they are all reserves with the same options; else undefined. */
+function sameReserves(operations: readonly Operation[]): ReserveOperation[] | undefined {
+  const first = operations[0];
+  if (first?.type !== 'reserve') return undefined;
+  const same = (operation: Operation): operation is ReserveOperation =>
+    operation.type === 'reserve' &&
+    operation.visibility === first.visibility &&
+    operation.session === first.session &&
+    operation.ack === first.ack;
+  return operations.every(same) ? (operations as ReserveOperation[]) : undefined;
 }
