@@ -1,5 +1,10 @@
 import { build } from '../core/index.js';
-import { operationToWire, type WireDelivery, type WireOutcome } from '../wire/index.js';
+import {
+  operationToWire,
+  type WireDelivery,
+  type WireOperation,
+  type WireOutcome,
+} from '../wire/index.js';
 import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
 import { type HttpTransport, RequestAborted } from './http.js';
@@ -46,11 +51,7 @@ export class HttpChannel implements Channel {
     const { wait, signal, ...asked } = request;
     const { maxBatch } = this.settings;
     if (wait === 0 && (asked.max ?? 1) > maxBatch) {
-      const wire = operationToWire(build.reserve(asked), {
-        receipt: () => '',
-        sessionHandle: (handle) => handle,
-      });
-      return unwrap((await this.execute(queue, [wire]))[0]);
+      return unwrap((await this.execute(queue, [reserveToWire(asked)]))[0]);
     }
     const reserve = { ...asked, max: Math.min(asked.max ?? 1, maxBatch) };
     const until = Date.now() + wait;
@@ -81,6 +82,14 @@ export class HttpChannel implements Channel {
 
 export function queuePath(queue: string): string {
   return `/v1/queues/${encodeURIComponent(queue)}`;
+}
+
+/** A receive's reserve as a wire operation (its session is already the server's handle). */
+export function reserveToWire(reserve: Omit<ChannelReceive, 'wait' | 'signal'>): WireOperation {
+  return operationToWire(build.reserve(reserve), {
+    receipt: () => '',
+    sessionHandle: (handle) => handle,
+  });
 }
 
 /** The deliveries of a reserve's outcome, or its error thrown. */

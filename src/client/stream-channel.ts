@@ -1,13 +1,7 @@
-import { build } from '../core/index.js';
-import {
-  operationToWire,
-  type WireDelivery,
-  type WireOperation,
-  type WireOutcome,
-} from '../wire/index.js';
+import type { WireDelivery, WireOperation, WireOutcome } from '../wire/index.js';
 import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
-import { unwrap } from './http-channel.js';
+import { reserveToWire, unwrap } from './http-channel.js';
 import { OperationBatcher } from './operation-batcher.js';
 import { Prefetch } from './prefetch.js';
 import { StreamLink, type StreamLinkOptions } from './stream-link.js';
@@ -108,11 +102,7 @@ export class StreamChannel implements Channel {
     if (wait === 0) {
       const held = prefetch?.takeHeld(max) ?? [];
       if (held.length > 0) return held;
-      const wire = operationToWire(build.reserve(reserve), {
-        receipt: () => '',
-        sessionHandle: (handle) => handle,
-      });
-      return unwrap((await this.execute(queue, [wire]))[0]);
+      return unwrap((await this.execute(queue, [reserveToWire(reserve)]))[0]);
     }
     if (prefetch === undefined) {
       prefetch = new Prefetch(this.link, {
@@ -138,10 +128,7 @@ export class StreamChannel implements Channel {
     signal: AbortSignal | undefined,
   ): Promise<WireDelivery[]> {
     const until = Date.now() + wait;
-    const wire = operationToWire(build.reserve(reserve), {
-      receipt: () => '',
-      sessionHandle: (handle) => handle,
-    });
+    const wire = reserveToWire(reserve);
     for (;;) {
       const deliveries = unwrap((await this.execute(queue, [wire]))[0]);
       const left = until - Date.now();

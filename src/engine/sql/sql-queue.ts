@@ -204,8 +204,10 @@ export class SqlQueue extends OperationHandle {
   }
 }
 
-/** One operation's answer as a batch of one: a typed refusal is its outcome, not a throw. */
-/** The answer of a merged call as the outcomes of its parts, `sizes[i]` values each. */
+/**
+ * The answer of a merged call as the outcomes of its parts, `sizes[i]` values each; a typed
+ * refusal is every part's outcome, not a throw.
+ */
 async function spread(answer: Promise<unknown[]>, sizes: readonly number[]): Promise<Outcome[]> {
   try {
     const values = await answer;
