@@ -230,8 +230,8 @@ export class GroupCommitExecutor {
     let firstEnd = 0;
     let key: string | undefined;
     for (let index = 0; index < this.queue.length && index < this.maxBatch; index++) {
-      const merge = (this.queue[index] as Pending).merge;
-      if (merge?.direct === undefined || this.queue[index]?.exclusive) return 0;
+      const { merge, exclusive } = this.queue[index] as Pending;
+      if (merge?.direct === undefined || exclusive) return 0;
       if (index > 0 && merge.key === key) continue;
       groups += 1;
       if (groups > MAX_DIRECT_GROUPS) return 0;
