@@ -85,6 +85,30 @@ export function decodeOptions(text: string): ResolvedQueueOptions {
   return decoded as unknown as ResolvedQueueOptions;
 }
 
+/**
+ * Queue rows' options decoded once per stored text, frozen and shared: a row's options are
+ * replaced whole, never changed in place, so a save writes the text it was loaded from.
+ */
+const optionsByText = new Map<string, ResolvedQueueOptions>();
+const textOfOptions = new WeakMap<ResolvedQueueOptions, string>();
+/** Enough for every queue of a busy server; beyond it the memo starts over. */
+const OPTIONS_MEMO_LIMIT = 1024;
+
+function decodeRowOptions(text: string): ResolvedQueueOptions {
+  let options = optionsByText.get(text);
+  if (options === undefined) {
+    if (optionsByText.size >= OPTIONS_MEMO_LIMIT) optionsByText.clear();
+    options = Object.freeze(decodeOptions(text));
+    optionsByText.set(text, options);
+    textOfOptions.set(options, text);
+  }
+  return options;
+}
+
+function encodeRowOptions(options: ResolvedQueueOptions): string {
+  return textOfOptions.get(options) ?? encodeOptions(options);
+}
+
 export const INFINITY_AS_NULL = (value: number): number | null =>
   value === Number.POSITIVE_INFINITY ? null : value;
 
@@ -122,7 +146,7 @@ export async function loadQueueRow(
 function fromStored(stored: StoredRow): QueueRow {
   return {
     name: stored.name,
-    options: decodeOptions(stored.options),
+    options: decodeRowOptions(stored.options),
     queueTime: stored.clock,
     nextToken: stored.next_token,
     nextSeq: stored.next_seq,
@@ -161,7 +185,7 @@ async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<v
        counters = ?, ready_bands = ?, waiting_count = ?, job_expiry = ?, generated_form_seen = ?
      WHERE name = ?`,
     [
-      encodeOptions(row.options),
+      encodeRowOptions(row.options),
       row.queueTime,
       row.nextToken,
       row.nextSeq,
