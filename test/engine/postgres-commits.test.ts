@@ -128,6 +128,56 @@ describe('R21 PostgreSQL: one round trip per reserve and ack, reservations fence
     }
   });
 
+  it('concurrent calls of different times merge where the queue follows its time, run at the latest; a strict queue keeps them apart', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const follow = await openEngine(url, { clockMode: 'follow' });
+    try {
+      const queue = await follow.queue('times', { visibility: 1000 });
+      await queue.publishBatch(0, [{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd' }]);
+      await queue.reserve(1, { max: 1 });
+      let reserved: unknown;
+      const reserve = await roundTrips(async () => {
+        reserved = await Promise.all([queue.reserve(5, { max: 1 }), queue.reserve(7, { max: 2 })]);
+      });
+      expect(reserve).toHaveLength(1);
+      expect(reserve[0]).toContain('leaseq_reserve');
+      // Both ran at 7: their leases end at 7 + 1000.
+      expect(reserved).toMatchObject([
+        [{ id: 'b', token: 2, deadline: 1007 }],
+        [
+          { id: 'c', token: 3, deadline: 1007 },
+          { id: 'd', token: 4, deadline: 1007 },
+        ],
+      ]);
+      let acked: unknown;
+      const ack = await roundTrips(async () => {
+        acked = await Promise.all([queue.ack(8, 2), queue.ackMany(9, [3, 4]), queue.ack(10, 1)]);
+      });
+      expect(ack).toHaveLength(1);
+      expect(ack[0]).toContain('leaseq_ack');
+      expect(acked).toEqual([true, [true, true], true]);
+      expect(await queue.stats(10)).toMatchObject({ active: 0, acks: 4, deliveries: 4 });
+    } finally {
+      await follow.close();
+    }
+    const strict = await openEngine(url);
+    try {
+      const queue = await strict.queue('times-strict', { visibility: 1000 });
+      await queue.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
+      const reserve = await roundTrips(async () => {
+        const [early, late] = await Promise.all([
+          queue.reserve(5, { max: 1 }),
+          queue.reserve(7, { max: 1 }),
+        ]);
+        expect(early).toMatchObject([{ id: 'a', deadline: 1005 }]);
+        expect(late).toMatchObject([{ id: 'b', deadline: 1007 }]);
+      });
+      expect(reserve.filter((text) => text.includes('leaseq_reserve'))).toHaveLength(2);
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('the general path fences its tokens too (a reserve in a session, a batch)', async (context) => {
     if (skip !== undefined) context.skip(skip);
     const engine = await openEngine(url);

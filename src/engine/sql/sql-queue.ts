@@ -131,24 +131,34 @@ export class SqlQueue extends OperationHandle {
     const oneStatement = this.access.dialect.oneStatement;
     return this.executor.submitMerged(
       {
-        key: `reserve\u0000${this.name}\u0000${now}\u0000${visibility}\u0000${session}\u0000${ack}`,
-        arg: operation.max,
-        run: async (connection, batch, maxes: number[]) => {
+        key: `reserve\u0000${this.name}\u0000${this.mergeTime(now)}\u0000${visibility}\u0000${session}\u0000${ack}`,
+        arg: { now, max: operation.max },
+        run: async (connection, batch, args: ReserveArg[]) => {
           const ops = await this.ops(connection, batch);
+          const maxes = args.map((arg) => arg.max);
           const total = maxes.reduce((sum, each) => sum + each, 0);
-          const deliveries = await ops.reserve(now, { max: total, visibility, session, ack });
+          const deliveries = await ops.reserve(latest(args), {
+            max: total,
+            visibility,
+            session,
+            ack,
+          });
           return maxes.map((each) => deliveries.splice(0, each));
         },
         // A `now` that is no time at all takes the general path, which refuses it (R2).
         ...(oneStatement === undefined || session !== undefined || ack === 'auto' || !isTime(now)
           ? {}
           : {
-              direct: async (connection: SqlConnection, _batch: BatchContext, maxes: number[]) => {
-                const max = maxes.reduce((sum, each) => sum + each, 0);
+              direct: async (
+                connection: SqlConnection,
+                _batch: BatchContext,
+                args: ReserveArg[],
+              ) => {
+                const maxes = args.map((arg) => arg.max);
                 const taken = await oneStatement.reserve(connection, {
                   queue: this.name,
-                  now,
-                  max,
+                  now: latest(args),
+                  max: maxes.reduce((sum, each) => sum + each, 0),
                   visibility,
                   followClock: this.access.followClock,
                 });
@@ -164,29 +174,37 @@ export class SqlQueue extends OperationHandle {
     );
   }
 
+  /**
+   * The time part of a merge key. A queue that follows its time runs every call at the queue's
+   * time or later anyway, so concurrent calls of different `now` merge and run at the latest
+   * of them; a strict queue (and a `now` that is no time, refused on its own) keeps each `now`.
+   */
+  private mergeTime(now: number): string {
+    if (!isTime(now)) return `not a time: ${typeof now} ${String(now)}`;
+    return this.access.followClock ? 'follow' : String(now);
+  }
+
   /** Concurrent acks at one tick are settled in one statement. */
   private ackTokens(now: number, tokens: readonly number[]): Promise<boolean[]> {
     const oneStatement = this.access.dialect.oneStatement;
     return this.executor.submitMerged({
-      key: `ack\u0000${this.name}\u0000${now}`,
-      arg: tokens,
-      run: async (connection, batch, lists: (readonly number[])[]) => {
+      key: `ack\u0000${this.name}\u0000${this.mergeTime(now)}`,
+      arg: { now, tokens },
+      run: async (connection, batch, args: AckArg[]) => {
         const ops = await this.ops(connection, batch);
-        const results = await ops.ack(now, lists.flat());
+        const lists = args.map((arg) => arg.tokens);
+        const results = await ops.ack(latest(args), lists.flat());
         wakeLocallyOnCommit(this.access, batch, this.name);
         return lists.map((list) => results.splice(0, list.length));
       },
       ...(oneStatement === undefined || !isTime(now)
         ? {}
         : {
-            direct: async (
-              connection: SqlConnection,
-              batch: BatchContext,
-              lists: (readonly number[])[],
-            ) => {
+            direct: async (connection: SqlConnection, batch: BatchContext, args: AckArg[]) => {
+              const lists = args.map((arg) => arg.tokens);
               const live = await oneStatement.ack(connection, {
                 queue: this.name,
-                now,
+                now: latest(args),
                 tokens: lists.flat(),
                 followClock: this.access.followClock,
               });
@@ -228,4 +246,24 @@ function sameReserves(operations: readonly Operation[]): ReserveOperation[] | un
     operation.session === first.session &&
     operation.ack === first.ack;
   return operations.every(same) ? (operations as ReserveOperation[]) : undefined;
+}
+
+/** One call's part of a merged reserve: its time and how many jobs it takes at most. */
+interface ReserveArg {
+  now: number;
+  max: number;
+}
+
+/** One call's part of a merged ack: its time and its tokens. */
+interface AckArg {
+  now: number;
+  tokens: readonly number[];
+}
+
+/** The time a merged call runs at: the latest of its calls' (all equal on a strict queue). */
+function latest(args: readonly { now: number }[]): number {
+  // The first call's own value, not a number made of it: a `now` that is no time is refused.
+  let at = (args[0] as { now: number }).now;
+  for (const arg of args) if (arg.now > at) at = arg.now;
+  return at;
 }
