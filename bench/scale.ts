@@ -4,12 +4,13 @@
 // Run (root): npm run bench:scale [-- --n 10000 --processes 1,2,4 --concurrency 1,8 --servers 0,1,2
 //   --out bench/results/scale.md]
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { open } from '../src/index.js';
 import { startServe } from './lib/serve.js';
 import { formatInteger, markdownTable } from './table.js';
@@ -33,6 +34,82 @@ const { values } = parseArgs({
 });
 
 const numbers = (text: string) => text.split(',').map(Number);
+
+const SAMPLE_MS = 20;
+
+const percent = (share: number) => `${Math.round(share * 100)}%`;
+
+/** The machine's CPU time so far, in clock ticks: busy (not idle or waiting for I/O) and in all. */
+function cpuTimes(): { busy: number; total: number } {
+  const [line] = readFileSync('/proc/stat', 'utf8').split('\n');
+  const ticks = (line ?? '').trim().split(/\s+/).slice(1).map(Number);
+  const total = ticks.reduce((sum, value) => sum + value, 0);
+  const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
+  return { busy: total - idle, total };
+}
+
+/** Samples pg_stat_activity of the bench's database on a connection of its own. */
+class WaitSampler {
+  private timer: NodeJS.Timeout | undefined;
+  private pending: Promise<void> = Promise.resolve();
+  private readonly counts = { samples: 0, running: 0, lock: 0, wal: 0, other: 0 };
+  private readonly locks: Record<string, number> = {};
+
+  private constructor(private readonly client: pg.Client) {}
+
+  static async start(url: string): Promise<WaitSampler> {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    return new WaitSampler(client);
+  }
+
+  begin(): void {
+    this.timer = setInterval(() => {
+      this.pending = this.pending.then(() => this.sample());
+    }, SAMPLE_MS);
+  }
+
+  async end(): Promise<WaitShares> {
+    clearInterval(this.timer);
+    await this.pending;
+    const { samples, running, lock, wal, other } = this.counts;
+    const share = (count: number) => (samples === 0 ? 0 : count / samples);
+    return {
+      samples,
+      running: share(running),
+      lock: share(lock),
+      wal: share(wal),
+      other: share(other),
+      locks: Object.fromEntries(
+        Object.entries(this.locks).map(([event, count]) => [event, share(count)]),
+      ),
+    };
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.pending;
+    await this.client.end();
+  }
+
+  private async sample(): Promise<void> {
+    const { rows } = await this.client.query<{ type: string | null; event: string | null }>(
+      `SELECT wait_event_type AS type, wait_event AS event FROM pg_stat_activity
+       WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
+         AND backend_type = 'client backend'`,
+    );
+    for (const { type, event } of rows) {
+      this.counts.samples += 1;
+      if (type === null) this.counts.running += 1;
+      else if (type === 'Lock') {
+        this.counts.lock += 1;
+        this.locks[event ?? '?'] = (this.locks[event ?? '?'] ?? 0) + 1;
+      } else if (event === 'WALSync' || event === 'WALWrite' || event === 'WALInsert')
+        this.counts.wal += 1;
+      else this.counts.other += 1;
+    }
+  }
+}
 
 if (values.child) {
   await runConsumer(values.url as string, values.queue as string, Number(values.concurrency));
@@ -71,6 +148,23 @@ interface Row {
   concurrency: number;
   total: number;
   perProcess: number[];
+  /** Share of the machine's CPU time busy during the drain (all cores), 0–1. */
+  cpuBusy: number;
+  waits: WaitShares;
+}
+
+/** What the database's active backends were doing, as shares of the samples taken. */
+interface WaitShares {
+  samples: number;
+  /** On CPU (no wait event). */
+  running: number;
+  /** Waiting for a heavyweight lock: a row (the queue's), a transaction or an advisory lock. */
+  lock: number;
+  /** Waiting for the WAL to be written or flushed (a commit that must be durable). */
+  wal: number;
+  other: number;
+  /** Lock waits by wait event (`transactionid`/`tuple`: a row another transaction holds; `advisory`). */
+  locks: Record<string, number>;
 }
 
 async function main(): Promise<void> {
@@ -103,12 +197,21 @@ async function main(): Promise<void> {
     await broker.close();
   }
   const table = markdownTable(
-    ['consumers reach the database through', 'processes × loops', 'jobs/s', 'per process'],
+    [
+      'consumers reach the database through',
+      'processes × loops',
+      'jobs/s',
+      'per process',
+      'CPU busy',
+      'backends: on CPU / lock / WAL / other',
+    ],
     rows.map((row) => [
       row.via,
       `${row.processes} × ${row.concurrency}`,
       formatInteger(row.total),
       row.perProcess.map(formatInteger).join(' / '),
+      percent(row.cpuBusy),
+      `${percent(row.waits.running)} / ${percent(row.waits.lock)} / ${percent(row.waits.wal)} / ${percent(row.waits.other)}`,
     ]),
   );
   const base = (via: string, concurrency: number) =>
@@ -121,17 +224,29 @@ async function main(): Promise<void> {
         ]
       : [];
   });
+  const lockNotes = rows.flatMap((row) => {
+    const events = Object.entries(row.waits.locks).filter(([, share]) => share >= 0.01);
+    return events.length === 0
+      ? []
+      : [
+          `- ${row.via}, ${row.processes} × ${row.concurrency}, lock waits: ${events
+            .sort((a, b) => b[1] - a[1])
+            .map(([event, share]) => `${event} ${percent(share)}`)
+            .join(', ')}`,
+        ];
+  });
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: here })
     .toString()
     .trim();
   const report = [
     '# PostgreSQL scale-out',
     '',
-    `Written by \`npm run bench:scale\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit}: ${formatInteger(jobs)} jobs published, then drained by consumer processes (each an \`open(url)\` broker with receive-one / ack-it loops) straight on one PostgreSQL database, or through \`leaseq serve\` processes over it (the remote client over the stream, consumers spread over the servers). Jobs/s from the go to the last consumer done; per process, its own share.`,
+    `Written by \`npm run bench:scale\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit}: ${formatInteger(jobs)} jobs published, then drained by consumer processes (each an \`open(url)\` broker with receive-one / ack-it loops) straight on one PostgreSQL database, or through \`leaseq serve\` processes over it (the remote client over the stream, consumers spread over the servers). Jobs/s from the go to the last consumer done; per process, its own share. **CPU busy**: the machine's CPU time in use during the drain (every process on it, the database's too), from /proc/stat. **backends**: what the database's active backends were doing, sampled every ${SAMPLE_MS} ms from pg_stat_activity: on CPU, waiting for a lock (the queue's row, an advisory lock), for the WAL (a durable commit), or for something else; shares of the samples.`,
     '',
     table,
     '',
     ...ratios,
+    ...(lockNotes.length === 0 ? [] : ['', ...lockNotes]),
     '',
   ].join('\n');
   console.log(`\n${report}`);
@@ -164,12 +279,17 @@ async function drain(
     const children = Array.from({ length: processes }, (_, index) =>
       startConsumer(urls[index % urls.length] as string, name, concurrency),
     );
+    const sampler = await WaitSampler.start(values.postgres);
     try {
       await Promise.all(children.map((child) => child.ready));
+      const cpuBefore = cpuTimes();
+      sampler.begin();
       const started = performance.now();
       for (const child of children) child.process.stdin?.write('go\n');
       const counts = await Promise.all(children.map((child) => child.result));
       const seconds = (performance.now() - started) / 1000;
+      const waits = await sampler.end();
+      const cpuAfter = cpuTimes();
       const done = counts.reduce((sum, count) => sum + count, 0);
       if (done !== jobs) throw new Error(`drained ${done} of ${jobs} jobs`);
       return {
@@ -177,8 +297,11 @@ async function drain(
         concurrency,
         total: done / seconds,
         perProcess: counts.map((count) => count / seconds),
+        cpuBusy: (cpuAfter.busy - cpuBefore.busy) / (cpuAfter.total - cpuBefore.total),
+        waits,
       };
     } finally {
+      await sampler.close();
       for (const child of children) if (child.process.exitCode === null) child.process.kill();
     }
   } finally {
