@@ -52,8 +52,10 @@ export class SqlQueue extends OperationHandle {
     const reserves = sameReserves(operations);
     if (reserves !== undefined) {
       const maxes = reserves.map((operation) => operation.max);
-      const max = maxes.reduce((sum, each) => sum + each, 0);
-      return spread(this.reserveMerged(now, { ...(reserves[0] as ReserveOperation), max }), maxes);
+      return spread(
+        this.reserveMerged(now, { ...(reserves[0] as ReserveOperation), max: sum(maxes) }),
+        maxes,
+      );
     }
     return this.executor.submit(async (connection, batch) => {
       const ops = await this.ops(connection, batch);
@@ -136,9 +138,8 @@ export class SqlQueue extends OperationHandle {
         run: async (connection, batch, args: ReserveArg[]) => {
           const ops = await this.ops(connection, batch);
           const maxes = args.map((arg) => arg.max);
-          const total = maxes.reduce((sum, each) => sum + each, 0);
           const deliveries = await ops.reserve(latest(args), {
-            max: total,
+            max: sum(maxes),
             visibility,
             session,
             ack,
@@ -158,7 +159,7 @@ export class SqlQueue extends OperationHandle {
                 const taken = await oneStatement.reserve(connection, {
                   queue: this.name,
                   now: latest(args),
-                  max: maxes.reduce((sum, each) => sum + each, 0),
+                  max: sum(maxes),
                   visibility,
                   followClock: this.access.followClock,
                 });
@@ -266,4 +267,8 @@ function latest(args: readonly { now: number }[]): number {
   let at = (args[0] as { now: number }).now;
   for (const arg of args) if (arg.now > at) at = arg.now;
   return at;
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((total, each) => total + each, 0);
 }
