@@ -6,8 +6,9 @@ export interface EngineOptions {
   /**
    * 'strict' (default): a `now` behind a queue's clock is a ClockError (R2), as in the core.
    * 'follow': on storage shared by processes, such a `now` is raised to the queue's clock —
-   * another process's call committed first — so calls never fail for losing that race. The
-   * Broker opens engines this way.
+   * another process's call committed first — so calls never fail for losing that race; and
+   * concurrent reserves (or acks) of a queue merge into one statement whatever their `now`,
+   * running at the latest of them. The Broker opens engines this way.
    */
   clockMode?: 'strict' | 'follow';
   /** SQLite: how long a call waits for another process's write lock, in ms. Default 5000. */
