@@ -144,7 +144,7 @@ export class SqlQueue extends OperationHandle {
             session,
             ack,
           });
-          return maxes.map((each) => deliveries.splice(0, each));
+          return inParts(deliveries, maxes);
         },
         // A `now` that is no time at all takes the general path, which refuses it (R2).
         ...(oneStatement === undefined || session !== undefined || ack === 'auto' || !isTime(now)
@@ -166,7 +166,7 @@ export class SqlQueue extends OperationHandle {
                 if (taken === undefined) return undefined;
                 taken.sort((a, b) => a.token - b.token);
                 const deliveries = taken.map((row) => deliveryOf(row, row.deadline));
-                return maxes.map((each) => deliveries.splice(0, each));
+                return inParts(deliveries, maxes);
               },
             }),
       },
@@ -196,7 +196,10 @@ export class SqlQueue extends OperationHandle {
         const lists = args.map((arg) => arg.tokens);
         const results = await ops.ack(latest(args), lists.flat());
         wakeLocallyOnCommit(this.access, batch, this.name);
-        return lists.map((list) => results.splice(0, list.length));
+        return inParts(
+          results,
+          lists.map((list) => list.length),
+        );
       },
       ...(oneStatement === undefined || !isTime(now)
         ? {}
@@ -229,8 +232,7 @@ export class SqlQueue extends OperationHandle {
  */
 async function spread(answer: Promise<unknown[]>, sizes: readonly number[]): Promise<Outcome[]> {
   try {
-    const values = await answer;
-    return sizes.map((size) => ({ ok: true, value: values.splice(0, size) }) as Outcome);
+    return inParts(await answer, sizes).map((value) => ({ ok: true, value }) as Outcome);
   } catch (error) {
     if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;
     return sizes.map(() => ({ ok: false, error }));
@@ -271,4 +273,14 @@ function latest(args: readonly { now: number }[]): number {
 
 function sum(values: readonly number[]): number {
   return values.reduce((total, each) => total + each, 0);
+}
+
+/** A merged call's answer cut into its calls' answers, `sizes[i]` values each, in order. */
+function inParts<T>(values: readonly T[], sizes: readonly number[]): T[][] {
+  let at = 0;
+  return sizes.map((size) => {
+    const part = values.slice(at, at + size);
+    at += size;
+    return part;
+  });
 }
