@@ -11,6 +11,11 @@ const RECEIPT_HEADER_BYTES = 1 + 8 + MAC_BYTES;
 /** version (1) + MAC (32), then the session id in UTF-8. */
 const SESSION_HEADER_BYTES = 1 + MAC_BYTES;
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+/**
+ * Receipts this process issued that are verified from memory, newest kept: most come back
+ * (ack, extend) while they are among the last this many. ~220 bytes each.
+ */
+const REMEMBERED_RECEIPTS = 16_384;
 
 /** What a genuine receipt names: one delivery of one job in one queue. */
 export interface ReceiptClaim {
@@ -27,6 +32,15 @@ export interface ReceiptClaim {
 export class Receipts {
   /** The first signs; every one verifies (the one before a rotation, during its grace period). */
   private keys: readonly Buffer[];
+  /**
+   * Receipts issued here, by their text: verifying one of them is a lookup, not an HMAC. Only
+   * an exact copy of a receipt this process made (and so signed) is found; anything else is
+   * checked in full. Emptied when the keys change, so a retired key's receipts are refused.
+   */
+  private readonly issued = new Map<string, { queue: string; claim: ReceiptClaim }>();
+  /** The remembered receipts in the order they were issued, a ring: the oldest is overwritten. */
+  private readonly issuedOrder: (string | undefined)[] = new Array(REMEMBERED_RECEIPTS);
+  private nextIssued = 0;
 
   constructor(secret: string | Buffer) {
     this.keys = [toKey(secret)];
@@ -36,6 +50,8 @@ export class Receipts {
   useKeys(secrets: readonly (string | Buffer)[]): void {
     if (secrets.length === 0) throw new Error('Receipts need at least one secret');
     this.keys = secrets.map(toKey);
+    this.issued.clear();
+    this.issuedOrder.fill(undefined);
   }
 
   /** A fresh random secret, for a server started without one. */
@@ -48,11 +64,21 @@ export class Receipts {
     header.writeUInt8(RECEIPT_VERSION, 0);
     header.writeBigUInt64BE(BigInt(token), 1);
     this.mac(['receipt', queue, String(token), id]).copy(header, 9);
-    return Buffer.concat([header, Buffer.from(id, 'utf8')]).toString('base64url');
+    const receipt = Buffer.concat([header, Buffer.from(id, 'utf8')]).toString('base64url');
+    // A ring, not the map's own order: taking a map's first key walks the holes of every key
+    // deleted before it, which grows with the map's churn.
+    const oldest = this.issuedOrder[this.nextIssued];
+    if (oldest !== undefined) this.issued.delete(oldest);
+    this.issuedOrder[this.nextIssued] = receipt;
+    this.nextIssued = (this.nextIssued + 1) % REMEMBERED_RECEIPTS;
+    this.issued.set(receipt, { queue, claim: { token, id } });
+    return receipt;
   }
 
   /** The delivery a receipt names, or an INVALID_RECEIPT error when it was not made here for `queue`. */
   verify(queue: string, receipt: string): ReceiptClaim {
+    const known = this.issued.get(receipt);
+    if (known !== undefined && known.queue === queue) return { ...known.claim };
     const bytes = decodeBase64url(receipt);
     const claim = bytes.length > RECEIPT_HEADER_BYTES ? decodeReceipt(bytes) : undefined;
     const given = bytes.subarray(9, RECEIPT_HEADER_BYTES);

@@ -39,6 +39,36 @@ describe('Receipts', () => {
     refuse('orders', '');
   });
 
+  it('verifies its own recent receipts from memory, and still refuses what a key change retired', () => {
+    const own = new Receipts('first-secret-of-32-characters!!!!!');
+    const receipt = own.issue('orders', 3, 'job');
+    expect(own.verify('orders', receipt)).toEqual({ token: 3, id: 'job' });
+    // Remembered for its own queue only.
+    expect(() => own.verify('payments', receipt)).toThrow(
+      expect.objectContaining({ code: 'INVALID_RECEIPT' }),
+    );
+    // A rotation that keeps the old key accepts it; one that drops the key refuses it.
+    own.useKeys(['second-secret-of-32-characters!!!!', 'first-secret-of-32-characters!!!!!']);
+    expect(own.verify('orders', receipt)).toEqual({ token: 3, id: 'job' });
+    own.useKeys(['second-secret-of-32-characters!!!!']);
+    expect(() => own.verify('orders', receipt)).toThrow(
+      expect.objectContaining({ code: 'INVALID_RECEIPT' }),
+    );
+  });
+
+  it('verifies by its MAC a receipt issued long ago or by another process with the secret', () => {
+    const own = new Receipts(SECRET);
+    const old = own.issue('orders', 1, 'first');
+    for (let token = 2; token < 20_000; token++) own.issue('orders', token, 'later');
+    expect(own.verify('orders', old)).toEqual({ token: 1, id: 'first' });
+    expect(new Receipts(SECRET).verify('orders', old)).toEqual({ token: 1, id: 'first' });
+    // The claim handed out is the caller's own: changing it changes nothing remembered.
+    const latest = own.issue('orders', 20_000, 'x');
+    const claim = own.verify('orders', latest);
+    claim.token = 5;
+    expect(own.verify('orders', latest)).toEqual({ token: 20_000, id: 'x' });
+  });
+
   it('signs session handles the same way; a bad one is an unknown session', () => {
     const handle = receipts.issueSession('orders', 's1');
     expect(receipts.verifySession('orders', handle)).toBe('s1');
