@@ -54,6 +54,11 @@ export async function runOperations(
   },
   inputs: readonly unknown[],
   observe?: (ran: RanOperation) => void,
+  /**
+   * Called with the operations that passed, right after they were handed to the queue and
+   * before they ran: what the caller submits to the queue here joins their storage unit.
+   */
+  submitted?: (operations: readonly Operation[]) => void,
 ): Promise<WireOutcome[]> {
   const { queue, principal, receipts, limits, log } = context;
   const wire = receipts.forQueue(queue.name);
@@ -78,8 +83,10 @@ export async function runOperations(
       results[index] = refused(error, log);
     }
   });
-  const outcomes =
-    parsed.length === 0 ? [] : await queue.execute(parsed.map((entry) => entry.operation));
+  const operations = parsed.map((entry) => entry.operation);
+  const running = operations.length === 0 ? undefined : queue.execute(operations);
+  if (running !== undefined) submitted?.(operations);
+  const outcomes = running === undefined ? [] : await running;
   parsed.forEach(({ index, operation }, k) => {
     const outcome = outcomes[k] as Outcome;
     logOutcome(log, queue.name, operation, outcome, jobIds);

@@ -1,8 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { ManualClock } from '../../src/broker/index.js';
+import { ManualClock, type Queue } from '../../src/broker/index.js';
 import { call, startTestServer, type TestServer } from '../server/helpers.js';
 import { FrameClient } from './frames.js';
 
@@ -293,6 +295,57 @@ describe('the stream: subscriptions', () => {
       subscription: 1,
     });
     expect(await stats(server)).toMatchObject({ ready: 0, active: 2, acks: 1, dead: 1 });
+  });
+
+  it('reserves the next deliveries with the acks that give the credit back, pushed after their answer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-refill-'));
+    try {
+      const server = await serve({ url: `sqlite:${join(dir, 'q.db')}` });
+      const client = await connect(server);
+      await batch(client, 1, [publish(['a', 'b', 'c', 'd', 'e'])]);
+      await client.request({ type: 'subscribe', id: 2, queue: 'jobs', prefetch: 2 });
+      await client.next(() => client.pushed(2).length >= 2);
+      // Every queue call the server makes, with the turn of the event loop it was made in.
+      const queue = await server.broker.queue('jobs');
+      const prototype = Object.getPrototypeOf(queue) as { execute: Queue['execute'] };
+      const calls: { turn: number; types: string[] }[] = [];
+      let turn = 0;
+      let ticking = true;
+      const tick = () => {
+        turn += 1;
+        if (ticking) setImmediate(tick);
+      };
+      setImmediate(tick);
+      await settle(5);
+      const original = prototype.execute;
+      prototype.execute = function (this: Queue, operations) {
+        calls.push({ turn, types: operations.map((operation) => operation.type) });
+        return original.call(this, operations);
+      };
+      try {
+        const [first, second] = client.pushed(2);
+        await batch(client, 3, [{ type: 'ack', receipts: [first.receipt, second.receipt] }]);
+        await client.next(() => client.pushed(2).length >= 4);
+      } finally {
+        prototype.execute = original;
+        ticking = false;
+      }
+      // The reserve was handed to the queue in the turn of the acks: one storage unit.
+      const ack = calls.findIndex((each) => each.types.includes('ack'));
+      expect(calls[ack + 1]).toEqual({ turn: calls[ack]?.turn, types: ['reserve'] });
+      // The client hears of its acks first, then gets the next two, never over its prefetch.
+      const answered = client.frames.findIndex((frame) => frame.id === 3);
+      const next = client.frames.findIndex(
+        (frame) => frame.type === 'deliveries' && frame.deliveries[0].id === 'c',
+      );
+      expect(answered).toBeGreaterThan(0);
+      expect(next).toBeGreaterThan(answered);
+      await settle(100);
+      expect(client.pushed(2).map((d: { id: string }) => d.id)).toEqual(['a', 'b', 'c', 'd']);
+      expect(await stats(server)).toMatchObject({ ready: 1, active: 2, acks: 2 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('gives credit back when a pushed lease ends unsettled', async () => {

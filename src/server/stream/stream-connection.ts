@@ -125,13 +125,18 @@ export class StreamConnection {
       return;
     }
     metrics.stream.frameReceived(frame.type);
-    this.track(this.answer(frame));
+    let answered!: () => void;
+    const sent = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    this.track(this.answer(frame, sent), answered);
   }
 
-  private answer(frame: ClientFrame): Promise<ServerFrame> {
+  /** `sent`: resolves once the answer has gone out. */
+  private answer(frame: ClientFrame, sent: Promise<void>): Promise<ServerFrame> {
     switch (frame.type) {
       case 'batch':
-        return this.batch(frame);
+        return this.batch(frame, sent);
       case 'subscribe':
         return this.subscribe(frame);
       case 'credit':
@@ -142,7 +147,7 @@ export class StreamConnection {
   }
 
   /** Answers go out in the order the frames came in; many frames in flight pause reading. */
-  private track(answer: Promise<ServerFrame>): void {
+  private track(answer: Promise<ServerFrame>, answered: () => void): void {
     this.inFlight += 1;
     this.updateReading();
     const settled = answer.then(
@@ -153,13 +158,17 @@ export class StreamConnection {
       }),
     );
     this.replies = this.replies.then(async () => {
-      this.send(await settled);
-      this.inFlight -= 1;
-      this.updateReading();
+      try {
+        this.send(await settled);
+      } finally {
+        answered();
+        this.inFlight -= 1;
+        this.updateReading();
+      }
     });
   }
 
-  private async batch(frame: BatchFrame): Promise<ServerFrame> {
+  private async batch(frame: BatchFrame, sent: Promise<void>): Promise<ServerFrame> {
     const { services, principal, log } = this.context;
     try {
       const queue = await services.queues.existing(frame.queue);
@@ -172,11 +181,29 @@ export class StreamConnection {
         { queue, principal, receipts: services.receipts, limits: services.limits, log },
         frame.operations,
         ({ operation, outcome }) => this.observe(queue, operation, outcome),
+        (operations) => this.refill(queue, operations, sent),
       );
       this.count(frame.operations, results);
       return { type: 'results', id: frame.id, results };
     } catch (error) {
       return { type: 'error', id: frame.id, error: refused(error, log).error };
+    }
+  }
+
+  /**
+   * Acks of pushed deliveries give their credit back: the queue's subscriptions that wait for
+   * it reserve their next deliveries now, in the storage unit of those acks (one commit for
+   * both), to push once the acks are settled and answered (`answered`).
+   */
+  private refill(queue: Queue, operations: readonly Operation[], answered: Promise<void>): void {
+    if (this.subscriptions.size === 0) return;
+    const tokens: number[] = [];
+    for (const operation of operations) {
+      if (operation.type === 'ack') tokens.push(...operation.tokens);
+    }
+    if (tokens.length === 0) return;
+    for (const subscription of this.subscriptions.values()) {
+      if (subscription.queue.name === queue.name) subscription.refill(tokens, answered);
     }
   }
 

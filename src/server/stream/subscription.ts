@@ -51,6 +51,10 @@ export class Subscription {
   private readonly done: Promise<void>;
   /** Bytes per delivery in the last push; unknown until the first one. */
   private bytesPerDelivery: number | undefined;
+  /** The pump waits for credit (not for jobs, not in a receive). */
+  private waitingForRoom = false;
+  /** A refill reserved with acks is on its way: the pump lets it push first. */
+  private refilling = false;
 
   constructor(
     private readonly settings: SubscriptionSettings,
@@ -101,6 +105,46 @@ export class Subscription {
     resolve?.();
   }
 
+  /**
+   * The client acked these tokens in a frame now handed to the queue. When the pump waits for
+   * credit that they give back, the next deliveries are reserved at once, so they commit with
+   * the acks rather than in a transaction of their own after them. They are pushed once the
+   * acks are settled and answered (`answered`: the client learns of its acks first), within the
+   * credit as it then stands; any the credit does not cover (an ack failed) go back at once.
+   */
+  refill(tokens: readonly number[], answered: Promise<void>): void {
+    if (!this.waitingForRoom || this.refilling || !this.active || this.sink.backedUp()) return;
+    let freed = 0;
+    for (const token of tokens) if (this.outstanding.has(token)) freed += 1;
+    const room = this.prefetch - this.unsettled + freed;
+    if (freed === 0 || room <= 0) return;
+    const { queue, maxBatch, visibility, session, log } = this.settings;
+    this.refilling = true;
+    const reserved = queue.execute([
+      build.reserve({
+        max: this.take(room, maxBatch),
+        ...(visibility === undefined ? {} : { visibility }),
+        ...(session === undefined ? {} : { session }),
+      }),
+    ]);
+    void (async () => {
+      let deliveries: Delivery[] = [];
+      try {
+        const [outcome] = await reserved;
+        if (outcome?.ok) deliveries = outcome.value as Delivery[];
+      } catch (error) {
+        log.debug({ err: error, queue: queue.name }, 'refill with acks failed');
+      }
+      await answered;
+      const room = this.active ? Math.max(0, this.prefetch - this.unsettled) : 0;
+      const sent = this.deliver(deliveries.slice(0, room));
+      if (!sent) await release(queue, deliveries, log);
+      else await release(queue, deliveries.slice(room), log);
+      this.refilling = false;
+      this.wake();
+    })();
+  }
+
   /** Stops pushing; deliveries already pushed stay leased to the client. */
   async close(): Promise<void> {
     this.stop.abort();
@@ -109,11 +153,13 @@ export class Subscription {
   }
 
   private async pump(): Promise<void> {
-    const { queue, maxBatch, visibility, session, signer, log } = this.settings;
+    const { queue, maxBatch, visibility, session, log } = this.settings;
     while (this.active) {
       const room = this.prefetch - this.unsettled;
-      if (room <= 0 || this.sink.backedUp()) {
+      if (room <= 0 || this.refilling || this.sink.backedUp()) {
+        this.waitingForRoom = true;
         await this.waitForRoom();
+        this.waitingForRoom = false;
         continue;
       }
       let deliveries: Delivery[];
@@ -132,27 +178,34 @@ export class Subscription {
         }
         return;
       }
-      if (deliveries.length === 0) continue;
-      const frame: DeliveriesFrame = {
-        type: 'deliveries',
-        subscription: this.id,
-        now: this.sink.now(),
-        deliveries: deliveries.map((delivery) => deliveryToWire(delivery, signer)),
-      };
-      const bytes = this.active ? this.sink.push(frame) : false;
-      if (bytes === false) {
+      if (!this.deliver(deliveries)) {
         await release(queue, deliveries, log);
         return;
       }
-      this.bytesPerDelivery = bytes / deliveries.length;
-      for (const delivery of deliveries) {
-        this.outstanding.set(delivery.token, delivery.deadline);
-        log.info(
-          { queue: queue.name, jobId: delivery.id, token: delivery.token, subscription: this.id },
-          'delivered',
-        );
-      }
     }
+  }
+
+  /** Pushes deliveries and counts them against the credit; false when the connection is gone. */
+  private deliver(deliveries: Delivery[]): boolean {
+    if (deliveries.length === 0) return true;
+    const { queue, signer, log } = this.settings;
+    const frame: DeliveriesFrame = {
+      type: 'deliveries',
+      subscription: this.id,
+      now: this.sink.now(),
+      deliveries: deliveries.map((delivery) => deliveryToWire(delivery, signer)),
+    };
+    const bytes = this.active ? this.sink.push(frame) : false;
+    if (bytes === false) return false;
+    this.bytesPerDelivery = bytes / deliveries.length;
+    for (const delivery of deliveries) {
+      this.outstanding.set(delivery.token, delivery.deadline);
+      log.info(
+        { queue: queue.name, jobId: delivery.id, token: delivery.token, subscription: this.id },
+        'delivered',
+      );
+    }
+    return true;
   }
 
   /**
