@@ -62,4 +62,34 @@ describe('the built CLI as a real process', () => {
     expect(await exited).toBe(0);
     expect(Date.now() - started).toBeLessThan(3000);
   });
+
+  it('writes its log lines in blocks, yet a line of a quiet moment shows within a second, and the last at exit', async () => {
+    child = spawn(process.execPath, [MAIN, 'serve', '--storage', 'memory:', '--port', '0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const [, url] = await waitForOutput(child, /leaseq listening on (http:\/\/[^"]+)"/);
+    const base = url as string;
+    await call(base, 'PUT', '/v1/queues/q', { body: {} });
+    await call(base, 'POST', '/v1/queues/q/jobs', { body: { id: 'quiet' } });
+    const asked = Date.now();
+    const [delivery] = (await call(base, 'POST', '/v1/queues/q/receive', { body: {} })).body
+      .deliveries;
+    // One short line, far from filling a block: the periodic flush writes it.
+    const shown = async (pattern: RegExp) => {
+      while (!pattern.test(output) && Date.now() - asked < 5000) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      return Date.now() - asked;
+    };
+    expect(await shown(/"jobId":"quiet"[^\n]*"msg":"delivered"/)).toBeLessThan(1000);
+    await call(base, 'POST', '/v1/queues/q/ack', { body: { receipt: delivery.receipt } });
+    const exited = new Promise((resolve) => child?.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+    expect(output).toMatch(/"msg":"acked"[\s\S]*"msg":"stopped"/);
+  });
 });
