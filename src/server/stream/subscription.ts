@@ -135,13 +135,15 @@ export class Subscription {
       } catch (error) {
         log.debug({ err: error, queue: queue.name }, 'refill with acks failed');
       }
-      await answered;
-      const room = this.active ? Math.max(0, this.prefetch - this.unsettled) : 0;
-      const sent = this.deliver(deliveries.slice(0, room));
-      if (!sent) await release(queue, deliveries, log);
-      else await release(queue, deliveries.slice(room), log);
-      this.refilling = false;
-      this.wake();
+      try {
+        await answered;
+        const room = this.active ? Math.max(0, this.prefetch - this.unsettled) : 0;
+        const sent = this.deliver(deliveries.slice(0, room));
+        await release(queue, sent ? deliveries.slice(room) : deliveries, log);
+      } finally {
+        this.refilling = false;
+        this.wake();
+      }
     })();
   }
 
