@@ -60,11 +60,14 @@ export class Receipts {
   }
 
   issue(queue: string, token: number, id: string): string {
-    const header = Buffer.alloc(RECEIPT_HEADER_BYTES);
-    header.writeUInt8(RECEIPT_VERSION, 0);
-    header.writeBigUInt64BE(BigInt(token), 1);
-    this.mac(['receipt', queue, String(token), id]).copy(header, 9);
-    const receipt = Buffer.concat([header, Buffer.from(id, 'utf8')]).toString('base64url');
+    // One buffer, written in place: a receipt is made for every delivery.
+    const bytes = Buffer.allocUnsafe(RECEIPT_HEADER_BYTES + Buffer.byteLength(id, 'utf8'));
+    bytes[0] = RECEIPT_VERSION;
+    bytes.writeUInt32BE(Math.floor(token / 2 ** 32), 1);
+    bytes.writeUInt32BE(token >>> 0, 5);
+    this.mac(['receipt', queue, String(token), id]).copy(bytes, 9);
+    bytes.write(id, RECEIPT_HEADER_BYTES, 'utf8');
+    const receipt = bytes.toString('base64url');
     // A ring, not the map's own order: taking a map's first key walks the holes of every key
     // deleted before it, which grows with the map's churn.
     const oldest = this.issuedOrder[this.nextIssued];
