@@ -19,6 +19,21 @@ describe('Receipts', () => {
     expect(receipts.verify('orders', big).token).toBe(Number.MAX_SAFE_INTEGER);
   });
 
+  it('keeps the receipt format: one made by an earlier version with the same secret verifies', () => {
+    // Issued with SECRET by the implementation of commit 97a2c03.
+    const earlier = [
+      'AQAAAQAAAAAHGYSPVs-jsSemQu9De38hpNF_HRe5JhbmgQGa3T2XlejDvC9qb2I',
+      'AQAAAAAAAAABqs4RebrR3A_AzNJjpLqvljs9mVnm84em-BQPOAehrf1h',
+    ];
+    expect(receipts.issue('orders', 2 ** 40 + 7, 'ü/job')).toBe(earlier[0]);
+    expect(receipts.issue('orders', 1, 'a')).toBe(earlier[1]);
+    const fresh = new Receipts(SECRET);
+    expect(fresh.verify('orders', earlier[0] as string)).toEqual({
+      token: 2 ** 40 + 7,
+      id: 'ü/job',
+    });
+  });
+
   it('refuses another queue, another secret, and every altered byte', () => {
     const receipt = receipts.issue('orders', 7, 'job');
     const refuse = (queue: string, text: string, by = receipts) =>
