@@ -33,8 +33,8 @@ export interface RunningServer {
 
 /**
  * Log lines go out in writes of this many bytes, not one write per line: a busy server logs a
- * few lines per job (R17), and a write each cost it about a tenth of its stream throughput
- * (bench/results).
+ * few lines per job (R17), and a write for each cost `work()` over the stream about 8% of its
+ * throughput.
  */
 const LOG_BLOCK_BYTES = 4096;
 /** Lines in a block not yet full are written at least this often. */
@@ -52,10 +52,6 @@ export async function startServer(
     { level: config.logLevel, base: { service: 'leaseq' } },
     options.logDestination ?? pino.destination({ sync: false, minLength: LOG_BLOCK_BYTES }),
   );
-  const flushing =
-    options.logDestination === undefined
-      ? setInterval(() => logger.flush(ignore), LOG_FLUSH_MS).unref()
-      : undefined;
   const broker =
     options.broker ??
     (await open(config.storage, {
@@ -99,6 +95,10 @@ export async function startServer(
   );
   // Whoever waits for this line (a supervisor, a script) sees it now.
   logger.flush(ignore);
+  const flushing =
+    options.logDestination === undefined
+      ? setInterval(() => logger.flush(ignore), LOG_FLUSH_MS).unref()
+      : undefined;
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
