@@ -7,6 +7,7 @@ function recordingConnection(log: string[]): SqlConnection {
   return {
     query: async () => [],
     run: async () => 0,
+    runEach: async () => {},
     runBeforeCommit: async () => {},
     exec: async () => {},
     begin: async () => void log.push('begin'),

@@ -52,6 +52,11 @@ export class PostgresConnection implements SqlConnection {
     return (await this.send(sql, params)).rowCount ?? 0;
   }
 
+  /** A round trip each: callers that write many rows use one set-based statement instead. */
+  async runEach(sql: string, paramLists: readonly (readonly SqlValue[])[]): Promise<void> {
+    for (const params of paramLists) await this.send(sql, params);
+  }
+
   async runBeforeCommit(sql: string, params: readonly SqlValue[] = []): Promise<void> {
     this.beforeCommit.push(this.inline(sql, params));
   }

@@ -105,7 +105,7 @@ export class QueueOps extends JobMoves {
     /** Groups known to have a member (R24): a newcomer to one waits. */
     const occupied = new Map<string, boolean>();
     for (const input of inputs) {
-      const id = input.id ?? (await ids.generate());
+      const id = input.id ?? ids.next() ?? (await ids.generate());
       if (ids.taken.has(id)) {
         this.q.counters.duplicates += 1;
         // R29: the answer names the group sequence number of the job that is there (or was).
@@ -203,27 +203,25 @@ export class QueueOps extends JobMoves {
       );
       return;
     }
-    for (const row of rows) {
-      await this.c.run(
-        `INSERT INTO leaseq_jobs (queue, id, payload, seq, state, delivery_count, available_at,
-           ready_pos, ready_since, published_at, priority, grp, group_seq)
-         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          this.q.name,
-          row.id,
-          row.payload,
-          row.seq,
-          row.state,
-          row.available_at,
-          row.ready_pos,
-          row.ready_since,
-          row.published_at,
-          row.priority,
-          row.grp,
-          row.group_seq,
-        ],
-      );
-    }
+    await this.c.runEach(
+      `INSERT INTO leaseq_jobs (queue, id, payload, seq, state, delivery_count, available_at,
+         ready_pos, ready_since, published_at, priority, grp, group_seq)
+       VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
+      rows.map((row) => [
+        this.q.name,
+        row.id,
+        row.payload,
+        row.seq,
+        row.state,
+        row.available_at,
+        row.ready_pos,
+        row.ready_since,
+        row.published_at,
+        row.priority,
+        row.grp,
+        row.group_seq,
+      ]),
+    );
   }
 
   /**
@@ -1138,6 +1136,12 @@ class IdAllocator {
         this.taken.set(row.id, row.group_seq);
     }
     for (const id of ids) this.checked.add(id);
+  }
+
+  /** The next generated id where none can be taken (no look-up needed); else undefined. */
+  next(): string | undefined {
+    if (this.ops.q.generatedFormSeen) return undefined;
+    return this.candidates.shift() ?? this.ops.nextGeneratedId();
   }
 
   async generate(): Promise<string> {

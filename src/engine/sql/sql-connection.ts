@@ -19,6 +19,8 @@ export interface SqlConnection {
   query<Row extends object>(sql: string, params?: readonly SqlValue[]): Promise<Row[]>;
   /** Runs a statement; returns the number of rows changed. */
   run(sql: string, params?: readonly SqlValue[]): Promise<number>;
+  /** Runs a statement once per parameter list, in order (in-process: one call, not one each). */
+  runEach(sql: string, paramLists: readonly (readonly SqlValue[])[]): Promise<void>;
   /**
    * Runs a statement whose result nobody reads, at the latest just before commit. A networked
    * dialect sends it together with the COMMIT, saving a round trip.

@@ -34,6 +34,11 @@ export class SqliteConnection implements SqlConnection {
     return this.prepare(sql).run(...params).changes;
   }
 
+  async runEach(sql: string, paramLists: readonly (readonly SqlValue[])[]): Promise<void> {
+    const statement = this.prepare(sql);
+    for (const params of paramLists) statement.run(...params);
+  }
+
   async runBeforeCommit(sql: string, params: readonly SqlValue[] = []): Promise<void> {
     this.prepare(sql).run(...params);
   }
