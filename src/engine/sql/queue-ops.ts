@@ -241,12 +241,10 @@ export class QueueOps extends JobMoves {
       return;
     }
     const marks = columns.map(() => '?').join(', ');
-    for (const row of rows) {
-      await this.c.run(
-        `INSERT INTO leaseq_jobs (queue, delivery_count, ${names}) VALUES (?, 0, ${marks})`,
-        [this.q.name, ...columns.map(([name]) => row[name])],
-      );
-    }
+    await this.c.runEach(
+      `INSERT INTO leaseq_jobs (queue, delivery_count, ${names}) VALUES (?, 0, ${marks})`,
+      rows.map((row) => [this.q.name, ...columns.map(([name]) => row[name])]),
+    );
   }
 
   private newJobRow(now: number, id: string, input: EncodedPublish, waits: boolean): NewJobRow {
@@ -959,14 +957,12 @@ export class QueueOps extends JobMoves {
   private async remember(now: number, jobs: readonly TakenId[]): Promise<void> {
     const window = this.q.options.dedupWindow;
     if (window === 0) return;
-    for (const job of jobs) {
-      await this.c.run(
-        `INSERT INTO leaseq_acked (queue, id, forget_at, group_seq) VALUES (?, ?, ?, ?)
-         ON CONFLICT (queue, id) DO UPDATE SET forget_at = excluded.forget_at,
-           group_seq = excluded.group_seq`,
-        [this.q.name, job.id, now + window, job.group_seq],
-      );
-    }
+    await this.c.runEach(
+      `INSERT INTO leaseq_acked (queue, id, forget_at, group_seq) VALUES (?, ?, ?, ?)
+       ON CONFLICT (queue, id) DO UPDATE SET forget_at = excluded.forget_at,
+         group_seq = excluded.group_seq`,
+      jobs.map((job) => [this.q.name, job.id, now + window, job.group_seq]),
+    );
   }
 
   private async deadIds(ids: readonly string[] | undefined): Promise<string[]> {
