@@ -1,4 +1,10 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createHmac,
+  createSecretKey,
+  type KeyObject,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 import { ValidationError } from '../core/index.js';
 import type { WireSigner, WireVerifier } from '../wire/index.js';
 import { ServerError } from './errors.js';
@@ -16,6 +22,8 @@ const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
  * (ack, extend) while they are among the last this many. ~220 bytes each.
  */
 const REMEMBERED_RECEIPTS = 16_384;
+/** Queues whose receipt MAC prefix is kept; past it, the prefixes are made again. */
+const PREFIXES_KEPT = 1024;
 
 /** What a genuine receipt names: one delivery of one job in one queue. */
 export interface ReceiptClaim {
@@ -32,6 +40,10 @@ export interface ReceiptClaim {
 export class Receipts {
   /** The first signs; every one verifies (the one before a rotation, during its grace period). */
   private keys: readonly Buffer[];
+  /** keys[0] as a key object: a MAC made with it skips taking the key's bytes in again. */
+  private signingKey: KeyObject;
+  /** Per queue, the JSON that starts the MAC input of its receipts (see receiptMac). */
+  private readonly receiptPrefixes = new Map<string, string>();
   /**
    * Receipts issued here, by their text: verifying one of them is a lookup, not an HMAC. Only
    * an exact copy of a receipt this process made (and so signed) is found; anything else is
@@ -44,12 +56,14 @@ export class Receipts {
 
   constructor(secret: string | Buffer) {
     this.keys = [toKey(secret)];
+    this.signingKey = createSecretKey(this.keys[0] as Buffer);
   }
 
   /** Signs with `secrets[0]` from now on and accepts receipts signed with any of them. */
   useKeys(secrets: readonly (string | Buffer)[]): void {
     if (secrets.length === 0) throw new Error('Receipts need at least one secret');
     this.keys = secrets.map(toKey);
+    this.signingKey = createSecretKey(this.keys[0] as Buffer);
     this.issued.clear();
     this.issuedOrder.fill(undefined);
   }
@@ -65,7 +79,7 @@ export class Receipts {
     bytes[0] = RECEIPT_VERSION;
     bytes.writeUInt32BE(Math.floor(token / 2 ** 32), 1);
     bytes.writeUInt32BE(token >>> 0, 5);
-    this.mac(['receipt', queue, String(token), id]).copy(bytes, 9);
+    this.receiptMac(queue, token, id).copy(bytes, 9);
     bytes.write(id, RECEIPT_HEADER_BYTES, 'utf8');
     const receipt = bytes.toString('base64url');
     // A ring, not the map's own order: taking a map's first key walks the holes of every key
@@ -128,8 +142,25 @@ export class Receipts {
   }
 
   /** JSON of the fields keeps them unambiguous whatever characters a job id holds. */
-  private mac(fields: readonly string[], key = this.keys[0] as Buffer): Buffer {
+  private mac(fields: readonly string[], key: KeyObject | Buffer = this.signingKey): Buffer {
     return createHmac('sha256', key).update(JSON.stringify(fields)).digest();
+  }
+
+  /**
+   * `mac(['receipt', queue, String(token), id])`, with the JSON of its first two fields made
+   * once per queue: a receipt is made for every delivery.
+   */
+  private receiptMac(queue: string, token: number, id: string): Buffer {
+    let prefix = this.receiptPrefixes.get(queue);
+    if (prefix === undefined) {
+      if (this.receiptPrefixes.size >= PREFIXES_KEPT) this.receiptPrefixes.clear();
+      prefix = `${JSON.stringify(['receipt', queue]).slice(0, -1)},"`;
+      this.receiptPrefixes.set(queue, prefix);
+    }
+    // A token is a safe integer: its digits need no escaping.
+    return createHmac('sha256', this.signingKey)
+      .update(`${prefix}${token}",${JSON.stringify(id)}]`)
+      .digest();
   }
 
   /** True when `given` is the MAC of `fields` under one of the accepted keys. */
