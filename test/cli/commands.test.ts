@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { render } from '../../src/cli/progress.js';
 import { COMMANDS, runCli } from '../../src/cli/run.js';
+import { open } from '../../src/index.js';
 import { startTestServer, type TestServer } from '../server/helpers.js';
 import { fakeContext, leaseq } from './context.js';
 
@@ -492,6 +493,38 @@ describe('serve', () => {
     stop.abort();
     expect(await running).toBe(0);
     expect(stdout.text).toContain('"msg":"stopped"');
+  });
+
+  it('writes its log lines to standard output in blocks, not a write per line, and all by exit', async () => {
+    const stop = new AbortController();
+    const { context, stdout } = fakeContext({ stop: stop.signal, env: {} });
+    let writes = 0;
+    const write = stdout.write.bind(stdout);
+    stdout.write = (chunk: string) => {
+      writes += 1;
+      return write(chunk);
+    };
+    const running = runCli(
+      ['serve', '--storage', 'memory:', '--port', '0', '--log-level', 'info'],
+      context,
+    );
+    let url: string | undefined;
+    for (let i = 0; i < 100 && url === undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      url = /leaseq listening on (http:\/\/\S+?)"/.exec(stdout.text)?.[1];
+    }
+    const broker = await open(url as string);
+    const queue = await broker.queue('logged');
+    await queue.publishBatch(Array.from({ length: 60 }, (_, n) => ({ payload: { n } })));
+    for (const delivery of await queue.receive({ max: 60 })) await queue.ack(delivery.token);
+    await broker.close();
+    stop.abort();
+    expect(await running).toBe(0);
+    const lines = stdout.text.trimEnd().split('\n');
+    expect(lines.filter((line) => line.includes('"msg":"acked"'))).toHaveLength(60);
+    expect(lines.at(-1)).toContain('"msg":"stopped"');
+    // 60 deliveries and 60 acks at least: a write per line would be over 120.
+    expect(writes).toBeLessThan(lines.length / 4);
   });
 
   it('reports every wrong setting with exit code 2 before starting', async () => {

@@ -15,7 +15,11 @@ const config = (overrides: Partial<ServerConfig> = {}): ServerConfig => ({
 /** Log lines written to a string array. */
 function logSink() {
   const lines: Record<string, unknown>[] = [];
-  return { lines, destination: { write: (line: string) => void lines.push(JSON.parse(line)) } };
+  // The server writes its lines in blocks of several.
+  const write = (text: string) => {
+    for (const line of text.split('\n')) if (line !== '') lines.push(JSON.parse(line));
+  };
+  return { lines, destination: { write } };
 }
 
 /** A memory broker whose publishes wait until `release()` is called. */
