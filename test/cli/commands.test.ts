@@ -474,18 +474,25 @@ describe('errors', () => {
 });
 
 describe('serve', () => {
-  it('starts from flags, serves, and stops when told to', async () => {
-    const stop = new AbortController();
-    const { context, stdout } = fakeContext({ stop: stop.signal, env: {} });
+  /** `leaseq serve` in this process on a free port, once it logged its URL. */
+  async function serve(context: ReturnType<typeof fakeContext>) {
     const running = runCli(
       ['serve', '--storage', 'memory:', '--port', '0', '--log-level', 'info'],
-      context,
+      context.context,
     );
     let url: string | undefined;
     for (let i = 0; i < 100 && url === undefined; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
-      url = /leaseq listening on (http:\/\/\S+?)"/.exec(stdout.text)?.[1];
+      url = /leaseq listening on (http:\/\/\S+?)"/.exec(context.stdout.text)?.[1];
     }
+    return { running, url };
+  }
+
+  it('starts from flags, serves, and stops when told to', async () => {
+    const stop = new AbortController();
+    const cli = fakeContext({ stop: stop.signal, env: {} });
+    const { stdout } = cli;
+    const { running, url } = await serve(cli);
     expect(url).toBeDefined();
     expect(
       (await leaseq(['queue', 'create', 'served'], { env: { LEASEQ_SERVER: url as string } })).code,
@@ -497,22 +504,15 @@ describe('serve', () => {
 
   it('writes its log lines to standard output in blocks, not a write per line, and all by exit', async () => {
     const stop = new AbortController();
-    const { context, stdout } = fakeContext({ stop: stop.signal, env: {} });
+    const cli = fakeContext({ stop: stop.signal, env: {} });
+    const { stdout } = cli;
     let writes = 0;
     const write = stdout.write.bind(stdout);
     stdout.write = (chunk: string) => {
       writes += 1;
       return write(chunk);
     };
-    const running = runCli(
-      ['serve', '--storage', 'memory:', '--port', '0', '--log-level', 'info'],
-      context,
-    );
-    let url: string | undefined;
-    for (let i = 0; i < 100 && url === undefined; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      url = /leaseq listening on (http:\/\/\S+?)"/.exec(stdout.text)?.[1];
-    }
+    const { running, url } = await serve(cli);
     const broker = await open(url as string);
     const queue = await broker.queue('logged');
     await queue.publishBatch(Array.from({ length: 60 }, (_, n) => ({ payload: { n } })));
