@@ -1140,10 +1140,10 @@ class IdAllocator {
     return this.candidates.shift() ?? this.ops.nextGeneratedId();
   }
 
+  /** The next generated id that no job has, where `next` cannot tell (a look-up each). */
   async generate(): Promise<string> {
     for (;;) {
       const id = this.candidates.shift() ?? this.ops.nextGeneratedId();
-      if (!this.ops.q.generatedFormSeen) return id;
       if (!this.checked.has(id)) {
         this.checked.add(id);
         for (const row of await this.ops.takenAmong([id], this.now)) {
