@@ -16,5 +16,13 @@ export function recordCommitKinds(): CommitKind[] {
     kinds.push(kind ?? 'durable');
     return begin.call(this, kind);
   });
+  // Durable too: committed without a sync, then synced before its callers are answered (R32).
+  const beginSyncedLater = SqliteConnection.prototype.beginSyncedLater;
+  vi.spyOn(SqliteConnection.prototype, 'beginSyncedLater').mockImplementation(function (
+    this: SqliteConnection,
+  ) {
+    kinds.push('durable');
+    return beginSyncedLater.call(this);
+  });
   return kinds;
 }

@@ -8,6 +8,7 @@ import { build } from '../../src/core/index.js';
 import { openEngine } from '../../src/engine/index.js';
 import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
+import { WalSync } from '../../src/engine/sqlite/wal-sync.js';
 import { recordCommitKinds } from './commit-kind-spy.js';
 
 /**
@@ -132,5 +133,109 @@ describe('R21 SQLite fsync: what each commit waits for', () => {
     expect(level()).toBe(1);
     await os.commit();
     db.close();
+  });
+
+  it('offers a sync after commit only where durable commits sync and there is a WAL', async () => {
+    const wal = new Database(join(dir, 'later-wal.db'));
+    wal.pragma('journal_mode = WAL');
+    expect(new SqliteConnection(wal, 'FULL').laterSync).toBeDefined();
+    expect(new SqliteConnection(wal, 'NORMAL').laterSync).toBeUndefined();
+    wal.close();
+    const rollbackJournal = new Database(join(dir, 'later-delete.db'));
+    expect(new SqliteConnection(rollbackJournal, 'FULL').laterSync).toBeUndefined();
+    rollbackJournal.close();
+  });
+});
+
+describe('R32 SQLite fsync: a waiting receiver is answered before its publish is synced', () => {
+  /** Holds every WAL sync of the engine until `release`; logs when each starts. */
+  function gateWalSyncs(log: string[]) {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const sync = WalSync.prototype.sync;
+    vi.spyOn(WalSync.prototype, 'sync').mockImplementation(async function (
+      this: WalSync,
+      background: boolean,
+    ) {
+      log.push(background ? 'sync in the background' : 'sync');
+      await gate;
+      return sync.call(this, background);
+    });
+    return open;
+  }
+
+  async function engineWithMark() {
+    files += 1;
+    const path = join(dir, `handoff-${files}.db`);
+    const engine = await openEngine(`sqlite:${path}`);
+    const queue = await engine.queue('jobs', { visibility: 1000 });
+    // The first reservation raises the token mark (a durable commit of its own).
+    await queue.publish(0, { id: 'first' });
+    const [first] = await queue.reserve(0);
+    await queue.ack(0, first?.token ?? 0);
+    return { engine, queue, path };
+  }
+
+  it('the receiver gets the job while the sync runs; the publish returns after it', async () => {
+    const { engine, queue, path } = await engineWithMark();
+    const log: string[] = [];
+    const release = gateWalSyncs(log);
+    const stop = new AbortController();
+    const received = queue.reserveOnReady?.(build.reserve({}), stop.signal);
+    let published = false;
+    const publish = queue.publish(1, { id: 'a', payload: 'x' }).then((result) => {
+      published = true;
+      return result;
+    });
+    const [delivery] = (await received) ?? [];
+    expect(delivery?.id).toBe('a');
+    expect(log).toEqual(['sync in the background']);
+    expect(published).toBe(false);
+    // Seen by another connection before the sync: committed, not yet promised to the publisher.
+    const reader = new Database(path, { readonly: true });
+    expect(reader.prepare("SELECT state FROM leaseq_jobs WHERE id = 'a'").get()).toEqual({
+      state: 'active',
+    });
+    reader.close();
+    release();
+    expect(await publish).toEqual({ id: 'a', duplicate: false });
+    expect(await queue.ack(2, delivery?.token ?? 0)).toBe(true);
+    await engine.close();
+  });
+
+  it('a token above the synced mark goes out only after the sync', async () => {
+    files += 1;
+    const engine = await openEngine(`sqlite:${join(dir, `handoff-${files}.db`)}`);
+    const queue = await engine.queue('jobs', { visibility: 1000 });
+    const log: string[] = [];
+    const release = gateWalSyncs(log);
+    let delivered = false;
+    const received = queue.reserveOnReady?.(build.reserve({}), new AbortController().signal);
+    void received?.then(() => {
+      delivered = true;
+    });
+    const publish = queue.publish(0, { id: 'a' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Token 1 raises the mark in the publish's own transaction: held for the sync.
+    expect(log).toEqual(['sync']);
+    expect(delivered).toBe(false);
+    release();
+    await publish;
+    expect((await received)?.map((delivery) => delivery.token)).toEqual([1]);
+    await engine.close();
+  });
+
+  it('with no receiver waiting, a publish commits at FULL and no later sync is made', async () => {
+    const { engine, queue } = await engineWithMark();
+    const log: string[] = [];
+    const release = gateWalSyncs(log);
+    release();
+    const kinds = recordCommitKinds();
+    await queue.publish(1, { id: 'a' });
+    expect(kinds).toEqual(['durable']);
+    expect(log).toEqual([]);
+    await engine.close();
   });
 });

@@ -10,7 +10,9 @@ export class BatchContext {
   readonly cache = new Map<string, unknown>();
   private readonly hooks: ((connection: SqlConnection) => Promise<void>)[] = [];
   private readonly afterHooks: (() => void)[] = [];
+  private readonly visibleHooks: (() => void)[] = [];
   private readonly rollbackHooks: (() => void)[] = [];
+  private answersHeld = false;
   /** Works of a durable transaction that must commit before this batch's callers are answered. */
   readonly durableFollowUps: ((connection: SqlConnection) => Promise<void>)[] = [];
 
@@ -33,6 +35,29 @@ export class BatchContext {
     this.afterHooks.push(hook);
   }
 
+  /**
+   * Runs once this batch committed, where the connection can sync a durable commit after it
+   * (SQLite's WAL) possibly before that sync ends: for an answer that needs no durability of
+   * this batch (R21: a reservation), such as a job handed to a waiting receiver. Otherwise with
+   * the `afterCommit` hooks.
+   */
+  afterVisible(hook: () => void): void {
+    this.visibleHooks.push(hook);
+  }
+
+  /**
+   * No answer of this batch goes out before its sync: what it wrote must be on disk first (a
+   * raised token mark, R21).
+   */
+  holdAnswersForSync(): void {
+    this.answersHeld = true;
+  }
+
+  /** Whether `visible` may run before this batch's sync. */
+  get answersBeforeSync(): boolean {
+    return this.visibleHooks.length > 0 && !this.answersHeld;
+  }
+
   /** Runs if this batch's transaction is rolled back (its works may then run again). */
   afterRollback(hook: () => void): void {
     this.rollbackHooks.push(hook);
@@ -42,7 +67,13 @@ export class BatchContext {
     for (const hook of this.hooks) await hook(connection);
   }
 
+  /** Runs the `afterVisible` hooks, once. */
+  visible(): void {
+    for (const hook of this.visibleHooks.splice(0)) hook();
+  }
+
   committed(): void {
+    this.visible();
     for (const hook of this.afterHooks) hook();
   }
 
@@ -112,6 +143,12 @@ export class GroupCommitExecutor {
      * Elsewhere that would only add a transaction.
      */
     private readonly leaseCommitsFaster = false,
+    /**
+     * True while a durable batch is likely to hand jobs to waiting receivers: its transaction
+     * then begins to be synced after its commit (where the connection can), so that those
+     * receivers are answered before the sync (see BatchContext.afterVisible).
+     */
+    private readonly syncLaterWhen: () => boolean = () => false,
     private readonly maxBatch = 1000,
   ) {}
 
@@ -279,8 +316,10 @@ export class GroupCommitExecutor {
         return true;
       }
     }
+    const laterSync =
+      context.kind === 'durable' && this.syncLaterWhen() ? connection.laterSync : undefined;
     try {
-      await connection.begin(context.kind);
+      await (laterSync === undefined ? connection.begin(context.kind) : laterSync.begin());
       if (batch[0]?.exclusive) {
         outcomes.push({ ok: true, value: await batch[0].work(connection, context) });
       }
@@ -298,6 +337,23 @@ export class GroupCommitExecutor {
       if (batch.length > 1) return false;
       (batch[0] as Pending).reject(this.translate(error));
       return true;
+    }
+    if (laterSync !== undefined) {
+      try {
+        // Waiting receivers get their jobs now; the callers once the batch is on disk.
+        const early = context.answersBeforeSync;
+        if (early) context.visible();
+        await laterSync.sync(early);
+      } catch (error) {
+        // Committed and seen, but perhaps never on disk: nothing may build on it, so this
+        // executor takes no more calls (the storage is reopened, and recovered, to go on).
+        const failure = this.translate(error);
+        this.refuse(failure instanceof Error ? failure : new Error(String(failure)));
+        context.rolledBack();
+        lease.release();
+        for (const pending of [...batch, ...this.queue.splice(0)]) pending.reject(failure);
+        return true;
+      }
     }
     try {
       await runFollowUps(connection, context);

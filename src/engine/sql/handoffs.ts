@@ -20,7 +20,12 @@ interface Waiting {
  * reaches its consumer after one commit instead of the publish's and then the consumer's own.
  */
 export class Handoffs {
-  private readonly waiting = new Map<string, Waiting[]>();
+  private readonly receivers = new Map<string, Waiting[]>();
+
+  /** Whether any receiver of this process waits (for any queue). */
+  waiting(): boolean {
+    return this.receivers.size > 0;
+  }
 
   /**
    * Resolves with the deliveries a transaction reserved for `operation` once it committed, or
@@ -37,9 +42,9 @@ export class Handoffs {
         done: false,
         resolve,
       };
-      const list = this.waiting.get(queue) ?? [];
+      const list = this.receivers.get(queue) ?? [];
       list.push(entry);
-      this.waiting.set(queue, list);
+      this.receivers.set(queue, list);
       signal.addEventListener(
         'abort',
         () => {
@@ -58,7 +63,7 @@ export class Handoffs {
    */
   async serve(ops: QueueOps, now: number, batch: BatchContext): Promise<void> {
     const queue = ops.q.name;
-    for (const entry of [...(this.waiting.get(queue) ?? [])]) {
+    for (const entry of [...(this.receivers.get(queue) ?? [])]) {
       if (ops.q.ready === 0) return;
       if (entry.heldBy !== undefined || entry.stopped || entry.done) continue;
       let deliveries: Delivery[];
@@ -71,7 +76,8 @@ export class Handoffs {
       }
       if (deliveries.length === 0) continue;
       entry.heldBy = batch;
-      batch.afterCommit(() => this.end(queue, entry, deliveries));
+      // A reservation need not be on disk (R21): answered once it is visible (R32).
+      batch.afterVisible(() => this.end(queue, entry, deliveries));
       batch.afterRollback(() => {
         entry.heldBy = undefined;
         if (entry.stopped) this.end(queue, entry, []);
@@ -82,10 +88,10 @@ export class Handoffs {
   private end(queue: string, entry: Waiting, deliveries: Delivery[]): void {
     if (entry.done) return;
     entry.done = true;
-    const list = this.waiting.get(queue) ?? [];
+    const list = this.receivers.get(queue) ?? [];
     const index = list.indexOf(entry);
     if (index >= 0) list.splice(index, 1);
-    if (list.length === 0) this.waiting.delete(queue);
+    if (list.length === 0) this.receivers.delete(queue);
     entry.resolve(deliveries);
   }
 }

@@ -32,6 +32,17 @@ export interface SqlConnection {
   begin(kind?: CommitKind): Promise<void>;
   commit(): Promise<void>;
   rollback(): Promise<void>;
+  /**
+   * Where a commit can be synced after it (SQLite's WAL): a durable transaction begun by
+   * `begin` commits without waiting for its sync, and `sync` then makes everything committed
+   * so far as durable as a `durable` commit would have. Between the two, what it wrote is
+   * visible, so answers that need no durability can go (see BatchContext.afterVisible).
+   */
+  readonly laterSync?: {
+    begin(): Promise<void>;
+    /** `background`: off the event loop, which goes on meanwhile; else blocking it. */
+    sync(background: boolean): Promise<void>;
+  };
 }
 
 /** What differs between SQL dialects, beyond the connection. */

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { CommitKind, SqlConnection, SqlValue } from '../sql/sql-connection.js';
+import { WalSync } from './wal-sync.js';
 
 /** SQLite's `synchronous` levels used here. */
 export type SyncLevel = 'FULL' | 'NORMAL';
@@ -8,6 +9,8 @@ export type SyncLevel = 'FULL' | 'NORMAL';
 export class SqliteConnection implements SqlConnection {
   private readonly statements = new Map<string, Database.Statement>();
   private level: SyncLevel;
+  private walSync: WalSync | undefined;
+  readonly laterSync: SqlConnection['laterSync'];
 
   /** `durableLevel`: the `synchronous` level of durable commits (NORMAL in the 'os' mode). */
   constructor(
@@ -15,6 +18,22 @@ export class SqliteConnection implements SqlConnection {
     private readonly durableLevel: SyncLevel = 'FULL',
   ) {
     this.level = db.pragma('synchronous', { simple: true }) === 2 ? 'FULL' : 'NORMAL';
+    // In WAL mode a commit at NORMAL writes the WAL and syncs nothing; a sync of the WAL file
+    // after it makes it what FULL would have. Only where durable commits sync.
+    if (durableLevel === 'FULL' && db.pragma('journal_mode', { simple: true }) === 'wal') {
+      const wal = new WalSync(`${db.name}-wal`);
+      this.walSync = wal;
+      this.laterSync = {
+        begin: () => this.beginSyncedLater(),
+        sync: (background) => wal.sync(background),
+      };
+    }
+  }
+
+  /** Lets go of the WAL file (before the database closes). */
+  close(): void {
+    this.walSync?.close();
+    this.walSync = undefined;
   }
 
   private prepare(sql: string): Database.Statement {
@@ -48,7 +67,16 @@ export class SqliteConnection implements SqlConnection {
   }
 
   async begin(kind: CommitKind = 'durable'): Promise<void> {
-    this.setLevel(kind === 'durable' ? this.durableLevel : 'NORMAL');
+    this.open(kind === 'durable' ? this.durableLevel : 'NORMAL');
+  }
+
+  /** A durable transaction whose commit is synced by `laterSync.sync`, not by SQLite. */
+  async beginSyncedLater(): Promise<void> {
+    this.open('NORMAL');
+  }
+
+  private open(level: SyncLevel): void {
+    this.setLevel(level);
     // IMMEDIATE takes the write lock now, so a second process waits instead of failing later.
     this.prepare('BEGIN IMMEDIATE').run();
   }

@@ -83,6 +83,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       shutdown: async () => {
         // Best effort: if it fails, the next open skips ahead (a gap in tokens, never a repeat).
         if (fsync) await inTransaction(connection, lowerHighWater).catch(() => undefined);
+        connection.close();
         db.close();
       },
     });

@@ -29,8 +29,13 @@ export async function fenceTokens(
       [handedOut + TOKEN_BLOCK, queue],
     );
   };
-  if (batch.kind === 'durable') await raise(connection);
-  else batch.durableAfterCommit(raise);
+  if (batch.kind === 'durable') {
+    await raise(connection);
+    // Tokens below the new mark go out only once it is on disk, even a waiting receiver's.
+    batch.holdAnswersForSync();
+  } else {
+    batch.durableAfterCommit(raise);
+  }
 }
 
 /**
