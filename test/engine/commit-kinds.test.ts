@@ -8,7 +8,6 @@ import { build } from '../../src/core/index.js';
 import { openEngine } from '../../src/engine/index.js';
 import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
-import { WalSync } from '../../src/engine/sqlite/wal-sync.js';
 import { recordCommitKinds } from './commit-kind-spy.js';
 
 /**
@@ -148,20 +147,19 @@ describe('R21 SQLite fsync: what each commit waits for', () => {
 });
 
 describe('R32 SQLite fsync: a waiting receiver is answered before its publish is synced', () => {
-  /** Holds every WAL sync of the engine until `release`; logs when each starts. */
-  function gateWalSyncs(log: string[]) {
+  /** Holds every later sync of the engine until `release`; logs when each starts. */
+  function gateLaterSyncs(log: string[]) {
     let open!: () => void;
     const gate = new Promise<void>((resolve) => {
       open = resolve;
     });
-    const sync = WalSync.prototype.sync;
-    vi.spyOn(WalSync.prototype, 'sync').mockImplementation(async function (
-      this: WalSync,
-      background: boolean,
+    const sync = SqliteConnection.prototype.syncCommitted;
+    vi.spyOn(SqliteConnection.prototype, 'syncCommitted').mockImplementation(async function (
+      this: SqliteConnection,
     ) {
-      log.push(background ? 'sync in the background' : 'sync');
+      log.push('sync');
       await gate;
-      return sync.call(this, background);
+      return sync.call(this);
     });
     return open;
   }
@@ -178,10 +176,10 @@ describe('R32 SQLite fsync: a waiting receiver is answered before its publish is
     return { engine, queue, path };
   }
 
-  it('the receiver gets the job while the sync runs; the publish returns after it', async () => {
+  it('the receiver gets the job before the sync; the publish returns after it', async () => {
     const { engine, queue, path } = await engineWithMark();
     const log: string[] = [];
-    const release = gateWalSyncs(log);
+    const release = gateLaterSyncs(log);
     const stop = new AbortController();
     const received = queue.reserveOnReady?.(build.reserve({}), stop.signal);
     let published = false;
@@ -191,7 +189,10 @@ describe('R32 SQLite fsync: a waiting receiver is answered before its publish is
     });
     const [delivery] = (await received) ?? [];
     expect(delivery?.id).toBe('a');
-    expect(log).toEqual(['sync in the background']);
+    // Answered before the sync even began; the sync then runs while the publish waits.
+    expect(log).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(log).toEqual(['sync']);
     expect(published).toBe(false);
     // Seen by another connection before the sync: committed, not yet promised to the publisher.
     const reader = new Database(path, { readonly: true });
@@ -210,7 +211,7 @@ describe('R32 SQLite fsync: a waiting receiver is answered before its publish is
     const engine = await openEngine(`sqlite:${join(dir, `handoff-${files}.db`)}`);
     const queue = await engine.queue('jobs', { visibility: 1000 });
     const log: string[] = [];
-    const release = gateWalSyncs(log);
+    const release = gateLaterSyncs(log);
     let delivered = false;
     const received = queue.reserveOnReady?.(build.reserve({}), new AbortController().signal);
     void received?.then(() => {
@@ -230,7 +231,7 @@ describe('R32 SQLite fsync: a waiting receiver is answered before its publish is
   it('with no receiver waiting, a publish commits at FULL and no later sync is made', async () => {
     const { engine, queue } = await engineWithMark();
     const log: string[] = [];
-    const release = gateWalSyncs(log);
+    const release = gateLaterSyncs(log);
     release();
     const kinds = recordCommitKinds();
     await queue.publish(1, { id: 'a' });

@@ -40,8 +40,7 @@ export interface SqlConnection {
    */
   readonly laterSync?: {
     begin(): Promise<void>;
-    /** `background`: off the event loop, which goes on meanwhile; else blocking it. */
-    sync(background: boolean): Promise<void>;
+    sync(): Promise<void>;
   };
 }
 

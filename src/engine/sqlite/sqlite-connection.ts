@@ -25,7 +25,7 @@ export class SqliteConnection implements SqlConnection {
       this.walSync = wal;
       this.laterSync = {
         begin: () => this.beginSyncedLater(),
-        sync: (background) => wal.sync(background),
+        sync: () => this.syncCommitted(),
       };
     }
   }
@@ -68,6 +68,11 @@ export class SqliteConnection implements SqlConnection {
 
   async begin(kind: CommitKind = 'durable'): Promise<void> {
     this.open(kind === 'durable' ? this.durableLevel : 'NORMAL');
+  }
+
+  /** Makes every commit so far durable (`laterSync.sync`): the WAL, synced as FULL would. */
+  async syncCommitted(): Promise<void> {
+    this.walSync?.sync();
   }
 
   /** A durable transaction whose commit is synced by `laterSync.sync`, not by SQLite. */

@@ -1,4 +1,4 @@
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, openSync, statSync } from 'node:fs';
+import { closeSync, fdatasyncSync, fstatSync, openSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { StorageUnavailableError } from '../../core/index.js';
 
@@ -18,25 +18,17 @@ export class WalSync {
     this.path = resolve(path);
   }
 
-  /** `background`: on libuv's thread pool, the event loop going on; else blocking it. */
-  sync(background: boolean): Promise<void> {
-    let fd: number;
+  /** Blocks until the WAL is on disk, as SQLite's own sync does. */
+  sync(): void {
     try {
-      fd = this.descriptor();
+      fdatasyncSync(this.descriptor());
     } catch (error) {
-      return Promise.reject(this.failure(error));
+      const message = error instanceof Error ? error.message : String(error);
+      throw new StorageUnavailableError(
+        `the write-ahead log ${this.path} could not be synced to disk: ${message}`,
+        { cause: error },
+      );
     }
-    if (!background) {
-      try {
-        fdatasyncSync(fd);
-        return Promise.resolve();
-      } catch (error) {
-        return Promise.reject(this.failure(error));
-      }
-    }
-    return new Promise((resolve, reject) => {
-      fdatasync(fd, (error) => (error === null ? resolve() : reject(this.failure(error))));
-    });
   }
 
   close(): void {
@@ -58,13 +50,5 @@ export class WalSync {
     }
     this.fd = openSync(this.path, 'r+');
     return this.fd;
-  }
-
-  private failure(error: unknown): StorageUnavailableError {
-    const message = error instanceof Error ? error.message : String(error);
-    return new StorageUnavailableError(
-      `the write-ahead log ${this.path} could not be synced to disk: ${message}`,
-      { cause: error },
-    );
   }
 }
