@@ -3,9 +3,11 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { build } from '../../src/core/index.js';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
+import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 
 /**
  * R21 across a simulated power loss. A commit that only moves leases does not wait for a sync:
@@ -17,6 +19,7 @@ const dirs: string[] = [];
 const engines: Engine[] = [];
 
 afterEach(async () => {
+  vi.restoreAllMocks();
   await Promise.all(engines.splice(0).map((engine) => engine.close()));
   await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
 });
@@ -124,5 +127,60 @@ describe('SQLite fsync: a power loss after commits made without sync', () => {
     const fresh = await again.reserve(100, { max: 10 });
     expect(fresh).toHaveLength(10);
     for (const delivery of fresh) expect(delivery.token).toBeGreaterThan(largest);
+  });
+
+  it('R32 R21 a job handed over before its publish was synced is lost with the publish, its token never reused', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-power-loss-'));
+    dirs.push(dir);
+    const path = join(dir, 'before.db');
+    const engine = await fsyncEngine(path);
+    const q = await engine.queue('jobs', { visibility: 60_000 });
+    await q.publish(0, { id: 'warm-up' });
+    const [warm] = await q.reserve(0); // token 1: its block's mark synced
+    expect(await q.ack(0, warm?.token as number)).toBe(true);
+    const synced = statSync(`${path}-wal`).size;
+
+    // The sync after the publish's commit is held: the disk has nothing of it yet.
+    let releaseSync!: () => void;
+    const held = new Promise<void>((resolve) => {
+      releaseSync = resolve;
+    });
+    const sync = SqliteConnection.prototype.syncCommitted;
+    vi.spyOn(SqliteConnection.prototype, 'syncCommitted').mockImplementation(async function (
+      this: SqliteConnection,
+    ) {
+      await held;
+      return sync.call(this);
+    });
+    const received = q.reserveOnReady?.(build.reserve({}), new AbortController().signal);
+    let returned = false;
+    const publish = q.publish(1, { id: 'a' }).then(() => {
+      returned = true;
+    });
+    const [handed] = (await received) ?? [];
+    expect(handed).toMatchObject({ id: 'a', token: 2 });
+    expect(returned).toBe(false);
+    expect(statSync(`${path}-wal`).size).toBeGreaterThan(synced);
+
+    // Power lost now: the publish, which never returned, is gone, and the delivery with it.
+    const lost = join(dir, 'lost.db');
+    powerLossCopy(path, synced, lost);
+    const restarted = await fsyncEngine(lost);
+    const again = await restarted.queue('jobs');
+    expect(await again.job('a')).toBeUndefined();
+    // The publisher, unanswered, sends it again: a fresh delivery, above the token handed out.
+    await again.publish(2, { id: 'a' });
+    const [fresh] = await again.reserve(2);
+    expect(fresh?.id).toBe('a');
+    expect(fresh?.token).toBeGreaterThan(2);
+    expect(await again.ack(3, 2)).toBe(false);
+
+    // Power kept: once the publish returned, the disk has it, handed over and all.
+    releaseSync();
+    await publish;
+    const kept = join(dir, 'kept.db');
+    powerLossCopy(path, statSync(`${path}-wal`).size, kept);
+    const survived = await (await fsyncEngine(kept)).queue('jobs');
+    expect((await survived.inspect()).active).toMatchObject([{ id: 'a', token: 2 }]);
   });
 });
