@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { build } from '../../src/core/index.js';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
-import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
+import { holdLaterSyncs } from '../engine/commit-kind-spy.js';
 
 /**
  * R21 across a simulated power loss. A commit that only moves leases does not wait for a sync:
@@ -44,13 +44,19 @@ function powerLossCopy(path: string, syncedWalBytes: number, copy: string): void
   truncateSync(`${copy}-wal`, syncedWalBytes);
 }
 
+/** An fsync engine on a file of a fresh folder, and its queue `jobs`. */
+async function freshQueue() {
+  const dir = mkdtempSync(join(tmpdir(), 'leaseq-power-loss-'));
+  dirs.push(dir);
+  const path = join(dir, 'before.db');
+  const engine = await fsyncEngine(path);
+  const q = await engine.queue('jobs', { visibility: 60_000 });
+  return { dir, path, q };
+}
+
 describe('SQLite fsync: a power loss after commits made without sync', () => {
   it('R21 R7 a lost reservation comes back ready with a fresh token; its old token is refused', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'leaseq-power-loss-'));
-    dirs.push(dir);
-    const path = join(dir, 'before.db');
-    const engine = await fsyncEngine(path);
-    const q = await engine.queue('jobs', { visibility: 60_000 });
+    const { dir, path, q } = await freshQueue();
     await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
     const [first] = await q.reserve(1); // the first token: its block's mark is synced before it returns
     expect(first?.token).toBe(1);
@@ -88,11 +94,7 @@ describe('SQLite fsync: a power loss after commits made without sync', () => {
   });
 
   it('R21 R6 tokens after a power loss start above every token handed out before, across blocks', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'leaseq-power-loss-'));
-    dirs.push(dir);
-    const path = join(dir, 'before.db');
-    const engine = await fsyncEngine(path);
-    const q = await engine.queue('jobs', { visibility: 60_000 });
+    const { dir, path, q } = await freshQueue();
     const count = 2.5 * TOKEN_BLOCK;
     await q.publishBatch(
       0,
@@ -130,28 +132,14 @@ describe('SQLite fsync: a power loss after commits made without sync', () => {
   });
 
   it('R32 R21 a job handed over before its publish was synced is lost with the publish, its token never reused', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'leaseq-power-loss-'));
-    dirs.push(dir);
-    const path = join(dir, 'before.db');
-    const engine = await fsyncEngine(path);
-    const q = await engine.queue('jobs', { visibility: 60_000 });
+    const { dir, path, q } = await freshQueue();
     await q.publish(0, { id: 'warm-up' });
     const [warm] = await q.reserve(0); // token 1: its block's mark synced
     expect(await q.ack(0, warm?.token as number)).toBe(true);
     const synced = statSync(`${path}-wal`).size;
 
     // The sync after the publish's commit is held: the disk has nothing of it yet.
-    let releaseSync!: () => void;
-    const held = new Promise<void>((resolve) => {
-      releaseSync = resolve;
-    });
-    const sync = SqliteConnection.prototype.syncCommitted;
-    vi.spyOn(SqliteConnection.prototype, 'syncCommitted').mockImplementation(async function (
-      this: SqliteConnection,
-    ) {
-      await held;
-      return sync.call(this);
-    });
+    const releaseSync = holdLaterSyncs();
     const received = q.reserveOnReady?.(build.reserve({}), new AbortController().signal);
     let returned = false;
     const publish = q.publish(1, { id: 'a' }).then(() => {

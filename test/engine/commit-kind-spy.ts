@@ -26,3 +26,23 @@ export function recordCommitKinds(): CommitKind[] {
   });
   return kinds;
 }
+
+/**
+ * Holds every sync that a SQLite engine makes after a commit (R32: `laterSync`) until the
+ * returned release is called; `onSync` hears when each starts. Undone by `vi.restoreAllMocks()`.
+ */
+export function holdLaterSyncs(onSync: () => void = () => {}): () => void {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const sync = SqliteConnection.prototype.syncCommitted;
+  vi.spyOn(SqliteConnection.prototype, 'syncCommitted').mockImplementation(async function (
+    this: SqliteConnection,
+  ) {
+    onSync();
+    await held;
+    return sync.call(this);
+  });
+  return release;
+}

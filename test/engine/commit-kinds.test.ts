@@ -8,7 +8,7 @@ import { build } from '../../src/core/index.js';
 import { openEngine } from '../../src/engine/index.js';
 import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
-import { recordCommitKinds } from './commit-kind-spy.js';
+import { holdLaterSyncs, recordCommitKinds } from './commit-kind-spy.js';
 
 /**
  * R21 on SQLite: which commits wait for a sync. Publishes, acks and every other change of a
@@ -147,22 +147,7 @@ describe('R21 SQLite fsync: what each commit waits for', () => {
 });
 
 describe('R32 SQLite fsync: a waiting receiver is answered before its publish is synced', () => {
-  /** Holds every later sync of the engine until `release`; logs when each starts. */
-  function gateLaterSyncs(log: string[]) {
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      open = resolve;
-    });
-    const sync = SqliteConnection.prototype.syncCommitted;
-    vi.spyOn(SqliteConnection.prototype, 'syncCommitted').mockImplementation(async function (
-      this: SqliteConnection,
-    ) {
-      log.push('sync');
-      await gate;
-      return sync.call(this);
-    });
-    return open;
-  }
+  const gateLaterSyncs = (log: string[]) => holdLaterSyncs(() => log.push('sync'));
 
   async function engineWithMark() {
     files += 1;
