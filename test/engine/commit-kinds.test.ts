@@ -138,7 +138,10 @@ describe('R21 SQLite fsync: what each commit waits for', () => {
     const wal = new Database(join(dir, 'later-wal.db'));
     wal.pragma('journal_mode = WAL');
     expect(new SqliteConnection(wal, 'FULL').laterSync).toBeDefined();
-    expect(new SqliteConnection(wal, 'NORMAL').laterSync).toBeUndefined();
+    const os = new SqliteConnection(wal, 'NORMAL');
+    expect(os.laterSync).toBeUndefined();
+    // Never a silent no-op where a sync was asked for and none can be made.
+    await expect(os.syncCommitted()).rejects.toThrow(/nothing to sync after/);
     wal.close();
     const rollbackJournal = new Database(join(dir, 'later-delete.db'));
     expect(new SqliteConnection(rollbackJournal, 'FULL').laterSync).toBeUndefined();

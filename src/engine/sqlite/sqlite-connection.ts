@@ -9,7 +9,7 @@ export type SyncLevel = 'FULL' | 'NORMAL';
 export class SqliteConnection implements SqlConnection {
   private readonly statements = new Map<string, Database.Statement>();
   private level: SyncLevel;
-  private walSync: WalSync | undefined;
+  private readonly walSync: WalSync | undefined;
   readonly laterSync: SqlConnection['laterSync'];
 
   /** `durableLevel`: the `synchronous` level of durable commits (NORMAL in the 'os' mode). */
@@ -21,8 +21,7 @@ export class SqliteConnection implements SqlConnection {
     // In WAL mode a commit at NORMAL writes the WAL and syncs nothing; a sync of the WAL file
     // after it makes it what FULL would have. Only where durable commits sync.
     if (durableLevel === 'FULL' && db.pragma('journal_mode', { simple: true }) === 'wal') {
-      const wal = new WalSync(`${db.name}-wal`);
-      this.walSync = wal;
+      this.walSync = new WalSync(`${db.name}-wal`);
       this.laterSync = {
         begin: () => this.beginSyncedLater(),
         sync: () => this.syncCommitted(),
@@ -33,7 +32,6 @@ export class SqliteConnection implements SqlConnection {
   /** Lets go of the WAL file (before the database closes). */
   close(): void {
     this.walSync?.close();
-    this.walSync = undefined;
   }
 
   private prepare(sql: string): Database.Statement {
@@ -72,7 +70,10 @@ export class SqliteConnection implements SqlConnection {
 
   /** Makes every commit so far durable (`laterSync.sync`): the WAL, synced as FULL would. */
   async syncCommitted(): Promise<void> {
-    this.walSync?.sync();
+    if (this.walSync === undefined) {
+      throw new Error('this connection syncs every durable commit itself: nothing to sync after');
+    }
+    this.walSync.sync();
   }
 
   /** A durable transaction whose commit is synced by `laterSync.sync`, not by SQLite. */
