@@ -1,3 +1,5 @@
+import { onAbort } from './on-abort.js';
+
 /**
  * Where the Broker's `now` comes from: milliseconds that never go back. The only code in leaseq
  * that reads the wall clock or sets timers lives behind this interface.
@@ -37,11 +39,11 @@ export class SystemClock implements Clock {
       if (signal?.aborted) return resolve();
       const done = () => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
+        unwatch?.();
         resolve();
       };
       const timer = setTimeout(done, Math.max(0, ms));
-      signal?.addEventListener('abort', done, { once: true });
+      const unwatch = signal === undefined ? undefined : onAbort(signal, done);
     });
   }
 }
@@ -77,19 +79,19 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted || ms <= 0) return resolve();
-      const onAbort = () => {
+      const aborted = () => {
         this.sleepers = this.sleepers.filter((other) => other !== sleeper);
         resolve();
       };
       const sleeper = {
         until: this.time + ms,
         resolve: () => {
-          signal?.removeEventListener('abort', onAbort);
+          unwatch?.();
           resolve();
         },
       };
       this.sleepers.push(sleeper);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const unwatch = signal === undefined ? undefined : onAbort(signal, aborted);
     });
   }
 

@@ -24,6 +24,7 @@ import type {
 } from '../engine/engine.js';
 import type { ScheduleStore } from '../engine/schedules.js';
 import { type Clock, SystemClock } from './clock.js';
+import { onAbort } from './on-abort.js';
 import type { Broker, BrokerTransaction, Queue, ReceiveOptions } from './queue.js';
 import {
   type ScheduleOptions,
@@ -399,16 +400,17 @@ export class EngineQueue implements Queue {
   private parkOnWake(signal: AbortSignal | undefined) {
     const stop = new AbortController();
     const abort = () => stop.abort();
-    signal?.addEventListener('abort', abort, { once: true });
-    this.closed.addEventListener('abort', abort, { once: true });
+    if (signal?.aborted || this.closed.aborted) abort();
+    const unwatchCaller = signal === undefined ? undefined : onAbort(signal, abort);
+    const unwatchClose = onAbort(this.closed, abort);
     const woken = this.wakes.next(this.name, stop.signal);
     return {
       woken,
       stop: stop.signal,
       release: () => {
         stop.abort();
-        signal?.removeEventListener('abort', abort);
-        this.closed.removeEventListener('abort', abort);
+        unwatchCaller?.();
+        unwatchClose();
       },
     };
   }

@@ -1,3 +1,5 @@
+import { onAbort } from './on-abort.js';
+
 /** Parks receivers of a queue until something may have made a job ready there. */
 export class WakeSignal {
   private readonly parked = new Map<string, Set<() => void>>();
@@ -15,16 +17,16 @@ export class WakeSignal {
         this.parked.set(queue, set);
       }
       const waiters = set;
-      const unwatch = this.watch?.(queue);
+      const unwatchQueue = this.watch?.(queue);
       const done = () => {
-        unwatch?.();
+        unwatchQueue?.();
         waiters.delete(done);
         if (waiters.size === 0 && this.parked.get(queue) === waiters) this.parked.delete(queue);
-        signal.removeEventListener('abort', done);
+        unwatchSignal();
         resolve();
       };
       waiters.add(done);
-      signal.addEventListener('abort', done, { once: true });
+      const unwatchSignal = onAbort(signal, done);
     });
   }
 

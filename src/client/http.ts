@@ -1,4 +1,4 @@
-import { setMaxListeners } from 'node:events';
+import { onAbort } from '../broker/on-abort.js';
 import { ClosedError, CodedError, StorageUnavailableError } from '../core/index.js';
 import { errorFromResponse } from './errors.js';
 import { type Exchange, type ExchangeRequest, NodeHttpSender } from './node-transport.js';
@@ -54,8 +54,6 @@ export class HttpTransport {
         return { status: response.status, text: await response.text() };
       };
     }
-    // Every request in flight listens to `closing`; many at once is normal, not a leak.
-    setMaxListeners(0, this.closing.signal);
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.headers = {
       accept: 'application/json',
@@ -127,9 +125,10 @@ function linkSignals(signals: (AbortSignal | undefined)[], timeoutMs: number) {
     timedOut = true;
     controller.abort();
   }, timeoutMs);
+  const unwatches: (() => void)[] = [];
   for (const signal of signals) {
     if (signal?.aborted) abort();
-    signal?.addEventListener('abort', abort, { once: true });
+    else if (signal !== undefined) unwatches.push(onAbort(signal, abort));
   }
   return {
     signal: controller.signal,
@@ -137,7 +136,7 @@ function linkSignals(signals: (AbortSignal | undefined)[], timeoutMs: number) {
     timedOut: () => timedOut,
     dispose() {
       clearTimeout(timer);
-      for (const signal of signals) signal?.removeEventListener('abort', abort);
+      for (const unwatch of unwatches) unwatch();
     },
   };
 }

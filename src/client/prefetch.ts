@@ -1,3 +1,4 @@
+import { onAbort } from '../broker/on-abort.js';
 import type { DeliveriesFrame, UnsubscribedFrame, WireDelivery } from '../wire/index.js';
 import { ConnectionLostError, errorFromWire } from './errors.js';
 import type { PushListener, StreamLink } from './stream-link.js';
@@ -75,7 +76,7 @@ export class Prefetch implements PushListener {
     return new Promise((resolve, reject) => {
       const done = () => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        unwatch?.();
         this.waiters.delete(waiter);
         if (this.waiters.size === 0 && this.buffer.length > 0) this.armIdle();
       };
@@ -90,9 +91,9 @@ export class Prefetch implements PushListener {
           reject(error);
         },
       };
-      const onAbort = () => waiter.resolve([]);
-      const timer = setTimeout(onAbort, wait);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const aborted = () => waiter.resolve([]);
+      const timer = setTimeout(aborted, wait);
+      const unwatch = signal === undefined ? undefined : onAbort(signal, aborted);
       this.waiters.add(waiter);
       this.disarmIdle();
       this.raiseToDemand();
@@ -102,19 +103,20 @@ export class Prefetch implements PushListener {
   private watch(signal: AbortSignal | undefined): void {
     if (signal === undefined || signal.aborted || this.consumers.has(signal)) return;
     if (this.consumers.size >= MAX_WATCHED_SIGNALS) {
-      const [oldest, stop] = this.consumers.entries().next().value as [AbortSignal, () => void];
-      oldest.removeEventListener('abort', stop);
+      const [oldest, unwatch] = this.consumers.entries().next().value as [AbortSignal, () => void];
+      unwatch();
       this.consumers.delete(oldest);
     }
     const stopped = () => {
       this.consumers.delete(signal);
+      unwatch();
       // After the abort's other listeners: the consumer's own waiting receive has left by then.
       queueMicrotask(() => {
         if (this.consumers.size === 0 && this.waiters.size === 0) void this.end();
       });
     };
-    signal.addEventListener('abort', stopped, { once: true });
-    this.consumers.set(signal, stopped);
+    const unwatch = onAbort(signal, stopped);
+    this.consumers.set(signal, unwatch);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { onAbort } from '../broker/on-abort.js';
 import type { WireDelivery, WireOperation, WireOutcome } from '../wire/index.js';
 import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
@@ -18,13 +19,14 @@ const AUTO_ACK_RETRY_MS = 100;
 
 function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
     const done = () => {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
+      unwatch?.();
       resolve();
     };
     const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
+    const unwatch = signal === undefined ? undefined : onAbort(signal, done);
   });
 }
 

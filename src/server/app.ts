@@ -8,6 +8,7 @@ import Fastify, {
 } from 'fastify';
 import { pino } from 'pino';
 import type { Broker } from '../broker/index.js';
+import { onAbort } from '../broker/on-abort.js';
 import { ClosedError, ValidationError } from '../core/index.js';
 import { AccessControl, type ApiKeyConfig, authorize, type Principal } from './auth.js';
 import { mapError, ServerError } from './errors.js';
@@ -244,15 +245,15 @@ export async function withSignals<T>(
       controller.abort();
     }
   };
-  const onShutdown = () => controller.abort();
   reply.raw.once('close', onClose);
-  shutdown.addEventListener('abort', onShutdown, { once: true });
+  // Every request in flight watches `shutdown`: one listener on it for all of them.
+  const unwatchShutdown = onAbort(shutdown, () => controller.abort());
   if (shutdown.aborted) controller.abort();
   try {
     return await run(controller.signal, () => gone);
   } finally {
     reply.raw.off('close', onClose);
-    shutdown.removeEventListener('abort', onShutdown);
+    unwatchShutdown();
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Clock } from '../broker/clock.js';
+import { onAbort } from '../broker/on-abort.js';
 
 /**
  * `clock.sleep(ms)` that ends early when `signal` aborts, leaving no listener behind on
@@ -7,12 +8,11 @@ import type { Clock } from '../broker/clock.js';
 export async function abortableSleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
   if (signal.aborted) return;
   const own = new AbortController();
-  const abort = () => own.abort();
-  signal.addEventListener('abort', abort, { once: true });
+  const unwatch = onAbort(signal, () => own.abort());
   try {
     await clock.sleep(ms, own.signal);
   } finally {
-    signal.removeEventListener('abort', abort);
+    unwatch();
     own.abort();
   }
 }

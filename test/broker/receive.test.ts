@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import {
   EngineBroker,
@@ -6,6 +7,7 @@ import {
   type Operation,
   type QueueHandle,
 } from '../../src/index.js';
+import { collectWarnings } from '../process-warnings.js';
 
 // The Broker's receive: long waits without polling, woken by publishes, bounded by `wait`.
 async function setup() {
@@ -127,6 +129,24 @@ describe('receive with wait', () => {
     expect(await receiving).toEqual([]);
     expect(clock.waiting).toBe(0);
     await broker.close();
+  });
+
+  it('many receives waiting on one signal hold one listener on it, and none after', async () => {
+    const { clock, queue, broker } = await setup();
+    const warnings = collectWarnings();
+    const controller = new AbortController();
+    const receiving = Array.from({ length: 40 }, () =>
+      queue.receive({ wait: 20_000, signal: controller.signal }),
+    );
+    while (clock.waiting < 40) await new Promise((resolve) => setImmediate(resolve));
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    controller.abort();
+    expect((await Promise.all(receiving)).flat()).toEqual([]);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    expect(clock.waiting).toBe(0);
+    await broker.close();
+    // Node warns of a leak past ten listeners on one signal (the broker's close signal too).
+    expect(warnings.stop()).toEqual([]);
   });
 
   it('closing the broker answers waiting receives empty', async () => {

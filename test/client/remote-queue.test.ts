@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
 import {
@@ -15,6 +16,7 @@ import {
   ValidationError,
 } from '../../src/core/index.js';
 import { open, silentLogger, work } from '../../src/index.js';
+import { collectWarnings } from '../process-warnings.js';
 import { startTestServer, type TestServer } from '../server/helpers.js';
 
 let server: TestServer;
@@ -200,6 +202,25 @@ describe.each(['stream', 'http'] as const)(
       });
       expect(seen.size).toBe(600);
       expect(await q.stats()).toMatchObject({ ready: 0, active: 0, acks: 600, deliveries: 600 });
+    });
+
+    it('many receives waiting on one signal hold one listener on it; abort answers them all empty', async () => {
+      const q = await client.queue('shared-signal');
+      const warnings = collectWarnings();
+      const controller = new AbortController();
+      const receiving = Array.from({ length: 40 }, () =>
+        q.receive({ wait: 20_000, signal: controller.signal }),
+      );
+      while (getEventListeners(controller.signal, 'abort').length === 0) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      // A round trip after the receives: each of them waits by now.
+      await q.stats();
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+      controller.abort();
+      expect((await Promise.all(receiving)).flat()).toEqual([]);
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+      expect(warnings.stop()).toEqual([]);
     });
 
     it('refuses bad tokens as the in-process queue does, before asking the server', async () => {

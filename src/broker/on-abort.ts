@@ -1,0 +1,52 @@
+/** The listeners of one signal, behind the one listener it holds for them. */
+interface Fanout {
+  readonly listeners: Set<() => void>;
+  readonly dispatch: () => void;
+}
+
+const fanouts = new WeakMap<AbortSignal, Fanout>();
+
+/**
+ * Calls `listener` once when `signal` aborts; returns its removal. However many calls wait on
+ * one signal at once (a hundred receives sharing a consumer's stop signal, every parked receive
+ * of a broker on its close), the signal holds one listener: more than ten on one EventTarget
+ * makes Node warn of a leak, and each would be one more to walk at every add and remove.
+ * Listeners run in the order they were added; one removed before its turn is not called, and
+ * one that throws is reported like a listener of the signal itself and stops no other.
+ * The caller checks `signal.aborted` first: on an aborted signal, `listener` is never called.
+ */
+export function onAbort(signal: AbortSignal, listener: () => void): () => void {
+  let fanout = fanouts.get(signal);
+  if (fanout === undefined) {
+    const listeners = new Set<() => void>();
+    const dispatch = () => {
+      fanouts.delete(signal);
+      for (const each of listeners) {
+        try {
+          each();
+        } catch (error) {
+          reportLater(error);
+        }
+      }
+      listeners.clear();
+    };
+    fanout = { listeners, dispatch };
+    fanouts.set(signal, fanout);
+    signal.addEventListener('abort', dispatch, { once: true });
+  }
+  const { listeners, dispatch } = fanout;
+  const entry = () => listener();
+  listeners.add(entry);
+  return () => {
+    if (!listeners.delete(entry) || listeners.size > 0) return;
+    signal.removeEventListener('abort', dispatch);
+    if (fanouts.get(signal)?.listeners === listeners) fanouts.delete(signal);
+  };
+}
+
+/** As EventTarget reports a listener's exception: uncaught, after the other listeners ran. */
+function reportLater(error: unknown): void {
+  queueMicrotask(() => {
+    throw error;
+  });
+}
