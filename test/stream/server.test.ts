@@ -572,12 +572,18 @@ describe('the stream is bounded', () => {
         ),
       ]),
     );
-    // The metrics name why the server ended it, as the log does.
-    const { body: metrics } = await call<string>(server.baseUrl, 'GET', '/metrics');
+    // The metrics name why the server ended it, as the log does. The log line comes when the
+    // server decides; the count, once the connection has ended (its socket closed).
     const ended = lines.some((line) => line.msg.includes('did not read'))
       ? 'slow-consumer'
       : 'heartbeat-timeout';
-    expect(metrics).toContain(`leaseq_stream_connections_closed_total{reason="${ended}"} 1`);
+    const counted = `leaseq_stream_connections_closed_total{reason="${ended}"} 1`;
+    let metrics = '';
+    for (const until = Date.now() + 5_000; !metrics.includes(counted) && Date.now() < until; ) {
+      metrics = (await call<string>(server.baseUrl, 'GET', '/metrics')).body;
+      if (!metrics.includes(counted)) await settle(50);
+    }
+    expect(metrics).toContain(counted);
     // Pushing stopped at the buffer bound: the rest stayed ready, nothing was lost.
     const after = await stats(server);
     expect(after.ready + after.active).toBe(jobs);
