@@ -273,17 +273,23 @@ export class EngineQueue implements Queue {
       const parked = this.parkOnWake(signal);
       let handedOver: Promise<Delivery[]> | undefined;
       try {
-        const deliveries = await this.run(operation);
-        const now = this.clock.now();
-        if (deliveries.length > 0 || now >= until || signal?.aborted || this.closed.aborted) {
-          return deliveries;
+        let nextEvent: number | undefined;
+        if (this.handle.reserveOnReady !== undefined) {
+          // The engine reserves for us now or, once we wait, in the publish that makes a job
+          // ready, committed with it.
+          const waiting = this.handle.reserveOnReady(this.clock.now(), operation, parked.stop);
+          handedOver = waiting.deliveries;
+          nextEvent = await waiting.armed;
+        } else {
+          const deliveries = await this.run(operation);
+          if (deliveries.length > 0 || this.clock.now() >= until) return deliveries;
+          if (signal?.aborted || this.closed.aborted) return [];
+          nextEvent = await this.handle.nextEventAt();
         }
-        const nextEvent = (await this.handle.nextEventAt()) ?? Number.POSITIVE_INFINITY;
-        const sleepMs = Math.min(until, nextEvent) - now;
+        const now = this.clock.now();
+        const sleepMs = Math.min(until, nextEvent ?? Number.POSITIVE_INFINITY) - now;
         // A lease or delay already due: the next reserve handles it (R3), no need to sleep.
-        if (sleepMs > 0) {
-          // Where the engine can, the publish that makes a job ready reserves it for us too.
-          handedOver = this.handle.reserveOnReady?.(operation, parked.stop);
+        if (sleepMs > 0 && !signal?.aborted && !this.closed.aborted) {
           await Promise.race([
             parked.woken,
             this.clock.sleep(sleepMs, parked.stop),
@@ -296,6 +302,7 @@ export class EngineQueue implements Queue {
       // Released: a job reserved for us meanwhile is ours (it comes with its commit).
       const handed = handedOver === undefined ? [] : await handedOver;
       if (handed.length > 0) return handed;
+      if (this.clock.now() >= until) return [];
     }
   }
 

@@ -78,13 +78,21 @@ export interface QueueHandle {
   /** See `LeaseQueue.nextEventAt`. */
   nextEventAt(): Promise<number | undefined>;
   /**
-   * Optional: waits until a transaction of this engine that makes jobs of this queue ready (a
-   * publish, a nack, a redrive) reserves some for `operation` in that same transaction, and
-   * answers them once it committed; answers none when `signal` aborts first (a reservation
-   * already made still comes, with its commit). Engines with costly commits offer it, so that a
-   * waiting receiver's job costs one commit, not two.
+   * Optional: a receive that waits, for engines with costly commits, so that a waiting
+   * receiver's job costs one commit, not two. Reserves for `operation` from the jobs ready at
+   * `now` (leases due by then reclaimed, as a reserve does), or else in the transaction of this
+   * engine that later makes jobs of this queue ready (a publish, a nack, a redrive), answered
+   * once that committed. Where it can, the receiver is in place before the reserve at `now`
+   * runs, in the engine's order of transactions, so no publish lands between the two unseen.
+   * `deliveries` never rejects: it answers none when `signal` aborts first (a reservation
+   * already made still comes, with its commit). `armed` resolves once the receiver waits, with
+   * the queue's next event (see nextEventAt), or rejects when the storage fails.
    */
-  reserveOnReady?(operation: ReserveOperation, signal: AbortSignal): Promise<Delivery[]>;
+  reserveOnReady?(
+    now: number,
+    operation: ReserveOperation,
+    signal: AbortSignal,
+  ): { deliveries: Promise<Delivery[]>; armed: Promise<number | undefined> };
 }
 
 /** A value bound to a `?` placeholder of a caller's statement. */

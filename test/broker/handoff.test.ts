@@ -56,6 +56,65 @@ describe('SQLite: a waiting receiver is handed its job in the publish transactio
     await broker.close();
   });
 
+  it('a receive waits after one empty reserve and one transaction that arms it, no other', async () => {
+    const { clock, broker, queue, kinds } = await setup();
+    const handle = (queue as unknown as { handle: Record<string, unknown> }).handle;
+    const calls: string[] = [];
+    for (const name of ['run', 'nextEventAt', 'reserveOnReady']) {
+      const method = handle[name] as (...args: unknown[]) => unknown;
+      handle[name] = (...args: unknown[]) => {
+        calls.push(name);
+        return method.apply(handle, args);
+      };
+    }
+    kinds.length = 0;
+    const receiving = queue.receive({ wait: 20_000 });
+    await parked(clock);
+    // Nothing between the reserve that found no job and the handoff being in place: a publish
+    // then lands on a waiting receiver, never between a second reserve and the wait.
+    expect(calls).toEqual(['run', 'reserveOnReady']);
+    expect(kinds).toEqual(['lease', 'lease']);
+    await queue.publish({ id: 'a' });
+    expect((await receiving).map((delivery) => delivery.id)).toEqual(['a']);
+    await broker.close();
+  });
+
+  it('a publish submitted while the receiver arms is handed over in its own commit', async () => {
+    const { broker, queue, kinds } = await setup();
+    await queue.publish({ id: 'warm-up' });
+    await queue.ack((await queue.receive())[0]?.token as number); // the first token block's mark
+    const handle = (queue as unknown as { handle: Record<string, unknown> }).handle;
+    const arm = handle.reserveOnReady as (...args: unknown[]) => unknown;
+    let publishing: Promise<unknown> | undefined;
+    handle.reserveOnReady = (...args: unknown[]) => {
+      const waiting = arm.apply(handle, args);
+      // Submitted before the arming transaction has run.
+      publishing ??= queue.publish({ id: 'a' });
+      return waiting;
+    };
+    kinds.length = 0;
+    const deliveries = await queue.receive({ wait: 20_000 });
+    expect(deliveries.map((delivery) => [delivery.id, delivery.token])).toEqual([['a', 2]]);
+    await publishing;
+    // The empty reserve, the arming (nothing ready yet), the publish that hands the job over.
+    expect(kinds).toEqual(['lease', 'lease', 'durable']);
+    await broker.close();
+  });
+
+  it('arming serves the jobs ready by then: a lease that ran out is taken again at once', async () => {
+    const { clock, broker, queue } = await setup();
+    await queue.publish({ id: 'a' });
+    const [first] = await queue.receive();
+    expect(first?.deadline).toBe(1_100);
+    const receiving = queue.receive({ wait: 20_000 });
+    await parked(clock);
+    clock.advance(100);
+    const [again] = await receiving;
+    expect(again).toMatchObject({ id: 'a', token: 2, deliveryCount: 2, redelivered: true });
+    expect(await queue.ack(first?.token as number)).toBe(false);
+    await broker.close();
+  });
+
   it('first come, first served: one job for two waiting receivers, the next for the other', async () => {
     const { clock, broker, queue } = await setup();
     const first = queue.receive({ wait: 20_000 });

@@ -140,7 +140,11 @@ describe('SQLite fsync: a power loss after commits made without sync', () => {
 
     // The sync after the publish's commit is held: the disk has nothing of it yet.
     const releaseSync = holdLaterSyncs();
-    const received = q.reserveOnReady?.(build.reserve({}), new AbortController().signal);
+    const received = q.reserveOnReady?.(
+      1,
+      build.reserve({}),
+      new AbortController().signal,
+    ).deliveries;
     let returned = false;
     const publish = q.publish(1, { id: 'a' }).then(() => {
       returned = true;

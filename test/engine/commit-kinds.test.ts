@@ -169,7 +169,7 @@ describe('R32 SQLite fsync: a waiting receiver is answered before its publish is
     const log: string[] = [];
     const release = gateLaterSyncs(log);
     const stop = new AbortController();
-    const received = queue.reserveOnReady?.(build.reserve({}), stop.signal);
+    const received = queue.reserveOnReady?.(1, build.reserve({}), stop.signal).deliveries;
     let published = false;
     const publish = queue.publish(1, { id: 'a', payload: 'x' }).then((result) => {
       published = true;
@@ -201,7 +201,11 @@ describe('R32 SQLite fsync: a waiting receiver is answered before its publish is
     const log: string[] = [];
     const release = gateLaterSyncs(log);
     let delivered = false;
-    const received = queue.reserveOnReady?.(build.reserve({}), new AbortController().signal);
+    const received = queue.reserveOnReady?.(
+      0,
+      build.reserve({}),
+      new AbortController().signal,
+    ).deliveries;
     void received?.then(() => {
       delivered = true;
     });

@@ -85,8 +85,48 @@ export class SqlQueue extends OperationHandle {
    * Waits for a job of this queue to be reserved for `operation` by the transaction of this
    * engine that makes it ready, committed with it; none when `signal` aborts first.
    */
-  reserveOnReady(operation: ReserveOperation, signal: AbortSignal): Promise<Delivery[]> {
-    return this.access.handoffs.wait(this.name, operation, signal);
+  reserveOnReady(now: number, operation: ReserveOperation, signal: AbortSignal) {
+    if (this.access.dialect.oneStatement !== undefined) {
+      return this.reserveThenWait(now, operation, signal);
+    }
+    // The receiver waits first; then a transaction of its own serves it from the jobs ready
+    // now. A publish committed before that transaction finds it waiting and hands it its job
+    // in the publish's own transaction, rather than committing (and syncing) first and leaving
+    // the receiver to reserve in another transaction after it.
+    const deliveries = this.access.handoffs.wait(this.name, operation, signal);
+    const armed = this.executor.submit(async (connection, batch) => {
+      const ops = await this.ops(connection, batch);
+      await this.access.handoffs.serve(ops, await ops.advance(now), batch);
+      const next = await ops.computeNextEventAt();
+      return next === Number.POSITIVE_INFINITY ? undefined : next;
+    }, 'lease');
+    return { deliveries, armed };
+  }
+
+  /**
+   * Where a reserve is one statement that locks no queue row (PostgreSQL, shared by nodes), it
+   * runs as that statement, merged with its neighbours; the receiver waits if it took nothing.
+   */
+  private reserveThenWait(now: number, operation: ReserveOperation, signal: AbortSignal) {
+    let answer!: (deliveries: Delivery[] | Promise<Delivery[]>) => void;
+    const deliveries = new Promise<Delivery[]>((resolve) => {
+      answer = resolve;
+    });
+    const armed = this.reserveMerged(now, operation).then(
+      (taken) => {
+        if (taken.length > 0) {
+          answer(taken);
+          return undefined;
+        }
+        answer(this.access.handoffs.wait(this.name, operation, signal));
+        return this.nextEventAt();
+      },
+      (error: unknown) => {
+        answer([]);
+        throw error;
+      },
+    );
+    return { deliveries, armed };
   }
 
   options() {
