@@ -272,6 +272,7 @@ export class EngineQueue implements Queue {
       if (!first && (signal?.aborted || this.closed.aborted)) return [];
       const parked = this.parkOnWake(signal);
       let handedOver: Promise<Delivery[]> | undefined;
+      let failure: { error: unknown } | undefined;
       try {
         let nextEvent: number | undefined;
         if (this.handle.reserveOnReady !== undefined) {
@@ -279,7 +280,12 @@ export class EngineQueue implements Queue {
           // ready, committed with it.
           const waiting = this.handle.reserveOnReady(this.clock.now(), operation, parked.stop);
           handedOver = waiting.deliveries;
-          nextEvent = await waiting.armed;
+          try {
+            nextEvent = await waiting.armed;
+          } catch (error) {
+            // Thrown once what a publish may have handed over meanwhile is ours (below).
+            failure = { error };
+          }
         } else {
           const deliveries = await this.run(operation);
           if (deliveries.length > 0 || this.clock.now() >= until) return deliveries;
@@ -289,7 +295,7 @@ export class EngineQueue implements Queue {
         const now = this.clock.now();
         const sleepMs = Math.min(until, nextEvent ?? Number.POSITIVE_INFINITY) - now;
         // A lease or delay already due: the next reserve handles it (R3), no need to sleep.
-        if (sleepMs > 0 && !signal?.aborted && !this.closed.aborted) {
+        if (failure === undefined && sleepMs > 0 && !signal?.aborted && !this.closed.aborted) {
           await Promise.race([
             parked.woken,
             this.clock.sleep(sleepMs, parked.stop),
@@ -302,6 +308,7 @@ export class EngineQueue implements Queue {
       // Released: a job reserved for us meanwhile is ours (it comes with its commit).
       const handed = handedOver === undefined ? [] : await handedOver;
       if (handed.length > 0) return handed;
+      if (failure !== undefined) throw failure.error;
       if (this.clock.now() >= until) return [];
     }
   }

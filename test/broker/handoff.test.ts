@@ -101,6 +101,32 @@ describe('SQLite: a waiting receiver is handed its job in the publish transactio
     await broker.close();
   });
 
+  it('a storage failure while arming is thrown, unless a publish handed a job over meanwhile', async () => {
+    const { broker, queue } = await setup();
+    const handle = (queue as unknown as { handle: Record<string, unknown> }).handle;
+    const arm = handle.reserveOnReady as (...args: unknown[]) => {
+      deliveries: Promise<unknown>;
+      armed: Promise<unknown>;
+    };
+    const failure = new Error('storage gone');
+    let publishFirst = false;
+    handle.reserveOnReady = (...args: unknown[]) => {
+      const waiting = arm.apply(handle, args);
+      const armed = waiting.armed
+        .then(() => (publishFirst ? queue.publish({ id: 'a' }) : undefined))
+        .then(() => {
+          throw failure;
+        });
+      return { deliveries: waiting.deliveries, armed };
+    };
+    await expect(queue.receive({ wait: 20_000 })).rejects.toBe(failure);
+    publishFirst = true;
+    const deliveries = await queue.receive({ wait: 20_000 });
+    expect(deliveries.map((delivery) => delivery.id)).toEqual(['a']);
+    expect((await queue.inspect()).active.map((live) => live.id)).toEqual(['a']);
+    await broker.close();
+  });
+
   it('arming serves the jobs ready by then: a lease that ran out is taken again at once', async () => {
     const { clock, broker, queue } = await setup();
     await queue.publish({ id: 'a' });

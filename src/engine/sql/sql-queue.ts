@@ -82,8 +82,9 @@ export class SqlQueue extends OperationHandle {
   }
 
   /**
-   * Waits for a job of this queue to be reserved for `operation` by the transaction of this
-   * engine that makes it ready, committed with it; none when `signal` aborts first.
+   * A receive that waits (see QueueHandle.reserveOnReady): reserves for `operation` from the
+   * jobs ready at `now`, or by the transaction of this engine that makes jobs ready later,
+   * committed with it; none when `signal` aborts first.
    */
   reserveOnReady(now: number, operation: ReserveOperation, signal: AbortSignal) {
     if (this.access.dialect.oneStatement !== undefined) {
