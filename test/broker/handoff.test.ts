@@ -56,7 +56,7 @@ describe('SQLite: a waiting receiver is handed its job in the publish transactio
     await broker.close();
   });
 
-  it('a receive waits after one empty reserve and one transaction that arms it, no other', async () => {
+  it('R32 a receive waits after one empty reserve and one transaction that arms it, no other', async () => {
     const { clock, broker, queue, kinds } = await setup();
     const handle = (queue as unknown as { handle: Record<string, unknown> }).handle;
     const calls: string[] = [];
@@ -79,7 +79,7 @@ describe('SQLite: a waiting receiver is handed its job in the publish transactio
     await broker.close();
   });
 
-  it('a publish submitted while the receiver arms is handed over in its own commit', async () => {
+  it('R32 a publish submitted while the receiver arms is handed over in its own commit', async () => {
     const { broker, queue, kinds } = await setup();
     await queue.publish({ id: 'warm-up' });
     await queue.ack((await queue.receive())[0]?.token as number); // the first token block's mark
@@ -127,7 +127,7 @@ describe('SQLite: a waiting receiver is handed its job in the publish transactio
     await broker.close();
   });
 
-  it('arming serves the jobs ready by then: a lease that ran out is taken again at once', async () => {
+  it('R3 arming serves the jobs ready by then: a lease that ran out is taken again at once', async () => {
     const { clock, broker, queue } = await setup();
     await queue.publish({ id: 'a' });
     const [first] = await queue.receive();
