@@ -143,18 +143,22 @@ async function consume(args: ConsumeChildArgs): Promise<void> {
   await go;
 
   let count = 0;
-  const report = (delivery: Delivery, ok: boolean): void => {
+  /**
+   * An upper bound of the ack's `now`, read after the ack returned. The ack ran at this clock's
+   * time or at the queue's, whichever was later (clockMode 'follow'), and another process whose
+   * clock runs a little ahead can have raised the queue's. This clock is then behind the
+   * reservation: the queue's time, read after the ack and never going back, bounds it instead.
+   */
+  const ackedBy = async (reservedAt: number): Promise<number> => {
+    const clock = broker.clock.now();
+    return clock >= reservedAt ? clock : (await queue.stats()).queueTime;
+  };
+  const report = async (delivery: Delivery, ok: boolean): Promise<void> => {
     count += 1;
-    emit({
-      kind: 'delivery',
-      id: delivery.id,
-      token: delivery.token,
-      // The deadline is the reservation's `now` plus the visibility (no maxLease).
-      reservedAt: delivery.deadline - visibility,
-      // An upper bound of the ack's `now`: it was read from this clock before the call.
-      ackedAt: broker.clock.now(),
-      ok,
-    });
+    // The deadline is the reservation's `now` plus the visibility (no maxLease).
+    const reservedAt = delivery.deadline - visibility;
+    const ackedAt = await ackedBy(reservedAt);
+    emit({ kind: 'delivery', id: delivery.id, token: delivery.token, reservedAt, ackedAt, ok });
   };
   const loop = async (): Promise<void> => {
     for (;;) {
@@ -168,9 +172,9 @@ async function consume(args: ConsumeChildArgs): Promise<void> {
       }
       if (deliveries.length > 1 && random() < 0.3) {
         const oks = await queue.ackMany(deliveries.map((delivery) => delivery.token));
-        deliveries.forEach((delivery, index) => {
-          report(delivery, oks[index] === true);
-        });
+        await Promise.all(
+          deliveries.map((delivery, index) => report(delivery, oks[index] === true)),
+        );
       } else {
         await Promise.all(
           deliveries.map(async (delivery) => report(delivery, await queue.ack(delivery.token))),

@@ -42,28 +42,46 @@ describe('group commit: calls with a one-statement form', () => {
       release: () => {},
     }));
 
-  it('two groups of one tick run as two statements, in order, without a transaction', async () => {
+  it('up to four groups of one tick run as statements, in order, without a transaction', async () => {
     const log: string[] = [];
     const run = executor(log);
     const answers = await Promise.all([
       run.submitMerged(merged(log, 'ack', 1)),
       run.submitMerged(merged(log, 'ack', 2)),
       run.submitMerged(merged(log, 'reserve', 3)),
+      run.submitMerged(merged(log, 'ack', 4)),
+      run.submitMerged(merged(log, 'reserve', 5)),
+      run.submitMerged(merged(log, 'reserve', 6)),
     ]);
-    expect(answers).toEqual([1, 2, 3]);
-    expect(log).toEqual(['direct ack 1,2', 'direct reserve 3']);
+    expect(answers).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(log).toEqual([
+      'direct ack 1,2',
+      'direct reserve 3',
+      'direct ack 4',
+      'direct reserve 5,6',
+    ]);
   });
 
-  it('three groups of one tick run in one transaction', async () => {
+  it('five groups of one tick run in one transaction', async () => {
     const log: string[] = [];
     const run = executor(log);
     const answers = await Promise.all([
       run.submitMerged(merged(log, 'ack', 1)),
       run.submitMerged(merged(log, 'reserve', 2)),
       run.submitMerged(merged(log, 'ack', 3)),
+      run.submitMerged(merged(log, 'reserve', 4)),
+      run.submitMerged(merged(log, 'ack', 5)),
     ]);
-    expect(answers).toEqual([1, 2, 3]);
-    expect(log).toEqual(['begin', 'run ack 1', 'run reserve 2', 'run ack 3', 'commit']);
+    expect(answers).toEqual([1, 2, 3, 4, 5]);
+    expect(log).toEqual([
+      'begin',
+      'run ack 1',
+      'run reserve 2',
+      'run ack 3',
+      'run reserve 4',
+      'run ack 5',
+      'commit',
+    ]);
   });
 });
 

@@ -113,7 +113,7 @@ interface Pending {
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /** Most one-statement groups in a batch that run one by one rather than in one transaction. */
-const MAX_DIRECT_GROUPS = 2;
+const MAX_DIRECT_GROUPS = 4;
 
 /**
  * Group commit: calls that arrive while a transaction runs are collected and committed together
@@ -257,10 +257,11 @@ export class GroupCommitExecutor {
   }
 
   /**
-   * How many leading calls form a merge group to run alone as its one statement, or 0. Two
-   * such groups (a worker's acks beside its next receive) cost a round trip each, fewer than
-   * one general transaction of both (measured on PostgreSQL: 0.99 against 1.48 ms for an ack
-   * and a reserve); with more, one transaction does better.
+   * How many leading calls form a merge group to run alone as its one statement, or 0. Up to
+   * four such groups (a server's acks interleaved with its connections' refills: `ack, reserve,
+   * ack, reserve`) cost a round trip each, yet take no lock that other nodes wait for; one
+   * general transaction of them holds the queue's ack lock exclusively until it commits
+   * (measured on PostgreSQL through two servers: 3.6k → 5.8k jobs/s, lock waits 50% → 2%).
    */
   private leadingDirectGroup(): number {
     let groups = 0;
