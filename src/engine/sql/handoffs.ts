@@ -66,23 +66,33 @@ export class Handoffs {
     for (const entry of [...(this.receivers.get(queue) ?? [])]) {
       if (ops.q.ready === 0) return;
       if (entry.heldBy !== undefined || entry.stopped || entry.done) continue;
+      // Held from before the reserve: a receiver that stops waiting while it runs (a round
+      // trip on PostgreSQL) is answered by this transaction, never left out of a reservation
+      // made for it (its job would stay leased to nobody until the lease ran out).
+      entry.heldBy = batch;
       let deliveries: Delivery[];
       try {
         deliveries = await ops.reserve(now, entry.operation);
       } catch (error) {
+        this.letGo(queue, entry);
         // Refused for this receiver (its session ended): it learns why at its own next call.
         if (error instanceof LeaseqError && !(error instanceof ClockError)) continue;
         throw error;
       }
-      if (deliveries.length === 0) continue;
-      entry.heldBy = batch;
+      if (deliveries.length === 0) {
+        this.letGo(queue, entry);
+        continue;
+      }
       // A reservation need not be on disk (R21): answered once it is visible (R32).
       batch.afterVisible(() => this.end(queue, entry, deliveries));
-      batch.afterRollback(() => {
-        entry.heldBy = undefined;
-        if (entry.stopped) this.end(queue, entry, []);
-      });
+      batch.afterRollback(() => this.letGo(queue, entry));
     }
+  }
+
+  /** No longer held by a transaction: it waits on, or ends if its wait ended meanwhile. */
+  private letGo(queue: string, entry: Waiting): void {
+    entry.heldBy = undefined;
+    if (entry.stopped) this.end(queue, entry, []);
   }
 
   private end(queue: string, entry: Waiting, deliveries: Delivery[]): void {
