@@ -86,7 +86,9 @@ export interface QueueHandle {
    * runs, in the engine's order of transactions, so no publish lands between the two unseen.
    * `deliveries` never rejects: it answers none when `signal` aborts first (a reservation
    * already made still comes, with its commit). `armed` resolves once the receiver waits, with
-   * the queue's next event (see nextEventAt), or rejects when the storage fails.
+   * the queue's next event (see nextEventAt) or a time before it (a bound the engine keeps: the
+   * receiver then looks again early, at the cost of a reserve), or rejects when the storage
+   * fails.
    */
   reserveOnReady?(
     now: number,

@@ -202,6 +202,48 @@ describe('R21 PostgreSQL: one round trip per reserve and ack, reservations fence
     }
   });
 
+  it('a receive that goes on to wait learns when to look again from its reserve: one round trip, no lock of its own', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const engine = await openEngine(url);
+    const stop = new AbortController();
+    try {
+      const queue = await engine.queue('arming', { visibility: 1000 });
+      const arm = queue.reserveOnReady?.bind(queue);
+      if (arm === undefined) throw new Error('PostgreSQL queues wait in the engine');
+      await queue.publishBatch(0, [{ id: 'a' }]);
+      expect(await queue.reserve(1)).toMatchObject([{ id: 'a', token: 1, deadline: 1001 }]);
+      // A reserve that does not go on to wait uses the plain function: it has no use for the time.
+      const plain = await roundTrips(async () => expect(await queue.reserve(2)).toEqual([]));
+      expect(plain).toHaveLength(1);
+      expect(plain[0]).toContain('leaseq_reserve(');
+      let waiting: ReturnType<typeof arm> | undefined;
+      const sent = await roundTrips(async () => {
+        waiting = arm(2, build.reserve({ max: 1 }), stop.signal);
+        // The lease of 'a' is the next event: the receiver sleeps at most until then.
+        expect(await waiting.armed).toBe(1001);
+      });
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toContain('leaseq_reserve_next');
+      // A publish hands its job to the waiting receiver, committed with it.
+      await queue.publishBatch(3, [{ id: 'b' }]);
+      expect(await waiting?.deliveries).toMatchObject([{ id: 'b', token: 2 }]);
+      // Acked, the leases leave the stored bound behind them: a receiver may wake early for
+      // nothing. Waking at that time, its reserve takes the general path, which finds the exact
+      // next event (none), and the bound with it.
+      expect(await queue.ackMany(4, [1, 2])).toEqual([true, true]);
+      expect(await arm(5, build.reserve({ max: 1 }), stop.signal).armed).toBe(1001);
+      expect(await engine.queue('arming').then((handle) => handle.nextEventAt())).toBeUndefined();
+      expect(await arm(1001, build.reserve({ max: 1 }), stop.signal).armed).toBeUndefined();
+      const after = await roundTrips(async () => {
+        expect(await arm(1002, build.reserve({ max: 1 }), stop.signal).armed).toBeUndefined();
+      });
+      expect(after).toHaveLength(1);
+    } finally {
+      stop.abort();
+      await engine.close();
+    }
+  });
+
   it('acks of two engines on one queue, tallied apart from its row, add up; R2 sees their time', async (context) => {
     if (skip !== undefined) context.skip(skip);
     const [one, two] = [await openEngine(url), await openEngine(url)];

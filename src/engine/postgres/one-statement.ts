@@ -4,25 +4,30 @@ import { TOKEN_BLOCK } from '../sql/token-block.js';
 import type { PostgresConnection } from './postgres-connection.js';
 
 /**
- * Reserve and ack in one round trip each: functions of the schema (migration 0013) that do the
- * common case and answer `fallback` for the rest. A reservation commits without waiting for the
+ * Reserve and ack in one round trip each: functions of the schema (migrations 0013, 0016) that do
+ * the common case and answer `fallback` for the rest. A reservation commits without waiting for the
  * WAL flush (R21) unless it raised its queue's token mark.
  */
 export const POSTGRES_ONE_STATEMENT: OneStatementOps = {
   // The connection is always a PostgresConnection here: the dialect is PostgreSQL's alone.
-  async reserve(connection, { queue, now, max, visibility, followClock }) {
-    const rows = await (connection as PostgresConnection).queryPrepared<
-      TakenJob & { fallback: boolean }
-    >('leaseq_reserve', 'SELECT * FROM leaseq_reserve(?, ?, ?, ?, ?, ?)', [
-      queue,
-      now,
-      max,
-      visibility ?? null,
-      followClock ? 'true' : 'false',
-      TOKEN_BLOCK,
-    ]);
-    if (rows[0]?.fallback) return undefined;
-    return rows;
+  async reserve(connection, { queue, now, max, visibility, followClock, withNextEvent }) {
+    // The plain function where no next event is wanted: the other wraps it, at a cost per call.
+    const name = withNextEvent ? 'leaseq_reserve_next' : 'leaseq_reserve';
+    const rows = await (connection as PostgresConnection).queryPrepared<ReserveRow>(
+      name,
+      `SELECT * FROM ${name}(?, ?, ?, ?, ?, ?)`,
+      [queue, now, max, visibility ?? null, followClock ? 'true' : 'false', TOKEN_BLOCK],
+    );
+    const [first] = rows;
+    if (first?.fallback) return undefined;
+    if (first === undefined || first.id === null) {
+      if (!withNextEvent) return { jobs: [] };
+      // Nothing taken: the one row that says so carries the next event (SQL NULL: none).
+      if (first === undefined) return undefined;
+      const at = first.next_event_at;
+      return { jobs: [], next: { at: at === null ? undefined : Number(at) } };
+    }
+    return { jobs: rows as TakenJob[] };
   },
   async ack(connection, { queue, now, tokens, followClock }) {
     const rows = await (connection as PostgresConnection).queryPrepared<{
@@ -38,6 +43,15 @@ export const POSTGRES_ONE_STATEMENT: OneStatementOps = {
     return new Set(rows.map((row) => row.token));
   },
 };
+
+/**
+ * A row of leaseq_reserve or leaseq_reserve_next: a job taken, a fallback, or (the latter's, id
+ * null) nothing taken, with the next event.
+ */
+type ReserveRow = { fallback: boolean; next_event_at?: number | null } & (
+  | TakenJob
+  | { [K in keyof TakenJob]: null }
+);
 
 /**
  * R21 on PostgreSQL: a transaction that handed out tokens above its queue's mark raises the

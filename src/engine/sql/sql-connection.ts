@@ -101,6 +101,16 @@ export interface TakenJob {
   deadline: number;
 }
 
+/** What a one-statement reserve answers. */
+export interface OneStatementReserve {
+  jobs: TakenJob[];
+  /**
+   * Asked for (`withNextEvent`) and no job taken: the queue's stored next event, a time at or
+   * before the exact one (`at` undefined: none), which a receiver that goes on to wait sleeps to.
+   */
+  next?: { at: number | undefined };
+}
+
 /** The one-statement forms of reserve and ack; each answers undefined, changing nothing, where it does not apply. */
 export interface OneStatementOps {
   /** A reserve without a session, acked by the consumer. */
@@ -112,8 +122,9 @@ export interface OneStatementOps {
       max: number;
       visibility: number | undefined;
       followClock: boolean;
+      withNextEvent: boolean;
     },
-  ): Promise<TakenJob[] | undefined>;
+  ): Promise<OneStatementReserve | undefined>;
   /** The tokens among `tokens` that were live and are now acked. */
   ack(
     connection: SqlConnection,

@@ -53,7 +53,9 @@ export class SqlQueue extends OperationHandle {
     if (reserves !== undefined) {
       const maxes = reserves.map((operation) => operation.max);
       return spread(
-        this.reserveMerged(now, { ...(reserves[0] as ReserveOperation), max: sum(maxes) }),
+        this.reserveMerged(now, { ...(reserves[0] as ReserveOperation), max: sum(maxes) }).then(
+          (reserved) => reserved.deliveries,
+        ),
         maxes,
       );
     }
@@ -113,14 +115,15 @@ export class SqlQueue extends OperationHandle {
     const deliveries = new Promise<Delivery[]>((resolve) => {
       answer = resolve;
     });
-    const armed = this.reserveMerged(now, operation).then(
-      (taken) => {
-        if (taken.length > 0) {
-          answer(taken);
+    const armed = this.reserveMerged(now, operation, true).then(
+      (reserved) => {
+        if (reserved.deliveries.length > 0) {
+          answer(reserved.deliveries);
           return undefined;
         }
         answer(this.access.handoffs.wait(this.name, operation, signal));
-        return this.nextEventAt();
+        // Learnt with the reserve where it could be: no transaction of its own.
+        return reserved.next === undefined ? this.nextEventAt() : reserved.next.at;
       },
       (error: unknown) => {
         answer([]);
@@ -169,13 +172,17 @@ export class SqlQueue extends OperationHandle {
   }
 
   /** Concurrent reserves at one tick with the same options take their jobs in one statement. */
-  private reserveMerged(now: number, operation: ReserveOperation) {
+  private reserveMerged(
+    now: number,
+    operation: ReserveOperation,
+    withNextEvent = false,
+  ): Promise<Reserved> {
     const { visibility, session, ack } = operation;
     const oneStatement = this.access.dialect.oneStatement;
     return this.executor.submitMerged(
       {
         key: `reserve\u0000${this.name}\u0000${this.mergeTime(now)}\u0000${visibility}\u0000${session}\u0000${ack}`,
-        arg: { now, max: operation.max },
+        arg: { now, max: operation.max, withNextEvent },
         run: async (connection, batch, args: ReserveArg[]) => {
           const ops = await this.ops(connection, batch);
           const maxes = args.map((arg) => arg.max);
@@ -185,7 +192,7 @@ export class SqlQueue extends OperationHandle {
             session,
             ack,
           });
-          return inParts(deliveries, maxes);
+          return inParts(deliveries, maxes).map((part): Reserved => ({ deliveries: part }));
         },
         // A `now` that is no time at all takes the general path, which refuses it (R2).
         ...(oneStatement === undefined || session !== undefined || ack === 'auto' || !isTime(now)
@@ -197,17 +204,25 @@ export class SqlQueue extends OperationHandle {
                 args: ReserveArg[],
               ) => {
                 const maxes = args.map((arg) => arg.max);
-                const taken = await oneStatement.reserve(connection, {
+                const reserved = await oneStatement.reserve(connection, {
                   queue: this.name,
                   now: latest(args),
                   max: sum(maxes),
                   visibility,
                   followClock: this.access.followClock,
+                  withNextEvent: args.some((arg) => arg.withNextEvent),
                 });
-                if (taken === undefined) return undefined;
-                taken.sort((a, b) => a.token - b.token);
-                const deliveries = taken.map((row) => deliveryOf(row, row.deadline));
-                return inParts(deliveries, maxes);
+                if (reserved === undefined) return undefined;
+                const { jobs, next } = reserved;
+                if (jobs.length === 0) {
+                  return args.map(
+                    (): Reserved =>
+                      next === undefined ? { deliveries: [] } : { deliveries: [], next },
+                  );
+                }
+                jobs.sort((a, b) => a.token - b.token);
+                const deliveries = jobs.map((row) => deliveryOf(row, row.deadline));
+                return inParts(deliveries, maxes).map((part): Reserved => ({ deliveries: part }));
               },
             }),
       },
@@ -292,10 +307,23 @@ function sameReserves(operations: readonly Operation[]): ReserveOperation[] | un
   return operations.every(same) ? (operations as ReserveOperation[]) : undefined;
 }
 
-/** One call's part of a merged reserve: its time and how many jobs it takes at most. */
+/**
+ * A merged reserve's answer to one of its calls. `next`: the reserve took nothing and learnt
+ * the queue's next event with it (a time at or before the exact one; undefined: none).
+ */
+interface Reserved {
+  deliveries: Delivery[];
+  next?: { at: number | undefined };
+}
+
+/**
+ * One call's part of a merged reserve: its time, how many jobs it takes at most, and whether it
+ * would go on to wait if it took none (and so wants the queue's next event).
+ */
 interface ReserveArg {
   now: number;
   max: number;
+  withNextEvent: boolean;
 }
 
 /** One call's part of a merged ack: its time and its tokens. */
