@@ -49,7 +49,7 @@ export async function openPostgresEngine(
   const target = redactUrl(url);
   const pool = new pg.Pool({ connectionString: url, types, max: 4, connectionTimeoutMillis: 5000 });
   pool.on('error', () => undefined); // an idle client's failure surfaces on its next use
-  let listener: pg.Client | undefined;
+  let listener: WakeListener | undefined;
   // Clients that ran the after-crash check (it must come before a client's first transaction).
   const checked = new WeakSet<pg.PoolClient>();
   try {
@@ -77,6 +77,7 @@ export async function openPostgresEngine(
         return Number(result.rows[0]?.ms);
       },
       translateError: (error) => (isConnectionFailure(error) ? unavailable(error, target) : error),
+      beforeWait: () => listener?.ensure(),
       acquire: async () => {
         const pooled = await connect(pool, target);
         if (!checked.has(pooled)) {
@@ -105,14 +106,15 @@ export async function openPostgresEngine(
         };
       },
       shutdown: async () => {
-        await listener?.end().catch(() => undefined);
+        await listener?.close();
         await pool.end();
       },
     });
-    listener = await listen(url, target, (queue) => engine.wakes.wake(queue));
+    listener = new WakeListener(url, target, (queue) => engine.wakes.wake(queue));
+    await listener.open();
     return engine;
   } catch (error) {
-    await listener?.end().catch(() => undefined);
+    await listener?.close();
     await pool.end().catch(() => undefined);
     throw error;
   }
@@ -126,25 +128,58 @@ async function connect(pool: pg.Pool, target: string): Promise<pg.PoolClient> {
   }
 }
 
-/** A dedicated connection that hears other processes' wake-ups (LISTEN/NOTIFY). */
-async function listen(
-  url: string,
-  target: string,
-  wake: (queue: string) => void,
-): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url, types });
-  client.on('error', () => undefined);
-  client.on('notification', (message) => {
-    if (message.channel === WAKE_CHANNEL && message.payload) wake(message.payload);
-  });
-  try {
-    await client.connect();
-    await client.query(`LISTEN ${WAKE_CHANNEL}`);
-  } catch (error) {
-    await client.end().catch(() => undefined);
-    throw unavailable(error, target);
+/**
+ * A dedicated connection that hears other processes' wake-ups (LISTEN/NOTIFY). Lost (PostgreSQL
+ * restarted, the backend ended), it is opened again when a receiver next waits: the engine sets
+ * no timer of its own, and a receiver that waits meanwhile sees the jobs when its wait ends.
+ */
+class WakeListener {
+  private client: pg.Client | undefined;
+  private opening: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly target: string,
+    private readonly wake: (queue: string) => void,
+  ) {}
+
+  async open(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, types });
+    client.on('error', () => undefined);
+    client.on('end', () => {
+      if (this.client === client) this.client = undefined;
+    });
+    client.on('notification', (message) => {
+      if (message.channel === WAKE_CHANNEL && message.payload) this.wake(message.payload);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${WAKE_CHANNEL}`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw unavailable(error, this.target);
+    }
+    if (this.closed) await client.end().catch(() => undefined);
+    else this.client = client;
   }
-  return client;
+
+  /** Opens the connection again if it was lost; a failure is tried again at the next call. */
+  ensure(): void {
+    if (this.closed || this.client !== undefined || this.opening !== undefined) return;
+    this.opening = this.open()
+      .catch(() => undefined)
+      .finally(() => {
+        this.opening = undefined;
+      });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.opening;
+    await this.client?.end().catch(() => undefined);
+    this.client = undefined;
+  }
 }
 
 function unavailable(error: unknown, target: string): Error {

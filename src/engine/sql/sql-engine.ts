@@ -57,6 +57,11 @@ export interface SqlEngineParts {
    * storages without notifications: read while receivers wait, so they wake on others' writes.
    */
   foreignWriteVersion?: () => number;
+  /**
+   * A receiver is about to wait: where other processes' wake-ups come over a connection of its
+   * own (PostgreSQL's LISTEN), the engine opens it again here if it was lost.
+   */
+  beforeWait?: () => void;
 }
 
 /** The Engine over SQL storage: queues are rows, jobs are rows, and every call is a transaction. */
@@ -94,6 +99,7 @@ export class SqlEngine implements Engine {
   }
 
   watchWakes(queue: string): () => void {
+    this.parts.beforeWait?.();
     return this.foreignWrites?.watch(queue) ?? (() => {});
   }
 

@@ -1,0 +1,72 @@
+import pg from 'pg';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { EngineBroker, ManualClock } from '../../src/broker/index.js';
+import { openEngine } from '../../src/engine/index.js';
+import { POSTGRES_URL, postgresSkipReason } from '../crash/postgres.js';
+
+/**
+ * Receivers of one process hear other processes' publishes over a connection of its own
+ * (LISTEN). PostgreSQL restarting, or the backend ending, loses it: it is opened again when a
+ * receiver next waits, so wake-ups come back instead of stopping for good.
+ */
+const APP = `leaseq_wakes_${process.pid}`;
+const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}application_name=${APP}`;
+let skip: string | undefined;
+
+beforeAll(async () => {
+  skip = await postgresSkipReason();
+});
+
+async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The backends of this test's engine that listen for wake-ups. */
+async function listeners(): Promise<number[]> {
+  return admin(async (client) => {
+    const { rows } = await client.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN %'`,
+      [APP],
+    );
+    return rows.map((row) => row.pid);
+  });
+}
+
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+describe('PostgreSQL: wake-ups from other processes', () => {
+  it('come back after the listening connection is lost: a receiver that waits opens it again', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const clock = new ManualClock(1_000);
+    const here = new EngineBroker(await openEngine(url), { clock });
+    const elsewhere = await openEngine(POSTGRES_URL);
+    const name = `wakes-${process.pid}`;
+    const stop = new AbortController();
+    try {
+      const queue = await here.queue(name);
+      const other = await elsewhere.queue(name);
+      const [lost] = await listeners();
+      expect(lost).toBeDefined();
+      await admin((client) => client.query('SELECT pg_terminate_backend($1)', [lost]));
+      await until(async () => (await listeners()).length === 0);
+      const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
+      await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
+      await other.publish(clock.now(), { id: 'from-elsewhere' });
+      // Woken by the notification: the manual clock never moves, so its wait never ends.
+      expect(await receiving).toMatchObject([{ id: 'from-elsewhere', token: 1 }]);
+    } finally {
+      stop.abort();
+      await here.deleteQueue(name).catch(() => undefined);
+      await here.close();
+      await elsewhere.close();
+    }
+  });
+});
