@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { StorageUnavailableError } from '../../src/core/index.js';
 import { openEngine, redactUrl } from '../../src/engine/index.js';
 
@@ -31,6 +32,20 @@ export async function postgresSkipReason(): Promise<string | undefined> {
     if (process.env.CI === 'true' || !unreachable) throw error;
     const message = error instanceof Error ? error.message : String(error);
     return `PostgreSQL unreachable at ${redactUrl(POSTGRES_URL)} (${message}); set LEASEQ_TEST_POSTGRES_URL, or CI=true to make this a failure`;
+  }
+}
+
+/** Runs `work` on a client of its own at `url` (by default the tests' database), ended after. */
+export async function withPostgresClient<T>(
+  work: (client: pg.Client) => Promise<T>,
+  url = POSTGRES_URL,
+): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
   }
 }
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/core/index.js';
 import { openEngine } from '../../src/engine/index.js';
 import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
-import { POSTGRES_URL, postgresSkipReason } from '../crash/postgres.js';
+import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
 
 /**
  * R21 on PostgreSQL: a reserve and an ack are one round trip each; reservations commit without
@@ -17,14 +17,8 @@ const SCHEMA = `leaseq_r21_${process.pid}`;
 const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${SCHEMA}`)}`;
 let skip: string | undefined;
 
-async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
+function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  return withPostgresClient(work, url);
 }
 
 beforeAll(async () => {

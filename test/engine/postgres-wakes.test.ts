@@ -1,8 +1,7 @@
-import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
 import { openEngine } from '../../src/engine/index.js';
-import { POSTGRES_URL, postgresSkipReason } from '../crash/postgres.js';
+import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
 
 /**
  * Receivers of one process hear other processes' publishes over a connection of its own
@@ -17,19 +16,9 @@ beforeAll(async () => {
   skip = await postgresSkipReason();
 });
 
-async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
 /** The backends of this test's engine that listen for wake-ups. */
 async function listeners(): Promise<number[]> {
-  return admin(async (client) => {
+  return withPostgresClient(async (client) => {
     const { rows } = await client.query<{ pid: number }>(
       `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN %'`,
       [APP],
@@ -55,7 +44,7 @@ describe('PostgreSQL: wake-ups from other processes', () => {
       const other = await elsewhere.queue(name);
       const [lost] = await listeners();
       expect(lost).toBeDefined();
-      await admin((client) => client.query('SELECT pg_terminate_backend($1)', [lost]));
+      await withPostgresClient((client) => client.query('SELECT pg_terminate_backend($1)', [lost]));
       await until(async () => (await listeners()).length === 0);
       const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
       await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
