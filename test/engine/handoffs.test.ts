@@ -40,7 +40,7 @@ function slowOps() {
   return { ops, answer, reserveStarted };
 }
 
-describe('handoffs to waiting receivers', () => {
+describe('R32: handoffs to waiting receivers', () => {
   it('a receiver that stops waiting while its job is being reserved still gets it, with the commit', async () => {
     const handoffs = new Handoffs();
     const stop = new AbortController();
