@@ -31,6 +31,12 @@ export type WorkerState = 'created' | 'running' | 'closing' | 'closed';
 
 /** Fetch-loop retry delays after failed receives, ms. */
 const FETCH_RETRY = { baseDelay: 100, maxDelay: 30_000 };
+/**
+ * Jobs whose handler ended and whose ack (or nack) has not answered yet: at least this many
+ * may be in hand, however low the concurrency. A worker of concurrency 1 with fast handlers
+ * otherwise waits a whole ack round trip (a sync, over the network) for every other job.
+ */
+export const MIN_SETTLING = 16;
 
 /**
  * Consumes one queue: reserves at most `concurrency` jobs at a time (long-waiting for work),
@@ -280,15 +286,16 @@ export class Worker<P = unknown> {
   /**
    * Slots for handlers: `concurrency` run at once. A job whose handler ended frees its slot
    * while its ack travels, so the next job starts without waiting for that answer; the jobs
-   * being settled are at most as many again, which bounds the leases in hand to twice the
-   * concurrency.
+   * being settled are at most as many again, or MIN_SETTLING where that is more, which bounds
+   * the leases in hand.
    */
   private freeSlots(): number {
     const { concurrency } = this.options;
     const running = this.inHand.size - this.settling.size;
+    const mostInHand = concurrency + Math.max(concurrency, MIN_SETTLING);
     return Math.max(
       0,
-      Math.min(concurrency - running, 2 * concurrency - this.inHand.size) - this.reserving,
+      Math.min(concurrency - running, mostInHand - this.inHand.size) - this.reserving,
     );
   }
 

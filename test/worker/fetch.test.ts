@@ -4,6 +4,7 @@ import { StorageUnavailableError } from '../../src/core/index.js';
 import { open as openBroker } from '../../src/index.js';
 import { Gate, silentLogger } from '../../src/testing/index.js';
 import { type OutcomeRecord, Worker, work } from '../../src/worker/index.js';
+import { MIN_SETTLING } from '../../src/worker/worker.js';
 import { describeEngines, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
@@ -155,40 +156,53 @@ describeEngines(engines, 'fetch loop', (open, engine) => {
   });
 });
 
-it('starts the next job while the last ack travels; leases in hand stay within twice the concurrency', async () => {
-  const broker = await openBroker('memory:');
-  const inner = await broker.queue('acks-on-their-way');
-  await inner.publishBatch(['a', 'b', 'c', 'd', 'e', 'f'].map((id) => ({ id })));
-  const acks = new Gate();
-  const held = (call: () => Promise<unknown>) => acks.pass().then(call);
-  const queue = new Proxy(inner, {
-    get(target, key) {
-      if (key === 'ack') return (token: number) => held(() => target.ack(token));
-      if (key === 'ackMany') return (tokens: number[]) => held(() => target.ackMany(tokens));
-      const value = Reflect.get(target, key, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-  const started: string[] = [];
-  const worker = await work(queue, async (job) => void started.push(job.id), {
-    concurrency: 2,
-    logger: silentLogger,
-  });
-  const until = async (test: () => boolean) => {
-    for (let tries = 0; !test(); tries++) {
-      if (tries > 500) throw new Error('not reached');
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-  };
-  // a and b ended, their acks held: c and d run without waiting for them, e does not.
-  await until(() => started.length === 4);
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  expect(started).toEqual(['a', 'b', 'c', 'd']);
-  expect(worker.metrics().inHand).toBe(4);
-  expect(await inner.stats()).toMatchObject({ active: 4, ready: 2 });
-  acks.open();
-  await until(() => worker.metrics().outcomes.acked === 6);
-  expect(started).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
-  await worker.close();
-  await broker.close();
-});
+it.each([
+  // Below MIN_SETTLING, the jobs being settled may still number MIN_SETTLING.
+  { concurrency: 2, mostInHand: 2 + MIN_SETTLING },
+  // From it on, they are at most as many as the concurrency.
+  { concurrency: MIN_SETTLING + 4, mostInHand: 2 * (MIN_SETTLING + 4) },
+])(
+  'starts the next jobs while acks travel; leases in hand stay within $mostInHand at concurrency $concurrency',
+  async ({ concurrency, mostInHand }) => {
+    const broker = await openBroker('memory:');
+    const inner = await broker.queue('acks-on-their-way');
+    const ids = Array.from(
+      { length: mostInHand + 3 },
+      (_, i) => `job-${String(i).padStart(3, '0')}`,
+    );
+    await inner.publishBatch(ids.map((id) => ({ id })));
+    const acks = new Gate();
+    const held = (call: () => Promise<unknown>) => acks.pass().then(call);
+    const queue = new Proxy(inner, {
+      get(target, key) {
+        if (key === 'ack') return (token: number) => held(() => target.ack(token));
+        if (key === 'ackMany') return (tokens: number[]) => held(() => target.ackMany(tokens));
+        const value = Reflect.get(target, key, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const started: string[] = [];
+    const worker = await work(queue, async (job) => void started.push(job.id), {
+      concurrency,
+      logger: silentLogger,
+    });
+    const until = async (test: () => boolean) => {
+      for (let tries = 0; !test(); tries++) {
+        if (tries > 500) throw new Error('not reached');
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    };
+    // Every handler ends at once and its ack is held: the next jobs start without waiting for
+    // those answers, up to the bound, and no further.
+    await until(() => started.length === mostInHand);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(started).toEqual(ids.slice(0, mostInHand));
+    expect(worker.metrics().inHand).toBe(mostInHand);
+    expect(await inner.stats()).toMatchObject({ active: mostInHand, ready: 3 });
+    acks.open();
+    await until(() => worker.metrics().outcomes.acked === ids.length);
+    expect(started).toEqual(ids);
+    await worker.close();
+    await broker.close();
+  },
+);
