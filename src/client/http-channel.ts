@@ -43,16 +43,16 @@ export class HttpChannel implements Channel {
   }
 
   /**
-   * Waits longer than one request may carry are several long polls. A long poll answers with
-   * what is ready when it wakes, at most the server's maxBatch; a receive that does not wait
-   * and asks for more takes them as several reserves of one batch.
+   * A receive that does not wait is a `reserve` operation, coalesced with the other calls of
+   * its tick into one batch request (several reserves of it when it asks for more than
+   * maxBatch), so concurrent consumers cost one request, not one each. Waits longer than one
+   * request may carry are several long polls; a long poll answers with what is ready when it
+   * wakes, at most the server's maxBatch.
    */
   async receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]> {
     const { wait, signal, ...asked } = request;
     const { maxBatch } = this.settings;
-    if (wait === 0 && (asked.max ?? 1) > maxBatch) {
-      return unwrap((await this.execute(queue, [reserveToWire(asked)]))[0]);
-    }
+    if (wait === 0) return unwrap((await this.execute(queue, [reserveToWire(asked)]))[0]);
     const reserve = { ...asked, max: Math.min(asked.max ?? 1, maxBatch) };
     const until = Date.now() + wait;
     for (;;) {

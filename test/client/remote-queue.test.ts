@@ -315,7 +315,30 @@ describe('open(url) reaches a server', () => {
       'GET /v1/queues/via-open',
       'PUT /v1/queues/via-open',
       'POST /v1/queues/via-open/operations',
-      'POST /v1/queues/via-open/receive',
+      // A receive that does not wait is a reserve operation in a batch request.
+      'POST /v1/queues/via-open/operations',
     ]);
+  });
+
+  it('sends concurrent receives that do not wait as one batch request, and long polls as receives', async () => {
+    const seen: string[] = [];
+    const counting: typeof fetch = (input, init) => {
+      seen.push(`${init?.method} ${String(input).replace(server.baseUrl, '')}`);
+      return fetch(input, init);
+    };
+    const broker = await open(server.baseUrl, { fetch: counting });
+    const q = await broker.queue('coalesced');
+    await q.publishBatch(Array.from({ length: 10 }, (_, i) => ({ id: `j${i}` })));
+    seen.length = 0;
+    const received = await Promise.all(Array.from({ length: 8 }, () => q.receive({ max: 1 })));
+    expect(received.map((deliveries) => deliveries.length)).toEqual(new Array(8).fill(1));
+    expect(new Set(received.map((deliveries) => deliveries[0]?.id)).size).toBe(8);
+    expect(seen).toEqual(['POST /v1/queues/coalesced/operations']);
+    // A receive that waits is a long poll of its own; the two jobs left are ready, so it answers at once.
+    expect((await q.receive({ max: 5, wait: 1000 })).map((d) => d.id)).toEqual(['j8', 'j9']);
+    expect(seen.at(-1)).toBe('POST /v1/queues/coalesced/receive');
+    // A refused receive is its typed error, as from the receive route.
+    await expect(q.receive({ max: 0 })).rejects.toBeInstanceOf(ValidationError);
+    await broker.close();
   });
 });
