@@ -300,12 +300,18 @@ describe('open(url) reaches a server', () => {
     client = await openRemote(server.baseUrl);
   });
 
-  it('opens http:// URLs through the remote client, with an injectable fetch', async () => {
+  /** A fetch that notes each request's method and path. */
+  function countingFetch(): { seen: string[]; counting: typeof fetch } {
     const seen: string[] = [];
     const counting: typeof fetch = (input, init) => {
       seen.push(`${init?.method} ${String(input).replace(server.baseUrl, '')}`);
       return fetch(input, init);
     };
+    return { seen, counting };
+  }
+
+  it('opens http:// URLs through the remote client, with an injectable fetch', async () => {
+    const { seen, counting } = countingFetch();
     const broker = await open(server.baseUrl, { fetch: counting });
     const q = await broker.queue('via-open');
     await q.publish({ id: 'x', payload: [1, 2] });
@@ -321,11 +327,7 @@ describe('open(url) reaches a server', () => {
   });
 
   it('sends concurrent receives that do not wait as one batch request, and long polls as receives', async () => {
-    const seen: string[] = [];
-    const counting: typeof fetch = (input, init) => {
-      seen.push(`${init?.method} ${String(input).replace(server.baseUrl, '')}`);
-      return fetch(input, init);
-    };
+    const { seen, counting } = countingFetch();
     const broker = await open(server.baseUrl, { fetch: counting });
     const q = await broker.queue('coalesced');
     await q.publishBatch(Array.from({ length: 10 }, (_, i) => ({ id: `j${i}` })));
