@@ -330,17 +330,24 @@ describe('open(url) reaches a server', () => {
     const { seen, counting } = countingFetch();
     const broker = await open(server.baseUrl, { fetch: counting });
     const q = await broker.queue('coalesced');
-    await q.publishBatch(Array.from({ length: 10 }, (_, i) => ({ id: `j${i}` })));
+    await q.publishBatch(
+      Array.from({ length: 11 }, (_, i) => ({ id: `j${String(i).padStart(2, '0')}` })),
+    );
     seen.length = 0;
     const received = await Promise.all(Array.from({ length: 8 }, () => q.receive({ max: 1 })));
     expect(received.map((deliveries) => deliveries.length)).toEqual(new Array(8).fill(1));
     expect(new Set(received.map((deliveries) => deliveries[0]?.id)).size).toBe(8);
     expect(seen).toEqual(['POST /v1/queues/coalesced/operations']);
-    // A receive that waits is a long poll of its own; the two jobs left are ready, so it answers at once.
-    expect((await q.receive({ max: 5, wait: 1000 })).map((d) => d.id)).toEqual(['j8', 'j9']);
+    // A receive that waits is a long poll of its own; jobs are ready, so it answers at once.
+    expect((await q.receive({ max: 2, wait: 1000 })).map((d) => d.id)).toEqual(['j08', 'j09']);
     expect(seen.at(-1)).toBe('POST /v1/queues/coalesced/receive');
-    // A refused receive is its typed error, as from the receive route.
-    await expect(q.receive({ max: 0 })).rejects.toBeInstanceOf(ValidationError);
+    // One the server refuses (a lease beyond its maxVisibilityMs) is its typed error and takes
+    // nothing.
+    await expect(q.receive({ max: 1, visibility: 43_200_001 })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
+    expect(seen.at(-1)).toBe('POST /v1/queues/coalesced/operations');
+    expect(await q.stats()).toMatchObject({ ready: 1, active: 10 });
     await broker.close();
   });
 });
