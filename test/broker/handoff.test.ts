@@ -51,7 +51,7 @@ describe('SQLite: a waiting receiver is handed its job in the publish transactio
         redelivered: false,
       },
     ]);
-    expect(kinds).toEqual(['durable']);
+    expect(kinds).toEqual(['durable', 'sync']);
     expect(await queue.ack(2)).toBe(true);
     await broker.close();
   });
@@ -97,7 +97,7 @@ describe('SQLite: a waiting receiver is handed its job in the publish transactio
     expect(deliveries.map((delivery) => [delivery.id, delivery.token])).toEqual([['a', 2]]);
     await publishing;
     // The empty reserve, the arming (nothing ready yet), the publish that hands the job over.
-    expect(kinds).toEqual(['lease', 'lease', 'durable']);
+    expect(kinds).toEqual(['lease', 'lease', 'durable', 'sync']);
     await broker.close();
   });
 

@@ -157,6 +157,13 @@ describe('SQLite fsync: a power loss after commits made without sync', () => {
     // Power lost now: the publish, which never returned, is gone, and the delivery with it.
     const lost = join(dir, 'lost.db');
     powerLossCopy(path, synced, lost);
+
+    // Power kept: once the publish returned, the disk has it, handed over and all.
+    releaseSync();
+    await publish;
+    const kept = join(dir, 'kept.db');
+    powerLossCopy(path, statSync(`${path}-wal`).size, kept);
+
     const restarted = await fsyncEngine(lost);
     const again = await restarted.queue('jobs');
     expect(await again.job('a')).toBeUndefined();
@@ -167,11 +174,6 @@ describe('SQLite fsync: a power loss after commits made without sync', () => {
     expect(fresh?.token).toBeGreaterThan(2);
     expect(await again.ack(3, 2)).toBe(false);
 
-    // Power kept: once the publish returned, the disk has it, handed over and all.
-    releaseSync();
-    await publish;
-    const kept = join(dir, 'kept.db');
-    powerLossCopy(path, statSync(`${path}-wal`).size, kept);
     const survived = await (await fsyncEngine(kept)).queue('jobs');
     expect((await survived.inspect()).active).toMatchObject([{ id: 'a', token: 2 }]);
   });

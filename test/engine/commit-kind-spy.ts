@@ -4,10 +4,11 @@ import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 
 /**
  * The kind of every SQLite transaction begun from now on, in order (R21: what its commit waits
- * for). The spy is undone by `vi.restoreAllMocks()`.
+ * for), and `sync` for every sync of the WAL made after commits (R32: `laterSync`). The spy is
+ * undone by `vi.restoreAllMocks()`.
  */
-export function recordCommitKinds(): CommitKind[] {
-  const kinds: CommitKind[] = [];
+export function recordCommitKinds(): (CommitKind | 'sync')[] {
+  const kinds: (CommitKind | 'sync')[] = [];
   const begin = SqliteConnection.prototype.begin;
   vi.spyOn(SqliteConnection.prototype, 'begin').mockImplementation(function (
     this: SqliteConnection,
@@ -23,6 +24,13 @@ export function recordCommitKinds(): CommitKind[] {
   ) {
     kinds.push('durable');
     return beginSyncedLater.call(this);
+  });
+  const syncCommitted = SqliteConnection.prototype.syncCommitted;
+  vi.spyOn(SqliteConnection.prototype, 'syncCommitted').mockImplementation(function (
+    this: SqliteConnection,
+  ) {
+    kinds.push('sync');
+    return syncCommitted.call(this);
   });
   return kinds;
 }

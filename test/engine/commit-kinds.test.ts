@@ -12,8 +12,9 @@ import { holdLaterSyncs, recordCommitKinds } from './commit-kind-spy.js';
 
 /**
  * R21 on SQLite: which commits wait for a sync. Publishes, acks and every other change of a
- * job commit durably (synchronous FULL); reservations, extensions, heartbeats and reads only
- * move leases and commit without waiting (NORMAL), a synced mark fencing their tokens.
+ * job commit durably: their callers are answered after a sync of the WAL that follows the
+ * commit (`sync` below). Reservations, extensions, heartbeats and reads only move leases and
+ * are answered at their commit, a synced mark fencing their tokens.
  */
 const dir = mkdtempSync(join(tmpdir(), 'leaseq-commit-kinds-'));
 afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -43,25 +44,26 @@ describe('R21 SQLite fsync: what each commit waits for', () => {
     const { engine, queue, during } = await recordedEngine();
     expect(
       await during(() => queue.publishBatch(0, [{ id: 'a' }, { id: 'b' }, { id: 'c' }])),
-    ).toEqual(['durable']);
-    // The first token of a block: its reservation, then the synced mark before the answer.
-    expect(await during(() => queue.reserve(1))).toEqual(['lease', 'durable']);
+    ).toEqual(['durable', 'sync']);
+    // The first token of a block: its reservation raises the mark, answered after a sync.
+    expect(await during(() => queue.reserve(1))).toEqual(['lease', 'sync']);
     expect(await during(() => queue.reserve(1))).toEqual(['lease']);
     expect(await during(() => queue.extend(2, 2, 500))).toEqual(['lease']);
-    expect(await during(() => queue.ack(2, 1))).toEqual(['durable']);
-    expect(await during(() => queue.nack(2, 2))).toEqual(['durable']);
+    expect(await during(() => queue.ack(2, 1))).toEqual(['durable', 'sync']);
+    expect(await during(() => queue.nack(2, 2))).toEqual(['durable', 'sync']);
     const session = await queue.openSession(2);
     expect(await during(() => queue.heartbeat(3, session))).toEqual(['lease']);
     expect(await during(() => queue.stats(3))).toEqual(['lease']);
     expect(await during(() => queue.inspect())).toEqual(['lease']);
-    expect(await during(() => queue.closeSession(3, session))).toEqual(['durable']);
+    expect(await during(() => queue.closeSession(3, session))).toEqual(['durable', 'sync']);
     expect(await during(() => queue.execute(4, [build.reserve({}), build.extend(3, 100)]))).toEqual(
       ['lease'],
     );
     expect(await during(() => queue.execute(4, [build.reserve({}), build.ack(3)]))).toEqual([
       'durable',
+      'sync',
     ]);
-    expect(await during(() => queue.redrive(4))).toEqual(['durable']);
+    expect(await during(() => queue.redrive(4))).toEqual(['durable', 'sync']);
     await engine.close();
   });
 
@@ -76,26 +78,23 @@ describe('R21 SQLite fsync: what each commit waits for', () => {
       Promise.all([queue.reserve(1), queue.reserve(1), queue.reserve(1), queue.ack(1, 1)]),
     );
     // The leading lease-only calls are answered without waiting for the ack's sync.
-    expect(kinds).toEqual(['lease', 'durable']);
+    expect(kinds).toEqual(['lease', 'durable', 'sync']);
     await engine.close();
   });
 
-  it('the mark is raised once per block of tokens, in the same commit when that one is durable', async () => {
+  it('the mark is raised once per block of tokens, in the same commit, answered after a sync', async () => {
     const { engine, queue, during } = await recordedEngine();
     await queue.publishBatch(
       0,
       Array.from({ length: TOKEN_BLOCK + 2 }, (_, index) => ({ id: `j${index}` })),
     );
-    expect(await during(() => queue.reserve(1, { max: TOKEN_BLOCK }))).toEqual([
-      'lease',
-      'durable',
-    ]);
+    expect(await during(() => queue.reserve(1, { max: TOKEN_BLOCK }))).toEqual(['lease', 'sync']);
     // Token TOKEN_BLOCK + 1 is within the mark raised to the first token + TOKEN_BLOCK.
     expect(await during(() => queue.reserve(1))).toEqual(['lease']);
-    // Past the mark inside a durable batch: raised there, no second commit.
+    // Past the mark inside a durable batch: raised there, one sync for both.
     expect(
       await during(() => queue.execute(2, [build.publish({ id: 'x' }), build.reserve({ max: 2 })])),
-    ).toEqual(['durable']);
+    ).toEqual(['durable', 'sync']);
     expect(await during(() => queue.reserve(2))).toEqual(['lease']);
     await engine.close();
   });
@@ -144,7 +143,12 @@ describe('R21 SQLite fsync: what each commit waits for', () => {
     await expect(os.syncCommitted()).rejects.toThrow(/nothing to sync after/);
     wal.close();
     const rollbackJournal = new Database(join(dir, 'later-delete.db'));
-    expect(new SqliteConnection(rollbackJournal, 'FULL').laterSync).toBeUndefined();
+    const journalled = new SqliteConnection(rollbackJournal, 'FULL');
+    expect(journalled.laterSync).toBeUndefined();
+    // Without a later sync there is no token fence: a reservation's commit syncs itself.
+    await journalled.begin('lease');
+    expect(rollbackJournal.pragma('synchronous', { simple: true })).toBe(2);
+    await journalled.commit();
     rollbackJournal.close();
   });
 });
@@ -220,15 +224,11 @@ describe('R32 SQLite fsync: a waiting receiver is answered before its publish is
     await engine.close();
   });
 
-  it('with no receiver waiting, a publish commits at FULL and no later sync is made', async () => {
+  it('with no receiver waiting, a publish is answered after one sync of its commit', async () => {
     const { engine, queue } = await engineWithMark();
-    const log: string[] = [];
-    const release = gateLaterSyncs(log);
-    release();
     const kinds = recordCommitKinds();
     await queue.publish(1, { id: 'a' });
-    expect(kinds).toEqual(['durable']);
-    expect(log).toEqual([]);
+    expect(kinds).toEqual(['durable', 'sync']);
     await engine.close();
   });
 });

@@ -102,36 +102,39 @@ describe('R32 group commit: answers before a later sync', () => {
     } satisfies SqlConnection;
   }
 
-  const executor = (connection: SqlConnection, syncLater: boolean) =>
+  const executor = (connection: SqlConnection) =>
     new GroupCommitExecutor(
       async () => ({ connection, release: () => {} }),
       (error) => error,
       true,
-      () => syncLater,
     );
 
   /** A durable call that hands something to a waiting receiver (`afterVisible`). */
   const handingOver = (log: string[], hold = false) => ({
     call: async (_connection: SqlConnection, batch: BatchContext) => {
-      if (hold) batch.holdAnswersForSync();
+      if (hold) batch.syncBeforeAnswers();
       batch.afterVisible(() => log.push('receiver answered'));
       return 'published';
     },
   });
 
-  const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+  /** Turns of the event loop until `done`, at most 100. */
+  const until = async (done: () => boolean) => {
+    for (let turn = 0; turn < 100 && !done(); turn++) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    expect(done()).toBe(true);
+  };
 
   it('a receiver is answered once the batch commits, its caller once the sync ended', async () => {
     const log: string[] = [];
     const syncs: (() => void)[] = [];
-    const run = executor(laterSyncConnection(log, syncs), true);
+    const run = executor(laterSyncConnection(log, syncs));
     const published = run.submit(handingOver(log).call).then((value) => {
       log.push(value);
     });
-    await settle();
-    await settle();
+    await until(() => syncs.length === 1);
     expect(log).toEqual(['begin, synced later', 'commit', 'receiver answered', 'sync']);
-    expect(syncs).toHaveLength(1);
     syncs[0]?.();
     await published;
     expect(log.at(-1)).toBe('published');
@@ -140,38 +143,109 @@ describe('R32 group commit: answers before a later sync', () => {
   it('nothing is answered before the sync where the batch holds its answers (a raised mark)', async () => {
     const log: string[] = [];
     const syncs: (() => void)[] = [];
-    const run = executor(laterSyncConnection(log, syncs), true);
+    const run = executor(laterSyncConnection(log, syncs));
     const published = run.submit(handingOver(log, true).call);
-    await settle();
-    await settle();
+    await until(() => syncs.length === 1);
     expect(log).toEqual(['begin, synced later', 'commit', 'sync']);
     syncs[0]?.();
     expect(await published).toBe('published');
     expect(log).toEqual(['begin, synced later', 'commit', 'sync', 'receiver answered']);
   });
 
-  it('with no receiver waiting, a durable batch commits as before', async () => {
+  it('a lease batch that holds its answers waits for a sync after its commit too', async () => {
     const log: string[] = [];
-    const run = executor(laterSyncConnection(log, []), false);
-    expect(await run.submit(handingOver(log).call)).toBe('published');
-    expect(log).toEqual(['begin', 'commit', 'receiver answered']);
+    const syncs: (() => void)[] = [];
+    const run = executor(laterSyncConnection(log, syncs));
+    let answered = false;
+    const reserved = run
+      .submit(async (_connection, batch) => {
+        batch.syncBeforeAnswers();
+        return 'reserved';
+      }, 'lease')
+      .then((value) => {
+        answered = true;
+        return value;
+      });
+    await until(() => syncs.length === 1);
+    expect(log).toEqual(['begin', 'commit', 'sync']);
+    expect(answered).toBe(false);
+    syncs[0]?.();
+    expect(await reserved).toBe('reserved');
   });
 
   it('a lease batch never waits for a later sync', async () => {
     const log: string[] = [];
-    const run = executor(laterSyncConnection(log, []), true);
+    const run = executor(laterSyncConnection(log, []));
     expect(await run.submit(async () => 'reserved', 'lease')).toBe('reserved');
     expect(log).toEqual(['begin', 'commit']);
+  });
+
+  it('calls set going by the answers of a batch commit before its sync, and one sync serves them all', async () => {
+    const log: string[] = [];
+    const syncs: (() => void)[] = [];
+    const run = executor(laterSyncConnection(log, syncs));
+    let second: Promise<string> | undefined;
+    // A durable ack and a lease reserve in one batch: the reserve is answered at the commit,
+    // and what its caller does next (the next ack) joins the same sync.
+    const first = run.submit(async () => 'acked 1');
+    const reserve = run
+      .submit(async () => 'reserved', 'lease')
+      .then((value) => {
+        log.push(value);
+        second = run.submit(async () => 'acked 2');
+      });
+    await until(() => syncs.length === 1);
+    await reserve;
+    expect(log).toEqual([
+      'begin, synced later',
+      'commit',
+      'reserved',
+      'begin, synced later',
+      'commit',
+      'sync',
+    ]);
+    syncs[0]?.();
+    expect(await first).toBe('acked 1');
+    expect(await second).toBe('acked 2');
+    expect(syncs).toHaveLength(1);
+  });
+
+  it('calls that keep coming do not hold a sync back for long', async () => {
+    const log: string[] = [];
+    const syncs: (() => void)[] = [];
+    const run = executor(laterSyncConnection(log, syncs));
+    let calls = 0;
+    let stopped = false;
+    // Each answer sets the next durable call going at once: there is always more to commit.
+    const next = (): void => {
+      calls += 1;
+      if (calls < 100_000 && syncs.length === 0 && !stopped) {
+        void run.submit(async () => 'acked');
+        void run.submit(async () => 'reserved', 'lease').then(next);
+      }
+    };
+    next();
+    await until(() => syncs.length === 1);
+    stopped = true;
+    expect(calls).toBeLessThan(100_000);
+    let drained = false;
+    const draining = run.drain().then(() => {
+      drained = true;
+    });
+    await until(() => {
+      for (const release of syncs.splice(0)) release();
+      return drained;
+    });
+    await draining;
   });
 
   it('a failed sync fails its batch and every call after it: nothing builds on what may be lost', async () => {
     const log: string[] = [];
     const syncs: (() => void)[] = [];
     const failure = new Error('EIO: the disk is gone');
-    const run = executor(laterSyncConnection(log, syncs, failure), true);
+    const run = executor(laterSyncConnection(log, syncs, failure));
     const published = run.submit(handingOver(log).call);
-    await settle();
-    await settle();
+    await until(() => syncs.length === 1);
     const queued = run.submit(async () => 'after');
     syncs[0]?.();
     await expect(published).rejects.toBe(failure);

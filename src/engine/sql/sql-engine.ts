@@ -83,8 +83,6 @@ export class SqlEngine implements Engine {
       parts.acquire,
       parts.translateError,
       parts.leaseCommitsFaster ?? false,
-      // A publish then hands its jobs to those receivers before its sync (R32).
-      () => this.access.handoffs.waiting(),
     );
     this.access = {
       dialect: parts.dialect,

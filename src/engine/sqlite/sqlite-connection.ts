@@ -11,6 +11,7 @@ export class SqliteConnection implements SqlConnection {
   private level: SyncLevel;
   private readonly walSync: WalSync | undefined;
   readonly laterSync: SqlConnection['laterSync'];
+  private readonly leaseLevel: SyncLevel;
 
   /** `durableLevel`: the `synchronous` level of durable commits (NORMAL in the 'os' mode). */
   constructor(
@@ -27,6 +28,9 @@ export class SqliteConnection implements SqlConnection {
         sync: () => this.syncCommitted(),
       };
     }
+    // Without a later sync there is no token fence (see tokenFence): a reservation's commit
+    // then syncs too, so that no token is handed out twice across a power loss.
+    this.leaseLevel = durableLevel === 'FULL' && this.laterSync === undefined ? 'FULL' : 'NORMAL';
   }
 
   /** Lets go of the WAL file (before the database closes). */
@@ -65,7 +69,7 @@ export class SqliteConnection implements SqlConnection {
   }
 
   async begin(kind: CommitKind = 'durable'): Promise<void> {
-    this.open(kind === 'durable' ? this.durableLevel : 'NORMAL');
+    this.open(kind === 'durable' ? this.durableLevel : this.leaseLevel);
   }
 
   /** Makes every commit so far durable (`laterSync.sync`): the WAL, synced as FULL would. */

@@ -13,7 +13,7 @@ import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
 import { SqliteConnection } from './sqlite-connection.js';
-import { continueAboveHighWater, fenceTokens, lowerHighWater } from './token-fence.js';
+import { continueAboveHighWater, lowerHighWater, tokenFence } from './token-fence.js';
 
 const DIALECT: SqlDialect = {
   lockRow: '',
@@ -57,7 +57,8 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     const connection = new SqliteConnection(db, fsync ? 'FULL' : 'NORMAL');
     // Only where some commits sync and others do not can a crash lose a token's commit alone.
-    const dialect: SqlDialect = fsync ? { ...DIALECT, fenceTokens } : DIALECT;
+    const fenced = connection.laterSync !== undefined;
+    const dialect: SqlDialect = fenced ? { ...DIALECT, fenceTokens: tokenFence() } : DIALECT;
     await migrate(
       connection,
       dialect,
@@ -73,7 +74,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       foreignWriteVersion: () => db.pragma('data_version', { simple: true }) as number,
       dialect,
       followClock: checkClockMode(options.clockMode) === 'follow',
-      leaseCommitsFaster: fsync,
+      leaseCommitsFaster: fenced,
       translateError: (error) => translateSqliteError(error, target),
       acquire: async () => {
         if (busy) throw new Error('sqlite connection used by two transactions at once');

@@ -1,41 +1,43 @@
-import type { BatchContext } from '../sql/executor.js';
-import type { SqlConnection } from '../sql/sql-connection.js';
+import type { SqlConnection, SqlDialect } from '../sql/sql-connection.js';
 import { TOKEN_BLOCK } from '../sql/token-block.js';
 
 /**
  * Keeps tokens unique across a power loss (R21). A reservation commits without a sync of its
  * own, so a power loss can discard it together with the queue's token counter, and the
- * counter would then hand its tokens out again. So no token is answered before a synced
- * commit has stored a high-water mark at or above it: within the mark, reservations need no
- * sync; past it, the mark is raised by a block, in this transaction when it is durable anyway
- * or else in a durable one right after it, before any answer goes out. After a crash the
- * counter restarts above the mark (`continueAboveHighWater`).
+ * counter would then hand its tokens out again. So no token is answered before a sync has put
+ * a high-water mark at or above it on disk: within such a mark, reservations need no sync;
+ * past it, the mark is raised by a block in the same transaction, whose answers then wait for
+ * a sync after its commit. After a crash the counter restarts above the mark
+ * (`continueAboveHighWater`).
+ *
+ * A mark read from the file is trusted only once this connection synced the WAL after reading
+ * it: another process (or this one, in a batch whose sync still runs) may have committed it
+ * without its sync yet. Trusted is the exact value seen: a mark lowered by another process's
+ * clean close (`lowerHighWater`) and raised again is a value never seen before, so it is synced
+ * again before it is trusted.
  */
-export async function fenceTokens(
-  connection: SqlConnection,
-  batch: BatchContext,
-  queue: string,
-  nextToken: number,
-): Promise<void> {
-  const [stored] = await connection.query<{ high: number }>(
-    'SELECT token_high_water AS high FROM leaseq_queues WHERE name = ?',
-    [queue],
-  );
-  const handedOut = nextToken - 1;
-  if (stored === undefined || handedOut <= stored.high) return;
-  const raise = async (target: SqlConnection) => {
-    await target.run(
-      'UPDATE leaseq_queues SET token_high_water = MAX(token_high_water, ?) WHERE name = ?',
-      [handedOut + TOKEN_BLOCK, queue],
+export function tokenFence(): NonNullable<SqlDialect['fenceTokens']> {
+  const synced = new Map<string, number>();
+  return async (connection, batch, queue, nextToken) => {
+    const [stored] = await connection.query<{ high: number }>(
+      'SELECT token_high_water AS high FROM leaseq_queues WHERE name = ?',
+      [queue],
     );
+    if (stored === undefined) return;
+    const handedOut = nextToken - 1;
+    if (handedOut <= stored.high && synced.get(queue) === stored.high) return;
+    let mark = stored.high;
+    if (handedOut > mark) {
+      mark = handedOut + TOKEN_BLOCK;
+      await connection.run('UPDATE leaseq_queues SET token_high_water = ? WHERE name = ?', [
+        mark,
+        queue,
+      ]);
+    }
+    // Tokens below the mark go out only once it is on disk, even a waiting receiver's.
+    batch.syncBeforeAnswers();
+    batch.afterCommit(() => synced.set(queue, mark));
   };
-  if (batch.kind === 'durable') {
-    await raise(connection);
-    // Tokens below the new mark go out only once it is on disk, even a waiting receiver's.
-    batch.holdAnswersForSync();
-  } else {
-    batch.durableAfterCommit(raise);
-  }
 }
 
 /**
