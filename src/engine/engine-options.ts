@@ -1,7 +1,7 @@
 import { ValidationError } from '../core/index.js';
 
 export interface EngineOptions {
-  /** SQLite: 'fsync' (synchronous FULL, the default) or 'os' (NORMAL: survives a process crash, not a power loss). */
+  /** SQLite: 'fsync' (publishes and acks synced before they return, the default) or 'os' (nothing synced: survives a process crash, not a power loss). */
   durability?: 'fsync' | 'os';
   /**
    * 'strict' (default): a `now` behind a queue's clock is a ClockError (R2), as in the core.

@@ -30,9 +30,10 @@ const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 /**
  * Opens (creating when missing) a SQLite file in WAL mode. `durability: 'fsync'` (default)
- * commits publishes, acks and every other durable change with synchronous=FULL, and what only
- * moves leases with NORMAL, its tokens fenced by a synced high-water mark (R21); 'os' commits
- * everything with NORMAL (survives a process crash, not power loss).
+ * answers publishes, acks and every other durable change only once the WAL is synced after
+ * their commit (as synchronous=FULL would), and what only moves leases at its commit, its
+ * tokens fenced by a synced high-water mark (R21); 'os' syncs nothing (survives a process
+ * crash, not power loss).
  */
 export async function openSqliteEngine(path: string, options: EngineOptions = {}): Promise<Engine> {
   const durability = options.durability ?? 'fsync';
