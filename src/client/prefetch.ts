@@ -45,8 +45,14 @@ export interface PrefetchSettings {
  */
 export class Prefetch implements PushListener {
   private buffer: WireDelivery[] = [];
-  /** Held deliveries by receipt → this client's time at which their lease ends. */
+  /** Held deliveries by receipt → their lease's deadline, in the server's time. */
   private readonly leaseEnds = new Map<string, number>();
+  /**
+   * How far the server's clock is ahead of this client's, as the last push said (its `now`):
+   * deadlines are the server's, and a held delivery's lease ends by the server's clock. A
+   * server whose clock jumped ends the leases by the new time; the next push tells.
+   */
+  private serverAhead = 0;
   private readonly waiters = new Set<Waiter>();
   private subscription: number | undefined;
   private opening: Promise<void> | undefined;
@@ -167,7 +173,7 @@ export class Prefetch implements PushListener {
 
   private dropExpired(): void {
     if (this.buffer.length === 0) return;
-    const now = Date.now();
+    const now = Date.now() + this.serverAhead;
     this.buffer = this.buffer.filter((delivery) => {
       if ((this.leaseEnds.get(delivery.receipt) ?? Number.POSITIVE_INFINITY) > now) return true;
       this.leaseEnds.delete(delivery.receipt);
@@ -188,10 +194,9 @@ export class Prefetch implements PushListener {
       if (frame.error !== undefined) this.failWaiters(errorFromWire(frame.error));
       return;
     }
-    const received = Date.now();
-    for (const delivery of frame.deliveries) {
-      this.leaseEnds.set(delivery.receipt, received + (delivery.deadline - frame.now));
-    }
+    this.serverAhead = frame.now - Date.now();
+    for (const delivery of frame.deliveries)
+      this.leaseEnds.set(delivery.receipt, delivery.deadline);
     this.buffer.push(...frame.deliveries);
     for (const waiter of [...this.waiters]) {
       const held = this.takeLive(waiter.max);
@@ -288,10 +293,15 @@ export class Prefetch implements PushListener {
    * more delivery of the job (R13 counts them), for as long as nobody takes it.
    */
   private armIdle(): void {
+    // Held ones whose lease already ended are the server's: they set no time for the rest.
+    this.dropExpired();
+    if (this.buffer.length === 0) return;
     let due = Date.now() + this.settings.idleMs;
     for (const delivery of this.buffer) {
-      const leaseEnd = this.leaseEnds.get(delivery.receipt);
-      if (leaseEnd !== undefined) due = Math.min(due, leaseEnd - GIVE_BACK_AHEAD_MS);
+      const deadline = this.leaseEnds.get(delivery.receipt);
+      if (deadline !== undefined) {
+        due = Math.min(due, deadline - this.serverAhead - GIVE_BACK_AHEAD_MS);
+      }
     }
     if (this.idleTimer !== undefined) {
       if (this.idleDue <= due) return;

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RemoteBroker } from '../../src/client/index.js';
+import { ManualClock } from '../../src/index.js';
 import { startTestServer, type TestServer } from '../server/helpers.js';
 
 const open: { close(): Promise<unknown> }[] = [];
@@ -92,5 +93,36 @@ describe('deliveries held by the client over the stream', () => {
     const [again] = await queue.receive({ max: 1, wait: 5000 });
     expect(again?.id).toBe('e');
     expect(again?.deliveryCount).toBeLessThanOrEqual(2);
+  });
+
+  it("are dropped by the server's clock, not the client's: a lease the server's clock ended is never handed out", async () => {
+    // The server's clock jumps two minutes ahead while the client holds two 60 s leases.
+    const clock = new ManualClock(1_000_000);
+    const server = await startTestServer({ clock });
+    open.push(server);
+    const client = new RemoteBroker(server.baseUrl, { transport: 'stream' });
+    open.push(client);
+    const queue = await client.queue('jobs', { visibility: 60_000 });
+    await queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    const first = await queue.receive({ max: 2, wait: 5000 });
+    await queue.ackMany(first.map((delivery) => delivery.token));
+    await queue.publishBatch([{ id: 'c' }, { id: 'd' }]);
+    const until = async (done: (stats: { active: number; redeliveries: number }) => boolean) => {
+      for (let tries = 0; tries < 300 && !done(await queue.stats()); tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    await until((stats) => stats.active === 2);
+    clock.advance(120_000);
+    // The server takes the credit of the ended leases back and pushes both jobs again, with the
+    // time of the push: the client's first two, held since before the jump, are stale.
+    await until((stats) => stats.redeliveries === 2);
+    const later = await queue.receive({ max: 2, wait: 5000 });
+    expect(later.map((delivery) => [delivery.id, delivery.deliveryCount])).toEqual([
+      ['c', 2],
+      ['d', 2],
+    ]);
+    expect(await queue.ackMany(later.map((delivery) => delivery.token))).toEqual([true, true]);
+    expect(await queue.stats()).toMatchObject({ acks: 4, staleAcks: 0 });
   });
 });
