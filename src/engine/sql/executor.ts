@@ -12,8 +12,8 @@ export class BatchContext {
   private readonly afterHooks: (() => void)[] = [];
   private readonly visibleHooks: (() => void)[] = [];
   private readonly rollbackHooks: (() => void)[] = [];
-  private answersHeld = false;
-  private syncNeeded = false;
+  /** Set by `syncBeforeAnswers`. */
+  private syncFirst = false;
 
   /** What this batch's commit waits for (R21). */
   constructor(readonly kind: CommitKind = 'durable') {}
@@ -41,18 +41,17 @@ export class BatchContext {
    * what it wrote or read must be on disk first (a token mark, R21).
    */
   syncBeforeAnswers(): void {
-    this.answersHeld = true;
-    this.syncNeeded = true;
+    this.syncFirst = true;
   }
 
   /** Whether the answers of calls that need no sync may go at the commit. */
   get answersBeforeSync(): boolean {
-    return !this.answersHeld;
+    return !this.syncFirst;
   }
 
   /** Whether the commit is followed by a sync (where the connection syncs after commits). */
   get needsSync(): boolean {
-    return this.kind === 'durable' || this.syncNeeded;
+    return this.kind === 'durable' || this.syncFirst;
   }
 
   /** Runs if this batch's transaction is rolled back (its works may then run again). */
