@@ -53,7 +53,8 @@ export const SCENARIOS: Scenario[] = [
       for (let round = 0; round < 2; round++) {
         await sleep(loadMs / 4);
         const started = Date.now();
-        await context.privatePostgres?.crashRestart();
+        const database = context.privatePostgres;
+        if (database !== undefined) await context.crashStorage(() => database.crashRestart());
         context.note(`PostgreSQL crashed and back in ${Date.now() - started} ms`);
       }
       const server = context.servers[0] as ServerProcess;

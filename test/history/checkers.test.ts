@@ -118,6 +118,39 @@ describe('history checkers', () => {
     expect(Object.keys(failing(late))).toEqual(['lease-overlap']);
   });
 
+  it('lease-overlap: a reservation a storage crash may have lost is no overlap (R21)', () => {
+    const crash = (from: number, to: number): Op => ({
+      f: 'storage-crash',
+      from,
+      to,
+      ...at(from, to),
+    });
+    const history = (earlierAt: number, crashFrom: number, crashTo: number, laterAt: number) => [
+      publish(0, 'a'),
+      receive(earlierAt, delivery('a', 1, earlierAt, { deadline: 10_000 })),
+      crash(crashFrom, crashTo),
+      receive(laterAt, delivery('a', 2, laterAt, { deliveryCount: 2 })),
+      ack(laterAt + 10, 'a', 2),
+    ];
+    const overlap = (earlierAt: number, crashFrom: number, crashTo: number, laterAt: number) =>
+      failing(history(earlierAt, crashFrom, crashTo, laterAt))['lease-overlap'];
+    // Granted shortly before the crash (or during it), granted again after it began: allowed.
+    expect(overlap(600, 1000, 1300, 1400)).toBeUndefined();
+    expect(overlap(1200, 1000, 1300, 1400)).toBeUndefined();
+    // Not silently: the check says what it excused.
+    const overlapCheck = checkHistory(history(600, 1000, 1300, 1400), done).find(
+      (result) => result.checker === 'lease-overlap',
+    );
+    expect(overlapCheck?.excused).toEqual([
+      'a: token 2 granted at 1400, token 1 (granted at 600) lost to a storage crash',
+    ]);
+    // Granted long before the crash: its commit was flushed, so the crash cannot explain it.
+    expect(overlap(10, 2000, 2300, 2400)).toEqual([expect.stringMatching(/token 2 granted/)]);
+    // Granted again before the crash began, or first granted after the storage was back.
+    expect(overlap(600, 1000, 1300, 900)).toEqual([expect.stringMatching(/token 2 granted/)]);
+    expect(overlap(1350, 1000, 1300, 1400)).toEqual([expect.stringMatching(/token 2 granted/)]);
+  });
+
   it('token-twice: one token for two deliveries', () => {
     expect(
       Object.keys(

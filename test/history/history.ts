@@ -76,7 +76,26 @@ export interface SessionEndOp extends Timed {
   session: string;
 }
 
-export type Op = PublishOp | ReceiveOp | SettleOp | ExtendOp | RedriveOp | SessionEndOp;
+/**
+ * The storage crashed and came back (a fault, not a caller): a reservation committed without
+ * waiting for a flush shortly before may be lost with it, as R21 allows (a lost reservation is a
+ * lease that ran out). `from` and `to` are the server's clock when the crash began and when the
+ * storage answered again.
+ */
+export interface StorageCrashOp extends Timed {
+  f: 'storage-crash';
+  from: number;
+  to: number;
+}
+
+export type Op =
+  | PublishOp
+  | ReceiveOp
+  | SettleOp
+  | ExtendOp
+  | RedriveOp
+  | SessionEndOp
+  | StorageCrashOp;
 
 /** What the storage holds after the final drain. */
 export interface FinalState {
