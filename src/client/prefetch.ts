@@ -1,5 +1,10 @@
 import { onAbort } from '../broker/on-abort.js';
-import type { DeliveriesFrame, UnsubscribedFrame, WireDelivery } from '../wire/index.js';
+import type {
+  DeliveriesFrame,
+  ServerFrame,
+  UnsubscribedFrame,
+  WireDelivery,
+} from '../wire/index.js';
 import { ConnectionLostError, errorFromWire } from './errors.js';
 import type { PushListener, StreamLink } from './stream-link.js';
 
@@ -8,12 +13,6 @@ interface Waiter {
   resolve(deliveries: WireDelivery[]): void;
   reject(error: unknown): void;
 }
-
-/**
- * How long a delivery handed to a receive counts as in hand when it is never settled through
- * this client (its lease is the server's; a dropped one stops counting after this).
- */
-const IN_HAND_MS = 30_000;
 
 /** Held deliveries are given back this long before their lease would end, if none is taken. */
 const GIVE_BACK_AHEAD_MS = 50;
@@ -45,8 +44,11 @@ export interface PrefetchSettings {
  */
 export class Prefetch implements PushListener {
   private buffer: WireDelivery[] = [];
-  /** Held deliveries by receipt → their lease's deadline, in the server's time. */
-  private readonly leaseEnds = new Map<string, number>();
+  /**
+   * Held deliveries by receipt: their lease's deadline (the server's time) and when they were
+   * pushed (this client's time).
+   */
+  private readonly held = new Map<string, { deadline: number; since: number }>();
   /**
    * How far the server's clock is ahead of this client's, as the last push said (its `now`):
    * deadlines are the server's, and a held delivery's lease ends by the server's clock. A
@@ -56,12 +58,23 @@ export class Prefetch implements PushListener {
   private readonly waiters = new Set<Waiter>();
   private subscription: number | undefined;
   private opening: Promise<void> | undefined;
+  /**
+   * An `unsubscribed` that came while a subscribe was on its way: the server may end a
+   * subscription (its storage failed) right after answering, and both frames can be read
+   * before this client has taken the answer in. The subscribe then learns it was ended.
+   */
+  private endedWhileOpening: UnsubscribedFrame | undefined;
+  private subscribing = false;
   private prefetch = 0;
   private idleTimer: NodeJS.Timeout | undefined;
   /** When the armed idle timer fires (this client's time). */
   private idleDue = 0;
   private ending: Promise<void> | undefined;
-  /** Receipts handed to receives and not yet settled through this client → until when. */
+  /**
+   * Receipts handed to receives and not yet settled through this client → when their lease
+   * ends (this client's time). The server counts a delivery against the prefetch until then,
+   * so this client counts it as long; a dropped one stops counting when its lease ends.
+   */
   private readonly inHand = new Map<string, number>();
   /** Signals of the consumers that received through this subscription, until they abort. */
   private readonly consumers = new Map<AbortSignal, () => void>();
@@ -155,6 +168,13 @@ export class Prefetch implements PushListener {
     for (const receipt of receipts) this.inHand.delete(receipt);
   }
 
+  /** Deliveries in hand whose leases were extended through this client (server deadlines). */
+  extended(leases: readonly { receipt: string; deadline: number }[]): void {
+    for (const { receipt, deadline } of leases) {
+      if (this.inHand.has(receipt)) this.inHand.set(receipt, deadline - this.serverAhead);
+    }
+  }
+
   /** Every delivery of this subscription's session or queue ended at once (purge, session end). */
   settledAll(): void {
     this.inHand.clear();
@@ -167,7 +187,8 @@ export class Prefetch implements PushListener {
   private takeLive(max: number): WireDelivery[] {
     this.dropExpired();
     const taken = this.buffer.splice(0, max);
-    for (const delivery of taken) this.leaseEnds.delete(delivery.receipt);
+    for (const delivery of taken) this.held.delete(delivery.receipt);
+    if (this.buffer.length === 0) this.disarmIdle();
     return taken;
   }
 
@@ -175,28 +196,35 @@ export class Prefetch implements PushListener {
     if (this.buffer.length === 0) return;
     const now = Date.now() + this.serverAhead;
     this.buffer = this.buffer.filter((delivery) => {
-      if ((this.leaseEnds.get(delivery.receipt) ?? Number.POSITIVE_INFINITY) > now) return true;
-      this.leaseEnds.delete(delivery.receipt);
+      if ((this.held.get(delivery.receipt)?.deadline ?? Number.POSITIVE_INFINITY) > now)
+        return true;
+      this.held.delete(delivery.receipt);
       return false;
     });
   }
 
   private handOut(deliveries: WireDelivery[]): WireDelivery[] {
-    const until = Date.now() + IN_HAND_MS;
-    for (const delivery of deliveries) this.inHand.set(delivery.receipt, until);
+    for (const delivery of deliveries) {
+      this.inHand.set(delivery.receipt, delivery.deadline - this.serverAhead);
+    }
     return deliveries;
   }
 
   push(frame: DeliveriesFrame | UnsubscribedFrame): void {
     if (frame.type === 'unsubscribed') {
-      if (frame.subscription !== this.subscription) return;
+      if (frame.subscription !== this.subscription) {
+        if (this.subscribing) this.endedWhileOpening = frame;
+        return;
+      }
       this.subscription = undefined;
       if (frame.error !== undefined) this.failWaiters(errorFromWire(frame.error));
       return;
     }
     this.serverAhead = frame.now - Date.now();
-    for (const delivery of frame.deliveries)
-      this.leaseEnds.set(delivery.receipt, delivery.deadline);
+    const since = Date.now();
+    for (const delivery of frame.deliveries) {
+      this.held.set(delivery.receipt, { deadline: delivery.deadline, since });
+    }
     this.buffer.push(...frame.deliveries);
     for (const waiter of [...this.waiters]) {
       const held = this.takeLive(waiter.max);
@@ -229,7 +257,7 @@ export class Prefetch implements PushListener {
       this.link.forget(subscription);
     }
     const held = this.buffer.splice(0);
-    this.leaseEnds.clear();
+    this.held.clear();
     if (held.length > 0) {
       await this.settings
         .release(
@@ -267,18 +295,35 @@ export class Prefetch implements PushListener {
 
   private async subscribe(prefetch: number): Promise<void> {
     const { queue, visibility, session } = this.settings;
-    const answer = await this.link.request(
-      {
-        type: 'subscribe',
-        queue,
-        prefetch,
-        ...(visibility === undefined ? {} : { visibility }),
-        ...(session === undefined ? {} : { session }),
-      },
-      this,
-    );
+    this.subscribing = true;
+    this.endedWhileOpening = undefined;
+    let answer: ServerFrame;
+    try {
+      answer = await this.link.request(
+        {
+          type: 'subscribe',
+          queue,
+          prefetch,
+          ...(visibility === undefined ? {} : { visibility }),
+          ...(session === undefined ? {} : { session }),
+        },
+        this,
+      );
+    } finally {
+      this.subscribing = false;
+    }
     if (answer.type === 'error') throw errorFromWire(answer.error);
     if (answer.type !== 'subscribed') throw new Error(`unexpected answer ${answer.type}`);
+    // Set by push() while the request was on its way (TypeScript cannot see that).
+    const ended = this.endedWhileOpening as UnsubscribedFrame | undefined;
+    this.endedWhileOpening = undefined;
+    if (ended?.subscription === answer.subscription) {
+      // Believing it open would leave every later receive waiting on pushes that never come.
+      this.link.forget(answer.subscription);
+      throw ended.error === undefined
+        ? new ConnectionLostError('the server ended the subscription as it opened')
+        : errorFromWire(ended.error);
+    }
     this.subscription = answer.subscription;
     this.prefetch = prefetch;
   }
@@ -293,16 +338,8 @@ export class Prefetch implements PushListener {
    * more delivery of the job (R13 counts them), for as long as nobody takes it.
    */
   private armIdle(): void {
-    // Held ones whose lease already ended are the server's: they set no time for the rest.
-    this.dropExpired();
-    if (this.buffer.length === 0) return;
-    let due = Date.now() + this.settings.idleMs;
-    for (const delivery of this.buffer) {
-      const deadline = this.leaseEnds.get(delivery.receipt);
-      if (deadline !== undefined) {
-        due = Math.min(due, deadline - this.serverAhead - GIVE_BACK_AHEAD_MS);
-      }
-    }
+    const due = this.giveBackDue();
+    if (due === undefined) return;
     if (this.idleTimer !== undefined) {
       if (this.idleDue <= due) return;
       clearTimeout(this.idleTimer);
@@ -311,11 +348,37 @@ export class Prefetch implements PushListener {
     this.idleTimer = setTimeout(
       () => {
         this.idleTimer = undefined;
-        if (this.waiters.size === 0 && this.buffer.length > 0) void this.end();
+        if (this.waiters.size > 0) return;
+        // The ones it was set for may have been taken since, by a consumer still at work:
+        // only a delivery that is itself due sends everything back.
+        const next = this.giveBackDue();
+        if (next === undefined) return;
+        if (next <= Date.now()) void this.end();
+        else this.armIdle();
       },
       Math.max(0, due - Date.now()),
     );
     this.idleTimer.unref();
+  }
+
+  /**
+   * When the first held delivery is due to go back (this client's time): `idleMs` after it was
+   * pushed, or just before its lease ends; undefined when none is held.
+   */
+  private giveBackDue(): number | undefined {
+    // Held ones whose lease already ended are the server's: they set no time for the rest.
+    this.dropExpired();
+    let due: number | undefined;
+    for (const delivery of this.buffer) {
+      const held = this.held.get(delivery.receipt);
+      if (held === undefined) continue;
+      const own = Math.min(
+        held.since + this.settings.idleMs,
+        held.deadline - this.serverAhead - GIVE_BACK_AHEAD_MS,
+      );
+      due = due === undefined ? own : Math.min(due, own);
+    }
+    return due;
   }
 
   private disarmIdle(): void {

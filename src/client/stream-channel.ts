@@ -65,6 +65,7 @@ export class StreamChannel implements Channel {
   ): void {
     if (this.prefetches.size === 0) return;
     const settled: string[] = [];
+    const extended: { receipt: string; deadline: number }[] = [];
     let all = false;
     operations.forEach((operation, index) => {
       const outcome = outcomes[index];
@@ -78,6 +79,11 @@ export class StreamChannel implements Channel {
           break;
         case 'extend':
           if (outcome.value === null) settled.push(operation.receipt as string);
+          else
+            extended.push({
+              receipt: operation.receipt as string,
+              deadline: outcome.value as number,
+            });
           break;
         case 'ackUpTo':
         case 'nackUpTo':
@@ -87,11 +93,12 @@ export class StreamChannel implements Channel {
           break;
       }
     });
-    if (settled.length === 0 && !all) return;
+    if (settled.length === 0 && extended.length === 0 && !all) return;
     for (const prefetch of this.prefetches.values()) {
       if (prefetch.queue !== queue) continue;
       if (all) prefetch.settledAll();
       else prefetch.settled(settled);
+      prefetch.extended(extended);
     }
   }
 

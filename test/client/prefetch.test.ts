@@ -1,0 +1,180 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Prefetch } from '../../src/client/prefetch.js';
+import type { StreamLink } from '../../src/client/stream-link.js';
+import type { ServerFrame, WireDelivery } from '../../src/wire/index.js';
+
+/** A link that answers every request at once and records it; pushes come from the test. */
+function fakeLink() {
+  const requests: { type: string; prefetch?: number }[] = [];
+  const link = {
+    limits: { maxPrefetch: 100 },
+    connected: true,
+    forget: () => {},
+    async request(frame: { type: string; prefetch?: number }): Promise<ServerFrame> {
+      requests.push({ type: frame.type, prefetch: frame.prefetch });
+      if (frame.type === 'unsubscribe') return { type: 'unsubscribed', id: 1, subscription: 1 };
+      return { type: 'subscribed', id: 1, subscription: 1, prefetch: frame.prefetch ?? 1 };
+    },
+  };
+  return { link: link as unknown as StreamLink, requests };
+}
+
+function delivery(id: string, token: number, deadline: number): WireDelivery {
+  const receipt = `receipt-${id}`;
+  return { receipt, token, id, payload: null, deadline, deliveryCount: 1, redelivered: false };
+}
+
+function prefetchOn(link: StreamLink): Prefetch {
+  return new Prefetch(link, {
+    queue: 'jobs',
+    visibility: undefined,
+    session: undefined,
+    idleMs: 60_000,
+    release: async () => {},
+  });
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('the client side of a subscription', () => {
+  it('counts a delivery it handed out as in hand until its lease ends, then no more', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const { link, requests } = fakeLink();
+    const prefetch = prefetchOn(link);
+    const first = prefetch.take(1, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    // The server's clock is 10 s ahead of this one: its deadlines are read by its clock.
+    const serverNow = Date.now() + 10_000;
+    prefetch.push({
+      type: 'deliveries',
+      subscription: 1,
+      now: serverNow,
+      deliveries: [delivery('a', 1, serverNow + 150)],
+    });
+    expect((await first).map((each) => each.id)).toEqual(['a']);
+    // While its lease lasts, a second waiting receive needs room beside it: the prefetch rises.
+    const second = prefetch.take(1, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(requests.filter((each) => each.type === 'credit')).toEqual([
+      { type: 'credit', prefetch: 2 },
+    ]);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(await second).toEqual([]);
+    // `a` was never settled here and its lease has ended on the server, which no longer counts
+    // it: a waiting receive now needs no more than its own room.
+    const third = prefetch.take(3, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(requests.filter((each) => each.type === 'credit')).toEqual([
+      { type: 'credit', prefetch: 2 },
+      { type: 'credit', prefetch: 3 },
+    ]);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(await third).toEqual([]);
+  });
+
+  it('moves a delivery in hand to its new deadline when it is extended through this client', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const { link, requests } = fakeLink();
+    const prefetch = prefetchOn(link);
+    const first = prefetch.take(1, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    const serverNow = Date.now();
+    prefetch.push({
+      type: 'deliveries',
+      subscription: 1,
+      now: serverNow,
+      deliveries: [delivery('a', 1, serverNow + 150)],
+    });
+    await first;
+    prefetch.extended([{ receipt: 'receipt-a', deadline: serverNow + 60_000 }]);
+    await vi.advanceTimersByTimeAsync(1000);
+    // Past its first deadline, still leased: it still takes a place in the prefetch.
+    const second = prefetch.take(1, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(requests.filter((each) => each.type === 'credit')).toEqual([
+      { type: 'credit', prefetch: 2 },
+    ]);
+    await vi.advanceTimersByTimeAsync(5000);
+    await second;
+  });
+});
+
+describe('a subscription the server ends as it opens', () => {
+  it('fails the receive with the reason, and the next receive subscribes again', async () => {
+    const requests: string[] = [];
+    const link = {
+      limits: { maxPrefetch: 100 },
+      connected: true,
+      forget: () => {},
+      request(
+        frame: { type: string },
+        listener?: { push(frame: unknown): void },
+      ): Promise<ServerFrame> {
+        requests.push(frame.type);
+        const subscription = requests.length;
+        return new Promise((resolve) => {
+          resolve({ type: 'subscribed', id: subscription, subscription, prefetch: 1 });
+          // Read in the same turn as the answer, before the subscribe has taken it in.
+          listener?.push({
+            type: 'unsubscribed',
+            subscription,
+            error: { code: 'STORAGE_UNAVAILABLE', message: 'the storage is unavailable' },
+          });
+        });
+      },
+    } as unknown as StreamLink;
+    const prefetch = prefetchOn(link);
+    await expect(prefetch.take(1, 100, undefined)).rejects.toMatchObject({
+      code: 'STORAGE_UNAVAILABLE',
+    });
+    await expect(prefetch.take(1, 100, undefined)).rejects.toMatchObject({
+      code: 'STORAGE_UNAVAILABLE',
+    });
+    expect(requests).toEqual(['subscribe', 'subscribe']);
+  });
+});
+
+describe('held deliveries', () => {
+  it('go back only when one of them is itself due, not at a time set for ones taken since', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const { link } = fakeLink();
+    const released: string[][] = [];
+    const prefetch = new Prefetch(link, {
+      queue: 'jobs',
+      visibility: undefined,
+      session: undefined,
+      idleMs: 60_000,
+      release: async (_queue, receipts) => {
+        released.push(receipts);
+      },
+    });
+    const pushAt = (...ids: string[]) => {
+      const now = Date.now();
+      prefetch.push({
+        type: 'deliveries',
+        subscription: 1,
+        now,
+        deliveries: ids.map((id, index) => delivery(id, index + 1, now + 800)),
+      });
+    };
+    const opened = prefetch.take(1, 1000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    pushAt('a', 'b', 'c');
+    expect((await opened).map((each) => each.id)).toEqual(['a']);
+    // `b` and `c` are held, to go back 50 ms before their leases end (750 ms from now).
+    await vi.advanceTimersByTimeAsync(10);
+    expect(prefetch.takeHeld(1).map((each) => each.id)).toEqual(['b']);
+    await vi.advanceTimersByTimeAsync(690);
+    pushAt('d');
+    await vi.advanceTimersByTimeAsync(40);
+    expect(prefetch.takeHeld(1).map((each) => each.id)).toEqual(['c']);
+    // 750 ms: what `b` and `c` were due at. `d` was pushed 50 ms ago and is not due.
+    await vi.advanceTimersByTimeAsync(100);
+    expect(released).toEqual([]);
+    // Nobody takes `d`: it goes back before its own lease ends.
+    await vi.advanceTimersByTimeAsync(700);
+    expect(released).toEqual([['receipt-d']]);
+  });
+});
