@@ -64,7 +64,10 @@ export class TcpProxy {
   }
 
   private accept(client: Socket): void {
-    const upstream = connect(this.upstreamPort, '127.0.0.1');
+    // As the server's and clients' own sockets do (ws, http): with Nagle's algorithm, a frame
+    // written while an earlier one is unacknowledged waits for the peer's delayed ACK (~40 ms).
+    const upstream = connect({ port: this.upstreamPort, host: '127.0.0.1', noDelay: true });
+    client.setNoDelay(true);
     const link: Link = { client, upstream, held: { toUpstream: [], toClient: [] } };
     this.links.add(link);
     for (const socket of [client, upstream]) {
