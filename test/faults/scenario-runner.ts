@@ -145,7 +145,7 @@ export async function runScenario(
     workload.start();
     await Promise.all([scenario.nemesis(context, options.loadMs), sleep(options.loadMs)]);
     for (const proxy of proxies) proxy.setMode('pass');
-    workload.stopProducing();
+    await workload.stopProducing();
     const view = await drain(admin, queue, options.drainMs ?? 30_000);
     await workload.stop();
     if (view === undefined) {

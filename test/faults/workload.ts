@@ -59,29 +59,36 @@ export class Workload {
   readonly recorder = new HistoryRecorder(() => performance.now() - started, classifyHttpError);
   /** Answers no correct server gives (a fresh id answered as a duplicate). */
   readonly anomalies: string[] = [];
-  private producing = true;
+  private publishing = true;
   private consuming = true;
   private draining = false;
   private readonly loops: Promise<void>[] = [];
+  private readonly producing: Promise<void>[] = [];
   private readonly brokers: RemoteBroker[] = [];
 
   constructor(private readonly config: WorkloadConfig) {}
 
   start(): void {
     const { producers, consumers, seed } = this.config;
-    for (let i = 0; i < producers; i++) this.loops.push(this.produce(i, prng(seed + i)));
+    for (let i = 0; i < producers; i++) this.producing.push(this.produce(i, prng(seed + i)));
+    this.loops.push(...this.producing);
     for (let i = 0; i < consumers; i++) this.loops.push(this.consume(i, prng(seed + 100 + i)));
   }
 
-  /** Stops publishing; consumers ack everything from now on. */
-  stopProducing(): void {
-    this.producing = false;
+  /**
+   * Stops publishing and waits for the publishes in flight to answer or fail: a drain's final
+   * state read before then could miss a job whose publish returns after it. Consumers ack
+   * everything from now on.
+   */
+  async stopProducing(): Promise<void> {
+    this.publishing = false;
     this.draining = true;
+    await Promise.all(this.producing);
   }
 
   /** Stops every loop and waits for them. */
   async stop(): Promise<void> {
-    this.producing = false;
+    this.publishing = false;
     this.consuming = false;
     await Promise.all(this.loops);
     for (const broker of this.brokers) await broker.close();
@@ -101,7 +108,7 @@ export class Workload {
   private async produce(index: number, random: () => number): Promise<void> {
     const queue = this.queueAt(index);
     const name = `producer-${index}`;
-    for (let next = 0; this.producing; next++) {
+    for (let next = 0; this.publishing; next++) {
       const size = random() < 0.4 ? 1 : between(random, 2, 10);
       const entries = Array.from({ length: size }, (_, at) => {
         const id = `${this.config.label}-p${index}-${next}-${at}`;
