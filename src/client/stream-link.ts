@@ -11,7 +11,10 @@ import { ConnectionLostError, errorFromResponse } from './errors.js';
 
 export interface StreamLinkOptions {
   apiKey?: string;
-  /** How long a frame may wait for its answer, and a connection for the server's ready. */
+  /**
+   * How long a frame may wait for its answer, (re)connecting included, and a connection for
+   * the server's ready.
+   */
   timeoutMs: number;
 }
 
@@ -73,14 +76,20 @@ export class StreamLink {
 
   /** Sends a frame and resolves with its answer; `listener` hears the pushes of a subscribe. */
   async request(frame: RequestFrame, listener?: PushListener): Promise<ServerFrame> {
-    const socket = await this.open();
+    // The time a frame has covers (re)connecting too: a call waits at most `timeoutMs` in all.
+    const deadline = Date.now() + this.options.timeoutMs;
+    const socket =
+      this.socket !== undefined && !this.closed ? this.socket : await this.openBy(deadline);
     const id = this.nextId++;
     const text = JSON.stringify({ ...frame, id });
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new StorageUnavailableError(`${this.url} did not answer in time`));
-      }, this.options.timeoutMs);
+      const timer = setTimeout(
+        () => {
+          this.pending.delete(id);
+          reject(new StorageUnavailableError(`${this.url} did not answer in time`));
+        },
+        Math.max(0, deadline - Date.now()),
+      );
       this.pending.set(id, { resolve, reject, timer });
       if (listener !== undefined) this.listeners.set(id, listener);
       socket.send(text);
@@ -102,6 +111,35 @@ export class StreamLink {
     const socket = this.socket;
     this.lose(new ClosedError('the client is closed'));
     socket?.close(1000);
+  }
+
+  /**
+   * The connection, opened if need be (after the backoff), or STORAGE_UNAVAILABLE at
+   * `deadline`: the frame was then never sent.
+   */
+  private openBy(deadline: number): Promise<WebSocket> {
+    const opening = this.open();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(
+            new StorageUnavailableError(
+              `cannot reach ${this.url} within ${this.options.timeoutMs} ms (nothing was sent)`,
+            ),
+          ),
+        Math.max(0, deadline - Date.now()),
+      );
+      opening.then(
+        (socket) => {
+          clearTimeout(timer);
+          resolve(socket);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
   }
 
   private open(): Promise<WebSocket> {
