@@ -1,19 +1,10 @@
-import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { RemoteBroker } from '../../src/client/index.js';
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { freePort } from '../faults/private-postgres.js';
 
 describe('the stream link', () => {
   it('gives a call at most its timeoutMs, the wait before reconnecting included', async () => {
-    const client = new RemoteBroker(`http://127.0.0.1:${await closedPort()}`, {
+    const client = new RemoteBroker(`http://127.0.0.1:${await freePort()}`, {
       transport: 'stream',
       timeoutMs: 300,
     });

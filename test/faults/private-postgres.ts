@@ -100,7 +100,8 @@ async function postgresIds(): Promise<[number, number]> {
   return [Number(stdout.trim()), Number(group.trim())];
 }
 
-async function freePort(): Promise<number> {
+/** A loopback port nothing listens on (now). */
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
