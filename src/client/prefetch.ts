@@ -249,6 +249,10 @@ export class Prefetch implements PushListener {
 
   private async finish(): Promise<void> {
     this.disarmIdle();
+    // A subscription opened again starts from what its receives then ask for: kept, a prefetch
+    // its consumers no longer take would be pushed, held and given back, over and over, each
+    // time one more delivery of those jobs (R13).
+    this.prefetch = 0;
     for (const waiter of [...this.waiters]) waiter.resolve([]);
     const subscription = this.subscription;
     this.subscription = undefined;

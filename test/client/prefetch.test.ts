@@ -24,13 +24,16 @@ function delivery(id: string, token: number, deadline: number): WireDelivery {
   return { receipt, token, id, payload: null, deadline, deliveryCount: 1, redelivered: false };
 }
 
-function prefetchOn(link: StreamLink): Prefetch {
+/** A subscription's client side on `link`; what it gives back is added to `released`. */
+function prefetchOn(link: StreamLink, idleMs = 60_000, released: string[][] = []): Prefetch {
   return new Prefetch(link, {
     queue: 'jobs',
     visibility: undefined,
     session: undefined,
-    idleMs: 60_000,
-    release: async () => {},
+    idleMs,
+    release: async (_queue, receipts) => {
+      released.push(receipts);
+    },
   });
 }
 
@@ -50,6 +53,17 @@ async function receiveOne(prefetch: Prefetch, serverAhead: number): Promise<numb
   });
   expect((await first).map((each) => each.id)).toEqual(['a']);
   return serverNow;
+}
+
+/** The server pushes `ids` now (its clock is this one), each leased for `leaseMs`. */
+function pushNow(prefetch: Prefetch, leaseMs: number, ids: readonly string[]): void {
+  const now = Date.now();
+  prefetch.push({
+    type: 'deliveries',
+    subscription: 1,
+    now,
+    deliveries: ids.map((id, index) => delivery(id, index + 1, now + leaseMs)),
+  });
 }
 
 afterEach(() => {
@@ -141,24 +155,8 @@ describe('held deliveries', () => {
     vi.useFakeTimers({ now: 1_000_000 });
     const { link } = fakeLink();
     const released: string[][] = [];
-    const prefetch = new Prefetch(link, {
-      queue: 'jobs',
-      visibility: undefined,
-      session: undefined,
-      idleMs: 60_000,
-      release: async (_queue, receipts) => {
-        released.push(receipts);
-      },
-    });
-    const pushAt = (...ids: string[]) => {
-      const now = Date.now();
-      prefetch.push({
-        type: 'deliveries',
-        subscription: 1,
-        now,
-        deliveries: ids.map((id, index) => delivery(id, index + 1, now + 800)),
-      });
-    };
+    const prefetch = prefetchOn(link, 60_000, released);
+    const pushAt = (...ids: string[]) => pushNow(prefetch, 800, ids);
     const opened = prefetch.take(1, 1000, undefined);
     await vi.advanceTimersByTimeAsync(0);
     pushAt('a', 'b', 'c');
@@ -176,5 +174,31 @@ describe('held deliveries', () => {
     // Nobody takes `d`: it goes back before its own lease ends.
     await vi.advanceTimersByTimeAsync(700);
     expect(released).toEqual([['receipt-d']]);
+  });
+});
+
+describe('a subscription opened again', () => {
+  it('starts from what is asked for then, not the prefetch it had before it gave back (R13)', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const { link, requests } = fakeLink();
+    const released: string[][] = [];
+    const prefetch = prefetchOn(link, 1000, released);
+    const push = (...ids: string[]) => pushNow(prefetch, 60_000, ids);
+    // Five at once, then settled; five more pushed that nobody takes go back after idleMs.
+    const five = prefetch.take(5, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    push('a', 'b', 'c', 'd', 'e');
+    prefetch.settled((await five).map((each) => each.receipt));
+    push('f', 'g', 'h', 'i', 'j');
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(released).toEqual([['receipt-f', 'receipt-g', 'receipt-h', 'receipt-i', 'receipt-j']]);
+    // The consumer now takes one at a time: five would be pushed for one taken, again and again.
+    const one = prefetch.take(1, 100, undefined);
+    await vi.advanceTimersByTimeAsync(100);
+    await one;
+    expect(requests.filter((each) => each.type === 'subscribe')).toEqual([
+      { type: 'subscribe', prefetch: 5 },
+      { type: 'subscribe', prefetch: 1 },
+    ]);
   });
 });
