@@ -223,13 +223,14 @@ export class RemoteQueue implements Queue {
   }
 
   async nackReceipt(receipt: string, options: NackOptions = {}): Promise<boolean> {
-    const { requeue, delay, reason } = options;
+    const { requeue, delay, reason, attempted } = options;
     return (await this.runWire({
       type: 'nack',
       receipt,
       ...(requeue === undefined ? {} : { requeue }),
       ...(delay === undefined ? {} : { delay }),
       ...(reason === undefined ? {} : { reason }),
+      ...(attempted === undefined ? {} : { attempted }),
     })) as boolean;
   }
 

@@ -1023,9 +1023,11 @@ export class LeaseQueue {
   private settleNacks(deliveries: DeliveryRecord[], now: number, nack: NackDisposition): void {
     const outcome = nack.requeue ? 'requeued' : 'rejected';
     const reason = nack.requeue ? undefined : nack.reason;
-    const jobs = deliveries.map((delivery) => this.endDelivery(delivery, now, outcome, reason));
+    const jobs = deliveries.map((delivery) =>
+      nack.attempted ? this.endDelivery(delivery, now, outcome, reason) : this.unworked(delivery),
+    );
     this.counters.nacks += jobs.length;
-    if (nack.requeue) this.requeue(jobs, now, nack.delay);
+    if (nack.requeue) this.requeue(jobs, now, nack.delay, nack.attempted);
     else for (const job of jobs) this.deadLetter(job, now, nack.reason);
   }
 
@@ -1037,6 +1039,16 @@ export class LeaseQueue {
     if (delivery.ackTimer !== undefined) this.ackTimers.remove(delivery.ackTimer);
     delivery.session?.deliveries.delete(delivery.token);
     job.delivery = undefined;
+    return job;
+  }
+
+  /**
+   * R33: a delivery given back unworked is no delivery of its job: unlinked, no attempt
+   * recorded, and the job's deliveryCount back to what it was before it.
+   */
+  private unworked(delivery: DeliveryRecord): JobRecord {
+    const job = this.unlinkDelivery(delivery);
+    job.deliveryCount -= 1;
     return job;
   }
 
@@ -1061,13 +1073,14 @@ export class LeaseQueue {
   }
 
   /**
-   * Returns jobs (in token order) to ready: R13 dead-letters those out of deliveries; the rest
-   * go to the front in the same order, or to delayed when `delay` > 0.
+   * Returns jobs (in token order) to ready: R13 dead-letters those out of deliveries (not those
+   * given back unworked, R33); the rest go to the front in the same order, or to delayed when
+   * `delay` > 0.
    */
-  private requeue(jobs: JobRecord[], now: number, delay: number): void {
+  private requeue(jobs: JobRecord[], now: number, delay: number, attempted = true): void {
     const back: JobRecord[] = [];
     for (const job of jobs) {
-      if (job.deliveryCount >= this.settings.maxDeliveries)
+      if (attempted && job.deliveryCount >= this.settings.maxDeliveries)
         this.deadLetter(job, now, 'max-deliveries');
       else back.push(job);
     }

@@ -76,6 +76,8 @@ export interface NackDisposition {
   readonly requeue: boolean;
   readonly delay: number;
   readonly reason: string;
+  /** false: given back unworked, no delivery of the job (R33). */
+  readonly attempted: boolean;
 }
 
 /** R9 (`reject` is the same operation). */
@@ -213,7 +215,7 @@ const PARSERS: { [K in OperationType]: { fields: readonly string[]; parse: Parse
   reserve: { fields: ['max', 'visibility', 'session', 'ack'], parse: reserveFields },
   ack: { fields: ['tokens'], parse: (f, p) => ({ tokens: tokenList(f.tokens, p) }) },
   nack: {
-    fields: ['token', 'requeue', 'delay', 'reason'],
+    fields: ['token', 'requeue', 'delay', 'reason', 'attempted'],
     parse: (f, p) => ({ token: token(f.token, p), ...nackFields(f, p) }),
   },
   extend: {
@@ -232,7 +234,7 @@ const PARSERS: { [K in OperationType]: { fields: readonly string[]; parse: Parse
     parse: (f, p) => ({ session: sessionId(f.session, p), token: token(f.token, p) }),
   },
   nackUpTo: {
-    fields: ['session', 'token', 'requeue', 'delay', 'reason'],
+    fields: ['session', 'token', 'requeue', 'delay', 'reason', 'attempted'],
     parse: (f, p) => ({
       session: sessionId(f.session, p),
       token: token(f.token, p),
@@ -509,10 +511,22 @@ function nackFields(fields: Fields, problems: Problems): NackDisposition {
   const requeue = fields.requeue ?? true;
   const delay = fields.delay ?? 0;
   const reason = fields.reason ?? 'rejected';
+  const attempted = fields.attempted ?? true;
   problems.boolean('requeue', requeue);
   problems.nonNegativeInteger('delay', delay);
   problems.reason('reason', reason);
-  return { requeue: requeue as boolean, delay: delay as number, reason: reason as string };
+  problems.boolean('attempted', attempted);
+  if (attempted === false && requeue === false) {
+    problems.list.push(
+      'attempted false gives a job back unworked, to ready: it needs requeue true',
+    );
+  }
+  return {
+    requeue: requeue as boolean,
+    delay: delay as number,
+    reason: reason as string,
+    attempted: attempted as boolean,
+  };
 }
 
 function sessionFields(fields: Fields, problems: Problems) {

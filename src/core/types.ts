@@ -129,6 +129,12 @@ export interface NackOptions {
   delay?: number;
   /** With requeue false: the dead-letter reason. Default 'rejected'. */
   reason?: string;
+  /**
+   * false: the delivery was never worked on (a prefetched job given back unseen), so it is no
+   * delivery of the job (R33): `deliveryCount` returns to what it was and no attempt is
+   * recorded. Needs requeue. Default true.
+   */
+  attempted?: boolean;
 }
 
 export interface SessionOptions {

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Queue } from '../broker/index.js';
 import {
+  type NackOperation,
   type Operation,
   type OperationType,
   type Outcome,
@@ -193,13 +194,17 @@ function logOutcome(
       });
       break;
     case 'nack':
-      line(
-        operation.token,
-        !outcome.value ? 'stale nack' : operation.requeue ? 'requeued' : 'dead-lettered',
-      );
+      line(operation.token, nackOutcome(outcome.value as boolean, operation));
       break;
     case 'extend':
       line(operation.token, outcome.value === null ? 'stale extend' : 'extended');
       break;
   }
+}
+
+/** How a nack ended, for its log line. */
+function nackOutcome(live: boolean, nack: NackOperation): string {
+  if (!live) return 'stale nack';
+  if (!nack.requeue) return 'dead-lettered';
+  return nack.attempted ? 'requeued' : 'given back unworked';
 }

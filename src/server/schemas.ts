@@ -152,7 +152,16 @@ export function buildSchemas(limits: Limits) {
   const visibility = integer(1, limits.maxVisibilityMs);
   const delay = integer(0, limits.maxDelayMs);
   const batch = (items: JsonSchema) => arrayOf(items, limits.maxBatch);
-  const nackFields = { requeue: boolean, delay, reason };
+  const nackFields = {
+    requeue: boolean,
+    delay,
+    reason,
+    attempted: {
+      ...boolean,
+      description:
+        'R33: false gives a delivery back unworked: it does not count as a delivery of the job (needs requeue)',
+    },
+  };
   const queueOptionFields = {
     visibility,
     prefetch: bound(),

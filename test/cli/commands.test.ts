@@ -274,6 +274,22 @@ describe('publish, receive, ack and nack', () => {
     expect(stats).toMatchObject({ acks: 2, staleAcks: 1, nacks: 2, delayed: 1, dead: 1 });
   });
 
+  it('gives a delivery back unworked (R33): to the front, not counted as a delivery', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    await run(['publish', name, '--id', 'u', '{}']);
+    const [delivery] = JSON.parse((await run(['receive', name, '--json'])).stdout);
+    expect(await run(['nack', name, delivery.receipt, '--unworked', '--dead'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--unworked'),
+    });
+    expect((await run(['nack', name, delivery.receipt, '--unworked'])).stdout).toMatch(
+      /^requeued unworked /,
+    );
+    const [again] = JSON.parse((await run(['receive', name, '--json'])).stdout);
+    expect(again).toMatchObject({ id: 'u', deliveryCount: 1, redelivered: false });
+  });
+
   it('refuses a payload that is not JSON, and --id with several payloads', async () => {
     const name = fresh();
     expect(await run(['publish', name, 'hello'])).toMatchObject({

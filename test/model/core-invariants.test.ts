@@ -13,7 +13,7 @@ const MAX_COMMANDS = 60;
 const RUNS = 200;
 
 const numRuns = modelRuns(RUNS);
-const title = `random histories keep the invariants I1–I9 and each call’s rule (R2–R14, R16, R17, R19) at every step of the core (${numRuns} runs × ≤ ${MAX_COMMANDS} steps)`;
+const title = `random histories keep the invariants I1–I9 and each call’s rule (R2–R14, R16, R17, R19, R33) at every step of the core (${numRuns} runs × ≤ ${MAX_COMMANDS} steps)`;
 
 it(title, { timeout: 120_000 }, async ({ onTestFailed }) => {
   const runSeed = modelSeed();

@@ -48,6 +48,7 @@ export interface NackSpec {
   requeue?: boolean;
   delay?: number;
   reason?: string;
+  attempted?: boolean;
 }
 
 export type Operation =
@@ -225,6 +226,8 @@ const nackSpec: fc.Arbitrary<NackSpec | undefined> = fc.option(
       requeue: fc.boolean(),
       delay: mostly(fc.constantFrom(0, 0, 2, 5), fc.constant(-1)),
       reason: fc.constantFrom('boom', 'poison'),
+      // R33; with requeue false, a refused call.
+      attempted: fc.boolean(),
     },
     { requiredKeys: ['requeue'] },
   ),

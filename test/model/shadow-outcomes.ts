@@ -15,6 +15,7 @@ interface Disposition {
   requeue: boolean;
   delay: number;
   reason?: string;
+  attempted: boolean;
 }
 
 function disposition(options: NackSpec | undefined): Disposition {
@@ -22,6 +23,7 @@ function disposition(options: NackSpec | undefined): Disposition {
     requeue: options?.requeue ?? true,
     delay: options?.delay ?? 0,
     ...(options?.reason === undefined ? {} : { reason: options.reason }),
+    attempted: options?.attempted ?? true,
   };
 }
 
@@ -192,7 +194,8 @@ export function checkOutcome(
       }
       const o = disposition(call.options);
       nacked(sh, a.id, o, now, after);
-      const died = !o.requeue || (sh.count.get(a.id) as number) >= cfg.maxDeliveries;
+      const died =
+        !o.requeue || (o.attempted && (sh.count.get(a.id) as number) >= cfg.maxDeliveries);
       if (died) expect(after.dead.at(-1)?.id).toBe(a.id);
       else if (o.delay === 0) expect(after.ready[0]).toBe(a.id);
       break;
@@ -321,13 +324,15 @@ export function checkOutcome(
   expect(ids(after)).toEqual(sh.present);
 }
 
-/** Where a nacked job must be after the nack (R9, R13). */
+/** Where a nacked job must be after the nack (R9, R13, R33). */
 function nacked(sh: Shadow, id: string, o: Disposition, now: number, after: InspectView): void {
+  // R33: given back unworked, the delivery is no delivery of the job; it never dies of the count.
+  if (!o.attempted) sh.count.set(id, (sh.count.get(id) as number) - 1);
   const count = sh.count.get(id) as number;
   if (!o.requeue) {
     const reason = o.reason ?? 'rejected';
     expect(after.dead).toContainEqual({ id, reason, deliveryCount: count });
-  } else if (count >= sh.cfg.maxDeliveries) {
+  } else if (o.attempted && count >= sh.cfg.maxDeliveries) {
     expect(after.dead).toContainEqual({ id, reason: 'max-deliveries', deliveryCount: count });
   } else if (o.delay > 0) {
     expect(after.delayed).toContainEqual({ id, availableAt: now + o.delay });

@@ -9,7 +9,7 @@
  * - I4 the queue's prefetch bounds its live deliveries (R6);
  * - I5 a session's prefetch bounds its live deliveries; an ended session has none (R6, R16);
  * - I6 a job's deliveryCount is the number of times it was delivered since published or
- *   redriven (R6, R14);
+ *   redriven, less those given back unworked (R6, R14, R33);
  * - I7 only jobs at maxDeliveries die of it, and none below it waits in ready or delayed (R13);
  * - I8 with time far ahead and every session closed, everything drains: acked or dead (`drain`);
  * - I9 a reservation takes from the front of ready as R3 left it and changes nothing else (R6).
@@ -142,7 +142,12 @@ export class Shadow {
       case 'nack':
       case 'reject':
       case 'nackUpTo':
-        return okToken(call.token) && okDelay(call.options?.delay);
+        return (
+          okToken(call.token) &&
+          okDelay(call.options?.delay) &&
+          // R33: unworked goes back to ready, never to the dead set.
+          !(call.options?.attempted === false && call.options.requeue === false)
+        );
       case 'extend':
         return okToken(call.token) && okToken(call.visibility);
       case 'openSession': {

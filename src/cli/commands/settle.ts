@@ -1,4 +1,4 @@
-import { type Command, EXIT } from '../command.js';
+import { type Command, EXIT, UsageError } from '../command.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
 import { printJson, withClient } from '../remote.js';
 
@@ -37,9 +37,10 @@ export const ack: Command = {
 export const nack: Command = {
   name: 'nack',
   summary: 'Give deliveries back: requeue them (optionally after a delay) or dead-letter them',
-  usage: '<queue> <receipt> [receipt ...] [--delay MS] [--dead [--reason TEXT]]',
+  usage: '<queue> <receipt> [receipt ...] [--delay MS] [--unworked] [--dead [--reason TEXT]]',
   details: [
     '--delay MS       requeue after this many milliseconds (default: at once, at the front)',
+    '--unworked       never worked on: not counted as a delivery of the job (R33)',
     '--dead           dead-letter instead of requeueing',
     '--reason TEXT    the dead-letter reason (default rejected)',
     'Exit code 3 when any delivery was no longer live.',
@@ -48,6 +49,7 @@ export const nack: Command = {
     delay: { type: 'string' },
     dead: { type: 'boolean' },
     reason: { type: 'string' },
+    unworked: { type: 'boolean' },
   },
   remote: true,
   async run({ values, positionals: given, context }) {
@@ -57,10 +59,16 @@ export const nack: Command = {
     ];
     const delay = integerFlag(values, 'delay');
     const reason = stringFlag(values, 'reason');
+    if (values.unworked === true && values.dead === true) {
+      throw new UsageError(
+        '--unworked gives deliveries back to the queue: it cannot go with --dead',
+      );
+    }
     const options = {
       requeue: values.dead !== true,
       ...(delay === undefined ? {} : { delay }),
       ...(reason === undefined ? {} : { reason }),
+      ...(values.unworked === true ? { attempted: false } : {}),
     };
     const results = await withClient(values, context, async (client) => {
       const queue = client.handle(name);
@@ -72,10 +80,13 @@ export const nack: Command = {
       const done = results[index] === true;
       if (values.json) printJson(context, { receipt, nacked: done });
       else
-        context.stdout.write(
-          `${done ? (options.requeue ? 'requeued' : 'dead-lettered') : 'stale'} ${receipt.slice(0, 16)}…\n`,
-        );
+        context.stdout.write(`${done ? nackOutcome(values) : 'stale'} ${receipt.slice(0, 16)}…\n`);
     });
     return exitFor(results);
   },
 };
+
+function nackOutcome(values: { dead?: unknown; unworked?: unknown }): string {
+  if (values.dead === true) return 'dead-lettered';
+  return values.unworked === true ? 'requeued unworked' : 'requeued';
+}

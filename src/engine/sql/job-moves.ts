@@ -209,14 +209,10 @@ export class JobMoves {
    * Returns ended deliveries (token order) to ready: R13 dead-letters those out of deliveries;
    * the rest go to the front in the same order, or to delayed when `delay` > 0.
    */
-  async requeue(
-    ended: { row: DeliveryRow; attempt: Attempt }[],
-    now: number,
-    delay: number,
-  ): Promise<void> {
-    const back: { row: DeliveryRow; attempt: Attempt }[] = [];
+  async requeue(ended: EndedDelivery[], now: number, delay: number): Promise<void> {
+    const back: EndedDelivery[] = [];
     for (const item of ended) {
-      if (item.row.delivery_count >= this.q.options.maxDeliveries) {
+      if (item.attempt !== undefined && item.row.delivery_count >= this.q.options.maxDeliveries) {
         await this.deadLetter(item.row, item.attempt, now, 'max-deliveries');
       } else {
         back.push(item);
@@ -230,24 +226,25 @@ export class JobMoves {
       this.q.nextEventAt = Math.min(this.q.nextEventAt, now + delay);
       for (const { row, attempt } of back) {
         await this.c.run(
-          `UPDATE leaseq_jobs SET state = 'delayed', available_at = ?, ${CLEAR_DELIVERY}, history = ?
+          `UPDATE leaseq_jobs SET state = 'delayed', available_at = ?, ${CLEAR_DELIVERY},
+             delivery_count = ?, history = ?
            WHERE queue = ? AND id = ?`,
-          [now + delay, appendHistory(row.history, attempt), this.q.name, row.id],
+          [now + delay, ...countAndHistory(row, attempt), this.q.name, row.id],
         );
       }
       return;
     }
     this.q.ready += back.length;
     for (let i = back.length - 1; i >= 0; i--) {
-      const { row, attempt } = back[i] as { row: DeliveryRow; attempt: Attempt };
+      const { row, attempt } = back[i] as EndedDelivery;
       await this.c.run(
         `UPDATE leaseq_jobs SET state = 'ready', ready_pos = ?, ready_since = ?, ${CLEAR_DELIVERY},
-           history = ?
+           delivery_count = ?, history = ?
          WHERE queue = ? AND id = ?`,
         [
           frontPosition(this.q, row.priority),
           now,
-          appendHistory(row.history, attempt),
+          ...countAndHistory(row, attempt),
           this.q.name,
           row.id,
         ],
@@ -460,6 +457,23 @@ export function attemptOf(
     outcome,
     ...(reason === undefined ? {} : { reason }),
   };
+}
+
+/**
+ * A delivery that ended, with the attempt to record; none for one given back unworked (R33),
+ * whose row then carries the job's deliveryCount as it was before it.
+ */
+export interface EndedDelivery {
+  row: DeliveryRow;
+  attempt: Attempt | undefined;
+}
+
+/** The delivery_count and history a requeued job is stored with. */
+function countAndHistory(row: DeliveryRow, attempt: Attempt | undefined): [number, string | null] {
+  return [
+    row.delivery_count,
+    attempt === undefined ? row.history : appendHistory(row.history, attempt),
+  ];
 }
 
 export function appendHistory(history: string | null, attempt: Attempt): string {

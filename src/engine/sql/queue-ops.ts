@@ -594,13 +594,20 @@ export class QueueOps extends JobMoves {
     now: number,
     nack: NackDisposition,
   ): Promise<number> {
-    const outcome = nack.requeue ? 'requeued' : 'rejected';
-    const reason = nack.requeue ? undefined : nack.reason;
-    const ended = rows.map((row) => ({ row, attempt: attemptOf(row, now, outcome, reason) }));
     this.q.counters.nacks += rows.length;
-    if (nack.requeue) await this.requeue(ended, now, nack.delay);
-    else
-      for (const { row, attempt } of ended) await this.deadLetter(row, attempt, now, nack.reason);
+    if (!nack.requeue) {
+      for (const row of rows) {
+        await this.deadLetter(row, attemptOf(row, now, 'rejected', nack.reason), now, nack.reason);
+      }
+      return rows.length;
+    }
+    // R33: one given back unworked records no attempt and takes back its count.
+    const ended = rows.map((row) =>
+      nack.attempted
+        ? { row, attempt: attemptOf(row, now, 'requeued') }
+        : { row: { ...row, delivery_count: row.delivery_count - 1 }, attempt: undefined },
+    );
+    await this.requeue(ended, now, nack.delay);
     return rows.length;
   }
 

@@ -223,8 +223,8 @@ async function nackOne(
   options: NackOptions,
   log: FastifyBaseLogger,
 ): Promise<boolean> {
-  const { requeue, delay, reason } = options;
-  const nacked = await queue.nack(claim.token, { requeue, delay, reason });
+  const { requeue, delay, reason, attempted } = options;
+  const nacked = await queue.nack(claim.token, { requeue, delay, reason, attempted });
   const outcome = !nacked ? 'stale nack' : requeue === false ? 'dead-lettered' : 'requeued';
   logOutcome(log, queue, claim, outcome, requeue === false ? { reason: reason ?? 'rejected' } : {});
   return nacked;
@@ -241,10 +241,13 @@ async function extendOne(
   return deadline;
 }
 
-/** A receive whose client went away: its jobs go back at once instead of at lease end. */
+/**
+ * A receive whose client went away: its jobs go back at once instead of at lease end, unworked
+ * (R33), each to the front, so the last first: they stay in the order they were taken.
+ */
 async function releaseUnsent(queue: Queue, deliveries: Delivery[], log: FastifyBaseLogger) {
-  for (const delivery of deliveries) {
-    const released = await queue.nack(delivery.token);
+  for (const delivery of [...deliveries].reverse()) {
+    const released = await queue.nack(delivery.token, { attempted: false });
     logOutcome(log, queue, delivery, released ? 'released, client gone' : 'stale release');
   }
 }

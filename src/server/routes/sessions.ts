@@ -100,8 +100,13 @@ export function sessionRoutes(services: Services): RouteSpec[] {
       response: object({ nacked: integer(0) }, ['nacked']),
       async handle({ params, body, log }) {
         const { queue, sessionId } = await open(params.name, body.session);
-        const { requeue, delay, reason } = body;
-        const nacked = await queue.nackUpTo(sessionId, body.token, { requeue, delay, reason });
+        const { requeue, delay, reason, attempted } = body;
+        const nacked = await queue.nackUpTo(sessionId, body.token, {
+          requeue,
+          delay,
+          reason,
+          attempted,
+        });
         log.info(
           { queue: queue.name, session: sessionId, upToToken: body.token, nacked, requeue },
           'nacked up to',
