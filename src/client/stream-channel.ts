@@ -157,11 +157,14 @@ export class StreamChannel implements Channel {
     this.link.close();
   }
 
-  /** Gives held deliveries back; each goes to the front of ready (R9), so the last goes first. */
+  /**
+   * Gives held deliveries back, unworked (R33: no delivery of their jobs); each goes to the front
+   * of ready (R9), so the last goes first.
+   */
   private async release(queue: string, receipts: string[]): Promise<void> {
     await this.execute(
       queue,
-      [...receipts].reverse().map((receipt) => ({ type: 'nack', receipt })),
+      [...receipts].reverse().map((receipt) => ({ type: 'nack', receipt, attempted: false })),
     );
   }
 

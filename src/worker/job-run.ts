@@ -24,6 +24,8 @@ export type { HeldRun, JobRunDeps } from './handler-run.js';
 export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
   private readonly renewer: LeaseRenewer;
   private ackSettlement: Settlement = ACKED;
+  /** Whether the handler was started: one never started goes back unworked (R33). */
+  private started = false;
 
   constructor(
     delivery: Delivery,
@@ -43,6 +45,7 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
 
   /** Starts the lease keeping and the handler. */
   start(): void {
+    this.started = true;
     this.renewer.start();
     this.runHandler();
   }
@@ -60,7 +63,7 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
       return;
     }
     this.abort(new WorkerClosingError(`worker closing: job ${this.delivery.id} released`));
-    await this.settleBy(() => release(this.deps.queue, this.token), 'stale-nack', {
+    await this.settleBy(() => release(this.deps.queue, this.token, this.started), 'stale-nack', {
       outcome: 'released',
       reason: 'shutdown',
     });

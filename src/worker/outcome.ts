@@ -95,7 +95,10 @@ export function applyDecision(queue: Queue, token: number, decision: Decision): 
   }
 }
 
-/** Gives an unfinished job back for immediate redelivery (shutdown). */
-export function release(queue: Queue, token: number): Promise<boolean> {
-  return queue.nack(token, { requeue: true, delay: 0 });
+/**
+ * Gives an unfinished job back for immediate redelivery (shutdown): one whose handler never
+ * started goes back unworked, not counted as a delivery (R33).
+ */
+export function release(queue: Queue, token: number, worked: boolean): Promise<boolean> {
+  return queue.nack(token, { requeue: true, delay: 0, ...(worked ? {} : { attempted: false }) });
 }

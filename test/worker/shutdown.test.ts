@@ -186,3 +186,28 @@ describeEngines(engines.slice(0, 1), 'closeOnSignals', (open) => {
     expect(consumer.outcomes).toMatchObject([{ outcome: 'released' }]);
   });
 });
+
+describeEngines(engines, 'shutdown, jobs reserved as it begins', (open) => {
+  it('R33 a job reserved while the worker closes goes back unworked: not counted as a delivery', async () => {
+    const h = await open();
+    const consumer = h.process(async () => {}, { concurrency: 1 });
+    const faults = consumer.faults;
+    const receive = faults.receive.bind(faults);
+    let closing: Promise<void> | undefined;
+    // The close begins as the receive that took the job answers: its handler never starts.
+    faults.receive = async (options) => {
+      const deliveries = await receive(options);
+      if (deliveries.length > 0) closing ??= consumer.worker.close();
+      return deliveries;
+    };
+    await h.queue.publish({ id: 'a' });
+    await consumer.worker.start();
+    await h.flush();
+    await closing;
+    expect(consumer.outcomes).toMatchObject([{ id: 'a', outcome: 'released' }]);
+    expect(faults.calls.filter((call) => call.op === 'nack')).toEqual([
+      { op: 'nack', token: 1, fate: 'sent', result: true },
+    ]);
+    expect(await h.queue.job('a')).toMatchObject({ state: 'ready', deliveryCount: 0, history: [] });
+  });
+});

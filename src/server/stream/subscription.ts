@@ -247,11 +247,17 @@ export class Subscription {
   }
 }
 
-/** Deliveries reserved for a connection that is gone go back at once, not at lease end. */
+/**
+ * Deliveries reserved for a connection that is gone (or past its credit) go back at once, not
+ * at lease end, and unworked: nobody received them (R33).
+ */
 async function release(queue: Queue, deliveries: Delivery[], log: FastifyBaseLogger) {
   if (deliveries.length === 0) return;
   try {
-    await queue.execute(deliveries.map((delivery) => build.nack(delivery.token)));
+    await queue.execute(
+      // Each to the front of ready, so the last first: they stay in the order they were taken.
+      [...deliveries].reverse().map((delivery) => build.nack(delivery.token, { attempted: false })),
+    );
     for (const delivery of deliveries) {
       log.info(
         { queue: queue.name, jobId: delivery.id, token: delivery.token },

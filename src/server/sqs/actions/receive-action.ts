@@ -51,8 +51,11 @@ async function receiveMessage(call: SqsCall, sqs: SqsServices) {
     leave?.();
   }
   if (call.clientGone()) {
-    // Nobody will see these: give them back rather than hide them for a whole lease.
-    for (const delivery of deliveries) await queue.nack(delivery.token);
+    // Nobody will see these: give them back rather than hide them for a whole lease, unworked
+    // (R33), the last first so that they keep their order at the front.
+    for (const delivery of [...deliveries].reverse()) {
+      await queue.nack(delivery.token, { attempted: false });
+    }
     return {};
   }
   const visibilityMs = request.visibilityMs ?? (await queue.options()).visibility;

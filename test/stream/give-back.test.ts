@@ -1,0 +1,51 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { RemoteBroker } from '../../src/client/index.js';
+import { open } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
+
+const closing: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const close of closing.splice(0).reverse()) await close();
+});
+
+async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`not so within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('deliveries the stream client held and gave back', () => {
+  it('R33 go back unworked: no delivery of their jobs, however often, and in their order', async () => {
+    const server = await open('memory:');
+    const app = await createApp({
+      broker: server,
+      receiptSecret: 'test-secret-of-at-least-32-characters',
+    });
+    closing.push(
+      () => server.close(),
+      () => app.close(),
+    );
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    const jobs = await server.queue('jobs', { maxDeliveries: 1, visibility: 60_000 });
+    await jobs.publishBatch(Array.from({ length: 16 }, (_, n) => ({ id: `j${n}` })));
+    const client = new RemoteBroker(url, { transport: 'stream', prefetchIdleMs: 30 });
+    closing.push(() => client.close());
+    const queue = await client.queue('jobs');
+    // Each round: 4 taken and acked; the credit they give back brings 4 more, which nobody
+    // takes and which go back after 30 ms. With maxDeliveries 1, any of those counted as a
+    // delivery would then be dead of it.
+    for (let round = 0; round < 3; round += 1) {
+      const taken = await queue.receive({ max: 4, wait: 2000 });
+      expect(taken.map((d) => d.id)).toEqual([0, 1, 2, 3].map((k) => `j${4 * round + k}`));
+      expect(taken.map((d) => d.deliveryCount)).toEqual([1, 1, 1, 1]);
+      for (const delivery of taken) expect(await queue.ack(delivery.token)).toBe(true);
+      await until(async () => (await jobs.stats()).nacks >= 4 * (round + 1));
+      await until(async () => (await jobs.stats()).active === 0);
+    }
+    expect(await jobs.stats()).toMatchObject({ ready: 4, active: 0, dead: 0, acks: 12, nacks: 12 });
+    expect((await jobs.inspect()).ready).toEqual(['j12', 'j13', 'j14', 'j15']);
+    expect(await jobs.job('j12')).toMatchObject({ state: 'ready', deliveryCount: 0, history: [] });
+  });
+});
