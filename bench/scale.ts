@@ -4,8 +4,8 @@
 // Run (root): npm run bench:scale [-- --n 10000 --processes 1,2,4 --concurrency 1,8 --servers 0,1,2
 //   --out bench/results/scale.md]
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -47,6 +47,27 @@ function cpuTimes(): { busy: number; total: number } {
   const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
   return { busy: total - idle, total };
 }
+
+/** CPU time (user + system, in clock ticks) of this machine's PostgreSQL processes so far. */
+function databaseTicks(): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (!stat.includes('(postgres)')) continue;
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks;
+}
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
 
 /** Samples pg_stat_activity of the bench's database on a connection of its own. */
 class WaitSampler {
@@ -129,6 +150,7 @@ async function runConsumer(url: string, name: string, concurrency: number): Prom
     createInterface({ input: process.stdin }).once('line', () => resolve());
   });
   let count = 0;
+  const cpuBefore = process.cpuUsage();
   const loop = async () => {
     for (;;) {
       const [delivery] = await queue.receive({ max: 1, wait: 300 });
@@ -138,7 +160,8 @@ async function runConsumer(url: string, name: string, concurrency: number): Prom
     }
   };
   await Promise.all(Array.from({ length: concurrency }, loop));
-  console.log(JSON.stringify({ count }));
+  const cpu = process.cpuUsage(cpuBefore);
+  console.log(JSON.stringify({ count, cpuMs: (cpu.user + cpu.system) / 1000 }));
   await broker.close();
 }
 
@@ -150,6 +173,8 @@ interface Row {
   perProcess: number[];
   /** Share of the machine's CPU time busy during the drain (all cores), 0–1. */
   cpuBusy: number;
+  /** CPU time per job drained, in ms: the consumer processes', the database's, the machine's. */
+  cpuPerJob: { consumers: number; database: number; all: number };
   waits: WaitShares;
 }
 
@@ -203,6 +228,7 @@ async function main(): Promise<void> {
       'jobs/s',
       'per process',
       'CPU busy',
+      'CPU ms per job: consumers / database / all',
       'backends: on CPU / lock / WAL / other',
     ],
     rows.map((row) => [
@@ -211,6 +237,9 @@ async function main(): Promise<void> {
       formatInteger(row.total),
       row.perProcess.map(formatInteger).join(' / '),
       percent(row.cpuBusy),
+      [row.cpuPerJob.consumers, row.cpuPerJob.database, row.cpuPerJob.all]
+        .map((ms) => ms.toFixed(2))
+        .join(' / '),
       `${percent(row.waits.running)} / ${percent(row.waits.lock)} / ${percent(row.waits.wal)} / ${percent(row.waits.other)}`,
     ]),
   );
@@ -241,7 +270,7 @@ async function main(): Promise<void> {
   const report = [
     '# PostgreSQL scale-out',
     '',
-    `Written by \`npm run bench:scale\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit}: ${formatInteger(jobs)} jobs published, then drained by consumer processes (each an \`open(url)\` broker with receive-one / ack-it loops) straight on one PostgreSQL database, or through \`leaseq serve\` processes over it (the remote client over the stream, consumers spread over the servers). Jobs/s from the go to the last consumer done; per process, its own share. **CPU busy**: the machine's CPU time in use during the drain (every process on it, the database's too), from /proc/stat. **backends**: what the database's active backends were doing, sampled every ${SAMPLE_MS} ms from pg_stat_activity: on CPU, waiting for a lock (the queue's row, an advisory lock), for the WAL (a durable commit), or for something else; shares of the samples.`,
+    `Written by \`npm run bench:scale\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit}: ${formatInteger(jobs)} jobs published, then drained by consumer processes (each an \`open(url)\` broker with receive-one / ack-it loops) straight on one PostgreSQL database, or through \`leaseq serve\` processes over it (the remote client over the stream, consumers spread over the servers). Jobs/s from the go to the last consumer done; per process, its own share. **CPU busy**: the machine's CPU time in use during the drain (every process on it, the database's too), from /proc/stat. **CPU ms per job**: CPU time per job drained, of the consumer processes (their own count), of PostgreSQL's processes (backends, WAL writer and the rest, from /proc), and of the whole machine (CPU busy × ${availableParallelism()} cores × the drain's time): the rest of the last is the kernel's and the servers'. **backends**: what the database's active backends were doing, sampled every ${SAMPLE_MS} ms from pg_stat_activity: on CPU, waiting for a lock (the queue's row, an advisory lock), for the WAL (a durable commit), or for something else; shares of the samples.`,
     '',
     table,
     '',
@@ -283,21 +312,30 @@ async function drain(
     try {
       await Promise.all(children.map((child) => child.ready));
       const cpuBefore = cpuTimes();
+      const databaseBefore = databaseTicks();
       sampler.begin();
       const started = performance.now();
       for (const child of children) child.process.stdin?.write('go\n');
-      const counts = await Promise.all(children.map((child) => child.result));
+      const results = await Promise.all(children.map((child) => child.result));
       const seconds = (performance.now() - started) / 1000;
+      const databaseMs = ((databaseTicks() - databaseBefore) * 1000) / TICKS_PER_SECOND;
       const waits = await sampler.end();
       const cpuAfter = cpuTimes();
-      const done = counts.reduce((sum, count) => sum + count, 0);
+      const done = results.reduce((sum, { count }) => sum + count, 0);
       if (done !== jobs) throw new Error(`drained ${done} of ${jobs} jobs`);
+      const cpuBusy = (cpuAfter.busy - cpuBefore.busy) / (cpuAfter.total - cpuBefore.total);
+      const consumersMs = results.reduce((sum, { cpuMs }) => sum + cpuMs, 0);
       return {
         processes,
         concurrency,
         total: done / seconds,
-        perProcess: counts.map((count) => count / seconds),
-        cpuBusy: (cpuAfter.busy - cpuBefore.busy) / (cpuAfter.total - cpuBefore.total),
+        perProcess: results.map(({ count }) => count / seconds),
+        cpuBusy,
+        cpuPerJob: {
+          consumers: consumersMs / done,
+          database: databaseMs / done,
+          all: (cpuBusy * availableParallelism() * seconds * 1000) / done,
+        },
         waits,
       };
     } finally {
@@ -331,10 +369,10 @@ function startConsumer(url: string, queue: string, concurrency: number) {
   const ready = new Promise<void>((resolve) => {
     onReady = resolve;
   });
-  const result = new Promise<number>((resolve, reject) => {
+  const result = new Promise<{ count: number; cpuMs: number }>((resolve, reject) => {
     lines.on('line', (line) => {
       if (line === 'ready') onReady();
-      else if (line.startsWith('{')) resolve((JSON.parse(line) as { count: number }).count);
+      else if (line.startsWith('{')) resolve(JSON.parse(line) as { count: number; cpuMs: number });
     });
     child.once('exit', (code) => reject(new Error(`consumer exited with ${code}`)));
   });
