@@ -22,6 +22,7 @@ export function newCounters(): Counters {
     redeliveries: 0,
     acks: 0,
     nacks: 0,
+    unworked: 0,
     expiries: 0,
     sessionReleases: 0,
     extensions: 0,

@@ -1027,6 +1027,7 @@ export class LeaseQueue {
       nack.attempted ? this.endDelivery(delivery, now, outcome, reason) : this.unworked(delivery),
     );
     this.counters.nacks += jobs.length;
+    if (!nack.attempted) this.counters.unworked += jobs.length;
     if (nack.requeue) this.requeue(jobs, now, nack.delay, nack.attempted);
     else for (const job of jobs) this.deadLetter(job, now, nack.reason);
   }

@@ -246,6 +246,11 @@ export interface QueueStats {
   redeliveries: number;
   acks: number;
   nacks: number;
+  /**
+   * R33: nacks that gave a delivery back unworked (counted in `nacks` too). Many of them say
+   * that consumers take more than they work on: a prefetch above what they use.
+   */
+  unworked: number;
   expiries: number;
   sessionReleases: number;
   extensions: number;

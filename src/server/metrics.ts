@@ -13,6 +13,10 @@ const COUNTERS: Record<
   redeliveries: ['leaseq_redeliveries_total', 'Deliveries of a job delivered before'],
   acks: ['leaseq_acks_total', 'Deliveries completed by ack (R8)'],
   nacks: ['leaseq_nacks_total', 'Deliveries given back by nack (R9)'],
+  unworked: [
+    'leaseq_unworked_total',
+    'Nacks that gave a delivery back unworked, not counted as a delivery of its job (R33)',
+  ],
   expiries: ['leaseq_expiries_total', 'Deliveries whose lease ran out (R12)'],
   sessionReleases: ['leaseq_session_releases_total', 'Deliveries released by a session end (R16)'],
   extensions: ['leaseq_extensions_total', 'Successful lease extensions (R10)'],

@@ -85,6 +85,7 @@ export const STAT_NUMBERS = [
   'redeliveries',
   'acks',
   'nacks',
+  'unworked',
   'expiries',
   'sessionReleases',
   'extensions',

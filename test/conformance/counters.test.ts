@@ -45,6 +45,7 @@ describeEngines(engines, (h) => {
         redeliveries: 1,
         acks: 2,
         nacks: 2,
+        unworked: 0,
         expiries: 1,
         sessionReleases: 0,
         extensions: 1,

@@ -36,8 +36,13 @@ describeEngines(engines, (h) => {
       expect(await q.inspect()).toEqual(
         view(7, { ready: ['b'], dead: [{ id: 'a', reason: 'max-deliveries', deliveryCount: 2 }] }),
       );
-      // Counted as nacks; the deliveries themselves were made.
-      expect(await q.stats(7)).toMatchObject({ deliveries: 8, nacks: 8, redeliveries: 2 });
+      // Counted as nacks, and apart as unworked; the deliveries themselves were made.
+      expect(await q.stats(7)).toMatchObject({
+        deliveries: 8,
+        nacks: 8,
+        unworked: 6,
+        redeliveries: 2,
+      });
     });
 
     it('R33 the token dies as with any nack; a delay or a session is honoured', async () => {
@@ -58,6 +63,7 @@ describeEngines(engines, (h) => {
         view(2, { ready: ['b', 'c'], delayed: [{ id: 'a', availableAt: 4 }] }),
       );
       expect(await q.job('c')).toMatchObject({ deliveryCount: 0, history: [] });
+      expect(await q.stats(2)).toMatchObject({ nacks: 3, unworked: 3, staleNacks: 1 });
     });
 
     it('R33 unworked with requeue false is refused and changes nothing', async () => {

@@ -44,7 +44,14 @@ describe('deliveries the stream client held and gave back', () => {
       await until(async () => (await jobs.stats()).nacks >= 4 * (round + 1));
       await until(async () => (await jobs.stats()).active === 0);
     }
-    expect(await jobs.stats()).toMatchObject({ ready: 4, active: 0, dead: 0, acks: 12, nacks: 12 });
+    expect(await jobs.stats()).toMatchObject({
+      ready: 4,
+      active: 0,
+      dead: 0,
+      acks: 12,
+      nacks: 12,
+      unworked: 12,
+    });
     expect((await jobs.inspect()).ready).toEqual(['j12', 'j13', 'j14', 'j15']);
     expect(await jobs.job('j12')).toMatchObject({ state: 'ready', deliveryCount: 0, history: [] });
   });

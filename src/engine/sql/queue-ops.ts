@@ -595,6 +595,7 @@ export class QueueOps extends JobMoves {
     nack: NackDisposition,
   ): Promise<number> {
     this.q.counters.nacks += rows.length;
+    if (!nack.attempted) this.q.counters.unworked += rows.length;
     if (!nack.requeue) {
       for (const row of rows) {
         await this.deadLetter(row, attemptOf(row, now, 'rejected', nack.reason), now, nack.reason);
