@@ -397,6 +397,14 @@ export const build = {
       problems,
     );
   },
+  /**
+   * R33: deliveries nobody worked on (taken, then not handed on), given back unworked. Each
+   * nack puts its job at the front of ready, so the last goes first: the jobs stay in the order
+   * they were taken.
+   */
+  giveBack(tokens: readonly number[]): NackOperation[] {
+    return [...tokens].reverse().map((token) => build.nack(token, { attempted: false }));
+  },
   redrive(ids?: unknown): RedriveOperation {
     const problems = new Problems();
     return finish('redrive', { ids: idList(ids, problems) }, problems);

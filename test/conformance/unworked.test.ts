@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../src/core/index.js';
+import { build, ValidationError } from '../../src/core/index.js';
 import { expectRefusedUnchanged, view } from './assertions.js';
 import { useConformanceEngines } from './engines.js';
 import { describeEngines } from './suite.js';
@@ -64,6 +64,21 @@ describeEngines(engines, (h) => {
       );
       expect(await q.job('c')).toMatchObject({ deliveryCount: 0, history: [] });
       expect(await q.stats(2)).toMatchObject({ nacks: 3, unworked: 3, staleNacks: 1 });
+    });
+
+    it('R33 build.giveBack returns deliveries unworked, the jobs in the order they were taken', async () => {
+      const q = await h.queue({ visibility: 10 });
+      await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd' }]);
+      const taken = await q.reserve(0, { max: 3 });
+      const outcomes = await q.execute(1, build.giveBack(taken.map((d) => d.token)));
+      expect(outcomes).toEqual([
+        { ok: true, value: true },
+        { ok: true, value: true },
+        { ok: true, value: true },
+      ]);
+      expect(await q.inspect()).toEqual(view(1, { ready: ['a', 'b', 'c', 'd'] }));
+      expect(await q.stats(1)).toMatchObject({ nacks: 3, unworked: 3 });
+      expect(await q.job('a')).toMatchObject({ deliveryCount: 0, history: [] });
     });
 
     it('R33 unworked with requeue false is refused and changes nothing', async () => {

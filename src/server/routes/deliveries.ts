@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Queue } from '../../broker/index.js';
-import type { Delivery, NackOptions } from '../../core/index.js';
+import { build, type Delivery, type NackOptions } from '../../core/index.js';
 import { deliveryToWire } from '../../wire/index.js';
 import { type ErrorBody, mapError } from '../errors.js';
 import type { ReceiptClaim } from '../receipts.js';
@@ -241,15 +241,16 @@ async function extendOne(
   return deadline;
 }
 
-/**
- * A receive whose client went away: its jobs go back at once instead of at lease end, unworked
- * (R33), each to the front, so the last first: they stay in the order they were taken.
- */
+/** A receive whose client went away: its jobs go back at once, unworked, not at lease end. */
 async function releaseUnsent(queue: Queue, deliveries: Delivery[], log: FastifyBaseLogger) {
-  for (const delivery of [...deliveries].reverse()) {
-    const released = await queue.nack(delivery.token, { attempted: false });
+  const outcomes = await queue.execute(
+    build.giveBack(deliveries.map((delivery) => delivery.token)),
+  );
+  // In the order of the operations: the last delivery first.
+  [...deliveries].reverse().forEach((delivery, index) => {
+    const released = outcomes[index]?.ok === true && outcomes[index].value === true;
     logOutcome(log, queue, delivery, released ? 'released, client gone' : 'stale release');
-  }
+  });
 }
 
 async function perEntry<T>(log: FastifyBaseLogger, run: () => Promise<T>): Promise<EntryResult<T>> {

@@ -254,10 +254,7 @@ export class Subscription {
 async function release(queue: Queue, deliveries: Delivery[], log: FastifyBaseLogger) {
   if (deliveries.length === 0) return;
   try {
-    await queue.execute(
-      // Each to the front of ready, so the last first: they stay in the order they were taken.
-      [...deliveries].reverse().map((delivery) => build.nack(delivery.token, { attempted: false })),
-    );
+    await queue.execute(build.giveBack(deliveries.map((delivery) => delivery.token)));
     for (const delivery of deliveries) {
       log.info(
         { queue: queue.name, jobId: delivery.id, token: delivery.token },

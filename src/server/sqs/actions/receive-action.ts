@@ -1,5 +1,5 @@
 import type { Queue } from '../../../broker/index.js';
-import type { Delivery, JobView } from '../../../core/index.js';
+import { build, type Delivery, type JobView } from '../../../core/index.js';
 import { MAX_VISIBILITY_SECONDS, storedAttribute } from '../attributes.js';
 import { queueArn, resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { fromPayload, type MessageContent } from '../envelope.js';
@@ -51,11 +51,8 @@ async function receiveMessage(call: SqsCall, sqs: SqsServices) {
     leave?.();
   }
   if (call.clientGone()) {
-    // Nobody will see these: give them back rather than hide them for a whole lease, unworked
-    // (R33), the last first so that they keep their order at the front.
-    for (const delivery of [...deliveries].reverse()) {
-      await queue.nack(delivery.token, { attempted: false });
-    }
+    // Nobody will see these: give them back rather than hide them for a whole lease.
+    await queue.execute(build.giveBack(deliveries.map((delivery) => delivery.token)));
     return {};
   }
   const visibilityMs = request.visibilityMs ?? (await queue.options()).visibility;
