@@ -190,6 +190,11 @@ describe.skipIf(skipBrowser)(
       );
       await page.waitForFunction(() => document.querySelectorAll('.chart canvas').length === 4);
       await page.waitForTimeout(2_200); // one more reading for the charts
+      // Deliveries given back unworked (R33) beside the deliveries and acks.
+      const deliveriesChart = page.getByRole('img', {
+        name: /^Deliveries and acks per second: latest Deliveries .*, Acks .*, Given back unworked /,
+      });
+      await expect(deliveriesChart.count()).resolves.toBe(1);
       await shoot(page, 'queue', true);
     });
 

@@ -5,6 +5,7 @@ export const RATE_COUNTERS = [
   'published',
   'deliveries',
   'acks',
+  'unworked',
   'redeliveries',
   'expiries',
   'extensions',

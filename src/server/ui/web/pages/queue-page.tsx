@@ -114,6 +114,8 @@ function Charts(props: { samples: readonly Sample[] }) {
             series={[
               rate('Deliveries', '--series-1', 'deliveries'),
               rate('Acks', '--series-3', 'acks'),
+              // R33: taken and given back unworked, a prefetch above what consumers use.
+              rate('Given back unworked', '--series-2', 'unworked'),
             ]}
           />
           <Chart
