@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Queue } from '../broker/index.js';
 import {
-  type NackOperation,
+  type NackOptions,
   type Operation,
   type OperationType,
   type Outcome,
@@ -202,9 +202,12 @@ function logOutcome(
   }
 }
 
-/** How a nack ended, for its log line. */
-function nackOutcome(live: boolean, nack: NackOperation): string {
+/** How a nack ended, for its log line (options as given: absent ones have their defaults). */
+export function nackOutcome(
+  live: boolean,
+  nack: Pick<NackOptions, 'requeue' | 'attempted'>,
+): string {
   if (!live) return 'stale nack';
-  if (!nack.requeue) return 'dead-lettered';
-  return nack.attempted ? 'requeued' : 'given back unworked';
+  if (nack.requeue === false) return 'dead-lettered';
+  return nack.attempted === false ? 'given back unworked' : 'requeued';
 }

@@ -3,6 +3,7 @@ import type { Queue } from '../../broker/index.js';
 import { build, type Delivery, type NackOptions } from '../../core/index.js';
 import { deliveryToWire } from '../../wire/index.js';
 import { type ErrorBody, mapError } from '../errors.js';
+import { nackOutcome } from '../operation-runner.js';
 import type { ReceiptClaim } from '../receipts.js';
 import { type RouteSpec, route, type Services } from '../route.js';
 import { arrayOf, errorBody, type JsonSchema, object, queueParams } from '../schemas.js';
@@ -225,7 +226,7 @@ async function nackOne(
 ): Promise<boolean> {
   const { requeue, delay, reason, attempted } = options;
   const nacked = await queue.nack(claim.token, { requeue, delay, reason, attempted });
-  const outcome = !nacked ? 'stale nack' : requeue === false ? 'dead-lettered' : 'requeued';
+  const outcome = nackOutcome(nacked, options);
   logOutcome(log, queue, claim, outcome, requeue === false ? { reason: reason ?? 'rejected' } : {});
   return nacked;
 }
