@@ -21,7 +21,7 @@ export interface BackoffOptions {
 export interface WorkerOptions {
   /**
    * Most handlers running at once. Positive integer. Default 1. Jobs whose handler ended stay
-   * in hand until their ack or nack answers: at most as many again, or 16 where that is more.
+   * in hand until their ack or nack answers: at most twice as many, or 48 where that is more.
    */
   concurrency?: number;
   /**

@@ -36,7 +36,13 @@ const FETCH_RETRY = { baseDelay: 100, maxDelay: 30_000 };
  * may be in hand, however low the concurrency. A worker of concurrency 1 with fast handlers
  * otherwise waits a whole ack round trip (a sync, over the network) for every other job.
  */
-export const MIN_SETTLING = 16;
+export const MIN_SETTLING = 48;
+/**
+ * ...and up to this many per slot: while one round of acks is on its way (over the stream, a
+ * round trip and the server's sync), the handlers work through the next, so the worker and the
+ * server overlap rather than take turns.
+ */
+export const SETTLING_PER_SLOT = 2;
 
 /**
  * Consumes one queue: reserves at most `concurrency` jobs at a time (long-waiting for work),
@@ -286,13 +292,13 @@ export class Worker<P = unknown> {
   /**
    * Slots for handlers: `concurrency` run at once. A job whose handler ended frees its slot
    * while its ack travels, so the next job starts without waiting for that answer; the jobs
-   * being settled are at most as many again, or MIN_SETTLING where that is more, which bounds
-   * the leases in hand.
+   * being settled are at most SETTLING_PER_SLOT per slot, or MIN_SETTLING where that is more,
+   * which bounds the leases in hand.
    */
   private freeSlots(): number {
     const { concurrency } = this.options;
     const running = this.inHand.size - this.settling.size;
-    const mostInHand = concurrency + Math.max(concurrency, MIN_SETTLING);
+    const mostInHand = concurrency + Math.max(SETTLING_PER_SLOT * concurrency, MIN_SETTLING);
     return Math.max(
       0,
       Math.min(concurrency - running, mostInHand - this.inHand.size) - this.reserving,

@@ -4,7 +4,7 @@ import { StorageUnavailableError } from '../../src/core/index.js';
 import { open as openBroker } from '../../src/index.js';
 import { Gate, silentLogger } from '../../src/testing/index.js';
 import { type OutcomeRecord, Worker, work } from '../../src/worker/index.js';
-import { MIN_SETTLING } from '../../src/worker/worker.js';
+import { MIN_SETTLING, SETTLING_PER_SLOT } from '../../src/worker/worker.js';
 import { describeEngines, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
@@ -157,10 +157,10 @@ describeEngines(engines, 'fetch loop', (open, engine) => {
 });
 
 it.each([
-  // Below MIN_SETTLING, the jobs being settled may still number MIN_SETTLING.
+  // Where SETTLING_PER_SLOT per slot is fewer, the jobs being settled may still number MIN_SETTLING.
   { concurrency: 2, mostInHand: 2 + MIN_SETTLING },
-  // From it on, they are at most as many as the concurrency.
-  { concurrency: MIN_SETTLING + 4, mostInHand: 2 * (MIN_SETTLING + 4) },
+  // Above it, they are at most SETTLING_PER_SLOT per slot.
+  { concurrency: MIN_SETTLING + 4, mostInHand: (1 + SETTLING_PER_SLOT) * (MIN_SETTLING + 4) },
 ])(
   'starts the next jobs while acks travel; leases in hand stay within $mostInHand at concurrency $concurrency',
   async ({ concurrency, mostInHand }) => {
