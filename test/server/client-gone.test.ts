@@ -1,0 +1,133 @@
+import { request } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Broker, Queue, ReceiveOptions } from '../../src/broker/index.js';
+import { open } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
+
+/**
+ * R33 over HTTP and SQS: a long poll whose job is reserved just as its client goes away. The
+ * server cannot send that delivery to anyone, so it gives it back unworked: the job is ready
+ * again at once, its deliveryCount as before, counted as `unworked`.
+ *
+ * The race is made certain by a broker whose waiting receives answer only once the request's
+ * signal says the client left, and then reserve what is ready: what a receive woken by a
+ * publish at that moment would answer.
+ */
+function racyBroker(real: Broker, parked: () => void): Broker {
+  const racyQueue = (queue: Queue): Queue =>
+    new Proxy(queue, {
+      get(target, key) {
+        if (key === 'receive') {
+          return async (options: ReceiveOptions = {}) => {
+            const { signal, wait = 0, ...reserve } = options;
+            if (signal === undefined || wait === 0) return target.receive(options);
+            parked();
+            await new Promise<void>((resolve) => {
+              if (signal.aborted) resolve();
+              else signal.addEventListener('abort', () => resolve(), { once: true });
+            });
+            return target.receive(reserve);
+          };
+        }
+        const value = Reflect.get(target, key, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  return new Proxy(real, {
+    get(target, key) {
+      if (key === 'queue') {
+        return async (...args: Parameters<Broker['queue']>) =>
+          racyQueue(await target.queue(...args));
+      }
+      const value = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+let close: (() => Promise<void>) | undefined;
+
+afterEach(async () => {
+  await close?.();
+  close = undefined;
+});
+
+async function start() {
+  const broker = await open('memory:');
+  let parkedNow!: () => void;
+  const parked = new Promise<void>((resolve) => {
+    parkedNow = resolve;
+  });
+  const app: FastifyInstance = await createApp({
+    broker: racyBroker(broker, () => parkedNow()),
+    receiptSecret: 'test-secret-of-at-least-32-characters',
+    sqs: {},
+  });
+  const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+  close = () => app.close().finally(() => broker.close());
+  return { broker, baseUrl, parked };
+}
+
+/** Sends a request, and cuts its connection once the server's receive is parked. */
+async function cutWhileParked(
+  parked: Promise<void>,
+  url: string,
+  init: { headers: Record<string, string>; body: string },
+): Promise<void> {
+  const sent = request(url, { method: 'POST', headers: init.headers });
+  const answered = new Promise<string>((resolve) => {
+    sent.on('response', () => resolve('answered'));
+    sent.on('error', () => resolve('cut'));
+  });
+  sent.end(init.body);
+  await parked;
+  sent.destroy();
+  expect(await answered).toBe('cut');
+}
+
+/** Until the queue counts a give-back (the server does it after the request is gone). */
+async function givenBack(queue: Queue) {
+  for (let tries = 0; tries < 200; tries++) {
+    const stats = await queue.stats();
+    if (stats.unworked > 0) return stats;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('the delivery of a client that left was never given back');
+}
+
+describe('R33 a long poll reserved as its client leaves gives its job back unworked', () => {
+  it('over HTTP (POST /v1/queues/{name}/receive with wait)', async () => {
+    const { broker, baseUrl, parked } = await start();
+    const queue = await broker.queue('left');
+    await queue.publish({ id: 'job-1', payload: 'p' });
+    await cutWhileParked(parked, `${baseUrl}/v1/queues/left/receive`, {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ wait: 5000 }),
+    });
+    const stats = await givenBack(queue);
+    expect(stats).toMatchObject({ ready: 1, active: 0, unworked: 1 });
+    expect(await queue.job('job-1')).toMatchObject({ state: 'ready', deliveryCount: 0 });
+    // Ready at once for the next consumer, as a first delivery.
+    const [next] = await queue.receive();
+    expect(next).toMatchObject({ id: 'job-1', deliveryCount: 1 });
+  });
+
+  it('over SQS (ReceiveMessage with WaitTimeSeconds)', async () => {
+    const { broker, baseUrl, parked } = await start();
+    const queue = await broker.queue('left-sqs');
+    await queue.publish({ id: 'job-1', payload: 'p' });
+    await cutWhileParked(parked, `${baseUrl}/sqs/`, {
+      headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
+      body: new URLSearchParams({
+        Version: '2012-11-05',
+        Action: 'ReceiveMessage',
+        QueueUrl: `${baseUrl}/sqs/000000000000/left-sqs`,
+        WaitTimeSeconds: '5',
+      }).toString(),
+    });
+    const stats = await givenBack(queue);
+    expect(stats).toMatchObject({ ready: 1, active: 0, unworked: 1 });
+    expect(await queue.job('job-1')).toMatchObject({ state: 'ready', deliveryCount: 0 });
+  });
+});
