@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RemoteBroker } from '../../src/client/index.js';
-import { open } from '../../src/index.js';
-import { createApp } from '../../src/server/index.js';
+import { startTestServer } from '../server/helpers.js';
 
 const closing: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -18,19 +17,11 @@ async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
 
 describe('deliveries the stream client held and gave back', () => {
   it('R33 go back unworked: no delivery of their jobs, however often, and in their order', async () => {
-    const server = await open('memory:');
-    const app = await createApp({
-      broker: server,
-      receiptSecret: 'test-secret-of-at-least-32-characters',
-    });
-    closing.push(
-      () => server.close(),
-      () => app.close(),
-    );
-    const url = await app.listen({ host: '127.0.0.1', port: 0 });
-    const jobs = await server.queue('jobs', { maxDeliveries: 1, visibility: 60_000 });
+    const server = await startTestServer();
+    closing.push(() => server.close());
+    const jobs = await server.broker.queue('jobs', { maxDeliveries: 1, visibility: 60_000 });
     await jobs.publishBatch(Array.from({ length: 16 }, (_, n) => ({ id: `j${n}` })));
-    const client = new RemoteBroker(url, { transport: 'stream', prefetchIdleMs: 30 });
+    const client = new RemoteBroker(server.baseUrl, { transport: 'stream', prefetchIdleMs: 30 });
     closing.push(() => client.close());
     const queue = await client.queue('jobs');
     // Each round: 4 taken and acked; the credit they give back brings 4 more, which nobody
