@@ -25,7 +25,13 @@ import type {
 import type { ScheduleStore } from '../engine/schedules.js';
 import { type Clock, SystemClock } from './clock.js';
 import { onAbort } from './on-abort.js';
-import type { Broker, BrokerTransaction, Queue, ReceiveOptions } from './queue.js';
+import {
+  type Broker,
+  type BrokerTransaction,
+  type Queue,
+  RECEIVE_ONLY_OPTIONS,
+  type ReceiveOptions,
+} from './queue.js';
 import {
   type ScheduleOptions,
   type ScheduleWhen,
@@ -250,7 +256,7 @@ export class EngineQueue implements Queue {
     // One reserve; the reserve builder reads only its own fields of the options.
     if (typeof options === 'object' && options !== null && !Array.isArray(options)) {
       if (options.wait === undefined || options.wait === 0) {
-        return this.handle.reserve(this.clock.now(), options);
+        return this.handle.reserve(this.clock.now(), options, RECEIVE_ONLY_OPTIONS);
       }
     }
     return this.receiveWaiting(options);

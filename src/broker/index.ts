@@ -1,5 +1,11 @@
 export { type Clock, ManualClock, SystemClock } from './clock.js';
 export { type BrokerOptions, EngineBroker, EngineQueue } from './engine-broker.js';
-export type { Broker, BrokerTransaction, Queue, ReceiveOptions } from './queue.js';
+export {
+  type Broker,
+  type BrokerTransaction,
+  type Queue,
+  RECEIVE_ONLY_OPTIONS,
+  type ReceiveOptions,
+} from './queue.js';
 export type { ScheduleOptions, ScheduleView, ScheduleWhen } from './schedule-times.js';
 export { type PublishedOccurrence, Scheduler, type SchedulerOptions } from './scheduler.js';

@@ -28,6 +28,9 @@ export interface ReceiveOptions extends ReserveOptions {
   signal?: AbortSignal;
 }
 
+/** The names of a receive's options that are not its reserve's (any other is refused). */
+export const RECEIVE_ONLY_OPTIONS: ReadonlySet<string> = new Set(['wait', 'signal']);
+
 /**
  * One queue as users see it, in-process or over HTTP: the operations of SPEC.md with time
  * supplied by the broker. Times and durations are milliseconds.

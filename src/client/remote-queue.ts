@@ -1,9 +1,10 @@
-import type {
-  Queue,
-  ReceiveOptions,
-  ScheduleOptions,
-  ScheduleView,
-  ScheduleWhen,
+import {
+  type Queue,
+  RECEIVE_ONLY_OPTIONS,
+  type ReceiveOptions,
+  type ScheduleOptions,
+  type ScheduleView,
+  type ScheduleWhen,
 } from '../broker/index.js';
 import {
   build,
@@ -94,8 +95,8 @@ export class RemoteQueue implements Queue {
    * can settle it with `ackReceipt` and friends.
    */
   async receiveWithReceipts(options: ReceiveOptions = {}): Promise<ReceivedDelivery[]> {
+    build.reserve(options, RECEIVE_ONLY_OPTIONS);
     const { wait = 0, signal, max, visibility, session, ack } = options;
-    build.reserve({ max, visibility, session, ack });
     if (!Number.isSafeInteger(wait) || wait < 0) {
       throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
     }

@@ -275,11 +275,7 @@ export function parseOperation(input: unknown): Operation {
     );
   }
   const spec = PARSERS[type as OperationType];
-  for (const name of Object.keys(fields)) {
-    if (name !== 'type' && !spec.fields.includes(name)) {
-      problems.list.push(`unknown field ${show(name)} of ${type}`);
-    }
-  }
+  unknownFields(fields, (name) => name === 'type' || spec.fields.includes(name), type, problems);
   return finish(
     type as OperationType,
     (spec.parse as Parser<OperationType>)(fields, problems),
@@ -328,12 +324,23 @@ export const build = {
     const problems = new Problems();
     return finish('publish', { jobs: publishJobs(inputs, 'jobs', problems) }, problems);
   },
-  reserve(options: unknown = {}): ReserveOperation {
-    const fast = validReserve(options);
+  /**
+   * `alsoRead`: more option names the caller reads itself (a receive's `wait` and `signal`);
+   * any other name than these and the reserve's own is refused.
+   */
+  reserve(options: unknown = {}, alsoRead: ReadonlySet<string> = NO_FIELDS): ReserveOperation {
+    const fast = validReserve(options, alsoRead);
     if (fast !== undefined) return fast;
     const problems = new Problems();
     if (!problems.object('options', options)) problems.throwIfAny();
-    return finish('reserve', reserveFields((options ?? {}) as Fields, problems), problems);
+    const fields = (options ?? {}) as Fields;
+    unknownFields(
+      fields,
+      (name) => RESERVE_FIELDS.has(name) || alsoRead.has(name),
+      'reserve',
+      problems,
+    );
+    return finish('reserve', reserveFields(fields, problems), problems);
   },
   ack(token: unknown): AckOperation {
     if (isToken(token)) return Object.freeze({ type: 'ack', tokens: Object.freeze([token]) });
@@ -345,7 +352,7 @@ export const build = {
   },
   nack(tokenValue: unknown, options?: unknown): NackOperation {
     const problems = new Problems();
-    const fields = optionsObject(options, problems);
+    const fields = optionsObject(options, problems, 'nack', ['token']);
     return finish(
       'nack',
       { token: token(tokenValue, problems), ...nackFields(fields, problems) },
@@ -364,7 +371,7 @@ export const build = {
     const problems = new Problems();
     return finish(
       'openSession',
-      sessionFields(optionsObject(options, problems), problems),
+      sessionFields(optionsObject(options, problems, 'openSession'), problems),
       problems,
     );
   },
@@ -386,7 +393,7 @@ export const build = {
   },
   nackUpTo(session: unknown, tokenValue: unknown, options?: unknown): NackUpToOperation {
     const problems = new Problems();
-    const fields = optionsObject(options, problems);
+    const fields = optionsObject(options, problems, 'nackUpTo', ['session', 'token']);
     return finish(
       'nackUpTo',
       {
@@ -417,19 +424,20 @@ export const build = {
     const problems = new Problems();
     return finish(
       'purgeQueue',
-      PARSERS.purgeQueue.parse(optionsObject(options, problems), problems),
+      PARSERS.purgeQueue.parse(optionsObject(options, problems, 'purgeQueue'), problems),
       problems,
     );
   },
   moveJobs(options?: unknown): MoveJobsOperation {
     const problems = new Problems();
-    return finish('moveJobs', moveJobsFields(optionsObject(options, problems), problems), problems);
+    const fields = optionsObject(options, problems, 'moveJobs');
+    return finish('moveJobs', moveJobsFields(fields, problems), problems);
   },
   cancel(id: unknown, options?: unknown): CancelOperation {
     const problems = new Problems();
     return finish(
       'cancel',
-      cancelFields({ ...optionsObject(options, problems), id }, problems),
+      cancelFields({ ...optionsObject(options, problems, 'cancel', ['id']), id }, problems),
       problems,
     );
   },
@@ -448,8 +456,14 @@ const RESERVE_ONE: ReserveOperation = Object.freeze({
 });
 
 /** The common reserve options, certainly valid, built without collecting problems. */
-function validReserve(options: unknown): ReserveOperation | undefined {
+function validReserve(
+  options: unknown,
+  alsoRead: ReadonlySet<string>,
+): ReserveOperation | undefined {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) return undefined;
+  for (const name in options) {
+    if (!RESERVE_FIELDS.has(name) && !alsoRead.has(name)) return undefined;
+  }
   const { max, visibility, session, ack } = options as Fields;
   if (ack !== undefined && ack !== 'manual' && ack !== 'auto') return undefined;
   if (
@@ -475,10 +489,52 @@ function validReserve(options: unknown): ReserveOperation | undefined {
 
 // --- field parsers ---------------------------------------------------------------------------
 
-function optionsObject(options: unknown, problems: Problems): Fields {
+/**
+ * A method's options of operation `type`: an object whose names are fields of that operation,
+ * but not those the method takes as arguments (`positional`).
+ */
+function optionsObject(
+  options: unknown,
+  problems: Problems,
+  type: OperationType,
+  positional: readonly string[] = [],
+): Fields {
   if (options === undefined) return {};
-  return problems.object('options', options) ? (options as Fields) : {};
+  if (!problems.object('options', options)) return {};
+  const fields = options as Fields;
+  const known = PARSERS[type].fields;
+  unknownFields(
+    fields,
+    (name) => known.includes(name) && !positional.includes(name),
+    type,
+    problems,
+  );
+  return fields;
 }
+
+/** Names no field of `of`: a misspelt option must not fall back to its default unnoticed. */
+function unknownFields(
+  fields: Fields,
+  isKnown: (name: string) => boolean,
+  of: string,
+  problems: Problems,
+): void {
+  for (const name of Object.keys(fields)) {
+    if (!isKnown(name)) problems.list.push(`unknown field ${show(name)} of ${of}`);
+  }
+}
+
+const NO_FIELDS: ReadonlySet<string> = new Set();
+const RESERVE_FIELDS: ReadonlySet<string> = new Set(PARSERS.reserve.fields);
+/** What a job of a publish may have (PublishInput). */
+const JOB_FIELDS: ReadonlySet<string> = new Set([
+  'id',
+  'payload',
+  'delay',
+  'priority',
+  'group',
+  'expiresAt',
+]);
 
 function isToken(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
@@ -594,6 +650,7 @@ function moveJobsFields(fields: Fields, problems: Problems) {
 /** True when a job is certainly valid: the hot path, allocating nothing. */
 function isValidJob(input: unknown): boolean {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return false;
+  for (const name in input) if (!JOB_FIELDS.has(name)) return false;
   const { id, delay, priority, group, expiresAt } = input as Fields;
   return (
     (expiresAt === undefined || (Number.isSafeInteger(expiresAt) && (expiresAt as number) >= 0)) &&
@@ -624,6 +681,7 @@ function publishJobs(value: unknown, name: string, problems: Problems): readonly
       if (input === undefined) problems.list.push(`${at} must be an object, got undefined`);
       if (!problems.object(at, input) || input === undefined) return;
       const job = input as Fields;
+      unknownFields(job, (field) => JOB_FIELDS.has(field), at, problems);
       if (job.id !== undefined) problems.id(`${at}.id`, job.id);
       if (job.delay !== undefined) problems.nonNegativeInteger(`${at}.delay`, job.delay);
       if (job.priority !== undefined) problems.priority(`${at}.priority`, job.priority);

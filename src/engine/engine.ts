@@ -54,7 +54,12 @@ export interface QueueHandle {
   deliveries(): Promise<LiveDelivery[]>;
   publish(now: number, input?: PublishInput): Promise<PublishResult>;
   publishBatch(now: number, inputs: readonly PublishInput[]): Promise<PublishResult[]>;
-  reserve(now: number, options?: ReserveOptions): Promise<Delivery[]>;
+  /** `alsoRead`: more option names the caller reads itself, not refused (see `build.reserve`). */
+  reserve(
+    now: number,
+    options?: ReserveOptions,
+    alsoRead?: ReadonlySet<string>,
+  ): Promise<Delivery[]>;
   ack(now: number, token: number): Promise<boolean>;
   ackMany(now: number, tokens: readonly number[]): Promise<boolean[]>;
   nack(now: number, token: number, options?: NackOptions): Promise<boolean>;

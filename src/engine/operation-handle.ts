@@ -86,10 +86,15 @@ export abstract class OperationHandle implements QueueHandle {
     }
     return this.executeOne(now, operation) as Promise<PublishResult[]>;
   }
-  reserve(now: number, options: ReserveOptions = {}): Promise<Delivery[]> {
+  /** `alsoRead`: option names the caller reads itself (see `build.reserve`). */
+  reserve(
+    now: number,
+    options: ReserveOptions = {},
+    alsoRead?: ReadonlySet<string>,
+  ): Promise<Delivery[]> {
     let operation: Operation;
     try {
-      operation = build.reserve(options);
+      operation = build.reserve(options, alsoRead);
     } catch (error) {
       return Promise.reject(error);
     }

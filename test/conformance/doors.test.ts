@@ -96,6 +96,48 @@ const CASES: [string, Call, Record<string, unknown>][] = [
     (q) => q.moveJobs(bad({ ids: 'a' })),
     { type: 'moveJobs', ids: 'a' },
   ],
+  // A misspelt name is refused, never dropped: it would fall back to the default unnoticed (a
+  // job meant to be dead-lettered requeued, a payload lost).
+  [
+    'publish: an unknown job field',
+    (q) => q.publish(bad({ id: 'x', paylod: 1 })),
+    { type: 'publish', jobs: [{ id: 'x', paylod: 1 }] },
+  ],
+  [
+    'publishBatch: an unknown field in one entry',
+    (q) => q.publishBatch(bad([{ id: 'y' }, { id: 'z', dealy: 5 }])),
+    { type: 'publish', jobs: [{ id: 'y' }, { id: 'z', dealy: 5 }] },
+  ],
+  [
+    'reserve: an unknown option',
+    (q) => q.receive(bad({ visiblity: 5 })),
+    { type: 'reserve', visiblity: 5 },
+  ],
+  [
+    'nack: an unknown option',
+    (q) => q.nack(1, bad({ requeu: false })),
+    { type: 'nack', receipt: 1, requeu: false },
+  ],
+  [
+    'openSession: an unknown option',
+    (q) => q.openSession(bad({ prefech: 5 })),
+    { type: 'openSession', prefech: 5 },
+  ],
+  [
+    'purgeQueue: an unknown option',
+    (q) => q.purgeQueue(bad({ deadToo: true })),
+    { type: 'purgeQueue', deadToo: true },
+  ],
+  [
+    'cancel: an unknown option',
+    (q) => q.cancel('a', bad({ remov: true })),
+    { type: 'cancel', id: 'a', remov: true },
+  ],
+  [
+    'moveJobs: an unknown option',
+    (q) => q.moveJobs(bad({ destination: 'elsewhere' })),
+    { type: 'moveJobs', destination: 'elsewhere' },
+  ],
 ];
 
 interface Door {
@@ -172,6 +214,8 @@ describe('bad input through every door', () => {
         (tx) => tx.ack(queue.name, 0),
         (tx) => tx.nack(queue.name, 1, { delay: -1 }),
         (tx) => tx.publish(queue.name, { id: 'x', expiresAt: 1.5 }),
+        (tx) => tx.publish(queue.name, bad({ id: 'x', paylod: 1 })),
+        (tx) => tx.nack(queue.name, 1, bad({ requeu: false })),
       ];
       for (const work of works) {
         const error = await door
@@ -206,7 +250,7 @@ describe('bad input through every door', () => {
     expect(await state(queue)).toEqual(before);
   });
 
-  it('the CLI refuses a negative delay, as a flag or in a job line, publishing nothing', async () => {
+  it('the CLI refuses a negative delay, as a flag or in a job line, and a line with an unknown field, publishing nothing', async () => {
     const queue = await busyQueue(brokers[3] as Broker);
     const before = await state(queue);
     // A flag is checked as a flag (a usage error); a job given as JSON meets the operation parse.
@@ -221,6 +265,15 @@ describe('bad input through every door', () => {
     });
     expect(line.code).toBe(1);
     expect(line.stderr).toContain('delay must be an integer ≥ 0, got -5');
+    // A line that is a bare payload rather than a job would otherwise publish an empty job.
+    for (const transport of ['stream', 'http']) {
+      const payloadLine = await leaseq(
+        ['publish', queue.name, '--file', '-', '--transport', transport],
+        { env: { LEASEQ_SERVER: server.baseUrl }, stdin: '{"task": "resize"}\n' },
+      );
+      expect(payloadLine.code, transport).toBe(1);
+      expect(payloadLine.stderr, transport).toContain('unknown field "task"');
+    }
     expect(await state(queue)).toEqual(before);
   });
 });
