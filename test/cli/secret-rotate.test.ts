@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -35,5 +35,14 @@ describe('leaseq secret rotate', () => {
   it('refuses a storage that keeps no secrets across processes, and a bad grace period', async () => {
     expect((await leaseq(['secret', 'rotate', '--storage', 'memory:'])).code).toBe(2);
     expect((await leaseq(['secret', 'rotate', '--grace-ms', 'soon'])).code).toBe(2);
+  });
+
+  it('refuses a SQLite path where there is no storage, creating nothing', async () => {
+    const missing = join(dir, 'typo', 'leaseq.db');
+    const result = await leaseq(['secret', 'rotate', '--storage', `sqlite:${missing}`]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`no storage at ${missing}`);
+    expect(result.stdout).toBe('');
+    expect(existsSync(join(dir, 'typo'))).toBe(false);
   });
 });

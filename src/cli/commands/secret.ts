@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { open } from '../../open.js';
 import { DEFAULT_CONFIG } from '../../server/config.js';
 import {
@@ -30,6 +31,14 @@ export const secretRotate: Command = {
       stringFlag(values, 'storage') ?? context.env.LEASEQ_STORAGE ?? DEFAULT_CONFIG.storage;
     if (storage === 'memory:') {
       throw new UsageError('memory: keeps nothing between processes; name a SQL storage');
+    }
+    // Opening a SQLite path that does not exist would make a new, empty database and rotate
+    // its secret: no server would see it, while the operator believes they rotated theirs.
+    const file = storage.startsWith('sqlite:') ? storage.slice('sqlite:'.length) : undefined;
+    if (file !== undefined && !existsSync(file)) {
+      throw new UsageError(
+        `no storage at ${file}: name the storage your servers use (--storage or LEASEQ_STORAGE)`,
+      );
     }
     const broker = await open(storage);
     try {
