@@ -308,7 +308,7 @@ export class StreamConnection {
           log,
         },
         {
-          push: (deliveries) => this.push(deliveries),
+          push: (frame, text) => this.push(frame, text),
           backedUp: () => this.backedUp(),
           ended: (sub, error) => this.subscriptionEnded(sub, error),
           now: this.context.now,
@@ -402,20 +402,23 @@ export class StreamConnection {
     });
   }
 
-  private push(frame: DeliveriesFrame): number | false {
+  private push(frame: DeliveriesFrame, text: string): boolean {
     if (this.ended || this.socket.readyState !== this.socket.OPEN) return false;
-    const bytes = this.send(frame);
+    this.sendText(text);
     this.context.services.metrics.stream.deliveriesPushed(frame.deliveries.length);
-    return bytes;
+    return true;
   }
 
-  /** Sends a frame; its length (characters: about its bytes, as JSON is mostly ASCII), 0 when the socket is no longer open. */
-  private send(frame: ServerFrame): number {
-    if (this.socket.readyState !== this.socket.OPEN) return 0;
-    const text = JSON.stringify(frame);
+  /** Sends a frame, unless the socket is no longer open. */
+  private send(frame: ServerFrame): void {
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    this.sendText(JSON.stringify(frame));
+  }
+
+  /** Sends a frame's JSON (the socket is open). */
+  private sendText(text: string): void {
     this.socket.send(text);
     if (this.backedUp()) this.watchDrain();
-    return text.length;
   }
 
   private backedUp(): boolean {

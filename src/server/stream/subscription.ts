@@ -9,8 +9,8 @@ const PUMP_WAIT_MS = 20_000;
 const EXPIRY_RECHECK_MS = 1000;
 
 export interface SubscriptionSink {
-  /** Sends a push frame: its size in bytes, or false when the connection is gone (not sent). */
-  push(frame: DeliveriesFrame): number | false;
+  /** Sends a push frame as `text` (its JSON); false when the connection is gone (not sent). */
+  push(frame: DeliveriesFrame, text: string): boolean;
   /** true while the connection has more unsent bytes than it may queue. */
   backedUp(): boolean;
   /** The subscription ended by itself (its session closed, the storage failed). */
@@ -138,8 +138,9 @@ export class Subscription {
       try {
         await answered;
         const room = this.active ? Math.max(0, this.prefetch - this.unsettled) : 0;
-        const sent = this.deliver(deliveries.slice(0, room));
-        await release(queue, sent ? deliveries.slice(room) : deliveries, log);
+        const { unsent, gone } = this.deliver(deliveries.slice(0, room));
+        const why = gone || !this.active ? CLIENT_GONE : NOT_PUSHED;
+        await release(queue, [...unsent, ...deliveries.slice(room)], log, why);
       } finally {
         this.refilling = false;
         this.wake();
@@ -180,45 +181,66 @@ export class Subscription {
         }
         return;
       }
-      if (!this.deliver(deliveries)) {
-        await release(queue, deliveries, log);
-        return;
-      }
+      const { unsent, gone } = this.deliver(deliveries);
+      await release(queue, unsent, log, gone ? CLIENT_GONE : NOT_PUSHED);
+      if (gone) return;
     }
   }
 
-  /** Pushes deliveries and counts them against the credit; false when the connection is gone. */
-  private deliver(deliveries: Delivery[]): boolean {
-    if (deliveries.length === 0) return true;
-    const { queue, signer, log } = this.settings;
-    const frame: DeliveriesFrame = {
-      type: 'deliveries',
-      subscription: this.id,
-      now: this.sink.now(),
-      deliveries: deliveries.map((delivery) => deliveryToWire(delivery, signer)),
-    };
-    const bytes = this.active ? this.sink.push(frame) : false;
-    if (bytes === false) return false;
-    this.bytesPerDelivery = bytes / deliveries.length;
-    for (const delivery of deliveries) {
-      this.outstanding.set(delivery.token, delivery.deadline);
-      log.info(
-        { queue: queue.name, jobId: delivery.id, token: delivery.token, subscription: this.id },
-        'delivered',
-      );
+  /**
+   * Pushes deliveries, counted against the credit, in frames of at most `maxFrameBytes` (one
+   * delivery whatever its size). Frames after the first go only while the connection is not
+   * backed up: `unsent` are what is left then, or everything when the connection is `gone`, for
+   * the caller to give back.
+   */
+  private deliver(deliveries: Delivery[]): { unsent: Delivery[]; gone: boolean } {
+    const { queue, signer, log, maxFrameBytes } = this.settings;
+    const wire = deliveries.map((delivery) => deliveryToWire(delivery, signer));
+    let start = 0;
+    while (start < deliveries.length) {
+      if (start > 0 && this.sink.backedUp()) break;
+      // The longest run from `start` whose frame fits, halving from all that is left.
+      let end = deliveries.length;
+      let frame: DeliveriesFrame;
+      let text: string;
+      for (;;) {
+        frame = {
+          type: 'deliveries',
+          subscription: this.id,
+          now: this.sink.now(),
+          deliveries: start === 0 && end === wire.length ? wire : wire.slice(start, end),
+        };
+        text = JSON.stringify(frame);
+        if (text.length <= maxFrameBytes || end - start === 1) break;
+        end = start + Math.ceil((end - start) / 2);
+      }
+      if (!this.active || !this.sink.push(frame, text)) {
+        return { unsent: deliveries.slice(start), gone: true };
+      }
+      this.bytesPerDelivery = text.length / (end - start);
+      for (let index = start; index < end; index++) {
+        const delivery = deliveries[index] as Delivery;
+        this.outstanding.set(delivery.token, delivery.deadline);
+        log.info(
+          { queue: queue.name, jobId: delivery.id, token: delivery.token, subscription: this.id },
+          'delivered',
+        );
+      }
+      start = end;
     }
-    return true;
+    return { unsent: deliveries.slice(start), gone: false };
   }
 
   /**
    * How many deliveries the next receive takes: the room the prefetch leaves, at most a batch,
-   * and no more than one frame holds at the size of the last ones (one until a push shows it):
-   * a frame of large payloads must not overrun the connection's buffer bound in one go.
+   * and no more than one frame holds at the size of the last ones. Until a push shows that
+   * size, all the room: a waiting receive of `max` jobs gets them in one frame, as in-process
+   * (deliver splits a frame of large payloads and gives back what the buffer bound leaves).
    */
   private take(room: number, maxBatch: number): number {
     const fit =
       this.bytesPerDelivery === undefined
-        ? 1
+        ? maxBatch
         : Math.max(1, Math.floor(this.settings.maxFrameBytes / this.bytesPerDelivery));
     return Math.min(room, maxBatch, fit);
   }
@@ -247,19 +269,25 @@ export class Subscription {
   }
 }
 
+/** What the log says of a release: the connection was gone, or the job was never pushed. */
+const CLIENT_GONE = 'released, client gone';
+const NOT_PUSHED = 'released, not pushed';
+
 /**
- * Deliveries reserved for a connection that is gone (or past its credit) go back at once, not
- * at lease end, and unworked: nobody received them (R33).
+ * Deliveries reserved for a connection that is gone (or past its credit, or its buffer full) go
+ * back at once, not at lease end, and unworked: nobody received them (R33).
  */
-async function release(queue: Queue, deliveries: Delivery[], log: FastifyBaseLogger) {
+async function release(
+  queue: Queue,
+  deliveries: Delivery[],
+  log: FastifyBaseLogger,
+  why: typeof CLIENT_GONE | typeof NOT_PUSHED,
+) {
   if (deliveries.length === 0) return;
   try {
     await queue.execute(build.giveBack(deliveries.map((delivery) => delivery.token)));
     for (const delivery of deliveries) {
-      log.info(
-        { queue: queue.name, jobId: delivery.id, token: delivery.token },
-        'released, client gone',
-      );
+      log.info({ queue: queue.name, jobId: delivery.id, token: delivery.token }, why);
     }
   } catch (error) {
     log.warn({ err: error, queue: queue.name }, 'could not release deliveries of a closed stream');
