@@ -585,6 +585,9 @@ function nackFields(fields: Fields, problems: Problems): NackDisposition {
       'attempted false gives a job back unworked, to ready: it needs requeue true',
     );
   }
+  if (requeue === false && typeof delay === 'number' && delay > 0) {
+    problems.list.push('delay makes a requeued job ready later: it needs requeue true');
+  }
   return {
     requeue: requeue as boolean,
     delay: delay as number,

@@ -13,7 +13,7 @@ import { ClosedError, ValidationError } from '../core/index.js';
 import { AccessControl, type ApiKeyConfig, authorize, type Principal } from './auth.js';
 import { mapError, ServerError } from './errors.js';
 import { answerClientError, answerFrameworkError } from './framework-errors.js';
-import { checkJsonDepth, DEFAULT_LIMITS, type Limits, LongPollGate } from './limits.js';
+import { checkJsonBody, DEFAULT_LIMITS, type Limits, LongPollGate } from './limits.js';
 import { ServerMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { QueueDirectory } from './queue-directory.js';
@@ -150,7 +150,7 @@ function installHooks(app: FastifyInstance, services: Services): void {
     return endWithNewline(reply, payload);
   });
   app.addHook('preValidation', async (request) => {
-    checkJsonDepth(request.body, services.limits.maxJsonDepth);
+    checkJsonBody(request.body, services.limits.maxJsonDepth);
   });
   app.addHook('onResponse', async (request, reply) => {
     request.log.debug(

@@ -76,11 +76,18 @@ export class LongPollGate {
 
 /**
  * Refuses a parsed body nested deeper than `maxDepth`, walking without recursion so that the
- * check itself cannot overflow the stack. Deep values would break every later serialization.
+ * check itself cannot overflow the stack (deep values would break every later serialization),
+ * and one holding a number that JSON.parse did not keep exactly: one beyond the doubles
+ * (`1e400`, parsed as Infinity, which would be stored as null) or an integer beyond 2^53
+ * (`12345678901234567890`, whose last digits are gone). Payloads are kept exactly or refused.
  */
-export function checkJsonDepth(value: unknown, maxDepth: number): void {
+export function checkJsonBody(value: unknown, maxDepth: number): void {
   const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    if (typeof item.value === 'number') {
+      checkExactNumber(item.value);
+      continue;
+    }
     if (typeof item.value !== 'object' || item.value === null) continue;
     const depth = item.depth + 1;
     if (depth > maxDepth) {
@@ -88,6 +95,15 @@ export function checkJsonDepth(value: unknown, maxDepth: number): void {
     }
     for (const child of Object.values(item.value)) stack.push({ value: child, depth });
   }
+}
+
+function checkExactNumber(value: number): void {
+  if (Number.isFinite(value) && (!Number.isInteger(value) || Number.isSafeInteger(value))) return;
+  const shown = Number.isFinite(value) ? String(value) : 'a number beyond ±1.8e308';
+  throw new ValidationError(
+    `the body holds ${shown}: to be kept exactly, a number must be finite and, when whole, ` +
+      'at most 2^53 - 1 in magnitude; send others as strings',
+  );
 }
 
 /** Refuses a job payload whose JSON text is larger than the limit. */

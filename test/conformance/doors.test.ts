@@ -61,6 +61,11 @@ const CASES: [string, Call, Record<string, unknown>][] = [
     (q) => q.nack(1, { requeue: bad('no') }),
     { type: 'nack', receipt: 1, requeue: 'no' },
   ],
+  [
+    'nack: a delay with requeue false (R9)',
+    (q) => q.nack(1, { requeue: false, delay: 100 }),
+    { type: 'nack', receipt: 1, requeue: false, delay: 100 },
+  ],
   ['extend: visibility 0', (q) => q.extend(1, 0), { type: 'extend', visibility: 0 }],
   [
     'openSession: prefetch 0',

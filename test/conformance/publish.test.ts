@@ -11,6 +11,12 @@ const PAYLOADS: unknown[] = [
   null,
   0,
   -1.25,
+  // The edges of what JSON numbers carry exactly (the server refuses what lies beyond them).
+  Number.MAX_SAFE_INTEGER,
+  -Number.MAX_SAFE_INTEGER,
+  0.1,
+  1.5e-300,
+  -7.25e-10,
   'text with "quotes", \\ and ünïcødé ✓',
   '',
   true,

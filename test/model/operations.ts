@@ -226,7 +226,7 @@ const nackSpec: fc.Arbitrary<NackSpec | undefined> = fc.option(
       requeue: fc.boolean(),
       delay: mostly(fc.constantFrom(0, 0, 2, 5), fc.constant(-1)),
       reason: fc.constantFrom('boom', 'poison'),
-      // R33; with requeue false, a refused call.
+      // R33; with requeue false, a refused call (as is a delay above 0 with it, R9).
       attempted: fc.boolean(),
     },
     { requiredKeys: ['requeue'] },

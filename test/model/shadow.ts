@@ -146,7 +146,9 @@ export class Shadow {
           okToken(call.token) &&
           okDelay(call.options?.delay) &&
           // R33: unworked goes back to ready, never to the dead set.
-          !(call.options?.attempted === false && call.options.requeue === false)
+          !(call.options?.attempted === false && call.options.requeue === false) &&
+          // R9: a dead job is never ready later.
+          !(call.options?.requeue === false && (call.options.delay ?? 0) > 0)
         );
       case 'extend':
         return okToken(call.token) && okToken(call.visibility);

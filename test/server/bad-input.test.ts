@@ -180,6 +180,29 @@ const cases = (): Case[] => [
     status: 400,
     code: 'INVALID_ARGUMENT',
   },
+  // A number JSON.parse would not keep exactly is refused, never stored changed (as null, or
+  // with its last digits gone).
+  {
+    name: 'a payload number beyond the doubles (1e400)',
+    path: `${q}/jobs`,
+    raw: '{"payload":{"big":1e400}}',
+    status: 400,
+    code: 'INVALID_ARGUMENT',
+  },
+  {
+    name: 'a payload integer beyond 2^53',
+    path: `${q}/jobs`,
+    raw: '{"payload":12345678901234567890}',
+    status: 400,
+    code: 'INVALID_ARGUMENT',
+  },
+  {
+    name: 'a payload integer beyond 2^53 in a batch entry',
+    path: `${q}/jobs/batch`,
+    raw: '{"jobs":[{"id":"fine"},{"payload":[1,-9007199254740993]}]}',
+    status: 400,
+    code: 'INVALID_ARGUMENT',
+  },
   {
     name: 'nested 100 deep',
     path: `${q}/jobs`,

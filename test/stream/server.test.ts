@@ -199,6 +199,11 @@ describe('the stream: bad frames get a typed error frame and change nothing', ()
       }),
       'nested more than',
     ],
+    [
+      'a payload integer beyond 2^53',
+      '{"type":"batch","id":1,"queue":"jobs","operations":[{"type":"publish","jobs":[{"payload":12345678901234567890}]}]}',
+      'at most 2^53 - 1',
+    ],
   ];
 
   it.each(BAD)('%s', async (_name, frame, message) => {

@@ -1,4 +1,4 @@
-import { checkJsonDepth } from '../limits.js';
+import { checkJsonBody } from '../limits.js';
 import { SqsError } from './errors.js';
 import { isRecord } from './params.js';
 import type { SqsProtocol } from './protocol.js';
@@ -33,7 +33,7 @@ export function jsonProtocol(maxJsonDepth: number): SqsProtocol {
         throw new SqsError('SerializationException', 'The request body must be a JSON object.');
       }
       try {
-        checkJsonDepth(input, maxJsonDepth);
+        checkJsonBody(input, maxJsonDepth);
       } catch (cause) {
         throw new SqsError('SerializationException', (cause as Error).message, { cause });
       }

@@ -23,7 +23,7 @@ import {
 import type { Principal } from '../auth.js';
 import { authorize } from '../auth.js';
 import { ServerError } from '../errors.js';
-import { checkJsonDepth } from '../limits.js';
+import { checkJsonBody } from '../limits.js';
 import type { StreamEndReason } from '../metrics.js';
 import { refused, runOperations } from '../operation-runner.js';
 import type { Services } from '../route.js';
@@ -117,7 +117,7 @@ export class StreamConnection {
     }
     let frame: ClientFrame;
     try {
-      checkJsonDepth(value, this.context.services.limits.maxJsonDepth);
+      checkJsonBody(value, this.context.services.limits.maxJsonDepth);
       frame = clientFrameFromWire(value);
     } catch (error) {
       metrics.stream.frameReceived('invalid');
