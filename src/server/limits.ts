@@ -80,8 +80,15 @@ export class LongPollGate {
  * and one holding a number that JSON.parse did not keep exactly: one beyond the doubles
  * (`1e400`, parsed as Infinity, which would be stored as null) or an integer beyond 2^53
  * (`12345678901234567890`, whose last digits are gone). Payloads are kept exactly or refused.
+ * A `__proto__` key, or a `constructor` holding `prototype`, is refused too (`prototypeKeys`
+ * 'refuse'): merged into an object by whoever reads it, it would change what every object
+ * inherits. 'keep' is for a protocol whose keys are names it looks up safely itself.
  */
-export function checkJsonBody(value: unknown, maxDepth: number): void {
+export function checkJsonBody(
+  value: unknown,
+  maxDepth: number,
+  prototypeKeys: 'refuse' | 'keep' = 'refuse',
+): void {
   const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     if (typeof item.value === 'number') {
@@ -93,7 +100,26 @@ export function checkJsonBody(value: unknown, maxDepth: number): void {
     if (depth > maxDepth) {
       throw new ValidationError(`the body is nested more than ${maxDepth} levels deep`);
     }
+    if (prototypeKeys === 'refuse') checkNoPrototypeKeys(item.value);
     for (const child of Object.values(item.value)) stack.push({ value: child, depth });
+  }
+}
+
+function checkNoPrototypeKeys(value: object): void {
+  const ownConstructor = Object.hasOwn(value, 'constructor')
+    ? (value as { constructor: unknown }).constructor
+    : undefined;
+  const key = Object.hasOwn(value, '__proto__')
+    ? '"__proto__"'
+    : typeof ownConstructor === 'object' &&
+        ownConstructor !== null &&
+        Object.hasOwn(ownConstructor, 'prototype')
+      ? '"constructor" with "prototype"'
+      : undefined;
+  if (key !== undefined) {
+    throw new ValidationError(
+      `the body holds a ${key} key, refused: merged into an object it would change the prototype of every object`,
+    );
   }
 }
 

@@ -60,6 +60,8 @@ interface Case {
   headers?: Record<string, string>;
   status: number;
   code: string;
+  /** Part of the error message, where it must say what was wrong. */
+  message?: string;
 }
 
 const q = '/v1/queues/orders';
@@ -172,6 +174,7 @@ const cases = (): Case[] => [
     raw: '{"payload":{"__proto__":{"admin":true}}}',
     status: 400,
     code: 'INVALID_ARGUMENT',
+    message: 'holds a "__proto__" key',
   },
   {
     name: 'constructor.prototype',
@@ -179,6 +182,7 @@ const cases = (): Case[] => [
     raw: '{"payload":{"constructor":{"prototype":{"x":1}}}}',
     status: 400,
     code: 'INVALID_ARGUMENT',
+    message: 'holds a "constructor" with "prototype" key',
   },
   // A number JSON.parse would not keep exactly is refused, never stored changed (as null, or
   // with its last digits gone).
@@ -195,6 +199,7 @@ const cases = (): Case[] => [
     raw: '{"payload":12345678901234567890}',
     status: 400,
     code: 'INVALID_ARGUMENT',
+    message: 'at most 2^53 - 1',
   },
   {
     name: 'a payload integer beyond 2^53 in a batch entry',
@@ -521,6 +526,7 @@ describe('bad inputs are refused with a typed error and change nothing', () => {
       ...(bad.headers === undefined ? {} : { headers: bad.headers }),
     });
     expectErrorBody(answer, bad.status, bad.code);
+    if (bad.message !== undefined) expect(answer.body.error.message).toContain(bad.message);
     expect(await snapshot()).toEqual(before);
   });
 

@@ -200,6 +200,11 @@ describe('the stream: bad frames get a typed error frame and change nothing', ()
       'nested more than',
     ],
     [
+      'a __proto__ key in a payload (refused over HTTP too)',
+      '{"type":"batch","id":1,"queue":"jobs","operations":[{"type":"publish","jobs":[{"payload":{"__proto__":{"admin":true}}}]}]}',
+      'holds a "__proto__" key',
+    ],
+    [
       'a payload integer beyond 2^53',
       '{"type":"batch","id":1,"queue":"jobs","operations":[{"type":"publish","jobs":[{"payload":12345678901234567890}]}]}',
       'at most 2^53 - 1',

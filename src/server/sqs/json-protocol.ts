@@ -33,7 +33,9 @@ export function jsonProtocol(maxJsonDepth: number): SqsProtocol {
         throw new SqsError('SerializationException', 'The request body must be a JSON object.');
       }
       try {
-        checkJsonBody(input, maxJsonDepth);
+        // SQS answers such names itself (an attribute named __proto__ is an unknown attribute,
+        // a message attribute may be called so), reading them as data, never merging them.
+        checkJsonBody(input, maxJsonDepth, 'keep');
       } catch (cause) {
         throw new SqsError('SerializationException', (cause as Error).message, { cause });
       }
