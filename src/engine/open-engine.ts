@@ -14,6 +14,10 @@ export async function openEngine(
   url: string = DEFAULT_URL,
   options: EngineOptions = {},
 ): Promise<Engine> {
+  const problem = storageUrlProblem(url);
+  if (problem !== undefined || /^https?:\/\//i.test(url)) {
+    throw new ValidationError(problem ?? `${redactUrl(url)} is a server: open it with open(url)`);
+  }
   if (url === 'memory:') return new MemoryEngine();
   if (url.startsWith('sqlite:')) {
     const { openSqliteEngine } = await loadDriver(
@@ -31,9 +35,32 @@ export async function openEngine(
     );
     return openPostgresEngine(url, options);
   }
-  throw new ValidationError(
-    `unsupported storage URL ${JSON.stringify(redactUrl(url))}: use memory:, sqlite:path/to.db or postgres://…`,
-  );
+  throw new ValidationError(`unsupported storage URL ${JSON.stringify(redactUrl(url))}`);
+}
+
+/**
+ * What is wrong with a storage URL as written, before anything is opened (the server's
+ * configuration check says it with the other settings): undefined when its form is right.
+ */
+export function storageUrlProblem(url: unknown): string | undefined {
+  if (typeof url !== 'string') return `a storage URL must be a string, got ${typeof url}`;
+  const forms = 'use memory:, sqlite:path/to.db, postgres://… or a server http(s)://…';
+  if (url === 'memory:' || /^https?:\/\/./i.test(url)) return undefined;
+  if (url.startsWith('sqlite://')) {
+    // Not a path: `sqlite://x.db` would be /x.db, at the root of the file system.
+    return `storage URL ${JSON.stringify(url)}: a SQLite URL is sqlite: and a path (sqlite:./x.db, sqlite:/abs/x.db), without //`;
+  }
+  if (url.startsWith('sqlite:')) {
+    return url.length > 'sqlite:'.length
+      ? undefined
+      : 'sqlite: needs a file path, e.g. sqlite:./data/leaseq.db';
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    return URL.canParse(url)
+      ? undefined
+      : `storage URL ${JSON.stringify(redactUrl(url))} is not a valid URL (host, port 1 to 65535, database)`;
+  }
+  return `unsupported storage URL ${JSON.stringify(redactUrl(url))}: ${forms}`;
 }
 
 /**

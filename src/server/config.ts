@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { ValidationError } from '../core/index.js';
-import { DEFAULT_URL } from '../engine/index.js';
+import { DEFAULT_URL, storageUrlProblem } from '../engine/index.js';
 import { ACTIONS, type ApiKeyConfig } from './auth.js';
 import { DEFAULT_LIMITS, type Limits } from './limits.js';
 
@@ -43,7 +43,8 @@ type Kind =
   | { type: 'string'; minLength?: number }
   | { type: 'enum'; values: readonly string[] }
   | { type: 'boolean' }
-  | { type: 'keys' };
+  | { type: 'keys' }
+  | { type: 'storage' };
 
 interface Setting {
   name: keyof ServerConfig;
@@ -58,7 +59,7 @@ const int = (min: number, max = MAX_SAFE): Kind => ({ type: 'integer', min, max 
 export const SETTINGS: readonly Setting[] = [
   { name: 'host', kind: { type: 'string', minLength: 1 }, help: 'address to listen on' },
   { name: 'port', kind: int(0, 65535), help: 'port to listen on (0: any free port)' },
-  { name: 'storage', kind: { type: 'string', minLength: 1 }, help: 'engine URL' },
+  { name: 'storage', kind: { type: 'storage' }, help: 'engine URL' },
   {
     name: 'durability',
     kind: { type: 'enum', values: ['fsync', 'os'] },
@@ -240,6 +241,10 @@ function parseValue(kind: Kind, raw: unknown, fromText: boolean): Parsed {
     }
     case 'keys':
       return parseKeys(raw, fromText);
+    case 'storage': {
+      const wrong = storageUrlProblem(raw);
+      return wrong === undefined ? ok(raw) : problem(wrong);
+    }
   }
 }
 

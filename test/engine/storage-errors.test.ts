@@ -58,9 +58,21 @@ describe('SQLite storage errors', () => {
   it('a path inside a file (unreadable location): StorageUnavailableError', async () => {
     const file = join(dir, 'plain-file');
     writeFileSync(file, 'x');
-    await expect(openEngine(`sqlite:${file}/inside.db`)).rejects.toBeInstanceOf(
-      StorageUnavailableError,
-    );
+    const failure = openEngine(`sqlite:${file}/deeper/inside.db`);
+    await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(failure).rejects.toThrow(`${file} is not a directory`);
+  });
+
+  it('missing directories are made; one that cannot be is a StorageUnavailableError at once', async () => {
+    const engine = await openEngine(`sqlite:${join(dir, 'made', 'for', 'it', 'x.db')}`);
+    await engine.close();
+    // A directory /proc refuses: Node's recursive mkdir never returns there (nor yields to a
+    // signal); each level is made on its own instead.
+    for (const path of ['/proc/leaseq-nope/x.db', '/sys/leaseq-nope/x.db']) {
+      const failure = openEngine(`sqlite:${path}`);
+      await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+      await expect(failure).rejects.toThrow(/its directory \/\w+\/leaseq-nope cannot be created/);
+    }
   });
 
   // root ignores file modes, so this case only means something for other users.
@@ -149,6 +161,8 @@ describe('SQLite storage errors', () => {
       openEngine(`sqlite:${join(dir, 'o.db')}`, { durability: 'sometimes' as 'os' }),
     ).rejects.toBeInstanceOf(ValidationError);
     await expect(openEngine('mysql://localhost/db')).rejects.toBeInstanceOf(ValidationError);
+    // sqlite://x.db would name /x.db, at the root of the file system.
+    await expect(openEngine('sqlite://x.db')).rejects.toThrow(/sqlite: and a path/);
   });
 
   it('two engines on one file migrate safely and share the queues', async () => {

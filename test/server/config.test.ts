@@ -53,12 +53,29 @@ describe('loadConfig', () => {
     expect(found).toEqual([
       'unknown setting "prot" in conf.json',
       'port: must be an integer from 0 to 65535, got "7700" (from conf.json)',
-      'storage: must be a string of at least 1 characters (from --storage)',
+      'storage: unsupported storage URL "": use memory:, sqlite:path/to.db, postgres://… or a server http(s)://… (from --storage)',
       'receiptSecret: must be a string of at least 32 characters (from LEASEQ_RECEIPT_SECRET)',
       'logLevel: must be one of fatal, error, warn, info, debug, trace, silent, got "loud" (from LEASEQ_LOG_LEVEL)',
       'maxBatch: must be an integer from 1 to 10000, got "1.5" (from --max-batch)',
       'maxWaitMs: must be an integer from 0 to 300000, got -5 (from conf.json)',
     ]);
+  });
+
+  it('checks the storage URL with the other settings, before opening anything', () => {
+    const storage = (value: string) =>
+      problems(() => loadConfig({ env: { LEASEQ_STORAGE: value } }));
+    expect(storage('memroy:')).toEqual([
+      'storage: unsupported storage URL "memroy:": use memory:, sqlite:path/to.db, postgres://… or a server http(s)://… (from LEASEQ_STORAGE)',
+    ]);
+    expect(storage('sqlite:')[0]).toContain('sqlite: needs a file path');
+    // sqlite://x.db would be /x.db, at the root of the file system.
+    expect(storage('sqlite://x.db')[0]).toContain('a SQLite URL is sqlite: and a path');
+    expect(storage('postgres://user:secret@h:99999/db')).toEqual([
+      'storage: storage URL "postgres://user:***@h:99999/db" is not a valid URL (host, port 1 to 65535, database) (from LEASEQ_STORAGE)',
+    ]);
+    for (const good of ['memory:', 'sqlite:./x.db', 'postgres://u@h:5432/db', 'http://h:7700']) {
+      expect(loadConfig({ env: { LEASEQ_STORAGE: good } }).storage).toBe(good);
+    }
   });
 
   it('refuses a config file that is not a JSON object', () => {

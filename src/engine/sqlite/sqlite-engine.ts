@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import {
@@ -134,10 +134,36 @@ function checkIntact(db: Database.Database, target: string): void {
 
 function openDatabase(path: string, target: string, busyTimeoutMs: number): Database.Database {
   try {
-    if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
+    if (path !== ':memory:') makeDirectories(dirname(resolve(path)), target);
     return new Database(path, { timeout: busyTimeoutMs });
   } catch (error) {
     throw translateSqliteError(error, target);
+  }
+}
+
+/**
+ * Creates the missing directories of `directory`, outermost first, one `mkdir` each: Node's
+ * recursive mkdir spins forever where a parent refuses new entries without saying so (under
+ * /proc), which no signal can interrupt.
+ */
+function makeDirectories(directory: string, target: string): void {
+  const missing: string[] = [];
+  let at = directory;
+  for (; !existsSync(at) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
+  if (existsSync(at) && !statSync(at).isDirectory()) {
+    throw new StorageUnavailableError(`${target} cannot be used: ${at} is not a directory`);
+  }
+  for (const each of missing) {
+    try {
+      mkdirSync(each);
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? '';
+      if (code === 'EEXIST' && existsSync(each)) continue;
+      throw new StorageUnavailableError(
+        `${target} cannot be used: its directory ${each} cannot be created (${code || (error as Error).message})`,
+        { cause: error },
+      );
+    }
   }
 }
 
