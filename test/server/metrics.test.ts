@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -17,6 +17,24 @@ function api(method: string, path: string, body?: unknown, apiKey?: string) {
     ...(apiKey === undefined ? {} : { apiKey }),
   });
 }
+
+describe('/metrics documented', () => {
+  it('every metric a server with a busy queue exports, and every job state, is in docs/operations.md', async () => {
+    server = await startTestServer();
+    await api('PUT', '/v1/queues/docs', {});
+    await api('POST', '/v1/queues/docs/jobs/batch', { jobs: [{ id: 'a' }, { id: 'b' }] });
+    await api('POST', '/v1/queues/docs/receive', { max: 1 });
+    const text = (await api('GET', '/metrics')).body as string;
+    const docs = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+    const families = [...text.matchAll(/^# TYPE (leaseq_\w+) /gm)].map((match) => match[1]);
+    expect(families.length).toBeGreaterThan(20);
+    for (const family of families) expect(docs, family).toContain(`\`${family}`);
+    const states = [...text.matchAll(/^leaseq_jobs\{[^}]*state="(\w+)"/gm)].map((m) => m[1]);
+    expect(states.length).toBeGreaterThan(3);
+    const jobsRow = docs.split('\n').find((line) => line.startsWith('| `leaseq_jobs{'));
+    for (const state of states) expect(jobsRow, state).toContain(`\`${state}\``);
+  });
+});
 
 describe('/metrics dead-letter series', () => {
   it('R17 distinct free-text reasons make no new series: one per reason kind, the text stays on the job', async () => {
