@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { ValidationError } from '../core/index.js';
 import { DEFAULT_URL, storageUrlProblem } from '../engine/index.js';
@@ -259,7 +260,36 @@ function parseKeys(raw: unknown, fromText: boolean): Parsed {
   }
   if (!Array.isArray(value)) return problem('must be an array of keys');
   const problems = value.flatMap((key, index) => keyProblems(key, `[${index}]`));
+  if (problems.length === 0) problems.push(...sharedKeyProblems(value as ApiKeyConfig[]));
   return problems.length > 0 ? problem(problems.join('; ')) : ok(value);
+}
+
+/**
+ * Two keys with one secret (given as a key or as its sha256) are one key to the server, which
+ * would only ever find the first: the other's rights would be silently out of reach. Two keys of
+ * one name could not be told apart in logs and metrics.
+ */
+function sharedKeyProblems(keys: readonly ApiKeyConfig[]): string[] {
+  const problems: string[] = [];
+  const bySecret = new Map<string, number>();
+  const byName = new Map<string, number>();
+  keys.forEach((key, index) => {
+    const digest = (
+      key.sha256 ??
+      createHash('sha256')
+        .update(key.key ?? '')
+        .digest('hex')
+    ).toLowerCase();
+    const sameSecret = bySecret.get(digest);
+    if (sameSecret !== undefined) {
+      problems.push(`[${index}] has the same secret as [${sameSecret}]: give each key its own`);
+    } else bySecret.set(digest, index);
+    const sameName = byName.get(key.name);
+    if (sameName !== undefined) {
+      problems.push(`[${index}].name ${JSON.stringify(key.name)} is the name of [${sameName}] too`);
+    } else byName.set(key.name, index);
+  });
+  return problems;
 }
 
 /** What `Authorization: Bearer <key>` can carry intact: visible ASCII, no whitespace. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../src/core/index.js';
 import { DEFAULT_CONFIG, envName, flagName, loadConfig, SETTINGS } from '../../src/server/index.js';
@@ -101,6 +102,21 @@ describe('loadConfig', () => {
     ]);
     expect(problems(() => loadConfig({ env: { LEASEQ_KEYS: keys } }))).toEqual([
       'keys: [0].key must be a string of at least 16 characters; [1].sha256 must be 64 hex digits; [1].allow must be a non-empty array of { queues, actions }; [2] has an unknown field "role"; [2].name must be a non-empty string; [2] needs exactly one of key and sha256; [2].allow[0].queues must be a queue name pattern (letters, digits, _ . - and *); [2].allow[0].actions must be a non-empty array of publish, consume, admin (from LEASEQ_KEYS)',
+    ]);
+  });
+
+  it('refuses two keys with one secret (as a key or its sha256), or one name', () => {
+    const grant = [{ queues: '*', actions: ['consume'] }];
+    const secret = 'b'.repeat(20);
+    const digest = createHash('sha256').update(secret).digest('hex').toUpperCase();
+    const keys = JSON.stringify([
+      { name: 'worker', key: secret, allow: grant },
+      { name: 'admin', key: secret, allow: [{ queues: '*', actions: ['admin'] }] },
+      { name: 'ops', sha256: digest, allow: grant },
+      { name: 'worker', key: 'c'.repeat(20), allow: grant },
+    ]);
+    expect(problems(() => loadConfig({ env: { LEASEQ_KEYS: keys } }))).toEqual([
+      'keys: [1] has the same secret as [0]: give each key its own; [2] has the same secret as [0]: give each key its own; [3].name "worker" is the name of [0] too (from LEASEQ_KEYS)',
     ]);
   });
 
