@@ -462,7 +462,9 @@ function validReserve(
 ): ReserveOperation | undefined {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) return undefined;
   for (const name in options) {
-    if (!RESERVE_FIELDS.has(name) && !alsoRead.has(name)) return undefined;
+    if (!RESERVE_FIELDS.has(name) && !alsoRead.has(name) && Object.hasOwn(options, name)) {
+      return undefined;
+    }
   }
   const { max, visibility, session, ack } = options as Fields;
   if (ack !== undefined && ack !== 'manual' && ack !== 'auto') return undefined;
@@ -653,7 +655,8 @@ function moveJobsFields(fields: Fields, problems: Problems) {
 /** True when a job is certainly valid: the hot path, allocating nothing. */
 function isValidJob(input: unknown): boolean {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return false;
-  for (const name in input) if (!JOB_FIELDS.has(name)) return false;
+  // Own names only, as unknownFields reads them (for…in also walks the prototype's).
+  for (const name in input) if (!JOB_FIELDS.has(name) && Object.hasOwn(input, name)) return false;
   const { id, delay, priority, group, expiresAt } = input as Fields;
   return (
     (expiresAt === undefined || (Number.isSafeInteger(expiresAt) && (expiresAt as number) >= 0)) &&

@@ -35,6 +35,22 @@ describe('unknown fields are refused, the same by build and parseOperation', () 
     ).toEqual(['unknown field "paylod" of jobs[0]']);
   });
 
+  it("only a job's own names count: what its prototype carries is not read", () => {
+    const inherited = Object.assign(Object.create({ note: 'from the prototype' }), { id: 'a' });
+    expect(build.publish(inherited).jobs).toEqual([
+      {
+        id: 'a',
+        payload: undefined,
+        delay: 0,
+        priority: 0,
+        group: undefined,
+        expiresAt: undefined,
+      },
+    ]);
+    const options = Object.assign(Object.create({ note: 'from the prototype' }), { max: 2 });
+    expect(build.reserve(options)).toMatchObject({ type: 'reserve', max: 2 });
+  });
+
   it('every field of a job is known', () => {
     const job = { id: 'a', payload: 1, delay: 2, priority: 3, group: 'g', expiresAt: 9 };
     expect(build.publish(job).jobs).toEqual([job]);
