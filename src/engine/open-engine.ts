@@ -27,15 +27,13 @@ export async function openEngine(
     );
     return openSqliteEngine(url.slice('sqlite:'.length), options);
   }
-  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
-    const { openPostgresEngine } = await loadDriver(
-      'pg',
-      'PostgreSQL',
-      () => import('./postgres/postgres-engine.js'),
-    );
-    return openPostgresEngine(url, options);
-  }
-  throw new ValidationError(`unsupported storage URL ${JSON.stringify(redactUrl(url))}`);
+  // The one form left once storageUrlProblem said nothing: postgres:// or postgresql://.
+  const { openPostgresEngine } = await loadDriver(
+    'pg',
+    'PostgreSQL',
+    () => import('./postgres/postgres-engine.js'),
+  );
+  return openPostgresEngine(url, options);
 }
 
 /**

@@ -42,8 +42,6 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       `durability must be 'fsync' or 'os', got ${JSON.stringify(durability)}`,
     );
   }
-  if (path === '')
-    throw new ValidationError('sqlite: needs a file path, e.g. sqlite:./data/leaseq.db');
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
   if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
     throw new ValidationError(`busyTimeoutMs must be an integer ≥ 0, got ${String(busyTimeoutMs)}`);
