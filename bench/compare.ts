@@ -25,9 +25,10 @@ import {
 import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import type { GrowthResult } from './growth.js';
+import { benchArgs, wholeNumber, wholeNumbers } from './lib/args.js';
 import {
+  ALL_PHASES,
   chart,
   cutNotes,
   figures,
@@ -46,7 +47,30 @@ const benchDir = fileURLToPath(new URL('.', import.meta.url));
 const rootDir = join(benchDir, '..');
 const resultsDir = join(benchDir, 'results');
 
-const { values } = parseArgs({
+const USAGE = `
+usage: npm run bench [-- options]   (at the root or in bench/; builds leaseq first)
+
+Runs workloads W1-W4 against leaseq (memory, SQLite fsync and os, PostgreSQL, the stream and
+HTTP through \`leaseq serve\`) and the other queues of this machine (RabbitMQ, BullMQ on Redis,
+pg-boss), then the cost growth with the backlog. Writes results/latest.md, .svg and .json.
+
+  --runs N            runs per system, the figure is their median (default 3)
+  --n N               jobs per workload (default 20000)
+  --only A,B          only these systems: ${SUBJECTS.map((subject) => subject.name).join(', ')}
+  --phases A,B        only these workloads: ${ALL_PHASES.join(', ')} (default all)
+  --drain-ms N        time budget of each drain (default 13000)
+  --latency-jobs N    W3 jobs measured (default 2000), after --warm-up N not counted (default 2000)
+  --child-ms N        longest a run's child process may take (default 180000)
+  --skip-compare      no workloads, only the growth
+  --skip-growth       no growth measurement
+  --backlogs A,B      growth backlogs (default 1000,10000,100000,1000000)
+  --growth-runs N     runs per growth backlog (default 3)
+  --postgres URL      database for leaseq and pg-boss (default $LEASEQ_BENCH_POSTGRES_URL, else
+                      postgres://postgres@127.0.0.1:5432/test)
+  --profile           V8 CPU profiles of leaseq (results/profiles/; read them with profile.ts)
+  --out PATH          where the report goes, without extension (default results/latest)
+`;
+const { values } = benchArgs(USAGE, {
   options: {
     runs: { type: 'string', default: '3' },
     n: { type: 'string', default: '20000' },
@@ -64,19 +88,31 @@ const { values } = parseArgs({
       default: process.env.LEASEQ_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
     },
     profile: { type: 'boolean', default: false },
-    phases: { type: 'string', default: 'w1,w2c1,w2c32,w3,w4c1,w4c32' },
+    phases: { type: 'string', default: ALL_PHASES.join(',') },
     out: { type: 'string', default: join(resultsDir, 'latest') },
   },
 });
-const runCount = Number(values.runs);
-const jobCount = Number(values.n);
-const latencyJobs = Number(values['latency-jobs']);
-const warmUpJobs = Number(values['warm-up']);
-const childMs = Number(values['child-ms']);
+const runCount = wholeNumber('runs', values.runs, 1);
+const jobCount = wholeNumber('n', values.n, 1);
+const latencyJobs = wholeNumber('latency-jobs', values['latency-jobs'], 1);
+const warmUpJobs = wholeNumber('warm-up', values['warm-up']);
+const childMs = wholeNumber('child-ms', values['child-ms'], 1);
+wholeNumber('drain-ms', values['drain-ms'], 1);
+const growthRuns = wholeNumber('growth-runs', values['growth-runs'], 1);
+const backlogs = wholeNumbers('backlogs', values.backlogs, 1);
 const selected = (values.only?.split(',') ?? SUBJECTS.map((s) => s.name)).map((name) => {
-  if (!isSubjectName(name)) throw new Error(`unknown system ${JSON.stringify(name)} in --only`);
+  if (!isSubjectName(name)) refuse(`unknown system ${JSON.stringify(name)} in --only`);
   return name;
 });
+for (const phase of values.phases.split(',')) {
+  if (!ALL_PHASES.includes(phase)) refuse(`unknown workload ${JSON.stringify(phase)} in --phases`);
+}
+
+/** A bad option value: said with the usage, exit 2, before anything runs. */
+function refuse(problem: string): never {
+  console.error(`${problem}\n${USAGE}`);
+  process.exit(2);
+}
 const profileDir = join(resultsDir, 'profiles');
 const started = performance.now();
 /** Other work on the machine skews every figure: the report says how busy it was at the start. */
@@ -103,11 +139,10 @@ if (!values['skip-compare']) {
 
 const growth: GrowthResult[][] = [];
 if (!values['skip-growth']) {
-  const backlogs = values.backlogs.split(',').map(Number);
   for (const mode of ['memory', 'sqlite-fsync']) {
     for (const backlog of backlogs) {
       const runs: GrowthResult[] = [];
-      for (let run = 1; run <= Number(values['growth-runs']); run++) {
+      for (let run = 1; run <= growthRuns; run++) {
         const outcome = await runGrowth(mode, backlog, run);
         console.error(`growth ${mode} ${backlog}: ${describeGrowth(outcome)}`);
         if (outcome.result !== undefined) runs.push(outcome.result);

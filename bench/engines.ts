@@ -4,11 +4,22 @@
 import { rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { type EngineOptions, openEngine, type QueueHandle } from '../src/index.js';
+import { benchArgs, wholeNumber } from './lib/args.js';
 import { formatInteger, markdownTable } from './table.js';
 
-const { values } = parseArgs({
+const USAGE = `
+usage: npm run bench:engines [-- options]
+
+Engines side by side: N jobs published in batches of 100 by concurrent producers, then drained
+by concurrent consumers (reserve one, ack it).
+
+  --n N            jobs (default 20000)
+  --producers N    concurrent producers (default 4)
+  --consumers N    concurrent consumers (default 32)
+  --only A,B       only these engines (default all)
+`;
+const { values } = benchArgs(USAGE, {
   options: {
     n: { type: 'string', default: '20000' },
     consumers: { type: 'string', default: '32' },
@@ -16,9 +27,9 @@ const { values } = parseArgs({
     only: { type: 'string' },
   },
 });
-const jobCount = Number(values.n);
-const consumerCount = Number(values.consumers);
-const producerCount = Number(values.producers);
+const jobCount = wholeNumber('n', values.n, 1);
+const consumerCount = wholeNumber('consumers', values.consumers, 1);
+const producerCount = wholeNumber('producers', values.producers, 1);
 const postgresUrl =
   process.env.LEASEQ_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 

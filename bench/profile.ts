@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs, wholeNumber } from './lib/args.js';
 import { markdownTable } from './table.js';
 
 interface ProfileNode {
@@ -20,11 +20,17 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const { values, positionals } = parseArgs({
+const USAGE = `
+usage: node --import tsx profile.ts PROFILE.cpuprofile... [--top N]
+
+Where each V8 CPU profile spends its time: self time by area and by function (the top N,
+default 25).
+`;
+const { values, positionals } = benchArgs(USAGE, {
   allowPositionals: true,
   options: { top: { type: 'string', default: '25' } },
 });
-const top = Number(values.top);
+const top = wholeNumber('top', values.top, 1);
 
 /** leaseq's folder under dist/ or src/, a package's name, or Node's own code. */
 export function area(url: string, functionName: string): string {

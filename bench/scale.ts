@@ -9,14 +9,28 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { open } from '../src/index.js';
+import { benchArgs, wholeNumber, wholeNumbers } from './lib/args.js';
 import { startServe } from './lib/serve.js';
 import { formatInteger, markdownTable } from './table.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const { values } = parseArgs({
+const USAGE = `
+usage: npm run bench:scale [-- options]   (at the root)
+
+Scale-out on PostgreSQL: one backlog drained by several consumer processes, each with several
+receive/ack loops, straight on the database and through \`leaseq serve\` processes over it.
+
+  --n N              jobs (default 10000)
+  --processes A,B    consumer processes (default 1,2,4)
+  --concurrency A,B  loops per process (default 1,8)
+  --servers A,B      leaseq servers in between, 0: none (default 0,1,2)
+  --postgres URL     the database (default $LEASEQ_BENCH_POSTGRES_URL, else
+                     postgres://postgres@127.0.0.1:5432/test)
+  --out PATH         also write the report there (markdown)
+`;
+const { values } = benchArgs(USAGE, {
   options: {
     child: { type: 'boolean', default: false },
     url: { type: 'string' },
@@ -32,8 +46,6 @@ const { values } = parseArgs({
     },
   },
 });
-
-const numbers = (text: string) => text.split(',').map(Number);
 
 const SAMPLE_MS = 20;
 
@@ -193,11 +205,11 @@ interface WaitShares {
 }
 
 async function main(): Promise<void> {
-  const jobs = Number(values.n);
+  const jobs = wholeNumber('n', values.n, 1);
   const rows: Row[] = [];
   const broker = await open(values.postgres);
   try {
-    for (const serverCount of numbers(values.servers)) {
+    for (const serverCount of wholeNumbers('servers', values.servers)) {
       const servers = await Promise.all(
         Array.from({ length: serverCount }, (_, index) => startServer(values.postgres, index)),
       );
@@ -205,8 +217,8 @@ async function main(): Promise<void> {
         const urls = serverCount === 0 ? [values.postgres] : servers.map((server) => server.url);
         const via =
           serverCount === 0 ? 'open(postgres://…)' : `${serverCount} leaseq serve (stream)`;
-        for (const processes of numbers(values.processes)) {
-          for (const concurrency of numbers(values.concurrency)) {
+        for (const processes of wholeNumbers('processes', values.processes, 1)) {
+          for (const concurrency of wholeNumbers('concurrency', values.concurrency, 1)) {
             const row = await drain(broker, urls, jobs, processes, concurrency);
             rows.push({ via, ...row });
             console.error(

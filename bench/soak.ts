@@ -12,10 +12,10 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { RemoteBroker } from '../src/client/remote-broker.js';
 import type { RemoteQueue } from '../src/client/remote-queue.js';
 import { ServerProcess, sleep } from '../test/faults/server-process.js';
+import { benchArgs } from './lib/args.js';
 import { percentile } from './lib/stats.js';
 
 const PROBE = fileURLToPath(new URL('./soak-probe.mjs', import.meta.url));
@@ -39,7 +39,18 @@ interface Sample {
   window: Window;
 }
 
-const { values } = parseArgs({
+const USAGE = `
+usage: npm run soak [-- options]
+
+A bounded soak: \`leaseq serve\` (SQLite, fsync) under a steady load through the HTTP client for
+a fixed time; every window, the server's memory, the file's size, the backlog and latencies.
+
+  --minutes N          how long, at most 120 (may be fractional; default 10)
+  --rate N             jobs published per second (default 200)
+  --window-seconds N   the sampling window, at least 1 (default 15)
+  --out PATH           the report (default bench/results/soak.md)
+`;
+const { values } = benchArgs(USAGE, {
   options: {
     minutes: { type: 'string', default: '10' },
     rate: { type: 'string', default: '200' },
@@ -52,7 +63,7 @@ const rate = Number(values.rate);
 const windowSeconds = Number(values['window-seconds']);
 if (!(minutes > 0 && minutes <= 120 && rate > 0 && windowSeconds >= 1)) {
   console.error(
-    'usage: npm run soak -- --minutes N (0 < N ≤ 120) [--rate jobs/s] [--window-seconds S]',
+    `--minutes must be above 0 and at most 120, --rate above 0, --window-seconds at least 1\n${USAGE}`,
   );
   process.exit(2);
 }

@@ -4,7 +4,6 @@
 // concurrent loops. Rounds alternate the order; the table shows the median of the rounds.
 // Run: npm run bench:sqs [-- --n 5000 --concurrency 4 --rounds 3 --storage memory:]
 
-import { parseArgs } from 'node:util';
 import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
@@ -14,9 +13,21 @@ import {
 } from '@aws-sdk/client-sqs';
 import { open } from '../src/index.js';
 import { createApp } from '../src/server/index.js';
+import { benchArgs, wholeNumber } from './lib/args.js';
 import { formatInteger, markdownTable } from './table.js';
 
-const { values } = parseArgs({
+const USAGE = `
+usage: npm run bench:sqs [-- options]
+
+The SQS endpoint beside the /v1 API on one server: N messages sent in batches of 10, then
+received and deleted 10 at a time, from concurrent loops.
+
+  --n N            messages (default 5000)
+  --concurrency N  concurrent loops (default 4)
+  --rounds N       rounds, alternating the order; the median is shown (default 3)
+  --storage URL    the server's storage (default memory:)
+`;
+const { values } = benchArgs(USAGE, {
   options: {
     n: { type: 'string', default: '5000' },
     concurrency: { type: 'string', default: '4' },
@@ -24,9 +35,9 @@ const { values } = parseArgs({
     storage: { type: 'string', default: 'memory:' },
   },
 });
-const messageCount = Number(values.n);
-const concurrency = Number(values.concurrency);
-const rounds = Number(values.rounds);
+const messageCount = wholeNumber('n', values.n, 1);
+const concurrency = wholeNumber('concurrency', values.concurrency, 1);
+const rounds = wholeNumber('rounds', values.rounds, 1);
 const BATCH = 10;
 const BODY = 'x'.repeat(100);
 

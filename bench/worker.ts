@@ -8,12 +8,24 @@
 import { rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs, wholeNumber, wholeNumbers } from './lib/args.js';
 import { type Broker, leaseq, type Queue } from './lib/leaseq.js';
 import { median } from './lib/stats.js';
 import { formatInteger, markdownTable } from './table.js';
 
-const { values } = parseArgs({
+const USAGE = `
+usage: npm run bench:worker [-- options]
+
+The worker against the raw API on the same engine: N jobs drained by work() with an empty
+handler, by loops of receive({ max: 1 }) and ack, and by the same loops with a long receive.
+
+  --n N              jobs (default 10000)
+  --runs N           runs, the median is shown (default 3)
+  --concurrency A,B  worker concurrency and loops (default 1,32)
+  --only A,B         only these engines (default all)
+  --modes A,B        any of raw, raw-wait, worker (default all)
+`;
+const { values } = benchArgs(USAGE, {
   options: {
     n: { type: 'string', default: '10000' },
     runs: { type: 'string', default: '3' },
@@ -23,9 +35,9 @@ const { values } = parseArgs({
     modes: { type: 'string', default: 'raw,raw-wait,worker' },
   },
 });
-const jobCount = Number(values.n);
-const runCount = Number(values.runs);
-const concurrencies = values.concurrency.split(',').map(Number);
+const jobCount = wholeNumber('n', values.n, 1);
+const runCount = wholeNumber('runs', values.runs, 1);
+const concurrencies = wholeNumbers('concurrency', values.concurrency, 1);
 const modes = new Set(values.modes.split(','));
 const postgresUrl =
   process.env.LEASEQ_BENCH_POSTGRES_URL ??

@@ -98,6 +98,9 @@ export function workloads(latencyJobs: number): Workload[] {
 
 /** The workloads of the main table, and those of the consumer-library table. */
 export const MAIN_WORKLOADS: readonly Workload['key'][] = ['w1', 'w2c1', 'w2c32', 'w3p50', 'w3p99'];
+/** Every workload phase a run can do (`--phases`), in the order it does them. */
+export const ALL_PHASES: readonly string[] = ['w1', 'w2c1', 'w2c32', 'w3', 'w4c1', 'w4c32'];
+
 export const LIBRARY_WORKLOADS: readonly Workload['key'][] = ['w4c1', 'w4c32'];
 
 /** For each W4 column, the W2 drain of the same concurrency: the library over the raw calls. */
