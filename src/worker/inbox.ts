@@ -1,3 +1,4 @@
+import { Problems } from '../core/validate.js';
 import type { Handler, JobContext } from './job.js';
 
 /** What `processOnce` did. */
@@ -35,6 +36,11 @@ export class MemoryInbox implements Inbox<undefined> {
     jobId: string,
     effect: (tx: undefined) => Promise<T> | T,
   ): Promise<InboxResult<T>> {
+    // The keys the SQL inboxes take (tx.claimOnce), so that code tried here runs there too.
+    const problems = new Problems();
+    problems.id('consumer', consumer);
+    problems.id('jobId', jobId);
+    problems.throwIfAny();
     const key = JSON.stringify([consumer, jobId]);
     // A second call for the same key waits for the first, as a row lock would make it.
     for (let pending = this.running.get(key); pending; pending = this.running.get(key)) {

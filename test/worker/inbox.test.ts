@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { ValidationError } from '../../src/core/index.js';
+import { open } from '../../src/index.js';
 import { Gate, MemoryInbox } from '../../src/testing/index.js';
+import { TransactionalInbox } from '../../src/worker/index.js';
 
 describe('MemoryInbox', () => {
   it('runs an effect once per (consumer, job id)', async () => {
@@ -59,5 +62,47 @@ describe('MemoryInbox', () => {
     gate.open();
     await expect(first).rejects.toThrow('rolled back');
     expect(await second).toEqual({ processed: true, value: 'second' });
+  });
+});
+
+describe('MemoryInbox keys', () => {
+  const bad: [string, unknown, unknown][] = [
+    ['an empty consumer', '', 'job-1'],
+    ['an empty job id', 'billing', ''],
+    ['a NUL in the job id', 'billing', 'a\u0000b'],
+    ['a lone surrogate in the consumer', 'bill\ud800', 'job-1'],
+    ['a job id that is no string', 'billing', 7],
+    ['a job id too long', 'billing', 'x'.repeat(1025)],
+  ];
+
+  it.each(bad)('refuses %s as the SQL inboxes do, running nothing', async (_, consumer, jobId) => {
+    const inbox = new MemoryInbox();
+    let runs = 0;
+    const memory = await inbox
+      .processOnce(consumer as string, jobId as string, () => {
+        runs += 1;
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(memory).toBeInstanceOf(ValidationError);
+    expect((memory as ValidationError).code).toBe('INVALID_ARGUMENT');
+    expect(runs).toBe(0);
+    expect(inbox.size(consumer as string)).toBe(0);
+    // The same words as the transactional inbox's claim over SQLite.
+    const broker = await open('sqlite::memory:');
+    try {
+      const sql = await new TransactionalInbox(broker)
+        .processOnce(consumer as string, jobId as string, () => undefined)
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      expect(sql).toBeInstanceOf(ValidationError);
+      expect((memory as ValidationError).message).toBe((sql as ValidationError).message);
+    } finally {
+      await broker.close();
+    }
   });
 });
