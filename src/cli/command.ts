@@ -54,8 +54,8 @@ export const EXIT = {
   /** The command line is wrong. */
   usage: 2,
   /**
-   * Some receipts named deliveries that were no longer live (ack/nack answered false), or some
-   * jobs to cancel were absent or dead.
+   * Some receipts named deliveries that were no longer live (ack/nack answered false), some
+   * jobs to cancel were absent or dead, or some jobs to redrive were absent or not dead.
    */
   stale: 3,
 } as const;

@@ -451,9 +451,29 @@ describe('dead letters', () => {
       stdout: '',
       stderr: 'no dead jobs\n',
     });
-    expect((await run(['dead', 'redrive', name, 'nobody', '--json'])).stdout).toBe(
-      '{"redriven":0}\n',
-    );
+    expect(await run(['dead', 'redrive', name, 'nobody', '--json'])).toMatchObject({
+      code: 3,
+      stdout: '{"redriven":0,"notRedriven":["nobody"]}\n',
+    });
+    // A named dead job is redriven; a ready one and an unknown one are named as left alone.
+    await run(['publish', name, '--id', 'd3', '3']);
+    const received = JSON.parse((await run(['receive', name, '--max', '3', '--json'])).stdout);
+    const third = received.find((delivery: { id: string }) => delivery.id === 'd3');
+    await run(['nack', name, third.receipt, '--dead']);
+    await run([
+      'nack',
+      name,
+      ...received
+        .filter((delivery: { id: string }) => delivery.id !== 'd3')
+        .map((delivery: { receipt: string }) => delivery.receipt),
+      '--unworked',
+    ]);
+    expect(await run(['dead', 'redrive', name, 'd3', 'd1', 'nobody', 'd3'])).toMatchObject({
+      code: 3,
+      stdout:
+        'redriven 1 jobs\nnot redriven (absent or not dead) d1\nnot redriven (absent or not dead) nobody\n',
+    });
+    expect(await run(['dead', 'redrive', name])).toMatchObject({ code: 0 });
   });
 });
 

@@ -28,7 +28,8 @@ export const deadRedrive: Command = {
   details: [
     'Without ids, every job dead when the command starts is redriven, in batches with a',
     'progress bar on a terminal. Each job goes to the back of ready with deliveryCount 0.',
-    '--batch-size N   ids per request (default 100)',
+    'Named ids that are absent or not dead are left as they are (exit code 3).',
+    '--batch-size N   ids per request without named ids (default 100)',
     '--progress       draw the progress bar even when stderr is not a terminal',
     'Needs an admin key.',
   ],
@@ -37,28 +38,39 @@ export const deadRedrive: Command = {
   async run({ values, positionals: given, context }) {
     const [name, ...named] = positionals(given, ['queue'], { rest: true }) as [string, ...string[]];
     const batchSize = integerFlag(values, 'batch-size', 1) ?? 100;
-    const redriven = await withClient(values, context, async (client) => {
+    const { redriven, notDead } = await withClient(values, context, async (client) => {
       const queue = client.handle(name);
-      const ids = named.length > 0 ? named : (await queue.deadLetters()).map((dead) => dead.id);
+      // Named ids go one per request, so that those that were not dead can be told apart.
+      const ids =
+        named.length > 0 ? [...new Set(named)] : (await queue.deadLetters()).map((dead) => dead.id);
+      const step = named.length > 0 ? 1 : batchSize;
       const bar = new ProgressBar(
         context.stderr,
         'redriving',
         values.progress === true || context.stderr.isTTY === true,
       );
       let moved = 0;
+      const left: string[] = [];
       try {
         // SIGINT or SIGTERM: stop after the batch in hand.
-        for (let start = 0; start < ids.length && !context.stop.aborted; start += batchSize) {
-          moved += await queue.redrive(ids.slice(start, start + batchSize));
-          bar.update(Math.min(start + batchSize, ids.length), ids.length, `${moved} jobs`);
+        for (let start = 0; start < ids.length && !context.stop.aborted; start += step) {
+          const batch = ids.slice(start, start + step);
+          const count = await queue.redrive(batch);
+          moved += count;
+          if (named.length > 0 && count === 0) left.push(...batch);
+          bar.update(Math.min(start + step, ids.length), ids.length, `${moved} jobs`);
         }
       } finally {
         bar.finish();
       }
-      return moved;
+      return { redriven: moved, notDead: left };
     });
-    if (values.json) printJson(context, { redriven });
-    else context.stdout.write(`redriven ${redriven} jobs\n`);
-    return EXIT.ok;
+    if (values.json) {
+      printJson(context, named.length > 0 ? { redriven, notRedriven: notDead } : { redriven });
+    } else {
+      context.stdout.write(`redriven ${redriven} jobs\n`);
+      for (const id of notDead) context.stdout.write(`not redriven (absent or not dead) ${id}\n`);
+    }
+    return notDead.length > 0 ? EXIT.stale : EXIT.ok;
   },
 };
