@@ -1,4 +1,5 @@
 import { openRemote, type RemoteBroker } from '../client/index.js';
+import { serverUrlProblem } from '../wire/index.js';
 import { type CliContext, type OptionsConfig, UsageError, type Values } from './command.js';
 import { stringFlag } from './flags.js';
 
@@ -22,6 +23,8 @@ export const REMOTE_DETAILS = [
 /** A client for the server the flags or environment name. */
 export async function connect(values: Values, context: CliContext): Promise<RemoteBroker> {
   const server = stringFlag(values, 'server') ?? context.env.LEASEQ_SERVER ?? DEFAULT_SERVER;
+  const problem = serverUrlProblem(server);
+  if (problem !== undefined) throw new UsageError(problem);
   const apiKey = stringFlag(values, 'api-key') ?? context.env.LEASEQ_API_KEY;
   const transport = stringFlag(values, 'transport') ?? context.env.LEASEQ_TRANSPORT;
   if (transport !== undefined && transport !== 'stream' && transport !== 'http') {

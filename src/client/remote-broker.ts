@@ -6,9 +6,10 @@ import {
   type QueueOptions,
   type ResolvedQueueOptions,
   UnsupportedError,
+  ValidationError,
 } from '../core/index.js';
 import { resolveQueueOptions } from '../core/validate.js';
-import { boundsFromWire } from '../wire/index.js';
+import { boundsFromWire, serverUrlProblem } from '../wire/index.js';
 import type { Channel } from './channel.js';
 import { type Fetch, HttpTransport } from './http.js';
 import { HttpChannel } from './http-channel.js';
@@ -58,6 +59,8 @@ export class RemoteBroker implements Broker {
   readonly transport: 'stream' | 'http';
 
   constructor(baseUrl: string, options: RemoteOptions = {}) {
+    const problem = serverUrlProblem(baseUrl);
+    if (problem !== undefined) throw new ValidationError(problem);
     this.http = new HttpTransport(baseUrl, options);
     this.transport = options.transport ?? (options.fetch === undefined ? 'stream' : 'http');
     this.channel =

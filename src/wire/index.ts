@@ -20,6 +20,7 @@ export {
   type WireVerifier,
   type WireWrapper,
 } from './operations.js';
+export { serverUrlProblem } from './server-url.js';
 export {
   type BatchFrame,
   type ClientFrame,

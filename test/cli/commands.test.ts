@@ -485,6 +485,19 @@ describe('errors', () => {
     expect(down.stderr).toContain('is `leaseq serve` running there?');
   });
 
+  it('refuses a server URL that cannot name a server as a usage error (exit 2), secrets unshown', async () => {
+    for (const [server, problem] of [
+      ['http://', 'is not a valid URL'],
+      ['127.0.0.1:7700', 'a server URL is http(s)://host:port'],
+      ['http://u:hunter2@127.0.0.1:7700', 'must not carry credentials'],
+    ]) {
+      const bad = await leaseq(['queue', 'list', '--server', server as string], { env: {} });
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain(problem);
+      expect(bad.stderr).not.toContain('hunter2');
+    }
+  });
+
   it('passes the API key and reports a refusal by its code', async () => {
     const guarded = await startTestServer({
       keys: [

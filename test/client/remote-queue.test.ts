@@ -295,6 +295,46 @@ describe.each(['stream', 'http'] as const)(
   },
 );
 
+describe('a server URL that cannot name a server', () => {
+  it.each([
+    ['http://', 'is not a valid URL'],
+    ['https://', 'is not a valid URL'],
+    ['http://:7700', 'is not a valid URL'],
+    ['http://127.0.0.1:99999', 'a port from 1 to 65535'],
+    ['http://127.0.0.1:0', 'needs a port from 1 to 65535, got 0'],
+    ['http://exa mple:7700', 'is not a valid URL'],
+    ['http://127.0.0.1:7700/leaseq?x=1', 'must not carry a ?query or #fragment'],
+    ['http://127.0.0.1:7700/#top', 'must not carry a ?query or #fragment'],
+    ['http://admin:s3cret@127.0.0.1:7700', 'must not carry credentials'],
+  ])('open(%j) is refused at once, before any request', async (url, problem) => {
+    let requests = 0;
+    const counting: typeof fetch = (input, init) => {
+      requests += 1;
+      return fetch(input, init);
+    };
+    for (const attempt of [
+      () => open(url, { fetch: counting }),
+      () => open(url),
+      () => openRemote(url),
+    ]) {
+      const error = await attempt().then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as ValidationError).message).toContain(problem);
+      expect((error as ValidationError).message).not.toContain('s3cret');
+    }
+    expect(requests).toBe(0);
+  });
+
+  it('takes a path prefix, as a proxy serves leaseq under one', async () => {
+    const broker = await open('http://127.0.0.1:7700/leaseq/');
+    expect((broker as RemoteBroker).baseUrl).toBe('http://127.0.0.1:7700/leaseq');
+    await broker.close();
+  });
+});
+
 describe('open(url) reaches a server', () => {
   beforeEach(async () => {
     client = await openRemote(server.baseUrl);
