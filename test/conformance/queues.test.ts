@@ -197,6 +197,23 @@ describeEngines(engines, (h) => {
       expect(await again.stats(0)).toMatchObject({ published: 1, deliveries: 0, sessions: 0 });
     });
 
+    it('a handle of a deleted queue is refused NOT_FOUND, changing nothing; it reaches the queue made again under its name', async () => {
+      const name = h.queueName('held');
+      const held = await h.engine().queue(name, { visibility: 5 });
+      await held.publish(0, { id: 'a' });
+      expect(await h.engine().deleteQueue(name)).toBe(true);
+      await expectRejection(() => held.publish(0, { id: 'order-1' }), NotFoundError, 'NOT_FOUND');
+      await expectRejection(() => held.reserve(0), NotFoundError, 'NOT_FOUND');
+      await expectRejection(() => held.stats(0), NotFoundError, 'NOT_FOUND');
+      await expectRejection(() => held.inspect(), NotFoundError, 'NOT_FOUND');
+      expect((await h.engine().listQueues()).map((info) => info.name)).not.toContain(name);
+      const again = await h.engine().queue(name, { visibility: 5 });
+      expect(await again.job('order-1')).toBeUndefined();
+      expect(await held.publish(0, { id: 'b' })).toEqual({ id: 'b', duplicate: false });
+      expect(await again.job('b')).toMatchObject({ state: 'ready' });
+      expect((await again.inspect()).ready).toEqual(['b']);
+    });
+
     it.each(BAD_NAMES)(
       'queue names: %j is refused with a ValidationError by queue, updateQueue and deleteQueue',
       async (name) => {

@@ -71,7 +71,12 @@ export class MemoryEngine implements Engine, QueueLinks {
     } else {
       checkSameOptions(name, core.options, options);
     }
-    return new MemoryQueue(name, core, this.wakes, () => this.checkOpen());
+    // By name, as the SQL engines' handles: after deleteQueue a call fails NOT_FOUND, and a
+    // queue made again under the name is the one the handle reaches.
+    return new MemoryQueue(name, this.wakes, () => {
+      this.checkOpen();
+      return this.existing(name);
+    });
   }
 
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
@@ -189,23 +194,23 @@ export class MemoryEngine implements Engine, QueueLinks {
 class MemoryQueue extends OperationHandle {
   constructor(
     readonly name: string,
-    private readonly core: LeaseQueue,
     private readonly wakes: WakeHub,
-    private readonly checkOpen: () => void,
+    /** The queue's core as it stands now; throws when the engine closed or the queue is gone. */
+    private readonly current: () => LeaseQueue,
   ) {
     super();
   }
 
   execute(now: number, operations: readonly Operation[]): Promise<Outcome[]> {
     try {
-      this.checkOpen();
-      if (operations.length === 0) return Promise.resolve(this.core.applyBatch(now, operations));
+      const core = this.current();
+      if (operations.length === 0) return Promise.resolve(core.applyBatch(now, operations));
       const outcomes: Outcome[] = new Array(operations.length);
       let wakes = false;
       for (let i = 0; i < operations.length; i++) {
         const operation = operations[i] as Operation;
         try {
-          outcomes[i] = { ok: true, value: this.applyOne(now, operation) };
+          outcomes[i] = { ok: true, value: this.applyOne(core, now, operation) };
         } catch (error) {
           // A bad clock refuses the whole batch (R2): the first operation meets it, unchanged.
           if (!(error instanceof LeaseqError) || error instanceof ClockError) throw error;
@@ -224,8 +229,7 @@ class MemoryQueue extends OperationHandle {
   /** A batch of one without the batch: the same checks, answer and wake-ups (see execute). */
   protected override executeOne(now: number, operation: Operation): Promise<unknown> {
     try {
-      this.checkOpen();
-      const value = this.applyOne(now, operation);
+      const value = this.applyOne(this.current(), now, operation);
       if (wakesReceivers(operation)) this.wakes.wake(this.name);
       return Promise.resolve(value);
     } catch (error) {
@@ -236,8 +240,7 @@ class MemoryQueue extends OperationHandle {
   /** The same for an operation on a list of one: its one answer, without a further promise. */
   protected override executeFirst(now: number, operation: Operation): Promise<unknown> {
     try {
-      this.checkOpen();
-      const value = this.applyOne(now, operation) as readonly unknown[];
+      const value = this.applyOne(this.current(), now, operation) as readonly unknown[];
       if (wakesReceivers(operation)) this.wakes.wake(this.name);
       return Promise.resolve(value[0]);
     } catch (error) {
@@ -246,11 +249,15 @@ class MemoryQueue extends OperationHandle {
   }
 
   /** One operation's answer; a refusal is thrown. */
-  private applyOne(now: number, operation: Operation): OperationResults[OperationType] {
-    if (operation.type !== 'cancel') return this.core.apply(now, operation);
+  private applyOne(
+    core: LeaseQueue,
+    now: number,
+    operation: Operation,
+  ): OperationResults[OperationType] {
+    if (operation.type !== 'cancel') return core.apply(now, operation);
     // R28: the delivery a cancel ends, so that its holder hears of it at once.
-    const cancelled = this.core.liveToken(operation.id);
-    const value = this.core.apply(now, operation);
+    const cancelled = core.liveToken(operation.id);
+    const value = core.apply(now, operation);
     if (cancelled !== undefined && value === true) {
       queueMicrotask(() => this.wakes.cancelled(this.name, cancelled));
     }
@@ -258,32 +265,25 @@ class MemoryQueue extends OperationHandle {
   }
 
   async options() {
-    this.checkOpen();
-    return this.core.options;
+    return this.current().options;
   }
   async queueTime() {
-    this.checkOpen();
-    return this.core.queueTime;
+    return this.current().queueTime;
   }
   async inspect() {
-    this.checkOpen();
-    return this.core.inspect();
+    return this.current().inspect();
   }
   async deliveries() {
-    this.checkOpen();
-    return this.core.deliveries();
+    return this.current().deliveries();
   }
   async deadLetters() {
-    this.checkOpen();
-    return this.core.deadLetters();
+    return this.current().deadLetters();
   }
   async job(id: string) {
-    this.checkOpen();
-    return this.core.job(id);
+    return this.current().job(id);
   }
   async nextEventAt() {
-    this.checkOpen();
-    return this.core.nextEventAt();
+    return this.current().nextEventAt();
   }
 }
 
