@@ -1,5 +1,5 @@
 import { type Clock, SystemClock } from '../broker/clock.js';
-import { type SessionOptions, ValidationError } from '../core/index.js';
+import { build, type SessionOptions, ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 import { jsonLogger, type Logger } from './logger.js';
 
@@ -144,10 +144,7 @@ export function resolveWorkerOptions(
     `maxRenewals must be an integer ≥ 0 or Infinity, got ${show(maxRenewals)}`,
   );
   const backoff = resolveBackoff(options.backoff ?? {}, issues);
-  check(
-    options.session === undefined || isObject(options.session),
-    'session must be an object of session options',
-  );
+  checkSession(options.session, issues);
   check(options.clock === undefined || isClock(options.clock), 'clock must have now() and sleep()');
   check(
     options.logger === undefined || isLogger(options.logger),
@@ -170,10 +167,33 @@ export function resolveWorkerOptions(
   };
 }
 
+/**
+ * The session options as the session's open will check them (`build.openSession`): refused
+ * here, at the start, rather than by every receive of a worker that then runs nothing.
+ */
+function checkSession(session: unknown, issues: string[]): void {
+  if (session === undefined) return;
+  if (!isObject(session)) {
+    issues.push('session must be an object of session options');
+    return;
+  }
+  try {
+    build.openSession(session);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    issues.push(...error.issues.map((issue) => `session: ${issue}`));
+  }
+}
+
+const BACKOFF_OPTIONS = new Set(['baseDelay', 'maxDelay', 'factor', 'jitter']);
+
 function resolveBackoff(options: BackoffOptions, issues: string[]): ResolvedBackoff {
   if (!isObject(options)) {
     issues.push('backoff must be an object');
     return { baseDelay: 1000, maxDelay: 60_000, factor: 2, jitter: 0.5 };
+  }
+  for (const key of Object.keys(options)) {
+    if (!BACKOFF_OPTIONS.has(key)) issues.push(`unknown option backoff.${key}`);
   }
   const {
     baseDelay = 1000,

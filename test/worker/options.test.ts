@@ -78,6 +78,31 @@ it('maxDelay below baseDelay is refused; a bare backoff takes the defaults', asy
   expect(() => new Worker(q, async () => {}, { backoff: { baseDelay: 120_000 } })).not.toThrow();
 });
 
+it('session options and backoff names are checked as opening the session and backing off read them', async () => {
+  const q = await queue();
+  expect(
+    issuesOf(
+      () =>
+        new Worker(q, async () => {}, {
+          session: { prefetch: 0, timout: 30_000, ackTimeout: -1 } as never,
+          backoff: { initialDelay: 10, max: 20 } as never,
+        }),
+    ),
+  ).toEqual([
+    'worker: unknown option backoff.initialDelay',
+    'worker: unknown option backoff.max',
+    'worker: session: unknown field "timout" of openSession',
+    'worker: session: prefetch must be a positive integer or Infinity, got 0',
+    'worker: session: ackTimeout must be a positive integer or Infinity, got -1',
+  ]);
+  // Refused before anything runs: no session was opened, no job taken.
+  await q.publish({ id: 'a' });
+  await expect(
+    work(q, async () => {}, { session: { timeout: -1 }, logger: silentLogger }),
+  ).rejects.toBeInstanceOf(ValidationError);
+  expect(await q.stats()).toMatchObject({ ready: 1, active: 0, sessions: 0 });
+});
+
 it('good options are accepted, Infinity included', async () => {
   const q = await queue();
   const worker = new Worker(q, async () => {}, {
