@@ -1,8 +1,55 @@
 import { type Broker, type BrokerOptions, EngineBroker, SystemClock } from './broker/index.js';
 import type { RemoteOptions } from './client/remote-broker.js';
+import { ValidationError } from './core/index.js';
+import { show } from './core/validate.js';
 import { type EngineOptions, openEngine } from './engine/open-engine.js';
 
 export interface OpenOptions extends BrokerOptions, EngineOptions, RemoteOptions {}
+
+/** Which storage each option of `open` is read for (the compiler checks the list is whole). */
+const OPTION_USE = {
+  clock: 'storage',
+  durability: 'storage',
+  clockMode: 'storage',
+  busyTimeoutMs: 'storage',
+  apiKey: 'server',
+  transport: 'server',
+  fetch: 'server',
+  timeoutMs: 'server',
+  maxWaitPerRequestMs: 'server',
+  maxBatch: 'server',
+  maxReceipts: 'server',
+  prefetchIdleMs: 'server',
+} as const satisfies Record<keyof OpenOptions, 'storage' | 'server'>;
+
+/**
+ * Refuses an option `open` would not read for this URL: a misspelt name (`durabilty`) or one of
+ * the other kind (`apiKey` for a SQLite file, `durability` for a server, whose storage is
+ * configured where it runs) would otherwise be dropped without a word.
+ */
+function checkOpenOptions(options: unknown, server: boolean): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError(`open options must be an object, got ${show(options)}`);
+  }
+  const issues: string[] = [];
+  for (const [name, value] of Object.entries(options)) {
+    const use = Object.hasOwn(OPTION_USE, name)
+      ? (OPTION_USE as Record<string, 'storage' | 'server'>)[name]
+      : undefined;
+    if (use === undefined) {
+      issues.push(`unknown option ${JSON.stringify(name)} of open`);
+    } else if (value === undefined) {
+      // Not given, as `{ apiKey: process.env.KEY }` with no key set: nothing is dropped.
+    } else if (server && use === 'storage') {
+      issues.push(
+        `option ${name} applies to storage opened in-process, not to a server URL (the server's own settings hold there)`,
+      );
+    } else if (!server && use === 'server') {
+      issues.push(`option ${name} applies to a server URL (http://…), not to storage`);
+    }
+  }
+  if (issues.length > 0) throw new ValidationError(issues);
+}
 
 /**
  * Opens a Broker over the storage a URL names (see `openEngine`): `memory:`,
@@ -10,7 +57,9 @@ export interface OpenOptions extends BrokerOptions, EngineOptions, RemoteOptions
  * server, `http://host:7700` (see `openRemote`: `apiKey`, `fetch`).
  */
 export async function open(url?: string, options: OpenOptions = {}): Promise<Broker> {
-  if (url !== undefined && /^https?:\/\//i.test(url)) {
+  const server = url !== undefined && /^https?:\/\//i.test(url);
+  checkOpenOptions(options, server);
+  if (server) {
     const { openRemote } = await import('./client/remote-broker.js');
     return openRemote(url, options);
   }

@@ -1,0 +1,65 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ValidationError } from '../../src/core/index.js';
+import { ManualClock, open } from '../../src/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'leaseq-open-options-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function refusal(url: string, options: object): Promise<ValidationError> {
+  const error = await open(url, options as never).then(
+    async (broker) => {
+      await broker.close();
+      return undefined;
+    },
+    (failure: unknown) => failure,
+  );
+  expect(error).toBeInstanceOf(ValidationError);
+  expect((error as ValidationError).code).toBe('INVALID_ARGUMENT');
+  return error as ValidationError;
+}
+
+describe('open(url, options): every option is one open reads for that URL', () => {
+  it('a misspelt option is refused, not dropped for its default, and nothing is created', async () => {
+    const file = join(dir, 'typo.db');
+    expect((await refusal(`sqlite:${file}`, { durabilty: 'os' })).issues).toEqual([
+      'unknown option "durabilty" of open',
+    ]);
+    expect((await refusal(`sqlite:${file}`, { busyTimeout: 100, clock: 1 })).issues).toEqual([
+      'unknown option "busyTimeout" of open',
+    ]);
+    expect((await refusal('memory:', { totallyUnknown: undefined })).issues).toEqual([
+      'unknown option "totallyUnknown" of open',
+    ]);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('an option of the other kind of URL is refused: a server keeps its own storage settings', async () => {
+    expect((await refusal('memory:', { apiKey: 'k', transport: 'http' })).issues).toEqual([
+      'option apiKey applies to a server URL (http://…), not to storage',
+      'option transport applies to a server URL (http://…), not to storage',
+    ]);
+    expect((await refusal('http://127.0.0.1:7700', { durability: 'os' })).issues).toEqual([
+      "option durability applies to storage opened in-process, not to a server URL (the server's own settings hold there)",
+    ]);
+    await refusal('memory:', [] as never);
+  });
+
+  it('options left undefined are not given, and the known ones are taken', async () => {
+    const memory = await open('memory:', { apiKey: undefined, clock: new ManualClock(5) });
+    const q = await memory.queue('clocked');
+    await q.publish({ id: 'a' });
+    // The job was published at the given clock's time.
+    expect((await q.job('a'))?.publishedAt).toBe(5);
+    await memory.close();
+    const remote = await open('http://127.0.0.1:7700', { durability: undefined, apiKey: 'k' });
+    await remote.close();
+    const sqlite = await open(`sqlite:${join(dir, 'ok.db')}`, {
+      durability: 'os',
+      busyTimeoutMs: 100,
+    });
+    await sqlite.close();
+  });
+});
