@@ -1,3 +1,4 @@
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { md5OfBody } from '../../src/server/sqs/md5.js';
 import { freshName, type SqsTestServer, startSqsServer } from './helpers.js';
@@ -173,5 +174,42 @@ describe('the query protocol (form bodies, XML answers)', () => {
     expect(field(noAction.xml, 'Code')).toBe('MissingParameter');
     const unknown = await query({ Action: 'Teleport' });
     expect(field(unknown.xml, 'Code')).toBe('InvalidAction');
+  });
+});
+
+describe('a job published through /v1 with text SQS never carries', () => {
+  /** Characters XML 1.0 (and SQS) cannot carry: none may be in an answer. */
+  const NOT_XML = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+
+  it('is received as JSON text on both protocols, the XML well formed, its MD5 that of the text', async () => {
+    const name = freshName('controls');
+    const created = await query({ Action: 'CreateQueue', QueueName: name });
+    const url = field(created.xml, 'QueueUrl') as string;
+    const payloads = ['a\u0001b', 'nul\u0000\uFFFE', 'plain text'];
+    const published = await fetch(`${server.baseUrl}/v1/queues/${name}/jobs/batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jobs: payloads.map((payload) => ({ payload })) }),
+    });
+    expect(published.status).toBe(200);
+    const received = await query({
+      Action: 'ReceiveMessage',
+      QueueUrl: url,
+      MaxNumberOfMessages: '10',
+      VisibilityTimeout: '0',
+    });
+    expect(received.status).toBe(200);
+    expect(received.xml).not.toMatch(NOT_XML);
+    const bodies = all(received.xml, 'Body').map((body) =>
+      (body as string).replace(/&#(\d+);/g, (_, code) => String.fromCharCode(Number(code))),
+    );
+    expect(bodies.sort()).toEqual(['"a\\u0001b"', '"nul\\u0000\\ufffe"', 'plain text']);
+    const md5s = all(received.xml, 'MD5OfBody');
+    expect(md5s.sort()).toEqual(bodies.map((body) => md5OfBody(body)).sort());
+    // The JSON protocol answers the same bodies.
+    const json = await server.client.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }),
+    );
+    expect((json.Messages ?? []).map((message) => message.Body).sort()).toEqual(bodies.sort());
   });
 });

@@ -4,7 +4,7 @@ import { NotFoundError, QUEUE_NAME } from '../../core/index.js';
 import type { Action, Principal } from '../auth.js';
 import type { Services } from '../route.js';
 import type { QueueCatalog } from './catalog.js';
-import { invalidParameter, missingParameter, SqsError } from './errors.js';
+import { invalidParameter, missingParameter, queueDoesNotExist, SqsError } from './errors.js';
 import type { MoveTasks } from './move-tasks.js';
 import { optionalString, type SqsInput } from './params.js';
 
@@ -109,10 +109,6 @@ export async function resolveQueue(call: SqsCall, sqs: SqsServices, right: Right
     if (error instanceof NotFoundError) throw queueDoesNotExist();
     throw error;
   }
-}
-
-export function queueDoesNotExist(): SqsError {
-  return new SqsError('QueueDoesNotExist', 'The specified queue does not exist.');
 }
 
 function safeDecode(text: string): string | undefined {

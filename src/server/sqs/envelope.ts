@@ -56,13 +56,14 @@ export function toEnvelope(
 
 /**
  * Reads a payload as an SQS message. A payload published another way (/v1, the worker) is
- * its body: a string as it is, anything else as JSON text.
+ * its body: a string as it is, anything else as JSON text. A body with a character SQS never
+ * carries (see carriedBody) is received as JSON text too.
  */
 export function fromPayload(payload: unknown): MessageContent {
   if (isEnvelope(payload)) {
     const { sqs } = payload;
     return {
-      body: payload.body,
+      body: carriedBody(payload.body),
       attributes: attributesFromStore(sqs.attributes),
       sentTimestamp: sqs.sentTimestamp,
       senderId: sqs.senderId,
@@ -72,7 +73,26 @@ export function fromPayload(payload: unknown): MessageContent {
     };
   }
   const body = typeof payload === 'string' ? payload : (JSON.stringify(payload) ?? 'null');
-  return { body, attributes: {} };
+  return { body: carriedBody(body), attributes: {} };
+}
+
+/** What SQS refuses in a body: anything outside #x9 #xA #xD #x20–#xD7FF #xE000–#xFFFD #x10000–. */
+const NOT_SQS_TEXT = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+
+/**
+ * A body every SQS client can read. A job published through /v1 or in-process may hold text SQS
+ * never delivers (a control character, U+FFFE): the query protocol's XML cannot carry it, and a
+ * strict parser would then fail on every answer holding that message. Such a body goes as JSON
+ * text, its characters escaped (`"a\u0001b"`), on both protocols alike, and MD5OfBody is the
+ * MD5 of that text.
+ */
+function carriedBody(body: string): string {
+  if (!NOT_SQS_TEXT.test(body)) return body;
+  // JSON.stringify escapes controls and lone surrogates; U+FFFE and U+FFFF it leaves as they are.
+  return JSON.stringify(body).replace(
+    /[\uFFFE\uFFFF]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16)}`,
+  );
 }
 
 function isEnvelope(payload: unknown): payload is SqsEnvelope {

@@ -75,6 +75,14 @@ export function missingParameter(name: string): SqsError {
   return new SqsError('MissingParameter', `The request must contain the parameter ${name}.`);
 }
 
+export function queueDoesNotExist(cause?: unknown): SqsError {
+  return new SqsError(
+    'QueueDoesNotExist',
+    'The specified queue does not exist.',
+    cause === undefined ? undefined : { cause },
+  );
+}
+
 /** What a leaseq or framework error becomes at the SQS edge; `internal` ones get logged. */
 export function toSqsError(error: unknown): { error: SqsError; internal: boolean } {
   if (error instanceof SqsError) return { error, internal: error.status >= 500 };
@@ -89,7 +97,10 @@ export function toSqsError(error: unknown): { error: SqsError; internal: boolean
   }
   switch (mapped.body.error.code) {
     case 'NOT_FOUND':
-      return error instanceof LeaseqError ? make('QueueDoesNotExist') : make('InvalidAction');
+      // SQS's own words, as where a queue is looked up by name (a queue deleted mid-call).
+      return error instanceof LeaseqError
+        ? { error: queueDoesNotExist(error), internal: mapped.internal }
+        : make('InvalidAction');
     case 'INVALID_ARGUMENT':
       return make('InvalidParameterValue');
     case 'FORBIDDEN':

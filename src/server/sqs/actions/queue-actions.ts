@@ -11,13 +11,12 @@ import type { QueueMeta } from '../catalog.js';
 import {
   authorizeQueue,
   queueArn,
-  queueDoesNotExist,
   queueUrl,
   resolveQueue,
   type SqsCall,
   type SqsServices,
 } from '../context.js';
-import { invalidParameter, SqsError } from '../errors.js';
+import { invalidParameter, queueDoesNotExist, SqsError } from '../errors.js';
 import { FIFO_DEDUP_WINDOW_MS, isFifo } from '../fifo.js';
 import {
   optionalInteger,
