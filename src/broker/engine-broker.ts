@@ -100,7 +100,11 @@ export class EngineBroker implements Broker {
 
   async deleteQueue(name: string): Promise<boolean> {
     this.checkOpen();
-    return this.engine.deleteQueue(name);
+    const deleted = await this.engine.deleteQueue(name);
+    // Receivers waiting on it look again now and learn it is gone (NOT_FOUND), rather than at
+    // the end of their wait.
+    if (deleted) this.wakes.wake(name);
+    return deleted;
   }
 
   async transaction<T>(work: (tx: BrokerTransaction) => Promise<T>): Promise<T> {

@@ -4,7 +4,9 @@ import {
   EngineBroker,
   ManualClock,
   MemoryEngine,
+  NotFoundError,
   type Operation,
+  open,
   type QueueHandle,
 } from '../../src/index.js';
 import { collectWarnings } from '../process-warnings.js';
@@ -147,6 +149,26 @@ describe('receive with wait', () => {
     await broker.close();
     // Node warns of a leak past ten listeners on one signal (the broker's close signal too).
     expect(warnings.stop()).toEqual([]);
+  });
+
+  it('a queue deleted while a receive waits ends the wait at once with NOT_FOUND', async () => {
+    for (const url of ['memory:', 'sqlite::memory:']) {
+      const clock = new ManualClock(1_000);
+      const broker = await open(url, { clock });
+      const queue = await broker.queue('doomed');
+      const receiving = queue.receive({ wait: 20_000 }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      await parked(clock);
+      expect(await broker.deleteQueue('doomed')).toBe(true);
+      const error = await receiving;
+      expect(error).toBeInstanceOf(NotFoundError);
+      expect((error as NotFoundError).code).toBe('NOT_FOUND');
+      // No time passed: woken by the delete, not by the end of its wait.
+      expect(clock.now()).toBe(1_000);
+      await broker.close();
+    }
   });
 
   it('closing the broker answers waiting receives empty', async () => {

@@ -3,6 +3,7 @@ import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
   DeleteMessageCommand,
+  DeleteQueueCommand,
   GetQueueAttributesCommand,
   type MessageSystemAttributeName,
   ReceiveMessageCommand,
@@ -202,6 +203,34 @@ describe('long polls', () => {
     const elapsed = Date.now() - started;
     expect(elapsed).toBeGreaterThanOrEqual(900);
     expect(elapsed).toBeLessThan(6000);
+  });
+
+  it('end at once with QueueDoesNotExist, in SQS words, when the queue is deleted mid-wait', async () => {
+    // First a long poll of another queue woken by a visibility change, as an app's other loop.
+    const other = await createQueue({ VisibilityTimeout: '30' });
+    await send(other, 'm');
+    const [held] = await receive(other);
+    const woken = receive(other, { WaitTimeSeconds: 10 });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await server.client.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: other,
+        ReceiptHandle: held?.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    expect(await woken).toHaveLength(1);
+    const url = await createQueue();
+    const started = Date.now();
+    const waiting = failure(receive(url, { WaitTimeSeconds: 5 }));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await server.client.send(new DeleteQueueCommand({ QueueUrl: url }));
+    expect(await waiting).toMatchObject({
+      name: 'QueueDoesNotExist',
+      message: 'The specified queue does not exist.',
+      status: 400,
+    });
+    expect(Date.now() - started).toBeLessThan(3000);
   });
 
   it('wake when a visibility change shortens a lease, and on VisibilityTimeout 0', async () => {
