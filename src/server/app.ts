@@ -10,7 +10,13 @@ import { pino } from 'pino';
 import type { Broker } from '../broker/index.js';
 import { onAbort } from '../broker/on-abort.js';
 import { ClosedError, ValidationError } from '../core/index.js';
-import { AccessControl, type ApiKeyConfig, authorize, type Principal } from './auth.js';
+import {
+  AccessControl,
+  type ApiKeyConfig,
+  authorize,
+  authorizeAny,
+  type Principal,
+} from './auth.js';
 import { mapError, ServerError } from './errors.js';
 import { answerClientError, answerFrameworkError } from './framework-errors.js';
 import { checkJsonBody, DEFAULT_LIMITS, type Limits, LongPollGate } from './limits.js';
@@ -226,9 +232,7 @@ function authenticate(request: FastifyRequest, spec: RouteSpec, services: Servic
     return principal;
   }
   if (spec.access === 'see') {
-    if (!principal.canSee(queue)) {
-      throw new ServerError('FORBIDDEN', `this key has no rights on queue ${queue}`);
-    }
+    authorizeAny(principal, queue);
   } else {
     authorize(principal, spec.access, queue);
   }

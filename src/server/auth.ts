@@ -112,6 +112,16 @@ export function authorize(principal: Principal, action: Action, queue: string): 
   }
 }
 
+/**
+ * Refuses a key with no right at all on `queue`. Checked before the queue is looked up, so that
+ * such a key learns nothing of whether it exists (FORBIDDEN either way, never NOT_FOUND).
+ */
+export function authorizeAny(principal: Principal, queue: string): void {
+  if (!principal.canSee(queue)) {
+    throw new ServerError('FORBIDDEN', `this key has no rights on queue ${queue}`);
+  }
+}
+
 function toPrincipal(key: StoredKey): Principal {
   const allows = (queue: string, action?: Action) =>
     key.grants.some(

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccessControl } from '../../src/server/auth.js';
 import { loadConfig } from '../../src/server/index.js';
+import { FrameClient } from '../stream/frames.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 
 const ADMIN = 'admin-key-0123456789';
@@ -86,6 +87,46 @@ describe('API keys', () => {
     expect(existing.status).toBe(403);
     expect(missing.status).toBe(403);
     expect(existing.body.error.code).toBe(missing.body.error.code);
+  });
+
+  it('tells a key with no rights on a queue nothing of whether it exists, through every door', async () => {
+    const probe = async (queue: string) => {
+      const operations = await as(PRODUCER, 'POST', `/v1/queues/${queue}/operations`, {
+        operations: [{ type: 'stats' }],
+      });
+      const receive = await as(PRODUCER, 'POST', `/v1/queues/${queue}/receive`, {});
+      const stream = await FrameClient.open(server.baseUrl, PRODUCER);
+      try {
+        const batch = await stream.request({
+          type: 'batch',
+          id: 1,
+          queue,
+          operations: [{ type: 'stats' }],
+        });
+        const subscribe = await stream.request({ type: 'subscribe', id: 2, queue, prefetch: 1 });
+        return {
+          operations: [operations.status, operations.body.error?.code],
+          receive: [receive.status, receive.body.error?.code],
+          batch: [batch.type, batch.error?.code],
+          subscribe: [subscribe.type, subscribe.error?.code],
+        };
+      } finally {
+        await stream.close();
+      }
+    };
+    const existing = await probe('payments');
+    expect(existing).toEqual({
+      operations: [403, 'FORBIDDEN'],
+      receive: [403, 'FORBIDDEN'],
+      batch: ['error', 'FORBIDDEN'],
+      subscribe: ['error', 'FORBIDDEN'],
+    });
+    expect(await probe('nowhere')).toEqual(existing);
+    // A key with some right on the name may learn that it is missing, as GET tells it.
+    const own = await as(PRODUCER, 'POST', '/v1/queues/orders-nowhere/operations', {
+      operations: [{ type: 'stats' }],
+    });
+    expect([own.status, own.body.error.code]).toEqual([404, 'NOT_FOUND']);
   });
 
   it('lists only the queues a key can see', async () => {

@@ -21,7 +21,7 @@ import {
   type WireOutcome,
 } from '../../wire/index.js';
 import type { Principal } from '../auth.js';
-import { authorize } from '../auth.js';
+import { authorize, authorizeAny } from '../auth.js';
 import { ServerError } from '../errors.js';
 import { checkJsonBody } from '../limits.js';
 import type { StreamEndReason } from '../metrics.js';
@@ -171,6 +171,7 @@ export class StreamConnection {
   private async batch(frame: BatchFrame, sent: Promise<void>): Promise<ServerFrame> {
     const { services, principal, log } = this.context;
     try {
+      authorizeAny(principal, frame.queue);
       const queue = await services.queues.existing(frame.queue);
       if (frame.operations.length > services.limits.maxBatch) {
         throw new ValidationError(
@@ -291,8 +292,9 @@ export class StreamConnection {
           `visibility must be at most ${limits.maxVisibilityMs} ms, got ${frame.visibility}`,
         );
       }
+      // Before the lookup: a key that may not consume here learns nothing of the queue.
+      authorize(principal, 'consume', frame.queue);
       const queue = await services.queues.existing(frame.queue);
-      authorize(principal, 'consume', queue.name);
       const session =
         frame.session === undefined ? undefined : receipts.verifySession(queue.name, frame.session);
       const subscription = new Subscription(
