@@ -359,6 +359,36 @@ describe('publish, receive, ack and nack', () => {
     );
   });
 
+  it('refuses job flags with --file and --batch-size with arguments, publishing nothing', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    const file = join(dir, 'flags.jsonl');
+    writeFileSync(file, '{"id":"pf1"}\n');
+    const flagged = await run([
+      'publish',
+      name,
+      '--file',
+      file,
+      '--delay',
+      '100000',
+      '--group',
+      'g',
+    ]);
+    expect(flagged.code).toBe(2);
+    expect(flagged.stderr).toContain(
+      '--delay, --group go with payloads given as arguments; in JSON lines, give them as fields of each job',
+    );
+    const piped = await run(['publish', name, '--id', 'z'], '{"id":"f1"}\n');
+    expect(piped.code).toBe(2);
+    expect(piped.stderr).toContain('--id goes with payloads given as arguments');
+    const sized = await run(['publish', name, '1', '--batch-size', '5']);
+    expect(sized.code).toBe(2);
+    expect(sized.stderr).toContain('--batch-size goes with --file');
+    expect(JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout)).toMatchObject({
+      published: 0,
+    });
+  });
+
   it('R23 publishes with --priority; higher priorities are received first', async () => {
     const name = fresh();
     await run(['queue', 'create', name]);

@@ -8,6 +8,10 @@ import { type Line, readLines } from '../json-lines.js';
 import { ProgressBar } from '../progress.js';
 import { printJson, withClient } from '../remote.js';
 
+/** The flags that set a field of every job given as an argument. */
+const JOB_FLAGS = ['id', 'delay', 'priority', 'group', 'expires-at'] as const;
+const JOB_FIELDS = '"id", "delay", "priority", "group", "expiresAt"';
+
 /** Files at least this large get a progress bar on a terminal. */
 const PROGRESS_FROM_BYTES = 1024 * 1024;
 
@@ -29,6 +33,7 @@ export const publish: Command = {
     '               - (or no payloads with stdin not a terminal) reads standard input',
     '--batch-size N jobs per request (default 100, the server limit); each batch is all or nothing',
     '--progress     draw a progress bar on stderr even when it is not a terminal',
+    'The job flags go with payload arguments, --batch-size with lines: mixed, exit code 2.',
   ],
   options: {
     id: { type: 'string' },
@@ -54,6 +59,16 @@ export const publish: Command = {
     }
     if (file === undefined && payloads.length === 0) {
       throw new UsageError('give payloads as arguments, --file FILE, or JSON lines on stdin');
+    }
+    // Each flag goes with one form only: taken by the other, it would be dropped unseen.
+    const jobFlags = JOB_FLAGS.filter((flag) => values[flag] !== undefined);
+    if (file !== undefined && jobFlags.length > 0) {
+      throw new UsageError(
+        `${jobFlags.map((flag) => `--${flag}`).join(', ')} go${jobFlags.length === 1 ? 'es' : ''} with payloads given as arguments; in JSON lines, give them as fields of each job (${JOB_FIELDS})`,
+      );
+    }
+    if (file === undefined && values['batch-size'] !== undefined) {
+      throw new UsageError('--batch-size goes with --file or JSON lines on stdin');
     }
     return withClient(values, context, async (client) => {
       const queue = client.handle(name);
