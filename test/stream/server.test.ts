@@ -353,6 +353,20 @@ describe('the stream: subscriptions', () => {
     expect(await stats(server)).toMatchObject({ active: 6, ready: 0, unworked: given });
   });
 
+  it('answers subscribe before its first push, even on an engine that reserves at once', async () => {
+    for (const url of ['memory:', 'sqlite::memory:']) {
+      const server = await serve({ url });
+      const client = await connect(server);
+      await batch(client, 1, [publish(['a', 'b'])]);
+      client.send({ type: 'subscribe', id: 2, queue: 'jobs', prefetch: 2 });
+      await client.next(() => client.pushed(2).length >= 2);
+      const subscribed = client.frames.findIndex((frame) => frame.type === 'subscribed');
+      const pushed = client.frames.findIndex((frame) => frame.type === 'deliveries');
+      expect(subscribed).toBeGreaterThan(0);
+      expect(pushed).toBeGreaterThan(subscribed);
+    }
+  });
+
   it('reserves the next deliveries with the acks that give the credit back, pushed after their answer', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'leaseq-refill-'));
     try {

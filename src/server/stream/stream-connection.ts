@@ -138,7 +138,7 @@ export class StreamConnection {
       case 'batch':
         return this.batch(frame, sent);
       case 'subscribe':
-        return this.subscribe(frame);
+        return this.subscribe(frame, sent);
       case 'credit':
         return Promise.resolve(this.credit(frame));
       case 'unsubscribe':
@@ -273,7 +273,8 @@ export class StreamConnection {
     }
   }
 
-  private async subscribe(frame: SubscribeFrame): Promise<ServerFrame> {
+  /** `sent`: the `subscribed` answer went out; no push goes before it. */
+  private async subscribe(frame: SubscribeFrame, sent: Promise<void>): Promise<ServerFrame> {
     const { services, principal, log } = this.context;
     const { limits, receipts } = services;
     try {
@@ -315,6 +316,7 @@ export class StreamConnection {
           ended: (sub, error) => this.subscriptionEnded(sub, error),
           now: this.context.now,
         },
+        sent,
       );
       if (this.ended) {
         await subscription.close();

@@ -55,16 +55,27 @@ export class Subscription {
   private waitingForRoom = false;
   /** A refill reserved with acks is on its way: the pump lets it push first. */
   private refilling = false;
+  /** The pump started (after `opened`). */
+  private pumping = false;
 
+  /**
+   * `opened`: resolves once the client was told the subscription exists (its `subscribed`
+   * answer went out): the first push comes after it, as answers and pushes keep the order of
+   * the frames that caused them (an engine that answers at once would otherwise push first).
+   */
   constructor(
     private readonly settings: SubscriptionSettings,
     private readonly sink: SubscriptionSink,
+    opened: Promise<void> = Promise.resolve(),
   ) {
     this.id = settings.id;
     this.queue = settings.queue;
     this.session = settings.session;
     this.prefetch = settings.prefetch;
-    this.done = this.pump();
+    this.done = opened.then(() => {
+      this.pumping = true;
+      return this.pump();
+    });
   }
 
   get active(): boolean {
@@ -152,7 +163,9 @@ export class Subscription {
   async close(): Promise<void> {
     this.stop.abort();
     this.wake();
-    await this.done;
+    // Not started: it will not, and its `opened` may wait for the caller (a subscribe that is
+    // closing it before its answer), so there is nothing to wait for.
+    if (this.pumping) await this.done;
   }
 
   private async pump(): Promise<void> {
