@@ -52,13 +52,14 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
   if (found === undefined) return topLevel(argv, context);
   const { command, rest } = found;
   try {
+    const options = {
+      help: { type: 'boolean', short: 'h' },
+      ...(command.remote ? REMOTE_OPTIONS : {}),
+      ...command.options,
+    } as const;
     const { values, positionals } = parseArgs({
-      args: [...rest],
-      options: {
-        help: { type: 'boolean', short: 'h' },
-        ...(command.remote ? REMOTE_OPTIONS : {}),
-        ...command.options,
-      },
+      args: joinNegativeValues(rest, options),
+      options,
       allowPositionals: true,
       strict: true,
     });
@@ -70,6 +71,35 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
   } catch (error) {
     return report(command, error, context);
   }
+}
+
+/**
+ * `--delay -5` as `--delay=-5`: parseArgs takes a value that starts with a dash for an option
+ * ("argument is ambiguous"); joined, the flag's own check says what range it takes.
+ */
+function joinNegativeValues(
+  args: readonly string[],
+  options: Readonly<Record<string, { type: string }>>,
+): string[] {
+  const joined: string[] = [];
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index] as string;
+    const next = args[index + 1];
+    const name = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined;
+    if (
+      name !== undefined &&
+      Object.hasOwn(options, name) &&
+      options[name]?.type === 'string' &&
+      next !== undefined &&
+      /^-\d/.test(next)
+    ) {
+      joined.push(`${arg}=${next}`);
+      index += 1;
+    } else {
+      joined.push(arg);
+    }
+  }
+  return joined;
 }
 
 /** The command whose words start argv (`queue create` before `queue`), and the rest. */

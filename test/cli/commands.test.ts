@@ -359,6 +359,20 @@ describe('publish, receive, ack and nack', () => {
     );
   });
 
+  it('says what range a flag takes when given a negative number (not a parser riddle)', async () => {
+    const name = fresh();
+    for (const [argv, message] of [
+      [['queue', 'create', name, '--visibility', '-5'], '--visibility must be an integer from 1'],
+      [['publish', name, '1', '--delay', '-1'], '--delay must be an integer from 0'],
+    ] as const) {
+      const bad = await run([...argv]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain(`${message} to 9007199254740991, got "-`);
+      expect(bad.stderr).not.toContain('ambiguous');
+    }
+    expect((await run(['queue', 'list', '--json'])).stdout).not.toContain(name);
+  });
+
   it('refuses job flags with --file and --batch-size with arguments, publishing nothing', async () => {
     const name = fresh();
     await run(['queue', 'create', name]);
@@ -445,6 +459,16 @@ describe('publish, receive, ack and nack', () => {
     expect((await run(['ack', name, deliveries[0].receipt])).code).toBe(3);
     const stats = JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout);
     expect(stats).toMatchObject({ ready: 1, active: 0, autoAcked: 2, acks: 0, staleAcks: 1 });
+  });
+
+  it('shows a job published without a payload as having none', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    await run(['publish', name], '{"id":"bare"}\n{"id":"full","payload":{"n":1}}\n');
+    const shown = (await run(['receive', name, '--max', '2'])).stdout;
+    expect(shown).toMatch(/^id bare .*\n {2}receipt \S+\n {2}\(no payload\)\n/);
+    expect(shown).toContain('  payload {"n":1}\n');
+    expect(shown).not.toContain('undefined');
   });
 
   it('receives nothing from an empty queue, and waits with --wait', async () => {

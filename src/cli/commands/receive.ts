@@ -53,7 +53,10 @@ function describe(delivery: ReceivedDelivery): string {
   return [
     `id ${delivery.id}  token ${delivery.token}  delivery ${delivery.deliveryCount}  deadline ${new Date(delivery.deadline).toISOString()}`,
     `  receipt ${delivery.receipt}`,
-    `  payload ${JSON.stringify(delivery.payload)}`,
+    // A job published without one has none (JSON would print the word undefined).
+    delivery.payload === undefined
+      ? '  (no payload)'
+      : `  payload ${JSON.stringify(delivery.payload)}`,
     '',
   ].join('\n');
 }
