@@ -265,7 +265,7 @@ describe('publish, receive, ack and nack', () => {
     expect(again.code).toBe(3);
     expect(JSON.parse(again.stdout)).toEqual({ receipt: receipts[0], acked: false });
     expect((await run(['nack', name, receipts[2], '--delay', '60000'])).stdout).toMatch(
-      /^requeued /,
+      /^nacked /,
     );
     expect((await run(['nack', name, receipts[3], '--dead', '--reason', 'bad'])).stdout).toMatch(
       /^dead-lettered /,

@@ -43,6 +43,8 @@ export const nack: Command = {
     '--unworked       never worked on: not counted as a delivery of the job (R33)',
     '--dead           dead-letter instead of requeueing',
     '--reason TEXT    the dead-letter reason (default rejected)',
+    'Without --dead a job goes back to the queue, or dies (reason max-deliveries) when that',
+    'delivery was its last (maxDeliveries): "nacked" says it was given back, either way.',
     'Exit code 3 when any delivery was no longer live.',
   ],
   options: {
@@ -88,5 +90,6 @@ export const nack: Command = {
 
 function nackOutcome(values: { dead?: unknown; unworked?: unknown }): string {
   if (values.dead === true) return 'dead-lettered';
-  return values.unworked === true ? 'requeued unworked' : 'requeued';
+  // Without --dead the server may still dead-letter it (its last delivery): not "requeued".
+  return values.unworked === true ? 'requeued unworked' : 'nacked';
 }
