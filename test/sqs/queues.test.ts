@@ -96,6 +96,36 @@ describe('CreateQueue', () => {
 });
 
 describe('queue attributes', () => {
+  it('keeps a policy only as a JSON object, and forgets one set to ""', async () => {
+    const url = (await create(freshName('policy'), { Policy: '{"Version":"2012-10-17"}' }))
+      .QueueUrl as string;
+    const bad = await failure(
+      server.client.send(
+        new SetQueueAttributesCommand({
+          QueueUrl: url,
+          Attributes: { RedriveAllowPolicy: 'notjson', Policy: '' },
+        }),
+      ),
+    );
+    expect(bad).toMatchObject({ name: 'InvalidAttributeValue', status: 400 });
+    // Refused whole: the policy is still there.
+    expect(await attributesOf(url, ['Policy'])).toEqual({ Policy: '{"Version":"2012-10-17"}' });
+    await server.client.send(
+      new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { Policy: '' } }),
+    );
+    expect(await attributesOf(url, ['Policy'])).toEqual({});
+    expect(Object.keys(await attributesOf(url))).not.toContain('Policy');
+    await server.client.send(
+      new SetQueueAttributesCommand({
+        QueueUrl: url,
+        Attributes: { RedriveAllowPolicy: '{"redrivePermission":"allowAll"}' },
+      }),
+    );
+    expect(await attributesOf(url, ['RedriveAllowPolicy'])).toEqual({
+      RedriveAllowPolicy: '{"redrivePermission":"allowAll"}',
+    });
+  });
+
   it('reads every attribute, sets them, and keeps what leaseq does not act on', async () => {
     const name = freshName('attrs');
     const { QueueUrl } = await create(name, { Policy: '{"Version":"2012-10-17"}' });

@@ -23,6 +23,8 @@ type Rule =
   | { kind: 'retention'; min: number; max: number; default: number }
   | { kind: 'integer'; min: number; max: number; default?: number }
   | { kind: 'text'; default?: string }
+  /** A policy document: a JSON object, kept and returned (no effect); "" removes it, as in SQS. */
+  | { kind: 'policy' }
   | { kind: 'boolean'; default?: string }
   | { kind: 'redrive' }
   | { kind: 'fifo-flag' }
@@ -37,8 +39,8 @@ const SETTABLE: Readonly<Record<string, Rule>> = {
   MessageRetentionPeriod: { kind: 'retention', min: 60, max: 1_209_600, default: 345_600 },
   MaximumMessageSize: { kind: 'integer', min: 1024, max: 1_048_576, default: 1_048_576 },
   KmsDataKeyReusePeriodSeconds: { kind: 'integer', min: 60, max: 86_400 },
-  Policy: { kind: 'text' },
-  RedriveAllowPolicy: { kind: 'text' },
+  Policy: { kind: 'policy' },
+  RedriveAllowPolicy: { kind: 'policy' },
   KmsMasterKeyId: { kind: 'text' },
   SqsManagedSseEnabled: { kind: 'boolean', default: 'false' },
   RedrivePolicy: { kind: 'redrive' },
@@ -118,6 +120,10 @@ export function parseQueueAttributes(
         change.stored[name] = String(integerValue(name, value, rule));
         break;
       case 'text':
+        change.stored[name] = value;
+        break;
+      case 'policy':
+        if (value !== '' && !isJsonObject(value)) throw invalidValue(name, value);
         change.stored[name] = value;
         break;
       case 'boolean':
@@ -248,7 +254,19 @@ export function storedAttribute(meta: QueueMeta | undefined, name: string): stri
         : rule?.kind === 'fifo-only' && isFifo(meta)
           ? rule.default
           : undefined;
-  return meta?.attributes[name] ?? fallback;
+  const stored = meta?.attributes[name];
+  // A policy set to "" was removed: SQS no longer lists it.
+  if (rule?.kind === 'policy' && stored === '') return undefined;
+  return stored ?? fallback;
+}
+
+function isJsonObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
 }
 
 function attributeValue(
