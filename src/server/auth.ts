@@ -78,9 +78,12 @@ export class AccessControl {
     if (!this.enabled) return LOOPBACK_PRINCIPAL;
     const presented = /^\s*bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
     if (presented === undefined) {
+      // Given but not in the form (a key with spaces, another scheme): said as such, unechoed.
       throw new ServerError(
         'UNAUTHENTICATED',
-        'an API key is required: Authorization: Bearer <key>',
+        header === undefined || header.trim() === ''
+          ? 'an API key is required: Authorization: Bearer <key>'
+          : 'the Authorization header is not "Bearer <key>" (an API key has no spaces)',
       );
     }
     const digest = sha256(presented);

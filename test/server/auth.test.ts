@@ -43,14 +43,29 @@ afterAll(async () => {
 
 describe('API keys', () => {
   it('refuses a request without a key, with a malformed header or an unknown key (401)', async () => {
-    for (const authorization of [undefined, 'Basic abc', 'Bearer', `Bearer ${ADMIN}x`, ADMIN]) {
+    const said: Record<string, string> = {};
+    for (const authorization of [
+      undefined,
+      'Basic abc',
+      'Bearer',
+      `Bearer ${ADMIN}x`,
+      ADMIN,
+      'Bearer bad key with spaces',
+    ]) {
       const answer = await call(server.baseUrl, 'GET', '/v1/queues', {
         ...(authorization === undefined ? {} : { headers: { authorization } }),
       });
       expect(answer.status).toBe(401);
       expect(answer.body.error.code).toBe('UNAUTHENTICATED');
       expect(answer.headers.get('www-authenticate')).toBe('Bearer');
+      said[String(authorization)] = answer.body.error.message;
     }
+    // A key given in the wrong form is told so, not that none was given.
+    expect(said.undefined).toBe('an API key is required: Authorization: Bearer <key>');
+    expect(said['Bearer bad key with spaces']).toBe(
+      'the Authorization header is not "Bearer <key>" (an API key has no spaces)',
+    );
+    expect(said[`Bearer ${ADMIN}x`]).toBe('the API key is not valid');
   });
 
   it('accepts the scheme in any case and surrounding whitespace', async () => {
