@@ -57,7 +57,7 @@ export function checkSameOptions(
     );
   if (differing.length > 0) {
     throw new ConflictError(
-      `queue ${name} exists with other options (${differing.join('; ')}); use updateQueue to change them`,
+      `queue ${name} exists with other options (${differing.join('; ')}); update the queue to change them (updateQueue, PATCH /v1/queues/${name}, leaseq queue update)`,
     );
   }
 }

@@ -264,9 +264,7 @@ describe('publish, receive, ack and nack', () => {
     const again = await run(['ack', name, receipts[0], '--json']);
     expect(again.code).toBe(3);
     expect(JSON.parse(again.stdout)).toEqual({ receipt: receipts[0], acked: false });
-    expect((await run(['nack', name, receipts[2], '--delay', '60000'])).stdout).toMatch(
-      /^nacked /,
-    );
+    expect((await run(['nack', name, receipts[2], '--delay', '60000'])).stdout).toMatch(/^nacked /);
     expect((await run(['nack', name, receipts[3], '--dead', '--reason', 'bad'])).stdout).toMatch(
       /^dead-lettered /,
     );
@@ -356,6 +354,16 @@ describe('publish, receive, ack and nack', () => {
     writeFileSync(file, '{"id":"x"}\nnot json\n');
     expect((await run(['publish', name, '--file', file])).stderr).toContain(
       'line 2 is not JSON (0 jobs were published before it)',
+    );
+  });
+
+  it('says how to change the options of a queue created again with others', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name, '--visibility', '5000']);
+    const again = await run(['queue', 'create', name, '--visibility', '6000']);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(
+      `CONFLICT: queue ${name} exists with other options (visibility: stored 5000, asked 6000); update the queue to change them (updateQueue, PATCH /v1/queues/${name}, leaseq queue update)`,
     );
   });
 
