@@ -198,6 +198,28 @@ describe.skipIf(skipBrowser)(
       await shoot(page, 'queue', true);
     });
 
+    it('on a queue made after sign-in, lists a job whose id cannot be in a URL (. or ..) unlinked', async () => {
+      await api('PUT', '/v1/queues/dots', {});
+      await api('POST', '/v1/queues/dots/jobs/batch', { jobs: [{ id: '.' }, { id: 'fine' }] });
+      const { page } = admin;
+      await page.evaluate(() => {
+        window.location.hash = '#/queues/dots';
+      });
+      await page.getByRole('heading', { name: /Queue\s+dots/ }).waitFor();
+      const ready = page.locator('section').filter({ has: page.locator('#ready-title') });
+      await ready.getByRole('link', { name: 'fine', exact: true }).waitFor();
+      await expect(ready.getByRole('link', { name: '.', exact: true }).count()).resolves.toBe(0);
+      await expect(
+        ready.getByTitle('a job with this id cannot be opened by its URL').textContent(),
+      ).resolves.toBe('.');
+      await api('DELETE', '/v1/queues/dots');
+      // Back where the next case starts: the orders queue's page.
+      await page.evaluate(() => {
+        window.location.hash = '#/queues/orders';
+      });
+      await page.getByRole('heading', { name: /Queue\s+orders/ }).waitFor();
+    });
+
     it('dead letters filter by reason, and a dead job’s page shows its attempt timeline', async () => {
       const { page } = admin;
       await page.getByRole('link', { name: /^Dead letters/ }).click();

@@ -27,8 +27,22 @@ export function useSession(): Session {
 
 /** Whether the key may do `action` on `queue` (the server checks again anyway). */
 export function can(me: Me, action: Action, queue: string): boolean {
-  const rights = me.queues.find((entry) => entry.name === queue)?.actions ?? [];
+  // A queue made after sign-in is not in `queues` yet: the key's grants say what it may do.
+  const rights =
+    me.queues.find((entry) => entry.name === queue)?.actions ??
+    me.grants
+      .filter((grant) => matchesPattern(grant.queues, queue))
+      .flatMap((grant) => grant.actions);
   return rights.includes(action) || rights.includes('admin');
+}
+
+/** A grant's queue pattern as the server reads it: `*` is any run of characters. */
+function matchesPattern(pattern: string, queue: string): boolean {
+  const body = pattern
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
+  return new RegExp(`^${body}$`).test(queue);
 }
 
 /** The latest update of a topic, live. */

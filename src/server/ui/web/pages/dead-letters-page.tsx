@@ -1,8 +1,8 @@
 import { useMemo, useState } from 'preact/hooks';
 import { formatCount, formatTime, isoTime } from '../format.js';
 import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
+import { JobLink } from '../parts/job-link.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
-import { href } from '../router.js';
 import { can, useSession, useTopic } from '../session.js';
 import type { DeadLetter } from '../wire.js';
 import { QueueTabs } from './queue-tabs.js';
@@ -58,7 +58,7 @@ function Row(props: {
         </td>
       ) : null}
       <th scope="row">
-        <a href={href.job(queue, letter.id)}>{letter.id}</a>
+        <JobLink queue={queue} id={letter.id} />
       </th>
       <td>
         <span class="badge reason">{letter.reason}</span>

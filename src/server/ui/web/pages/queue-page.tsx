@@ -8,8 +8,8 @@ import {
 } from '../format.js';
 import type { Sample } from '../history.js';
 import { Chart, type ChartSeries } from '../parts/chart.js';
+import { JobLink } from '../parts/job-link.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
-import { href } from '../router.js';
 import { can, useServerNow, useSession, useTopic } from '../session.js';
 import type { LiveDelivery, QueueStats } from '../wire.js';
 import { QueueTabs } from './queue-tabs.js';
@@ -172,7 +172,7 @@ function InFlight(props: { queue: string }) {
               {deliveries.map((delivery) => (
                 <tr key={delivery.token}>
                   <th scope="row">
-                    <a href={href.job(queue, delivery.id)}>{delivery.id}</a>
+                    <JobLink queue={queue} id={delivery.id} />
                   </th>
                   <td class="num mono">{delivery.token}</td>
                   <td class="num">{delivery.deliveryCount}</td>
@@ -222,7 +222,7 @@ function Waiting(props: { queue: string }) {
           <ol class="id-list">
             {state.ready.slice(0, LIST_LIMIT).map((id) => (
               <li key={id}>
-                <a href={href.job(queue, id)}>{id}</a>
+                <JobLink queue={queue} id={id} />
               </li>
             ))}
           </ol>
@@ -237,7 +237,7 @@ function Waiting(props: { queue: string }) {
           <ol class="id-list">
             {state.delayed.slice(0, LIST_LIMIT).map((job) => (
               <li key={job.id}>
-                <a href={href.job(queue, job.id)}>{job.id}</a>{' '}
+                <JobLink queue={queue} id={job.id} />{' '}
                 <span class="muted">ready {formatRelative(job.availableAt, state.queueTime)}</span>
               </li>
             ))}

@@ -1,0 +1,17 @@
+import { href } from '../router.js';
+
+/**
+ * A job's id, linked to its page. The ids `.` and `..` cannot name a job in a URL path (a
+ * client or proxy resolves them away, and the API refuses them: docs/http-api.md), so they are
+ * shown without a link rather than as one that cannot open.
+ */
+export function JobLink({ queue, id }: { queue: string; id: string }) {
+  if (id === '.' || id === '..') {
+    return (
+      <span class="unlinked" title="a job with this id cannot be opened by its URL">
+        {id}
+      </span>
+    );
+  }
+  return <a href={href.job(queue, id)}>{id}</a>;
+}
