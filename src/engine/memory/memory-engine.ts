@@ -75,7 +75,8 @@ export class MemoryEngine implements Engine, QueueLinks {
     // queue made again under the name is the one the handle reaches.
     return new MemoryQueue(name, this.wakes, () => {
       this.checkOpen();
-      return this.existing(name);
+      // The name was checked above: per call a lookup, not the check again.
+      return this.found(name);
     });
   }
 
@@ -180,6 +181,10 @@ export class MemoryEngine implements Engine, QueueLinks {
 
   private existing(name: string): LeaseQueue {
     checkQueueName(name);
+    return this.found(name);
+  }
+
+  private found(name: string): LeaseQueue {
     const core = this.queues.get(name);
     if (core === undefined) throw new NotFoundError(`queue ${name} does not exist`);
     return core;
