@@ -183,7 +183,16 @@ describe('R32 group commit: answers before a later sync', () => {
   it('calls set going by the answers of a batch commit before its sync, and one sync serves them all', async () => {
     const log: string[] = [];
     const syncs: (() => void)[] = [];
-    const run = executor(laterSyncConnection(log, syncs));
+    // No time limit on the wait for more batches: a stall of the machine over 1 ms would let
+    // the sync go first, which is allowed but not what this case looks at.
+    const connection = laterSyncConnection(log, syncs);
+    const run = new GroupCommitExecutor(
+      async () => ({ connection, release: () => {} }),
+      (error) => error,
+      true,
+      1000,
+      60_000,
+    );
     let second: Promise<string> | undefined;
     // A durable ack and a lease reserve in one batch: the reserve is answered at the commit,
     // and what its caller does next (the next ack) joins the same sync.

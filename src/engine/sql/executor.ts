@@ -166,6 +166,8 @@ export class GroupCommitExecutor {
      */
     private readonly leaseCommitsFaster = false,
     private readonly maxBatch = 1000,
+    /** How long a sync may wait for more batches (a test sets it long, to be independent of timing). */
+    private readonly maxSyncDelayMs = MAX_SYNC_DELAY_MS,
   ) {}
 
   submit<T>(work: Work<T>, kind: CommitKind = 'durable'): Promise<T> {
@@ -242,7 +244,7 @@ export class GroupCommitExecutor {
     try {
       let yielded = false;
       while (this.queue.length > 0 || this.unsynced.length > 0) {
-        const due = performance.now() - this.unsyncedSince >= MAX_SYNC_DELAY_MS;
+        const due = performance.now() - this.unsyncedSince >= this.maxSyncDelayMs;
         if (this.queue.length > 0 && !(this.unsynced.length > 0 && due)) {
           const batch = this.takeBatch();
           const ok = await this.runBatch(batch);
