@@ -153,6 +153,16 @@ export class Prefetch implements PushListener {
     }
   }
 
+  /** Whether pushed deliveries are held, waiting for a receive. */
+  get holding(): boolean {
+    return this.buffer.length > 0;
+  }
+
+  /** Whether deliveries are held and no receive of this subscription waits for them. */
+  get holdingIdle(): boolean {
+    return this.buffer.length > 0 && this.waiters.size === 0;
+  }
+
   /** The queue this subscription receives from. */
   get queue(): string {
     return this.settings.queue;

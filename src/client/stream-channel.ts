@@ -123,7 +123,20 @@ export class StreamChannel implements Channel {
       });
       this.prefetches.set(key, prefetch);
     }
+    if (!prefetch.holding) this.freeHeldElsewhere(queue, prefetch);
     return prefetch.take(max, wait, signal);
+  }
+
+  /**
+   * A receive about to wait on `queue` while another subscription of this client holds jobs of
+   * it that no receive takes (pushed to a `receive` with other settings, say, before a
+   * `work()`): those are given back now, not after prefetchIdleMs, so the waiting receive can
+   * have them.
+   */
+  private freeHeldElsewhere(queue: string, waiting: Prefetch): void {
+    for (const other of this.prefetches.values()) {
+      if (other !== waiting && other.queue === queue && other.holdingIdle) void other.end();
+    }
   }
 
   /**

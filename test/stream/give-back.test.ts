@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RemoteBroker } from '../../src/client/index.js';
+import { work } from '../../src/worker/index.js';
 import { startTestServer } from '../server/helpers.js';
 
 const closing: (() => Promise<unknown>)[] = [];
@@ -45,5 +46,35 @@ describe('deliveries the stream client held and gave back', () => {
     });
     expect((await jobs.inspect()).ready).toEqual(['j12', 'j13', 'j14', 'j15']);
     expect(await jobs.job('j12')).toMatchObject({ state: 'ready', deliveryCount: 0, history: [] });
+  });
+
+  it('go back at once when a receive with other settings waits on their queue, not after the idle time', async () => {
+    const server = await startTestServer();
+    closing.push(() => server.close());
+    const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
+    await jobs.publishBatch([{ id: 'first' }, { id: 'second' }]);
+    // Held deliveries that nobody takes would wait a minute before going back.
+    const client = new RemoteBroker(server.baseUrl, {
+      transport: 'stream',
+      prefetchIdleMs: 60_000,
+    });
+    closing.push(() => client.close());
+    const queue = await client.queue('jobs');
+    const [first] = await queue.receive({ wait: 2000 });
+    expect(first?.id).toBe('first');
+    expect(await queue.ack(first?.token ?? 0)).toBe(true);
+    // The credit that ack gave back brings `second` to the receive's subscription, held there.
+    await until(async () => (await jobs.stats()).active === 1);
+    // The worker's receives name the queue's visibility: a subscription of their own.
+    const ran: string[] = [];
+    const worker = await work(queue, async (job) => {
+      ran.push(`${job.id} #${job.deliveryCount}`);
+    });
+    closing.push(() => worker.close());
+    await until(async () => ran.length === 1, 3000);
+    // Given back unworked (R33): its delivery to the worker is its first.
+    expect(ran).toEqual(['second #1']);
+    await until(async () => (await jobs.stats()).acks === 2);
+    expect(await jobs.stats()).toMatchObject({ ready: 0, active: 0, unworked: 1 });
   });
 });
