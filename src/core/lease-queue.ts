@@ -138,9 +138,11 @@ export class LeaseQueue {
    * ready at `now`, or at this queue's time when that is later.
    */
   admit(now: number, transfer: JobTransfer): boolean {
-    if (this.jobs.has(transfer.id) || this.remembered.has(transfer.id)) return false;
-    this.noteId(transfer.id);
     const at = Math.max(now, this.clockValue);
+    if (this.jobs.has(transfer.id) || this.rememberedId(transfer.id, at) !== undefined) {
+      return false;
+    }
+    this.noteId(transfer.id);
     const seq = this.nextSeq++;
     const job: JobRecord = {
       id: transfer.id,
@@ -893,7 +895,9 @@ export class LeaseQueue {
 
   private forgetAcked(now: number): void {
     if (this.remembered.size === 0) return;
-    // Ids are remembered in ack order with one window, so the oldest are forgotten first.
+    // Ids are remembered in ack order, so with one window the oldest are forgotten first. After
+    // updateQueue lowered the window, a later id can be due before earlier ones: it stays in the
+    // map until they go, but rememberedId no longer finds it.
     for (const [id, { forgetAt }] of this.remembered) {
       if (forgetAt > now) return;
       this.remembered.delete(id);
@@ -912,7 +916,7 @@ export class LeaseQueue {
     } else {
       this.noteId(id);
       present = this.jobs.get(id);
-      remembered = present === undefined ? this.remembered.get(id) : undefined;
+      remembered = present === undefined ? this.rememberedId(id, now) : undefined;
     }
     if (present !== undefined || remembered !== undefined) {
       this.counters.duplicates += 1;
@@ -1252,7 +1256,8 @@ export class LeaseQueue {
     let added = 0;
     for (const job of jobs) {
       if (job.id !== undefined) {
-        if (this.jobs.has(job.id) || this.remembered.has(job.id) || ids.has(job.id)) continue;
+        const taken = this.jobs.has(job.id) || this.rememberedId(job.id, this.clockValue);
+        if (taken || ids.has(job.id)) continue;
         ids.add(job.id);
       }
       if (job.group !== undefined) {
@@ -1317,6 +1322,15 @@ export class LeaseQueue {
     const session = this.sessions.get(sessionId);
     if (session === undefined) throw new SessionClosedError(sessionId);
     return session;
+  }
+
+  /**
+   * An acked id still remembered at `now` (R4): for the window in force when it was acked (a
+   * window changed by updateQueue applies to later acks, as on the SQL engines).
+   */
+  private rememberedId(id: string, now: number): RememberedId | undefined {
+    const remembered = this.remembered.get(id);
+    return remembered !== undefined && remembered.forgetAt > now ? remembered : undefined;
   }
 
   /** A fresh id, present nowhere in the queue and not remembered (R4). */

@@ -173,6 +173,22 @@ describeEngines(engines, (h) => {
       expect(await q.inspect()).toEqual(view(13, { ready: ['a'] }));
     });
 
+    it('R4 an acked id is remembered for the window in force at its ack: updateQueue changes it for later acks', async () => {
+      const name = h.queueName('window');
+      const q = await h.engine().queue(name, { visibility: 5, dedupWindow: 100 });
+      await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
+      await q.reserve(0, { max: 2 });
+      expect(await q.ack(1, 1)).toBe(true);
+      await h.engine().updateQueue(name, { dedupWindow: 10 });
+      expect(await q.ack(2, 2)).toBe(true);
+      // b, acked under the lower window, is forgotten at 12 though a, acked before it, is not.
+      expect(await q.publish(11, { id: 'b' })).toEqual({ id: 'b', duplicate: true });
+      expect(await q.publish(12, { id: 'b' })).toEqual({ id: 'b', duplicate: false });
+      expect(await q.publish(12, { id: 'a' })).toEqual({ id: 'a', duplicate: true });
+      expect(await q.publish(101, { id: 'a' })).toEqual({ id: 'a', duplicate: false });
+      expect(await q.inspect()).toEqual(view(101, { ready: ['b', 'a'] }));
+    });
+
     it('R4 payloads are opaque JSON: every delivery, job() and deadLetters() return them exactly', async () => {
       const q = await h.queue({ visibility: 5 });
       const inputs = PAYLOADS.map((payload, index) => ({ id: `p${index}`, payload }));
