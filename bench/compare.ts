@@ -41,6 +41,7 @@ import {
 } from './lib/report.js';
 import { type RunningServer, startServe } from './lib/serve.js';
 import { isSubjectName, SUBJECTS, type SubjectName } from './subjects/index.js';
+import { vacuumPostgres } from './subjects/subject.js';
 import type { WorkloadResult } from './workload.js';
 
 const benchDir = fileURLToPath(new URL('.', import.meta.url));
@@ -93,6 +94,8 @@ const { values } = benchArgs(USAGE, {
   },
 });
 const runCount = wholeNumber('runs', values.runs, 1);
+/** Whether the PostgreSQL server runs autovacuum (`on`/`off`), once a run used it. */
+let autovacuum: string | undefined;
 const jobCount = wholeNumber('n', values.n, 1);
 const latencyJobs = wholeNumber('latency-jobs', values['latency-jobs'], 1);
 const warmUpJobs = wholeNumber('warm-up', values['warm-up']);
@@ -168,6 +171,9 @@ async function runWorkload(subject: SubjectName, run: number): Promise<Outcome<W
   const nodeFlags = values.profile && leaseq ? profileFlags(`${subject}-run${run}`) : [];
   let server: RunningServer | undefined;
   try {
+    if (subject === 'leaseq-postgres' || subject === 'pg-boss') {
+      autovacuum = await vacuumPostgres(values.postgres);
+    }
     if (subject === 'leaseq-http' || subject === 'leaseq-stream') {
       server = await startServer(sqliteFile, `${prefix}.log`, nodeFlags.length > 0);
     }
@@ -472,6 +478,11 @@ function writeReport(seconds: number) {
       '- **BullMQ**: `addBulk` and `add` with `removeOnComplete`; a `Worker` with concurrency 1 or 32, its job counted at its `completed` event.',
       "- **pg-boss**: its defaults (`insert`, `send`; pool of 10), the drain by `fetch` and `complete` one job at a time, since its worker's default polling takes one job per 2 s interval; for W3 the queue has `notify: true` and the instance `useListenNotify`, pg-boss's low-latency delivery, with a `work` handler. For W4 its `work` fetches batches of 1 or 32 (completed together after the handler), fetching again at once while batches come back full (`burstWhenBatchFull`, which pg-boss ignores for a batch of 1) and otherwise after its shortest polling interval, 0.5 s.",
       '- **leaseq W4**: `work(queue, async () => {}, { concurrency, logger: silentLogger })`, a job counted at its `acked` outcome (after its ack returned).',
+      ...(autovacuum === undefined
+        ? []
+        : [
+            `- **PostgreSQL** (leaseq and pg-boss): the database is VACUUMed before each run, so that no run starts from the dead rows of the runs before it (every job leaves some, in either system's tables); autovacuum, which removes them as it goes, is ${autovacuum} on this server.`,
+          ]),
       '- A RabbitMQ consumer gets a message before the broker has written it to disk (the publisher confirm comes after), while leaseq, on SQLite and PostgreSQL, hands a job out only after its publish committed: W3 compares those two paths as each system ships them.',
       '',
     );

@@ -68,24 +68,41 @@ export function untilDeadline(deadline: number): { promise: Promise<void>; cance
   return { promise, cancel: () => clearTimeout(timer) };
 }
 
-/** `SHOW server_version` of a PostgreSQL server. */
-export async function postgresVersion(url: string): Promise<string> {
+interface PgClient {
+  connect(): Promise<void>;
+  query(sql: string): Promise<{ rows: Record<string, string | undefined>[] }>;
+  end(): Promise<void>;
+}
+
+async function withPostgres<T>(url: string, use: (client: PgClient) => Promise<T>): Promise<T> {
   const pg = await loadDependency<{
-    default: {
-      Client: new (options: {
-        connectionString: string;
-      }) => {
-        connect(): Promise<void>;
-        query(sql: string): Promise<{ rows: { server_version?: string }[] }>;
-        end(): Promise<void>;
-      };
-    };
+    default: { Client: new (options: { connectionString: string }) => PgClient };
   }>('pg');
   const client = new pg.default.Client({ connectionString: url });
   await client.connect();
   try {
-    return `PostgreSQL ${(await client.query('SHOW server_version')).rows[0]?.server_version ?? '?'}`;
+    return await use(client);
   } finally {
     await client.end();
   }
+}
+
+/** `SHOW server_version` of a PostgreSQL server. */
+export function postgresVersion(url: string): Promise<string> {
+  return withPostgres(url, async (client) => {
+    const version = (await client.query('SHOW server_version')).rows[0]?.server_version;
+    return `PostgreSQL ${version ?? '?'}`;
+  });
+}
+
+/**
+ * VACUUMs the whole database, so that a run does not start from the dead rows of every run
+ * before it (every job leaves some behind, in leaseq's tables and pg-boss's alike); answers
+ * whether autovacuum, which removes them as it goes where it is on, is on.
+ */
+export function vacuumPostgres(url: string): Promise<string> {
+  return withPostgres(url, async (client) => {
+    await client.query('VACUUM');
+    return (await client.query('SHOW autovacuum')).rows[0]?.autovacuum ?? '?';
+  });
 }
