@@ -467,6 +467,44 @@ describe('the stream: subscriptions', () => {
     expect(await stats(server, ADMIN)).toMatchObject({ ready: 0, active: 1 });
   });
 
+  it('refuses a WebSocket from a web page of another origin, and takes one from its own pages', async () => {
+    const server = await serve();
+    await server.broker.queue('jobs');
+    const url = `${server.baseUrl.replace('http', 'ws')}/v1/stream`;
+    const upgrade = (origin: string) =>
+      new Promise<{ status: number; body: string }>((resolve) => {
+        const socket = new WebSocket(url, { headers: { origin } });
+        socket.on('open', () => {
+          socket.close();
+          resolve({ status: 101, body: '' });
+        });
+        socket.on('unexpected-response', (_req, res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => {
+            body += chunk.toString();
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        socket.on('error', () => {});
+      });
+    for (const origin of ['https://evil.example', 'null', `http://localhost:1`]) {
+      const refused = await upgrade(origin);
+      expect(refused.status).toBe(403);
+      expect(JSON.parse(refused.body).error).toMatchObject({ code: 'FORBIDDEN' });
+      expect(JSON.parse(refused.body).error.message).toContain(JSON.stringify(origin));
+    }
+    expect((await upgrade(server.baseUrl)).status).toBe(101);
+    // No job was touched by the refused ones, and a client without an Origin connects.
+    const client = await connect(server);
+    const answer = await client.request({
+      type: 'batch',
+      id: 1,
+      queue: 'jobs',
+      operations: [{ type: 'stats' }],
+    });
+    expect(answer.results[0]).toMatchObject({ ok: true, value: { ready: 0 } });
+  });
+
   it('reports a subscription that fails at once as ended only after its subscribed answer', async () => {
     const client = await connect(await serve());
     const [session] = await batch(client, 1, [{ type: 'openSession' }]);
