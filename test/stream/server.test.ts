@@ -573,6 +573,42 @@ describe('the stream: subscriptions', () => {
   });
 });
 
+describe('the stream: subscribes sent in one burst', () => {
+  it('are held to the subscription limit and to one subscription per id, though they all wait on the same lookup', async () => {
+    const client = await connect(await serve({ limits: { maxSubscriptions: 2 } }));
+    const ids = [10, 10, 11, 12, 13, 14];
+    for (const id of ids) client.send({ type: 'subscribe', id, queue: 'jobs', prefetch: 1 });
+    const answered = () =>
+      client.frames.filter((frame) => frame.type === 'subscribed' || frame.type === 'error');
+    await client.next(() => answered().length === ids.length);
+    const subscribed = answered().filter((frame) => frame.type === 'subscribed');
+    expect(subscribed.map((frame) => frame.id)).toEqual([10, 11]);
+    expect(answered().filter((frame) => frame.type === 'error')).toEqual([
+      expect.objectContaining({
+        id: 10,
+        error: expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      }),
+      ...[12, 13, 14].map((id) =>
+        expect.objectContaining({
+          id,
+          error: expect.objectContaining({ code: 'TOO_MANY_REQUESTS' }),
+        }),
+      ),
+    ]);
+    // Both end when asked: no subscription is left that nothing names.
+    for (const [index, subscription] of [10, 11].entries()) {
+      expect(
+        await client.request({ type: 'unsubscribe', id: 20 + index, subscription }),
+      ).toMatchObject({ type: 'unsubscribed', subscription });
+    }
+    expect(
+      await client.request({ type: 'subscribe', id: 30, queue: 'jobs', prefetch: 1 }),
+    ).toMatchObject({
+      type: 'subscribed',
+    });
+  });
+});
+
 describe('the stream: the lease model when a connection ends (R12)', () => {
   it('keeps plain deliveries leased until their deadline and releases those of its sessions at once', async () => {
     const clock = new ManualClock(0);

@@ -54,6 +54,8 @@ export interface ConnectionContext {
  */
 export class StreamConnection {
   private readonly subscriptions = new Map<number, Subscription>();
+  /** Ids of subscribes between their checks and their answer. */
+  private readonly opening = new Set<number>();
   /** Sessions opened over this connection: queue name → session ids. */
   private readonly sessions = new Map<string, { queue: Queue; ids: Set<string> }>();
   private replies: Promise<void> = Promise.resolve();
@@ -277,11 +279,12 @@ export class StreamConnection {
   private async subscribe(frame: SubscribeFrame, sent: Promise<void>): Promise<ServerFrame> {
     const { services, principal, log } = this.context;
     const { limits, receipts } = services;
+    let claimed = false;
     try {
-      if (this.subscriptions.has(frame.id)) {
+      if (this.subscriptions.has(frame.id) || this.opening.has(frame.id)) {
         throw new ValidationError(`subscription ${frame.id} exists; use another id`);
       }
-      if (this.subscriptions.size >= limits.maxSubscriptions) {
+      if (this.subscriptions.size + this.opening.size >= limits.maxSubscriptions) {
         throw new ServerError(
           'TOO_MANY_REQUESTS',
           `this connection holds ${limits.maxSubscriptions} subscriptions, the most it may`,
@@ -295,6 +298,9 @@ export class StreamConnection {
       }
       // Before the lookup: a key that may not consume here learns nothing of the queue.
       authorize(principal, 'consume', frame.queue);
+      // Held from here, across the lookup's await: subscribes in the same burst see it.
+      this.opening.add(frame.id);
+      claimed = true;
       const queue = await services.queues.existing(frame.queue);
       const session =
         frame.session === undefined ? undefined : receipts.verifySession(queue.name, frame.session);
@@ -332,6 +338,8 @@ export class StreamConnection {
       };
     } catch (error) {
       return { type: 'error', id: frame.id, error: refused(error, log).error };
+    } finally {
+      if (claimed) this.opening.delete(frame.id);
     }
   }
 
