@@ -10,7 +10,7 @@ import {
 import { operationFromWire, outcomeToWire, type WireOutcome } from '../wire/index.js';
 import { type Action, authorize, type Principal } from './auth.js';
 import { mapError } from './errors.js';
-import type { Limits } from './limits.js';
+import { checkPayloadSize, type Limits } from './limits.js';
 import type { Receipts } from './receipts.js';
 
 /** The right each operation needs on its queue (`see`: any right at all). */
@@ -78,7 +78,7 @@ export async function runOperations(
     try {
       const operation = operationFromWire(input, verifier);
       authorizeOperation(principal, operation, queue.name);
-      checkLimits(operation, limits);
+      checkLimits(operation, limits, `operations[${index}]`);
       parsed.push({ index, operation });
     } catch (error) {
       results[index] = refused(error, log);
@@ -116,8 +116,11 @@ export function authorizeOperation(
   }
 }
 
-/** The server's own bounds (see Limits), which the core does not know. */
-function checkLimits(operation: Operation, limits: Limits): void {
+/**
+ * The server's own bounds (see Limits), which the core does not know. `where` names the
+ * operation in its batch, so that a payload over the limit is named as the publish routes name it.
+ */
+function checkLimits(operation: Operation, limits: Limits, where: string): void {
   const problems: string[] = [];
   const visibility = (name: string, value: number | undefined) => {
     if (value !== undefined && value > limits.maxVisibilityMs) {
@@ -162,6 +165,12 @@ function checkLimits(operation: Operation, limits: Limits): void {
       break;
   }
   if (problems.length > 0) throw new ValidationError(problems);
+  // After the bounds above, as on the publish routes, where the schema refuses those first.
+  if (operation.type === 'publish') {
+    for (const [index, job] of operation.jobs.entries()) {
+      checkPayloadSize(job.payload, limits.maxPayloadBytes, `${where}.jobs[${index}].payload`);
+    }
+  }
 }
 
 /** The typed error an operation or frame was refused with; server failures are logged. */

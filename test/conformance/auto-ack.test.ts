@@ -77,6 +77,21 @@ describeEngines(engines, (h) => {
       expect(await q.publish(10, { id: 'a' })).toEqual({ id: 'a', duplicate: false });
     });
 
+    it('R22 a dead-lettered job taken with ack auto leaves no origin behind: a new job of its id has none (R26)', async () => {
+      const dlqName = h.queueName('dlq');
+      const dlq = await h.engine().queue(dlqName);
+      const source = await h.engine().queue(h.queueName('src'), { deadLetterQueue: dlqName });
+      await source.publish(0, { id: 'a' });
+      const [delivery] = await source.reserve(0);
+      await source.reject(0, delivery?.token ?? 0, { requeue: false });
+      expect((await dlq.job('a'))?.origin).toMatchObject({ reason: 'rejected' });
+      expect(await dlq.reserve(1, { ack: 'auto' })).toHaveLength(1);
+      await dlq.publish(2, { id: 'a', payload: 'new' });
+      expect((await dlq.job('a'))?.origin).toBeUndefined();
+      expect(await dlq.moveJobs(3)).toBe(0);
+      expect(await dlq.inspect()).toEqual(view(3, { ready: ['a'] }));
+    });
+
     it('R22 an ack mode other than manual or auto is refused and changes nothing', async () => {
       const q = await h.queue();
       await q.publish(0, { id: 'a' });
