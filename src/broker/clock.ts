@@ -11,6 +11,12 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/**
+ * The longest delay a Node timer takes (about 24.8 days): a longer one fires at once, with a
+ * warning. Longer sleeps end here, and their callers, which check the time, sleep again.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Wall-clock milliseconds made monotonic: a clock stepped back makes time stand still. */
 export class SystemClock implements Clock {
   private floor = 0;
@@ -42,7 +48,7 @@ export class SystemClock implements Clock {
         unwatch?.();
         resolve();
       };
-      const timer = setTimeout(done, Math.max(0, ms));
+      const timer = setTimeout(done, Math.min(Math.max(0, ms), MAX_TIMER_MS));
       const unwatch = signal === undefined ? undefined : onAbort(signal, done);
     });
   }

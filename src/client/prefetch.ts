@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from '../broker/clock.js';
 import { onAbort } from '../broker/on-abort.js';
 import type {
   DeliveriesFrame,
@@ -111,7 +112,8 @@ export class Prefetch implements PushListener {
         },
       };
       const aborted = () => waiter.resolve([]);
-      const timer = setTimeout(aborted, wait);
+      // A wait past what a timer takes ends there (an empty answer, as at any wait's end).
+      const timer = setTimeout(aborted, Math.min(wait, MAX_TIMER_MS));
       const unwatch = signal === undefined ? undefined : onAbort(signal, aborted);
       this.waiters.add(waiter);
       this.disarmIdle();

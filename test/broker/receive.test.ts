@@ -1,5 +1,5 @@
 import { getEventListeners } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   EngineBroker,
   ManualClock,
@@ -8,6 +8,7 @@ import {
   type Operation,
   open,
   type QueueHandle,
+  SystemClock,
 } from '../../src/index.js';
 import { collectWarnings } from '../process-warnings.js';
 
@@ -34,6 +35,23 @@ describe('receive with wait', () => {
     const deliveries = await receiving;
     expect(deliveries.map((delivery) => [delivery.id, delivery.token])).toEqual([['a', 1]]);
     expect(clock.now()).toBe(1_000);
+    await broker.close();
+  });
+
+  it('sleeps through a wait longer than a timer takes (2^31 - 1 ms), without polling', async () => {
+    const clock = new SystemClock();
+    const sleep = vi.spyOn(clock, 'sleep');
+    const broker = new EngineBroker(new MemoryEngine(), { clock });
+    const queue = await broker.queue('jobs');
+    const warnings = collectWarnings();
+    const controller = new AbortController();
+    const receiving = queue.receive({ wait: 1e12, signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // A timer of more than 2^31 - 1 ms fires at once: each would have been another reserve.
+    expect(sleep.mock.calls.length).toBe(1);
+    controller.abort();
+    expect(await receiving).toEqual([]);
+    expect(warnings.stop()).toEqual([]);
     await broker.close();
   });
 
