@@ -15,6 +15,14 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
+/** How long each delivery handed out had been held, pushed ahead with its lease running. */
+const heldAges = new WeakMap<WireDelivery, number>();
+
+/** How long `delivery` waited in a subscription's buffer before a receive took it (ms). */
+export function heldFor(delivery: WireDelivery): number {
+  return heldAges.get(delivery) ?? 0;
+}
+
 /** Held deliveries are given back this long before their lease would end, if none is taken. */
 const GIVE_BACK_AHEAD_MS = 50;
 
@@ -199,7 +207,12 @@ export class Prefetch implements PushListener {
   private takeLive(max: number): WireDelivery[] {
     this.dropExpired();
     const taken = this.buffer.splice(0, max);
-    for (const delivery of taken) this.held.delete(delivery.receipt);
+    const now = Date.now();
+    for (const delivery of taken) {
+      const since = this.held.get(delivery.receipt)?.since;
+      if (since !== undefined && now > since) heldAges.set(delivery, now - since);
+      this.held.delete(delivery.receipt);
+    }
     if (this.buffer.length === 0) this.disarmIdle();
     return taken;
   }

@@ -6,6 +6,7 @@ import {
   type ScheduleView,
   type ScheduleWhen,
 } from '../broker/index.js';
+import { leaseAge, noteLeaseAge } from '../broker/lease-age.js';
 import {
   build,
   checkLookedUpId,
@@ -44,6 +45,7 @@ import {
 import type { Channel } from './channel.js';
 import { errorFromWire, UnknownDeliveryError } from './errors.js';
 import type { HttpTransport } from './http.js';
+import { heldFor } from './prefetch.js';
 import type { ReceiptBook } from './receipt-book.js';
 
 /** A delivery with the receipt that settles it (what `receiveWithReceipts` returns). */
@@ -87,7 +89,11 @@ export class RemoteQueue implements Queue {
 
   async receive(options: ReceiveOptions = {}): Promise<Delivery[]> {
     const received = await this.receiveWithReceipts(options);
-    return received.map(({ receipt: _receipt, ...delivery }) => delivery);
+    return received.map((withReceipt) => {
+      const { receipt: _receipt, ...delivery } = withReceipt;
+      noteLeaseAge(delivery, leaseAge(withReceipt));
+      return delivery;
+    });
   }
 
   /**
@@ -108,7 +114,11 @@ export class RemoteQueue implements Queue {
       wait,
       signal,
     });
-    return deliveries.map((wire) => this.remember(wire));
+    return deliveries.map((wire) => {
+      const delivery = this.remember(wire);
+      noteLeaseAge(delivery, heldFor(wire));
+      return delivery;
+    });
   }
 
   /**

@@ -1,3 +1,4 @@
+import { leaseAge } from '../broker/lease-age.js';
 import { type Delivery, ValidationError } from '../core/index.js';
 import type { AckWaiter } from './ack-batcher.js';
 import {
@@ -39,7 +40,8 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
       this,
       delivery.token,
       delivery.deadline,
-      receivedAt + deps.leaseMs,
+      // A lease that ran while its delivery waited in a client's buffer ends that much sooner.
+      receivedAt + deps.leaseMs - leaseAge(delivery),
     );
   }
 

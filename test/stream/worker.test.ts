@@ -66,6 +66,28 @@ describe('the worker over the stream', () => {
     expect(await queue.stats()).toMatchObject({ ready: 0, active: 0, acks: count });
   });
 
+  it('counts the lease of a job pushed ahead from its push, so it renews in time', async () => {
+    const { client } = await setUp();
+    const queue = await client.queue('ahead', { visibility: 1000, maxDeliveries: 2 });
+    await queue.publishBatch(['a', 'b', 'c'].map((id) => ({ id })));
+    const outcomes: string[] = [];
+    // One at a time: each next job waits in the client's buffer, its lease running, while the
+    // handler before it works 600 ms of its 1000 ms lease.
+    const worker = await work(
+      queue,
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 600));
+      },
+      { concurrency: 1, logger: silentLogger },
+    );
+    worker.on('outcome', (record) => {
+      outcomes.push(`${record.id} ${record.outcome} #${record.deliveryCount}`);
+    });
+    await until(() => outcomes.length === 3);
+    await worker.close();
+    expect(outcomes).toEqual(['a acked #1', 'b acked #1', 'c acked #1']);
+  });
+
   it('retries a failing job with backoff and dead-letters it after maxDeliveries', async () => {
     const { client } = await setUp();
     const queue = await client.queue('fails', { visibility: 5000, maxDeliveries: 3 });
