@@ -120,8 +120,17 @@ export class Prefetch implements PushListener {
         },
       };
       const aborted = () => waiter.resolve([]);
+      const timedOut = () => {
+        aborted();
+        // Nobody waits, nothing is held, and no consumer said it goes on (a worker's signal):
+        // left open, the subscription would take the next job only to give it back later, and
+        // each visibility waited on once would hold a subscription of the connection's few.
+        if (this.waiters.size === 0 && this.consumers.size === 0 && this.buffer.length === 0) {
+          void this.end();
+        }
+      };
       // A wait past what a timer takes ends there (an empty answer, as at any wait's end).
-      const timer = setTimeout(aborted, Math.min(wait, MAX_TIMER_MS));
+      const timer = setTimeout(timedOut, Math.min(wait, MAX_TIMER_MS));
       const unwatch = signal === undefined ? undefined : onAbort(signal, aborted);
       this.waiters.add(waiter);
       this.disarmIdle();

@@ -77,8 +77,10 @@ describe('the client side of a subscription', () => {
     const prefetch = prefetchOn(link);
     // The server's clock is 10 s ahead of this one: its deadlines are read by its clock.
     await receiveOne(prefetch, 10_000);
+    // A consumer that goes on (a worker's signal): its subscription outlives a wait that ran out.
+    const consumer = new AbortController();
     // While its lease lasts, a second waiting receive needs room beside it: the prefetch rises.
-    const second = prefetch.take(1, 5000, undefined);
+    const second = prefetch.take(1, 5000, consumer.signal);
     await vi.advanceTimersByTimeAsync(0);
     expect(requests.filter((each) => each.type === 'credit')).toEqual([
       { type: 'credit', prefetch: 2 },
@@ -87,7 +89,7 @@ describe('the client side of a subscription', () => {
     expect(await second).toEqual([]);
     // `a` was never settled here and its lease has ended on the server, which no longer counts
     // it: a waiting receive now needs no more than its own room.
-    const third = prefetch.take(3, 5000, undefined);
+    const third = prefetch.take(3, 5000, consumer.signal);
     await vi.advanceTimersByTimeAsync(0);
     expect(requests.filter((each) => each.type === 'credit')).toEqual([
       { type: 'credit', prefetch: 2 },

@@ -77,4 +77,27 @@ describe('deliveries the stream client held and gave back', () => {
     await until(async () => (await jobs.stats()).acks === 2);
     expect(await jobs.stats()).toMatchObject({ ready: 0, active: 0, unworked: 1 });
   });
+
+  it('a receive whose wait ran out leaves no subscription: the next job goes to whoever waits for it', async () => {
+    const server = await startTestServer({ limits: { maxSubscriptions: 2 } });
+    closing.push(() => server.close());
+    const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
+    const idle = new RemoteBroker(server.baseUrl, { transport: 'stream', prefetchIdleMs: 60_000 });
+    closing.push(() => idle.close());
+    const idleQueue = await idle.queue('jobs');
+    // Three visibilities, three subscriptions, on a connection that may hold two at once.
+    for (const visibility of [1000, 2000, 3000]) {
+      expect(await idleQueue.receive({ wait: 20, visibility })).toEqual([]);
+    }
+    const other = new RemoteBroker(server.baseUrl, { transport: 'stream' });
+    closing.push(() => other.close());
+    const receiving = (await other.queue('jobs')).receive({ wait: 5000 });
+    // Its subscription opened and its receive parked on the server.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = Date.now();
+    await jobs.publish({ id: 'next' });
+    expect((await receiving).map((delivery) => delivery.id)).toEqual(['next']);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(await jobs.stats()).toMatchObject({ deliveries: 1, unworked: 0 });
+  });
 });
