@@ -30,11 +30,12 @@ export interface LeaseHolder {
 
 /**
  * Keeps one delivery's lease. It renews (queue.extend) when the `renewAt` share of the current
- * lease has passed, as the policy allows, and reports the lease lost when the queue refuses a
- * renewal (a stale token) or when the deadline passes without one. It has no timer of its own:
- * the worker's scheduler wakes it when a renewal or the deadline is due. Durations are
- * measured on the worker's own clock: a deadline moves locally by exactly as much as the queue
- * moved it, so a skew between the worker's and the queue's clocks does not matter.
+ * lease (of leaseMs at most, see renewalDueAt) has passed, as the policy allows, and reports the
+ * lease lost when the queue refuses a renewal (a stale token) or when the deadline passes
+ * without one. It has no timer of its own: the worker's scheduler wakes it when a renewal or
+ * the deadline is due. Durations are measured on the worker's own clock: a deadline moves
+ * locally by exactly as much as the queue moved it, so a skew between the worker's and the
+ * queue's clocks does not matter.
  */
 export class LeaseRenewer implements Scheduled {
   heapIndex = -1;
@@ -75,7 +76,10 @@ export class LeaseRenewer implements Scheduled {
   get renewalDueAt(): number {
     if (!this.mayRenew()) return Number.POSITIVE_INFINITY;
     if (this.config.policy === 'on-progress' && !this.progressed) return Number.POSITIVE_INFINITY;
-    const slack = Math.ceil(this.lastLeaseMs * (1 - this.config.renewAt));
+    // A renewal asks for leaseMs from now: after a longer ctx.extend, it is due only once the
+    // deadline is nearer than a renewal's slack, so it never brings that deadline earlier.
+    const lease = Math.min(this.lastLeaseMs, this.config.leaseMs);
+    const slack = Math.ceil(lease * (1 - this.config.renewAt));
     return Math.max(this.localDeadline - slack, this.retryAt);
   }
 

@@ -1,8 +1,8 @@
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../src/core/index.js';
-import { Gate, type Harness } from '../../src/testing/index.js';
+import { Gate, Harness } from '../../src/testing/index.js';
 import { type JobContext, LeaseLostError, type WorkerOptions } from '../../src/worker/index.js';
-import { describeEngines, workerEngines } from './engines.js';
+import { describeEngines, QUEUE, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
 
@@ -183,17 +183,18 @@ describeEngines(engines, 'lease renewal', (open) => {
     expect(consumer.worker.metrics().renewalErrors).toBeGreaterThan(1);
   });
 
-  it('ctx.extend(ms) extends from now and moves the next automatic renewal', async () => {
+  it('ctx.extend(ms) extends from now and moves the next automatic renewal, which moves that deadline later', async () => {
     const h = await open();
     const { consumer, gate, ctx, extends_, deadline } = await holding(h);
     await h.advance(100);
     expect(await ctx.extend(5000)).toBe(5100);
     expect(await deadline()).toBe(5100);
-    await h.advance(3300, { step: 100 });
+    // Due when a third of the worker's 1000 ms lease is left (4766), not of the 5000 ms one.
+    await h.advance(4600, { step: 100 });
     expect(extends_()).toHaveLength(1);
     await h.advance(100);
-    expect(extends_()).toHaveLength(2);
-    expect(await ctx.extend()).toBe(4500);
+    expect(extends_().map((call) => call.result)).toEqual([5100, 5800]);
+    expect(await ctx.extend()).toBe(5800);
     gate.open();
     expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'acked' });
     expect(consumer.worker.metrics().renewals).toBe(3);
@@ -225,4 +226,44 @@ describeEngines(engines, 'lease renewal', (open) => {
     expect(extends_()).toHaveLength(1);
     expect(await deadline()).toBe(1700);
   });
+});
+
+describe('a lease the handler extended, on the memory engine', () => {
+  /**
+   * The handler extends its 1000 ms lease to 5000 ms at once, then works 4600 ms; the queue's
+   * deadline is read after every 50 ms of time.
+   */
+  async function extendedThenWorking(options: WorkerOptions) {
+    const h = await Harness.open({ queueOptions: QUEUE });
+    const consumer = h.process(async (_job, ctx) => {
+      await ctx.extend(5000);
+      await consumer.clock.sleep(4600, ctx.signal);
+    }, options);
+    await h.queue.publish({ id: 'a' });
+    expect(await consumer.worker.runOnce()).toBe(1);
+    const deadlines: number[] = [];
+    for (let time = 0; time < 4600; time += 50) {
+      await h.advance(50);
+      const deadline = (await h.queue.inspect()).active[0]?.deadline;
+      if (deadline !== undefined) deadlines.push(deadline);
+    }
+    const outcome = await consumer.nextOutcome();
+    const extended = consumer.faults.calls
+      .filter((call) => call.op === 'extend')
+      .map((call) => call.result);
+    await h.close();
+    return { outcome, deadlines, extended };
+  }
+
+  it.each([0, 1, Number.POSITIVE_INFINITY])(
+    'maxRenewals %s: no renewal brings the deadline earlier, the job is acked',
+    async (maxRenewals) => {
+      const { outcome, deadlines, extended } = await extendedThenWorking({ maxRenewals });
+      expect(outcome).toMatchObject({ outcome: 'acked' });
+      expect(extended[0]).toBe(5000);
+      expect(extended.every((deadline) => Number(deadline) >= 5000)).toBe(true);
+      expect(deadlines[0]).toBe(5000);
+      expect(deadlines).toEqual([...deadlines].sort((a, b) => a - b));
+    },
+  );
 });
