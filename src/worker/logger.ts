@@ -1,4 +1,6 @@
 import type { Clock } from '../broker/clock.js';
+import { ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 
 /** The levels the worker logs at. */
 export type LogLevel = 'info' | 'warn' | 'error';
@@ -20,16 +22,27 @@ export interface JsonLoggerOptions {
   write?: (line: string) => void;
   /** The `time` of each line (ms). Default: no time field. */
   clock?: Clock;
-  /** The lowest level written: 'info' (default), 'warn' or 'error'. */
+  /** The lowest level written: 'info' (default), 'warn' or 'error'; any other is refused. */
   level?: LogLevel;
 }
 
+const LOG_LEVELS: readonly LogLevel[] = ['info', 'warn', 'error'];
 const RANK: Record<LogLevel, number> = { info: 0, warn: 1, error: 2 };
 
-/** A tiny logger: one JSON object per line, `{level, time?, msg, ...fields}`. */
+/**
+ * A tiny logger: one JSON object per line, `{level, time?, msg, ...fields}`. Throws a
+ * ValidationError for a level it does not know.
+ */
 export function jsonLogger(options: JsonLoggerOptions = {}): Logger {
   const write = options.write ?? ((line: string) => process.stderr.write(line));
-  const lowest = RANK[options.level ?? 'info'];
+  const { level = 'info' } = options;
+  // An unknown level has no rank: every comparison with it is false, so every line, errors
+  // too, would be dropped.
+  if (!LOG_LEVELS.includes(level)) {
+    const allowed = LOG_LEVELS.map((known) => `'${known}'`).join(', ');
+    throw new ValidationError(`jsonLogger: level must be one of ${allowed}, got ${show(level)}`);
+  }
+  const lowest = RANK[level];
   const line = (level: LogLevel) => (fields: Record<string, unknown>, message: string) => {
     if (RANK[level] < lowest) return;
     const time = options.clock?.now();

@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { ValidationError } from '../../src/core/index.js';
 import { Harness } from '../../src/testing/index.js';
 import { jsonLogger, type Logger, type LogLevel } from '../../src/worker/index.js';
 import { QUEUE } from './engines.js';
@@ -13,6 +14,31 @@ it('jsonLogger({ level }) writes that level and above, and says so through isLev
   expect(
     (['info', 'warn', 'error'] as const).map((level) => logger.isLevelEnabled?.(level)),
   ).toEqual([false, true, true]);
+});
+
+it.each(['debug', 'warning', 'WARN', 'toString', '', null, 2])(
+  'jsonLogger refuses the level %j with a ValidationError naming the levels',
+  (level) => {
+    const write = () => {};
+    const make = () => jsonLogger({ write, level: level as LogLevel });
+    expect(make).toThrow(ValidationError);
+    expect(make).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringMatching(
+          /^jsonLogger: level must be one of 'info', 'warn', 'error', got /,
+        ),
+      }),
+    );
+  },
+);
+
+it('jsonLogger without a level writes every level', () => {
+  const lines: string[] = [];
+  const logger = jsonLogger({ write: (line) => lines.push(line), level: undefined });
+  logger.info({}, 'a');
+  logger.error({}, 'b');
+  expect(lines).toHaveLength(2);
 });
 
 it('the worker builds no line for a level its logger has off', async () => {
