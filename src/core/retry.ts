@@ -16,13 +16,18 @@ export interface BackoffInput {
 
 /**
  * The delay before retry `attempt`: min(maxDelay, baseDelay · factor^(attempt−1)), of which the
- * `jitter` share is scaled by a deterministic fraction of (id, attempt). Always an integer.
+ * `jitter` share is scaled by a deterministic fraction of (id, attempt). Always an integer in
+ * [0, maxDelay], however large `attempt`.
  */
 export function backoffDelay(input: BackoffInput): number {
   const { id, attempt, baseDelay, maxDelay, factor = 2, jitter = 0.5 } = input;
-  const exponential = Math.min(maxDelay, baseDelay * factor ** (attempt - 1));
+  // factor^(attempt−1) overflows to Infinity after enough attempts (2^1024): a zero base must
+  // stay 0, not 0 · Infinity = NaN; a positive one is capped by maxDelay.
+  const exponential = baseDelay === 0 ? 0 : Math.min(maxDelay, baseDelay * factor ** (attempt - 1));
   const fraction = unitHash(`${id}\u0000${attempt}`);
-  return Math.floor(exponential * (1 - jitter) + exponential * jitter * fraction);
+  const delay = Math.floor(exponential * (1 - jitter) + exponential * jitter * fraction);
+  // Near 2^53 the sum may round up past the cap.
+  return Math.min(delay, maxDelay);
 }
 
 /** FNV-1a (32 bit) of the string, mapped to [0, 1). */

@@ -76,6 +76,48 @@ describe('retry policy (R15)', () => {
     );
   });
 
+  it('R15 a zero base delay stays 0 however many attempts (0 · factor^1024 is not NaN)', () => {
+    for (const attempt of [1024, 1025, 1026, 10_000, 1_000_000]) {
+      expect(backoffDelay({ id: 'j', attempt, baseDelay: 0, maxDelay: 0 })).toBe(0);
+      expect(backoffDelay({ id: 'j', attempt, baseDelay: 0, maxDelay: 5000 })).toBe(0);
+    }
+  });
+
+  it('R15 rounding of a huge delay with a tiny jitter does not go past maxDelay', () => {
+    // This id's jitter fraction is 0.99999999837…: the sum rounds up to maxDelay + 1 unclamped.
+    const maxDelay = 7_018_503_566_881_525;
+    const input = { id: 'j24546694', attempt: 1, baseDelay: maxDelay, maxDelay, jitter: 1e-12 };
+    expect(backoffDelay(input)).toBe(maxDelay);
+  });
+
+  it('R15 property: a finite integer in [0, maxDelay] for every attempt up to 1e6, whatever the delays', () => {
+    const delay = fc.oneof(
+      fc.integer({ min: 0, max: 10 }),
+      fc.integer({ min: 0, max: 1_000_000 }),
+      fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+    );
+    fc.assert(
+      fc.property(
+        fc.string({ maxLength: 20 }),
+        fc.oneof(fc.integer({ min: 1, max: 1_000_000 }), fc.integer({ min: 1020, max: 1100 })),
+        delay,
+        delay,
+        fc.oneof(fc.constant(2), fc.double({ min: 1, max: 1000, noNaN: true })),
+        fc.oneof(fc.constantFrom(0, 0.5, 1), fc.double({ min: 0, max: 1, noNaN: true })),
+        (id, attempt, a, b, factor, jitter) => {
+          const baseDelay = Math.min(a, b);
+          const maxDelay = Math.max(a, b);
+          const d = backoffDelay({ id, attempt, baseDelay, maxDelay, factor, jitter });
+          expect(Number.isSafeInteger(d)).toBe(true);
+          expect(d).toBeGreaterThanOrEqual(0);
+          expect(d).toBeLessThanOrEqual(maxDelay);
+          if (baseDelay === 0) expect(d).toBe(0);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
   it('R15 a retry nacks with delay = backoff(attempt): the job waits exactly that long', () => {
     const q = new LeaseQueue({ visibility: 10_000 });
     q.publish(0, { id: 'flaky' });

@@ -88,6 +88,20 @@ describe('the outcome table', () => {
     });
   });
 
+  it('with maxDeliveries Infinity and a zero backoff, a retry waits 0 ms at any delivery', () => {
+    const zero = { baseDelay: 0, maxDelay: 0, factor: 2, jitter: 0.5 };
+    for (const deliveryCount of [1, 1024, 1025, 1_000_000]) {
+      expect(
+        decide(threw(new Error('e')), {
+          id: 'job-1',
+          deliveryCount,
+          maxDeliveries: Number.POSITIVE_INFINITY,
+          backoff: zero,
+        }),
+      ).toMatchObject({ action: 'retry', delay: 0 });
+    }
+  });
+
   it('property: a retry is decided exactly below maxDeliveries, with a delay in the jitter band', () => {
     fc.assert(
       fc.property(
