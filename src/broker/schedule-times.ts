@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { QUEUE_NAME, ValidationError } from '../core/index.js';
+import { encodePayload, QUEUE_NAME, ValidationError } from '../core/index.js';
 import type { ScheduleRecord } from '../engine/index.js';
 
 /** When a schedule fires: a cron expression (string) or an interval in ms (number). */
@@ -67,10 +67,11 @@ export function scheduleRecord(
     problems.push(`when must be a cron expression or an interval in ms, got ${typeof when}`);
   }
   if (payload !== undefined) {
+    // The check a publish makes: every occurrence publishes it.
     try {
-      JSON.stringify(payload);
-    } catch {
-      problems.push('payload must be JSON');
+      encodePayload(payload, 'schedule');
+    } catch (error) {
+      problems.push(error instanceof Error ? error.message : 'payload must be JSON');
     }
   }
   if (problems.length > 0) throw new ValidationError(problems);

@@ -40,6 +40,28 @@ describeEngines(engines, (h) => {
       expect(await h.engine().listSchedules(name)).toEqual([]);
     });
 
+    it('R25 a schedule keeps a copy of its payload, JSON as a publish takes it; another is refused and stores nothing', async () => {
+      const name = h.deleteAfter(h.queueName('sched'));
+      const clock = new ManualClock(T0);
+      const broker = new EngineBroker(h.engine(), { clock });
+      const q = await broker.queue(name);
+      const payload = { n: 1 };
+      await q.schedule('tick', 1000, { payload });
+      payload.n = 2;
+      const [listed] = await q.schedules();
+      (listed?.payload as { n: number }).n = 3;
+      expect((await q.schedules())[0]?.payload).toEqual({ n: 1 });
+      for (const bad of [() => 1, 10n, { n: 10n }]) {
+        await expect(q.schedule('bad', 1000, { payload: bad })).rejects.toBeInstanceOf(
+          ValidationError,
+        );
+      }
+      expect((await q.schedules()).map((schedule) => schedule.name)).toEqual(['tick']);
+      clock.set(T0 + 1000);
+      expect(await broker.scheduler().runOnce()).toHaveLength(1);
+      expect((await q.receive())[0]?.payload).toEqual({ n: 1 });
+    });
+
     it('R25 each occurrence is published once, with its time in its id, even by several schedulers', async () => {
       const name = h.deleteAfter(h.queueName('sched'));
       const clock = new ManualClock(T0);

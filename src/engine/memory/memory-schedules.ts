@@ -1,4 +1,10 @@
+import { decodePayload, encodePayload } from '../../core/index.js';
 import type { ScheduleRecord, ScheduleStore } from '../schedules.js';
+
+/** A copy through JSON, as the SQL engines keep a payload: the caller's object stays its own. */
+function copied(payload: unknown): unknown {
+  return decodePayload(encodePayload(payload, 'schedule'));
+}
 
 /** Schedules in this process's memory (R25), keyed by queue and name. */
 export class MemorySchedules implements ScheduleStore {
@@ -7,14 +13,14 @@ export class MemorySchedules implements ScheduleStore {
   async putSchedule(schedule: ScheduleRecord): Promise<void> {
     const key = keyOf(schedule.queue, schedule.name);
     const lastAt = this.byKey.get(key)?.lastAt ?? schedule.lastAt;
-    this.byKey.set(key, { ...schedule, lastAt });
+    this.byKey.set(key, { ...schedule, lastAt, payload: copied(schedule.payload) });
   }
 
   async listSchedules(queue?: string): Promise<ScheduleRecord[]> {
     return [...this.byKey.values()]
       .filter((schedule) => queue === undefined || schedule.queue === queue)
       .sort((a, b) => compare(a.queue, b.queue) || compare(a.name, b.name))
-      .map((schedule) => ({ ...schedule }));
+      .map((schedule) => ({ ...schedule, payload: copied(schedule.payload) }));
   }
 
   async removeSchedule(queue: string, name: string): Promise<boolean> {
