@@ -64,6 +64,12 @@ export {
   QUEUE_NAME,
 } from './queue-options.js';
 export { type BackoffInput, backoffDelay } from './retry.js';
-export { checkLookedUpId, generatedId, hasGeneratedForm, isStorableText } from './text.js';
+export {
+  byCodeUnits,
+  checkLookedUpId,
+  generatedId,
+  hasGeneratedForm,
+  isStorableText,
+} from './text.js';
 export type * from './types.js';
 export { DEFAULT_QUEUE_OPTIONS, MAX_ID_LENGTH } from './validate.js';

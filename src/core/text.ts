@@ -35,3 +35,12 @@ export function generatedId(n: number): string {
 export function hasGeneratedForm(id: string): boolean {
   return id.startsWith('job-');
 }
+
+/**
+ * The order of names in every engine's lists: by UTF-16 code units, which for the ASCII of queue
+ * and schedule names is byte order, as SQLite's BINARY collation sorts (a PostgreSQL
+ * collation may sort otherwise, so SQL engines sort their rows with this too).
+ */
+export function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

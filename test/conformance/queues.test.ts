@@ -76,6 +76,20 @@ describeEngines(engines, (h) => {
       expect(await plain.options()).toEqual(DEFAULTS);
     });
 
+    it('listQueues lists queues by name in code-unit order on every engine, whatever their creation order', async () => {
+      const stem = h.queueName('order');
+      const names = ['zeta', 'Alpha', 'mid', 'alpha', 'B-2', 'B.1', '9'].map((each) =>
+        h.deleteAfter(`${stem}${each}`),
+      );
+      for (const name of names) await h.engine().queue(name);
+      const listed = (await h.engine().listQueues())
+        .map((info) => info.name)
+        .filter((name) => names.includes(name));
+      expect(listed).toEqual(
+        ['9', 'Alpha', 'B-2', 'B.1', 'alpha', 'mid', 'zeta'].map((each) => `${stem}${each}`),
+      );
+    });
+
     it('re-opening a queue with the same options, a subset of them or none reaches the same queue', async () => {
       const name = h.queueName('reopen');
       const options: QueueOptions = { visibility: 5, prefetch: 2, maxLease: 50 };

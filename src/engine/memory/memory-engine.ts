@@ -1,4 +1,5 @@
 import {
+  byCodeUnits,
   ClockError,
   ClosedError,
   checkDeadLetterChain,
@@ -112,7 +113,9 @@ export class MemoryEngine implements Engine, QueueLinks {
 
   async listQueues(): Promise<QueueInfo[]> {
     this.checkOpen();
-    return [...this.queues].map(([name, core]) => ({ name, options: core.options }));
+    return [...this.queues.keys()]
+      .sort(byCodeUnits)
+      .map((name) => ({ name, options: (this.queues.get(name) as LeaseQueue).options }));
   }
 
   async deleteQueue(name: string): Promise<boolean> {

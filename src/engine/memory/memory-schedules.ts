@@ -1,4 +1,4 @@
-import { decodePayload, encodePayload } from '../../core/index.js';
+import { byCodeUnits, decodePayload, encodePayload } from '../../core/index.js';
 import type { ScheduleRecord, ScheduleStore } from '../schedules.js';
 
 /** A copy through JSON, as the SQL engines keep a payload: the caller's object stays its own. */
@@ -19,7 +19,7 @@ export class MemorySchedules implements ScheduleStore {
   async listSchedules(queue?: string): Promise<ScheduleRecord[]> {
     return [...this.byKey.values()]
       .filter((schedule) => queue === undefined || schedule.queue === queue)
-      .sort((a, b) => compare(a.queue, b.queue) || compare(a.name, b.name))
+      .sort((a, b) => byCodeUnits(a.queue, b.queue) || byCodeUnits(a.name, b.name))
       .map((schedule) => ({ ...schedule, payload: copied(schedule.payload) }));
   }
 
@@ -48,8 +48,4 @@ export class MemorySchedules implements ScheduleStore {
 
 function keyOf(queue: string, name: string): string {
   return `${queue}\u0000${name}`;
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -1,3 +1,4 @@
+import { byCodeUnits } from '../../core/index.js';
 import type { ScheduleRecord } from '../schedules.js';
 import type { SqlConnection } from './sql-connection.js';
 
@@ -49,6 +50,7 @@ export async function listScheduleRows(
            ORDER BY name`,
           [queue],
         );
+  rows.sort((a, b) => byCodeUnits(a.queue, b.queue) || byCodeUnits(a.name, b.name));
   return rows.map((row) => {
     const spec = JSON.parse(row.spec) as ScheduleSpec;
     return {

@@ -1,4 +1,5 @@
 import {
+  byCodeUnits,
   ClosedError,
   checkDeadLetterChain,
   checkQueueName,
@@ -140,7 +141,9 @@ export class SqlEngine implements Engine {
       const rows = await connection.query<{ name: string; options: string }>(
         'SELECT name, options FROM leaseq_queues ORDER BY name',
       );
-      return rows.map((row) => ({ name: row.name, options: decodeOptions(row.options) }));
+      return rows
+        .sort((a, b) => byCodeUnits(a.name, b.name))
+        .map((row) => ({ name: row.name, options: decodeOptions(row.options) }));
     }, 'lease');
   }
 
