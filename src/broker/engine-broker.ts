@@ -268,6 +268,10 @@ export class EngineQueue implements Queue {
 
   /** `receive` with a wait: jobs ready now are taken at once, else it parks on wake-ups. */
   private async receiveWaiting(options: ReceiveOptions): Promise<Delivery[]> {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      // The reserve builder's own words for options that are not an object.
+      build.reserve(options, RECEIVE_ONLY_OPTIONS);
+    }
     const { wait = 0, signal, ...reserve } = options;
     if (!Number.isSafeInteger(wait) || wait < 0) {
       throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);

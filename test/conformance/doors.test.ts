@@ -208,6 +208,22 @@ describe('bad input through every door', () => {
     },
   );
 
+  it.each(['queue on memory', 'queue on sqlite', 'queue on postgres', 'remote client'])(
+    '%s: receive options that are not an object are a ValidationError, nothing changes',
+    async (doorName) => {
+      const door = DOORS.find((each) => each.name === doorName) as Door;
+      const queue = await busyQueue(door.broker());
+      const before = await state(queue);
+      for (const options of [null, [], 5, 'wait']) {
+        const error: unknown = await queue.receive(bad(options)).catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(ValidationError);
+        expect((error as ValidationError).code).toBe('INVALID_ARGUMENT');
+      }
+      expect(await state(queue)).toEqual(before);
+      await door.broker().deleteQueue(queue.name);
+    },
+  );
+
   it.each(['sqlite', 'postgres'])(
     'a %s transaction parses the same way: a publish with an empty id and a negative delay is refused, nothing committed',
     async (engine) => {
