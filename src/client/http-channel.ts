@@ -25,8 +25,8 @@ export class HttpChannel implements Channel {
     private readonly http: HttpTransport,
     private readonly settings: HttpChannelSettings,
   ) {
-    this.batcher = new OperationBatcher(
-      async (queue, operations) =>
+    this.batcher = new OperationBatcher({
+      send: async (queue, operations) =>
         (
           await this.http.request<{ results: WireOutcome[] }>(
             'POST',
@@ -34,8 +34,9 @@ export class HttpChannel implements Channel {
             { body: { operations } },
           )
         ).results,
-      () => settings.maxBatch,
-    );
+      limits: () => ({ maxBatch: settings.maxBatch, maxBytes: Number.POSITIVE_INFINITY }),
+      envelopeBytes: () => 0,
+    });
   }
 
   execute(queue: string, operations: Parameters<Channel['execute']>[1]) {

@@ -1,7 +1,11 @@
 import type { WireOperation, WireOutcome } from '../wire/index.js';
+import { RemoteError } from './errors.js';
 
 interface Waiting {
   operations: readonly WireOperation[];
+  /** The bytes of each operation's JSON, its separator included (0 when bytes are not limited). */
+  sizes: readonly number[];
+  bytes: number;
   resolve: (outcomes: WireOutcome[]) => void;
   reject: (error: unknown) => void;
 }
@@ -9,34 +13,51 @@ interface Waiting {
 /** Sends one batch of one queue's operations (a request, a frame) and answers in order. */
 export type BatchSender = (queue: string, operations: WireOperation[]) => Promise<WireOutcome[]>;
 
+/** What the server takes in one batch. */
+export interface BatchLimits {
+  /** Most entries in one batch. */
+  maxBatch: number;
+  /** Most bytes of one batch's request body or frame, its envelope included. */
+  maxBytes: number;
+}
+
+export interface BatcherSettings {
+  send: BatchSender;
+  /** The server's limits; a promise while they are not known yet (nothing is sent before). */
+  limits(): BatchLimits | Promise<BatchLimits>;
+  /** The bytes a batch of `queue` takes besides its operations (the frame's or body's envelope). */
+  envelopeBytes(queue: string): number;
+}
+
 /**
  * Coalesces the operations that callers in one process submit within one turn of the event
- * loop into one batch per queue (several when they exceed `maxBatch`), so that many concurrent
- * acks or publishes cost one round trip and one storage transaction on the server. The
- * transport decides what a batch is: an HTTP request or a stream frame.
+ * loop into one batch per queue (several when they exceed `maxBatch` or `maxBytes`), so that
+ * many concurrent acks or publishes cost one round trip and one storage transaction on the
+ * server. The transport decides what a batch is: an HTTP request or a stream frame.
  */
 export class OperationBatcher {
   private waiting = new Map<string, Waiting[]>();
   private scheduled = false;
+  private limits: BatchLimits | undefined;
 
-  constructor(
-    private readonly send: BatchSender,
-    private readonly maxBatch: () => number,
-  ) {}
+  constructor(private readonly settings: BatcherSettings) {}
 
   /**
    * Runs `operations` in the next batch of their queue. An ack of more receipts, or a reserve
    * of more jobs, than the server takes in one entry (`maxBatch`) travels as several entries
    * of the same batch, which run one after the other in one storage unit: the same effect,
-   * answered as the one operation it was.
+   * answered as the one operation it was. An operation too large for any batch fails alone
+   * with PAYLOAD_TOO_LARGE, unsent, as the server would refuse it.
    */
   async submit(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
-    const maxBatch = this.maxBatch();
+    const limits = await this.settings.limits();
+    this.limits = limits;
+    const { maxBatch } = limits;
     if (!operations.some((operation) => entriesOf(operation) > maxBatch)) {
-      return this.enqueue(queue, operations);
+      return this.enqueue(queue, operations, limits);
     }
     const parts = operations.map((operation) => splitEntries(operation, maxBatch));
-    const outcomes = await this.enqueue(queue, parts.flat());
+    const outcomes = await this.enqueue(queue, parts.flat(), limits);
     let at = 0;
     return parts.map((part) => {
       const answers = outcomes.slice(at, at + part.length);
@@ -45,17 +66,51 @@ export class OperationBatcher {
     });
   }
 
-  private enqueue(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
+  private enqueue(
+    queue: string,
+    operations: readonly WireOperation[],
+    limits: BatchLimits,
+  ): Promise<WireOutcome[]> {
+    const sizes = this.measure(queue, operations, limits);
     return new Promise((resolve, reject) => {
       let list = this.waiting.get(queue);
       if (list === undefined) {
         list = [];
         this.waiting.set(queue, list);
       }
-      list.push({ operations, resolve, reject });
+      let bytes = 0;
+      for (const size of sizes) bytes += size;
+      list.push({ operations, sizes, bytes, resolve, reject });
       if (this.scheduled) return;
       this.scheduled = true;
       setImmediate(() => this.flush());
+    });
+  }
+
+  /**
+   * The bytes of each operation as it travels (its JSON and a comma). One that cannot fit in a
+   * batch on its own is refused here: sent, it would be refused by the server (over the
+   * stream, by closing the connection, which fails every other call on it).
+   */
+  private measure(
+    queue: string,
+    operations: readonly WireOperation[],
+    limits: BatchLimits,
+  ): number[] {
+    // Serializing costs time: skipped when the server's byte limit is not known.
+    if (limits.maxBytes === Number.POSITIVE_INFINITY) return operations.map(() => 0);
+    const room = limits.maxBytes - this.settings.envelopeBytes(queue);
+    return operations.map((operation) => {
+      const size = Buffer.byteLength(JSON.stringify(operation), 'utf8') + 1;
+      if (size > room) {
+        throw new RemoteError(
+          'PAYLOAD_TOO_LARGE',
+          413,
+          `the ${operation.type} operation is ${size - 1} bytes of JSON; the server takes at most ` +
+            `${limits.maxBytes} bytes in one batch`,
+        );
+      }
+      return size;
     });
   }
 
@@ -63,38 +118,58 @@ export class OperationBatcher {
     this.scheduled = false;
     const all = this.waiting;
     this.waiting = new Map();
-    const maxBatch = this.maxBatch();
+    const limits = this.limits as BatchLimits;
     for (const [queue, waiting] of all) {
+      const room = limits.maxBytes - this.settings.envelopeBytes(queue);
       let batch: Waiting[] = [];
       let size = 0;
+      let bytes = 0;
       for (const entry of waiting) {
-        if (size > 0 && size + entry.operations.length > maxBatch) {
-          void this.sendBatch(queue, batch, maxBatch);
+        if (
+          batch.length > 0 &&
+          (size + entry.operations.length > limits.maxBatch || bytes + entry.bytes > room)
+        ) {
+          void this.sendBatch(queue, batch, limits.maxBatch, room);
           batch = [];
           size = 0;
+          bytes = 0;
         }
         batch.push(entry);
         size += entry.operations.length;
+        bytes += entry.bytes;
       }
-      if (batch.length > 0) void this.sendBatch(queue, batch, maxBatch);
+      if (batch.length > 0) void this.sendBatch(queue, batch, limits.maxBatch, room);
     }
   }
 
-  /** One batch for the entries; a caller whose own list is over maxBatch is split. */
-  private async sendBatch(queue: string, entries: Waiting[], maxBatch: number): Promise<void> {
+  /**
+   * One batch for the entries; a caller whose own list is over maxBatch, or over the bytes a
+   * batch has room for, is split into parts sent one after the other.
+   */
+  private async sendBatch(
+    queue: string,
+    entries: Waiting[],
+    maxBatch: number,
+    room: number,
+  ): Promise<void> {
     try {
       const all =
         entries.length === 1
           ? (entries[0]?.operations ?? [])
           : entries.flatMap((entry) => entry.operations);
+      const sizes =
+        entries.length === 1 ? (entries[0]?.sizes ?? []) : entries.flatMap((e) => e.sizes);
       let outcomes: WireOutcome[];
-      if (all.length <= maxBatch) {
-        outcomes = await this.send(queue, all as WireOperation[]);
+      const parts = partition(sizes, maxBatch, room);
+      if (parts.length === 1) {
+        outcomes = await this.settings.send(queue, all as WireOperation[]);
       } else {
         outcomes = [];
         // One part after the other, so that they run in the order the caller gave.
-        for (let start = 0; start < all.length; start += maxBatch) {
-          outcomes.push(...(await this.send(queue, all.slice(start, start + maxBatch))));
+        let start = 0;
+        for (const count of parts) {
+          outcomes.push(...(await this.settings.send(queue, all.slice(start, start + count))));
+          start += count;
         }
       }
       let at = 0;
@@ -110,6 +185,23 @@ export class OperationBatcher {
   }
 }
 
+/** How many operations go in each consecutive batch: at most maxBatch, and `room` bytes. */
+function partition(sizes: readonly number[], maxBatch: number, room: number): number[] {
+  const parts: number[] = [];
+  let count = 0;
+  let bytes = 0;
+  for (const size of sizes) {
+    if (count > 0 && (count === maxBatch || bytes + size > room)) {
+      parts.push(count);
+      count = 0;
+      bytes = 0;
+    }
+    count += 1;
+    bytes += size;
+  }
+  if (count > 0 || parts.length === 0) parts.push(count);
+  return parts;
+}
 /** How many entries the server counts in an operation against its maxBatch: receipts, jobs asked for. */
 function entriesOf(operation: WireOperation): number {
   if (operation.type === 'ack' && Array.isArray(operation.receipts))

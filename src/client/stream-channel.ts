@@ -30,6 +30,12 @@ function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/** The bytes of a batch frame of `queue` without its operations, with the longest id. */
+function batchEnvelopeBytes(queue: string): number {
+  const frame = { type: 'batch', queue, operations: [], id: Number.MAX_SAFE_INTEGER };
+  return Buffer.byteLength(JSON.stringify(frame), 'utf8');
+}
+
 /**
  * Operations and receives over the stream (docs/stream.md): the operations of one tick are
  * one batch frame per queue; a receive that waits is served by a subscription, whose pushes
@@ -45,10 +51,14 @@ export class StreamChannel implements Channel {
     private readonly options: StreamChannelOptions,
   ) {
     this.link = new StreamLink(url, options);
-    this.batcher = new OperationBatcher(
-      (queue, operations) => this.sendBatch(queue, operations),
-      () => this.link.limits.maxBatch,
-    );
+    this.batcher = new OperationBatcher({
+      send: (queue, operations) => this.sendBatch(queue, operations),
+      limits: async () => {
+        const { maxBatch, maxFrameBytes } = await this.link.knownLimits();
+        return { maxBatch, maxBytes: maxFrameBytes };
+      },
+      envelopeBytes: batchEnvelopeBytes,
+    });
   }
 
   async execute(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {

@@ -7,7 +7,7 @@ import type {
   StreamLimits,
   UnsubscribedFrame,
 } from '../wire/index.js';
-import { ConnectionLostError, errorFromResponse } from './errors.js';
+import { ConnectionLostError, errorFromResponse, RemoteError } from './errors.js';
 
 export interface StreamLinkOptions {
   apiKey?: string;
@@ -82,6 +82,15 @@ export class StreamLink {
       this.socket !== undefined && !this.closed ? this.socket : await this.openBy(deadline);
     const id = this.nextId++;
     const text = JSON.stringify({ ...frame, id });
+    // The server closes the connection on a larger message, failing every call on it.
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > this.limits.maxFrameBytes) {
+      throw new RemoteError(
+        'PAYLOAD_TOO_LARGE',
+        413,
+        `the ${frame.type} frame is ${bytes} bytes; the server takes at most ${this.limits.maxFrameBytes}`,
+      );
+    }
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => {
@@ -94,6 +103,14 @@ export class StreamLink {
       if (listener !== undefined) this.listeners.set(id, listener);
       socket.send(text);
     });
+  }
+
+  /** The server's limits, as its ready frame gave them; connects first when not connected. */
+  async knownLimits(): Promise<StreamLimits> {
+    if (this.socket === undefined || this.closed) {
+      await this.openBy(Date.now() + this.options.timeoutMs);
+    }
+    return this.limits;
   }
 
   /** Stops listening to a subscription's pushes. */

@@ -1,0 +1,64 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { openRemote, type RemoteBroker, RemoteError } from '../../src/client/index.js';
+import { startTestServer, type TestServer } from '../server/helpers.js';
+
+let server: TestServer | undefined;
+let client: RemoteBroker | undefined;
+
+afterEach(async () => {
+  await client?.close();
+  await server?.close();
+  client = undefined;
+  server = undefined;
+});
+
+const FRAME = 64 * 1024;
+
+describe('the stream client keeps its batch frames within maxFrameBytes', () => {
+  it('splits the calls of one tick into frames that fit; a subscription goes on', async () => {
+    server = await startTestServer({ limits: { maxBodyBytes: FRAME, maxPayloadBytes: FRAME } });
+    client = await openRemote(server.baseUrl, { transport: 'stream' });
+    const other = await client.queue('other');
+    const waiting = other.receive({ wait: 5000 });
+    const q = await client.queue('big');
+    const results = await Promise.allSettled(
+      [...Array(30)].map((_, i) => q.publish({ id: `j${i}`, payload: 'p'.repeat(5000) })),
+    );
+    expect(results.filter((result) => result.status === 'rejected')).toEqual([]);
+    expect(await q.stats()).toMatchObject({ ready: 30 });
+    // The subscription of the waiting receive was not lost with the connection.
+    await other.publish({ id: 'after' });
+    expect((await waiting).map((delivery) => delivery.id)).toEqual(['after']);
+  });
+
+  it('refuses an operation too large for any frame alone, as HTTP does (PAYLOAD_TOO_LARGE)', async () => {
+    server = await startTestServer({ limits: { maxBodyBytes: FRAME, maxPayloadBytes: FRAME } });
+    const jobs = [...Array(30)].map((_, i) => ({ id: `j${i}`, payload: 'p'.repeat(5000) }));
+    const overHttp = await openRemote(server.baseUrl, { transport: 'http' });
+    const httpError = await (await overHttp.queue('big')).publishBatch(jobs).catch((e) => e);
+    await overHttp.close();
+    expect(httpError).toBeInstanceOf(RemoteError);
+    expect(httpError).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', status: 413 });
+
+    client = await openRemote(server.baseUrl, { transport: 'stream' });
+    const other = await client.queue('other');
+    const waiting = other.receive({ wait: 5000 });
+    const q = await client.queue('big');
+    const [batch, single, small] = await Promise.allSettled([
+      q.publishBatch(jobs),
+      q.publish({ id: 'huge', payload: 'p'.repeat(FRAME) }),
+      q.publish({ id: 'small' }),
+    ]);
+    for (const result of [batch, single]) {
+      expect(result.status).toBe('rejected');
+      const error = (result as PromiseRejectedResult).reason;
+      expect(error).toBeInstanceOf(RemoteError);
+      expect(error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', status: 413 });
+      expect(error.retryable).not.toBe(true);
+    }
+    expect(small).toEqual({ status: 'fulfilled', value: { id: 'small', duplicate: false } });
+    expect((await q.inspect()).ready).toEqual(['small']);
+    await other.publish({ id: 'after' });
+    expect((await waiting).map((delivery) => delivery.id)).toEqual(['after']);
+  });
+});
