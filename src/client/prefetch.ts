@@ -309,7 +309,9 @@ export class Prefetch implements PushListener {
 
   /** Subscribes (again), or raises the prefetch to `max`. */
   private async ensure(max: number): Promise<void> {
-    const wanted = Math.min(Math.max(max, this.prefetch), this.link.limits.maxPrefetch);
+    // The server's maxPrefetch, not a guess: a subscribe above it would be refused.
+    const { maxPrefetch } = await this.link.knownLimits();
+    const wanted = Math.min(Math.max(max, this.prefetch), maxPrefetch);
     if (this.ending !== undefined) await this.ending;
     if (this.opening !== undefined) await this.opening;
     if (this.subscription !== undefined) {

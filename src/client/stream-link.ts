@@ -36,14 +36,6 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
-/** Until the server says otherwise in its ready frame. */
-const DEFAULT_LIMITS: StreamLimits = {
-  maxFrameBytes: 1024 * 1024,
-  maxBatch: 100,
-  maxPrefetch: 1000,
-  maxSubscriptions: 64,
-  heartbeatMs: 15_000,
-};
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 5000;
 /** A connection that lived this long before dropping starts the backoff afresh. */
@@ -67,7 +59,11 @@ export class StreamLink {
   private failures = 0;
   private retryAt = 0;
   private closed = false;
-  limits: StreamLimits = DEFAULT_LIMITS;
+  /**
+   * The limits of the server's ready frame, unknown until the first connection: nothing that
+   * depends on them is sent before (knownLimits).
+   */
+  private limits: StreamLimits | undefined;
 
   constructor(
     readonly url: string,
@@ -84,11 +80,12 @@ export class StreamLink {
     const text = JSON.stringify({ ...frame, id });
     // The server closes the connection on a larger message, failing every call on it.
     const bytes = Buffer.byteLength(text, 'utf8');
-    if (bytes > this.limits.maxFrameBytes) {
+    const maxFrameBytes = this.limits?.maxFrameBytes ?? Number.POSITIVE_INFINITY;
+    if (bytes > maxFrameBytes) {
       throw new RemoteError(
         'PAYLOAD_TOO_LARGE',
         413,
-        `the ${frame.type} frame is ${bytes} bytes; the server takes at most ${this.limits.maxFrameBytes}`,
+        `the ${frame.type} frame is ${bytes} bytes; the server takes at most ${maxFrameBytes}`,
       );
     }
     return new Promise((resolve, reject) => {
@@ -107,10 +104,10 @@ export class StreamLink {
 
   /** The server's limits, as its ready frame gave them; connects first when not connected. */
   async knownLimits(): Promise<StreamLimits> {
-    if (this.socket === undefined || this.closed) {
+    if (this.socket === undefined || this.closed || this.limits === undefined) {
       await this.openBy(Date.now() + this.options.timeoutMs);
     }
-    return this.limits;
+    return this.limits as StreamLimits;
   }
 
   /** Stops listening to a subscription's pushes. */
@@ -221,11 +218,11 @@ export class StreamLink {
         resolve();
       });
     });
-    this.attach(socket);
+    this.attach(socket, (this.limits as StreamLimits).heartbeatMs);
     return socket;
   }
 
-  private attach(socket: WebSocket): void {
+  private attach(socket: WebSocket, heartbeatMs: number): void {
     this.socket = socket;
     const openedAt = Date.now();
     let alive = true;
@@ -236,7 +233,7 @@ export class StreamLink {
       }
       alive = false;
       socket.ping();
-    }, this.limits.heartbeatMs);
+    }, heartbeatMs);
     heartbeat.unref();
     socket.on('pong', () => {
       alive = true;

@@ -7,7 +7,7 @@ import type { ServerFrame, WireDelivery } from '../../src/wire/index.js';
 function fakeLink() {
   const requests: { type: string; prefetch?: number }[] = [];
   const link = {
-    limits: { maxPrefetch: 100 },
+    knownLimits: async () => ({ maxPrefetch: 100 }),
     connected: true,
     forget: () => {},
     async request(frame: { type: string; prefetch?: number }): Promise<ServerFrame> {
@@ -121,7 +121,7 @@ describe('a subscription the server ends as it opens', () => {
   it('fails the receive with the reason, and the next receive subscribes again', async () => {
     const requests: string[] = [];
     const link = {
-      limits: { maxPrefetch: 100 },
+      knownLimits: async () => ({ maxPrefetch: 100 }),
       connected: true,
       forget: () => {},
       request(

@@ -62,3 +62,33 @@ describe('the stream client keeps its batch frames within maxFrameBytes', () => 
     expect((await waiting).map((delivery) => delivery.id)).toEqual(['after']);
   });
 });
+
+describe('the stream client sends nothing before it knows the server’s limits', () => {
+  it('splits the first tick’s operations by the server’s maxBatch, not its own default', async () => {
+    server = await startTestServer({ limits: { maxBatch: 10 } });
+    client = await openRemote(server.baseUrl, { transport: 'stream' });
+    const q = client.handle('first');
+    await server.broker.queue('first');
+    const results = await Promise.allSettled(
+      [...Array(20)].map((_, i) => q.publish({ id: `j${i}` })),
+    );
+    expect(results.filter((result) => result.status === 'rejected')).toEqual([]);
+    expect(await q.stats()).toMatchObject({ ready: 20 });
+  });
+
+  it('serves a first receive whose max is over maxPrefetch with at most maxPrefetch (R6)', async () => {
+    server = await startTestServer({ limits: { maxPrefetch: 10 } });
+    await (await server.broker.queue('first')).publishBatch(
+      [...Array(30)].map((_, i) => ({ id: `j${i}` })),
+    );
+    client = await openRemote(server.baseUrl, { transport: 'stream' });
+    const q = client.handle('first');
+    const first = await q.receive({ max: 50, wait: 500 });
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.length).toBeLessThanOrEqual(10);
+    await q.ackMany(first.map((delivery) => delivery.token));
+    const next = await q.receive({ max: 50, wait: 500 });
+    expect(next.length).toBeGreaterThan(0);
+    expect(next.length).toBeLessThanOrEqual(10);
+  });
+});
