@@ -1,4 +1,4 @@
-import { build } from '../core/index.js';
+import { build, NotFoundError } from '../core/index.js';
 import {
   operationToWire,
   type WireDelivery,
@@ -11,15 +11,34 @@ import { type HttpTransport, RequestAborted } from './http.js';
 import { OperationBatcher } from './operation-batcher.js';
 
 export interface HttpChannelSettings {
-  /** The longest wait one receive request carries; longer waits are several requests. */
-  maxWaitPerRequestMs: number;
-  /** Most entries one batch request carries; longer lists are split. */
-  maxBatch: number;
+  /** The longest wait one receive request carries, at most; the server's maxWaitMs when lower. */
+  maxWaitPerRequestMs: number | undefined;
+  /** Most entries one batch request carries, at most; the server's maxBatch when lower. */
+  maxBatch: number | undefined;
 }
+
+/** What `GET /v1/limits` answers (the fields this client uses). */
+interface ServerLimits {
+  maxBodyBytes: number;
+  maxBatch: number;
+  maxWaitMs: number;
+}
+
+/** A server without `GET /v1/limits` (older than it) is taken to have the default limits. */
+const FALLBACK_LIMITS: ServerLimits = {
+  maxBodyBytes: Number.POSITIVE_INFINITY,
+  maxBatch: 100,
+  maxWaitMs: 20_000,
+};
+
+/** The bytes of `{"operations":[]}`, the body of a batch without its operations. */
+const BODY_ENVELOPE_BYTES = Buffer.byteLength(JSON.stringify({ operations: [] }), 'utf8');
 
 /** Operations as `POST /v1/queues/{name}/operations`, receives as long polls. */
 export class HttpChannel implements Channel {
   private readonly batcher: OperationBatcher;
+  /** The server's limits, asked once at the first call (again after a failed ask). */
+  private limits: Promise<ServerLimits> | undefined;
 
   constructor(
     private readonly http: HttpTransport,
@@ -34,9 +53,38 @@ export class HttpChannel implements Channel {
             { body: { operations } },
           )
         ).results,
-      limits: () => ({ maxBatch: settings.maxBatch, maxBytes: Number.POSITIVE_INFINITY }),
-      envelopeBytes: () => 0,
+      limits: async () => {
+        const { maxBatch, maxBodyBytes } = await this.serverLimits();
+        return { maxBatch, maxBytes: maxBodyBytes };
+      },
+      envelopeBytes: () => BODY_ENVELOPE_BYTES,
     });
+  }
+
+  /**
+   * The server's limits (`GET /v1/limits`), lowered by this client's settings: requests are
+   * shaped to what the server takes, not refused by it.
+   */
+  private serverLimits(): Promise<ServerLimits> {
+    this.limits ??= this.http.request<ServerLimits>('GET', '/v1/limits').then(
+      (server) => this.lowered(server),
+      (error: unknown) => {
+        if (error instanceof NotFoundError) return this.lowered(FALLBACK_LIMITS);
+        // Unreachable, say: asked again at the next call.
+        this.limits = undefined;
+        throw error;
+      },
+    );
+    return this.limits;
+  }
+
+  private lowered(server: ServerLimits): ServerLimits {
+    const { maxBatch, maxWaitPerRequestMs } = this.settings;
+    return {
+      maxBodyBytes: server.maxBodyBytes,
+      maxBatch: Math.min(server.maxBatch, maxBatch ?? Number.POSITIVE_INFINITY),
+      maxWaitMs: Math.min(server.maxWaitMs, maxWaitPerRequestMs ?? Number.POSITIVE_INFINITY),
+    };
   }
 
   execute(queue: string, operations: Parameters<Channel['execute']>[1]) {
@@ -47,17 +95,17 @@ export class HttpChannel implements Channel {
    * A receive that does not wait is a `reserve` operation, coalesced with the other calls of
    * its tick into one batch request (several reserves of it when it asks for more than
    * maxBatch), so concurrent consumers cost one request, not one each. Waits longer than one
-   * request may carry are several long polls; a long poll answers with what is ready when it
-   * wakes, at most the server's maxBatch.
+   * request may carry (the server's maxWaitMs) are several long polls; a long poll answers with
+   * what is ready when it wakes, at most the server's maxBatch.
    */
   async receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]> {
     const { wait, signal, ...asked } = request;
-    const { maxBatch } = this.settings;
     if (wait === 0) return unwrap((await this.execute(queue, [reserveToWire(asked)]))[0]);
+    const { maxBatch, maxWaitMs } = await this.serverLimits();
     const reserve = { ...asked, max: Math.min(asked.max ?? 1, maxBatch) };
     const until = Date.now() + wait;
     for (;;) {
-      const chunk = Math.min(Math.max(0, until - Date.now()), this.settings.maxWaitPerRequestMs);
+      const chunk = Math.min(Math.max(0, until - Date.now()), maxWaitMs);
       const started = Date.now();
       let answer: { deliveries: WireDelivery[] };
       try {

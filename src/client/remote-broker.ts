@@ -31,9 +31,15 @@ export interface RemoteOptions {
   fetch?: Fetch;
   /** How long one request may take beyond its long-poll wait. Default 30 s. */
   timeoutMs?: number;
-  /** The longest wait one receive request carries (the server's maxWaitMs). Default 20 s. */
+  /**
+   * HTTP only: the longest wait one receive request carries; longer waits are several long
+   * polls. Default, and at most: the server's maxWaitMs (`GET /v1/limits`).
+   */
   maxWaitPerRequestMs?: number;
-  /** Most entries one batch request carries (the server's maxBatch). Default 100. */
+  /**
+   * HTTP only: most entries one batch request carries; more are split. Default, and at most:
+   * the server's maxBatch (`GET /v1/limits`).
+   */
   maxBatch?: number;
   /** Most unsettled receipts remembered per queue; the oldest go first. Default 100,000. */
   maxReceipts?: number;
@@ -71,8 +77,8 @@ export class RemoteBroker implements Broker {
             prefetchIdleMs: options.prefetchIdleMs ?? 2000,
           })
         : new HttpChannel(this.http, {
-            maxWaitPerRequestMs: options.maxWaitPerRequestMs ?? 20_000,
-            maxBatch: options.maxBatch ?? 100,
+            maxWaitPerRequestMs: options.maxWaitPerRequestMs,
+            maxBatch: options.maxBatch,
           });
     this.maxReceipts = options.maxReceipts ?? 100_000;
   }

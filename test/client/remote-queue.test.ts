@@ -360,6 +360,8 @@ describe('open(url) reaches a server', () => {
     expect(seen).toEqual([
       'GET /v1/queues/via-open',
       'PUT /v1/queues/via-open',
+      // The server's limits, asked once, before the first operation.
+      'GET /v1/limits',
       'POST /v1/queues/via-open/operations',
       // A receive that does not wait is a reserve operation in a batch request.
       'POST /v1/queues/via-open/operations',

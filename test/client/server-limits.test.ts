@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openRemote, type RemoteBroker, RemoteError } from '../../src/client/index.js';
-import { startTestServer, type TestServer } from '../server/helpers.js';
+import { work } from '../../src/index.js';
+import type { Logger } from '../../src/worker/logger.js';
+import { call, startTestServer, type TestServer } from '../server/helpers.js';
 
 let server: TestServer | undefined;
 let client: RemoteBroker | undefined;
@@ -90,5 +92,70 @@ describe('the stream client sends nothing before it knows the server’s limits'
     const next = await q.receive({ max: 50, wait: 500 });
     expect(next.length).toBeGreaterThan(0);
     expect(next.length).toBeLessThanOrEqual(10);
+  });
+});
+
+describe('the HTTP client shapes its requests by the server’s limits (GET /v1/limits)', () => {
+  it('answers the limits to any valid key', async () => {
+    server = await startTestServer({ limits: { maxBatch: 3, maxWaitMs: 1000 } });
+    const answer = await call(server.baseUrl, 'GET', '/v1/limits');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ maxBatch: 3, maxWaitMs: 1000, maxBodyBytes: 1024 * 1024 });
+  });
+
+  it('splits a long wait into long polls the server accepts', async () => {
+    server = await startTestServer({ limits: { maxWaitMs: 300 } });
+    client = await openRemote(server.baseUrl, { transport: 'http' });
+    const q = await client.queue('polls');
+    const waiting = q.receive({ wait: 3000 });
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    await q.publish({ id: 'late' });
+    expect((await waiting).map((delivery) => delivery.id)).toEqual(['late']);
+  });
+
+  it('runs a worker with default options against small maxWaitMs and maxBatch', async () => {
+    server = await startTestServer({ limits: { maxWaitMs: 300, maxBatch: 3 } });
+    client = await openRemote(server.baseUrl, { transport: 'http' });
+    const q = await client.queue('work');
+    const problems: string[] = [];
+    const logger: Logger = {
+      info() {},
+      warn: (_fields, message) => problems.push(message),
+      error: (fields, message) => problems.push(`${message} ${JSON.stringify(fields)}`),
+    };
+    const done = new Set<string>();
+    const worker = await work(q, async (job) => void done.add(job.id), { concurrency: 8, logger });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await Promise.all([...Array(10)].map((_, i) => q.publish({ id: `j${i}` })));
+      const until = Date.now() + 5000;
+      while (done.size < 10 && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await worker.close();
+    }
+    expect(problems).toEqual([]);
+    expect(done.size).toBe(10);
+  });
+
+  it('splits the calls of one tick into bodies within maxBodyBytes; one too large fails alone', async () => {
+    server = await startTestServer({ limits: { maxBodyBytes: FRAME, maxPayloadBytes: FRAME } });
+    client = await openRemote(server.baseUrl, { transport: 'http' });
+    const q = await client.queue('big');
+    const results = await Promise.allSettled(
+      [...Array(30)].map((_, i) => q.publish({ id: `j${i}`, payload: 'p'.repeat(5000) })),
+    );
+    expect(results.filter((result) => result.status === 'rejected')).toEqual([]);
+    const [huge, small] = await Promise.allSettled([
+      q.publish({ id: 'huge', payload: 'p'.repeat(FRAME) }),
+      q.publish({ id: 'small' }),
+    ]);
+    expect(huge).toMatchObject({
+      status: 'rejected',
+      reason: { code: 'PAYLOAD_TOO_LARGE', status: 413 },
+    });
+    expect(small).toEqual({ status: 'fulfilled', value: { id: 'small', duplicate: false } });
+    expect(await q.stats()).toMatchObject({ ready: 31 });
   });
 });

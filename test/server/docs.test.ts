@@ -62,6 +62,7 @@ describe.skipIf(!hasCurl)('docs/http-api.md (needs curl)', () => {
       '/stats',
       '/v1/stats',
       '/v1/me',
+      '/v1/limits',
       '/deliveries',
       '/openapi.json',
     ]) {

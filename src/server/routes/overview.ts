@@ -18,9 +18,22 @@ const liveDelivery = object(
   ['token', 'id', 'deliveredAt', 'deadline', 'deliveryCount'],
 );
 
+/** The limits a client needs to shape its requests (see operations.md for each). */
+const PUBLISHED_LIMITS = [
+  'maxBodyBytes',
+  'maxPayloadBytes',
+  'maxBatch',
+  'maxWaitMs',
+  'maxVisibilityMs',
+  'maxDelayMs',
+  'maxJsonDepth',
+  'maxPrefetch',
+  'maxSubscriptions',
+] as const;
+
 /** What a dashboard or an operator reads across queues: every figure at once, and who am I. */
 export function overviewRoutes(services: Services): RouteSpec[] {
-  const { broker, queues, receipts, access } = services;
+  const { broker, queues, receipts, access, limits } = services;
   const visibleQueues = async (principal: Principal) =>
     (await broker.listQueues())
       .map((info) => info.name)
@@ -50,6 +63,20 @@ export function overviewRoutes(services: Services): RouteSpec[] {
           }),
         );
         return { queues: all.filter((entry) => entry !== undefined) };
+      },
+    }),
+    route<unknown, unknown>({
+      method: 'GET',
+      url: '/v1/limits',
+      summary:
+        "The server's limits on requests, so that clients shape theirs to fit (the stream's ready frame names them too)",
+      tag: TAG,
+      access: 'authenticated',
+      response: object(Object.fromEntries(PUBLISHED_LIMITS.map((name) => [name, integer(0)])), [
+        ...PUBLISHED_LIMITS,
+      ]),
+      async handle() {
+        return Object.fromEntries(PUBLISHED_LIMITS.map((name) => [name, limits[name]]));
       },
     }),
     route<unknown, unknown>({
