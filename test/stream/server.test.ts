@@ -639,6 +639,28 @@ describe('the stream: the lease model when a connection ends (R12)', () => {
     expect(await stats(server)).toMatchObject({ active: 0, ready: 3 });
   });
 
+  it('closes the sessions of its connections when the server shuts down, releasing their deliveries at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-stream-shutdown-'));
+    try {
+      const url = `sqlite:${join(dir, 'leaseq.db')}`;
+      const server = await serve({ url });
+      const client = await connect(server);
+      await batch(client, 1, [publish(['a', 'b', 'c'])]);
+      const [session] = await batch(client, 2, [{ type: 'openSession' }]);
+      await batch(client, 3, [
+        { type: 'reserve', max: 2, session: session.value, visibility: 600_000 },
+      ]);
+      expect(await stats(server)).toMatchObject({ active: 2, sessions: 1 });
+      await server.close();
+      expect(await client.closed).toBe(1001);
+      const again = await serve({ url });
+      expect(await stats(again)).toMatchObject({ active: 0, ready: 3, sessions: 0 });
+      await again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a reconnecting client settles its own delivery by receipt, and a stale one answers false', async () => {
     const clock = new ManualClock(0);
     const server = await serve({ clock });

@@ -56,6 +56,8 @@ export class StreamConnection {
   private readonly subscriptions = new Map<number, Subscription>();
   /** Ids of subscribes between their checks and their answer. */
   private readonly opening = new Set<number>();
+  /** The end of this connection, once begun (its sessions closed when it resolves). */
+  private ending: Promise<void> | undefined;
   /** Sessions opened over this connection: queue name → session ids. */
   private readonly sessions = new Map<string, { queue: Queue; ids: Set<string> }>();
   private replies: Promise<void> = Promise.resolve();
@@ -94,12 +96,17 @@ export class StreamConnection {
     });
   }
 
-  /** Ends the connection with a close code (shutdown, slow consumer). */
-  close(code: number, reason: string, why: StreamEndReason = 'shutdown'): void {
+  /**
+   * Ends the connection with a close code (shutdown, slow consumer). Its subscriptions stop and
+   * its sessions close now, not at the end of the close handshake: at shutdown the storage
+   * closes next, and a session left open would hold its deliveries until their deadlines.
+   */
+  close(code: number, reason: string, why: StreamEndReason = 'shutdown'): Promise<void> {
     if (this.endReason === 'client') this.endReason = why;
     if (this.socket.readyState === this.socket.OPEN) this.socket.close(code, reason);
     // A peer that does not answer the close handshake is cut.
     setTimeout(() => this.socket.terminate(), 1000).unref();
+    return this.end();
   }
 
   private onMessage(data: unknown, isBinary: boolean): void {
@@ -450,7 +457,7 @@ export class StreamConnection {
         const limit = 2 * this.context.services.limits.streamHeartbeatMs;
         if (Date.now() - (this.backedUpSince ?? Date.now()) > limit) {
           this.context.log.warn('stream closed: the client did not read what was sent to it');
-          this.close(STREAM_CLOSE.slowConsumer, 'SLOW_CONSUMER', 'slow-consumer');
+          void this.close(STREAM_CLOSE.slowConsumer, 'SLOW_CONSUMER', 'slow-consumer');
           this.socket.terminate();
         }
         return;
@@ -474,7 +481,7 @@ export class StreamConnection {
   private beat(): void {
     if (!this.alive) {
       this.context.log.warn('stream closed: no pong within the heartbeat');
-      this.close(STREAM_CLOSE.heartbeatTimeout, 'HEARTBEAT_TIMEOUT', 'heartbeat-timeout');
+      void this.close(STREAM_CLOSE.heartbeatTimeout, 'HEARTBEAT_TIMEOUT', 'heartbeat-timeout');
       this.socket.terminate();
       return;
     }
@@ -483,8 +490,12 @@ export class StreamConnection {
   }
 
   /** Stops the subscriptions and closes the sessions this connection opened (R12). */
-  private async end(): Promise<void> {
-    if (this.ended) return;
+  private end(): Promise<void> {
+    this.ending ??= this.finish();
+    return this.ending;
+  }
+
+  private async finish(): Promise<void> {
     this.ended = true;
     clearInterval(this.heartbeat);
     if (this.drainTimer !== undefined) clearInterval(this.drainTimer);

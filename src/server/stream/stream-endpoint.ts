@@ -74,8 +74,11 @@ export function registerStream(
     });
   });
   app.addHook('preClose', async () => {
-    for (const connection of connections) connection.close(1001, 'server shutting down');
+    const ending = [...connections].map((connection) =>
+      connection.close(1001, 'server shutting down'),
+    );
     server.close();
+    await Promise.all(ending);
   });
 }
 
