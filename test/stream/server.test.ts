@@ -731,19 +731,13 @@ describe('the stream is bounded', () => {
     const started = Date.now();
     while (!closed() && Date.now() - started < 10_000) await settle(50);
     client.socket.terminate();
-    expect(lines.map((line) => line.msg)).toEqual(
-      expect.arrayContaining([
-        expect.stringMatching(
-          /^stream closed: (the client did not read what was sent to it|no pong within the heartbeat)$/,
-        ),
-      ]),
-    );
+    // Not a heartbeat timeout: the server, not reading while backed up, hears no pong either.
+    expect(lines.map((line) => line.msg)).toEqual([
+      'stream closed: the client did not read what was sent to it',
+    ]);
     // The metrics name why the server ended it, as the log does. The log line comes when the
     // server decides; the count, once the connection has ended (its socket closed).
-    const ended = lines.some((line) => line.msg.includes('did not read'))
-      ? 'slow-consumer'
-      : 'heartbeat-timeout';
-    const counted = `leaseq_stream_connections_closed_total{reason="${ended}"} 1`;
+    const counted = 'leaseq_stream_connections_closed_total{reason="slow-consumer"} 1';
     let metrics = '';
     for (const until = Date.now() + 5_000; !metrics.includes(counted) && Date.now() < until; ) {
       metrics = (await call<string>(server.baseUrl, 'GET', '/metrics')).body;

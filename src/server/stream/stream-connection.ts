@@ -479,7 +479,9 @@ export class StreamConnection {
   }
 
   private beat(): void {
-    if (!this.alive) {
+    // While this side does not read (back-pressure), it cannot hear a pong either: a client
+    // that does not drain what it was sent is judged by the slow-consumer rule instead.
+    if (!this.alive && !this.readingPaused) {
       this.context.log.warn('stream closed: no pong within the heartbeat');
       void this.close(STREAM_CLOSE.heartbeatTimeout, 'HEARTBEAT_TIMEOUT', 'heartbeat-timeout');
       this.socket.terminate();
