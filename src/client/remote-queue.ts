@@ -106,14 +106,23 @@ export class RemoteQueue implements Queue {
     if (!Number.isSafeInteger(wait) || wait < 0) {
       throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
     }
-    const deliveries = await this.channel.receive(this.name, {
-      max,
-      visibility,
-      session,
-      ack,
-      wait,
-      signal,
-    });
+    let deliveries: WireDelivery[];
+    try {
+      deliveries = await this.channel.receive(this.name, {
+        max,
+        visibility,
+        session,
+        ack,
+        wait,
+        signal,
+      });
+    } catch (error) {
+      // The server names the session by its own id; the caller knows it by its handle.
+      if (error instanceof SessionClosedError && session !== undefined) {
+        throw new SessionClosedError(session);
+      }
+      throw error;
+    }
     return deliveries.map((wire) => {
       const delivery = this.remember(wire);
       noteLeaseAge(delivery, heldFor(wire));

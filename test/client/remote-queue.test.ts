@@ -249,6 +249,12 @@ describe.each(['stream', 'http'] as const)(
       await expect(q.heartbeat(s2)).rejects.toBeInstanceOf(SessionClosedError);
       expect(await q.closeSession(s1)).toBe(0);
       await expect(q.heartbeat(s1)).rejects.toBeInstanceOf(SessionClosedError);
+      // The error names the session as the caller knows it, its handle, whatever the call.
+      for (const wait of [0, 1000]) {
+        const error = await q.receive({ session: s1, wait }).catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(SessionClosedError);
+        expect(error).toMatchObject({ session: s1, message: `session ${s1} has ended` });
+      }
       await expect(q.heartbeat('s1')).rejects.toBeInstanceOf(ValidationError);
       expect((await q.stats()).sessionReleases).toBe(1);
     });
