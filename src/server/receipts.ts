@@ -103,7 +103,10 @@ export class Receipts {
       claim === undefined ||
       !this.signedHere(['receipt', queue, String(claim.token), claim.id], given)
     ) {
-      throw new ServerError('INVALID_RECEIPT', `the receipt was not issued for queue ${queue}`);
+      throw new ServerError(
+        'INVALID_RECEIPT',
+        `the receipt was not issued for queue ${queue} under this server's secrets (one issued before a secret rotation is refused once its grace period ended)`,
+      );
     }
     return claim;
   }

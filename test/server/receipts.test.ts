@@ -141,7 +141,8 @@ describe('receipts over HTTP', () => {
         expect(answer.body).toEqual({
           error: {
             code: 'INVALID_RECEIPT',
-            message: 'the receipt was not issued for queue orders',
+            message:
+              "the receipt was not issued for queue orders under this server's secrets (one issued before a secret rotation is refused once its grace period ended)",
           },
         });
       }
