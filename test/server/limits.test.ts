@@ -41,6 +41,27 @@ describe('payload and body size', () => {
     expect(await ready()).toEqual(['at']);
   });
 
+  it('refuses a publish operation over maxPayloadBytes in its own outcome, naming the job', async () => {
+    await api('PUT', '/v1/queues/ops', {});
+    const big = 'a'.repeat(1023); // 1025 bytes of JSON
+    const answer = await api('POST', '/v1/queues/ops/operations', {
+      operations: [
+        { type: 'publish', jobs: [{ id: 'small' }] },
+        { type: 'publish', jobs: [{ id: 'fine' }, { id: 'big', payload: big }] },
+      ],
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.results[0].ok).toBe(true);
+    expect(answer.body.results[1]).toEqual({
+      ok: false,
+      error: {
+        code: 'PAYLOAD_TOO_LARGE',
+        message: 'operations[1].jobs[1].payload is 1025 bytes of JSON; the limit is 1024',
+      },
+    });
+    expect((await (await server.broker.queue('ops')).inspect()).ready).toEqual(['small']);
+  });
+
   it('counts payload bytes in UTF-8', async () => {
     const euro = '€'.repeat(341); // 3 bytes each: 1023 + 2 quotes = 1025
     expect((await api('POST', '/v1/queues/q/jobs', { id: 'euro', payload: euro })).status).toBe(

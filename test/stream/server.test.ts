@@ -150,6 +150,24 @@ describe('the stream: batches of operations', () => {
     expect(await stats(server)).toMatchObject({ active: 1, acks: 0, nacks: 0 });
   });
 
+  it('refuses a publish over maxPayloadBytes in its own outcome, naming the job, storing nothing', async () => {
+    const server = await serve({ limits: { maxPayloadBytes: 1024 } });
+    const client = await connect(server);
+    const results = await batch(client, 1, [
+      { type: 'publish', jobs: [{ id: 'fine' }, { id: 'big', payload: 'a'.repeat(1023) }] },
+      { type: 'stats' },
+    ]);
+    expect(results[0]).toEqual({
+      ok: false,
+      error: {
+        code: 'PAYLOAD_TOO_LARGE',
+        message: 'operations[0].jobs[1].payload is 1025 bytes of JSON; the limit is 1024',
+      },
+    });
+    expect(results[1]).toMatchObject({ ok: true, value: { ready: 0 } });
+    expect(await stats(server)).toMatchObject({ ready: 0, published: 0 });
+  });
+
   it('answers a batch for a missing queue, or over maxBatch, with an error frame', async () => {
     const client = await connect(await serve({ limits: { maxBatch: 2 } }));
     const missing = await client.request({
