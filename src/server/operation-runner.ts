@@ -1,7 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Queue } from '../broker/index.js';
 import {
+  type JobView,
   type NackOptions,
+  NotFoundError,
   type Operation,
   type OperationType,
   type Outcome,
@@ -52,6 +54,8 @@ export async function runOperations(
     receipts: Receipts;
     limits: Limits;
     log: FastifyBaseLogger;
+    /** Looks up another queue: where a nacked job may have moved to (its dead-letter queue). */
+    queues: QueueLookup;
   },
   inputs: readonly unknown[],
   observe?: (ran: RanOperation) => void,
@@ -61,7 +65,7 @@ export async function runOperations(
    */
   submitted?: (operations: readonly Operation[]) => void,
 ): Promise<WireOutcome[]> {
-  const { queue, principal, receipts, limits, log } = context;
+  const { queue, principal, receipts, limits, log, queues } = context;
   const wire = receipts.forQueue(queue.name);
   const jobIds = new Map<number, string>();
   const verifier = {
@@ -88,9 +92,20 @@ export async function runOperations(
   const running = operations.length === 0 ? undefined : queue.execute(operations);
   if (running !== undefined) submitted?.(operations);
   const outcomes = running === undefined ? [] : await running;
+  // What each live nack that asked for a requeue did, read before any line is written so that
+  // the lines keep the order of the operations.
+  const fates = await Promise.all(
+    parsed.map(({ operation }, k) => {
+      const outcome = outcomes[k] as Outcome;
+      if (operation.type !== 'nack' || !outcome.ok) return undefined;
+      const jobId = jobIds.get(operation.token);
+      if (jobId === undefined) return undefined;
+      return nackFate(log, queue, queues, { ...operation, id: jobId }, outcome.value as boolean);
+    }),
+  );
   parsed.forEach(({ index, operation }, k) => {
     const outcome = outcomes[k] as Outcome;
-    logOutcome(log, queue.name, operation, outcome, jobIds);
+    logOutcome(log, queue.name, operation, outcome, jobIds, fates[k]);
     observe?.({ operation, outcome });
     results[index] = outcome.ok
       ? outcomeToWire(operation, outcome, wire)
@@ -187,6 +202,7 @@ function logOutcome(
   operation: Operation,
   outcome: Outcome,
   jobIds: ReadonlyMap<number, string>,
+  fate: NackFate | undefined,
 ): void {
   if (!outcome.ok) return;
   const line = (token: number, what: string) =>
@@ -203,7 +219,13 @@ function logOutcome(
       });
       break;
     case 'nack':
-      line(operation.token, nackOutcome(outcome.value as boolean, operation));
+      if (fate === undefined) line(operation.token, 'stale nack');
+      else {
+        log.info(
+          { queue, jobId: jobIds.get(operation.token), token: operation.token, ...fate.fields },
+          fate.msg,
+        );
+      }
       break;
     case 'extend':
       line(operation.token, outcome.value === null ? 'stale extend' : 'extended');
@@ -211,12 +233,74 @@ function logOutcome(
   }
 }
 
-/** How a nack ended, for its log line (options as given: absent ones have their defaults). */
-export function nackOutcome(
+/** Finds a queue by name, failing with NOT_FOUND (the server's QueueDirectory). */
+export interface QueueLookup {
+  existing(name: string): Promise<Queue>;
+}
+
+/** How a nack ended, for its log line: the message and what the line carries besides. */
+export interface NackFate {
+  msg: string;
+  fields: Record<string, unknown>;
+}
+
+/**
+ * How a nack ended (options as given: absent ones have their defaults). A live nack that asked
+ * for a requeue dead-letters its job instead when that delivery was its last (R13), and its
+ * answer does not say which: then the job is read after it, in this queue or, moved on (R26),
+ * in its dead-letter queue. That read is made only when the line will be written (info).
+ */
+export async function nackFate(
+  log: FastifyBaseLogger,
+  queue: Queue,
+  queues: QueueLookup,
+  nack: Pick<NackOptions, 'requeue' | 'attempted' | 'reason'> & { id: string; token: number },
   live: boolean,
-  nack: Pick<NackOptions, 'requeue' | 'attempted'>,
-): string {
-  if (!live) return 'stale nack';
-  if (nack.requeue === false) return 'dead-lettered';
-  return nack.attempted === false ? 'given back unworked' : 'requeued';
+): Promise<NackFate> {
+  if (!live) return { msg: 'stale nack', fields: {} };
+  if (nack.requeue === false) {
+    return { msg: 'dead-lettered', fields: { reason: nack.reason ?? 'rejected' } };
+  }
+  // One given back unworked records no delivery, so it is never a job's last (R33).
+  if (nack.attempted === false) return { msg: 'given back unworked', fields: {} };
+  if (!INFO_LOGGED.has(log.level)) return { msg: 'requeued', fields: {} };
+  const here = await queue.job(nack.id);
+  if (here !== undefined) {
+    return diedOfThisNack(here, nack.token, here.reason)
+      ? { msg: 'dead-lettered', fields: { reason: here.reason } }
+      : { msg: 'requeued', fields: {} };
+  }
+  const target = (await queue.options()).deadLetterQueue;
+  const moved = target === undefined ? undefined : await jobIn(queues, target, nack.id);
+  if (
+    moved?.origin?.queue === queue.name &&
+    diedOfThisNack(moved, nack.token, moved.origin.reason)
+  ) {
+    return {
+      msg: 'dead-lettered',
+      fields: { reason: moved.origin.reason, deadLetterQueue: target },
+    };
+  }
+  return { msg: 'requeued', fields: {} };
+}
+
+/** The levels at which info lines are written. */
+const INFO_LOGGED: ReadonlySet<string> = new Set(['trace', 'debug', 'info']);
+
+/**
+ * The job died of max-deliveries at the end of the delivery `token`, its last attempt: one that
+ * was requeued and died later (cancelled, expired, or after a later delivery) did not.
+ */
+function diedOfThisNack(job: JobView, token: number, reason: string | undefined): boolean {
+  const last = job.history.at(-1);
+  return reason === 'max-deliveries' && last?.token === token;
+}
+
+async function jobIn(queues: QueueLookup, name: string, id: string): Promise<JobView | undefined> {
+  try {
+    return await (await queues.existing(name)).job(id);
+  } catch (error) {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  }
 }

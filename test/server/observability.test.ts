@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import type { Broker } from '../../src/broker/index.js';
 import type { QueueOptions } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
@@ -123,6 +126,56 @@ describe('logs', () => {
     const all = JSON.stringify(lines);
     for (const delivery of [a, b, c]) expect(all).not.toContain(delivery.receipt);
   });
+
+  it.each(['memory:', 'sqlite'])(
+    'logs a nack that asked for a requeue as dead-lettered when its delivery was the last (R13), on %s',
+    async (storage) => {
+      const { lines, logger } = capture();
+      const dir = mkdtempSync(join(tmpdir(), 'leaseq-nack-log-'));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+      const url = storage === 'sqlite' ? `sqlite:${join(dir, 'q.db')}` : storage;
+      server = await startTestServer({ logger, url });
+      const api = (path: string, body: unknown, method = 'POST') =>
+        call((server as TestServer).baseUrl, method, path, { body });
+      await api('/v1/queues/dlq', {}, 'PUT');
+      await api('/v1/queues/once', { maxDeliveries: 1 }, 'PUT');
+      await api('/v1/queues/moved', { maxDeliveries: 1, deadLetterQueue: 'dlq' }, 'PUT');
+      await api('/v1/queues/twice', { maxDeliveries: 2 }, 'PUT');
+      const receipts: Record<string, string> = {};
+      for (const name of ['once', 'moved', 'twice']) {
+        await api(`/v1/queues/${name}/jobs`, { id: name });
+        receipts[name] = (await api(`/v1/queues/${name}/receive`, {})).body.deliveries[0].receipt;
+      }
+      // The single route, and an operation batch (what the remote client and `leaseq nack` send).
+      await api('/v1/queues/once/nack', { receipt: receipts.once });
+      await api('/v1/queues/moved/operations', {
+        operations: [{ type: 'nack', receipt: receipts.moved }],
+      });
+      await api('/v1/queues/twice/operations', {
+        operations: [{ type: 'nack', receipt: receipts.twice }],
+      });
+      const nacks = lines
+        .filter((line) => line.jobId !== undefined && line.msg !== 'delivered')
+        .map(({ msg, queue, jobId, reason, deadLetterQueue }) => ({
+          msg,
+          queue,
+          jobId,
+          reason,
+          deadLetterQueue,
+        }));
+      expect(nacks).toEqual([
+        { msg: 'dead-lettered', queue: 'once', jobId: 'once', reason: 'max-deliveries' },
+        {
+          msg: 'dead-lettered',
+          queue: 'moved',
+          jobId: 'moved',
+          reason: 'max-deliveries',
+          deadLetterQueue: 'dlq',
+        },
+        { msg: 'requeued', queue: 'twice', jobId: 'twice' },
+      ]);
+    },
+  );
 
   it('logs internal errors in full but tells the client only "internal error"', async () => {
     const { lines, logger } = capture();

@@ -3,7 +3,7 @@ import type { Queue } from '../../broker/index.js';
 import { build, type Delivery, type NackOptions } from '../../core/index.js';
 import { deliveryToWire } from '../../wire/index.js';
 import { type ErrorBody, mapError } from '../errors.js';
-import { nackOutcome } from '../operation-runner.js';
+import { nackFate, type QueueLookup } from '../operation-runner.js';
 import type { ReceiptClaim } from '../receipts.js';
 import { type RouteSpec, route, type Services } from '../route.js';
 import { arrayOf, errorBody, type JsonSchema, object, queueParams } from '../schemas.js';
@@ -133,7 +133,7 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
       async handle({ params, body, log }) {
         const queue = await queues.existing(params.name);
         const claim = receipts.verify(queue.name, body.receipt);
-        return { nacked: await nackOne(queue, claim, body, log) };
+        return { nacked: await nackOne(queue, queues, claim, body, log) };
       },
     }),
     route<{ entries: NackEntry[] }>({
@@ -158,7 +158,7 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
         for (const [index, claim] of claims.entries()) {
           results.push(
             await perEntry(log, async () => ({
-              nacked: await nackOne(queue, claim, body.entries[index] as NackEntry, log),
+              nacked: await nackOne(queue, queues, claim, body.entries[index] as NackEntry, log),
             })),
           );
         }
@@ -220,14 +220,15 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
 
 async function nackOne(
   queue: Queue,
+  queues: QueueLookup,
   claim: ReceiptClaim,
   options: NackOptions,
   log: FastifyBaseLogger,
 ): Promise<boolean> {
   const { requeue, delay, reason, attempted } = options;
   const nacked = await queue.nack(claim.token, { requeue, delay, reason, attempted });
-  const outcome = nackOutcome(nacked, options);
-  logOutcome(log, queue, claim, outcome, requeue === false ? { reason: reason ?? 'rejected' } : {});
+  const fate = await nackFate(log, queue, queues, { ...options, ...claim }, nacked);
+  logOutcome(log, queue, claim, fate.msg, fate.fields);
   return nacked;
 }
 

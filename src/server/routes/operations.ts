@@ -33,7 +33,7 @@ export function operationRoutes(services: Services): RouteSpec[] {
       async handle({ params, body, principal, log }) {
         const queue = await queues.existing(params.name);
         const results = await runOperations(
-          { queue, principal, receipts, limits, log },
+          { queue, principal, receipts, limits, log, queues },
           body.operations,
         );
         return { results };

@@ -188,7 +188,14 @@ export class StreamConnection {
         );
       }
       const results = await runOperations(
-        { queue, principal, receipts: services.receipts, limits: services.limits, log },
+        {
+          queue,
+          principal,
+          receipts: services.receipts,
+          limits: services.limits,
+          log,
+          queues: services.queues,
+        },
         frame.operations,
         ({ operation, outcome }) => this.observe(queue, operation, outcome),
         (operations) => this.refill(queue, operations, sent),
