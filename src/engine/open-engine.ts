@@ -39,11 +39,23 @@ export async function openEngine(
 /**
  * What is wrong with a storage URL as written, before anything is opened (the server's
  * configuration check says it with the other settings): undefined when its form is right.
+ * `servers: false` is for a server's own storage, which cannot be another server.
  */
-export function storageUrlProblem(url: unknown): string | undefined {
+export function storageUrlProblem(
+  url: unknown,
+  { servers = true }: { servers?: boolean } = {},
+): string | undefined {
   if (typeof url !== 'string') return `a storage URL must be a string, got ${typeof url}`;
-  const forms = 'use memory:, sqlite:path/to.db, postgres://… or a server http(s)://…';
-  if (url === 'memory:' || /^https?:\/\/./i.test(url)) return undefined;
+  const engines = 'memory:, sqlite:path/to.db';
+  const forms = servers
+    ? `use ${engines}, postgres://… or a server http(s)://…`
+    : `use ${engines} or postgres://…`;
+  if (/^https?:\/\/./i.test(url)) {
+    return servers
+      ? undefined
+      : `storage URL ${JSON.stringify(redactUrl(url))} names a leaseq server, and a server cannot store in another server: ${forms}`;
+  }
+  if (url === 'memory:') return undefined;
   if (url.startsWith('sqlite://')) {
     // Not a path: `sqlite://x.db` would be /x.db, at the root of the file system.
     return `storage URL ${JSON.stringify(url)}: a SQLite URL is sqlite: and a path (sqlite:./x.db, sqlite:/abs/x.db), without //`;

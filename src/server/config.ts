@@ -243,7 +243,7 @@ function parseValue(kind: Kind, raw: unknown, fromText: boolean): Parsed {
     case 'keys':
       return parseKeys(raw, fromText);
     case 'storage': {
-      const wrong = storageUrlProblem(raw);
+      const wrong = storageUrlProblem(raw, { servers: false });
       return wrong === undefined ? ok(raw) : problem(wrong);
     }
   }

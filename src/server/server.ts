@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import type { Broker, Clock } from '../broker/index.js';
-import { redactUrl } from '../engine/index.js';
+import { ValidationError } from '../core/index.js';
+import { redactUrl, storageUrlProblem } from '../engine/index.js';
 import { open } from '../open.js';
 import { createApp } from './app.js';
 import type { ServerConfig } from './config.js';
@@ -53,6 +54,13 @@ export async function startServer(
     { level: config.logLevel, base: { service: 'leaseq' } },
     new LogBlocks(options.logDestination ?? pino.destination({ sync: true }), LOG_BLOCK_BYTES),
   );
+  // Checked here too for a config not made by loadConfig: open() would take a server's URL
+  // as a client's and then refuse `durability`, an option nobody gave.
+  const wrong =
+    options.broker === undefined
+      ? storageUrlProblem(config.storage, { servers: false })
+      : undefined;
+  if (wrong !== undefined) throw new ValidationError(`storage: ${wrong}`);
   const broker =
     options.broker ??
     (await open(config.storage, {

@@ -652,6 +652,17 @@ describe('serve', () => {
         '',
       ].join('\n'),
     );
+    // A server's storage cannot be another server: named as a setting, not as an option of open.
+    for (const [args, env] of [
+      [['serve', '--storage', 'http://127.0.0.1:7700'], {}],
+      [['serve'], { LEASEQ_STORAGE: 'https://queues.example' }],
+    ] as const) {
+      const remote = await leaseq([...args], { env });
+      expect(remote.code).toBe(2);
+      expect(remote.stderr).toContain('  - storage: storage URL "http');
+      expect(remote.stderr).toContain('a server cannot store in another server');
+      expect(remote.stderr).not.toContain('durability');
+    }
     const file = join(dir, 'missing.json');
     expect(await leaseq(['serve', '--config', file])).toMatchObject({
       code: 2,

@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../src/core/index.js';
-import { DEFAULT_CONFIG, envName, flagName, loadConfig, SETTINGS } from '../../src/server/index.js';
+import {
+  DEFAULT_CONFIG,
+  envName,
+  flagName,
+  loadConfig,
+  SETTINGS,
+  startServer,
+} from '../../src/server/index.js';
 
 function problems(run: () => unknown): readonly string[] {
   try {
@@ -54,7 +61,7 @@ describe('loadConfig', () => {
     expect(found).toEqual([
       'unknown setting "prot" in conf.json',
       'port: must be an integer from 0 to 65535, got "7700" (from conf.json)',
-      'storage: unsupported storage URL "": use memory:, sqlite:path/to.db, postgres://… or a server http(s)://… (from --storage)',
+      'storage: unsupported storage URL "": use memory:, sqlite:path/to.db or postgres://… (from --storage)',
       'receiptSecret: must be a string of at least 32 characters (from LEASEQ_RECEIPT_SECRET)',
       'logLevel: must be one of fatal, error, warn, info, debug, trace, silent, got "loud" (from LEASEQ_LOG_LEVEL)',
       'maxBatch: must be an integer from 1 to 10000, got "1.5" (from --max-batch)',
@@ -66,17 +73,33 @@ describe('loadConfig', () => {
     const storage = (value: string) =>
       problems(() => loadConfig({ env: { LEASEQ_STORAGE: value } }));
     expect(storage('memroy:')).toEqual([
-      'storage: unsupported storage URL "memroy:": use memory:, sqlite:path/to.db, postgres://… or a server http(s)://… (from LEASEQ_STORAGE)',
+      'storage: unsupported storage URL "memroy:": use memory:, sqlite:path/to.db or postgres://… (from LEASEQ_STORAGE)',
     ]);
+    // A server stores in an engine, never in another server.
+    expect(storage('http://h:7700')).toEqual([
+      'storage: storage URL "http://h:7700" names a leaseq server, and a server cannot store in another server: use memory:, sqlite:path/to.db or postgres://… (from LEASEQ_STORAGE)',
+    ]);
+    expect(storage('HTTPS://u:secret@h')[0]).toContain('"HTTPS://u:***@h" names a leaseq server');
     expect(storage('sqlite:')[0]).toContain('sqlite: needs a file path');
     // sqlite://x.db would be /x.db, at the root of the file system.
     expect(storage('sqlite://x.db')[0]).toContain('a SQLite URL is sqlite: and a path');
     expect(storage('postgres://user:secret@h:99999/db')).toEqual([
       'storage: storage URL "postgres://user:***@h:99999/db" is not a valid URL (host, port 1 to 65535, database) (from LEASEQ_STORAGE)',
     ]);
-    for (const good of ['memory:', 'sqlite:./x.db', 'postgres://u@h:5432/db', 'http://h:7700']) {
+    for (const good of ['memory:', 'sqlite:./x.db', 'postgres://u@h:5432/db']) {
       expect(loadConfig({ env: { LEASEQ_STORAGE: good } }).storage).toBe(good);
     }
+  });
+
+  it('refuses a server as the storage in startServer too, naming the setting', async () => {
+    await expect(
+      startServer({ ...DEFAULT_CONFIG, storage: 'http://h:7700', port: 0 }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining(
+        'storage: storage URL "http://h:7700" names a leaseq server',
+      ),
+    });
   });
 
   it('refuses a config file that is not a JSON object', () => {
