@@ -1,4 +1,5 @@
-import { ValidationError } from '../core/index.js';
+import type { Queue } from '../broker/index.js';
+import { DEFAULT_QUEUE_OPTIONS, ValidationError } from '../core/index.js';
 import { ServerError } from './errors.js';
 
 /** The server's limits. Sizes in bytes, times in milliseconds. */
@@ -142,4 +143,31 @@ export function checkPayloadSize(payload: unknown, limit: number, where: string)
       `${where} is ${bytes} bytes of JSON; the limit is ${limit}`,
     );
   }
+}
+
+/**
+ * A queue this server creates has a lease (its visibility) no longer than a request may ask
+ * for: a queue created without one would have the default, refused when that is above the limit
+ * rather than made shorter unasked.
+ */
+export function checkDefaultVisibility(visibility: number | undefined, limits: Limits): void {
+  const lease = DEFAULT_QUEUE_OPTIONS.visibility;
+  if (visibility !== undefined || lease <= limits.maxVisibilityMs) return;
+  throw new ValidationError(
+    `visibility: a queue created without one gets the default of ${lease} ms, above this server's maxVisibilityMs of ${limits.maxVisibilityMs}; give the queue a visibility of at most ${limits.maxVisibilityMs}`,
+  );
+}
+
+/**
+ * A receive that names no visibility gets its queue's, which is held to the limit as a
+ * visibility it named would be: a queue made elsewhere (in-process, by a server of a higher
+ * limit, before the limit was lowered) may have a longer one. Refused, not shortened, so that
+ * no consumer holds a lease shorter than its queue says without being told.
+ */
+export async function checkQueueVisibility(queue: Queue, limits: Limits): Promise<void> {
+  const { visibility } = await queue.options();
+  if (visibility <= limits.maxVisibilityMs) return;
+  throw new ValidationError(
+    `visibility: queue ${queue.name} leases for ${visibility} ms when a receive names no visibility, above this server's maxVisibilityMs of ${limits.maxVisibilityMs}; name a visibility of at most ${limits.maxVisibilityMs}, or lower the queue's`,
+  );
 }

@@ -12,7 +12,7 @@ import {
 import { operationFromWire, outcomeToWire, type WireOutcome } from '../wire/index.js';
 import { type Action, authorize, type Principal } from './auth.js';
 import { mapError } from './errors.js';
-import { checkPayloadSize, type Limits } from './limits.js';
+import { checkPayloadSize, checkQueueVisibility, type Limits } from './limits.js';
 import type { Receipts } from './receipts.js';
 
 /** The right each operation needs on its queue (`see`: any right at all). */
@@ -77,7 +77,7 @@ export async function runOperations(
     sessionId: wire.sessionId,
   };
   const results: WireOutcome[] = new Array(inputs.length);
-  const parsed: { index: number; operation: Operation }[] = [];
+  let parsed: { index: number; operation: Operation }[] = [];
   inputs.forEach((input, index) => {
     try {
       const operation = operationFromWire(input, verifier);
@@ -88,6 +88,17 @@ export async function runOperations(
       results[index] = refused(error, log);
     }
   });
+  // A reserve naming no visibility takes the queue's lease, held to the same limit (one read).
+  if (parsed.some(({ operation }) => defaultLease(operation))) {
+    try {
+      await checkQueueVisibility(queue, limits);
+    } catch (error) {
+      for (const { index, operation } of parsed) {
+        if (defaultLease(operation)) results[index] = refused(error, log);
+      }
+      parsed = parsed.filter(({ operation }) => !defaultLease(operation));
+    }
+  }
   const operations = parsed.map((entry) => entry.operation);
   const running = operations.length === 0 ? undefined : queue.execute(operations);
   if (running !== undefined) submitted?.(operations);
@@ -112,6 +123,11 @@ export async function runOperations(
       : refused(outcome.error, log);
   });
   return results;
+}
+
+/** A reserve that takes its queue's lease. */
+function defaultLease(operation: Operation): boolean {
+  return operation.type === 'reserve' && operation.visibility === undefined;
 }
 
 export function authorizeOperation(

@@ -21,10 +21,16 @@ export class QueueDirectory {
     return this.remember(await this.broker.queue(name));
   }
 
+  /** Whether the queue exists (opened here, or in the storage). */
+  async exists(name: string): Promise<boolean> {
+    return (
+      this.open.has(name) || (await this.broker.listQueues()).some((info) => info.name === name)
+    );
+  }
+
   /** Opens the queue, creating it when missing; `created` says which. */
   async create(name: string, options: QueueOptions): Promise<{ queue: Queue; created: boolean }> {
-    const existed =
-      this.open.has(name) || (await this.broker.listQueues()).some((info) => info.name === name);
+    const existed = await this.exists(name);
     const queue = await this.broker.queue(name, options);
     return { queue: this.remember(queue), created: !existed };
   }

@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FrameClient } from '../stream/frames.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 
 let server: TestServer;
@@ -116,6 +117,57 @@ describe('batches', () => {
     });
     expect(reserve.body.results[0].error.message).toBe('max must be at most 3, got 4');
     expect((await (await server.broker.queue('b')).inspect()).ready).toEqual(['1', '2', '3']);
+  });
+});
+
+describe("maxVisibilityMs and a queue's own lease", () => {
+  it('refuses to create a queue whose default lease is above it, and any receive of a longer lease', async () => {
+    const short = await startTestServer({ limits: { maxVisibilityMs: 1000 } });
+    const at = (method: string, path: string, body?: unknown) =>
+      call(short.baseUrl, method, path, body === undefined ? {} : { body });
+    try {
+      const unnamed = await at('PUT', '/v1/queues/plain', {});
+      expect(unnamed.status).toBe(400);
+      expect(unnamed.body.error).toEqual({
+        code: 'INVALID_ARGUMENT',
+        message:
+          "visibility: a queue created without one gets the default of 30000 ms, above this server's maxVisibilityMs of 1000; give the queue a visibility of at most 1000",
+      });
+      expect((await at('PUT', '/v1/queues/plain', { visibility: 5000 })).status).toBe(400);
+      expect((await short.broker.listQueues()).map((info) => info.name)).toEqual([]);
+      expect((await at('PUT', '/v1/queues/plain', { visibility: 1000 })).status).toBe(201);
+
+      // A queue made elsewhere with a longer lease: opened as it is, but no receive gets it.
+      await (await short.broker.queue('long', { visibility: 30_000 })).publish({ id: 'j' });
+      expect((await at('PUT', '/v1/queues/long', {})).status).toBe(200);
+      const receive = await at('POST', '/v1/queues/long/receive', {});
+      expect(receive.status).toBe(400);
+      expect(receive.body.error.message).toBe(
+        "visibility: queue long leases for 30000 ms when a receive names no visibility, above this server's maxVisibilityMs of 1000; name a visibility of at most 1000, or lower the queue's",
+      );
+      const operations = await at('POST', '/v1/queues/long/operations', {
+        operations: [{ type: 'reserve' }, { type: 'stats' }],
+      });
+      expect(operations.body.results[0]).toMatchObject({
+        ok: false,
+        error: { code: 'INVALID_ARGUMENT', message: receive.body.error.message },
+      });
+      expect(operations.body.results[1]).toMatchObject({ ok: true, value: { active: 0 } });
+      const client = await FrameClient.open(short.baseUrl);
+      try {
+        expect(
+          await client.request({ type: 'subscribe', id: 1, queue: 'long', prefetch: 1 }),
+        ).toMatchObject({ type: 'error', error: { message: receive.body.error.message } });
+      } finally {
+        await client.close();
+      }
+      expect((await (await short.broker.queue('long')).stats()).active).toBe(0);
+      // Naming a lease within the limit works as ever.
+      const named = await at('POST', '/v1/queues/long/receive', { visibility: 1000 });
+      expect(named.body.deliveries.map((d: { id: string }) => d.id)).toEqual(['j']);
+    } finally {
+      await short.close();
+    }
   });
 });
 

@@ -3,6 +3,7 @@ import type { Queue } from '../../broker/index.js';
 import { build, type Delivery, type NackOptions } from '../../core/index.js';
 import { deliveryToWire } from '../../wire/index.js';
 import { type ErrorBody, mapError } from '../errors.js';
+import { checkQueueVisibility } from '../limits.js';
 import { nackFate, type QueueLookup } from '../operation-runner.js';
 import type { ReceiptClaim } from '../receipts.js';
 import { type RouteSpec, route, type Services } from '../route.js';
@@ -31,7 +32,7 @@ interface ExtendEntry {
 type EntryResult<T> = T | ErrorBody;
 
 export function deliveryRoutes(services: Services): RouteSpec[] {
-  const { queues, schemas, receipts, longPolls } = services;
+  const { queues, schemas, receipts, longPolls, limits } = services;
   const entryError = (errorBody.properties as { error: JsonSchema }).error;
   const verifyAll = (queue: string, list: readonly string[]) =>
     list.map((receipt) => receipts.verify(queue, receipt));
@@ -49,6 +50,7 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
       response: object({ deliveries: arrayOf(schemas.delivery) }, ['deliveries']),
       async handle({ params, body, signal, clientGone, log }) {
         const queue = await queues.existing(params.name);
+        if (body.visibility === undefined) await checkQueueVisibility(queue, limits);
         const { session, wait = 0, ...reserve } = body;
         const signer = receipts.forQueue(queue.name);
         const sessionId =

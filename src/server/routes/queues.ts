@@ -1,5 +1,6 @@
 import type { QueueOptions, ResolvedQueueOptions } from '../../core/index.js';
 import { boundsFromWire, boundsToWire } from '../../wire/index.js';
+import { checkDefaultVisibility } from '../limits.js';
 import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
 import { arrayOf, object, queueName, queueParams } from '../schemas.js';
 
@@ -9,7 +10,7 @@ type WireQueueOptions = { [K in keyof QueueOptions]: QueueOptions[K] | null };
 const TAG = 'queues';
 
 export function queueRoutes(services: Services): RouteSpec[] {
-  const { broker, queues, schemas } = services;
+  const { broker, queues, schemas, limits } = services;
   const queueView = object({ name: queueName, options: schemas.queueOptionsOut }, [
     'name',
     'options',
@@ -50,7 +51,12 @@ export function queueRoutes(services: Services): RouteSpec[] {
       ),
       statuses: [201, 200],
       async handle({ params, body, reply }) {
-        const { queue, created } = await queues.create(params.name, boundsFromWire(body));
+        const options = boundsFromWire(body);
+        // An existing queue keeps the lease it has; only a new one would take the default.
+        if (options.visibility === undefined && !(await queues.exists(params.name))) {
+          checkDefaultVisibility(undefined, limits);
+        }
+        const { queue, created } = await queues.create(params.name, options);
         reply.status(created ? 201 : 200);
         return { ...view(queue.name, await queue.options()), created };
       },

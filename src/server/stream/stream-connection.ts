@@ -23,7 +23,7 @@ import {
 import type { Principal } from '../auth.js';
 import { authorize, authorizeAny } from '../auth.js';
 import { ServerError } from '../errors.js';
-import { checkJsonBody } from '../limits.js';
+import { checkJsonBody, checkQueueVisibility } from '../limits.js';
 import type { StreamEndReason } from '../metrics.js';
 import { refused, runOperations } from '../operation-runner.js';
 import type { Services } from '../route.js';
@@ -316,6 +316,7 @@ export class StreamConnection {
       this.opening.add(frame.id);
       claimed = true;
       const queue = await services.queues.existing(frame.queue);
+      if (frame.visibility === undefined) await checkQueueVisibility(queue, limits);
       const session =
         frame.session === undefined ? undefined : receipts.verifySession(queue.name, frame.session);
       const subscription = new Subscription(
