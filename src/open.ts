@@ -2,6 +2,7 @@ import { type Broker, type BrokerOptions, EngineBroker, SystemClock } from './br
 import type { RemoteOptions } from './client/remote-broker.js';
 import { ValidationError } from './core/index.js';
 import { show } from './core/validate.js';
+import { checkEngineOptions } from './engine/engine-options.js';
 import { type EngineOptions, openEngine } from './engine/open-engine.js';
 
 export interface OpenOptions extends BrokerOptions, EngineOptions, RemoteOptions {}
@@ -51,6 +52,17 @@ function checkOpenOptions(options: unknown, server: boolean): void {
   if (issues.length > 0) throw new ValidationError(issues);
 }
 
+function checkClock(clock: unknown): void {
+  if (clock === undefined) return;
+  const { now, sleep } = (typeof clock === 'object' && clock !== null ? clock : {}) as Record<
+    string,
+    unknown
+  >;
+  if (typeof now !== 'function' || typeof sleep !== 'function') {
+    throw new ValidationError(`clock must be a Clock (now() and sleep()), got ${show(clock)}`);
+  }
+}
+
 /**
  * Opens a Broker over the storage a URL names (see `openEngine`): `memory:`,
  * `sqlite:path/to.db` (default `sqlite:./data/leaseq.db`) or `postgres://…`; or over a leaseq
@@ -64,6 +76,9 @@ export async function open(url?: string, options: OpenOptions = {}): Promise<Bro
     return openRemote(url, options);
   }
   const { clock, ...engineOptions } = options;
+  // Every option is checked before the storage is opened: a bad one creates no database.
+  checkClock(clock);
+  checkEngineOptions(engineOptions);
   // Several processes may share the storage: a call never fails because another committed first.
   const engine = await openEngine(url, { clockMode: 'follow', ...engineOptions });
   if (clock !== undefined) return new EngineBroker(engine, { clock });

@@ -25,3 +25,20 @@ export function checkClockMode(mode: unknown): 'strict' | 'follow' {
   if (mode === 'follow') return 'follow';
   throw new ValidationError(`clockMode must be 'strict' or 'follow', got ${JSON.stringify(mode)}`);
 }
+
+/**
+ * Checks every option before anything is opened: a bad one must be refused before a database
+ * file is created or a schema migrated, not after.
+ */
+export function checkEngineOptions(options: EngineOptions): void {
+  const { durability, busyTimeoutMs, clockMode } = options;
+  if (durability !== undefined && durability !== 'fsync' && durability !== 'os') {
+    throw new ValidationError(
+      `durability must be 'fsync' or 'os', got ${JSON.stringify(durability)}`,
+    );
+  }
+  if (busyTimeoutMs !== undefined && (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0)) {
+    throw new ValidationError(`busyTimeoutMs must be an integer ≥ 0, got ${String(busyTimeoutMs)}`);
+  }
+  checkClockMode(clockMode);
+}

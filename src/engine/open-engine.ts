@@ -1,6 +1,6 @@
 import { UnsupportedError, ValidationError } from '../core/index.js';
 import type { Engine } from './engine.js';
-import { type EngineOptions, redactUrl } from './engine-options.js';
+import { checkEngineOptions, type EngineOptions, redactUrl } from './engine-options.js';
 import { MemoryEngine } from './memory/memory-engine.js';
 
 /** Where the embedded default keeps its data. */
@@ -18,6 +18,7 @@ export async function openEngine(
   if (problem !== undefined || /^https?:\/\//i.test(url)) {
     throw new ValidationError(problem ?? `${redactUrl(url)} is a server: open it with open(url)`);
   }
+  checkEngineOptions(options);
   if (url === 'memory:') return new MemoryEngine();
   if (url.startsWith('sqlite:')) {
     const { openSqliteEngine } = await loadDriver(

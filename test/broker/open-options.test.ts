@@ -36,6 +36,20 @@ describe('open(url, options): every option is one open reads for that URL', () =
     expect(readdirSync(dir)).toEqual([]);
   });
 
+  it('a bad value of any storage option is refused before the database is created', async () => {
+    const file = join(dir, 'bad-value.db');
+    for (const [options, issue] of [
+      [{ clockMode: 'bogus' }, "clockMode must be 'strict' or 'follow', got \"bogus\""],
+      [{ durability: 'always' }, "durability must be 'fsync' or 'os', got \"always\""],
+      [{ busyTimeoutMs: -1 }, 'busyTimeoutMs must be an integer ≥ 0, got -1'],
+      [{ clock: 1 }, 'clock must be a Clock (now() and sleep()), got 1'],
+    ] as const) {
+      expect((await refusal(`sqlite:${file}`, options)).message).toBe(issue);
+    }
+    await refusal('memory:', { clockMode: 'bogus' });
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
   it('an option of the other kind of URL is refused: a server keeps its own storage settings', async () => {
     expect((await refusal('memory:', { apiKey: 'k', transport: 'http' })).issues).toEqual([
       'option apiKey applies to a server URL (http://…), not to storage',

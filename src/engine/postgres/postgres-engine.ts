@@ -1,7 +1,12 @@
 import pg from 'pg';
 import { LeaseqError, StorageUnavailableError } from '../../core/index.js';
 import type { Engine } from '../engine.js';
-import { checkClockMode, type EngineOptions, redactUrl } from '../engine-options.js';
+import {
+  checkClockMode,
+  checkEngineOptions,
+  type EngineOptions,
+  redactUrl,
+} from '../engine-options.js';
 import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
@@ -46,6 +51,7 @@ export async function openPostgresEngine(
   url: string,
   options: EngineOptions = {},
 ): Promise<Engine> {
+  checkEngineOptions(options);
   const target = redactUrl(url);
   const pool = new pg.Pool({ connectionString: url, types, max: 4, connectionTimeoutMillis: 5000 });
   pool.on('error', () => undefined); // an idle client's failure surfaces on its next use

@@ -1,14 +1,9 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import {
-  LeaseqError,
-  StorageLockedError,
-  StorageUnavailableError,
-  ValidationError,
-} from '../../core/index.js';
+import { LeaseqError, StorageLockedError, StorageUnavailableError } from '../../core/index.js';
 import type { Engine } from '../engine.js';
-import { checkClockMode, type EngineOptions } from '../engine-options.js';
+import { checkClockMode, checkEngineOptions, type EngineOptions } from '../engine-options.js';
 import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
@@ -36,16 +31,9 @@ const DEFAULT_BUSY_TIMEOUT_MS = 5000;
  * crash, not power loss).
  */
 export async function openSqliteEngine(path: string, options: EngineOptions = {}): Promise<Engine> {
+  checkEngineOptions(options);
   const durability = options.durability ?? 'fsync';
-  if (durability !== 'fsync' && durability !== 'os') {
-    throw new ValidationError(
-      `durability must be 'fsync' or 'os', got ${JSON.stringify(durability)}`,
-    );
-  }
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
-  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
-    throw new ValidationError(`busyTimeoutMs must be an integer ≥ 0, got ${String(busyTimeoutMs)}`);
-  }
   const target = `sqlite:${path}`;
   const db = openDatabase(path, target, busyTimeoutMs);
   try {
