@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { ValidationError } from '../core/index.js';
-import { DEFAULT_URL, storageUrlProblem } from '../engine/index.js';
+import { DEFAULT_URL, redactUrl, storageUrlProblem } from '../engine/index.js';
 import { ACTIONS, type ApiKeyConfig } from './auth.js';
 import { DEFAULT_LIMITS, type Limits } from './limits.js';
 
@@ -45,7 +45,9 @@ type Kind =
   | { type: 'enum'; values: readonly string[] }
   | { type: 'boolean' }
   | { type: 'keys' }
-  | { type: 'storage' };
+  | { type: 'storage' }
+  | { type: 'pattern'; pattern: RegExp; form: string }
+  | { type: 'baseUrl' };
 
 interface Setting {
   name: keyof ServerConfig;
@@ -106,11 +108,24 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'sqs', kind: { type: 'enum', values: ['off', 'on'] }, help: 'the SQS endpoint' },
   {
     name: 'sqsBaseUrl',
-    kind: { type: 'string', minLength: 1 },
+    kind: { type: 'baseUrl' },
     help: 'start of SQS QueueUrls (none: from the Host header)',
   },
-  { name: 'sqsRegion', kind: { type: 'string', minLength: 1 }, help: 'region in SQS ARNs' },
-  { name: 'sqsAccountId', kind: { type: 'string', minLength: 1 }, help: 'account id in SQS URLs' },
+  // The forms SDKs expect in QueueUrls and ARNs: a region as AWS writes them, 12 digits.
+  {
+    name: 'sqsRegion',
+    kind: {
+      type: 'pattern',
+      pattern: /^[a-z]{2}(-[a-z]+)+-\d+$/,
+      form: 'a region such as us-east-1',
+    },
+    help: 'region in SQS ARNs',
+  },
+  {
+    name: 'sqsAccountId',
+    kind: { type: 'pattern', pattern: /^\d{12}$/, form: 'an account id of 12 digits' },
+    help: 'account id in SQS URLs',
+  },
   {
     name: 'sqsStaleReceipts',
     kind: { type: 'enum', values: ['refuse', 'ignore'] },
@@ -246,7 +261,32 @@ function parseValue(kind: Kind, raw: unknown, fromText: boolean): Parsed {
       const wrong = storageUrlProblem(raw, { servers: false });
       return wrong === undefined ? ok(raw) : problem(wrong);
     }
+    case 'pattern':
+      return typeof raw === 'string' && kind.pattern.test(raw)
+        ? ok(raw)
+        : problem(`must be ${kind.form}, got ${show(raw)}`);
+    case 'baseUrl':
+      return baseUrlProblem(raw);
   }
+}
+
+/** QueueUrls are this and `/sqs/<account>/<name>`: an http(s) origin, maybe with a path. */
+function baseUrlProblem(raw: unknown): Parsed {
+  const url = typeof raw === 'string' && URL.canParse(raw) ? new URL(raw) : undefined;
+  const fits =
+    url !== undefined &&
+    (url.protocol === 'http:' || url.protocol === 'https:') &&
+    url.host !== '' &&
+    url.username === '' &&
+    url.password === '' &&
+    url.search === '' &&
+    url.hash === '' &&
+    !(raw as string).endsWith('/');
+  return fits
+    ? ok(raw)
+    : problem(
+        `must be an http(s) URL without a query, fragment, credentials or trailing /, e.g. https://queues.example.com, got ${show(typeof raw === 'string' ? redactUrl(raw) : raw)}`,
+      );
 }
 
 function parseKeys(raw: unknown, fromText: boolean): Parsed {

@@ -663,6 +663,14 @@ describe('serve', () => {
       expect(remote.stderr).toContain('a server cannot store in another server');
       expect(remote.stderr).not.toContain('durability');
     }
+    const sqs = await leaseq(
+      ['serve', '--sqs-base-url', 'not a url', '--sqs-account-id', 'x y', '--sqs-region', ' '],
+      { env: {} },
+    );
+    expect(sqs.code).toBe(2);
+    for (const setting of ['sqsBaseUrl', 'sqsRegion', 'sqsAccountId']) {
+      expect(sqs.stderr).toContain(`  - ${setting}: must be`);
+    }
     const file = join(dir, 'missing.json');
     expect(await leaseq(['serve', '--config', file])).toMatchObject({
       code: 2,

@@ -102,6 +102,46 @@ describe('loadConfig', () => {
     });
   });
 
+  it('checks the SQS settings in the forms SQS uses, whether or not SQS is on', () => {
+    expect(
+      problems(() =>
+        loadConfig({
+          flags: { sqsBaseUrl: 'not a url', sqsAccountId: 'x y', sqsRegion: ' ' },
+        }),
+      ),
+    ).toEqual([
+      'sqsBaseUrl: must be an http(s) URL without a query, fragment, credentials or trailing /, e.g. https://queues.example.com, got "not a url" (from --sqs-base-url)',
+      'sqsRegion: must be a region such as us-east-1, got " " (from --sqs-region)',
+      'sqsAccountId: must be an account id of 12 digits, got "x y" (from --sqs-account-id)',
+    ]);
+    for (const base of ['ftp://h', 'https://h/', 'https://h?x=1', 'https://u:p@h']) {
+      expect(problems(() => loadConfig({ env: { LEASEQ_SQS_BASE_URL: base } }))).toHaveLength(1);
+    }
+    expect(
+      problems(() => loadConfig({ env: { LEASEQ_SQS_BASE_URL: 'https://u:secret@h' } }))[0],
+    ).not.toContain('secret');
+    for (const region of ['US-EAST-1', 'us-east', 'useast1']) {
+      expect(problems(() => loadConfig({ env: { LEASEQ_SQS_REGION: region } }))).toHaveLength(1);
+    }
+    expect(
+      problems(() => loadConfig({ env: { LEASEQ_SQS_ACCOUNT_ID: '12345678901' } })),
+    ).toHaveLength(1);
+    expect(
+      loadConfig({
+        flags: {
+          sqs: 'on',
+          sqsBaseUrl: 'https://queues.example.com/prefix',
+          sqsRegion: 'us-gov-west-1',
+          sqsAccountId: '123456789012',
+        },
+      }),
+    ).toMatchObject({
+      sqsBaseUrl: 'https://queues.example.com/prefix',
+      sqsRegion: 'us-gov-west-1',
+      sqsAccountId: '123456789012',
+    });
+  });
+
   it('refuses a config file that is not a JSON object', () => {
     expect(problems(() => loadConfig({ file: { path: 'x.json', text: '[1]' } }))).toEqual([
       'config file x.json must hold a JSON object',
