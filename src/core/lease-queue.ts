@@ -574,7 +574,7 @@ export class LeaseQueue {
       const job = this.ready.shift() as JobRecord;
       this.unwatchExpiry(job);
       job.deliveryCount += 1;
-      this.jobs.delete(job.id);
+      this.forget(job.id);
       this.remember(job, now);
       this.counters.deliveries += 1;
       this.counters.autoAcked += 1;
