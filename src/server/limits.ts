@@ -165,9 +165,23 @@ export function checkDefaultVisibility(visibility: number | undefined, limits: L
  * no consumer holds a lease shorter than its queue says without being told.
  */
 export async function checkQueueVisibility(queue: Queue, limits: Limits): Promise<void> {
-  const { visibility } = await queue.options();
+  const visibility = await leaseOf(queue);
   if (visibility <= limits.maxVisibilityMs) return;
   throw new ValidationError(
     `visibility: queue ${queue.name} leases for ${visibility} ms when a receive names no visibility, above this server's maxVisibilityMs of ${limits.maxVisibilityMs}; name a visibility of at most ${limits.maxVisibilityMs}, or lower the queue's`,
   );
+}
+
+/** How long a queue's lease, as last read, answers for it (a read per receive would cost a transaction). */
+const LEASE_READ_MS = 1000;
+const leases = new WeakMap<Queue, { visibility: number; readAt: number }>();
+
+/** The queue's visibility, read at most once a second per queue handle. */
+async function leaseOf(queue: Queue): Promise<number> {
+  const now = Date.now();
+  const known = leases.get(queue);
+  if (known !== undefined && now - known.readAt < LEASE_READ_MS) return known.visibility;
+  const { visibility } = await queue.options();
+  leases.set(queue, { visibility, readAt: now });
+  return visibility;
 }
