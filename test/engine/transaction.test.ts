@@ -66,6 +66,32 @@ describe.each(sqlEngines)('transactional ack on $name', (factory) => {
     await close();
   });
 
+  it('refuses a transaction used after it ended with ClosedError: nothing runs outside it', async () => {
+    const { broker, queue, name, table, close } = await setup();
+    await queue.publish({ id: 'job' });
+    const [delivery] = await queue.receive();
+    // biome-ignore lint/suspicious/noExplicitAny: the transaction kept past its function
+    let leaked: any;
+    await broker.transaction(async (tx) => {
+      leaked = tx;
+    });
+    const calls: (() => Promise<unknown>)[] = [
+      () => leaked.run(`INSERT INTO ${table} (id, amount) VALUES (?, ?)`, ['late', 1]),
+      () => leaked.query(`SELECT id FROM ${table}`),
+      () => leaked.ack(name, delivery?.token ?? 0),
+      () => leaked.publish(name, { id: 'late' }),
+      () => leaked.claimOnce('ledger', 'late'),
+    ];
+    for (const call of calls) {
+      const error = await call().catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ code: 'CLOSED' });
+      expect(String((error as Error).message)).toContain('this transaction has ended');
+    }
+    expect(await broker.transaction((tx) => tx.query(`SELECT id FROM ${table}`))).toEqual([]);
+    expect(await queue.stats()).toMatchObject({ ready: 0, active: 1 });
+    await close();
+  });
+
   it('a stale token inside the transaction returns false (R8) and the caller decides', async () => {
     const { broker, queue, clock, name, table, close } = await setup();
     await queue.publish({ id: 'debit-3' });

@@ -168,9 +168,14 @@ export class SqlEngine implements Engine {
 
   transaction<T>(work: (tx: EngineTransaction) => Promise<T>): Promise<T> {
     this.checkOpen();
-    return this.executor.submitExclusive((connection, batch) =>
-      work(new SqlTransaction(connection, batch, this.access)),
-    );
+    return this.executor.submitExclusive(async (connection, batch) => {
+      const tx = new SqlTransaction(connection, batch, this.access);
+      try {
+        return await work(tx);
+      } finally {
+        tx.end();
+      }
+    });
   }
 
   readSecret(name: string): Promise<StoredSecret> {

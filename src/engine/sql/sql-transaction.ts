@@ -1,5 +1,6 @@
 import {
   build,
+  ClosedError,
   checkQueueName,
   makesJobsReady,
   type NackOptions,
@@ -22,17 +23,38 @@ import type { SqlConnection, SqlValue } from './sql-connection.js';
  * in the same database.
  */
 export class SqlTransaction implements EngineTransaction {
+  private ended = false;
+
   constructor(
     private readonly connection: SqlConnection,
     private readonly batch: BatchContext,
     private readonly access: QueueAccess,
   ) {}
 
-  query<Row extends object>(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
+  /**
+   * Its work returned or threw: the transaction committed or rolled back, and the connection
+   * is another's now. A call kept past it (a leaked `tx`) would run outside any transaction,
+   * or inside someone else's: refused.
+   */
+  end(): void {
+    this.ended = true;
+  }
+
+  private checkOpen(): void {
+    if (this.ended) {
+      throw new ClosedError(
+        'this transaction has ended: use tx only inside the function given to transaction(), and await every call there',
+      );
+    }
+  }
+
+  async query<Row extends object>(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
+    this.checkOpen();
     return this.connection.query<Row>(sql, params);
   }
 
-  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    this.checkOpen();
     return this.connection.run(sql, params);
   }
 
@@ -50,6 +72,7 @@ export class SqlTransaction implements EngineTransaction {
 
   /** The same operations as a queue's, parsed the same way, in this transaction. */
   private async apply<O extends Operation>(queue: string, now: number, operation: O) {
+    this.checkOpen();
     checkQueueName(queue);
     const ops = await queueOps(this.access, this.connection, this.batch, queue);
     const result = (await runOperation(ops, now, operation)) as ResultOf<O>;
@@ -62,6 +85,7 @@ export class SqlTransaction implements EngineTransaction {
   }
 
   async claimOnce(consumer: string, jobId: string, now: number): Promise<boolean> {
+    this.checkOpen();
     checkInboxArguments(consumer, jobId, now);
     const changed = await this.connection.run(
       `INSERT INTO leaseq_inbox (consumer, job_id, processed_at) VALUES (?, ?, ?)
@@ -72,6 +96,7 @@ export class SqlTransaction implements EngineTransaction {
   }
 
   async pruneInbox(consumer: string, processedBefore: number): Promise<number> {
+    this.checkOpen();
     checkInboxArguments(consumer, 'x', processedBefore);
     return this.connection.run('DELETE FROM leaseq_inbox WHERE consumer = ? AND processed_at < ?', [
       consumer,
