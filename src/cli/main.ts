@@ -7,6 +7,14 @@ const stop = new AbortController();
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => stop.abort());
 }
+// A reader that went away (`leaseq dead list q | head -1`) ends the command as SIGPIPE ends
+// other programs: quietly, with the shell's code for it (128 + 13), so pipefail still sees it.
+const SIGPIPE_EXIT = 141;
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(SIGPIPE_EXIT);
+  throw error;
+});
+
 // Under npm or npx the signal may stop at the wrapper's shell: stop when the parent goes.
 const parentWatch = startedByNpm(process.env)
   ? new ParentWatch(() => stop.abort()).start()

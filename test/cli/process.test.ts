@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../server/helpers.js';
+import { call, startTestServer } from '../server/helpers.js';
 
 /** The built CLI: `npm test` builds before vitest runs. */
 const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -40,6 +40,38 @@ function waitForOutput(
 }
 
 describe('the built CLI as a real process', () => {
+  it('ends quietly with 141, as SIGPIPE would, when the reader of its output goes away', async () => {
+    const server = await startTestServer();
+    try {
+      const queue = await server.broker.queue('many');
+      await queue.publishBatch(Array.from({ length: 2000 }, (_, n) => ({ id: `job-${n}` })));
+      for (let n = 0; n < 2000; n += 100) {
+        const taken = await queue.receive({ max: 100 });
+        for (const delivery of taken) await queue.reject(delivery.token, { requeue: false });
+      }
+      // `leaseq dead list many --server … | head -c 1`: the reader leaves after one byte.
+      const cli = spawn(process.execPath, [
+        MAIN,
+        'dead',
+        'list',
+        'many',
+        '--server',
+        server.baseUrl,
+      ]);
+      child = cli;
+      let stderr = '';
+      cli.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      cli.stdout.once('data', () => cli.stdout.destroy());
+      const code = await new Promise<number | null>((resolve) => cli.on('exit', resolve));
+      expect(stderr).toBe('');
+      expect(code).toBe(141);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('prints its help: node dist/cli/main.js --help', async () => {
     const { stdout } = await run(process.execPath, [MAIN, '--help']);
     expect(stdout).toContain('usage: leaseq <command> [options]');
