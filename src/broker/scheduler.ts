@@ -21,9 +21,10 @@ export interface SchedulerOptions {
 
 /**
  * Publishes the due occurrences of the schedules stored in the engine (R25). Several schedulers
- * over one storage (processes, servers) publish each occurrence once: its job id holds its
- * time (publish is idempotent by id, R4), and the stored last occurrence moves by compare and
- * set. `runOnce()` is one pass; `start()` runs passes every `intervalMs` on the broker's Clock.
+ * over one storage (processes, servers) publish each occurrence once: the stored last
+ * occurrence moves by compare and set, and only the scheduler that moved it publishes (its job
+ * id holds its time). `runOnce()` is one pass; `start()` runs passes every `intervalMs` on the
+ * broker's Clock.
  */
 export class Scheduler {
   private readonly stopping = new AbortController();
@@ -47,11 +48,26 @@ export class Scheduler {
       const at = dueOccurrence(schedule, now);
       if (at === undefined) continue;
       const id = occurrenceId(schedule.name, at);
-      // Publish first, then record: a pass that dies between the two is repeated by the next
-      // one, and the id makes that repeat a duplicate.
-      const { duplicate } = await this.publish(schedule.queue, { id, payload: schedule.payload });
-      await this.engine.advanceSchedule(schedule.queue, schedule.name, schedule.lastAt, at);
-      published.push({ queue: schedule.queue, name: schedule.name, at, id, duplicate });
+      const input = { id, payload: schedule.payload };
+      const { queue, name, lastAt } = schedule;
+      let duplicate: boolean;
+      // Only the scheduler whose compare and set moves lastAt publishes: the id alone would not
+      // stop a second one once the first occurrence's job was acked and forgotten.
+      if (this.engine.transaction !== undefined && this.engine.capabilities.transactions) {
+        // Both in one transaction: no pass can record an occurrence and die before publishing it.
+        const result = await this.engine.transaction(async (tx) =>
+          (await tx.advanceSchedule(queue, name, lastAt, at))
+            ? tx.publish(queue, now, input)
+            : undefined,
+        );
+        if (result === undefined) continue;
+        duplicate = result.duplicate;
+      } else {
+        // One process (memory): what it records, it publishes, or it is gone with the process.
+        if (!(await this.engine.advanceSchedule(queue, name, lastAt, at))) continue;
+        ({ duplicate } = await this.publish(queue, input));
+      }
+      published.push({ queue, name, at, id, duplicate });
     }
     return published;
   }

@@ -119,6 +119,8 @@ export interface EngineTransaction {
   claimOnce(consumer: string, jobId: string, now: number): Promise<boolean>;
   /** Forgets the consumer's inbox entries processed before `processedBefore` (ms); returns how many. */
   pruneInbox(consumer: string, processedBefore: number): Promise<number>;
+  /** ScheduleStore.advanceSchedule in this transaction. */
+  advanceSchedule(queue: string, name: string, from: number | null, to: number): Promise<boolean>;
 }
 
 export interface QueueInfo {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
 import { ValidationError } from '../../src/core/index.js';
 import { useConformanceEngines } from './engines.js';
@@ -90,6 +90,29 @@ describeEngines(engines, (h) => {
         lastAt: T0 + HOUR / 2,
         nextAt: T0 + HOUR * 1.5,
       });
+    });
+
+    it('R25 a scheduler that read the schedule before another published and recorded an occurrence does not publish it again, though its job was acked', async () => {
+      const name = h.deleteAfter(h.queueName('sched'));
+      const clock = new ManualClock(T0);
+      const engine = h.engine();
+      const broker = new EngineBroker(engine, { clock });
+      const q = await broker.queue(name);
+      await q.schedule('often', 1000);
+      clock.set(T0 + 1000);
+      // The second scheduler's pass read the schedules here, before the first one's pass ran.
+      const seen = (await engine.listSchedules()).filter((schedule) => schedule.queue === name);
+      expect(await broker.scheduler().runOnce()).toHaveLength(1);
+      const [job] = await q.receive();
+      expect(await q.ack(job?.token as number)).toBe(true);
+      const late = new EngineBroker(engine, { clock }).scheduler();
+      const list = vi.spyOn(engine, 'listSchedules').mockResolvedValueOnce(seen);
+      try {
+        expect(await late.runOnce()).toEqual([]);
+      } finally {
+        list.mockRestore();
+      }
+      expect(await q.stats()).toMatchObject({ ready: 0, active: 0, acks: 1 });
     });
 
     it('R25 after downtime only the latest missed occurrence is published', async () => {

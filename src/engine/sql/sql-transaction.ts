@@ -15,6 +15,7 @@ import type { EngineTransaction } from '../engine.js';
 import type { BatchContext } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
 import { runOperation } from './run-operation.js';
+import { advanceScheduleRow } from './schedule-rows.js';
 import type { SqlConnection, SqlValue } from './sql-connection.js';
 
 /**
@@ -93,6 +94,16 @@ export class SqlTransaction implements EngineTransaction {
       [consumer, jobId, now],
     );
     return changed > 0;
+  }
+
+  async advanceSchedule(
+    queue: string,
+    name: string,
+    from: number | null,
+    to: number,
+  ): Promise<boolean> {
+    this.checkOpen();
+    return advanceScheduleRow(this.connection, queue, name, from, to);
   }
 
   async pruneInbox(consumer: string, processedBefore: number): Promise<number> {
