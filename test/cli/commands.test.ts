@@ -151,6 +151,41 @@ describe('retention and length bounds (R30, R31)', () => {
     const removed = await run(['queue', 'update', name, '--retention', 'none', '--json']);
     expect(JSON.parse(removed.stdout).options).not.toHaveProperty('retention');
     expect((await run(['queue', 'update', '--help'])).stdout).toContain('--retention none');
+    // Every option without a default value is removed by none, the dead-letter queue too.
+    const dead = fresh();
+    await run(['queue', 'create', dead]);
+    const bounded = await run([
+      'queue',
+      'update',
+      name,
+      '--prefetch',
+      '4',
+      '--max-lease',
+      '60000',
+      '--dead-letter-queue',
+      dead,
+      '--json',
+    ]);
+    expect(JSON.parse(bounded.stdout).options).toMatchObject({
+      prefetch: 4,
+      maxLease: 60000,
+      deadLetterQueue: dead,
+    });
+    const unbounded = await run([
+      'queue',
+      'update',
+      name,
+      '--prefetch',
+      'none',
+      '--max-lease',
+      'none',
+      '--dead-letter-queue',
+      'none',
+    ]);
+    expect(unbounded.stdout).toBe(
+      `updated ${name}  visibility=30000ms prefetch=unbounded maxDeliveries=10 maxLease=unbounded dedupWindow=0ms maxLength=1 overflow=dead-letter-oldest\n`,
+    );
+    expect((await run(['queue', 'create', fresh(), '--prefetch', 'none'])).code).toBe(2);
   });
 
   it('refuses bad bounds as usage errors and changes nothing', async () => {

@@ -39,11 +39,14 @@ const OVERFLOW_MODES = ['reject', 'dead-letter-oldest'] as const;
 
 /**
  * The queue options named by flags; absent flags are absent options. With `removable`
- * (update), `--retention none` and `--max-length none` remove the bound.
+ * (update), `none` removes an option that has no default value (a bound, the dead-letter queue).
  */
 function queueOptionsOf(values: Values, removable: boolean): QueueOptions {
   const bound = (flag: string): number | null | undefined =>
     removable && values[flag] === 'none' ? null : integerFlag(values, flag, 1);
+  // Unbounded is these options' default (Infinity), and `none` asks for it.
+  const unbounded = (flag: string): number | undefined =>
+    removable && values[flag] === 'none' ? Number.POSITIVE_INFINITY : integerFlag(values, flag, 1);
   const overflow = stringFlag(values, 'overflow');
   if (overflow !== undefined && !(OVERFLOW_MODES as readonly string[]).includes(overflow)) {
     throw new UsageError(
@@ -52,11 +55,14 @@ function queueOptionsOf(values: Values, removable: boolean): QueueOptions {
   }
   const options: QueueOptions = {
     visibility: integerFlag(values, 'visibility', 1),
-    prefetch: integerFlag(values, 'prefetch', 1),
+    prefetch: unbounded('prefetch'),
     maxDeliveries: integerFlag(values, 'max-deliveries', 1),
-    maxLease: integerFlag(values, 'max-lease', 1),
+    maxLease: unbounded('max-lease'),
     dedupWindow: integerFlag(values, 'dedup-window', 0),
-    deadLetterQueue: stringFlag(values, 'dead-letter-queue'),
+    deadLetterQueue:
+      removable && values['dead-letter-queue'] === 'none'
+        ? null
+        : stringFlag(values, 'dead-letter-queue'),
     retention: bound('retention'),
     maxLength: bound('max-length'),
     overflow: overflow as QueueOptions['overflow'],
@@ -96,7 +102,8 @@ export const queueUpdate: Command = {
   usage: `<name> ${OPTION_USAGE}`,
   details: [
     ...OPTION_DETAILS,
-    '--retention none and --max-length none remove the bound.',
+    '--prefetch none, --max-lease none, --dead-letter-queue none, --retention none and',
+    '--max-length none remove the option (a queue named none cannot be a dead-letter queue here).',
     'Deliveries already made keep their deadlines; a lower --max-length drops nothing until the',
     'next publish. Needs an admin key.',
   ],
