@@ -541,6 +541,16 @@ describe('dead letters', () => {
       /^d1 {2}reason=max-deliveries deliveries=1 deadAt=\S+\n {2}token 1: requeued after \d+ms\n/,
     );
     expect(JSON.parse((await run(['dead', 'list', name, '--json'])).stdout)).toHaveLength(2);
+    // Stopped by a signal before its first batch: says so, exit 1, nothing redriven.
+    const stop = new AbortController();
+    stop.abort();
+    expect(await leaseq(['dead', 'redrive', name], { env, stop: stop.signal })).toMatchObject({
+      code: 1,
+      stdout: 'redriven 0 jobs; stopped with 2 not tried\n',
+    });
+    expect(
+      await leaseq(['dead', 'redrive', name, '--json'], { env, stop: stop.signal }),
+    ).toMatchObject({ code: 1, stdout: '{"redriven":0,"stopped":true,"notTried":2}\n' });
     const redriven = await run(['dead', 'redrive', name, '--batch-size', '1', '--progress']);
     expect(redriven.stdout).toBe('redriven 2 jobs\n');
     expect(redriven.stderr).toContain('100% 2 jobs');

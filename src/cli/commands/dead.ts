@@ -28,7 +28,8 @@ export const deadRedrive: Command = {
   details: [
     'Without ids, every job dead when the command starts is redriven, in batches with a',
     'progress bar on a terminal. Each job goes to the back of ready with deliveryCount 0.',
-    'Named ids that are absent or not dead are left as they are (exit code 3).',
+    'Named ids that are absent or not dead are left as they are (exit code 3). Stopped by',
+    'SIGINT or SIGTERM, it finishes the batch in hand, says how many it did not try (exit 1).',
     '--batch-size N   ids per request without named ids (default 100)',
     '--progress       draw the progress bar even when stderr is not a terminal',
     'Needs an admin key.',
@@ -38,7 +39,7 @@ export const deadRedrive: Command = {
   async run({ values, positionals: given, context }) {
     const [name, ...named] = positionals(given, ['queue'], { rest: true }) as [string, ...string[]];
     const batchSize = integerFlag(values, 'batch-size', 1) ?? 100;
-    const { redriven, notDead } = await withClient(values, context, async (client) => {
+    const { redriven, notDead, unvisited } = await withClient(values, context, async (client) => {
       const queue = client.handle(name);
       // Named ids go one per request, so that those that were not dead can be told apart.
       const ids =
@@ -50,27 +51,35 @@ export const deadRedrive: Command = {
         values.progress === true || context.stderr.isTTY === true,
       );
       let moved = 0;
+      let done = 0;
       const left: string[] = [];
       try {
         // SIGINT or SIGTERM: stop after the batch in hand.
-        for (let start = 0; start < ids.length && !context.stop.aborted; start += step) {
-          const batch = ids.slice(start, start + step);
+        for (; done < ids.length && !context.stop.aborted; done += step) {
+          const batch = ids.slice(done, done + step);
           const count = await queue.redrive(batch);
           moved += count;
           if (named.length > 0 && count === 0) left.push(...batch);
-          bar.update(Math.min(start + step, ids.length), ids.length, `${moved} jobs`);
+          bar.update(Math.min(done + step, ids.length), ids.length, `${moved} jobs`);
         }
       } finally {
         bar.finish();
       }
-      return { redriven: moved, notDead: left };
+      return { redriven: moved, notDead: left, unvisited: Math.max(0, ids.length - done) };
     });
     if (values.json) {
-      printJson(context, named.length > 0 ? { redriven, notRedriven: notDead } : { redriven });
+      printJson(context, {
+        redriven,
+        ...(named.length > 0 ? { notRedriven: notDead } : {}),
+        ...(unvisited > 0 ? { stopped: true, notTried: unvisited } : {}),
+      });
     } else {
-      context.stdout.write(`redriven ${redriven} jobs\n`);
+      const stopped = unvisited > 0 ? `; stopped with ${unvisited} not tried` : '';
+      context.stdout.write(`redriven ${redriven} jobs${stopped}\n`);
       for (const id of notDead) context.stdout.write(`not redriven (absent or not dead) ${id}\n`);
     }
+    // Stopped by a signal before the end, as publish: a failure, what was done said above.
+    if (unvisited > 0) return EXIT.failed;
     return notDead.length > 0 ? EXIT.stale : EXIT.ok;
   },
 };
