@@ -261,6 +261,13 @@ describe('cancel (R28)', () => {
     expect(again.code).toBe(3);
     expect(JSON.parse(again.stdout)).toEqual([{ id: 'a', cancelled: false }]);
     await run(['publish', name, '--id', 'c', '{}']);
+    // An id no queue can hold among them: refused before any is cancelled.
+    const bad = await run(['cancel', name, 'c', 'x'.repeat(300)]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('INVALID_ARGUMENT');
+    expect(JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout)).toMatchObject({
+      ready: 1,
+    });
     expect((await run(['cancel', name, 'c', '--remove'])).code).toBe(0);
     expect(JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout)).toMatchObject({
       dead: 2,
@@ -299,7 +306,13 @@ describe('publish, receive, ack and nack', () => {
     const again = await run(['ack', name, receipts[0], '--json']);
     expect(again.code).toBe(3);
     expect(JSON.parse(again.stdout)).toEqual({ receipt: receipts[0], acked: false });
-    expect((await run(['nack', name, receipts[2], '--delay', '60000'])).stdout).toMatch(/^nacked /);
+    // A refused receipt among them: the others are nacked all the same, each one reported.
+    const mixed = await run(['nack', name, receipts[2], 'not-a-receipt', '--delay', '60000']);
+    expect(mixed).toMatchObject({
+      code: 1,
+      stdout: expect.stringMatching(/^nacked \S+…\n$/),
+      stderr: expect.stringMatching(/^not nacked not-a-receipt…: INVALID_RECEIPT: /),
+    });
     expect((await run(['nack', name, receipts[3], '--dead', '--reason', 'bad'])).stdout).toMatch(
       /^dead-lettered /,
     );

@@ -1,3 +1,4 @@
+import { build } from '../../core/index.js';
 import { type Command, EXIT } from '../command.js';
 import { positionals } from '../flags.js';
 import { printJson, withClient } from '../remote.js';
@@ -21,6 +22,8 @@ export const cancel: Command = {
       ...string[],
     ];
     const remove = values.remove === true;
+    // Every id checked before the first is cancelled: a bad one changes nothing.
+    for (const id of ids) build.cancel(id, { remove });
     const results = await withClient(values, context, async (client) => {
       const queue = client.handle(name);
       const answers: { id: string; cancelled: boolean }[] = [];

@@ -45,7 +45,8 @@ export const nack: Command = {
     '--reason TEXT    the dead-letter reason (default rejected)',
     'Without --dead a job goes back to the queue, or dies (reason max-deliveries) when that',
     'delivery was its last (maxDeliveries): "nacked" says it was given back, either way.',
-    'Exit code 3 when any delivery was no longer live.',
+    'Exit code 3 when any delivery was no longer live; 1 when a receipt was refused (the others',
+    'are nacked all the same, each reported).',
   ],
   options: {
     delay: { type: 'string' },
@@ -72,19 +73,37 @@ export const nack: Command = {
       ...(reason === undefined ? {} : { reason }),
       ...(values.unworked === true ? { attempted: false } : {}),
     };
+    // Each receipt on its own: one refused (not a receipt, another queue's) leaves the others'
+    // nacks done, and each is reported.
     const results = await withClient(values, context, async (client) => {
       const queue = client.handle(name);
-      const nacked: boolean[] = [];
-      for (const receipt of receipts) nacked.push(await queue.nackReceipt(receipt, options));
+      const nacked: (boolean | { code: string; message: string })[] = [];
+      for (const receipt of receipts) {
+        try {
+          nacked.push(await queue.nackReceipt(receipt, options));
+        } catch (error) {
+          const { code = 'ERROR', message = String(error) } = error as {
+            code?: string;
+            message?: string;
+          };
+          nacked.push({ code, message });
+        }
+      }
       return nacked;
     });
     receipts.forEach((receipt, index) => {
-      const done = results[index] === true;
-      if (values.json) printJson(context, { receipt, nacked: done });
-      else
-        context.stdout.write(`${done ? nackOutcome(values) : 'stale'} ${receipt.slice(0, 16)}…\n`);
+      const result = results[index];
+      const shown = `${receipt.slice(0, 16)}…`;
+      if (typeof result === 'object') {
+        if (values.json) printJson(context, { receipt, error: result });
+        else context.stderr.write(`not nacked ${shown}: ${result.code}: ${result.message}\n`);
+        return;
+      }
+      if (values.json) printJson(context, { receipt, nacked: result });
+      else context.stdout.write(`${result ? nackOutcome(values) : 'stale'} ${shown}\n`);
     });
-    return exitFor(results);
+    if (results.some((result) => typeof result === 'object')) return EXIT.failed;
+    return exitFor(results as boolean[]);
   },
 };
 
