@@ -36,23 +36,32 @@ export const receive: Command = {
         signal: context.stop,
       }),
     );
-    if (values.json) printJson(context, deliveries.map(toJson));
+    // An auto-acked job is gone already: no receipt or deadline to settle it by is shown.
+    const autoAcked = values['auto-ack'] === true;
+    if (values.json)
+      printJson(
+        context,
+        deliveries.map((delivery) => toJson(delivery, autoAcked)),
+      );
     else if (deliveries.length === 0) context.stderr.write('no job ready\n');
-    else for (const delivery of deliveries) context.stdout.write(describe(delivery));
+    else for (const delivery of deliveries) context.stdout.write(describe(delivery, autoAcked));
     return EXIT.ok;
   },
 };
 
 /** As the API answers it: receipt and token first. */
-function toJson(delivery: ReceivedDelivery) {
-  const { receipt, token, ...rest } = delivery;
-  return { receipt, token, ...rest };
+function toJson(delivery: ReceivedDelivery, autoAcked: boolean) {
+  const { receipt, token, deadline, ...rest } = delivery;
+  return autoAcked ? { token, ...rest } : { receipt, token, deadline, ...rest };
 }
 
-function describe(delivery: ReceivedDelivery): string {
+function describe(delivery: ReceivedDelivery, autoAcked: boolean): string {
+  const lease = autoAcked
+    ? '  (removed: auto-ack)'
+    : `  deadline ${new Date(delivery.deadline).toISOString()}`;
   return [
-    `id ${delivery.id}  token ${delivery.token}  delivery ${delivery.deliveryCount}  deadline ${new Date(delivery.deadline).toISOString()}`,
-    `  receipt ${delivery.receipt}`,
+    `id ${delivery.id}  token ${delivery.token}  delivery ${delivery.deliveryCount}${lease}`,
+    ...(autoAcked ? [] : [`  receipt ${delivery.receipt}`]),
     // A job published without one has none (JSON would print the word undefined).
     delivery.payload === undefined
       ? '  (no payload)'
