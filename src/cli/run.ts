@@ -178,12 +178,13 @@ function overview(): string {
   return [
     `leaseq ${VERSION} — a job queue built on visibility leases`,
     '',
-    'usage: leaseq <command> [options]     leaseq <command> --help',
+    'usage: leaseq <command> [options]     leaseq <command> --help     leaseq --version',
     '',
     ...COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`),
     '',
-    'Commands other than serve talk to a server: --server URL or LEASEQ_SERVER',
-    '(default http://127.0.0.1:7700), --api-key KEY or LEASEQ_API_KEY, --json for scripts.',
+    'Commands other than serve and secret rotate talk to a server: --server URL or',
+    'LEASEQ_SERVER (default http://127.0.0.1:7700), --api-key KEY or LEASEQ_API_KEY, --json for',
+    'scripts. serve and secret rotate work on the storage itself (--storage).',
     '',
   ].join('\n');
 }
