@@ -25,13 +25,15 @@ export function recordCommitKinds(): (CommitKind | 'sync')[] {
     kinds.push('durable');
     return beginSyncedLater.call(this);
   });
-  const syncCommitted = SqliteConnection.prototype.syncCommitted;
-  vi.spyOn(SqliteConnection.prototype, 'syncCommitted').mockImplementation(function (
-    this: SqliteConnection,
-  ) {
-    kinds.push('sync');
-    return syncCommitted.call(this);
-  });
+  for (const method of ['syncCommitted', 'syncCommittedOffLoop'] as const) {
+    const sync = SqliteConnection.prototype[method];
+    vi.spyOn(SqliteConnection.prototype, method).mockImplementation(function (
+      this: SqliteConnection,
+    ) {
+      kinds.push('sync');
+      return sync.call(this);
+    });
+  }
   return kinds;
 }
 
@@ -44,13 +46,16 @@ export function holdLaterSyncs(onSync: () => void = () => {}): () => void {
   const held = new Promise<void>((resolve) => {
     release = resolve;
   });
-  const sync = SqliteConnection.prototype.syncCommitted;
-  vi.spyOn(SqliteConnection.prototype, 'syncCommitted').mockImplementation(async function (
-    this: SqliteConnection,
-  ) {
-    onSync();
-    await held;
-    return sync.call(this);
-  });
+  // On the loop or on another thread (a sync for few callers), the same hold.
+  for (const method of ['syncCommitted', 'syncCommittedOffLoop'] as const) {
+    const sync = SqliteConnection.prototype[method];
+    vi.spyOn(SqliteConnection.prototype, method).mockImplementation(async function (
+      this: SqliteConnection,
+    ) {
+      onSync();
+      await held;
+      return sync.call(this);
+    });
+  }
   return release;
 }

@@ -262,4 +262,81 @@ describe('R32 group commit: answers before a later sync', () => {
     await expect(run.submit(async () => 'later')).rejects.toBe(failure);
     expect(log.filter((entry) => entry === 'commit')).toHaveLength(1);
   });
+
+  /** As laterSyncConnection, with a sync on another thread too (held the same way). */
+  function offLoopConnection(log: string[], syncs: (() => void)[], failure?: Error) {
+    const connection = laterSyncConnection(log, syncs, failure);
+    const held = (name: string) => () => {
+      log.push(name);
+      return new Promise<void>((resolve, reject) => {
+        syncs.push(() => (failure === undefined ? resolve() : reject(failure)));
+      });
+    };
+    return {
+      ...connection,
+      laterSync: {
+        ...connection.laterSync,
+        sync: held('sync'),
+        syncOffLoop: held('sync off loop'),
+      },
+    } satisfies SqlConnection;
+  }
+
+  it('a sync for few callers runs off the loop: a call that comes meanwhile commits before it ends', async () => {
+    const log: string[] = [];
+    const syncs: (() => void)[] = [];
+    const run = executor(offLoopConnection(log, syncs));
+    const first = run.submit(async () => 'first');
+    await until(() => syncs.length === 1);
+    expect(log).toEqual(['begin, synced later', 'commit', 'sync off loop']);
+    const second = run.submit(async () => 'second');
+    // Committed while the first sync runs; synced by the next one, after it.
+    await until(() => log.filter((entry) => entry === 'commit').length === 2);
+    expect(syncs).toHaveLength(1);
+    syncs[0]?.();
+    expect(await first).toBe('first');
+    await until(() => syncs.length === 2);
+    syncs[1]?.();
+    expect(await second).toBe('second');
+    expect(log).toEqual([
+      'begin, synced later',
+      'commit',
+      'sync off loop',
+      'begin, synced later',
+      'commit',
+      'sync off loop',
+    ]);
+  });
+
+  it('a sync for many callers blocks the loop: the calls that come meanwhile wait for it', async () => {
+    const log: string[] = [];
+    const syncs: (() => void)[] = [];
+    const run = executor(offLoopConnection(log, syncs));
+    const many = Array.from({ length: 5 }, (_, n) => run.submit(async () => n));
+    await until(() => syncs.length === 1);
+    expect(log).toEqual(['begin, synced later', 'commit', 'sync']);
+    const later = run.submit(async () => 'later');
+    for (let turn = 0; turn < 10; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(log.filter((entry) => entry === 'commit')).toHaveLength(1);
+    syncs[0]?.();
+    expect(await Promise.all(many)).toEqual([0, 1, 2, 3, 4]);
+    await until(() => syncs.length === 2);
+    syncs[1]?.();
+    expect(await later).toBe('later');
+  });
+
+  it('a failed sync off the loop fails the batches committed while it ran too', async () => {
+    const log: string[] = [];
+    const syncs: (() => void)[] = [];
+    const failure = new Error('EIO');
+    const run = executor(offLoopConnection(log, syncs, failure));
+    const first = run.submit(async () => 'first');
+    await until(() => syncs.length === 1);
+    const second = run.submit(async () => 'second');
+    await until(() => log.filter((entry) => entry === 'commit').length === 2);
+    syncs[0]?.();
+    await expect(first).rejects.toBe(failure);
+    await expect(second).rejects.toBe(failure);
+    await expect(run.submit(async () => 'later')).rejects.toBe(failure);
+  });
 });
