@@ -216,6 +216,49 @@ describe('PostgreSQL storage errors', () => {
     }
   });
 
+  it('backends terminated as they connect fail calls with StorageUnavailableError, never the process', async () => {
+    // Only this test's connections are terminated, by their application name.
+    const url = new URL(postgresUrl());
+    url.searchParams.set('application_name', 'leaseq_terminated_test');
+    const killer = new pg.Client({ connectionString: postgresUrl() });
+    await killer.connect();
+    let killing = true;
+    const kills = (async () => {
+      while (killing) {
+        await killer.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+           WHERE application_name = 'leaseq_terminated_test'`,
+        );
+        await new Promise((resolve) => setTimeout(resolve, 15));
+      }
+    })();
+    const failures = new Set<string>();
+    let opened = 0;
+    try {
+      for (const until = Date.now() + 2500; Date.now() < until; ) {
+        try {
+          const engine = await openEngine(url.toString());
+          opened += 1;
+          try {
+            await (await engine.queue(queueName('terminated'))).publish(1, { id: 'a' });
+          } finally {
+            await engine.close();
+          }
+        } catch (error) {
+          failures.add(
+            error instanceof StorageUnavailableError ? 'STORAGE_UNAVAILABLE' : String(error),
+          );
+        }
+      }
+    } finally {
+      killing = false;
+      await kills;
+      await killer.end();
+    }
+    expect([...failures]).toEqual(failures.size === 0 ? [] : ['STORAGE_UNAVAILABLE']);
+    expect(opened + failures.size).toBeGreaterThan(0);
+  });
+
   it('a schema newer than this code: SchemaTooNewError', async () => {
     const schema = `lq_newer_${queueName('s').replace(/[^a-z0-9]/gi, '_')}`.toLowerCase();
     const admin = new pg.Client({ connectionString: postgresUrl() });

@@ -55,6 +55,17 @@ export async function openPostgresEngine(
   const target = redactUrl(url);
   const pool = new pg.Pool({ connectionString: url, types, max: 4, connectionTimeoutMillis: 5000 });
   pool.on('error', () => undefined); // an idle client's failure surfaces on its next use
+  // Every client listens for its connection's death from the moment it connects: the pool stops
+  // listening to a client it hands out, and a connection that dies then (PostgreSQL restarted,
+  // the backend terminated, in the very read that finished connecting) must fail that client's
+  // next statement, not the process with an unhandled 'error'. The broken client is dropped on
+  // release.
+  const broken = new WeakMap<pg.ClientBase, Error>();
+  pool.on('connect', (client) => {
+    client.on('error', (error: Error) => {
+      broken.set(client, error);
+    });
+  });
   let listener: WakeListener | undefined;
   // Clients that ran the after-crash check (it must come before a client's first transaction).
   const checked = new WeakSet<pg.PoolClient>();
@@ -68,8 +79,11 @@ export async function openPostgresEngine(
         await loadMigrations(new URL('./migrations/', import.meta.url)),
         target,
       );
+    } catch (error) {
+      // A connection lost while migrating: the storage is unavailable, as for any call.
+      throw isConnectionFailure(error) || broken.has(client) ? unavailable(error, target) : error;
     } finally {
-      client.release();
+      client.release(broken.get(client));
     }
     const engine: SqlEngine = new SqlEngine({
       target,
@@ -91,24 +105,13 @@ export async function openPostgresEngine(
             await pooled.query('SELECT leaseq_continue_after_crash()');
           } catch (error) {
             pooled.release(error as Error);
-            throw error;
+            throw isConnectionFailure(error) ? unavailable(error, target) : error;
           }
           checked.add(pooled);
         }
-        // The pool stops listening to a client it hands out. A connection that dies between two
-        // statements (PostgreSQL restarted) must fail this transaction's next statement, not
-        // the process with an unhandled 'error'; the broken client is then dropped on release.
-        let broken: Error | undefined;
-        const onError = (error: Error) => {
-          broken = error;
-        };
-        pooled.on('error', onError);
         return {
           connection: new PostgresConnection(pooled),
-          release: () => {
-            pooled.removeListener('error', onError);
-            pooled.release(broken);
-          },
+          release: () => pooled.release(broken.get(pooled)),
         };
       },
       shutdown: async () => {
