@@ -25,15 +25,13 @@ export function recordCommitKinds(): (CommitKind | 'sync')[] {
     kinds.push('durable');
     return beginSyncedLater.call(this);
   });
-  for (const method of ['syncCommitted', 'syncCommittedOffLoop'] as const) {
-    const sync = SqliteConnection.prototype[method];
-    vi.spyOn(SqliteConnection.prototype, method).mockImplementation(function (
-      this: SqliteConnection,
-    ) {
-      kinds.push('sync');
-      return sync.call(this);
-    });
-  }
+  const syncCommitted = SqliteConnection.prototype.syncCommitted;
+  vi.spyOn(SqliteConnection.prototype, 'syncCommitted').mockImplementation(function (
+    this: SqliteConnection,
+  ) {
+    kinds.push('sync');
+    return syncCommitted.call(this);
+  });
   return kinds;
 }
 
@@ -46,16 +44,13 @@ export function holdLaterSyncs(onSync: () => void = () => {}): () => void {
   const held = new Promise<void>((resolve) => {
     release = resolve;
   });
-  // On the loop or on another thread (a sync for few callers), the same hold.
-  for (const method of ['syncCommitted', 'syncCommittedOffLoop'] as const) {
-    const sync = SqliteConnection.prototype[method];
-    vi.spyOn(SqliteConnection.prototype, method).mockImplementation(async function (
-      this: SqliteConnection,
-    ) {
-      onSync();
-      await held;
-      return sync.call(this);
-    });
-  }
+  const sync = SqliteConnection.prototype.syncCommitted;
+  vi.spyOn(SqliteConnection.prototype, 'syncCommitted').mockImplementation(async function (
+    this: SqliteConnection,
+  ) {
+    onSync();
+    await held;
+    return sync.call(this);
+  });
   return release;
 }

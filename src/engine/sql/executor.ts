@@ -119,18 +119,7 @@ interface Unsynced {
   context: BatchContext;
   waiting: { pending: Pending; outcome: Outcome | undefined }[];
   sync: () => Promise<void>;
-  /** The same sync on another thread, where the connection has one. */
-  syncOffLoop: (() => Promise<void>) | undefined;
 }
-
-/**
- * Most callers a sync answers for it to run on libuv's thread pool, the event loop taking the
- * next calls meanwhile (a publish arriving during an ack's sync is committed, and handed to a
- * waiting receiver, before that sync ends). A larger group blocks the loop for its sync, which
- * measured faster there: the calls that arrive meanwhile make the next group larger, not
- * another sync.
- */
-const MAX_CALLERS_OFF_LOOP = 4;
 
 /** Most one-statement groups in a batch that run one by one rather than in one transaction. */
 const MAX_DIRECT_GROUPS = 4;
@@ -147,10 +136,9 @@ const MAX_DIRECT_GROUPS = 4;
  * handed jobs to: R21, R32). Before the sync, the event loop turns once, so that what those
  * answers set going (a worker's next handler and its ack, a socket's next frame) commits
  * first; while that brings more calls, and for at most MAX_SYNC_DELAY_MS, their batches run
- * too. Then one sync makes them all durable and their durable calls are answered. A sync for
- * few callers runs on libuv's thread pool while the next batches commit (handing it to a
- * thread costs about 50 µs, but a publish that comes during an ack's sync is not kept waiting
- * for it); a larger group blocks the loop for its sync (see MAX_CALLERS_OFF_LOOP).
+ * too. Then one sync makes them all durable and their durable calls are answered. (A sync on
+ * libuv's thread pool, overlapping the next batches, measured slower here: handing a sync to
+ * a thread and back costs about 50 µs, a third of the sync itself.)
  *
  * A work that fails with a LeaseqError (a bad clock, a bad argument, an ended session) has, by
  * construction, written nothing it must take back, so its batch still commits. Any other error
@@ -166,8 +154,6 @@ export class GroupCommitExecutor {
   private unsynced: Unsynced[] = [];
   /** When the oldest of them committed (performance.now()). */
   private unsyncedSince = 0;
-  /** A sync running on another thread, while later batches commit. */
-  private syncing = false;
 
   constructor(
     private readonly acquire: () => Promise<{ connection: SqlConnection; release: () => void }>,
@@ -257,9 +243,9 @@ export class GroupCommitExecutor {
     this.running = true;
     try {
       let yielded = false;
-      while (this.queue.length > 0 || (this.unsynced.length > 0 && !this.syncing)) {
+      while (this.queue.length > 0 || this.unsynced.length > 0) {
         const due = performance.now() - this.unsyncedSince >= this.maxSyncDelayMs;
-        if (this.queue.length > 0 && !(this.unsynced.length > 0 && due && !this.syncing)) {
+        if (this.queue.length > 0 && !(this.unsynced.length > 0 && due)) {
           const batch = this.takeBatch();
           const ok = await this.runBatch(batch);
           if (!ok) for (const pending of batch) await this.runBatch([pending]);
@@ -268,14 +254,8 @@ export class GroupCommitExecutor {
           // Let the continuations of the answers given so far add their calls to this sync.
           yielded = true;
           await new Promise<void>((resolve) => setImmediate(resolve));
-        } else if (this.syncOffLoop()) {
-          this.syncing = true;
-          void this.syncCommitted(true).finally(() => {
-            this.syncing = false;
-            void this.runBatches();
-          });
         } else {
-          await this.syncCommitted(false);
+          await this.syncCommitted();
         }
       }
     } finally {
@@ -283,28 +263,19 @@ export class GroupCommitExecutor {
     }
   }
 
-  /** Whether the next sync runs on another thread (see MAX_CALLERS_OFF_LOOP). */
-  private syncOffLoop(): boolean {
-    if (this.unsynced[0]?.syncOffLoop === undefined) return false;
-    let callers = 0;
-    for (const { waiting } of this.unsynced) callers += waiting.length;
-    return callers <= MAX_CALLERS_OFF_LOOP;
-  }
-
   /** One sync for every batch committed since the last: then their callers are answered. */
-  private async syncCommitted(offLoop: boolean): Promise<void> {
+  private async syncCommitted(): Promise<void> {
     const batches = this.unsynced.splice(0);
-    const first = batches[0];
-    if (first === undefined) return;
+    const sync = batches[0]?.sync;
+    if (sync === undefined) return;
     try {
-      await (offLoop && first.syncOffLoop !== undefined ? first.syncOffLoop() : first.sync());
+      await sync();
     } catch (error) {
       // Committed and perhaps seen, but perhaps never on disk: nothing may build on it, so this
       // executor takes no more calls (the storage is reopened, and recovered, to go on).
       const failure = this.translate(error);
       this.refuse(failure instanceof Error ? failure : new Error(String(failure)));
-      // Batches committed during a sync off the loop may build on what it failed to keep.
-      for (const { context, waiting } of [...batches, ...this.unsynced.splice(0)]) {
+      for (const { context, waiting } of batches) {
         context.rolledBack();
         for (const { pending } of waiting) pending.reject(failure);
       }
@@ -441,12 +412,7 @@ export class GroupCommitExecutor {
       waiting = waiting.filter(({ pending }) => pending.kind !== 'lease');
     }
     if (this.unsynced.length === 0) this.unsyncedSince = performance.now();
-    this.unsynced.push({
-      context,
-      waiting,
-      sync: laterSync.sync,
-      syncOffLoop: laterSync.syncOffLoop,
-    });
+    this.unsynced.push({ context, waiting, sync: laterSync.sync });
     return true;
   }
 }

@@ -41,8 +41,6 @@ export interface SqlConnection {
   readonly laterSync?: {
     begin(): Promise<void>;
     sync(): Promise<void>;
-    /** `sync` on another thread, where there is one: the event loop goes on meanwhile. */
-    syncOffLoop?(): Promise<void>;
   };
 }
 

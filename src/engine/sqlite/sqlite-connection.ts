@@ -26,7 +26,6 @@ export class SqliteConnection implements SqlConnection {
       this.laterSync = {
         begin: () => this.beginSyncedLater(),
         sync: () => this.syncCommitted(),
-        syncOffLoop: () => this.syncCommittedOffLoop(),
       };
     }
     // Without a later sync there is no token fence (see tokenFence): a reservation's commit
@@ -79,14 +78,6 @@ export class SqliteConnection implements SqlConnection {
       throw new Error('this connection syncs every durable commit itself: nothing to sync after');
     }
     this.walSync.sync();
-  }
-
-  /** `syncCommitted` on libuv's thread pool. */
-  async syncCommittedOffLoop(): Promise<void> {
-    if (this.walSync === undefined) {
-      throw new Error('this connection syncs every durable commit itself: nothing to sync after');
-    }
-    await this.walSync.syncOffLoop();
   }
 
   /** A durable transaction whose commit is synced by `laterSync.sync`, not by SQLite. */

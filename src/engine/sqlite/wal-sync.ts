@@ -1,4 +1,4 @@
-import { closeSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
+import { closeSync, fdatasyncSync, openSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { StorageUnavailableError } from '../../core/index.js';
 
@@ -23,33 +23,12 @@ export class WalSync {
     try {
       fdatasyncSync(this.descriptor());
     } catch (error) {
-      throw this.failure(error);
+      const message = error instanceof Error ? error.message : String(error);
+      throw new StorageUnavailableError(
+        `the write-ahead log ${this.path} could not be synced to disk: ${message}`,
+        { cause: error },
+      );
     }
-  }
-
-  private failure(error: unknown): StorageUnavailableError {
-    const message = error instanceof Error ? error.message : String(error);
-    return new StorageUnavailableError(
-      `the write-ahead log ${this.path} could not be synced to disk: ${message}`,
-      { cause: error },
-    );
-  }
-
-  /** Like `sync`, on libuv's thread pool: resolves once the WAL is on disk. */
-  syncOffLoop(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      let fd: number;
-      try {
-        fd = this.descriptor();
-      } catch (error) {
-        reject(this.failure(error));
-        return;
-      }
-      fdatasync(fd, (error) => {
-        if (error === null) resolve();
-        else reject(this.failure(error));
-      });
-    });
   }
 
   close(): void {
