@@ -165,6 +165,30 @@ describe('SQLite storage errors', () => {
     await expect(openEngine('sqlite://x.db')).rejects.toThrow(/sqlite: and a path/);
   });
 
+  it('a database file deleted while open: every call is a StorageUnavailableError within a second', async () => {
+    const file = join(dir, 'deleted.db');
+    const engine = await openEngine(`sqlite:${file}`);
+    try {
+      const queue = await engine.queue(queueName('deleted'));
+      await queue.publish(1, { id: 'kept' });
+      rmSync(file);
+      // SQLite writes on into the unlinked file; the engine notices on its next check.
+      let error: unknown;
+      for (const until = Date.now() + 3000; error === undefined && Date.now() < until; ) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        error = await queue.publish(2, { id: 'lost' }).then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
+      }
+      expect(error).toBeInstanceOf(StorageUnavailableError);
+      expect(String((error as Error).message)).toContain('was deleted or replaced while open');
+      await expect(engine.listQueues()).rejects.toBeInstanceOf(StorageUnavailableError);
+    } finally {
+      await engine.close();
+    }
+  });
+
   it('two engines on one file migrate safely and share the queues', async () => {
     const path = join(dir, 'shared.db');
     const [first, second] = await Promise.all([

@@ -7,6 +7,7 @@ import { checkClockMode, checkEngineOptions, type EngineOptions } from '../engin
 import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
+import { FileWatch } from './file-watch.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import { continueAboveHighWater, lowerHighWater, tokenFence } from './token-fence.js';
 
@@ -54,6 +55,8 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
     );
     if (fsync) await inTransaction(connection, continueAboveHighWater);
     let busy = false;
+    // A database in memory has no file to lose.
+    const file = path === ':memory:' ? undefined : new FileWatch(path, target);
     return new SqlEngine({
       target,
       capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: true },
@@ -64,6 +67,8 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       leaseCommitsFaster: fenced,
       translateError: (error) => translateSqliteError(error, target),
       acquire: async () => {
+        const lost = file?.lost;
+        if (lost !== undefined) throw lost;
         if (busy) throw new Error('sqlite connection used by two transactions at once');
         busy = true;
         return { connection, release: () => (busy = false) };
@@ -73,6 +78,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
         if (fsync) await inTransaction(connection, lowerHighWater).catch(() => undefined);
         connection.close();
         db.close();
+        file?.close();
       },
     });
   } catch (error) {
