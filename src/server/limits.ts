@@ -148,12 +148,12 @@ export function checkPayloadSize(payload: unknown, limit: number, where: string)
 /**
  * A queue this server creates has a lease (its visibility) no longer than a request may ask
  * for: a queue created without one would have the default, refused when that is above the limit
- * rather than made shorter unasked.
+ * rather than made shorter unasked. The refusal, or undefined where the default is within it.
  */
-export function checkDefaultVisibility(visibility: number | undefined, limits: Limits): void {
+export function defaultVisibilityProblem(limits: Limits): ValidationError | undefined {
   const lease = DEFAULT_QUEUE_OPTIONS.visibility;
-  if (visibility !== undefined || lease <= limits.maxVisibilityMs) return;
-  throw new ValidationError(
+  if (lease <= limits.maxVisibilityMs) return undefined;
+  return new ValidationError(
     `visibility: a queue created without one gets the default of ${lease} ms, above this server's maxVisibilityMs of ${limits.maxVisibilityMs}; give the queue a visibility of at most ${limits.maxVisibilityMs}`,
   );
 }

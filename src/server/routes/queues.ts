@@ -1,6 +1,6 @@
 import type { QueueOptions, ResolvedQueueOptions } from '../../core/index.js';
 import { boundsFromWire, boundsToWire } from '../../wire/index.js';
-import { checkDefaultVisibility } from '../limits.js';
+import { defaultVisibilityProblem } from '../limits.js';
 import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
 import { arrayOf, object, queueName, queueParams } from '../schemas.js';
 
@@ -52,10 +52,11 @@ export function queueRoutes(services: Services): RouteSpec[] {
       statuses: [201, 200],
       async handle({ params, body, reply }) {
         const options = boundsFromWire(body);
-        // An existing queue keeps the lease it has; only a new one would take the default.
-        if (options.visibility === undefined && !(await queues.exists(params.name))) {
-          checkDefaultVisibility(undefined, limits);
-        }
+        // An existing queue keeps the lease it has; only a new one would take the default (so
+        // the storage is asked only where that default is above the limit).
+        const tooLong =
+          options.visibility === undefined ? defaultVisibilityProblem(limits) : undefined;
+        if (tooLong !== undefined && !(await queues.exists(params.name))) throw tooLong;
         const { queue, created } = await queues.create(params.name, options);
         reply.status(created ? 201 : 200);
         return { ...view(queue.name, await queue.options()), created };
