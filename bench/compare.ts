@@ -481,7 +481,7 @@ function writeReport(seconds: number) {
       ...(autovacuum === undefined
         ? []
         : [
-            `- **PostgreSQL** (leaseq and pg-boss): the database is VACUUMed before each run, so that no run starts from the dead rows of the runs before it (every job leaves some, in either system's tables); autovacuum, which removes them as it goes, is ${autovacuum} on this server.`,
+            `- **PostgreSQL** (leaseq and pg-boss): the database is VACUUMed and checkpointed before each run, so that no run starts from the dead rows of the runs before it (every job leaves some, in either system's tables) or writes out the pages they dirtied; autovacuum, which removes them as it goes, is ${autovacuum} on this server.`,
           ]),
       '- A RabbitMQ consumer gets a message before the broker has written it to disk (the publisher confirm comes after), while leaseq, on SQLite and PostgreSQL, hands a job out only after its publish committed: W3 compares those two paths as each system ships them.',
       '',
