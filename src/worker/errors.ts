@@ -99,3 +99,14 @@ export function errorMessage(error: unknown): string {
     return String(error);
   }
 }
+
+/** `{ code }` of an error that has a string code (leaseq's errors, Node's system errors), else `{}`. */
+export function errorCode(error: unknown): { code?: string } {
+  try {
+    const code = (error as { code?: unknown } | null | undefined)?.code;
+    return typeof code === 'string' ? { code } : {};
+  } catch {
+    // A thrown value with a throwing getter has no code to give.
+    return {};
+  }
+}

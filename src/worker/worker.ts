@@ -3,7 +3,7 @@ import { backoffDelay, ClosedError, ValidationError } from '../core/index.js';
 import { abortableSleep } from './abortable-sleep.js';
 import { AckBatcher } from './ack-batcher.js';
 import { AutoAckRun } from './auto-ack-run.js';
-import { errorMessage } from './errors.js';
+import { errorCode, errorMessage } from './errors.js';
 import type { Handler, OutcomeRecord } from './job.js';
 import { type HeldRun, JobRun, type JobRunDeps } from './job-run.js';
 import { isLevelEnabled } from './logger.js';
@@ -378,7 +378,7 @@ export class Worker<P = unknown> {
       const { logger } = this.options;
       if (isLevelEnabled(logger, 'error')) {
         logger.error(
-          { queue: this.queue.name, during, error: errorMessage(error) },
+          { queue: this.queue.name, during, error: errorMessage(error), ...errorCode(error) },
           `worker ${during} failed`,
         );
       }

@@ -3,7 +3,7 @@ import type { Queue } from '../../src/broker/queue.js';
 import { StorageUnavailableError } from '../../src/core/index.js';
 import { open as openBroker } from '../../src/index.js';
 import { Gate, silentLogger } from '../../src/testing/index.js';
-import { type OutcomeRecord, Worker, work } from '../../src/worker/index.js';
+import { jsonLogger, type OutcomeRecord, Worker, work } from '../../src/worker/index.js';
 import { MIN_SETTLING, SETTLING_PER_SLOT } from '../../src/worker/worker.js';
 import { describeEngines, workerEngines } from './engines.js';
 
@@ -126,12 +126,27 @@ describeEngines(engines, 'fetch loop', (open, engine) => {
       },
     });
     const errors: string[] = [];
-    const worker = new Worker(flaky, async () => {}, { clock: h.clock, logger: silentLogger });
+    const lines: unknown[] = [];
+    const worker = new Worker(flaky, async () => {}, {
+      clock: h.clock,
+      logger: jsonLogger({ level: 'error', write: (line) => lines.push(JSON.parse(line)) }),
+    });
     worker.on('error', (error, during) => errors.push(`${during}: ${(error as Error).message}`));
     await h.queue.publish({ id: 'a' });
     await worker.start();
     await h.flush();
     expect(errors).toEqual(['fetch: database down']);
+    // The line carries the error's code, for alerts that match on it.
+    expect(lines).toEqual([
+      {
+        level: 'error',
+        msg: 'worker fetch failed',
+        queue: h.queue.name,
+        during: 'fetch',
+        error: 'database down',
+        code: 'STORAGE_UNAVAILABLE',
+      },
+    ]);
     await h.advance(100);
     expect(errors).toHaveLength(2);
     await h.advance(200);
