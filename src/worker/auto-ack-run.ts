@@ -1,6 +1,7 @@
 import {
   DuplicateError,
   errorMessage,
+  isInstance,
   type LeaseLossReason,
   LeaseLostError,
   WorkerClosingError,
@@ -60,7 +61,7 @@ export class AutoAckRun extends HandlerRun {
   }
 
   protected handlerThrew(error: unknown): void {
-    if (error instanceof DuplicateError) {
+    if (isInstance(error, DuplicateError)) {
       this.finish({ ...DUPLICATE, reason: errorMessage(error) });
       return;
     }

@@ -89,14 +89,33 @@ export class WorkerClosingError extends WorkerError {
   readonly code = 'WORKER_CLOSING' as const;
 }
 
-/** The message of anything thrown. */
+/**
+ * The message of anything thrown. Never throws itself: a value that cannot be shown (a message
+ * getter that throws, a Proxy, an object with neither JSON nor toString) gets a fixed text.
+ */
 export function errorMessage(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (typeof error === 'string') return error;
   try {
-    return JSON.stringify(error) ?? String(error);
+    if (isInstance(error, Error)) return String(error.message);
+    if (typeof error === 'string') return error;
+    try {
+      return JSON.stringify(error) ?? String(error);
+    } catch {
+      return String(error);
+    }
   } catch {
-    return String(error);
+    return 'a thrown value that cannot be shown';
+  }
+}
+
+/** `value instanceof type`, false when the value's prototype cannot be read (a throwing Proxy). */
+export function isInstance<T>(
+  value: unknown,
+  type: abstract new (...args: never[]) => T,
+): value is T {
+  try {
+    return value instanceof type;
+  } catch {
+    return false;
   }
 }
 

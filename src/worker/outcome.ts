@@ -4,6 +4,7 @@ import {
   AmbiguousError,
   DuplicateError,
   errorMessage,
+  isInstance,
   PermanentError,
   RetryableError,
 } from './errors.js';
@@ -65,17 +66,19 @@ export function decide(result: HandlerResult, input: DecisionInput): Decision {
   }
   const { error } = result;
   const message = errorMessage(error);
-  if (error instanceof DuplicateError) return { action: 'ack', kind: 'duplicate', reason: message };
-  if (error instanceof PermanentError) {
+  if (isInstance(error, DuplicateError)) {
+    return { action: 'ack', kind: 'duplicate', reason: message };
+  }
+  if (isInstance(error, PermanentError)) {
     return { action: 'dead-letter', kind: 'dead', reason: error.reason, error: message };
   }
-  if (error instanceof AmbiguousError) {
+  if (isInstance(error, AmbiguousError)) {
     return { action: 'dead-letter', kind: 'ambiguous', reason: 'ambiguous', error: message };
   }
   if (input.deliveryCount >= input.maxDeliveries) {
     return { action: 'dead-letter', kind: 'dead', reason: 'retries-exhausted', error: message };
   }
-  const chosen = error instanceof RetryableError ? error.delay : undefined;
+  const chosen = isInstance(error, RetryableError) ? error.delay : undefined;
   const delay =
     chosen !== undefined && Number.isSafeInteger(chosen) && chosen >= 0
       ? chosen

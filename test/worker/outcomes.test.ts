@@ -283,4 +283,41 @@ describeEngines(engines, 'outcomes', (open) => {
       ['b', 'retried', 'a plain string'],
     ]);
   });
+
+  it('a thrown value whose message cannot be read is retried, and the rest of its batch runs', async () => {
+    const h = await open();
+    await h.queue.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd' }]);
+    const unreadable = new Error('hidden');
+    Object.defineProperty(unreadable, 'message', {
+      get() {
+        throw new Error('no message');
+      },
+    });
+    const throwing = new Proxy(
+      {},
+      {
+        getPrototypeOf() {
+          throw new Error('no prototype');
+        },
+      },
+    );
+    const consumer = h.process(
+      (job) => {
+        if (job.id === 'a') throw unreadable;
+        if (job.id === 'b') return Promise.reject(unreadable);
+        if (job.id === 'c') throw throwing;
+      },
+      { concurrency: 4 },
+    );
+    expect(await consumer.worker.runOnce()).toBe(4);
+    const records = [];
+    for (let i = 0; i < 4; i++) records.push(await consumer.nextOutcome());
+    expect(records.map((r) => [r.id, r.outcome, r.error]).sort()).toEqual([
+      ['a', 'retried', 'a thrown value that cannot be shown'],
+      ['b', 'retried', 'a thrown value that cannot be shown'],
+      ['c', 'retried', '{}'],
+      ['d', 'acked', undefined],
+    ]);
+    expect(consumer.worker.metrics().inHand).toBe(0);
+  });
 });
