@@ -32,7 +32,7 @@ export class RetryableError extends WorkerError {
 /** The job can never succeed (bad payload, refused by the other side): dead-lettered at once. */
 export class PermanentError extends WorkerError {
   readonly code = 'PERMANENT' as const;
-  /** The dead-letter reason. Default 'permanent'. */
+  /** The dead-letter reason, 1 to 1024 characters (R18; 'permanent' when it is not). Default 'permanent'. */
   readonly reason: string;
   constructor(message: string, options: { reason?: string; cause?: unknown } = {}) {
     super(message, options);

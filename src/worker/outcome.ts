@@ -1,5 +1,6 @@
 import type { Queue } from '../broker/queue.js';
 import { backoffDelay } from '../core/index.js';
+import { Problems } from '../core/validate.js';
 import {
   AmbiguousError,
   DuplicateError,
@@ -70,7 +71,14 @@ export function decide(result: HandlerResult, input: DecisionInput): Decision {
     return { action: 'ack', kind: 'duplicate', reason: message };
   }
   if (isInstance(error, PermanentError)) {
-    return { action: 'dead-letter', kind: 'dead', reason: error.reason, error: message };
+    const refused = reasonProblem(error.reason);
+    if (refused === undefined) {
+      return { action: 'dead-letter', kind: 'dead', reason: error.reason, error: message };
+    }
+    // A reason the queue would refuse must not turn "dead at once" into a lease left to run out
+    // and a handler run again on every delivery: the job dies with the default reason.
+    const error_ = `${message} (its reason was refused: ${refused}; dead-lettered as permanent)`;
+    return { action: 'dead-letter', kind: 'dead', reason: 'permanent', error: error_ };
   }
   if (isInstance(error, AmbiguousError)) {
     return { action: 'dead-letter', kind: 'ambiguous', reason: 'ambiguous', error: message };
@@ -104,4 +112,11 @@ export function applyDecision(queue: Queue, token: number, decision: Decision): 
  */
 export function release(queue: Queue, token: number, worked: boolean): Promise<boolean> {
   return queue.nack(token, { requeue: true, delay: 0, ...(worked ? {} : { attempted: false }) });
+}
+
+/** Why the queue would refuse `reason` as a dead-letter reason (R18), or undefined. */
+function reasonProblem(reason: unknown): string | undefined {
+  const problems = new Problems();
+  problems.reason('reason', reason);
+  return problems.list[0];
 }

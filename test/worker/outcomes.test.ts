@@ -222,6 +222,35 @@ describeEngines(engines, 'outcomes', (open) => {
     expect(consumer.worker.metrics().deadLetters).toEqual({ 'invalid-payload': 1, permanent: 1 });
   });
 
+  it('a PermanentError whose reason the queue would refuse still dead-letters at once', async () => {
+    const h = await open();
+    await h.queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    let runs = 0;
+    const consumer = h.process(
+      async (job) => {
+        runs += 1;
+        throw new PermanentError('upstream refused', {
+          reason: job.id === 'a' ? '' : 'x'.repeat(2000),
+        });
+      },
+      { concurrency: 2 },
+    );
+    expect(await consumer.worker.runOnce()).toBe(2);
+    const records = [await consumer.nextOutcome(), await consumer.nextOutcome()];
+    expect(records.map((r) => [r.id, r.outcome, r.reason]).sort()).toEqual([
+      ['a', 'dead', 'permanent'],
+      ['b', 'dead', 'permanent'],
+    ]);
+    expect(records[0]?.error).toMatch(/^upstream refused \(its reason was refused: /);
+    const dead = await h.queue.deadLetters();
+    expect(dead.map((d) => [d.id, d.reason, d.deliveryCount]).sort()).toEqual([
+      ['a', 'permanent', 1],
+      ['b', 'permanent', 1],
+    ]);
+    expect(runs).toBe(2);
+    expect(consumer.worker.metrics().settleErrors).toBe(0);
+  });
+
   it('ctx.duplicate() or a DuplicateError acks the job and counts a duplicate', async () => {
     const h = await open();
     await h.queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
