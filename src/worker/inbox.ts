@@ -80,12 +80,13 @@ export class MemoryInbox implements Inbox<undefined> {
 
 /**
  * Wraps a handler so that its effect runs through the inbox, keyed by the job id: a job whose
- * effect was already applied is acked as a duplicate instead of running again.
+ * effect was already applied is acked as a duplicate instead of running again. What the effect
+ * returns (`tx.run`'s count of rows, say) is awaited and ignored.
  */
 export function inboxHandler<P, Tx = undefined>(
   inbox: Inbox<Tx>,
   consumer: string,
-  effect: (tx: Tx, ctx: JobContext<P>) => Promise<void> | void,
+  effect: (tx: Tx, ctx: JobContext<P>) => unknown,
 ): Handler<P> {
   return async (_job, ctx) => {
     const result = await inbox.processOnce(consumer, ctx.id, (tx) => effect(tx, ctx));

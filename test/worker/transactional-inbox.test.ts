@@ -35,6 +35,26 @@ describeEngines(sql, 'the transactional inbox', (open) => {
     expect(rows).toEqual([{ job_id: 'debit-1', cents: 1250 }]);
   });
 
+  it('an effect may return what tx.run answers, as docs/worker.md writes it', async () => {
+    const h = await open();
+    await h.broker.transaction((tx) =>
+      tx.run('CREATE TABLE ledger (job_id TEXT PRIMARY KEY, cents INTEGER NOT NULL)'),
+    );
+    const inbox = new TransactionalInbox(h.broker);
+    const consumer = h.process<{ cents: number }>(
+      inboxHandler(inbox, 'ledger', (tx, ctx) =>
+        tx.run('INSERT INTO ledger (job_id, cents) VALUES (?, ?)', [ctx.id, ctx.payload.cents]),
+      ),
+    );
+    await h.queue.publish({ id: 'debit-1', payload: { cents: 1250 } });
+    await consumer.worker.runOnce();
+    expect(await consumer.nextOutcome()).toMatchObject({ id: 'debit-1', outcome: 'acked' });
+    const rows = await h.broker.transaction((tx) =>
+      tx.query<{ job_id: string; cents: number }>('SELECT job_id, cents FROM ledger'),
+    );
+    expect(rows).toEqual([{ job_id: 'debit-1', cents: 1250 }]);
+  });
+
   it('an effect that throws rolls its claim back: the retry runs it', async () => {
     const h = await open();
     const inbox = new TransactionalInbox(h.broker);
