@@ -49,13 +49,15 @@ export class WorkerMetrics {
     OutcomeKind,
     number
   >;
-  private readonly deadLetters: Record<string, number> = {};
+  /** By the reasons handlers chose, any text: kept in a Map, as `constructor` or `__proto__` are reasons too. */
+  private readonly deadLetters = new Map<string, number>();
   private readonly processingTime = { count: 0, sum: 0, max: 0 };
 
   recordOutcome(kind: OutcomeKind, durationMs: number, deadReason?: string): void {
     this.outcomes[kind] += 1;
-    if (deadReason !== undefined)
-      this.deadLetters[deadReason] = (this.deadLetters[deadReason] ?? 0) + 1;
+    if (deadReason !== undefined) {
+      this.deadLetters.set(deadReason, (this.deadLetters.get(deadReason) ?? 0) + 1);
+    }
     this.processingTime.count += 1;
     this.processingTime.sum += durationMs;
     this.processingTime.max = Math.max(this.processingTime.max, durationMs);
@@ -67,7 +69,7 @@ export class WorkerMetrics {
       received: this.received,
       outcomes: { ...this.outcomes },
       retries: this.outcomes.retried,
-      deadLetters: { ...this.deadLetters },
+      deadLetters: countsByReason(this.deadLetters),
       renewals: this.renewals,
       renewalErrors: this.renewalErrors,
       leasesLost: this.outcomes['lease-lost'],
@@ -80,4 +82,18 @@ export class WorkerMetrics {
       lastError: this.lastError === undefined ? undefined : { ...this.lastError },
     };
   }
+}
+
+/** The counts as a plain object; a reason named `__proto__` is an own property like any other. */
+function countsByReason(counts: ReadonlyMap<string, number>): Record<string, number> {
+  const object: Record<string, number> = {};
+  for (const [reason, count] of counts) {
+    Object.defineProperty(object, reason, {
+      value: count,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return object;
 }

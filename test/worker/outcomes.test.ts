@@ -222,6 +222,22 @@ describeEngines(engines, 'outcomes', (open) => {
     expect(consumer.worker.metrics().deadLetters).toEqual({ 'invalid-payload': 1, permanent: 1 });
   });
 
+  it('dead letters are counted by any reason, constructor and __proto__ too', async () => {
+    const h = await open();
+    const reasons = ['constructor', '__proto__', 'toString', 'schema'];
+    await h.queue.publishBatch(reasons.map((reason) => ({ id: `job-${reason}`, payload: reason })));
+    const consumer = h.process<string>(
+      async (job) => {
+        throw new PermanentError('refused', { reason: job.payload });
+      },
+      { concurrency: 4 },
+    );
+    expect(await consumer.worker.runOnce()).toBe(4);
+    for (let i = 0; i < 4; i++) await consumer.nextOutcome();
+    const { deadLetters } = consumer.worker.metrics();
+    expect(Object.entries(deadLetters).sort()).toEqual(reasons.map((reason) => [reason, 1]).sort());
+  });
+
   it('a PermanentError whose reason the queue would refuse still dead-letters at once', async () => {
     const h = await open();
     await h.queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
