@@ -41,7 +41,10 @@ export interface RemoteOptions {
    * the server's maxBatch (`GET /v1/limits`).
    */
   maxBatch?: number;
-  /** Most unsettled receipts remembered per queue; the oldest go first. Default 100,000. */
+  /**
+   * Most receipts remembered per queue; when full, those of deliveries settled through this
+   * client go first, oldest first, then the oldest of the others. Default 100,000.
+   */
   maxReceipts?: number;
   /**
    * Stream only: how long deliveries pushed ahead of a receive are held for the next one

@@ -351,6 +351,15 @@ export class RemoteQueue implements Queue {
       );
       return { ok: true, value: deliveries };
     }
+    // A delivery settled (or found gone) gives up its place in the book before one in hand.
+    if (operation.type === 'ack') {
+      for (const token of operation.tokens) this.book.settle(token);
+    } else if (
+      operation.type === 'nack' ||
+      (operation.type === 'extend' && outcome.value === null)
+    ) {
+      this.book.settle(operation.token);
+    }
     return { ok: true, value: outcome.value as OperationResults[OperationType] };
   }
 

@@ -232,6 +232,31 @@ describe.each(['stream', 'http'] as const)(
       await expect(q.ack(7)).rejects.toMatchObject({ code: 'UNKNOWN_DELIVERY', token: 7 });
     });
 
+    it('a full receipt book lets settled deliveries go before one still in hand', async () => {
+      const small = await openRemote(server.baseUrl, { transport, maxReceipts: 3 });
+      try {
+        const q = await small.queue('book', { visibility: 1000 });
+        await q.publishBatch(['long', 'a', 'b', 'c', 'd', 'e'].map((id) => ({ id })));
+        const [long] = await q.receive();
+        const settled: number[] = [];
+        for (let i = 0; i < 5; i++) {
+          const [short] = await q.receive();
+          const token = short?.token as number;
+          expect(await q.ack(token)).toBe(true);
+          settled.push(token);
+        }
+        // Five others came and went through a book of three: the job in hand keeps its receipt.
+        const token = long?.token as number;
+        expect(await q.extend(token, 1000)).toBe(1000);
+        expect(await q.ack(token)).toBe(true);
+        // The latest settled still answer stale; the oldest left the book.
+        expect(await q.ack(settled[4] as number)).toBe(false);
+        await expect(q.ack(settled[0] as number)).rejects.toBeInstanceOf(UnknownDeliveryError);
+      } finally {
+        await small.close();
+      }
+    });
+
     it('runs sessions: ackUpTo touches only its own session, close releases (R11, R16)', async () => {
       const q = await client.queue('sessions');
       await q.publishBatch(['a', 'b', 'c', 'd'].map((id) => ({ id })));
