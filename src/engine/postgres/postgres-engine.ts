@@ -21,6 +21,7 @@ const DIALECT: SqlDialect = {
   // gap-free counter, R6). Acks do without it (migration 0013 says how).
   lockRow: ' FOR UPDATE',
   loadQueueRow: (columns) => `SELECT ${columns} FROM leaseq_load_queue(?)`,
+  lockQueueName: 'SELECT pg_advisory_xact_lock(744503, hashtext(?))',
   oneStatement: POSTGRES_ONE_STATEMENT,
   fenceTokens,
   setBased: true,

@@ -54,6 +54,12 @@ export interface SqlDialect {
    * SELECT with `lockRow`.
    */
   loadQueueRow?: (columns: string) => string;
+  /**
+   * Where the dialect's `loadQueueRow` takes a lock of its own before the row (PostgreSQL's
+   * advisory lock of the queue's name), that lock alone, with the name as its one parameter:
+   * creating and deleting a queue take it before they read or write anything of the queue.
+   */
+  lockQueueName?: string;
   /** Statement(s) run inside a transaction that made jobs of `queue` ready (cross-process wake). */
   wakeStatement?: (queue: string) => { sql: string; params: SqlValue[] };
   /**

@@ -107,6 +107,9 @@ export class SqlEngine implements Engine {
     checkQueueName(name);
     const resolved = resolveQueueOptions(options);
     await this.executor.submit(async (connection) => {
+      // After a deletion of the same name under way elsewhere has committed: the new row then
+      // continues the counters that deletion left (R6), not older ones.
+      await this.lockQueueName(connection, name);
       const stored = await readQueueOptions(connection, name);
       if (stored === undefined) await checkChain(connection, name, resolved.deadLetterQueue);
       if (await insertQueueRow(connection, name, resolved)) return;
@@ -151,6 +154,14 @@ export class SqlEngine implements Engine {
     this.checkOpen();
     checkQueueName(name);
     return this.executor.submit(async (connection) => {
+      // Locked first, as every transaction of the queue locks it: a publish or reserve of another
+      // process cannot commit between the statements below, leaving its jobs behind in no queue
+      // or its tokens above the counters kept for the name (R6).
+      await this.lockQueueName(connection, name);
+      await connection.query(
+        `SELECT name FROM leaseq_queues WHERE name = ?${this.parts.dialect.lockRow}`,
+        [name],
+      );
       await connection.run('DELETE FROM leaseq_jobs WHERE queue = ?', [name]);
       await connection.run('DELETE FROM leaseq_sessions WHERE queue = ?', [name]);
       await connection.run('DELETE FROM leaseq_acked WHERE queue = ?', [name]);
@@ -164,6 +175,12 @@ export class SqlEngine implements Engine {
       );
       return (await connection.run('DELETE FROM leaseq_queues WHERE name = ?', [name])) > 0;
     });
+  }
+
+  /** The dialect's lock of a queue's name (taken before its row), where it has one. */
+  private async lockQueueName(connection: SqlConnection, name: string): Promise<void> {
+    const statement = this.parts.dialect.lockQueueName;
+    if (statement !== undefined) await connection.query(statement, [name]);
   }
 
   transaction<T>(work: (tx: EngineTransaction) => Promise<T>): Promise<T> {

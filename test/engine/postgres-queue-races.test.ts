@@ -1,0 +1,88 @@
+import pg from 'pg';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type Engine, openEngine } from '../../src/engine/index.js';
+import { POSTGRES_URL, postgresSkipReason, uniqueQueueName } from '../crash/postgres.js';
+
+/**
+ * Deleting a queue while other processes use it (R6, R26). Each engine here is another
+ * process's: its own pool of connections. A plain client holds a lock to stop a deletion
+ * half-way, where another process's call then comes.
+ */
+let skip: string | undefined;
+const engines: Engine[] = [];
+const clients: pg.Client[] = [];
+
+beforeAll(async () => {
+  skip = await postgresSkipReason();
+});
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) await client.end().catch(() => undefined);
+  await Promise.all(engines.splice(0).map((engine) => engine.close()));
+});
+
+async function engine(): Promise<Engine> {
+  const opened = await openEngine(POSTGRES_URL);
+  engines.push(opened);
+  return opened;
+}
+
+async function client(): Promise<pg.Client> {
+  const opened = new pg.Client({ connectionString: POSTGRES_URL });
+  await opened.connect();
+  clients.push(opened);
+  return opened;
+}
+
+/** Resolves once `count` backends of this database wait for a lock. */
+async function lockWaiters(observer: pg.Client, count: number): Promise<void> {
+  for (;;) {
+    const { rows } = await observer.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    );
+    if (Number(rows[0]?.n) >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Whether `promise` settles within `ms`. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const settled = promise.then(
+    () => true,
+    () => true,
+  );
+  return Promise.race([settled, new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+}
+
+describe('PostgreSQL: a queue deleted while another process uses it', () => {
+  it('R6: a publish of another process lands before the deletion or is refused, never left behind in no queue', {
+    timeout: 20_000,
+  }, async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const name = uniqueQueueName('delete-race');
+    const deleting = await engine();
+    const publishing = await engine();
+    const holder = await client();
+    const observer = await client();
+    await deleting.queue(name);
+    const other = await publishing.queue(name);
+    await other.openSession(1);
+    // The deletion stops at the queue's sessions, which this transaction holds.
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM leaseq_sessions WHERE queue = $1 FOR UPDATE', [name]);
+    const deleted = deleting.deleteQueue(name);
+    await lockWaiters(observer, 1);
+    const published = other.publish(2, { id: 'late' });
+    // It either waits for the deletion or commits meanwhile; then the deletion goes on.
+    await settlesWithin(published, 500);
+    await holder.query('COMMIT');
+    expect(await deleted).toBe(true);
+    await published.catch(() => undefined);
+    const { rows } = await observer.query('SELECT id FROM leaseq_jobs WHERE queue = $1', [name]);
+    expect(rows).toEqual([]);
+    const again = await deleting.queue(name);
+    expect((await again.inspect()).ready).toEqual([]);
+    await deleting.deleteQueue(name);
+  });
+});
