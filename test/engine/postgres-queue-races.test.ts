@@ -85,4 +85,29 @@ describe('PostgreSQL: a queue deleted while another process uses it', () => {
     expect((await again.inspect()).ready).toEqual([]);
     await deleting.deleteQueue(name);
   });
+
+  it('R26: a job dying into a dead-letter queue deleted meanwhile stays dead in its own queue', {
+    timeout: 20_000,
+  }, async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const source = uniqueQueueName('dlq-source');
+    const target = uniqueQueueName('dlq-target');
+    const consuming = await engine();
+    const holder = await client();
+    const observer = await client();
+    await consuming.queue(target);
+    const queue = await consuming.queue(source, { deadLetterQueue: target });
+    await queue.publish(1, { id: 'a' });
+    const [delivery] = await queue.reserve(1);
+    // Another process deletes the dead-letter queue: its row is gone, not yet committed.
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_advisory_xact_lock(744503, hashtext($1))', [target]);
+    await holder.query('DELETE FROM leaseq_queues WHERE name = $1', [target]);
+    const rejected = queue.nack(2, delivery?.token ?? 0, { requeue: false });
+    await lockWaiters(observer, 1);
+    await holder.query('COMMIT');
+    expect(await rejected).toBe(true);
+    expect((await queue.inspect()).dead.map((job) => job.id)).toEqual(['a']);
+    await consuming.deleteQueue(source);
+  });
 });

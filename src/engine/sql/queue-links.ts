@@ -1,4 +1,4 @@
-import type { DeadLetterOrigin } from '../../core/index.js';
+import { type DeadLetterOrigin, NotFoundError } from '../../core/index.js';
 import { hasGeneratedForm } from '../../core/text.js';
 import type { BatchContext } from './executor.js';
 import type { QueueAccess } from './queue-access.js';
@@ -107,6 +107,12 @@ export class SqlQueueLinks {
       [queue],
     );
     if (exists === undefined) return undefined;
-    return loadQueueRow(this.connection, this.batch, this.access.dialect, queue);
+    try {
+      return await loadQueueRow(this.connection, this.batch, this.access.dialect, queue);
+    } catch (error) {
+      // Deleted by another process while this one waited for its lock: no such queue.
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
   }
 }
