@@ -1,12 +1,14 @@
 import pg from 'pg';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { StorageLockedError } from '../../src/core/index.js';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { POSTGRES_URL, postgresSkipReason, uniqueQueueName } from '../crash/postgres.js';
 
 /**
- * Deleting a queue while other processes use it (R6, R26). Each engine here is another
- * process's: its own pool of connections. A plain client holds a lock to stop a deletion
- * half-way, where another process's call then comes.
+ * Processes whose calls meet on the same queues: a queue deleted while others use it (R6, R26),
+ * and calls that lock two queues in opposite orders. Each engine here is another process's: its
+ * own pool of connections. A plain client holds a lock to stop a call half-way, where another
+ * process's call then comes.
  */
 let skip: string | undefined;
 const engines: Engine[] = [];
@@ -109,5 +111,49 @@ describe('PostgreSQL: a queue deleted while another process uses it', () => {
     expect(await rejected).toBe(true);
     expect((await queue.inspect()).dead.map((job) => job.id)).toEqual(['a']);
     await consuming.deleteQueue(source);
+  });
+});
+
+describe('PostgreSQL: processes whose calls lock the same queues in opposite orders', () => {
+  it('a call that deadlocks with another process is run again; a transaction that does fails with STORAGE_LOCKED', {
+    timeout: 20_000,
+  }, async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const source = uniqueQueueName('deadlock-source');
+    const target = uniqueQueueName('deadlock-target');
+    const moving = await engine();
+    const writing = await engine();
+    const observer = await client();
+    const dead = await moving.queue(target);
+    const queue = await moving.queue(source, { deadLetterQueue: target });
+    await queue.publish(1, { id: 'a' });
+    const [delivery] = await queue.reserve(1);
+    await queue.nack(1, delivery?.token ?? 0, { requeue: false });
+    // A caller's transaction holds the source queue; moving the job back locks the target
+    // queue, then waits for the source; the transaction then wants the target: a deadlock,
+    // which PostgreSQL breaks by rolling one of the two back.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let locked = false;
+    const transaction = writing.transaction?.(async (tx) => {
+      await tx.publish(source, 2, { id: 'b' });
+      locked = true;
+      await held;
+      await tx.publish(target, 2, { id: 'c' });
+    });
+    await expect.poll(() => locked).toBe(true);
+    const moved = dead.moveJobs(2);
+    await lockWaiters(observer, 1);
+    release();
+    const [committed, movedBack] = await Promise.allSettled([transaction, moved]);
+    expect(movedBack).toEqual({ status: 'fulfilled', value: 1 });
+    if (committed?.status === 'rejected') {
+      expect(committed.reason).toBeInstanceOf(StorageLockedError);
+    }
+    expect((await queue.inspect()).ready).toContain('a');
+    await moving.deleteQueue(source);
+    await moving.deleteQueue(target);
   });
 });

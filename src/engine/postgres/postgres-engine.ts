@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { LeaseqError, StorageUnavailableError } from '../../core/index.js';
+import { LeaseqError, StorageLockedError, StorageUnavailableError } from '../../core/index.js';
 import type { Engine } from '../engine.js';
 import {
   checkClockMode,
@@ -97,7 +97,11 @@ export async function openPostgresEngine(
         );
         return Number(result.rows[0]?.ms);
       },
-      translateError: (error) => (isConnectionFailure(error) ? unavailable(error, target) : error),
+      translateError: (error) => {
+        if (isConnectionFailure(error)) return unavailable(error, target);
+        return isLostRace(error) ? lockedOut(error, target) : error;
+      },
+      retryable: isLostRace,
       beforeWait: () => listener?.ensure(),
       acquire: async () => {
         const pooled = await connect(pool, target);
@@ -196,6 +200,23 @@ function unavailable(error: unknown, target: string): Error {
   if (error instanceof LeaseqError) return error;
   const message = (error as Error).message ?? String(error);
   return new StorageUnavailableError(`${target} cannot be reached: ${message}`, { cause: error });
+}
+
+/**
+ * A deadlock (or a serialization failure): PostgreSQL rolled this transaction back so that
+ * another one holding locks it needed could go on. The same work may succeed if run again.
+ */
+function isLostRace(error: unknown): boolean {
+  const code = String((error as { code?: unknown } | null)?.code ?? '');
+  return code === '40P01' || code === '40001';
+}
+
+function lockedOut(error: unknown, target: string): Error {
+  const message = (error as Error).message ?? String(error);
+  return new StorageLockedError(
+    `${target}: the transaction was rolled back, waiting for locks another transaction held (${message}); run it again`,
+    { cause: error },
+  );
 }
 
 /** Errors that say the database cannot be used, as opposed to a statement's own failure. */

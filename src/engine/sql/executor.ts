@@ -121,6 +121,9 @@ interface Unsynced {
   sync: () => Promise<void>;
 }
 
+/** How often a call runs again after a `retryable` failure of its transaction. */
+const MAX_RETRIES = 3;
+
 /** Most one-statement groups in a batch that run one by one rather than in one transaction. */
 const MAX_DIRECT_GROUPS = 4;
 
@@ -168,6 +171,12 @@ export class GroupCommitExecutor {
     private readonly maxBatch = 1000,
     /** How long a sync may wait for more batches (a test sets it long, to be independent of timing). */
     private readonly maxSyncDelayMs = MAX_SYNC_DELAY_MS,
+    /**
+     * Whether a failure says only that this transaction lost a race with another one that
+     * held locks it needed (PostgreSQL's deadlock): the storage rolled it back, and a call
+     * that is not a caller's own transaction runs again, up to MAX_RETRIES times.
+     */
+    private readonly retryable: (error: unknown) => boolean = () => false,
   ) {}
 
   submit<T>(work: Work<T>, kind: CommitKind = 'durable'): Promise<T> {
@@ -335,7 +344,7 @@ export class GroupCommitExecutor {
   }
 
   /** Returns false when the batch rolled back on an unexpected error and should be split. */
-  private async runBatch(batch: Pending[]): Promise<boolean> {
+  private async runBatch(batch: Pending[], attempt = 0): Promise<boolean> {
     let lease: { connection: SqlConnection; release: () => void };
     try {
       lease = await this.acquire();
@@ -360,8 +369,7 @@ export class GroupCommitExecutor {
       } catch (error) {
         lease.release();
         if (batch.length > 1) return false;
-        (batch[0] as Pending).reject(this.translate(error));
-        return true;
+        return this.failAlone(batch[0] as Pending, error, attempt);
       }
       if (values !== undefined) {
         lease.release();
@@ -392,8 +400,7 @@ export class GroupCommitExecutor {
       context.rolledBack();
       lease.release();
       if (batch.length > 1) return false;
-      (batch[0] as Pending).reject(this.translate(error));
-      return true;
+      return this.failAlone(batch[0] as Pending, error, attempt);
     }
     lease.release();
     if (laterSync === undefined || !context.needsSync) {
@@ -413,6 +420,19 @@ export class GroupCommitExecutor {
     }
     if (this.unsynced.length === 0) this.unsyncedSince = performance.now();
     this.unsynced.push({ context, waiting, sync: laterSync.sync });
+    return true;
+  }
+
+  /**
+   * A call alone in its transaction failed and was rolled back: it runs again when the failure
+   * was a lost race and the call is not a caller's transaction (whose work may have done more
+   * than its statements); otherwise it fails.
+   */
+  private async failAlone(pending: Pending, error: unknown, attempt: number): Promise<boolean> {
+    if (!pending.exclusive && attempt < MAX_RETRIES && this.retryable(error)) {
+      return this.runBatch([pending], attempt + 1);
+    }
+    pending.reject(this.translate(error));
     return true;
   }
 }

@@ -51,6 +51,8 @@ export interface SqlEngineParts {
   translateError?: (error: unknown) => unknown;
   /** A `lease` commit skips a sync a durable one waits for (R21); default false. */
   leaseCommitsFaster?: boolean;
+  /** A failure that only says the transaction lost a race for locks: it may run again. */
+  retryable?: (error: unknown) => boolean;
   /** The storage's own clock in ms, for storages shared by machines. */
   storageTime?: () => Promise<number>;
   /**
@@ -84,6 +86,9 @@ export class SqlEngine implements Engine {
       parts.acquire,
       parts.translateError,
       parts.leaseCommitsFaster ?? false,
+      undefined,
+      undefined,
+      parts.retryable,
     );
     this.access = {
       dialect: parts.dialect,
