@@ -15,9 +15,14 @@ export interface EngineOptions {
   busyTimeoutMs?: number;
 }
 
-/** A URL fit for messages and logs: any password replaced. */
+/**
+ * A URL fit for messages and logs: any password replaced, the one after the user name and
+ * those given as parameters (`?password=…`, `sslpassword=…`, which PostgreSQL URLs take too).
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:/@]+):[^@]*@/i, '$1:***@');
+  return url
+    .replace(/^([a-z]+:\/\/[^:/@]+):[^@]*@/i, '$1:***@')
+    .replace(/([?&](?:ssl)?password=)[^&#]*/gi, '$1***');
 }
 
 export function checkClockMode(mode: unknown): 'strict' | 'follow' {

@@ -212,6 +212,17 @@ describe('PostgreSQL storage errors', () => {
     await expect(failure).rejects.not.toThrow('secret');
   });
 
+  it('a password given as a parameter of the URL is hidden too', async () => {
+    const failure = openEngine(
+      'postgres://postgres@127.0.0.1:1/test?password=secret&sslmode=disable',
+    );
+    await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(failure).rejects.toThrow(
+      'postgres://postgres@127.0.0.1:1/test?password=***&sslmode=disable',
+    );
+    await expect(failure).rejects.not.toThrow('secret');
+  });
+
   it('a database that does not exist: StorageUnavailableError', async () => {
     const url = new URL(postgresUrl());
     url.pathname = '/leaseq_no_such_database';
