@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { StorageLockedError } from '../../src/core/index.js';
+import { ConflictError, StorageLockedError } from '../../src/core/index.js';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { POSTGRES_URL, postgresSkipReason, uniqueQueueName } from '../crash/postgres.js';
 
@@ -155,5 +155,30 @@ describe('PostgreSQL: processes whose calls lock the same queues in opposite ord
     expect((await queue.inspect()).ready).toContain('a');
     await moving.deleteQueue(source);
     await moving.deleteQueue(target);
+  });
+
+  it('R26: two processes that each name the other queue as dead-letter queue at once do not both succeed', {
+    timeout: 30_000,
+  }, async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const first = uniqueQueueName('chain-a');
+    const second = uniqueQueueName('chain-b');
+    const one = await engine();
+    const other = await engine();
+    await one.queue(first);
+    await one.queue(second);
+    for (let round = 0; round < 20; round++) {
+      await one.updateQueue(first, { deadLetterQueue: null });
+      await one.updateQueue(second, { deadLetterQueue: null });
+      const outcomes = await Promise.allSettled([
+        one.updateQueue(first, { deadLetterQueue: second }),
+        other.updateQueue(second, { deadLetterQueue: first }),
+      ]);
+      const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
+      expect(refused).toHaveLength(1);
+      expect((refused[0] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
+    }
+    await one.deleteQueue(first);
+    await one.deleteQueue(second);
   });
 });

@@ -22,6 +22,7 @@ const DIALECT: SqlDialect = {
   lockRow: ' FOR UPDATE',
   loadQueueRow: (columns) => `SELECT ${columns} FROM leaseq_load_queue(?)`,
   lockQueueName: 'SELECT pg_advisory_xact_lock(744503, hashtext(?))',
+  lockDeadLetterChains: 'SELECT pg_advisory_xact_lock(744504)',
   oneStatement: POSTGRES_ONE_STATEMENT,
   fenceTokens,
   setBased: true,

@@ -60,6 +60,11 @@ export interface SqlDialect {
    * creating and deleting a queue take it before they read or write anything of the queue.
    */
   lockQueueName?: string;
+  /**
+   * A lock taken before reading the chain of dead-letter queues to set one (R26), held to the
+   * commit, where transactions do not run one at a time: two that close a loop wait in turn.
+   */
+  lockDeadLetterChains?: string;
   /** Statement(s) run inside a transaction that made jobs of `queue` ready (cross-process wake). */
   wakeStatement?: (queue: string) => { sql: string; params: SqlValue[] };
   /**

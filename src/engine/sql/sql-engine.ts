@@ -116,7 +116,9 @@ export class SqlEngine implements Engine {
       // continues the counters that deletion left (R6), not older ones.
       await this.lockQueueName(connection, name);
       const stored = await readQueueOptions(connection, name);
-      if (stored === undefined) await checkChain(connection, name, resolved.deadLetterQueue);
+      if (stored === undefined) {
+        await checkChain(connection, this.parts.dialect, name, resolved.deadLetterQueue);
+      }
       if (await insertQueueRow(connection, name, resolved)) return;
       const existing = await readQueueOptions(connection, name);
       if (existing !== undefined) checkSameOptions(name, existing, options);
@@ -130,7 +132,7 @@ export class SqlEngine implements Engine {
     return this.executor.submit(async (connection, batch) => {
       const row = await loadQueueRow(connection, batch, this.parts.dialect, name);
       const next = resolveQueueOptions({ ...row.options, ...options });
-      await checkChain(connection, name, next.deadLetterQueue);
+      await checkChain(connection, this.parts.dialect, name, next.deadLetterQueue);
       if (next.retention !== row.options.retention) {
         await rewriteExpiries(connection, name, next.retention);
         // Jobs may be past the new retention: the next step of the queue looks (R30).
@@ -286,11 +288,17 @@ async function rewriteExpiries(
 }
 
 /** R26: a dead-letter queue may not lead back to the queue (read in the same transaction). */
-function checkChain(
+async function checkChain(
   connection: SqlConnection,
+  dialect: SqlDialect,
   name: string,
   deadLetterQueue: string | undefined,
 ): Promise<void> {
+  // One such change at a time: two processes closing a loop at once (each naming the other's
+  // queue) would each read the other's chain as it was before either committed.
+  if (deadLetterQueue !== undefined && dialect.lockDeadLetterChains !== undefined) {
+    await connection.query(dialect.lockDeadLetterChains);
+  }
   return checkDeadLetterChain(
     name,
     deadLetterQueue,
