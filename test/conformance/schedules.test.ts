@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
-import { ValidationError } from '../../src/core/index.js';
+import { NotFoundError, ValidationError } from '../../src/core/index.js';
 import { useConformanceEngines } from './engines.js';
 import { describeEngines } from './suite.js';
 
@@ -37,6 +37,15 @@ describeEngines(engines, (h) => {
       expect(await q.removeSchedule('often')).toBe(false);
       expect((await h.engine().listSchedules(name)).map((s) => s.name)).toEqual(['hourly']);
       await h.engine().deleteQueue(name);
+      expect(await h.engine().listSchedules(name)).toEqual([]);
+    });
+
+    it('R25 a schedule of a queue that does not exist (deleted by another handle) is refused with NotFoundError and stores nothing', async () => {
+      const name = h.queueName('sched');
+      const broker = new EngineBroker(h.engine(), { clock: new ManualClock(T0) });
+      const q = await broker.queue(name);
+      await h.engine().deleteQueue(name);
+      await expect(q.schedule('tick', 1000)).rejects.toBeInstanceOf(NotFoundError);
       expect(await h.engine().listSchedules(name)).toEqual([]);
     });
 

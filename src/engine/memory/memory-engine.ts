@@ -147,6 +147,9 @@ export class MemoryEngine implements Engine, QueueLinks {
 
   async putSchedule(schedule: ScheduleRecord): Promise<void> {
     this.checkOpen();
+    if (!this.queues.has(schedule.queue)) {
+      throw new NotFoundError(`queue ${schedule.queue} does not exist`);
+    }
     await this.schedules.putSchedule(schedule);
   }
 

@@ -4,6 +4,7 @@ import {
   checkDeadLetterChain,
   checkQueueName,
   checkSameOptions,
+  NotFoundError,
   type QueueOptions,
   type ResolvedQueueOptions,
 } from '../../core/index.js';
@@ -218,7 +219,17 @@ export class SqlEngine implements Engine {
 
   putSchedule(schedule: ScheduleRecord): Promise<void> {
     this.checkOpen();
-    return this.executor.submit((connection) => putScheduleRow(connection, schedule));
+    return this.executor.submit(async (connection) => {
+      // Only for a queue that exists, after a deletion of it under way elsewhere: deleting the
+      // queue removes its schedules, and one left behind would come back with the name (R25).
+      await this.lockQueueName(connection, schedule.queue);
+      const [queue] = await connection.query<{ name: string }>(
+        'SELECT name FROM leaseq_queues WHERE name = ?',
+        [schedule.queue],
+      );
+      if (queue === undefined) throw new NotFoundError(`queue ${schedule.queue} does not exist`);
+      await putScheduleRow(connection, schedule);
+    });
   }
 
   listSchedules(queue?: string): Promise<ScheduleRecord[]> {
