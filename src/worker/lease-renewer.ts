@@ -168,18 +168,24 @@ export class LeaseRenewer implements Scheduled {
     if (deadline === null) return this.lose('renewal-refused');
     this.retryAt = 0;
     if (sentAt + visibility > this.localDeadline && deadline <= this.deadline) {
-      // Asked for a later deadline and did not get one: the queue's maxLease (R10) holds it.
+      // Asked for a later deadline and did not get one: the queue's maxLease (R10) holds it,
+      // earlier than before when the maxLease was lowered since the delivery was made.
       this.capped = true;
+      this.moveDeadline(deadline);
       return 'capped';
     }
     if (automatic) this.renewals += 1;
     this.progressed = false;
-    // The deadline moves locally by exactly as much as the queue moved it (earlier, too).
-    this.localDeadline += deadline - this.deadline;
-    this.deadline = deadline;
+    this.moveDeadline(deadline);
     this.lastLeaseMs = visibility;
     this.holder.leaseRenewed();
     return 'renewed';
+  }
+
+  /** The deadline moves locally by exactly as much as the queue moved it (earlier, too). */
+  private moveDeadline(deadline: number): void {
+    this.localDeadline += deadline - this.deadline;
+    this.deadline = deadline;
   }
 
   private mayRenew(): boolean {

@@ -66,6 +66,30 @@ describeEngines(engines, 'lease renewal', (open) => {
     expect(again).toMatchObject({ id: 'a', deliveryCount: 2, token: 2 });
   });
 
+  it('auto: a maxLease lowered in flight brings the deadline earlier, and the signal fires at it (R10)', async () => {
+    const h = await open();
+    const { consumer, ctx, extends_, settles, deadline } = await holding(h);
+    await h.advance(700);
+    expect(ctx.deadline).toBe(1700);
+    await h.broker.updateQueue(h.queue.name, { maxLease: 1500 });
+    await h.advance(700, { step: 100 });
+    expect(extends_().map((call) => call.result)).toEqual([1700, 1500]);
+    expect(await deadline()).toBe(1500);
+    expect(ctx.deadline).toBe(1500);
+    expect(ctx.signal.aborted).toBe(false);
+    await h.advance(100);
+    // The queue hands the job out again from 1500 on: its holder must know by then.
+    expect(ctx.signal.aborted).toBe(true);
+    expect(ctx.signal.reason).toMatchObject({ code: 'LEASE_LOST', reason: 'expired', token: 1 });
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'lease-lost',
+      reason: 'expired',
+      durationMs: 1500,
+    });
+    expect(settles()).toEqual([]);
+    expect(await h.queue.receive()).toMatchObject([{ id: 'a', token: 2 }]);
+  });
+
   it('maxRenewals bounds the automatic renewals', async () => {
     const h = await open();
     const { consumer, ctx, extends_ } = await holding(h, { maxRenewals: 2 });
