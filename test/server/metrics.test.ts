@@ -112,3 +112,26 @@ describe('/metrics queue counters come from the storage', () => {
     }
   });
 });
+
+describe('/metrics while queues come and go', () => {
+  it('a queue deleted between the list and its figures is left out of the scrape, not a 404 of it', async () => {
+    server = await startTestServer();
+    await api('PUT', '/v1/queues/stays', {});
+    await api('PUT', '/v1/queues/goes', {});
+    const { broker } = server;
+    const list = broker.listQueues.bind(broker);
+    let deleteOnce = true;
+    broker.listQueues = async () => {
+      const infos = await list();
+      if (deleteOnce) {
+        deleteOnce = false;
+        await broker.deleteQueue('goes');
+      }
+      return infos;
+    };
+    const answer = await api('GET', '/metrics');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toContain('leaseq_jobs{queue="stays",state="ready"} 0');
+    expect(answer.body).not.toContain('queue="goes"');
+  });
+});

@@ -16,11 +16,18 @@ export function observabilityRoutes(services: Services, openApi: () => unknown):
     const names = (await broker.listQueues())
       .map((info) => info.name)
       .filter((name) => principal.canSee(name));
-    return Promise.all(
-      names.map(
-        async (name) => [name, await (await queues.existing(name)).stats()] as [string, QueueStats],
-      ),
+    const all = await Promise.all(
+      names.map(async (name): Promise<[string, QueueStats] | undefined> => {
+        try {
+          return [name, await (await queues.existing(name)).stats()];
+        } catch (error) {
+          // Deleted since it was listed: not an error of the scrape (as in GET /v1/stats).
+          if ((error as { code?: string }).code === 'NOT_FOUND') return undefined;
+          throw error;
+        }
+      }),
     );
+    return all.filter((entry) => entry !== undefined);
   };
   return [
     route({
