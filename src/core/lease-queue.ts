@@ -385,7 +385,8 @@ export class LeaseQueue {
       waiting: this.waitingCount,
       sessions: this.sessions.size,
       paused: this.settings.paused === true,
-      oldestReadyAge: oldest === undefined ? 0 : now - oldest,
+      // A job that arrived from a queue whose clock was ahead (R26) became ready after now.
+      oldestReadyAge: oldest === undefined ? 0 : Math.max(0, now - oldest),
       ...copyCounters(this.counters),
     };
   }

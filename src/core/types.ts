@@ -238,7 +238,10 @@ export interface QueueStats {
   sessions: number;
   /** R27: whether the queue is paused (hands out nothing). */
   paused: boolean;
-  /** now minus the time the longest-waiting ready job became ready; 0 when none. */
+  /**
+   * now minus the time the longest-waiting ready job became ready; 0 when none, and never below
+   * 0 (a job that arrived from a queue whose clock was ahead, R26, became ready after now).
+   */
   oldestReadyAge: number;
   published: number;
   duplicates: number;

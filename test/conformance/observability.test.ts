@@ -142,6 +142,17 @@ describeEngines(engines, (h) => {
       await q.stats(15); // y expires at 15 and is ready again from then
       expect((await q.stats(19)).oldestReadyAge).toBe(4);
     });
+
+    it('R17 R26 a job that arrived from a queue whose clock was ahead is no negative age', async () => {
+      const target = await h.queue();
+      const source = await h.queue({ deadLetterQueue: target.name });
+      await source.publish(100, { id: 'x' });
+      const [delivery] = await source.reserve(100);
+      await source.nack(100, delivery?.token as number, { requeue: false });
+      // Ready from 100 (R26), in a queue whose clock is behind: its age is 0, not 50 - 100.
+      expect(await target.stats(50)).toMatchObject({ ready: 1, oldestReadyAge: 0 });
+      expect((await target.stats(130)).oldestReadyAge).toBe(30);
+    });
   });
 
   describe('job(id)', () => {

@@ -702,7 +702,8 @@ export class QueueOps extends JobMoves {
       waiting: this.q.waiting,
       sessions: this.q.sessions,
       paused: this.q.options.paused === true,
-      oldestReadyAge: oldest?.since == null ? 0 : now - oldest.since,
+      // A job that arrived from a queue whose clock was ahead (R26) became ready after now.
+      oldestReadyAge: oldest?.since == null ? 0 : Math.max(0, now - oldest.since),
       ...copyCounters(this.q.counters),
     };
   }
