@@ -10,14 +10,16 @@ export class QueueDirectory {
 
   constructor(private readonly broker: Broker) {}
 
-  /** The named queue, or NOT_FOUND. */
-  async existing(name: string): Promise<Queue> {
+  /**
+   * The named queue, or NOT_FOUND. `listed`: the names of a queue list the caller has just read
+   * (one answer over every queue), so that opening each of them does not list them all again.
+   */
+  async existing(name: string, listed?: ReadonlySet<string>): Promise<Queue> {
     const cached = this.open.get(name);
     if (cached !== undefined) return cached;
     // Another process sharing the storage may have created it since.
-    if (!(await this.broker.listQueues()).some((info) => info.name === name)) {
-      throw new NotFoundError(`queue ${name} does not exist`);
-    }
+    const names = listed ?? new Set((await this.broker.listQueues()).map((info) => info.name));
+    if (!names.has(name)) throw new NotFoundError(`queue ${name} does not exist`);
     return this.remember(await this.broker.queue(name));
   }
 

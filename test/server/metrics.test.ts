@@ -135,3 +135,26 @@ describe('/metrics while queues come and go', () => {
     expect(answer.body).not.toContain('queue="goes"');
   });
 });
+
+describe('/metrics and /v1/stats over many queues', () => {
+  it('list the queues once per answer, also for queues this server has not opened yet', async () => {
+    server = await startTestServer();
+    const { broker } = server;
+    // Made by another process sharing the storage, or before a restart: not opened here yet.
+    for (let index = 0; index < 30; index++) await broker.queue(`many-${index}`);
+    const list = broker.listQueues.bind(broker);
+    let lists = 0;
+    broker.listQueues = () => {
+      lists += 1;
+      return list();
+    };
+    const metrics = await api('GET', '/metrics');
+    expect(metrics.body).toContain('leaseq_jobs{queue="many-29",state="ready"} 0');
+    expect(lists).toBe(1);
+    lists = 0;
+    for (let index = 30; index < 60; index++) await broker.queue(`many-${index}`);
+    const stats = await api('GET', '/v1/stats');
+    expect(stats.body.queues).toHaveLength(60);
+    expect(lists).toBe(1);
+  });
+});

@@ -13,13 +13,12 @@ export function observabilityRoutes(services: Services, openApi: () => unknown):
   const { broker, queues, receipts, metrics, shutdown } = services;
   /** The figures of every queue `principal` may see (as the queue list shows them). */
   const readVisibleStats = async (principal: Principal): Promise<[string, QueueStats][]> => {
-    const names = (await broker.listQueues())
-      .map((info) => info.name)
-      .filter((name) => principal.canSee(name));
+    const listed = new Set((await broker.listQueues()).map((info) => info.name));
+    const names = [...listed].filter((name) => principal.canSee(name));
     const all = await Promise.all(
       names.map(async (name): Promise<[string, QueueStats] | undefined> => {
         try {
-          return [name, await (await queues.existing(name)).stats()];
+          return [name, await (await queues.existing(name, listed)).stats()];
         } catch (error) {
           // Deleted since it was listed: not an error of the scrape (as in GET /v1/stats).
           if ((error as { code?: string }).code === 'NOT_FOUND') return undefined;

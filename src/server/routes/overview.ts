@@ -39,6 +39,11 @@ export function overviewRoutes(services: Services): RouteSpec[] {
       .map((info) => info.name)
       .filter((name) => principal.canSee(name))
       .sort();
+  /** The queues `principal` can see, and every queue listed (to open them without a list each). */
+  const visibleAmong = async (principal: Principal) => {
+    const listed = new Set((await broker.listQueues()).map((info) => info.name));
+    return { listed, names: [...listed].filter((name) => principal.canSee(name)).sort() };
+  };
   return [
     route<unknown, unknown>({
       method: 'GET',
@@ -50,11 +55,11 @@ export function overviewRoutes(services: Services): RouteSpec[] {
         'queues',
       ]),
       async handle({ principal }) {
-        const names = await visibleQueues(principal);
+        const { listed, names } = await visibleAmong(principal);
         const all = await Promise.all(
           names.map(async (name) => {
             try {
-              return { name, stats: await (await queues.existing(name)).stats() };
+              return { name, stats: await (await queues.existing(name, listed)).stats() };
             } catch (error) {
               // Deleted since it was listed: not an error of this call.
               if ((error as { code?: string }).code === 'NOT_FOUND') return undefined;
