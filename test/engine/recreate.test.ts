@@ -32,3 +32,75 @@ describe.each(factories)('a re-created queue on $name', (factory) => {
     await engine.close();
   });
 });
+
+describe.each(factories.filter((factory) => factory.name !== 'memory'))(
+  'a queue deleted while another handle publishes to it, on $name',
+  (factory) => {
+    it('leaves no job behind: created again, it is empty, and its stats and inspect agree', async () => {
+      const one = await factory.open();
+      const two = await factory.open();
+      try {
+        for (let round = 0; round < 8; round++) {
+          const name = queueName('delete-race');
+          await one.queue(name);
+          const other = await two.queue(name);
+          await Promise.allSettled([
+            (async () => {
+              for (let batch = 0; batch < 5; batch++) {
+                const jobs = Array.from({ length: 20 }, (_, i) => ({ id: `j${batch}-${i}` }));
+                await other.publishBatch(1, jobs);
+              }
+            })(),
+            (async () => {
+              await new Promise((resolve) => setTimeout(resolve, round * 3));
+              await one.deleteQueue(name);
+            })(),
+          ]);
+          const again = await one.queue(name);
+          expect((await again.inspect()).ready).toEqual([]);
+          expect(await again.stats(2)).toMatchObject({ ready: 0, published: 0 });
+          await one.deleteQueue(name);
+        }
+      } finally {
+        await one.close();
+        await two.close();
+      }
+    });
+  },
+);
+
+describe.each(factories)('a queue used, deleted and made again at once on $name', (factory) => {
+  it('R6 the new queue has the options asked for, figures that match its jobs, and tokens above the old ones', async () => {
+    const engine = await factory.open();
+    const name = queueName('at-once');
+    try {
+      const old = await engine.queue(name, { visibility: 50 });
+      await old.publishBatch(1, [{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+      // One tick: the three calls share a transaction on the SQL engines.
+      const outcomes = await Promise.allSettled([
+        old.reserve(2, { max: 2 }),
+        old.publish(2, { id: 'd' }),
+        engine.deleteQueue(name),
+        engine.queue(name, { visibility: 70 }),
+      ]);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual([
+        'fulfilled',
+        'fulfilled',
+        'fulfilled',
+        'fulfilled',
+      ]);
+      const handed = (outcomes[0] as PromiseFulfilledResult<{ token: number }[]>).value;
+      expect(handed.map((delivery) => delivery.token)).toEqual([1, 2]);
+      const fresh = await engine.queue(name);
+      expect((await fresh.options()).visibility).toBe(70);
+      expect((await fresh.inspect()).ready).toEqual([]);
+      expect(await fresh.stats(3)).toMatchObject({ ready: 0, active: 0, published: 0 });
+      await fresh.publish(3, { id: 'e' });
+      const [next] = await fresh.reserve(3);
+      expect(next?.token).toBe(3);
+    } finally {
+      await engine.deleteQueue(name);
+      await engine.close();
+    }
+  });
+});

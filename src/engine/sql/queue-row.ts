@@ -135,12 +135,35 @@ export async function loadQueueRow(
   batch.cache.set(key, row);
   const loadedNextToken = row.nextToken;
   batch.beforeCommit(async (conn) => {
+    // Deleted by a later call of the batch (forgetQueueRow): saved then, and never over a
+    // queue made again under the name.
+    if (batch.cache.get(key) !== row) return;
     await saveQueueRow(conn, row);
     if (row.nextToken !== loadedNextToken) {
       await dialect.fenceTokens?.(conn, batch, row.name, row.nextToken);
     }
   });
   return row;
+}
+
+/**
+ * Before the queue `name` is deleted: a row an earlier call of the batch loaded is saved now,
+ * so that the counters the delete keeps for the name (R6) include the tokens that call handed
+ * out, and is dropped from the batch, so that its save before the commit does not write it over
+ * a queue made again under the name in the same batch.
+ */
+export async function forgetQueueRow(
+  connection: SqlConnection,
+  batch: BatchContext,
+  dialect: SqlDialect,
+  name: string,
+): Promise<void> {
+  const key = `queue:${name}`;
+  const row = batch.cache.get(key) as QueueRow | undefined;
+  if (row === undefined) return;
+  batch.cache.delete(key);
+  await saveQueueRow(connection, row, true);
+  await dialect.fenceTokens?.(connection, batch, name, row.nextToken);
 }
 
 function fromStored(stored: StoredRow): QueueRow {
@@ -177,37 +200,41 @@ function loadCounters(text: string): Counters {
   return counters;
 }
 
-async function saveQueueRow(connection: SqlConnection, row: QueueRow): Promise<void> {
-  await connection.runBeforeCommit(
-    `UPDATE leaseq_queues SET options = ?, clock = ?, next_token = ?, next_seq = ?, next_session = ?,
+/**
+ * Writes the row: with the commit (where the connection defers statements whose result nobody
+ * reads), or at once with `now`, before statements that follow it.
+ */
+async function saveQueueRow(connection: SqlConnection, row: QueueRow, now = false): Promise<void> {
+  const sql = `UPDATE leaseq_queues SET options = ?, clock = ?, next_token = ?, next_seq = ?, next_session = ?,
        next_generated_id = ?, ready_head = ?, ready_tail = ?, dead_seq = ?, next_event_at = ?,
        ready_count = ?, delayed_count = ?, active_count = ?, dead_count = ?, session_count = ?,
        counters = ?, ready_bands = ?, waiting_count = ?, job_expiry = ?, generated_form_seen = ?
-     WHERE name = ?`,
-    [
-      encodeRowOptions(row.options),
-      row.queueTime,
-      row.nextToken,
-      row.nextSeq,
-      row.nextSession,
-      row.nextGeneratedId,
-      row.readyHead,
-      row.readyTail,
-      row.deadSeq,
-      INFINITY_AS_NULL(row.nextEventAt),
-      row.ready,
-      row.delayed,
-      row.active,
-      row.dead,
-      row.sessions,
-      JSON.stringify(row.counters),
-      row.bands === null ? null : JSON.stringify(row.bands),
-      row.waiting,
-      row.jobExpiry ? 1 : 0,
-      row.generatedFormSeen ? 1 : 0,
-      row.name,
-    ],
-  );
+     WHERE name = ?`;
+  const params = [
+    encodeRowOptions(row.options),
+    row.queueTime,
+    row.nextToken,
+    row.nextSeq,
+    row.nextSession,
+    row.nextGeneratedId,
+    row.readyHead,
+    row.readyTail,
+    row.deadSeq,
+    INFINITY_AS_NULL(row.nextEventAt),
+    row.ready,
+    row.delayed,
+    row.active,
+    row.dead,
+    row.sessions,
+    JSON.stringify(row.counters),
+    row.bands === null ? null : JSON.stringify(row.bands),
+    row.waiting,
+    row.jobExpiry ? 1 : 0,
+    row.generatedFormSeen ? 1 : 0,
+    row.name,
+  ];
+  if (now) await connection.run(sql, params);
+  else await connection.runBeforeCommit(sql, params);
 }
 
 /** Inserts the row of a new queue; false when it already exists. */

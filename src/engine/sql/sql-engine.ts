@@ -25,7 +25,13 @@ import { GroupCommitExecutor } from './executor.js';
 import { ForeignWriteWatch } from './foreign-write-watch.js';
 import { Handoffs } from './handoffs.js';
 import { type QueueAccess, wakeOnCommit } from './queue-access.js';
-import { decodeOptions, insertQueueRow, loadQueueRow, readQueueOptions } from './queue-row.js';
+import {
+  decodeOptions,
+  forgetQueueRow,
+  insertQueueRow,
+  loadQueueRow,
+  readQueueOptions,
+} from './queue-row.js';
 import {
   advanceScheduleRow,
   listScheduleRows,
@@ -161,15 +167,16 @@ export class SqlEngine implements Engine {
   async deleteQueue(name: string): Promise<boolean> {
     this.checkOpen();
     checkQueueName(name);
-    return this.executor.submit(async (connection) => {
+    const { dialect } = this.parts;
+    return this.executor.submit(async (connection, batch) => {
       // Locked first, as every transaction of the queue locks it: a publish or reserve of another
       // process cannot commit between the statements below, leaving its jobs behind in no queue
       // or its tokens above the counters kept for the name (R6).
       await this.lockQueueName(connection, name);
-      await connection.query(
-        `SELECT name FROM leaseq_queues WHERE name = ?${this.parts.dialect.lockRow}`,
-        [name],
-      );
+      await connection.query(`SELECT name FROM leaseq_queues WHERE name = ?${dialect.lockRow}`, [
+        name,
+      ]);
+      await forgetQueueRow(connection, batch, dialect, name);
       await connection.run('DELETE FROM leaseq_jobs WHERE queue = ?', [name]);
       await connection.run('DELETE FROM leaseq_sessions WHERE queue = ?', [name]);
       await connection.run('DELETE FROM leaseq_acked WHERE queue = ?', [name]);
