@@ -35,8 +35,11 @@ export interface JobContext<P = unknown> extends Job<P> {
   duplicate(): void;
 }
 
-/** Does the work of one job. Returning acks it; throwing chooses another outcome (docs/worker.md). */
-export type Handler<P = unknown> = (job: Job<P>, ctx: JobContext<P>) => Promise<void> | void;
+/**
+ * Does the work of one job. Returning (or resolving, whatever the value: `(job) => send(job)`)
+ * acks it; throwing chooses another outcome (docs/worker.md).
+ */
+export type Handler<P = unknown> = (job: Job<P>, ctx: JobContext<P>) => unknown;
 
 /** The final outcome of one delivery, as logged and passed to 'outcome' listeners. */
 export interface OutcomeRecord {

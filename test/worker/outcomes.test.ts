@@ -58,6 +58,19 @@ describeEngines(engines, 'outcomes', (open) => {
     expect(metrics.inHand).toBe(0);
   });
 
+  it('a handler may resolve with any value, as (job) => send(job) does: its job is acked', async () => {
+    const h = await open();
+    await h.queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    const send = async (id: string) => ({ sent: id });
+    const consumer = h.process((job) => (job.id === 'a' ? send(job.id) : 7), { concurrency: 2 });
+    expect(await consumer.worker.runOnce()).toBe(2);
+    const records = [await consumer.nextOutcome(), await consumer.nextOutcome()];
+    expect(records.map((r) => [r.id, r.outcome]).sort()).toEqual([
+      ['a', 'acked'],
+      ['b', 'acked'],
+    ]);
+  });
+
   it('processing time runs from receipt to settlement on the worker clock', async () => {
     const h = await open();
     await h.queue.publish({ id: 'a' });
