@@ -59,6 +59,7 @@ export {
 export type { JobTransfer, QueueLinks } from './queue-links.js';
 export {
   checkDeadLetterChain,
+  checkDeadLetterChainNow,
   checkQueueName,
   checkSameOptions,
   QUEUE_NAME,

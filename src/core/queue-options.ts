@@ -73,15 +73,32 @@ export async function checkDeadLetterChain(
 ): Promise<void> {
   const path = [name];
   let next = deadLetterQueue;
-  while (next !== undefined) {
-    path.push(next);
-    if (next === name) {
-      throw new ConflictError(
-        `deadLetterQueue of ${name} would loop back to it (${path.join(' → ')})`,
-      );
-    }
-    // A chain that already loops without `name` was refused when it was configured.
-    if (path.indexOf(next) !== path.length - 1) return;
-    next = await deadLetterQueueOf(next);
+  while (next !== undefined && !chainEnds(name, path, next)) next = await deadLetterQueueOf(next);
+}
+
+/**
+ * `checkDeadLetterChain` where the stored options are at hand (in memory): it reads them in one
+ * synchronous step, so that no other change of options runs between the check and the change
+ * it guards (two changes checked at once would each miss the other's link).
+ */
+export function checkDeadLetterChainNow(
+  name: string,
+  deadLetterQueue: string | undefined,
+  deadLetterQueueOf: (queue: string) => string | undefined,
+): void {
+  const path = [name];
+  let next = deadLetterQueue;
+  while (next !== undefined && !chainEnds(name, path, next)) next = deadLetterQueueOf(next);
+}
+
+/** Adds `next` to the chain: throws when it leads back to `name`; true when the chain ends. */
+function chainEnds(name: string, path: string[], next: string): boolean {
+  path.push(next);
+  if (next === name) {
+    throw new ConflictError(
+      `deadLetterQueue of ${name} would loop back to it (${path.join(' → ')})`,
+    );
   }
+  // A chain that already loops without `name` was refused when it was configured.
+  return path.indexOf(next) !== path.length - 1;
 }

@@ -133,6 +133,29 @@ describeEngines(engines, (h) => {
       );
     });
 
+    it('R26 two changes at once that would link two queues to each other: one is refused, no loop is stored', async () => {
+      const a = h.queueName('a');
+      const b = h.queueName('b');
+      await h.engine().queue(a);
+      await h.engine().queue(b);
+      const outcomes = await Promise.allSettled([
+        h.engine().updateQueue(a, { deadLetterQueue: b }),
+        h.engine().updateQueue(b, { deadLetterQueue: a }),
+      ]);
+      const refused = outcomes.flatMap((outcome) =>
+        outcome.status === 'rejected' ? [outcome.reason] : [],
+      );
+      expect(refused).toHaveLength(1);
+      expect(refused[0]).toBeInstanceOf(ConflictError);
+      const c = h.queueName('c');
+      const d = h.queueName('d');
+      const created = await Promise.allSettled([
+        h.engine().queue(c, { deadLetterQueue: d }),
+        h.engine().queue(d, { deadLetterQueue: c }),
+      ]);
+      expect(created.filter((outcome) => outcome.status === 'rejected')).toHaveLength(1);
+    });
+
     it('R26 the option is stored, shown, changed and removed (null)', async () => {
       const dlqName = h.queueName('dlq');
       const name = h.queueName();

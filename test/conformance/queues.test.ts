@@ -122,6 +122,22 @@ describeEngines(engines, (h) => {
       expect(await q.inspect()).toEqual(view(1, { ready: ['a'] }));
     });
 
+    it('creating one queue twice at once with different options: one is created, the other is a ConflictError', async () => {
+      const name = h.queueName('twice');
+      const outcomes = await Promise.allSettled([
+        h.engine().queue(name, { visibility: 5, deadLetterQueue: h.queueName('dlq') }),
+        h.engine().queue(name, { visibility: 6, deadLetterQueue: h.queueName('dlq') }),
+      ]);
+      const refused = outcomes.flatMap((outcome) =>
+        outcome.status === 'rejected' ? [outcome.reason] : [],
+      );
+      expect(refused).toHaveLength(1);
+      expect(refused[0]).toBeInstanceOf(ConflictError);
+      const created = outcomes.findIndex((outcome) => outcome.status === 'fulfilled');
+      const queue = await h.engine().queue(name);
+      expect((await queue.options()).visibility).toBe(created === 0 ? 5 : 6);
+    });
+
     it.each(BAD_OPTIONS)(
       'engine.queue with %s is a ValidationError and creates nothing',
       async (_label, options) => {

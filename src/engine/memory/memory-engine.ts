@@ -2,7 +2,7 @@ import {
   byCodeUnits,
   ClockError,
   ClosedError,
-  checkDeadLetterChain,
+  checkDeadLetterChainNow,
   checkQueueName,
   checkSameOptions,
   type JobTransfer,
@@ -64,7 +64,7 @@ export class MemoryEngine implements Engine, QueueLinks {
       // The core keeps payloads as JSON text, as the SQL engines do: the queue holds a copy its
       // publisher cannot change afterwards, and each consumer gets its own.
       core = new LeaseQueue(options, JSON_PAYLOADS);
-      await this.checkChain(name, core.options.deadLetterQueue);
+      this.checkChain(name, core.options.deadLetterQueue);
       const floor = this.floors.get(name);
       if (floor !== undefined) core.continueCounters(floor);
       core.connect(name, this);
@@ -85,7 +85,7 @@ export class MemoryEngine implements Engine, QueueLinks {
     this.checkOpen();
     const core = this.existing(name);
     const next = resolveQueueOptions({ ...core.options, ...options });
-    await this.checkChain(name, next.deadLetterQueue);
+    this.checkChain(name, next.deadLetterQueue);
     const resolved = core.reconfigure(options);
     // A queue resumed (R27) or given more room has jobs to hand out: receivers look again.
     this.wakes.wake(name);
@@ -103,8 +103,9 @@ export class MemoryEngine implements Engine, QueueLinks {
     return true;
   }
 
-  private checkChain(name: string, deadLetterQueue: string | undefined): Promise<void> {
-    return checkDeadLetterChain(
+  /** Synchronous: nothing runs between the check and the change of options it guards. */
+  private checkChain(name: string, deadLetterQueue: string | undefined): void {
+    checkDeadLetterChainNow(
       name,
       deadLetterQueue,
       (queue) => this.queues.get(queue)?.options.deadLetterQueue,

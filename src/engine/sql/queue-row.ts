@@ -259,10 +259,17 @@ export async function insertQueueRow(
   return changed > 0;
 }
 
+/**
+ * A queue's options as this transaction sees them: those of the row an earlier call of the
+ * batch loaded (and may have changed, saved only before the commit), else the stored ones.
+ */
 export async function readQueueOptions(
   connection: SqlConnection,
+  batch: BatchContext,
   name: string,
 ): Promise<ResolvedQueueOptions | undefined> {
+  const cached = batch.cache.get(`queue:${name}`) as QueueRow | undefined;
+  if (cached !== undefined) return cached.options;
   const [row] = await connection.query<{ options: string }>(
     'SELECT options FROM leaseq_queues WHERE name = ?',
     [name],

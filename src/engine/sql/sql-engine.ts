@@ -21,7 +21,7 @@ import type {
 import type { ScheduleRecord } from '../schedules.js';
 import { checkSecretName, type StoredSecret } from '../secrets.js';
 import { WakeHub } from '../wake-hub.js';
-import { GroupCommitExecutor } from './executor.js';
+import { type BatchContext, GroupCommitExecutor } from './executor.js';
 import { ForeignWriteWatch } from './foreign-write-watch.js';
 import { Handoffs } from './handoffs.js';
 import { type QueueAccess, wakeOnCommit } from './queue-access.js';
@@ -118,16 +118,16 @@ export class SqlEngine implements Engine {
     this.checkOpen();
     checkQueueName(name);
     const resolved = resolveQueueOptions(options);
-    await this.executor.submit(async (connection) => {
+    await this.executor.submit(async (connection, batch) => {
       // After a deletion of the same name under way elsewhere has committed: the new row then
       // continues the counters that deletion left (R6), not older ones.
       await this.lockQueueName(connection, name);
-      const stored = await readQueueOptions(connection, name);
+      const stored = await readQueueOptions(connection, batch, name);
       if (stored === undefined) {
-        await checkChain(connection, this.parts.dialect, name, resolved.deadLetterQueue);
+        await checkChain(connection, batch, this.parts.dialect, name, resolved.deadLetterQueue);
       }
       if (await insertQueueRow(connection, name, resolved)) return;
-      const existing = await readQueueOptions(connection, name);
+      const existing = await readQueueOptions(connection, batch, name);
       if (existing !== undefined) checkSameOptions(name, existing, options);
     });
     return new SqlQueue(name, this.executor, this.access);
@@ -139,7 +139,7 @@ export class SqlEngine implements Engine {
     return this.executor.submit(async (connection, batch) => {
       const row = await loadQueueRow(connection, batch, this.parts.dialect, name);
       const next = resolveQueueOptions({ ...row.options, ...options });
-      await checkChain(connection, this.parts.dialect, name, next.deadLetterQueue);
+      await checkChain(connection, batch, this.parts.dialect, name, next.deadLetterQueue);
       if (next.retention !== row.options.retention) {
         await rewriteExpiries(connection, name, next.retention);
         // Jobs may be past the new retention: the next step of the queue looks (R30).
@@ -305,9 +305,13 @@ async function rewriteExpiries(
   );
 }
 
-/** R26: a dead-letter queue may not lead back to the queue (read in the same transaction). */
+/**
+ * R26: a dead-letter queue may not lead back to the queue (read in the same transaction, with
+ * the options that earlier calls of the batch changed).
+ */
 async function checkChain(
   connection: SqlConnection,
+  batch: BatchContext,
   dialect: SqlDialect,
   name: string,
   deadLetterQueue: string | undefined,
@@ -320,6 +324,6 @@ async function checkChain(
   return checkDeadLetterChain(
     name,
     deadLetterQueue,
-    async (queue) => (await readQueueOptions(connection, queue))?.deadLetterQueue,
+    async (queue) => (await readQueueOptions(connection, batch, queue))?.deadLetterQueue,
   );
 }
