@@ -726,7 +726,9 @@ describe('the stream is bounded', () => {
       logger,
       limits: {
         maxStreamBufferBytes: 64 * 1024,
-        streamHeartbeatMs: 400,
+        // Long enough for the pushes to fill both ends' socket buffers before a heartbeat could
+        // end the connection (until they are full, the server cannot tell that nobody reads).
+        streamHeartbeatMs: 1500,
         maxPayloadBytes: 1024 * 1024,
         maxBodyBytes: 2 * 1024 * 1024,
       },
