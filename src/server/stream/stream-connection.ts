@@ -301,7 +301,7 @@ export class StreamConnection {
       if (this.subscriptions.size + this.opening.size >= limits.maxSubscriptions) {
         throw new ServerError(
           'TOO_MANY_REQUESTS',
-          `this connection holds ${limits.maxSubscriptions} subscriptions, the most it may`,
+          `this connection holds ${limits.maxSubscriptions} subscriptions, the most it may (the server's maxSubscriptions): receiving from more queues, visibilities or sessions at once takes another connection (another open() of the URL)`,
         );
       }
       this.checkPrefetch(frame.prefetch);
