@@ -29,6 +29,12 @@ export interface WorkerEvents {
 
 export type WorkerState = 'created' | 'running' | 'closing' | 'closed';
 
+/**
+ * Longest `close()` waits, after its grace period, for the jobs still in hand to be given back
+ * and the session closed (a healthy storage answers in milliseconds).
+ */
+export const GIVE_BACK_WAIT_MS = 1000;
+
 /** Fetch-loop retry delays after failed receives, ms. */
 const FETCH_RETRY = { baseDelay: 100, maxDelay: 30_000 };
 /**
@@ -351,10 +357,28 @@ export class Worker<P = unknown> {
     await this.loop;
     await Promise.allSettled([...this.fetches]);
     await this.graceUntilDone();
-    await Promise.all([...this.inHand].map((run) => run.release()));
-    await this.session?.close();
+    const giveBack = (async () => {
+      await Promise.all([...this.inHand].map((run) => run.release()));
+      await this.session?.close();
+    })();
+    await this.atMost(giveBack, GIVE_BACK_WAIT_MS);
     this.scheduler.stop();
     this.closed = true;
+  }
+
+  /**
+   * `work`, or nothing once `ms` passed: a storage or server that does not answer must not hold
+   * `close()` past its timeout by much. What was not given back in time is left to its lease.
+   */
+  private async atMost(work: Promise<void>, ms: number): Promise<void> {
+    // A failure after the bound has nobody to reach; within it, the race passes it on.
+    work.catch(() => undefined);
+    const timer = new AbortController();
+    try {
+      await Promise.race([work, this.options.clock.sleep(ms, timer.signal)]);
+    } finally {
+      timer.abort();
+    }
   }
 
   /** Waits until the jobs in hand are done or the grace period (which may shrink) ends. */

@@ -1,12 +1,15 @@
 import { afterEach, expect, it } from 'vitest';
+import type { Queue } from '../../src/broker/queue.js';
 import { ClosedError, ValidationError } from '../../src/core/index.js';
-import { Gate, type Harness } from '../../src/testing/index.js';
+import { Gate, type Harness, silentLogger } from '../../src/testing/index.js';
 import {
   closeOnSignals,
   type JobContext,
+  Worker,
   WorkerClosingError,
   type WorkerOptions,
 } from '../../src/worker/index.js';
+import { GIVE_BACK_WAIT_MS } from '../../src/worker/worker.js';
 import { describeEngines, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
@@ -209,5 +212,36 @@ describeEngines(engines, 'shutdown, jobs reserved as it begins', (open) => {
       { op: 'nack', token: 1, fate: 'sent', result: true },
     ]);
     expect(await h.queue.job('a')).toMatchObject({ state: 'ready', deliveryCount: 0, history: [] });
+  });
+
+  it('close() waits at most GIVE_BACK_WAIT_MS for give-backs that get no answer; their jobs go back at their lease end', async () => {
+    const h = await open();
+    // A storage (or server) that takes the give-back and never answers it.
+    const hung: Queue = Object.create(h.queue, {
+      nack: { value: () => new Promise<boolean>(() => {}) },
+    });
+    const gate = new Gate();
+    const worker = new Worker(hung, (_job, ctx) => gate.pass(ctx.signal), {
+      clock: h.clock,
+      logger: silentLogger,
+      visibility: 30_000,
+    });
+    await h.queue.publish({ id: 'a' });
+    await worker.start();
+    await gate.arrivedAt(1);
+    let closed = false;
+    const closing = worker.close({ timeout: 0 }).then(() => {
+      closed = true;
+    });
+    await h.advance(GIVE_BACK_WAIT_MS - 1, { step: 100 });
+    expect(closed).toBe(false);
+    await h.advance(1);
+    await closing;
+    expect(worker.state).toBe('closed');
+    // Nothing lost: the job is still leased, and delivered again once its lease ended.
+    expect(await h.queue.job('a')).toMatchObject({ state: 'active', deadline: 30_000 });
+    await h.advance(30_000, { step: 1000 });
+    const [again] = await h.queue.receive();
+    expect(again).toMatchObject({ id: 'a', deliveryCount: 2 });
   });
 });
