@@ -186,6 +186,15 @@ describe('retention and length bounds (R30, R31)', () => {
       `updated ${name}  visibility=30000ms prefetch=unbounded maxDeliveries=10 maxLease=unbounded dedupWindow=0ms maxLength=1 overflow=dead-letter-oldest\n`,
     );
     expect((await run(['queue', 'create', fresh(), '--prefetch', 'none'])).code).toBe(2);
+    // Not a dead-letter queue named none: refused, and nothing is created.
+    const plain = fresh();
+    const refused = await run(['queue', 'create', plain, '--dead-letter-queue', 'none']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--dead-letter-queue none is for queue update');
+    const listed = await run(['queue', 'list', '--json']);
+    expect((JSON.parse(listed.stdout) as { name: string }[]).map((q) => q.name)).not.toContain(
+      plain,
+    );
   });
 
   it('refuses bad bounds as usage errors and changes nothing', async () => {

@@ -47,6 +47,13 @@ function queueOptionsOf(values: Values, removable: boolean): QueueOptions {
   // Unbounded is these options' default (Infinity), and `none` asks for it.
   const unbounded = (flag: string): number | undefined =>
     removable && values[flag] === 'none' ? Number.POSITIVE_INFINITY : integerFlag(values, flag, 1);
+  // On create, none is refused as it is for the bounds (a number): a queue named none, taken for
+  // "no dead-letter queue", would be made the dead-letter queue.
+  if (!removable && values['dead-letter-queue'] === 'none') {
+    throw new UsageError(
+      '--dead-letter-queue none is for queue update (it removes the dead-letter queue); a new queue has none unless the flag names one',
+    );
+  }
   const overflow = stringFlag(values, 'overflow');
   if (overflow !== undefined && !(OVERFLOW_MODES as readonly string[]).includes(overflow)) {
     throw new UsageError(
