@@ -1,4 +1,5 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { Socket } from 'node:net';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
 import { openEngine } from '../../src/engine/index.js';
 import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
@@ -56,6 +57,22 @@ describe('PostgreSQL: wake-ups from other processes', () => {
       await here.deleteQueue(name).catch(() => undefined);
       await here.close();
       await elsewhere.close();
+    }
+  });
+
+  it("keep their connection, and the pool's, open through a NAT: TCP keepalive after 10 s of silence", async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const keepAlive = vi.spyOn(Socket.prototype, 'setKeepAlive');
+    const engine = await openEngine(url);
+    try {
+      await engine.queue(`keepalive-${process.pid}`);
+      // The listener and the pool's connections: every one the engine made.
+      const made = (await listeners()).length + 1;
+      expect(keepAlive.mock.calls.length).toBeGreaterThanOrEqual(made);
+      for (const call of keepAlive.mock.calls) expect(call).toEqual([true, 10_000]);
+    } finally {
+      keepAlive.mockRestore();
+      await engine.close();
     }
   });
 });

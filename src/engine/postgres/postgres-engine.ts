@@ -46,6 +46,14 @@ const types = {
 };
 
 /**
+ * TCP keepalive probes on every connection after 10 s of silence. The wake-up listener's
+ * connection is idle for as long as nothing is published, and a NAT or load balancer between a
+ * node and the database drops idle connections without a word (after 350 s on AWS): the probes
+ * keep it open, and a database host that is gone is noticed rather than waited on for ever.
+ */
+const KEEPALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 10_000 } as const;
+
+/**
  * Opens a PostgreSQL database shared by any number of processes and machines. Time comes from
  * the database's clock (`storageTime`), so nodes with skewed clocks agree.
  */
@@ -55,7 +63,13 @@ export async function openPostgresEngine(
 ): Promise<Engine> {
   checkEngineOptions(options);
   const target = redactUrl(url);
-  const pool = new pg.Pool({ connectionString: url, types, max: 4, connectionTimeoutMillis: 5000 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    types,
+    max: 4,
+    connectionTimeoutMillis: 5000,
+    ...KEEPALIVE,
+  });
   pool.on('error', () => undefined); // an idle client's failure surfaces on its next use
   // Every client listens for its connection's death from the moment it connects: the pool stops
   // listening to a client it hands out, and a connection that dies then (PostgreSQL restarted,
@@ -160,7 +174,7 @@ class WakeListener {
   ) {}
 
   async open(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, types });
+    const client = new pg.Client({ connectionString: this.url, types, ...KEEPALIVE });
     client.on('error', () => undefined);
     client.on('end', () => {
       if (this.client === client) this.client = undefined;
