@@ -46,6 +46,13 @@ export interface WireWrapper {
 
 const SESSION_LIMITS = ['prefetch', 'timeout', 'ackTimeout'] as const;
 
+/** Where an operation names deliveries: by receipts on the wire, by tokens in the core. */
+const DELIVERY_FIELDS: ReadonlyMap<unknown, { wire: string; core: string }> = new Map([
+  ['ack', { wire: 'receipts', core: 'tokens' }],
+  ['nack', { wire: 'receipt', core: 'token' }],
+  ['extend', { wire: 'receipt', core: 'token' }],
+]);
+
 /** Parses one wire operation (the server's edge): the same checks and errors as in-process. */
 export function operationFromWire(input: unknown, verify: WireVerifier): Operation {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -53,10 +60,7 @@ export function operationFromWire(input: unknown, verify: WireVerifier): Operati
   }
   const wire = input as Record<string, unknown>;
   const type = wire.type;
-  const fields = copyFields(
-    wire,
-    type === 'ack' ? 'receipts' : type === 'nack' || type === 'extend' ? 'receipt' : undefined,
-  );
+  const fields = copyFields(wire, DELIVERY_FIELDS.get(type)?.wire);
   if (typeof fields.session === 'string') fields.session = verify.sessionId(fields.session);
   switch (type) {
     case 'ack':
@@ -118,10 +122,9 @@ function receiptList(value: unknown): string[] {
 
 /** The wire form of a parsed operation (the client's side). */
 export function operationToWire(operation: Operation, wrap: WireWrapper): WireOperation {
-  const type = operation.type;
   const fields = copyFields(
     operation as unknown as Record<string, unknown>,
-    type === 'ack' ? 'tokens' : type === 'nack' || type === 'extend' ? 'token' : undefined,
+    DELIVERY_FIELDS.get(operation.type)?.core,
     true,
   );
   if (typeof fields.session === 'string') fields.session = wrap.sessionHandle(fields.session);
