@@ -1,6 +1,7 @@
 import {
   build,
   ClosedError,
+  ConflictError,
   type Delivery,
   type MoveJobsOptions,
   type NackOptions,
@@ -219,7 +220,12 @@ export class EngineQueue implements Queue {
     const stored = (await this.scheduleStore.listSchedules(this.name)).find(
       (schedule) => schedule.name === name,
     );
-    if (stored === undefined) throw new Error(`schedule ${name} vanished as it was set`);
+    // Removed (or its queue deleted) by another caller between the write and this read.
+    if (stored === undefined) {
+      throw new ConflictError(
+        `schedule ${name} of queue ${this.name} was removed by another caller as it was set; set it again`,
+      );
+    }
     return scheduleView(stored, now);
   }
 
