@@ -9,6 +9,12 @@ import type { WorkerMetrics } from './metrics.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { logOutcome, outcomeRecord, type Settlement } from './outcome-record.js';
 
+/** A setting of the queue as last read, and a read of it now (which it then keeps). */
+export interface QueueLimit {
+  value: number;
+  refresh(): Promise<number>;
+}
+
 /** What every run of one worker shares. */
 export interface JobRunDeps {
   queue: Queue;
@@ -17,8 +23,8 @@ export interface JobRunDeps {
   handler: Handler<never>;
   options: ResolvedWorkerOptions;
   metrics: WorkerMetrics;
-  /** The queue's maxDeliveries, read at start. */
-  maxDeliveries: number;
+  /** The queue's maxDeliveries: read at start, and again before a job dies of it. */
+  maxDeliveries: QueueLimit;
   /** The lease length of each reservation and renewal, ms. */
   leaseMs: number;
   renewal: RenewalConfig;

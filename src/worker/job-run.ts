@@ -9,7 +9,7 @@ import {
 } from './errors.js';
 import { HandlerRun, type JobRunDeps } from './handler-run.js';
 import { type LeaseHolder, LeaseRenewer } from './lease-renewer.js';
-import { applyDecision, decide, release } from './outcome.js';
+import { applyDecision, type Decision, decide, release } from './outcome.js';
 import { ACKED, DUPLICATE, type Settlement, settlementOf, withoutDelay } from './outcome-record.js';
 
 export type { HeldRun, JobRunDeps } from './handler-run.js';
@@ -142,16 +142,34 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
   }
 
   protected handlerThrew(error: unknown): void {
-    const { id, deliveryCount } = this.delivery;
-    const decision = decide(
-      { status: 'threw', error },
-      {
-        id,
-        deliveryCount,
-        maxDeliveries: this.deps.maxDeliveries,
-        backoff: this.deps.options.backoff,
+    const limit = this.deps.maxDeliveries;
+    const decision = this.decideThrown(error, limit.value);
+    if (decision.action !== 'dead-letter' || decision.reason !== 'retries-exhausted') {
+      this.settleThrown(decision);
+      return;
+    }
+    // The queue's limit may have been raised since it was read: the job dies of it only under
+    // the limit as it stands now (a read of the queue's options on this path alone). A lowered
+    // limit needs no read: the queue applies it to the retry (R13).
+    limit.refresh().then(
+      (current) => this.settleThrown(this.decideThrown(error, current)),
+      (readError: unknown) => {
+        this.deps.onError(readError, 'settle');
+        this.settleThrown(decision);
       },
     );
+  }
+
+  private decideThrown(error: unknown, maxDeliveries: number): Decision {
+    const { id, deliveryCount } = this.delivery;
+    return decide(
+      { status: 'threw', error },
+      { id, deliveryCount, maxDeliveries, backoff: this.deps.options.backoff },
+    );
+  }
+
+  private settleThrown(decision: Decision): void {
+    const { id } = this.delivery;
     if (decision.action === 'ack') {
       this.ackSettlement = settlementOf(decision);
       this.deps.acks.add(this);

@@ -4,6 +4,7 @@ import { abortableSleep } from './abortable-sleep.js';
 import { AckBatcher } from './ack-batcher.js';
 import { AutoAckRun } from './auto-ack-run.js';
 import { errorCode, errorMessage } from './errors.js';
+import type { QueueLimit } from './handler-run.js';
 import type { Handler, OutcomeRecord } from './job.js';
 import { type HeldRun, JobRun, type JobRunDeps } from './job-run.js';
 import { isLevelEnabled } from './logger.js';
@@ -193,7 +194,7 @@ export class Worker<P = unknown> {
           handler: this.handler as Handler<never>,
           options,
           metrics: this.counters,
-          maxDeliveries: queueOptions.maxDeliveries,
+          maxDeliveries: maxDeliveriesOf(queue, queueOptions.maxDeliveries),
           leaseMs,
           renewal: {
             queue,
@@ -432,4 +433,16 @@ export async function work<P = unknown>(
   const worker = new Worker(queue, handler, options);
   await worker.start();
   return worker;
+}
+
+/** The queue's maxDeliveries as last read (`initial` at start); `refresh` reads it again. */
+function maxDeliveriesOf(queue: Queue, initial: number): QueueLimit {
+  const limit: QueueLimit = {
+    value: initial,
+    refresh: async () => {
+      limit.value = (await queue.options()).maxDeliveries;
+      return limit.value;
+    },
+  };
+  return limit;
 }

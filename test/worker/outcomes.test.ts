@@ -1,4 +1,4 @@
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { backoffDelay } from '../../src/core/index.js';
 import {
   AmbiguousError,
@@ -158,6 +158,67 @@ describeEngines(engines, 'outcomes', (open) => {
       deadLetters: { 'retries-exhausted': 1 },
       lastError: { id: 'a', token: 3, message: 'failure 3' },
     });
+  });
+
+  it('R13 a maxDeliveries raised while the worker runs is the one a failing job dies of', async () => {
+    const h = await open();
+    await h.queue.publish({ id: 'a' });
+    const consumer = h.process(
+      async (job) => {
+        throw new Error(`failure ${job.deliveryCount}`);
+      },
+      { backoff: { baseDelay: 10, jitter: 0 } },
+    );
+    await consumer.worker.start();
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'retried', deliveryCount: 1 });
+    await h.advance(10);
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'retried', deliveryCount: 2 });
+    // Read as 3 at start; raised to 4 before the third failure.
+    await h.broker.updateQueue('jobs', { maxDeliveries: 4 });
+    await h.advance(20);
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'retried',
+      deliveryCount: 3,
+      delay: 40,
+    });
+    await h.advance(40);
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'dead',
+      deliveryCount: 4,
+      reason: 'retries-exhausted',
+      error: 'failure 4',
+    });
+    expect(await h.queue.deadLetters()).toMatchObject([
+      { id: 'a', reason: 'retries-exhausted', deliveryCount: 4 },
+    ]);
+  });
+
+  it('R13 when the limit cannot be read again, a job at the limit read at start still dies of it', async () => {
+    const h = await open();
+    await h.queue.publish({ id: 'a' });
+    const errors: unknown[] = [];
+    const consumer = h.process(
+      async () => {
+        throw new Error('boom');
+      },
+      { backoff: { baseDelay: 10, jitter: 0 } },
+    );
+    consumer.worker.on('error', (error) => errors.push(error));
+    await consumer.worker.start();
+    await consumer.nextOutcome();
+    await h.advance(10);
+    await consumer.nextOutcome();
+    const options = vi
+      .spyOn(consumer.faults, 'options')
+      .mockRejectedValue(new Error('options unreadable'));
+    await h.advance(20);
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'dead',
+      deliveryCount: 3,
+      reason: 'retries-exhausted',
+    });
+    expect(options).toHaveBeenCalledTimes(1);
+    expect(errors).toEqual([expect.objectContaining({ message: 'options unreadable' })]);
   });
 
   it('with maxDeliveries Infinity a failing job is retried, never dead-lettered', async () => {
