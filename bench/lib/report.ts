@@ -190,6 +190,20 @@ export function formatRatio(ratio: number): string {
 }
 
 /**
+ * A ratio beside the bound it is held to, with as many decimals as it takes not to print the
+ * bound itself when it misses or passes by less than the rounding: 1.996 against 2 is "1.996×".
+ */
+export function formatRatioAgainst(ratio: number, bound: number | undefined): string {
+  const text = formatRatio(ratio);
+  if (bound === undefined || ratio === bound || text !== formatRatio(bound)) return text;
+  for (let digits = 3; digits <= 6; digits++) {
+    const finer = ratio.toFixed(digits);
+    if (Number(finer) !== bound) return `${finer}×`;
+  }
+  return `${ratio}×`;
+}
+
+/**
  * One row per system: each workload of `keys` with its ratio to the best other system, and for
  * a W4 workload also its ratio to the same system's W2 drain (the library over the raw calls).
  */
@@ -403,7 +417,7 @@ export function verdicts(all: Figures, latencyJobs: number): string[] {
         ? label(other.subject)
         : `${target.againstWorkload.toUpperCase().replace('C', ' c=')}`;
     lines.push(
-      `${pass ? 'PASS' : 'FAIL'}  ${target.text}: ${formatRatio(ratio)} (${label(target.subject)} ${show(mine)}, ${otherName} ${show(other.median)})`,
+      `${pass ? 'PASS' : 'FAIL'}  ${target.text}: ${formatRatioAgainst(ratio, target.atLeast ?? target.atMost)} (${label(target.subject)} ${show(mine)}, ${otherName} ${show(other.median)})`,
     );
   }
   return lines;
