@@ -63,6 +63,10 @@ export class EngineBroker implements Broker {
     this.stopListening = engine.onWake((queue) => this.wakes.wake(queue));
   }
 
+  get durable(): boolean {
+    return this.engine.capabilities.durable;
+  }
+
   async queue(name: string, options?: QueueOptions): Promise<Queue> {
     this.checkOpen();
     const handle = await this.engine.queue(name, options);

@@ -123,6 +123,11 @@ export interface BrokerTransaction {
 
 /** Named queues over one storage, in-process or over HTTP. */
 export interface Broker {
+  /**
+   * Whether what the storage holds (jobs, their tokens) survives a restart of the process (R5);
+   * undefined where the broker cannot tell (over HTTP).
+   */
+  readonly durable?: boolean;
   /** Opens (creating when missing) the named queue. See Engine.queue for options. */
   queue(name: string, options?: QueueOptions): Promise<Queue>;
   updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;

@@ -23,7 +23,7 @@ import { checkJsonBody, DEFAULT_LIMITS, type Limits, LongPollGate } from './limi
 import { ServerMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { QueueDirectory } from './queue-directory.js';
-import { useStoredReceiptKeys } from './receipt-keys.js';
+import { receiptSigningKey, useStoredReceiptKeys } from './receipt-keys.js';
 import { Receipts } from './receipts.js';
 import type { RouteSpec, Services } from './route.js';
 import { deadLetterRoutes } from './routes/dead-letters.js';
@@ -73,7 +73,9 @@ const HEADERS_TIMEOUT_MS = 10_000;
 export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
   const logger = options.logger ?? pino({ level: 'silent' });
-  const receipts = new Receipts(options.receiptSecret ?? Receipts.randomSecret());
+  const receipts = new Receipts(
+    await receiptSigningKey(options.broker, options.receiptSecret, logger),
+  );
   const stopReceiptKeys =
     options.receiptSecret === undefined
       ? await useStoredReceiptKeys(options.broker, receipts, logger)

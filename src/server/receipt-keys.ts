@@ -1,9 +1,13 @@
+import { createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Broker } from '../broker/index.js';
-import type { Receipts } from './receipts.js';
+import { Receipts } from './receipts.js';
 
 /** The name of the receipt signing secret in the storage. */
 export const RECEIPT_SECRET_NAME = 'receipt';
+
+/** The name of the stored secret that tells one life of a storage kept in memory from the next. */
+export const INCARNATION_SECRET_NAME = 'receipt-incarnation';
 
 /** How often a server re-reads the stored secret, so a rotation reaches every server. */
 export const RECEIPT_KEYS_REFRESH_MS = 10_000;
@@ -43,4 +47,28 @@ export async function useStoredReceiptKeys(
     );
   }, RECEIPT_KEYS_REFRESH_MS).unref();
   return () => clearInterval(timer);
+}
+
+/**
+ * The key receipts are first signed with: the configured secret, or a random one until the
+ * stored one is read (useStoredReceiptKeys). A configured secret over a storage that forgets its
+ * jobs on restart (memory) is bound to this life of the storage: there tokens and generated ids
+ * start again at 1, so a receipt kept from before a restart would name a new delivery of another
+ * job, and a late ack with it would complete a job nobody worked on. Several servers over one
+ * such storage (in one process) share its life, and so their receipts.
+ */
+export async function receiptSigningKey(
+  broker: Broker,
+  configured: string | undefined,
+  logger: FastifyBaseLogger,
+): Promise<string | Buffer> {
+  if (configured === undefined) return Receipts.randomSecret();
+  if (broker.durable !== false) return configured;
+  const [incarnation] = (await broker.secretValues?.(INCARNATION_SECRET_NAME)) ?? [];
+  logger.info(
+    'the storage keeps nothing across a restart: receipts signed with receiptSecret are refused after one',
+  );
+  return createHmac('sha256', configured)
+    .update(incarnation ?? Receipts.randomSecret().toString('hex'))
+    .digest();
 }

@@ -1,6 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
 import { ValidationError } from '../../src/core/index.js';
+import { open } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
 import { Receipts } from '../../src/server/receipts.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 
@@ -183,5 +188,84 @@ describe('receipts over HTTP', () => {
     expect(
       (await api('POST', '/v1/queues/worked/ack', { receipt: second.receipt })).body.acked,
     ).toBe(true);
+  });
+});
+
+describe('R8 a configured receiptSecret over a storage that forgets its jobs on restart (memory)', () => {
+  /** A job published without an id and received: on a fresh memory storage, token 1 of job-1. */
+  const firstDelivery = async (baseUrl: string) => {
+    await call(baseUrl, 'PUT', '/v1/queues/orders', { body: {} });
+    await call(baseUrl, 'POST', '/v1/queues/orders/jobs', { body: { payload: { n: 1 } } });
+    const [delivery] = (await call(baseUrl, 'POST', '/v1/queues/orders/receive', { body: {} })).body
+      .deliveries;
+    return delivery as { token: number; id: string; receipt: string };
+  };
+
+  it('refuses a receipt kept from before a restart: it would name a new delivery of another job', async () => {
+    const before = await startTestServer({ receiptSecret: SECRET });
+    const old = await firstDelivery(before.baseUrl);
+    await before.close();
+    const after = await startTestServer({ receiptSecret: SECRET });
+    try {
+      const fresh = await firstDelivery(after.baseUrl);
+      // The same queue, token and job id as the delivery the old receipt was issued for.
+      expect([fresh.token, fresh.id]).toEqual([old.token, old.id]);
+      expect(fresh.receipt).not.toBe(old.receipt);
+      const late = await call(after.baseUrl, 'POST', '/v1/queues/orders/ack', {
+        body: { receipt: old.receipt },
+      });
+      expect(late.status).toBe(400);
+      expect(late.body.error.code).toBe('INVALID_RECEIPT');
+      const queue = await after.broker.queue('orders');
+      expect((await queue.inspect()).active.map((lease) => lease.token)).toEqual([fresh.token]);
+      const acked = await call(after.baseUrl, 'POST', '/v1/queues/orders/ack', {
+        body: { receipt: fresh.receipt },
+      });
+      expect(acked.body).toEqual({ acked: true });
+    } finally {
+      await after.close();
+    }
+  });
+
+  it('is shared by the servers over one such storage: a receipt of one acks through the other', async () => {
+    const broker = await open('memory:');
+    const apps = [
+      await createApp({ broker, receiptSecret: SECRET }),
+      await createApp({ broker, receiptSecret: SECRET }),
+    ];
+    try {
+      const [first, second] = await Promise.all(
+        apps.map((app) => app.listen({ host: '127.0.0.1', port: 0 })),
+      );
+      const delivery = await firstDelivery(first as string);
+      const acked = await call(second as string, 'POST', '/v1/queues/orders/ack', {
+        body: { receipt: delivery.receipt },
+      });
+      expect(acked.body).toEqual({ acked: true });
+    } finally {
+      for (const app of apps) await app.close();
+      await broker.close();
+    }
+  });
+
+  it('leaves a durable storage alone: a receipt signed with the configured secret survives a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-receipts-'));
+    const url = `sqlite:${join(dir, 'q.db')}`;
+    try {
+      const before = await startTestServer({ url, receiptSecret: SECRET });
+      const old = await firstDelivery(before.baseUrl);
+      await before.close();
+      const after = await startTestServer({ url, receiptSecret: SECRET });
+      try {
+        const acked = await call(after.baseUrl, 'POST', '/v1/queues/orders/ack', {
+          body: { receipt: old.receipt },
+        });
+        expect(acked.body).toEqual({ acked: true });
+      } finally {
+        await after.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
