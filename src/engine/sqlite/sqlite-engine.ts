@@ -43,6 +43,11 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
     const fsync = durability === 'fsync';
     db.pragma(`synchronous = ${fsync ? 'FULL' : 'NORMAL'}`);
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    // A statement that changes many rows inside a transaction (a reserve or ack of hundreds of
+    // jobs) keeps a journal to undo itself, which SQLite spills to a new file in the temporary
+    // directory past 64 KiB: files made and deleted per batch, and a failed batch where that
+    // directory is read-only (a container's). In memory, it is bounded by the batch.
+    db.pragma('temp_store = MEMORY');
     const connection = new SqliteConnection(db, fsync ? 'FULL' : 'NORMAL');
     // Only where some commits sync and others do not can a crash lose a token's commit alone.
     const fenced = connection.laterSync !== undefined;
