@@ -33,15 +33,17 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
     receivedAt: number,
     readonly session: string | undefined,
     deps: JobRunDeps,
+    /** The lease length its reservation asked for: what renewals ask for again. */
+    private readonly leaseMs: number = deps.leaseMs,
   ) {
     super(delivery, receivedAt, deps);
     this.renewer = new LeaseRenewer(
-      deps.renewal,
+      leaseMs === deps.renewal.leaseMs ? deps.renewal : { ...deps.renewal, leaseMs },
       this,
       delivery.token,
       delivery.deadline,
       // A lease that ran while its delivery waited in a client's buffer ends that much sooner.
-      receivedAt + deps.leaseMs - leaseAge(delivery),
+      receivedAt + leaseMs - leaseAge(delivery),
     );
   }
 
@@ -84,7 +86,7 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
     return this.renewer.currentDeadline;
   }
 
-  async extend(visibility: number = this.deps.leaseMs): Promise<number> {
+  async extend(visibility: number = this.leaseMs): Promise<number> {
     if (!Number.isSafeInteger(visibility) || visibility <= 0) {
       throw new ValidationError(
         `extend: visibility must be a positive integer (ms), got ${visibility}`,

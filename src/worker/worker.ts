@@ -21,6 +21,12 @@ export interface CloseOptions {
 /** Where a background error happened. */
 export type WorkerErrorSource = 'fetch' | 'renew' | 'settle' | 'heartbeat';
 
+/**
+ * How often at most (worker clock, ms) a worker that asks for the queue's visibility reads it
+ * again, so that `updateQueue` of a running queue reaches its workers' new reservations.
+ */
+export const VISIBILITY_READ_EVERY_MS = 30_000;
+
 export interface WorkerEvents {
   /** A job reached its final outcome (also logged). */
   outcome: (record: OutcomeRecord) => void;
@@ -82,6 +88,12 @@ export class Worker<P = unknown> {
   private graceEndsAt = 0;
   private graceTimer: AbortController | undefined;
   private slotFreed: (() => void) | undefined;
+  /** The lease length new reservations ask for: the worker's visibility, or the queue's as last read. */
+  private leaseMs = 0;
+  /** When the queue's visibility was last read (worker clock), or a read of it began. */
+  private leaseMsReadAt = 0;
+  /** A read of the queue's visibility under way. */
+  private leaseMsRead: Promise<number> | undefined;
 
   constructor(
     queue: Queue,
@@ -188,6 +200,8 @@ export class Worker<P = unknown> {
       (queueOptions): JobRunDeps => {
         const { options, queue } = this;
         const leaseMs = options.visibility ?? queueOptions.visibility;
+        this.leaseMs = leaseMs;
+        this.leaseMsReadAt = options.clock.now();
         return {
           queue,
           queueName: queue.name,
@@ -252,16 +266,22 @@ export class Worker<P = unknown> {
     const free = this.freeSlots();
     if (free === 0) return 0;
     this.reserving += free;
+    // What this reservation asks for is what its jobs' leases are kept by.
+    let leaseMs = this.leaseMs;
     let session: string | undefined;
     let deliveries: Awaited<ReturnType<Queue['receive']>>;
     const atMostOnce = this.options.ack === 'auto';
     try {
+      if (!atMostOnce) {
+        const asked = this.leaseMsToAsk();
+        leaseMs = typeof asked === 'number' ? asked : await asked;
+      }
       session = await this.session?.current();
       deliveries = await this.queue.receive({
         max: free,
         wait,
         // R22: removed as handed out, no lease; or a lease of the worker's length.
-        ...(atMostOnce ? { ack: 'auto' as const } : { visibility: deps.leaseMs }),
+        ...(atMostOnce ? { ack: 'auto' as const } : { visibility: leaseMs }),
         signal: this.stopping.signal,
         ...(session === undefined ? {} : { session }),
       });
@@ -282,7 +302,7 @@ export class Worker<P = unknown> {
     for (const delivery of deliveries) {
       const run = atMostOnce
         ? new AutoAckRun(delivery, receivedAt, deps)
-        : new JobRun(delivery, receivedAt, session, deps);
+        : new JobRun(delivery, receivedAt, session, deps, leaseMs);
       this.inHand.add(run);
       // Reserved while closing: give it back unrun. A job received at most once cannot go
       // back, so it runs within the grace period.
@@ -310,6 +330,38 @@ export class Worker<P = unknown> {
       0,
       Math.min(concurrency - running, mostInHand - this.inHand.size) - this.reserving,
     );
+  }
+
+  /**
+   * The lease length to ask for now. Where the worker sets no visibility of its own, the
+   * queue's is read again once VISIBILITY_READ_EVERY_MS passed since the last read, and the
+   * reservation waits for that read (one per interval, shared by concurrent fetches). A
+   * failed read keeps the last value and is reported as a fetch error.
+   */
+  private leaseMsToAsk(): number | Promise<number> {
+    const { options } = this;
+    if (this.leaseMsRead !== undefined) return this.leaseMsRead;
+    const now = options.clock.now();
+    if (options.visibility !== undefined || now - this.leaseMsReadAt < VISIBILITY_READ_EVERY_MS) {
+      return this.leaseMs;
+    }
+    this.leaseMsReadAt = now;
+    const read = this.queue.options().then(
+      (queueOptions) => {
+        this.leaseMs = queueOptions.visibility;
+        return this.leaseMs;
+      },
+      (error: unknown) => {
+        this.reportError(error, 'fetch');
+        return this.leaseMs;
+      },
+    );
+    this.leaseMsRead = read;
+    const done = () => {
+      this.leaseMsRead = undefined;
+    };
+    read.then(done, done);
+    return read;
   }
 
   private handlerEnded(run: HeldRun): void {

@@ -1,7 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ValidationError } from '../../src/core/index.js';
 import { Gate, Harness } from '../../src/testing/index.js';
 import { type JobContext, LeaseLostError, type WorkerOptions } from '../../src/worker/index.js';
+import { VISIBILITY_READ_EVERY_MS } from '../../src/worker/worker.js';
 import { describeEngines, QUEUE, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
@@ -249,6 +250,98 @@ describeEngines(engines, 'lease renewal', (open) => {
     await h.flush();
     expect(extends_()).toHaveLength(1);
     expect(await deadline()).toBe(1700);
+  });
+
+  it('a visibility changed by updateQueue reaches the reservations made once VISIBILITY_READ_EVERY_MS passed, and their renewals ask for it', async () => {
+    const h = await open();
+    const gate = new Gate();
+    const started: { id: string; deadline: number }[] = [];
+    const consumer = h.process(async (job, ctx) => {
+      started.push({ id: job.id, deadline: ctx.deadline });
+      if (job.id === 'c') await gate.pass(ctx.signal);
+    });
+    await h.queue.publish({ id: 'a' });
+    expect(await consumer.worker.runOnce()).toBe(1);
+    expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', outcome: 'acked' });
+    await h.broker.updateQueue(h.queue.name, { visibility: 5000 });
+    // Read at start: a reservation before the interval passed still asks for 1000 ms.
+    await h.advance(VISIBILITY_READ_EVERY_MS - 1);
+    await h.queue.publish({ id: 'b' });
+    expect(await consumer.worker.runOnce()).toBe(1);
+    expect(await consumer.nextOutcome()).toMatchObject({ id: 'b', outcome: 'acked' });
+    await h.advance(1);
+    const now = VISIBILITY_READ_EVERY_MS;
+    await h.queue.publish({ id: 'c' });
+    expect(await consumer.worker.runOnce()).toBe(1);
+    await gate.arrivedAt(1);
+    expect(started).toEqual([
+      { id: 'a', deadline: 1000 },
+      { id: 'b', deadline: now - 1 + 1000 },
+      { id: 'c', deadline: now + 5000 },
+    ]);
+    expect((await h.queue.inspect()).active).toMatchObject([{ id: 'c', deadline: now + 5000 }]);
+    // Renewed at two thirds of its own lease, for that lease again.
+    await h.advance(3300, { step: 100 });
+    const extended = () => consumer.faults.calls.filter((call) => call.op === 'extend');
+    expect(extended()).toEqual([]);
+    await h.advance(100);
+    expect(extended().map((call) => call.result)).toEqual([now + 3400 + 5000]);
+    gate.open();
+    expect(await consumer.nextOutcome()).toMatchObject({ id: 'c', outcome: 'acked' });
+  });
+
+  it('when the queue cannot be read again, reservations keep the visibility read last and the worker reports a fetch error', async () => {
+    const h = await open();
+    const errors: [unknown, string][] = [];
+    const deadlines: number[] = [];
+    const consumer = h.process(async (_job, ctx) => {
+      deadlines.push(ctx.deadline);
+    });
+    consumer.worker.on('error', (error, during) => errors.push([error, during]));
+    const reserveOne = async (id: string) => {
+      await h.queue.publish({ id });
+      expect(await consumer.worker.runOnce()).toBe(1);
+      expect(await consumer.nextOutcome()).toMatchObject({ id, outcome: 'acked' });
+    };
+    await reserveOne('a');
+    await h.broker.updateQueue(h.queue.name, { visibility: 5000 });
+    const reads = vi
+      .spyOn(consumer.faults, 'options')
+      .mockRejectedValue(new Error('options unreadable'));
+    await h.advance(VISIBILITY_READ_EVERY_MS);
+    await reserveOne('b');
+    expect(reads).toHaveBeenCalledTimes(1);
+    expect(errors).toEqual([[expect.objectContaining({ message: 'options unreadable' }), 'fetch']]);
+    // Not read again at once: a storage that fails is asked once per interval.
+    reads.mockRestore();
+    await reserveOne('c');
+    await h.advance(VISIBILITY_READ_EVERY_MS);
+    await reserveOne('d');
+    const now = VISIBILITY_READ_EVERY_MS;
+    expect(deadlines).toEqual([1000, now + 1000, now + 1000, 2 * now + 5000]);
+    expect(errors).toHaveLength(1);
+  });
+
+  it("a worker with its own visibility never reads the queue's again", async () => {
+    const h = await open();
+    const deadlines: number[] = [];
+    const consumer = h.process(
+      async (_job, ctx) => {
+        deadlines.push(ctx.deadline);
+      },
+      { visibility: 2000 },
+    );
+    await h.queue.publish({ id: 'a' });
+    expect(await consumer.worker.runOnce()).toBe(1);
+    await consumer.nextOutcome();
+    await h.broker.updateQueue(h.queue.name, { visibility: 5000 });
+    const reads = vi.spyOn(consumer.faults, 'options');
+    await h.advance(VISIBILITY_READ_EVERY_MS);
+    await h.queue.publish({ id: 'b' });
+    expect(await consumer.worker.runOnce()).toBe(1);
+    await consumer.nextOutcome();
+    expect(reads).not.toHaveBeenCalled();
+    expect(deadlines).toEqual([2000, VISIBILITY_READ_EVERY_MS + 2000]);
   });
 });
 
