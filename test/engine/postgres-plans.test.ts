@@ -94,4 +94,68 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
       await engine.close();
     }
   });
+
+  it('a table measured nearly empty is analyzed by the first reserve of a queue with thousands ready, which then goes through the ready index', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const engine = await openEngine(url);
+    const client = new pg.Client({ connectionString: url });
+    const estimate = async () =>
+      withPostgresClient(async (admin) => {
+        const { rows } = await admin.query(
+          "SELECT reltuples::float8 AS rows FROM pg_class WHERE oid = 'leaseq_jobs'::regclass",
+        );
+        return Number((rows[0] as { rows: number }).rows);
+      }, url);
+    try {
+      await withPostgresClient((admin) => admin.query('TRUNCATE leaseq_jobs'), url);
+      const drained = await engine.queue('drained', { visibility: 30_000 });
+      const kept = await engine.queue('kept', { visibility: 30_000 });
+      const publish = async (count: number, now: number) => {
+        for (let start = 0; start < count; start += 500) {
+          await drained.publishBatch(
+            now,
+            Array.from({ length: Math.min(500, count - start) }, () => ({
+              payload: 'x'.repeat(100),
+            })),
+          );
+        }
+      };
+      // Thousands of jobs come and go, and a few stay behind them, so that VACUUM keeps the
+      // pages (of the table and its indexes): it then measures 20 rows in them.
+      await publish(5000, 1);
+      await kept.publishBatch(
+        1,
+        Array.from({ length: 20 }, () => ({})),
+      );
+      for (;;) {
+        const deliveries = await drained.reserve(2, { max: 500 });
+        if (deliveries.length === 0) break;
+        await drained.ackMany(
+          2,
+          deliveries.map((delivery) => delivery.token),
+        );
+      }
+      await withPostgresClient((admin) => admin.query('VACUUM leaseq_jobs'), url);
+      expect(await estimate()).toBeLessThan(100);
+      await publish(20_000, 3);
+
+      await client.connect();
+      const plans: string[] = [];
+      client.on('notice', (notice) => plans.push(notice.message ?? ''));
+      await client.query("LOAD 'auto_explain'");
+      await client.query('SET auto_explain.log_min_duration = 0');
+      await client.query('SET auto_explain.log_nested_statements = on');
+      await client.query("SET auto_explain.log_level = 'notice'");
+      await reserveAndAck(client, 'drained', 10);
+
+      expect(await estimate()).toBeGreaterThanOrEqual(20_000);
+      const updates = plans.filter((plan) => /Update on leaseq_jobs/.test(plan));
+      expect(updates.join('\n')).toContain('Index Scan using leaseq_jobs_ready');
+      for (const plan of updates) expect(plan).not.toContain('Index Scan using leaseq_jobs_pkey');
+      expect((await drained.stats(20)).ready).toBe(20_000 - 1);
+    } finally {
+      await client.end().catch(() => undefined);
+      await engine.close();
+    }
+  });
 });
