@@ -54,6 +54,17 @@ async function reserveAndAck(client: pg.Client, queue: string, now: number): Pro
   return token;
 }
 
+/** The plan of every statement `client` runs from now on, nested ones included. */
+async function explainedPlans(client: pg.Client): Promise<string[]> {
+  const plans: string[] = [];
+  client.on('notice', (notice) => plans.push(notice.message ?? ''));
+  await client.query("LOAD 'auto_explain'");
+  await client.query('SET auto_explain.log_min_duration = 0');
+  await client.query('SET auto_explain.log_nested_statements = on');
+  await client.query("SET auto_explain.log_level = 'notice'");
+  return plans;
+}
+
 describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
   it('plans made while the jobs table was nearly empty still use its indexes at a backlog of thousands', async (context) => {
     if (skip !== undefined) context.skip(skip);
@@ -76,12 +87,7 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
         );
       }
 
-      const plans: string[] = [];
-      client.on('notice', (notice) => plans.push(notice.message ?? ''));
-      await client.query("LOAD 'auto_explain'");
-      await client.query('SET auto_explain.log_min_duration = 0');
-      await client.query('SET auto_explain.log_nested_statements = on');
-      await client.query("SET auto_explain.log_level = 'notice'");
+      const plans = await explainedPlans(client);
       await reserveAndAck(client, 'plans', 200);
 
       const onJobs = plans.filter((plan) => /\bleaseq_jobs\b/.test(plan));
@@ -140,12 +146,7 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
       await publish(20_000, 3);
 
       await client.connect();
-      const plans: string[] = [];
-      client.on('notice', (notice) => plans.push(notice.message ?? ''));
-      await client.query("LOAD 'auto_explain'");
-      await client.query('SET auto_explain.log_min_duration = 0');
-      await client.query('SET auto_explain.log_nested_statements = on');
-      await client.query("SET auto_explain.log_level = 'notice'");
+      const plans = await explainedPlans(client);
       await reserveAndAck(client, 'drained', 10);
 
       expect(await estimate()).toBeGreaterThanOrEqual(20_000);
