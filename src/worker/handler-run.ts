@@ -25,8 +25,6 @@ export interface JobRunDeps {
   metrics: WorkerMetrics;
   /** The queue's maxDeliveries: read at start, and again before a job dies of it. */
   maxDeliveries: QueueLimit;
-  /** The lease length asked for, ms, as at start: each run keeps the one its reservation asked for. */
-  leaseMs: number;
   renewal: RenewalConfig;
   acks: AckBatcher;
   /** The handler ended and its result decides the job: its settlement (ack, nack) is under way. */

@@ -34,7 +34,7 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
     readonly session: string | undefined,
     deps: JobRunDeps,
     /** The lease length its reservation asked for: what renewals ask for again. */
-    private readonly leaseMs: number = deps.leaseMs,
+    private readonly leaseMs: number,
   ) {
     super(delivery, receivedAt, deps);
     this.renewer = new LeaseRenewer(

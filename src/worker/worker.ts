@@ -194,7 +194,7 @@ export class Worker<P = unknown> {
     return () => set.delete(listener);
   }
 
-  /** Reads the queue's options once; what every job run of this worker shares. */
+  /** Reads the queue's options at start; what every job run of this worker shares. */
   private ready(): Promise<JobRunDeps> {
     this.setup ??= this.queue.options().then(
       (queueOptions): JobRunDeps => {
@@ -209,7 +209,6 @@ export class Worker<P = unknown> {
           options,
           metrics: this.counters,
           maxDeliveries: maxDeliveriesOf(queue, queueOptions.maxDeliveries),
-          leaseMs,
           renewal: {
             queue,
             clock: options.clock,
