@@ -8,8 +8,9 @@
 -- one consumer of 196 jobs/s where it is 764 with this change, in a database whose only VACUUM
 -- ran after 5,000 jobs came and went with 20 left behind them. (0017's enable_seqscan = off does
 -- not help: it is an index scan.) So when one queue has more than 1000 ready jobs and ten times
--- more than the table is estimated to hold in all, the reserve analyzes the table first (about 80 ms at 20,000 jobs, once: the
--- estimate is then right), and its statements are planned again with the new statistics.
+-- more than the table is estimated to hold in all, the reserve analyzes the table first (about
+-- 80 ms at 20,000 jobs, once: the estimate is then right), and its statements are planned again
+-- with the new statistics.
 -- One session at a time (a try of an advisory lock; the others go on with the plans they have).
 CREATE OR REPLACE FUNCTION leaseq_reserve(p_queue TEXT, p_now BIGINT, p_max BIGINT, p_visibility BIGINT,
   p_follow BOOLEAN, p_block BIGINT)
