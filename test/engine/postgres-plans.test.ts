@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngine } from '../../src/engine/index.js';
+import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
 import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
 
 /**
@@ -136,6 +137,45 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
         expect(plan).not.toContain("'newer'::text");
       }
       expect((await newer.stats(20)).ready).toBe(3000 - 8);
+    } finally {
+      await client.end().catch(() => undefined);
+      await engine.close();
+    }
+  });
+
+  it("the engine's transactions plan a statement for any values, a caller's transaction as the database's settings say", async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const engine = await openEngine(url);
+    const client = new pg.Client({ connectionString: url });
+    try {
+      const queue = await engine.queue('any-values', { visibility: 30_000 });
+      await queue.publishBatch(
+        0,
+        Array.from({ length: 20 }, () => ({})),
+      );
+      await client.connect();
+      const plans = await explainedPlans(client);
+      const connection = new PostgresConnection(client);
+      // As the general path reserves: its statements after the first carry parameters.
+      const reserveStatement = async (forCaller: boolean) => {
+        plans.length = 0;
+        await connection.begin('lease', forCaller);
+        await connection.query('SELECT name FROM leaseq_queues WHERE name = ?', ['any-values']);
+        await connection.query(
+          "SELECT id FROM leaseq_jobs WHERE queue = ? AND state = 'ready' AND ready_pos >= ? AND ready_pos < ?",
+          ['any-values', 1, 2],
+        );
+        await connection.rollback();
+        return plans.find((plan) => plan.includes('FROM leaseq_jobs WHERE')) ?? '';
+      };
+
+      // For any values: a queue that the statistics do not know (yet) is not expected to hold a
+      // row or so, which would take its jobs through the primary key, filtering every one.
+      const engines = await reserveStatement(false);
+      expect(engines).toContain('(queue = $1)');
+      expect(engines).not.toContain("'any-values'::text");
+      const callers = await reserveStatement(true);
+      expect(callers).toContain("'any-values'::text");
     } finally {
       await client.end().catch(() => undefined);
       await engine.close();

@@ -384,7 +384,7 @@ export class GroupCommitExecutor {
     try {
       await (context.kind === 'durable' && laterSync !== undefined
         ? laterSync.begin()
-        : connection.begin(context.kind));
+        : connection.begin(context.kind, batch[0]?.exclusive === true));
       if (batch[0]?.exclusive) {
         outcomes.push({ ok: true, value: await batch[0].work(connection, context) });
       }

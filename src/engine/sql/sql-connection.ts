@@ -28,8 +28,12 @@ export interface SqlConnection {
   runBeforeCommit(sql: string, params?: readonly SqlValue[]): Promise<void>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(script: string): Promise<void>;
-  /** Starts a transaction whose commit waits for what `kind` says (a dialect may wait for more). */
-  begin(kind?: CommitKind): Promise<void>;
+  /**
+   * Starts a transaction whose commit waits for what `kind` says (a dialect may wait for more).
+   * `forCaller`: a caller's transaction (`transaction()`), which runs the caller's own
+   * statements too: a dialect then leaves how they are planned as its database's default.
+   */
+  begin(kind?: CommitKind, forCaller?: boolean): Promise<void>;
   commit(): Promise<void>;
   rollback(): Promise<void>;
   /**
