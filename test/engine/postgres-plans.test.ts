@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openEngine } from '../../src/engine/index.js';
+import { type Engine, openEngine } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
 import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
 
@@ -31,6 +31,20 @@ afterAll(async () => {
     url,
   );
 });
+
+/** An engine on this test's schema and a client of its own (not yet connected), closed after `work`. */
+async function withEngineAndClient(
+  work: (engine: Engine, client: pg.Client) => Promise<void>,
+): Promise<void> {
+  const engine = await openEngine(url);
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await work(engine, client);
+  } finally {
+    await client.end().catch(() => undefined);
+    await engine.close();
+  }
+}
 
 /** One reserve and one ack as the engine sends them; the token reserved. */
 async function reserveAndAck(client: pg.Client, queue: string, now: number): Promise<number> {
@@ -69,9 +83,7 @@ async function explainedPlans(client: pg.Client): Promise<string[]> {
 describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
   it('plans made while the jobs table was nearly empty still use its indexes at a backlog of thousands', async (context) => {
     if (skip !== undefined) context.skip(skip);
-    const engine = await openEngine(url);
-    const client = new pg.Client({ connectionString: url });
-    try {
+    await withEngineAndClient(async (engine, client) => {
       const queue = await engine.queue('plans', { visibility: 30_000 });
       await queue.publishBatch(
         0,
@@ -96,17 +108,12 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
       expect(onJobs.join('\n')).toContain('Index Scan using leaseq_jobs_token');
       for (const plan of onJobs) expect(plan).not.toMatch(/Seq Scan on leaseq_jobs/);
       expect((await queue.stats(300)).ready).toBe(10 + 5000 - 1);
-    } finally {
-      await client.end().catch(() => undefined);
-      await engine.close();
-    }
+    });
   });
 
   it('a queue newer than the statistics is reserved from through its ready index, by one plan kept for every call', async (context) => {
     if (skip !== undefined) context.skip(skip);
-    const engine = await openEngine(url);
-    const client = new pg.Client({ connectionString: url });
-    try {
+    await withEngineAndClient(async (engine, client) => {
       // Statistics gathered while the table held another queue's jobs alone: they know no job
       // of the queue created after them, and a plan for its name expects one row at most.
       const older = await engine.queue('older', { visibility: 30_000 });
@@ -137,17 +144,12 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
         expect(plan).not.toContain("'newer'::text");
       }
       expect((await newer.stats(20)).ready).toBe(3000 - 8);
-    } finally {
-      await client.end().catch(() => undefined);
-      await engine.close();
-    }
+    });
   });
 
   it("the engine's transactions plan a statement for any values, a caller's transaction as the database's settings say", async (context) => {
     if (skip !== undefined) context.skip(skip);
-    const engine = await openEngine(url);
-    const client = new pg.Client({ connectionString: url });
-    try {
+    await withEngineAndClient(async (engine, client) => {
       const queue = await engine.queue('any-values', { visibility: 30_000 });
       await queue.publishBatch(
         0,
@@ -176,24 +178,19 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
       expect(engines).not.toContain("'any-values'::text");
       const callers = await reserveStatement(true);
       expect(callers).toContain("'any-values'::text");
-    } finally {
-      await client.end().catch(() => undefined);
-      await engine.close();
-    }
+    });
   });
 
   it('a table measured nearly empty is analyzed by the first reserve of a queue with thousands ready, which then goes through the ready index', async (context) => {
     if (skip !== undefined) context.skip(skip);
-    const engine = await openEngine(url);
-    const client = new pg.Client({ connectionString: url });
-    const estimate = async () =>
-      withPostgresClient(async (admin) => {
-        const { rows } = await admin.query(
-          "SELECT reltuples::float8 AS rows FROM pg_class WHERE oid = 'leaseq_jobs'::regclass",
-        );
-        return Number((rows[0] as { rows: number }).rows);
-      }, url);
-    try {
+    await withEngineAndClient(async (engine, client) => {
+      const estimate = async () =>
+        withPostgresClient(async (admin) => {
+          const { rows } = await admin.query(
+            "SELECT reltuples::float8 AS rows FROM pg_class WHERE oid = 'leaseq_jobs'::regclass",
+          );
+          return Number((rows[0] as { rows: number }).rows);
+        }, url);
       await withPostgresClient((admin) => admin.query('TRUNCATE leaseq_jobs'), url);
       const drained = await engine.queue('drained', { visibility: 30_000 });
       const kept = await engine.queue('kept', { visibility: 30_000 });
@@ -235,9 +232,6 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
       expect(updates.join('\n')).toContain('Index Scan using leaseq_jobs_ready');
       for (const plan of updates) expect(plan).not.toContain('Index Scan using leaseq_jobs_pkey');
       expect((await drained.stats(20)).ready).toBe(20_000 - 1);
-    } finally {
-      await client.end().catch(() => undefined);
-      await engine.close();
-    }
+    });
   });
 });
