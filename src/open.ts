@@ -13,6 +13,7 @@ const OPTION_USE = {
   durability: 'storage',
   clockMode: 'storage',
   busyTimeoutMs: 'storage',
+  syncOnThreadPool: 'storage',
   apiKey: 'server',
   transport: 'server',
   fetch: 'server',

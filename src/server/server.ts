@@ -65,6 +65,8 @@ export async function startServer(
     options.broker ??
     (await open(config.storage, {
       durability: config.durability,
+      // The loop serves every connection: a sync must not stop it (see EngineOptions).
+      syncOnThreadPool: true,
       ...(options.clock === undefined ? {} : { clock: options.clock }),
     }));
   let app: FastifyInstance;

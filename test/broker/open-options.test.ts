@@ -42,6 +42,7 @@ describe('open(url, options): every option is one open reads for that URL', () =
       [{ clockMode: 'bogus' }, "clockMode must be 'strict' or 'follow', got \"bogus\""],
       [{ durability: 'always' }, "durability must be 'fsync' or 'os', got \"always\""],
       [{ busyTimeoutMs: -1 }, 'busyTimeoutMs must be an integer ≥ 0, got -1'],
+      [{ syncOnThreadPool: 'yes' }, 'syncOnThreadPool must be true or false, got "yes"'],
       [{ clock: 1 }, 'clock must be a Clock (now() and sleep()), got 1'],
     ] as const) {
       expect((await refusal(`sqlite:${file}`, options)).message).toBe(issue);
@@ -58,6 +59,9 @@ describe('open(url, options): every option is one open reads for that URL', () =
     expect((await refusal('http://127.0.0.1:7700', { durability: 'os' })).issues).toEqual([
       "option durability applies to storage opened in-process, not to a server URL (the server's own settings hold there)",
     ]);
+    expect((await refusal('http://127.0.0.1:7700', { syncOnThreadPool: true })).issues).toEqual([
+      "option syncOnThreadPool applies to storage opened in-process, not to a server URL (the server's own settings hold there)",
+    ]);
     await refusal('memory:', [] as never);
   });
 
@@ -73,6 +77,7 @@ describe('open(url, options): every option is one open reads for that URL', () =
     const sqlite = await open(`sqlite:${join(dir, 'ok.db')}`, {
       durability: 'os',
       busyTimeoutMs: 100,
+      syncOnThreadPool: true,
     });
     await sqlite.close();
   });

@@ -1,6 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
 import type { Broker } from '../../src/broker/index.js';
 import { ClosedError, type PublishInput } from '../../src/core/index.js';
+import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { open } from '../../src/index.js';
 import { DEFAULT_CONFIG, type ServerConfig, startServer } from '../../src/server/index.js';
 import { call } from './helpers.js';
@@ -131,5 +135,39 @@ describe('startServer', () => {
       ClosedError,
     );
     await first.close();
+  });
+
+  it('on SQLite fsync syncs the WAL beside its event loop, which goes on serving meanwhile', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-server-sync-'));
+    const loopFree: boolean[] = [];
+    const syncCommitted = SqliteConnection.prototype.syncCommitted;
+    const spy = vi
+      .spyOn(SqliteConnection.prototype, 'syncCommitted')
+      .mockImplementation(async function (this: SqliteConnection) {
+        const sync = syncCommitted.call(this);
+        // A sync that blocks the loop has ended when its promise settles within microtasks.
+        let settled = false;
+        void sync.then(() => (settled = true));
+        for (let turn = 0; turn < 5; turn++) await Promise.resolve();
+        loopFree.push(!settled);
+        return sync;
+      });
+    const server = await startServer(
+      config({ storage: `sqlite:${join(dir, 'q.db')}`, durability: 'fsync' }),
+      { logDestination: logSink().destination },
+    );
+    try {
+      await call(server.url, 'PUT', '/v1/queues/jobs', { body: {} });
+      const published = await call(server.url, 'POST', '/v1/queues/jobs/jobs', {
+        body: { payload: 1 },
+      });
+      expect(published.status).toBe(200);
+      expect(loopFree.length).toBeGreaterThanOrEqual(1);
+      expect(loopFree.every((free) => free)).toBe(true);
+    } finally {
+      await server.close();
+      spy.mockRestore();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -13,16 +13,20 @@ export class SqliteConnection implements SqlConnection {
   readonly laterSync: SqlConnection['laterSync'];
   private readonly leaseLevel: SyncLevel;
 
-  /** `durableLevel`: the `synchronous` level of durable commits (NORMAL in the 'os' mode). */
+  /**
+   * `durableLevel`: the `synchronous` level of durable commits (NORMAL in the 'os' mode).
+   * `syncOnThreadPool`: the later syncs run on libuv's thread pool (see WalSync).
+   */
   constructor(
     readonly db: Database.Database,
     private readonly durableLevel: SyncLevel = 'FULL',
+    syncOnThreadPool = false,
   ) {
     this.level = db.pragma('synchronous', { simple: true }) === 2 ? 'FULL' : 'NORMAL';
     // In WAL mode a commit at NORMAL writes the WAL and syncs nothing; a sync of the WAL file
     // after it makes it what FULL would have. Only where durable commits sync.
     if (durableLevel === 'FULL' && db.pragma('journal_mode', { simple: true }) === 'wal') {
-      this.walSync = new WalSync(`${db.name}-wal`);
+      this.walSync = new WalSync(`${db.name}-wal`, syncOnThreadPool);
       this.laterSync = {
         begin: () => this.beginSyncedLater(),
         sync: () => this.syncCommitted(),
@@ -77,7 +81,7 @@ export class SqliteConnection implements SqlConnection {
     if (this.walSync === undefined) {
       throw new Error('this connection syncs every durable commit itself: nothing to sync after');
     }
-    this.walSync.sync();
+    await this.walSync.sync();
   }
 
   /** A durable transaction whose commit is synced by `laterSync.sync`, not by SQLite. */

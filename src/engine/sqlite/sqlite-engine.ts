@@ -29,7 +29,7 @@ const DEFAULT_BUSY_TIMEOUT_MS = 5000;
  * answers publishes, acks and every other durable change only once the WAL is synced after
  * their commit (as synchronous=FULL would), and what only moves leases at its commit, its
  * tokens fenced by a synced high-water mark (R21); 'os' syncs nothing (survives a process
- * crash, not power loss).
+ * crash, not power loss). `syncOnThreadPool` runs those syncs beside the event loop.
  */
 export async function openSqliteEngine(path: string, options: EngineOptions = {}): Promise<Engine> {
   checkEngineOptions(options);
@@ -48,7 +48,11 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
     // directory past 64 KiB: files made and deleted per batch, and a failed batch where that
     // directory is read-only (a container's). In memory, it is bounded by the batch.
     db.pragma('temp_store = MEMORY');
-    const connection = new SqliteConnection(db, fsync ? 'FULL' : 'NORMAL');
+    const connection = new SqliteConnection(
+      db,
+      fsync ? 'FULL' : 'NORMAL',
+      options.syncOnThreadPool === true,
+    );
     // Only where some commits sync and others do not can a crash lose a token's commit alone.
     const fenced = connection.laterSync !== undefined;
     const dialect: SqlDialect = fenced ? { ...DIALECT, fenceTokens: tokenFence() } : DIALECT;

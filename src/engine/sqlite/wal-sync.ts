@@ -1,4 +1,4 @@
-import { closeSync, fdatasyncSync, openSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { StorageUnavailableError } from '../../core/index.js';
 
@@ -8,20 +8,34 @@ import { StorageUnavailableError } from '../../core/index.js';
  * commit at NORMAL instead. The WAL is appended in commit order and a sync covers the whole
  * file, so one sync makes every commit before it durable. A sync on another descriptor of the
  * same file covers SQLite's writes: they are the file's, not the descriptor's.
+ *
+ * `onThreadPool`: the sync runs on libuv's thread pool and the event loop goes on meanwhile,
+ * rather than the call blocking it, as SQLite's own sync does. Either way it resolves once the
+ * WAL is on disk.
  */
 export class WalSync {
   private fd: number | undefined;
   /** Absolute, so that a later change of the working directory does not move it. */
   readonly path: string;
 
-  constructor(path: string) {
+  constructor(
+    path: string,
+    private readonly onThreadPool = false,
+  ) {
     this.path = resolve(path);
   }
 
-  /** Blocks until the WAL is on disk, as SQLite's own sync does. */
-  sync(): void {
+  /** Resolves once the WAL is on disk. */
+  async sync(): Promise<void> {
     try {
-      fdatasyncSync(this.descriptor());
+      const fd = this.descriptor();
+      if (!this.onThreadPool) {
+        fdatasyncSync(fd);
+        return;
+      }
+      await new Promise<void>((done, fail) =>
+        fdatasync(fd, (error) => (error === null ? done() : fail(error))),
+      );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       throw new StorageUnavailableError(
