@@ -2,6 +2,7 @@ import {
   build,
   ClosedError,
   ConflictError,
+  type DeadLetterPageOptions,
   type Delivery,
   type MoveJobsOptions,
   type NackOptions,
@@ -379,6 +380,10 @@ export class EngineQueue implements Queue {
 
   deadLetters() {
     return this.handle.deadLetters();
+  }
+
+  deadLetterPage(options?: DeadLetterPageOptions) {
+    return this.handle.deadLetterPage(options);
   }
 
   async redrive(ids?: readonly string[]) {

@@ -1,5 +1,7 @@
 import type {
   DeadLetter,
+  DeadLetterPage,
+  DeadLetterPageOptions,
   Delivery,
   InspectView,
   JobView,
@@ -59,7 +61,13 @@ export interface Queue {
   closeSession(sessionId: string): Promise<number>;
   ackUpTo(sessionId: string, token: number): Promise<number>;
   nackUpTo(sessionId: string, token: number, options?: NackOptions): Promise<number>;
+  /** Every dead letter, in the order they died (for a queue with many, see deadLetterPage). */
   deadLetters(): Promise<DeadLetter[]>;
+  /**
+   * A page of the dead letters, in the order they died: at most `limit` (1 to 1000, default
+   * 100), starting after the page whose `next` is `after`; `next` is absent on the last page.
+   */
+  deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage>;
   redrive(ids?: readonly string[]): Promise<number>;
   purge(ids?: readonly string[]): Promise<number>;
   /**

@@ -9,13 +9,18 @@ import {
 import { leaseAge, noteLeaseAge } from '../broker/lease-age.js';
 import {
   build,
+  checkDeadLetterPage,
   checkLookedUpId,
   type DeadLetter,
+  type DeadLetterPage,
+  type DeadLetterPageOptions,
   type Delivery,
+  deadLetterCursor,
   encodeJobs,
   type InspectView,
   type JobView,
   type LiveDelivery,
+  MAX_DEAD_LETTER_PAGE,
   type MoveJobsOptions,
   type NackOptions,
   type Operation,
@@ -258,8 +263,27 @@ export class RemoteQueue implements Queue {
     return (await this.runWire({ type: 'extend', receipt, visibility })) as number | null;
   }
 
+  /** Every dead letter, page after page of the most the server answers with at once. */
   async deadLetters(): Promise<DeadLetter[]> {
-    return (await this.get<{ deadLetters: DeadLetter[] }>('/dead-letters')).deadLetters;
+    const all: DeadLetter[] = [];
+    let after: string | undefined;
+    do {
+      const page = await this.deadLetterPage({
+        limit: MAX_DEAD_LETTER_PAGE,
+        ...(after === undefined ? {} : { after }),
+      });
+      all.push(...page.deadLetters);
+      after = page.next;
+    } while (after !== undefined);
+    return all;
+  }
+
+  async deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage> {
+    // Checked here too: a bad value is said as the library says it, not as a query string.
+    const { limit, after } = checkDeadLetterPage(options);
+    const query = new URLSearchParams({ limit: String(limit) });
+    if (after > 0) query.set('after', deadLetterCursor(after));
+    return this.get<DeadLetterPage>(`/dead-letters?${query}`);
   }
 
   inspect(): Promise<InspectView> {

@@ -73,4 +73,11 @@ export {
   isStorableText,
 } from './text.js';
 export type * from './types.js';
-export { DEFAULT_QUEUE_OPTIONS, MAX_ID_LENGTH } from './validate.js';
+export {
+  checkDeadLetterPage,
+  DEFAULT_DEAD_LETTER_PAGE,
+  DEFAULT_QUEUE_OPTIONS,
+  deadLetterCursor,
+  MAX_DEAD_LETTER_PAGE,
+  MAX_ID_LENGTH,
+} from './validate.js';

@@ -38,6 +38,8 @@ import type {
   AttemptOutcome,
   DeadLetter,
   DeadLetterOrigin,
+  DeadLetterPage,
+  DeadLetterPageOptions,
   Delivery,
   InspectView,
   JobView,
@@ -52,7 +54,14 @@ import type {
   ResolvedQueueOptions,
   SessionOptions,
 } from './types.js';
-import { checkNow, checkSessionKnown, resolveQueueOptions, sessionIdOf } from './validate.js';
+import {
+  checkDeadLetterPage,
+  checkNow,
+  checkSessionKnown,
+  deadLetterCursor,
+  resolveQueueOptions,
+  sessionIdOf,
+} from './validate.js';
 
 interface Release {
   delivery: DeliveryRecord;
@@ -87,6 +96,9 @@ export class LeaseQueue {
   private readonly sessions = new Map<string, SessionRecord>();
   /** Dead jobs in the order they died. */
   private readonly dead = new Map<string, JobRecord>();
+  /** Each dead job's place in the order of deaths (from 1): where a page of them starts. */
+  private readonly deadSeqs = new WeakMap<JobRecord, number>();
+  private nextDeadSeq = 1;
   /** Message groups with members (R24), by key; a group without members is forgotten. */
   private readonly groups = new Map<string, GroupRecord>();
   private waitingCount = 0;
@@ -438,7 +450,30 @@ export class LeaseQueue {
 
   /** The dead jobs with their history, in the order they died. Takes no time. */
   deadLetters(): DeadLetter[] {
-    return Array.from(this.dead.values(), (job) => ({
+    return Array.from(this.dead.values(), (job) => this.deadLetterView(job));
+  }
+
+  /**
+   * A page of the dead jobs, in the order they died: at most `limit`, those that died after
+   * the page whose `next` is `after`. A job redriven and dead again is at its new place.
+   * Takes no time.
+   */
+  deadLetterPage(options?: DeadLetterPageOptions): DeadLetterPage {
+    const { limit, after } = checkDeadLetterPage(options);
+    const deadLetters: DeadLetter[] = [];
+    let last = after;
+    for (const job of this.dead.values()) {
+      const seq = this.deadSeqs.get(job) ?? 0;
+      if (seq <= after) continue;
+      if (deadLetters.length === limit) return { deadLetters, next: deadLetterCursor(last) };
+      deadLetters.push(this.deadLetterView(job));
+      last = seq;
+    }
+    return { deadLetters };
+  }
+
+  private deadLetterView(job: JobRecord): DeadLetter {
+    return {
       id: job.id,
       payload: this.loaded(job.payload),
       reason: job.deadReason as string,
@@ -446,7 +481,7 @@ export class LeaseQueue {
       deadAt: job.deadAt,
       history: job.history === undefined ? [] : job.history.map((attempt) => ({ ...attempt })),
       ...originView(this.origins.get(job.id)),
-    }));
+    };
   }
 
   /** The token of the live delivery of the job `id`, if it has one. Takes no time. */
@@ -1132,6 +1167,7 @@ export class LeaseQueue {
     job.deadReason = reason;
     job.deadAt = now;
     this.dead.set(job.id, job);
+    this.deadSeqs.set(job, this.nextDeadSeq++);
   }
 
   // --- R24: message groups ------------------------------------------------------------------

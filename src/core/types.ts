@@ -216,6 +216,21 @@ export interface DeadLetter {
   origin?: DeadLetterOrigin;
 }
 
+/** What `deadLetterPage` takes. */
+export interface DeadLetterPageOptions {
+  /** At most this many dead letters, 1 to 1000. Default 100. */
+  limit?: number;
+  /** The `next` of the page before: only the dead letters that died after that page's. */
+  after?: string;
+}
+
+/** A page of a queue's dead letters, in the order they died. */
+export interface DeadLetterPage {
+  deadLetters: DeadLetter[];
+  /** Where the next page starts (give it as `after`); absent when no dead letter follows. */
+  next?: string;
+}
+
 /** What `moveJobs` takes (R26). */
 export interface MoveJobsOptions {
   /** Only these ids; default every ready and delayed job (in ready order, then delayed). */

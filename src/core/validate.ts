@@ -1,7 +1,7 @@
 import { ClockError, ValidationError } from './errors.js';
 import { meansAbsent, OVERFLOW_MODES, QUEUE_NAME } from './queue-options.js';
 import { isStorableText, STORABLE_TEXT_RULE } from './text.js';
-import type { QueueOptions, ResolvedQueueOptions } from './types.js';
+import type { DeadLetterPageOptions, QueueOptions, ResolvedQueueOptions } from './types.js';
 
 export const MAX_ID_LENGTH = 256;
 
@@ -166,4 +166,46 @@ export function checkSessionKnown(sessionId: unknown, nextSessionNumber: number)
   if (match === null || Number(match[1]) >= nextSessionNumber) {
     throw new ValidationError(`unknown session ${show(sessionId)}`);
   }
+}
+
+/** The most dead letters one page holds, and how many when the caller does not say. */
+export const MAX_DEAD_LETTER_PAGE = 1000;
+export const DEFAULT_DEAD_LETTER_PAGE = 100;
+
+/**
+ * A page request checked: its limit, and the position in the queue's order of deaths (its
+ * dead letters' sequence numbers, from 1) after which it starts, 0 for the first page. A cursor
+ * is that number written in decimal: what a page's `next` says.
+ */
+export function checkDeadLetterPage(options: unknown): { limit: number; after: number } {
+  const problems = new Problems();
+  if (options === undefined) return { limit: DEFAULT_DEAD_LETTER_PAGE, after: 0 };
+  if (!problems.object('dead letter page options', options)) problems.throwIfAny();
+  const { limit = DEFAULT_DEAD_LETTER_PAGE, after, ...rest } = options as DeadLetterPageOptions;
+  for (const name of Object.keys(rest))
+    problems.list.push(`unknown dead letter page option ${show(name)}`);
+  if (
+    typeof limit !== 'number' ||
+    !Number.isSafeInteger(limit) ||
+    limit < 1 ||
+    limit > MAX_DEAD_LETTER_PAGE
+  ) {
+    problems.list.push(
+      `limit must be an integer from 1 to ${MAX_DEAD_LETTER_PAGE}, got ${show(limit)}`,
+    );
+  }
+  let position = 0;
+  if (after !== undefined) {
+    position = typeof after === 'string' && /^[1-9][0-9]{0,15}$/.test(after) ? Number(after) : 0;
+    if (!Number.isSafeInteger(position) || position < 1) {
+      problems.list.push(`after must be the next of an earlier page, got ${show(after)}`);
+    }
+  }
+  problems.throwIfAny();
+  return { limit, after: position };
+}
+
+/** The cursor of the page that starts after the dead letter at `position`. */
+export function deadLetterCursor(position: number): string {
+  return String(position);
 }

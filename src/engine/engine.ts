@@ -1,5 +1,7 @@
 import type {
   DeadLetter,
+  DeadLetterPage,
+  DeadLetterPageOptions,
   Delivery,
   InspectView,
   JobView,
@@ -71,6 +73,8 @@ export interface QueueHandle {
   ackUpTo(now: number, sessionId: string, token: number): Promise<number>;
   nackUpTo(now: number, sessionId: string, token: number, options?: NackOptions): Promise<number>;
   deadLetters(): Promise<DeadLetter[]>;
+  /** A page of the dead letters, in the order they died (see LeaseQueue.deadLetterPage). */
+  deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage>;
   redrive(now: number, ids?: readonly string[]): Promise<number>;
   purge(now: number, ids?: readonly string[]): Promise<number>;
   purgeQueue(now: number, options?: { dead?: boolean }): Promise<PurgeQueueResult>;

@@ -1,6 +1,8 @@
 import {
   build,
   type DeadLetter,
+  type DeadLetterPage,
+  type DeadLetterPageOptions,
   type Delivery,
   type InspectView,
   type JobView,
@@ -31,6 +33,7 @@ export abstract class OperationHandle implements QueueHandle {
   abstract inspect(): Promise<InspectView>;
   abstract deliveries(): Promise<LiveDelivery[]>;
   abstract deadLetters(): Promise<DeadLetter[]>;
+  abstract deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage>;
   abstract job(id: string): Promise<JobView | undefined>;
   abstract nextEventAt(): Promise<number | undefined>;
 

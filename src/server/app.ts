@@ -202,6 +202,7 @@ function register(app: FastifyInstance, spec: RouteSpec, services: Services): vo
     url: spec.url,
     schema: {
       ...(spec.params === undefined ? {} : { params: spec.params }),
+      ...(spec.query === undefined ? {} : { querystring: spec.query }),
       ...(spec.body === undefined ? {} : { body: spec.body }),
       ...response,
     },
@@ -215,6 +216,7 @@ function register(app: FastifyInstance, spec: RouteSpec, services: Services): vo
         spec.handle({
           body: request.body,
           params: request.params,
+          query: request.query,
           principal,
           log: request.log,
           signal,

@@ -9,7 +9,7 @@ function errorStatuses(route: RouteSpec): number[] {
     statuses.add(STATUS_BY_CODE.UNAUTHENTICATED);
     statuses.add(STATUS_BY_CODE.FORBIDDEN);
   }
-  if (route.body !== undefined || route.params !== undefined) {
+  if (route.body !== undefined || route.params !== undefined || route.query !== undefined) {
     statuses.add(STATUS_BY_CODE.INVALID_ARGUMENT);
     statuses.add(STATUS_BY_CODE.NOT_FOUND);
   }
@@ -28,14 +28,28 @@ function errorStatuses(route: RouteSpec): number[] {
   return [...statuses].sort((a, b) => a - b);
 }
 
-function parameters(params: JsonSchema | undefined) {
-  const properties = (params?.properties ?? {}) as Record<string, JsonSchema>;
-  return Object.entries(properties).map(([name, schema]) => ({
-    name,
-    in: 'path',
-    required: true,
-    schema,
-  }));
+function parameters(params: JsonSchema | undefined, query: JsonSchema | undefined) {
+  const inPath = (params?.properties ?? {}) as Record<string, JsonSchema>;
+  const inQuery = (query?.properties ?? {}) as Record<
+    string,
+    JsonSchema & { description?: string }
+  >;
+  const required = new Set((query?.required ?? []) as string[]);
+  return [
+    ...Object.entries(inPath).map(([name, schema]) => ({
+      name,
+      in: 'path',
+      required: true,
+      schema,
+    })),
+    ...Object.entries(inQuery).map(([name, { description, ...schema }]) => ({
+      name,
+      in: 'query',
+      required: required.has(name),
+      ...(description === undefined ? {} : { description }),
+      schema,
+    })),
+  ];
 }
 
 function operation(route: RouteSpec) {
@@ -58,7 +72,7 @@ function operation(route: RouteSpec) {
     ...(route.access === 'public' || route.access === 'authenticated'
       ? {}
       : { 'x-leaseq-permission': route.access === 'see' ? 'any' : route.access }),
-    parameters: parameters(route.params),
+    parameters: parameters(route.params, route.query),
     ...(route.body === undefined
       ? {}
       : {

@@ -12,9 +12,11 @@ export type Access = 'public' | 'authenticated' | Action | 'see';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-export interface RouteContext<Body, Params> {
+export interface RouteContext<Body, Params, Query = unknown> {
   body: Body;
   params: Params;
+  /** The query string's parameters, as `query` describes them (strings). */
+  query: Query;
   principal: Principal;
   log: FastifyBaseLogger;
   /** Aborts when the client goes away or the server begins to shut down. */
@@ -28,7 +30,7 @@ export interface RouteContext<Body, Params> {
  * One route of the API: its schemas (which Fastify validates and serializes with, and the
  * OpenAPI document is built from), who may call it, and its handler.
  */
-export interface RouteSpec<Body = unknown, Params = unknown> {
+export interface RouteSpec<Body = unknown, Params = unknown, Query = unknown> {
   method: Method;
   /** Fastify's form, `/v1/queues/:name`. */
   url: string;
@@ -36,6 +38,8 @@ export interface RouteSpec<Body = unknown, Params = unknown> {
   tag: string;
   access: Access;
   params?: JsonSchema;
+  /** The query string's parameters: an object schema of optional strings. */
+  query?: JsonSchema;
   body?: JsonSchema;
   /** The body of the success response. */
   response: JsonSchema;
@@ -45,7 +49,7 @@ export interface RouteSpec<Body = unknown, Params = unknown> {
   contentType?: string;
   /** The handler's value is sent as it is, not serialized by the response schema. */
   rawResponse?: boolean;
-  handle(context: RouteContext<Body, Params>): Promise<unknown>;
+  handle(context: RouteContext<Body, Params, Query>): Promise<unknown>;
 }
 
 /** Everything the routes share. */
@@ -67,8 +71,8 @@ export interface QueueParams {
 }
 
 /** Lets a typed route sit in a list of routes. */
-export function route<Body = unknown, Params = QueueParams>(
-  spec: RouteSpec<Body, Params>,
+export function route<Body = unknown, Params = QueueParams, Query = unknown>(
+  spec: RouteSpec<Body, Params, Query>,
 ): RouteSpec {
   return spec as RouteSpec;
 }

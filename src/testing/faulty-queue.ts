@@ -1,6 +1,7 @@
 import type { Queue, ReceiveOptions } from '../broker/queue.js';
 import type { ScheduleOptions, ScheduleWhen } from '../broker/schedule-times.js';
 import type {
+  DeadLetterPageOptions,
   MoveJobsOptions,
   NackOptions,
   Operation,
@@ -205,6 +206,10 @@ export class FaultyQueue implements Queue {
 
   deadLetters() {
     return this.pass(() => this.inner.deadLetters());
+  }
+
+  deadLetterPage(options?: DeadLetterPageOptions) {
+    return this.pass(() => this.inner.deadLetterPage(options));
   }
 
   redrive(ids?: readonly string[]) {

@@ -4,6 +4,8 @@ import type { RemoteBroker, RemoteOptions, RemoteQueue } from '../../src/client/
 import { RemoteBroker as RemoteBrokerClass } from '../../src/client/index.js';
 import {
   type DeadLetter,
+  type DeadLetterPage,
+  type DeadLetterPageOptions,
   type InspectView,
   type JobView,
   type LiveDelivery,
@@ -264,6 +266,10 @@ class RemoteHandle extends OperationHandle {
 
   deliveries(): Promise<LiveDelivery[]> {
     return this.engine.read(() => this.queue.deliveries());
+  }
+
+  deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage> {
+    return this.engine.read(() => this.queue.deadLetterPage(options));
   }
 
   deadLetters(): Promise<DeadLetter[]> {

@@ -136,6 +136,22 @@ export class Lockstep {
     expect(this.toCore(await queue.deadLetters()), `deadLetters() ${where}`).toEqual(
       this.core.deadLetters(),
     );
+    // R34: page by page, the same dead letters in the same pages (cursors are each side's own).
+    const enginePages: unknown[] = [];
+    const corePages: unknown[] = [];
+    let engineAfter: string | undefined;
+    let coreAfter: string | undefined;
+    do {
+      const page = await queue.deadLetterPage({ limit: 2, after: engineAfter });
+      enginePages.push(this.toCore(page.deadLetters));
+      engineAfter = page.next;
+    } while (engineAfter !== undefined && enginePages.length < 1000);
+    do {
+      const page = this.core.deadLetterPage({ limit: 2, after: coreAfter });
+      corePages.push(page.deadLetters);
+      coreAfter = page.next;
+    } while (coreAfter !== undefined);
+    expect(enginePages, `deadLetterPage({ limit: 2 }) pages ${where}`).toEqual(corePages);
   }
 
   private timeOf(time: TimeStep): number {

@@ -289,6 +289,39 @@ describe('dead letters and jobs', () => {
     expect(missing.body.error.code).toBe('NOT_FOUND');
   });
 
+  it('R34 lists dead letters a page at a time: ?limit and ?after, with next until the last page', async () => {
+    const name = await queueWithJobs(['a', 'b', 'c'], { maxDeliveries: 1 });
+    const deliveries = (await api('POST', `/v1/queues/${name}/receive`, { max: 3 })).body
+      .deliveries;
+    for (const delivery of deliveries) {
+      await api('POST', `/v1/queues/${name}/nack`, { receipt: delivery.receipt });
+    }
+    const ids = (body: { deadLetters: { id: string }[] }) => body.deadLetters.map((d) => d.id);
+    const first = (await api('GET', `/v1/queues/${name}/dead-letters?limit=2`)).body;
+    expect(ids(first)).toEqual(['a', 'b']);
+    expect(first.next).toEqual(expect.any(String));
+    const last = await api('GET', `/v1/queues/${name}/dead-letters?limit=2&after=${first.next}`);
+    expect(last.status).toBe(200);
+    expect(last.body).toEqual({ deadLetters: [expect.objectContaining({ id: 'c' })] });
+    // Without a limit, a page of up to 100.
+    expect(ids((await api('GET', `/v1/queues/${name}/dead-letters`)).body)).toEqual([
+      'a',
+      'b',
+      'c',
+    ]);
+    for (const [query, message] of [
+      ['limit=0', 'limit must be an integer from 1 to 1000, got 0'],
+      ['limit=1001', 'limit must be an integer from 1 to 1000, got 1001'],
+      ['limit=ten', 'querystring.limit must match pattern "^[0-9]{1,16}$"'],
+      ['after=x', 'after must be the next of an earlier page, got "x"'],
+      ['page=2', 'querystring has an unknown field "page"'],
+    ] as const) {
+      const refused = await api('GET', `/v1/queues/${name}/dead-letters?${query}`);
+      expect(refused.status, query).toBe(400);
+      expect(refused.body.error).toEqual({ code: 'INVALID_ARGUMENT', message });
+    }
+  });
+
   it('finds a job whose id needs escaping in a URL, up to the longest id', async () => {
     for (const id of ['a/b c?d#e%f', 'é'.repeat(256)]) {
       const name = await queueWithJobs([id]);
@@ -321,6 +354,11 @@ describe('the OpenAPI document', () => {
       );
       expect(answer.body?.error?.message, operation).not.toBe('no such route');
     }
+    expect(doc.paths['/v1/queues/{name}/dead-letters'].get.parameters).toEqual([
+      expect.objectContaining({ name: 'name', in: 'path', required: true }),
+      expect.objectContaining({ name: 'limit', in: 'query', required: false }),
+      expect.objectContaining({ name: 'after', in: 'query', required: false }),
+    ]);
     const publish = doc.paths['/v1/queues/{name}/jobs'].post;
     expect(publish.requestBody.content['application/json'].schema).toMatchObject({
       type: 'object',

@@ -5,6 +5,7 @@ import {
   checkDeadLetterChainNow,
   checkQueueName,
   checkSameOptions,
+  type DeadLetterPageOptions,
   type JobTransfer,
   JSON_PAYLOADS,
   LeaseQueue,
@@ -290,6 +291,9 @@ class MemoryQueue extends OperationHandle {
   }
   async deadLetters() {
     return this.current().deadLetters();
+  }
+  async deadLetterPage(options?: DeadLetterPageOptions) {
+    return this.current().deadLetterPage(options);
   }
   async job(id: string) {
     return this.current().job(id);

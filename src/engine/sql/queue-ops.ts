@@ -3,7 +3,9 @@ import {
   type AckMode,
   type DeadLetter,
   type DeadLetterOrigin,
+  type DeadLetterPage,
   type Delivery,
+  deadLetterCursor,
   decodePayload,
   type InspectView,
   type JobState,
@@ -912,15 +914,23 @@ export class QueueOps extends JobMoves {
       `SELECT ${JOB_VIEW_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'dead' ORDER BY dead_seq`,
       [this.q.name],
     );
-    return rows.map((row) => ({
-      id: row.id,
-      payload: decodePayload(row.payload),
-      reason: row.dead_reason as string,
-      deliveryCount: row.delivery_count,
-      deadAt: row.dead_at as number,
-      history: decodeHistory(row.history),
-      ...originOf(row),
-    }));
+    return rows.map(deadLetterOf);
+  }
+
+  /** A page of dead letters (see LeaseQueue.deadLetterPage), through the dead index in order. */
+  async deadLetterPage(page: { limit: number; after: number }): Promise<DeadLetterPage> {
+    // One more than the page: whether a next one starts after it.
+    const rows = await this.c.query<JobRowView & { dead_seq: number }>(
+      `SELECT ${JOB_VIEW_COLUMNS}, dead_seq FROM leaseq_jobs
+       WHERE queue = ? AND state = 'dead' AND dead_seq > ? ORDER BY dead_seq LIMIT ?`,
+      [this.q.name, page.after, page.limit + 1],
+    );
+    const deadLetters = rows.slice(0, page.limit).map(deadLetterOf);
+    if (rows.length <= page.limit) return { deadLetters };
+    return {
+      deadLetters,
+      next: deadLetterCursor(Number(rows[page.limit - 1]?.dead_seq)),
+    };
   }
 
   async job(id: string): Promise<JobView | undefined> {
@@ -1043,6 +1053,18 @@ interface JobRowView {
   origin_reason: string | null;
   origin_at: number | null;
   expires_at: number | null;
+}
+
+function deadLetterOf(row: JobRowView): DeadLetter {
+  return {
+    id: row.id,
+    payload: decodePayload(row.payload),
+    reason: row.dead_reason as string,
+    deliveryCount: row.delivery_count,
+    deadAt: row.dead_at as number,
+    history: decodeHistory(row.history),
+    ...originOf(row),
+  };
 }
 
 const JOB_VIEW_COLUMNS =

@@ -1,5 +1,7 @@
 import {
   ClockError,
+  checkDeadLetterPage,
+  type DeadLetterPageOptions,
   type Delivery,
   LeaseqError,
   makesJobsReady,
@@ -151,6 +153,11 @@ export class SqlQueue extends OperationHandle {
 
   deadLetters() {
     return this.read((ops) => ops.deadLetters());
+  }
+
+  async deadLetterPage(options?: DeadLetterPageOptions) {
+    const page = checkDeadLetterPage(options);
+    return this.read((ops) => ops.deadLetterPage(page));
   }
 
   async job(id: string) {

@@ -1,5 +1,6 @@
-import { type RouteSpec, route, type Services } from '../route.js';
-import { arrayOf, integer, object, queueParams } from '../schemas.js';
+import { DEFAULT_DEAD_LETTER_PAGE, MAX_DEAD_LETTER_PAGE } from '../../core/index.js';
+import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
+import { arrayOf, integer, object, queueParams, text } from '../schemas.js';
 
 const TAG = 'dead letters';
 
@@ -7,17 +8,33 @@ const TAG = 'dead letters';
 export function deadLetterRoutes(services: Services): RouteSpec[] {
   const { queues, schemas } = services;
   return [
-    route({
+    route<unknown, QueueParams, { limit?: string; after?: string }>({
       method: 'GET',
       url: '/v1/queues/:name/dead-letters',
-      summary: 'The dead jobs, in the order they died, each with its attempt history',
+      summary:
+        'A page of the dead jobs, in the order they died, each with its attempt history; `next` starts the page after',
       tag: TAG,
       access: 'admin',
       params: queueParams,
-      response: object({ deadLetters: arrayOf(schemas.deadLetter) }, ['deadLetters']),
-      async handle({ params }) {
+      query: object({
+        limit: {
+          type: 'string',
+          pattern: '^[0-9]{1,16}$',
+          description: `At most this many, 1 to ${MAX_DEAD_LETTER_PAGE} (default ${DEFAULT_DEAD_LETTER_PAGE})`,
+        },
+        after: {
+          type: 'string',
+          maxLength: 32,
+          description: 'The `next` of the page before',
+        },
+      }),
+      response: object({ deadLetters: arrayOf(schemas.deadLetter), next: text }, ['deadLetters']),
+      async handle({ params, query }) {
         const queue = await queues.existing(params.name);
-        return { deadLetters: await queue.deadLetters() };
+        return queue.deadLetterPage({
+          ...(query.limit === undefined ? {} : { limit: Number(query.limit) }),
+          ...(query.after === undefined ? {} : { after: query.after }),
+        });
       },
     }),
     route<{ ids?: string[] }>({
