@@ -570,6 +570,22 @@ describe('dead letters', () => {
       /^d1 {2}reason=max-deliveries deliveries=1 deadAt=\S+\n {2}token 1: requeued after \d+ms\n/,
     );
     expect(JSON.parse((await run(['dead', 'list', name, '--json'])).stdout)).toHaveLength(2);
+    // R34: a page at a time, the next one's command said on stderr.
+    const first = await run(['dead', 'list', name, '--limit', '1']);
+    expect(first.stdout).toMatch(/^d1 /);
+    expect(first.stdout).not.toContain('d2');
+    const more = /more: leaseq dead list \S+ --limit 1 --after (\S+)\n/.exec(first.stderr);
+    expect(more).not.toBeNull();
+    const second = await run(['dead', 'list', name, '--limit', '1', '--after', more?.[1] ?? '']);
+    expect(second.stdout).toMatch(/^d2 /);
+    expect(second.stderr).toBe('');
+    const paged = JSON.parse((await run(['dead', 'list', name, '--limit', '1', '--json'])).stdout);
+    expect(paged).toEqual({
+      deadLetters: [expect.objectContaining({ id: 'd1' })],
+      next: more?.[1],
+    });
+    expect(await run(['dead', 'list', name, '--limit', '0'])).toMatchObject({ code: 2 });
+    expect(await run(['dead', 'list', name, '--after', 'x'])).toMatchObject({ code: 2 });
     // Stopped by a signal before its first batch: says so, exit 1, nothing redriven.
     const stop = new AbortController();
     stop.abort();

@@ -269,6 +269,40 @@ describe.skipIf(skipBrowser)(
       await expect.poll(() => page.locator('table tbody tr').count()).toBe(1);
     });
 
+    it('R34 lists the oldest page of a long dead set and says how many there are in all', async () => {
+      const { page } = admin;
+      // A queue of one ready job that dead-letters the oldest at each publish beyond it.
+      await api('PUT', '/v1/queues/floods', { maxLength: 1, overflow: 'dead-letter-oldest' });
+      for (let at = 0; at < 1002; at += 100) {
+        const jobs = Array.from({ length: Math.min(100, 1002 - at) }, (_, n) => ({
+          id: `f-${String(at + n).padStart(4, '0')}`,
+        }));
+        await api('POST', '/v1/queues/floods/jobs/batch', { jobs });
+      }
+      await page.evaluate(() => {
+        window.location.hash = '#/queues/floods/dead-letters';
+      });
+      await page.getByText('Listed: the 1,000 oldest of 1,001 dead letters.').waitFor();
+      await expect.poll(() => page.locator('table tbody tr').count()).toBe(1000);
+      await expect(page.locator('table tbody tr').first().textContent()).resolves.toContain(
+        'f-0000',
+      );
+      await expect(
+        page.getByRole('link', { name: /^Dead letters/ }).textContent(),
+      ).resolves.toContain('1,001');
+      await page.getByRole('button', { name: 'Purge all' }).click();
+      await page.getByRole('alertdialog').getByRole('button', { name: 'Purge 1,001 jobs' }).click();
+      await page.getByRole('status').filter({ hasText: 'Purged: 1,001 jobs.' }).waitFor();
+      expect((await api('GET', '/v1/queues/floods/dead-letters')).body).toEqual({
+        deadLetters: [],
+      });
+      await api('DELETE', '/v1/queues/floods');
+      await page.evaluate(() => {
+        window.location.hash = '#/queues/orders';
+      });
+      await page.getByRole('heading', { name: /Queue\s+orders/ }).waitFor();
+    });
+
     it('a viewer key sees the figures but no admin action, and the server refuses one anyway', async () => {
       const { context, page } = await openAs(VIEWER);
       await page.getByRole('link', { name: 'orders', exact: true }).click();

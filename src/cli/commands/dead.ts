@@ -1,4 +1,9 @@
-import { type Command, EXIT } from '../command.js';
+import {
+  checkDeadLetterPage,
+  type DeadLetterPage,
+  MAX_DEAD_LETTER_PAGE,
+} from '../../core/index.js';
+import { type Command, EXIT, UsageError } from '../command.js';
 import { integerFlag, positionals } from '../flags.js';
 import { formatDeadLetter } from '../format.js';
 import { ProgressBar } from '../progress.js';
@@ -6,17 +11,46 @@ import { printJson, withClient } from '../remote.js';
 
 export const deadList: Command = {
   name: 'dead list',
-  summary: 'List dead jobs with their attempt history',
-  usage: '<queue>',
-  details: ['Needs an admin key.'],
-  options: {},
+  summary: 'List dead jobs with their attempt history, oldest first',
+  usage: '<queue> [--limit N] [--after CURSOR]',
+  details: [
+    'Without --limit, every dead job. With it, at most N (1 to 1000), and when more follow,',
+    'the --after that lists the next ones goes to stderr (with --json: the page, and its next).',
+    `--limit N         at most N dead jobs (1 to ${MAX_DEAD_LETTER_PAGE})`,
+    '--after CURSOR    the jobs that died after the page this cursor ended (from a --limit list)',
+    'Needs an admin key.',
+  ],
+  options: { limit: { type: 'string' }, after: { type: 'string' } },
   remote: true,
   async run({ values, positionals: given, context }) {
     const [name] = positionals(given, ['queue']) as [string];
-    const dead = await withClient(values, context, (client) => client.handle(name).deadLetters());
-    if (values.json) printJson(context, dead);
+    const limit = integerFlag(values, 'limit', 1, MAX_DEAD_LETTER_PAGE);
+    const after = typeof values.after === 'string' ? values.after : undefined;
+    try {
+      checkDeadLetterPage(after === undefined ? {} : { after });
+    } catch {
+      throw new UsageError(
+        `--after must be the cursor a --limit list ended with, got ${JSON.stringify(after)}`,
+      );
+    }
+    const paged = limit !== undefined || after !== undefined;
+    const page: DeadLetterPage = await withClient(values, context, async (client) =>
+      paged
+        ? client.handle(name).deadLetterPage({
+            ...(limit === undefined ? {} : { limit }),
+            ...(after === undefined ? {} : { after }),
+          })
+        : { deadLetters: await client.handle(name).deadLetters() },
+    );
+    const dead = page.deadLetters;
+    if (values.json) printJson(context, paged ? page : dead);
     else if (dead.length === 0) context.stderr.write('no dead jobs\n');
     else for (const letter of dead) context.stdout.write(formatDeadLetter(letter));
+    if (!values.json && page.next !== undefined) {
+      context.stderr.write(
+        `more: leaseq dead list ${name} --limit ${limit ?? 100} --after ${page.next}\n`,
+      );
+    }
     return EXIT.ok;
   },
 };

@@ -1,6 +1,6 @@
 import type {
   AllStats,
-  DeadLetter,
+  DeadLetterPage,
   InspectView,
   JobView,
   LiveDelivery,
@@ -21,6 +21,9 @@ export class ApiError extends Error {
 
 const path = (queue: string) => `/v1/queues/${encodeURIComponent(queue)}`;
 
+/** How many dead letters the dashboard reads and lists: the oldest, one page of the API's. */
+export const DEAD_LETTERS_SHOWN = 1000;
+
 /** The public HTTP API, with the API key as a Bearer header. */
 export class Api {
   constructor(private readonly key: () => string | undefined) {}
@@ -31,8 +34,9 @@ export class Api {
   inspect = (name: string) => this.get<InspectView>(`${path(name)}/inspect`);
   deliveries = async (name: string) =>
     (await this.get<{ deliveries: LiveDelivery[] }>(`${path(name)}/deliveries`)).deliveries;
-  deadLetters = async (name: string) =>
-    (await this.get<{ deadLetters: DeadLetter[] }>(`${path(name)}/dead-letters`)).deadLetters;
+  /** The oldest DEAD_LETTERS_SHOWN dead letters: a page, whose `next` says more follow. */
+  deadLetters = (name: string) =>
+    this.get<DeadLetterPage>(`${path(name)}/dead-letters?limit=${DEAD_LETTERS_SHOWN}`);
   job = (name: string, id: string) =>
     this.get<JobView>(`${path(name)}/jobs/${encodeURIComponent(id)}`);
 

@@ -1,7 +1,7 @@
 import type { Api } from './api.js';
 import type {
   AllStats,
-  DeadLetter,
+  DeadLetterPage,
   InspectView,
   JobView,
   LiveDelivery,
@@ -16,7 +16,8 @@ export interface Reads {
   queue: QueueInfo;
   inspect: InspectView;
   deliveries: LiveDelivery[];
-  deadLetters: DeadLetter[];
+  /** The oldest dead letters, a page of DEAD_LETTERS_SHOWN. */
+  deadLetters: DeadLetterPage;
   job: JobView;
 }
 

@@ -2,6 +2,7 @@
 export type {
   Attempt,
   DeadLetter,
+  DeadLetterPage,
   InspectView,
   JobView,
   LiveDelivery,

@@ -114,7 +114,13 @@ export function DeadLettersPage(props: { queue: string }) {
     setMessage({ text, failed });
     setSelected(new Set());
   });
-  const letters = update?.data ?? [];
+  const letters = update?.data?.deadLetters ?? [];
+  // More died than one page holds: the list is the oldest; the total comes with the stats.
+  const more = update?.data?.next !== undefined;
+  const total = useTopic({ kind: 'stats' })?.data?.queues.find((entry) => entry.name === queue)
+    ?.stats.dead;
+  // Read apart from the page, the count may lag it: never fewer than the page shows.
+  const deadCount = more ? Math.max(total ?? 0, letters.length + 1) : letters.length;
   const reasons = useMemo(() => {
     const counts = new Map<string, number>();
     for (const letter of letters) counts.set(letter.reason, (counts.get(letter.reason) ?? 0) + 1);
@@ -138,7 +144,7 @@ export function DeadLettersPage(props: { queue: string }) {
   };
   const all = (verb: Verb) =>
     reason === ''
-      ? confirm(verb, undefined, letters.length)
+      ? confirm(verb, undefined, deadCount)
       : confirm(
           verb,
           shown.map((l) => l.id),
@@ -150,7 +156,11 @@ export function DeadLettersPage(props: { queue: string }) {
       <h1 id="dead-title">
         <span class="muted">Dead letters of</span> {queue}
       </h1>
-      <QueueTabs queue={queue} current="deadLetters" dead={update?.data?.length} />
+      <QueueTabs
+        queue={queue}
+        current="deadLetters"
+        dead={update?.data === undefined ? undefined : deadCount}
+      />
       <p role="status" aria-live="polite" class={message?.failed ? 'notice error' : 'notice-ok'}>
         {message?.text ?? ''}
       </p>
@@ -161,11 +171,18 @@ export function DeadLettersPage(props: { queue: string }) {
         )
       ) : (
         <>
+          {more ? (
+            <p class="notice">
+              Listed: the {formatCount(letters.length)} oldest of {formatCount(deadCount)} dead
+              letters. Redrive or purge some to see the next; Redrive all and Purge all act on every
+              one.
+            </p>
+          ) : null}
           <div class="toolbar">
             <label>
               Reason{' '}
               <select value={reason} onChange={(event) => setReason(event.currentTarget.value)}>
-                <option value="">All reasons ({formatCount(letters.length)})</option>
+                <option value="">All reasons ({formatCount(deadCount)})</option>
                 {reasons.map(([name, count]) => (
                   <option value={name} key={name}>
                     {name} ({formatCount(count)})
