@@ -17,7 +17,7 @@ export interface EngineOptions {
    * SQLite, `durability: 'fsync'`: run the syncs of the WAL on libuv's thread pool, so that the
    * event loop goes on while the disk syncs, instead of blocking it. Calls are answered after
    * the same syncs either way. Where the loop serves connections (`leaseq serve` sets it), they
-   * get their next frames in meanwhile: the stream's publish-to-handler p99 is lower. Default
+   * are read and answered meanwhile: the stream's publish-to-handler p99 is lower. Default
    * false: where the loop has nothing else to do, the hop to a thread and back (about 50 µs)
    * only adds to each sync.
    */
