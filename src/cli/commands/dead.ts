@@ -1,5 +1,6 @@
 import {
   checkDeadLetterPage,
+  DEFAULT_DEAD_LETTER_PAGE,
   type DeadLetterPage,
   MAX_DEAD_LETTER_PAGE,
 } from '../../core/index.js';
@@ -14,9 +15,9 @@ export const deadList: Command = {
   summary: 'List dead jobs with their attempt history, oldest first',
   usage: '<queue> [--limit N] [--after CURSOR]',
   details: [
-    'Without --limit, every dead job. With it, at most N (1 to 1000), and when more follow,',
-    'the --after that lists the next ones goes to stderr (with --json: the page, and its next).',
-    `--limit N         at most N dead jobs (1 to ${MAX_DEAD_LETTER_PAGE})`,
+    'Without --limit or --after, every dead job. With them, one page, and when more follow, the',
+    'command that lists the next goes to stderr (with --json: the page, with its next).',
+    `--limit N         at most N dead jobs (1 to ${MAX_DEAD_LETTER_PAGE}; default ${DEFAULT_DEAD_LETTER_PAGE})`,
     '--after CURSOR    the jobs that died after the page this cursor ended (from a --limit list)',
     'Needs an admin key.',
   ],
@@ -48,7 +49,7 @@ export const deadList: Command = {
     else for (const letter of dead) context.stdout.write(formatDeadLetter(letter));
     if (!values.json && page.next !== undefined) {
       context.stderr.write(
-        `more: leaseq dead list ${name} --limit ${limit ?? 100} --after ${page.next}\n`,
+        `more: leaseq dead list ${name} --limit ${limit ?? DEFAULT_DEAD_LETTER_PAGE} --after ${page.next}\n`,
       );
     }
     return EXIT.ok;
