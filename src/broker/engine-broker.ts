@@ -70,7 +70,15 @@ export class EngineBroker implements Broker {
 
   async queue(name: string, options?: QueueOptions): Promise<Queue> {
     this.checkOpen();
-    const handle = await this.engine.queue(name, options);
+    return this.wrap(await this.engine.queue(name, options));
+  }
+
+  handle(name: string): Queue {
+    this.checkOpen();
+    return this.wrap(this.engine.handle(name));
+  }
+
+  private wrap(handle: QueueHandle): Queue {
     return new EngineQueue(
       handle,
       this.clock,

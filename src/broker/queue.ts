@@ -138,6 +138,11 @@ export interface Broker {
   readonly durable?: boolean;
   /** Opens (creating when missing) the named queue. See Engine.queue for options. */
   queue(name: string, options?: QueueOptions): Promise<Queue>;
+  /**
+   * The named queue without reading or creating anything: its calls answer NOT_FOUND while no
+   * queue of that name exists (for code that must not create one, as a server's lookups).
+   */
+  handle(name: string): Queue;
   updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;
   listQueues(): Promise<{ name: string; options: ResolvedQueueOptions }[]>;
   deleteQueue(name: string): Promise<boolean>;

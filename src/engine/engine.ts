@@ -148,6 +148,11 @@ export interface Engine extends ScheduleStore {
    * `options` name a value other than the stored one, fails with a ConflictError.
    */
   queue(name: string, options?: QueueOptions): Promise<QueueHandle>;
+  /**
+   * A handle on the named queue that neither reads nor creates anything: its calls reach the
+   * queue of that name when they run, and answer NOT_FOUND while there is none.
+   */
+  handle(name: string): QueueHandle;
   /** Changes stored options; what is already delivered keeps its deadlines. */
   updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;
   listQueues(): Promise<QueueInfo[]>;

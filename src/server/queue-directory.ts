@@ -20,7 +20,8 @@ export class QueueDirectory {
     // Another process sharing the storage may have created it since.
     const names = listed ?? new Set((await this.broker.listQueues()).map((info) => info.name));
     if (!names.has(name)) throw new NotFoundError(`queue ${name} does not exist`);
-    return this.remember(await this.broker.queue(name));
+    // Not broker.queue: a queue deleted since the list was read must not be created again.
+    return this.remember(this.broker.handle(name));
   }
 
   /** Whether the queue exists (opened here, or in the storage). */

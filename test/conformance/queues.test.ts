@@ -63,6 +63,17 @@ const bad = (value: unknown): any => value;
 
 describeEngines(engines, (h) => {
   describe('queues of an engine', () => {
+    it('a handle by name reads and creates nothing: NOT_FOUND until the queue exists, then that queue', async () => {
+      const name = h.queueName('by-handle');
+      const handle = h.engine().handle(name);
+      await expectRejection(() => handle.publish(0, { id: 'a' }), NotFoundError, 'NOT_FOUND');
+      expect((await h.engine().listQueues()).some((info) => info.name === name)).toBe(false);
+      await h.engine().queue(name, { visibility: 7 });
+      expect((await handle.publish(0, { id: 'a' })).id).toBe('a');
+      expect((await handle.reserve(0))[0]).toMatchObject({ id: 'a', deadline: 7 });
+      expect(() => h.engine().handle('not a name!')).toThrow(ValidationError);
+    });
+
     it('engine.queue(name, options) creates the queue with defaults filled in; listQueues shows it', async () => {
       const name = h.queueName('create');
       const q = await h.engine().queue(name, { visibility: 5, maxDeliveries: 3 });

@@ -181,6 +181,10 @@ export class RemoteEngine implements Engine {
     return new RemoteHandle(this, queue);
   }
 
+  handle(name: string): QueueHandle {
+    return new RemoteHandle(this, this.client.handle(name));
+  }
+
   updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
     return this.read(() => this.client.updateQueue(name, options));
   }

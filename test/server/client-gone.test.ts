@@ -40,6 +40,8 @@ function racyBroker(real: Broker, parked: () => void): Broker {
         return async (...args: Parameters<Broker['queue']>) =>
           racyQueue(await target.queue(...args));
       }
+      // How the server reaches a queue it did not create itself.
+      if (key === 'handle') return (name: string) => racyQueue(target.handle(name));
       const value = Reflect.get(target, key, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },

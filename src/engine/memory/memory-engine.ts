@@ -73,6 +73,12 @@ export class MemoryEngine implements Engine, QueueLinks {
     } else {
       checkSameOptions(name, core.options, options);
     }
+    return this.handle(name);
+  }
+
+  handle(name: string): MemoryQueue {
+    this.checkOpen();
+    checkQueueName(name);
     // By name, as the SQL engines' handles: after deleteQueue a call fails NOT_FOUND, and a
     // queue made again under the name is the one the handle reaches.
     return new MemoryQueue(name, this.wakes, () => {

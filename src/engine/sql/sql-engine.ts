@@ -130,6 +130,12 @@ export class SqlEngine implements Engine {
       const existing = await readQueueOptions(connection, batch, name);
       if (existing !== undefined) checkSameOptions(name, existing, options);
     });
+    return this.handle(name);
+  }
+
+  handle(name: string): QueueHandle {
+    this.checkOpen();
+    checkQueueName(name);
     return new SqlQueue(name, this.executor, this.access);
   }
 
