@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
+import { POSTGRES_DIALECT } from '../../src/engine/postgres/postgres-engine.js';
 import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
 
 /**
@@ -232,6 +233,46 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
       expect(updates.join('\n')).toContain('Index Scan using leaseq_jobs_ready');
       for (const plan of updates) expect(plan).not.toContain('Index Scan using leaseq_jobs_pkey');
       expect((await drained.stats(20)).ready).toBe(20_000 - 1);
+    });
+  });
+
+  it('R17 stats reads the age of the oldest ready job through its index, not through every ready job, planned for any values', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    await withEngineAndClient(async (engine, client) => {
+      const queue = await engine.queue('oldest', { visibility: 30_000 });
+      // Statistics that know of no job of the queue: a plan for any values then looks cheap
+      // either way, and must still take the index once thousands are ready.
+      await withPostgresClient((admin) => admin.query('VACUUM ANALYZE leaseq_jobs'), url);
+      for (let batch = 0; batch < 4; batch += 1) {
+        await queue.publishBatch(
+          100 + batch,
+          Array.from({ length: 1000 }, () => ({})),
+        );
+      }
+      // The oldest ready job is not at the front: the front one was requeued later (R9).
+      const [front] = await queue.reserve(200, { max: 1 });
+      await queue.nack(210, (front as { token: number }).token);
+
+      await client.connect();
+      const plans = await explainedPlans(client);
+      const connection = new PostgresConnection(client);
+      await connection.begin('lease');
+      // As the engine's stats runs it: after the queue's row, with its parameter.
+      await connection.query('SELECT name FROM leaseq_queues WHERE name = ?', ['oldest']);
+      const [oldest] = await connection.query<{ since: number }>(POSTGRES_DIALECT.oldestReady, [
+        'oldest',
+      ]);
+      await connection.rollback();
+
+      expect(Number(oldest?.since)).toBe(100);
+      const plan = plans.find((entry) => entry.includes('ready_since')) ?? '';
+      // The first entry of the index's range for the queue, not all of them.
+      expect(plan).toMatch(
+        /Limit[^\n]*\n\s*->\s*Index Only Scan using leaseq_jobs_ready_since[^\n]*\n\s*Index Cond: \(queue = \$1\)/,
+      );
+      expect(plan).not.toContain('Sort');
+      expect(plan).not.toContain('Aggregate');
+      expect((await queue.stats(300)).oldestReadyAge).toBe(200);
     });
   });
 });

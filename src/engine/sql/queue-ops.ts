@@ -691,10 +691,9 @@ export class QueueOps extends JobMoves {
 
   async stats(now: number): Promise<QueueStats> {
     now = await this.advance(now);
-    const [oldest] = await this.c.query<{ since: number | null }>(
-      `SELECT MIN(ready_since) AS since FROM leaseq_jobs WHERE queue = ? AND state = 'ready'`,
-      [this.q.name],
-    );
+    const [oldest] = await this.c.query<{ since: number | null }>(this.dialect.oldestReady, [
+      this.q.name,
+    ]);
     return {
       queueTime: this.q.queueTime,
       ready: this.q.ready,

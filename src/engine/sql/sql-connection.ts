@@ -78,6 +78,11 @@ export interface SqlDialect {
   readonly setBased: boolean;
   /** The jobs table, told to find rows by token through its token index. */
   readonly jobsByToken: string;
+  /**
+   * When the oldest ready job of a queue became ready (R17's oldestReadyAge): a statement with
+   * the queue's name as its one parameter, answering one row or none with the time as `since`.
+   */
+  readonly oldestReady: string;
   /** A subquery of one column `value` listing the elements of a JSON array parameter `?`. */
   jsonList(type: 'text' | 'integer'): string;
   /**
