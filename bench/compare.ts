@@ -142,7 +142,7 @@ if (!values['skip-compare']) {
 
 const growth: GrowthResult[][] = [];
 if (!values['skip-growth']) {
-  for (const mode of ['memory', 'sqlite-fsync']) {
+  for (const mode of ['memory', 'sqlite-fsync', 'postgres']) {
     for (const backlog of backlogs) {
       const runs: GrowthResult[] = [];
       for (let run = 1; run <= growthRuns; run++) {
@@ -226,7 +226,8 @@ async function runGrowth(mode: string, backlog: number, run: number) {
         mode,
         '--backlog',
         String(backlog),
-        ...(mode === 'memory' ? [] : ['--sqlite-file', sqliteFile]),
+        ...(mode === 'sqlite-fsync' ? ['--sqlite-file', sqliteFile] : []),
+        ...(mode === 'postgres' ? ['--postgres', values.postgres] : []),
       ],
       childMs,
       ['--expose-gc'],
@@ -491,7 +492,7 @@ function writeReport(seconds: number) {
     lines.push(
       '## Cost growth with the backlog',
       '',
-      `One leaseq queue filled to each backlog (batches of 5000, 4 in flight) in a fresh process per row, after a warm-up of 10^4 jobs on another queue (another file on SQLite). Then, at that backlog, 10^4 more jobs published (batches of 100, 4 in flight) and 10^4 reserved and acked (32 consumers, one job per call), in rounds of at most half the backlog so that the queue keeps between 1 and 1.5 times the backlog; only those calls are timed. Heap and RSS: after a full GC, the growth over the empty queue, per queued job (RSS is within the allocator's noise below 10^5 jobs; on SQLite the jobs live in the file). File: what the database and its WAL grew by, per job (SQLite fsync). Median of ${values['growth-runs']} runs.`,
+      `One leaseq queue filled to each backlog (batches of 5000, 4 in flight) in a fresh process per row, after a warm-up of 10^4 jobs on another queue (another file on SQLite). Then, at that backlog, 10^4 more jobs published (batches of 100, 4 in flight) and 10^4 reserved and acked (32 consumers, one job per call), in rounds of at most half the backlog so that the queue keeps between 1 and 1.5 times the backlog; only those calls are timed. Stats: one stats call after them, median of 9 (what /metrics and the dashboard ask of every queue they show). Heap and RSS: after a full GC, the growth over the empty queue, per queued job (RSS is within the allocator's noise below 10^5 jobs; on SQLite the jobs live in the file, on PostgreSQL in the database's process). File: what the database and its WAL grew by, per job (SQLite fsync). Median of ${values['growth-runs']} runs.`,
       '',
       growthTable(growth),
       '',

@@ -2,11 +2,13 @@
  * Cost growth: one leaseq queue holding a backlog of `--backlog` jobs, in its own process
  * (started by compare.ts with --expose-gc). Fills the queue, then measures at that backlog:
  * publishing `--sample` more jobs (batches of 100, 4 in flight) and reserving and acking as
- * many (one by one, 32 consumers), the heap and RSS held per queued job and, on
- * SQLite, the growth of the database and WAL files per job. A warm-up of 10^4 jobs on another
- * queue comes first. Prints one line, `RESULT {json}`.
+ * many (one by one, 32 consumers), the time of a stats call (which /metrics and the dashboard
+ * make for every queue they show), the heap and RSS held per queued job and, on SQLite, the
+ * growth of the database and WAL files per job. A warm-up of 10^4 jobs on another queue comes
+ * first. Prints one line, `RESULT {json}`.
  *
  *   node --expose-gc --import tsx growth.ts --mode sqlite-fsync --backlog 100000 --sqlite-file /tmp/x.db
+ *   node --expose-gc --import tsx growth.ts --mode postgres --backlog 100000 --postgres postgres://…
  */
 import { rmSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -23,6 +25,8 @@ export interface GrowthResult {
   publishPerSecond: number;
   /** Jobs per second reserving and acking `sample` jobs off the backlog (see atBacklog). */
   reserveAckPerSecond: number;
+  /** Milliseconds of one stats call at the backlog (median of STATS_CALLS). */
+  statsMs?: number;
   heapBytesPerJob: number;
   rssBytesPerJob: number;
   /** SQLite: what the database and its WAL grew by, per queued job. */
@@ -36,6 +40,7 @@ const { values } = parseArgs({
     sample: { type: 'string', default: '10000' },
     'fill-batch': { type: 'string', default: '5000' },
     'sqlite-file': { type: 'string' },
+    postgres: { type: 'string' },
   },
 });
 const mode = values.mode ?? 'memory';
@@ -45,8 +50,14 @@ const file = values['sqlite-file'];
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
 
-const url = mode === 'memory' ? 'memory:' : `sqlite:${file}`;
-if (mode !== 'memory' && file === undefined) throw new Error(`--mode ${mode} needs --sqlite-file`);
+const postgresUrl = values.postgres;
+if (mode.startsWith('sqlite') && file === undefined) {
+  throw new Error(`--mode ${mode} needs --sqlite-file`);
+}
+if (mode === 'postgres' && postgresUrl === undefined)
+  throw new Error('--mode postgres needs --postgres');
+const url =
+  mode === 'memory' ? 'memory:' : mode === 'postgres' ? (postgresUrl as string) : `sqlite:${file}`;
 const broker = await leaseq.open(url, mode === 'sqlite-os' ? { durability: 'os' } : {});
 const name = `growth-${process.pid}`;
 const queue = await broker.queue(name);
@@ -112,6 +123,19 @@ async function atBacklog(target: Queue) {
   };
 }
 
+/** Calls of stats timed at the backlog; the median is reported. */
+const STATS_CALLS = 9;
+
+async function statsMs(target: Queue): Promise<number> {
+  const times: number[] = [];
+  for (let call = 0; call < STATS_CALLS; call++) {
+    const started = performance.now();
+    await target.stats();
+    times.push(performance.now() - started);
+  }
+  return times.sort((a, b) => a - b)[Math.floor(STATS_CALLS / 2)] as number;
+}
+
 const fileBytes = () =>
   file === undefined
     ? 0
@@ -125,7 +149,9 @@ const fileBytes = () =>
 
 // Warm-up on another queue (in another file on SQLite), so that the small backlogs do not
 // measure the JIT, nor leave free pages in the measured file.
-const warmUpBroker = mode === 'memory' ? broker : await leaseq.open(`sqlite:${file}-warm-up`);
+const warmUpBroker = mode.startsWith('sqlite')
+  ? await leaseq.open(`sqlite:${file}-warm-up`)
+  : broker;
 const warmUp = await warmUpBroker.queue(`${name}-warm-up`);
 await publish(warmUp, 0, 10_000, 1000);
 await reserveAck(warmUp, 10_000);
@@ -142,6 +168,7 @@ const fillPerSecond =
 const after = memory();
 const fileBytesPerJob = file === undefined ? undefined : (fileBytes() - fileBefore) / backlog;
 const { publishPerSecond, reserveAckPerSecond } = await atBacklog(queue);
+const stats = await statsMs(queue);
 await broker.deleteQueue(name);
 await broker.close();
 
@@ -152,6 +179,7 @@ const result: GrowthResult = {
   fillPerSecond,
   publishPerSecond,
   reserveAckPerSecond,
+  statsMs: stats,
   heapBytesPerJob: (after.heapUsed - before.heapUsed) / backlog,
   rssBytesPerJob: (after.rss - before.rss) / backlog,
   fileBytesPerJob,

@@ -473,6 +473,7 @@ export function growthTable(results: readonly GrowthResult[][]): string {
       formatInteger(med((r) => r.fillPerSecond) ?? Number.NaN),
       formatInteger(med((r) => r.publishPerSecond) ?? Number.NaN),
       formatInteger(med((r) => r.reserveAckPerSecond) ?? Number.NaN),
+      med((r) => r.statsMs)?.toFixed(2) ?? '–',
       bytes(med((r) => r.heapBytesPerJob)),
       bytes(med((r) => r.rssBytesPerJob)),
       bytes(med((r) => r.fileBytesPerJob)),
@@ -484,6 +485,7 @@ export function growthTable(results: readonly GrowthResult[][]): string {
       'fill jobs/s',
       'publish jobs/s at the backlog',
       'reserve+ack jobs/s at the backlog',
+      'stats ms at the backlog',
       'heap B/job',
       'RSS B/job',
       'file B/job',
@@ -512,8 +514,15 @@ export function growthVerdicts(results: readonly GrowthResult[][]): string[] {
       ratio <= 1.25 ? `${formatRatio(ratio)} (flat)` : `${formatRatio(ratio)} (grows)`;
     const exponent = (runs: readonly GrowthResult[]) =>
       Math.round(Math.log10(runs[0]?.backlog ?? 1));
+    // Results written before stats was timed have none.
+    const statsTimes = (runs: readonly GrowthResult[]) =>
+      runs.map((r) => r.statsMs).filter((v): v is number => v !== undefined);
+    const stats =
+      statsTimes(large).length > 0 && statsTimes(small).length > 0
+        ? `; a stats call ${word(median(statsTimes(large)) / median(statsTimes(small)))}`
+        : '';
     lines.push(
-      `${mode}: time per job at a backlog of 10^${exponent(large)} over 10^${exponent(small)}: publish ${word(publish)}, reserve+ack ${word(reserveAck)}.`,
+      `${mode}: time per job at a backlog of 10^${exponent(large)} over 10^${exponent(small)}: publish ${word(publish)}, reserve+ack ${word(reserveAck)}${stats}.`,
     );
   }
   return lines;
