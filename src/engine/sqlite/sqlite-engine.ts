@@ -11,16 +11,15 @@ import { FileWatch } from './file-watch.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import { continueAboveHighWater, lowerHighWater, tokenFence } from './token-fence.js';
 
-const DIALECT: SqlDialect = {
+export const SQLITE_DIALECT: SqlDialect = {
   lockRow: '',
   setBased: false,
   // Without statistics the planner would scan a queue's jobs to match a token list.
   jobsByToken: 'leaseq_jobs INDEXED BY leaseq_jobs_token',
-  // Read from every ready job of the queue: an index on ready_since, which would make it one
-  // entry, costs each job entering and leaving ready a write (publishing 12% slower, a drain at
-  // 32 consumers 6%), and a SQLite file is read by its own process, not under a lock that other
-  // nodes wait on.
-  oldestReady: `SELECT MIN(ready_since) AS since FROM leaseq_jobs WHERE queue = ? AND state = 'ready'`,
+  // The first entry of the queue's range of leaseq_jobs_ready_since (0015), named: without
+  // statistics the planner might take the queue's ready jobs by position and read them all.
+  oldestReady: `SELECT MIN(ready_since) AS since FROM leaseq_jobs INDEXED BY leaseq_jobs_ready_since
+    WHERE queue = ? AND state = 'ready'`,
   jsonList: () => '(SELECT value FROM json_each(?))',
   jsonRecords: (columns) =>
     `(SELECT ${columns.map(([name]) => `json_extract(value, '$.${name}') AS ${name}`).join(', ')} FROM json_each(?))`,
@@ -60,7 +59,9 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
     );
     // Only where some commits sync and others do not can a crash lose a token's commit alone.
     const fenced = connection.laterSync !== undefined;
-    const dialect: SqlDialect = fenced ? { ...DIALECT, fenceTokens: tokenFence() } : DIALECT;
+    const dialect: SqlDialect = fenced
+      ? { ...SQLITE_DIALECT, fenceTokens: tokenFence() }
+      : SQLITE_DIALECT;
     await migrate(
       connection,
       dialect,
