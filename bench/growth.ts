@@ -13,6 +13,7 @@
 import { rmSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { leaseq, type Queue } from './lib/leaseq.js';
+import { median } from './lib/stats.js';
 import { payload } from './subjects/subject.js';
 
 export interface GrowthResult {
@@ -133,7 +134,7 @@ async function statsMs(target: Queue): Promise<number> {
     await target.stats();
     times.push(performance.now() - started);
   }
-  return times.sort((a, b) => a - b)[Math.floor(STATS_CALLS / 2)] as number;
+  return median(times);
 }
 
 const fileBytes = () =>
