@@ -26,6 +26,12 @@ export function heldFor(delivery: WireDelivery): number {
 /** Held deliveries are given back this long before their lease would end, if none is taken. */
 const GIVE_BACK_AHEAD_MS = 50;
 
+/**
+ * A held delivery pushed this long ago and still not taken says the consumers take fewer than
+ * the prefetch lets through (their handlers slowed down): the prefetch falls to what they hold.
+ */
+const LOWER_AFTER_MS = 100;
+
 /** Consumers' signals watched at most per subscription; past it, the oldest is let go. */
 const MAX_WATCHED_SIGNALS = 64;
 
@@ -42,8 +48,9 @@ export interface PrefetchSettings {
 /**
  * The client side of one subscription: receives with the same queue, visibility and session
  * share it. Its prefetch is the largest `max` asked for, or, when larger, the deliveries it
- * handed out and not yet settled plus what its waiting receives ask for (see raiseToDemand);
- * the server pushes as credit allows, so a worker that acks gets its next jobs without asking. Deliveries pushed while no receive
+ * handed out and not yet settled plus what its waiting receives ask for (see raiseToDemand),
+ * falling back to that when held deliveries go untaken (see lowerIfHoarding); the server
+ * pushes as credit allows, so a worker that acks gets its next jobs without asking. Deliveries pushed while no receive
  * waits are held (still leased to this client) and handed to the next receive; held ones
  * that no receive takes within `idleMs` are given back and the subscription ends.
  *
@@ -75,6 +82,8 @@ export class Prefetch implements PushListener {
   private endedWhileOpening: UnsubscribedFrame | undefined;
   private subscribing = false;
   private prefetch = 0;
+  /** The largest `max` a receive asked for: the prefetch never falls below it. */
+  private mostAsked = 0;
   private idleTimer: NodeJS.Timeout | undefined;
   /** When the armed idle timer fires (this client's time). */
   private idleDue = 0;
@@ -96,6 +105,7 @@ export class Prefetch implements PushListener {
   /** Up to `max` deliveries: held ones at once, else the first pushed within `wait` ms. */
   async take(max: number, wait: number, signal: AbortSignal | undefined): Promise<WireDelivery[]> {
     this.watch(signal);
+    this.mostAsked = Math.max(this.mostAsked, max);
     if (this.buffer.length === 0 || this.subscription === undefined) await this.ensure(max);
     else if (max > this.prefetch) void this.ensure(max).catch(() => {});
     const held = this.takeLive(max);
@@ -159,14 +169,11 @@ export class Prefetch implements PushListener {
 
   /**
    * Concurrent receives each want their `max` on top of what they hold: the prefetch rises to
-   * the deliveries in hand plus what the waiting receives ask for (it never falls), so N loops
+   * the deliveries in hand plus what the waiting receives ask for, so N loops
    * that each receive one keep N deliveries coming, not one at a time.
    */
   private raiseToDemand(): void {
-    const now = Date.now();
-    for (const [receipt, until] of this.inHand) if (until <= now) this.inHand.delete(receipt);
-    let demand = this.inHand.size;
-    for (const waiter of this.waiters) demand += waiter.max;
+    const demand = this.demand();
     if (demand > this.prefetch && this.subscription !== undefined) {
       void this.ensure(demand).catch(() => {});
     }
@@ -241,7 +248,40 @@ export class Prefetch implements PushListener {
     for (const delivery of deliveries) {
       this.inHand.set(delivery.receipt, delivery.deadline - this.serverAhead);
     }
+    this.lowerIfHoarding();
     return deliveries;
+  }
+
+  /**
+   * The prefetch rose while acks were on their way (each counts until answered); once the
+   * handlers slow down, that credit would keep the buffer topped up with jobs that wait here,
+   * leased, while other consumers of the queue have none. When the oldest held delivery has
+   * waited LOWER_AFTER_MS, the prefetch falls to the deliveries in hand (at least the largest
+   * `max` asked): the server pushes nothing more until the consumers catch up, and a receive
+   * that then waits with nothing held raises it again.
+   */
+  private lowerIfHoarding(): void {
+    const oldest = this.buffer[0];
+    if (oldest === undefined || this.subscription === undefined || this.opening !== undefined) {
+      return;
+    }
+    const since = this.held.get(oldest.receipt)?.since;
+    if (since === undefined || Date.now() - since < LOWER_AFTER_MS) return;
+    const wanted = Math.max(this.mostAsked, this.demand(), 1);
+    if (wanted >= this.prefetch) return;
+    this.prefetch = wanted;
+    void this.link
+      .request({ type: 'credit', subscription: this.subscription, prefetch: wanted })
+      .catch(() => {});
+  }
+
+  /** The deliveries in hand (lease not over) plus what the waiting receives ask for. */
+  private demand(): number {
+    const now = Date.now();
+    for (const [receipt, until] of this.inHand) if (until <= now) this.inHand.delete(receipt);
+    let demand = this.inHand.size;
+    for (const waiter of this.waiters) demand += waiter.max;
+    return demand;
   }
 
   push(frame: DeliveriesFrame | UnsubscribedFrame): void {
@@ -287,6 +327,7 @@ export class Prefetch implements PushListener {
     // its consumers no longer take would be pushed, held and given back, over and over, each
     // time one more delivery of those jobs (R13).
     this.prefetch = 0;
+    this.mostAsked = 0;
     for (const waiter of [...this.waiters]) waiter.resolve([]);
     const subscription = this.subscription;
     this.subscription = undefined;
@@ -311,9 +352,10 @@ export class Prefetch implements PushListener {
   private async ensure(max: number): Promise<void> {
     // The server's maxPrefetch, not a guess: a subscribe above it would be refused.
     const { maxPrefetch } = await this.link.knownLimits();
-    const wanted = Math.min(Math.max(max, this.prefetch), maxPrefetch);
     if (this.ending !== undefined) await this.ending;
     if (this.opening !== undefined) await this.opening;
+    // After the waits: the prefetch may have changed meanwhile (raised, or lowered).
+    const wanted = Math.min(Math.max(max, this.prefetch), maxPrefetch);
     if (this.subscription !== undefined) {
       if (wanted <= this.prefetch) return;
       this.prefetch = wanted;

@@ -55,7 +55,7 @@ export const MIN_SETTLING = 48;
  * round trip and the server's sync), the handlers work through the next, so the worker and the
  * server overlap rather than take turns.
  */
-export const SETTLING_PER_SLOT = 2;
+export const SETTLING_PER_SLOT = 8;
 
 /**
  * Consumes one queue: reserves at most `concurrency` jobs at a time (long-waiting for work),

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openRemote, type RemoteBroker } from '../../src/client/index.js';
 import { silentLogger, work } from '../../src/index.js';
-import { MIN_SETTLING } from '../../src/worker/worker.js';
+import { MIN_SETTLING, SETTLING_PER_SLOT } from '../../src/worker/worker.js';
 import { call, startTestServer, type TestServer } from '../server/helpers.js';
 
 const open: { close(): Promise<unknown> }[] = [];
@@ -60,10 +60,46 @@ describe('the worker over the stream', () => {
     await worker.close();
     expect(mostRunning).toBeLessThanOrEqual(8);
     // The prefetch follows the worker's leases in hand: its 8 handlers' jobs and at most
-    // MIN_SETTLING (more than 8) whose acks are on their way. Nothing piles up in the client
-    // beyond that.
-    expect(mostActive).toBeLessThanOrEqual(8 + MIN_SETTLING);
+    // SETTLING_PER_SLOT per slot, or MIN_SETTLING, whose acks are on their way. Nothing piles
+    // up in the client beyond that.
+    expect(mostActive).toBeLessThanOrEqual(8 + Math.max(SETTLING_PER_SLOT * 8, MIN_SETTLING));
     expect(await queue.stats()).toMatchObject({ ready: 0, active: 0, acks: count });
+  });
+
+  it('lowers its prefetch when its handlers slow down, so the client stops hoarding jobs', async () => {
+    const { server, client } = await setUp();
+    const queue = await client.queue('slowing', { visibility: 30_000 });
+    const fast = 600;
+    const slow = 200;
+    for (let from = 0; from < fast + slow; from += 100) {
+      await queue.publishBatch(
+        Array.from({ length: 100 }, (_, index) => ({ payload: from + index })),
+      );
+    }
+    let handled = 0;
+    const worker = await work(
+      queue,
+      async () => {
+        handled += 1;
+        // Fast at first, so that acks in flight raise the prefetch; then 10 ms a job.
+        if (handled > fast) await new Promise((resolve) => setTimeout(resolve, 10));
+      },
+      { concurrency: 4, logger: silentLogger },
+    );
+    // Leased jobs (the server's count) while the last 80 slow jobs run, well after the change.
+    await until(() => handled >= fast + slow - 80, 20_000);
+    let mostActive = 0;
+    while (handled < fast + slow - 8) {
+      const answer = await call(server.baseUrl, 'GET', '/v1/queues/slowing/stats');
+      mostActive = Math.max(mostActive, answer.body.active ?? 0);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await until(() => handled === fast + slow);
+    await worker.close();
+    // 4 running, a few settling, and what the freed slots ask for: not the dozens that the
+    // fast phase's acks in flight once had in hand.
+    expect(mostActive).toBeLessThanOrEqual(12);
+    expect(await queue.stats()).toMatchObject({ ready: 0, active: 0, acks: fast + slow });
   });
 
   it('counts the lease of a job pushed ahead from its push, so it renews in time', async () => {
