@@ -179,6 +179,75 @@ describe('held deliveries', () => {
   });
 });
 
+describe('a prefetch raised by acks on their way', () => {
+  it('falls to the deliveries in hand once a held one waits 100 ms untaken, and rises again on demand', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const { link, requests } = fakeLink();
+    const prefetch = prefetchOn(link);
+    const push = (...ids: string[]) => pushNow(prefetch, 60_000, ids);
+    const taken = async (receive: Promise<WireDelivery[]>) => (await receive).map((d) => d.id);
+    const credits = () => requests.filter((request) => request.type === 'credit');
+    // Three receives of two, each waiting while the ones before are in hand: prefetch 6.
+    const first = prefetch.take(2, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    push('a', 'b');
+    expect(await taken(first)).toEqual(['a', 'b']);
+    for (const ids of [
+      ['c', 'd'],
+      ['e', 'f'],
+    ]) {
+      const next = prefetch.take(2, 5000, undefined);
+      await vi.advanceTimersByTimeAsync(0);
+      push(...ids);
+      expect(await taken(next)).toEqual(ids);
+    }
+    expect(credits().map((credit) => credit.prefetch)).toEqual([4, 6]);
+    // Four are acked; the server fills the credit again while the consumer slowed down.
+    prefetch.settled(['a', 'b', 'c', 'd'].map((id) => `receipt-${id}`));
+    push('g', 'h', 'i', 'j');
+    await vi.advanceTimersByTimeAsync(50);
+    expect(prefetch.takeHeld(1).map((d) => d.id)).toEqual(['g']);
+    // `h` has waited 50 ms: no sign of hoarding yet.
+    expect(credits()).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(60);
+    expect(prefetch.takeHeld(1).map((d) => d.id)).toEqual(['h']);
+    // `i` has waited 110 ms: the prefetch falls to the four in hand (e, f, g, h).
+    expect(credits().map((credit) => credit.prefetch)).toEqual([4, 6, 4]);
+    // Not again while it stands there.
+    expect(prefetch.takeHeld(1).map((d) => d.id)).toEqual(['i']);
+    expect(credits()).toHaveLength(3);
+    // Nothing held and a receive waits: the demand raises it again (six in hand, one asked).
+    expect(prefetch.takeHeld(1).map((d) => d.id)).toEqual(['j']);
+    const waiting = prefetch.take(1, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(credits().map((credit) => credit.prefetch)).toEqual([4, 6, 4, 7]);
+    push('k');
+    expect(await taken(waiting)).toEqual(['k']);
+  });
+
+  it('never falls below the largest max a receive asked for', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const { link, requests } = fakeLink();
+    const prefetch = prefetchOn(link);
+    const push = (...ids: string[]) => pushNow(prefetch, 60_000, ids);
+    const first = prefetch.take(3, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    push('a', 'b', 'c');
+    const three = await first;
+    const more = prefetch.take(3, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    push('d', 'e', 'f');
+    prefetch.settled([...three, ...(await more)].map((d) => d.receipt));
+    // All six settled; six more pushed, and taken slowly, one at a time.
+    push('g', 'h', 'i', 'j', 'k', 'l');
+    await vi.advanceTimersByTimeAsync(150);
+    expect(prefetch.takeHeld(1).map((d) => d.id)).toEqual(['g']);
+    // One in hand, but receives asked for three at once: the prefetch stays at three.
+    const credits = requests.filter((request) => request.type === 'credit');
+    expect(credits.map((credit) => credit.prefetch)).toEqual([6, 3]);
+  });
+});
+
 describe('a subscription opened again', () => {
   it('starts from what is asked for then, not the prefetch it had before it gave back (R13)', async () => {
     vi.useFakeTimers({ now: 1_000_000 });
