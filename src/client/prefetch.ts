@@ -50,9 +50,10 @@ export interface PrefetchSettings {
  * share it. Its prefetch is the largest `max` asked for, or, when larger, the deliveries it
  * handed out and not yet settled plus what its waiting receives ask for (see raiseToDemand),
  * falling back to that when held deliveries go untaken (see lowerIfHoarding); the server
- * pushes as credit allows, so a worker that acks gets its next jobs without asking. Deliveries pushed while no receive
- * waits are held (still leased to this client) and handed to the next receive; held ones
- * that no receive takes within `idleMs` are given back and the subscription ends.
+ * pushes as credit allows, so a worker that acks gets its next jobs without asking.
+ * Deliveries pushed while no receive waits are held (still leased to this client) and handed
+ * to the next receive; held ones that no receive takes within `idleMs` are given back and the
+ * subscription ends.
  *
  * A receive's signal stands for its consumer (a worker passes its stop signal to every
  * receive): once every consumer seen has stopped and no receive waits, the subscription ends
@@ -169,8 +170,8 @@ export class Prefetch implements PushListener {
 
   /**
    * Concurrent receives each want their `max` on top of what they hold: the prefetch rises to
-   * the deliveries in hand plus what the waiting receives ask for, so N loops
-   * that each receive one keep N deliveries coming, not one at a time.
+   * the deliveries in hand plus what the waiting receives ask for, so N loops that each receive
+   * one keep N deliveries coming, not one at a time.
    */
   private raiseToDemand(): void {
     const demand = this.demand();
