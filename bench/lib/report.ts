@@ -298,6 +298,12 @@ export const TARGETS: Target[] = [
     atLeast: 2,
   },
   {
+    text: 'W2 drain c=1, SQLite fsync ≥ 1× the best other',
+    subject: 'leaseq-sqlite-fsync',
+    workload: 'w2c1',
+    atLeast: 1,
+  },
+  {
     text: 'W2 drain c=32, SQLite fsync ≥ 2× the best other',
     subject: 'leaseq-sqlite-fsync',
     workload: 'w2c32',
