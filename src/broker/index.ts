@@ -4,6 +4,7 @@ export {
   type Broker,
   type BrokerTransaction,
   type Queue,
+  type QueueLimits,
   RECEIVE_ONLY_OPTIONS,
   type ReceiveOptions,
 } from './queue.js';

@@ -33,6 +33,14 @@ export interface ReceiveOptions extends ReserveOptions {
 /** The names of a receive's options that are not its reserve's (any other is refused). */
 export const RECEIVE_ONLY_OPTIONS: ReadonlySet<string> = new Set(['wait', 'signal']);
 
+/** The bounds of `Queue.limits`, ms. */
+export interface QueueLimits {
+  /** Longest publish or nack delay. */
+  maxDelayMs: number;
+  /** Longest lease a receive or extend may ask for. */
+  maxVisibilityMs: number;
+}
+
 /**
  * One queue as users see it, in-process or over HTTP: the operations of SPEC.md with time
  * supplied by the broker. Times and durations are milliseconds.
@@ -94,6 +102,11 @@ export interface Queue {
    * where no such news can come (over HTTP): holders learn at their next extend or ack.
    */
   watchCancels?(listener: (token: number) => void): () => void;
+  /**
+   * The longest delay and lease this queue takes where something in front of its storage bounds
+   * them (a server's limits: a longer one is refused). Absent in-process, where they are not.
+   */
+  limits?(): Promise<QueueLimits>;
   stats(): Promise<QueueStats>;
   inspect(): Promise<InspectView>;
   /** The live deliveries in token order, with delivery times and sessions. Takes no time. */

@@ -1,5 +1,6 @@
 import {
   type Queue,
+  type QueueLimits,
   RECEIVE_ONLY_OPTIONS,
   type ReceiveOptions,
   type ScheduleOptions,
@@ -23,6 +24,7 @@ import {
   MAX_DEAD_LETTER_PAGE,
   type MoveJobsOptions,
   type NackOptions,
+  NotFoundError,
   type Operation,
   type OperationResults,
   type OperationType,
@@ -52,6 +54,11 @@ import { errorFromWire, UnknownDeliveryError } from './errors.js';
 import type { HttpTransport } from './http.js';
 import { heldFor } from './prefetch.js';
 import type { ReceiptBook } from './receipt-book.js';
+
+const UNKNOWN_LIMITS: QueueLimits = {
+  maxDelayMs: Number.POSITIVE_INFINITY,
+  maxVisibilityMs: Number.POSITIVE_INFINITY,
+};
 
 /** A delivery with the receipt that settles it (what `receiveWithReceipts` returns). */
 export interface ReceivedDelivery extends Delivery {
@@ -90,6 +97,21 @@ export class RemoteQueue implements Queue {
   async options(): Promise<ResolvedQueueOptions> {
     const view = await this.get<{ options: ResolvedQueueOptions }>('');
     return boundsFromWire(view.options);
+  }
+
+  /** The server's longest delay and lease (`GET /v1/limits`); a longer one it refuses. */
+  async limits(): Promise<QueueLimits> {
+    try {
+      const { maxDelayMs, maxVisibilityMs } = await this.http.request<QueueLimits>(
+        'GET',
+        '/v1/limits',
+      );
+      return { maxDelayMs, maxVisibilityMs };
+    } catch (error) {
+      // A server older than that route: its bounds are not known here (it still refuses past them).
+      if (error instanceof NotFoundError) return { ...UNKNOWN_LIMITS };
+      throw error;
+    }
   }
 
   async receive(options: ReceiveOptions = {}): Promise<Delivery[]> {

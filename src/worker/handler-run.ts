@@ -25,6 +25,8 @@ export interface JobRunDeps {
   metrics: WorkerMetrics;
   /** The queue's maxDeliveries: read at start, and again before a job dies of it. */
   maxDeliveries: QueueLimit;
+  /** The longest retry delay the queue takes (ms); Infinity where it has no bound. */
+  maxDelay: number;
   renewal: RenewalConfig;
   acks: AckBatcher;
   /** The handler ended and its result decides the job: its settlement (ack, nack) is under way. */

@@ -166,7 +166,13 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
     const { id, deliveryCount } = this.delivery;
     return decide(
       { status: 'threw', error },
-      { id, deliveryCount, maxDeliveries, backoff: this.deps.options.backoff },
+      {
+        id,
+        deliveryCount,
+        maxDeliveries,
+        backoff: this.deps.options.backoff,
+        maxDelay: this.deps.maxDelay,
+      },
     );
   }
 

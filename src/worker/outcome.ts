@@ -50,6 +50,8 @@ export interface DecisionInput {
   /** The queue's maxDeliveries (R13); Infinity retries forever. */
   maxDeliveries: number;
   backoff: ResolvedBackoff;
+  /** The longest delay the queue takes (ms; absent or Infinity: no bound): a longer one is cut to it. */
+  maxDelay?: number;
 }
 
 /**
@@ -91,6 +93,19 @@ export function decide(result: HandlerResult, input: DecisionInput): Decision {
     chosen !== undefined && Number.isSafeInteger(chosen) && chosen >= 0
       ? chosen
       : backoffDelay({ id: input.id, attempt: input.deliveryCount, ...input.backoff });
+  const { maxDelay = Number.POSITIVE_INFINITY } = input;
+  if (delay > maxDelay) {
+    // Refused, the retry would leave the job leased until its lease ran out, and run it again
+    // then: far sooner than asked. The longest the queue takes is the nearest to the ask.
+    const error_ = `${message} (its delay of ${delay} ms is above the longest the queue takes: retried after ${maxDelay} ms)`;
+    return {
+      action: 'retry',
+      kind: 'retried',
+      delay: maxDelay,
+      reason: 'retryable',
+      error: error_,
+    };
+  }
   return { action: 'retry', kind: 'retried', delay, reason: 'retryable', error: message };
 }
 

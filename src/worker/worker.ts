@@ -1,4 +1,4 @@
-import type { Queue } from '../broker/queue.js';
+import type { Queue, QueueLimits } from '../broker/queue.js';
 import { backoffDelay, ClosedError, ValidationError } from '../core/index.js';
 import { abortableSleep } from './abortable-sleep.js';
 import { AckBatcher } from './ack-batcher.js';
@@ -196,10 +196,11 @@ export class Worker<P = unknown> {
 
   /** Reads the queue's options at start; what every job run of this worker shares. */
   private ready(): Promise<JobRunDeps> {
-    this.setup ??= this.queue.options().then(
-      (queueOptions): JobRunDeps => {
+    this.setup ??= Promise.all([this.queue.options(), this.queue.limits?.()]).then(
+      ([queueOptions, limits]): JobRunDeps => {
         const { options, queue } = this;
         const leaseMs = options.visibility ?? queueOptions.visibility;
+        if (limits !== undefined) checkWithinLimits(options, leaseMs, limits);
         this.leaseMs = leaseMs;
         this.leaseMsReadAt = options.clock.now();
         return {
@@ -209,6 +210,7 @@ export class Worker<P = unknown> {
           options,
           metrics: this.counters,
           maxDeliveries: maxDeliveriesOf(queue, queueOptions.maxDeliveries),
+          maxDelay: limits?.maxDelayMs ?? Number.POSITIVE_INFINITY,
           renewal: {
             queue,
             clock: options.clock,
@@ -484,6 +486,31 @@ export async function work<P = unknown>(
   const worker = new Worker(queue, handler, options);
   await worker.start();
   return worker;
+}
+
+/**
+ * A worker whose leases or backoff the queue would refuse (a server's limits) never works a job:
+ * every receive, or every retry, is refused. Refused at start instead, saying which setting.
+ */
+function checkWithinLimits(
+  options: ResolvedWorkerOptions,
+  leaseMs: number,
+  limits: QueueLimits,
+): void {
+  // At most once there is no lease and no retry.
+  if (options.ack === 'auto') return;
+  const { maxVisibilityMs, maxDelayMs } = limits;
+  if (leaseMs > maxVisibilityMs) {
+    const whose = options.visibility === undefined ? "the queue's visibility" : 'visibility';
+    throw new ValidationError(
+      `${whose} is ${leaseMs} ms, above the longest lease the queue takes (maxVisibilityMs ${maxVisibilityMs}): every receive would be refused`,
+    );
+  }
+  if (options.backoff.maxDelay > maxDelayMs) {
+    throw new ValidationError(
+      `backoff.maxDelay is ${options.backoff.maxDelay} ms, above the longest delay the queue takes (maxDelayMs ${maxDelayMs}): retries would be refused`,
+    );
+  }
 }
 
 /** The queue's maxDeliveries as last read (`initial` at start); `refresh` reads it again. */

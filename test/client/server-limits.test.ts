@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openRemote, type RemoteBroker, RemoteError } from '../../src/client/index.js';
-import { work } from '../../src/index.js';
+import { type OutcomeRecord, RetryableError, ValidationError, work } from '../../src/index.js';
 import type { Logger } from '../../src/worker/logger.js';
 import { call, startTestServer, type TestServer } from '../server/helpers.js';
 
@@ -157,5 +157,90 @@ describe('the HTTP client shapes its requests by the server’s limits (GET /v1/
     });
     expect(small).toEqual({ status: 'fulfilled', value: { id: 'small', duplicate: false } });
     expect(await q.stats()).toMatchObject({ ready: 31 });
+  });
+});
+
+describe("a worker over a server keeps to the server's longest delay and lease", () => {
+  const MINUTE = 60_000;
+  const limits = { maxDelayMs: MINUTE, maxVisibilityMs: MINUTE };
+
+  for (const transport of ['stream', 'http'] as const) {
+    it(`answers the server's limits to a remote queue (${transport})`, async () => {
+      server = await startTestServer({ limits });
+      client = await openRemote(server.baseUrl, { transport });
+      const q = await client.queue('bounds');
+      expect(await q.limits()).toEqual({ maxDelayMs: MINUTE, maxVisibilityMs: MINUTE });
+    });
+  }
+
+  it('retries a RetryableError whose delay is above maxDelayMs after maxDelayMs, not after its lease', async () => {
+    server = await startTestServer({ limits });
+    client = await openRemote(server.baseUrl);
+    const q = await client.queue('later', { visibility: 1000 });
+    await q.publish({ id: 'j1' });
+    const errors: string[] = [];
+    const logger: Logger = {
+      info() {},
+      warn() {},
+      error: (_fields, message) => errors.push(message),
+    };
+    const outcomes: OutcomeRecord[] = [];
+    const worker = await work(
+      q,
+      async () => {
+        throw new RetryableError('rate limited', { delay: 10 * MINUTE });
+      },
+      { logger },
+    );
+    worker.on('outcome', (record) => outcomes.push(record));
+    const until = Date.now() + 5000;
+    while (outcomes.length === 0 && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await worker.close();
+    expect(errors).toEqual([]);
+    expect(outcomes).toHaveLength(1);
+    expect(outcomes[0]).toMatchObject({ outcome: 'retried', id: 'j1' });
+    expect(outcomes[0]?.error).toContain('its delay of 600000 ms is above the longest');
+    expect(await q.stats()).toMatchObject({ active: 0, delayed: 1, nacks: 1 });
+    const { delayed, queueTime } = await q.inspect();
+    expect(delayed).toHaveLength(1);
+    // Nacked with MINUTE from a queue time a moment before this read.
+    const wait = (delayed[0]?.availableAt ?? 0) - queueTime;
+    expect(wait).toBeGreaterThan(MINUTE - 5000);
+    expect(wait).toBeLessThanOrEqual(MINUTE);
+  });
+
+  it('refuses at start a visibility above maxVisibilityMs, its own or its queue’s, receiving nothing', async () => {
+    server = await startTestServer({ limits });
+    client = await openRemote(server.baseUrl);
+    const q = await client.queue('long-lease');
+    await q.publish({ id: 'j1' });
+    const own = await work(q, async () => {}, { visibility: 2 * MINUTE }).catch((e) => e);
+    expect(own).toBeInstanceOf(ValidationError);
+    expect(own.message).toContain('visibility is 120000 ms, above the longest lease');
+    // A queue made in the server's own process is not bounded by its HTTP limits.
+    await server.broker.queue('long-queue', { visibility: 2 * MINUTE });
+    const queues = await client.queue('long-queue');
+    const theirs = await work(queues, async () => {}).catch((e) => e);
+    expect(theirs).toBeInstanceOf(ValidationError);
+    expect(theirs.message).toContain("the queue's visibility is 120000 ms");
+    expect(await q.stats()).toMatchObject({ ready: 1, deliveries: 0 });
+  });
+
+  it('refuses at start a backoff.maxDelay above maxDelayMs; at most once, neither applies', async () => {
+    server = await startTestServer({ limits });
+    client = await openRemote(server.baseUrl);
+    const q = await client.queue('long-backoff');
+    const refused = await work(q, async () => {}, {
+      backoff: { baseDelay: 1000, maxDelay: 2 * MINUTE },
+    }).catch((e) => e);
+    expect(refused).toBeInstanceOf(ValidationError);
+    expect(refused.message).toContain('backoff.maxDelay is 120000 ms, above the longest delay');
+    const atMostOnce = await work(q, async () => {}, {
+      ack: 'auto',
+      backoff: { baseDelay: 1000, maxDelay: 2 * MINUTE },
+    });
+    await atMostOnce.close();
   });
 });

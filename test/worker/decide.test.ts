@@ -88,6 +88,30 @@ describe('the outcome table', () => {
     });
   });
 
+  it("a delay above the queue's longest (maxDelay) is cut to it, and the record says so", () => {
+    const bounded = { ...at(1), maxDelay: 5000 };
+    expect(decide(threw(new RetryableError('quota', { delay: 86_400_000 })), bounded)).toEqual({
+      action: 'retry',
+      kind: 'retried',
+      delay: 5000,
+      reason: 'retryable',
+      error:
+        'quota (its delay of 86400000 ms is above the longest the queue takes: retried after 5000 ms)',
+    });
+    // At the bound, or below it, nothing changes.
+    expect(decide(threw(new RetryableError('quota', { delay: 5000 })), bounded)).toEqual({
+      action: 'retry',
+      kind: 'retried',
+      delay: 5000,
+      reason: 'retryable',
+      error: 'quota',
+    });
+    expect(decide(threw(new Error('x')), { ...at(1), maxDelay: 0 })).toMatchObject({ delay: 0 });
+    expect(decide(threw(new RetryableError('x', { delay: 86_400_000 })), at(1))).toMatchObject({
+      delay: 86_400_000,
+    });
+  });
+
   it('with maxDeliveries Infinity and a zero backoff, a retry waits 0 ms at any delivery', () => {
     const zero = { baseDelay: 0, maxDelay: 0, factor: 2, jitter: 0.5 };
     for (const deliveryCount of [1, 1024, 1025, 1_000_000]) {
