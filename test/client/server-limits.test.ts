@@ -1,5 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openRemote, type RemoteBroker, RemoteError } from '../../src/client/index.js';
+import type { Channel } from '../../src/client/channel.js';
+import type { HttpTransport } from '../../src/client/http.js';
+import { openRemote, type RemoteBroker, RemoteError, RemoteQueue } from '../../src/client/index.js';
+import { ReceiptBook } from '../../src/client/receipt-book.js';
+import { NotFoundError } from '../../src/core/index.js';
 import { type OutcomeRecord, RetryableError, ValidationError, work } from '../../src/index.js';
 import type { Logger } from '../../src/worker/logger.js';
 import { call, startTestServer, type TestServer } from '../server/helpers.js';
@@ -242,5 +246,32 @@ describe("a worker over a server keeps to the server's longest delay and lease",
       backoff: { baseDelay: 1000, maxDelay: 2 * MINUTE },
     });
     await atMostOnce.close();
+  });
+});
+
+describe('a remote queue asks the server for its limits', () => {
+  const queueOver = (request: () => Promise<unknown>) =>
+    new RemoteQueue(
+      'q',
+      { request } as unknown as HttpTransport,
+      {} as Channel,
+      new ReceiptBook(8),
+    );
+
+  it('takes a server without GET /v1/limits (older than it) to bound nothing it can know', async () => {
+    const queue = queueOver(async () => {
+      throw new NotFoundError('no route GET /v1/limits');
+    });
+    expect(await queue.limits()).toEqual({
+      maxDelayMs: Number.POSITIVE_INFINITY,
+      maxVisibilityMs: Number.POSITIVE_INFINITY,
+    });
+  });
+
+  it('lets any other failure through, so that work() fails to start rather than guess', async () => {
+    const queue = queueOver(async () => {
+      throw new RemoteError('UNAUTHENTICATED', 401, 'no key');
+    });
+    await expect(queue.limits()).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 });
