@@ -1,4 +1,4 @@
-import { build, NotFoundError } from '../core/index.js';
+import { build } from '../core/index.js';
 import {
   operationToWire,
   type WireDelivery,
@@ -9,6 +9,7 @@ import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
 import { type HttpTransport, RequestAborted } from './http.js';
 import { OperationBatcher } from './operation-batcher.js';
+import type { ServerLimits, ServerLimitsReader } from './server-limits.js';
 
 export interface HttpChannelSettings {
   /** The longest wait one receive request carries, at most; the server's maxWaitMs when lower. */
@@ -17,32 +18,19 @@ export interface HttpChannelSettings {
   maxBatch: number | undefined;
 }
 
-/** What `GET /v1/limits` answers (the fields this client uses). */
-interface ServerLimits {
-  maxBodyBytes: number;
-  maxBatch: number;
-  maxWaitMs: number;
-}
-
-/** A server without `GET /v1/limits` (older than it) is taken to have the default limits. */
-const FALLBACK_LIMITS: ServerLimits = {
-  maxBodyBytes: Number.POSITIVE_INFINITY,
-  maxBatch: 100,
-  maxWaitMs: 20_000,
-};
-
 /** The bytes of `{"operations":[]}`, the body of a batch without its operations. */
 const BODY_ENVELOPE_BYTES = Buffer.byteLength(JSON.stringify({ operations: [] }), 'utf8');
 
 /** Operations as `POST /v1/queues/{name}/operations`, receives as long polls. */
 export class HttpChannel implements Channel {
   private readonly batcher: OperationBatcher;
-  /** The server's limits, asked once at the first call (again after a failed ask). */
-  private limits: Promise<ServerLimits> | undefined;
+  /** The server's limits as lowered here, once known. */
+  private loweredLimits: Promise<ServerLimits> | undefined;
 
   constructor(
     private readonly http: HttpTransport,
     private readonly settings: HttpChannelSettings,
+    private readonly limits: ServerLimitsReader,
   ) {
     this.batcher = new OperationBatcher({
       send: async (queue, operations) =>
@@ -62,26 +50,24 @@ export class HttpChannel implements Channel {
   }
 
   /**
-   * The server's limits (`GET /v1/limits`), lowered by this client's settings: requests are
-   * shaped to what the server takes, not refused by it.
+   * The server's limits, lowered by this client's settings: requests are shaped to what the
+   * server takes, not refused by it.
    */
   private serverLimits(): Promise<ServerLimits> {
-    this.limits ??= this.http.request<ServerLimits>('GET', '/v1/limits').then(
+    this.loweredLimits ??= this.limits.read().then(
       (server) => this.lowered(server),
       (error: unknown) => {
-        if (error instanceof NotFoundError) return this.lowered(FALLBACK_LIMITS);
-        // Unreachable, say: asked again at the next call.
-        this.limits = undefined;
+        this.loweredLimits = undefined;
         throw error;
       },
     );
-    return this.limits;
+    return this.loweredLimits;
   }
 
   private lowered(server: ServerLimits): ServerLimits {
     const { maxBatch, maxWaitPerRequestMs } = this.settings;
     return {
-      maxBodyBytes: server.maxBodyBytes,
+      ...server,
       maxBatch: Math.min(server.maxBatch, maxBatch ?? Number.POSITIVE_INFINITY),
       maxWaitMs: Math.min(server.maxWaitMs, maxWaitPerRequestMs ?? Number.POSITIVE_INFINITY),
     };

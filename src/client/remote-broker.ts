@@ -15,6 +15,7 @@ import { type Fetch, HttpTransport } from './http.js';
 import { HttpChannel } from './http-channel.js';
 import { ReceiptBook } from './receipt-book.js';
 import { RemoteQueue } from './remote-queue.js';
+import { ServerLimitsReader } from './server-limits.js';
 import { StreamChannel } from './stream-channel.js';
 
 export interface RemoteOptions {
@@ -62,6 +63,7 @@ interface QueueView {
 export class RemoteBroker implements Broker {
   private readonly http: HttpTransport;
   private readonly channel: Channel;
+  private readonly limits: ServerLimitsReader;
   private readonly books = new Map<string, ReceiptBook>();
   private readonly maxReceipts: number;
   /** How operations and receives travel (see RemoteOptions.transport). */
@@ -71,6 +73,7 @@ export class RemoteBroker implements Broker {
     const problem = serverUrlProblem(baseUrl);
     if (problem !== undefined) throw new ValidationError(problem);
     this.http = new HttpTransport(baseUrl, options);
+    this.limits = new ServerLimitsReader(this.http);
     this.transport = options.transport ?? (options.fetch === undefined ? 'stream' : 'http');
     this.channel =
       this.transport === 'stream'
@@ -79,10 +82,11 @@ export class RemoteBroker implements Broker {
             timeoutMs: options.timeoutMs ?? 30_000,
             prefetchIdleMs: options.prefetchIdleMs ?? 2000,
           })
-        : new HttpChannel(this.http, {
-            maxWaitPerRequestMs: options.maxWaitPerRequestMs,
-            maxBatch: options.maxBatch,
-          });
+        : new HttpChannel(
+            this.http,
+            { maxWaitPerRequestMs: options.maxWaitPerRequestMs, maxBatch: options.maxBatch },
+            this.limits,
+          );
     this.maxReceipts = options.maxReceipts ?? 100_000;
   }
 
@@ -124,7 +128,7 @@ export class RemoteBroker implements Broker {
   /** A handle on a queue without asking the server; calls answer NOT_FOUND if it is missing. */
   handle(name: string): RemoteQueue {
     checkQueueName(name);
-    return new RemoteQueue(name, this.http, this.channel, this.book(name));
+    return new RemoteQueue(name, this.http, this.channel, this.book(name), this.limits);
   }
 
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {

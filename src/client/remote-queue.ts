@@ -24,7 +24,6 @@ import {
   MAX_DEAD_LETTER_PAGE,
   type MoveJobsOptions,
   type NackOptions,
-  NotFoundError,
   type Operation,
   type OperationResults,
   type OperationType,
@@ -54,11 +53,7 @@ import { errorFromWire, UnknownDeliveryError } from './errors.js';
 import type { HttpTransport } from './http.js';
 import { heldFor } from './prefetch.js';
 import type { ReceiptBook } from './receipt-book.js';
-
-const UNKNOWN_LIMITS: QueueLimits = {
-  maxDelayMs: Number.POSITIVE_INFINITY,
-  maxVisibilityMs: Number.POSITIVE_INFINITY,
-};
+import type { ServerLimitsReader } from './server-limits.js';
 
 /** A delivery with the receipt that settles it (what `receiveWithReceipts` returns). */
 export interface ReceivedDelivery extends Delivery {
@@ -81,6 +76,7 @@ export class RemoteQueue implements Queue {
     private readonly http: HttpTransport,
     private readonly channel: Channel,
     private readonly book: ReceiptBook,
+    private readonly serverLimits: ServerLimitsReader,
   ) {
     this.path = `/v1/queues/${encodeURIComponent(name)}`;
     this.wrapper = {
@@ -101,17 +97,8 @@ export class RemoteQueue implements Queue {
 
   /** The server's longest delay and lease (`GET /v1/limits`); a longer one it refuses. */
   async limits(): Promise<QueueLimits> {
-    try {
-      const { maxDelayMs, maxVisibilityMs } = await this.http.request<QueueLimits>(
-        'GET',
-        '/v1/limits',
-      );
-      return { maxDelayMs, maxVisibilityMs };
-    } catch (error) {
-      // A server older than that route: its bounds are not known here (it still refuses past them).
-      if (error instanceof NotFoundError) return { ...UNKNOWN_LIMITS };
-      throw error;
-    }
+    const { maxDelayMs, maxVisibilityMs } = await this.serverLimits.read();
+    return { maxDelayMs, maxVisibilityMs };
   }
 
   async receive(options: ReceiveOptions = {}): Promise<Delivery[]> {

@@ -3,6 +3,7 @@ import type { Channel } from '../../src/client/channel.js';
 import type { HttpTransport } from '../../src/client/http.js';
 import { openRemote, type RemoteBroker, RemoteError, RemoteQueue } from '../../src/client/index.js';
 import { ReceiptBook } from '../../src/client/receipt-book.js';
+import { ServerLimitsReader } from '../../src/client/server-limits.js';
 import { NotFoundError } from '../../src/core/index.js';
 import { type OutcomeRecord, RetryableError, ValidationError, work } from '../../src/index.js';
 import type { Logger } from '../../src/worker/logger.js';
@@ -250,13 +251,16 @@ describe("a worker over a server keeps to the server's longest delay and lease",
 });
 
 describe('a remote queue asks the server for its limits', () => {
-  const queueOver = (request: () => Promise<unknown>) =>
-    new RemoteQueue(
+  const queueOver = (request: () => Promise<unknown>) => {
+    const http = { request } as unknown as HttpTransport;
+    return new RemoteQueue(
       'q',
-      { request } as unknown as HttpTransport,
+      http,
       {} as Channel,
       new ReceiptBook(8),
+      new ServerLimitsReader(http),
     );
+  };
 
   it('takes a server without GET /v1/limits (older than it) to bound nothing it can know', async () => {
     const queue = queueOver(async () => {
@@ -268,10 +272,17 @@ describe('a remote queue asks the server for its limits', () => {
     });
   });
 
-  it('lets any other failure through, so that work() fails to start rather than guess', async () => {
+  it('lets any other failure through, so that work() fails to start rather than guess; asks again after it', async () => {
+    let asked = 0;
     const queue = queueOver(async () => {
-      throw new RemoteError('UNAUTHENTICATED', 401, 'no key');
+      asked += 1;
+      if (asked === 1) throw new RemoteError('UNAUTHENTICATED', 401, 'no key');
+      return { maxBatch: 100, maxDelayMs: 5000, maxVisibilityMs: 7000 };
     });
     await expect(queue.limits()).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect(await queue.limits()).toEqual({ maxDelayMs: 5000, maxVisibilityMs: 7000 });
+    // Known once, for every queue and the HTTP channel of the client.
+    expect(await queue.limits()).toEqual({ maxDelayMs: 5000, maxVisibilityMs: 7000 });
+    expect(asked).toBe(2);
   });
 });

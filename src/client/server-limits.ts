@@ -1,0 +1,43 @@
+import { NotFoundError } from '../core/index.js';
+import type { HttpTransport } from './http.js';
+
+/** What `GET /v1/limits` answers (the fields this client uses). */
+export interface ServerLimits {
+  maxBodyBytes: number;
+  maxBatch: number;
+  maxWaitMs: number;
+  maxDelayMs: number;
+  maxVisibilityMs: number;
+}
+
+/**
+ * A server without `GET /v1/limits` (older than it) is taken to have the default batch and wait
+ * limits; its longest delay and lease are not known here (it still refuses past them).
+ */
+const FALLBACK_LIMITS: ServerLimits = {
+  maxBodyBytes: Number.POSITIVE_INFINITY,
+  maxBatch: 100,
+  maxWaitMs: 20_000,
+  maxDelayMs: Number.POSITIVE_INFINITY,
+  maxVisibilityMs: Number.POSITIVE_INFINITY,
+};
+
+/** The server's limits, asked once for a client at its first need (again after a failed ask). */
+export class ServerLimitsReader {
+  private asked: Promise<ServerLimits> | undefined;
+
+  constructor(private readonly http: Pick<HttpTransport, 'request'>) {}
+
+  read(): Promise<ServerLimits> {
+    this.asked ??= this.http.request<Partial<ServerLimits>>('GET', '/v1/limits').then(
+      (answer) => ({ ...FALLBACK_LIMITS, ...answer }),
+      (error: unknown) => {
+        if (error instanceof NotFoundError) return { ...FALLBACK_LIMITS };
+        // Unreachable, say: asked again at the next need.
+        this.asked = undefined;
+        throw error;
+      },
+    );
+    return this.asked;
+  }
+}
