@@ -93,20 +93,14 @@ export function decide(result: HandlerResult, input: DecisionInput): Decision {
     chosen !== undefined && Number.isSafeInteger(chosen) && chosen >= 0
       ? chosen
       : backoffDelay({ id: input.id, attempt: input.deliveryCount, ...input.backoff });
+  // A delay the queue refuses would leave the job leased until its lease ran out, and run it
+  // again then: far sooner than asked. The longest the queue takes is the nearest to the ask.
   const { maxDelay = Number.POSITIVE_INFINITY } = input;
-  if (delay > maxDelay) {
-    // Refused, the retry would leave the job leased until its lease ran out, and run it again
-    // then: far sooner than asked. The longest the queue takes is the nearest to the ask.
-    const error_ = `${message} (its delay of ${delay} ms is above the longest the queue takes: retried after ${maxDelay} ms)`;
-    return {
-      action: 'retry',
-      kind: 'retried',
-      delay: maxDelay,
-      reason: 'retryable',
-      error: error_,
-    };
+  if (delay <= maxDelay) {
+    return { action: 'retry', kind: 'retried', delay, reason: 'retryable', error: message };
   }
-  return { action: 'retry', kind: 'retried', delay, reason: 'retryable', error: message };
+  const error_ = `${message} (its delay of ${delay} ms is above the longest the queue takes: retried after ${maxDelay} ms)`;
+  return { action: 'retry', kind: 'retried', delay: maxDelay, reason: 'retryable', error: error_ };
 }
 
 /** Settles a delivery as decided. Returns false when the token was stale (R8, R9). */
