@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   CreateQueueCommand,
   ListQueuesCommand,
@@ -125,5 +126,51 @@ describe('SigV4 with keys configured', () => {
       'signed',
       'via origin',
     ]);
+  });
+
+  it('hashes the body as received: a stated X-Amz-Content-Sha256 cannot carry another body', async () => {
+    const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+    /** A client whose signed requests are changed after signing, as a captured request would be. */
+    const tampering = (change: (body: string) => { body: string; stated: string }) => {
+      const client = server.clientWith(ADMIN.id, ADMIN.secret);
+      type Middleware = Parameters<typeof client.middlewareStack.addRelativeTo>[0];
+      const tamper = (next: (args: unknown) => Promise<unknown>) => async (args: unknown) => {
+        const request = (
+          args as { request: { body: string | Uint8Array; headers: Record<string, string> } }
+        ).request;
+        const signed =
+          typeof request.body === 'string' ? request.body : new TextDecoder().decode(request.body);
+        const { body, stated } = change(signed);
+        request.body = body;
+        request.headers['x-amz-content-sha256'] = stated;
+        request.headers['content-length'] = String(Buffer.byteLength(body));
+        return next(args);
+      };
+      client.middlewareStack.addRelativeTo(tamper as unknown as Middleware, {
+        relation: 'after',
+        toMiddleware: 'httpSigningMiddleware',
+        name: 'tamper',
+      });
+      return client;
+    };
+    const swapped = tampering((signed) => ({
+      body: signed.replace('"signed body"', '"forged body"'),
+      stated: sha256(signed),
+    }));
+    const refused = await failure(
+      swapped.send(
+        new SendMessageCommand({ QueueUrl: urlOf('other-1'), MessageBody: 'signed body' }),
+      ),
+    );
+    expect(refused).toMatchObject({ name: 'SignatureDoesNotMatch', status: 403 });
+    expect(refused.message).toContain('X-Amz-Content-Sha256');
+    const empty = await admin.send(new ReceiveMessageCommand({ QueueUrl: urlOf('other-1') }));
+    expect(empty.Messages ?? []).toEqual([]);
+    // The header stating the body's true hash is taken, as AWS takes it.
+    const honest = tampering((signed) => ({ body: signed, stated: sha256(signed) }));
+    const sent = await honest.send(
+      new SendMessageCommand({ QueueUrl: urlOf('other-1'), MessageBody: 'signed body' }),
+    );
+    expect(sent.MessageId).toBeDefined();
   });
 });

@@ -38,7 +38,7 @@ export function authenticateSigV4(
   if (match === null) {
     throw new SqsError(
       'SignatureDoesNotMatch',
-      'The Authorization header is not AWS4-HMAC-SHA256.',
+      'The Authorization header is not a well-formed AWS4-HMAC-SHA256 header: Credential=KEY/DATE/REGION/sqs/aws4_request, SignedHeaders=…, Signature= and 64 hex digits.',
     );
   }
   const [, keyId, date, region, service, signedHeaders, signature] = match as unknown as string[];
@@ -94,8 +94,16 @@ function canonicalRequest(request: SignedRequest, signedHeaders: readonly string
   const headers = signedHeaders.map(
     (name) => `${name}:${headerText(request.headers[name]).trim().replace(/\s+/g, ' ')}\n`,
   );
-  const payloadHash =
-    headerText(request.headers['x-amz-content-sha256']) || sha256Hex(request.body);
+  // The body as received, always: a hash the request states for itself would let a captured
+  // signature carry another body.
+  const payloadHash = sha256Hex(request.body);
+  const stated = headerText(request.headers['x-amz-content-sha256']);
+  if (stated !== '' && stated.toLowerCase() !== payloadHash) {
+    throw new SqsError(
+      'SignatureDoesNotMatch',
+      'X-Amz-Content-Sha256 is not the SHA-256 of the request body.',
+    );
+  }
   return [
     request.method,
     path.split('/').map(uriEscape).join('/'),
