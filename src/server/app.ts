@@ -17,6 +17,7 @@ import {
   authorizeAny,
   type Principal,
 } from './auth.js';
+import { browserRefusal } from './browser-guard.js';
 import { mapError, ServerError } from './errors.js';
 import { answerClientError, answerFrameworkError } from './framework-errors.js';
 import { checkJsonBody, DEFAULT_LIMITS, type Limits, LongPollGate } from './limits.js';
@@ -150,6 +151,8 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
 function installHooks(app: FastifyInstance, services: Services): void {
   app.addHook('onRequest', async (request) => {
     if (services.shutdown.aborted) throw new ClosedError('the server is shutting down');
+    const refusal = browserRefusal(request.method, request.headers, services.access.enabled);
+    if (refusal !== undefined) throw new ServerError('FORBIDDEN', refusal);
     const encoding = request.headers['content-encoding'];
     if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
       throw new ServerError('UNSUPPORTED_MEDIA_TYPE', 'compressed request bodies are not accepted');

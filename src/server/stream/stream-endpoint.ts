@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { Broker } from '../../broker/index.js';
+import { browserRefusal } from '../browser-guard.js';
 import { mapError } from '../errors.js';
 import type { Services } from '../route.js';
 import { StreamConnection } from './stream-connection.js';
@@ -44,9 +45,13 @@ export function registerStream(
         refuse(socket, 503, { code: 'CLOSED', message: 'the server is shutting down' });
         return;
       }
-      const foreign = foreignOrigin(request);
-      if (foreign !== undefined) {
-        refuse(socket, 403, { code: 'FORBIDDEN', message: foreign });
+      const refusal = browserRefusal(
+        request.method ?? 'GET',
+        request.headers,
+        services.access.enabled,
+      );
+      if (refusal !== undefined) {
+        refuse(socket, 403, { code: 'FORBIDDEN', message: refusal });
         return;
       }
       principal = services.access.authenticate(request.headers.authorization);
@@ -80,27 +85,6 @@ export function registerStream(
     server.close();
     await Promise.all(ending);
   });
-}
-
-/**
- * Why an upgrade from a web page of another origin is refused, or undefined. Browsers apply no
- * same-origin policy to WebSockets: without this, any page a user of the server's machine
- * opens could drive a server without API keys (or one whose key the browser sends), which
- * plain HTTP refuses it (a cross-site form cannot send JSON). Clients that are not browsers
- * send no Origin and are not concerned.
- */
-function foreignOrigin(request: IncomingMessage): string | undefined {
-  const origin = request.headers.origin;
-  if (origin === undefined) return undefined;
-  const host = request.headers.host?.toLowerCase();
-  let originHost: string | undefined;
-  try {
-    originHost = new URL(origin).host.toLowerCase();
-  } catch {
-    originHost = undefined;
-  }
-  if (originHost !== undefined && originHost !== '' && originHost === host) return undefined;
-  return `a WebSocket from the web page origin ${JSON.stringify(origin)} is refused: the stream takes browser connections only from pages of this server (${host ?? 'no Host header'})`;
 }
 
 /** The broker's time when it has a clock (lease deadlines are in it), else the wall clock. */
