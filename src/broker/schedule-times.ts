@@ -27,6 +27,9 @@ export interface ScheduleView {
   nextAt: number;
 }
 
+/** The latest time a Date holds (ms): an occurrence must be one. */
+const LATEST_TIME = 8.64e15;
+
 /** Checks a schedule's definition; every problem named at once (a ValidationError). */
 export function scheduleRecord(
   queue: string,
@@ -51,12 +54,20 @@ export function scheduleRecord(
   if (typeof when === 'number') {
     if (!Number.isSafeInteger(when) || when < 1000) {
       problems.push(`every must be an integer of at least 1000 ms, got ${when}`);
+    } else if (now + when > LATEST_TIME) {
+      problems.push(
+        `every must be at most ${LATEST_TIME - now} ms (its first occurrence a time a date can hold), got ${when}`,
+      );
     }
     if (timezone !== undefined) problems.push('timezone goes with a cron expression, not every');
     every = when;
   } else if (typeof when === 'string') {
     try {
-      new Cron(when, { paused: true, ...(isTimeZone(timezone) ? { timezone } : {}) }).nextRun();
+      const cron = new Cron(when, { paused: true, ...(isTimeZone(timezone) ? { timezone } : {}) });
+      // A date no calendar has (31 February) parses, and would be stored to fire never.
+      if (cron.nextRun(new Date(now)) === null) {
+        problems.push(`cron ${JSON.stringify(when)} names no time to come: it would never fire`);
+      }
     } catch (error) {
       problems.push(
         `cron ${JSON.stringify(when)} is not a cron expression: ${(error as Error).message}`,

@@ -39,9 +39,15 @@ export function formatStats(stats: QueueStats): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** A time (ms) as ISO 8601, or as its number where no date holds it. */
+export function formatTime(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? `${ms} (past the last date)` : date.toISOString();
+}
+
 /** A dead letter with its history, one attempt a line. */
 export function formatDeadLetter(dead: DeadLetter): string {
-  const head = `${dead.id}  reason=${dead.reason} deliveries=${dead.deliveryCount} deadAt=${new Date(dead.deadAt).toISOString()}`;
+  const head = `${dead.id}  reason=${dead.reason} deliveries=${dead.deliveryCount} deadAt=${formatTime(dead.deadAt)}`;
   const attempts = dead.history.map(
     (a) =>
       `  token ${a.token}: ${a.outcome}${a.reason === undefined ? '' : ` (${a.reason})`} after ${a.endedAt - a.deliveredAt}ms`,

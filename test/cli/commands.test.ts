@@ -508,6 +508,11 @@ describe('publish, receive, ack and nack', () => {
     expect((await run(every)).stdout).toMatch(/^pulse {2}every 60000 ms {2}next /);
     expect((await run(['schedule', 'set', name, 'x', '--cron', 'nope'])).code).toBe(1);
     expect((await run(['schedule', 'set', name, 'x'])).code).toBe(2);
+    // A cron with no time to come is refused, and not stored: the list still prints.
+    const never = await run(['schedule', 'set', name, 'never', '--cron', '0 0 31 2 *']);
+    expect(never.code).toBe(1);
+    expect(never.stderr).toContain('never fire');
+    expect((await run(['schedule', 'list', name])).code).toBe(0);
     const listed = JSON.parse((await run(['schedule', 'list', name, '--json'])).stdout);
     expect(listed.map((s: { name: string }) => s.name)).toEqual(['nightly', 'pulse']);
     expect((await run(['schedule', 'remove', name, 'pulse'])).stdout).toBe('removed pulse\n');

@@ -33,6 +33,14 @@ describeEngines(engines, (h) => {
         /timezone/,
       );
       await expect(q.schedule('fast', 10)).rejects.toThrow(/at least 1000/);
+      // Parsed, but never firing: refused rather than stored to fire never.
+      await expect(q.schedule('never', '0 0 31 2 *')).rejects.toThrow(/never fire/);
+      await expect(q.schedule('far', Number.MAX_SAFE_INTEGER)).rejects.toThrow(
+        new RegExp(`every must be at most ${8.64e15 - T0} ms`),
+      );
+      await q.schedule('farthest', 8.64e15 - T0);
+      expect((await q.schedules()).find((s) => s.name === 'farthest')?.nextAt).toBe(8.64e15);
+      expect(await q.removeSchedule('farthest')).toBe(true);
       expect(await q.removeSchedule('often')).toBe(true);
       expect(await q.removeSchedule('often')).toBe(false);
       expect((await h.engine().listSchedules(name)).map((s) => s.name)).toEqual(['hourly']);

@@ -1,6 +1,7 @@
 import type { ReceivedDelivery } from '../../client/index.js';
 import { type Command, EXIT } from '../command.js';
 import { integerFlag, positionals } from '../flags.js';
+import { formatTime } from '../format.js';
 import { printJson, withClient } from '../remote.js';
 
 export const receive: Command = {
@@ -56,9 +57,7 @@ function toJson(delivery: ReceivedDelivery, autoAcked: boolean) {
 }
 
 function describe(delivery: ReceivedDelivery, autoAcked: boolean): string {
-  const lease = autoAcked
-    ? '  (removed: auto-ack)'
-    : `  deadline ${new Date(delivery.deadline).toISOString()}`;
+  const lease = autoAcked ? '  (removed: auto-ack)' : `  deadline ${formatTime(delivery.deadline)}`;
   return [
     `id ${delivery.id}  token ${delivery.token}  delivery ${delivery.deliveryCount}${lease}`,
     ...(autoAcked ? [] : [`  receipt ${delivery.receipt}`]),

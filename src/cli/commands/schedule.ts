@@ -1,6 +1,7 @@
 import type { ScheduleView } from '../../broker/index.js';
 import { type Command, EXIT, UsageError } from '../command.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
+import { formatTime } from '../format.js';
 import { printJson, withClient } from '../remote.js';
 
 export const scheduleSet: Command = {
@@ -93,5 +94,7 @@ function describe(view: ScheduleView): string {
     view.cron === undefined
       ? `every ${view.every} ms`
       : `cron '${view.cron}'${view.timezone === undefined ? '' : ` in ${view.timezone}`}`;
-  return `${view.name}  ${when}  next ${new Date(view.nextAt).toISOString()}\n`;
+  // A schedule stored by an older version may have no time to come (a cron of 31 February).
+  const next = view.nextAt === Number.MAX_SAFE_INTEGER ? 'never' : formatTime(view.nextAt);
+  return `${view.name}  ${when}  next ${next}\n`;
 }
