@@ -107,8 +107,12 @@ export class Prefetch implements PushListener {
   async take(max: number, wait: number, signal: AbortSignal | undefined): Promise<WireDelivery[]> {
     this.watch(signal);
     this.mostAsked = Math.max(this.mostAsked, max);
-    if (this.buffer.length === 0 || this.subscription === undefined) await this.ensure(max);
-    else if (max > this.prefetch) void this.ensure(max).catch(() => {});
+    if (this.buffer.length === 0 || this.subscription === undefined) {
+      await this.ensure(max);
+      // Ended meanwhile (another consumer stopped, a wait elsewhere ran out): this receive
+      // still waits, and waits on a subscription of its own.
+      if (this.subscription === undefined && wait > 0 && !signal?.aborted) await this.ensure(max);
+    } else if (max > this.prefetch) void this.ensure(max).catch(() => {});
     const held = this.takeLive(max);
     if (held.length > 0) return this.handOut(held);
     if (wait === 0 || signal?.aborted) return [];
@@ -318,7 +322,14 @@ export class Prefetch implements PushListener {
 
   /** Ends the subscription and gives back what is held. */
   end(): Promise<void> {
-    this.ending ??= this.finish();
+    if (this.ending === undefined) {
+      // Cleared once settled, by the promise itself: a finish that ran to its end at once would
+      // otherwise be stored after it cleared, and every later end would do nothing.
+      const ending: Promise<void> = this.finish().finally(() => {
+        if (this.ending === ending) this.ending = undefined;
+      });
+      this.ending = ending;
+    }
     return this.ending;
   }
 
@@ -330,6 +341,9 @@ export class Prefetch implements PushListener {
     this.prefetch = 0;
     this.mostAsked = 0;
     for (const waiter of [...this.waiters]) waiter.resolve([]);
+    // A subscribe on its way is ended once answered: left open, it would take jobs for nobody
+    // until their leases ran out, again and again (each time a delivery, R13).
+    if (this.opening !== undefined) await this.opening.catch(() => {});
     const subscription = this.subscription;
     this.subscription = undefined;
     if (subscription !== undefined && this.link.connected) {
@@ -346,7 +360,6 @@ export class Prefetch implements PushListener {
         )
         .catch(() => {});
     }
-    this.ending = undefined;
   }
 
   /** Subscribes (again), or raises the prefetch to `max`. */

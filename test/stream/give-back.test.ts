@@ -100,4 +100,51 @@ describe('deliveries the stream client held and gave back', () => {
     expect(Date.now() - started).toBeLessThan(1000);
     expect(await jobs.stats()).toMatchObject({ deliveries: 1, unworked: 0 });
   });
+
+  it('a worker closed as it starts leaves no subscription: a job published after waits ready for the next consumer', async () => {
+    const server = await startTestServer();
+    closing.push(() => server.close());
+    const jobs = await server.broker.queue('jobs', { visibility: 200, maxDeliveries: 2 });
+    const client = new RemoteBroker(server.baseUrl, { transport: 'stream', prefetchIdleMs: 30 });
+    closing.push(() => client.close());
+    const queue = await client.queue('jobs');
+    // Closed before its first receive's subscribe is answered.
+    const worker = await work(queue, async () => {});
+    await worker.close();
+    await jobs.publish({ id: 'later' });
+    // Long enough for a held delivery's lease to end twice (and the job to die of it).
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    // (Pushed, perhaps, before the unsubscribe arrived: then given back unworked, R33.)
+    expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0, dead: 0 });
+    expect(await jobs.job('later')).toMatchObject({ state: 'ready', deliveryCount: 0 });
+    const ran: string[] = [];
+    const next = await work(queue, async (job) => {
+      ran.push(`${job.id} #${job.deliveryCount}`);
+    });
+    closing.push(() => next.close());
+    await until(async () => ran.length === 1);
+    expect(ran).toEqual(['later #1']);
+  });
+
+  it('a waiting receive aborted before its subscription opened leaves none, and a later receive still subscribes', async () => {
+    const server = await startTestServer();
+    closing.push(() => server.close());
+    const jobs = await server.broker.queue('jobs', { visibility: 200, maxDeliveries: 2 });
+    const client = new RemoteBroker(server.baseUrl, { transport: 'stream', prefetchIdleMs: 30 });
+    closing.push(() => client.close());
+    const queue = await client.queue('jobs');
+    for (let round = 0; round < 2; round += 1) {
+      const stop = new AbortController();
+      const receiving = queue.receive({ wait: 5000, signal: stop.signal });
+      setTimeout(() => stop.abort(), 0);
+      expect(await receiving).toEqual([]);
+    }
+    await jobs.publish({ id: 'later' });
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    // (Pushed, perhaps, before the unsubscribe arrived: then given back unworked, R33.)
+    expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0, dead: 0 });
+    expect(await jobs.job('later')).toMatchObject({ state: 'ready', deliveryCount: 0 });
+    const [taken] = await queue.receive({ wait: 2000 });
+    expect(taken).toMatchObject({ id: 'later', deliveryCount: 1 });
+  });
 });
