@@ -2,6 +2,7 @@ import {
   build,
   ClosedError,
   ConflictError,
+  checkedOperations,
   type DeadLetterPageOptions,
   type Delivery,
   type MoveJobsOptions,
@@ -123,6 +124,11 @@ export class EngineBroker implements Broker {
 
   async transaction<T>(work: (tx: BrokerTransaction) => Promise<T>): Promise<T> {
     this.checkOpen();
+    if (typeof work !== 'function') {
+      throw new ValidationError(
+        `transaction takes a function of the transaction, (tx) => …, got ${typeof work}`,
+      );
+    }
     const engine = this.engine;
     if (engine.transaction === undefined) {
       throw new UnsupportedError(`${engine.target} has no transactions; use a SQL engine`);
@@ -260,8 +266,22 @@ export class EngineQueue implements Queue {
    * Executes parsed operations in order at one now, as one unit of the engine (see
    * QueueHandle.execute); each is answered on its own.
    */
-  execute(operations: readonly Operation[]): Promise<Outcome[]> {
-    return atNow(this.clock, (now) => this.handle.execute(now, operations));
+  async execute(operations: readonly Operation[]): Promise<Outcome[]> {
+    const checked = checkedOperations(operations);
+    if (!checked.some((entry) => entry instanceof ValidationError)) {
+      return atNow(this.clock, (now) => this.handle.execute(now, checked as Operation[]));
+    }
+    // The refused entries answer alone; the others run as one unit, as they would have.
+    const valid = checked.filter(
+      (entry): entry is Operation => !(entry instanceof ValidationError),
+    );
+    const ran =
+      valid.length === 0 ? [] : await atNow(this.clock, (now) => this.handle.execute(now, valid));
+    let next = 0;
+    return checked.map(
+      (entry): Outcome =>
+        entry instanceof ValidationError ? { ok: false, error: entry } : (ran[next++] as Outcome),
+    );
   }
 
   // publish, publishBatch, receive without a wait and ack are the calls of every job: each is

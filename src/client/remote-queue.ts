@@ -11,6 +11,7 @@ import { leaseAge, noteLeaseAge } from '../broker/lease-age.js';
 import {
   build,
   checkDeadLetterPage,
+  checkedOperations,
   checkLookedUpId,
   type DeadLetter,
   type DeadLetterPage,
@@ -149,9 +150,14 @@ export class RemoteQueue implements Queue {
    * submits in the same tick. Tokens travel as the receipts this client holds for them.
    */
   async execute(operations: readonly Operation[]): Promise<Outcome[]> {
-    const outcomes: Outcome[] = new Array(operations.length);
+    const checked = checkedOperations(operations);
+    const outcomes: Outcome[] = new Array(checked.length);
     const sent: { index: number; operation: Operation; wire: WireOperation }[] = [];
-    operations.forEach((operation, index) => {
+    checked.forEach((operation, index) => {
+      if (operation instanceof ValidationError) {
+        outcomes[index] = { ok: false, error: operation };
+        return;
+      }
       try {
         // A payload that is not JSON is refused here, as an engine refuses it, not whole.
         if (operation.type === 'publish') encodeJobs(operation.jobs);

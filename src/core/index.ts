@@ -23,6 +23,7 @@ export {
   build,
   type CancelOperation,
   type CloseSessionOperation,
+  checkedOperations,
   type ExtendOperation,
   type HeartbeatOperation,
   type MoveJobsOperation,

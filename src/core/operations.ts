@@ -308,7 +308,36 @@ function finish<K extends OperationType>(
   problems: Problems,
 ): Extract<Operation, { type: K }> {
   problems.throwIfAny();
-  return Object.freeze({ type, ...fields }) as Extract<Operation, { type: K }>;
+  return parsed(Object.freeze({ type, ...fields }) as Extract<Operation, { type: K }>);
+}
+
+/** Operations parseOperation or a builder made: checked, frozen, fully resolved. */
+const PARSED = new WeakSet<object>();
+
+function parsed<O extends Operation>(operation: O): O {
+  PARSED.add(operation);
+  return operation;
+}
+
+/**
+ * Each operation of a batch as made by `parseOperation` or `build` (passed as it is), or, for a
+ * value made some other way (an object literal typed as an Operation), parsed now: the same
+ * checks as at every other door, and a ValidationError for that entry alone when it fails.
+ * Anything but an array is refused whole.
+ */
+export function checkedOperations(input: unknown): (Operation | ValidationError)[] {
+  if (!Array.isArray(input)) {
+    throw new ValidationError(`operations must be an array, got ${show(input)}`);
+  }
+  return input.map((entry: unknown) => {
+    if (typeof entry === 'object' && entry !== null && PARSED.has(entry)) return entry as Operation;
+    try {
+      return parseOperation(entry);
+    } catch (error) {
+      if (error instanceof ValidationError) return error;
+      throw error;
+    }
+  });
 }
 
 /**
@@ -343,7 +372,8 @@ export const build = {
     return finish('reserve', reserveFields(fields, problems), problems);
   },
   ack(token: unknown): AckOperation {
-    if (isToken(token)) return Object.freeze({ type: 'ack', tokens: Object.freeze([token]) });
+    if (isToken(token))
+      return parsed(Object.freeze({ type: 'ack', tokens: Object.freeze([token]) }));
     return this.ackMany([token]);
   },
   ackMany(tokens: unknown): AckOperation {
@@ -446,14 +476,16 @@ export const build = {
   },
 };
 
-const STATS: StatsOperation = Object.freeze({ type: 'stats' });
-const RESERVE_ONE: ReserveOperation = Object.freeze({
-  type: 'reserve',
-  max: 1,
-  visibility: undefined,
-  session: undefined,
-  ack: 'manual',
-});
+const STATS: StatsOperation = parsed(Object.freeze({ type: 'stats' }));
+const RESERVE_ONE: ReserveOperation = parsed(
+  Object.freeze({
+    type: 'reserve',
+    max: 1,
+    visibility: undefined,
+    session: undefined,
+    ack: 'manual',
+  }),
+);
 
 /** The common reserve options, certainly valid, built without collecting problems. */
 function validReserve(
@@ -480,13 +512,15 @@ function validReserve(
   if (session !== undefined && (typeof session !== 'string' || session.length === 0))
     return undefined;
   if (typeof session === 'string' && session.length > 512) return undefined;
-  return Object.freeze({
-    type: 'reserve',
-    max: (max as number | undefined) ?? 1,
-    visibility: visibility as number | undefined,
-    session: session as string | undefined,
-    ack: (ack as AckMode | undefined) ?? 'manual',
-  });
+  return parsed(
+    Object.freeze({
+      type: 'reserve',
+      max: (max as number | undefined) ?? 1,
+      visibility: visibility as number | undefined,
+      session: session as string | undefined,
+      ack: (ack as AckMode | undefined) ?? 'manual',
+    }),
+  );
 }
 
 // --- field parsers ---------------------------------------------------------------------------

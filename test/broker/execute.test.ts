@@ -1,0 +1,79 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  type Broker,
+  build,
+  type Operation,
+  open,
+  parseOperation,
+  ValidationError,
+} from '../../src/index.js';
+import { startTestServer } from '../server/helpers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'leaseq-execute-'));
+const closing: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const close of closing.splice(0).reverse()) await close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const brokers: Record<string, () => Promise<Broker>> = {
+  memory: () => open('memory:'),
+  sqlite: () => open(`sqlite:${join(dir, 'execute.db')}`),
+  remote: async () => {
+    const server = await startTestServer();
+    closing.push(() => server.close());
+    return open(server.baseUrl);
+  },
+};
+
+/** What a caller could write, typed as an Operation but never parsed. */
+const handMade = (value: unknown) => value as Operation;
+
+describe.each(Object.keys(brokers))('execute on %s: operations made by hand', (kind) => {
+  it('R20 are checked as at every other door: a bad one answers alone with a ValidationError and changes nothing', async () => {
+    const broker = await (brokers[kind] as () => Promise<Broker>)();
+    closing.push(() => broker.close());
+    const queue = await broker.queue(`hand-${Date.now()}`);
+    const outcomes = await queue.execute([
+      handMade({
+        type: 'publish',
+        jobs: [{ id: 'z', payload: 1, delay: 0, priority: 99, group: undefined }],
+      }),
+      handMade({ type: 'publish', jobs: [{ id: '' }] }),
+      handMade({ type: 'nope' }),
+      handMade({ type: 'publish', jobs: [{ id: 'fine', payload: 2 }] }),
+      build.publish({ id: 'built' }),
+    ]);
+    expect(outcomes.slice(0, 3).map((outcome) => outcome.ok)).toEqual([false, false, false]);
+    for (const outcome of outcomes.slice(0, 3)) {
+      expect(outcome.ok ? undefined : outcome.error).toBeInstanceOf(ValidationError);
+    }
+    expect(outcomes.slice(3)).toEqual([
+      { ok: true, value: [{ id: 'fine', duplicate: false }] },
+      { ok: true, value: [{ id: 'built', duplicate: false }] },
+    ]);
+    // The queue works on: the refused job was never stored to break it.
+    const taken = await queue.receive({ max: 5 });
+    expect(taken.map((delivery) => delivery.id)).toEqual(['fine', 'built']);
+    expect(await queue.stats()).toMatchObject({ ready: 0, active: 2 });
+  });
+
+  it('R20 a batch that is not an array is refused whole; a parsed operation runs as it is', async () => {
+    const broker = await (brokers[kind] as () => Promise<Broker>)();
+    closing.push(() => broker.close());
+    const queue = await broker.queue(`whole-${Date.now()}`);
+    await expect(queue.execute('x' as unknown as Operation[])).rejects.toBeInstanceOf(
+      ValidationError,
+    );
+    const [stats] = await queue.execute([parseOperation({ type: 'stats' })]);
+    expect(stats).toMatchObject({ ok: true, value: { ready: 0 } });
+    if (kind === 'sqlite') {
+      await expect(
+        broker.transaction(5 as unknown as Parameters<Broker['transaction']>[0]),
+      ).rejects.toThrow(/transaction takes a function/);
+    }
+  });
+});
