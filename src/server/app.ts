@@ -66,6 +66,11 @@ export interface AppOptions {
 /** Extra time a request may take beyond the longest long poll before Node cuts it. */
 const REQUEST_TIMEOUT_MARGIN_MS = 15_000;
 const HEADERS_TIMEOUT_MS = 10_000;
+/**
+ * How often Node looks for requests past those times: its default, 30 s, let a request that
+ * stalled its headers hold its connection 34 s, not 10.
+ */
+const TIMEOUT_CHECK_MS = 1000;
 
 /**
  * The HTTP API as a Fastify instance, routes registered and not listening. Closing it answers
@@ -105,6 +110,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
     // A job id of 256 characters, percent-encoded, fits.
     routerOptions: { maxParamLength: 4096 },
     requestTimeout: limits.maxWaitMs + REQUEST_TIMEOUT_MARGIN_MS,
+    http: { connectionsCheckingInterval: TIMEOUT_CHECK_MS },
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     ajv: {

@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FrameClient } from '../stream/frames.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
@@ -215,4 +216,26 @@ describe('long polls', () => {
     const ids = both.slice(0, 2).flatMap((a) => a.body.deliveries.map((d: { id: string }) => d.id));
     expect(ids).toEqual(['j']);
   });
+});
+
+describe('slow clients', () => {
+  it('answers 408 to a request whose headers stall, within about the 10 s documented', async () => {
+    const { port } = new URL(server.baseUrl);
+    const started = Date.now();
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      });
+      let text = '';
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+      });
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    const waited = Date.now() - started;
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
+    expect(waited).toBeGreaterThanOrEqual(9_900);
+    expect(waited).toBeLessThan(13_000);
+  }, 20_000);
 });
