@@ -25,7 +25,8 @@ export async function connect(values: Values, context: CliContext): Promise<Remo
   const server = stringFlag(values, 'server') ?? context.env.LEASEQ_SERVER ?? DEFAULT_SERVER;
   const problem = serverUrlProblem(server);
   if (problem !== undefined) throw new UsageError(problem);
-  const apiKey = stringFlag(values, 'api-key') ?? context.env.LEASEQ_API_KEY;
+  // A LEASEQ_API_KEY set but left blank is no key.
+  const apiKey = stringFlag(values, 'api-key') ?? (context.env.LEASEQ_API_KEY || undefined);
   const transport = stringFlag(values, 'transport') ?? context.env.LEASEQ_TRANSPORT;
   if (transport !== undefined && transport !== 'stream' && transport !== 'http') {
     throw new UsageError(`--transport must be stream or http, got ${transport}`);

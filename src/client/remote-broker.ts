@@ -8,7 +8,7 @@ import {
   UnsupportedError,
   ValidationError,
 } from '../core/index.js';
-import { resolveQueueOptions } from '../core/validate.js';
+import { resolveQueueOptions, show } from '../core/validate.js';
 import { boundsFromWire, serverUrlProblem } from '../wire/index.js';
 import type { Channel } from './channel.js';
 import { type Fetch, HttpTransport } from './http.js';
@@ -72,6 +72,7 @@ export class RemoteBroker implements Broker {
   constructor(baseUrl: string, options: RemoteOptions = {}) {
     const problem = serverUrlProblem(baseUrl);
     if (problem !== undefined) throw new ValidationError(problem);
+    checkRemoteOptions(options);
     this.http = new HttpTransport(baseUrl, options);
     this.limits = new ServerLimitsReader(this.http);
     this.transport = options.transport ?? (options.fetch === undefined ? 'stream' : 'http');
@@ -188,6 +189,53 @@ export class RemoteBroker implements Broker {
 function streamUrl(baseUrl: string): string {
   return `${baseUrl.replace(/^http/i, 'ws')}/v1/stream`;
 }
+
+/** Each option's value, as in-process options are checked: a bad one would fail every call later. */
+function checkRemoteOptions(options: unknown): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError(`options must be an object, got ${show(options)}`);
+  }
+  const given = options as Record<string, unknown>;
+  const issues: string[] = [];
+  const whole = (name: string, least: number) => {
+    const value = given[name];
+    if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < least)) {
+      issues.push(`${name} must be an integer of at least ${least}, got ${show(value)}`);
+    }
+  };
+  for (const name of Object.keys(given)) {
+    if (given[name] !== undefined && !REMOTE_OPTIONS.has(name)) {
+      issues.push(`unknown option ${JSON.stringify(name)}`);
+    }
+  }
+  const { apiKey, transport, fetch } = given;
+  if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey === '')) {
+    issues.push(`apiKey must be a non-empty string, got ${show(apiKey)}`);
+  }
+  if (transport !== undefined && transport !== 'stream' && transport !== 'http') {
+    issues.push(`transport must be 'stream' or 'http', got ${show(transport)}`);
+  }
+  if (fetch !== undefined && typeof fetch !== 'function') {
+    issues.push(`fetch must be a fetch function, got ${show(fetch)}`);
+  }
+  whole('timeoutMs', 1);
+  whole('maxWaitPerRequestMs', 1);
+  whole('maxBatch', 1);
+  whole('maxReceipts', 1);
+  whole('prefetchIdleMs', 0);
+  if (issues.length > 0) throw new ValidationError(issues);
+}
+
+const REMOTE_OPTIONS: ReadonlySet<string> = new Set([
+  'apiKey',
+  'transport',
+  'fetch',
+  'timeoutMs',
+  'maxWaitPerRequestMs',
+  'maxBatch',
+  'maxReceipts',
+  'prefetchIdleMs',
+]);
 
 /**
  * Connects to a leaseq server: `openRemote('http://127.0.0.1:7700', { apiKey })`. The Broker

@@ -2,6 +2,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { RemoteBroker } from '../../src/client/index.js';
 import { ValidationError } from '../../src/core/index.js';
 import { ManualClock, open } from '../../src/index.js';
 
@@ -63,6 +64,41 @@ describe('open(url, options): every option is one open reads for that URL', () =
       "option syncOnThreadPool applies to storage opened in-process, not to a server URL (the server's own settings hold there)",
     ]);
     await refusal('memory:', [] as never);
+  });
+
+  it('a bad value of a server option is refused at open, not taken to fail every call later', async () => {
+    const url = 'http://127.0.0.1:7700';
+    expect(
+      (
+        await refusal(url, {
+          timeoutMs: -1,
+          transport: 'carrier-pigeon' as never,
+          maxWaitPerRequestMs: 0,
+          maxBatch: 0,
+          maxReceipts: 1.5,
+          prefetchIdleMs: -5,
+          apiKey: 5 as never,
+          fetch: 'curl' as never,
+        })
+      ).issues,
+    ).toEqual([
+      'apiKey must be a non-empty string, got 5',
+      `transport must be 'stream' or 'http', got "carrier-pigeon"`,
+      'fetch must be a fetch function, got "curl"',
+      'timeoutMs must be an integer of at least 1, got -1',
+      'maxWaitPerRequestMs must be an integer of at least 1, got 0',
+      'maxBatch must be an integer of at least 1, got 0',
+      'maxReceipts must be an integer of at least 1, got 1.5',
+      'prefetchIdleMs must be an integer of at least 0, got -5',
+    ]);
+    expect((await refusal(url, { timeoutMs: 'abc' as never })).issues).toEqual([
+      'timeoutMs must be an integer of at least 1, got "abc"',
+    ]);
+    expect(() => new RemoteBroker(url, { retries: 3 } as never)).toThrow(
+      /unknown option "retries"/,
+    );
+    const fine = await open(url, { timeoutMs: 1, prefetchIdleMs: 0, transport: 'http' });
+    await fine.close();
   });
 
   it('options left undefined are not given, and the known ones are taken', async () => {
