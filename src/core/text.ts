@@ -18,10 +18,17 @@ export const STORABLE_TEXT_RULE = 'well-formed Unicode without U+0000';
 
 /** R18: a job id looked up that no engine could have stored is a bad argument, not a miss. */
 export function checkLookedUpId(id: unknown): void {
-  if (typeof id === 'string' && !isStorableText(id)) {
-    throw new ValidationError(`id must be ${STORABLE_TEXT_RULE} (R18)`);
+  if (typeof id !== 'string' || id.length === 0 || id.length > LONGEST_ID) {
+    const got = typeof id === 'string' ? `${id.length} characters` : typeof id;
+    throw new ValidationError(
+      `id must be a string of 1 to ${LONGEST_ID} characters (R18), got ${got}`,
+    );
   }
+  if (!isStorableText(id)) throw new ValidationError(`id must be ${STORABLE_TEXT_RULE} (R18)`);
 }
+
+/** validate.ts's MAX_ID_LENGTH, which imports this module. */
+const LONGEST_ID = 256;
 
 /** The id the n-th generated id of a queue gets (a publish without an id, R4). */
 export function generatedId(n: number): string {

@@ -19,6 +19,21 @@ const STORABLE = ['😀 paired surrogates', 'tab\tand\nnewline', '\u0001\u001f\u
 
 describeEngines(engines, (h) => {
   describe('R18 text an engine stores', () => {
+    it('R18 a job looked up by an id of no 1 to 256 characters (or not a string) is refused with a ValidationError, not a miss', async () => {
+      const q = await h.queue();
+      await q.publish(0, { id: '5' });
+      for (const bad of ['', 'x'.repeat(257), 5, null, undefined]) {
+        await expectRefusedUnchanged(
+          q,
+          () => q.job(bad as string),
+          ValidationError,
+          'INVALID_ARGUMENT',
+        );
+      }
+      expect((await q.job('x'.repeat(256))) ?? 'missing').toBe('missing');
+      expect((await q.job('5'))?.id).toBe('5');
+    });
+
     for (const [label, bad] of UNSTORABLE) {
       it(`R18 a job id with ${label} is refused with a ValidationError on publish, batch, job, redrive and purge; nothing changes`, async () => {
         const q = await h.queue();
