@@ -8,6 +8,7 @@ import {
   type Operation,
   open,
   parseOperation,
+  SessionClosedError,
   ValidationError,
 } from '../../src/index.js';
 import { startTestServer } from '../server/helpers.js';
@@ -75,5 +76,27 @@ describe.each(Object.keys(brokers))('execute on %s: operations made by hand', (k
         broker.transaction(5 as unknown as Parameters<Broker['transaction']>[0]),
       ).rejects.toThrow(/transaction takes a function/);
     }
+  });
+});
+
+describe.each(Object.keys(brokers))('a session ended under a waiting receive on %s', (kind) => {
+  it('R16 refuses that receive with SessionClosedError when the session closes, not after its wait', async () => {
+    const broker = await (brokers[kind] as () => Promise<Broker>)();
+    closing.push(() => broker.close());
+    const queue = await broker.queue(`session-${Date.now()}`);
+    const session = await queue.openSession();
+    const started = Date.now();
+    const receiving = queue.receive({ session, wait: 5000 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await queue.closeSession(session);
+    await expect(receiving).rejects.toBeInstanceOf(SessionClosedError);
+    expect(Date.now() - started).toBeLessThan(2000);
+    // Timed out (no heartbeat) rather than closed: the same, once its timeout passes.
+    const short = await queue.openSession({ timeout: 200 });
+    const since = Date.now();
+    await expect(queue.receive({ session: short, wait: 5000 })).rejects.toBeInstanceOf(
+      SessionClosedError,
+    );
+    expect(Date.now() - since).toBeLessThan(2000);
   });
 });

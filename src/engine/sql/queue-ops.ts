@@ -1015,6 +1015,12 @@ export class QueueOps extends JobMoves {
   }
 
   /** After R3: the session must still be open. */
+  /** A SessionClosedError unless the session is open (time already advanced). */
+  async checkSessionOpen(sessionId: string): Promise<void> {
+    checkSessionKnown(sessionId, this.q.nextSession);
+    await this.openSession(sessionId);
+  }
+
   private async openSession(
     sessionId: string,
   ): Promise<{ prefetch: number | null; ack_timeout: number | null }> {

@@ -101,7 +101,11 @@ export class SqlQueue extends OperationHandle {
     const deliveries = this.access.handoffs.wait(this.name, operation, signal);
     const armed = this.executor.submit(async (connection, batch) => {
       const ops = await this.ops(connection, batch);
-      await this.access.handoffs.serve(ops, await ops.advance(now), batch);
+      const at = await ops.advance(now);
+      // A session that ended (closed, timed out) refuses its receive, as a reserve would (R16),
+      // rather than leaving it parked to the end of its wait: its end wakes the receiver.
+      if (operation.session !== undefined) await ops.checkSessionOpen(operation.session);
+      await this.access.handoffs.serve(ops, at, batch);
       const next = await ops.computeNextEventAt();
       return next === Number.POSITIVE_INFINITY ? undefined : next;
     }, 'lease');
