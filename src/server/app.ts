@@ -128,6 +128,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   app.server.headersTimeout = HEADERS_TIMEOUT_MS;
   // JSON only: any other content type is 415.
   app.removeContentTypeParser('text/plain');
+  readStrictUtf8Json(app);
   installHooks(app, services);
   let document: unknown;
   const routes: RouteSpec[] = [
@@ -152,6 +153,28 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
     shutdown.abort();
   });
   return app;
+}
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * JSON bodies as Fastify reads them, but bytes that are not UTF-8 are refused rather than read
+ * as U+FFFD: two ids of different bad bytes would otherwise be one id (R4), and a payload
+ * would not be kept as sent.
+ */
+function readStrictUtf8Json(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('ignore', 'ignore');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    let text: string;
+    try {
+      text = STRICT_UTF8.decode(body as Buffer);
+    } catch {
+      done(new ValidationError('the request body is not well-formed UTF-8'), undefined);
+      return;
+    }
+    parseJson(request, text, done);
+  });
 }
 
 function installHooks(app: FastifyInstance, services: Services): void {

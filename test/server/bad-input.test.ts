@@ -56,7 +56,7 @@ interface Case {
   path: string;
   /** A function when it needs what beforeAll made (the receipts). */
   body?: unknown | (() => unknown);
-  raw?: string | (() => string);
+  raw?: string | Uint8Array | (() => string);
   headers?: Record<string, string>;
   status: number;
   code: string;
@@ -65,7 +65,25 @@ interface Case {
 }
 
 const q = '/v1/queues/orders';
+/** `{"id":"` and `"}` around bytes that are no UTF-8. */
+const withBytes = (...bytes: number[]) =>
+  Buffer.concat([Buffer.from('{"id":"'), Buffer.from(bytes), Buffer.from('"}')]);
 const cases = (): Case[] => [
+  {
+    name: 'an id of bytes that are no UTF-8 (not read as U+FFFD, which would make them one id)',
+    path: `${q}/jobs`,
+    raw: withBytes(0xff, 0xfe),
+    status: 400,
+    code: 'INVALID_ARGUMENT',
+    message: 'UTF-8',
+  },
+  {
+    name: 'a lone continuation byte in a payload',
+    path: `${q}/jobs`,
+    raw: Buffer.concat([Buffer.from('{"payload":"a'), Buffer.from([0x80]), Buffer.from('"}')]),
+    status: 400,
+    code: 'INVALID_ARGUMENT',
+  },
   {
     name: 'unknown field',
     path: `${q}/jobs`,
@@ -528,6 +546,16 @@ describe('bad inputs are refused with a typed error and change nothing', () => {
     expectErrorBody(answer, bad.status, bad.code);
     if (bad.message !== undefined) expect(answer.body.error.message).toContain(bad.message);
     expect(await snapshot()).toEqual(before);
+  });
+
+  it('takes well-formed UTF-8 of every width as sent', async () => {
+    const id = 'ü✓😀';
+    const answer = await call(server.baseUrl, 'POST', `${q}/jobs`, {
+      raw: Buffer.from(JSON.stringify({ id, payload: { text: id } })),
+    });
+    expect(answer.status).toBe(200);
+    expect((await (await server.broker.queue('orders')).job(id))?.payload).toEqual({ text: id });
+    await (await server.broker.queue('orders')).purge([id]);
   });
 
   it('stays healthy afterwards: publish, receive and ack still work', async () => {

@@ -52,7 +52,13 @@ export async function call<T = any>(
   baseUrl: string,
   method: string,
   path: string,
-  options: { body?: unknown; raw?: string; headers?: Record<string, string>; apiKey?: string } = {},
+  options: {
+    body?: unknown;
+    /** The body as sent: text (sent as UTF-8) or bytes. */
+    raw?: string | Uint8Array;
+    headers?: Record<string, string>;
+    apiKey?: string;
+  } = {},
 ): Promise<Answer<T>> {
   const headers: Record<string, string> = { ...options.headers };
   const hasBody = options.body !== undefined || options.raw !== undefined;
@@ -62,7 +68,7 @@ export async function call<T = any>(
   const response = await fetch(`${baseUrl}${path}`, {
     method,
     headers,
-    ...(hasBody ? { body: options.raw ?? JSON.stringify(options.body) } : {}),
+    ...(hasBody ? { body: (options.raw ?? JSON.stringify(options.body)) as BodyInit } : {}),
   });
   const text = await response.text();
   let body: unknown = text;
