@@ -4,9 +4,11 @@ import {
   type QueueStats,
   type ResolvedQueueOptions,
 } from '../../core/index.js';
+import type { Limits } from '../limits.js';
 import type { QueueMeta } from './catalog.js';
 import { invalidParameter, SqsError } from './errors.js';
 import { isFifo } from './fifo.js';
+import { checkSecondsWithin } from './server-limits.js';
 
 const MS = 1000;
 /** SQS's bound on a message's total invisibility after a receive (12 h), as the queue's maxLease. */
@@ -30,6 +32,12 @@ type Rule =
   | { kind: 'fifo-flag' }
   /** A FIFO queue's setting, one of `values` (`anyCase`: as SQS reads booleans); refused on standard queues. */
   | { kind: 'fifo-only'; values: readonly string[]; default: string; anyCase?: true };
+
+/** Attributes in seconds that a limit of the server bounds too. */
+const SERVER_BOUND: Readonly<Record<string, 'delay' | 'wait'>> = {
+  DelaySeconds: 'delay',
+  ReceiveMessageWaitTimeSeconds: 'wait',
+};
 
 /** Every attribute a request may set, with its bounds; what leaseq keeps in its options first. */
 const SETTABLE: Readonly<Record<string, Rule>> = {
@@ -99,6 +107,8 @@ export function fifoRequested(given: Readonly<Record<string, string>>): boolean 
 export function parseQueueAttributes(
   given: Readonly<Record<string, string>>,
   fifo: boolean,
+  /** The server's limits, where the attributes set a queue's lease, delay or wait. */
+  limits?: Limits,
 ): AttributeChange {
   const change: AttributeChange = { options: {}, stored: {} };
   for (const [name, value] of Object.entries(given)) {
@@ -110,15 +120,24 @@ export function parseQueueAttributes(
       );
     }
     switch (rule.kind) {
-      case 'option':
-        change.options.visibility = Math.max(1, integerValue(name, value, rule) * MS);
+      case 'option': {
+        const seconds = integerValue(name, value, rule);
+        if (limits !== undefined) checkSecondsWithin(limits, 'visibility', name, seconds);
+        change.options.visibility = Math.max(1, seconds * MS);
         break;
+      }
       case 'retention':
         change.options.retention = integerValue(name, value, rule) * MS;
         break;
-      case 'integer':
-        change.stored[name] = String(integerValue(name, value, rule));
+      case 'integer': {
+        const number = integerValue(name, value, rule);
+        const bound = SERVER_BOUND[name];
+        if (limits !== undefined && bound !== undefined) {
+          checkSecondsWithin(limits, bound, name, number);
+        }
+        change.stored[name] = String(number);
         break;
+      }
       case 'text':
         change.stored[name] = value;
         break;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PublishInput } from '../../core/index.js';
+import type { Limits } from '../limits.js';
 import { storedAttribute } from './attributes.js';
 import type { QueueMeta } from './catalog.js';
 import { toEnvelope } from './envelope.js';
@@ -8,6 +9,7 @@ import { checkFifoId, contentDeduplicationId, fifoMessageId, isFifo } from './fi
 import { type MessageAttribute, md5OfBody, md5OfMessageAttributes } from './md5.js';
 import { checkCharacters, messageSize, parseMessageAttributes } from './message-attributes.js';
 import { optionalInteger, optionalString, recordMap, type SqsInput } from './params.js';
+import { checkMessageWithin, checkSecondsWithin } from './server-limits.js';
 
 /** One message of a send, checked and ready to publish, with the digests its answer carries. */
 export interface PreparedSend {
@@ -28,6 +30,7 @@ export function prepareSend(
   meta: QueueMeta | undefined,
   senderId: string,
   now: number,
+  limits: Limits,
 ): PreparedSend {
   const body = input.MessageBody;
   if (body === undefined || body === null || body === '') throw missingParameter('MessageBody');
@@ -35,6 +38,7 @@ export function prepareSend(
   checkCharacters(body, 'the message body');
   const fifo = isFifo(meta);
   const delaySeconds = delayOf(input, meta, fifo);
+  checkSecondsWithin(limits, 'delay', 'DelaySeconds', delaySeconds);
   const attributes = parseMessageAttributes(recordMap(input, 'MessageAttributes'));
   const traceHeader = parseSystemAttributes(recordMap(input, 'MessageSystemAttributes'));
   const { groupId, deduplicationId, id } = fifo
@@ -49,6 +53,7 @@ export function prepareSend(
       `Message must be shorter than ${maxSize} bytes.`,
     );
   }
+  checkMessageWithin(limits, size);
   const envelope = toEnvelope({
     body,
     attributes,

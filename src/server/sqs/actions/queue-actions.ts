@@ -42,8 +42,15 @@ async function createQueue(call: SqsCall, sqs: SqsServices) {
   checkQueueName(name, fifo);
   authorizeQueue(call, name, 'admin');
   const tags = checkTags(stringMap(call.input, 'tags'));
-  const change = parseQueueAttributes(given, fifo);
-  const { broker, queues } = sqs.services;
+  const change = parseQueueAttributes(given, fifo, sqs.services.limits);
+  const { broker, queues, limits } = sqs.services;
+  if (change.options.visibility === undefined && DEFAULT_VISIBILITY_MS > limits.maxVisibilityMs) {
+    throw invalidParameter(
+      'VisibilityTimeout',
+      DEFAULT_VISIBILITY_MS / 1000,
+      `the default of 30 seconds is above this server's maxVisibilityMs of ${limits.maxVisibilityMs}: give the queue a VisibilityTimeout of at most ${Math.floor(limits.maxVisibilityMs / 1000)}.`,
+    );
+  }
   const url = queueUrl(call, sqs, name);
   const existing = (await broker.listQueues()).find((info) => info.name === name);
   if (existing !== undefined) {
@@ -200,7 +207,7 @@ async function setQueueAttributes(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'admin');
   const given = stringMap(call.input, 'Attributes');
   const fifo = isFifo(await sqs.catalog.get(queue.name));
-  const change = parseQueueAttributes(given, fifo);
+  const change = parseQueueAttributes(given, fifo, sqs.services.limits);
   await checkRedriveTarget(sqs, change, fifo);
   if (Object.keys(change.options).length > 0) {
     try {

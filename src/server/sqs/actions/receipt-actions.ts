@@ -4,6 +4,7 @@ import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { invalidParameter, missingParameter, SqsError } from '../errors.js';
 import { isFifo } from '../fifo.js';
 import { batchEntries, requiredInteger, type SqsInput } from '../params.js';
+import { checkSecondsWithin } from '../server-limits.js';
 import type { ActionTable, FailedEntry } from './action.js';
 import { failedEntry } from './send-actions.js';
 
@@ -90,6 +91,7 @@ async function deleteMessageBatch(call: SqsCall, sqs: SqsServices) {
 async function changeOne(call: SqsCall, sqs: SqsServices, queue: Queue, input: SqsInput) {
   const handle = verifyHandle(sqs, queue, input);
   const seconds = requiredInteger(input, 'VisibilityTimeout', 0, MAX_VISIBILITY_SECONDS);
+  checkSecondsWithin(sqs.services.limits, 'visibility', 'VisibilityTimeout', seconds);
   if (seconds === 0) {
     if (await queue.nack(handle.token)) return;
   } else {

@@ -3,11 +3,12 @@ import { build, type Delivery, type JobView } from '../../../core/index.js';
 import { MAX_VISIBILITY_SECONDS, storedAttribute } from '../attributes.js';
 import { queueArn, resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { fromPayload, type MessageContent } from '../envelope.js';
-import { SqsError } from '../errors.js';
+import { invalidParameter, SqsError } from '../errors.js';
 import { checkFifoId, isFifo, sequenceNumber } from '../fifo.js';
 import { md5OfBody, md5OfMessageAttributes } from '../md5.js';
 import { attributesToWire } from '../message-attributes.js';
 import { optionalInteger, optionalString, stringList } from '../params.js';
+import { checkSecondsWithin } from '../server-limits.js';
 import type { ActionTable } from './action.js';
 
 const SYSTEM_ATTRIBUTES = [
@@ -75,10 +76,25 @@ async function parseReceive(
   const { input } = call;
   const meta = await sqs.catalog.get(queue.name);
   const max = optionalInteger(input, 'MaxNumberOfMessages', 1, 10) ?? 1;
+  const { limits } = sqs.services;
   const visibility = optionalInteger(input, 'VisibilityTimeout', 0, MAX_VISIBILITY_SECONDS);
-  const waitSeconds =
-    optionalInteger(input, 'WaitTimeSeconds', 0, 20) ??
-    Number(storedAttribute(meta, 'ReceiveMessageWaitTimeSeconds'));
+  if (visibility !== undefined) {
+    checkSecondsWithin(limits, 'visibility', 'VisibilityTimeout', visibility);
+  } else {
+    // The queue's lease, held to the same limit, as a receive of the HTTP API that names none.
+    const queueSeconds = (await queue.options()).visibility / 1000;
+    if (queueSeconds * 1000 > limits.maxVisibilityMs) {
+      throw invalidParameter(
+        'VisibilityTimeout',
+        queueSeconds,
+        `the queue's VisibilityTimeout is above this server's maxVisibilityMs of ${limits.maxVisibilityMs}: name a VisibilityTimeout of at most ${Math.floor(limits.maxVisibilityMs / 1000)}, or lower the queue's.`,
+      );
+    }
+  }
+  const askedWait = optionalInteger(input, 'WaitTimeSeconds', 0, 20);
+  if (askedWait !== undefined) checkSecondsWithin(limits, 'wait', 'WaitTimeSeconds', askedWait);
+  // The queue's default, set within the limit, is cut to it if the limit was lowered since.
+  const waitSeconds = askedWait ?? Number(storedAttribute(meta, 'ReceiveMessageWaitTimeSeconds'));
   // Checked, then ignored: a retried receive gets what is visible then, as any receive (R24
   // keeps a group's messages in order whatever it answers).
   const attemptId = optionalString(input, 'ReceiveRequestAttemptId');

@@ -12,7 +12,13 @@ const MAX_BATCH_BYTES = 1_048_576;
 async function sendMessage(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'publish');
   const meta = await sqs.catalog.get(queue.name);
-  const prepared = prepareSend(call.input, meta, call.principal.name, Date.now());
+  const prepared = prepareSend(
+    call.input,
+    meta,
+    call.principal.name,
+    Date.now(),
+    sqs.services.limits,
+  );
   const result = await queue.publish(prepared.publish);
   logDuplicate(call, queue.name, result);
   return answer(prepared, result);
@@ -49,7 +55,10 @@ async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
   const failed: FailedEntry[] = [];
   for (const entry of entries) {
     try {
-      accepted.push({ id: entry.Id, prepared: prepareSend(entry, meta, call.principal.name, now) });
+      accepted.push({
+        id: entry.Id,
+        prepared: prepareSend(entry, meta, call.principal.name, now, sqs.services.limits),
+      });
     } catch (error) {
       failed.push(failedEntry(entry.Id, error));
     }
