@@ -31,6 +31,7 @@ import { onAbort } from './on-abort.js';
 import {
   type Broker,
   type BrokerTransaction,
+  checkReceiveOnly,
   type Queue,
   RECEIVE_ONLY_OPTIONS,
   type ReceiveOptions,
@@ -298,7 +299,7 @@ export class EngineQueue implements Queue {
   receive(options: ReceiveOptions = {}): Promise<Delivery[]> {
     // One reserve; the reserve builder reads only its own fields of the options.
     if (typeof options === 'object' && options !== null && !Array.isArray(options)) {
-      if (options.wait === undefined || options.wait === 0) {
+      if ((options.wait === undefined || options.wait === 0) && options.signal === undefined) {
         return this.handle.reserve(this.clock.now(), options, RECEIVE_ONLY_OPTIONS);
       }
     }
@@ -312,9 +313,7 @@ export class EngineQueue implements Queue {
       build.reserve(options, RECEIVE_ONLY_OPTIONS);
     }
     const { wait = 0, signal, ...reserve } = options;
-    if (!Number.isSafeInteger(wait) || wait < 0) {
-      throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
-    }
+    checkReceiveOnly(wait, signal);
     const operation = build.reserve(reserve);
     // Jobs ready now are taken without the cost of parking on a wake-up.
     const ready = await this.run(operation);

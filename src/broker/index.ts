@@ -3,6 +3,7 @@ export { type BrokerOptions, EngineBroker, EngineQueue } from './engine-broker.j
 export {
   type Broker,
   type BrokerTransaction,
+  checkReceiveOnly,
   type Queue,
   type QueueLimits,
   RECEIVE_ONLY_OPTIONS,

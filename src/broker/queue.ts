@@ -19,6 +19,8 @@ import type {
   ResolvedQueueOptions,
   SessionOptions,
 } from '../core/index.js';
+import { ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 import type { SqlParameter } from '../engine/engine.js';
 import type { ScheduleOptions, ScheduleView, ScheduleWhen } from './schedule-times.js';
 import type { Scheduler, SchedulerOptions } from './scheduler.js';
@@ -32,6 +34,16 @@ export interface ReceiveOptions extends ReserveOptions {
 
 /** The names of a receive's options that are not its reserve's (any other is refused). */
 export const RECEIVE_ONLY_OPTIONS: ReadonlySet<string> = new Set(['wait', 'signal']);
+
+/** A receive's own options, `wait` and `signal`: a ValidationError naming a bad one. */
+export function checkReceiveOnly(wait: unknown, signal: unknown): void {
+  if (!Number.isSafeInteger(wait) || (wait as number) < 0) {
+    throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${show(wait)}`);
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new ValidationError(`signal must be an AbortSignal, got ${show(signal)}`);
+  }
+}
 
 /** The bounds of `Queue.limits`, ms. */
 export interface QueueLimits {

@@ -1,4 +1,5 @@
 import {
+  checkReceiveOnly,
   type Queue,
   type QueueLimits,
   RECEIVE_ONLY_OPTIONS,
@@ -118,9 +119,7 @@ export class RemoteQueue implements Queue {
   async receiveWithReceipts(options: ReceiveOptions = {}): Promise<ReceivedDelivery[]> {
     build.reserve(options, RECEIVE_ONLY_OPTIONS);
     const { wait = 0, signal, max, visibility, session, ack } = options;
-    if (!Number.isSafeInteger(wait) || wait < 0) {
-      throw new ValidationError(`wait must be an integer ≥ 0 (ms), got ${String(wait)}`);
-    }
+    checkReceiveOnly(wait, signal);
     let deliveries: WireDelivery[];
     try {
       deliveries = await this.channel.receive(this.name, {

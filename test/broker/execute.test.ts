@@ -100,3 +100,23 @@ describe.each(Object.keys(brokers))('a session ended under a waiting receive on 
     expect(Date.now() - since).toBeLessThan(2000);
   });
 });
+
+describe.each(Object.keys(brokers))("a receive's own options on %s", (kind) => {
+  it('a wait or signal of the wrong kind is a ValidationError naming what was given, a job ready or not', async () => {
+    const broker = await (brokers[kind] as () => Promise<Broker>)();
+    closing.push(() => broker.close());
+    const queue = await broker.queue(`options-${Date.now()}`);
+    for (const ready of [false, true]) {
+      if (ready) await queue.publish({ id: 'a' });
+      await expect(queue.receive({ wait: '10' as unknown as number })).rejects.toThrow(
+        'wait must be an integer ≥ 0 (ms), got "10"',
+      );
+      for (const wait of [0, 10]) {
+        const refused = queue.receive({ wait, signal: 'x' as unknown as AbortSignal });
+        await expect(refused).rejects.toBeInstanceOf(ValidationError);
+        await expect(refused).rejects.toThrow('signal must be an AbortSignal, got "x"');
+      }
+    }
+    expect(await queue.stats()).toMatchObject({ ready: 1, active: 0 });
+  });
+});
