@@ -62,6 +62,11 @@ export function scheduleRecord(
     if (timezone !== undefined) problems.push('timezone goes with a cron expression, not every');
     every = when;
   } else if (typeof when === 'string') {
+    const fields = when.trim().split(/\s+/).length;
+    // R25's form: croner would take a seventh field (a year) and nicknames too.
+    if (fields !== 5 && fields !== 6) {
+      problems.push(`cron ${JSON.stringify(when)} must have 5 or 6 fields, got ${fields}`);
+    }
     try {
       const cron = new Cron(when, { paused: true, ...(isTimeZone(timezone) ? { timezone } : {}) });
       // A date no calendar has (31 February) parses, and would be stored to fire never.

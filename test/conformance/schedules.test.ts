@@ -35,6 +35,8 @@ describeEngines(engines, (h) => {
       await expect(q.schedule('fast', 10)).rejects.toThrow(/at least 1000/);
       // Parsed, but never firing: refused rather than stored to fire never.
       await expect(q.schedule('never', '0 0 31 2 *')).rejects.toThrow(/never fire/);
+      await expect(q.schedule('year', '0 0 3 * * * 2030')).rejects.toThrow(/5 or 6 fields, got 7/);
+      await expect(q.schedule('nick', '@hourly')).rejects.toThrow(/5 or 6 fields, got 1/);
       await expect(q.schedule('far', Number.MAX_SAFE_INTEGER)).rejects.toThrow(
         new RegExp(`every must be at most ${8.64e15 - T0} ms`),
       );
