@@ -30,7 +30,9 @@ export class Problems {
   positiveIntegerOrInfinity(name: string, value: unknown): void {
     if (value === Number.POSITIVE_INFINITY) return;
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-      this.list.push(`${name} must be a positive integer or Infinity, got ${show(value)}`);
+      this.list.push(
+        `${name} must be a positive integer, or Infinity for none (null in JSON), got ${show(value)}`,
+      );
     }
   }
 

@@ -92,8 +92,8 @@ it('session options and backoff names are checked as opening the session and bac
     'worker: unknown option backoff.initialDelay',
     'worker: unknown option backoff.max',
     'worker: session: unknown field "timout" of openSession',
-    'worker: session: prefetch must be a positive integer or Infinity, got 0',
-    'worker: session: ackTimeout must be a positive integer or Infinity, got -1',
+    'worker: session: prefetch must be a positive integer, or Infinity for none (null in JSON), got 0',
+    'worker: session: ackTimeout must be a positive integer, or Infinity for none (null in JSON), got -1',
   ]);
   // Refused before anything runs: no session was opened, no job taken.
   await q.publish({ id: 'a' });
