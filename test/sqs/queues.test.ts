@@ -207,6 +207,14 @@ describe('GetQueueUrl, ListQueues, DeleteQueue, tags', () => {
     expect(
       (await failure(server.client.send(new ListQueuesCommand({ MaxResults: 1001 })))).name,
     ).toBe('InvalidParameterValue');
+    // A token this endpoint never made is no place in the list: not read as the end of it.
+    for (const NextToken of ['garbage!', 'Zm9vIGJhcg', '']) {
+      const bad = await failure(
+        server.client.send(new ListQueuesCommand({ MaxResults: 2, NextToken })),
+      );
+      expect(bad, NextToken).toMatchObject({ name: 'InvalidParameterValue' });
+      expect(bad.message).toContain('NextToken');
+    }
   });
 
   it('deletes at once; the queue is gone for /v1 too', async () => {

@@ -1,3 +1,4 @@
+import { QUEUE_NAME } from '../../core/index.js';
 import { invalidParameter, missingParameter, SqsError } from './errors.js';
 
 /** A request's members after protocol parsing: JSON as sent, or the query form unflattened. */
@@ -30,6 +31,23 @@ export function optionalString(input: SqsInput, name: string): string | undefine
   if (raw === undefined || raw === null) return undefined;
   if (typeof raw !== 'string') throw invalidParameter(name, raw, 'Must be a string.');
   return raw;
+}
+
+/** A page's NextToken: the last queue name of the page before, as `pageToken` made it. */
+export function optionalPageToken(input: SqsInput): string | undefined {
+  const token = optionalString(input, 'NextToken');
+  if (token === undefined) return undefined;
+  const after = Buffer.from(token, 'base64url').toString('utf8');
+  // Only a token this endpoint made: anything else would read as some place in the list.
+  if (!QUEUE_NAME.test(after) || pageToken(after) !== token) {
+    throw invalidParameter('NextToken', token, 'Invalid NextToken value.');
+  }
+  return after;
+}
+
+/** The NextToken of a page that ends at queue `last`. */
+export function pageToken(last: string): string {
+  return Buffer.from(last).toString('base64url');
 }
 
 export function requiredString(input: SqsInput, name: string): string {

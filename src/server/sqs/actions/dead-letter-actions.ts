@@ -9,15 +9,20 @@ import {
 } from '../context.js';
 import { invalidParameter, SqsError } from '../errors.js';
 import type { MoveTask } from '../move-tasks.js';
-import { optionalInteger, optionalString, requiredString } from '../params.js';
+import {
+  optionalInteger,
+  optionalPageToken,
+  optionalString,
+  pageToken,
+  requiredString,
+} from '../params.js';
 import type { ActionTable } from './action.js';
 
 /** The queues whose RedrivePolicy names this one (R26), by name, a page at a time. */
 async function listDeadLetterSourceQueues(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'see');
   const maxResults = optionalInteger(call.input, 'MaxResults', 1, 1000);
-  const token = optionalString(call.input, 'NextToken');
-  const after = token === undefined ? undefined : Buffer.from(token, 'base64url').toString('utf8');
+  const after = optionalPageToken(call.input);
   const names = (await sqs.services.broker.listQueues())
     .filter((info) => info.options.deadLetterQueue === queue.name)
     .map((info) => info.name)
@@ -29,7 +34,7 @@ async function listDeadLetterSourceQueues(call: SqsCall, sqs: SqsServices) {
   const more = maxResults !== undefined && names.length > page.length;
   return {
     queueUrls: page.map((name) => queueUrl(call, sqs, name)),
-    ...(more && last !== undefined ? { NextToken: Buffer.from(last).toString('base64url') } : {}),
+    ...(more && last !== undefined ? { NextToken: pageToken(last) } : {}),
   };
 }
 

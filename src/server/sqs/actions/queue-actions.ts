@@ -20,7 +20,9 @@ import { invalidParameter, queueDoesNotExist, SqsError } from '../errors.js';
 import { FIFO_DEDUP_WINDOW_MS, isFifo } from '../fifo.js';
 import {
   optionalInteger,
+  optionalPageToken,
   optionalString,
+  pageToken,
   requiredString,
   stringList,
   stringMap,
@@ -170,8 +172,7 @@ async function getQueueUrl(call: SqsCall, sqs: SqsServices) {
 async function listQueues(call: SqsCall, sqs: SqsServices) {
   const prefix = optionalString(call.input, 'QueueNamePrefix') ?? '';
   const maxResults = optionalInteger(call.input, 'MaxResults', 1, 1000);
-  const token = optionalString(call.input, 'NextToken');
-  const after = token === undefined ? undefined : Buffer.from(token, 'base64url').toString('utf8');
+  const after = optionalPageToken(call.input);
   const names = (await sqs.services.broker.listQueues())
     .map((info) => info.name)
     .filter((name) => name.startsWith(prefix) && call.principal.canSee(name))
@@ -182,7 +183,7 @@ async function listQueues(call: SqsCall, sqs: SqsServices) {
   const last = page.at(-1);
   return {
     ...(page.length > 0 ? { QueueUrls: page.map((name) => queueUrl(call, sqs, name)) } : {}),
-    ...(more && last !== undefined ? { NextToken: Buffer.from(last).toString('base64url') } : {}),
+    ...(more && last !== undefined ? { NextToken: pageToken(last) } : {}),
   };
 }
 
