@@ -120,15 +120,33 @@ function topLevel(argv: readonly string[], context: CliContext): number {
     context.stdout.write(`${VERSION}\n`);
     return EXIT.ok;
   }
+  if (first === 'help' && argv.length > 1) {
+    // `leaseq help publish` is `leaseq publish --help`.
+    const found = findCommand(argv.slice(1));
+    if (found !== undefined && found.rest.length === 0) {
+      context.stdout.write(commandHelp(found.command));
+      return EXIT.ok;
+    }
+    return unknownCommand(argv.slice(1), context);
+  }
   if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
     context.stdout.write(overview());
     return EXIT.ok;
   }
+  return unknownCommand(argv, context);
+}
+
+/** No command starts `argv`: the commands of its first word, or the overview's pointer. */
+function unknownCommand(argv: readonly string[], context: CliContext): number {
+  const [first, second] = argv;
   const group = COMMANDS.filter((command) => command.name.startsWith(`${first} `));
+  const names = group.map((c) => c.name).join(', ');
   context.stderr.write(
-    group.length > 0
-      ? `leaseq ${first}: which one? ${group.map((c) => c.name).join(', ')}\n`
-      : `leaseq: unknown command ${JSON.stringify(first)}; see leaseq --help\n`,
+    group.length === 0
+      ? `leaseq: unknown command ${JSON.stringify(first)}; see leaseq --help\n`
+      : second === undefined || second.startsWith('-')
+        ? `leaseq ${first}: which one? ${names}\n`
+        : `leaseq: unknown command ${JSON.stringify(`${first} ${second}`)}; the ${first} commands are ${names}\n`,
   );
   return EXIT.usage;
 }

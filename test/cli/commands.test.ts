@@ -51,6 +51,17 @@ describe('help', () => {
       code: 2,
       stderr: expect.stringContaining('queue create'),
     });
+    expect(await run(['queue', 'bogus'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('unknown command "queue bogus"; the queue commands are'),
+    });
+    expect(await run(['help', 'bogus'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('unknown command "bogus"'),
+    });
+    const help = await run(['help', 'publish']);
+    expect(help).toMatchObject({ code: 0 });
+    expect(help.stdout).toBe((await run(['publish', '--help'])).stdout);
     expect(await run(['receive'])).toMatchObject({
       code: 2,
       stderr: expect.stringContaining('missing <queue>'),
@@ -148,6 +159,10 @@ describe('retention and length bounds (R30, R31)', () => {
       dead: 1,
       deadLetters: { maxlen: 1 },
     });
+    const endless = await run(['queue', 'update', name, '--max-deliveries', 'none']);
+    expect(endless.stdout).toContain('maxDeliveries=unbounded');
+    await run(['queue', 'update', name, '--max-deliveries', '10']);
+    expect((await run(['help', 'queue', 'update'])).stdout).toContain('--max-deliveries none');
     const removed = await run(['queue', 'update', name, '--retention', 'none', '--json']);
     expect(JSON.parse(removed.stdout).options).not.toHaveProperty('retention');
     expect((await run(['queue', 'update', '--help'])).stdout).toContain('--retention none');

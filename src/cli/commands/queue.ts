@@ -63,7 +63,7 @@ function queueOptionsOf(values: Values, removable: boolean): QueueOptions {
   const options: QueueOptions = {
     visibility: integerFlag(values, 'visibility', 1),
     prefetch: unbounded('prefetch'),
-    maxDeliveries: integerFlag(values, 'max-deliveries', 1),
+    maxDeliveries: unbounded('max-deliveries'),
     maxLease: unbounded('max-lease'),
     dedupWindow: integerFlag(values, 'dedup-window', 0),
     deadLetterQueue:
@@ -109,8 +109,10 @@ export const queueUpdate: Command = {
   usage: `<name> ${OPTION_USAGE}`,
   details: [
     ...OPTION_DETAILS,
-    '--prefetch none, --max-lease none, --dead-letter-queue none, --retention none and',
-    '--max-length none remove the option (a queue named none cannot be a dead-letter queue here).',
+    "The defaults above are a new queue's: update changes only the options it names.",
+    '--prefetch none, --max-deliveries none (never dead for its deliveries), --max-lease none,',
+    '--dead-letter-queue none, --retention none and --max-length none remove the option (a queue',
+    'named none cannot be a dead-letter queue here).',
     'Deliveries already made keep their deadlines; a lower --max-length drops nothing until the',
     'next publish. Needs an admin key.',
   ],
