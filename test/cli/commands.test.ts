@@ -422,7 +422,12 @@ describe('publish, receive, ack and nack', () => {
     expect(bad.stderr).toContain(
       'lines 3–4 were not published (2 jobs were published before them)',
     );
-    expect(bad.stderr).toContain('jobs[0].delay must be an integer ≥ 0, got -1');
+    // The batch's first job is the file's line 3, named so.
+    expect(bad.stderr).toContain('line 3: delay must be an integer ≥ 0, got -1');
+    writeFileSync(file, '{"id":"a2"}\n\n{"id":"b2","priority":10}\n');
+    expect((await run(['publish', name, '--file', file])).stderr).toContain(
+      'lines 1–3 were not published (0 jobs were published before them): line 3: priority must be',
+    );
     writeFileSync(file, '{"id":"x"}\nnot json\n');
     expect((await run(['publish', name, '--file', file])).stderr).toContain(
       'line 2 is not JSON (0 jobs were published before it)',

@@ -182,12 +182,18 @@ async function publishBatch(
     return await queue.publishBatch(jobs);
   } catch (error) {
     const range = `${lines[0]?.number}–${lines.at(-1)?.number}`;
-    throw new Error(
-      `lines ${range} were not published (${before} them): ${(error as Error).message}`,
-      {
-        cause: error,
+    // The batch's jobs[k] is a line of the file: named by its number, as the lines above are.
+    const reason = (error as Error).message.replace(
+      /jobs\[(\d+)\](\.)?/g,
+      (whole, index: string, dot: string | undefined) => {
+        const line = lines[Number(index)];
+        if (line === undefined) return whole;
+        return dot === undefined ? `line ${line.number}` : `line ${line.number}: `;
       },
     );
+    throw new Error(`lines ${range} were not published (${before} them): ${reason}`, {
+      cause: error,
+    });
   }
 }
 
