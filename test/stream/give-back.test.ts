@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Queue } from '../../src/broker/index.js';
 import { RemoteBroker } from '../../src/client/index.js';
 import { work } from '../../src/worker/index.js';
 import { startTestServer } from '../server/helpers.js';
@@ -14,6 +15,24 @@ async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
     if (Date.now() > end) throw new Error(`not so within ${ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/** A queue whose job dies of its second lease ending, and a stream client of it. */
+async function shortLeases() {
+  const server = await startTestServer();
+  closing.push(() => server.close());
+  const jobs = await server.broker.queue('jobs', { visibility: 200, maxDeliveries: 2 });
+  const client = new RemoteBroker(server.baseUrl, { transport: 'stream', prefetchIdleMs: 30 });
+  closing.push(() => client.close());
+  return { jobs, queue: await client.queue('jobs') };
+}
+
+/** `later`, published now, is still ready after long enough for two leases to end. */
+async function expectStillReady(jobs: Queue): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 700));
+  // (Pushed, perhaps, before the unsubscribe arrived: then given back unworked, R33.)
+  expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0, dead: 0 });
+  expect(await jobs.job('later')).toMatchObject({ state: 'ready', deliveryCount: 0 });
 }
 
 describe('deliveries the stream client held and gave back', () => {
@@ -102,21 +121,12 @@ describe('deliveries the stream client held and gave back', () => {
   });
 
   it('a worker closed as it starts leaves no subscription: a job published after waits ready for the next consumer', async () => {
-    const server = await startTestServer();
-    closing.push(() => server.close());
-    const jobs = await server.broker.queue('jobs', { visibility: 200, maxDeliveries: 2 });
-    const client = new RemoteBroker(server.baseUrl, { transport: 'stream', prefetchIdleMs: 30 });
-    closing.push(() => client.close());
-    const queue = await client.queue('jobs');
+    const { jobs, queue } = await shortLeases();
     // Closed before its first receive's subscribe is answered.
     const worker = await work(queue, async () => {});
     await worker.close();
     await jobs.publish({ id: 'later' });
-    // Long enough for a held delivery's lease to end twice (and the job to die of it).
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    // (Pushed, perhaps, before the unsubscribe arrived: then given back unworked, R33.)
-    expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0, dead: 0 });
-    expect(await jobs.job('later')).toMatchObject({ state: 'ready', deliveryCount: 0 });
+    await expectStillReady(jobs);
     const ran: string[] = [];
     const next = await work(queue, async (job) => {
       ran.push(`${job.id} #${job.deliveryCount}`);
@@ -127,12 +137,7 @@ describe('deliveries the stream client held and gave back', () => {
   });
 
   it('a waiting receive aborted before its subscription opened leaves none, and a later receive still subscribes', async () => {
-    const server = await startTestServer();
-    closing.push(() => server.close());
-    const jobs = await server.broker.queue('jobs', { visibility: 200, maxDeliveries: 2 });
-    const client = new RemoteBroker(server.baseUrl, { transport: 'stream', prefetchIdleMs: 30 });
-    closing.push(() => client.close());
-    const queue = await client.queue('jobs');
+    const { jobs, queue } = await shortLeases();
     for (let round = 0; round < 2; round += 1) {
       const stop = new AbortController();
       const receiving = queue.receive({ wait: 5000, signal: stop.signal });
@@ -140,10 +145,7 @@ describe('deliveries the stream client held and gave back', () => {
       expect(await receiving).toEqual([]);
     }
     await jobs.publish({ id: 'later' });
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    // (Pushed, perhaps, before the unsubscribe arrived: then given back unworked, R33.)
-    expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0, dead: 0 });
-    expect(await jobs.job('later')).toMatchObject({ state: 'ready', deliveryCount: 0 });
+    await expectStillReady(jobs);
     const [taken] = await queue.receive({ wait: 2000 });
     expect(taken).toMatchObject({ id: 'later', deliveryCount: 1 });
   });
