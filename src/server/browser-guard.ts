@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { isIP } from 'node:net';
+import { isLoopback } from './config.js';
 
 /**
  * Why a request that a web browser may have sent on a page's behalf is refused, or undefined.
@@ -39,9 +39,9 @@ function originHost(origin: string): string | undefined {
   }
 }
 
-/** A Host header (`name[:port]`, `[v6][:port]`) naming localhost, 127.0.0.0/8 or ::1. */
+/** A Host header (`name[:port]`, `[v6][:port]`) naming what a keyless server may listen on. */
 function isLoopbackHost(host: string): boolean {
-  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d*$/, '');
-  if (name === 'localhost' || name === '::1') return true;
-  return isIP(name) === 4 && name.startsWith('127.');
+  return isLoopback(
+    host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d*$/, ''),
+  );
 }
