@@ -177,7 +177,7 @@ const LEASE_READ_MS = 1000;
 const leases = new WeakMap<Queue, { visibility: number; readAt: number }>();
 
 /** The queue's visibility, read at most once a second per queue handle. */
-async function leaseOf(queue: Queue): Promise<number> {
+export async function leaseOf(queue: Queue): Promise<number> {
   const now = Date.now();
   const known = leases.get(queue);
   if (known !== undefined && now - known.readAt < LEASE_READ_MS) return known.visibility;

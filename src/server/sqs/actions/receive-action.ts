@@ -1,5 +1,6 @@
 import type { Queue } from '../../../broker/index.js';
 import { build, type Delivery, type JobView } from '../../../core/index.js';
+import { leaseOf } from '../../limits.js';
 import { MAX_VISIBILITY_SECONDS, storedAttribute } from '../attributes.js';
 import { queueArn, resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { fromPayload, type MessageContent } from '../envelope.js';
@@ -81,8 +82,9 @@ async function parseReceive(
   if (visibility !== undefined) {
     checkSecondsWithin(limits, 'visibility', 'VisibilityTimeout', visibility);
   } else {
-    // The queue's lease, held to the same limit, as a receive of the HTTP API that names none.
-    const queueSeconds = (await queue.options()).visibility / 1000;
+    // The queue's lease, held to the same limit (and read as seldom) as by a receive of the
+    // HTTP API that names none.
+    const queueSeconds = (await leaseOf(queue)) / 1000;
     if (queueSeconds * 1000 > limits.maxVisibilityMs) {
       throw invalidParameter(
         'VisibilityTimeout',
