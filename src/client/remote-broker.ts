@@ -226,16 +226,19 @@ function checkRemoteOptions(options: unknown): void {
   if (issues.length > 0) throw new ValidationError(issues);
 }
 
-const REMOTE_OPTIONS: ReadonlySet<string> = new Set([
-  'apiKey',
-  'transport',
-  'fetch',
-  'timeoutMs',
-  'maxWaitPerRequestMs',
-  'maxBatch',
-  'maxReceipts',
-  'prefetchIdleMs',
-]);
+/** Every RemoteOptions name, checked against the interface: a new option cannot be left out. */
+const REMOTE_OPTIONS: ReadonlySet<string> = new Set(
+  Object.keys({
+    apiKey: true,
+    transport: true,
+    fetch: true,
+    timeoutMs: true,
+    maxWaitPerRequestMs: true,
+    maxBatch: true,
+    maxReceipts: true,
+    prefetchIdleMs: true,
+  } satisfies Record<keyof RemoteOptions, true>),
+);
 
 /**
  * Connects to a leaseq server: `openRemote('http://127.0.0.1:7700', { apiKey })`. The Broker
