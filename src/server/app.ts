@@ -36,7 +36,7 @@ import { overviewRoutes } from './routes/overview.js';
 import { queueRoutes } from './routes/queues.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import { sessionRoutes } from './routes/sessions.js';
-import { buildSchemas } from './schemas.js';
+import { buildSchemas, limitBehind } from './schemas.js';
 import type { SqsSettings } from './sqs/context.js';
 import { registerSqs } from './sqs/register.js';
 import { registerStream } from './stream/stream-endpoint.js';
@@ -121,7 +121,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
         useDefaults: false,
       },
     },
-    schemaErrorFormatter: formatValidation,
+    schemaErrorFormatter: (errors, where) => formatValidation(errors, where, limits),
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
   });
@@ -309,14 +309,21 @@ function endWithNewline(reply: FastifyReply, payload: unknown): unknown {
 }
 
 /** Every schema problem of a request, in one INVALID_ARGUMENT error. */
-function formatValidation(errors: FastifySchemaValidationError[], where: string): Error {
+function formatValidation(
+  errors: FastifySchemaValidationError[],
+  where: string,
+  limits: Limits,
+): Error {
   return new ValidationError(
     errors.map((error) => {
       const path = `${where}${error.instancePath.replaceAll('/', '.')}`;
       const unknown = (error.params as { additionalProperty?: unknown }).additionalProperty;
-      return typeof unknown === 'string'
-        ? `${path} has an unknown field ${JSON.stringify(unknown.slice(0, 64))}`
-        : `${path} ${error.message ?? 'is not valid'}`;
+      if (typeof unknown === 'string') {
+        return `${path} has an unknown field ${JSON.stringify(unknown.slice(0, 64))}`;
+      }
+      const setting = limitBehind(error, limits);
+      const because = setting === undefined ? '' : ` (this server's ${setting})`;
+      return `${path} ${error.message ?? 'is not valid'}${because}`;
     }),
   );
 }

@@ -155,17 +155,23 @@ function checkLimits(operation: Operation, limits: Limits, where: string): void 
   const problems: string[] = [];
   const visibility = (name: string, value: number | undefined) => {
     if (value !== undefined && value > limits.maxVisibilityMs) {
-      problems.push(`${name} must be at most ${limits.maxVisibilityMs} ms, got ${value}`);
+      problems.push(
+        `${name} must be at most ${limits.maxVisibilityMs} ms, got ${value} (this server's maxVisibilityMs)`,
+      );
     }
   };
   const delay = (name: string, value: number) => {
     if (value > limits.maxDelayMs) {
-      problems.push(`${name} must be at most ${limits.maxDelayMs} ms, got ${value}`);
+      problems.push(
+        `${name} must be at most ${limits.maxDelayMs} ms, got ${value} (this server's maxDelayMs)`,
+      );
     }
   };
   const count = (name: string, length: number) => {
     if (length > limits.maxBatch) {
-      problems.push(`${name} must have at most ${limits.maxBatch} entries, got ${length}`);
+      problems.push(
+        `${name} must have at most ${limits.maxBatch} entries, got ${length} (this server's maxBatch: send more as several calls, or raise it)`,
+      );
     }
   };
   switch (operation.type) {
@@ -176,7 +182,9 @@ function checkLimits(operation: Operation, limits: Limits, where: string): void 
     case 'reserve':
       visibility('visibility', operation.visibility);
       if (operation.max > limits.maxBatch) {
-        problems.push(`max must be at most ${limits.maxBatch}, got ${operation.max}`);
+        problems.push(
+          `max must be at most ${limits.maxBatch}, got ${operation.max} (this server's maxBatch)`,
+        );
       }
       break;
     case 'extend':

@@ -148,6 +148,33 @@ export const inspectView = object(
 /** Queue options shown only when set (see ResolvedQueueOptions). */
 const SPARSE_OPTIONS = new Set(['deadLetterQueue', 'paused', 'retention', 'maxLength', 'overflow']);
 
+/** The fields whose bound in a request schema is one of the server's limits (buildSchemas). */
+const LIMITED_FIELDS: Readonly<Record<string, keyof Limits>> = {
+  visibility: 'maxVisibilityMs',
+  delay: 'maxDelayMs',
+  wait: 'maxWaitMs',
+  max: 'maxBatch',
+};
+
+/**
+ * The server setting behind a schema refusal, so that its message says which limit a request
+ * passed (one a server's operator may have lowered): a batch over `maxBatch` entries, or one of
+ * LIMITED_FIELDS above its limit. Undefined for any other refusal.
+ */
+export function limitBehind(
+  error: { keyword: string; instancePath: string; params: unknown },
+  limits: Limits,
+): keyof Limits | undefined {
+  const bound = (error.params as { limit?: unknown }).limit;
+  const setting =
+    error.keyword === 'maxItems'
+      ? 'maxBatch'
+      : error.keyword === 'maximum'
+        ? LIMITED_FIELDS[error.instancePath.slice(error.instancePath.lastIndexOf('/') + 1)]
+        : undefined;
+  return setting !== undefined && limits[setting] === bound ? setting : undefined;
+}
+
 /** Every request and response schema of the API, sized by the server's limits. */
 export function buildSchemas(limits: Limits) {
   const visibility = integer(1, limits.maxVisibilityMs);

@@ -70,6 +70,27 @@ describe('the stream client keeps its batch frames within maxFrameBytes', () => 
   });
 });
 
+describe('a publishBatch of more jobs than the server’s maxBatch', () => {
+  for (const transport of ['stream', 'http'] as const) {
+    it(`is refused whole, naming the setting, and publishes nothing (R5, ${transport})`, async () => {
+      server = await startTestServer({ limits: { maxBatch: 3 } });
+      client = await openRemote(server.baseUrl, { transport });
+      const q = await client.queue('many');
+      const error = await q
+        .publishBatch([...Array(4)].map((_, i) => ({ id: `j${i}` })))
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as ValidationError).message).toContain(
+        "jobs must have at most 3 entries, got 4 (this server's maxBatch",
+      );
+      expect(await q.stats()).toMatchObject({ ready: 0, published: 0 });
+      // Within it, all of one batch as ever.
+      await q.publishBatch([...Array(3)].map((_, i) => ({ id: `j${i}` })));
+      expect((await q.inspect()).ready).toEqual(['j0', 'j1', 'j2']);
+    });
+  }
+});
+
 describe('the stream client sends nothing before it knows the server’s limits', () => {
   it('splits the first tick’s operations by the server’s maxBatch, not its own default', async () => {
     server = await startTestServer({ limits: { maxBatch: 10 } });

@@ -111,12 +111,18 @@ describe('batches', () => {
       jobs: [{ id: '4' }, { id: '5' }, { id: '6' }, { id: '7' }],
     });
     expect(four.status).toBe(400);
-    expect(four.body.error.message).toBe('body.jobs must NOT have more than 3 items');
-    expect((await api('POST', '/v1/queues/b/receive', { max: 4 })).status).toBe(400);
+    expect(four.body.error.message).toBe(
+      "body.jobs must NOT have more than 3 items (this server's maxBatch)",
+    );
+    const receive = await api('POST', '/v1/queues/b/receive', { max: 4 });
+    expect(receive.status).toBe(400);
+    expect(receive.body.error.message).toBe("body.max must be <= 3 (this server's maxBatch)");
     const reserve = await api('POST', '/v1/queues/b/operations', {
       operations: [{ type: 'reserve', max: 4 }],
     });
-    expect(reserve.body.results[0].error.message).toBe('max must be at most 3, got 4');
+    expect(reserve.body.results[0].error.message).toBe(
+      "max must be at most 3, got 4 (this server's maxBatch)",
+    );
     expect((await (await server.broker.queue('b')).inspect()).ready).toEqual(['1', '2', '3']);
   });
 });
@@ -134,7 +140,11 @@ describe("maxVisibilityMs and a queue's own lease", () => {
         message:
           "visibility: a queue created without one gets the default of 30000 ms, above this server's maxVisibilityMs of 1000; give the queue a visibility of at most 1000",
       });
-      expect((await at('PUT', '/v1/queues/plain', { visibility: 5000 })).status).toBe(400);
+      const longer = await at('PUT', '/v1/queues/plain', { visibility: 5000 });
+      expect(longer.status).toBe(400);
+      expect(longer.body.error.message).toBe(
+        "body.visibility must be <= 1000 (this server's maxVisibilityMs)",
+      );
       expect((await short.broker.listQueues()).map((info) => info.name)).toEqual([]);
       expect((await at('PUT', '/v1/queues/plain', { visibility: 1000 })).status).toBe(201);
 

@@ -184,7 +184,7 @@ export class StreamConnection {
       const queue = await services.queues.existing(frame.queue);
       if (frame.operations.length > services.limits.maxBatch) {
         throw new ValidationError(
-          `operations must have at most ${services.limits.maxBatch} entries, got ${frame.operations.length}`,
+          `operations must have at most ${services.limits.maxBatch} entries, got ${frame.operations.length} (this server's maxBatch)`,
         );
       }
       const results = await runOperations(
@@ -307,7 +307,7 @@ export class StreamConnection {
       this.checkPrefetch(frame.prefetch);
       if (frame.visibility !== undefined && frame.visibility > limits.maxVisibilityMs) {
         throw new ValidationError(
-          `visibility must be at most ${limits.maxVisibilityMs} ms, got ${frame.visibility}`,
+          `visibility must be at most ${limits.maxVisibilityMs} ms, got ${frame.visibility} (this server's maxVisibilityMs)`,
         );
       }
       // Before the lookup: a key that may not consume here learns nothing of the queue.
@@ -398,7 +398,9 @@ export class StreamConnection {
   private checkPrefetch(prefetch: number): void {
     const { maxPrefetch } = this.context.services.limits;
     if (prefetch > maxPrefetch) {
-      throw new ValidationError(`prefetch must be at most ${maxPrefetch}, got ${prefetch}`);
+      throw new ValidationError(
+        `prefetch must be at most ${maxPrefetch}, got ${prefetch} (this server's maxPrefetch)`,
+      );
     }
   }
 
