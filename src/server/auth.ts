@@ -116,6 +116,19 @@ export function authorize(principal: Principal, action: Action, queue: string): 
 }
 
 /**
+ * A queue's dead jobs are published to its dead-letter queue (R26): naming one takes the right
+ * to publish there, or a key could send any payload to a queue closed to it by way of a nack.
+ */
+export function authorizeDeadLetterQueue(principal: Principal, target: string): void {
+  if (!principal.can('publish', target)) {
+    throw new ServerError(
+      'FORBIDDEN',
+      `this key may not publish on queue ${target}, so it may not make it a dead-letter queue (dead jobs are published there)`,
+    );
+  }
+}
+
+/**
  * Refuses a key with no right at all on `queue`. Checked before the queue is looked up, so that
  * such a key learns nothing of whether it exists (FORBIDDEN either way, never NOT_FOUND).
  */

@@ -67,6 +67,54 @@ describe('R21 dead-letter queues over HTTP and the remote client', () => {
     );
   });
 
+  it('R21 a key names as dead-letter queue only a queue it may publish to: else 403, nothing changed', async () => {
+    const admin = { apiKey: 'admin-key-0123456789' };
+    const owner = { apiKey: ADMIN_OF_DLQ };
+    expect(
+      (await call(server.baseUrl, 'PUT', '/v1/queues/payroll', { ...admin, body: {} })).status,
+    ).toBe(201);
+    // Otherwise a key could send any payload to payroll: publish, receive, nack without requeue.
+    const create = await call(server.baseUrl, 'PUT', '/v1/queues/orders-dlq', {
+      ...owner,
+      body: { deadLetterQueue: 'payroll' },
+    });
+    expect(create.status).toBe(403);
+    expect(create.body.error).toEqual({
+      code: 'FORBIDDEN',
+      message:
+        'this key may not publish on queue payroll, so it may not make it a dead-letter queue (dead jobs are published there)',
+    });
+    expect((await server.broker.listQueues()).map((info) => info.name)).toEqual(['payroll']);
+    const plain = await call(server.baseUrl, 'PUT', '/v1/queues/orders-dlq', {
+      ...owner,
+      body: {},
+    });
+    expect(plain.status).toBe(201);
+    const update = await call(server.baseUrl, 'PATCH', '/v1/queues/orders-dlq', {
+      ...owner,
+      body: { deadLetterQueue: 'payroll' },
+    });
+    expect(update.status).toBe(403);
+    expect(update.body.error.code).toBe('FORBIDDEN');
+    const options = await (await server.broker.queue('orders-dlq')).options();
+    expect(options.deadLetterQueue).toBeUndefined();
+    // Removing one, or naming one as a key that may publish there, is as before.
+    expect(
+      (
+        await call(server.baseUrl, 'PATCH', '/v1/queues/orders-dlq', {
+          ...owner,
+          body: { deadLetterQueue: null },
+        })
+      ).status,
+    ).toBe(200);
+    const byAdmin = await call(server.baseUrl, 'PATCH', '/v1/queues/orders-dlq', {
+      ...admin,
+      body: { deadLetterQueue: 'payroll' },
+    });
+    expect(byAdmin.status).toBe(200);
+    expect(byAdmin.body.options.deadLetterQueue).toBe('payroll');
+  });
+
   it('R21 a rejected job reaches the dead-letter queue with its origin; moveJobs sends it back', async () => {
     const dlq = await client.queue('orders-dlq');
     const orders = await client.queue('orders', { deadLetterQueue: 'orders-dlq' });

@@ -4,6 +4,7 @@ import {
   ListQueuesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
+  SetQueueAttributesCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +12,7 @@ import { failure, type SqsTestServer, startSqsServer } from './helpers.js';
 
 const ADMIN = { id: 'admin', secret: 'admin-secret-0123456789' };
 const PRODUCER = { id: 'producer', secret: 'producer-secret-0123456' };
+const OWNER = { id: 'owner', secret: 'owner-secret-0123456789' };
 let server: SqsTestServer;
 let admin: SQSClient;
 let producer: SQSClient;
@@ -23,6 +25,11 @@ beforeAll(async () => {
         name: PRODUCER.id,
         key: PRODUCER.secret,
         allow: [{ queues: 'orders-*', actions: ['publish'] }],
+      },
+      {
+        name: OWNER.id,
+        key: OWNER.secret,
+        allow: [{ queues: 'own-*', actions: ['admin'] }],
       },
       {
         name: 'digest',
@@ -126,6 +133,28 @@ describe('SigV4 with keys configured', () => {
       'signed',
       'via origin',
     ]);
+  });
+
+  it('takes a RedrivePolicy only to a queue the key may send to (else AccessDenied, nothing changed)', async () => {
+    const owner = server.clientWith(OWNER.id, OWNER.secret);
+    const RedrivePolicy = JSON.stringify({
+      deadLetterTargetArn: 'arn:aws:sqs:us-east-1:000000000000:other-1',
+      maxReceiveCount: 1,
+    });
+    const create = await failure(
+      owner.send(new CreateQueueCommand({ QueueName: 'own-1', Attributes: { RedrivePolicy } })),
+    );
+    expect(create).toMatchObject({ name: 'AccessDenied', status: 403 });
+    expect(create.message).toContain('may not publish on it');
+    expect((await server.broker.listQueues()).map((info) => info.name)).not.toContain('own-1');
+    await owner.send(new CreateQueueCommand({ QueueName: 'own-1' }));
+    const set = await failure(
+      owner.send(
+        new SetQueueAttributesCommand({ QueueUrl: urlOf('own-1'), Attributes: { RedrivePolicy } }),
+      ),
+    );
+    expect(set).toMatchObject({ name: 'AccessDenied', status: 403 });
+    expect((await (await server.broker.queue('own-1')).options()).deadLetterQueue).toBeUndefined();
   });
 
   it('hashes the body as received: a stated X-Amz-Content-Sha256 cannot carry another body', async () => {

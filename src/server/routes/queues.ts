@@ -1,5 +1,6 @@
 import type { QueueOptions, ResolvedQueueOptions } from '../../core/index.js';
 import { boundsFromWire, boundsToWire } from '../../wire/index.js';
+import { authorizeDeadLetterQueue } from '../auth.js';
 import { defaultVisibilityProblem } from '../limits.js';
 import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
 import { arrayOf, object, queueName, queueParams } from '../schemas.js';
@@ -50,8 +51,11 @@ export function queueRoutes(services: Services): RouteSpec[] {
         ['name', 'options', 'created'],
       ),
       statuses: [201, 200],
-      async handle({ params, body, reply }) {
+      async handle({ params, body, reply, principal }) {
         const options = boundsFromWire(body);
+        if (typeof options.deadLetterQueue === 'string') {
+          authorizeDeadLetterQueue(principal, options.deadLetterQueue);
+        }
         // An existing queue keeps the lease it has; only a new one would take the default (so
         // the storage is asked only where that default is above the limit).
         const tooLong =
@@ -84,8 +88,12 @@ export function queueRoutes(services: Services): RouteSpec[] {
       params: queueParams,
       body: schemas.queueOptionsIn,
       response: queueView,
-      async handle({ params, body }) {
-        return view(params.name, await broker.updateQueue(params.name, boundsFromWire(body)));
+      async handle({ params, body, principal }) {
+        const options = boundsFromWire(body);
+        if (typeof options.deadLetterQueue === 'string') {
+          authorizeDeadLetterQueue(principal, options.deadLetterQueue);
+        }
+        return view(params.name, await broker.updateQueue(params.name, options));
       },
     }),
     route({

@@ -59,7 +59,7 @@ async function createQueue(call: SqsCall, sqs: SqsServices) {
     await checkSameAttributes(sqs, name, given, change.stored);
     return { QueueUrl: url };
   }
-  await checkRedriveTarget(sqs, change, fifo);
+  await checkRedriveTarget(call, sqs, change, fifo);
   const options: QueueOptions = {
     ...SQS_QUEUE_OPTIONS,
     ...change.options,
@@ -209,7 +209,7 @@ async function setQueueAttributes(call: SqsCall, sqs: SqsServices) {
   const given = stringMap(call.input, 'Attributes');
   const fifo = isFifo(await sqs.catalog.get(queue.name));
   const change = parseQueueAttributes(given, fifo, sqs.services.limits);
-  await checkRedriveTarget(sqs, change, fifo);
+  await checkRedriveTarget(call, sqs, change, fifo);
   if (Object.keys(change.options).length > 0) {
     try {
       await sqs.services.broker.updateQueue(queue.name, change.options);
@@ -300,12 +300,15 @@ async function purgeQueue(call: SqsCall, sqs: SqsServices) {
  * dead-letter queue is FIFO, a standard queue's standard (SQS checks the same).
  */
 async function checkRedriveTarget(
+  call: SqsCall,
   sqs: SqsServices,
   change: AttributeChange,
   fifo: boolean,
 ): Promise<void> {
   const target = change.redriveTarget;
   if (target === undefined || target === null) return;
+  // Dead messages are sent to the target: a key that may not send there may not aim them there.
+  authorizeQueue(call, target, 'publish');
   if (!(await sqs.services.broker.listQueues()).some((info) => info.name === target)) {
     throw invalidParameter(
       'RedrivePolicy',
