@@ -64,6 +64,25 @@ describe('payload and body size', () => {
     expect((await (await server.broker.queue('ops')).inspect()).ready).toEqual(['small']);
   });
 
+  it('refuses a schedule whose payload is over maxPayloadBytes: each occurrence would publish it', async () => {
+    await api('PUT', '/v1/queues/timed', {});
+    const over = await api('PUT', '/v1/queues/timed/schedules/big', {
+      every: 1000,
+      payload: 'a'.repeat(1023),
+    });
+    expect(over.status).toBe(413);
+    expect(over.body.error).toEqual({
+      code: 'PAYLOAD_TOO_LARGE',
+      message: 'payload is 1025 bytes of JSON; the limit is 1024',
+    });
+    expect(await (await server.broker.queue('timed')).schedules()).toEqual([]);
+    const at = await api('PUT', '/v1/queues/timed/schedules/big', {
+      every: 1000,
+      payload: 'a'.repeat(1022),
+    });
+    expect(at.status).toBe(200);
+  });
+
   it('counts payload bytes in UTF-8', async () => {
     const euro = '€'.repeat(341); // 3 bytes each: 1023 + 2 quotes = 1025
     expect((await api('POST', '/v1/queues/q/jobs', { id: 'euro', payload: euro })).status).toBe(

@@ -1,5 +1,6 @@
 import type { ScheduleWhen } from '../../broker/index.js';
 import { ValidationError } from '../../core/index.js';
+import { checkPayloadSize } from '../limits.js';
 import { type RouteSpec, route, type Services } from '../route.js';
 import { anyJson, arrayOf, type JsonSchema, object, queueName, text } from '../schemas.js';
 
@@ -31,7 +32,7 @@ interface ScheduleBody {
 
 /** Periodic jobs (R25): set, list and remove a queue's schedules. All need `admin`. */
 export function scheduleRoutes(services: Services): RouteSpec[] {
-  const { queues } = services;
+  const { queues, limits } = services;
   return [
     route<ScheduleBody, { name: string; schedule: string }>({
       method: 'PUT',
@@ -49,6 +50,8 @@ export function scheduleRoutes(services: Services): RouteSpec[] {
       }),
       response: scheduleView,
       async handle({ params, body, log }) {
+        // Every occurrence publishes this payload: held to the limit a publish is.
+        checkPayloadSize(body.payload, limits.maxPayloadBytes, 'payload');
         const queue = await queues.existing(params.name);
         const { cron, every, ...options } = body;
         if ((cron === undefined) === (every === undefined)) {
