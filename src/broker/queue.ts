@@ -51,6 +51,8 @@ export interface QueueLimits {
   maxDelayMs: number;
   /** Longest lease a receive or extend may ask for. */
   maxVisibilityMs: number;
+  /** Most entries one call may carry: jobs of a publishBatch, ids of a redrive, receipts of an ack. */
+  maxBatch: number;
 }
 
 /**

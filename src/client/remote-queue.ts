@@ -97,10 +97,10 @@ export class RemoteQueue implements Queue {
     return boundsFromWire(view.options);
   }
 
-  /** The server's longest delay and lease (`GET /v1/limits`); a longer one it refuses. */
+  /** The server's longest delay and lease, and largest batch (`GET /v1/limits`): it refuses more. */
   async limits(): Promise<QueueLimits> {
-    const { maxDelayMs, maxVisibilityMs } = await this.serverLimits.read();
-    return { maxDelayMs, maxVisibilityMs };
+    const { maxDelayMs, maxVisibilityMs, maxBatch } = await this.serverLimits.read();
+    return { maxDelayMs, maxVisibilityMs, maxBatch };
   }
 
   async receive(options: ReceiveOptions = {}): Promise<Delivery[]> {

@@ -802,3 +802,38 @@ describe('the progress bar', () => {
     expect(render('x', 7, undefined, '7 jobs')).toBe('x 7 jobs');
   });
 });
+
+describe("batches of the server's maxBatch", () => {
+  it('publish --file and dead redrive send batches the server takes, by default', async () => {
+    const small = await startTestServer({ limits: { maxBatch: 3 } });
+    try {
+      const at = { LEASEQ_SERVER: small.baseUrl };
+      const queue = await small.broker.queue('small');
+      const lines = [...Array(7)].map((_, i) => JSON.stringify({ id: `b${i}` })).join('\n');
+      const published = await leaseq(['publish', 'small', '--file', '-'], {
+        env: at,
+        stdin: lines,
+      });
+      expect(published).toMatchObject({
+        code: 0,
+        stdout: 'published 7 jobs (0 duplicates) to small\n',
+      });
+      for (const delivery of await queue.receive({ max: 7 })) {
+        await queue.nack(delivery.token, { requeue: false });
+      }
+      expect((await queue.stats()).dead).toBe(7);
+      const redriven = await leaseq(['dead', 'redrive', 'small'], { env: at });
+      expect(redriven).toMatchObject({ code: 0, stdout: 'redriven 7 jobs\n' });
+      expect((await queue.stats()).ready).toBe(7);
+      // A size above the server's is refused by it, naming the setting.
+      const over = await leaseq(['publish', 'small', '--file', '-', '--batch-size', '4'], {
+        env: at,
+        stdin: lines,
+      });
+      expect(over.code).not.toBe(0);
+      expect(over.stderr).toContain("this server's maxBatch");
+    } finally {
+      await small.close();
+    }
+  });
+});

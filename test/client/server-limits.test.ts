@@ -195,7 +195,11 @@ describe("a worker over a server keeps to the server's longest delay and lease",
       server = await startTestServer({ limits });
       client = await openRemote(server.baseUrl, { transport });
       const q = await client.queue('bounds');
-      expect(await q.limits()).toEqual({ maxDelayMs: MINUTE, maxVisibilityMs: MINUTE });
+      expect(await q.limits()).toEqual({
+        maxDelayMs: MINUTE,
+        maxVisibilityMs: MINUTE,
+        maxBatch: 100,
+      });
     });
   }
 
@@ -290,6 +294,7 @@ describe('a remote queue asks the server for its limits', () => {
     expect(await queue.limits()).toEqual({
       maxDelayMs: Number.POSITIVE_INFINITY,
       maxVisibilityMs: Number.POSITIVE_INFINITY,
+      maxBatch: 100,
     });
   });
 
@@ -301,9 +306,17 @@ describe('a remote queue asks the server for its limits', () => {
       return { maxBatch: 100, maxDelayMs: 5000, maxVisibilityMs: 7000 };
     });
     await expect(queue.limits()).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
-    expect(await queue.limits()).toEqual({ maxDelayMs: 5000, maxVisibilityMs: 7000 });
+    expect(await queue.limits()).toEqual({
+      maxDelayMs: 5000,
+      maxVisibilityMs: 7000,
+      maxBatch: 100,
+    });
     // Known once, for every queue and the HTTP channel of the client.
-    expect(await queue.limits()).toEqual({ maxDelayMs: 5000, maxVisibilityMs: 7000 });
+    expect(await queue.limits()).toEqual({
+      maxDelayMs: 5000,
+      maxVisibilityMs: 7000,
+      maxBatch: 100,
+    });
     expect(asked).toBe(2);
   });
 });

@@ -65,7 +65,7 @@ export const deadRedrive: Command = {
     'progress bar on a terminal. Each job goes to the back of ready with deliveryCount 0.',
     'Named ids that are absent or not dead are left as they are (exit code 3). Stopped by',
     'SIGINT or SIGTERM, it finishes the batch in hand, says how many it did not try (exit 1).',
-    '--batch-size N   ids per request without named ids (default 100)',
+    "--batch-size N   ids per request without named ids (default: the server's maxBatch)",
     '--progress       draw the progress bar even when stderr is not a terminal',
     'Needs an admin key.',
   ],
@@ -73,9 +73,10 @@ export const deadRedrive: Command = {
   remote: true,
   async run({ values, positionals: given, context }) {
     const [name, ...named] = positionals(given, ['queue'], { rest: true }) as [string, ...string[]];
-    const batchSize = integerFlag(values, 'batch-size', 1) ?? 100;
+    const sizeGiven = integerFlag(values, 'batch-size', 1);
     const { redriven, notDead, unvisited } = await withClient(values, context, async (client) => {
       const queue = client.handle(name);
+      const batchSize = sizeGiven ?? (await queue.limits()).maxBatch;
       // Named ids go one per request, so that those that were not dead can be told apart.
       const ids =
         named.length > 0 ? [...new Set(named)] : (await queue.deadLetters()).map((dead) => dead.id);

@@ -31,7 +31,7 @@ export const publish: Command = {
     '--file FILE    JSON lines, one job a line: {"id"?: …, "payload"?: …, "delay"?: …,',
     '               "priority"?: …, "group"?: …, "expiresAt"?: …};',
     '               - (or no payloads with stdin not a terminal) reads standard input',
-    '--batch-size N jobs per request (default 100, the server limit); each batch is all or nothing',
+    "--batch-size N jobs per request (default: the server's maxBatch); each batch is all or nothing",
     '--progress     draw a progress bar on stderr even when it is not a terminal',
     'The job flags go with payload arguments, --batch-size with lines: mixed, exit code 2.',
   ],
@@ -109,7 +109,7 @@ async function publishLines(
   values: Values,
   context: CliContext,
 ): Promise<number> {
-  const batchSize = integerFlag(values, 'batch-size', 1) ?? 100;
+  const batchSize = integerFlag(values, 'batch-size', 1) ?? (await queue.limits()).maxBatch;
   const total = file === '-' ? undefined : (await stat(file)).size;
   const bar = new ProgressBar(
     context.stderr,
