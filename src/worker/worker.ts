@@ -300,6 +300,7 @@ export class Worker<P = unknown> {
     const receivedAt = this.options.clock.now();
     this.counters.received += deliveries.length;
     let started = 0;
+    const unrun: HeldRun[] = [];
     for (const delivery of deliveries) {
       const run = atMostOnce
         ? new AutoAckRun(delivery, receivedAt, deps)
@@ -308,12 +309,14 @@ export class Worker<P = unknown> {
       // Reserved while closing: give it back unrun. A job received at most once cannot go
       // back, so it runs within the grace period.
       if (this.stopping.signal.aborted && !atMostOnce) {
-        void run.release();
+        unrun.push(run);
       } else {
         run.start();
         started += 1;
       }
     }
+    // The last first, as at close: they go back in the order they were reserved.
+    for (const run of unrun.reverse()) void run.release();
     return started;
   }
 
@@ -412,7 +415,10 @@ export class Worker<P = unknown> {
     await Promise.allSettled([...this.fetches]);
     await this.graceUntilDone();
     const giveBack = (async () => {
-      await Promise.all([...this.inHand].map((run) => run.release()));
+      // Each release puts its job at the front of ready: the last reserved first, so that the
+      // jobs go back in the order they were reserved, as leases that end together do (R12).
+      const newestFirst = [...this.inHand].sort((a, b) => b.token - a.token);
+      await Promise.all(newestFirst.map((run) => run.release()));
       await this.session?.close();
     })();
     await this.atMost(giveBack, GIVE_BACK_WAIT_MS);

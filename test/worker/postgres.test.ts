@@ -71,6 +71,32 @@ describe.skipIf(!reachable)(
       await broker.close();
     });
 
+    it('jobs released at close go back in the order they were reserved (R12), ahead of the ready', async () => {
+      const broker = await open(postgresUrl());
+      const name = queueName('worker-pg-close');
+      const queue = await broker.queue(name, { visibility: 10_000 });
+      await queue.publishBatch(['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((id) => ({ id })));
+      let started = 0;
+      let allStarted!: () => void;
+      const running = new Promise<void>((resolve) => {
+        allStarted = resolve;
+      });
+      const worker = await work(
+        queue,
+        async (_job, { signal }) => {
+          started += 1;
+          if (started === 5) allStarted();
+          await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        },
+        { concurrency: 5, logger: silentLogger },
+      );
+      await running;
+      await worker.close({ timeout: 0 });
+      expect((await queue.inspect()).ready).toEqual(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
+      await broker.deleteQueue(name);
+      await broker.close();
+    });
+
     it('the transactional inbox runs an effect once, in the transaction of its claim', async () => {
       const broker = await open(postgresUrl());
       const inbox = new TransactionalInbox(broker);

@@ -86,6 +86,19 @@ describeEngines(engines, 'shutdown', (open) => {
     expect(consumer.worker.metrics().outcomes.released).toBe(1);
   });
 
+  it('jobs released at close go back to the front of ready in the order they were reserved (R12)', async () => {
+    const h = await open();
+    const { consumer } = await busy(h, ['h1', 'h2', 'h3']);
+    await h.queue.publish({ id: 'h4' });
+    await consumer.worker.close({ timeout: 0 });
+    expect(consumer.outcomes.map((record) => record.outcome)).toEqual([
+      'released',
+      'released',
+      'released',
+    ]);
+    expect((await h.queue.inspect()).ready).toEqual(['h1', 'h2', 'h3', 'h4']);
+  });
+
   it('leases are still renewed while jobs finish during a grace period longer than the lease', async () => {
     const h = await open();
     const { consumer, gate } = await busy(h, ['a']);
@@ -212,6 +225,29 @@ describeEngines(engines, 'shutdown, jobs reserved as it begins', (open) => {
       { op: 'nack', token: 1, fate: 'sent', result: true },
     ]);
     expect(await h.queue.job('a')).toMatchObject({ state: 'ready', deliveryCount: 0, history: [] });
+  });
+
+  it('R33 jobs reserved while the worker closes go back in the order they were reserved (R12)', async () => {
+    const h = await open();
+    const consumer = h.process(async () => {}, { concurrency: 3 });
+    const faults = consumer.faults;
+    const receive = faults.receive.bind(faults);
+    let closing: Promise<void> | undefined;
+    faults.receive = async (options) => {
+      const deliveries = await receive(options);
+      if (deliveries.length > 0) closing ??= consumer.worker.close();
+      return deliveries;
+    };
+    await h.queue.publishBatch(['a', 'b', 'c', 'd'].map((id) => ({ id })));
+    await consumer.worker.start();
+    await h.flush();
+    await closing;
+    expect(consumer.outcomes.map((record) => record.outcome)).toEqual([
+      'released',
+      'released',
+      'released',
+    ]);
+    expect((await h.queue.inspect()).ready).toEqual(['a', 'b', 'c', 'd']);
   });
 
   it('close() waits at most GIVE_BACK_WAIT_MS for give-backs that get no answer; their jobs go back at their lease end', async () => {
