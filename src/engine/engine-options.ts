@@ -61,3 +61,21 @@ export function checkEngineOptions(options: EngineOptions): void {
   }
   checkClockMode(clockMode);
 }
+
+/** Options only a SQLite file reads (see EngineOptions). */
+const SQLITE_ONLY = ['durability', 'busyTimeoutMs', 'syncOnThreadPool'] as const;
+
+/**
+ * Refuses an option of another engine: `durability: 'fsync'` asked of `memory:` would promise
+ * a durability nothing gives, and PostgreSQL's is the server's own (`synchronous_commit`).
+ */
+export function checkOptionsOfEngine(url: string, options: EngineOptions): void {
+  if (url.startsWith('sqlite:')) return;
+  const engine = url === 'memory:' ? 'memory:' : 'PostgreSQL';
+  const given = SQLITE_ONLY.filter((name) => options[name] !== undefined);
+  if (given.length > 0) {
+    throw new ValidationError(
+      given.map((name) => `option ${name} applies to SQLite storage (sqlite:…), not to ${engine}`),
+    );
+  }
+}

@@ -1,6 +1,11 @@
 import { UnsupportedError, ValidationError } from '../core/index.js';
 import type { Engine } from './engine.js';
-import { checkEngineOptions, type EngineOptions, redactUrl } from './engine-options.js';
+import {
+  checkEngineOptions,
+  checkOptionsOfEngine,
+  type EngineOptions,
+  redactUrl,
+} from './engine-options.js';
 import { MemoryEngine } from './memory/memory-engine.js';
 
 /** Where the embedded default keeps its data. */
@@ -19,6 +24,7 @@ export async function openEngine(
     throw new ValidationError(problem ?? `${redactUrl(url)} is a server: open it with open(url)`);
   }
   checkEngineOptions(options);
+  checkOptionsOfEngine(url, options);
   if (url === 'memory:') return new MemoryEngine();
   if (url.startsWith('sqlite:')) {
     const { openSqliteEngine } = await loadDriver(

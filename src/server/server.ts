@@ -64,9 +64,10 @@ export async function startServer(
   const broker =
     options.broker ??
     (await open(config.storage, {
-      durability: config.durability,
       // The loop serves every connection: a sync must not stop it (see EngineOptions).
-      syncOnThreadPool: true,
+      ...(config.storage.startsWith('sqlite:')
+        ? { durability: config.durability, syncOnThreadPool: true }
+        : {}),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
     }));
   let app: FastifyInstance;

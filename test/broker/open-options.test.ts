@@ -66,6 +66,24 @@ describe('open(url, options): every option is one open reads for that URL', () =
     await refusal('memory:', [] as never);
   });
 
+  it('a SQLite option is refused for memory: and PostgreSQL, before anything is opened', async () => {
+    expect((await refusal('memory:', { durability: 'fsync' })).issues).toEqual([
+      'option durability applies to SQLite storage (sqlite:…), not to memory:',
+    ]);
+    expect((await refusal('memory:', { busyTimeoutMs: 5, syncOnThreadPool: true })).issues).toEqual(
+      [
+        'option busyTimeoutMs applies to SQLite storage (sqlite:…), not to memory:',
+        'option syncOnThreadPool applies to SQLite storage (sqlite:…), not to memory:',
+      ],
+    );
+    // Refused before a connection is tried: no server listens on port 1.
+    expect(
+      (await refusal('postgres://nobody@127.0.0.1:1/none', { durability: 'os' })).issues,
+    ).toEqual(['option durability applies to SQLite storage (sqlite:…), not to PostgreSQL']);
+    // Not given (undefined) is not refused, and clockMode is every engine's.
+    await (await open('memory:', { durability: undefined, clockMode: 'strict' })).close();
+  });
+
   it('a bad value of a server option is refused at open, not taken to fail every call later', async () => {
     const url = 'http://127.0.0.1:7700';
     expect(
