@@ -2,7 +2,7 @@
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, ConsoleMessage, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
 import { artifactPath, DOC_IMAGES, launchChromium, skipBrowser } from './browser.js';
@@ -227,6 +227,44 @@ describe.skipIf(skipBrowser)(
       await api('DELETE', '/v1/queues/dots');
     });
 
+    it('a queue page reads only the first 20 ready and delayed jobs, and counts the rest from the stats', async () => {
+      await api('PUT', '/v1/queues/backlog', {});
+      const ids = (prefix: string, count: number) =>
+        Array.from({ length: count }, (_, n) => `${prefix}-${String(n).padStart(2, '0')}`);
+      await api('POST', '/v1/queues/backlog/jobs/batch', {
+        jobs: ids('r', 25).map((id) => ({ id })),
+      });
+      await api('POST', '/v1/queues/backlog/jobs/batch', {
+        jobs: ids('d', 22).map((id, n) => ({ id, delay: 3_600_000 + n })),
+      });
+      const { page } = admin;
+      const reads: string[] = [];
+      const listen = (request: { url(): string }) => {
+        const url = new URL(request.url());
+        if (url.pathname === '/v1/queues/backlog/inspect') reads.push(url.search);
+      };
+      page.on('request', listen);
+      await page.evaluate(() => {
+        window.location.hash = '#/queues/backlog';
+      });
+      const ready = page.locator('section[aria-labelledby="ready-title"]');
+      const delayed = page.locator('section[aria-labelledby="delayed-title"]');
+      await delayed.getByRole('link', { name: 'd-00', exact: true }).waitFor();
+      // Never the whole state: a queue of 200,000 jobs would be megabytes at every poll.
+      expect(reads.length).toBeGreaterThan(0);
+      expect(reads.filter((search) => search !== '?limit=20')).toEqual([]);
+      await ready.getByText('and 5 more').waitFor({ timeout: 10_000 });
+      await delayed.getByText('and 2 more').waitFor({ timeout: 10_000 });
+      await expect(ready.getByRole('listitem').allTextContents()).resolves.toEqual(ids('r', 20));
+      await expect(delayed.getByRole('link').allTextContents()).resolves.toEqual(ids('d', 20));
+      page.off('request', listen);
+      await page.evaluate(() => {
+        window.location.hash = '#/queues/orders';
+      });
+      await page.getByRole('heading', { name: /Queue\s+orders/ }).waitFor();
+      await api('DELETE', '/v1/queues/backlog');
+    });
+
     it('dead letters filter by reason, and a dead job’s page shows its attempt timeline', async () => {
       const { page } = admin;
       await page.getByRole('link', { name: /^Dead letters/ }).click();
@@ -310,6 +348,44 @@ describe.skipIf(skipBrowser)(
       await api('DELETE', '/v1/queues/floods');
     });
 
+    it('refuses a key no header can carry at sign-in, and forgets one kept in the tab', async () => {
+      const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
+      const page = await context.newPage();
+      const onConsole = (message: ConsoleMessage) => {
+        if (message.type() === 'error') problems.push(message.text());
+      };
+      page.on('console', onConsole);
+      page.on('pageerror', (error) => problems.push(error.message));
+      const kept = () => page.evaluate(() => sessionStorage.getItem('leaseq.apiKey'));
+      await page.goto(`${server.url}/`);
+      await page.getByLabel('API key').fill('clé-🔑');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await expect(page.getByRole('alert').textContent()).resolves.toBe(
+        'That is not an API key: an API key is ASCII text (letters, digits and punctuation) without spaces or accents.',
+      );
+      await expect(kept()).resolves.toBeNull();
+      // One kept by an earlier version of the page (or typed in by hand): dropped at load.
+      await page.evaluate(() => sessionStorage.setItem('leaseq.apiKey', 'clé-🔑'));
+      await page.reload();
+      await page
+        .getByText('The API key kept in this tab cannot be sent, so it was forgotten')
+        .waitFor({ timeout: 10_000 });
+      await expect(kept()).resolves.toBeNull();
+      await page.getByLabel('API key').fill(ADMIN);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Queues' }).waitFor();
+      // A server that does not answer (its failed loads logged, as expected here): the key can
+      // still be given up for another.
+      page.off('console', onConsole);
+      await page.route('**/v1/me', (route) => route.abort());
+      await page.reload();
+      await page.getByText('The server did not answer').waitFor();
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByLabel('API key').waitFor();
+      await expect(kept()).resolves.toBeNull();
+      await context.close();
+    });
+
     it('a viewer key sees the figures but no admin action, and the server refuses one anyway', async () => {
       const { context, page } = await openAs(VIEWER);
       await page.getByRole('link', { name: 'orders', exact: true }).click();
@@ -360,7 +436,7 @@ describe.skipIf(skipBrowser)(
       expect(unexpected).toEqual([]);
       // The page learns that a key is needed from a 401, and a viewer's 403 is shown as such.
       // A read of a queue the cases deleted may still have been on its way when it went.
-      const deletedQueue = /^\/v1\/queues\/(dots|floods)(\/|$)/;
+      const deletedQueue = /^\/v1\/queues\/(dots|floods|backlog)(\/|$)/;
       const unexplained = refusals.filter(
         ({ status, path }) =>
           status !== 401 && status !== 403 && !(status === 404 && deletedQueue.test(path)),

@@ -1,12 +1,48 @@
-import type { QueueStats } from '../../core/index.js';
-import { ClosedError } from '../../core/index.js';
+import type { InspectView, QueueStats } from '../../core/index.js';
+import { ClosedError, ValidationError } from '../../core/index.js';
 import { inspectToWire } from '../../wire/index.js';
 import type { Principal } from '../auth.js';
-import { type RouteSpec, route, type Services } from '../route.js';
+import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
 import { inspectView, object, queueParams, stats } from '../schemas.js';
 
 const TAG = 'observability';
 const status = object({ status: { type: 'string' } }, ['status']);
+
+/** The most entries of each list `GET …/inspect?limit=` answers. */
+const MAX_INSPECT_LIMIT = 1000;
+
+/** `?limit=`: each list cut to its first `limit` entries, so a poll's answer stays small. */
+const inspectQuery = object({
+  limit: {
+    type: 'string',
+    pattern: '^[0-9]{1,16}$',
+    description: `At most this many entries in each list, 1 to ${MAX_INSPECT_LIMIT} (default all)`,
+  },
+});
+
+function parseInspectLimit(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const limit = Number(raw);
+  if (limit < 1 || limit > MAX_INSPECT_LIMIT) {
+    throw new ValidationError(
+      `limit must be an integer from 1 to ${MAX_INSPECT_LIMIT}, got ${raw}`,
+    );
+  }
+  return limit;
+}
+
+/** The first `limit` entries of each list of `view`. */
+function firstOfEach(view: InspectView, limit: number): InspectView {
+  const { waiting, ...rest } = view;
+  return {
+    ...rest,
+    ready: view.ready.slice(0, limit),
+    delayed: view.delayed.slice(0, limit),
+    active: view.active.slice(0, limit),
+    dead: view.dead.slice(0, limit),
+    ...(waiting === undefined ? {} : { waiting: waiting.slice(0, limit) }),
+  };
+}
 
 /** Stats, inspection, health, readiness, metrics and the OpenAPI document itself. */
 export function observabilityRoutes(services: Services, openApi: () => unknown): RouteSpec[] {
@@ -41,17 +77,23 @@ export function observabilityRoutes(services: Services, openApi: () => unknown):
         return (await queues.existing(params.name)).stats();
       },
     }),
-    route({
+    route<unknown, QueueParams, { limit?: string }>({
       method: 'GET',
       url: '/v1/queues/:name/inspect',
-      summary: 'The whole state of a queue: ready, delayed, active and dead (admin; takes no time)',
+      summary:
+        'The state of a queue: ready, delayed, active and dead, whole or the first `limit` of each (admin; takes no time)',
       tag: TAG,
       access: 'admin',
       params: queueParams,
+      query: inspectQuery,
       response: inspectView,
-      async handle({ params }) {
+      async handle({ params, query }) {
+        const limit = parseInspectLimit(query.limit);
         const queue = await queues.existing(params.name);
-        return inspectToWire(await queue.inspect(), receipts.forQueue(queue.name));
+        const view = await queue.inspect();
+        // Cut before the session handles are signed: only what is sent is worked on.
+        const sent = limit === undefined ? view : firstOfEach(view, limit);
+        return inspectToWire(sent, receipts.forQueue(queue.name));
       },
     }),
     route<unknown, unknown>({

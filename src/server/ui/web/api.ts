@@ -24,14 +24,35 @@ const path = (queue: string) => `/v1/queues/${encodeURIComponent(queue)}`;
 /** How many dead letters the dashboard reads and lists: the oldest, one page of the API's. */
 export const DEAD_LETTERS_SHOWN = 1000;
 
+/** How many ready and delayed jobs a queue's page reads and lists: the first of each. */
+export const WAITING_SHOWN = 20;
+
+/** What an API key is, as the server's configuration takes it: printable ASCII, no spaces. */
+const API_KEY = /^[!-~]+$/;
+
+/** The rule of API_KEY in a person's words. */
+export const API_KEY_RULE =
+  'an API key is ASCII text (letters, digits and punctuation) without spaces or accents';
+
+/**
+ * Whether `key` can be an API key. Any other could not even be sent: a browser refuses a
+ * header with a character outside ISO-8859-1 (fetch throws a TypeError).
+ */
+export const isApiKey = (key: string): boolean => API_KEY.test(key);
+
 /** The public HTTP API, with the API key as a Bearer header. */
 export class Api {
+  /** The server's maxBatch, asked once (GET /v1/limits); a failed ask is asked again. */
+  private maxBatchAsked: Promise<number> | undefined;
+
   constructor(private readonly key: () => string | undefined) {}
 
   me = () => this.get<Me>('/v1/me');
   allStats = () => this.get<AllStats>('/v1/stats');
   queue = (name: string) => this.get<QueueInfo>(path(name));
-  inspect = (name: string) => this.get<InspectView>(`${path(name)}/inspect`);
+  /** The first `limit` entries of each list: the whole state of a long queue is megabytes. */
+  inspect = (name: string, limit: number) =>
+    this.get<InspectView>(`${path(name)}/inspect?limit=${limit}`);
   deliveries = async (name: string) =>
     (await this.get<{ deliveries: LiveDelivery[] }>(`${path(name)}/deliveries`)).deliveries;
   /** The oldest DEAD_LETTERS_SHOWN dead letters: a page, whose `next` says more follow. */
@@ -39,6 +60,18 @@ export class Api {
     this.get<DeadLetterPage>(`${path(name)}/dead-letters?limit=${DEAD_LETTERS_SHOWN}`);
   job = (name: string, id: string) =>
     this.get<JobView>(`${path(name)}/jobs/${encodeURIComponent(id)}`);
+
+  /** The most ids one redrive or purge may name on this server. */
+  maxBatch = (): Promise<number> => {
+    this.maxBatchAsked ??= this.get<{ maxBatch: number }>('/v1/limits').then(
+      (limits) => limits.maxBatch,
+      (error: unknown) => {
+        this.maxBatchAsked = undefined;
+        throw error;
+      },
+    );
+    return this.maxBatchAsked;
+  };
 
   /** Redrives the ids named, or every dead job when `ids` is absent. */
   redrive = async (name: string, ids?: string[]) =>
@@ -57,7 +90,13 @@ export class Api {
   private async request<T>(method: string, url: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json' };
     const key = this.key();
-    if (key !== undefined) headers.authorization = `Bearer ${key}`;
+    if (key !== undefined) {
+      // fetch would throw a TypeError; answered as the server answers a key it does not know.
+      if (!isApiKey(key)) {
+        throw new ApiError(401, 'UNAUTHENTICATED', `the API key cannot be sent: ${API_KEY_RULE}`);
+      }
+      headers.authorization = `Bearer ${key}`;
+    }
     if (body !== undefined) headers['content-type'] = 'application/json';
     const response = await fetch(url, {
       method,

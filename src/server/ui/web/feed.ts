@@ -1,4 +1,4 @@
-import type { Api } from './api.js';
+import { type Api, WAITING_SHOWN } from './api.js';
 import type {
   AllStats,
   DeadLetterPage,
@@ -14,6 +14,7 @@ export interface Reads {
   me: Me;
   stats: AllStats;
   queue: QueueInfo;
+  /** The first WAITING_SHOWN entries of each list; the counts are in the stats. */
   inspect: InspectView;
   deliveries: LiveDelivery[];
   /** The oldest dead letters, a page of DEAD_LETTERS_SHOWN. */
@@ -68,7 +69,7 @@ function reader(api: Api, topic: Topic): () => Promise<unknown> {
     case 'queue':
       return () => api.queue(queue);
     case 'inspect':
-      return () => api.inspect(queue);
+      return () => api.inspect(queue, WAITING_SHOWN);
     case 'deliveries':
       return () => api.deliveries(queue);
     case 'deadLetters':

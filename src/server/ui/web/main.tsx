@@ -2,7 +2,7 @@ import 'uplot/dist/uPlot.min.css';
 import './styles.css';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { Api, ApiError } from './api.js';
+import { API_KEY_RULE, Api, ApiError, isApiKey } from './api.js';
 import { PollingFeed } from './feed.js';
 import { StatsHistory } from './history.js';
 import { keyStore } from './key-store.js';
@@ -88,6 +88,16 @@ function LoginForm(props: { problem?: string; onKey(key: string): void }) {
 function App() {
   const [start, setStart] = useState<Start>({ step: 'checking' });
   const begin = () => {
+    // A key no request can carry would fail every call, reloads included: it goes at once.
+    const stored = keyStore.get();
+    if (stored !== undefined && !isApiKey(stored)) {
+      keyStore.clear();
+      setStart({
+        step: 'login',
+        problem: `The API key kept in this tab cannot be sent, so it was forgotten: ${API_KEY_RULE}.`,
+      });
+      return;
+    }
     openSession(() => setStart({ step: 'login' }))
       .then((session) => setStart({ step: 'ready', session }))
       .catch((error: unknown) => {
@@ -110,9 +120,22 @@ function App() {
           <p class="notice error" role="alert">
             The server did not answer: {start.problem}
           </p>
-          <button type="button" onClick={begin}>
-            Try again
-          </button>
+          <div class="toolbar-actions">
+            <button type="button" onClick={begin}>
+              Try again
+            </button>
+            {keyStore.get() === undefined ? null : (
+              <button
+                type="button"
+                onClick={() => {
+                  keyStore.clear();
+                  setStart({ step: 'login' });
+                }}
+              >
+                Sign out
+              </button>
+            )}
+          </div>
         </main>
       );
     case 'login':
@@ -120,6 +143,11 @@ function App() {
         <LoginForm
           {...(start.problem === undefined ? {} : { problem: start.problem })}
           onKey={(key) => {
+            // Refused here, unstored: the browser could not send it, nor the server take it.
+            if (!isApiKey(key)) {
+              setStart({ step: 'login', problem: `That is not an API key: ${API_KEY_RULE}.` });
+              return;
+            }
             keyStore.set(key);
             setStart({ step: 'checking' });
             begin();

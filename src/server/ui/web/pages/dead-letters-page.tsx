@@ -9,9 +9,6 @@ import { QueueTabs } from './queue-tabs.js';
 
 type Verb = 'Redrive' | 'Purge';
 
-/** The API takes at most maxBatch ids at once (100 by default). */
-const IDS_PER_CALL = 100;
-
 const jobs = (count: number) => `${formatCount(count)} ${count === 1 ? 'job' : 'jobs'}`;
 
 function useActions(queue: string, onDone: (message: string, failed?: boolean) => void) {
@@ -22,8 +19,10 @@ function useActions(queue: string, onDone: (message: string, failed?: boolean) =
       let done = 0;
       if (ids === undefined) done = await call(queue);
       else {
-        for (let at = 0; at < ids.length; at += IDS_PER_CALL) {
-          done += await call(queue, ids.slice(at, at + IDS_PER_CALL));
+        // The server refuses more than its maxBatch ids at once (100 unless configured).
+        const perCall = await api.maxBatch();
+        for (let at = 0; at < ids.length; at += perCall) {
+          done += await call(queue, ids.slice(at, at + perCall));
         }
       }
       onDone(`${verb === 'Redrive' ? 'Redriven' : 'Purged'}: ${jobs(done)}.`);

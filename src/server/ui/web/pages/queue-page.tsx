@@ -1,3 +1,4 @@
+import { WAITING_SHOWN } from '../api.js';
 import {
   formatBound,
   formatCount,
@@ -13,8 +14,6 @@ import { ErrorNotice, Loading } from '../parts/notice.js';
 import { can, useServerNow, useSession, useTopic } from '../session.js';
 import type { LiveDelivery, QueueStats } from '../wire.js';
 import { QueueTabs } from './queue-tabs.js';
-
-const LIST_LIMIT = 20;
 
 function Figures(props: { stats: QueueStats }) {
   const { stats } = props;
@@ -205,37 +204,41 @@ function InFlight(props: { queue: string }) {
   );
 }
 
-function Waiting(props: { queue: string }) {
-  const { queue } = props;
+/** The first ready and delayed jobs; how many more there are comes from the stats. */
+function Waiting(props: { queue: string; stats: QueueStats | undefined }) {
+  const { queue, stats } = props;
   const view = useTopic({ kind: 'inspect', queue });
   const state = view?.data;
   if (state === undefined) return <ErrorNotice error={view?.error} what="the waiting jobs" />;
-  const more = (count: number) =>
-    count > LIST_LIMIT ? <p class="muted">and {formatCount(count - LIST_LIMIT)} more</p> : null;
+  // Read apart from the list, the total may lag it: "more" only past a full list.
+  const more = (listed: number, total: number | undefined) =>
+    listed === WAITING_SHOWN && total !== undefined && total > listed ? (
+      <p class="muted">and {formatCount(total - listed)} more</p>
+    ) : null;
   return (
     <div class="two-columns">
       <section class="panel" aria-labelledby="ready-title">
-        <h2 id="ready-title">Ready (first {LIST_LIMIT})</h2>
+        <h2 id="ready-title">Ready (first {WAITING_SHOWN})</h2>
         {state.ready.length === 0 ? (
           <p class="empty">None.</p>
         ) : (
           <ol class="id-list">
-            {state.ready.slice(0, LIST_LIMIT).map((id) => (
+            {state.ready.map((id) => (
               <li key={id}>
                 <JobLink queue={queue} id={id} />
               </li>
             ))}
           </ol>
         )}
-        {more(state.ready.length)}
+        {more(state.ready.length, stats?.ready)}
       </section>
       <section class="panel" aria-labelledby="delayed-title">
-        <h2 id="delayed-title">Delayed (first {LIST_LIMIT})</h2>
+        <h2 id="delayed-title">Delayed (first {WAITING_SHOWN})</h2>
         {state.delayed.length === 0 ? (
           <p class="empty">None.</p>
         ) : (
           <ol class="id-list">
-            {state.delayed.slice(0, LIST_LIMIT).map((job) => (
+            {state.delayed.map((job) => (
               <li key={job.id}>
                 <JobLink queue={queue} id={job.id} />{' '}
                 <span class="muted">ready {formatRelative(job.availableAt, state.queueTime)}</span>
@@ -243,7 +246,7 @@ function Waiting(props: { queue: string }) {
             ))}
           </ol>
         )}
-        {more(state.delayed.length)}
+        {more(state.delayed.length, stats?.delayed)}
       </section>
     </div>
   );
@@ -273,7 +276,7 @@ export function QueuePage(props: { queue: string }) {
       {admin ? (
         <>
           <InFlight queue={queue} />
-          <Waiting queue={queue} />
+          <Waiting queue={queue} stats={stats} />
         </>
       ) : (
         <p class="notice">
