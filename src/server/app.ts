@@ -36,7 +36,7 @@ import { overviewRoutes } from './routes/overview.js';
 import { queueRoutes } from './routes/queues.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import { sessionRoutes } from './routes/sessions.js';
-import { buildSchemas, limitBehind } from './schemas.js';
+import { buildSchemas, limitBehind, object } from './schemas.js';
 import type { SqsSettings } from './sqs/context.js';
 import { registerSqs } from './sqs/register.js';
 import { registerStream } from './stream/stream-endpoint.js';
@@ -162,10 +162,24 @@ const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
  * as U+FFFD: two ids of different bad bytes would otherwise be one id (R4), and a payload
  * would not be kept as sent.
  */
+/** The charset parameter of a Content-Type, quoted or not. */
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)"?/i;
+
 function readStrictUtf8Json(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('ignore', 'ignore');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1];
+    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+      done(
+        new ServerError(
+          'UNSUPPORTED_MEDIA_TYPE',
+          `a JSON body is UTF-8 (RFC 8259), not charset=${charset.slice(0, 64)}`,
+        ),
+        undefined,
+      );
+      return;
+    }
     let text: string;
     try {
       text = STRICT_UTF8.decode(body as Buffer);
@@ -224,6 +238,8 @@ function installHooks(app: FastifyInstance, services: Services): void {
   );
 }
 
+const NO_QUERY = object({});
+
 function register(app: FastifyInstance, spec: RouteSpec, services: Services): void {
   const principals = new WeakMap<FastifyRequest, Principal>();
   const response = spec.rawResponse
@@ -234,7 +250,11 @@ function register(app: FastifyInstance, spec: RouteSpec, services: Services): vo
     url: spec.url,
     schema: {
       ...(spec.params === undefined ? {} : { params: spec.params }),
-      ...(spec.query === undefined ? {} : { querystring: spec.query }),
+      // An API route without parameters refuses any, as a body refuses unknown fields; probes
+      // and scrapers (/healthz, /metrics) may add their own.
+      ...(spec.query === undefined && !spec.url.startsWith('/v1/')
+        ? {}
+        : { querystring: spec.query ?? NO_QUERY }),
       ...(spec.body === undefined ? {} : { body: spec.body }),
       ...response,
     },

@@ -257,6 +257,30 @@ const cases = (): Case[] => [
     code: 'UNSUPPORTED_MEDIA_TYPE',
   },
   {
+    name: 'a JSON body in another charset than UTF-8',
+    path: `${q}/jobs`,
+    raw: '{"id":"latin"}',
+    headers: { 'content-type': 'application/json; charset=latin1' },
+    status: 415,
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    message: 'a JSON body is UTF-8 (RFC 8259), not charset=latin1',
+  },
+  {
+    name: 'an unknown query parameter',
+    path: `${q}/jobs?foo=1`,
+    body: { id: 'queried' },
+    status: 400,
+    code: 'INVALID_ARGUMENT',
+    message: 'querystring has an unknown field "foo"',
+  },
+  {
+    name: 'a query parameter on a route that takes none (GET)',
+    method: 'GET',
+    path: `${q}/stats?verbose=1`,
+    status: 400,
+    code: 'INVALID_ARGUMENT',
+  },
+  {
     name: 'a gzip body',
     path: `${q}/jobs`,
     raw: '{}',
@@ -556,6 +580,18 @@ describe('bad inputs are refused with a typed error and change nothing', () => {
     expect(answer.status).toBe(200);
     expect((await (await server.broker.queue('orders')).job(id))?.payload).toEqual({ text: id });
     await (await server.broker.queue('orders')).purge([id]);
+  });
+
+  it('takes a UTF-8 charset however spelt, and probes with a query string of their own', async () => {
+    for (const type of ['application/json; charset=UTF-8', 'application/json;charset="utf8"']) {
+      const answer = await call(server.baseUrl, 'POST', `${q}/jobs`, {
+        raw: '{"id":"charset"}',
+        headers: { 'content-type': type },
+      });
+      expect(answer.status, type).toBe(200);
+    }
+    await (await server.broker.queue('orders')).purge(['charset']);
+    expect((await call(server.baseUrl, 'GET', '/healthz?probe=lb')).status).toBe(200);
   });
 
   it('stays healthy afterwards: publish, receive and ack still work', async () => {
