@@ -1,29 +1,45 @@
 import type pg from 'pg';
 import type { CommitKind, SqlConnection, SqlValue } from '../sql/sql-connection.js';
+import { type ScannedStatement, scanPlaceholders } from './placeholders.js';
 
-const placeholders = new Map<string, string>();
+/** Statements scanned, by text: the engine's are few and hot; callers' may be many, so capped. */
+const scanned = new Map<string, ScannedStatement>();
+const SCANNED_MAX = 2000;
 
-/** `?` placeholders become `$1, $2, …` (statements never hold a literal `?`). */
-export function toPostgresPlaceholders(sql: string): string {
-  let converted = placeholders.get(sql);
-  if (converted === undefined) {
-    let index = 0;
-    converted = sql.replace(/\?/g, () => `$${++index}`);
-    placeholders.set(sql, converted);
+function scan(sql: string): ScannedStatement {
+  let statement = scanned.get(sql);
+  if (statement === undefined) {
+    if (scanned.size >= SCANNED_MAX) scanned.clear();
+    statement = scanPlaceholders(sql);
+    scanned.set(sql, statement);
   }
-  return converted;
+  return statement;
+}
+
+/** `?` placeholders become `$1, $2, …`; a `?` in a string, quoted identifier or comment stays. */
+export function toPostgresPlaceholders(sql: string): string {
+  return scan(sql).numbered;
+}
+
+/** A statement kept for the commit with its values, where it could not be inlined. */
+interface BoundStatement {
+  readonly sql: string;
+  readonly params: readonly SqlValue[];
 }
 
 /**
  * One pooled client, used by one transaction at a time. Round trips are the cost here, so
  * BEGIN travels with the transaction's first statement and statements whose result nobody
  * reads travel with the COMMIT (as one simple-protocol message, values inlined as literals).
+ * A value is inlined only where the scanner proves the literal lands where its placeholder
+ * stood, outside any string or comment; otherwise the statement is sent with bound values.
  */
 export class PostgresConnection implements SqlConnection {
   private beginPending = false;
   /** BEGIN, and the settings of the transaction it begins (see `begin`). */
   private beginScript = 'BEGIN';
-  private readonly beforeCommit: string[] = [];
+  /** Inlined, or kept with its values where it could not be. */
+  private readonly beforeCommit: (string | BoundStatement)[] = [];
 
   constructor(readonly client: pg.PoolClient | pg.Client) {}
 
@@ -58,32 +74,62 @@ export class PostgresConnection implements SqlConnection {
   }
 
   async runBeforeCommit(sql: string, params: readonly SqlValue[] = []): Promise<void> {
-    this.beforeCommit.push(this.inline(sql, params));
+    this.beforeCommit.push(this.inline(sql, params) ?? { sql, params: [...params] });
   }
 
   private async send(sql: string, params: readonly SqlValue[]): Promise<pg.QueryResult> {
-    if (!this.beginPending) {
-      return this.client.query(toPostgresPlaceholders(sql), params as SqlValue[]);
+    const statement = scan(sql);
+    if (this.beginPending) {
+      this.beginPending = false;
+      // With values, a statement is prepared, which refuses several commands: so must this.
+      const inlined =
+        params.length > 0 && statement.multiStatement ? undefined : this.inline(sql, params);
+      if (inlined !== undefined) {
+        const results = (await this.client.query(
+          `${this.beginScript}; ${inlined}`,
+        )) as unknown as pg.QueryResult[];
+        return results.at(-1) as pg.QueryResult;
+      }
+      // A round trip more, rather than a literal that might not stand where its `?` did.
+      await this.client.query(this.beginScript);
     }
-    this.beginPending = false;
-    const results = (await this.client.query(
-      `${this.beginScript}; ${this.inline(sql, params)}`,
-    )) as unknown as pg.QueryResult[];
-    return results.at(-1) as pg.QueryResult;
+    return this.client.query(statement.numbered, params as SqlValue[]);
   }
 
-  /** The statement with its `?` replaced by literals (values are our own numbers and text). */
-  private inline(sql: string, params: readonly SqlValue[]): string {
-    let index = 0;
-    return sql.replace(/\?/g, () => {
-      const value = params[index++];
-      if (value === null || value === undefined) return 'NULL';
-      if (typeof value === 'number') {
-        if (!Number.isFinite(value)) throw new RangeError(`cannot inline ${value}`);
-        return String(value);
-      }
-      return this.client.escapeLiteral(value);
-    });
+  /**
+   * The statement with its placeholders replaced by literals, or undefined where that would not
+   * mean what binding the values means: a placeholder count that does not match (binding fails
+   * on it), a plain string holding a backslash (where it ends depends on the session's
+   * standard_conforming_strings), a value that is not plain text, a number or null.
+   */
+  private inline(sql: string, params: readonly SqlValue[]): string | undefined {
+    const statement = scan(sql);
+    if (statement.backslashInPlainString || statement.parts.length !== params.length + 1) {
+      return undefined;
+    }
+    let text = statement.parts[0] ?? '';
+    for (let index = 0; index < params.length; index++) {
+      const literal = this.literal(params[index]);
+      if (literal === undefined) return undefined;
+      text += literal + (statement.parts[index + 1] ?? '');
+    }
+    return text;
+  }
+
+  /**
+   * A value as a literal that cannot join the text around it into something else: spaced, and
+   * parenthesized where it starts with `-` (`x-?` must not become the comment `x--1`) or is a
+   * string (so no adjacent string literal merges with it).
+   */
+  private literal(value: unknown): string | undefined {
+    if (value === null || value === undefined) return ' NULL ';
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) return ` ${this.client.escapeLiteral(String(value))} `;
+      return value < 0 ? ` (${value}) ` : ` ${value} `;
+    }
+    // A NUL would end the simple-protocol message's text there: bound, the server refuses it.
+    if (typeof value !== 'string' || value.includes('\0')) return undefined;
+    return ` (${this.client.escapeLiteral(value)}) `;
   }
 
   async exec(script: string): Promise<void> {
@@ -110,9 +156,18 @@ export class PostgresConnection implements SqlConnection {
   }
 
   async commit(): Promise<void> {
-    const script = [...this.beforeCommit.splice(0), 'COMMIT'].join('; ');
-    await this.client.query(this.beginPending ? `${this.beginScript}; ${script}` : script);
-    this.beginPending = false;
+    const script: string[] = [];
+    for (const statement of this.beforeCommit.splice(0)) {
+      if (typeof statement === 'string') {
+        script.push(statement);
+        continue;
+      }
+      // One that could not be inlined runs bound, in its turn.
+      if (script.length > 0) await this.exec(script.splice(0).join('; '));
+      await this.send(statement.sql, statement.params);
+    }
+    script.push('COMMIT');
+    await this.exec(script.join('; '));
   }
 
   async rollback(): Promise<void> {
