@@ -184,6 +184,19 @@ describeEngines(engines, (h) => {
     });
   });
 
+  describe('R10 extend past a maxLease lowered since the delivery', () => {
+    it('R10 returns the bound, at or before now: the lease ends at that call, the job is ready again', async () => {
+      const q = await h.queue({ visibility: 60 });
+      await q.publish(0, { id: 'a' });
+      expect((await q.reserve(0))[0]?.deadline).toBe(60);
+      await h.engine().updateQueue(q.name, { maxLease: 10 });
+      expect(await q.extend(15, 1, 60)).toBe(10);
+      expect(await q.ack(15, 1)).toBe(false);
+      expect(await q.inspect()).toEqual(view(15, { ready: ['a'] }));
+      expect(await q.reserve(15)).toMatchObject([{ id: 'a', token: 2, deadline: 25 }]);
+    });
+  });
+
   describe('R11 bulk', () => {
     it('R11 ackUpTo acks the session’s live deliveries with token ≤ the given one, and only those', async () => {
       const q = await h.queue({ visibility: 5 });
