@@ -122,7 +122,17 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
       },
     },
     schemaErrorFormatter: (errors, where) => formatValidation(errors, where, limits),
-    frameworkErrors: answerFrameworkError,
+    // Answered before any route hook runs: counted here, as onResponse counts the others.
+    frameworkErrors: (error, request, reply) => {
+      const sent = answerFrameworkError(error, request, reply);
+      services.metrics.observeRequest(
+        request.method,
+        'unmatched',
+        reply.statusCode,
+        reply.elapsedTime / 1000,
+      );
+      return sent;
+    },
     clientErrorHandler: answerClientError,
   });
   app.server.headersTimeout = HEADERS_TIMEOUT_MS;

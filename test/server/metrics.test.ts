@@ -36,6 +36,26 @@ describe('/metrics documented', () => {
   });
 });
 
+describe('/metrics HTTP requests', () => {
+  it('counts a request refused before routing (a malformed URL) as unmatched, with its status', async () => {
+    server = await startTestServer();
+    const bad = await api('GET', '/v1/queues/x%ZZ/stats');
+    expect(bad.status).toBe(400);
+    expect(await api('GET', '/nowhere')).toMatchObject({ status: 404 });
+    const text = (await api('GET', '/metrics')).body as string;
+    const unmatched = (status: number) =>
+      text
+        .split('\n')
+        .find((line) =>
+          line.startsWith(
+            `leaseq_http_requests_total{method="GET",route="unmatched",status="${status}"}`,
+          ),
+        );
+    expect(unmatched(400)).toMatch(/ 1$/);
+    expect(unmatched(404)).toMatch(/ 1$/);
+  });
+});
+
 describe('/metrics dead-letter series', () => {
   it('R17 distinct free-text reasons make no new series: one per reason kind, the text stays on the job', async () => {
     server = await startTestServer();
