@@ -110,8 +110,9 @@ export function registerDashboard(app: FastifyInstance, log: FastifyBaseLogger):
     return index === undefined ? notBuilt(reply) : send(request, reply, index, false);
   });
   app.get<{ Params: { file: string } }>(`${DASHBOARD_PATH}:file`, (request, reply) => {
-    const asset =
-      request.params.file === 'index.html' ? undefined : assets?.get(request.params.file);
+    // The page has one address, served uncached; the hashed assets beside it are cached for good.
+    if (request.params.file === 'index.html') return reply.redirect(DASHBOARD_PATH, 301);
+    const asset = assets?.get(request.params.file);
     if (asset === undefined) {
       return reply.status(404).send({ error: { code: 'NOT_FOUND', message: 'no such file' } });
     }
