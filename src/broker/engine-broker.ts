@@ -5,6 +5,7 @@ import {
   checkedOperations,
   type DeadLetterPageOptions,
   type Delivery,
+  type InspectOptions,
   type MoveJobsOptions,
   type NackOptions,
   type Operation,
@@ -446,8 +447,8 @@ export class EngineQueue implements Queue {
     return this.run(build.stats());
   }
 
-  inspect() {
-    return this.handle.inspect();
+  inspect(options?: InspectOptions) {
+    return this.handle.inspect(options);
   }
 
   deliveries() {

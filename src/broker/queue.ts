@@ -3,6 +3,7 @@ import type {
   DeadLetterPage,
   DeadLetterPageOptions,
   Delivery,
+  InspectOptions,
   InspectView,
   JobView,
   LiveDelivery,
@@ -122,7 +123,13 @@ export interface Queue {
    */
   limits?(): Promise<QueueLimits>;
   stats(): Promise<QueueStats>;
-  inspect(): Promise<InspectView>;
+  /**
+   * The queue's state: ready ids front first, delayed jobs in promotion order, live deliveries
+   * in token order, dead jobs in the order they died, grouped jobs waiting (R24). With `limit`
+   * (a positive integer; default all) only the first `limit` of each list, read as such from
+   * the storage: a cheap look at the front of a long queue. Takes no time and changes nothing.
+   */
+  inspect(options?: InspectOptions): Promise<InspectView>;
   /** The live deliveries in token order, with delivery times and sessions. Takes no time. */
   deliveries(): Promise<LiveDelivery[]>;
   job(id: string): Promise<JobView | undefined>;

@@ -13,6 +13,7 @@ import {
   build,
   checkDeadLetterPage,
   checkedOperations,
+  checkInspectOptions,
   checkLookedUpId,
   type DeadLetter,
   type DeadLetterPage,
@@ -20,6 +21,7 @@ import {
   type Delivery,
   deadLetterCursor,
   encodeJobs,
+  type InspectOptions,
   type InspectView,
   type JobView,
   type LiveDelivery,
@@ -44,6 +46,7 @@ import {
 import {
   boundsFromWire,
   deliveryFromWire,
+  MAX_INSPECT_LIMIT,
   operationToWire,
   type WireDelivery,
   type WireOperation,
@@ -300,8 +303,14 @@ export class RemoteQueue implements Queue {
     return this.get<DeadLetterPage>(`/dead-letters?${query}`);
   }
 
-  inspect(): Promise<InspectView> {
-    return this.get('/inspect');
+  /** With `limit`, the server's storage reads only the first `limit` of each list. */
+  async inspect(options?: InspectOptions): Promise<InspectView> {
+    // Checked here too: a bad value is said as the library says it, not as a query string.
+    const limit = checkInspectOptions(options);
+    if (limit === undefined) return this.get('/inspect');
+    if (limit <= MAX_INSPECT_LIMIT) return this.get(`/inspect?limit=${limit}`);
+    // More than one answer of the route holds: the whole view, cut here (as in-process).
+    return firstOfEach(await this.get<InspectView>('/inspect'), limit);
   }
 
   async deliveries(): Promise<LiveDelivery[]> {
@@ -404,4 +413,17 @@ export class RemoteQueue implements Queue {
   private get<T>(suffix: string): Promise<T> {
     return this.http.request<T>('GET', `${this.path}${suffix}`);
   }
+}
+
+/** The first `limit` entries of each list of `view`. */
+function firstOfEach(view: InspectView, limit: number): InspectView {
+  const { waiting, ...rest } = view;
+  return {
+    ...rest,
+    ready: view.ready.slice(0, limit),
+    delayed: view.delayed.slice(0, limit),
+    active: view.active.slice(0, limit),
+    dead: view.dead.slice(0, limit),
+    ...(waiting === undefined ? {} : { waiting: waiting.slice(0, limit) }),
+  };
 }

@@ -76,6 +76,7 @@ export {
 export type * from './types.js';
 export {
   checkDeadLetterPage,
+  checkInspectOptions,
   DEFAULT_DEAD_LETTER_PAGE,
   DEFAULT_QUEUE_OPTIONS,
   deadLetterCursor,

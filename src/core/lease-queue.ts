@@ -41,6 +41,7 @@ import type {
   DeadLetterPage,
   DeadLetterPageOptions,
   Delivery,
+  InspectOptions,
   InspectView,
   JobView,
   LiveDelivery,
@@ -56,6 +57,7 @@ import type {
 } from './types.js';
 import {
   checkDeadLetterPage,
+  checkInspectOptions,
   checkNow,
   checkSessionKnown,
   deadLetterCursor,
@@ -403,27 +405,32 @@ export class LeaseQueue {
     };
   }
 
-  /** A copy of the whole state. Takes no time and changes nothing. */
-  inspect(): InspectView {
+  /**
+   * A copy of the state, each list cut to its first `limit` entries when one is given (default
+   * all of them). Takes no time and changes nothing.
+   */
+  inspect(options?: InspectOptions): InspectView {
+    const limit = checkInspectOptions(options) ?? Number.POSITIVE_INFINITY;
+    const waiting = this.waitingCount === 0 ? [] : this.waitingIds().slice(0, limit);
     return {
       queueTime: this.clockValue,
-      ready: Array.from(this.ready.values(), (job) => job.id),
-      delayed: [...this.delayed.values()]
-        .sort((a, b) => (byAvailability(a, b) ? -1 : 1))
+      ready: firstOf(this.ready.values(), limit, (job) => job.id),
+      delayed: this.delayedInOrder()
+        .slice(0, limit)
         .map((job) => ({ id: job.id, availableAt: job.availableAt })),
-      active: Array.from(this.active.values(), (d) => ({
+      active: firstOf(this.active.values(), limit, (d) => ({
         token: d.token,
         id: d.job.id,
         deadline: d.deadline,
         deliveryCount: d.job.deliveryCount,
         ...(d.session === undefined ? {} : { session: d.session.id }),
       })),
-      dead: Array.from(this.dead.values(), (job) => ({
+      dead: firstOf(this.dead.values(), limit, (job) => ({
         id: job.id,
         reason: job.deadReason as string,
         deliveryCount: job.deliveryCount,
       })),
-      ...(this.waitingCount === 0 ? {} : { waiting: this.waitingIds() }),
+      ...(waiting.length === 0 ? {} : { waiting }),
     };
   }
 
@@ -1413,4 +1420,14 @@ function sessionOf(operation: Operation): string | undefined {
     default:
       return undefined;
   }
+}
+
+/** The first `limit` of `items`, mapped: a cut view never visits the rest of a long list. */
+function firstOf<T, U>(items: Iterable<T>, limit: number, map: (item: T) => U): U[] {
+  const first: U[] = [];
+  for (const item of items) {
+    if (first.length >= limit) break;
+    first.push(map(item));
+  }
+  return first;
 }

@@ -167,6 +167,12 @@ export interface InspectView {
   waiting?: string[];
 }
 
+/** What `inspect` takes. */
+export interface InspectOptions {
+  /** At most this many entries in each list (the first ones, in the list's order). Default all. */
+  limit?: number;
+}
+
 /** A live delivery as inspection shows it: when it was made, until when, and for whom. */
 export interface LiveDelivery {
   token: number;

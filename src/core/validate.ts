@@ -1,7 +1,12 @@
 import { ClockError, ValidationError } from './errors.js';
 import { meansAbsent, OVERFLOW_MODES, QUEUE_NAME } from './queue-options.js';
 import { isStorableText, STORABLE_TEXT_RULE } from './text.js';
-import type { DeadLetterPageOptions, QueueOptions, ResolvedQueueOptions } from './types.js';
+import type {
+  DeadLetterPageOptions,
+  InspectOptions,
+  QueueOptions,
+  ResolvedQueueOptions,
+} from './types.js';
 
 export const MAX_ID_LENGTH = 256;
 
@@ -205,6 +210,18 @@ export function checkDeadLetterPage(options: unknown): { limit: number; after: n
   }
   problems.throwIfAny();
   return { limit, after: position };
+}
+
+/** An inspect's options checked: the most entries of each list, undefined for all of them. */
+export function checkInspectOptions(options: unknown): number | undefined {
+  if (options === undefined) return undefined;
+  const problems = new Problems();
+  if (!problems.object('inspect options', options)) problems.throwIfAny();
+  const { limit, ...rest } = options as InspectOptions;
+  for (const name of Object.keys(rest)) problems.list.push(`unknown inspect option ${show(name)}`);
+  if (limit !== undefined) problems.positiveInteger('limit', limit);
+  problems.throwIfAny();
+  return limit;
 }
 
 /** The cursor of the page that starts after the dead letter at `position`. */

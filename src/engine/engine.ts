@@ -3,6 +3,7 @@ import type {
   DeadLetterPage,
   DeadLetterPageOptions,
   Delivery,
+  InspectOptions,
   InspectView,
   JobView,
   LiveDelivery,
@@ -52,7 +53,8 @@ export interface QueueHandle {
   run<O extends Operation>(now: number, operation: O): Promise<ResultOf<O>>;
   options(): Promise<ResolvedQueueOptions>;
   queueTime(): Promise<number>;
-  inspect(): Promise<InspectView>;
+  /** Each list cut to its first `limit` entries by the storage, when one is given (R17 view). */
+  inspect(options?: InspectOptions): Promise<InspectView>;
   deliveries(): Promise<LiveDelivery[]>;
   publish(now: number, input?: PublishInput): Promise<PublishResult>;
   publishBatch(now: number, inputs: readonly PublishInput[]): Promise<PublishResult[]>;

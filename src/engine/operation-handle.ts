@@ -4,6 +4,7 @@ import {
   type DeadLetterPage,
   type DeadLetterPageOptions,
   type Delivery,
+  type InspectOptions,
   type InspectView,
   type JobView,
   type LiveDelivery,
@@ -30,7 +31,7 @@ export abstract class OperationHandle implements QueueHandle {
   abstract execute(now: number, operations: readonly Operation[]): Promise<Outcome[]>;
   abstract options(): Promise<ResolvedQueueOptions>;
   abstract queueTime(): Promise<number>;
-  abstract inspect(): Promise<InspectView>;
+  abstract inspect(options?: InspectOptions): Promise<InspectView>;
   abstract deliveries(): Promise<LiveDelivery[]>;
   abstract deadLetters(): Promise<DeadLetter[]>;
   abstract deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage>;

@@ -2,6 +2,7 @@ import type { Queue, ReceiveOptions } from '../broker/queue.js';
 import type { ScheduleOptions, ScheduleWhen } from '../broker/schedule-times.js';
 import type {
   DeadLetterPageOptions,
+  InspectOptions,
   MoveJobsOptions,
   NackOptions,
   Operation,
@@ -236,8 +237,8 @@ export class FaultyQueue implements Queue {
     return this.pass(() => this.inner.stats());
   }
 
-  inspect() {
-    return this.pass(() => this.inner.inspect());
+  inspect(options?: InspectOptions) {
+    return this.pass(() => this.inner.inspect(options));
   }
 
   deliveries() {

@@ -48,6 +48,9 @@ export function deliveryFromWire(wire: WireDelivery): Delivery {
   };
 }
 
+/** The most entries of each list one `GET …/inspect?limit=` answers (a larger limit is a 400). */
+export const MAX_INSPECT_LIMIT = 1000;
+
 /** Session ids inside an inspect view become the handles the API gave out for them. */
 export function inspectToWire(view: InspectView, signer: WireSigner): InspectView {
   return {

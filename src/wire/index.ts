@@ -3,6 +3,7 @@ export {
   deliveryFromWire,
   deliveryToWire,
   inspectToWire,
+  MAX_INSPECT_LIMIT,
   type WireDelivery,
   type WireSigner,
 } from './delivery.js';

@@ -6,6 +6,7 @@ import {
   type DeadLetter,
   type DeadLetterPage,
   type DeadLetterPageOptions,
+  type InspectOptions,
   type InspectView,
   type JobView,
   type LiveDelivery,
@@ -264,8 +265,8 @@ class RemoteHandle extends OperationHandle {
     return (await this.inspect()).queueTime;
   }
 
-  inspect(): Promise<InspectView> {
-    return this.engine.read(() => this.queue.inspect());
+  inspect(options?: InspectOptions): Promise<InspectView> {
+    return this.engine.read(() => this.queue.inspect(options));
   }
 
   deliveries(): Promise<LiveDelivery[]> {

@@ -6,6 +6,7 @@ import {
   checkQueueName,
   checkSameOptions,
   type DeadLetterPageOptions,
+  type InspectOptions,
   type JobTransfer,
   JSON_PAYLOADS,
   LeaseQueue,
@@ -289,8 +290,8 @@ class MemoryQueue extends OperationHandle {
   async queueTime() {
     return this.current().queueTime;
   }
-  async inspect() {
-    return this.current().inspect();
+  async inspect(options?: InspectOptions) {
+    return this.current().inspect(options);
   }
   async deliveries() {
     return this.current().deliveries();

@@ -846,32 +846,36 @@ export class QueueOps extends JobMoves {
 
   // --- inspection (takes no time) -------------------------------------------------------------
 
-  async inspect(): Promise<InspectView> {
+  /** `limit`: the most rows each list's query reads (its first ones), undefined for all. */
+  async inspect(limit?: number): Promise<InspectView> {
     const name = this.q.name;
+    // The limit reaches the storage: a long list's rows past the first `limit` are never read.
+    const cut = limit === undefined ? '' : ' LIMIT ?';
+    const params = limit === undefined ? [name] : [name, limit];
     const ready = await this.c.query<{ id: string }>(
-      `SELECT id FROM leaseq_jobs WHERE queue = ? AND state = 'ready' ORDER BY ready_pos`,
-      [name],
+      `SELECT id FROM leaseq_jobs WHERE queue = ? AND state = 'ready' ORDER BY ready_pos${cut}`,
+      params,
     );
     const delayed = await this.c.query<{ id: string; available_at: number }>(
       `SELECT id, available_at FROM leaseq_jobs WHERE queue = ? AND state = 'delayed'
-       ORDER BY available_at, seq`,
-      [name],
+       ORDER BY available_at, seq${cut}`,
+      params,
     );
     const active = await this.c.query<DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'active' ORDER BY token`,
-      [name],
+      `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'active' ORDER BY token${cut}`,
+      params,
     );
     const dead = await this.c.query<{ id: string; dead_reason: string; delivery_count: number }>(
       `SELECT id, dead_reason, delivery_count FROM leaseq_jobs WHERE queue = ? AND state = 'dead'
-       ORDER BY dead_seq`,
-      [name],
+       ORDER BY dead_seq${cut}`,
+      params,
     );
     const waiting =
       this.q.waiting === 0
         ? []
         : await this.c.query<{ id: string }>(
-            `SELECT id FROM leaseq_jobs WHERE queue = ? AND state = 'waiting' ORDER BY group_seq`,
-            [name],
+            `SELECT id FROM leaseq_jobs WHERE queue = ? AND state = 'waiting' ORDER BY group_seq${cut}`,
+            params,
           );
     return {
       queueTime: this.q.queueTime,

@@ -1,8 +1,10 @@
 import {
   ClockError,
   checkDeadLetterPage,
+  checkInspectOptions,
   type DeadLetterPageOptions,
   type Delivery,
+  type InspectOptions,
   LeaseqError,
   makesJobsReady,
   type Operation,
@@ -147,8 +149,9 @@ export class SqlQueue extends OperationHandle {
     return this.read(async (ops) => ops.q.queueTime);
   }
 
-  inspect() {
-    return this.read((ops) => ops.inspect());
+  async inspect(options?: InspectOptions) {
+    const limit = checkInspectOptions(options);
+    return this.read((ops) => ops.inspect(limit));
   }
 
   deliveries() {

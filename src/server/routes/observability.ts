@@ -1,6 +1,6 @@
-import type { InspectView, QueueStats } from '../../core/index.js';
+import type { QueueStats } from '../../core/index.js';
 import { ClosedError, ValidationError } from '../../core/index.js';
-import { inspectToWire } from '../../wire/index.js';
+import { inspectToWire, MAX_INSPECT_LIMIT } from '../../wire/index.js';
 import type { Principal } from '../auth.js';
 import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
 import { inspectView, object, queueParams, stats } from '../schemas.js';
@@ -8,10 +8,7 @@ import { inspectView, object, queueParams, stats } from '../schemas.js';
 const TAG = 'observability';
 const status = object({ status: { type: 'string' } }, ['status']);
 
-/** The most entries of each list `GET …/inspect?limit=` answers. */
-const MAX_INSPECT_LIMIT = 1000;
-
-/** `?limit=`: each list cut to its first `limit` entries, so a poll's answer stays small. */
+/** `?limit=`: each list cut to its first `limit` entries, so a poll reads and sends little. */
 const inspectQuery = object({
   limit: {
     type: 'string',
@@ -29,19 +26,6 @@ function parseInspectLimit(raw: string | undefined): number | undefined {
     );
   }
   return limit;
-}
-
-/** The first `limit` entries of each list of `view`. */
-function firstOfEach(view: InspectView, limit: number): InspectView {
-  const { waiting, ...rest } = view;
-  return {
-    ...rest,
-    ready: view.ready.slice(0, limit),
-    delayed: view.delayed.slice(0, limit),
-    active: view.active.slice(0, limit),
-    dead: view.dead.slice(0, limit),
-    ...(waiting === undefined ? {} : { waiting: waiting.slice(0, limit) }),
-  };
 }
 
 /** Stats, inspection, health, readiness, metrics and the OpenAPI document itself. */
@@ -90,10 +74,9 @@ export function observabilityRoutes(services: Services, openApi: () => unknown):
       async handle({ params, query }) {
         const limit = parseInspectLimit(query.limit);
         const queue = await queues.existing(params.name);
-        const view = await queue.inspect();
-        // Cut before the session handles are signed: only what is sent is worked on.
-        const sent = limit === undefined ? view : firstOfEach(view, limit);
-        return inspectToWire(sent, receipts.forQueue(queue.name));
+        // The storage reads only the first `limit` of each list: a poll of a long queue is cheap.
+        const view = await queue.inspect(limit === undefined ? undefined : { limit });
+        return inspectToWire(view, receipts.forQueue(queue.name));
       },
     }),
     route<unknown, unknown>({
