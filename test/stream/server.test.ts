@@ -627,6 +627,32 @@ describe('the stream: subscribes sent in one burst', () => {
   });
 });
 
+describe('the stream: frames sent right behind their subscribe', () => {
+  it('a credit and an unsubscribe run after the subscribe they name, in order: nothing pushed after', async () => {
+    const server = await serve();
+    const client = await connect(server);
+    for (let round = 0; round < 10; round++) {
+      const id = 100 + round * 3;
+      client.send({ type: 'subscribe', id, queue: 'jobs', prefetch: 1 });
+      client.send({ type: 'credit', id: id + 1, subscription: id, prefetch: 2 });
+      client.send({ type: 'unsubscribe', id: id + 2, subscription: id });
+      const ended = await client.next((frame) => frame.id === id + 2);
+      expect(ended).toMatchObject({ type: 'unsubscribed', subscription: id });
+      expect(client.frames.find((frame) => frame.id === id + 1)).toMatchObject({
+        type: 'subscribed',
+        subscription: id,
+        prefetch: 2,
+      });
+      expect(client.frames.filter((frame) => frame.type === 'error')).toEqual([]);
+    }
+    // No subscription is left: a job published now stays ready.
+    await call(server.baseUrl, 'POST', '/v1/queues/jobs/jobs', { body: { id: 'after' } });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(client.frames.filter((frame) => frame.type === 'deliveries')).toEqual([]);
+    expect((await (await server.broker.queue('jobs')).stats()).ready).toBe(1);
+  });
+});
+
 describe('the stream: the lease model when a connection ends (R12)', () => {
   it('keeps plain deliveries leased until their deadline and releases those of its sessions at once', async () => {
     const clock = new ManualClock(0);

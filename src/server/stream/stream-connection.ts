@@ -55,7 +55,7 @@ export interface ConnectionContext {
 export class StreamConnection {
   private readonly subscriptions = new Map<number, Subscription>();
   /** Ids of subscribes between their checks and their answer. */
-  private readonly opening = new Set<number>();
+  private readonly opening = new Map<number, Promise<void>>();
   /** The end of this connection, once begun (its sessions closed when it resolves). */
   private ending: Promise<void> | undefined;
   /** Sessions opened over this connection: queue name → session ids. */
@@ -149,7 +149,7 @@ export class StreamConnection {
       case 'subscribe':
         return this.subscribe(frame, sent);
       case 'credit':
-        return Promise.resolve(this.credit(frame));
+        return this.credit(frame);
       case 'unsubscribe':
         return this.unsubscribe(frame);
     }
@@ -294,6 +294,7 @@ export class StreamConnection {
     const { services, principal, log } = this.context;
     const { limits, receipts } = services;
     let claimed = false;
+    let opened = () => {};
     try {
       if (this.subscriptions.has(frame.id) || this.opening.has(frame.id)) {
         throw new ValidationError(`subscription ${frame.id} exists; use another id`);
@@ -312,8 +313,14 @@ export class StreamConnection {
       }
       // Before the lookup: a key that may not consume here learns nothing of the queue.
       authorize(principal, 'consume', frame.queue);
-      // Held from here, across the lookup's await: subscribes in the same burst see it.
-      this.opening.add(frame.id);
+      // Held from here, across the lookup's await: subscribes in the same burst see it, and a
+      // credit or unsubscribe sent right behind it waits for it (frames run in their order).
+      this.opening.set(
+        frame.id,
+        new Promise<void>((resolve) => {
+          opened = resolve;
+        }),
+      );
       claimed = true;
       const queue = await services.queues.existing(frame.queue);
       if (frame.visibility === undefined) await checkQueueVisibility(queue, limits);
@@ -354,14 +361,17 @@ export class StreamConnection {
     } catch (error) {
       return { type: 'error', id: frame.id, error: refused(error, log).error };
     } finally {
-      if (claimed) this.opening.delete(frame.id);
+      if (claimed) {
+        this.opening.delete(frame.id);
+        opened();
+      }
     }
   }
 
-  private credit(frame: CreditFrame): ServerFrame {
+  private async credit(frame: CreditFrame): Promise<ServerFrame> {
     try {
       this.checkPrefetch(frame.prefetch);
-      const subscription = this.subscription(frame.subscription);
+      const subscription = await this.subscription(frame.subscription);
       subscription.setPrefetch(frame.prefetch);
       return {
         type: 'subscribed',
@@ -376,7 +386,7 @@ export class StreamConnection {
 
   private async unsubscribe(frame: UnsubscribeFrame): Promise<ServerFrame> {
     try {
-      const subscription = this.subscription(frame.subscription);
+      const subscription = await this.subscription(frame.subscription);
       this.forget(frame.subscription);
       await subscription.close();
       return { type: 'unsubscribed', id: frame.id, subscription: frame.subscription };
@@ -389,7 +399,9 @@ export class StreamConnection {
     if (this.subscriptions.delete(id)) this.context.services.metrics.stream.subscriptions(-1);
   }
 
-  private subscription(id: number): Subscription {
+  /** The subscription `id`, once a subscribe of it still being answered has been. */
+  private async subscription(id: number): Promise<Subscription> {
+    await this.opening.get(id);
     const subscription = this.subscriptions.get(id);
     if (subscription === undefined) throw new ValidationError(`no subscription ${id}`);
     return subscription;
