@@ -7,6 +7,7 @@ import { NotFoundError, type QueueOptions } from '../core/index.js';
  */
 export class QueueDirectory {
   private readonly open = new Map<string, Queue>();
+  private readonly deletedListeners = new Set<(name: string) => void>();
 
   constructor(private readonly broker: Broker) {}
 
@@ -40,7 +41,15 @@ export class QueueDirectory {
 
   async delete(name: string): Promise<boolean> {
     this.open.delete(name);
-    return this.broker.deleteQueue(name);
+    const deleted = await this.broker.deleteQueue(name);
+    if (deleted) for (const listener of this.deletedListeners) listener(name);
+    return deleted;
+  }
+
+  /** Calls `listener` with the name of each queue deleted here; returns what stops it. */
+  onDeleted(listener: (name: string) => void): () => void {
+    this.deletedListeners.add(listener);
+    return () => this.deletedListeners.delete(listener);
   }
 
   private remember(queue: Queue): Queue {

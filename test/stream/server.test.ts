@@ -653,6 +653,36 @@ describe('the stream: frames sent right behind their subscribe', () => {
   });
 });
 
+describe('the stream: a deleted queue', () => {
+  it('ends its subscriptions at once, even one whose credit is in use: none goes on to a new queue of its name', async () => {
+    const server = await serve();
+    const client = await connect(server);
+    await call(server.baseUrl, 'POST', '/v1/queues/jobs/jobs', { body: { id: 'old' } });
+    expect(
+      await client.request({
+        type: 'subscribe',
+        id: 1,
+        queue: 'jobs',
+        prefetch: 1,
+        visibility: 200,
+      }),
+    ).toMatchObject({ type: 'subscribed' });
+    await client.next((frame) => frame.type === 'deliveries');
+    expect((await call(server.baseUrl, 'DELETE', '/v1/queues/jobs')).body).toEqual({
+      deleted: true,
+    });
+    expect(
+      await client.next((frame) => frame.type === 'unsubscribed' && frame.subscription === 1),
+    ).toMatchObject({ error: { code: 'NOT_FOUND', message: 'queue jobs was deleted' } });
+    await call(server.baseUrl, 'PUT', '/v1/queues/jobs', { body: { visibility: 1000 } });
+    await call(server.baseUrl, 'POST', '/v1/queues/jobs/jobs', { body: { id: 'new' } });
+    // Past the old delivery's lease: its credit would have come back.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(client.pushed(1).map((delivery: { id: string }) => delivery.id)).toEqual(['old']);
+    expect((await (await server.broker.queue('jobs')).inspect()).ready).toEqual(['new']);
+  });
+});
+
 describe('the stream: the lease model when a connection ends (R12)', () => {
   it('keeps plain deliveries leased until their deadline and releases those of its sessions at once', async () => {
     const clock = new ManualClock(0);

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { Queue } from '../../broker/index.js';
 import {
+  NotFoundError,
   OPERATION_TYPES,
   type Operation,
   type Outcome,
@@ -392,6 +393,19 @@ export class StreamConnection {
       return { type: 'unsubscribed', id: frame.id, subscription: frame.subscription };
     } catch (error) {
       return { type: 'error', id: frame.id, error: refused(error, this.context.log).error };
+    }
+  }
+
+  /**
+   * A queue deleted through this server ends its subscriptions here (`unsubscribed`, NOT_FOUND),
+   * even those whose credit is all in use and that would otherwise go on, once their leases
+   * ended, to a queue made later under the same name.
+   */
+  queueDeleted(name: string): void {
+    for (const subscription of [...this.subscriptions.values()]) {
+      if (subscription.queue.name !== name) continue;
+      void subscription.close();
+      this.subscriptionEnded(subscription, new NotFoundError(`queue ${name} was deleted`));
     }
   }
 

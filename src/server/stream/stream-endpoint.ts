@@ -27,6 +27,9 @@ export function registerStream(
     perMessageDeflate: false,
   });
   const connections = new Set<StreamConnection>();
+  const stopWatchingDeletes = services.queues.onDeleted((name) => {
+    for (const connection of connections) connection.queueDeleted(name);
+  });
   const now = brokerNow(services.broker);
   let counter = 0;
   const refuse: typeof refuseUpgrade = (socket, status, error) => {
@@ -83,6 +86,7 @@ export function registerStream(
       connection.close(1001, 'server shutting down'),
     );
     server.close();
+    stopWatchingDeletes();
     await Promise.all(ending);
   });
 }
