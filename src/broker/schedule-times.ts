@@ -66,17 +66,23 @@ export function scheduleRecord(
     // R25's form: croner would take a seventh field (a year) and nicknames too.
     if (fields !== 5 && fields !== 6) {
       problems.push(`cron ${JSON.stringify(when)} must have 5 or 6 fields, got ${fields}`);
-    }
-    try {
-      const cron = new Cron(when, { paused: true, ...(isTimeZone(timezone) ? { timezone } : {}) });
-      // A date no calendar has (31 February) parses, and would be stored to fire never.
-      if (cron.nextRun(new Date(now)) === null) {
-        problems.push(`cron ${JSON.stringify(when)} names no time to come: it would never fire`);
+    } else {
+      // Only a cron of R25's form is parsed: croner's words for another count (it takes
+      // seven fields) would contradict the one above.
+      try {
+        const cron = new Cron(when, {
+          paused: true,
+          ...(isTimeZone(timezone) ? { timezone } : {}),
+        });
+        // A date no calendar has (31 February) parses, and would be stored to fire never.
+        if (cron.nextRun(new Date(now)) === null) {
+          problems.push(`cron ${JSON.stringify(when)} names no time to come: it would never fire`);
+        }
+      } catch (error) {
+        problems.push(
+          `cron ${JSON.stringify(when)} is not a cron expression: ${(error as Error).message}`,
+        );
       }
-    } catch (error) {
-      problems.push(
-        `cron ${JSON.stringify(when)} is not a cron expression: ${(error as Error).message}`,
-      );
     }
     cron = when;
   } else {

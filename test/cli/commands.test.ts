@@ -353,6 +353,15 @@ describe('publish, receive, ack and nack', () => {
       code: 2,
       stderr: expect.stringContaining('--unworked'),
     });
+    // Flags that would be dropped, or fail at the server, are refused before anything is sent.
+    expect(await run(['nack', name, delivery.receipt, '--reason', 'bad'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--reason is the dead-letter reason: it goes with --dead'),
+    });
+    expect(await run(['nack', name, delivery.receipt, '--dead', '--delay', '100'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--delay requeues later'),
+    });
     expect((await run(['nack', name, delivery.receipt, '--unworked'])).stdout).toMatch(
       /^requeued unworked /,
     );

@@ -37,6 +37,14 @@ describeEngines(engines, (h) => {
       await expect(q.schedule('never', '0 0 31 2 *')).rejects.toThrow(/never fire/);
       await expect(q.schedule('year', '0 0 3 * * * 2030')).rejects.toThrow(/5 or 6 fields, got 7/);
       await expect(q.schedule('nick', '@hourly')).rejects.toThrow(/5 or 6 fields, got 1/);
+      // One message for a wrong count, not the cron parser's as well (which takes 7 fields).
+      const words = await q
+        .schedule('words', 'not a cron')
+        .catch((error: ValidationError) => error);
+      expect((words as ValidationError).issues).toEqual([
+        'cron "not a cron" must have 5 or 6 fields, got 3',
+      ]);
+      await expect(q.schedule('fields', '61 * * * *')).rejects.toThrow(/not a cron expression/);
       await expect(q.schedule('far', Number.MAX_SAFE_INTEGER)).rejects.toThrow(
         new RegExp(`every must be at most ${8.64e15 - T0} ms`),
       );

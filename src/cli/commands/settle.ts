@@ -13,7 +13,8 @@ export const ack: Command = {
   usage: '<queue> <receipt> [receipt ...]',
   details: [
     'Prints acked or stale for each receipt. Exit code 3 when any delivery was no longer live',
-    '(its lease ended: the job is, or will be, delivered again).',
+    '(its lease ended: the job is, or will be, delivered again). The receipts go in one call:',
+    'one that is not a receipt of this queue fails them all, acking none (exit 1).',
   ],
   options: {},
   remote: true,
@@ -65,6 +66,15 @@ export const nack: Command = {
     if (values.unworked === true && values.dead === true) {
       throw new UsageError(
         '--unworked gives deliveries back to the queue: it cannot go with --dead',
+      );
+    }
+    // Refused here, not dropped or left to fail per receipt: each says what it goes with.
+    if (reason !== undefined && values.dead !== true) {
+      throw new UsageError('--reason is the dead-letter reason: it goes with --dead');
+    }
+    if (delay !== undefined && values.dead === true) {
+      throw new UsageError(
+        '--delay requeues later: a dead-lettered job is never ready, so not with --dead',
       );
     }
     const options = {
