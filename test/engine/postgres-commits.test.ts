@@ -1,9 +1,10 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/core/index.js';
 import { openEngine } from '../../src/engine/index.js';
 import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
 import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
+import { roundTrips } from './round-trips.js';
 
 /**
  * R21 on PostgreSQL: a reserve and an ack are one round trip each; reservations commit without
@@ -31,23 +32,6 @@ afterAll(async () => {
   if (skip !== undefined) return;
   await admin((client) => client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`));
 });
-
-/** The queries the pg driver sends while `action` runs. */
-async function roundTrips(action: () => Promise<unknown>): Promise<string[]> {
-  const sent: string[] = [];
-  const original = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const text = args[0];
-    sent.push(typeof text === 'string' ? text : String((text as { text?: string }).text));
-    return (original as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof original;
-  try {
-    await action();
-  } finally {
-    pg.Client.prototype.query = original;
-  }
-  return sent;
-}
 
 async function tokenMark(queue: string): Promise<{ next: number; high: number }> {
   return admin(async (client) => {

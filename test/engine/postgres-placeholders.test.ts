@@ -1,10 +1,10 @@
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { EngineBroker } from '../../src/broker/index.js';
 import { scanPlaceholders } from '../../src/engine/postgres/placeholders.js';
 import { toPostgresPlaceholders } from '../../src/engine/postgres/postgres-connection.js';
 import { ManualClock } from '../../src/index.js';
 import { queueName, useConformanceEngines } from '../conformance/engines.js';
+import { roundTrips } from './round-trips.js';
 
 /**
  * `?` placeholders on PostgreSQL: a `?` inside a string, quoted identifier or comment is text,
@@ -293,7 +293,7 @@ for (const engine of engines) {
       it("a caller's first statement still travels with its BEGIN: one round trip", async () => {
         const { broker, table, close } = await setup();
         try {
-          const sent = await sentQueries(() =>
+          const sent = await roundTrips(() =>
             broker.transaction((tx) =>
               tx.run(`INSERT INTO ${table} (note, who, n) VALUES ('Q?', ?, ?)`, [CLOSING_VALUE, 1]),
             ),
@@ -307,21 +307,4 @@ for (const engine of engines) {
       });
     },
   );
-}
-
-/** The queries the pg driver sends while `action` runs. */
-async function sentQueries(action: () => Promise<unknown>): Promise<string[]> {
-  const sent: string[] = [];
-  const original = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const text = args[0];
-    sent.push(typeof text === 'string' ? text : String((text as { text?: string }).text));
-    return (original as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof original;
-  try {
-    await action();
-  } finally {
-    pg.Client.prototype.query = original;
-  }
-  return sent;
 }

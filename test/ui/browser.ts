@@ -39,3 +39,23 @@ export function artifactPath(name: string): string {
   mkdirSync(ARTIFACTS, { recursive: true });
   return new URL(name, ARTIFACTS).pathname;
 }
+
+/** A call of the API under a server's URL with `key`; the answer's body read loosely. */
+export async function callApi(
+  url: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  // biome-ignore lint/suspicious/noExplicitAny: tests read answers loosely
+): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: await response.json() };
+}

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, ConsoleMessage, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
-import { artifactPath, DOC_IMAGES, launchChromium, skipBrowser } from './browser.js';
+import { artifactPath, callApi, DOC_IMAGES, launchChromium, skipBrowser } from './browser.js';
 
 const ADMIN = 'admin-key-0123456789';
 const VIEWER = 'viewer-key-0123456789';
@@ -18,18 +18,8 @@ const problems: string[] = [];
 /** Every answer of 400 or more the pages received, with its URL (the console's line has none). */
 const refusals: { status: number; path: string }[] = [];
 
-async function api(method: string, path: string, body?: unknown, key = ADMIN) {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  // biome-ignore lint/suspicious/noExplicitAny: tests read answers loosely
-  return { status: response.status, body: (await response.json()) as any };
-}
+const api = (method: string, path: string, body?: unknown, key = ADMIN) =>
+  callApi(server.url, key, method, path, body);
 
 /** Queues with ready, delayed, in-flight and dead jobs, every dead one with a history. */
 async function seed(): Promise<void> {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
-import { artifactPath, launchChromium, skipBrowser } from './browser.js';
+import { artifactPath, callApi, launchChromium, skipBrowser } from './browser.js';
 
 const ADMIN = 'admin-key-0123456789';
 /** Below the 100 ids a request may name by default, and below every action's count here. */
@@ -15,18 +15,8 @@ let server: RunningServer;
 let browser: Browser;
 let dir: string;
 
-async function api(method: string, path: string, body?: unknown) {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${ADMIN}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  // biome-ignore lint/suspicious/noExplicitAny: tests read answers loosely
-  return { status: response.status, body: (await response.json()) as any };
-}
+const api = (method: string, path: string, body?: unknown) =>
+  callApi(server.url, ADMIN, method, path, body);
 
 /** `count` dead jobs of `reason`, ids `prefix-00`…, published and rejected MAX_BATCH at a time. */
 async function kill(prefix: string, count: number, reason: string): Promise<void> {

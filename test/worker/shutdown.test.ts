@@ -203,23 +203,31 @@ describeEngines(engines.slice(0, 1), 'closeOnSignals', (open) => {
   });
 });
 
+/**
+ * A started process whose close begins as the receive that took its first jobs answers: their
+ * handlers never start. Resolves once that close is done.
+ */
+async function closedAsReceiveAnswers(h: Harness, concurrency: number) {
+  const consumer = h.process(async () => {}, { concurrency });
+  const faults = consumer.faults;
+  const receive = faults.receive.bind(faults);
+  let closing: Promise<void> | undefined;
+  faults.receive = async (options) => {
+    const deliveries = await receive(options);
+    if (deliveries.length > 0) closing ??= consumer.worker.close();
+    return deliveries;
+  };
+  await consumer.worker.start();
+  await h.flush();
+  await closing;
+  return { consumer, faults };
+}
+
 describeEngines(engines, 'shutdown, jobs reserved as it begins', (open) => {
   it('R33 a job reserved while the worker closes goes back unworked: not counted as a delivery', async () => {
     const h = await open();
-    const consumer = h.process(async () => {}, { concurrency: 1 });
-    const faults = consumer.faults;
-    const receive = faults.receive.bind(faults);
-    let closing: Promise<void> | undefined;
-    // The close begins as the receive that took the job answers: its handler never starts.
-    faults.receive = async (options) => {
-      const deliveries = await receive(options);
-      if (deliveries.length > 0) closing ??= consumer.worker.close();
-      return deliveries;
-    };
     await h.queue.publish({ id: 'a' });
-    await consumer.worker.start();
-    await h.flush();
-    await closing;
+    const { consumer, faults } = await closedAsReceiveAnswers(h, 1);
     expect(consumer.outcomes).toMatchObject([{ id: 'a', outcome: 'released' }]);
     expect(faults.calls.filter((call) => call.op === 'nack')).toEqual([
       { op: 'nack', token: 1, fate: 'sent', result: true },
@@ -229,19 +237,8 @@ describeEngines(engines, 'shutdown, jobs reserved as it begins', (open) => {
 
   it('R33 jobs reserved while the worker closes go back in the order they were reserved (R12)', async () => {
     const h = await open();
-    const consumer = h.process(async () => {}, { concurrency: 3 });
-    const faults = consumer.faults;
-    const receive = faults.receive.bind(faults);
-    let closing: Promise<void> | undefined;
-    faults.receive = async (options) => {
-      const deliveries = await receive(options);
-      if (deliveries.length > 0) closing ??= consumer.worker.close();
-      return deliveries;
-    };
     await h.queue.publishBatch(['a', 'b', 'c', 'd'].map((id) => ({ id })));
-    await consumer.worker.start();
-    await h.flush();
-    await closing;
+    const { consumer } = await closedAsReceiveAnswers(h, 3);
     expect(consumer.outcomes.map((record) => record.outcome)).toEqual([
       'released',
       'released',
