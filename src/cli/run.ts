@@ -20,7 +20,7 @@ import { receive } from './commands/receive.js';
 import { scheduleList, scheduleRemove, scheduleSet } from './commands/schedule.js';
 import { secretRotate } from './commands/secret.js';
 import { serve } from './commands/serve.js';
-import { ack, nack } from './commands/settle.js';
+import { ack, extend, nack } from './commands/settle.js';
 import { REMOTE_DETAILS, REMOTE_OPTIONS } from './remote.js';
 
 export const COMMANDS: readonly Command[] = [
@@ -37,6 +37,7 @@ export const COMMANDS: readonly Command[] = [
   receive,
   ack,
   nack,
+  extend,
   cancel,
   deadList,
   deadRedrive,

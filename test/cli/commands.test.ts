@@ -344,6 +344,36 @@ describe('publish, receive, ack and nack', () => {
     expect(stats).toMatchObject({ acks: 2, staleAcks: 1, nacks: 2, delayed: 1, dead: 1 });
   });
 
+  it('extend moves deadlines (R10): stale is exit 3, a refused receipt 1, --visibility required', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    await run(['publish', name, '--id', 'x', '{}']);
+    const [delivery] = JSON.parse((await run(['receive', name, '--json'])).stdout);
+    const extended = await run(['extend', name, delivery.receipt, '--visibility', '600000']);
+    expect(extended).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(/^extended \S+ until /),
+    });
+    const json = await run(['extend', name, delivery.receipt, '--visibility', '900000', '--json']);
+    const { deadline } = JSON.parse(json.stdout);
+    expect(deadline).toBeGreaterThan(delivery.deadline);
+    const [live] = await (await server.broker.queue(name)).deliveries();
+    expect(live?.deadline).toBe(deadline);
+    expect(await run(['extend', name, delivery.receipt])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--visibility MS is required'),
+    });
+    expect(await run(['extend', name, 'not-a-receipt', '--visibility', '1000'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('not extended'),
+    });
+    await run(['ack', name, delivery.receipt]);
+    expect(await run(['extend', name, delivery.receipt, '--visibility', '1000'])).toMatchObject({
+      code: 3,
+      stdout: expect.stringMatching(/^stale /),
+    });
+  });
+
   it('gives a delivery back unworked (R33): to the front, not counted as a delivery', async () => {
     const name = fresh();
     await run(['queue', 'create', name]);

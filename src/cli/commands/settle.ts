@@ -1,5 +1,6 @@
 import { type Command, EXIT, UsageError } from '../command.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
+import { formatTime } from '../format.js';
 import { printJson, withClient } from '../remote.js';
 
 /** 0 when every receipt was settled, 3 when some named a delivery no longer live. */
@@ -83,28 +84,13 @@ export const nack: Command = {
       ...(reason === undefined ? {} : { reason }),
       ...(values.unworked === true ? { attempted: false } : {}),
     };
-    // Each receipt on its own: one refused (not a receipt, another queue's) leaves the others'
-    // nacks done, and each is reported.
-    const results = await withClient(values, context, async (client) => {
-      const queue = client.handle(name);
-      const nacked: (boolean | { code: string; message: string })[] = [];
-      for (const receipt of receipts) {
-        try {
-          nacked.push(await queue.nackReceipt(receipt, options));
-        } catch (error) {
-          const { code = 'ERROR', message = String(error) } = error as {
-            code?: string;
-            message?: string;
-          };
-          nacked.push({ code, message });
-        }
-      }
-      return nacked;
-    });
+    const results = await withClient(values, context, (client) =>
+      eachReceipt(receipts, (receipt) => client.handle(name).nackReceipt(receipt, options)),
+    );
     receipts.forEach((receipt, index) => {
-      const result = results[index];
+      const result = results[index] as boolean | Refusal;
       const shown = `${receipt.slice(0, 16)}…`;
-      if (typeof result === 'object') {
+      if (isRefusal(result)) {
         if (values.json) printJson(context, { receipt, error: result });
         else context.stderr.write(`not nacked ${shown}: ${result.code}: ${result.message}\n`);
         return;
@@ -112,10 +98,85 @@ export const nack: Command = {
       if (values.json) printJson(context, { receipt, nacked: result });
       else context.stdout.write(`${result ? nackOutcome(values) : 'stale'} ${shown}\n`);
     });
-    if (results.some((result) => typeof result === 'object')) return EXIT.failed;
-    return exitFor(results as boolean[]);
+    return exitForEach(results, (nacked) => !nacked);
   },
 };
+
+export const extend: Command = {
+  name: 'extend',
+  summary: 'Give deliveries in hand more time: move their deadlines (R10)',
+  usage: '<queue> <receipt> [receipt ...] --visibility MS',
+  details: [
+    "--visibility MS  each lease's new length, from now (required); never past the queue's",
+    '                 maxLease from the delivery',
+    'Prints each new deadline, or stale for a delivery no longer live. A deadline already',
+    'passed means the delivery reached its maxLease: its lease has ended. Exit code 3 when any',
+    'delivery was no longer live; 1 when a receipt was refused (the others are extended all the',
+    'same, each reported).',
+  ],
+  options: { visibility: { type: 'string' } },
+  remote: true,
+  async run({ values, positionals: given, context }) {
+    const [name, ...receipts] = positionals(given, ['queue', 'receipt'], { rest: true }) as [
+      string,
+      ...string[],
+    ];
+    const visibility = integerFlag(values, 'visibility', 1);
+    if (visibility === undefined) throw new UsageError('--visibility MS is required');
+    const results = await withClient(values, context, (client) =>
+      eachReceipt(receipts, (receipt) => client.handle(name).extendReceipt(receipt, visibility)),
+    );
+    receipts.forEach((receipt, index) => {
+      const result = results[index] as number | null | Refusal;
+      const shown = `${receipt.slice(0, 16)}…`;
+      if (isRefusal(result)) {
+        if (values.json) printJson(context, { receipt, error: result });
+        else context.stderr.write(`not extended ${shown}: ${result.code}: ${result.message}\n`);
+        return;
+      }
+      if (values.json) printJson(context, { receipt, deadline: result });
+      else if (result === null) context.stdout.write(`stale ${shown}\n`);
+      else context.stdout.write(`extended ${shown} until ${formatTime(result)}\n`);
+    });
+    return exitForEach(results, (deadline) => deadline === null);
+  },
+};
+
+/** A receipt refused on its own (not a receipt, another queue's), as the CLI reports it. */
+interface Refusal {
+  code: string;
+  message: string;
+}
+
+/**
+ * Settles each receipt on its own: one refused leaves the others' calls done, and each is
+ * reported. The value of each call, or its refusal.
+ */
+async function eachReceipt<T>(
+  receipts: readonly string[],
+  settle: (receipt: string) => Promise<T>,
+): Promise<(T | Refusal)[]> {
+  const results: (T | Refusal)[] = [];
+  for (const receipt of receipts) {
+    try {
+      results.push(await settle(receipt));
+    } catch (error) {
+      const { code = 'ERROR', message = String(error) } = error as Partial<Refusal>;
+      results.push({ code, message });
+    }
+  }
+  return results;
+}
+
+function isRefusal(result: unknown): result is Refusal {
+  return typeof result === 'object' && result !== null && 'code' in result;
+}
+
+/** 1 when a receipt was refused; else 3 when any delivery was no longer live; else 0. */
+function exitForEach<T>(results: readonly (T | Refusal)[], stale: (result: T) => boolean): number {
+  if (results.some(isRefusal)) return EXIT.failed;
+  return results.some((result) => stale(result as T)) ? EXIT.stale : EXIT.ok;
+}
 
 function nackOutcome(values: { dead?: unknown; unworked?: unknown }): string {
   if (values.dead === true) return 'dead-lettered';
