@@ -1,4 +1,10 @@
-import type { DeadLetter, QueueStats, ResolvedQueueOptions } from '../core/index.js';
+import type {
+  Attempt,
+  DeadLetter,
+  JobView,
+  QueueStats,
+  ResolvedQueueOptions,
+} from '../core/index.js';
 
 const show = (value: number, unit = '') =>
   value === Number.POSITIVE_INFINITY ? 'unbounded' : `${value}${unit}`;
@@ -48,9 +54,32 @@ export function formatTime(ms: number): string {
 /** A dead letter with its history, one attempt a line. */
 export function formatDeadLetter(dead: DeadLetter): string {
   const head = `${dead.id}  reason=${dead.reason} deliveries=${dead.deliveryCount} deadAt=${formatTime(dead.deadAt)}`;
-  const attempts = dead.history.map(
+  return `${[head, ...formatAttempts(dead.history)].join('\n')}\n`;
+}
+
+/** A job as it stands: its state and what goes with it, its payload, then its history. */
+export function formatJob(job: JobView): string {
+  const facts = [
+    `state=${job.state}`,
+    `deliveries=${job.deliveryCount}`,
+    ...(job.priority === undefined ? [] : [`priority=${job.priority}`]),
+    ...(job.group === undefined ? [] : [`group=${job.group}`]),
+    ...(job.availableAt === undefined ? [] : [`availableAt=${formatTime(job.availableAt)}`]),
+    ...(job.token === undefined ? [] : [`token=${job.token}`]),
+    ...(job.deadline === undefined ? [] : [`deadline=${formatTime(job.deadline)}`]),
+    ...(job.reason === undefined ? [] : [`reason=${job.reason}`]),
+    ...(job.deadAt === undefined ? [] : [`deadAt=${formatTime(job.deadAt)}`]),
+    ...(job.expiresAt === undefined ? [] : [`expiresAt=${formatTime(job.expiresAt)}`]),
+    ...(job.origin === undefined ? [] : [`from=${job.origin.queue}`]),
+  ];
+  const payload = job.payload === undefined ? [] : [`  payload ${JSON.stringify(job.payload)}`];
+  return `${[`${job.id}  ${facts.join(' ')}`, ...payload, ...formatAttempts(job.history)].join('\n')}\n`;
+}
+
+/** One line an attempt: its token, how it ended and after how long. */
+function formatAttempts(history: readonly Attempt[]): string[] {
+  return history.map(
     (a) =>
       `  token ${a.token}: ${a.outcome}${a.reason === undefined ? '' : ` (${a.reason})`} after ${a.endedAt - a.deliveredAt}ms`,
   );
-  return `${[head, ...attempts].join('\n')}\n`;
 }

@@ -5,6 +5,7 @@ import { VERSION } from '../server/index.js';
 import { type CliContext, type Command, EXIT, UsageError } from './command.js';
 import { cancel } from './commands/cancel.js';
 import { deadList, deadRedrive } from './commands/dead.js';
+import { job } from './commands/job.js';
 import { publish } from './commands/publish.js';
 import {
   queueCreate,
@@ -39,6 +40,7 @@ export const COMMANDS: readonly Command[] = [
   nack,
   extend,
   cancel,
+  job,
   deadList,
   deadRedrive,
   scheduleSet,

@@ -374,6 +374,29 @@ describe('publish, receive, ack and nack', () => {
     });
   });
 
+  it('job shows one job: its state, payload and history; an id with no job is exit 3', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    await run(['publish', name, '--id', 'j1', '{"n":1}']);
+    expect(await run(['job', name, 'j1'])).toMatchObject({
+      code: 0,
+      stdout: 'j1  state=ready deliveries=0\n  payload {"n":1}\n',
+    });
+    const [delivery] = JSON.parse((await run(['receive', name, '--json'])).stdout);
+    await run(['nack', name, delivery.receipt, '--dead', '--reason', 'bad input']);
+    const shown = await run(['job', name, 'j1']);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^j1 {2}state=dead deliveries=1 reason=bad input deadAt=\S+\n/);
+    expect(shown.stdout).toMatch(/\n {2}token 1: \S+ \(bad input\) after \d+ms\n$/);
+    const json = JSON.parse((await run(['job', name, 'j1', '--json'])).stdout);
+    expect(json).toEqual(await (await server.broker.queue(name)).job('j1'));
+    expect(await run(['job', name, 'nobody'])).toMatchObject({
+      code: 3,
+      stderr: `no job nobody in ${name}\n`,
+    });
+    expect((await run(['job', name, 'x'.repeat(257)])).code).not.toBe(0);
+  });
+
   it('gives a delivery back unworked (R33): to the front, not counted as a delivery', async () => {
     const name = fresh();
     await run(['queue', 'create', name]);

@@ -1,0 +1,31 @@
+import { checkLookedUpId } from '../../core/index.js';
+import { type Command, EXIT } from '../command.js';
+import { positionals } from '../flags.js';
+import { formatJob } from '../format.js';
+import { printJson, withClient } from '../remote.js';
+
+export const job: Command = {
+  name: 'job',
+  summary: 'Show one job by id: its state, lease or death, payload and attempt history',
+  usage: '<queue> <id>',
+  details: [
+    'Prints the job as it stands: ready, delayed (until when), active (token and deadline) or',
+    'dead (reason), its payload, and one line per attempt. An id with no job is exit code 3',
+    '(an acked job is gone). Needs the consume right on the queue.',
+  ],
+  options: {},
+  remote: true,
+  async run({ values, positionals: given, context }) {
+    const [name, id] = positionals(given, ['queue', 'id']) as [string, string];
+    checkLookedUpId(id);
+    const view = await withClient(values, context, (client) => client.handle(name).job(id));
+    if (view === undefined) {
+      if (values.json) printJson(context, null);
+      else context.stderr.write(`no job ${id} in ${name}\n`);
+      return EXIT.stale;
+    }
+    if (values.json) printJson(context, view);
+    else context.stdout.write(formatJob(view));
+    return EXIT.ok;
+  },
+};
