@@ -125,12 +125,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
     // Answered before any route hook runs: counted here, as onResponse counts the others.
     frameworkErrors: (error, request, reply) => {
       const sent = answerFrameworkError(error, request, reply);
-      services.metrics.observeRequest(
-        request.method,
-        'unmatched',
-        reply.statusCode,
-        reply.elapsedTime / 1000,
-      );
+      countRequest(services.metrics, request, reply);
       return sent;
     },
     clientErrorHandler: answerClientError,
@@ -230,12 +225,7 @@ function installHooks(app: FastifyInstance, services: Services): void {
       },
       'request completed',
     );
-    services.metrics.observeRequest(
-      request.method,
-      request.routeOptions.url ?? 'unmatched',
-      reply.statusCode,
-      reply.elapsedTime / 1000,
-    );
+    countRequest(services.metrics, request, reply);
   });
   app.setErrorHandler((error, request, reply) => {
     const mapped = mapError(error);
@@ -329,6 +319,16 @@ export async function withSignals<T>(
     reply.raw.off('close', onClose);
     unwatchShutdown();
   }
+}
+
+/** A request answered, by its route's template (`unmatched` where no route took it). */
+function countRequest(metrics: ServerMetrics, request: FastifyRequest, reply: FastifyReply): void {
+  metrics.observeRequest(
+    request.method,
+    request.routeOptions.url ?? 'unmatched',
+    reply.statusCode,
+    reply.elapsedTime / 1000,
+  );
 }
 
 /** JSON answers end with a newline, as text printed to a terminal should (curl, logs). */
