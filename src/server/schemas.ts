@@ -24,6 +24,11 @@ export function object(
   return { type: 'object', additionalProperties: false, properties, required };
 }
 
+/** A count in a query string (text there): digits, its range checked where it is read. */
+export function queryCount(description: string): JsonSchema {
+  return { type: 'string', pattern: '^[0-9]{1,16}$', description };
+}
+
 export function arrayOf(items: JsonSchema, maxItems?: number): JsonSchema {
   return maxItems === undefined ? { type: 'array', items } : { type: 'array', items, maxItems };
 }

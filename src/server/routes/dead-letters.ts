@@ -1,6 +1,6 @@
 import { DEFAULT_DEAD_LETTER_PAGE, MAX_DEAD_LETTER_PAGE } from '../../core/index.js';
 import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
-import { arrayOf, integer, object, queueParams, text } from '../schemas.js';
+import { arrayOf, integer, object, queryCount, queueParams, text } from '../schemas.js';
 
 const TAG = 'dead letters';
 
@@ -17,11 +17,9 @@ export function deadLetterRoutes(services: Services): RouteSpec[] {
       access: 'admin',
       params: queueParams,
       query: object({
-        limit: {
-          type: 'string',
-          pattern: '^[0-9]{1,16}$',
-          description: `At most this many, 1 to ${MAX_DEAD_LETTER_PAGE} (default ${DEFAULT_DEAD_LETTER_PAGE})`,
-        },
+        limit: queryCount(
+          `At most this many, 1 to ${MAX_DEAD_LETTER_PAGE} (default ${DEFAULT_DEAD_LETTER_PAGE})`,
+        ),
         after: {
           type: 'string',
           maxLength: 32,

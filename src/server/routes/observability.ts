@@ -3,18 +3,16 @@ import { ClosedError, ValidationError } from '../../core/index.js';
 import { inspectToWire, MAX_INSPECT_LIMIT } from '../../wire/index.js';
 import type { Principal } from '../auth.js';
 import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
-import { inspectView, object, queueParams, stats } from '../schemas.js';
+import { inspectView, object, queryCount, queueParams, stats } from '../schemas.js';
 
 const TAG = 'observability';
 const status = object({ status: { type: 'string' } }, ['status']);
 
 /** `?limit=`: each list cut to its first `limit` entries, so a poll reads and sends little. */
 const inspectQuery = object({
-  limit: {
-    type: 'string',
-    pattern: '^[0-9]{1,16}$',
-    description: `At most this many entries in each list, 1 to ${MAX_INSPECT_LIMIT} (default all)`,
-  },
+  limit: queryCount(
+    `At most this many entries in each list, 1 to ${MAX_INSPECT_LIMIT} (default all)`,
+  ),
 });
 
 function parseInspectLimit(raw: string | undefined): number | undefined {
