@@ -1,4 +1,4 @@
-import type { Engine } from '../engine/index.js';
+import type { Engine, ScheduleRecord } from '../engine/index.js';
 import type { Clock } from './clock.js';
 import { dueOccurrence, occurrenceId } from './schedule-times.js';
 
@@ -12,6 +12,17 @@ export interface PublishedOccurrence {
   id: string;
   /** true when the job was already there (another scheduler published it first). */
   duplicate: boolean;
+}
+
+/** A schedule, by its queue and name. */
+export interface ScheduleRef {
+  queue: string;
+  name: string;
+}
+
+/** A schedule whose due occurrence a pass could not publish. */
+interface ScheduleFailure extends ScheduleRef {
+  error: unknown;
 }
 
 export interface SchedulerOptions {
@@ -40,53 +51,92 @@ export class Scheduler {
     private readonly options: SchedulerOptions = {},
   ) {}
 
-  /** One pass: publishes every due occurrence and records it; returns what it published. */
+  /**
+   * One pass: publishes every due occurrence and records it; returns what it published. A
+   * schedule that cannot publish (its queue full, the storage refusing) does not keep the
+   * others from theirs: after the pass, the failures are thrown together as an AggregateError
+   * (`errors`, one per schedule, each naming it), and their occurrences stay due for the next.
+   */
   async runOnce(): Promise<PublishedOccurrence[]> {
-    const published: PublishedOccurrence[] = [];
-    for (const schedule of await this.engine.listSchedules()) {
-      const now = this.clock.now();
-      const at = dueOccurrence(schedule, now);
-      if (at === undefined) continue;
-      const id = occurrenceId(schedule.name, at);
-      const input = { id, payload: schedule.payload };
-      const { queue, name, lastAt } = schedule;
-      let duplicate: boolean;
-      // Only the scheduler whose compare and set moves lastAt publishes: the id alone would not
-      // stop a second one once the first occurrence's job was acked and forgotten.
-      if (this.engine.transaction !== undefined && this.engine.capabilities.transactions) {
-        // Both in one transaction: no pass can record an occurrence and die before publishing it.
-        const result = await this.engine.transaction(async (tx) =>
-          (await tx.advanceSchedule(queue, name, lastAt, at))
-            ? tx.publish(queue, now, input)
-            : undefined,
-        );
-        if (result === undefined) continue;
-        duplicate = result.duplicate;
-      } else {
-        // One process (memory): what it records, it publishes, or it is gone with the process.
-        if (!(await this.engine.advanceSchedule(queue, name, lastAt, at))) continue;
-        ({ duplicate } = await this.publish(queue, input));
-      }
-      published.push({ queue, name, at, id, duplicate });
+    const { published, failures } = await this.pass();
+    if (failures.length > 0) {
+      const names = failures.map(({ queue, name }) => `${queue}/${name}`).join(', ');
+      throw new AggregateError(
+        failures.map((failure) => failure.error),
+        `${failures.length} schedule(s) could not publish, tried again at the next pass: ${names}`,
+      );
     }
     return published;
   }
 
-  /** Runs passes until `stop()`; a failing pass is reported to `onError` and the loop goes on. */
-  start(onError: (error: unknown) => void = () => {}): void {
+  /**
+   * Runs passes until `stop()`. A schedule that could not publish is reported to `onError` with
+   * its queue and name, a pass that could not read the schedules without them; the loop goes on.
+   */
+  start(onError: (error: unknown, schedule?: ScheduleRef) => void = () => {}): void {
     if (this.loop !== undefined) return;
     const interval = this.options.intervalMs ?? 1000;
     const signal = this.stopping.signal;
     this.loop = (async () => {
       while (!signal.aborted) {
         try {
-          await this.runOnce();
+          const { failures } = await this.pass();
+          for (const { error, queue, name } of failures) onError(error, { queue, name });
         } catch (error) {
           onError(error);
         }
         await this.clock.sleep(interval, signal);
       }
     })();
+  }
+
+  private async pass(): Promise<{ published: PublishedOccurrence[]; failures: ScheduleFailure[] }> {
+    const published: PublishedOccurrence[] = [];
+    const failures: ScheduleFailure[] = [];
+    for (const schedule of await this.engine.listSchedules()) {
+      try {
+        const occurrence = await this.fire(schedule);
+        if (occurrence !== undefined) published.push(occurrence);
+      } catch (error) {
+        failures.push({ queue: schedule.queue, name: schedule.name, error });
+      }
+    }
+    return { published, failures };
+  }
+
+  /** Publishes the schedule's due occurrence, if any and if this scheduler records it first. */
+  private async fire(schedule: ScheduleRecord): Promise<PublishedOccurrence | undefined> {
+    const now = this.clock.now();
+    const at = dueOccurrence(schedule, now);
+    if (at === undefined) return undefined;
+    const id = occurrenceId(schedule.name, at);
+    const input = { id, payload: schedule.payload };
+    const { queue, name, lastAt } = schedule;
+    let duplicate: boolean;
+    // Only the scheduler whose compare and set moves lastAt publishes: the id alone would not
+    // stop a second one once the first occurrence's job was acked and forgotten.
+    if (this.engine.transaction !== undefined && this.engine.capabilities.transactions) {
+      // Both in one transaction: no pass can record an occurrence and die before publishing it,
+      // and a publish refused takes the record back with it.
+      const result = await this.engine.transaction(async (tx) =>
+        (await tx.advanceSchedule(queue, name, lastAt, at))
+          ? tx.publish(queue, now, input)
+          : undefined,
+      );
+      if (result === undefined) return undefined;
+      duplicate = result.duplicate;
+    } else {
+      // One process (memory): what it records, it publishes, or it is gone with the process.
+      if (!(await this.engine.advanceSchedule(queue, name, lastAt, at))) return undefined;
+      try {
+        ({ duplicate } = await this.publish(queue, input));
+      } catch (error) {
+        // Refused (queue full): the occurrence is not recorded either, so a later pass has it.
+        await this.engine.advanceSchedule(queue, name, at, lastAt);
+        throw error;
+      }
+    }
+    return { queue, name, at, id, duplicate };
   }
 
   async stop(): Promise<void> {

@@ -126,7 +126,12 @@ export interface EngineTransaction {
   /** Forgets the consumer's inbox entries processed before `processedBefore` (ms); returns how many. */
   pruneInbox(consumer: string, processedBefore: number): Promise<number>;
   /** ScheduleStore.advanceSchedule in this transaction. */
-  advanceSchedule(queue: string, name: string, from: number | null, to: number): Promise<boolean>;
+  advanceSchedule(
+    queue: string,
+    name: string,
+    from: number | null,
+    to: number | null,
+  ): Promise<boolean>;
 }
 
 export interface QueueInfo {

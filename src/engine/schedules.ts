@@ -28,7 +28,13 @@ export interface ScheduleStore {
   removeSchedule(queue: string, name: string): Promise<boolean>;
   /**
    * Moves the schedule's lastAt from `from` to `to` only if it is still `from` (compare and set),
-   * so of several schedulers one wins each occurrence; false when another moved it first.
+   * so of several schedulers one wins each occurrence; false when another moved it first. (Back
+   * to `null` too: a scheduler without transactions takes back an occurrence it could not publish.)
    */
-  advanceSchedule(queue: string, name: string, from: number | null, to: number): Promise<boolean>;
+  advanceSchedule(
+    queue: string,
+    name: string,
+    from: number | null,
+    to: number | null,
+  ): Promise<boolean>;
 }

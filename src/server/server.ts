@@ -89,7 +89,14 @@ export async function startServer(
   }
   // Periodic jobs (R25): every server runs a scheduler; several over one storage agree.
   const scheduler = broker.scheduler?.();
-  scheduler?.start((error) => logger.error({ err: error }, 'scheduler pass failed'));
+  scheduler?.start((error, schedule) =>
+    schedule === undefined
+      ? logger.error({ err: error }, 'scheduler pass failed')
+      : logger.error(
+          { err: error, queue: schedule.queue, schedule: schedule.name },
+          'schedule could not publish',
+        ),
+  );
   const port = (app.server.address() as { port: number }).port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;

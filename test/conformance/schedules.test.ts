@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
-import { NotFoundError, ValidationError } from '../../src/core/index.js';
+import { NotFoundError, QueueFullError, ValidationError } from '../../src/core/index.js';
 import { useConformanceEngines } from './engines.js';
 import { describeEngines } from './suite.js';
 
@@ -140,6 +140,43 @@ describeEngines(engines, (h) => {
         list.mockRestore();
       }
       expect(await q.stats()).toMatchObject({ ready: 0, active: 0, acks: 1 });
+    });
+
+    it('R25 a schedule whose queue refuses the publish keeps no other from firing, and its occurrence stays due', async () => {
+      const full = h.deleteAfter(h.queueName('sched-a'));
+      const other = h.deleteAfter(h.queueName('sched-z'));
+      const clock = new ManualClock(T0);
+      const broker = new EngineBroker(h.engine(), { clock });
+      const a = await broker.queue(full, { maxLength: 1 });
+      const z = await broker.queue(other);
+      await a.publish({ id: 'filler', payload: 0 });
+      await a.schedule('tick', 1000);
+      await z.schedule('tick', 1000);
+      clock.set(T0 + 1000);
+      const scheduler = broker.scheduler();
+      // Listed queue by queue: the full one comes first.
+      const failed = await scheduler.runOnce().catch((error: unknown) => error);
+      expect(failed).toBeInstanceOf(AggregateError);
+      expect((failed as AggregateError).message).toContain(`${full}/tick`);
+      expect((failed as AggregateError).errors).toEqual([expect.any(QueueFullError)]);
+      expect((await z.inspect()).ready).toEqual(['tick@2026-11-30T08:30:01.000Z']);
+      expect((await a.schedules())[0]?.lastAt).toBeUndefined();
+      const onError = vi.fn();
+      scheduler.start(onError);
+      await vi.waitFor(() => expect(onError).toHaveBeenCalled());
+      await scheduler.stop();
+      expect(onError.mock.calls[0]).toEqual([
+        expect.any(QueueFullError),
+        { queue: full, name: 'tick' },
+      ]);
+      // Room again: the next pass publishes the latest occurrence (R25's missed occurrences).
+      const [filler] = await a.receive();
+      await a.ack(filler?.token as number);
+      clock.set(T0 + 3000);
+      expect((await scheduler.runOnce()).map((p) => [p.queue, p.id])).toEqual([
+        [full, 'tick@2026-11-30T08:30:03.000Z'],
+        [other, 'tick@2026-11-30T08:30:03.000Z'],
+      ]);
     });
 
     it('R25 after downtime only the latest missed occurrence is published', async () => {

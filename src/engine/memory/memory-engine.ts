@@ -176,7 +176,7 @@ export class MemoryEngine implements Engine, QueueLinks {
     queue: string,
     name: string,
     from: number | null,
-    to: number,
+    to: number | null,
   ): Promise<boolean> {
     this.checkOpen();
     return this.schedules.advanceSchedule(queue, name, from, to);

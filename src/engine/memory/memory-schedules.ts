@@ -31,7 +31,7 @@ export class MemorySchedules implements ScheduleStore {
     queue: string,
     name: string,
     from: number | null,
-    to: number,
+    to: number | null,
   ): Promise<boolean> {
     const key = keyOf(queue, name);
     const schedule = this.byKey.get(key);

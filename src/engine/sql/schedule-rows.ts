@@ -85,7 +85,7 @@ export async function advanceScheduleRow(
   queue: string,
   name: string,
   from: number | null,
-  to: number,
+  to: number | null,
 ): Promise<boolean> {
   const changed =
     from === null

@@ -255,7 +255,12 @@ export class SqlEngine implements Engine {
     return this.executor.submit((connection) => removeScheduleRow(connection, queue, name));
   }
 
-  advanceSchedule(queue: string, name: string, from: number | null, to: number): Promise<boolean> {
+  advanceSchedule(
+    queue: string,
+    name: string,
+    from: number | null,
+    to: number | null,
+  ): Promise<boolean> {
     this.checkOpen();
     return this.executor.submit((connection) =>
       advanceScheduleRow(connection, queue, name, from, to),

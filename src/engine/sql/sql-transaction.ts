@@ -100,7 +100,7 @@ export class SqlTransaction implements EngineTransaction {
     queue: string,
     name: string,
     from: number | null,
-    to: number,
+    to: number | null,
   ): Promise<boolean> {
     this.checkOpen();
     return advanceScheduleRow(this.connection, queue, name, from, to);
