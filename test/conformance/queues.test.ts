@@ -162,6 +162,20 @@ describeEngines(engines, (h) => {
       },
     );
 
+    it.each(BAD_OPTIONS)(
+      'engine.queue of an existing queue with %s is a ValidationError too, not a conflict, and changes nothing',
+      async (_label, options) => {
+        const name = h.queueName('bad-options');
+        const before = await (await h.engine().queue(name)).options();
+        await expectRejection(
+          () => h.engine().queue(name, bad(options)),
+          ValidationError,
+          'INVALID_ARGUMENT',
+        );
+        expect(await h.engine().handle(name).options()).toEqual(before);
+      },
+    );
+
     it('updateQueue changes the named options only; delivered leases keep their deadlines', async () => {
       const name = h.queueName('update');
       const q = await h.engine().queue(name, { visibility: 5, maxDeliveries: 4 });

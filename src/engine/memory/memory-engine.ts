@@ -61,6 +61,8 @@ export class MemoryEngine implements Engine, QueueLinks {
   async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
     this.checkOpen();
     checkQueueName(name);
+    // Bad options are refused as such, whether or not the queue exists (not as a conflict).
+    resolveQueueOptions(options);
     let core = this.queues.get(name);
     if (core === undefined) {
       // The core keeps payloads as JSON text, as the SQL engines do: the queue holds a copy its
