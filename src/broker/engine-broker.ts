@@ -38,6 +38,7 @@ import {
   type ReceiveOptions,
 } from './queue.js';
 import {
+  checkScheduleName,
   type ScheduleOptions,
   type ScheduleWhen,
   scheduleRecord,
@@ -251,12 +252,16 @@ export class EngineQueue implements Queue {
   }
 
   async schedules() {
+    // NOT_FOUND for a queue that is gone, as every other call of the handle answers.
+    await this.handle.options();
     const now = this.clock.now();
     const stored = await this.scheduleStore.listSchedules(this.name);
     return stored.map((schedule) => scheduleView(schedule, now));
   }
 
-  removeSchedule(name: string) {
+  async removeSchedule(name: string) {
+    checkScheduleName(name);
+    await this.handle.options();
     return this.scheduleStore.removeSchedule(this.name, name);
   }
 

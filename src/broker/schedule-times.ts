@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import { encodePayload, QUEUE_NAME, ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 import type { ScheduleRecord } from '../engine/index.js';
 
 /** When a schedule fires: a cron expression (string) or an interval in ms (number). */
@@ -30,6 +31,19 @@ export interface ScheduleView {
 /** The latest time a Date holds (ms): an occurrence must be one. */
 const LATEST_TIME = 8.64e15;
 
+/** What is wrong with a schedule's name (R25: a name like a queue's), if anything. */
+function scheduleNameProblem(name: unknown): string | undefined {
+  return typeof name === 'string' && QUEUE_NAME.test(name)
+    ? undefined
+    : `schedule name must be 1 to 80 characters of letters, digits, '_', '-' or '.', starting with a letter or digit; got ${show(name)}`;
+}
+
+/** A schedule's name, or a ValidationError saying what it must be. */
+export function checkScheduleName(name: unknown): asserts name is string {
+  const problem = scheduleNameProblem(name);
+  if (problem !== undefined) throw new ValidationError(problem);
+}
+
 /** Checks a schedule's definition; every problem named at once (a ValidationError). */
 export function scheduleRecord(
   queue: string,
@@ -39,15 +53,12 @@ export function scheduleRecord(
   now: number,
 ): ScheduleRecord {
   const problems: string[] = [];
-  if (typeof name !== 'string' || !QUEUE_NAME.test(name)) {
-    problems.push(
-      `schedule name must be 1 to 80 characters of letters, digits, '_', '-' or '.', starting with a letter or digit; got ${JSON.stringify(name)}`,
-    );
-  }
+  const wrongName = scheduleNameProblem(name);
+  if (wrongName !== undefined) problems.push(wrongName);
   const { payload, timezone, ...unknown } = options ?? {};
   for (const key of Object.keys(unknown)) problems.push(`unknown schedule option ${key}`);
   if (timezone !== undefined && (typeof timezone !== 'string' || !isTimeZone(timezone))) {
-    problems.push(`timezone must be an IANA time zone name, got ${JSON.stringify(timezone)}`);
+    problems.push(`timezone must be an IANA time zone name, got ${show(timezone)}`);
   }
   let cron: string | undefined;
   let every: number | undefined;

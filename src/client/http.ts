@@ -1,5 +1,10 @@
 import { onAbort } from '../broker/on-abort.js';
-import { ClosedError, CodedError, StorageUnavailableError } from '../core/index.js';
+import {
+  ClosedError,
+  CodedError,
+  StorageUnavailableError,
+  ValidationError,
+} from '../core/index.js';
 import { errorFromResponse } from './errors.js';
 import { type Exchange, type ExchangeRequest, NodeHttpSender } from './node-transport.js';
 
@@ -73,6 +78,7 @@ export class HttpTransport {
 
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     if (this.closed) throw new ClosedError('the client is closed');
+    const text = options.body === undefined ? undefined : requestJson(options.body);
     const link = linkSignals(
       [this.closing.signal, options.signal],
       this.timeoutMs + (options.waitMs ?? 0),
@@ -85,7 +91,7 @@ export class HttpTransport {
           options.body === undefined
             ? this.headers
             : { ...this.headers, 'content-type': 'application/json' },
-        ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+        ...(text === undefined ? {} : { body: text }),
         signal: link.signal,
       });
     } catch (error) {
@@ -101,6 +107,15 @@ export class HttpTransport {
     if (response.status < 200 || response.status > 299)
       throw errorFromResponse(response.status, body);
     return body as T;
+  }
+}
+
+/** A body JSON cannot carry is the caller's input, not a server out of reach. */
+function requestJson(body: unknown): string {
+  try {
+    return JSON.stringify(body);
+  } catch (error) {
+    throw new ValidationError(`the request is not JSON: ${(error as Error).message}`);
   }
 }
 

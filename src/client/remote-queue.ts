@@ -9,6 +9,7 @@ import {
   type ScheduleWhen,
 } from '../broker/index.js';
 import { leaseAge, noteLeaseAge } from '../broker/lease-age.js';
+import { checkScheduleName, scheduleRecord } from '../broker/schedule-times.js';
 import {
   build,
   checkDeadLetterPage,
@@ -35,7 +36,6 @@ import {
   type PublishInput,
   type PublishResult,
   type PurgeQueueResult,
-  QUEUE_NAME,
   type QueueStats,
   type ResolvedQueueOptions,
   type ResultOf,
@@ -336,6 +336,8 @@ export class RemoteQueue implements Queue {
 
   /** R25: sets the periodic job `name` of this queue on the server (see Queue.schedule). */
   async schedule(name: string, when: ScheduleWhen, options: ScheduleOptions = {}) {
+    // Refused here as in-process, in the same words (the server checks again, with its limits).
+    scheduleRecord(this.name, name, when, options, Date.now());
     const body = { ...options, ...(typeof when === 'number' ? { every: when } : { cron: when }) };
     return this.http.request<ScheduleView>('PUT', this.schedulePath(name), { body });
   }
@@ -350,11 +352,7 @@ export class RemoteQueue implements Queue {
   }
 
   private schedulePath(name: string): string {
-    if (typeof name !== 'string' || !QUEUE_NAME.test(name)) {
-      throw new ValidationError(
-        `schedule name must be a name like a queue's, got ${JSON.stringify(name)}`,
-      );
-    }
+    checkScheduleName(name);
     return `${this.path}/schedules/${encodeURIComponent(name)}`;
   }
 

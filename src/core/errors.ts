@@ -36,7 +36,7 @@ export class ClockError extends LeaseqError {
     super(
       typeof now === 'number' && Number.isSafeInteger(now) && now >= 0
         ? `now (${now}) is behind the queue time (${queueTime}); time never goes back`
-        : `now must be a safe integer ≥ 0, got ${describe(now)}`,
+        : `now must be a safe integer ≥ 0, got ${show(now)}`,
     );
   }
 }
@@ -99,12 +99,14 @@ export class ClosedError extends LeaseqError {
   readonly code = 'CLOSED' as const;
 }
 
-export function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number') return String(value);
+/** A value as a message shows it: strings quoted (long ones cut), other kinds by their kind. */
+export function show(value: unknown): string {
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
-  return typeof value;
+  return Array.isArray(value) ? 'an array' : typeof value;
 }
 
 /** The engine or transport cannot do this (e.g. transactions on the memory engine). */

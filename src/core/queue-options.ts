@@ -1,4 +1,4 @@
-import { ConflictError, ValidationError } from './errors.js';
+import { ConflictError, show, ValidationError } from './errors.js';
 import type { QueueOptions, ResolvedQueueOptions } from './types.js';
 
 /** Queue names: what URLs, metrics labels and file names can all carry. */
@@ -7,7 +7,7 @@ export const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/;
 export function checkQueueName(name: unknown): asserts name is string {
   if (typeof name !== 'string' || !QUEUE_NAME.test(name)) {
     throw new ValidationError(
-      `queue name must be 1 to 80 characters of letters, digits, '_', '-' or '.', starting with a letter or digit; got ${JSON.stringify(name)}`,
+      `queue name must be 1 to 80 characters of letters, digits, '_', '-' or '.', starting with a letter or digit; got ${show(name)}`,
     );
   }
 }

@@ -1,4 +1,7 @@
-import { ClockError, ValidationError } from './errors.js';
+import { ClockError, show, ValidationError } from './errors.js';
+
+export { show };
+
 import { meansAbsent, OVERFLOW_MODES, QUEUE_NAME } from './queue-options.js';
 import { isStorableText, STORABLE_TEXT_RULE } from './text.js';
 import type {
@@ -94,15 +97,6 @@ export class Problems {
   throwIfAny(): void {
     if (this.list.length > 0) throw new ValidationError(this.list);
   }
-}
-
-export function show(value: unknown): string {
-  if (typeof value === 'string')
-    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  if (value === null) return 'null';
-  if (value === undefined) return 'undefined';
-  return Array.isArray(value) ? 'an array' : typeof value;
 }
 
 export const DEFAULT_QUEUE_OPTIONS: ResolvedQueueOptions = {

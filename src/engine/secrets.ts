@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 
 /** A secret kept in the storage: the current value, and the one it replaced while still valid. */
 export interface StoredSecret {
@@ -20,6 +21,6 @@ export const SECRET_NAME = /^[a-z][a-z0-9-]{0,63}$/;
 
 export function checkSecretName(name: string): void {
   if (typeof name !== 'string' || !SECRET_NAME.test(name)) {
-    throw new ValidationError(`secret name must match ${SECRET_NAME}, got ${JSON.stringify(name)}`);
+    throw new ValidationError(`secret name must match ${SECRET_NAME}, got ${show(name)}`);
   }
 }

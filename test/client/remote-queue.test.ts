@@ -1,6 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
+import { HttpTransport } from '../../src/client/http.js';
 import {
   openRemote,
   type RemoteBroker,
@@ -15,7 +16,7 @@ import {
   UnsupportedError,
   ValidationError,
 } from '../../src/core/index.js';
-import { open, silentLogger, work } from '../../src/index.js';
+import { open, type Queue, silentLogger, work } from '../../src/index.js';
 import { collectWarnings } from '../process-warnings.js';
 import { startTestServer, type TestServer } from '../server/helpers.js';
 
@@ -284,6 +285,63 @@ describe.each(['stream', 'http'] as const)(
       expect((await q.stats()).sessionReleases).toBe(1);
     });
 
+    it('R25 refuses bad schedules as the in-process queue does, in the same words, storing nothing', async () => {
+      const circular: Record<string, unknown> = {};
+      circular.self = circular;
+      const throwing = {
+        toJSON() {
+          throw new Error('nope');
+        },
+      };
+      const calls: [string, (q: Queue) => Promise<unknown>][] = [
+        ['bigint name', (q) => q.schedule(1n as never, 60_000)],
+        ['bigint timezone', (q) => q.schedule('t', '* * * * *', { timezone: 1n as never })],
+        ['bigint every', (q) => q.schedule('t', 1000n as never)],
+        ['bigint payload', (q) => q.schedule('t', 60_000, { payload: { n: 1n } })],
+        ['circular payload', (q) => q.schedule('t', 60_000, { payload: circular })],
+        ['throwing payload', (q) => q.schedule('t', 60_000, { payload: throwing })],
+        ['bigint name removed', (q) => q.removeSchedule(1n as never)],
+        ['bad name removed', (q) => q.removeSchedule('bad name/..')],
+      ];
+      const local = await open('memory:');
+      try {
+        const inProcess = await local.queue('schedules');
+        const remote = await client.queue('schedules');
+        for (const [label, call] of calls) {
+          const want = await call(inProcess).catch((error: unknown) => error);
+          const got = await call(remote).catch((error: unknown) => error);
+          expect(want, label).toBeInstanceOf(ValidationError);
+          expect(got, label).toBeInstanceOf(ValidationError);
+          expect((got as Error).message, label).toBe((want as Error).message);
+        }
+        expect(await remote.schedules()).toEqual([]);
+        expect(await inProcess.schedules()).toEqual([]);
+        // The queue's own name, shown in the message rather than failing to be.
+        const want = await local.queue(1n as never).catch((error: unknown) => error);
+        const got = await client.queue(1n as never).catch((error: unknown) => error);
+        expect(want).toBeInstanceOf(ValidationError);
+        expect((got as Error).message).toBe((want as Error).message);
+      } finally {
+        await local.close();
+      }
+    });
+
+    it('R25 answers NOT_FOUND for the schedules of a queue that is gone, as in-process', async () => {
+      const local = await open('memory:');
+      try {
+        for (const [broker, q] of [
+          [local, await local.queue('gone')],
+          [client, await client.queue('gone')],
+        ] as const) {
+          await broker.deleteQueue('gone');
+          await expect(q.schedules()).rejects.toBeInstanceOf(NotFoundError);
+          await expect(q.removeSchedule('tick')).rejects.toBeInstanceOf(NotFoundError);
+        }
+      } finally {
+        await local.close();
+      }
+    });
+
     it('brings errors back as the same classes, by code', async () => {
       await client.queue('conflict', { visibility: 10 });
       await expect(client.queue('conflict', { visibility: 20 })).rejects.toBeInstanceOf(
@@ -325,6 +383,24 @@ describe.each(['stream', 'http'] as const)(
     });
   },
 );
+
+describe('a request body that JSON cannot carry', () => {
+  it('is a ValidationError before anything is sent, not a server out of reach', async () => {
+    let sent = 0;
+    const transport = new HttpTransport('http://127.0.0.1:9', {
+      fetch: async () => {
+        sent += 1;
+        return new Response('{}');
+      },
+    });
+    const failed = await transport
+      .request('PUT', '/v1/queues/q', { body: { n: 1n } })
+      .catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(ValidationError);
+    expect((failed as Error).message).toMatch(/^the request is not JSON: .*BigInt/);
+    expect(sent).toBe(0);
+  });
+});
 
 describe('a server URL that cannot name a server', () => {
   it.each([
