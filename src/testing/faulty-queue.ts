@@ -16,15 +16,18 @@ export interface FaultyCall {
   op: string;
   token?: number;
   /** 'sent': reached the queue. 'dropped': never reached it. 'answer-lost': reached it, the answer did not come back. */
-  fate: 'sent' | 'dropped' | 'answer-lost' | 'refused';
+  fate: 'sent' | 'dropped' | 'answer-lost' | 'refused' | 'hung';
   /** receive: the most deliveries asked for. */
   max?: number;
   result?: unknown;
 }
 
 export interface FailRenewalsOptions {
-  /** 'refused' (default): extend answers null, as for a lease that is gone. 'error': it throws. */
-  mode?: 'refused' | 'error';
+  /**
+   * 'refused' (default): extend answers null, as for a lease that is gone. 'error': it throws.
+   * 'hang': no answer comes (a half-open connection) until `heal()`, which then sends it.
+   */
+  mode?: 'refused' | 'error' | 'hang';
   /** How many extends fail. Default Infinity (until `heal()`). */
   count?: number;
 }
@@ -39,7 +42,12 @@ export class FaultyQueue implements Queue {
   readonly calls: FaultyCall[] = [];
   private crashArmed = false;
   private lostAcks: { applied: boolean }[] = [];
-  private renewalFaults = { mode: 'refused' as 'refused' | 'error', left: 0 };
+  private renewalFaults: { mode: FailRenewalsOptions['mode']; left: number } = {
+    mode: 'refused',
+    left: 0,
+  };
+  /** Hung extends, each sent (and so answered) when healed. */
+  private hung: (() => void)[] = [];
   private readonly sessions = new Set<string>();
   private isCrashed = false;
 
@@ -69,7 +77,7 @@ export class FaultyQueue implements Queue {
     this.lostAcks.push({ applied: options.applied ?? false });
   }
 
-  /** Makes extends fail: refused (null) or throwing, `count` times or until `heal()`. */
+  /** Makes extends fail: refused (null), throwing or hung, `count` times or until `heal()`. */
   failRenewals(options: FailRenewalsOptions = {}): void {
     this.renewalFaults = {
       mode: options.mode ?? 'refused',
@@ -95,11 +103,14 @@ export class FaultyQueue implements Queue {
     this.onCrash();
   }
 
-  /** Disarms every fault not yet triggered (a crash stays). */
+  /** Disarms every fault not yet triggered (a crash stays); hung extends are sent now. */
   heal(): void {
     this.crashArmed = false;
     this.lostAcks = [];
     this.renewalFaults = { mode: 'refused', left: 0 };
+    const hung = this.hung;
+    this.hung = [];
+    for (const send of hung) send();
   }
 
   options() {
@@ -175,6 +186,17 @@ export class FaultyQueue implements Queue {
   async extend(token: number, visibility: number): Promise<number | null> {
     if (!this.isCrashed && this.renewalFaults.left > 0) {
       this.renewalFaults.left -= 1;
+      if (this.renewalFaults.mode === 'hang') {
+        this.calls.push({ op: 'extend', token, fate: 'hung' });
+        return new Promise((resolve, reject) => {
+          this.hung.push(() => {
+            this.sent('extend', token, () => this.inner.extend(token, visibility)).then(
+              resolve,
+              reject,
+            );
+          });
+        });
+      }
       this.calls.push({ op: 'extend', token, fate: 'refused' });
       if (this.renewalFaults.mode === 'refused') return null;
       throw new InjectedFaultError(`extend of token ${token} failed`);

@@ -48,6 +48,8 @@ export class LeaseRenewer implements Scheduled {
   private stopped = false;
   private retryAt = 0;
   private busy: Promise<unknown> | undefined;
+  /** An automatic renewal is on its way: the next wake-up is the deadline, whatever it answers. */
+  private renewing = false;
   private lastError: unknown;
 
   constructor(
@@ -111,7 +113,16 @@ export class LeaseRenewer implements Scheduled {
     const now = this.config.clock.now();
     if (now >= this.localDeadline) return this.lose('expired');
     if (now >= this.renewalDueAt) {
-      const step = await this.extendBy(this.config.leaseMs, true);
+      // A renewal whose answer never comes (a half-open connection) must not keep the lease
+      // past its deadline: the deadline's wake-up stays set while it is on its way.
+      this.renewing = true;
+      this.reschedule();
+      let step: RenewalStep;
+      try {
+        step = await this.extendBy(this.config.leaseMs, true);
+      } finally {
+        this.renewing = false;
+      }
       if (step === 'error') {
         this.retryAt = now + Math.max(1, Math.floor((this.localDeadline - now) / 2));
       }
@@ -137,7 +148,8 @@ export class LeaseRenewer implements Scheduled {
   /** Wakes at the deadline or at the next renewal, whichever comes first. */
   private reschedule(): void {
     if (this.stopped) return;
-    this.config.scheduler.schedule(this, Math.min(this.localDeadline, this.renewalDueAt));
+    const renewal = this.renewing ? Number.POSITIVE_INFINITY : this.renewalDueAt;
+    this.config.scheduler.schedule(this, Math.min(this.localDeadline, renewal));
   }
 
   private extendBy(visibility: number, automatic: boolean): Promise<RenewalStep> {

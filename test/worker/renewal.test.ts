@@ -208,6 +208,39 @@ describeEngines(engines, 'lease renewal', (open) => {
     expect(consumer.worker.metrics().renewalErrors).toBeGreaterThan(1);
   });
 
+  it('a renewal that never answers (a half-open connection) does not hold the lease past its deadline', async () => {
+    const h = await open();
+    const { consumer, ctx, settles } = await holding(h);
+    consumer.faults.failRenewals({ mode: 'hang' });
+    await h.advance(700);
+    expect(consumer.faults.calls.filter((call) => call.fate === 'hung')).toHaveLength(1);
+    await h.advance(299);
+    expect(ctx.signal.aborted).toBe(false);
+    await h.advance(1);
+    expect(ctx.signal.reason).toMatchObject({ code: 'LEASE_LOST', reason: 'expired', token: 1 });
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'lease-lost',
+      reason: 'expired',
+    });
+    // The answer comes late: the lease stays lost, nothing is acked.
+    consumer.faults.heal();
+    await h.advance(100);
+    expect(settles()).toEqual([]);
+    expect(consumer.worker.metrics()).toMatchObject({ leasesLost: 1, inHand: 0 });
+  });
+
+  it('ctx.extend that never answers does not hold the lease past its deadline either', async () => {
+    const h = await open();
+    const { consumer, ctx } = await holding(h, { renew: 'never' });
+    consumer.faults.failRenewals({ mode: 'hang' });
+    const extended = ctx.extend(5000);
+    await h.advance(1000);
+    expect(ctx.signal.reason).toMatchObject({ code: 'LEASE_LOST', reason: 'expired' });
+    consumer.faults.heal();
+    await expect(extended).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'lease-lost' });
+  });
+
   it('ctx.extend(ms) extends from now and moves the next automatic renewal, which moves that deadline later', async () => {
     const h = await open();
     const { consumer, gate, ctx, extends_, deadline } = await holding(h);
