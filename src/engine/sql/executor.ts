@@ -1,4 +1,4 @@
-import { LeaseqError } from '../../core/index.js';
+import { LeaseqError, StorageLockedError } from '../../core/index.js';
 import type { CommitKind, SqlConnection } from './sql-connection.js';
 
 /** One unit of work inside a transaction. It may run again if its batch is retried. */
@@ -146,7 +146,10 @@ const MAX_DIRECT_GROUPS = 4;
  * A work that fails with a LeaseqError (a bad clock, a bad argument, an ended session) has, by
  * construction, written nothing it must take back, so its batch still commits. Any other error
  * rolls the batch back; its works are then retried one per transaction so that only the faulty
- * one fails.
+ * one fails. But a StorageLockedError thrown as such (a storage that waited for another
+ * process's lock for as long as it waits, and gave up) is the storage's state, not a call's:
+ * every call of the batch fails with it at once, and so does every call queued behind it,
+ * none of them run again to wait once more.
  */
 export class GroupCommitExecutor {
   private queue: Pending[] = [];
@@ -399,6 +402,10 @@ export class GroupCommitExecutor {
       await connection.rollback().catch(() => undefined);
       context.rolledBack();
       lease.release();
+      if (error instanceof StorageLockedError) {
+        this.refuseLocked(batch, error);
+        return true;
+      }
       if (batch.length > 1) return false;
       return this.failAlone(batch[0] as Pending, error, attempt);
     }
@@ -421,6 +428,18 @@ export class GroupCommitExecutor {
     if (this.unsynced.length === 0) this.unsyncedSince = performance.now();
     this.unsynced.push({ context, waiting, sync: laterSync.sync });
     return true;
+  }
+
+  /**
+   * Another process held the storage's lock for as long as the storage waits (see the class):
+   * the batch's calls fail, and so do the calls queued behind it, each having waited at most
+   * that long. (Run after it, each batch of them would wait that long again: a call made while
+   * a batch waited would fail only after up to twice the wait.) A call made from now on waits
+   * afresh.
+   */
+  private refuseLocked(batch: Pending[], error: StorageLockedError): void {
+    const failure = this.translate(error);
+    for (const pending of [...batch, ...this.queue.splice(0)]) pending.reject(failure);
   }
 
   /**

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { CommitKind, SqlConnection, SqlValue } from '../sql/sql-connection.js';
+import { DEFAULT_BUSY_TIMEOUT_MS, isBusy, type LockWait, retryWhileBusy } from './lock-wait.js';
 import { WalSync } from './wal-sync.js';
 
 /** SQLite's `synchronous` levels used here. */
@@ -16,11 +17,17 @@ export class SqliteConnection implements SqlConnection {
   /**
    * `durableLevel`: the `synchronous` level of durable commits (NORMAL in the 'os' mode).
    * `syncOnThreadPool`: the later syncs run on libuv's thread pool (see WalSync).
+   * `lockWait`: how long a transaction waits for another process's write lock, on timers (the
+   * database's own busy timeout should be 0: it would wait blocking the event loop).
    */
   constructor(
     readonly db: Database.Database,
     private readonly durableLevel: SyncLevel = 'FULL',
     syncOnThreadPool = false,
+    private readonly lockWait: LockWait = {
+      target: `sqlite:${db.name}`,
+      timeoutMs: DEFAULT_BUSY_TIMEOUT_MS,
+    },
   ) {
     this.level = db.pragma('synchronous', { simple: true }) === 2 ? 'FULL' : 'NORMAL';
     // In WAL mode a commit at NORMAL writes the WAL and syncs nothing; a sync of the WAL file
@@ -73,7 +80,8 @@ export class SqliteConnection implements SqlConnection {
   }
 
   async begin(kind: CommitKind = 'durable'): Promise<void> {
-    this.open(kind === 'durable' ? this.durableLevel : this.leaseLevel);
+    const waiting = this.open(kind === 'durable' ? this.durableLevel : this.leaseLevel);
+    if (waiting !== undefined) await waiting;
   }
 
   /** Makes every commit so far durable (`laterSync.sync`): the WAL, synced as FULL would. */
@@ -86,13 +94,26 @@ export class SqliteConnection implements SqlConnection {
 
   /** A durable transaction whose commit is synced by `laterSync.sync`, not by SQLite. */
   async beginSyncedLater(): Promise<void> {
-    this.open('NORMAL');
+    const waiting = this.open('NORMAL');
+    if (waiting !== undefined) await waiting;
   }
 
-  private open(level: SyncLevel): void {
+  /**
+   * Begins a transaction; undefined when it began at once, else the wait for another process's
+   * write lock (see retryWhileBusy), which fails with StorageLockedError after `busyTimeoutMs`.
+   */
+  private open(level: SyncLevel): Promise<void> | undefined {
     this.setLevel(level);
     // IMMEDIATE takes the write lock now, so a second process waits instead of failing later.
-    this.prepare('BEGIN IMMEDIATE').run();
+    // In WAL mode it is the one statement of a transaction that waits for another's lock.
+    const begin = this.prepare('BEGIN IMMEDIATE');
+    try {
+      begin.run();
+      return undefined;
+    } catch (error) {
+      if (!isBusy(error)) throw error;
+      return retryWhileBusy(() => void begin.run(), this.lockWait, error);
+    }
   }
 
   /**

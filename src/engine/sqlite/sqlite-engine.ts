@@ -8,6 +8,7 @@ import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
 import { FileWatch } from './file-watch.js';
+import { DEFAULT_BUSY_TIMEOUT_MS, isBusy, type LockWait, whenNotBusy } from './lock-wait.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import { continueAboveHighWater, lowerHighWater, tokenFence } from './token-fence.js';
 
@@ -25,9 +26,6 @@ export const SQLITE_DIALECT: SqlDialect = {
     `(SELECT ${columns.map(([name]) => `json_extract(value, '$.${name}') AS ${name}`).join(', ')} FROM json_each(?))`,
 };
 
-/** How long a call waits for another process's write lock before failing. */
-const DEFAULT_BUSY_TIMEOUT_MS = 5000;
-
 /**
  * Opens (creating when missing) a SQLite file in WAL mode. `durability: 'fsync'` (default)
  * answers publishes, acks and every other durable change only once the WAL is synced after
@@ -40,13 +38,17 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
   const durability = options.durability ?? 'fsync';
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
   const target = `sqlite:${path}`;
-  const db = openDatabase(path, target, busyTimeoutMs);
+  const lockWait: LockWait = { target, timeoutMs: busyTimeoutMs };
+  const db = openDatabase(path, target);
   try {
-    checkIntact(db, target);
-    db.pragma('journal_mode = WAL');
+    // What needs a lock another process may hold waits for it on timers, up to busyTimeoutMs
+    // each: the reading of every page (a file still in rollback-journal mode, being written by
+    // another process), the switch to WAL (which a new file needs the whole file for), and
+    // the transactions of the migrations and of the token marks (BEGIN IMMEDIATE).
+    await whenNotBusy(() => checkIntact(db, target), lockWait);
+    await whenNotBusy(() => db.pragma('journal_mode = WAL'), lockWait);
     const fsync = durability === 'fsync';
     db.pragma(`synchronous = ${fsync ? 'FULL' : 'NORMAL'}`);
-    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     // A statement that changes many rows inside a transaction (a reserve or ack of hundreds of
     // jobs) keeps a journal to undo itself, which SQLite spills to a new file in the temporary
     // directory past 64 KiB: files made and deleted per batch, and a failed batch where that
@@ -56,6 +58,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       db,
       fsync ? 'FULL' : 'NORMAL',
       options.syncOnThreadPool === true,
+      lockWait,
     );
     // Only where some commits sync and others do not can a crash lose a token's commit alone.
     const fenced = connection.laterSync !== undefined;
@@ -139,10 +142,15 @@ function checkIntact(db: Database.Database, target: string): void {
   }
 }
 
-function openDatabase(path: string, target: string, busyTimeoutMs: number): Database.Database {
+/**
+ * Opens the file with SQLite's busy timeout at 0: a statement another process's lock refuses
+ * fails at once, rather than waiting inside SQLite and blocking the event loop, and is tried
+ * again on timers (see retryWhileBusy) for up to `busyTimeoutMs`.
+ */
+function openDatabase(path: string, target: string): Database.Database {
   try {
     if (path !== ':memory:') makeDirectories(dirname(resolve(path)), target);
-    return new Database(path, { timeout: busyTimeoutMs });
+    return new Database(path, { timeout: 0 });
   } catch (error) {
     throw translateSqliteError(error, target);
   }
@@ -179,7 +187,7 @@ export function translateSqliteError(error: unknown, target: string): unknown {
   if (error instanceof LeaseqError) return error;
   const code = (error as { code?: string }).code ?? '';
   const message = (error as Error).message ?? String(error);
-  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
+  if (isBusy(error) || code.startsWith('SQLITE_LOCKED')) {
     return new StorageLockedError(`${target} is locked by another process: ${message}`, {
       cause: error,
     });
