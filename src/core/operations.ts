@@ -526,6 +526,14 @@ function validReserve(
 // --- field parsers ---------------------------------------------------------------------------
 
 /**
+ * A field's value, or its default when it was left out. Only left out: `null` is a value, and
+ * a wrong one where no option takes it (a bug's `requeue: null` must not quietly requeue).
+ */
+function given(value: unknown, fallback: unknown): unknown {
+  return value === undefined ? fallback : value;
+}
+
+/**
  * A method's options of operation `type`: an object whose names are fields of that operation,
  * but not those the method takes as arguments (`positional`).
  */
@@ -591,11 +599,11 @@ function tokenList(value: unknown, problems: Problems): readonly number[] {
 }
 
 function reserveFields(fields: Fields, problems: Problems) {
-  const max = fields.max ?? 1;
+  const max = given(fields.max, 1);
   problems.positiveInteger('max', max);
   if (fields.visibility !== undefined) problems.positiveInteger('visibility', fields.visibility);
   if (fields.session !== undefined) sessionId(fields.session, problems);
-  const ack = fields.ack ?? 'manual';
+  const ack = given(fields.ack, 'manual');
   if (ack !== 'manual' && ack !== 'auto') {
     problems.list.push(`ack must be 'manual' or 'auto', got ${show(ack)}`);
   }
@@ -608,10 +616,10 @@ function reserveFields(fields: Fields, problems: Problems) {
 }
 
 function nackFields(fields: Fields, problems: Problems): NackDisposition {
-  const requeue = fields.requeue ?? true;
-  const delay = fields.delay ?? 0;
-  const reason = fields.reason ?? 'rejected';
-  const attempted = fields.attempted ?? true;
+  const requeue = given(fields.requeue, true);
+  const delay = given(fields.delay, 0);
+  const reason = given(fields.reason, 'rejected');
+  const attempted = given(fields.attempted, true);
   problems.boolean('requeue', requeue);
   problems.nonNegativeInteger('delay', delay);
   problems.reason('reason', reason);
@@ -670,7 +678,7 @@ function idList(value: unknown, problems: Problems): readonly string[] | undefin
 }
 
 function cancelFields(fields: Fields, problems: Problems) {
-  const remove = fields.remove ?? false;
+  const remove = given(fields.remove, false);
   problems.id('id', fields.id);
   problems.boolean('remove', remove);
   return { id: fields.id as string, remove: remove as boolean };

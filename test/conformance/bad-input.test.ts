@@ -69,6 +69,13 @@ const CASES: [string, Call][] = [
     (q) => q.nack(NOW, 2, { requeue: false, reason: 'r'.repeat(1025) }),
   ],
   ['nack: a numeric reason', (q) => q.nack(NOW, 2, { requeue: false, reason: bad(5) })],
+  // null is no option's "left out" here: a bug's requeue: null must not quietly requeue.
+  ['nack: requeue null', (q) => q.nack(NOW, 2, { requeue: bad(null) })],
+  ['nack: delay null', (q) => q.nack(NOW, 2, { delay: bad(null) })],
+  ['nack: reason null', (q) => q.nack(NOW, 2, { requeue: false, reason: bad(null) })],
+  ['nack: attempted null', (q) => q.nack(NOW, 2, { attempted: bad(null) })],
+  ['reserve: max null', (q) => q.reserve(NOW, { max: bad(null) })],
+  ['reserve: ack null', (q) => q.reserve(NOW, { ack: bad(null) })],
   ['reject: token 1.5', (q) => q.reject(NOW, 1.5)],
   ['reject: delay -2', (q) => q.reject(NOW, 2, { delay: -2 })],
   ['extend: token 0', (q) => q.extend(NOW, 0, 5)],
