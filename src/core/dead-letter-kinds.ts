@@ -25,9 +25,21 @@ export type DeadLetterKind = (typeof DEAD_LETTER_KINDS)[number];
 
 const KINDS: ReadonlySet<string> = new Set(DEAD_LETTER_KINDS);
 
-/** The kind a dead-letter reason is counted under. */
-export function deadLetterKind(reason: string): DeadLetterKind {
-  return KINDS.has(reason) ? (reason as DeadLetterKind) : 'rejected';
+/** The worker's kinds: a nack or reject says them by its reason. */
+const NACK_KINDS: ReadonlySet<string> = new Set(['retries-exhausted', 'ambiguous', 'permanent']);
+
+/**
+ * The kind a nack's or reject's death is counted under: one of the worker's, by its exact
+ * reason, else `rejected`. A caller's reason never makes a death of the queue's own kinds
+ * (`expired`, `max-deliveries` …): those are counted where the queue causes them.
+ */
+export function nackKind(reason: string): DeadLetterKind {
+  return NACK_KINDS.has(reason) ? (reason as DeadLetterKind) : 'rejected';
+}
+
+/** A stored count's key as a kind: a kind already, or a free-text reason (`rejected`). */
+function kindOfKey(key: string): DeadLetterKind {
+  return KINDS.has(key) ? (key as DeadLetterKind) : 'rejected';
 }
 
 /**
@@ -39,7 +51,7 @@ export function foldDeadLetterCounts(counts: Record<string, number>): Record<str
   if (keys.every((key) => KINDS.has(key))) return counts;
   const folded: Record<string, number> = {};
   for (const key of keys) {
-    const kind = deadLetterKind(key);
+    const kind = kindOfKey(key);
     folded[kind] = (folded[kind] ?? 0) + (counts[key] ?? 0);
   }
   return folded;

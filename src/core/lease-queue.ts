@@ -1,5 +1,5 @@
 import { copyCounters, newCounters } from './counters.js';
-import { deadLetterKind } from './dead-letter-kinds.js';
+import { type DeadLetterKind, nackKind } from './dead-letter-kinds.js';
 import { ClockError, LeaseqError, QueueFullError, SessionClosedError } from './errors.js';
 import { IndexedHeap } from './heap.js';
 import {
@@ -801,7 +801,7 @@ export class LeaseQueue {
       if (job.traits?.group !== undefined && job.state !== 'waiting') {
         this.leaveGroup(job.traits.group, now);
       }
-    } else this.deadLetter(job, now, 'cancelled', false);
+    } else this.deadLetter(job, now, 'cancelled', 'cancelled', false);
     return true;
   }
 
@@ -931,7 +931,7 @@ export class LeaseQueue {
       if (job.state === 'delayed') this.delayed.remove(job);
       else if (!this.ready.removeIfFront(job)) inside.add(job);
       this.counters.expired += 1;
-      this.deadLetter(job, now, 'expired');
+      this.deadLetter(job, now, 'expired', 'expired');
     }
     if (inside.size > 0) this.ready.removeWhere((job) => inside.has(job));
   }
@@ -1076,7 +1076,7 @@ export class LeaseQueue {
     this.counters.nacks += jobs.length;
     if (!nack.attempted) this.counters.unworked += jobs.length;
     if (nack.requeue) this.requeue(jobs, now, nack.delay, nack.attempted);
-    else for (const job of jobs) this.deadLetter(job, now, nack.reason);
+    else for (const job of jobs) this.deadLetter(job, now, nack.reason, nackKind(nack.reason));
   }
 
   /** Unlinks a live delivery from everything that indexes it; its token is then stale. */
@@ -1129,7 +1129,7 @@ export class LeaseQueue {
     const back: JobRecord[] = [];
     for (const job of jobs) {
       if (attempted && job.deliveryCount >= this.settings.maxDeliveries)
-        this.deadLetter(job, now, 'max-deliveries');
+        this.deadLetter(job, now, 'max-deliveries', 'max-deliveries');
       else back.push(job);
     }
     if (delay > 0) {
@@ -1154,8 +1154,13 @@ export class LeaseQueue {
    * R14: never silent; the job keeps its history in the dead set. R26: with a dead-letter
    * queue that takes it, it moves there instead, in this same step.
    */
-  private deadLetter(job: JobRecord, now: number, reason: string, route = true): void {
-    const kind = deadLetterKind(reason);
+  private deadLetter(
+    job: JobRecord,
+    now: number,
+    reason: string,
+    kind: DeadLetterKind,
+    route = true,
+  ): void {
     this.counters.deadLetters[kind] = (this.counters.deadLetters[kind] ?? 0) + 1;
     // Dead or moved on, the job leaves its group, which goes on (R24); a waiting job (cancelled)
     // has already left it.
@@ -1284,7 +1289,7 @@ export class LeaseQueue {
       while (this.ready.length > maxLength) {
         const oldest = this.ready.shiftLowest() as JobRecord;
         this.unwatchExpiry(oldest);
-        this.deadLetter(oldest, now, 'maxlen');
+        this.deadLetter(oldest, now, 'maxlen', 'maxlen');
       }
     }
     return results;

@@ -48,6 +48,23 @@ describeEngines(engines, (h) => {
       expect(dead.find((job) => job.id === 'expires')?.reason).toBe('max-deliveries');
     });
 
+    it("R17 a nack's reason that names one of the queue's own kinds counts as rejected: only the queue's own deaths are expired, maxlen, cancelled or max-deliveries", async () => {
+      const q = await h.queue({ maxDeliveries: 5 });
+      const reasons = ['expired', 'maxlen', 'cancelled', 'max-deliveries', 'permanent'];
+      await q.publishBatch(
+        0,
+        reasons.map((reason) => ({ id: reason })),
+      );
+      for (const delivery of await q.reserve(1, { max: reasons.length })) {
+        expect(await q.nack(2, delivery.token, { requeue: false, reason: delivery.id })).toBe(true);
+      }
+      const stats = await q.stats(3);
+      expect(stats.deadLetters).toEqual({ rejected: 4, permanent: 1 });
+      expect(stats).toMatchObject({ expired: 0, cancelled: 0 });
+      // The text stays on the job as given (R14).
+      expect((await q.job('expired'))?.reason).toBe('expired');
+    });
+
     // Skipped where the engine has no stored counters to read back (memory).
     it.skipIf(h.capabilities?.transactions !== true)(
       'R17 counters stored by free-text reason (before kinds) are read folded into their kinds',

@@ -1,4 +1,4 @@
-import { deadLetterKind } from '../../core/dead-letter-kinds.js';
+import type { DeadLetterKind } from '../../core/dead-letter-kinds.js';
 import type { Attempt, AttemptOutcome } from '../../core/index.js';
 import { MAX_HISTORY } from '../../core/records.js';
 import { checkNow } from '../../core/validate.js';
@@ -213,7 +213,7 @@ export class JobMoves {
     const back: EndedDelivery[] = [];
     for (const item of ended) {
       if (item.attempt !== undefined && item.row.delivery_count >= this.q.options.maxDeliveries) {
-        await this.deadLetter(item.row, item.attempt, now, 'max-deliveries');
+        await this.deadLetter(item.row, item.attempt, now, 'max-deliveries', 'max-deliveries');
       } else {
         back.push(item);
       }
@@ -256,10 +256,16 @@ export class JobMoves {
    * R14: never silent; the job keeps its history in the dead set. R26: with a dead-letter
    * queue that takes it, it moves there instead, in this same transaction.
    */
-  async deadLetter(row: DeliveryRow, attempt: Attempt, now: number, reason: string): Promise<void> {
+  async deadLetter(
+    row: DeliveryRow,
+    attempt: Attempt,
+    now: number,
+    reason: string,
+    kind: DeadLetterKind,
+  ): Promise<void> {
     this.q.active -= 1;
     const history = appendHistory(row.history, attempt);
-    if (await this.routeDead(row, history, now, reason)) {
+    if (await this.routeDead(row, history, now, reason, kind)) {
       // Moved on, the job has left its group, which goes on (R24).
       if (row.grp !== null) await this.advanceGroup(row.grp, now);
       return;
@@ -281,8 +287,12 @@ export class JobMoves {
    * closes the gap it leaves in ready). Answers the next member of its group made ready or
    * delayed, if any.
    */
-  async dieIdle(row: IdleRow, now: number, reason: string): Promise<string | undefined> {
-    if (!(await this.routeDead(row, row.history, now, reason))) {
+  async dieIdle(
+    row: IdleRow,
+    now: number,
+    reason: 'expired' | 'maxlen',
+  ): Promise<string | undefined> {
+    if (!(await this.routeDead(row, row.history, now, reason, reason))) {
       this.q.deadSeq += 1;
       this.q.dead += 1;
       await this.c.run(
@@ -305,9 +315,9 @@ export class JobMoves {
     history: string | null,
     now: number,
     reason: string,
+    kind: DeadLetterKind,
   ): Promise<boolean> {
     const counts = this.q.counters.deadLetters;
-    const kind = deadLetterKind(reason);
     counts[kind] = (counts[kind] ?? 0) + 1;
     const target = this.q.options.deadLetterQueue;
     if (target === undefined || this.links === undefined) return false;

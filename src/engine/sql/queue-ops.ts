@@ -1,4 +1,5 @@
 import { copyCounters } from '../../core/counters.js';
+import { nackKind } from '../../core/dead-letter-kinds.js';
 import {
   type AckMode,
   type DeadLetter,
@@ -600,7 +601,13 @@ export class QueueOps extends JobMoves {
     if (!nack.attempted) this.q.counters.unworked += rows.length;
     if (!nack.requeue) {
       for (const row of rows) {
-        await this.deadLetter(row, attemptOf(row, now, 'rejected', nack.reason), now, nack.reason);
+        await this.deadLetter(
+          row,
+          attemptOf(row, now, 'rejected', nack.reason),
+          now,
+          nack.reason,
+          nackKind(nack.reason),
+        );
       }
       return rows.length;
     }
