@@ -8,6 +8,7 @@ import { createApp } from './app.js';
 import type { ServerConfig } from './config.js';
 import { LogBlocks } from './log-blocks.js';
 import type { SqsSettings } from './sqs/context.js';
+import { cutStreams } from './stream/stream-endpoint.js';
 
 export interface StartOptions {
   /** Where JSON log lines go, in blocks (see LogBlocks). Default: standard output. */
@@ -147,6 +148,8 @@ async function shutDown(
   const cut = setTimeout(() => {
     logger.warn({ timeoutMs }, 'requests still in flight after the shutdown timeout: cutting them');
     app.server.closeAllConnections();
+    // Upgraded sockets are not among those: the stream's connections are cut apart.
+    cutStreams(app);
   }, timeoutMs);
   try {
     await app.close();

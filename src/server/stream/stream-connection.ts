@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { Queue } from '../../broker/index.js';
 import {
+  ClosedError,
   NotFoundError,
   OPERATION_TYPES,
   type Operation,
@@ -59,6 +60,11 @@ export class StreamConnection {
   private readonly opening = new Map<number, Promise<void>>();
   /** The end of this connection, once begun (its sessions closed when it resolves). */
   private ending: Promise<void> | undefined;
+  /** Resolves once the connection has ended and cleaned up, however it ended. */
+  private readonly gone: Promise<void>;
+  private markGone!: () => void;
+  /** The server is shutting down: frames are refused (CLOSED), the answers still owed go out. */
+  private shuttingDown = false;
   /** Sessions opened over this connection: queue name → session ids. */
   private readonly sessions = new Map<string, { queue: Queue; ids: Set<string> }>();
   private replies: Promise<void> = Promise.resolve();
@@ -77,6 +83,9 @@ export class StreamConnection {
     private readonly context: ConnectionContext,
   ) {
     const { limits } = context.services;
+    this.gone = new Promise((resolve) => {
+      this.markGone = resolve;
+    });
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     socket.on('pong', () => {
       this.alive = true;
@@ -110,6 +119,45 @@ export class StreamConnection {
     return this.end();
   }
 
+  /**
+   * Shutdown: the connection takes no more work (later frames are answered `CLOSED` and change
+   * nothing), its subscriptions stop pushing, and once every frame in flight has been answered,
+   * in order, it is closed with 1001. Resolves when the connection has ended, which may be
+   * sooner: the client closed it, or the server cut it (`cut`) after its shutdown timeout.
+   */
+  shutDown(): Promise<void> {
+    if (!this.shuttingDown && this.ending === undefined) {
+      this.shuttingDown = true;
+      void this.drain();
+    }
+    return this.gone;
+  }
+
+  /** Ends the connection at once, answers still owed or not (the shutdown timeout passed). */
+  cut(): Promise<void> {
+    if (this.endReason === 'client') this.endReason = 'shutdown';
+    this.socket.terminate();
+    void this.end();
+    return this.gone;
+  }
+
+  /** What a connection owes when shutdown begins: its answers, then a close with 1001. */
+  private async drain(): Promise<void> {
+    const subscriptions = [...this.subscriptions.values()];
+    for (const subscription of subscriptions) this.forget(subscription.id);
+    const stopped = Promise.all(subscriptions.map((subscription) => subscription.close()));
+    try {
+      // No frame starts any more (they are refused), so the count only falls. The chain's end
+      // then holds the answers of all of them, and the CLOSED answers queued behind.
+      while (this.inFlight > 0) await this.replies;
+      await this.replies;
+      await stopped;
+    } catch (error) {
+      this.context.log.warn({ err: error }, 'stream shutdown: answering frames in flight failed');
+    }
+    await this.close(1001, 'server shutting down');
+  }
+
   private onMessage(data: unknown, isBinary: boolean): void {
     this.alive = true;
     const { metrics } = this.context.services;
@@ -131,10 +179,15 @@ export class StreamConnection {
       frame = clientFrameFromWire(value);
     } catch (error) {
       metrics.stream.frameReceived('invalid');
-      this.refuse(frameId(value), error);
+      this.refuse(frameId(value), this.shuttingDown ? shuttingDownError() : error);
       return;
     }
     metrics.stream.frameReceived(frame.type);
+    if (this.shuttingDown) {
+      // As HTTP answers a request that comes during shutdown: 503 CLOSED, nothing done.
+      this.refuse(frame.id, shuttingDownError());
+      return;
+    }
     let answered!: () => void;
     const sent = new Promise<void>((resolve) => {
       answered = resolve;
@@ -347,8 +400,9 @@ export class StreamConnection {
         },
         sent,
       );
-      if (this.ended) {
+      if (this.ended || this.shuttingDown) {
         await subscription.close();
+        if (this.shuttingDown) throw shuttingDownError();
         throw new ServerError('INTERNAL', 'the connection closed');
       }
       this.subscriptions.set(frame.id, subscription);
@@ -417,7 +471,11 @@ export class StreamConnection {
   private async subscription(id: number): Promise<Subscription> {
     await this.opening.get(id);
     const subscription = this.subscriptions.get(id);
-    if (subscription === undefined) throw new ValidationError(`no subscription ${id}`);
+    if (subscription === undefined) {
+      // Stopped by the shutdown that began while this frame was on its way.
+      if (this.shuttingDown) throw shuttingDownError();
+      throw new ValidationError(`no subscription ${id}`);
+    }
     return subscription;
   }
 
@@ -534,6 +592,14 @@ export class StreamConnection {
   }
 
   private async finish(): Promise<void> {
+    try {
+      await this.cleanUp();
+    } finally {
+      this.markGone();
+    }
+  }
+
+  private async cleanUp(): Promise<void> {
     this.ended = true;
     clearInterval(this.heartbeat);
     if (this.drainTimer !== undefined) clearInterval(this.drainTimer);
@@ -557,4 +623,8 @@ export class StreamConnection {
     this.sessions.clear();
     this.context.onEnded();
   }
+}
+
+function shuttingDownError(): ClosedError {
+  return new ClosedError('the server is shutting down');
 }

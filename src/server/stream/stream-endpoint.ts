@@ -11,10 +11,24 @@ import { StreamConnection } from './stream-connection.js';
 /** Where clients open the stream: `ws://host:port/v1/stream`. */
 export const STREAM_PATH = '/v1/stream';
 
+/** Cuts the stream connections of an app still answering frames (see `cutStreams`). */
+const cutters = new WeakMap<FastifyInstance, () => void>();
+
+/**
+ * Ends at once the stream connections of `app` that are still answering frames in flight at
+ * shutdown: what the server does when its shutdown timeout passes, as it cuts the HTTP
+ * connections still in flight (`closeAllConnections` does not reach upgraded sockets).
+ */
+export function cutStreams(app: FastifyInstance): void {
+  cutters.get(app)?.();
+}
+
 /**
  * Serves the stream (docs/stream.md) on the app's HTTP server: a WebSocket upgrade of
- * `GET /v1/stream`, authenticated with the same API keys as every route. Closing the app
- * closes every stream connection (1001, going away) before it waits for requests in flight.
+ * `GET /v1/stream`, authenticated with the same API keys as every route. Closing the app shuts
+ * every stream connection down as HTTP requests in flight are: frames that come after are
+ * answered `CLOSED`, subscriptions stop pushing, the frames in flight are answered, and then the
+ * connection is closed (1001, going away); `cutStreams` ends those still answering.
  */
 export function registerStream(
   app: FastifyInstance,
@@ -32,6 +46,8 @@ export function registerStream(
   });
   const now = brokerNow(services.broker);
   let counter = 0;
+  /** Shutdown began: the connections' ends, which closing the app waits for. */
+  let shuttingDown: Promise<unknown> | undefined;
   const refuse: typeof refuseUpgrade = (socket, status, error) => {
     services.metrics.stream.upgradeRefused(error.code);
     refuseUpgrade(socket, status, error);
@@ -44,7 +60,7 @@ export function registerStream(
     }
     let principal: ReturnType<Services['access']['authenticate']>;
     try {
-      if (services.shutdown.aborted) {
+      if (services.shutdown.aborted || shuttingDown !== undefined) {
         refuse(socket, 503, { code: 'CLOSED', message: 'the server is shutting down' });
         return;
       }
@@ -79,15 +95,28 @@ export function registerStream(
       });
       connections.add(connection);
       services.metrics.stream.connectionOpened();
+      // Upgraded as shutdown began: it owes nothing yet, and ends like the others.
+      if (shuttingDown !== undefined) void connection.shutDown();
     });
   });
+  // Not awaited here: the hooks run one after another, and the app's own (answering waiting long
+  // polls) comes next. Closing the app waits for these connections' ends below (onClose), after
+  // its HTTP requests in flight, their sessions closed before the storage is.
   app.addHook('preClose', async () => {
-    const ending = [...connections].map((connection) =>
-      connection.close(1001, 'server shutting down'),
-    );
+    shuttingDown ??= Promise.all([...connections].map((connection) => connection.shutDown()));
     server.close();
     stopWatchingDeletes();
-    await Promise.all(ending);
+  });
+  app.addHook('onClose', async () => {
+    await shuttingDown;
+  });
+  cutters.set(app, () => {
+    if (shuttingDown === undefined || connections.size === 0) return;
+    logger.warn(
+      { connections: connections.size },
+      'stream connections still answering after the shutdown timeout: cutting them',
+    );
+    for (const connection of connections) void connection.cut();
   });
 }
 
