@@ -104,14 +104,14 @@ export interface ErrorFrame {
   error: { code: string; message: string };
 }
 
-/** Close codes of the stream beyond the standard ones (4000–4999 are the application's). */
+/** Close codes of the stream: the standard one it uses, and its own (4000–4999 are the application's). */
 export const STREAM_CLOSE = {
   /** The client did not read what was sent to it for too long. */
   slowConsumer: 4008,
   /** No pong came back for a ping within the heartbeat. */
   heartbeatTimeout: 4009,
-  /** The server is shutting down. */
-  shuttingDown: 4010,
+  /** The server is shutting down, its answers owed all sent (the standard "going away"). */
+  shuttingDown: 1001,
 } as const;
 
 /** The `id` of a frame that has a usable one, to name it in an error frame. */

@@ -155,7 +155,7 @@ export class StreamConnection {
     } catch (error) {
       this.context.log.warn({ err: error }, 'stream shutdown: answering frames in flight failed');
     }
-    await this.close(1001, 'server shutting down');
+    await this.close(STREAM_CLOSE.shuttingDown, 'server shutting down');
   }
 
   private onMessage(data: unknown, isBinary: boolean): void {
