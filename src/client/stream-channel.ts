@@ -1,5 +1,5 @@
 import { onAbort } from '../broker/on-abort.js';
-import type { WireDelivery, WireOperation, WireOutcome } from '../wire/index.js';
+import type { WireDelivery, WireError, WireOperation, WireOutcome } from '../wire/index.js';
 import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
 import { reserveToWire, unwrap } from './http-channel.js';
@@ -45,6 +45,12 @@ export class StreamChannel implements Channel {
   private readonly link: StreamLink;
   private readonly batcher: OperationBatcher;
   private readonly prefetches = new Map<string, Prefetch>();
+  /**
+   * Sessions opened through this client, by handle: the connection each was opened over. The
+   * server closes a connection's sessions when it ends (R16, docs/stream.md), so a call naming
+   * one after that is answered SESSION_CLOSED here, at once, as the server would.
+   */
+  private readonly sessions = new Map<string, number>();
 
   constructor(
     url: string,
@@ -62,6 +68,16 @@ export class StreamChannel implements Channel {
   }
 
   async execute(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
+    // Answered here, before anything waits for a connection: the server is maybe gone too.
+    const ended = this.sessions.size === 0 ? undefined : this.sessionsEnded(operations);
+    if (ended === undefined) return this.submit(queue, operations);
+    const sent = operations.filter((_, index) => ended[index] === undefined);
+    const answers = sent.length === 0 ? [] : await this.submit(queue, sent);
+    let next = 0;
+    return ended.map((outcome) => outcome ?? (answers[next++] as WireOutcome));
+  }
+
+  private async submit(queue: string, operations: readonly WireOperation[]) {
     const outcomes = await this.batcher.submit(queue, operations);
     this.noteSettles(queue, operations, outcomes);
     return outcomes;
@@ -116,6 +132,8 @@ export class StreamChannel implements Channel {
     const { wait, signal, ...reserve } = request;
     const max = reserve.max ?? 1;
     if (reserve.ack === 'auto') return this.receiveAutoAcked(queue, reserve, wait, signal);
+    const ended = this.sessions.size === 0 ? undefined : this.sessionEnded(reserve.session);
+    if (ended !== undefined) throw errorFromWire(ended);
     const key = JSON.stringify([queue, reserve.visibility ?? null, reserve.session ?? null]);
     let prefetch = this.prefetches.get(key);
     if (wait === 0) {
@@ -193,8 +211,51 @@ export class StreamChannel implements Channel {
 
   private async sendBatch(queue: string, operations: WireOperation[]): Promise<WireOutcome[]> {
     const answer = await this.link.request({ type: 'batch', queue, operations });
-    if (answer.type === 'results') return answer.results;
+    if (answer.type === 'results') return this.noteSessions(operations, answer.results);
     if (answer.type === 'error') throw errorFromWire(answer.error);
     throw new Error(`unexpected answer ${answer.type} to a batch`);
+  }
+
+  /**
+   * Per operation, SESSION_CLOSED when it names a session opened over a connection that has
+   * ended since (not sent), else undefined (sent); undefined when none does.
+   */
+  private sessionsEnded(
+    operations: readonly WireOperation[],
+  ): (WireOutcome | undefined)[] | undefined {
+    let ended: (WireOutcome | undefined)[] | undefined;
+    operations.forEach((operation, index) => {
+      const error = this.sessionEnded(operation.session);
+      if (error === undefined) return;
+      if (operation.type === 'closeSession') this.sessions.delete(operation.session as string);
+      ended ??= new Array(operations.length);
+      ended[index] = { ok: false, error };
+    });
+    return ended;
+  }
+
+  /** SESSION_CLOSED when `session` was opened over a connection that has ended since. */
+  private sessionEnded(session: unknown): WireError | undefined {
+    if (typeof session !== 'string') return undefined;
+    const openedOver = this.sessions.get(session);
+    if (openedOver === undefined || openedOver === this.link.connection) return undefined;
+    return {
+      code: 'SESSION_CLOSED',
+      message: `session ${session} ended with the stream connection it was opened over`,
+    };
+  }
+
+  /** Remembers the sessions opened, over which connection; forgets those closed. */
+  private noteSessions(operations: WireOperation[], outcomes: WireOutcome[]): WireOutcome[] {
+    operations.forEach((operation, index) => {
+      const outcome = outcomes[index];
+      if (operation.type === 'openSession' && outcome?.ok === true) {
+        // The connection that answered; 0, no connection's number, when it has already ended.
+        this.sessions.set(outcome.value as string, this.link.connection ?? 0);
+      } else if (operation.type === 'closeSession' && typeof operation.session === 'string') {
+        this.sessions.delete(operation.session);
+      }
+    });
+    return outcomes;
   }
 }

@@ -58,6 +58,8 @@ export class StreamLink {
   private readonly listeners = new Map<number, PushListener>();
   private failures = 0;
   private retryAt = 0;
+  /** Connections made so far: the current one's number, while it is open. */
+  private connections = 0;
   private closed = false;
   /**
    * The limits of the server's ready frame, unknown until the first connection: nothing that
@@ -120,6 +122,14 @@ export class StreamLink {
 
   get connected(): boolean {
     return this.socket?.readyState === OPEN;
+  }
+
+  /**
+   * The open connection's number (each connection has its own), or undefined while there is
+   * none: what the server tied to a connection (its sessions) is gone once this changes.
+   */
+  get connection(): number | undefined {
+    return this.socket === undefined || this.closed ? undefined : this.connections;
   }
 
   /** Closes the connection; frames in flight and later ones fail with CLOSED. */
@@ -227,6 +237,7 @@ export class StreamLink {
 
   private attach(socket: WebSocket, heartbeatMs: number): void {
     this.socket = socket;
+    this.connections += 1;
     const openedAt = Date.now();
     let alive = true;
     const heartbeat = setInterval(() => {

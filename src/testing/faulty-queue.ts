@@ -46,8 +46,9 @@ export class FaultyQueue implements Queue {
     mode: 'refused',
     left: 0,
   };
-  /** Hung extends, each sent (and so answered) when healed. */
+  /** Hung extends and heartbeats, each sent (and so answered) when healed. */
   private hung: (() => void)[] = [];
+  private heartbeatFaults: { mode: 'error' | 'hang'; left: number } = { mode: 'error', left: 0 };
   private readonly sessions = new Set<string>();
   private isCrashed = false;
 
@@ -86,6 +87,18 @@ export class FaultyQueue implements Queue {
   }
 
   /**
+   * Makes heartbeats fail, as when the server is out of reach: throwing ('error', default) or
+   * with no answer until `heal()` ('hang'), `count` times or until `heal()`. The session itself
+   * is left alone: it ends on the queue once its timeout passes without a heartbeat (R16).
+   */
+  failHeartbeats(options: { mode?: 'error' | 'hang'; count?: number } = {}): void {
+    this.heartbeatFaults = {
+      mode: options.mode ?? 'error',
+      left: options.count ?? Number.POSITIVE_INFINITY,
+    };
+  }
+
+  /**
    * Ends every session opened through this queue, as a missed heartbeat would (R16): their
    * deliveries are released at once and their tokens become stale. Returns how many it ended.
    */
@@ -108,6 +121,7 @@ export class FaultyQueue implements Queue {
     this.crashArmed = false;
     this.lostAcks = [];
     this.renewalFaults = { mode: 'refused', left: 0 };
+    this.heartbeatFaults = { mode: 'error', left: 0 };
     const hung = this.hung;
     this.hung = [];
     for (const send of hung) send();
@@ -210,7 +224,18 @@ export class FaultyQueue implements Queue {
     return id;
   }
 
-  heartbeat(sessionId: string) {
+  async heartbeat(sessionId: string): Promise<void> {
+    if (!this.isCrashed && this.heartbeatFaults.left > 0) {
+      this.heartbeatFaults.left -= 1;
+      if (this.heartbeatFaults.mode === 'hang') {
+        return new Promise((resolve, reject) => {
+          this.hung.push(() => {
+            this.pass(() => this.inner.heartbeat(sessionId)).then(resolve, reject);
+          });
+        });
+      }
+      throw new InjectedFaultError(`heartbeat of session ${sessionId} failed`);
+    }
     return this.pass(() => this.inner.heartbeat(sessionId));
   }
 

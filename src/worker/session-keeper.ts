@@ -22,20 +22,31 @@ export function isSessionClosed(error: unknown): boolean {
 
 /**
  * The worker's consumer session (R16): opened on first use, heartbeaten at a third of its
- * timeout, reopened after it ended, closed on shutdown.
+ * timeout, reopened after it ended, closed on shutdown. It ends when the queue says so
+ * (SESSION_CLOSED), and also when no heartbeat was answered for the session's timeout: the
+ * queue has ended it by then (R16), whether or not the worker can reach it to hear that.
  */
 export class SessionKeeper {
   private id: string | undefined;
   private opening: Promise<string> | undefined;
+  /**
+   * When the last heartbeat the queue answered (or the open) was sent, on the worker's clock:
+   * the queue keeps the session at least `timeout` from then, and need not keep it longer.
+   */
+  private aliveSince = 0;
+  /** The heartbeat on its way, if any: one at a time, however long one takes. */
+  private beating: Promise<HeartbeatStep> | undefined;
 
   constructor(private readonly params: SessionKeeperParams) {}
 
   /** The live session's id, opening one when there is none. */
   current(): Promise<string> {
     if (this.id !== undefined) return Promise.resolve(this.id);
+    const sentAt = this.params.clock.now();
     this.opening ??= this.params.queue.openSession(this.params.options).then(
       (id) => {
         this.id = id;
+        this.aliveSince = sentAt;
         this.opening = undefined;
         return id;
       },
@@ -64,8 +75,11 @@ export class SessionKeeper {
   async heartbeatOnce(): Promise<HeartbeatStep> {
     const id = this.id;
     if (id === undefined) return 'none';
+    if (this.outlived(id)) return 'ended';
+    const sentAt = this.params.clock.now();
     try {
       await this.params.queue.heartbeat(id);
+      if (this.id === id) this.aliveSince = Math.max(this.aliveSince, sentAt);
       return 'beat';
     } catch (error) {
       if (isSessionClosed(error)) {
@@ -73,7 +87,7 @@ export class SessionKeeper {
         return 'ended';
       }
       this.params.onError(error);
-      return 'error';
+      return this.outlived(id) ? 'ended' : 'error';
     }
   }
 
@@ -82,8 +96,28 @@ export class SessionKeeper {
     if (!Number.isFinite(this.intervalMs)) return;
     while (!signal.aborted) {
       await abortableSleep(this.params.clock, this.intervalMs, signal);
-      if (!signal.aborted) await this.heartbeatOnce();
+      if (signal.aborted) break;
+      // A heartbeat still on its way (a half-open connection) is not sent again, and does not
+      // keep the session's end from being seen.
+      if (this.beating === undefined) {
+        this.beating = this.heartbeatOnce().finally(() => {
+          this.beating = undefined;
+        });
+      } else if (this.id !== undefined) this.outlived(this.id);
     }
+  }
+
+  /**
+   * True, and the session ended here, when `id` went a whole timeout without an answered
+   * heartbeat: its deliveries are the queue's again. It is closed too, at best effort, in case
+   * the queue heard heartbeats whose answers were lost (then it releases them now, not later).
+   */
+  private outlived(id: string): boolean {
+    const timeout = this.params.options.timeout ?? Number.POSITIVE_INFINITY;
+    if (this.id !== id || this.params.clock.now() - this.aliveSince < timeout) return false;
+    this.ended(id);
+    this.params.queue.closeSession(id).catch(() => undefined);
+    return true;
   }
 
   /** Closes the live session; what it still holds is released at once (R16). */

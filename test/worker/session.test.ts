@@ -61,6 +61,51 @@ describeEngines(engines, 'consumer sessions', (open) => {
     expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', token: 2, outcome: 'acked' });
   });
 
+  it.each(['error', 'hang'] as const)(
+    'heartbeats that fail (%s) past the session timeout: the worker counts its session ended, as the broker does, and opens a new one',
+    async (mode) => {
+      const h = await open();
+      const contexts: JobContext[] = [];
+      const gate = new Gate();
+      const consumer = h.process(
+        async (_job, ctx) => {
+          contexts.push(ctx);
+          await gate.pass(ctx.signal);
+        },
+        // A lease far longer than the session: only the session's end can end it early.
+        { session: { timeout: 3000 }, visibility: 60_000, renew: 'never' },
+      );
+      await h.queue.publish({ id: 'a' });
+      await consumer.worker.start();
+      await gate.arrivedAt(1);
+      const first = (await h.queue.inspect()).active[0]?.session;
+      expect(first).toBeDefined();
+      consumer.faults.failHeartbeats({ mode });
+      await h.advance(2900, { step: 100 });
+      expect(contexts[0]?.signal.aborted).toBe(false);
+      // The broker ends the session 3000 ms after its last heartbeat (R16); the worker no later.
+      await h.advance(200, { step: 100 });
+      const sessions = (await h.queue.inspect()).active.map((delivery) => delivery.session);
+      expect(sessions).not.toContain(first);
+      expect(contexts[0]?.signal.reason).toMatchObject({
+        code: 'LEASE_LOST',
+        reason: 'session-ended',
+      });
+      expect(await consumer.nextOutcome()).toMatchObject({
+        id: 'a',
+        outcome: 'lease-lost',
+        reason: 'session-ended',
+      });
+      consumer.faults.heal();
+      // The job, released with the session, comes back under a new one.
+      await h.advance(1000, { step: 100 });
+      await gate.arrivedAt(2);
+      expect(contexts[1]).toMatchObject({ id: 'a', token: 2 });
+      gate.open();
+      expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', token: 2, outcome: 'acked' });
+    },
+  );
+
   it('a paused process misses its heartbeats: the broker ends its session and redelivers', async () => {
     const h = await open();
     const gate = new Gate();
