@@ -18,7 +18,8 @@ export const DEFAULT_RECEIPT_ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
 /**
  * With no receiptSecret configured, receipts are signed with the secret kept in the storage,
  * so restarts and several servers over one storage agree. Re-read every
- * RECEIPT_KEYS_REFRESH_MS; returns the end of the re-reading. A storage that keeps no secrets
+ * RECEIPT_KEYS_REFRESH_MS (a new one signs a period later, see SigningKeyChoice); returns the
+ * end of the re-reading. A storage that keeps no secrets
  * (a remote broker) leaves the random per-process secret, with a warning.
  */
 export async function useStoredReceiptKeys(
@@ -33,9 +34,14 @@ export async function useStoredReceiptKeys(
     );
     return () => {};
   }
+  const choice = new SigningKeyChoice();
   const load = async () => {
     const values = await secretValues(RECEIPT_SECRET_NAME);
-    receipts.useKeys(values.map((hex) => Buffer.from(hex, 'hex')));
+    const keys = choice.keys(
+      values.map((hex) => Buffer.from(hex, 'hex')),
+      Date.now(),
+    );
+    if (keys !== undefined) receipts.useKeys(keys);
   };
   await load();
   logger.info(
@@ -47,6 +53,51 @@ export async function useStoredReceiptKeys(
     );
   }, RECEIPT_KEYS_REFRESH_MS).unref();
   return () => clearInterval(timer);
+}
+
+/**
+ * Which of the stored secrets signs. A rotation stores a new current secret; each server reads it
+ * within RECEIPT_KEYS_REFRESH_MS. A server that signed with it at once would hand out receipts
+ * the servers that have not read it yet refuse (INVALID_RECEIPT, for up to that long behind a
+ * load balancer). So a new current secret is accepted at once but signs only once it has been
+ * stored for a whole refresh period as this server saw it — by then every server has read it —
+ * while the one it replaces is still accepted (within the rotation's grace period); a server's
+ * first read signs with the current one.
+ */
+export class SigningKeyChoice {
+  private signing: Buffer | undefined;
+  /** When this server first read the current secret that does not sign yet. */
+  private pendingSince: number | undefined;
+  private applied: readonly Buffer[] = [];
+
+  /**
+   * The keys for Receipts.useKeys (the first signs) from the stored ones (current first), at
+   * `now`; undefined when they are those applied last (nothing to change).
+   */
+  keys(stored: readonly Buffer[], now: number): Buffer[] | undefined {
+    const [current] = stored;
+    if (current === undefined) return undefined;
+    const signing = this.signing;
+    if (signing === undefined || !stored.some((key) => key.equals(signing))) {
+      this.sign(current);
+    } else if (!signing.equals(current)) {
+      this.pendingSince ??= now;
+      if (now - this.pendingSince >= RECEIPT_KEYS_REFRESH_MS) this.sign(current);
+    }
+    const first = this.signing as Buffer;
+    const keys = [first, ...stored.filter((key) => !key.equals(first))];
+    const same =
+      keys.length === this.applied.length &&
+      keys.every((key, index) => key.equals(this.applied[index] as Buffer));
+    if (same) return undefined;
+    this.applied = keys;
+    return keys;
+  }
+
+  private sign(key: Buffer): void {
+    this.signing = key;
+    this.pendingSince = undefined;
+  }
 }
 
 /**

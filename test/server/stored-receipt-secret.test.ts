@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/index.js';
+import { RECEIPT_KEYS_REFRESH_MS, SigningKeyChoice } from '../../src/server/receipt-keys.js';
+import { Receipts } from '../../src/server/receipts.js';
 import { postgresUrl, queueName } from '../conformance/engines.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 import { postgresSkipReason } from './storages.js';
@@ -98,3 +100,35 @@ describe.skipIf(pgSkip !== undefined)(
     });
   },
 );
+
+describe('a rotation reaching the servers of one storage one after another', () => {
+  const s1 = Buffer.alloc(32, 1);
+  const s2 = Buffer.alloc(32, 2);
+
+  it('a server signs with a new secret only a refresh period after it read it: servers yet to read it take its receipts meanwhile', () => {
+    const a = new SigningKeyChoice();
+    expect(a.keys([s1], 0)).toEqual([s1]);
+    expect(a.keys([s1], RECEIPT_KEYS_REFRESH_MS)).toBeUndefined();
+    // Rotated (current first): server A reads it before server B does.
+    const t = 2 * RECEIPT_KEYS_REFRESH_MS;
+    const keysOfA = a.keys([s2, s1], t) as Buffer[];
+    expect(keysOfA).toEqual([s1, s2]);
+    const serverA = new Receipts('unused');
+    serverA.useKeys(keysOfA);
+    const serverB = new Receipts('unused');
+    serverB.useKeys([s1]);
+    expect(serverB.verify('mail', serverA.issue('mail', 7, 'm7'))).toEqual({ token: 7, id: 'm7' });
+    // A receipt signed with the new secret by B, once B has read it, A takes at once.
+    serverB.useKeys([s2, s1]);
+    expect(serverA.verify('mail', serverB.issue('mail', 8, 'm8'))).toEqual({ token: 8, id: 'm8' });
+    expect(a.keys([s2, s1], t + RECEIPT_KEYS_REFRESH_MS - 1)).toBeUndefined();
+    expect(a.keys([s2, s1], t + RECEIPT_KEYS_REFRESH_MS)).toEqual([s2, s1]);
+  });
+
+  it("a server's first read signs with the current secret; one no longer stored (no grace) stops signing at once", () => {
+    expect(new SigningKeyChoice().keys([s2, s1], 0)).toEqual([s2, s1]);
+    const c = new SigningKeyChoice();
+    c.keys([s1], 0);
+    expect(c.keys([s2], 1)).toEqual([s2]);
+  });
+});
