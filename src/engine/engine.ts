@@ -126,12 +126,7 @@ export interface EngineTransaction {
   /** Forgets the consumer's inbox entries processed before `processedBefore` (ms); returns how many. */
   pruneInbox(consumer: string, processedBefore: number): Promise<number>;
   /** ScheduleStore.advanceSchedule in this transaction. */
-  advanceSchedule(
-    queue: string,
-    name: string,
-    from: number | null,
-    to: number | null,
-  ): Promise<boolean>;
+  advanceSchedule: ScheduleStore['advanceSchedule'];
 }
 
 export interface QueueInfo {

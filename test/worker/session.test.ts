@@ -1,9 +1,20 @@
 import { expect, it } from 'vitest';
-import { Gate } from '../../src/testing/index.js';
-import type { JobContext } from '../../src/worker/index.js';
+import { Gate, type Harness } from '../../src/testing/index.js';
+import type { JobContext, WorkerOptions } from '../../src/worker/index.js';
 import { describeEngines, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
+
+/** A process whose handler records its context and waits at a gate, honouring its signal. */
+function gated(h: Harness, options: WorkerOptions) {
+  const contexts: JobContext[] = [];
+  const gate = new Gate();
+  const consumer = h.process(async (_job, ctx) => {
+    contexts.push(ctx);
+    await gate.pass(ctx.signal);
+  }, options);
+  return { consumer, contexts, gate };
+}
 
 describeEngines(engines, 'consumer sessions', (open) => {
   it('receives under its session and keeps it alive with heartbeats (R16)', async () => {
@@ -26,15 +37,7 @@ describeEngines(engines, 'consumer sessions', (open) => {
 
   it('a session ended under the worker loses its jobs at once; the worker opens a new one', async () => {
     const h = await open();
-    const contexts: JobContext[] = [];
-    const gate = new Gate();
-    const consumer = h.process(
-      async (_job, ctx) => {
-        contexts.push(ctx);
-        await gate.pass(ctx.signal);
-      },
-      { session: { timeout: 3000 } },
-    );
+    const { consumer, contexts, gate } = gated(h, { session: { timeout: 3000 } });
     await h.queue.publish({ id: 'a' });
     await consumer.worker.start();
     await gate.arrivedAt(1);
@@ -65,16 +68,12 @@ describeEngines(engines, 'consumer sessions', (open) => {
     'heartbeats that fail (%s) past the session timeout: the worker counts its session ended, as the broker does, and opens a new one',
     async (mode) => {
       const h = await open();
-      const contexts: JobContext[] = [];
-      const gate = new Gate();
-      const consumer = h.process(
-        async (_job, ctx) => {
-          contexts.push(ctx);
-          await gate.pass(ctx.signal);
-        },
-        // A lease far longer than the session: only the session's end can end it early.
-        { session: { timeout: 3000 }, visibility: 60_000, renew: 'never' },
-      );
+      // A lease far longer than the session: only the session's end can end it early.
+      const { consumer, contexts, gate } = gated(h, {
+        session: { timeout: 3000 },
+        visibility: 60_000,
+        renew: 'never',
+      });
       await h.queue.publish({ id: 'a' });
       await consumer.worker.start();
       await gate.arrivedAt(1);
