@@ -60,6 +60,51 @@ describe('PostgreSQL: wake-ups from other processes', () => {
     }
   });
 
+  for (const [label, how] of [
+    ['acked', 'ack'],
+    ['cancelled (delayed)', 'cancel'],
+    ['moved away (delayed)', 'moveJobs'],
+  ] as const) {
+    it(`wake receivers elsewhere when a group's head is ${label} and its next member goes on (R24)`, async (context) => {
+      if (skip !== undefined) context.skip(skip);
+      const clock = new ManualClock(1_000);
+      const here = new EngineBroker(await openEngine(url), { clock });
+      const elsewhere = await openEngine(POSTGRES_URL);
+      const name = `group-wakes-${how}-${process.pid}`;
+      const stop = new AbortController();
+      try {
+        const queue = await here.queue(name);
+        const other = await elsewhere.queue(name);
+        if (how === 'moveJobs') await elsewhere.queue(`${name}-to`);
+        const now = clock.now();
+        await other.publishBatch(now, [
+          // Delayed, but for the ack: the group waits on it, and the receive below waits too.
+          { id: 'a1', group: 'g', ...(how === 'ack' ? {} : { delay: 60_000 }) },
+          { id: 'a2', group: 'g' },
+        ]);
+        const [head] = how === 'ack' ? await other.reserve(now) : [];
+        const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
+        await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
+        if (how === 'ack') await other.ack(now, head?.token as number);
+        else if (how === 'cancel') await other.cancel(now, 'a1');
+        else await other.moveJobs(now, { to: `${name}-to`, ids: ['a1'] });
+        const bound = new Promise<'not woken'>((resolve) => {
+          setTimeout(() => resolve('not woken'), 5_000).unref();
+        });
+        // Woken by the notification: the manual clock never moves, so its wait never ends.
+        const deliveries = await Promise.race([receiving, bound]);
+        expect(deliveries).not.toBe('not woken');
+        expect(deliveries).toMatchObject([{ id: 'a2' }]);
+      } finally {
+        stop.abort();
+        await here.deleteQueue(name).catch(() => undefined);
+        await here.deleteQueue(`${name}-to`).catch(() => undefined);
+        await here.close();
+        await elsewhere.close();
+      }
+    });
+  }
+
   it("keep their connection, and the pool's, open through a NAT: TCP keepalive after 10 s of silence", async (context) => {
     if (skip !== undefined) context.skip(skip);
     const keepAlive = vi.spyOn(Socket.prototype, 'setKeepAlive');

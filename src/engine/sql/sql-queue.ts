@@ -65,6 +65,7 @@ export class SqlQueue extends OperationHandle {
     }
     return this.executor.submit(async (connection, batch) => {
       const ops = await this.ops(connection, batch);
+      const waiting = ops.q.waiting;
       const outcomes: Outcome[] = [];
       let ready = false;
       let freed = false;
@@ -79,7 +80,9 @@ export class SqlQueue extends OperationHandle {
           outcomes.push({ ok: false, error });
         }
       }
-      if (ready) {
+      // A group that went on (its head acked, cancelled or moved: R24) made its next member
+      // ready (or delayed) as a publish would: receivers elsewhere must hear of it too.
+      if (ready || ops.q.waiting < waiting) {
         await this.access.handoffs.serve(ops, now, batch);
         await wakeOnCommit(this.access, connection, batch, this.name);
       } else if (freed) wakeLocallyOnCommit(this.access, batch, this.name);
@@ -263,9 +266,12 @@ export class SqlQueue extends OperationHandle {
       arg: { now, tokens },
       run: async (connection, batch, args: AckArg[]) => {
         const ops = await this.ops(connection, batch);
+        const waiting = ops.q.waiting;
         const lists = args.map((arg) => arg.tokens);
         const results = await ops.ack(latest(args), lists.flat());
-        wakeLocallyOnCommit(this.access, batch, this.name);
+        // An acked group head lets the next member go on (R24): receivers elsewhere look too.
+        if (ops.q.waiting < waiting) await wakeOnCommit(this.access, connection, batch, this.name);
+        else wakeLocallyOnCommit(this.access, batch, this.name);
         return inParts(
           results,
           lists.map((list) => list.length),

@@ -76,8 +76,10 @@ export class SqlTransaction implements EngineTransaction {
     this.checkOpen();
     checkQueueName(queue);
     const ops = await queueOps(this.access, this.connection, this.batch, queue);
+    const waiting = ops.q.waiting;
     const result = (await runOperation(ops, now, operation)) as ResultOf<O>;
-    if (makesJobsReady(operation)) {
+    // A group that went on (R24) made a job ready as a publish would.
+    if (makesJobsReady(operation) || ops.q.waiting < waiting) {
       await wakeOnCommit(this.access, this.connection, this.batch, queue);
     } else if (reschedulesReceivers(operation)) {
       wakeLocallyOnCommit(this.access, this.batch, queue);
