@@ -105,6 +105,43 @@ describe('PostgreSQL: wake-ups from other processes', () => {
     });
   }
 
+  for (const [label, how] of [
+    ['an ack', 'ack'],
+    ['a cancel', 'cancel'],
+  ] as const) {
+    it(`wake receivers elsewhere when ${label} frees room under the queue's prefetch`, async (context) => {
+      if (skip !== undefined) context.skip(skip);
+      const clock = new ManualClock(1_000);
+      const here = new EngineBroker(await openEngine(url), { clock });
+      const elsewhere = await openEngine(POSTGRES_URL);
+      const name = `prefetch-wakes-${how}-${process.pid}`;
+      const stop = new AbortController();
+      try {
+        const queue = await here.queue(name, { prefetch: 1 });
+        const other = await elsewhere.queue(name);
+        const now = clock.now();
+        await other.publishBatch(now, [{ id: 'a' }, { id: 'b' }]);
+        const [held] = await other.reserve(now);
+        // 'b' is ready, but the prefetch is full: this receive waits for room.
+        const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
+        await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
+        if (how === 'ack') await other.ack(now, held?.token as number);
+        else await other.cancel(now, 'a');
+        const bound = new Promise<'not woken'>((resolve) => {
+          setTimeout(() => resolve('not woken'), 5_000).unref();
+        });
+        const deliveries = await Promise.race([receiving, bound]);
+        expect(deliveries).not.toBe('not woken');
+        expect(deliveries).toMatchObject([{ id: 'b' }]);
+      } finally {
+        stop.abort();
+        await here.deleteQueue(name).catch(() => undefined);
+        await here.close();
+        await elsewhere.close();
+      }
+    });
+  }
+
   it("keep their connection, and the pool's, open through a NAT: TCP keepalive after 10 s of silence", async (context) => {
     if (skip !== undefined) context.skip(skip);
     const keepAlive = vi.spyOn(Socket.prototype, 'setKeepAlive');

@@ -13,6 +13,12 @@ export interface QueueAccess {
   /** Receivers of this process waiting for jobs, served by the transactions that make them ready. */
   handoffs: Handoffs;
   followClock: boolean;
+  /**
+   * Per queue, whether its prefetch was finite when this process last read its options (opened,
+   * updated, or its row loaded): the acks that take no row (one statement) read nothing, and
+   * tell receivers elsewhere of the room they free only where this says so.
+   */
+  boundsPrefetch: Map<string, boolean>;
 }
 
 /** The operations on `queue`, over its row loaded (and locked) once per transaction. */
@@ -23,6 +29,7 @@ export async function queueOps(
   queue: string,
 ): Promise<QueueOps> {
   const row = await loadQueueRow(connection, batch, access.dialect, queue);
+  access.boundsPrefetch.set(queue, Number.isFinite(row.options.prefetch));
   const links = new SqlQueueLinks(access, connection, batch, (target) =>
     wakeOnCommit(access, connection, batch, target),
   );
@@ -53,4 +60,14 @@ export function wakeLocallyOnCommit(access: QueueAccess, batch: BatchContext, qu
   if (batch.cache.has(key) || batch.cache.has(`wake:${queue}`)) return;
   batch.cache.set(key, true);
   batch.afterCommit(() => access.wakes.wake(queue));
+}
+
+/**
+ * Whether a call on `ops` lets receivers elsewhere go on, as a publish would: a group went on (a
+ * member left waiting, R24: its head acked, cancelled or moved), or deliveries ended under a
+ * finite prefetch (room for more). `waiting` and `active` are the counts before the call.
+ */
+export function othersMayGoOn(ops: QueueOps, waiting: number, active: number): boolean {
+  const { q } = ops;
+  return q.waiting < waiting || (q.active < active && Number.isFinite(q.options.prefetch));
 }

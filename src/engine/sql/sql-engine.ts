@@ -102,6 +102,7 @@ export class SqlEngine implements Engine {
       wakes: this.wakes,
       handoffs: new Handoffs(),
       followClock: parts.followClock,
+      boundsPrefetch: new Map(),
     };
     this.foreignWrites =
       parts.foreignWriteVersion === undefined
@@ -126,9 +127,11 @@ export class SqlEngine implements Engine {
       if (stored === undefined) {
         await checkChain(connection, batch, this.parts.dialect, name, resolved.deadLetterQueue);
       }
-      if (await insertQueueRow(connection, name, resolved)) return;
-      const existing = await readQueueOptions(connection, batch, name);
-      if (existing !== undefined) checkSameOptions(name, existing, options);
+      const created = await insertQueueRow(connection, name, resolved);
+      const existing = created ? resolved : await readQueueOptions(connection, batch, name);
+      if (existing === undefined) return;
+      if (!created) checkSameOptions(name, existing, options);
+      this.access.boundsPrefetch.set(name, Number.isFinite(existing.prefetch));
     });
     return this.handle(name);
   }
@@ -152,6 +155,7 @@ export class SqlEngine implements Engine {
         row.nextEventAt = Math.min(row.nextEventAt, row.queueTime);
       }
       row.options = next;
+      this.access.boundsPrefetch.set(name, Number.isFinite(next.prefetch));
       // A queue resumed (R27) or given more room has jobs to hand out: receivers look again.
       await wakeOnCommit(this.access, connection, batch, name);
       return { ...row.options };

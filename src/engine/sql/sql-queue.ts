@@ -17,7 +17,13 @@ import { checkNow, isTime } from '../../core/validate.js';
 import { OperationHandle } from '../operation-handle.js';
 import { commitKindOf } from './commit-kind.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
-import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
+import {
+  othersMayGoOn,
+  type QueueAccess,
+  queueOps,
+  wakeLocallyOnCommit,
+  wakeOnCommit,
+} from './queue-access.js';
 import { deliveryOf, type QueueOps } from './queue-ops.js';
 import { runOperation } from './run-operation.js';
 import type { SqlConnection } from './sql-connection.js';
@@ -65,7 +71,7 @@ export class SqlQueue extends OperationHandle {
     }
     return this.executor.submit(async (connection, batch) => {
       const ops = await this.ops(connection, batch);
-      const waiting = ops.q.waiting;
+      const { waiting, active } = ops.q;
       const outcomes: Outcome[] = [];
       let ready = false;
       let freed = false;
@@ -81,8 +87,9 @@ export class SqlQueue extends OperationHandle {
         }
       }
       // A group that went on (its head acked, cancelled or moved: R24) made its next member
-      // ready (or delayed) as a publish would: receivers elsewhere must hear of it too.
-      if (ready || ops.q.waiting < waiting) {
+      // ready (or delayed) as a publish would, and room freed under the queue's prefetch lets
+      // receivers go on: receivers elsewhere must hear of it too.
+      if (ready || othersMayGoOn(ops, waiting, active)) {
         await this.access.handoffs.serve(ops, now, batch);
         await wakeOnCommit(this.access, connection, batch, this.name);
       } else if (freed) wakeLocallyOnCommit(this.access, batch, this.name);
@@ -266,12 +273,12 @@ export class SqlQueue extends OperationHandle {
       arg: { now, tokens },
       run: async (connection, batch, args: AckArg[]) => {
         const ops = await this.ops(connection, batch);
-        const waiting = ops.q.waiting;
+        const { waiting, active } = ops.q;
         const lists = args.map((arg) => arg.tokens);
         const results = await ops.ack(latest(args), lists.flat());
-        // An acked group head lets the next member go on (R24): receivers elsewhere look too.
-        if (ops.q.waiting < waiting) await wakeOnCommit(this.access, connection, batch, this.name);
-        else wakeLocallyOnCommit(this.access, batch, this.name);
+        if (othersMayGoOn(ops, waiting, active)) {
+          await wakeOnCommit(this.access, connection, batch, this.name);
+        } else wakeLocallyOnCommit(this.access, batch, this.name);
         return inParts(
           results,
           lists.map((list) => list.length),
@@ -289,6 +296,16 @@ export class SqlQueue extends OperationHandle {
                 followClock: this.access.followClock,
               });
               if (live === undefined) return undefined;
+              // Acks of a queue that bounds its active deliveries free room for receivers
+              // elsewhere. No transaction here: the notification is a statement of its own.
+              const wake = this.access.dialect.wakeStatement?.(this.name);
+              if (
+                wake !== undefined &&
+                live.size > 0 &&
+                this.access.boundsPrefetch.get(this.name)
+              ) {
+                await connection.run(wake.sql, wake.params);
+              }
               wakeLocallyOnCommit(this.access, batch, this.name);
               // A token named twice is acked once: the second naming is stale, as in `ack`.
               return lists.map((list) => list.map((token) => live.delete(token)));

@@ -13,7 +13,13 @@ import {
 import { Problems } from '../../core/validate.js';
 import type { EngineTransaction } from '../engine.js';
 import type { BatchContext } from './executor.js';
-import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
+import {
+  othersMayGoOn,
+  type QueueAccess,
+  queueOps,
+  wakeLocallyOnCommit,
+  wakeOnCommit,
+} from './queue-access.js';
 import { runOperation } from './run-operation.js';
 import { advanceScheduleRow } from './schedule-rows.js';
 import type { SqlConnection, SqlValue } from './sql-connection.js';
@@ -76,10 +82,9 @@ export class SqlTransaction implements EngineTransaction {
     this.checkOpen();
     checkQueueName(queue);
     const ops = await queueOps(this.access, this.connection, this.batch, queue);
-    const waiting = ops.q.waiting;
+    const { waiting, active } = ops.q;
     const result = (await runOperation(ops, now, operation)) as ResultOf<O>;
-    // A group that went on (R24) made a job ready as a publish would.
-    if (makesJobsReady(operation) || ops.q.waiting < waiting) {
+    if (makesJobsReady(operation) || othersMayGoOn(ops, waiting, active)) {
       await wakeOnCommit(this.access, this.connection, this.batch, queue);
     } else if (reschedulesReceivers(operation)) {
       wakeLocallyOnCommit(this.access, this.batch, queue);
