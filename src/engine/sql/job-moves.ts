@@ -61,7 +61,25 @@ export class JobMoves {
     readonly followClock = false,
     /** The engine's other queues, for dead-letter queues and moves (R26). */
     readonly links?: SqlQueueLinks,
-  ) {}
+  ) {
+    this.before = { waiting: q.waiting, active: q.active };
+  }
+
+  /** The queue's counts when these operations began (see othersMayGoOn). */
+  private readonly before: { waiting: number; active: number };
+
+  /**
+   * Whether the calls made since these operations began let receivers elsewhere go on, as a
+   * publish would: a group went on (a member left waiting, R24: its head acked, cancelled or
+   * moved), or deliveries ended under a finite prefetch (room for more).
+   */
+  othersMayGoOn(): boolean {
+    const { q, before } = this;
+    return (
+      q.waiting < before.waiting ||
+      (q.active < before.active && Number.isFinite(q.options.prefetch))
+    );
+  }
 
   // --- R3 -----------------------------------------------------------------------------------
 

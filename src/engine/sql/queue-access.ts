@@ -61,13 +61,3 @@ export function wakeLocallyOnCommit(access: QueueAccess, batch: BatchContext, qu
   batch.cache.set(key, true);
   batch.afterCommit(() => access.wakes.wake(queue));
 }
-
-/**
- * Whether a call on `ops` lets receivers elsewhere go on, as a publish would: a group went on (a
- * member left waiting, R24: its head acked, cancelled or moved), or deliveries ended under a
- * finite prefetch (room for more). `waiting` and `active` are the counts before the call.
- */
-export function othersMayGoOn(ops: QueueOps, waiting: number, active: number): boolean {
-  const { q } = ops;
-  return q.waiting < waiting || (q.active < active && Number.isFinite(q.options.prefetch));
-}

@@ -17,13 +17,7 @@ import { checkNow, isTime } from '../../core/validate.js';
 import { OperationHandle } from '../operation-handle.js';
 import { commitKindOf } from './commit-kind.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
-import {
-  othersMayGoOn,
-  type QueueAccess,
-  queueOps,
-  wakeLocallyOnCommit,
-  wakeOnCommit,
-} from './queue-access.js';
+import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
 import { deliveryOf, type QueueOps } from './queue-ops.js';
 import { runOperation } from './run-operation.js';
 import type { SqlConnection } from './sql-connection.js';
@@ -71,7 +65,6 @@ export class SqlQueue extends OperationHandle {
     }
     return this.executor.submit(async (connection, batch) => {
       const ops = await this.ops(connection, batch);
-      const { waiting, active } = ops.q;
       const outcomes: Outcome[] = [];
       let ready = false;
       let freed = false;
@@ -89,7 +82,7 @@ export class SqlQueue extends OperationHandle {
       // A group that went on (its head acked, cancelled or moved: R24) made its next member
       // ready (or delayed) as a publish would, and room freed under the queue's prefetch lets
       // receivers go on: receivers elsewhere must hear of it too.
-      if (ready || othersMayGoOn(ops, waiting, active)) {
+      if (ready || ops.othersMayGoOn()) {
         await this.access.handoffs.serve(ops, now, batch);
         await wakeOnCommit(this.access, connection, batch, this.name);
       } else if (freed) wakeLocallyOnCommit(this.access, batch, this.name);
@@ -273,10 +266,9 @@ export class SqlQueue extends OperationHandle {
       arg: { now, tokens },
       run: async (connection, batch, args: AckArg[]) => {
         const ops = await this.ops(connection, batch);
-        const { waiting, active } = ops.q;
         const lists = args.map((arg) => arg.tokens);
         const results = await ops.ack(latest(args), lists.flat());
-        if (othersMayGoOn(ops, waiting, active)) {
+        if (ops.othersMayGoOn()) {
           await wakeOnCommit(this.access, connection, batch, this.name);
         } else wakeLocallyOnCommit(this.access, batch, this.name);
         return inParts(

@@ -13,13 +13,7 @@ import {
 import { Problems } from '../../core/validate.js';
 import type { EngineTransaction } from '../engine.js';
 import type { BatchContext } from './executor.js';
-import {
-  othersMayGoOn,
-  type QueueAccess,
-  queueOps,
-  wakeLocallyOnCommit,
-  wakeOnCommit,
-} from './queue-access.js';
+import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
 import { runOperation } from './run-operation.js';
 import { advanceScheduleRow } from './schedule-rows.js';
 import type { SqlConnection, SqlValue } from './sql-connection.js';
@@ -82,9 +76,8 @@ export class SqlTransaction implements EngineTransaction {
     this.checkOpen();
     checkQueueName(queue);
     const ops = await queueOps(this.access, this.connection, this.batch, queue);
-    const { waiting, active } = ops.q;
     const result = (await runOperation(ops, now, operation)) as ResultOf<O>;
-    if (makesJobsReady(operation) || othersMayGoOn(ops, waiting, active)) {
+    if (makesJobsReady(operation) || ops.othersMayGoOn()) {
       await wakeOnCommit(this.access, this.connection, this.batch, queue);
     } else if (reschedulesReceivers(operation)) {
       wakeLocallyOnCommit(this.access, this.batch, queue);
