@@ -1,7 +1,8 @@
 import { Socket } from 'node:net';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
-import { openEngine } from '../../src/engine/index.js';
+import type { QueueOptions } from '../../src/core/index.js';
+import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
 import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
 
 /**
@@ -30,6 +31,45 @@ async function listeners(): Promise<number[]> {
 
 async function until(condition: () => Promise<boolean>): Promise<void> {
   while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+/** Another process's engine and its handle of the queue. */
+interface Elsewhere {
+  engine: Engine;
+  queue: QueueHandle;
+}
+
+/**
+ * A receive waits on queue `name` (made with `options`) in this process, whose manual clock
+ * never moves: only a wake-up ends it. `prepare` readies the queue in another process and
+ * returns what that process then does. What the receive got within 5 s, or 'not woken'. The
+ * queue, and `name`-to if made, are deleted after.
+ */
+async function receivedElsewhere(
+  name: string,
+  options: QueueOptions,
+  prepare: (other: Elsewhere, now: number) => Promise<() => Promise<unknown>>,
+): Promise<unknown> {
+  const clock = new ManualClock(1_000);
+  const here = new EngineBroker(await openEngine(url), { clock });
+  const engine = await openEngine(POSTGRES_URL);
+  const stop = new AbortController();
+  try {
+    const queue = await here.queue(name, options);
+    const act = await prepare({ engine, queue: await engine.queue(name) }, clock.now());
+    const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
+    await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
+    await act();
+    const bound = new Promise<'not woken'>((resolve) => {
+      setTimeout(() => resolve('not woken'), 5_000).unref();
+    });
+    return await Promise.race([receiving, bound]);
+  } finally {
+    stop.abort();
+    for (const made of [name, `${name}-to`]) await here.deleteQueue(made).catch(() => undefined);
+    await here.close();
+    await engine.close();
+  }
 }
 
 describe('PostgreSQL: wake-ups from other processes', () => {
@@ -67,41 +107,21 @@ describe('PostgreSQL: wake-ups from other processes', () => {
   ] as const) {
     it(`wake receivers elsewhere when a group's head is ${label} and its next member goes on (R24)`, async (context) => {
       if (skip !== undefined) context.skip(skip);
-      const clock = new ManualClock(1_000);
-      const here = new EngineBroker(await openEngine(url), { clock });
-      const elsewhere = await openEngine(POSTGRES_URL);
       const name = `group-wakes-${how}-${process.pid}`;
-      const stop = new AbortController();
-      try {
-        const queue = await here.queue(name);
-        const other = await elsewhere.queue(name);
-        if (how === 'moveJobs') await elsewhere.queue(`${name}-to`);
-        const now = clock.now();
-        await other.publishBatch(now, [
-          // Delayed, but for the ack: the group waits on it, and the receive below waits too.
+      const deliveries = await receivedElsewhere(name, {}, async (other, now) => {
+        if (how === 'moveJobs') await other.engine.queue(`${name}-to`);
+        await other.queue.publishBatch(now, [
+          // Delayed, but for the ack: the group waits on it, and the receive waits too.
           { id: 'a1', group: 'g', ...(how === 'ack' ? {} : { delay: 60_000 }) },
           { id: 'a2', group: 'g' },
         ]);
-        const [head] = how === 'ack' ? await other.reserve(now) : [];
-        const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
-        await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
-        if (how === 'ack') await other.ack(now, head?.token as number);
-        else if (how === 'cancel') await other.cancel(now, 'a1');
-        else await other.moveJobs(now, { to: `${name}-to`, ids: ['a1'] });
-        const bound = new Promise<'not woken'>((resolve) => {
-          setTimeout(() => resolve('not woken'), 5_000).unref();
-        });
-        // Woken by the notification: the manual clock never moves, so its wait never ends.
-        const deliveries = await Promise.race([receiving, bound]);
-        expect(deliveries).not.toBe('not woken');
-        expect(deliveries).toMatchObject([{ id: 'a2' }]);
-      } finally {
-        stop.abort();
-        await here.deleteQueue(name).catch(() => undefined);
-        await here.deleteQueue(`${name}-to`).catch(() => undefined);
-        await here.close();
-        await elsewhere.close();
-      }
+        const [head] = how === 'ack' ? await other.queue.reserve(now) : [];
+        if (how === 'ack') return () => other.queue.ack(now, head?.token as number);
+        if (how === 'cancel') return () => other.queue.cancel(now, 'a1');
+        return () => other.queue.moveJobs(now, { to: `${name}-to`, ids: ['a1'] });
+      });
+      expect(deliveries).not.toBe('not woken');
+      expect(deliveries).toMatchObject([{ id: 'a2' }]);
     });
   }
 
@@ -111,34 +131,16 @@ describe('PostgreSQL: wake-ups from other processes', () => {
   ] as const) {
     it(`wake receivers elsewhere when ${label} frees room under the queue's prefetch`, async (context) => {
       if (skip !== undefined) context.skip(skip);
-      const clock = new ManualClock(1_000);
-      const here = new EngineBroker(await openEngine(url), { clock });
-      const elsewhere = await openEngine(POSTGRES_URL);
       const name = `prefetch-wakes-${how}-${process.pid}`;
-      const stop = new AbortController();
-      try {
-        const queue = await here.queue(name, { prefetch: 1 });
-        const other = await elsewhere.queue(name);
-        const now = clock.now();
-        await other.publishBatch(now, [{ id: 'a' }, { id: 'b' }]);
-        const [held] = await other.reserve(now);
-        // 'b' is ready, but the prefetch is full: this receive waits for room.
-        const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
-        await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
-        if (how === 'ack') await other.ack(now, held?.token as number);
-        else await other.cancel(now, 'a');
-        const bound = new Promise<'not woken'>((resolve) => {
-          setTimeout(() => resolve('not woken'), 5_000).unref();
-        });
-        const deliveries = await Promise.race([receiving, bound]);
-        expect(deliveries).not.toBe('not woken');
-        expect(deliveries).toMatchObject([{ id: 'b' }]);
-      } finally {
-        stop.abort();
-        await here.deleteQueue(name).catch(() => undefined);
-        await here.close();
-        await elsewhere.close();
-      }
+      const deliveries = await receivedElsewhere(name, { prefetch: 1 }, async (other, now) => {
+        await other.queue.publishBatch(now, [{ id: 'a' }, { id: 'b' }]);
+        // 'b' is ready, but the prefetch is full: the receive waits for room.
+        const [held] = await other.queue.reserve(now);
+        if (how === 'ack') return () => other.queue.ack(now, held?.token as number);
+        return () => other.queue.cancel(now, 'a');
+      });
+      expect(deliveries).not.toBe('not woken');
+      expect(deliveries).toMatchObject([{ id: 'b' }]);
     });
   }
 
