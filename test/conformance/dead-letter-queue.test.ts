@@ -96,6 +96,30 @@ describeEngines(engines, (h) => {
       expect(await dlq.job('a')).toMatchObject({ payload: 'theirs' });
     });
 
+    it('R26 R4 an id the target forgot while it sat idle is taken: its window counts to the arrival, not to its own last step', async () => {
+      const dlqName = h.queueName('dlq');
+      const dlq = await h.engine().queue(dlqName, { dedupWindow: 100 });
+      const source = await h.engine().queue(h.queueName('src'), { deadLetterQueue: dlqName });
+      const other = h.queueName('other');
+      await h.engine().queue(other, { dedupWindow: 100 });
+      for (const id of ['a', 'b']) await dlq.publish(0, { id });
+      for (const delivery of await dlq.reserve(0, { max: 2 })) await dlq.ack(0, delivery.token);
+      const otherQueue = await h.engine().queue(other);
+      await otherQueue.publish(0, { id: 'b' });
+      const [theirs] = await otherQueue.reserve(0);
+      await otherQueue.ack(0, theirs?.token as number);
+      // Nothing touches either target again; at 500 their windows (to 100) are long over.
+      await source.publish(500, { id: 'a' });
+      const [delivery] = await source.reserve(500);
+      expect(await source.nack(500, delivery?.token as number, { requeue: false })).toBe(true);
+      expect((await source.inspect()).dead).toEqual([]);
+      expect(await dlq.job('a')).toMatchObject({ state: 'ready', deliveryCount: 0 });
+      await source.publish(500, { id: 'b' });
+      const [second] = await source.reserve(500);
+      await source.nack(500, second?.token as number, { requeue: false });
+      expect(await dlq.moveJobs(500, { ids: ['b'], to: other })).toBe(1);
+      expect(await otherQueue.job('b')).toMatchObject({ state: 'ready' });
+    });
     it('R26 a dead-letter queue that leads back to its queue is refused at configuration, changing nothing', async () => {
       const a = h.queueName('a');
       const b = h.queueName('b');

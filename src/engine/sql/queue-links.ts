@@ -42,14 +42,16 @@ export class SqlQueueLinks {
     if (queue === source.name) return false;
     const target = await this.targetRow(queue);
     if (target === undefined) return false;
+    // The target may have sat idle: what it remembers (R4) is judged at the arrival, not at
+    // its own last step, whose expired ids only that queue's next step deletes.
+    const at = Math.max(now, target.queueTime);
     const [taken] = await this.connection.query<{ one: number }>(
       `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND id = ?
        UNION ALL SELECT 1 AS one FROM leaseq_acked WHERE queue = ? AND id = ? AND forget_at > ?`,
-      [queue, job.id, queue, job.id, target.queueTime],
+      [queue, job.id, queue, job.id, at],
     );
     if (taken !== undefined) return false;
     if (hasGeneratedForm(job.id)) target.generatedFormSeen = true;
-    const at = Math.max(now, target.queueTime);
     const waits = job.grp !== null && (await this.groupHasMembers(queue, job.grp));
     const seq = target.nextSeq++;
     if (waits) target.waiting += 1;
