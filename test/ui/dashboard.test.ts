@@ -158,6 +158,21 @@ describe.skipIf(skipBrowser)(
           Dead: String(figures.dead),
         });
       }
+      // Each rate is named for the counter it plots: leases that ran out, not jobs that expired.
+      expect(Object.keys(await rowFigures(page, 'orders'))).toEqual([
+        'Queue',
+        'Ready',
+        'Delayed',
+        'In flight',
+        'Dead',
+        'Oldest ready',
+        'Published/s',
+        'Acked/s',
+        'Redelivered/s',
+        'Lease expiries/s',
+        'Stale acks/s',
+        'Depth',
+      ]);
       await shoot(page, 'overview', true);
     });
 

@@ -9,7 +9,8 @@ const RATE_HEADERS: Partial<Record<RateCounter, string>> = {
   published: 'Published/s',
   acks: 'Acked/s',
   redeliveries: 'Redelivered/s',
-  expiries: 'Expired/s',
+  // Leases that ran out (R3b); jobs that died of retention are `expired`, counted apart (R30).
+  expiries: 'Lease expiries/s',
   staleAcks: 'Stale acks/s',
 };
 const SHOWN_RATES = RATE_COUNTERS.filter((name) => RATE_HEADERS[name] !== undefined);

@@ -123,7 +123,7 @@ function Charts(props: { samples: readonly Sample[] }) {
             unit="/s"
             series={[
               rate('Redeliveries', '--series-2', 'redeliveries'),
-              rate('Expiries', '--series-4', 'expiries'),
+              rate('Lease expiries', '--series-4', 'expiries'),
               rate('Extensions', '--series-5', 'extensions'),
               rate('Stale acks', '--series-6', 'staleAcks'),
             ]}
