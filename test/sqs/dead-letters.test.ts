@@ -2,6 +2,8 @@ import {
   CancelMessageMoveTaskCommand,
   ChangeMessageVisibilityCommand,
   CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  DeleteMessageCommand,
   GetQueueAttributesCommand,
   ListDeadLetterSourceQueuesCommand,
   ListMessageMoveTasksCommand,
@@ -142,6 +144,72 @@ describe('RedrivePolicy (R21)', () => {
     const v1 = await call(server.baseUrl, 'GET', `/v1/queues/${dlqName}`);
     expect(v1.body.options).not.toHaveProperty('deadLetterQueue');
     expect(v1.body.options.maxDeliveries).toBeNull();
+  });
+});
+
+describe('a stale handle of a dead-lettered message', () => {
+  it('deletes and changes nothing while the message is in the dead-letter queue; once it is gone the delete succeeds', async () => {
+    const dlqName = freshName('dlq');
+    const dlqUrl = await create(dlqName);
+    const url = await create(freshName('src'), {
+      VisibilityTimeout: '1',
+      RedrivePolicy: policy(dlqName, 1),
+    });
+    const { MessageId } = await server.client.send(
+      new SendMessageCommand({ QueueUrl: url, MessageBody: 'slow work' }),
+    );
+    const [late] =
+      (await server.client.send(new ReceiveMessageCommand({ QueueUrl: url }))).Messages ?? [];
+    // The worker is slow: its visibility runs out and the message dies into the DLQ.
+    const dlqCount = async () =>
+      (
+        await server.client.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: dlqUrl,
+            AttributeNames: ['ApproximateNumberOfMessages'],
+          }),
+        )
+      ).Attributes?.ApproximateNumberOfMessages;
+    // A receive of the source settles the lease that ran out (and finds nothing).
+    const settled = async () => {
+      await server.client.send(new ReceiveMessageCommand({ QueueUrl: url }));
+      return dlqCount();
+    };
+    await until(settled, (count) => count === '1');
+    const deleteLate = () =>
+      send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: late?.ReceiptHandle }));
+    const refused = await failure(deleteLate());
+    expect(refused).toMatchObject({ name: 'InvalidParameterValue', status: 400 });
+    expect(refused.message).toContain('The receipt handle has expired.');
+    const batch = await server.client.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: url,
+        Entries: [{ Id: 'late', ReceiptHandle: late?.ReceiptHandle }],
+      }),
+    );
+    expect(batch.Failed).toEqual([
+      expect.objectContaining({ Id: 'late', Code: 'InvalidParameterValue' }),
+    ]);
+    const changeLate = (VisibilityTimeout: number) =>
+      send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: url,
+          ReceiptHandle: late?.ReceiptHandle,
+          VisibilityTimeout,
+        }),
+      );
+    expect((await failure(changeLate(5))).name).toBe('MessageNotInflight');
+    expect(await dlqCount()).toBe('1');
+    // Received from the DLQ, a later receive holds it: the old handle is expired there too.
+    const [dead] =
+      (await server.client.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl }))).Messages ?? [];
+    expect(dead?.MessageId).toBe(MessageId);
+    expect((await failure(changeLate(0))).name).toBe('InvalidParameterValue');
+    expect((await failure(deleteLate())).name).toBe('InvalidParameterValue');
+    await server.client.send(
+      new DeleteMessageCommand({ QueueUrl: dlqUrl, ReceiptHandle: dead?.ReceiptHandle }),
+    );
+    expect(await deleteLate()).toEqual(expect.objectContaining({}));
   });
 });
 

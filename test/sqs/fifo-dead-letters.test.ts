@@ -9,7 +9,7 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { freshName, sqsServerFor, useSqsEngines } from './helpers.js';
+import { failure, freshName, sqsServerFor, useSqsEngines } from './helpers.js';
 
 const engines = await useSqsEngines();
 const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
@@ -124,6 +124,38 @@ describe.each(engines)('FIFO dead-letter queues over $name', (engine) => {
     expect(drained.find((message) => message.Body === 'g1')?.MessageId).toBe(sent.g1);
     // h1 was never given back: it is still in flight, not drained again.
     expect(bodies(drained)).not.toContain('h1');
+  });
+
+  it('a stale handle of a message in the dead-letter queue deletes nothing: refused while it is there, success once it is gone', async (context) => {
+    if (engine.skipReason !== undefined) context.skip(engine.skipReason);
+    const dlqName = `${freshName('dlq')}.fifo`;
+    const dlq = await fifoQueue(dlqName);
+    const source = await fifoQueue(`${freshName('src')}.fifo`, {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: arn(dlqName), maxReceiveCount: 1 }),
+    });
+    await server().client.send(
+      new SendMessageCommand({
+        QueueUrl: source,
+        MessageBody: 'work',
+        MessageGroupId: 'g',
+        MessageDeduplicationId: 'd',
+      }),
+    );
+    const [late] = await receive(source);
+    await giveBack(source, late as Message);
+    const deleteLate = () =>
+      server().client.send(
+        new DeleteMessageCommand({ QueueUrl: source, ReceiptHandle: late?.ReceiptHandle }),
+      );
+    const refused = await failure(deleteLate());
+    expect(refused.name).toBe('InvalidParameterValue');
+    expect(refused.message).toContain('expired');
+    const [dead] = await receive(dlq);
+    expect(dead?.MessageId).toBe(late?.MessageId);
+    await server().client.send(
+      new DeleteMessageCommand({ QueueUrl: dlq, ReceiptHandle: dead?.ReceiptHandle }),
+    );
+    await deleteLate();
   });
 });
 

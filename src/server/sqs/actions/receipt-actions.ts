@@ -1,4 +1,5 @@
 import type { Queue } from '../../../broker/index.js';
+import { type JobView, NotFoundError } from '../../../core/index.js';
 import { MAX_VISIBILITY_SECONDS } from '../attributes.js';
 import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { invalidParameter, missingParameter, SqsError } from '../errors.js';
@@ -34,17 +35,40 @@ function verifyHandle(sqs: SqsServices, queue: Queue, input: SqsInput): Handle {
 }
 
 /**
- * A genuine handle whose delivery is over deleted nothing. While the message still exists that
- * is an error (or, with staleReceipts ignore, SQS standard queues' silent success; FIFO queues
- * refuse an expired handle in SQS, so they always do); once it is gone the delete is done, so
- * a retry after a lost answer succeeds.
+ * The message a handle of this queue names, wherever it still is: in the queue, or moved to
+ * the queue's dead-letter queue from this queue (the job keeps its id there).
+ */
+async function findMessage(
+  sqs: SqsServices,
+  queue: Queue,
+  id: string,
+): Promise<JobView | undefined> {
+  const here = await queue.job(id);
+  if (here !== undefined) return here;
+  const { deadLetterQueue } = await queue.options();
+  if (deadLetterQueue === undefined) return undefined;
+  try {
+    const dead = await (await sqs.services.queues.existing(deadLetterQueue)).job(id);
+    return dead?.origin?.queue === queue.name ? dead : undefined;
+  } catch (error) {
+    // Deleted meanwhile: what it held is gone with it.
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * A genuine handle whose delivery is over deleted nothing. While the message still exists (in
+ * the queue or its dead-letter queue) that is an error (or, with staleReceipts ignore, SQS
+ * standard queues' silent success; FIFO queues refuse an expired handle in SQS, so they always
+ * do); once it is gone the delete is done, so a retry after a lost answer succeeds.
  */
 async function staleDelete(call: SqsCall, sqs: SqsServices, queue: Queue, handle: Handle) {
   call.log.info({ queue: queue.name, jobId: handle.id, token: handle.token }, 'stale ack');
   if (sqs.settings.staleReceipts === 'ignore' && !isFifo(await sqs.catalog.get(queue.name))) {
     return;
   }
-  if ((await queue.job(handle.id)) === undefined) return;
+  if ((await findMessage(sqs, queue, handle.id)) === undefined) return;
   throw invalidParameter('ReceiptHandle', handle.text, 'The receipt handle has expired.');
 }
 
@@ -107,7 +131,8 @@ async function changeOne(call: SqsCall, sqs: SqsServices, queue: Queue, input: S
     }
   }
   call.log.info({ queue: queue.name, jobId: handle.id, token: handle.token }, 'stale change');
-  if ((await queue.job(handle.id))?.state === 'active') {
+  // A receive of the dead-letter queue holding it is a later receive too.
+  if ((await findMessage(sqs, queue, handle.id))?.state === 'active') {
     throw invalidParameter(
       'ReceiptHandle',
       handle.text,
