@@ -111,6 +111,31 @@ describe.each(engines)('FIFO messages over $name', (engine) => {
     expect(onStandard.message).toContain('not valid for this queue type');
   });
 
+  it('the queue’s DelaySeconds applies to every send, DelaySeconds 0 included (SendMessage and SendMessageBatch)', async (context) => {
+    if (engine.skipReason !== undefined) context.skip(engine.skipReason);
+    const url = await fifoQueue({ ContentBasedDeduplication: 'true', DelaySeconds: '5' });
+    await send(url, { MessageBody: 'no member', MessageGroupId: 'g1' });
+    await send(url, { MessageBody: 'zero', MessageGroupId: 'g2', DelaySeconds: 0 });
+    const batch = await server().client.send(
+      new SendMessageBatchCommand({
+        QueueUrl: url,
+        Entries: [{ Id: 'zero', MessageBody: 'batch zero', MessageGroupId: 'g3', DelaySeconds: 0 }],
+      }),
+    );
+    expect(batch.Failed ?? []).toEqual([]);
+    const { Attributes = {} } = await server().client.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }),
+    );
+    expect(Attributes.ApproximateNumberOfMessagesDelayed).toBe('3');
+    expect(await receive(url)).toEqual([]);
+    clock.advance(5_000);
+    expect((await receive(url)).map((message) => message.Body).sort()).toEqual([
+      'batch zero',
+      'no member',
+      'zero',
+    ]);
+  });
+
   it('each group’s messages come in send order, one in flight per group, with groups interleaved', async (context) => {
     if (engine.skipReason !== undefined) context.skip(engine.skipReason);
     const url = await fifoQueue();

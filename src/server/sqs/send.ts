@@ -91,15 +91,17 @@ export function prepareSend(
 /** The message's DelaySeconds, or the queue's; a FIFO queue takes the queue's only. */
 function delayOf(input: SqsInput, meta: QueueMeta | undefined, fifo: boolean): number {
   const own = optionalInteger(input, 'DelaySeconds', 0, 900);
-  if (fifo && own !== undefined && own !== 0) {
-    // 0 says nothing, and SQS takes it.
+  const queueDelay = Number(storedAttribute(meta, 'DelaySeconds') ?? 0);
+  if (!fifo) return own ?? queueDelay;
+  if (own !== undefined && own !== 0) {
     throw invalidParameter(
       'DelaySeconds',
       own,
       'The request include parameter that is not valid for this queue type.',
     );
   }
-  return own ?? Number(storedAttribute(meta, 'DelaySeconds') ?? 0);
+  // 0 says nothing, and SQS takes it: the queue's delay still applies.
+  return queueDelay;
 }
 
 interface Identity {
