@@ -418,6 +418,60 @@ describe('bad parameters change nothing', () => {
   });
 });
 
+describe('binary message attributes', () => {
+  /** A JSON-protocol request as sent, so that a BinaryValue can be any text (the SDK encodes bytes). */
+  async function raw(action: string, input: object) {
+    const answer = await fetch(`${server.baseUrl}/sqs/`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amz-target': `AmazonSQS.${action}`,
+      },
+      body: JSON.stringify(input),
+    });
+    return { status: answer.status, body: await answer.json() };
+  }
+  const binary = (BinaryValue: string) => ({ bin: { DataType: 'Binary', BinaryValue } });
+
+  it('take canonical base64 only: malformed text is refused naming the attribute, never altered', async () => {
+    const url = await createQueue();
+    for (const malformed of ['==', 'AAAAA', 'QUJD=A', 'QUI', 'QUJ=', 'QU JD', 'QUJD\n']) {
+      const sent = await raw('SendMessage', {
+        QueueUrl: url,
+        MessageBody: 'b',
+        MessageAttributes: binary(malformed),
+      });
+      expect(sent.status, malformed).toBe(400);
+      expect(sent.body.__type, malformed).toBe('com.amazonaws.sqs#InvalidParameterValue');
+      expect(sent.body.message, malformed).toContain("message attribute 'bin'");
+      expect(sent.body.message, malformed).toContain('not valid base64');
+    }
+    const empty = await raw('SendMessage', {
+      QueueUrl: url,
+      MessageBody: 'b',
+      MessageAttributes: binary(''),
+    });
+    expect(empty.body.message).toContain("must contain a non-empty value of type 'Binary'");
+    expect(await receive(url)).toEqual([]);
+    // A bad entry of a batch fails alone.
+    const batch = await raw('SendMessageBatch', {
+      QueueUrl: url,
+      Entries: [
+        { Id: 'bad', MessageBody: 'x', MessageAttributes: binary('AAAAA') },
+        { Id: 'good', MessageBody: 'y', MessageAttributes: binary('QUI=') },
+      ],
+    });
+    expect(batch.body.Successful.map((entry: { Id: string }) => entry.Id)).toEqual(['good']);
+    expect(batch.body.Failed).toEqual([
+      expect.objectContaining({ Id: 'bad', Code: 'InvalidParameterValue', SenderFault: true }),
+    ]);
+    expect(batch.body.Failed[0].Message).toContain('not valid base64');
+    const received = await raw('ReceiveMessage', { QueueUrl: url, MessageAttributeNames: ['All'] });
+    expect(received.body.Messages.map((m: { Body: string }) => m.Body)).toEqual(['y']);
+    expect(received.body.Messages[0].MessageAttributes.bin.BinaryValue).toBe('QUI=');
+  });
+});
+
 describe('the same queue through /v1', () => {
   it('a leaseq consumer gets the envelope; SQS reads any payload as a body', async () => {
     const url = await createQueue();

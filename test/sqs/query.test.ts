@@ -161,6 +161,52 @@ describe('the query protocol (form bodies, XML answers)', () => {
     expect(all(received.xml, 'Value')).toEqual(['g', field(first.xml, 'SequenceNumber')]);
   });
 
+  it('a Binary attribute that is not canonical base64 is refused naming it, in a send and in a batch entry', async () => {
+    const url = field(
+      (await query({ Action: 'CreateQueue', QueueName: freshName('qbin') })).xml,
+      'QueueUrl',
+    ) as string;
+    const attribute = (prefix: string, value: string) => ({
+      [`${prefix}MessageAttribute.1.Name`]: 'bin',
+      [`${prefix}MessageAttribute.1.Value.DataType`]: 'Binary',
+      [`${prefix}MessageAttribute.1.Value.BinaryValue`]: value,
+    });
+    for (const malformed of ['==', 'AAAAA', 'QUJD=A']) {
+      const sent = await query({
+        Action: 'SendMessage',
+        QueueUrl: url,
+        MessageBody: 'b',
+        ...attribute('', malformed),
+      });
+      expect(sent.status, malformed).toBe(400);
+      expect(field(sent.xml, 'Code'), malformed).toBe('InvalidParameterValue');
+      expect(field(sent.xml, 'Message'), malformed).toContain('message attribute &#39;bin&#39;');
+    }
+    const batch = await query({
+      Action: 'SendMessageBatch',
+      QueueUrl: url,
+      'SendMessageBatchRequestEntry.1.Id': 'bad',
+      'SendMessageBatchRequestEntry.1.MessageBody': 'x',
+      ...attribute('SendMessageBatchRequestEntry.1.', 'AAAAA'),
+      'SendMessageBatchRequestEntry.2.Id': 'ok',
+      'SendMessageBatchRequestEntry.2.MessageBody': 'y',
+      ...attribute('SendMessageBatchRequestEntry.2.', 'AAA+'),
+    });
+    expect(batch.status).toBe(200);
+    expect(batch.xml).toContain(
+      '<BatchResultErrorEntry><Id>bad</Id><SenderFault>true</SenderFault><Code>InvalidParameterValue</Code>',
+    );
+    expect(batch.xml).toMatch(/<SendMessageBatchResultEntry><Id>ok<\/Id>/);
+    const received = await query({
+      Action: 'ReceiveMessage',
+      QueueUrl: url,
+      MaxNumberOfMessages: '10',
+      'MessageAttributeName.1': 'All',
+    });
+    expect(all(received.xml, 'Body')).toEqual(['y']);
+    expect(field(received.xml, 'BinaryValue')).toBe('AAA+');
+  });
+
   it('errors are ErrorResponse documents with the legacy code', async () => {
     const missing = await query({
       Action: 'GetQueueUrl',

@@ -8,7 +8,6 @@ const DATA_TYPE = /^(String|Number|Binary)(\.[^\s].{0,255})?$/s;
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 /** The characters SQS allows in bodies and string values. */
 const INVALID_CHARACTER = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Refuses text with a character SQS does not allow. */
 export function checkCharacters(text: string, what: string): void {
@@ -64,10 +63,8 @@ function parseOne(name: string, value: SqsInput): MessageAttribute {
   }
   if (dataType.startsWith('Binary')) {
     const binary = value.BinaryValue;
-    if (typeof binary !== 'string' || binary.length === 0 || !BASE64.test(binary)) {
-      throw emptyValue(name, 'Binary');
-    }
-    return { DataType: dataType, BinaryValue: Buffer.from(binary, 'base64') };
+    if (typeof binary !== 'string' || binary.length === 0) throw emptyValue(name, 'Binary');
+    return { DataType: dataType, BinaryValue: decodeBase64(name, binary) };
   }
   const text = value.StringValue;
   const type = dataType.startsWith('Number') ? 'Number' : 'String';
@@ -80,6 +77,22 @@ function parseOne(name: string, value: SqsInput): MessageAttribute {
   }
   checkCharacters(text, `message attribute '${name}'`);
   return { DataType: dataType, StringValue: text };
+}
+
+/**
+ * The bytes of canonical base64 (standard alphabet, `=` padding to a multiple of 4): what
+ * encodes back to the same text. Buffer.from skips what it cannot read, so `AAAAA` would lose
+ * a character and `==` every byte, silently.
+ */
+function decodeBase64(name: string, text: string): Buffer {
+  const bytes = Buffer.from(text, 'base64');
+  if (bytes.length === 0 || bytes.toString('base64') !== text) {
+    throw new SqsError(
+      'InvalidParameterValue',
+      `The BinaryValue of message attribute '${name}' is not valid base64: use the standard alphabet (A-Z, a-z, 0-9, + and /), padded with = to a multiple of 4 characters.`,
+    );
+  }
+  return bytes;
 }
 
 function emptyValue(name: string, type: string): SqsError {
