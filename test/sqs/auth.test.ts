@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import {
   CreateQueueCommand,
   ListQueuesCommand,
@@ -155,6 +155,82 @@ describe('SigV4 with keys configured', () => {
     );
     expect(set).toMatchObject({ name: 'AccessDenied', status: 403 });
     expect((await (await server.broker.queue('own-1')).options()).deadLetterQueue).toBeUndefined();
+  });
+
+  it('refuses a signature whose SignedHeaders leave out host or an x-amz-* header sent, so a captured request cannot be replayed as another action', async () => {
+    const host = new URL(server.baseUrl).host;
+    const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+    const hmac = (key: Buffer | string, text: string) =>
+      createHmac('sha256', key).update(text).digest();
+    /** A JSON request signed by hand over `signed` only, as a client of its own might sign it. */
+    const signedRequest = (
+      target: string,
+      body: string,
+      signed: string[],
+      extra: Record<string, string> = {},
+    ) => {
+      const amzDate = new Date().toISOString().replace(/[-:]|\.\d{3}/g, '');
+      const date = amzDate.slice(0, 8);
+      const headers: Record<string, string> = {
+        host,
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amz-date': amzDate,
+        'x-amz-target': `AmazonSQS.${target}`,
+        ...extra,
+      };
+      const canonical = [
+        'POST',
+        '/sqs/',
+        '',
+        signed.map((name) => `${name}:${headers[name]}\n`).join(''),
+        signed.join(';'),
+        sha256(body),
+      ].join('\n');
+      const scope = `${date}/us-east-1/sqs/aws4_request`;
+      const key = ['us-east-1', 'sqs', 'aws4_request'].reduce(
+        (secret: Buffer, part) => hmac(secret, part),
+        hmac(`AWS4${ADMIN.secret}`, date),
+      );
+      const signature = hmac(
+        key,
+        ['AWS4-HMAC-SHA256', amzDate, scope, sha256(canonical)].join('\n'),
+      ).toString('hex');
+      const { host: _, ...sent } = headers;
+      return {
+        ...sent,
+        authorization: `AWS4-HMAC-SHA256 Credential=${ADMIN.id}/${scope}, SignedHeaders=${signed.join(';')}, Signature=${signature}`,
+      };
+    };
+    const post = async (headers: Record<string, string>, body: string) => {
+      const answer = await fetch(`${server.baseUrl}/sqs/`, { method: 'POST', headers, body });
+      return { status: answer.status, error: answer.headers.get('x-amzn-query-error') };
+    };
+    const body = JSON.stringify({ QueueUrl: urlOf('other-1') });
+    const all = ['content-type', 'host', 'x-amz-date', 'x-amz-target'];
+    expect((await post(signedRequest('GetQueueAttributes', body, all), body)).status).toBe(200);
+    const refused = { status: 403, error: 'SignatureDoesNotMatch;Sender' };
+    for (const signed of [
+      ['x-amz-date'],
+      ['content-type', 'x-amz-date', 'x-amz-target'],
+      ['content-type', 'host', 'x-amz-date'],
+    ]) {
+      const captured = signedRequest('GetQueueAttributes', body, signed);
+      expect(await post(captured, body), signed.join(';')).toEqual(refused);
+      const replayed = { ...captured, 'x-amz-target': 'AmazonSQS.PurgeQueue' };
+      expect(await post(replayed, body), signed.join(';')).toEqual(refused);
+    }
+    const token = { 'x-amz-security-token': 'session' };
+    expect(await post(signedRequest('GetQueueAttributes', body, all, token), body)).toEqual(
+      refused,
+    );
+    expect(
+      (
+        await post(
+          signedRequest('GetQueueAttributes', body, [...all, 'x-amz-security-token'], token),
+          body,
+        )
+      ).status,
+    ).toBe(200);
   });
 
   it('hashes the body as received: a stated X-Amz-Content-Sha256 cannot carry another body', async () => {

@@ -42,6 +42,8 @@ export function authenticateSigV4(
     );
   }
   const [, keyId, date, region, service, signedHeaders, signature] = match as unknown as string[];
+  const signed = (signedHeaders as string).split(';');
+  checkSignedHeaders(request.headers, signed);
   const key = access.signingKey(keyId as string);
   if (key === undefined || key.secret === undefined) {
     throw new SqsError(
@@ -54,7 +56,7 @@ export function authenticateSigV4(
   const amzDate = headerText(request.headers['x-amz-date']);
   checkTime(amzDate, date as string, service as string, nowMs);
   const scope = `${date}/${region}/${service}/aws4_request`;
-  const canonical = canonicalRequest(request, (signedHeaders as string).split(';'));
+  const canonical = canonicalRequest(request, signed);
   const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256Hex(canonical)].join('\n');
   const signingKey = [date, region, service, 'aws4_request'].reduce<Buffer | string>(
     (secret, part) => hmac(secret, part as string),
@@ -69,6 +71,24 @@ export function authenticateSigV4(
     );
   }
   return key.principal;
+}
+
+/**
+ * A signature must cover the host and every x-amz-* header sent, as AWS requires: one that
+ * left out X-Amz-Target would let a captured request be replayed as another action.
+ * X-Amz-Content-Sha256 may go unsigned: it is checked against the body as received.
+ */
+function checkSignedHeaders(headers: IncomingHttpHeaders, signed: readonly string[]): void {
+  const amzHeaders = Object.keys(headers).filter(
+    (name) => name.startsWith('x-amz-') && name !== 'x-amz-content-sha256',
+  );
+  const unsigned = ['host', ...amzHeaders].filter((name) => !signed.includes(name));
+  if (unsigned.length > 0) {
+    throw new SqsError(
+      'SignatureDoesNotMatch',
+      `SignedHeaders must include host and every x-amz-* header of the request; not signed: ${unsigned.join(', ')}.`,
+    );
+  }
 }
 
 function checkTime(amzDate: string, date: string, service: string, nowMs: number): void {
