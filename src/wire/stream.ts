@@ -127,14 +127,19 @@ export function clientFrameFromWire(value: unknown): ClientFrame {
   }
   const frame = value as Record<string, unknown>;
   const problems: string[] = [];
-  const allowed = FIELDS[frame.type as ClientFrame['type']];
+  // Own keys only: `toString` or `__proto__` must not find Object.prototype's members.
+  const allowed =
+    typeof frame.type === 'string' && Object.hasOwn(FIELDS, frame.type)
+      ? FIELDS[frame.type as ClientFrame['type']]
+      : undefined;
   if (allowed === undefined) {
     throw new ValidationError(
       `type must be one of ${Object.keys(FIELDS).join(', ')}, got ${JSON.stringify(frame.type)}`,
     );
   }
   for (const key of Object.keys(frame)) {
-    if (key !== 'type' && !(key in allowed)) problems.push(`unknown field ${key.slice(0, 64)}`);
+    if (key !== 'type' && !Object.hasOwn(allowed, key))
+      problems.push(`unknown field ${key.slice(0, 64)}`);
   }
   for (const [key, spec] of Object.entries(allowed)) {
     const field = frame[key];

@@ -192,6 +192,20 @@ describe('the stream: bad frames get a typed error frame and change nothing', ()
     ['not JSON', '{"type":', 'a frame must be JSON text'],
     ['not an object', '[1,2]', 'a frame must be a JSON object'],
     ['an unknown type', { type: 'dance', id: 1 }, 'type must be one of'],
+    // Names of Object.prototype's members are no frame types, nor fields.
+    ['a type named toString', { type: 'toString' }, 'type must be one of'],
+    ['a type named __proto__', '{"type":"__proto__","id":1}', 'type must be one of'],
+    ['a type named constructor', { type: 'constructor', id: 1 }, 'type must be one of'],
+    [
+      'a field named toString',
+      { type: 'subscribe', id: 1, queue: 'jobs', prefetch: 1, toString: 1 },
+      'unknown field toString',
+    ],
+    [
+      'a field named constructor',
+      { type: 'batch', id: 1, queue: 'jobs', operations: [publish(['x'])], constructor: 1 },
+      'unknown field constructor',
+    ],
     ['no id', { type: 'batch', queue: 'jobs', operations: [publish(['x'])] }, 'id is required'],
     ['a bad id', { type: 'batch', id: -1, queue: 'jobs', operations: [publish(['x'])] }, 'id must'],
     [

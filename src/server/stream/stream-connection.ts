@@ -195,8 +195,11 @@ export class StreamConnection {
     this.track(this.answer(frame, sent), answered);
   }
 
-  /** `sent`: resolves once the answer has gone out. */
-  private answer(frame: ClientFrame, sent: Promise<void>): Promise<ServerFrame> {
+  /**
+   * `sent`: resolves once the answer has gone out. Async, so that whatever one frame throws
+   * becomes its error frame, never an exception in the socket's listener (which ends the process).
+   */
+  private async answer(frame: ClientFrame, sent: Promise<void>): Promise<ServerFrame> {
     switch (frame.type) {
       case 'batch':
         return this.batch(frame, sent);
