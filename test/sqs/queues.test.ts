@@ -384,5 +384,19 @@ describe('names that are Object members', () => {
     });
     expect(polluting.status).toBe(400);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    // A name an object inherits (toString) is no parameter list or map to write into.
+    for (const body of [
+      'Action=ListQueues&toString.1=yes',
+      'Action=ListQueues&hasOwnProperty.x.y=yes',
+    ]) {
+      const inherited = await fetch(`${server.baseUrl}/sqs/`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      });
+      expect(inherited.status, body).toBe(200);
+    }
+    expect(Object.hasOwn(Object.prototype.toString, '1')).toBe(false);
+    expect(Object.hasOwn(Object.prototype.hasOwnProperty, 'x')).toBe(false);
   });
 });

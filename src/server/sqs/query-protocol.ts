@@ -100,7 +100,8 @@ function unflatten(params: [string, string][]): Tree {
     }
     let node = tree;
     for (const part of parts.slice(0, -1)) {
-      const next = node[part];
+      // Own members only: `toString.1` must not write into the function objects inherit.
+      const next = Object.hasOwn(node, part) ? node[part] : undefined;
       if (next === undefined || typeof next === 'string') node[part] = {};
       node = node[part] as Tree;
     }
@@ -113,8 +114,8 @@ function unflatten(params: [string, string][]): Tree {
 function translate(tree: Tree): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(tree)) {
-    const list = LISTS[key];
-    const map = MAPS[key];
+    const list = Object.hasOwn(LISTS, key) ? LISTS[key] : undefined;
+    const map = Object.hasOwn(MAPS, key) ? MAPS[key] : undefined;
     if (typeof value === 'string') {
       input[key] = value;
     } else if (list !== undefined) {
