@@ -26,8 +26,10 @@ export interface FailRenewalsOptions {
   /**
    * 'refused' (default): extend answers null, as for a lease that is gone. 'error': it throws.
    * 'hang': no answer comes (a half-open connection) until `heal()`, which then sends it.
+   * 'late': the queue gets it at once, but its answer waits until `heal()` (an answer that
+   * came in while the process's event loop was blocked, read after its timers ran).
    */
-  mode?: 'refused' | 'error' | 'hang';
+  mode?: 'refused' | 'error' | 'hang' | 'late';
   /** How many extends fail. Default Infinity (until `heal()`). */
   count?: number;
 }
@@ -46,9 +48,12 @@ export class FaultyQueue implements Queue {
     mode: 'refused',
     left: 0,
   };
-  /** Hung extends and heartbeats, each sent (and so answered) when healed. */
+  /** Hung extends and heartbeats, each sent (and so answered) when healed; late ones answered. */
   private hung: (() => void)[] = [];
-  private heartbeatFaults: { mode: 'error' | 'hang'; left: number } = { mode: 'error', left: 0 };
+  private heartbeatFaults: { mode: 'error' | 'hang' | 'late'; left: number } = {
+    mode: 'error',
+    left: 0,
+  };
   private readonly sessions = new Set<string>();
   private isCrashed = false;
 
@@ -90,8 +95,9 @@ export class FaultyQueue implements Queue {
    * Makes heartbeats fail, as when the server is out of reach: throwing ('error', default) or
    * with no answer until `heal()` ('hang'), `count` times or until `heal()`. The session itself
    * is left alone: it ends on the queue once its timeout passes without a heartbeat (R16).
+   * 'late': the queue hears it at once, its answer waits until `heal()`.
    */
-  failHeartbeats(options: { mode?: 'error' | 'hang'; count?: number } = {}): void {
+  failHeartbeats(options: { mode?: 'error' | 'hang' | 'late'; count?: number } = {}): void {
     this.heartbeatFaults = {
       mode: options.mode ?? 'error',
       left: options.count ?? Number.POSITIVE_INFINITY,
@@ -116,7 +122,7 @@ export class FaultyQueue implements Queue {
     this.onCrash();
   }
 
-  /** Disarms every fault not yet triggered (a crash stays); hung extends are sent now. */
+  /** Disarms every fault not yet triggered (a crash stays); hung calls are sent now, late ones answered. */
   heal(): void {
     this.crashArmed = false;
     this.lostAcks = [];
@@ -200,6 +206,11 @@ export class FaultyQueue implements Queue {
   async extend(token: number, visibility: number): Promise<number | null> {
     if (!this.isCrashed && this.renewalFaults.left > 0) {
       this.renewalFaults.left -= 1;
+      if (this.renewalFaults.mode === 'late') {
+        return this.answerLate(
+          this.sent('extend', token, () => this.inner.extend(token, visibility)),
+        );
+      }
       if (this.renewalFaults.mode === 'hang') {
         this.calls.push({ op: 'extend', token, fate: 'hung' });
         return new Promise((resolve, reject) => {
@@ -227,6 +238,9 @@ export class FaultyQueue implements Queue {
   async heartbeat(sessionId: string): Promise<void> {
     if (!this.isCrashed && this.heartbeatFaults.left > 0) {
       this.heartbeatFaults.left -= 1;
+      if (this.heartbeatFaults.mode === 'late') {
+        return this.answerLate(this.pass(() => this.inner.heartbeat(sessionId)));
+      }
       if (this.heartbeatFaults.mode === 'hang') {
         return new Promise((resolve, reject) => {
           this.hung.push(() => {
@@ -319,6 +333,13 @@ export class FaultyQueue implements Queue {
     this.calls.push({ op, token, fate: 'dropped' });
     this.crash();
     throw new ProcessCrashedError(`process crashed before its ${op} of token ${token}`);
+  }
+
+  /** The answer of a call the queue already got, held until `heal()`. */
+  private answerLate<T>(answer: Promise<T>): Promise<T> {
+    return new Promise((resolve, reject) => {
+      this.hung.push(() => answer.then(resolve, reject));
+    });
   }
 
   private async pass<T>(call: () => Promise<T>): Promise<T> {

@@ -1,6 +1,7 @@
 import type { Clock } from '../broker/clock.js';
 import type { Queue } from '../broker/queue.js';
 import type { LeaseLossReason } from './errors.js';
+import { ioTurn } from './io-turn.js';
 import type { RenewPolicy } from './options.js';
 import type { Scheduled, WakeScheduler } from './wake-scheduler.js';
 
@@ -50,6 +51,8 @@ export class LeaseRenewer implements Scheduled {
   private busy: Promise<unknown> | undefined;
   /** An automatic renewal is on its way: the next wake-up is the deadline, whatever it answers. */
   private renewing = false;
+  /** Extends sent and not yet answered (automatic or ctx.extend). */
+  private extending = 0;
   private lastError: unknown;
 
   constructor(
@@ -111,7 +114,19 @@ export class LeaseRenewer implements Scheduled {
   async runOnce(): Promise<RenewalStep> {
     if (this.stopped) return 'stopped';
     const now = this.config.clock.now();
-    if (now >= this.localDeadline) return this.lose('expired');
+    if (now >= this.localDeadline) {
+      if (this.extending > 0) {
+        // The answer to a renewal may be waiting unread behind this wake-up, late behind a
+        // blocked event loop: read it first. One that has not come by then counts for nothing.
+        await ioTurn();
+        if (this.stopped) return 'stopped';
+        if (this.config.clock.now() < this.localDeadline) {
+          this.reschedule();
+          return 'waiting';
+        }
+      }
+      return this.lose('expired');
+    }
     if (now >= this.renewalDueAt) {
       // A renewal whose answer never comes (a half-open connection) must not keep the lease
       // past its deadline: the deadline's wake-up stays set while it is on its way.
@@ -154,10 +169,14 @@ export class LeaseRenewer implements Scheduled {
 
   private extendBy(visibility: number, automatic: boolean): Promise<RenewalStep> {
     const previous = this.busy;
-    const next =
+    this.extending += 1;
+    const next = (
       previous === undefined
         ? this.extendNow(visibility, automatic)
-        : previous.then(() => this.extendNow(visibility, automatic));
+        : previous.then(() => this.extendNow(visibility, automatic))
+    ).finally(() => {
+      this.extending -= 1;
+    });
     this.busy = next.catch(() => undefined);
     return next;
   }

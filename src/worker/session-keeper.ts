@@ -2,6 +2,7 @@ import type { Clock } from '../broker/clock.js';
 import type { Queue } from '../broker/queue.js';
 import type { SessionOptions } from '../core/index.js';
 import { abortableSleep } from './abortable-sleep.js';
+import { ioTurn } from './io-turn.js';
 
 /** What one heartbeat step did. */
 export type HeartbeatStep = 'beat' | 'ended' | 'error' | 'none';
@@ -103,7 +104,13 @@ export class SessionKeeper {
         this.beating = this.heartbeatOnce().finally(() => {
           this.beating = undefined;
         });
-      } else if (this.id !== undefined) this.outlived(this.id);
+      } else if (this.id !== undefined) {
+        // Its answer may be waiting unread behind this wake-up, late behind a blocked event
+        // loop: read it before counting the session outlived.
+        const id = this.id;
+        await ioTurn();
+        this.outlived(id);
+      }
     }
   }
 

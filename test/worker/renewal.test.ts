@@ -229,6 +229,23 @@ describeEngines(engines, 'lease renewal', (open) => {
     expect(consumer.worker.metrics()).toMatchObject({ leasesLost: 1, inHand: 0 });
   });
 
+  it('a renewal the queue granted, whose answer is read only after the deadline’s wake-up (a blocked event loop), keeps the lease', async () => {
+    const h = await open();
+    const { consumer, gate, ctx, deadline } = await holding(h);
+    consumer.faults.failRenewals({ mode: 'late', count: 1 });
+    await h.advance(700);
+    expect(await deadline()).toBe(1700);
+    // The answer came in while the loop was blocked past 1000: the timer runs, then it is read.
+    setImmediate(() => consumer.faults.heal());
+    h.clock.set(1000);
+    consumer.follow(1000);
+    await h.flush();
+    expect(ctx.signal.aborted).toBe(false);
+    expect(ctx.deadline).toBe(1700);
+    gate.open();
+    expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'acked', token: 1 });
+  });
+
   it('ctx.extend that never answers does not hold the lease past its deadline either', async () => {
     const h = await open();
     const { consumer, ctx } = await holding(h, { renew: 'never' });

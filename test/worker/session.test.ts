@@ -105,6 +105,30 @@ describeEngines(engines, 'consumer sessions', (open) => {
     },
   );
 
+  it('a heartbeat the broker heard, whose answer is read only after the next wake-up (a blocked event loop), keeps the session', async () => {
+    const h = await open();
+    const { consumer, contexts, gate } = gated(h, {
+      session: { timeout: 3000 },
+      visibility: 60_000,
+      renew: 'never',
+    });
+    await h.queue.publish({ id: 'a' });
+    await consumer.worker.start();
+    await gate.arrivedAt(1);
+    const first = (await h.queue.inspect()).active[0]?.session;
+    // The heartbeat at 1000 reaches the broker; its answer waits unread.
+    consumer.faults.failHeartbeats({ mode: 'late', count: 1 });
+    await h.advance(2900, { step: 100 });
+    setImmediate(() => consumer.faults.heal());
+    h.clock.set(3000);
+    consumer.follow(3000);
+    await h.flush();
+    expect(contexts[0]?.signal.aborted).toBe(false);
+    expect((await h.queue.inspect()).active.map((delivery) => delivery.session)).toEqual([first]);
+    gate.open();
+    expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', token: 1, outcome: 'acked' });
+  });
+
   it('a paused process misses its heartbeats: the broker ends its session and redelivers', async () => {
     const h = await open();
     const gate = new Gate();
