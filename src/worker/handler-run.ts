@@ -64,6 +64,8 @@ export abstract class HandlerRun implements HeldRun, ContextOwner {
   protected duplicateMarked = false;
   private controller: AbortController | undefined;
   private handlerRunning = false;
+  /** The handler's end was counted (a result may try twice: a thenable calling both callbacks). */
+  private handlerOver = false;
   private abandoned = false;
   private lastProgress: unknown;
   private record: OutcomeRecord | undefined;
@@ -133,25 +135,30 @@ export abstract class HandlerRun implements HeldRun, ContextOwner {
       deadline,
     });
     const ctx = new RunContext(this, id, payload, token, deliveryCount, redelivered);
-    let result: unknown;
     try {
-      result = (this.deps.handler as Handler<unknown>)(job, ctx);
+      const result = (this.deps.handler as Handler<unknown>)(job, ctx);
+      if (isThenable(result)) {
+        // A thenable whose `then` throws is a rejection, as `await` takes it.
+        result.then(
+          () => this.handlerSettled(false),
+          (error: unknown) => this.handlerSettled(true, error),
+        );
+        return;
+      }
     } catch (error) {
-      if (this.handlerEnded()) this.handlerThrew(error);
+      this.handlerSettled(true, error);
       return;
     }
-    if (isThenable(result)) {
-      result.then(
-        () => {
-          if (this.handlerEnded()) this.handlerReturned();
-        },
-        (error: unknown) => {
-          if (this.handlerEnded()) this.handlerThrew(error);
-        },
-      );
-    } else if (this.handlerEnded()) {
-      this.handlerReturned();
-    }
+    this.handlerSettled(false);
+  }
+
+  /** The handler's end: counted once, as a promise settles once, however its result behaves. */
+  private handlerSettled(threw: boolean, error?: unknown): void {
+    if (this.handlerOver) return;
+    this.handlerOver = true;
+    if (!this.handlerEnded()) return;
+    if (threw) this.handlerThrew(error);
+    else this.handlerReturned();
   }
 
   /** Fires the handler's signal (now, or when it is first read). */

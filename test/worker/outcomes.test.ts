@@ -403,6 +403,44 @@ describeEngines(engines, 'outcomes', (open) => {
     ]);
   });
 
+  it('a result whose then throws is a rejection, as await takes it: retried, and the rest of its batch runs', async () => {
+    const h = await open();
+    await h.queue.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+    const consumer = h.process(
+      (job) => {
+        if (job.id === 'a') {
+          return {
+            // biome-ignore lint/suspicious/noThenProperty: the thenable under test
+            then() {
+              throw new Error('then threw');
+            },
+          } as unknown as Promise<void>;
+        }
+        if (job.id === 'b') {
+          // Both callbacks, then a throw: the first counts.
+          return {
+            // biome-ignore lint/suspicious/noThenProperty: the thenable under test
+            then(resolve: () => void, reject: (error: unknown) => void) {
+              resolve();
+              reject(new Error('second'));
+              throw new Error('third');
+            },
+          } as unknown as Promise<void>;
+        }
+      },
+      { concurrency: 3 },
+    );
+    expect(await consumer.worker.runOnce()).toBe(3);
+    const records = [];
+    for (let i = 0; i < 3; i++) records.push(await consumer.nextOutcome());
+    expect(records.map((r) => [r.id, r.outcome, r.error]).sort()).toEqual([
+      ['a', 'retried', 'then threw'],
+      ['b', 'acked', undefined],
+      ['c', 'acked', undefined],
+    ]);
+    expect(consumer.worker.metrics()).toMatchObject({ inHand: 0, abandonedHandlers: 0 });
+  });
+
   it('a thrown value whose message cannot be read is retried, and the rest of its batch runs', async () => {
     const h = await open();
     await h.queue.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd' }]);
