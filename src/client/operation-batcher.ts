@@ -45,9 +45,11 @@ export class OperationBatcher {
   /**
    * Runs `operations` in the next batch of their queue. An ack of more receipts, or a reserve
    * of more jobs, than the server takes in one entry (`maxBatch`) travels as several entries
-   * of the same batch, which run one after the other in one storage unit: the same effect,
-   * answered as the one operation it was. An operation too large for any batch fails alone
-   * with PAYLOAD_TOO_LARGE, unsent, as the server would refuse it.
+   * of the same batch, which run one after the other in one storage unit, answered as the one
+   * operation it was. Each entry is refused or done on its own, though: a receipt that is not
+   * of the queue fails its entry and the call, while the other entries' acks stand (the error
+   * says so). An operation too large for any batch fails alone with PAYLOAD_TOO_LARGE, unsent,
+   * as the server would refuse it.
    */
   async submit(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
     const limits = await this.settings.limits();
@@ -233,10 +235,23 @@ function splitEntries(operation: WireOperation, maxBatch: number): WireOperation
   return parts;
 }
 
-/** The answers of a split operation as its one answer: the values in order, or the first refusal. */
+/**
+ * The answers of a split operation as its one answer: the values in order, or the first
+ * refusal, which tells what the parts not refused did (they are not undone).
+ */
 function joinOutcomes(answers: readonly WireOutcome[]): WireOutcome {
   const refused = answers.find((answer) => !answer.ok);
-  if (refused !== undefined) return refused;
+  if (refused !== undefined) {
+    const done = answers.filter((answer) => answer.ok).length;
+    if (done === 0) return refused;
+    return {
+      ok: false,
+      error: {
+        ...refused.error,
+        message: `${refused.error.message} (this call went as ${answers.length} entries of at most the server's maxBatch; ${done} of them, not refused, took effect)`,
+      },
+    };
+  }
   return {
     ok: true,
     value: answers.flatMap((answer) => (answer.ok ? (answer.value as unknown[]) : [])),

@@ -91,6 +91,31 @@ describe('a publishBatch of more jobs than the server’s maxBatch', () => {
   }
 });
 
+describe('an ack of more receipts than the server’s maxBatch', () => {
+  for (const transport of ['stream', 'http'] as const) {
+    it(`goes as entries of maxBatch; one refused fails the call and says what the others did (${transport})`, async () => {
+      server = await startTestServer({ limits: { maxBatch: 3 } });
+      client = await openRemote(server.baseUrl, { transport });
+      const q = (await client.queue('acks')) as RemoteQueue;
+      await q.publishBatch([...Array(3)].map((_, i) => ({ id: `a${i}` })));
+      await q.publishBatch([{ id: 'a3' }]);
+      const receipts = (await q.receive({ max: 3 }))
+        .concat(await q.receive())
+        .map((delivery) => q.receiptOf(delivery.token) as string);
+      expect(await q.ackReceipts(receipts.slice(0, 0))).toEqual([]);
+      const error = await q
+        .ackReceipts([...receipts, 'AQAAAAAAAAAJbogus'])
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'INVALID_RECEIPT' });
+      expect((error as Error).message).toContain(
+        "this call went as 2 entries of at most the server's maxBatch; 1 of them, not refused, took effect",
+      );
+      // The first entry's three acks stand; the refused entry acked nothing.
+      expect(await q.stats()).toMatchObject({ acks: 3, active: 1 });
+    });
+  }
+});
+
 describe('the stream client sends nothing before it knows the server’s limits', () => {
   it('splits the first tick’s operations by the server’s maxBatch, not its own default', async () => {
     server = await startTestServer({ limits: { maxBatch: 10 } });
