@@ -14,18 +14,23 @@ await payments.publish({ id: 'debit-42', payload: { account: 'acct-7', cents: 12
 const [job] = await payments.receive({ wait: 1000 });
 if (job !== undefined) {
   const { account, cents } = job.payload as { account: string; cents: number };
-  const acked = await broker.transaction(async (tx) => {
+  const debited = await broker.transaction(async (tx) => {
+    // The job id keys the debit: a job debited before (a redelivery, or this example run again
+    // on the same file) is acked without a second debit.
+    const inserted = await tx.run(
+      'INSERT INTO ledger (job_id, account, cents) VALUES (?, ?, ?) ON CONFLICT (job_id) DO NOTHING',
+      [job.id, account, -cents],
+    );
     // Same transaction: if the ack is refused (lease lost) we throw, and the debit rolls back.
-    await tx.run('INSERT INTO ledger (job_id, account, cents) VALUES (?, ?, ?)', [
-      job.id,
-      account,
-      -cents,
-    ]);
     if (!(await tx.ack('payments', job.token)))
       throw new Error(`lease of ${job.id} lost; not debited`);
-    return true;
+    return inserted === 1;
   });
-  console.log(`debited ${account} ${cents} cents for ${job.id}, acked: ${acked}`);
+  console.log(
+    debited
+      ? `debited ${account} ${cents} cents for ${job.id}, acked`
+      : `${job.id} was debited before: acked, not debited again`,
+  );
 }
 const rows = await broker.transaction((tx) =>
   tx.query('SELECT job_id, account, cents FROM ledger'),

@@ -21,7 +21,8 @@ export interface BackoffOptions {
 export interface WorkerOptions {
   /**
    * Most handlers running at once. Positive integer. Default 1. Jobs whose handler ended stay
-   * in hand until their ack or nack answers: at most twice as many, or 48 where that is more.
+   * in hand until their ack or nack answers: with the running ones, at most
+   * concurrency + max(8 × concurrency, 48) leases in hand.
    */
   concurrency?: number;
   /**
