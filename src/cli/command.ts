@@ -49,7 +49,10 @@ export interface Command {
 /** Exit codes. */
 export const EXIT = {
   ok: 0,
-  /** The request failed (an error from the server, or no server). */
+  /**
+   * The request failed (an error from the server, or no server), or, for a command that acts
+   * on each input on its own, one input was refused (the others done, each reported).
+   */
   failed: 1,
   /** The command line is wrong. */
   usage: 2,

@@ -17,7 +17,7 @@ export const REMOTE_DETAILS = [
   `--server URL     the leaseq server (env LEASEQ_SERVER, default ${DEFAULT_SERVER})`,
   '--api-key KEY    API key (env LEASEQ_API_KEY; prefer the environment: flags show in ps)',
   '--transport T    stream (one WebSocket, the default) or http (plain requests; env LEASEQ_TRANSPORT)',
-  '--json           machine-readable output',
+  '--json           machine-readable output (its forms: see leaseq --help)',
 ];
 
 /** A client for the server the flags or environment name. */

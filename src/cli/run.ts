@@ -22,6 +22,7 @@ import { scheduleList, scheduleRemove, scheduleSet } from './commands/schedule.j
 import { secretRotate } from './commands/secret.js';
 import { serve } from './commands/serve.js';
 import { ack, extend, nack } from './commands/settle.js';
+import { hintFor } from './each-input.js';
 import { REMOTE_DETAILS, REMOTE_OPTIONS } from './remote.js';
 
 export const COMMANDS: readonly Command[] = [
@@ -126,11 +127,17 @@ function topLevel(argv: readonly string[], context: CliContext): number {
   if (first === 'help' && argv.length > 1) {
     // `leaseq help publish` is `leaseq publish --help`.
     const found = findCommand(argv.slice(1));
-    if (found !== undefined && found.rest.length === 0) {
-      context.stdout.write(commandHelp(found.command));
-      return EXIT.ok;
+    if (found === undefined) return unknownCommand(argv.slice(1), context);
+    // The command is known: a word after it is not part of its name (`help queue create x`).
+    if (found.rest.length > 0) {
+      const name = found.command.name;
+      context.stderr.write(
+        `leaseq help ${name}: unexpected argument ${JSON.stringify(found.rest[0])}; see leaseq help ${name}\n`,
+      );
+      return EXIT.usage;
     }
-    return unknownCommand(argv.slice(1), context);
+    context.stdout.write(commandHelp(found.command));
+    return EXIT.ok;
   }
   if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
     context.stdout.write(overview());
@@ -167,11 +174,11 @@ function report(command: Command, error: unknown, context: CliContext): number {
     error instanceof RemoteError ||
     error instanceof ConnectionLostError
   ) {
-    const hint =
-      error.code === 'STORAGE_UNAVAILABLE' && command.remote
-        ? '\n(is `leaseq serve` running there? --server or LEASEQ_SERVER names it)'
-        : '';
-    context.stderr.write(`${prefix} ${error.code}: ${error.message}${hint}\n`);
+    // What to do, in the CLI's terms: the server's message names HTTP headers.
+    const hint = command.remote ? hintFor(error.code) : undefined;
+    context.stderr.write(
+      `${prefix} ${error.code}: ${error.message}${hint === undefined ? '' : `\n(${hint})`}\n`,
+    );
     return EXIT.failed;
   }
   context.stderr.write(`${prefix} ${error instanceof Error ? error.message : String(error)}\n`);
@@ -206,6 +213,14 @@ function overview(): string {
     'Commands other than serve and secret rotate talk to a server: --server URL or',
     'LEASEQ_SERVER (default http://127.0.0.1:7700), --api-key KEY or LEASEQ_API_KEY, --json for',
     'scripts. serve and secret rotate work on the storage itself (--storage).',
+    '',
+    '--json: publish, ack, nack, extend and cancel print JSON Lines, one object per input, in',
+    'order. ack, nack, extend and cancel do each input on its own and print a refused one as',
+    '{…, "error": {"code", "message"}} (exit code 1; the others are done all the same); a batch',
+    'of publish is all or nothing (refused: said on stderr, exit code 1). receive, job, queue',
+    'list, queue stats, schedule list and dead list print one JSON document, of one shape',
+    'whatever the flags (dead list: {"deadLetters", "next"}, next null on the last page); the',
+    'other commands one JSON object. An error of a whole command goes to stderr as text.',
     '',
   ].join('\n');
 }

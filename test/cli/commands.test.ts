@@ -40,6 +40,8 @@ describe('help', () => {
     expect((await run(['serve', '--help'])).stdout).toContain('--port');
     expect((await run(['serve', '--help'])).stdout).toContain('LEASEQ_PORT');
     expect((await run(['publish', '--help'])).stdout).toContain('LEASEQ_SERVER');
+    expect(top.stdout).toContain('--json');
+    expect(top.stdout).toContain('JSON Lines');
   });
 
   it('refuses unknown commands and options with exit code 2', async () => {
@@ -62,6 +64,13 @@ describe('help', () => {
     const help = await run(['help', 'publish']);
     expect(help).toMatchObject({ code: 0 });
     expect(help.stdout).toBe((await run(['publish', '--help'])).stdout);
+    // The command is found: the words after it are not part of its name.
+    expect(await run(['help', 'queue', 'create', 'extra'])).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr:
+        'leaseq help queue create: unexpected argument "extra"; see leaseq help queue create\n',
+    });
     expect(await run(['receive'])).toMatchObject({
       code: 2,
       stderr: expect.stringContaining('missing <queue>'),
@@ -283,7 +292,7 @@ describe('cancel (R28)', () => {
     expect((await run(['ack', name, delivery.receipt])).code).toBe(3);
     const again = await run(['cancel', name, 'a', '--json']);
     expect(again.code).toBe(3);
-    expect(JSON.parse(again.stdout)).toEqual([{ id: 'a', cancelled: false }]);
+    expect(again.stdout).toBe('{"id":"a","cancelled":false}\n');
     await run(['publish', name, '--id', 'c', '{}']);
     // An id no queue can hold among them: refused before any is cancelled.
     const bad = await run(['cancel', name, 'c', 'x'.repeat(300)]);
@@ -374,6 +383,51 @@ describe('publish, receive, ack and nack', () => {
     });
   });
 
+  it('--json: a line per input for publish, ack, nack, extend and cancel, refusals included; one document for a query', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    const lines = (text: string) =>
+      text
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+    const published = await run(['publish', name, '1', '2', '3', '--json']);
+    expect(lines(published.stdout)).toHaveLength(3);
+    const deliveries = JSON.parse((await run(['receive', name, '--max', '3', '--json'])).stdout);
+    expect(deliveries).toHaveLength(3);
+    const [first, second, third] = deliveries.map((d: { receipt: string }) => d.receipt);
+    for (const [argv, field, value] of [
+      [['ack', name, first], 'acked', true],
+      [['nack', name, second, '--delay', '60000'], 'nacked', true],
+      [['extend', name, third, '--visibility', '60000'], 'deadline', expect.any(Number)],
+    ] as const) {
+      const answer = await run([...argv, 'not-a-receipt', '--json']);
+      expect(answer, argv[0]).toMatchObject({ code: 1, stderr: '' });
+      expect(lines(answer.stdout), argv[0]).toEqual([
+        { receipt: argv[2], [field]: value },
+        {
+          receipt: 'not-a-receipt',
+          error: { code: 'INVALID_RECEIPT', message: expect.any(String) },
+        },
+      ]);
+    }
+    const ids: string[] = lines(published.stdout).map((result: { id: string }) => result.id);
+    const cancelled = await run(['cancel', name, ids[1] as string, 'nobody', '--json']);
+    expect(cancelled.code).toBe(3);
+    expect(lines(cancelled.stdout)).toEqual([
+      { id: ids[1], cancelled: true },
+      { id: 'nobody', cancelled: false },
+    ]);
+    // A query's answer is one document whatever the flags: dead list an object with its next.
+    for (const flags of [[], ['--limit', '5']]) {
+      const dead = await run(['dead', 'list', name, ...flags, '--json']);
+      expect(JSON.parse(dead.stdout)).toEqual({
+        deadLetters: [expect.objectContaining({ id: ids[1] })],
+        next: null,
+      });
+    }
+  });
+
   it('job shows one job: its state, payload and history; an id with no job is exit 3', async () => {
     const name = fresh();
     await run(['queue', 'create', name]);
@@ -424,6 +478,11 @@ describe('publish, receive, ack and nack', () => {
 
   it('refuses a payload that is not JSON, and --id with several payloads', async () => {
     const name = fresh();
+    expect(await run(['publish', name, '1', '--progress'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--progress goes with --file or JSON lines on stdin'),
+    });
+    expect((await run(['publish', '--help'])).stdout).toContain('[--batch-size N] [--progress]');
     expect(await run(['publish', name, 'hello'])).toMatchObject({
       code: 2,
       stderr: expect.stringContaining('payload 1 is not JSON'),
@@ -449,6 +508,13 @@ describe('publish, receive, ack and nack', () => {
     expect(fromFile.code).toBe(0);
     expect(fromFile.stdout).toBe(`published 250 jobs (1 duplicates) to ${name}\n`);
     expect(fromFile.stderr).toContain('publishing [##############################] 100% 251 jobs');
+    // A file saved with a UTF-8 byte order mark (Windows editors): the mark is not JSON.
+    const marked = join(dir, 'bom.jsonl');
+    writeFileSync(marked, '\uFEFF{"id":"bom1"}\n{"id":"bom2"}\n');
+    expect(await run(['publish', name, '--file', marked])).toMatchObject({
+      code: 0,
+      stdout: `published 2 jobs (0 duplicates) to ${name}\n`,
+    });
     const json = await run(['publish', name, '--file', file, '--json', '--batch-size', '100']);
     expect(
       json.stdout
@@ -656,7 +722,11 @@ describe('dead letters', () => {
     expect(listed.stdout).toMatch(
       /^d1 {2}reason=max-deliveries deliveries=1 deadAt=\S+\n {2}token 1: requeued after \d+ms\n/,
     );
-    expect(JSON.parse((await run(['dead', 'list', name, '--json'])).stdout)).toHaveLength(2);
+    const all = JSON.parse((await run(['dead', 'list', name, '--json'])).stdout);
+    expect(all).toEqual({
+      deadLetters: [expect.objectContaining({ id: 'd1' }), expect.anything()],
+      next: null,
+    });
     // R34: a page at a time, the next one's command said on stderr.
     const first = await run(['dead', 'list', name, '--limit', '1']);
     expect(first.stdout).toMatch(/^d1 /);
@@ -666,6 +736,11 @@ describe('dead letters', () => {
     const second = await run(['dead', 'list', name, '--limit', '1', '--after', more?.[1] ?? '']);
     expect(second.stdout).toMatch(/^d2 /);
     expect(second.stderr).toBe('');
+    const last = ['dead', 'list', name, '--limit', '1', '--after', more?.[1] ?? '', '--json'];
+    expect(JSON.parse((await run(last)).stdout)).toEqual({
+      deadLetters: [expect.objectContaining({ id: 'd2' })],
+      next: null,
+    });
     const paged = JSON.parse((await run(['dead', 'list', name, '--limit', '1', '--json'])).stdout);
     expect(paged).toEqual({
       deadLetters: [expect.objectContaining({ id: 'd1' })],
@@ -755,6 +830,51 @@ describe('errors', () => {
         env: { ...base, LEASEQ_API_KEY: 'publisher-key-123456' },
       });
       expect(listed).toMatchObject({ code: 0, stdout: '[]\n' });
+    } finally {
+      await guarded.close();
+    }
+  });
+});
+
+describe('refusals of the API key', () => {
+  it('says how to give a key, and that a key lacks a right, for a command and for each receipt or id', async () => {
+    const guarded = await startTestServer({
+      keys: [
+        { name: 'p', key: 'publisher-key-123456', allow: [{ queues: '*', actions: ['publish'] }] },
+      ],
+    });
+    try {
+      const base = { LEASEQ_SERVER: guarded.baseUrl };
+      const keyed = { ...base, LEASEQ_API_KEY: 'publisher-key-123456' };
+      await guarded.broker.queue('x');
+      const unkeyed = await leaseq(['dead', 'list', 'x'], { env: base });
+      expect(unkeyed.code).toBe(1);
+      expect(unkeyed.stderr).toContain('leaseq dead list: UNAUTHENTICATED: ');
+      expect(unkeyed.stderr).toContain('(give a valid API key: --api-key KEY or LEASEQ_API_KEY)');
+      const wrong = await leaseq(['dead', 'list', 'x', '--api-key', 'not-the-key-12345678'], {
+        env: base,
+      });
+      expect(wrong.stderr).toContain('(give a valid API key: --api-key KEY or LEASEQ_API_KEY)');
+      const forbidden = await leaseq(['dead', 'list', 'x'], { env: keyed });
+      expect(forbidden.code).toBe(1);
+      expect(forbidden.stderr).toContain('leaseq dead list: FORBIDDEN: ');
+      expect(forbidden.stderr).toContain('this API key lacks the right');
+      // Each receipt refused: each said, the hint once.
+      const nacked = await leaseq(['nack', 'x', 'r1', 'r2'], { env: base });
+      expect(nacked.code).toBe(1);
+      expect(nacked.stderr.match(/UNAUTHENTICATED/g)).toHaveLength(2);
+      expect(nacked.stderr.match(/--api-key KEY or LEASEQ_API_KEY/g)).toHaveLength(1);
+      const cancelled = await leaseq(['cancel', 'x', 'a', 'b'], { env: keyed });
+      expect(cancelled.code).toBe(1);
+      expect(cancelled.stderr).toMatch(
+        /^not cancelled a: FORBIDDEN: .*\nnot cancelled b: FORBIDDEN: /,
+      );
+      expect(cancelled.stderr.match(/this API key lacks the right/g)).toHaveLength(1);
+      const json = await leaseq(['cancel', 'x', 'a', '--json'], { env: keyed });
+      expect(JSON.parse(json.stdout)).toEqual({
+        id: 'a',
+        error: { code: 'FORBIDDEN', message: expect.any(String) },
+      });
     } finally {
       await guarded.close();
     }
@@ -894,6 +1014,36 @@ describe("batches of the server's maxBatch", () => {
       });
       expect(over.code).not.toBe(0);
       expect(over.stderr).toContain("this server's maxBatch");
+    } finally {
+      await small.close();
+    }
+  });
+
+  it("ack settles each receipt on its own beyond the server's maxBatch: the valid ones acked, a refused one reported", async () => {
+    const small = await startTestServer({ limits: { maxBatch: 3 } });
+    try {
+      const at = { LEASEQ_SERVER: small.baseUrl };
+      const queue = await small.broker.queue('acks');
+      await queue.publishBatch([...Array(5)].map((_, i) => ({ id: `a${i}` })));
+      const receipts: string[] = [];
+      for (const max of ['3', '2']) {
+        const received = await leaseq(['receive', 'acks', '--max', max, '--json'], { env: at });
+        receipts.push(...JSON.parse(received.stdout).map((d: { receipt: string }) => d.receipt));
+      }
+      expect(receipts).toHaveLength(5);
+      // The refused receipt among the second maxBatch of them.
+      const acked = await leaseq(
+        ['ack', 'acks', ...receipts.slice(0, 4), 'not-a-receipt', ...receipts.slice(4)],
+        {
+          env: at,
+        },
+      );
+      expect(acked).toMatchObject({
+        code: 1,
+        stdout: expect.stringMatching(/^(acked \S+…\n){5}$/),
+        stderr: expect.stringMatching(/^not acked not-a-receipt…: INVALID_RECEIPT: [^\n]*\n$/),
+      });
+      expect(await queue.stats()).toMatchObject({ acks: 5, active: 0, ready: 0 });
     } finally {
       await small.close();
     }

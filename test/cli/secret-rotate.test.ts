@@ -37,6 +37,17 @@ describe('leaseq secret rotate', () => {
     expect((await leaseq(['secret', 'rotate', '--grace-ms', 'soon'])).code).toBe(2);
   });
 
+  it('refuses a storage URL that names no storage as a usage error, offering no server', async () => {
+    const typo = await leaseq(['secret', 'rotate', '--storage', 'foo']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('unsupported storage URL "foo"');
+    expect(typo.stderr).not.toContain('http');
+    const server = await leaseq(['secret', 'rotate', '--storage', 'http://127.0.0.1:1']);
+    expect(server.code).toBe(2);
+    expect(server.stderr).toContain('names a leaseq server');
+    expect(server.stderr).toContain('see leaseq secret rotate --help');
+  });
+
   it('refuses a SQLite path where there is no storage, creating nothing', async () => {
     const missing = join(dir, 'typo', 'leaseq.db');
     const result = await leaseq(['secret', 'rotate', '--storage', `sqlite:${missing}`]);

@@ -1,5 +1,6 @@
 import { build } from '../../core/index.js';
-import { type Command, EXIT } from '../command.js';
+import type { Command } from '../command.js';
+import { eachInput, exitForEach, isRefusal, type Refusal, writeHints } from '../each-input.js';
 import { positionals } from '../flags.js';
 import { printJson, withClient } from '../remote.js';
 
@@ -10,7 +11,8 @@ export const cancel: Command = {
   details: [
     'A job being processed loses its delivery at once: its receipt is refused from then on,',
     "and a leaseq worker fires the handler's signal (at once in-process, else at its next",
-    'lease renewal). Dead jobs and unknown ids are left as they are (exit code 3).',
+    'lease renewal). Dead jobs and unknown ids are left as they are (exit code 3). Each id is',
+    'cancelled on its own: one refused (exit code 1) leaves the others cancelled, each reported.',
     '--remove   remove the jobs instead of keeping them dead',
     'Needs an admin key.',
   ],
@@ -24,20 +26,22 @@ export const cancel: Command = {
     const remove = values.remove === true;
     // Every id checked before the first is cancelled: a bad one changes nothing.
     for (const id of ids) build.cancel(id, { remove });
-    const results = await withClient(values, context, async (client) => {
-      const queue = client.handle(name);
-      const answers: { id: string; cancelled: boolean }[] = [];
-      for (const id of ids) answers.push({ id, cancelled: await queue.cancel(id, { remove }) });
-      return answers;
-    });
-    if (values.json) printJson(context, results);
-    else {
-      for (const { id, cancelled } of results) {
-        context.stdout.write(
-          `${cancelled ? 'cancelled' : 'not cancelled (absent or dead)'} ${id}\n`,
-        );
+    const results = await withClient(values, context, (client) =>
+      eachInput(ids, (id) => client.handle(name).cancel(id, { remove })),
+    );
+    ids.forEach((id, index) => {
+      const result = results[index] as boolean | Refusal;
+      if (isRefusal(result)) {
+        if (values.json) printJson(context, { id, error: result });
+        else context.stderr.write(`not cancelled ${id}: ${result.code}: ${result.message}\n`);
+        return;
       }
-    }
-    return results.every((result) => result.cancelled) ? EXIT.ok : EXIT.stale;
+      if (values.json) printJson(context, { id, cancelled: result });
+      else {
+        context.stdout.write(`${result ? 'cancelled' : 'not cancelled (absent or dead)'} ${id}\n`);
+      }
+    });
+    writeHints(results, values, context);
+    return exitForEach(results, (cancelled) => !cancelled);
   },
 };

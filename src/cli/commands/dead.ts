@@ -16,7 +16,8 @@ export const deadList: Command = {
   usage: '<queue> [--limit N] [--after CURSOR]',
   details: [
     'Without --limit or --after, every dead job. With them, one page, and when more follow, the',
-    'command that lists the next goes to stderr (with --json: the page, with its next).',
+    'command that lists the next goes to stderr. --json prints {"deadLetters": […], "next"}',
+    'either way, next the cursor of the page after, or null when none follows.',
     `--limit N         at most N dead jobs (1 to ${MAX_DEAD_LETTER_PAGE}; default ${DEFAULT_DEAD_LETTER_PAGE})`,
     '--after CURSOR    the jobs that died after the page this cursor ended (from a --limit list)',
     'Needs an admin key.',
@@ -44,7 +45,8 @@ export const deadList: Command = {
         : { deadLetters: await client.handle(name).deadLetters() },
     );
     const dead = page.deadLetters;
-    if (values.json) printJson(context, paged ? page : dead);
+    // One shape with or without paging flags: a script reads `next` either way.
+    if (values.json) printJson(context, { deadLetters: dead, next: page.next ?? null });
     else if (dead.length === 0) context.stderr.write('no dead jobs\n');
     else for (const letter of dead) context.stdout.write(formatDeadLetter(letter));
     if (!values.json && page.next !== undefined) {

@@ -19,7 +19,7 @@ export const publish: Command = {
   name: 'publish',
   summary: 'Publish jobs: payloads as arguments, or JSON lines from a file or stdin',
   usage:
-    '<queue> [PAYLOAD_JSON ...] [--id ID] [--delay MS] [--priority N] [--group KEY] [--expires-at MS] | <queue> --file FILE|- [--batch-size N]',
+    '<queue> [PAYLOAD_JSON ...] [--id ID] [--delay MS] [--priority N] [--group KEY] [--expires-at MS] | <queue> --file FILE|- [--batch-size N] [--progress]',
   details: [
     "PAYLOAD_JSON   each argument is one job's payload, as JSON ('{\"n\":1}', '\"text\"', 42)",
     '--id ID        the job id (with one payload); generated when absent',
@@ -33,7 +33,8 @@ export const publish: Command = {
     '               - (or no payloads with stdin not a terminal) reads standard input',
     "--batch-size N jobs per request (default: the server's maxBatch); each batch is all or nothing",
     '--progress     draw a progress bar on stderr even when it is not a terminal',
-    'The job flags go with payload arguments, --batch-size with lines: mixed, exit code 2.',
+    'The job flags go with payload arguments, --batch-size and --progress with lines: mixed,',
+    'exit code 2.',
   ],
   options: {
     id: { type: 'string' },
@@ -67,8 +68,10 @@ export const publish: Command = {
         `${jobFlags.map((flag) => `--${flag}`).join(', ')} go${jobFlags.length === 1 ? 'es' : ''} with payloads given as arguments; in JSON lines, give them as fields of each job (${JOB_FIELDS})`,
       );
     }
-    if (file === undefined && values['batch-size'] !== undefined) {
-      throw new UsageError('--batch-size goes with --file or JSON lines on stdin');
+    for (const flag of ['batch-size', 'progress']) {
+      if (file === undefined && values[flag] !== undefined) {
+        throw new UsageError(`--${flag} goes with --file or JSON lines on stdin`);
+      }
     }
     return withClient(values, context, async (client) => {
       const queue = client.handle(name);

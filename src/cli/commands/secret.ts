@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { storageUrlProblem } from '../../engine/index.js';
 import { open } from '../../open.js';
 import { DEFAULT_CONFIG } from '../../server/config.js';
 import {
@@ -29,6 +30,10 @@ export const secretRotate: Command = {
     const graceMs = integerFlag(values, 'grace-ms') ?? DEFAULT_RECEIPT_ROTATION_GRACE_MS;
     const storage =
       stringFlag(values, 'storage') ?? context.env.LEASEQ_STORAGE ?? DEFAULT_CONFIG.storage;
+    // Checked as serve checks its storage, before anything is opened: open() would take a
+    // server's URL for a client and offer one for a mistyped storage.
+    const problem = storageUrlProblem(storage, { servers: false });
+    if (problem !== undefined) throw new UsageError(problem);
     if (storage === 'memory:') {
       throw new UsageError('memory: keeps nothing between processes; name a SQL storage');
     }

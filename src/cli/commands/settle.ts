@@ -1,12 +1,8 @@
-import { type Command, EXIT, UsageError } from '../command.js';
+import { type Command, UsageError } from '../command.js';
+import { eachInput, exitForEach, isRefusal, type Refusal, writeHints } from '../each-input.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
 import { formatTime } from '../format.js';
 import { printJson, withClient } from '../remote.js';
-
-/** 0 when every receipt was settled, 3 when some named a delivery no longer live. */
-function exitFor(results: boolean[]): number {
-  return results.every(Boolean) ? EXIT.ok : EXIT.stale;
-}
 
 export const ack: Command = {
   name: 'ack',
@@ -14,8 +10,8 @@ export const ack: Command = {
   usage: '<queue> <receipt> [receipt ...]',
   details: [
     'Prints acked or stale for each receipt. Exit code 3 when any delivery was no longer live',
-    '(its lease ended: the job is, or will be, delivered again). The receipts go in one call:',
-    'one that is not a receipt of this queue fails them all, acking none (exit 1).',
+    '(its lease ended: the job is, or will be, delivered again); 1 when a receipt was refused',
+    '(not a receipt of this queue): the others are acked all the same, each reported.',
   ],
   options: {},
   remote: true,
@@ -24,15 +20,27 @@ export const ack: Command = {
       string,
       ...string[],
     ];
+    // One call per receipt, as nack: in one call a refused receipt fails the call, and the
+    // client sends more than the server's maxBatch as parts, some of which may have acked.
     const results = await withClient(values, context, (client) =>
-      client.handle(name).ackReceipts(receipts),
+      eachInput(receipts, async (receipt) => {
+        const [acked] = await client.handle(name).ackReceipts([receipt]);
+        return acked === true;
+      }),
     );
     receipts.forEach((receipt, index) => {
-      const acked = results[index] === true;
-      if (values.json) printJson(context, { receipt, acked });
-      else context.stdout.write(`${acked ? 'acked' : 'stale'} ${receipt.slice(0, 16)}…\n`);
+      const result = results[index] as boolean | Refusal;
+      const shown = `${receipt.slice(0, 16)}…`;
+      if (isRefusal(result)) {
+        if (values.json) printJson(context, { receipt, error: result });
+        else context.stderr.write(`not acked ${shown}: ${result.code}: ${result.message}\n`);
+        return;
+      }
+      if (values.json) printJson(context, { receipt, acked: result });
+      else context.stdout.write(`${result ? 'acked' : 'stale'} ${shown}\n`);
     });
-    return exitFor(results);
+    writeHints(results, values, context);
+    return exitForEach(results, (acked) => !acked);
   },
 };
 
@@ -85,7 +93,7 @@ export const nack: Command = {
       ...(values.unworked === true ? { attempted: false } : {}),
     };
     const results = await withClient(values, context, (client) =>
-      eachReceipt(receipts, (receipt) => client.handle(name).nackReceipt(receipt, options)),
+      eachInput(receipts, (receipt) => client.handle(name).nackReceipt(receipt, options)),
     );
     receipts.forEach((receipt, index) => {
       const result = results[index] as boolean | Refusal;
@@ -98,6 +106,7 @@ export const nack: Command = {
       if (values.json) printJson(context, { receipt, nacked: result });
       else context.stdout.write(`${result ? nackOutcome(values) : 'stale'} ${shown}\n`);
     });
+    writeHints(results, values, context);
     return exitForEach(results, (nacked) => !nacked);
   },
 };
@@ -124,7 +133,7 @@ export const extend: Command = {
     const visibility = integerFlag(values, 'visibility', 1);
     if (visibility === undefined) throw new UsageError('--visibility MS is required');
     const results = await withClient(values, context, (client) =>
-      eachReceipt(receipts, (receipt) => client.handle(name).extendReceipt(receipt, visibility)),
+      eachInput(receipts, (receipt) => client.handle(name).extendReceipt(receipt, visibility)),
     );
     receipts.forEach((receipt, index) => {
       const result = results[index] as number | null | Refusal;
@@ -138,45 +147,10 @@ export const extend: Command = {
       else if (result === null) context.stdout.write(`stale ${shown}\n`);
       else context.stdout.write(`extended ${shown} until ${formatTime(result)}\n`);
     });
+    writeHints(results, values, context);
     return exitForEach(results, (deadline) => deadline === null);
   },
 };
-
-/** A receipt refused on its own (not a receipt, another queue's), as the CLI reports it. */
-interface Refusal {
-  code: string;
-  message: string;
-}
-
-/**
- * Settles each receipt on its own: one refused leaves the others' calls done, and each is
- * reported. The value of each call, or its refusal.
- */
-async function eachReceipt<T>(
-  receipts: readonly string[],
-  settle: (receipt: string) => Promise<T>,
-): Promise<(T | Refusal)[]> {
-  const results: (T | Refusal)[] = [];
-  for (const receipt of receipts) {
-    try {
-      results.push(await settle(receipt));
-    } catch (error) {
-      const { code = 'ERROR', message = String(error) } = error as Partial<Refusal>;
-      results.push({ code, message });
-    }
-  }
-  return results;
-}
-
-function isRefusal(result: unknown): result is Refusal {
-  return typeof result === 'object' && result !== null && 'code' in result;
-}
-
-/** 1 when a receipt was refused; else 3 when any delivery was no longer live; else 0. */
-function exitForEach<T>(results: readonly (T | Refusal)[], stale: (result: T) => boolean): number {
-  if (results.some(isRefusal)) return EXIT.failed;
-  return results.some((result) => stale(result as T)) ? EXIT.stale : EXIT.ok;
-}
 
 function nackOutcome(values: { dead?: unknown; unworked?: unknown }): string {
   if (values.dead === true) return 'dead-lettered';

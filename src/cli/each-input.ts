@@ -1,0 +1,71 @@
+import { type CliContext, EXIT, type Values } from './command.js';
+
+/**
+ * An input refused on its own (not a receipt, another queue's, a key without the right), as
+ * the CLI reports it: `{ …, error: { code, message } }` with --json.
+ */
+export interface Refusal {
+  code: string;
+  message: string;
+}
+
+/**
+ * Acts on each input on its own (receipts to settle, ids to cancel): one refused leaves the
+ * others' calls done, and each is reported. The value of each call, or its refusal, in order.
+ * The calls go at once: the client sends those of one tick together, each its own operation.
+ */
+export function eachInput<I, T>(
+  inputs: readonly I[],
+  act: (input: I) => Promise<T>,
+): Promise<(T | Refusal)[]> {
+  return Promise.all(
+    inputs.map(async (input): Promise<T | Refusal> => {
+      try {
+        return await act(input);
+      } catch (error) {
+        const { code = 'ERROR', message = String(error) } = error as Partial<Refusal>;
+        return { code, message };
+      }
+    }),
+  );
+}
+
+export function isRefusal(result: unknown): result is Refusal {
+  return typeof result === 'object' && result !== null && 'code' in result;
+}
+
+/** 1 when an input was refused; else 3 when any was not done (stale, absent); else 0. */
+export function exitForEach<T>(
+  results: readonly (T | Refusal)[],
+  notDone: (result: T) => boolean,
+): number {
+  if (results.some(isRefusal)) return EXIT.failed;
+  return results.some((result) => notDone(result as T)) ? EXIT.stale : EXIT.ok;
+}
+
+/**
+ * What to do about an error of this code when talking to a server, for someone at a terminal;
+ * undefined when there is nothing to add. The server's own words name HTTP headers.
+ */
+export function hintFor(code: string): string | undefined {
+  switch (code) {
+    case 'STORAGE_UNAVAILABLE':
+      return 'is `leaseq serve` running there? --server or LEASEQ_SERVER names it';
+    case 'UNAUTHENTICATED':
+      return 'give a valid API key: --api-key KEY or LEASEQ_API_KEY';
+    case 'FORBIDDEN':
+      return "this API key lacks the right for this queue or action: use a key the server's keys allow it";
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * After the lines of the inputs refused, each refusal's hint once (as text only: --json output
+ * is standard output's objects alone).
+ */
+export function writeHints(results: readonly unknown[], values: Values, context: CliContext): void {
+  if (values.json) return;
+  const hints = new Set(results.filter(isRefusal).map((refusal) => hintFor(refusal.code)));
+  for (const hint of hints) if (hint !== undefined) context.stderr.write(`(${hint})\n`);
+}
