@@ -367,7 +367,11 @@ export class EngineQueue implements Queue {
       const handed = handedOver === undefined ? [] : await handedOver;
       if (handed.length > 0) return handed;
       if (failure !== undefined) throw failure.error;
-      if (this.clock.now() >= until) return [];
+      if (this.clock.now() >= until) {
+        // One last look: a job due at the very end, or published where no wake-up reached us
+        // (another process's, its notification lost with the listening connection).
+        return signal?.aborted || this.closed.aborted ? [] : this.run(operation);
+      }
     }
   }
 

@@ -66,6 +66,16 @@ describe('receive with wait', () => {
     await broker.close();
   });
 
+  it('looks once more when the wait runs out: a job due at its very end is taken', async () => {
+    const { clock, queue, broker } = await setup();
+    await queue.publish({ id: 'a', delay: 500 });
+    const receiving = queue.receive({ wait: 500 });
+    await parked(clock);
+    clock.advance(500);
+    expect((await receiving).map((delivery) => delivery.id)).toEqual(['a']);
+    await broker.close();
+  });
+
   it('wakes at a lease deadline within the wait and takes the reclaimed job', async () => {
     const { clock, queue, broker } = await setup();
     await queue.publish({ id: 'a' });

@@ -100,6 +100,31 @@ describe('PostgreSQL: wake-ups from other processes', () => {
     }
   });
 
+  it('lost while a receiver waits: the receiver still takes what was published, at the end of its wait', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const clock = new ManualClock(1_000);
+    const here = new EngineBroker(await openEngine(url), { clock });
+    const elsewhere = await openEngine(POSTGRES_URL);
+    const name = `wakes-lost-${process.pid}`;
+    try {
+      const queue = await here.queue(name);
+      const other = await elsewhere.queue(name);
+      const receiving = queue.receive({ wait: 5_000 });
+      await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
+      const [lost] = await listeners();
+      await withPostgresClient((client) => client.query('SELECT pg_terminate_backend($1)', [lost]));
+      await until(async () => (await listeners()).length === 0);
+      // Published where this process cannot hear it: nothing wakes the receiver.
+      await other.publish(clock.now(), { id: 'unheard' });
+      clock.advance(5_000);
+      expect(await receiving).toMatchObject([{ id: 'unheard', token: 1 }]);
+    } finally {
+      await here.deleteQueue(name).catch(() => undefined);
+      await here.close();
+      await elsewhere.close();
+    }
+  });
+
   for (const [label, how] of [
     ['acked', 'ack'],
     ['cancelled (delayed)', 'cancel'],
