@@ -1,4 +1,4 @@
-import { LeaseqError, StorageLockedError } from '../../core/index.js';
+import { LeaseqError, StorageLockedError, StorageUnavailableError } from '../../core/index.js';
 import type { CommitKind, SqlConnection } from './sql-connection.js';
 
 /** One unit of work inside a transaction. It may run again if its batch is retried. */
@@ -371,6 +371,8 @@ export class GroupCommitExecutor {
         );
       } catch (error) {
         lease.release();
+        // The statement commits by itself: cut off, it may have.
+        if (this.outcomeUnknown(batch, error)) return true;
         if (batch.length > 1) return false;
         return this.failAlone(batch[0] as Pending, error, attempt);
       }
@@ -384,6 +386,7 @@ export class GroupCommitExecutor {
       }
     }
     const laterSync = connection.laterSync;
+    let committing = false;
     try {
       await (context.kind === 'durable' && laterSync !== undefined
         ? laterSync.begin()
@@ -397,11 +400,13 @@ export class GroupCommitExecutor {
         index += group.length;
       }
       await context.flush(connection);
+      committing = true;
       await connection.commit();
     } catch (error) {
       await connection.rollback().catch(() => undefined);
       context.rolledBack();
       lease.release();
+      if (committing && this.outcomeUnknown(batch, error)) return true;
       if (error instanceof StorageLockedError) {
         this.refuseLocked(batch, error);
         return true;
@@ -440,6 +445,19 @@ export class GroupCommitExecutor {
   private refuseLocked(batch: Pending[], error: StorageLockedError): void {
     const failure = this.translate(error);
     for (const pending of [...batch, ...this.queue.splice(0)]) pending.reject(failure);
+  }
+
+  /**
+   * The storage went away while a commit was on its way (a connection cut): whether it took
+   * effect cannot be known, so every call of the batch fails with that error, as a lone call
+   * does. Run again, alone, they could do twice what is already done (a publish of generated
+   * ids stored twice, acks answered false). True when that is what happened.
+   */
+  private outcomeUnknown(batch: Pending[], error: unknown): boolean {
+    const failure = this.translate(error);
+    if (!(failure instanceof StorageUnavailableError)) return false;
+    for (const pending of batch) pending.reject(failure);
+    return true;
   }
 
   /**
