@@ -239,7 +239,7 @@ export interface DeadLetterPage {
 
 /** What `moveJobs` takes (R26). */
 export interface MoveJobsOptions {
-  /** Only these ids; default every ready and delayed job (in ready order, then delayed). */
+  /** Only these ids, in this order; default every ready and delayed job (in ready order, then delayed). */
   ids?: readonly string[];
   /** The queue to move to; default each job's origin queue (jobs without one stay). */
   to?: string;

@@ -242,6 +242,16 @@ describeEngines(engines, (h) => {
       await expectRejection(() => dlq.moveJobs(2, { max: 0 }), ValidationError, 'INVALID_ARGUMENT');
     });
 
+    it('R26 moveJobs by ids moves them in the order named, max counting from the first named', async () => {
+      const from = await h.engine().queue(h.queueName('from'));
+      const toName = h.queueName('to');
+      const to = await h.engine().queue(toName);
+      await from.publishBatch(0, [{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd', delay: 5 }]);
+      expect(await from.moveJobs(1, { ids: ['c', 'd', 'a'], to: toName, max: 2 })).toBe(2);
+      expect(await to.inspect()).toMatchObject({ ready: ['c', 'd'] });
+      expect(await from.inspect()).toMatchObject({ ready: ['a', 'b'], delayed: [] });
+    });
+
     it('R26 R23 R24 a dead-lettered job keeps its priority and group; its group goes on in the source', async () => {
       const { dlq, source, sourceName } = await linked(h);
       await dlq.publish(0, { id: 'low' });
