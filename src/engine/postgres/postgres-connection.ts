@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { ConflictError } from '../../core/index.js';
 import type { CommitKind, SqlConnection, SqlValue } from '../sql/sql-connection.js';
 import { type ScannedStatement, scanPlaceholders } from './placeholders.js';
 
@@ -40,8 +41,14 @@ export class PostgresConnection implements SqlConnection {
   private beginScript = 'BEGIN';
   /** Inlined, or kept with its values where it could not be. */
   private readonly beforeCommit: (string | BoundStatement)[] = [];
+  /** The transaction's latest failed statement's error: why a COMMIT may be answered ROLLBACK. */
+  private failed: unknown;
 
-  constructor(readonly client: pg.PoolClient | pg.Client) {}
+  constructor(
+    readonly client: pg.PoolClient | pg.Client,
+    /** The database, as messages name it. */
+    private readonly target = 'PostgreSQL',
+  ) {}
 
   async query<Row extends object>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
     return (await this.send(sql, params)).rows as Row[];
@@ -85,15 +92,26 @@ export class PostgresConnection implements SqlConnection {
       const inlined =
         params.length > 0 && statement.multiStatement ? undefined : this.inline(sql, params);
       if (inlined !== undefined) {
-        const results = (await this.client.query(
-          `${this.beginScript}; ${inlined}`,
-        )) as unknown as pg.QueryResult[];
-        return results.at(-1) as pg.QueryResult;
+        return lastResult(await this.request(`${this.beginScript}; ${inlined}`));
       }
       // A round trip more, rather than a literal that might not stand where its `?` did.
-      await this.client.query(this.beginScript);
+      await this.request(this.beginScript);
     }
-    return this.client.query(statement.numbered, params as SqlValue[]);
+    return lastResult(await this.request(statement.numbered, params as SqlValue[]));
+  }
+
+  /** A query of the transaction; a failure is kept to say why PostgreSQL may roll it back. */
+  private async request(
+    text: string,
+    values?: SqlValue[],
+  ): Promise<pg.QueryResult | pg.QueryResult[]> {
+    try {
+      return await this.client.query(text, values);
+    } catch (error) {
+      // 25P02 only repeats that an earlier statement failed: that one is the reason.
+      if (!isAborted(error)) this.failed = error;
+      throw error;
+    }
   }
 
   /**
@@ -133,8 +151,16 @@ export class PostgresConnection implements SqlConnection {
   }
 
   async exec(script: string): Promise<void> {
-    await this.client.query(this.beginPending ? `${this.beginScript}; ${script}` : script);
+    await this.script(script);
+  }
+
+  /** A script (several statements in one message); the result of its last statement. */
+  private async script(script: string): Promise<pg.QueryResult> {
+    const result = await this.request(
+      this.beginPending ? `${this.beginScript}; ${script}` : script,
+    );
     this.beginPending = false;
+    return lastResult(result);
   }
 
   /**
@@ -153,21 +179,41 @@ export class PostgresConnection implements SqlConnection {
       ...(forCaller ? [] : ['SET LOCAL plan_cache_mode = force_generic_plan']),
     ].join('; ');
     this.beforeCommit.length = 0;
+    this.failed = undefined;
   }
 
+  /**
+   * A transaction in which a statement failed (its error caught by the caller, who went on) is
+   * aborted: PostgreSQL refuses the statements after it (25P02), and answers its COMMIT with
+   * ROLLBACK rather than an error. Either way nothing of it committed, and the caller is told.
+   */
   async commit(): Promise<void> {
-    const script: string[] = [];
-    for (const statement of this.beforeCommit.splice(0)) {
-      if (typeof statement === 'string') {
-        script.push(statement);
-        continue;
+    let committed: pg.QueryResult;
+    try {
+      const script: string[] = [];
+      for (const statement of this.beforeCommit.splice(0)) {
+        if (typeof statement === 'string') {
+          script.push(statement);
+          continue;
+        }
+        // One that could not be inlined runs bound, in its turn.
+        if (script.length > 0) await this.exec(script.splice(0).join('; '));
+        await this.send(statement.sql, statement.params);
       }
-      // One that could not be inlined runs bound, in its turn.
-      if (script.length > 0) await this.exec(script.splice(0).join('; '));
-      await this.send(statement.sql, statement.params);
+      script.push('COMMIT');
+      committed = await this.script(script.join('; '));
+    } catch (error) {
+      throw isAborted(error) ? this.rolledBack() : error;
     }
-    script.push('COMMIT');
-    await this.exec(script.join('; '));
+    if (committed.command !== 'COMMIT') throw this.rolledBack();
+  }
+
+  private rolledBack(): ConflictError {
+    const reason = this.failed === undefined ? '' : ` (${(this.failed as Error).message})`;
+    return new ConflictError(
+      `${this.target}: the transaction was rolled back, nothing of it was committed: a statement of it failed${reason}, and PostgreSQL runs nothing of a transaction after a failed statement; let that error end the transaction, or roll back to a savepoint`,
+      { cause: this.failed },
+    );
   }
 
   async rollback(): Promise<void> {
@@ -178,4 +224,14 @@ export class PostgresConnection implements SqlConnection {
     }
     await this.client.query('ROLLBACK');
   }
+}
+
+/** A script of several statements answers a result for each. */
+function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
+  return (Array.isArray(result) ? result.at(-1) : result) as pg.QueryResult;
+}
+
+/** 25P02: the transaction is aborted, an earlier statement of it having failed. */
+export function isAborted(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '25P02';
 }

@@ -1,5 +1,10 @@
 import pg from 'pg';
-import { LeaseqError, StorageLockedError, StorageUnavailableError } from '../../core/index.js';
+import {
+  ConflictError,
+  LeaseqError,
+  StorageLockedError,
+  StorageUnavailableError,
+} from '../../core/index.js';
 import type { Engine } from '../engine.js';
 import {
   checkClockMode,
@@ -11,7 +16,7 @@ import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
 import { fenceTokens, POSTGRES_ONE_STATEMENT } from './one-statement.js';
-import { PostgresConnection } from './postgres-connection.js';
+import { isAborted, PostgresConnection } from './postgres-connection.js';
 
 const WAKE_CHANNEL = 'leaseq_wake';
 
@@ -58,6 +63,9 @@ const types = {
  */
 const KEEPALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 10_000 } as const;
 
+/** How long a new connection may take to be ready (the pool's, the listener's, and its LISTEN). */
+const CONNECT_TIMEOUT_MS = 5000;
+
 /**
  * Opens a PostgreSQL database shared by any number of processes and machines. Time comes from
  * the database's clock (`storageTime`), so nodes with skewed clocks agree.
@@ -72,7 +80,7 @@ export async function openPostgresEngine(
     connectionString: url,
     types,
     max: 4,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     ...KEEPALIVE,
   });
   pool.on('error', () => undefined); // an idle client's failure surfaces on its next use
@@ -93,7 +101,7 @@ export async function openPostgresEngine(
   try {
     const client = await connect(pool, target);
     try {
-      const connection = new PostgresConnection(client);
+      const connection = new PostgresConnection(client, target);
       await migrate(
         connection,
         POSTGRES_DIALECT,
@@ -101,8 +109,9 @@ export async function openPostgresEngine(
         target,
       );
     } catch (error) {
-      // A connection lost while migrating: the storage is unavailable, as for any call.
-      throw isConnectionFailure(error) || broken.has(client) ? unavailable(error, target) : error;
+      // A connection lost, a database that takes no writes or timed the migration out: typed,
+      // as for any call.
+      throw broken.has(client) ? unavailable(error, target) : translate(error, target);
     } finally {
       client.release(broken.get(client));
     }
@@ -117,10 +126,7 @@ export async function openPostgresEngine(
         );
         return Number(result.rows[0]?.ms);
       },
-      translateError: (error) => {
-        if (isConnectionFailure(error)) return unavailable(error, target);
-        return isLostRace(error) ? lockedOut(error, target) : error;
-      },
+      translateError: (error) => translate(error, target),
       retryable: isLostRace,
       beforeWait: () => listener?.ensure(),
       acquire: async () => {
@@ -135,7 +141,7 @@ export async function openPostgresEngine(
           checked.add(pooled);
         }
         return {
-          connection: new PostgresConnection(pooled),
+          connection: new PostgresConnection(pooled, target),
           release: () => pooled.release(broken.get(pooled)),
         };
       },
@@ -165,11 +171,18 @@ async function connect(pool: pg.Pool, target: string): Promise<pg.PoolClient> {
 /**
  * A dedicated connection that hears other processes' wake-ups (LISTEN/NOTIFY). Lost (PostgreSQL
  * restarted, the backend ended), it is opened again when a receiver next waits: the engine sets
- * no timer of its own, and a receiver that waits meanwhile sees the jobs when its wait ends.
+ * no timer of its own, and a receiver that waits meanwhile sees the jobs when its wait ends. An
+ * attempt to open it is bounded (connecting, then its LISTEN): one that hangs (a link that
+ * accepts connections and never answers) fails rather than keep every later receiver from
+ * opening it, and one that fails while other receivers began to wait is made again for them.
  */
 class WakeListener {
   private client: pg.Client | undefined;
   private opening: Promise<void> | undefined;
+  /** The client of the attempt under way, ended at once if the engine closes meanwhile. */
+  private connecting: pg.Client | undefined;
+  /** A receiver began to wait while the attempt under way was made. */
+  private askedAgain = false;
   private closed = false;
 
   constructor(
@@ -179,7 +192,14 @@ class WakeListener {
   ) {}
 
   async open(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, types, ...KEEPALIVE });
+    const client = new pg.Client({
+      connectionString: this.url,
+      types,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      // Only its LISTEN is a query: a notification is no answer to one.
+      query_timeout: CONNECT_TIMEOUT_MS,
+      ...KEEPALIVE,
+    });
     client.on('error', () => undefined);
     client.on('end', () => {
       if (this.client === client) this.client = undefined;
@@ -187,29 +207,46 @@ class WakeListener {
     client.on('notification', (message) => {
       if (message.channel === WAKE_CHANNEL && message.payload) this.wake(message.payload);
     });
+    this.connecting = client;
     try {
       await client.connect();
       await client.query(`LISTEN ${WAKE_CHANNEL}`);
     } catch (error) {
-      await client.end().catch(() => undefined);
+      // Not end(): its goodbye waits for the server to close, which a hung link never does.
+      client.connection.stream.destroy();
       throw unavailable(error, this.target);
+    } finally {
+      this.connecting = undefined;
     }
     if (this.closed) await client.end().catch(() => undefined);
     else this.client = client;
   }
 
-  /** Opens the connection again if it was lost; a failure is tried again at the next call. */
+  /**
+   * Opens the connection again if it was lost. A failure is tried again at the next call, or at
+   * once when calls came while it was tried (receivers that began to wait then are owed one).
+   */
   ensure(): void {
-    if (this.closed || this.client !== undefined || this.opening !== undefined) return;
-    this.opening = this.open()
-      .catch(() => undefined)
-      .finally(() => {
+    if (this.closed || this.client !== undefined) return;
+    if (this.opening !== undefined) {
+      this.askedAgain = true;
+      return;
+    }
+    this.askedAgain = false;
+    this.opening = this.open().then(
+      () => {
         this.opening = undefined;
-      });
+      },
+      () => {
+        this.opening = undefined;
+        if (this.askedAgain) this.ensure();
+      },
+    );
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.connecting?.connection.stream.destroy();
     await this.opening;
     await this.client?.end().catch(() => undefined);
     this.client = undefined;
@@ -223,11 +260,49 @@ function unavailable(error: unknown, target: string): Error {
 }
 
 /**
+ * A failure of the database, or of the state it is in, as a typed error naming it; a
+ * statement's own failure (a constraint, a syntax error) as it is.
+ */
+function translate(error: unknown, target: string): unknown {
+  if (error instanceof LeaseqError) return error;
+  if (isConnectionFailure(error)) return unavailable(error, target);
+  if (isLostRace(error)) return lockedOut(error, target);
+  const code = sqlState(error);
+  const message = (error as Error | null)?.message ?? String(error);
+  // lock_timeout, statement_timeout: as SQLite's wait for another process's lock running out.
+  if (code === '55P03' || code === '57014') {
+    return new StorageLockedError(
+      `${target} timed the statement out (${message}): it waited longer than the database's lock_timeout or statement_timeout let it, most often for locks another transaction held; nothing of the transaction was written, run it again`,
+      { cause: error },
+    );
+  }
+  // A standby, or default_transaction_read_only on (as after a failover to a former standby).
+  if (code === '25006') {
+    return new StorageUnavailableError(
+      `${target} takes no writes (${message}): it is read-only, a standby or a database with default_transaction_read_only on; nothing was written`,
+      { cause: error },
+    );
+  }
+  if (isAborted(error)) {
+    return new ConflictError(
+      `${target}: the transaction was rolled back, nothing of it was committed: a statement of it failed before this one (${message}), and PostgreSQL runs nothing of a transaction after a failed statement; let that error end the transaction, or roll back to a savepoint`,
+      { cause: error },
+    );
+  }
+  return error;
+}
+
+/** The SQLSTATE of a database error ('' for others). */
+function sqlState(error: unknown): string {
+  return String((error as { code?: unknown } | null)?.code ?? '');
+}
+
+/**
  * A deadlock (or a serialization failure): PostgreSQL rolled this transaction back so that
  * another one holding locks it needed could go on. The same work may succeed if run again.
  */
 function isLostRace(error: unknown): boolean {
-  const code = String((error as { code?: unknown } | null)?.code ?? '');
+  const code = sqlState(error);
   return code === '40P01' || code === '40001';
 }
 
@@ -241,8 +316,8 @@ function lockedOut(error: unknown, target: string): Error {
 
 /** Errors that say the database cannot be used, as opposed to a statement's own failure. */
 function isConnectionFailure(error: unknown): boolean {
-  const code = String((error as { code?: unknown }).code ?? '');
-  const message = (error as Error).message ?? '';
+  const code = sqlState(error);
+  const message = (error as Error | null)?.message ?? '';
   return (
     /^(ECONN|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH|EPIPE)/.test(code) ||
     /^(08|28|3D|53|57P)/.test(code) ||

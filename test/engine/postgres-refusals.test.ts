@@ -1,0 +1,207 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type Broker,
+  ConflictError,
+  open,
+  openEngine,
+  StorageLockedError,
+  StorageUnavailableError,
+} from '../../src/index.js';
+import { postgresSkipReason } from '../crash/postgres.js';
+import { call, startTestServer } from '../server/helpers.js';
+import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
+
+/**
+ * What PostgreSQL refuses for the state it is in, not for the statement: a statement it timed
+ * out (statement_timeout, lock_timeout), a database that takes no writes (a standby, or
+ * default_transaction_read_only after a failover), a transaction already aborted. Each reaches
+ * callers as a typed error, and the server as a 503, never as a raw driver error and 500.
+ */
+let skip: string | undefined;
+let scratch: ScratchDatabase | undefined;
+const dir = mkdtempSync(join(tmpdir(), 'leaseq-pg-refusals-'));
+
+beforeAll(async () => {
+  skip = await postgresSkipReason();
+  if (skip === undefined) scratch = await scratchDatabase('refusals');
+});
+
+afterAll(async () => {
+  await scratch?.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function database(): ScratchDatabase {
+  if (scratch === undefined) throw new Error('no scratch database');
+  return scratch;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A connection setting for every session of a URL (`-c name=value`). */
+const setting = (name: string, value: string) => ({ options: `-c ${name}=${value}` });
+
+/** Runs `work` while another connection holds the transaction-scoped advisory lock `key`. */
+async function holdingAdvisoryLock<T>(key: number, work: () => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: database().url() });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [key]);
+    return await work();
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+    await client.end();
+  }
+}
+
+/**
+ * Runs `work` while a caller's transaction of another broker holds queue `name`'s lock (it
+ * publishes there, then waits 800 ms before committing).
+ */
+async function whileQueueHeld<T>(holder: Broker, name: string, work: () => Promise<T>) {
+  let held!: () => void;
+  const locked = new Promise<void>((resolve) => {
+    held = resolve;
+  });
+  const holding = holder.transaction(async (tx) => {
+    await tx.publish(name, { id: 'holder' });
+    held();
+    await sleep(800);
+  });
+  await locked;
+  try {
+    return await work();
+  } finally {
+    await holding;
+  }
+}
+
+/** Reads until one succeeds: after its connections were ended, the pool has made new ones. */
+async function readAgain(broker: Broker): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await broker.listQueues();
+      return;
+    } catch (error) {
+      if (attempt >= 20) throw error;
+      await sleep(50);
+    }
+  }
+}
+
+describe('PostgreSQL: refusals for the database state are typed', () => {
+  for (const name of ['statement_timeout', 'lock_timeout'] as const) {
+    it(`a statement the database timed out (${name}): StorageLockedError, and 503 over HTTP`, async (context) => {
+      if (skip !== undefined) context.skip(skip);
+      const queue = `timeout-${name}`;
+      const holder = await open(database().url());
+      const victim = await open(database().url(setting(name, '150')));
+      const server = await startTestServer({ url: database().url(setting(name, '150')) });
+      try {
+        await holder.queue(queue);
+        await whileQueueHeld(holder, queue, async () => {
+          const refusal = victim
+            .handle(queue)
+            .publish({ id: 'victim' })
+            .catch((error: unknown) => error);
+          const answer = await call(server.baseUrl, 'POST', `/v1/queues/${queue}/jobs`, {
+            body: { id: 'over-http' },
+          });
+          const error = await refusal;
+          expect(error).toBeInstanceOf(StorageLockedError);
+          expect((error as Error).message).toMatch(/timed the statement out/);
+          expect(answer.status).toBe(503);
+          expect(answer.body.error.code).toBe('STORAGE_LOCKED');
+        });
+        // Nothing of the refused calls was written.
+        expect((await holder.handle(queue).stats()).ready).toBe(1);
+      } finally {
+        await server.close();
+        await victim.close();
+        await holder.close();
+      }
+    });
+
+    it(`open() whose migration the database times out (${name}): StorageLockedError`, async (context) => {
+      if (skip !== undefined) context.skip(skip);
+      // Another process migrating holds the migration lock longer than the setting lets one wait.
+      const failure = await holdingAdvisoryLock(744501, () =>
+        openEngine(database().url(setting(name, '150'))).then(
+          async (engine) => {
+            await engine.close();
+            return 'opened';
+          },
+          (error: unknown) => error,
+        ),
+      );
+      expect(failure).toBeInstanceOf(StorageLockedError);
+      expect((failure as Error).message).toContain(database().name);
+    });
+  }
+
+  it('open() of a database that takes no writes: StorageUnavailableError saying so', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const failure = openEngine(database().url(setting('default_transaction_read_only', 'on')));
+    await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(failure).rejects.toThrow(/takes no writes/);
+  });
+
+  it('a database turned read-only while open: calls that write fail with StorageUnavailableError (503 over HTTP) until it takes writes again', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const db = database();
+    const server = await startTestServer({ url: db.url() });
+    const broker = await open(db.url());
+    try {
+      await broker.queue('read-only');
+      const publish = (id: string) =>
+        call(server.baseUrl, 'POST', '/v1/queues/read-only/jobs', { body: { id } });
+      expect((await publish('before')).status).toBe(200);
+      // As after a failover to a standby: new sessions take no writes.
+      await db.admin(`ALTER DATABASE ${db.name} SET default_transaction_read_only = on`);
+      await db.terminate();
+      // Reads are served on the new connections: the storage answers, but takes no writes.
+      await readAgain(broker);
+      await readAgain(server.broker);
+      const refusal = broker.handle('read-only').publish({ id: 'a' });
+      await expect(refusal).rejects.toBeInstanceOf(StorageUnavailableError);
+      await expect(refusal).rejects.toThrow(/takes no writes/);
+      const refused = await publish('during');
+      expect(refused.status).toBe(503);
+      expect(refused.body.error.code).toBe('STORAGE_UNAVAILABLE');
+      await db.admin(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`);
+      await db.terminate();
+      await readAgain(server.broker);
+      expect((await publish('after')).status).toBe(200);
+    } finally {
+      await db.admin(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`);
+      await broker.close();
+      await server.close();
+    }
+  });
+
+  it('a statement after a failed one in a caller transaction (25P02): ConflictError, nothing committed', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const broker = await open(database().url());
+    try {
+      const queue = await broker.queue('aborted');
+      const failure = broker
+        .transaction(async (tx) => {
+          await tx.publish('aborted', { id: 'first' });
+          await tx.query('SELECT 1 / 0').catch(() => undefined);
+          await tx.publish('aborted', { id: 'second' });
+        })
+        .catch((error: unknown) => error);
+      const error = await failure;
+      expect(error).toBeInstanceOf(ConflictError);
+      expect((error as Error).message).toMatch(/rolled back/);
+      expect((await queue.stats()).ready).toBe(0);
+    } finally {
+      await broker.close();
+    }
+  });
+});
