@@ -697,6 +697,84 @@ describe('the stream: a deleted queue', () => {
   });
 });
 
+describe('the stream: a session or a lease changed elsewhere', () => {
+  it('ends a subscription whose credit is in use once its session is closed over HTTP or times out', async () => {
+    // The lease outlasts the test: only the session's end can give the credit back.
+    const server = await serve({ limits: { streamHeartbeatMs: 200 } });
+    const client = await connect(server);
+    await batch(client, 1, [publish(['a', 'b', 'c'])]);
+    const subscribe = async (id: number, session: string) => {
+      await client.request({
+        type: 'subscribe',
+        id,
+        queue: 'jobs',
+        prefetch: 1,
+        visibility: 60_000,
+        session,
+      });
+      await client.next(() => client.pushed(id).length === 1);
+    };
+    const ended = (id: number) =>
+      client.next((frame) => frame.type === 'unsubscribed' && frame.subscription === id, 3000);
+    const closedOne = (await call(server.baseUrl, 'POST', '/v1/queues/jobs/sessions', { body: {} }))
+      .body.session;
+    await subscribe(2, closedOne);
+    await call(server.baseUrl, 'POST', '/v1/queues/jobs/sessions/close', {
+      body: { session: closedOne },
+    });
+    expect(await ended(2)).toMatchObject({ error: { code: 'SESSION_CLOSED' } });
+    // Nothing else runs on the queue: the session ends at its timeout only if someone looks.
+    const timedOut = (
+      await call(server.baseUrl, 'POST', '/v1/queues/jobs/sessions', { body: { timeout: 300 } })
+    ).body.session;
+    await subscribe(3, timedOut);
+    expect(await ended(3)).toMatchObject({ error: { code: 'SESSION_CLOSED' } });
+    expect(await stats(server)).toMatchObject({ active: 0, sessions: 0 });
+  });
+
+  it('ends at once a subscription in a session that another connection opened and ended', async () => {
+    const server = await serve();
+    const opener = await connect(server);
+    const [session] = await batch(opener, 1, [{ type: 'openSession' }, publish(['a', 'b'])]);
+    const client = await connect(server);
+    await client.request({
+      type: 'subscribe',
+      id: 1,
+      queue: 'jobs',
+      prefetch: 1,
+      visibility: 60_000,
+      session: session.value,
+    });
+    await client.next(() => client.pushed(1).length === 1);
+    await opener.close();
+    expect(
+      await client.next((frame) => frame.type === 'unsubscribed' && frame.subscription === 1, 1000),
+    ).toMatchObject({ error: { code: 'SESSION_CLOSED' } });
+    expect(client.pushed(1)).toHaveLength(1);
+  });
+
+  it('keeps counting a pushed delivery extended elsewhere until its new deadline', async () => {
+    const clock = new ManualClock(0);
+    const server = await serve({ clock });
+    const client = await connect(server);
+    await batch(client, 1, [publish(['a', 'b'])]);
+    await client.request({ type: 'subscribe', id: 2, queue: 'jobs', prefetch: 1, visibility: 100 });
+    await client.next(() => client.pushed(2).length === 1);
+    const [a] = client.pushed(2);
+    const extended = await call(server.baseUrl, 'POST', '/v1/queues/jobs/extend', {
+      body: { receipt: a.receipt, visibility: 10_000 },
+    });
+    expect(extended.body).toEqual({ deadline: 10_000 });
+    clock.set(150);
+    // Past the deadline it was pushed with, and past the re-check of leases (1 s).
+    await settle(1500);
+    expect(client.pushed(2)).toHaveLength(1);
+    // Its new deadline: the credit comes back.
+    clock.set(10_000);
+    await client.next(() => client.pushed(2).length === 2, 4000);
+  });
+});
+
 describe('the stream: the lease model when a connection ends (R12)', () => {
   it('keeps plain deliveries leased until their deadline and releases those of its sessions at once', async () => {
     const clock = new ManualClock(0);
@@ -838,5 +916,87 @@ describe('the stream is bounded', () => {
     const after = await stats(server);
     expect(after.ready + after.active).toBe(jobs);
     expect(after.ready).toBeGreaterThan(0);
+  });
+
+  it('closes a consumer that does not drain with 4008, which it reads once it reads again', async () => {
+    const lines: { msg: string }[] = [];
+    const logger = pino(
+      { level: 'warn' },
+      { write: (line: string) => lines.push(JSON.parse(line)) },
+    );
+    const server = await serve({
+      logger,
+      limits: {
+        maxStreamBufferBytes: 64 * 1024,
+        streamHeartbeatMs: 1000,
+        maxPayloadBytes: 1024 * 1024,
+        maxBodyBytes: 2 * 1024 * 1024,
+      },
+    });
+    const big = 'x'.repeat(1_000_000);
+    const jobs = Math.ceil(socketBufferBytes() / 1_000_000) + 20;
+    const queue = await server.broker.queue('jobs');
+    for (let i = 0; i < jobs; i += 10) {
+      await queue.publishBatch(
+        Array.from({ length: Math.min(10, jobs - i) }, () => ({ payload: big })),
+      );
+    }
+    // A bare socket, which parses nothing: once it reads again it drains at once.
+    const socket = new WebSocket(`${server.baseUrl.replace(/^http/, 'ws')}/v1/stream`);
+    open.push({ close: async () => socket.terminate() });
+    const closed = new Promise<number>((resolve) => socket.on('close', (code) => resolve(code)));
+    await new Promise((resolve) => socket.once('message', resolve));
+    socket.send(JSON.stringify({ type: 'subscribe', id: 1, queue: 'jobs', prefetch: 1000 }));
+    const raw = (socket as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+    raw.pause();
+    const decided = () => lines.some((line) => line.msg.startsWith('stream closed: '));
+    for (const until = Date.now() + 10_000; !decided() && Date.now() < until; ) await settle(20);
+    expect(lines.map((line) => line.msg)).toEqual([
+      'stream closed: the client did not read what was sent to it',
+    ]);
+    raw.resume();
+    // The close frame went out behind what was queued, not cut off with it.
+    expect(await closed).toBe(4008);
+  });
+
+  it('answers a batch frame with deliveries that fit the buffer bound, giving the rest back unworked', async () => {
+    const bound = 64 * 1024;
+    const server = await serve({ limits: { maxStreamBufferBytes: bound } });
+    const payload = 'x'.repeat(8 * 1024);
+    const queue = await server.broker.queue('jobs');
+    for (let i = 0; i < 1000; i += 100) {
+      await queue.publishBatch(
+        Array.from({ length: 100 }, (_, k) => ({ id: `j${i + k}`, payload })),
+      );
+    }
+    const client = await connect(server);
+    // Small frames that ask for far more than the bound: 4 × 10 reserves of 100.
+    const asks = Array.from({ length: 10 }, () => ({
+      type: 'reserve',
+      max: 100,
+      visibility: 60_000,
+    }));
+    for (let id = 1; id <= 4; id++)
+      client.send({ type: 'batch', id, queue: 'jobs', operations: asks });
+    const answers = await Promise.all(
+      [1, 2, 3, 4].map((id) => client.next((frame) => frame.id === id, 10_000)),
+    );
+    const taken: { id: string }[] = [];
+    for (const answer of answers) {
+      expect(answer.type).toBe('results');
+      // The bound, and at most one delivery past it.
+      expect(JSON.stringify(answer).length).toBeLessThanOrEqual(bound + 9 * 1024);
+      for (const result of answer.results) taken.push(...result.value);
+    }
+    expect(taken.length).toBeGreaterThan(0);
+    expect(new Set(taken.map((delivery) => delivery.id)).size).toBe(taken.length);
+    // What did not fit went back to ready, unworked (R33): nothing lost, nothing held.
+    const after = await stats(server);
+    expect(after).toMatchObject({ active: taken.length, ready: 1000 - taken.length });
+    expect(after.unworked).toBeGreaterThan(0);
+    // Auto-acked deliveries are gone from the queue once taken (R22): never held back.
+    const [auto] = await batch(client, 5, [{ type: 'reserve', max: 20, ack: 'auto' }]);
+    expect(auto.value).toHaveLength(20);
+    expect(await stats(server)).toMatchObject({ ready: 980 - taken.length, autoAcked: 20 });
   });
 });

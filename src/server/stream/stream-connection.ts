@@ -7,6 +7,7 @@ import {
   OPERATION_TYPES,
   type Operation,
   type Outcome,
+  SessionClosedError,
   ValidationError,
 } from '../../core/index.js';
 import {
@@ -20,6 +21,7 @@ import {
   STREAM_CLOSE,
   type SubscribeFrame,
   type UnsubscribeFrame,
+  type WireDelivery,
   type WireOutcome,
 } from '../../wire/index.js';
 import type { Principal } from '../auth.js';
@@ -29,7 +31,7 @@ import { checkJsonBody, checkQueueVisibility } from '../limits.js';
 import type { StreamEndReason } from '../metrics.js';
 import { refused, runOperations } from '../operation-runner.js';
 import type { Services } from '../route.js';
-import { Subscription } from './subscription.js';
+import { NOT_PUSHED, release, Subscription } from './subscription.js';
 
 /** Frames being executed at once on one connection; more wait in the socket (back-pressure). */
 const MAX_FRAMES_IN_FLIGHT = 64;
@@ -45,6 +47,16 @@ export interface ConnectionContext {
   now(): number;
   /** Called once when the connection has ended and cleaned up. */
   onEnded(): void;
+  /** A session was closed through this connection: subscriptions in it end, on every connection. */
+  sessionClosed(queue: string, session: string): void;
+}
+
+/** A batch frame waiting to run (see roomToRun). */
+interface WaitingFrame {
+  /** The deliveries its reserves ask for. */
+  asked: number;
+  /** Lets it run; false: the connection ended, it must not. */
+  start(run: boolean): void;
 }
 
 /**
@@ -69,6 +81,12 @@ export class StreamConnection {
   private readonly sessions = new Map<string, { queue: Queue; ids: Set<string> }>();
   private replies: Promise<void> = Promise.resolve();
   private inFlight = 0;
+  /** Batch frames waiting for room to run, in the order they came. */
+  private readonly waitingToRun: WaitingFrame[] = [];
+  /** The deliveries asked for by the reserves of the batch frames running now. */
+  private reserving = 0;
+  /** Bytes of answers made but not yet handed to the socket (reserved deliveries). */
+  private owedBytes = 0;
   private readingPaused = false;
   private alive = true;
   private ended = false;
@@ -114,7 +132,10 @@ export class StreamConnection {
   close(code: number, reason: string, why: StreamEndReason = 'shutdown'): Promise<void> {
     if (this.endReason === 'client') this.endReason = why;
     if (this.socket.readyState === this.socket.OPEN) this.socket.close(code, reason);
-    // A peer that does not answer the close handshake is cut.
+    // The close frame goes out behind what is queued, and nothing more is queued after it (the
+    // socket is no longer open). Reading again lets the peer's close frame end the handshake;
+    // frames that come meanwhile are not run. A peer that does not answer it is cut.
+    this.socket.resume();
     setTimeout(() => this.socket.terminate(), 1000).unref();
     return this.end();
   }
@@ -160,6 +181,8 @@ export class StreamConnection {
 
   private onMessage(data: unknown, isBinary: boolean): void {
     this.alive = true;
+    // Came after the close began: not run, and no answer could go out.
+    if (this.ending !== undefined) return;
     const { metrics } = this.context.services;
     let value: unknown;
     try {
@@ -236,7 +259,12 @@ export class StreamConnection {
 
   private async batch(frame: BatchFrame, sent: Promise<void>): Promise<ServerFrame> {
     const { services, principal, log } = this.context;
+    const asked = deliveriesAsked(frame.operations, services.limits.maxBatch);
+    // Takes its place before any await: frames start in the order they came.
+    const admitted = this.roomToRun(asked);
     try {
+      // Never sent: the connection is gone.
+      if (!(await admitted)) throw new ClosedError('the connection closed');
       authorizeAny(principal, frame.queue);
       const queue = await services.queues.existing(frame.queue);
       if (frame.operations.length > services.limits.maxBatch) {
@@ -258,10 +286,99 @@ export class StreamConnection {
         (operations) => this.refill(queue, operations, sent),
       );
       this.count(frame.operations, results);
+      await this.fitToRoom(queue, frame.operations, results, sent);
       return { type: 'results', id: frame.id, results };
     } catch (error) {
       return { type: 'error', id: frame.id, error: refused(error, log).error };
+    } finally {
+      this.reserving -= asked;
+      this.startWaiting();
     }
+  }
+
+  /**
+   * Resolves once a batch frame may run, the frames before it first: when the connection is
+   * not backed up (what it has queued, and what earlier answers owe, is within
+   * maxStreamBufferBytes) and, for a frame that reserves, when the frames reserving now ask with
+   * it for at most maxBatch deliveries (or none does: it runs alone). So answers do not pile up
+   * for a client that does not read, and what reserves hold in memory at once is bounded. The
+   * frames waiting are bounded by those in flight (MAX_FRAMES_IN_FLIGHT). False when the
+   * connection ended meanwhile: the frame must not run.
+   */
+  private roomToRun(asked: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.waitingToRun.push({ asked, start: resolve });
+      this.startWaiting();
+    });
+  }
+
+  /** Starts the waiting batch frames that may run now, in their order (see roomToRun). */
+  private startWaiting(): void {
+    const { maxBatch, maxStreamBufferBytes } = this.context.services.limits;
+    for (let next = this.waitingToRun[0]; next !== undefined; next = this.waitingToRun[0]) {
+      if (!this.ended) {
+        if (this.socket.bufferedAmount + this.owedBytes > maxStreamBufferBytes) {
+          // Started again once it drains, or closed as a slow consumer; or as answers go out.
+          if (this.backedUp()) this.watchDrain();
+          return;
+        }
+        if (next.asked > 0 && this.reserving > 0 && this.reserving + next.asked > maxBatch) return;
+      }
+      this.waitingToRun.shift();
+      this.reserving += next.asked;
+      next.start(!this.ended);
+    }
+  }
+
+  /**
+   * Keeps, of the deliveries the frame's reserves took, those that fit in the room
+   * maxStreamBufferBytes leaves (less what the connection has queued and earlier answers owe;
+   * the first one whatever its size), and gives the others back at once, unworked (R33), as
+   * pushes do: a reserve answers at most `max` jobs, and no answer queues much more than the
+   * bound for a client. An auto-ack reserve's (`ack: 'auto'`) are no longer in the queue: all
+   * kept. The bytes kept are owed until the answer has gone out (`sent`).
+   */
+  private async fitToRoom(
+    queue: Queue,
+    inputs: readonly unknown[],
+    results: WireOutcome[],
+    sent: Promise<void>,
+  ): Promise<void> {
+    const room =
+      this.context.services.limits.maxStreamBufferBytes -
+      this.socket.bufferedAmount -
+      this.owedBytes;
+    let bytes = 0;
+    let keptAny = false;
+    let full = false;
+    const unsent: WireDelivery[] = [];
+    results.forEach((result, index) => {
+      const input = inputs[index] as { type?: unknown; ack?: unknown };
+      if (!result.ok || input.type !== 'reserve') return;
+      const deliveries = result.value as WireDelivery[];
+      if (input.ack === 'auto') {
+        for (const delivery of deliveries) bytes += JSON.stringify(delivery).length + 1;
+        return;
+      }
+      let kept = 0;
+      for (; !full && kept < deliveries.length; kept++) {
+        const size = JSON.stringify(deliveries[kept]).length + 1;
+        full = bytes + size > room && (keptAny || room <= 0);
+        if (full) break;
+        bytes += size;
+        keptAny = true;
+      }
+      if (kept === deliveries.length) return;
+      unsent.push(...deliveries.slice(kept));
+      results[index] = { ok: true, value: deliveries.slice(0, kept) };
+    });
+    // Owed from now, not after the give-back: frames answered meanwhile leave room for it.
+    this.owedBytes += bytes;
+    void sent.then(() => {
+      this.owedBytes -= bytes;
+      this.startWaiting();
+    });
+    await release(queue, unsent, this.context.log, NOT_PUSHED);
   }
 
   /**
@@ -322,9 +439,7 @@ export class StreamConnection {
         break;
       case 'closeSession':
         this.sessions.get(queue.name)?.ids.delete(operation.session);
-        for (const sub of subscriptions) {
-          if (sub.session === operation.session) sub.settledUpTo(Number.POSITIVE_INFINITY);
-        }
+        this.context.sessionClosed(queue.name, operation.session);
         break;
       case 'purgeQueue':
         for (const sub of subscriptions) sub.settledUpTo(Number.POSITIVE_INFINITY);
@@ -392,6 +507,7 @@ export class StreamConnection {
           maxFrameBytes: Math.min(limits.maxBodyBytes, limits.maxStreamBufferBytes),
           visibility: frame.visibility,
           session,
+          sessionCheckMs: limits.streamHeartbeatMs,
           signer: receipts.forQueue(queue.name),
           log,
         },
@@ -463,6 +579,19 @@ export class StreamConnection {
       if (subscription.queue.name !== name) continue;
       void subscription.close();
       this.subscriptionEnded(subscription, new NotFoundError(`queue ${name} was deleted`));
+    }
+  }
+
+  /**
+   * A session closed through a connection of this server (a closeSession, a connection that
+   * ended) ends its subscriptions here at once (`unsubscribed`, SESSION_CLOSED), even those
+   * whose credit is all in use. A session that ends otherwise is noticed by the subscription.
+   */
+  sessionClosed(name: string, session: string): void {
+    for (const subscription of [...this.subscriptions.values()]) {
+      if (subscription.queue.name !== name || subscription.session !== session) continue;
+      void subscription.close();
+      this.subscriptionEnded(subscription, new SessionClosedError(session));
     }
   }
 
@@ -542,8 +671,9 @@ export class StreamConnection {
   }
 
   /**
-   * A client that does not read fills the server's buffer: pushing and reading stop until it
-   * drains, and a connection that stays backed up for two heartbeats is closed.
+   * A client that does not read fills the server's buffer: pushing, reading and starting batch
+   * frames stop until it drains, and a connection that stays backed up for two heartbeats is
+   * closed.
    */
   private watchDrain(): void {
     this.updateReading();
@@ -554,8 +684,8 @@ export class StreamConnection {
         const limit = 2 * this.context.services.limits.streamHeartbeatMs;
         if (Date.now() - (this.backedUpSince ?? Date.now()) > limit) {
           this.context.log.warn('stream closed: the client did not read what was sent to it');
+          // Not cut: the client sees 4008 once it reads up to the close frame (see close).
           void this.close(STREAM_CLOSE.slowConsumer, 'SLOW_CONSUMER', 'slow-consumer');
-          this.socket.terminate();
         }
         return;
       }
@@ -563,6 +693,7 @@ export class StreamConnection {
       this.drainTimer = undefined;
       this.backedUpSince = undefined;
       this.updateReading();
+      this.startWaiting();
       for (const subscription of this.subscriptions.values()) subscription.wake();
     }, DRAIN_CHECK_MS);
   }
@@ -606,6 +737,8 @@ export class StreamConnection {
     this.ended = true;
     clearInterval(this.heartbeat);
     if (this.drainTimer !== undefined) clearInterval(this.drainTimer);
+    // Frames waiting to run do not: their connection is gone.
+    this.startWaiting();
     const subscriptions = [...this.subscriptions.values()];
     for (const subscription of subscriptions) this.forget(subscription.id);
     this.context.services.metrics.stream.connectionEnded(this.endReason);
@@ -614,6 +747,7 @@ export class StreamConnection {
       for (const sessionId of ids) {
         try {
           const released = await queue.closeSession(sessionId);
+          this.context.sessionClosed(queue.name, sessionId);
           this.context.log.info(
             { queue: queue.name, released },
             'session closed with its stream connection',
@@ -630,4 +764,16 @@ export class StreamConnection {
 
 function shuttingDownError(): ClosedError {
   return new ClosedError('the server is shutting down');
+}
+
+/** The deliveries a batch's reserves ask for, each at most maxBatch (a larger one is refused). */
+function deliveriesAsked(operations: readonly unknown[], maxBatch: number): number {
+  let asked = 0;
+  for (const operation of operations) {
+    const { type, max } = (operation ?? {}) as { type?: unknown; max?: unknown };
+    if (type !== 'reserve') continue;
+    asked +=
+      typeof max === 'number' && Number.isSafeInteger(max) && max > 0 ? Math.min(max, maxBatch) : 1;
+  }
+  return asked;
 }

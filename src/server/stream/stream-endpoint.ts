@@ -92,6 +92,9 @@ export function registerStream(
           connections.delete(connection);
           log.debug('stream disconnected');
         },
+        sessionClosed: (queue, session) => {
+          for (const each of connections) each.sessionClosed(queue, session);
+        },
       });
       connections.add(connection);
       services.metrics.stream.connectionOpened();

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Queue } from '../../broker/index.js';
-import { build, type Delivery } from '../../core/index.js';
+import { build, type Delivery, SessionClosedError } from '../../core/index.js';
 import { type DeliveriesFrame, deliveryToWire, type WireSigner } from '../../wire/index.js';
 
 /** How long one receive of a subscription waits before asking again (it wakes on publish). */
@@ -29,14 +29,25 @@ export interface SubscriptionSettings {
   visibility: number | undefined;
   /** The core's session id (the handle is verified by the caller). */
   session: string | undefined;
+  /** How often a session's end is looked for while credit is in use (the heartbeat, ms). */
+  sessionCheckMs: number;
   signer: WireSigner;
   log: FastifyBaseLogger;
+}
+
+/** A pushed delivery not yet settled through the connection. */
+interface Pushed {
+  /** Its job, to look its lease up by. */
+  id: string;
+  /** Its lease's end as last known here (at push, or an extend through the connection). */
+  deadline: number;
 }
 
 /**
  * Pushes a queue's deliveries to one connection as they become ready, never more than
  * `prefetch` unsettled: a delivery counts until it is acked, nacked or released through this
- * connection, or its lease ends. Waiting for work is the broker's receive (one owner of
+ * connection, or its lease ends (looked up at the deadline known here, so an extend made
+ * elsewhere keeps it counting). Waiting for work is the broker's receive (one owner of
  * wake-ups), so a publish reaches a parked subscription at once.
  */
 export class Subscription {
@@ -44,8 +55,8 @@ export class Subscription {
   readonly queue: Queue;
   readonly session: string | undefined;
   private prefetch: number;
-  /** Unsettled pushed deliveries: token → lease deadline. */
-  private readonly outstanding = new Map<number, number>();
+  /** Unsettled pushed deliveries by token. Replaced, never changed, so a look-up can tell. */
+  private readonly outstanding = new Map<number, Pushed>();
   private readonly stop = new AbortController();
   private creditReturned: (() => void) | undefined;
   private readonly done: Promise<void>;
@@ -57,6 +68,8 @@ export class Subscription {
   private refilling = false;
   /** The pump started (after `opened`). */
   private pumping = false;
+  /** When (Date.now()) a session's end is next looked for while credit is in use. */
+  private nextSessionCheck: number;
 
   /**
    * `opened`: resolves once the client was told the subscription exists (its `subscribed`
@@ -72,6 +85,7 @@ export class Subscription {
     this.queue = settings.queue;
     this.session = settings.session;
     this.prefetch = settings.prefetch;
+    this.nextSessionCheck = Date.now() + settings.sessionCheckMs;
     this.done = opened.then(() => {
       this.pumping = true;
       return this.pump();
@@ -82,9 +96,8 @@ export class Subscription {
     return !this.stop.signal.aborted;
   }
 
-  /** How many pushed deliveries are unsettled (their lease not yet over). */
+  /** How many pushed deliveries are unsettled (their lease not known to be over). */
   get unsettled(): number {
-    this.forgetExpired();
     return this.outstanding.size;
   }
 
@@ -100,7 +113,8 @@ export class Subscription {
 
   /** A live delivery's lease moved (extend). */
   extended(token: number, deadline: number): void {
-    if (this.outstanding.has(token)) this.outstanding.set(token, deadline);
+    const pushed = this.outstanding.get(token);
+    if (pushed !== undefined) this.outstanding.set(token, { id: pushed.id, deadline });
   }
 
   /** The session's deliveries with a token ≤ `upTo` were settled (ackUpTo, closeSession, …). */
@@ -171,8 +185,14 @@ export class Subscription {
   private async pump(): Promise<void> {
     const { queue, maxBatch, visibility, session, log } = this.settings;
     while (this.active) {
+      if (this.leaseDue()) await this.recheckLeases();
       const room = this.prefetch - this.unsettled;
       if (room <= 0 || this.refilling || this.sink.backedUp()) {
+        // No receive runs now, which would notice that the session ended: look for it.
+        if (session !== undefined && room <= 0 && Date.now() >= this.nextSessionCheck) {
+          if (await this.sessionEnded()) this.end(new SessionClosedError(session));
+          continue;
+        }
         this.waitingForRoom = true;
         await this.waitForRoom();
         this.waitingForRoom = false;
@@ -188,10 +208,7 @@ export class Subscription {
           ...(session === undefined ? {} : { session }),
         });
       } catch (error) {
-        if (this.active) {
-          this.stop.abort();
-          this.sink.ended(this, error);
-        }
+        this.end(error);
         return;
       }
       const { unsent, gone } = this.deliver(deliveries);
@@ -233,7 +250,7 @@ export class Subscription {
       this.bytesPerDelivery = text.length / (end - start);
       for (let index = start; index < end; index++) {
         const delivery = deliveries[index] as Delivery;
-        this.outstanding.set(delivery.token, delivery.deadline);
+        this.outstanding.set(delivery.token, { id: delivery.id, deadline: delivery.deadline });
         log.info(
           { queue: queue.name, jobId: delivery.id, token: delivery.token, subscription: this.id },
           'delivered',
@@ -258,13 +275,17 @@ export class Subscription {
     return Math.min(room, maxBatch, fit);
   }
 
-  /** Until credit comes back, the connection drains, the subscription ends or a lease may end. */
+  /**
+   * Until credit comes back, the connection drains, the subscription ends, a lease may end or
+   * the session's end is to be looked for.
+   */
   private waitForRoom(): Promise<void> {
     return new Promise((resolve) => {
-      const deadlines = [...this.outstanding.values()];
-      const next = deadlines.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...deadlines);
-      const delay = Math.max(1, Math.min(next - this.sink.now(), EXPIRY_RECHECK_MS));
-      const timer = setTimeout(() => this.wake(), delay);
+      let next = Number.POSITIVE_INFINITY;
+      for (const { deadline } of this.outstanding.values()) next = Math.min(next, deadline);
+      let delay = Math.min(next - this.sink.now(), EXPIRY_RECHECK_MS);
+      if (this.session !== undefined) delay = Math.min(delay, this.nextSessionCheck - Date.now());
+      const timer = setTimeout(() => this.wake(), Math.max(1, delay));
       this.creditReturned = () => {
         clearTimeout(timer);
         resolve();
@@ -273,26 +294,88 @@ export class Subscription {
     });
   }
 
-  private forgetExpired(): void {
-    if (this.outstanding.size === 0) return;
+  /** The subscription ended by itself: it stops, and the connection tells the client why. */
+  private end(error: unknown): void {
+    if (!this.active) return;
+    this.stop.abort();
+    this.sink.ended(this, error);
+  }
+
+  private leaseDue(): boolean {
     const now = this.sink.now();
-    for (const [token, deadline] of this.outstanding) {
-      if (deadline <= now) this.outstanding.delete(token);
+    for (const { deadline } of this.outstanding.values()) if (deadline <= now) return true;
+    return false;
+  }
+
+  /**
+   * Deliveries past the deadline known here: the credit of those whose lease is over comes
+   * back; those still live were extended elsewhere (over HTTP, another connection) and count
+   * on until their new deadline. One that cannot be looked up counts as over, as before.
+   */
+  private async recheckLeases(): Promise<void> {
+    const { queue, log } = this.settings;
+    const now = this.sink.now();
+    const due = [...this.outstanding].filter(([, pushed]) => pushed.deadline <= now);
+    const leases = await Promise.all(
+      due.map(async ([token, pushed]) => {
+        try {
+          const job = await queue.job(pushed.id);
+          return job?.state === 'active' && job.token === token ? job.deadline : undefined;
+        } catch (error) {
+          log.debug({ err: error, queue: queue.name }, 'could not look up a pushed delivery');
+          return undefined;
+        }
+      }),
+    );
+    due.forEach(([token, pushed], index) => {
+      // Settled or extended through the connection meanwhile: that stands.
+      if (this.outstanding.get(token) !== pushed) return;
+      const deadline = leases[index];
+      if (deadline !== undefined && deadline > this.sink.now()) {
+        this.outstanding.set(token, { id: pushed.id, deadline });
+      } else {
+        this.outstanding.delete(token);
+      }
+    });
+  }
+
+  /**
+   * Whether the subscription's session ended elsewhere (closed over HTTP or by a connection of
+   * another server, or timed out): its deliveries were released then, as their job's history
+   * says. A stats operation first applies the timeouts that are due (R3), which on a quiet
+   * queue nothing else would. At most once per `sessionCheckMs`.
+   */
+  private async sessionEnded(): Promise<boolean> {
+    const { queue, log, sessionCheckMs } = this.settings;
+    this.nextSessionCheck = Date.now() + sessionCheckMs;
+    try {
+      await queue.execute([build.stats()]);
+      for (const [token, pushed] of [...this.outstanding]) {
+        const job = await queue.job(pushed.id);
+        if (job?.state === 'active' && job.token === token) return false;
+        const released = job?.history.some(
+          (attempt) => attempt.token === token && attempt.outcome === 'session-ended',
+        );
+        if (released === true) return true;
+      }
+    } catch (error) {
+      log.debug({ err: error, queue: queue.name }, 'could not look for the end of a session');
     }
+    return false;
   }
 }
 
 /** What the log says of a release: the connection was gone, or the job was never pushed. */
-const CLIENT_GONE = 'released, client gone';
-const NOT_PUSHED = 'released, not pushed';
+export const CLIENT_GONE = 'released, client gone';
+export const NOT_PUSHED = 'released, not pushed';
 
 /**
  * Deliveries reserved for a connection that is gone (or past its credit, or its buffer full) go
  * back at once, not at lease end, and unworked: nobody received them (R33).
  */
-async function release(
+export async function release(
   queue: Queue,
-  deliveries: Delivery[],
+  deliveries: readonly Pick<Delivery, 'id' | 'token'>[],
   log: FastifyBaseLogger,
   why: typeof CLIENT_GONE | typeof NOT_PUSHED,
 ) {
