@@ -219,7 +219,10 @@ export function refused(error: unknown, log: FastifyBaseLogger): WireOutcome & {
   return { ok: false, error: mapped.body.error };
 }
 
-/** Settlements are logged with the job id and the token (R17), as the single routes do. */
+/**
+ * Settlements are logged with the job id and the token (R17), and sessions' openings, closes
+ * and settlements with the session, as the single routes do.
+ */
 function logOutcome(
   log: FastifyBaseLogger,
   queue: string,
@@ -253,6 +256,31 @@ function logOutcome(
       break;
     case 'extend':
       line(operation.token, outcome.value === null ? 'stale extend' : 'extended');
+      break;
+    // Sessions settle and release jobs too: logged as the session routes log them.
+    case 'openSession':
+      log.info({ queue, session: outcome.value }, 'session opened');
+      break;
+    case 'closeSession':
+      log.info({ queue, session: operation.session, released: outcome.value }, 'session closed');
+      break;
+    case 'ackUpTo':
+      log.info(
+        { queue, session: operation.session, upToToken: operation.token, acked: outcome.value },
+        'acked up to',
+      );
+      break;
+    case 'nackUpTo':
+      log.info(
+        {
+          queue,
+          session: operation.session,
+          upToToken: operation.token,
+          nacked: outcome.value,
+          requeue: operation.requeue,
+        },
+        'nacked up to',
+      );
       break;
   }
 }

@@ -127,6 +127,38 @@ describe('logs', () => {
     for (const delivery of [a, b, c]) expect(all).not.toContain(delivery.receipt);
   });
 
+  it('logs sessions opened, settled and closed through an operation batch as the session routes do', async () => {
+    const { lines, logger } = capture();
+    server = await startTestServer({ logger });
+    const api = (path: string, body: unknown, method = 'POST') =>
+      call((server as TestServer).baseUrl, method, path, { body });
+    const batch = async (operations: unknown[]) =>
+      (await api('/v1/queues/s/operations', { operations })).body.results;
+    await api('/v1/queues/s', {}, 'PUT');
+    await api('/v1/queues/s/jobs/batch', { jobs: [{ id: 'a' }, { id: 'b' }, { id: 'c' }] });
+    const [opened] = await batch([{ type: 'openSession' }]);
+    const session = opened.value;
+    const [reserved] = await batch([{ type: 'reserve', max: 3, session }]);
+    const tokens = reserved.value.map((delivery: { token: number }) => delivery.token);
+    await batch([
+      { type: 'ackUpTo', session, token: tokens[0] },
+      { type: 'nackUpTo', session, token: tokens[1], requeue: false },
+      { type: 'closeSession', session },
+    ]);
+    const sessionLines = lines
+      .filter((line) => line.session !== undefined)
+      .map(({ msg, acked, nacked, released }) => ({ msg, acked, nacked, released }));
+    expect(sessionLines).toEqual([
+      { msg: 'session opened' },
+      { msg: 'acked up to', acked: 1 },
+      { msg: 'nacked up to', nacked: 1 },
+      { msg: 'session closed', released: 1 },
+    ]);
+    expect(
+      new Set(lines.filter((line) => line.session !== undefined).map((l) => l.session)).size,
+    ).toBe(1);
+  });
+
   it.each(['memory:', 'sqlite'])(
     'logs a nack that asked for a requeue as dead-lettered when its delivery was the last (R13), on %s',
     async (storage) => {
