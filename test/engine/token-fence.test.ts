@@ -31,7 +31,7 @@ async function reserveUpTo(
   nextToken: number,
 ) {
   const batch = new BatchContext('lease');
-  await fence(connection, batch, 'jobs', nextToken);
+  await fence.fenceTokens(connection, batch, 'jobs', nextToken);
   const synced = batch.needsSync;
   batch.committed();
   return { synced, answeredAtCommit: batch.answersBeforeSync };
@@ -81,10 +81,19 @@ describe('R21 R7 the SQLite token fence', () => {
     expect(row.raises).toEqual([13 + TOKEN_BLOCK]);
   });
 
+  it('a deleted queue is forgotten: the same name made again syncs its mark before trusting it', async () => {
+    const { connection } = markRow(0);
+    const fence = tokenFence();
+    expect((await reserveUpTo(fence, connection, 2)).synced).toBe(true);
+    expect((await reserveUpTo(fence, connection, 3)).synced).toBe(false);
+    fence.forgetQueue('jobs');
+    expect((await reserveUpTo(fence, connection, 4)).synced).toBe(true);
+  });
+
   it('a batch that never committed teaches nothing: the next one syncs again', async () => {
     const { connection } = markRow(0);
     const fence = tokenFence();
-    await fence(connection, new BatchContext('lease'), 'jobs', 2); // rolled back: no commit hooks
+    await fence.fenceTokens(connection, new BatchContext('lease'), 'jobs', 2); // rolled back: no commit hooks
     expect((await reserveUpTo(fence, connection, 2)).synced).toBe(true);
   });
 });

@@ -102,6 +102,8 @@ export interface SqlDialect {
     queue: string,
     nextToken: number,
   ) => Promise<void>;
+  /** Drops what `fenceTokens` keeps of a queue in this process, once it was deleted. */
+  forgetQueue?: (queue: string) => void;
   /**
    * A reserve and an ack as one statement each that commits itself (see Merge.direct), where
    * the storage can do the common case so; undefined where this case needs the general path.

@@ -187,6 +187,12 @@ export class SqlEngine implements Engine {
         name,
       ]);
       await forgetQueueRow(connection, batch, dialect, name);
+      // What this process keeps per queue goes with it: unique names made and deleted all day
+      // (a queue per tenant or per task) must not grow the process.
+      batch.afterCommit(() => {
+        this.access.boundsPrefetch.delete(name);
+        dialect.forgetQueue?.(name);
+      });
       await connection.run('DELETE FROM leaseq_jobs WHERE queue = ?', [name]);
       await connection.run('DELETE FROM leaseq_sessions WHERE queue = ?', [name]);
       await connection.run('DELETE FROM leaseq_acked WHERE queue = ?', [name]);

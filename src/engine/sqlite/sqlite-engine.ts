@@ -62,9 +62,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
     );
     // Only where some commits sync and others do not can a crash lose a token's commit alone.
     const fenced = connection.laterSync !== undefined;
-    const dialect: SqlDialect = fenced
-      ? { ...SQLITE_DIALECT, fenceTokens: tokenFence() }
-      : SQLITE_DIALECT;
+    const dialect: SqlDialect = fenced ? { ...SQLITE_DIALECT, ...tokenFence() } : SQLITE_DIALECT;
     await migrate(
       connection,
       dialect,

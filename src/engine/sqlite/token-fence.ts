@@ -16,9 +16,14 @@ import { TOKEN_BLOCK } from '../sql/token-block.js';
  * clean close (`lowerHighWater`) and raised again is a value never seen before, so it is synced
  * again before it is trusted.
  */
-export function tokenFence(): NonNullable<SqlDialect['fenceTokens']> {
+export function tokenFence(): Required<Pick<SqlDialect, 'fenceTokens' | 'forgetQueue'>> {
   const synced = new Map<string, number>();
-  return async (connection, batch, queue, nextToken) => {
+  const fenceTokens: NonNullable<SqlDialect['fenceTokens']> = async (
+    connection,
+    batch,
+    queue,
+    nextToken,
+  ) => {
     const [stored] = await connection.query<{ high: number }>(
       'SELECT token_high_water AS high FROM leaseq_queues WHERE name = ?',
       [queue],
@@ -38,6 +43,8 @@ export function tokenFence(): NonNullable<SqlDialect['fenceTokens']> {
     batch.syncBeforeAnswers();
     batch.afterCommit(() => synced.set(queue, mark));
   };
+  // A queue made again under the name reads its own mark, synced again before it is trusted.
+  return { fenceTokens, forgetQueue: (queue) => synced.delete(queue) };
 }
 
 /**
