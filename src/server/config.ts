@@ -175,6 +175,8 @@ export function loadConfig(sources: ConfigSources): ServerConfig {
   const problems: string[] = [];
   const config: Record<string, unknown> = { ...DEFAULT_CONFIG };
   const fileValues = readFile(sources.file, problems);
+  /** Where each setting given was given (the last that counts). */
+  const given = new Map<string, string>();
   for (const setting of SETTINGS) {
     const candidates: [unknown, string, boolean][] = [
       [fileValues[setting.name], sources.file?.path ?? '', false],
@@ -184,11 +186,13 @@ export function loadConfig(sources: ConfigSources): ServerConfig {
     for (const [raw, origin, fromText] of candidates) {
       if (raw === undefined) continue;
       const parsed = parseValue(setting.kind, raw, fromText);
-      if (parsed.ok) config[setting.name] = parsed.value;
-      else problems.push(`${setting.name}: ${parsed.problem} (from ${origin})`);
+      if (parsed.ok) {
+        config[setting.name] = parsed.value;
+        given.set(setting.name, origin);
+      } else problems.push(`${setting.name}: ${parsed.problem} (from ${origin})`);
     }
   }
-  problems.push(...crossChecks(config as unknown as ServerConfig));
+  problems.push(...crossChecks(config as unknown as ServerConfig, given));
   if (problems.length > 0) throw new ValidationError(problems);
   return config as unknown as ServerConfig;
 }
@@ -387,8 +391,16 @@ function grantProblems(grant: unknown, at: string): string[] {
   return problems;
 }
 
-function crossChecks(config: ServerConfig): string[] {
+function crossChecks(config: ServerConfig, given: ReadonlyMap<string, string>): string[] {
   const problems: string[] = [];
+  const durability = given.get('durability');
+  // Given for a storage it does not apply to, it would be dropped in silence (the library
+  // refuses the same).
+  if (durability !== undefined && !config.storage.startsWith('sqlite:')) {
+    problems.push(
+      `durability: applies to SQLite storage only, and storage is ${redactUrl(config.storage)} (from ${durability})`,
+    );
+  }
   if (config.keys.length === 0 && !isLoopback(config.host)) {
     problems.push(
       `host: ${config.host} is not a loopback address and no API keys are configured; configure keys or listen on 127.0.0.1`,

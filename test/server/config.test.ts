@@ -91,6 +91,28 @@ describe('loadConfig', () => {
     }
   });
 
+  it('refuses a durability given for a storage it does not apply to; the default goes unsaid', () => {
+    expect(
+      problems(() =>
+        loadConfig({
+          flags: { durability: 'os' },
+          env: { LEASEQ_STORAGE: 'postgres://u:secret@h:5432/db' },
+        }),
+      ),
+    ).toEqual([
+      'durability: applies to SQLite storage only, and storage is postgres://u:***@h:5432/db (from --durability)',
+    ]);
+    expect(
+      problems(() =>
+        loadConfig({ env: { LEASEQ_STORAGE: 'memory:', LEASEQ_DURABILITY: 'fsync' } }),
+      ),
+    ).toHaveLength(1);
+    expect(loadConfig({ env: { LEASEQ_STORAGE: 'memory:' } }).durability).toBe('fsync');
+    expect(loadConfig({ flags: { durability: 'os', storage: 'sqlite:./x.db' } }).durability).toBe(
+      'os',
+    );
+  });
+
   it('refuses a server as the storage in startServer too, naming the setting', async () => {
     await expect(
       startServer({ ...DEFAULT_CONFIG, storage: 'http://h:7700', port: 0 }),
