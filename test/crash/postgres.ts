@@ -49,6 +49,17 @@ export async function withPostgresClient<T>(
   }
 }
 
+/** The backends of engines opened with `application_name=app` that listen for wake-ups. */
+export async function listeningBackends(app: string): Promise<number[]> {
+  return withPostgresClient(async (client) => {
+    const { rows } = await client.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN %'`,
+      [app],
+    );
+    return rows.map((row) => row.pid);
+  });
+}
+
 /** A queue name no other run uses (the database is shared); the test deletes it at the end. */
 export function uniqueQueueName(label: string): string {
   const random = Math.floor(Math.random() * 36 ** 6).toString(36);

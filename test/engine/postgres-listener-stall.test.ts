@@ -2,7 +2,12 @@ import { connect, createServer, type Socket } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
 import { openEngine } from '../../src/engine/index.js';
-import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
+import {
+  listeningBackends,
+  POSTGRES_URL,
+  postgresSkipReason,
+  withPostgresClient,
+} from '../crash/postgres.js';
 
 /**
  * The wake-up listener's connection is lost while new connections to the database hang: the
@@ -57,15 +62,7 @@ async function stallingProxy() {
 }
 
 /** The backends of this test's engine that listen for wake-ups. */
-async function listeners(): Promise<number[]> {
-  return withPostgresClient(async (client) => {
-    const { rows } = await client.query<{ pid: number }>(
-      `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN %'`,
-      [APP],
-    );
-    return rows.map((row) => row.pid);
-  });
-}
+const listeners = () => listeningBackends(APP);
 
 /** Waits for `condition` for up to `ms`; whether it came. */
 async function within(ms: number, condition: () => Promise<boolean>): Promise<boolean> {

@@ -3,7 +3,12 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
 import type { QueueOptions } from '../../src/core/index.js';
 import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
-import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
+import {
+  listeningBackends,
+  POSTGRES_URL,
+  postgresSkipReason,
+  withPostgresClient,
+} from '../crash/postgres.js';
 
 /**
  * Receivers of one process hear other processes' publishes over a connection of its own
@@ -19,15 +24,7 @@ beforeAll(async () => {
 });
 
 /** The backends of this test's engine that listen for wake-ups. */
-async function listeners(): Promise<number[]> {
-  return withPostgresClient(async (client) => {
-    const { rows } = await client.query<{ pid: number }>(
-      `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN %'`,
-      [APP],
-    );
-    return rows.map((row) => row.pid);
-  });
-}
+const listeners = () => listeningBackends(APP);
 
 async function until(condition: () => Promise<boolean>): Promise<void> {
   while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 10));

@@ -1,15 +1,16 @@
 import fc from 'fast-check';
 import { expect } from 'vitest';
-import {
-  type InspectView,
-  LeaseqError,
-  type MoveJobsOptions,
-  type NackOptions,
-  type PublishInput,
-  type QueueOptions,
+import type {
+  InspectView,
+  MoveJobsOptions,
+  NackOptions,
+  PublishInput,
+  QueueOptions,
 } from '../../src/core/index.js';
 import type { Engine, QueueHandle } from '../../src/engine/index.js';
-import type { TokenRef } from './operations.js';
+import { settle, withoutUndefined } from './lockstep.js';
+import { laterSteps, type TokenRef } from './operations.js';
+import type { Outcome } from './shadow.js';
 
 /**
  * Queues linked by `deadLetterQueue` (R26), run side by side on two engines: the memory
@@ -331,19 +332,14 @@ const operation: fc.Arbitrary<LinkedOperation> = fc.oneof(
 
 /** Mostly the same tick or a little later, sometimes a jump past most windows and leases. */
 const time: fc.Arbitrary<LinkedTime> = fc.oneof(
-  ...(
-    [
-      [30, fc.constant(0)],
-      [15, fc.constant(1)],
-      [8, fc.integer({ min: 2, max: 5 })],
-      [3, fc.integer({ min: 6, max: 20 })],
-      [1, fc.integer({ min: 21, max: 80 })],
-      [2, fc.integer({ min: 100, max: 3000 })],
-    ] as const
-  ).map(([weight, by]) => ({
-    weight,
-    arbitrary: by.map((value) => ({ kind: 'later' as const, by: value })),
-  })),
+  ...laterSteps([
+    [30, fc.constant(0)],
+    [15, fc.constant(1)],
+    [8, fc.integer({ min: 2, max: 5 })],
+    [3, fc.integer({ min: 6, max: 20 })],
+    [1, fc.integer({ min: 21, max: 80 })],
+    [2, fc.integer({ min: 100, max: 3000 })],
+  ]),
   {
     weight: 4,
     arbitrary: fc.integer({ min: 0, max: 5 }).map((by) => ({ kind: 'own' as const, by })),
@@ -364,21 +360,6 @@ export const linkedStepArbitrary: fc.Arbitrary<LinkedStep> = fc.record({
 });
 
 // --- the two engines side by side ---------------------------------------------------------------
-
-/** A call's result, or its leaseq error as class and code (as lockstep.ts compares them). */
-type Outcome = { ok: true; value: unknown } | { ok: false; error: string };
-
-/** Copied from lockstep.ts (not exported there): a call's result, or its leaseq error. */
-async function settle(call: () => Promise<unknown>, side: string): Promise<Outcome> {
-  try {
-    return { ok: true, value: await call() };
-  } catch (error) {
-    if (error instanceof LeaseqError) return { ok: false, error: `${error.name} ${error.code}` };
-    throw new Error(`the ${side} threw something other than a leaseq error: ${error}`, {
-      cause: error,
-    });
-  }
-}
 
 /** One engine of the run: the engine, and a handle on each queue of the run (by name). */
 interface Side {
@@ -813,11 +794,6 @@ function jobKey(index: number, id: string): string {
 function splitKey(key: string): [number, string] {
   const slash = key.indexOf('/');
   return [Number(key.slice(0, slash)), key.slice(slash + 1)];
-}
-
-/** The spec as a caller writes it: keys without a value left out. */
-function withoutUndefined<T extends object>(spec: T): T {
-  return Object.fromEntries(Object.entries(spec).filter(([, value]) => value !== undefined)) as T;
 }
 
 function publishInput(spec: LinkedJob, now: number): PublishInput {

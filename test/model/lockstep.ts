@@ -379,7 +379,7 @@ export class Lockstep {
 }
 
 /** Runs a call on one side: its result, or its leaseq error as class and code. */
-async function settle(call: () => unknown, side: string): Promise<Outcome> {
+export async function settle(call: () => unknown, side: string): Promise<Outcome> {
   try {
     return { ok: true, value: await call() };
   } catch (error) {
@@ -391,7 +391,7 @@ async function settle(call: () => unknown, side: string): Promise<Outcome> {
 }
 
 /** The spec as a caller writes it: keys without a value left out. */
-function withoutUndefined<T extends object>(spec: T): T {
+export function withoutUndefined<T extends object>(spec: T): T {
   return Object.fromEntries(Object.entries(spec).filter(([, value]) => value !== undefined)) as T;
 }
 

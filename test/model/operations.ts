@@ -131,21 +131,26 @@ function sometimes<T>(
   );
 }
 
-/** Mostly the same tick or a little later, sometimes far, rarely invalid. */
-const timeStep: fc.Arbitrary<TimeStep> = fc.oneof(
-  ...(
-    [
-      [24, fc.constant(0)],
-      [12, fc.constant(1)],
-      [8, fc.integer({ min: 2, max: 3 })],
-      [4, fc.integer({ min: 4, max: 7 })],
-      [2, fc.integer({ min: 8, max: 15 })],
-      [1, fc.integer({ min: 16, max: 50 })],
-    ] as const
-  ).map(([weight, by]) => ({
+/** Steps `by` later than the clock, each amount with its weight. */
+export function laterSteps(
+  weighted: readonly (readonly [number, fc.Arbitrary<number>])[],
+): fc.WeightedArbitrary<{ kind: 'later'; by: number }>[] {
+  return weighted.map(([weight, by]) => ({
     weight,
     arbitrary: by.map((value) => ({ kind: 'later' as const, by: value })),
-  })),
+  }));
+}
+
+/** Mostly the same tick or a little later, sometimes far, rarely invalid. */
+const timeStep: fc.Arbitrary<TimeStep> = fc.oneof(
+  ...laterSteps([
+    [24, fc.constant(0)],
+    [12, fc.constant(1)],
+    [8, fc.integer({ min: 2, max: 3 })],
+    [4, fc.integer({ min: 4, max: 7 })],
+    [2, fc.integer({ min: 8, max: 15 })],
+    [1, fc.integer({ min: 16, max: 50 })],
+  ]),
   {
     weight: 1,
     arbitrary: fc.integer({ min: 1, max: 5 }).map((by) => ({ kind: 'behind' as const, by })),
