@@ -1,4 +1,5 @@
 import { type CliContext, EXIT, type Values } from './command.js';
+import { printJson } from './remote.js';
 
 /**
  * An input refused on its own (not a receipt, another queue's, a key without the right), as
@@ -30,12 +31,12 @@ export function eachInput<I, T>(
   );
 }
 
-export function isRefusal(result: unknown): result is Refusal {
+function isRefusal(result: unknown): result is Refusal {
   return typeof result === 'object' && result !== null && 'code' in result;
 }
 
 /** 1 when an input was refused; else 3 when any was not done (stale, absent); else 0. */
-export function exitForEach<T>(
+function exitForEach<T>(
   results: readonly (T | Refusal)[],
   notDone: (result: T) => boolean,
 ): number {
@@ -64,8 +65,50 @@ export function hintFor(code: string): string | undefined {
  * After the lines of the inputs refused, each refusal's hint once (as text only: --json output
  * is standard output's objects alone).
  */
-export function writeHints(results: readonly unknown[], values: Values, context: CliContext): void {
+function writeHints(results: readonly unknown[], values: Values, context: CliContext): void {
   if (values.json) return;
   const hints = new Set(results.filter(isRefusal).map((refusal) => hintFor(refusal.code)));
   for (const hint of hints) if (hint !== undefined) context.stderr.write(`(${hint})\n`);
+}
+
+/** How a command that acts on each input reports each one (see reportEach). */
+export interface EachReport<T> {
+  /** The input's field in --json lines. */
+  field: 'receipt' | 'id';
+  /** The input as a text line shows it. */
+  shown(input: string): string;
+  /** The text of a refusal, before the input: "not acked". */
+  refused: string;
+  /** The result's field in --json lines ("acked"). */
+  resultField: string;
+  /** The text line of a result. */
+  line(result: T, shown: string): string;
+  /** A result of an input not done (stale, absent): exit code 3. */
+  notDone(result: T): boolean;
+}
+
+/**
+ * Prints, in order, each input's result (stdout) or refusal (stderr, or a `{…, error}` line
+ * with --json), then the hints of the refusals; answers the exit code.
+ */
+export function reportEach<T>(
+  inputs: readonly string[],
+  results: readonly (T | Refusal)[],
+  report: EachReport<T>,
+  values: Values,
+  context: CliContext,
+): number {
+  inputs.forEach((input, index) => {
+    const result = results[index] as T | Refusal;
+    const shown = report.shown(input);
+    if (isRefusal(result)) {
+      if (values.json) printJson(context, { [report.field]: input, error: result });
+      else context.stderr.write(`${report.refused} ${shown}: ${result.code}: ${result.message}\n`);
+      return;
+    }
+    if (values.json) printJson(context, { [report.field]: input, [report.resultField]: result });
+    else context.stdout.write(`${report.line(result, shown)}\n`);
+  });
+  writeHints(results, values, context);
+  return exitForEach(results, report.notDone);
 }

@@ -1,8 +1,8 @@
 import { build } from '../../core/index.js';
 import type { Command } from '../command.js';
-import { eachInput, exitForEach, isRefusal, type Refusal, writeHints } from '../each-input.js';
+import { eachInput, reportEach } from '../each-input.js';
 import { positionals } from '../flags.js';
-import { printJson, withClient } from '../remote.js';
+import { withClient } from '../remote.js';
 
 export const cancel: Command = {
   name: 'cancel',
@@ -29,19 +29,20 @@ export const cancel: Command = {
     const results = await withClient(values, context, (client) =>
       eachInput(ids, (id) => client.handle(name).cancel(id, { remove })),
     );
-    ids.forEach((id, index) => {
-      const result = results[index] as boolean | Refusal;
-      if (isRefusal(result)) {
-        if (values.json) printJson(context, { id, error: result });
-        else context.stderr.write(`not cancelled ${id}: ${result.code}: ${result.message}\n`);
-        return;
-      }
-      if (values.json) printJson(context, { id, cancelled: result });
-      else {
-        context.stdout.write(`${result ? 'cancelled' : 'not cancelled (absent or dead)'} ${id}\n`);
-      }
-    });
-    writeHints(results, values, context);
-    return exitForEach(results, (cancelled) => !cancelled);
+    return reportEach(
+      ids,
+      results,
+      {
+        field: 'id',
+        shown: (id) => id,
+        refused: 'not cancelled',
+        resultField: 'cancelled',
+        line: (cancelled, id) =>
+          `${cancelled ? 'cancelled' : 'not cancelled (absent or dead)'} ${id}`,
+        notDone: (cancelled) => !cancelled,
+      },
+      values,
+      context,
+    );
   },
 };

@@ -1,8 +1,8 @@
 import { type Command, UsageError } from '../command.js';
-import { eachInput, exitForEach, isRefusal, type Refusal, writeHints } from '../each-input.js';
+import { eachInput, reportEach } from '../each-input.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
 import { formatTime } from '../format.js';
-import { printJson, withClient } from '../remote.js';
+import { withClient } from '../remote.js';
 
 export const ack: Command = {
   name: 'ack',
@@ -28,19 +28,20 @@ export const ack: Command = {
         return acked === true;
       }),
     );
-    receipts.forEach((receipt, index) => {
-      const result = results[index] as boolean | Refusal;
-      const shown = `${receipt.slice(0, 16)}…`;
-      if (isRefusal(result)) {
-        if (values.json) printJson(context, { receipt, error: result });
-        else context.stderr.write(`not acked ${shown}: ${result.code}: ${result.message}\n`);
-        return;
-      }
-      if (values.json) printJson(context, { receipt, acked: result });
-      else context.stdout.write(`${result ? 'acked' : 'stale'} ${shown}\n`);
-    });
-    writeHints(results, values, context);
-    return exitForEach(results, (acked) => !acked);
+    return reportEach(
+      receipts,
+      results,
+      {
+        field: 'receipt',
+        shown: shortReceipt,
+        refused: 'not acked',
+        resultField: 'acked',
+        line: (acked, shown) => `${acked ? 'acked' : 'stale'} ${shown}`,
+        notDone: (acked) => !acked,
+      },
+      values,
+      context,
+    );
   },
 };
 
@@ -95,19 +96,20 @@ export const nack: Command = {
     const results = await withClient(values, context, (client) =>
       eachInput(receipts, (receipt) => client.handle(name).nackReceipt(receipt, options)),
     );
-    receipts.forEach((receipt, index) => {
-      const result = results[index] as boolean | Refusal;
-      const shown = `${receipt.slice(0, 16)}…`;
-      if (isRefusal(result)) {
-        if (values.json) printJson(context, { receipt, error: result });
-        else context.stderr.write(`not nacked ${shown}: ${result.code}: ${result.message}\n`);
-        return;
-      }
-      if (values.json) printJson(context, { receipt, nacked: result });
-      else context.stdout.write(`${result ? nackOutcome(values) : 'stale'} ${shown}\n`);
-    });
-    writeHints(results, values, context);
-    return exitForEach(results, (nacked) => !nacked);
+    return reportEach(
+      receipts,
+      results,
+      {
+        field: 'receipt',
+        shown: shortReceipt,
+        refused: 'not nacked',
+        resultField: 'nacked',
+        line: (nacked, shown) => `${nacked ? nackOutcome(values) : 'stale'} ${shown}`,
+        notDone: (nacked) => !nacked,
+      },
+      values,
+      context,
+    );
   },
 };
 
@@ -135,22 +137,28 @@ export const extend: Command = {
     const results = await withClient(values, context, (client) =>
       eachInput(receipts, (receipt) => client.handle(name).extendReceipt(receipt, visibility)),
     );
-    receipts.forEach((receipt, index) => {
-      const result = results[index] as number | null | Refusal;
-      const shown = `${receipt.slice(0, 16)}…`;
-      if (isRefusal(result)) {
-        if (values.json) printJson(context, { receipt, error: result });
-        else context.stderr.write(`not extended ${shown}: ${result.code}: ${result.message}\n`);
-        return;
-      }
-      if (values.json) printJson(context, { receipt, deadline: result });
-      else if (result === null) context.stdout.write(`stale ${shown}\n`);
-      else context.stdout.write(`extended ${shown} until ${formatTime(result)}\n`);
-    });
-    writeHints(results, values, context);
-    return exitForEach(results, (deadline) => deadline === null);
+    return reportEach(
+      receipts,
+      results,
+      {
+        field: 'receipt',
+        shown: shortReceipt,
+        refused: 'not extended',
+        resultField: 'deadline',
+        line: (deadline, shown) =>
+          deadline === null ? `stale ${shown}` : `extended ${shown} until ${formatTime(deadline)}`,
+        notDone: (deadline) => deadline === null,
+      },
+      values,
+      context,
+    );
   },
 };
+
+/** A receipt as a line shows it: its start. */
+function shortReceipt(receipt: string): string {
+  return `${receipt.slice(0, 16)}…`;
+}
 
 function nackOutcome(values: { dead?: unknown; unworked?: unknown }): string {
   if (values.dead === true) return 'dead-lettered';
