@@ -16,6 +16,19 @@ function gated(h: Harness, options: WorkerOptions) {
   return { consumer, contexts, gate };
 }
 
+/**
+ * A started process holding job `a` under a session of 3000 ms, with a lease far longer than
+ * the session (never renewed): only the session's end can end it early.
+ */
+async function heldUnderSession(h: Harness) {
+  const held = gated(h, { session: { timeout: 3000 }, visibility: 60_000, renew: 'never' });
+  await h.queue.publish({ id: 'a' });
+  await held.consumer.worker.start();
+  await held.gate.arrivedAt(1);
+  const first = (await h.queue.inspect()).active[0]?.session;
+  return { ...held, first };
+}
+
 describeEngines(engines, 'consumer sessions', (open) => {
   it('receives under its session and keeps it alive with heartbeats (R16)', async () => {
     const h = await open();
@@ -68,16 +81,7 @@ describeEngines(engines, 'consumer sessions', (open) => {
     'heartbeats that fail (%s) past the session timeout: the worker counts its session ended, as the broker does, and opens a new one',
     async (mode) => {
       const h = await open();
-      // A lease far longer than the session: only the session's end can end it early.
-      const { consumer, contexts, gate } = gated(h, {
-        session: { timeout: 3000 },
-        visibility: 60_000,
-        renew: 'never',
-      });
-      await h.queue.publish({ id: 'a' });
-      await consumer.worker.start();
-      await gate.arrivedAt(1);
-      const first = (await h.queue.inspect()).active[0]?.session;
+      const { consumer, contexts, gate, first } = await heldUnderSession(h);
       expect(first).toBeDefined();
       consumer.faults.failHeartbeats({ mode });
       await h.advance(2900, { step: 100 });
@@ -107,15 +111,7 @@ describeEngines(engines, 'consumer sessions', (open) => {
 
   it('a heartbeat the broker heard, whose answer is read only after the next wake-up (a blocked event loop), keeps the session', async () => {
     const h = await open();
-    const { consumer, contexts, gate } = gated(h, {
-      session: { timeout: 3000 },
-      visibility: 60_000,
-      renew: 'never',
-    });
-    await h.queue.publish({ id: 'a' });
-    await consumer.worker.start();
-    await gate.arrivedAt(1);
-    const first = (await h.queue.inspect()).active[0]?.session;
+    const { consumer, contexts, gate, first } = await heldUnderSession(h);
     // The heartbeat at 1000 reaches the broker; its answer waits unread.
     consumer.faults.failHeartbeats({ mode: 'late', count: 1 });
     await h.advance(2900, { step: 100 });
