@@ -63,6 +63,7 @@ import {
   deadLetterCursor,
   resolveQueueOptions,
   sessionIdOf,
+  updatedQueueOptions,
 } from './validate.js';
 
 interface Release {
@@ -202,7 +203,7 @@ export class LeaseQueue {
    */
   reconfigure(options: QueueOptions): ResolvedQueueOptions {
     const retention = this.settings.retention;
-    this.settings = resolveQueueOptions({ ...this.settings, ...options });
+    this.settings = updatedQueueOptions(this.settings, options);
     if (this.settings.retention !== retention) this.rewatchExpiries();
     return this.options;
   }

@@ -246,7 +246,7 @@ const PARSERS: { [K in OperationType]: { fields: readonly string[]; parse: Parse
   purgeQueue: {
     fields: ['dead'],
     parse: (f, p) => {
-      const dead = f.dead ?? false;
+      const dead = given(f.dead, false);
       p.boolean('dead', dead);
       return { dead: dead as boolean };
     },
@@ -290,7 +290,7 @@ export function parseOperations(input: unknown): Operation[] {
   }
   const problems: string[] = [];
   const operations: Operation[] = [];
-  input.forEach((entry, index) => {
+  entriesOf(input).forEach((entry, index) => {
     try {
       operations.push(parseOperation(entry));
     } catch (error) {
@@ -329,7 +329,7 @@ export function checkedOperations(input: unknown): (Operation | ValidationError)
   if (!Array.isArray(input)) {
     throw new ValidationError(`operations must be an array, got ${show(input)}`);
   }
-  return input.map((entry: unknown) => {
+  return entriesOf(input).map((entry) => {
     if (typeof entry === 'object' && entry !== null && PARSED.has(entry)) return entry as Operation;
     try {
       return parseOperation(entry);
@@ -526,6 +526,14 @@ function validReserve(
 // --- field parsers ---------------------------------------------------------------------------
 
 /**
+ * The entries of an array from a caller, a hole read as the `undefined` it reads as: every, some,
+ * forEach and map skip holes, so a hole would pass every check and reach storage unchecked.
+ */
+function entriesOf(value: readonly unknown[]): unknown[] {
+  return Array.from(value);
+}
+
+/**
  * A field's value, or its default when it was left out. Only left out: `null` is a value, and
  * a wrong one where no option takes it (a bug's `requeue: null` must not quietly requeue).
  */
@@ -594,8 +602,9 @@ function tokenList(value: unknown, problems: Problems): readonly number[] {
     problems.list.push(`tokens must be an array, got ${show(value)}`);
     return [];
   }
-  if (!value.every(isToken)) for (const each of value) problems.positiveInteger('token', each);
-  return Object.freeze([...value]);
+  const tokens = entriesOf(value);
+  if (!tokens.every(isToken)) for (const each of tokens) problems.positiveInteger('token', each);
+  return Object.freeze(tokens) as readonly number[];
 }
 
 function reserveFields(fields: Fields, problems: Problems) {
@@ -671,10 +680,11 @@ function idList(value: unknown, problems: Problems): readonly string[] | undefin
     problems.list.push(`ids must be an array, got ${show(value)}`);
     return undefined;
   }
-  value.forEach((id, index) => {
+  const ids = entriesOf(value);
+  ids.forEach((id, index) => {
     problems.id(`ids[${index}]`, id);
   });
-  return Object.freeze([...value]);
+  return Object.freeze(ids) as readonly string[];
 }
 
 function cancelFields(fields: Fields, problems: Problems) {
@@ -718,11 +728,12 @@ function isValidJob(input: unknown): boolean {
   );
 }
 
-function publishJobs(value: unknown, name: string, problems: Problems): readonly PublishJob[] {
-  if (!Array.isArray(value)) {
-    problems.list.push(`${name} must be an array, got ${show(value)}`);
+function publishJobs(list: unknown, name: string, problems: Problems): readonly PublishJob[] {
+  if (!Array.isArray(list)) {
+    problems.list.push(`${name} must be an array, got ${show(list)}`);
     return [];
   }
+  const value = entriesOf(list);
   if (!value.every(isValidJob)) {
     value.forEach((input, index) => {
       const at = name === 'job' ? 'job' : `${name}[${index}]`;
@@ -743,8 +754,8 @@ function publishJobs(value: unknown, name: string, problems: Problems): readonly
   // The array is frozen, each job readonly by type only: a freeze per job made a publish of
   // many jobs to the memory engine cost about 5% more.
   return Object.freeze(
-    value.map(
-      (input: Fields): PublishJob => ({
+    (value as Fields[]).map(
+      (input): PublishJob => ({
         id: input.id as string | undefined,
         payload: input.payload,
         delay: (input.delay as number | undefined) ?? 0,

@@ -116,6 +116,25 @@ const QUEUE_OPTION_NAMES = new Set([
   'overflow',
 ]);
 
+/**
+ * The options after an update: only the options named change, and one given as `undefined`
+ * counts as not given (it keeps its value; `null` is how an option is cleared). Checked as
+ * resolveQueueOptions checks; anything but an object is refused.
+ */
+export function updatedQueueOptions(
+  current: ResolvedQueueOptions,
+  change: QueueOptions,
+): ResolvedQueueOptions {
+  const problems = new Problems();
+  if (!problems.object('options', change)) problems.throwIfAny();
+  const merged: Record<string, unknown> = { ...current };
+  for (const [name, value] of Object.entries(change)) {
+    // An unknown name is kept, whatever its value, so that it is refused.
+    if (value !== undefined || !QUEUE_OPTION_NAMES.has(name)) merged[name] = value;
+  }
+  return resolveQueueOptions(merged);
+}
+
 /** Fills defaults and checks every queue option; unknown names are refused too. */
 export function resolveQueueOptions(options: QueueOptions | undefined): ResolvedQueueOptions {
   const problems = new Problems();

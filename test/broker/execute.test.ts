@@ -62,6 +62,19 @@ describe.each(Object.keys(brokers))('execute on %s: operations made by hand', (k
     expect(await queue.stats()).toMatchObject({ ready: 0, active: 2 });
   });
 
+  it('R20 a hole in a batch answers alone with a ValidationError, as undefined would; the rest run', async () => {
+    const broker = await (brokers[kind] as () => Promise<Broker>)();
+    closing.push(() => broker.close());
+    const queue = await broker.queue(`hole-${Date.now()}`);
+    // [publish a, , publish c]: every, some, forEach and map pass over a hole.
+    const operations: Operation[] = [build.publish({ id: 'a' })];
+    operations[2] = build.publish({ id: 'c' });
+    const outcomes = await queue.execute(operations);
+    expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, false, true]);
+    expect(outcomes[1]).toMatchObject({ ok: false, error: expect.any(ValidationError) });
+    expect(await queue.stats()).toMatchObject({ ready: 2 });
+  });
+
   it('R20 a batch that is not an array is refused whole; a parsed operation runs as it is', async () => {
     const broker = await (brokers[kind] as () => Promise<Broker>)();
     closing.push(() => broker.close());

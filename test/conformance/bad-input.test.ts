@@ -13,6 +13,13 @@ type Call = (q: QueueHandle, session: string) => Promise<unknown>;
 const NOW = 9;
 // biome-ignore lint/suspicious/noExplicitAny: bad input on purpose, past the types
 const bad = (value: unknown): any => value;
+/** `[first, , last]`: a hole reads as undefined, though every, some, forEach and map skip it. */
+// biome-ignore lint/suspicious/noExplicitAny: bad input on purpose, past the types
+const holed = (first: unknown, last: unknown): any => {
+  const list = [first];
+  list[2] = last;
+  return list;
+};
 
 const CASES: [string, Call][] = [
   ['publish: a job that is a string', (q) => q.publish(NOW, bad('job'))],
@@ -104,6 +111,12 @@ const CASES: [string, Call][] = [
   ['redrive: a numeric id', (q) => q.redrive(NOW, bad(['c', 5]))],
   ['purge: ids that are a string', (q) => q.purge(NOW, bad('c'))],
   ['purge: an id of 257 characters', (q) => q.purge(NOW, ['c', 'x'.repeat(257)])],
+  ['purgeQueue: dead null', (q) => q.purgeQueue(NOW, { dead: bad(null) })],
+  ['publishBatch: a hole between two jobs', (q) => q.publishBatch(NOW, holed({ id: 'x' }, {}))],
+  ['ackMany: a hole between two live tokens', (q) => q.ackMany(NOW, holed(1, 2))],
+  ['redrive: a hole between two ids', (q) => q.redrive(NOW, holed('c', 'd'))],
+  ['purge: a hole between two ids', (q) => q.purge(NOW, holed('c', 'd'))],
+  ['moveJobs: a hole between two ids', (q) => q.moveJobs(NOW, { ids: holed('c', 'd') })],
 ];
 
 describeEngines(engines, (h) => {

@@ -204,6 +204,47 @@ describeEngines(engines, (h) => {
       );
     });
 
+    it('updateQueue: an option given as undefined keeps its value; null clears it', async () => {
+      const name = h.queueName('update-undefined');
+      const dlq = h.queueName('update-undefined-dlq');
+      await h.engine().queue(dlq);
+      const set = {
+        visibility: 100,
+        deadLetterQueue: dlq,
+        paused: true,
+        maxLength: 5,
+        retention: 60_000,
+      };
+      const q = await h.engine().queue(name, set);
+      const updated = { ...DEFAULTS, ...set, maxDeliveries: 3 };
+      expect(
+        await h.engine().updateQueue(name, {
+          maxDeliveries: 3,
+          visibility: undefined,
+          deadLetterQueue: undefined,
+          paused: undefined,
+          maxLength: undefined,
+          retention: undefined,
+        }),
+      ).toEqual(updated);
+      expect(await q.options()).toEqual(updated);
+      const { deadLetterQueue: _cleared, ...rest } = updated;
+      expect(await h.engine().updateQueue(name, { deadLetterQueue: null })).toEqual(rest);
+    });
+
+    it('updateQueue refuses options that are not an object and changes nothing', async () => {
+      const name = h.queueName('update-not-object');
+      const q = await h.engine().queue(name, { visibility: 5 });
+      for (const options of [null, 'x', 5, [{ visibility: 6 }]]) {
+        await expectRejection(
+          () => h.engine().updateQueue(name, bad(options)),
+          ValidationError,
+          'INVALID_ARGUMENT',
+        );
+      }
+      expect(await q.options()).toEqual({ ...DEFAULTS, visibility: 5 });
+    });
+
     it('updateQueue refuses bad options (ValidationError), a missing queue (NotFoundError) and bad names', async () => {
       const name = h.queueName('update-bad');
       const q = await h.engine().queue(name, { visibility: 5 });

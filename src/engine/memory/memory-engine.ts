@@ -22,7 +22,7 @@ import {
   type ResolvedQueueOptions,
   reschedulesReceivers,
 } from '../../core/index.js';
-import { resolveQueueOptions } from '../../core/validate.js';
+import { resolveQueueOptions, updatedQueueOptions } from '../../core/validate.js';
 import type {
   CancelListener,
   Engine,
@@ -94,7 +94,7 @@ export class MemoryEngine implements Engine, QueueLinks {
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
     this.checkOpen();
     const core = this.existing(name);
-    const next = resolveQueueOptions({ ...core.options, ...options });
+    const next = updatedQueueOptions(core.options, options);
     this.checkChain(name, next.deadLetterQueue);
     const resolved = core.reconfigure(options);
     // A queue resumed (R27) or given more room has jobs to hand out: receivers look again.

@@ -8,7 +8,7 @@ import {
   type QueueOptions,
   type ResolvedQueueOptions,
 } from '../../core/index.js';
-import { resolveQueueOptions } from '../../core/validate.js';
+import { resolveQueueOptions, updatedQueueOptions } from '../../core/validate.js';
 import type {
   CancelListener,
   Engine,
@@ -147,7 +147,7 @@ export class SqlEngine implements Engine {
     checkQueueName(name);
     return this.executor.submit(async (connection, batch) => {
       const row = await loadQueueRow(connection, batch, this.parts.dialect, name);
-      const next = resolveQueueOptions({ ...row.options, ...options });
+      const next = updatedQueueOptions(row.options, options);
       await checkChain(connection, batch, this.parts.dialect, name, next.deadLetterQueue);
       if (next.retention !== row.options.retention) {
         await rewriteExpiries(connection, name, next.retention);
