@@ -750,36 +750,49 @@ export class LeaseQueue {
 
   /**
    * R26: ready jobs (front first), then delayed ones, each to `to` or to its origin; a job the
-   * target cannot take (missing queue, id present there) stays.
+   * target cannot take (missing queue, id present there) stays. A group member that goes on as
+   * the one before it moves is a candidate of the next pass, so a group moves whole.
    */
   private moveJobsNow(now: number, op: MoveJobsOperation): number {
     const links = this.links;
     if (links === undefined) return 0;
-    const candidates =
-      op.ids === undefined
-        ? [...this.ready.values(), ...this.delayedInOrder()]
-        : op.ids.flatMap((id) => {
-            const job = this.jobs.get(id);
-            return job !== undefined && (job.state === 'ready' || job.state === 'delayed')
-              ? [job]
-              : [];
-          });
+    const named = op.ids === undefined ? undefined : new Set(op.ids);
+    const considered = new Set<JobRecord>();
     const moved = new Set<JobRecord>();
     const max = op.max ?? Number.POSITIVE_INFINITY;
-    for (const job of candidates) {
-      if (moved.size >= max) break;
-      const target = op.to ?? this.origins.get(job.id)?.queue;
-      if (target === undefined || target === this.name || moved.has(job)) continue;
-      if (!links.admit(target, now, { ...this.transferOf(job), origin: undefined })) continue;
-      moved.add(job);
-      this.forget(job.id);
-      this.unwatchExpiry(job);
-      if (job.state === 'delayed') this.delayed.remove(job);
-      // A moved job was its group's first member: the next one goes on (R24).
-      if (job.traits?.group !== undefined) this.leaveGroup(job.traits.group, now);
+    for (let groupWentOn = true; groupWentOn && moved.size < max; ) {
+      groupWentOn = false;
+      for (const job of this.movable(op.ids, named)) {
+        if (moved.size >= max) break;
+        if (considered.has(job)) continue;
+        considered.add(job);
+        const target = op.to ?? this.origins.get(job.id)?.queue;
+        if (target === undefined || target === this.name) continue;
+        if (!links.admit(target, now, { ...this.transferOf(job), origin: undefined })) continue;
+        moved.add(job);
+        this.forget(job.id);
+        this.unwatchExpiry(job);
+        if (job.state === 'delayed') this.delayed.remove(job);
+        // A moved job was its group's first member: the next one goes on (R24).
+        if (job.traits?.group !== undefined) {
+          this.leaveGroup(job.traits.group, now);
+          groupWentOn = true;
+        }
+      }
+      if (moved.size > 0) this.ready.removeWhere((job) => moved.has(job));
     }
-    if (moved.size > 0) this.ready.removeWhere((job) => moved.has(job));
     return moved.size;
+  }
+
+  /** The jobs moveJobs may move, in its order: ready then delayed, or those named, as named. */
+  private movable(ids: readonly string[] | undefined, named: Set<string> | undefined): JobRecord[] {
+    if (ids === undefined || named === undefined) {
+      return [...this.ready.values(), ...this.delayedInOrder()];
+    }
+    return ids.flatMap((id) => {
+      const job = this.jobs.get(id);
+      return job !== undefined && (job.state === 'ready' || job.state === 'delayed') ? [job] : [];
+    });
   }
 
   /**

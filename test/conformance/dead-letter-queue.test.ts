@@ -303,6 +303,37 @@ describeEngines(engines, (h) => {
       expect(await to.inspect()).toMatchObject({ ready: ['m1'] });
     });
 
+    it('R26 R24 moveJobs moves a group whole, in its order: each member goes on as the one before it moves', async () => {
+      const { dlq } = await linked(h);
+      const toName = h.queueName('to');
+      const to = await h.engine().queue(toName);
+      await dlq.publishBatch(0, [
+        { id: 'g1', group: 'g' },
+        { id: 'g2', group: 'g' },
+        { id: 'g3', group: 'g' },
+        { id: 'solo' },
+      ]);
+      expect(await dlq.inspect()).toMatchObject({ ready: ['g1', 'solo'], waiting: ['g2', 'g3'] });
+      // At most 2: g1 and solo in the first pass; g2, gone on, is left for a later call.
+      expect(await dlq.moveJobs(1, { to: toName, max: 2 })).toBe(2);
+      expect(await dlq.inspect()).toMatchObject({ ready: ['g2'], waiting: ['g3'] });
+      expect(await dlq.moveJobs(1, { to: toName })).toBe(2);
+      expect(await dlq.inspect()).toEqual(view(1));
+      expect(await to.inspect()).toMatchObject({ ready: ['g1', 'solo'], waiting: ['g2', 'g3'] });
+      // Named, a waiting member moves once the one before it has: all of a group by one call.
+      await dlq.publishBatch(1, [
+        { id: 'h1', group: 'h' },
+        { id: 'h2', group: 'h' },
+        { id: 'h3', group: 'h' },
+      ]);
+      expect(await dlq.moveJobs(1, { ids: ['h3', 'h2', 'h1'], to: toName })).toBe(3);
+      expect(await dlq.inspect()).toEqual(view(1));
+      expect(await to.inspect()).toMatchObject({
+        ready: ['g1', 'solo', 'h1'],
+        waiting: ['g2', 'g3', 'h2', 'h3'],
+      });
+    });
+
     it('R26 delayed jobs move too and arrive ready; active ones stay', async () => {
       const { dlq } = await linked(h);
       const toName = h.queueName('to');

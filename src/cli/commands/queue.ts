@@ -175,7 +175,8 @@ export const queueMove: Command = {
   details: [
     'Without --to, each job goes back to the queue it was dead-lettered from (jobs that came',
     'otherwise stay); ids, payloads and histories are kept, deliveryCount starts at 0.',
-    'Without ids, every ready job (front first), then every delayed one.',
+    'Without ids, every ready job (front first), then every delayed one; the jobs of a message',
+    'group move whole, in order (each goes on as the one before it moves).',
     '--to NAME   the queue to move to (needs the right to publish there)',
     '--max N     at most N jobs (default all)',
     'A job the target cannot take (no such queue, its id present there) stays.',

@@ -718,7 +718,8 @@ export class QueueOps extends JobMoves {
 
   /**
    * R26: ready jobs (front first), then delayed ones, each to `to` or to its origin queue; a
-   * job the target cannot take stays. The ready jobs left keep their order, renumbered.
+   * job the target cannot take stays, and a group moves whole (the next member goes on as the
+   * one before it moves). The ready jobs left keep their order, renumbered.
    */
   async moveJobs(now: number, op: MoveJobsOperation): Promise<number> {
     now = await this.advance(now);
@@ -728,28 +729,36 @@ export class QueueOps extends JobMoves {
     let moved = 0;
     let movedReady = false;
     const seen = new Set<string>();
-    for (const job of await this.movableJobs(op.ids)) {
-      if (moved >= max) break;
-      const target = op.to ?? job.origin_queue ?? undefined;
-      if (target === undefined || seen.has(job.id)) continue;
-      seen.add(job.id);
-      const transfer = {
-        id: job.id,
-        history: job.history,
-        origin: undefined,
-        priority: job.priority,
-        grp: job.grp,
-      };
-      if (!(await links.admit(this.q, target, now, transfer))) continue;
-      moved += 1;
-      if (job.state === 'ready') {
-        this.q.ready -= 1;
-        movedReady = true;
-      } else {
-        this.q.delayed -= 1;
+    // A group member that goes on as the one before it moves is a candidate of the next pass.
+    for (let groupWentOn = true; groupWentOn && moved < max; ) {
+      groupWentOn = false;
+      for (const job of await this.movableJobs(op.ids)) {
+        if (moved >= max) break;
+        if (seen.has(job.id)) continue;
+        seen.add(job.id);
+        const target = op.to ?? job.origin_queue ?? undefined;
+        if (target === undefined) continue;
+        const transfer = {
+          id: job.id,
+          history: job.history,
+          origin: undefined,
+          priority: job.priority,
+          grp: job.grp,
+        };
+        if (!(await links.admit(this.q, target, now, transfer))) continue;
+        moved += 1;
+        if (job.state === 'ready') {
+          this.q.ready -= 1;
+          movedReady = true;
+        } else {
+          this.q.delayed -= 1;
+        }
+        // A moved job was its group's first member: the next one goes on (R24).
+        if (job.grp !== null) {
+          await this.advanceGroup(job.grp, now);
+          groupWentOn = true;
+        }
       }
-      // A moved job was its group's first member: the next one goes on (R24).
-      if (job.grp !== null) await this.advanceGroup(job.grp, now);
     }
     if (movedReady) await this.renumberReady();
     return moved;
