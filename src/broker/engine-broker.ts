@@ -77,6 +77,15 @@ export class EngineBroker implements Broker {
     return this.wrap(await this.engine.queue(name, options));
   }
 
+  async ensureQueue(
+    name: string,
+    options?: QueueOptions,
+  ): Promise<{ queue: Queue; created: boolean }> {
+    this.checkOpen();
+    const { handle, created } = await this.engine.ensureQueue(name, options);
+    return { queue: this.wrap(handle), created };
+  }
+
   handle(name: string): Queue {
     this.checkOpen();
     return this.wrap(this.engine.handle(name));

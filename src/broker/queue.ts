@@ -173,6 +173,12 @@ export interface Broker {
   /** Opens (creating when missing) the named queue. See Engine.queue for options. */
   queue(name: string, options?: QueueOptions): Promise<Queue>;
   /**
+   * `queue`, saying whether this call created the queue: the storage decides, so of two
+   * processes creating one queue at once exactly one hears `created: true`. In-process brokers
+   * only (over HTTP, `PUT /v1/queues/{name}` answers the same).
+   */
+  ensureQueue?(name: string, options?: QueueOptions): Promise<{ queue: Queue; created: boolean }>;
+  /**
    * The named queue without reading or creating anything: its calls answer NOT_FOUND while no
    * queue of that name exists (for code that must not create one, as a server's lookups).
    */

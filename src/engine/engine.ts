@@ -150,6 +150,11 @@ export interface Engine extends ScheduleStore {
    * `options` name a value other than the stored one, fails with a ConflictError.
    */
   queue(name: string, options?: QueueOptions): Promise<QueueHandle>;
+  /** `queue`, saying whether this call created the queue (decided by the storage, atomically). */
+  ensureQueue(
+    name: string,
+    options?: QueueOptions,
+  ): Promise<{ handle: QueueHandle; created: boolean }>;
   /**
    * A handle on the named queue that neither reads nor creates anything: its calls reach the
    * queue of that name when they run, and answer NOT_FOUND while there is none.

@@ -1,5 +1,5 @@
 import type { Broker, Queue } from '../broker/index.js';
-import { NotFoundError, type QueueOptions } from '../core/index.js';
+import { checkSameOptions, NotFoundError, type QueueOptions } from '../core/index.js';
 
 /**
  * The queues the API serves. Unlike `Broker.queue`, looking a queue up never creates it: only
@@ -25,18 +25,29 @@ export class QueueDirectory {
     return this.remember(this.broker.handle(name));
   }
 
-  /** Whether the queue exists (opened here, or in the storage). */
-  async exists(name: string): Promise<boolean> {
-    return (
-      this.open.has(name) || (await this.broker.listQueues()).some((info) => info.name === name)
-    );
-  }
-
-  /** Opens the queue, creating it when missing; `created` says which. */
+  /**
+   * Opens the queue, creating it when missing; `created` says which. The storage decides (a
+   * queue opened here may have been deleted by another process since, or be created by one
+   * at the same time), where the broker can say; otherwise it is read first.
+   */
   async create(name: string, options: QueueOptions): Promise<{ queue: Queue; created: boolean }> {
-    const existed = await this.exists(name);
+    if (this.broker.ensureQueue !== undefined) {
+      const { queue, created } = await this.broker.ensureQueue(name, options);
+      return { queue: this.remember(queue), created };
+    }
+    const existed = (await this.broker.listQueues()).some((info) => info.name === name);
     const queue = await this.broker.queue(name, options);
     return { queue: this.remember(queue), created: !existed };
+  }
+
+  /**
+   * Opens the queue only if the storage holds it (NOT_FOUND otherwise, nothing created), and
+   * checks `options` against its stored ones as `create` would (CONFLICT).
+   */
+  async openStored(name: string, options: QueueOptions): Promise<Queue> {
+    const queue = this.broker.handle(name);
+    checkSameOptions(name, await queue.options(), options);
+    return this.remember(queue);
   }
 
   async delete(name: string): Promise<boolean> {

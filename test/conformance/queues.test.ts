@@ -204,6 +204,21 @@ describeEngines(engines, (h) => {
       );
     });
 
+    it('ensureQueue says whether this call created the queue; a conflict creates nothing', async () => {
+      const name = h.queueName('ensure');
+      const first = await h.engine().ensureQueue(name, { visibility: 5 });
+      expect(first.created).toBe(true);
+      expect(await first.handle.options()).toEqual({ ...DEFAULTS, visibility: 5 });
+      expect((await h.engine().ensureQueue(name)).created).toBe(false);
+      await expectRejection(
+        () => h.engine().ensureQueue(name, { visibility: 6 }),
+        ConflictError,
+        'CONFLICT',
+      );
+      expect(await h.engine().deleteQueue(name)).toBe(true);
+      expect((await h.engine().ensureQueue(name, { visibility: 7 })).created).toBe(true);
+    });
+
     it('updateQueue: an option given as undefined keeps its value; null clears it', async () => {
       const name = h.queueName('update-undefined');
       const dlq = h.queueName('update-undefined-dlq');

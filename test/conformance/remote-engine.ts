@@ -182,6 +182,14 @@ export class RemoteEngine implements Engine {
     return new RemoteHandle(this, queue);
   }
 
+  async ensureQueue(
+    name: string,
+    options?: QueueOptions,
+  ): Promise<{ handle: QueueHandle; created: boolean }> {
+    const { created } = await this.read(() => this.client.createQueue(name, options));
+    return { handle: this.handle(name), created };
+  }
+
   handle(name: string): QueueHandle {
     return new RemoteHandle(this, this.client.handle(name));
   }

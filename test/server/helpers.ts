@@ -1,4 +1,4 @@
-import type { Broker, Clock } from '../../src/broker/index.js';
+import type { Broker, Clock, Queue } from '../../src/broker/index.js';
 import { open } from '../../src/index.js';
 import { type AppOptions, createApp } from '../../src/server/index.js';
 
@@ -16,6 +16,26 @@ export interface TestServerOptions extends Omit<AppOptions, 'broker'> {
   url?: string;
   /** The broker's clock, e.g. a ManualClock. */
   clock?: Clock;
+}
+
+/**
+ * `real` with every queue it hands out (opened, created or looked up) passed through `wrap`:
+ * faults and holds for tests, whichever way a server reaches the queue.
+ */
+export function withWrappedQueues(real: Broker, wrap: (queue: Queue) => Queue): Broker {
+  const ensureQueue = real.ensureQueue?.bind(real);
+  return Object.assign(Object.create(real), {
+    queue: async (...args: Parameters<Broker['queue']>) => wrap(await real.queue(...args)),
+    handle: (name: string) => wrap(real.handle(name)),
+    ...(ensureQueue === undefined
+      ? {}
+      : {
+          ensureQueue: async (...args: Parameters<typeof ensureQueue>) => {
+            const { queue, created } = await ensureQueue(...args);
+            return { queue: wrap(queue), created };
+          },
+        }),
+  });
 }
 
 /** A real server on a free loopback port over a fresh storage. */

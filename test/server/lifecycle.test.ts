@@ -2,12 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import type { Broker } from '../../src/broker/index.js';
 import { ClosedError, type PublishInput } from '../../src/core/index.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { open } from '../../src/index.js';
 import { DEFAULT_CONFIG, type ServerConfig, startServer } from '../../src/server/index.js';
-import { call } from './helpers.js';
+import { call, withWrappedQueues } from './helpers.js';
 
 const config = (overrides: Partial<ServerConfig> = {}): ServerConfig => ({
   ...DEFAULT_CONFIG,
@@ -37,18 +36,15 @@ async function heldBroker() {
   const publishing = new Promise<void>((resolve) => {
     entered = resolve;
   });
-  const broker: Broker = Object.assign(Object.create(real), {
-    queue: async (name: string) => {
-      const queue = await real.queue(name);
-      return Object.assign(Object.create(queue), {
-        publish: async (input: PublishInput) => {
-          entered();
-          await held;
-          return queue.publish(input);
-        },
-      });
-    },
-  });
+  const broker = withWrappedQueues(real, (queue) =>
+    Object.assign(Object.create(queue), {
+      publish: async (input: PublishInput) => {
+        entered();
+        await held;
+        return queue.publish(input);
+      },
+    }),
+  );
   return { broker, real, release, publishing };
 }
 

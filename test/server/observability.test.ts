@@ -3,11 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
-import type { Broker } from '../../src/broker/index.js';
-import type { QueueOptions } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
-import { call, startTestServer, type TestServer } from './helpers.js';
+import { call, startTestServer, type TestServer, withWrappedQueues } from './helpers.js';
 
 let server: TestServer | undefined;
 
@@ -212,12 +210,11 @@ describe('logs', () => {
   it('logs internal errors in full but tells the client only "internal error"', async () => {
     const { lines, logger } = capture();
     const real = await open('memory:');
-    const broker: Broker = Object.assign(Object.create(real), {
-      queue: async (name: string, options?: QueueOptions) =>
-        Object.assign(Object.create(await real.queue(name, options)), {
-          stats: () => Promise.reject(new Error('secret detail: /var/lib/leaseq')),
-        }),
-    });
+    const broker = withWrappedQueues(real, (queue) =>
+      Object.assign(Object.create(queue), {
+        stats: () => Promise.reject(new Error('secret detail: /var/lib/leaseq')),
+      }),
+    );
     const app = await createApp({ broker, logger });
     const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
     try {

@@ -8,7 +8,7 @@ import type { Operation, Outcome } from '../../src/core/index.js';
 import { open, silentLogger, work } from '../../src/index.js';
 import { createApp, DEFAULT_CONFIG, startServer } from '../../src/server/index.js';
 import type { OutcomeRecord } from '../../src/worker/job.js';
-import { startTestServer } from '../server/helpers.js';
+import { startTestServer, withWrappedQueues } from '../server/helpers.js';
 import { type Frame, FrameClient } from './frames.js';
 
 // Shutdown of a stream connection (docs/stream.md, docs/operations.md "Shutdown"): frames in
@@ -57,10 +57,7 @@ function gated(real: Broker) {
         return outcomes;
       },
     });
-  const broker: Broker = Object.assign(Object.create(real), {
-    handle: (name: string) => wrap(real.handle(name)),
-    queue: async (...args: Parameters<Broker['queue']>) => wrap(await real.queue(...args)),
-  });
+  const broker = withWrappedQueues(real, wrap);
   return {
     broker,
     held,

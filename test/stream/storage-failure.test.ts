@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Broker, ReceiveOptions } from '../../src/broker/index.js';
+import type { ReceiveOptions } from '../../src/broker/index.js';
 import { RemoteBroker } from '../../src/client/index.js';
-import { type QueueOptions, StorageUnavailableError } from '../../src/core/index.js';
+import { StorageUnavailableError } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
+import { withWrappedQueues } from '../server/helpers.js';
 
 const closing: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -14,17 +15,14 @@ afterEach(async () => {
 async function serveFailingOnce(): Promise<string> {
   const real = await open('memory:');
   let failures = 1;
-  const broker: Broker = Object.assign(Object.create(real), {
-    queue: async (name: string, options?: QueueOptions) => {
-      const queue = await real.queue(name, options);
-      return Object.assign(Object.create(queue), {
-        receive: (receive: ReceiveOptions) =>
-          failures-- > 0
-            ? Promise.reject(new StorageUnavailableError('the storage is down (test)'))
-            : queue.receive(receive),
-      });
-    },
-  });
+  const broker = withWrappedQueues(real, (queue) =>
+    Object.assign(Object.create(queue), {
+      receive: (receive: ReceiveOptions) =>
+        failures-- > 0
+          ? Promise.reject(new StorageUnavailableError('the storage is down (test)'))
+          : queue.receive(receive),
+    }),
+  );
   const app = await createApp({ broker, receiptSecret: 'test-secret-of-at-least-32-characters' });
   closing.push(
     () => real.close(),

@@ -59,6 +59,13 @@ export class MemoryEngine implements Engine, QueueLinks {
   private closed = false;
 
   async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
+    return (await this.ensureQueue(name, options)).handle;
+  }
+
+  async ensureQueue(
+    name: string,
+    options?: QueueOptions,
+  ): Promise<{ handle: QueueHandle; created: boolean }> {
     this.checkOpen();
     checkQueueName(name);
     // Bad options are refused as such, whether or not the queue exists (not as a conflict).
@@ -73,10 +80,10 @@ export class MemoryEngine implements Engine, QueueLinks {
       if (floor !== undefined) core.continueCounters(floor);
       core.connect(name, this);
       this.queues.set(name, core);
-    } else {
-      checkSameOptions(name, core.options, options);
+      return { handle: this.handle(name), created: true };
     }
-    return this.handle(name);
+    checkSameOptions(name, core.options, options);
+    return { handle: this.handle(name), created: false };
   }
 
   handle(name: string): MemoryQueue {

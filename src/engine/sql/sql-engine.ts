@@ -116,10 +116,17 @@ export class SqlEngine implements Engine {
   }
 
   async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
+    return (await this.ensureQueue(name, options)).handle;
+  }
+
+  async ensureQueue(
+    name: string,
+    options?: QueueOptions,
+  ): Promise<{ handle: QueueHandle; created: boolean }> {
     this.checkOpen();
     checkQueueName(name);
     const resolved = resolveQueueOptions(options);
-    await this.executor.submit(async (connection, batch) => {
+    const created = await this.executor.submit(async (connection, batch) => {
       // After a deletion of the same name under way elsewhere has committed: the new row then
       // continues the counters that deletion left (R6), not older ones.
       await this.lockQueueName(connection, name);
@@ -127,13 +134,14 @@ export class SqlEngine implements Engine {
       if (stored === undefined) {
         await checkChain(connection, batch, this.parts.dialect, name, resolved.deadLetterQueue);
       }
-      const created = await insertQueueRow(connection, name, resolved);
-      const existing = created ? resolved : await readQueueOptions(connection, batch, name);
-      if (existing === undefined) return;
-      if (!created) checkSameOptions(name, existing, options);
+      const inserted = await insertQueueRow(connection, name, resolved);
+      const existing = inserted ? resolved : await readQueueOptions(connection, batch, name);
+      if (existing === undefined) return false;
+      if (!inserted) checkSameOptions(name, existing, options);
       this.access.boundsPrefetch.set(name, Number.isFinite(existing.prefetch));
+      return inserted;
     });
-    return this.handle(name);
+    return { handle: this.handle(name), created };
   }
 
   handle(name: string): QueueHandle {

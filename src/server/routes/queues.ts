@@ -1,7 +1,14 @@
-import type { QueueOptions, ResolvedQueueOptions } from '../../core/index.js';
+import type { Queue } from '../../broker/index.js';
+import {
+  NotFoundError,
+  type QueueOptions,
+  type ResolvedQueueOptions,
+  type ValidationError,
+} from '../../core/index.js';
 import { boundsFromWire, boundsToWire } from '../../wire/index.js';
 import { authorizeDeadLetterQueue } from '../auth.js';
 import { defaultVisibilityProblem } from '../limits.js';
+import type { QueueDirectory } from '../queue-directory.js';
 import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
 import { arrayOf, object, queueName, queueParams } from '../schemas.js';
 
@@ -56,12 +63,15 @@ export function queueRoutes(services: Services): RouteSpec[] {
         if (typeof options.deadLetterQueue === 'string') {
           authorizeDeadLetterQueue(principal, options.deadLetterQueue);
         }
-        // An existing queue keeps the lease it has; only a new one would take the default (so
-        // the storage is asked only where that default is above the limit).
+        // An existing queue keeps the lease it has; only a new one would take the default. Where
+        // that default is above the limit, only a queue the storage holds is opened: none is
+        // created, even if another process deletes it meanwhile.
         const tooLong =
           options.visibility === undefined ? defaultVisibilityProblem(limits) : undefined;
-        if (tooLong !== undefined && !(await queues.exists(params.name))) throw tooLong;
-        const { queue, created } = await queues.create(params.name, options);
+        const { queue, created } =
+          tooLong === undefined
+            ? await queues.create(params.name, options)
+            : await openedOrTooLong(queues, params.name, options, tooLong);
         reply.status(created ? 201 : 200);
         return { ...view(queue.name, await queue.options()), created };
       },
@@ -109,4 +119,19 @@ export function queueRoutes(services: Services): RouteSpec[] {
       },
     }),
   ];
+}
+
+/** The queue as the storage holds it, or `tooLong` when there is none (nothing is created). */
+async function openedOrTooLong(
+  queues: QueueDirectory,
+  name: string,
+  options: QueueOptions,
+  tooLong: ValidationError,
+): Promise<{ queue: Queue; created: false }> {
+  try {
+    return { queue: await queues.openStored(name, options), created: false };
+  } catch (error) {
+    if (error instanceof NotFoundError) throw tooLong;
+    throw error;
+  }
 }
