@@ -1,6 +1,6 @@
 import type { Engine, ScheduleRecord } from '../engine/index.js';
 import type { Clock } from './clock.js';
-import { dueOccurrence, occurrenceId } from './schedule-times.js';
+import { dueOccurrence, nextOccurrence, occurrenceId } from './schedule-times.js';
 
 /** One occurrence a scheduler pass published. */
 export interface PublishedOccurrence {
@@ -26,7 +26,10 @@ interface ScheduleFailure extends ScheduleRef {
 }
 
 export interface SchedulerOptions {
-  /** How often the loop looks for due occurrences (ms). Default 1000. */
+  /**
+   * The longest the loop waits between passes (ms), so that it sees schedules set meanwhile.
+   * It passes at each occurrence of the schedules it knows too. Default 1000.
+   */
   intervalMs?: number;
 }
 
@@ -34,8 +37,8 @@ export interface SchedulerOptions {
  * Publishes the due occurrences of the schedules stored in the engine (R25). Several schedulers
  * over one storage (processes, servers) publish each occurrence once: the stored last
  * occurrence moves by compare and set, and only the scheduler that moved it publishes (its job
- * id holds its time). `runOnce()` is one pass; `start()` runs passes every `intervalMs` on the
- * broker's Clock.
+ * id holds its time). `runOnce()` is one pass; `start()` runs a pass at each occurrence of the
+ * schedules (and at least every `intervalMs`) on the broker's Clock.
  */
 export class Scheduler {
   private readonly stopping = new AbortController();
@@ -79,34 +82,52 @@ export class Scheduler {
     const signal = this.stopping.signal;
     this.loop = (async () => {
       while (!signal.aborted) {
+        let wait = interval;
         try {
-          const { failures } = await this.pass();
+          const { failures, nextAt } = await this.pass();
           for (const { error, queue, name } of failures) onError(error, { queue, name });
+          // At the next occurrence, not an interval after this pass ended: an interval's sleep
+          // after a pass that took time could pass over an occurrence, and only the latest due
+          // one is published. A schedule that failed is tried again after the interval.
+          // (nextAt is after the time each schedule was looked at, so this ends.)
+          if (failures.length === 0) {
+            wait = Math.max(0, Math.min(interval, nextAt - this.clock.now()));
+          }
         } catch (error) {
           onError(error);
         }
-        await this.clock.sleep(interval, signal);
+        await this.clock.sleep(wait, signal);
       }
     })();
   }
 
-  private async pass(): Promise<{ published: PublishedOccurrence[]; failures: ScheduleFailure[] }> {
+  /** `nextAt`: the first occurrence of any schedule after the time the pass looked at it. */
+  private async pass(): Promise<{
+    published: PublishedOccurrence[];
+    failures: ScheduleFailure[];
+    nextAt: number;
+  }> {
     const published: PublishedOccurrence[] = [];
     const failures: ScheduleFailure[] = [];
+    let nextAt = Number.POSITIVE_INFINITY;
     for (const schedule of await this.engine.listSchedules()) {
+      const now = this.clock.now();
+      nextAt = Math.min(nextAt, nextOccurrence(schedule, now));
       try {
-        const occurrence = await this.fire(schedule);
+        const occurrence = await this.fire(schedule, now);
         if (occurrence !== undefined) published.push(occurrence);
       } catch (error) {
         failures.push({ queue: schedule.queue, name: schedule.name, error });
       }
     }
-    return { published, failures };
+    return { published, failures, nextAt };
   }
 
   /** Publishes the schedule's due occurrence, if any and if this scheduler records it first. */
-  private async fire(schedule: ScheduleRecord): Promise<PublishedOccurrence | undefined> {
-    const now = this.clock.now();
+  private async fire(
+    schedule: ScheduleRecord,
+    now: number,
+  ): Promise<PublishedOccurrence | undefined> {
     const at = dueOccurrence(schedule, now);
     if (at === undefined) return undefined;
     const id = occurrenceId(schedule.name, at);

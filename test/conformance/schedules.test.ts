@@ -179,6 +179,31 @@ describeEngines(engines, (h) => {
       ]);
     });
 
+    it('R25 a running scheduler passes at each occurrence, not an interval after its last pass: none is passed over', async () => {
+      const name = h.deleteAfter(h.queueName('sched'));
+      const clock = new ManualClock(T0);
+      const broker = new EngineBroker(h.engine(), { clock });
+      const q = await broker.queue(name);
+      await q.schedule('tick', 1000);
+      const scheduler = broker.scheduler({ intervalMs: 10_000 });
+      scheduler.start();
+      try {
+        for (let k = 1; k <= 4; k++) {
+          // Landing on the occurrence, or a little past it as a busy process would.
+          clock.set(T0 + k * 1000 + (k % 2) * 300);
+          await vi.waitFor(async () => expect((await q.stats()).ready).toBe(k));
+        }
+      } finally {
+        await scheduler.stop();
+      }
+      expect((await q.inspect()).ready).toEqual([
+        'tick@2026-11-30T08:30:01.000Z',
+        'tick@2026-11-30T08:30:02.000Z',
+        'tick@2026-11-30T08:30:03.000Z',
+        'tick@2026-11-30T08:30:04.000Z',
+      ]);
+    });
+
     it('R25 after downtime only the latest missed occurrence is published', async () => {
       const name = h.deleteAfter(h.queueName('sched'));
       const clock = new ManualClock(T0);
