@@ -19,7 +19,7 @@ import {
 } from './auth.js';
 import { browserRefusal } from './browser-guard.js';
 import { mapError, ServerError } from './errors.js';
-import { answerClientError, answerFrameworkError } from './framework-errors.js';
+import { answerClientError, answerExpectation, answerFrameworkError } from './framework-errors.js';
 import { checkJsonBody, DEFAULT_LIMITS, type Limits, LongPollGate } from './limits.js';
 import { ServerMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
@@ -39,7 +39,7 @@ import { sessionRoutes } from './routes/sessions.js';
 import { buildSchemas, limitBehind, object } from './schemas.js';
 import type { SqsSettings } from './sqs/context.js';
 import { registerSqs } from './sqs/register.js';
-import { registerStream } from './stream/stream-endpoint.js';
+import { HttpRequest, registerStream } from './stream/stream-endpoint.js';
 import { registerDashboard } from './ui/dashboard.js';
 import { VERSION } from './version.js';
 
@@ -110,7 +110,14 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
     // A job id of 256 characters, percent-encoded, fits.
     routerOptions: { maxParamLength: 4096 },
     requestTimeout: limits.maxWaitMs + REQUEST_TIMEOUT_MARGIN_MS,
-    http: { connectionsCheckingInterval: TIMEOUT_CHECK_MS },
+    http: {
+      connectionsCheckingInterval: TIMEOUT_CHECK_MS,
+      // Only a WebSocket upgrade is one; other Upgrade headers are ignored (see HttpRequest).
+      IncomingMessage: HttpRequest,
+      // Node would answer an HTTP/1.1 request without Host with an empty 400: the onRequest
+      // hook refuses it in the API's shape.
+      requireHostHeader: false,
+    },
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     ajv: {
@@ -131,6 +138,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
     clientErrorHandler: answerClientError,
   });
   app.server.headersTimeout = HEADERS_TIMEOUT_MS;
+  app.server.on('checkExpectation', answerExpectation);
   // JSON only: any other content type is 415.
   app.removeContentTypeParser('text/plain');
   readStrictUtf8Json(app);
@@ -161,6 +169,8 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
 }
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+/** The JSON text of a request's body, from its parsing until its check (preValidation). */
+const bodyTexts = new WeakMap<FastifyRequest, string>();
 
 /**
  * JSON bodies as Fastify reads them, but bytes that are not UTF-8 are refused rather than read
@@ -192,13 +202,20 @@ function readStrictUtf8Json(app: FastifyInstance): void {
       done(new ValidationError('the request body is not well-formed UTF-8'), undefined);
       return;
     }
+    // Kept for the preValidation hook: only the text shows a number JSON.parse changed as sent.
+    bodyTexts.set(request, text);
     parseJson(request, text, done);
   });
 }
 
 function installHooks(app: FastifyInstance, services: Services): void {
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     if (services.shutdown.aborted) throw new ClosedError('the server is shutting down');
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      // As Node would (RFC 9112 §3.2): refused, and the connection closed after the answer.
+      reply.raw.shouldKeepAlive = false;
+      throw new ValidationError('an HTTP/1.1 request needs a Host header (RFC 9112)');
+    }
     const refusal = browserRefusal(request.method, request.headers, services.access.enabled);
     if (refusal !== undefined) throw new ServerError('FORBIDDEN', refusal);
     const encoding = request.headers['content-encoding'];
@@ -213,7 +230,10 @@ function installHooks(app: FastifyInstance, services: Services): void {
     return endWithNewline(reply, payload);
   });
   app.addHook('preValidation', async (request) => {
-    checkJsonBody(request.body, services.limits.maxJsonDepth);
+    const text = bodyTexts.get(request);
+    bodyTexts.delete(request);
+    checkJsonBody(request.body, services.limits.maxJsonDepth, 'refuse', text);
+    checkQueryGivenOnce(request);
   });
   app.addHook('onResponse', async (request, reply) => {
     request.log.debug(
@@ -336,6 +356,24 @@ function endWithNewline(reply: FastifyReply, payload: unknown): unknown {
   const type = reply.getHeader('content-type');
   const json = typeof type === 'string' && type.startsWith('application/json');
   return json && typeof payload === 'string' && !payload.endsWith('\n') ? `${payload}\n` : payload;
+}
+
+/**
+ * A parameter a route names that is given more than once (`?limit=1&limit=2`) comes as a list,
+ * which its schema would refuse as not a string: said as it is instead. Parameters the route
+ * does not name are left to its schema (unknown), and routes without one ignore them all.
+ */
+function checkQueryGivenOnce(request: FastifyRequest): void {
+  const schema = request.routeOptions.schema?.querystring as
+    | { properties?: Record<string, unknown> }
+    | undefined;
+  if (schema?.properties === undefined) return;
+  for (const [name, value] of Object.entries(request.query as Record<string, unknown>)) {
+    if (Array.isArray(value) && Object.hasOwn(schema.properties, name)) {
+      const times = value.length === 2 ? 'twice' : `${value.length} times`;
+      throw new ValidationError(`querystring.${name} is given ${times}; give it once`);
+    }
+  }
 }
 
 /** Every schema problem of a request, in one INVALID_ARGUMENT error. */

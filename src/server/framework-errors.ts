@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { type ErrorBody, type ErrorCode, mapError, STATUS_BY_CODE } from './errors.js';
@@ -64,6 +65,26 @@ function clientAnswer(code: string | undefined): { status: number; body: ErrorBo
     return answer('HEADERS_TOO_LARGE', 'the request line and headers are larger than 16 KiB');
   }
   return answer('INVALID_ARGUMENT', 'the request is not valid HTTP/1.1');
+}
+
+/**
+ * A request whose Expect header asks for more than `100-continue`, the one expectation HTTP
+ * defines: refused with 417 as Node does (RFC 9110 §10.1.1), but in the API's shape rather than
+ * with an empty body. Its body is not read: the connection closes after the answer.
+ */
+export function answerExpectation(request: IncomingMessage, response: ServerResponse): void {
+  const asked = JSON.stringify(String(request.headers.expect).slice(0, 64));
+  const { body } = answer(
+    'INVALID_ARGUMENT',
+    `the Expect header asks for ${asked}, which this server cannot meet: it knows only 100-continue; send the request without it`,
+  );
+  const text = `${JSON.stringify(body)}\n`;
+  response.writeHead(417, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    connection: 'close',
+  });
+  response.end(text);
 }
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {

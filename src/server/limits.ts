@@ -79,8 +79,10 @@ export class LongPollGate {
  * Refuses a parsed body nested deeper than `maxDepth`, walking without recursion so that the
  * check itself cannot overflow the stack (deep values would break every later serialization),
  * and one holding a number that JSON.parse did not keep exactly: one beyond the doubles
- * (`1e400`, parsed as Infinity, which would be stored as null) or an integer beyond 2^53
+ * (`1e400`, parsed as Infinity, which would be stored as null), a nonzero one too small for
+ * them (`1e-400`, parsed as 0; seen only with `text`) or an integer beyond 2^53
  * (`12345678901234567890`, whose last digits are gone). Payloads are kept exactly or refused.
+ * `text`, the JSON the value was parsed from, lets a refusal quote the number as it was sent.
  * A `__proto__` key, or a `constructor` holding `prototype`, is refused too (`prototypeKeys`
  * 'refuse'): merged into an object by whoever reads it, it would change what every object
  * inherits. 'keep' is for a protocol whose keys are names it looks up safely itself.
@@ -89,11 +91,14 @@ export function checkJsonBody(
   value: unknown,
   maxDepth: number,
   prototypeKeys: 'refuse' | 'keep' = 'refuse',
+  text?: string,
 ): void {
+  let sawZero = false;
   const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     if (typeof item.value === 'number') {
-      checkExactNumber(item.value);
+      if (item.value === 0) sawZero = true;
+      else checkExactNumber(item.value, text);
       continue;
     }
     if (typeof item.value !== 'object' || item.value === null) continue;
@@ -103,6 +108,13 @@ export function checkJsonBody(
     }
     if (prototypeKeys === 'refuse') checkNoPrototypeKeys(item.value);
     for (const child of Object.values(item.value)) stack.push({ value: child, depth });
+  }
+  // A 0 may have been written as a number too small for a double: only the text tells.
+  if (sawZero && text !== undefined && UNDERFLOW_HINT.test(text)) {
+    const written = numbersIn(text).find(underflows);
+    if (written !== undefined) {
+      throw inexact(`${shown(written)}, which is not 0 but too small for a double and reads as 0`);
+    }
   }
 }
 
@@ -124,12 +136,51 @@ function checkNoPrototypeKeys(value: object): void {
   }
 }
 
-function checkExactNumber(value: number): void {
+/**
+ * A nonzero number that reads as 0 has a negative exponent or, written out, hundreds of zeros
+ * after its point: the text of a body with neither is not searched.
+ */
+const UNDERFLOW_HINT = /[eE]-|\.0{300}/;
+/** The strings (taken whole, so that no digits inside one are taken) and numbers of JSON text. */
+const JSON_TOKEN = /"[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+
+/** The numbers of well-formed JSON text, as written. */
+function numbersIn(text: string): string[] {
+  return (text.match(JSON_TOKEN) ?? []).filter((token) => !token.startsWith('"'));
+}
+
+/** `1e-400` reads as 0 though its digits are not all zeros (`0e-400` and `-0` are 0 as written). */
+function underflows(written: string): boolean {
+  return Number(written) === 0 && /[1-9]/.test(written.split(/[eE]/)[0] as string);
+}
+
+function checkExactNumber(value: number, text: string | undefined): void {
   if (Number.isFinite(value) && (!Number.isInteger(value) || Number.isSafeInteger(value))) return;
-  const shown = Number.isFinite(value) ? String(value) : 'a number beyond ±1.8e308';
-  throw new ValidationError(
-    `the body holds ${shown}: to be kept exactly, a number must be finite and, when whole, ` +
-      'at most 2^53 - 1 in magnitude; send others as strings',
+  // Quoted as the client wrote it: the parsed value is not (123456789012345678 reads as
+  // 123456789012345680).
+  const written =
+    text === undefined ? undefined : numbersIn(text).find((each) => Number(each) === value);
+  if (!Number.isFinite(value)) {
+    throw inexact(
+      written === undefined
+        ? 'a number beyond the doubles (±1.8e308)'
+        : `${shown(written)}, beyond the doubles (±1.8e308)`,
+    );
+  }
+  throw inexact(
+    `${written === undefined ? String(value) : shown(written)}, a whole number beyond 2^53 - 1`,
+  );
+}
+
+/** A number as written, cut short when long. */
+function shown(written: string): string {
+  return written.length <= 40 ? written : `${written.slice(0, 32)}… (${written.length} characters)`;
+}
+
+function inexact(what: string): ValidationError {
+  return new ValidationError(
+    `the body holds ${what}: to be kept exactly, a number must be finite, not too small to ` +
+      'tell from 0 and, when whole, at most 2^53 - 1 in magnitude; send others as strings',
   );
 }
 

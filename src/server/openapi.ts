@@ -2,27 +2,46 @@ import { STATUS_BY_CODE } from './errors.js';
 import type { RouteSpec } from './route.js';
 import { errorBody, type JsonSchema } from './schemas.js';
 
+/** Expectation Failed: an Expect header other than 100-continue (answered with INVALID_ARGUMENT). */
+const EXPECTATION_FAILED = 417;
+
+/**
+ * What any request may be answered with, whatever its route: refused as a request (400: no
+ * Host, a malformed URL or query; 408: too slow; 417; 431), as one a web page may not send or,
+ * on a keyless server, as one naming a host that is not loopback (403), for a compressed body
+ * (415), or a failure (500) and shutdown (503).
+ */
+const ANY_REQUEST: readonly number[] = [
+  STATUS_BY_CODE.INVALID_ARGUMENT,
+  STATUS_BY_CODE.FORBIDDEN,
+  STATUS_BY_CODE.REQUEST_TIMEOUT,
+  STATUS_BY_CODE.UNSUPPORTED_MEDIA_TYPE,
+  EXPECTATION_FAILED,
+  STATUS_BY_CODE.HEADERS_TOO_LARGE,
+  STATUS_BY_CODE.INTERNAL,
+  STATUS_BY_CODE.CLOSED,
+];
+
 /** Which error statuses a route can answer with, by what it does. */
 function errorStatuses(route: RouteSpec): number[] {
-  const statuses = new Set<number>([STATUS_BY_CODE.INTERNAL, STATUS_BY_CODE.CLOSED]);
-  if (route.access !== 'public') {
-    statuses.add(STATUS_BY_CODE.UNAUTHENTICATED);
-    statuses.add(STATUS_BY_CODE.FORBIDDEN);
-  }
+  const statuses = new Set<number>(ANY_REQUEST);
+  if (route.access !== 'public') statuses.add(STATUS_BY_CODE.UNAUTHENTICATED);
   if (route.body !== undefined || route.params !== undefined || route.query !== undefined) {
-    statuses.add(STATUS_BY_CODE.INVALID_ARGUMENT);
     statuses.add(STATUS_BY_CODE.NOT_FOUND);
   }
-  if (route.body !== undefined) {
+  // A path segment over the router's limit.
+  if (route.params !== undefined) statuses.add(STATUS_BY_CODE.URI_TOO_LONG);
+  // A DELETE's body is read too, when it has one.
+  if (route.body !== undefined || route.method === 'DELETE') {
     statuses.add(STATUS_BY_CODE.PAYLOAD_TOO_LARGE);
-    statuses.add(STATUS_BY_CODE.UNSUPPORTED_MEDIA_TYPE);
   }
   if (route.url.includes('/sessions')) statuses.add(STATUS_BY_CODE.SESSION_CLOSED);
   if (route.url.endsWith('/receive')) {
     statuses.add(STATUS_BY_CODE.SESSION_CLOSED);
     statuses.add(STATUS_BY_CODE.TOO_MANY_REQUESTS);
   }
-  if (route.method === 'PUT') statuses.add(STATUS_BY_CODE.CONFLICT);
+  // Other options than the stored ones; a dead-letter chain that loops back (R26).
+  if (route.method === 'PUT' || route.method === 'PATCH') statuses.add(STATUS_BY_CODE.CONFLICT);
   // A publish beyond a queue's maxLength (R31): QUEUE_FULL.
   if (route.access === 'publish') statuses.add(STATUS_BY_CODE.QUEUE_FULL);
   return [...statuses].sort((a, b) => a - b);

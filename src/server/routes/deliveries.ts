@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Queue } from '../../broker/index.js';
 import { build, type Delivery, type NackOptions } from '../../core/index.js';
 import { deliveryToWire } from '../../wire/index.js';
-import { type ErrorBody, mapError } from '../errors.js';
+import { type ErrorBody, mapError, ServerError } from '../errors.js';
 import { checkQueueVisibility } from '../limits.js';
 import { nackFate, type QueueLookup } from '../operation-runner.js';
 import type { ReceiptClaim } from '../receipts.js';
@@ -34,8 +34,19 @@ type EntryResult<T> = T | ErrorBody;
 export function deliveryRoutes(services: Services): RouteSpec[] {
   const { queues, schemas, receipts, longPolls, limits } = services;
   const entryError = (errorBody.properties as { error: JsonSchema }).error;
+  /** Every receipt's claim; the first one not issued for `queue` refuses them all, by its index. */
   const verifyAll = (queue: string, list: readonly string[]) =>
-    list.map((receipt) => receipts.verify(queue, receipt));
+    list.map((receipt, index) => {
+      try {
+        return receipts.verify(queue, receipt);
+      } catch (error) {
+        if (!(error instanceof ServerError)) throw error;
+        throw new ServerError(
+          error.code,
+          `receipts[${index}]: ${error.message}; no receipt of the batch was acked`,
+        );
+      }
+    });
 
   return [
     route<ReceiveBody>({
@@ -63,7 +74,9 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
           leave?.();
         }
         if (clientGone()) {
-          await releaseUnsent(queue, deliveries, log);
+          // Auto-acked jobs were removed as they were taken (R22): there is nothing to give back.
+          if (body.ack === 'auto') logLost(log, queue, deliveries);
+          else await releaseUnsent(queue, deliveries, log);
           return { deliveries: [] };
         }
         for (const delivery of deliveries) {
@@ -104,7 +117,7 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
       method: 'POST',
       url: '/v1/queues/:name/ack/batch',
       summary:
-        'Ack a batch of deliveries; any receipt not issued for this queue refuses the whole batch',
+        'Ack a batch of deliveries; any receipt not issued for this queue refuses the whole batch, naming its index',
       tag: TAG,
       access: 'consume',
       params: queueParams,
@@ -152,16 +165,14 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
       ),
       async handle({ params, body, log }) {
         const queue = await queues.existing(params.name);
-        const claims = verifyAll(
-          queue.name,
-          body.entries.map((entry) => entry.receipt),
-        );
         const results: EntryResult<{ nacked: boolean }>[] = [];
-        for (const [index, claim] of claims.entries()) {
+        // A receipt not issued for this queue is its entry's error alone.
+        for (const entry of body.entries) {
           results.push(
-            await perEntry(log, async () => ({
-              nacked: await nackOne(queue, queues, claim, body.entries[index] as NackEntry, log),
-            })),
+            await perEntry(log, async () => {
+              const claim = receipts.verify(queue.name, entry.receipt);
+              return { nacked: await nackOne(queue, queues, claim, entry, log) };
+            }),
           );
         }
         return { results };
@@ -201,17 +212,14 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
       ),
       async handle({ params, body, log }) {
         const queue = await queues.existing(params.name);
-        const claims = verifyAll(
-          queue.name,
-          body.entries.map((entry) => entry.receipt),
-        );
         const results: EntryResult<{ deadline: number | null }>[] = [];
-        for (const [index, claim] of claims.entries()) {
-          const visibility = (body.entries[index] as ExtendEntry).visibility;
+        // A receipt not issued for this queue is its entry's error alone.
+        for (const entry of body.entries) {
           results.push(
-            await perEntry(log, async () => ({
-              deadline: await extendOne(queue, claim, visibility, log),
-            })),
+            await perEntry(log, async () => {
+              const claim = receipts.verify(queue.name, entry.receipt);
+              return { deadline: await extendOne(queue, claim, entry.visibility, log) };
+            }),
           );
         }
         return { results };
@@ -255,6 +263,19 @@ async function releaseUnsent(queue: Queue, deliveries: Delivery[], log: FastifyB
     const released = outcomes[index]?.ok === true && outcomes[index].value === true;
     logOutcome(log, queue, delivery, released ? 'released, client gone' : 'stale release');
   });
+}
+
+/**
+ * An auto-ack receive whose client went away: its jobs were removed as they were taken, at most
+ * once (R22), and cannot be put back. Each is logged, so that the loss is seen.
+ */
+function logLost(log: FastifyBaseLogger, queue: Queue, deliveries: readonly Delivery[]): void {
+  for (const delivery of deliveries) {
+    log.warn(
+      { queue: queue.name, jobId: delivery.id, token: delivery.token },
+      'auto-acked job lost: its client went away before the answer (at most once, R22)',
+    );
+  }
 }
 
 async function perEntry<T>(log: FastifyBaseLogger, run: () => Promise<T>): Promise<EntryResult<T>> {

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import { IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
@@ -10,6 +10,33 @@ import { StreamConnection } from './stream-connection.js';
 
 /** Where clients open the stream: `ws://host:port/v1/stream`. */
 export const STREAM_PATH = '/v1/stream';
+
+/** Node's own reading of a request: it asks for an upgrade (or is a CONNECT). */
+const UPGRADE_ASKED = Symbol('upgradeAsked');
+
+/** The one upgrade this server makes, as `ws` takes it: `Upgrade: websocket`. */
+function asksWebSocket(request: IncomingMessage): boolean {
+  return request.headers.upgrade?.toLowerCase() === 'websocket';
+}
+
+/**
+ * The requests of the app's HTTP server. Node hands the socket of any request that asks for an
+ * upgrade to the server's 'upgrade' listener, which the stream needs; here only a WebSocket
+ * upgrade (or a CONNECT) counts as one. Any other, such as the `Upgrade: h2c` that
+ * `curl --http2` sends, is served as the plain HTTP/1.1 request it also is (RFC 9110 §7.8: a
+ * server may ignore an Upgrade it does not support). Node asks `upgrade` only once the request
+ * line and headers are read.
+ */
+export class HttpRequest extends IncomingMessage {}
+Object.defineProperty(HttpRequest.prototype, 'upgrade', {
+  get(this: HttpRequest & { [UPGRADE_ASKED]?: boolean | null }): boolean {
+    return this[UPGRADE_ASKED] === true && (this.method === 'CONNECT' || asksWebSocket(this));
+  },
+  set(this: { [UPGRADE_ASKED]?: boolean | null }, value: boolean | null) {
+    this[UPGRADE_ASKED] = value;
+  },
+  configurable: true,
+});
 
 /** Cuts the stream connections of an app still answering frames (see `cutStreams`). */
 const cutters = new WeakMap<FastifyInstance, () => void>();
@@ -52,8 +79,24 @@ export function registerStream(
     services.metrics.stream.upgradeRefused(error.code);
     refuseUpgrade(socket, status, error);
   };
+  // Node's parser drops the bytes that came after a request it took for an upgrade, which
+  // HttpRequest then serves as plain HTTP (a pipelined request would be lost): its answer closes
+  // the connection, so that the client sends any other request again.
+  app.server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
+    if ((request as { [UPGRADE_ASKED]?: boolean | null })[UPGRADE_ASKED] === true) {
+      response.shouldKeepAlive = false;
+    }
+  });
   app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (request.url ?? '').split('?')[0];
+    if (!asksWebSocket(request)) {
+      // Not reached while the server's requests are HttpRequest: refused plainly, not as a route.
+      refuse(socket, 400, {
+        code: 'INVALID_ARGUMENT',
+        message: `this server does not upgrade to ${JSON.stringify((request.headers.upgrade ?? '').slice(0, 64))}; send the request without the Upgrade header (curl: --http1.1)`,
+      });
+      return;
+    }
     if (path !== STREAM_PATH) {
       refuse(socket, 404, { code: 'NOT_FOUND', message: 'no such route' });
       return;
@@ -151,6 +194,7 @@ function refuseUpgrade(
 }
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
