@@ -241,6 +241,11 @@ describe('the stream: bad frames get a typed error frame and change nothing', ()
       '{"type":"batch","id":1,"queue":"jobs","operations":[{"type":"publish","jobs":[{"payload":12345678901234567890}]}]}',
       'at most 2^53 - 1',
     ],
+    [
+      'a payload number too small for a double, which would read as 0',
+      '{"type":"batch","id":1,"queue":"jobs","operations":[{"type":"publish","jobs":[{"payload":[0,1e-400]}]}]}',
+      '1e-400, which is not 0 but too small for a double',
+    ],
   ];
 
   it.each(BAD)('%s', async (_name, frame, message) => {

@@ -185,9 +185,11 @@ export class StreamConnection {
     if (this.ending !== undefined) return;
     const { metrics } = this.context.services;
     let value: unknown;
+    let text: string;
     try {
       if (isBinary) throw new ValidationError('frames are JSON text, not binary');
-      value = JSON.parse(String(data));
+      text = String(data);
+      value = JSON.parse(text);
     } catch (error) {
       metrics.stream.frameReceived('invalid');
       this.refuse(
@@ -198,7 +200,8 @@ export class StreamConnection {
     }
     let frame: ClientFrame;
     try {
-      checkJsonBody(value, this.context.services.limits.maxJsonDepth);
+      // With its text: a number JSON.parse changed (1e-400 read as 0) is seen only there.
+      checkJsonBody(value, this.context.services.limits.maxJsonDepth, 'refuse', text);
       frame = clientFrameFromWire(value);
     } catch (error) {
       metrics.stream.frameReceived('invalid');
