@@ -1,3 +1,5 @@
+import { ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 import type { Worker } from './worker.js';
 
 export interface CloseOnSignalsOptions {
@@ -13,12 +15,15 @@ export interface CloseOnSignalsOptions {
  * Closes the worker gracefully on the first of `signals`; a second signal while it closes
  * releases the remaining jobs at once. Returns the removal of the listeners. While the
  * listeners are installed the signals no longer end the process by themselves: the process
- * ends when its work is done (or when `onClosed` ends it).
+ * ends when its work is done (or when `onClosed` ends it). Bad options are a ValidationError
+ * here, before any listener is installed: found only at the signal, they would leave the
+ * process running with its signals taken and its worker not closing.
  */
 export function closeOnSignals(
   worker: Pick<Worker, 'close'>,
   options: CloseOnSignalsOptions = {},
 ): () => void {
+  checkOptions(options);
   const { signals = ['SIGTERM', 'SIGINT'], timeout = 30_000, onClosed } = options;
   let first = true;
   const listener = () => {
@@ -35,4 +40,35 @@ export function closeOnSignals(
   return () => {
     for (const signal of signals) process.off(signal, listener);
   };
+}
+
+const OPTION_NAMES = new Set(['signals', 'timeout', 'onClosed']);
+
+function checkOptions(options: unknown): asserts options is CloseOnSignalsOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError(`closeOnSignals: options must be an object, got ${show(options)}`);
+  }
+  const issues: string[] = [];
+  for (const name of Object.keys(options)) {
+    if (!OPTION_NAMES.has(name)) issues.push(`unknown option ${JSON.stringify(name)}`);
+  }
+  const { signals, timeout, onClosed } = options as Record<string, unknown>;
+  if (timeout !== undefined && (!Number.isSafeInteger(timeout) || (timeout as number) < 0)) {
+    issues.push(`timeout must be an integer ≥ 0 (ms), got ${show(timeout)}`);
+  }
+  if (
+    signals !== undefined &&
+    (!Array.isArray(signals) ||
+      signals.length === 0 ||
+      !signals.every((signal) => typeof signal === 'string' && /^SIG[A-Z0-9]+$/.test(signal)))
+  ) {
+    issues.push(
+      `signals must be a non-empty list of signal names ('SIGTERM'), got ${show(signals)}`,
+    );
+  }
+  if (onClosed !== undefined && typeof onClosed !== 'function') {
+    issues.push(`onClosed must be a function, got ${show(onClosed)}`);
+  }
+  if (issues.length > 0)
+    throw new ValidationError(issues.map((issue) => `closeOnSignals: ${issue}`));
 }

@@ -3,6 +3,7 @@ import type { Queue } from '../../src/broker/queue.js';
 import { ClosedError, ValidationError } from '../../src/core/index.js';
 import { Gate, type Harness, silentLogger } from '../../src/testing/index.js';
 import {
+  type CloseOnSignalsOptions,
   closeOnSignals,
   type JobContext,
   Worker,
@@ -178,6 +179,29 @@ describeEngines(engines.slice(0, 1), 'closeOnSignals', (open) => {
     remove();
     expect(process.listenerCount('SIGTERM')).toBe(before);
     expect(process.listenerCount('SIGINT')).toBe(beforeInt);
+  });
+
+  it('bad options are a ValidationError at once, before any listener is installed', async () => {
+    const h = await open();
+    const { consumer } = await busy(h, ['a']);
+    const before = process.listenerCount('SIGTERM');
+    const bad: unknown[] = [
+      { timeout: 20_000.5 },
+      { timeout: -1 },
+      { timeout: Number.NaN },
+      { signals: [] },
+      { signals: ['TERM'] },
+      { onClosed: 'close' },
+      { timeot: 5000 },
+      null,
+    ];
+    for (const options of bad) {
+      expect(() => closeOnSignals(consumer.worker, options as CloseOnSignalsOptions)).toThrow(
+        ValidationError,
+      );
+    }
+    expect(process.listenerCount('SIGTERM')).toBe(before);
+    expect(consumer.worker.state).toBe('running');
   });
 
   it('a second signal releases the remaining jobs at once', async () => {
