@@ -88,13 +88,17 @@ export function errorFromWire(error: WireError): CodedError<string> {
 }
 
 /**
- * The stream connection to the server dropped while a call was in flight: the call may or may
- * not have taken effect. Retryable: the client reconnects (with backoff) at the next call.
+ * The connection to the server dropped while a call was in flight (the stream, or an HTTP
+ * request that went out and got no answer): the call may or may not have taken effect.
+ * Retryable: the client connects again (over the stream, with backoff) at the next call.
  */
 export class ConnectionLostError extends CodedError<'CONNECTION_LOST'> {
   readonly code = 'CONNECTION_LOST' as const;
   readonly retryable = true;
-  constructor(message = 'the stream connection to the server was lost') {
-    super(message);
+  constructor(
+    message = 'the stream connection to the server was lost',
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
   }
 }

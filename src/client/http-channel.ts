@@ -1,4 +1,4 @@
-import { build } from '../core/index.js';
+import { build, ClosedError } from '../core/index.js';
 import {
   operationToWire,
   type WireDelivery,
@@ -94,6 +94,7 @@ export class HttpChannel implements Channel {
       const chunk = Math.min(Math.max(0, until - Date.now()), maxWaitMs);
       const started = Date.now();
       let answer: { deliveries: WireDelivery[] };
+      const open = !this.http.closed;
       try {
         answer = await this.http.request('POST', `${queuePath(queue)}/receive`, {
           body: { ...reserve, wait: chunk },
@@ -101,7 +102,10 @@ export class HttpChannel implements Channel {
           ...(signal === undefined ? {} : { signal }),
         });
       } catch (error) {
+        // Its own signal, or closing the client, ends a waiting receive with an empty answer
+        // (RemoteBroker.close); a receive made after the close fails with CLOSED.
         if (error instanceof RequestAborted) return [];
+        if (error instanceof ClosedError && open && this.http.closed) return [];
         throw error;
       }
       // An empty answer before the wait ran out means the server stopped waiting (shutdown).

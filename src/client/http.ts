@@ -5,7 +5,7 @@ import {
   StorageUnavailableError,
   ValidationError,
 } from '../core/index.js';
-import { errorFromResponse } from './errors.js';
+import { ConnectionLostError, errorFromResponse } from './errors.js';
 import { type Exchange, type ExchangeRequest, NodeHttpSender } from './node-transport.js';
 
 export type Fetch = typeof fetch;
@@ -26,7 +26,10 @@ export interface RequestOptions {
   waitMs?: number;
 }
 
-/** Thrown when a request was cut by the caller's signal or by closing the client. */
+/**
+ * Thrown when a request was cut by the caller's own signal (a receive's); closing the client
+ * fails its requests in flight with ClosedError instead.
+ */
 export class RequestAborted extends CodedError<'ABORTED'> {
   readonly code = 'ABORTED' as const;
   constructor() {
@@ -70,7 +73,7 @@ export class HttpTransport {
     return this.closing.signal.aborted;
   }
 
-  /** Aborts every request in flight; later requests fail with CLOSED. */
+  /** Cuts every request in flight, which fails with CLOSED as later requests do. */
   close(): void {
     this.closing.abort();
     this.nodeSender?.close();
@@ -83,9 +86,8 @@ export class HttpTransport {
       [this.closing.signal, options.signal],
       this.timeoutMs + (options.waitMs ?? 0),
     );
-    let response: Exchange;
-    try {
-      response = await this.send(`${this.baseUrl}${path}`, {
+    const exchange = () =>
+      this.send(`${this.baseUrl}${path}`, {
         method,
         headers:
           options.body === undefined
@@ -94,9 +96,35 @@ export class HttpTransport {
         ...(text === undefined ? {} : { body: text }),
         signal: link.signal,
       });
+    let response: Exchange;
+    try {
+      try {
+        response = await exchange();
+      } catch (error) {
+        // A read changes nothing, so it is sent again once when its answer was lost: a
+        // keep-alive connection the server closed as the request went out fails that way.
+        if (method !== 'GET' || link.aborted() || link.timedOut() || !answerLost(error)) {
+          throw error;
+        }
+        response = await exchange();
+      }
     } catch (error) {
+      if (this.closed) throw new ClosedError('the client is closed');
       if (link.aborted()) throw new RequestAborted();
-      const reason = link.timedOut() ? 'timed out' : (error as Error).message;
+      if (link.timedOut()) {
+        throw new StorageUnavailableError(`cannot reach ${this.baseUrl}: timed out`, {
+          cause: error,
+        });
+      }
+      const reason = (error as Error).message;
+      // Sent over a connection that then broke: the server may have run it. Retrying it as
+      // if nothing happened could, say, publish a job without an id twice.
+      if (answerLost(error)) {
+        throw new ConnectionLostError(
+          `the connection to ${this.baseUrl} broke before the answer came (${reason}): the request may or may not have taken effect`,
+          { cause: error },
+        );
+      }
       throw new StorageUnavailableError(`cannot reach ${this.baseUrl}: ${reason}`, {
         cause: error,
       });
@@ -108,6 +136,65 @@ export class HttpTransport {
       throw errorFromResponse(response.status, body);
     return body as T;
   }
+}
+
+/** Codes of a connection that was never made: nothing of the request reached the server. */
+const UNREACHED = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'EAI_NODATA',
+  'EAI_NONAME',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * Codes of a connection that broke once made (node:http, and undici under fetch): the request
+ * may have been read.
+ */
+const BROKEN = new Set([
+  'ECONNRESET',
+  'EPIPE',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
+
+/**
+ * Whether a send failed after its connection was made (node:http's "socket hang up", fetch's
+ * "other side closed"), not while connecting (ECONNREFUSED, DNS, a connect timeout). The cause
+ * and the attempts of an AggregateError (each address of a name) are looked at too. Another
+ * failure (TLS, a header Node refuses to send) is not taken for a lost answer.
+ */
+function answerLost(error: unknown): boolean {
+  let unreached = false;
+  let broken = false;
+  const look = (value: unknown, depth: number) => {
+    if (depth > 4 || typeof value !== 'object' || value === null) return;
+    const { code, syscall, cause, errors } = value as {
+      code?: unknown;
+      syscall?: unknown;
+      cause?: unknown;
+      errors?: unknown;
+    };
+    if (syscall === 'connect' || syscall === 'getaddrinfo' || UNREACHED.has(code as string)) {
+      unreached = true;
+    } else if (BROKEN.has(code as string)) {
+      broken = true;
+    }
+    look(cause, depth + 1);
+    if (Array.isArray(errors)) for (const inner of errors) look(inner, depth + 1);
+  };
+  look(error, 0);
+  return broken && !unreached;
 }
 
 /** A body JSON cannot carry is the caller's input, not a server out of reach. */

@@ -1,5 +1,12 @@
 import { onAbort } from '../broker/on-abort.js';
-import type { WireDelivery, WireError, WireOperation, WireOutcome } from '../wire/index.js';
+import type {
+  ServerFrame,
+  StreamLimits,
+  WireDelivery,
+  WireError,
+  WireOperation,
+  WireOutcome,
+} from '../wire/index.js';
 import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
 import { reserveToWire, unwrap } from './http-channel.js';
@@ -16,6 +23,17 @@ export interface StreamChannelOptions extends StreamLinkOptions {
 const CLOSE_TIMEOUT_MS = 2000;
 /** How often a waiting at-most-once receive over the stream tries again. */
 const AUTO_ACK_RETRY_MS = 100;
+/**
+ * Refusals of a closeSession sent for an ended session that say the server could not do it
+ * now: the session is closed again at the next connection. Any other answer (closed, or
+ * SESSION_CLOSED, NOT_FOUND: it already was) lets the client forget it.
+ */
+const CLOSE_AGAIN = new Set([
+  'STORAGE_UNAVAILABLE',
+  'STORAGE_LOCKED',
+  'CLOSED',
+  'TOO_MANY_REQUESTS',
+]);
 
 function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
@@ -46,17 +64,21 @@ export class StreamChannel implements Channel {
   private readonly batcher: OperationBatcher;
   private readonly prefetches = new Map<string, Prefetch>();
   /**
-   * Sessions opened through this client, by handle: the connection each was opened over. The
-   * server closes a connection's sessions when it ends (R16, docs/stream.md), so a call naming
-   * one after that is answered SESSION_CLOSED here, at once, as the server would.
+   * Sessions opened through this client and not closed, by handle: their queue and the
+   * connection each was opened over. A session ends with its connection (R16, docs/stream.md),
+   * so a call naming one after that is answered SESSION_CLOSED here, at once. The server closes
+   * it when it sees the connection end; one that died before it could (a crash) has it still
+   * open in its storage, so the next connection closes it there too (closeEnded). A session is
+   * forgotten once it is closed on the server.
    */
-  private readonly sessions = new Map<string, number>();
+  private readonly sessions = new Map<string, { queue: string; connection: number }>();
 
   constructor(
     url: string,
     private readonly options: StreamChannelOptions,
   ) {
     this.link = new StreamLink(url, options);
+    this.link.onOpen((limits) => this.closeEnded(limits));
     this.batcher = new OperationBatcher({
       send: (queue, operations) => this.sendBatch(queue, operations),
       limits: async () => {
@@ -211,7 +233,7 @@ export class StreamChannel implements Channel {
 
   private async sendBatch(queue: string, operations: WireOperation[]): Promise<WireOutcome[]> {
     const answer = await this.link.request({ type: 'batch', queue, operations });
-    if (answer.type === 'results') return this.noteSessions(operations, answer.results);
+    if (answer.type === 'results') return this.noteSessions(queue, operations, answer.results);
     if (answer.type === 'error') throw errorFromWire(answer.error);
     throw new Error(`unexpected answer ${answer.type} to a batch`);
   }
@@ -227,7 +249,7 @@ export class StreamChannel implements Channel {
     operations.forEach((operation, index) => {
       const error = this.sessionEnded(operation.session);
       if (error === undefined) return;
-      if (operation.type === 'closeSession') this.sessions.delete(operation.session as string);
+      // A closeSession of it too: it is closed on the server at the next connection (closeEnded).
       ended ??= new Array(operations.length);
       ended[index] = { ok: false, error };
     });
@@ -237,7 +259,7 @@ export class StreamChannel implements Channel {
   /** SESSION_CLOSED when `session` was opened over a connection that has ended since. */
   private sessionEnded(session: unknown): WireError | undefined {
     if (typeof session !== 'string') return undefined;
-    const openedOver = this.sessions.get(session);
+    const openedOver = this.sessions.get(session)?.connection;
     if (openedOver === undefined || openedOver === this.link.connection) return undefined;
     return {
       code: 'SESSION_CLOSED',
@@ -245,17 +267,84 @@ export class StreamChannel implements Channel {
     };
   }
 
-  /** Remembers the sessions opened, over which connection; forgets those closed. */
-  private noteSessions(operations: WireOperation[], outcomes: WireOutcome[]): WireOutcome[] {
+  /** Remembers the sessions opened, on which queue and connection; forgets those closed. */
+  private noteSessions(
+    queue: string,
+    operations: WireOperation[],
+    outcomes: WireOutcome[],
+  ): WireOutcome[] {
     operations.forEach((operation, index) => {
       const outcome = outcomes[index];
       if (operation.type === 'openSession' && outcome?.ok === true) {
         // The connection that answered; 0, no connection's number, when it has already ended.
-        this.sessions.set(outcome.value as string, this.link.connection ?? 0);
+        this.sessions.set(outcome.value as string, {
+          queue,
+          connection: this.link.connection ?? 0,
+        });
       } else if (operation.type === 'closeSession' && typeof operation.session === 'string') {
         this.sessions.delete(operation.session);
       }
     });
     return outcomes;
+  }
+
+  /**
+   * A new connection: every session still remembered was opened over an earlier one, which
+   * ended it for its user. A server that crashed never closed it, and holds its deliveries until
+   * the session's timeout; closed here, in the connection's first frames, they are ready again at
+   * once. A server that did close it answers SESSION_CLOSED, which is as good.
+   */
+  private closeEnded(limits: StreamLimits): void {
+    if (this.sessions.size === 0) return;
+    const byQueue = new Map<string, string[]>();
+    for (const [session, { queue }] of this.sessions) {
+      const sessions = byQueue.get(queue);
+      if (sessions === undefined) byQueue.set(queue, [session]);
+      else sessions.push(session);
+    }
+    for (const [queue, sessions] of byQueue) {
+      // As many to a frame as the server's maxBatch and maxFrameBytes let through.
+      const envelope = batchEnvelopeBytes(queue);
+      let chunk: WireOperation[] = [];
+      let bytes = envelope;
+      const send = () => {
+        const operations = chunk;
+        void this.link.request({ type: 'batch', queue, operations }).then(
+          (answer) => this.notedClosed(operations, answer),
+          // Not answered (the connection dropped again): closed at the next connection.
+          () => {},
+        );
+      };
+      for (const session of sessions) {
+        const operation: WireOperation = { type: 'closeSession', session };
+        const size = Buffer.byteLength(JSON.stringify(operation), 'utf8') + 1;
+        if (
+          chunk.length > 0 &&
+          (chunk.length >= limits.maxBatch || bytes + size > limits.maxFrameBytes)
+        ) {
+          send();
+          chunk = [];
+          bytes = envelope;
+        }
+        chunk.push(operation);
+        bytes += size;
+      }
+      send();
+    }
+  }
+
+  /** Forgets the ended sessions the server closed, or knew closed already. */
+  private notedClosed(operations: WireOperation[], answer: ServerFrame): void {
+    const outcomes =
+      answer.type === 'results'
+        ? answer.results
+        : answer.type === 'error'
+          ? operations.map((): WireOutcome => ({ ok: false, error: answer.error }))
+          : [];
+    operations.forEach((operation, index) => {
+      const outcome = outcomes[index];
+      if (outcome === undefined || (!outcome.ok && CLOSE_AGAIN.has(outcome.error.code))) return;
+      this.sessions.delete(operation.session as string);
+    });
   }
 }

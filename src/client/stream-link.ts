@@ -53,6 +53,10 @@ const OPEN = 1;
 export class StreamLink {
   private socket: WebSocket | undefined;
   private connecting: Promise<WebSocket> | undefined;
+  /** The socket of the connection being opened, until the server's ready frame. */
+  private handshaking: WebSocket | undefined;
+  /** The calls waiting for a connection (openBy): close() fails them at once. */
+  private readonly waiting = new Set<(error: unknown) => void>();
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private readonly listeners = new Map<number, PushListener>();
@@ -66,6 +70,8 @@ export class StreamLink {
    * depends on them is sent before (knownLimits).
    */
   private limits: StreamLimits | undefined;
+  /** Told of each new connection, before the frames waiting for it are sent. */
+  private opened: ((limits: StreamLimits) => void) | undefined;
 
   constructor(
     readonly url: string,
@@ -78,6 +84,7 @@ export class StreamLink {
     const deadline = Date.now() + this.options.timeoutMs;
     const socket =
       this.socket !== undefined && !this.closed ? this.socket : await this.openBy(deadline);
+    if (this.closed) throw new ClosedError('the client is closed');
     const id = this.nextId++;
     const text = JSON.stringify({ ...frame, id });
     // The server closes the connection on a larger message, failing every call on it. A UTF-16
@@ -115,6 +122,14 @@ export class StreamLink {
     return this.limits as StreamLimits;
   }
 
+  /**
+   * Calls `listener` as each connection opens, before the calls that wait for it send their
+   * frames: a frame it sends is the connection's first.
+   */
+  onOpen(listener: (limits: StreamLimits) => void): void {
+    this.opened = listener;
+  }
+
   /** Stops listening to a subscription's pushes. */
   forget(subscription: number): void {
     this.listeners.delete(subscription);
@@ -132,12 +147,19 @@ export class StreamLink {
     return this.socket === undefined || this.closed ? undefined : this.connections;
   }
 
-  /** Closes the connection; frames in flight and later ones fail with CLOSED. */
+  /**
+   * Closes the connection, or ends the one being opened; frames in flight, those waiting for a
+   * connection and later ones fail with CLOSED.
+   */
   close(): void {
     this.closed = true;
     const socket = this.socket;
-    this.lose(new ClosedError('the client is closed'));
+    const error = new ClosedError('the client is closed');
+    this.lose(error);
+    for (const fail of [...this.waiting]) fail(error);
     socket?.close(1000);
+    // Left to its handshake, the socket would hold the process (and the server's count) open.
+    this.handshaking?.terminate();
   }
 
   /**
@@ -147,25 +169,26 @@ export class StreamLink {
   private openBy(deadline: number): Promise<WebSocket> {
     const opening = this.open();
     return new Promise((resolve, reject) => {
+      const fail = (error: unknown) => {
+        clearTimeout(timer);
+        this.waiting.delete(fail);
+        reject(error);
+      };
       const timer = setTimeout(
         () =>
-          reject(
+          fail(
             new StorageUnavailableError(
               `cannot reach ${this.url} within ${this.options.timeoutMs} ms (nothing was sent)`,
             ),
           ),
         Math.max(0, deadline - Date.now()),
       );
-      opening.then(
-        (socket) => {
-          clearTimeout(timer);
-          resolve(socket);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
+      this.waiting.add(fail);
+      opening.then((socket) => {
+        clearTimeout(timer);
+        this.waiting.delete(fail);
+        resolve(socket);
+      }, fail);
     });
   }
 
@@ -192,18 +215,37 @@ export class StreamLink {
     if (this.closed) throw new ClosedError('the client is closed');
     // Loaded at the first connection: a process that never talks to a server never loads ws.
     const { WebSocket } = await import('ws');
+    if (this.closed) throw new ClosedError('the client is closed');
     const socket = new WebSocket(this.url, {
       headers:
         this.options.apiKey === undefined ? {} : { authorization: `Bearer ${this.options.apiKey}` },
       perMessageDeflate: false,
       handshakeTimeout: this.options.timeoutMs,
     });
-    await new Promise<void>((resolve, reject) => {
+    this.handshaking = socket;
+    try {
+      await this.handshake(socket);
+    } finally {
+      this.handshaking = undefined;
+    }
+    if (this.closed) {
+      // Closed as the ready frame came in: this connection is not used.
+      socket.on('error', () => {});
+      socket.terminate();
+      throw new ClosedError('the client is closed');
+    }
+    this.attach(socket, (this.limits as StreamLimits).heartbeatMs);
+    return socket;
+  }
+
+  /** Resolves at the server's ready frame (its limits kept), or fails and ends the socket. */
+  private handshake(socket: WebSocket): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
       const fail = (error: unknown) => {
         socket.removeAllListeners();
         socket.on('error', () => {});
         socket.terminate();
-        reject(error);
+        reject(this.closed ? new ClosedError('the client is closed') : error);
       };
       socket.once('unexpected-response', (_request, response) => {
         const chunks: Buffer[] = [];
@@ -231,8 +273,6 @@ export class StreamLink {
         resolve();
       });
     });
-    this.attach(socket, (this.limits as StreamLimits).heartbeatMs);
-    return socket;
   }
 
   private attach(socket: WebSocket, heartbeatMs: number): void {
@@ -264,6 +304,7 @@ export class StreamLink {
       this.failed();
       this.lose(new ConnectionLostError());
     });
+    this.opened?.(this.limits as StreamLimits);
   }
 
   private dispatch(frame: ServerFrame): void {

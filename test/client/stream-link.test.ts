@@ -1,6 +1,53 @@
-import { describe, expect, it } from 'vitest';
+import { createServer, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
 import { RemoteBroker } from '../../src/client/index.js';
+import { ClosedError } from '../../src/core/index.js';
 import { freePort } from '../faults/private-postgres.js';
+
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** What a promise settled with within `ms`, or 'pending'. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | unknown> {
+  return Promise.race([
+    promise.then(
+      (value) => value,
+      (error: unknown) => error,
+    ),
+    new Promise((resolve) => setTimeout(() => resolve('pending'), ms)),
+  ]);
+}
+
+/**
+ * A server on 127.0.0.1 that takes connections, reads the WebSocket upgrade and never answers
+ * it (a server stalled in the handshake); it keeps what it saw of each socket.
+ */
+async function stalledServer() {
+  const sockets: { socket: Socket; received: string; closed: boolean }[] = [];
+  const server = createServer((socket) => {
+    const seen = { socket, received: '', closed: false };
+    sockets.push(seen);
+    socket.on('data', (chunk: Buffer) => {
+      seen.received += chunk.toString();
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      seen.closed = true;
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const { socket } of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  );
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}`, sockets };
+}
 
 describe('the stream link', () => {
   it('gives a call at most its timeoutMs, the wait before reconnecting included', async () => {
@@ -22,5 +69,51 @@ describe('the stream link', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('close() during the handshake fails the waiting calls with CLOSED at once and ends the socket', async () => {
+    const server = await stalledServer();
+    const client = new RemoteBroker(server.url, { transport: 'stream', timeoutMs: 10_000 });
+    cleanups.push(() => client.close());
+    const queue = client.handle('jobs');
+    const publish = queue.publish({ id: 'a' });
+    const stats = queue.execute([{ type: 'stats' }]);
+    // The upgrade request has reached the server, which does not answer it.
+    await expect
+      .poll(() => server.sockets[0]?.received.includes('\r\n\r\n'), { timeout: 5000 })
+      .toBe(true);
+    const started = performance.now();
+    await client.close();
+    const [published, counted] = await Promise.all([within(publish, 1000), within(stats, 1000)]);
+    expect(published).toBeInstanceOf(ClosedError);
+    expect(published).toMatchObject({ code: 'CLOSED', message: 'the client is closed' });
+    expect(counted).toBeInstanceOf(ClosedError);
+    expect(performance.now() - started).toBeLessThan(1000);
+    // The socket being opened is ended too: nothing holds the process or the server's count.
+    await expect.poll(() => server.sockets[0]?.closed, { timeout: 1000 }).toBe(true);
+    expect(server.sockets).toHaveLength(1);
+    await expect(queue.publish({ id: 'b' })).rejects.toBeInstanceOf(ClosedError);
+  });
+
+  it('close() fails at once a call waiting out the backoff before reconnecting', async () => {
+    const client = new RemoteBroker(`http://127.0.0.1:${await freePort()}`, {
+      transport: 'stream',
+      timeoutMs: 10_000,
+    });
+    cleanups.push(() => client.close());
+    const queue = client.handle('jobs');
+    // Connections refused at once, one after the other: the wait before the next grows to
+    // 50 ms × 2^5 after the sixth (at least half of it: 0.8 s).
+    for (let call = 0; call < 6; call++) {
+      await expect(queue.publish({ id: `job-${call}` })).rejects.toMatchObject({
+        code: 'STORAGE_UNAVAILABLE',
+      });
+    }
+    const waiting = queue.publish({ id: 'waits' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const started = performance.now();
+    await client.close();
+    expect(await within(waiting, 1000)).toBeInstanceOf(ClosedError);
+    expect(performance.now() - started).toBeLessThan(500);
   });
 });

@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openRemote, type RemoteBroker } from '../../src/client/index.js';
 import { SessionClosedError } from '../../src/core/index.js';
 import { silentLogger, work } from '../../src/index.js';
 import type { JobContext } from '../../src/worker/index.js';
+import { ServerProcess } from '../faults/server-process.js';
 import { startTestServer, type TestServer } from '../server/helpers.js';
 
 /**
@@ -12,13 +16,39 @@ import { startTestServer, type TestServer } from '../server/helpers.js';
  */
 let server: TestServer | undefined;
 let client: RemoteBroker | undefined;
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
 
 afterEach(async () => {
   await client?.close();
   await server?.close();
   client = undefined;
   server = undefined;
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
+
+/** `leaseq serve` (the built CLI) on `storage`, killed after the test. */
+async function serve(
+  storage: string,
+  port: number | undefined,
+  maxBatch: number | undefined,
+): Promise<ServerProcess> {
+  // The child takes this process's environment as it starts.
+  const before = process.env.LEASEQ_MAX_BATCH;
+  if (maxBatch !== undefined) process.env.LEASEQ_MAX_BATCH = String(maxBatch);
+  let child: ServerProcess;
+  try {
+    child = new ServerProcess(
+      { storage, durability: 'os', ...(port === undefined ? {} : { port }) },
+      'server',
+    );
+  } finally {
+    if (before === undefined) delete process.env.LEASEQ_MAX_BATCH;
+    else process.env.LEASEQ_MAX_BATCH = before;
+  }
+  cleanups.push(() => child.kill());
+  await child.listening();
+  return child;
+}
 
 describe('sessions over the stream', () => {
   it('a session opened over a connection that ended answers SESSION_CLOSED at once, the server out of reach', async () => {
@@ -39,6 +69,50 @@ describe('sessions over the stream', () => {
     // Closing it is answered the same way, and forgets it.
     await expect(q.closeSession(session)).rejects.toBeInstanceOf(SessionClosedError);
   });
+
+  it.each([
+    ['', undefined],
+    [', one operation to a frame', 1],
+  ])(
+    'after a server crash, the next connection closes the sessions of the lost one: their deliveries are ready again at once%s',
+    async (_, maxBatch) => {
+      const dir = mkdtempSync(join(tmpdir(), 'leaseq-client-sessions-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      const storage = `sqlite:${join(dir, 'leaseq.db')}`;
+      const first = await serve(storage, undefined, maxBatch);
+      client = await openRemote(first.url as string, { transport: 'stream', timeoutMs: 5000 });
+      const q = await client.queue('jobs', { visibility: 60_000 });
+      // The counts are read over plain HTTP: a stats call over the stream would connect it.
+      const admin = await openRemote(first.url as string, { transport: 'http' });
+      cleanups.push(() => admin.close());
+      const counts = admin.handle('jobs');
+      await Promise.all([q.publish({ id: 'a' }), q.publish({ id: 'b' })]);
+      // Two sessions, closed in one frame or (maxBatch 1) two; the second holds nothing.
+      const session = await q.openSession({ timeout: 60_000 });
+      const idle = await q.openSession({ timeout: 60_000 });
+      for (const _ of ['a', 'b']) expect(await q.receive({ session })).toHaveLength(1);
+      expect(await counts.stats()).toMatchObject({ ready: 0, active: 2, sessions: 2 });
+      // SIGKILL: the server closes nothing; its sessions stay open in the file.
+      await first.kill();
+      await serve(storage, first.port, maxBatch);
+      expect(await counts.stats()).toMatchObject({ ready: 0, active: 2, sessions: 2 });
+      // The client holds them ended all the same, and says so without a connection.
+      await expect(q.heartbeat(session)).rejects.toBeInstanceOf(SessionClosedError);
+      // Any call over the stream connects again; that connection closes them first.
+      const started = Date.now();
+      await q.publish({ id: 'c' });
+      await expect
+        .poll(async () => counts.stats(), { timeout: 3000, interval: 50 })
+        .toMatchObject({ ready: 3, active: 0, sessions: 0 });
+      // Well before the sessions' 60 s timeout (or the leases').
+      expect(Date.now() - started).toBeLessThan(3000);
+      // Still ended for the user, now on the server too.
+      await expect(q.closeSession(session)).rejects.toBeInstanceOf(SessionClosedError);
+      await expect(q.heartbeat(idle)).rejects.toBeInstanceOf(SessionClosedError);
+      expect(await q.receive()).toHaveLength(1);
+    },
+    60_000,
+  );
 
   it('a worker whose server shut down fires session-ended at its next heartbeat, not at its lease or session end', async () => {
     server = await startTestServer();

@@ -1,0 +1,177 @@
+import { connect, createServer, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConnectionLostError, RemoteBroker } from '../../src/client/index.js';
+import { ClosedError, StorageUnavailableError } from '../../src/core/index.js';
+import { freePort } from '../faults/private-postgres.js';
+import { startTestServer, type TestServer } from '../server/helpers.js';
+
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function server(): Promise<TestServer> {
+  const started = await startTestServer();
+  cleanups.push(() => started.close());
+  return started;
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of `port` that forwards requests; while `answers` is
+ * 'cut', the first bytes of an answer end both sockets instead (the server has run the
+ * request; its answer is lost), 'cut-once' does so for one answer, and while it is 'hold',
+ * answers wait.
+ */
+async function proxy(port: number) {
+  const state = {
+    answers: 'pass' as 'pass' | 'cut' | 'cut-once' | 'hold',
+    /** Answers cut so far. */
+    cut: 0,
+    /** Bytes of requests forwarded so far. */
+    forwarded: 0,
+    url: '',
+  };
+  const sockets = new Set<Socket>();
+  const listener = createServer((client) => {
+    const upstream = connect({ port, host: '127.0.0.1' });
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => {
+        sockets.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.on('data', (chunk: Buffer) => {
+      state.forwarded += chunk.length;
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (state.answers === 'cut' || state.answers === 'cut-once') {
+        if (state.answers === 'cut-once') state.answers = 'pass';
+        state.cut += 1;
+        client.destroy();
+        upstream.destroy();
+      } else if (state.answers === 'pass') {
+        client.write(chunk);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  state.url = `http://127.0.0.1:${(listener.address() as { port: number }).port}`;
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        listener.close(() => resolve());
+      }),
+  );
+  return state;
+}
+
+function client(url: string, options: ConstructorParameters<typeof RemoteBroker>[1] = {}) {
+  const broker = new RemoteBroker(url, { transport: 'http', timeoutMs: 5000, ...options });
+  cleanups.push(() => broker.close());
+  return broker;
+}
+
+describe('plain HTTP: a lost answer is not a server out of reach', () => {
+  for (const sender of ['node:http', 'fetch'] as const) {
+    it(`a request sent whose answer never came fails CONNECTION_LOST, retryable (${sender})`, async () => {
+      const target = await server();
+      const cutter = await proxy(Number(new URL(target.baseUrl).port));
+      const broker = client(cutter.url, sender === 'fetch' ? { fetch: globalThis.fetch } : {});
+      const queue = broker.handle('jobs');
+      await broker.queue('jobs');
+      await queue.publish({ id: 'warm' });
+      cutter.answers = 'cut';
+      const error = await queue.publish({ payload: 'no id' }).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(cutter.cut).toBeGreaterThan(0);
+      expect(error).toBeInstanceOf(ConnectionLostError);
+      expect(error).toMatchObject({ code: 'CONNECTION_LOST', retryable: true });
+      expect((error as Error).message).toContain('may or may not have taken effect');
+      // It did take effect: the publish is in the queue.
+      expect((await (await target.broker.queue('jobs')).stats()).ready).toBe(2);
+    });
+  }
+
+  it('a server never reached is STORAGE_UNAVAILABLE, cannot reach (node:http and fetch)', async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    for (const options of [{}, { fetch: globalThis.fetch }]) {
+      const error = await client(url, options)
+        .handle('jobs')
+        .publish({ id: 'a' })
+        .then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
+      expect(error).toBeInstanceOf(StorageUnavailableError);
+      expect((error as Error).message).toMatch(/^cannot reach http:\/\/127\.0\.0\.1:\d+: /);
+    }
+  });
+
+  it('a read whose answer was lost is sent again once, as a keep-alive connection closed under it', async () => {
+    const target = await server();
+    const cutter = await proxy(Number(new URL(target.baseUrl).port));
+    const broker = client(cutter.url);
+    const queue = await broker.queue('jobs');
+    await queue.publish({ id: 'a' });
+    cutter.answers = 'cut-once';
+    // A GET: its first answer is cut; the request sent again is answered.
+    expect((await broker.listQueues()).map((view) => view.name)).toEqual(['jobs']);
+    expect(cutter.cut).toBe(1);
+    // Only reads: a write whose answer was lost is not sent again.
+    cutter.answers = 'cut';
+    await expect(queue.publish({ id: 'b' })).rejects.toBeInstanceOf(ConnectionLostError);
+    expect(cutter.cut).toBe(2);
+  });
+});
+
+describe('plain HTTP: close() with calls in flight', () => {
+  it('a call in flight fails with ClosedError (CLOSED), as over the stream', async () => {
+    const target = await server();
+    const holder = await proxy(Number(new URL(target.baseUrl).port));
+    const broker = client(holder.url);
+    const queue = await broker.queue('jobs');
+    await queue.publish({ id: 'warm' });
+    holder.answers = 'hold';
+    const sentBefore = holder.forwarded;
+    const publish = queue.publish({ id: 'a' }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    const stats = queue.stats().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    await expect.poll(() => holder.forwarded > sentBefore).toBe(true);
+    await broker.close();
+    for (const error of [await publish, await stats]) {
+      expect(error).toBeInstanceOf(ClosedError);
+      expect(error).toMatchObject({ code: 'CLOSED', message: 'the client is closed' });
+    }
+    await expect(queue.publish({ id: 'b' })).rejects.toBeInstanceOf(ClosedError);
+    await expect(queue.receive({ wait: 1000 })).rejects.toBeInstanceOf(ClosedError);
+  });
+
+  it('a waiting receive answers empty on close(), and on its own signal', async () => {
+    const target = await server();
+    const broker = client(target.baseUrl);
+    const queue = await broker.queue('jobs');
+    const controller = new AbortController();
+    const aborted = queue.receive({ wait: 10_000, signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    controller.abort();
+    expect(await aborted).toEqual([]);
+    const waiting = queue.receive({ wait: 10_000 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const started = performance.now();
+    await broker.close();
+    expect(await waiting).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+});
