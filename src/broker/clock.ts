@@ -17,27 +17,104 @@ export interface Clock {
  */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Wall-clock milliseconds made monotonic: a clock stepped back makes time stand still. */
-export class SystemClock implements Clock {
-  private floor = 0;
+/** Where SystemClock reads time: the wall clock and a monotonic one (for tests to replace). */
+export interface TimeSources {
+  /** Wall-clock ms since the epoch (`Date.now`); may step either way. */
+  wall(): number;
+  /** Ms on a clock that never steps (`performance.now`); its origin does not matter. */
+  monotonic(): number;
+}
 
-  constructor(private offsetMs = 0) {}
+const SYSTEM_TIME: TimeSources = {
+  wall: () => Date.now(),
+  monotonic: () => performance.now(),
+};
+
+/** How often a clock that follows a storage's measures it again (ms). */
+export const RESYNC_MS = 10_000;
+
+/**
+ * The broker's time in ms: it never goes back, and it always runs at the pace of a clock that
+ * does not step, so that a lease, a renewal or a wait lasts what it says whatever the wall
+ * clock does. Unsynced (one machine's storage), it is the wall clock, except that a step back
+ * is not followed (time goes on from where it was) while a step forward, or a machine waking
+ * from sleep, is. Synced to a shared storage's clock (`syncTo`), the wall clock no longer
+ * matters: time is the storage's, as measured then, carried on by the monotonic clock and
+ * measured again every RESYNC_MS (a process that slept catches up; one found ahead goes on at
+ * its pace rather than back).
+ */
+export class SystemClock implements Clock {
+  /** The last answer, unrounded, and the monotonic reading it was given at. */
+  private last = Number.NEGATIVE_INFINITY;
+  private lastMonotonic = 0;
+  /** Once synced: the storage's time at a monotonic reading, and how to read it again. */
+  private anchor: { time: number; monotonic: number } | undefined;
+  private read: (() => Promise<number>) | undefined;
+  private resyncing = false;
+
+  constructor(
+    private readonly offsetMs = 0,
+    private readonly sources: TimeSources = SYSTEM_TIME,
+  ) {}
 
   /**
-   * Follows another clock (a shared database's): `read` returns its time in ms. The offset is
-   * taken at the middle of the round trip.
+   * The wall clock's time now, carried on by the monotonic clock alone: no step of the wall
+   * clock, either way, moves it. For measuring durations (a worker's leases and renewals), which
+   * a step would otherwise lengthen (renewals stop while time stands still) or cut.
+   */
+  static carriedOn(sources: TimeSources = SYSTEM_TIME): SystemClock {
+    const clock = new SystemClock(0, sources);
+    clock.anchor = { time: sources.wall(), monotonic: sources.monotonic() };
+    return clock;
+  }
+
+  /**
+   * Follows another clock (a shared database's): `read` returns its time in ms, taken to be at
+   * the middle of the round trip. Measured again every RESYNC_MS while the clock is read.
    */
   async syncTo(read: () => Promise<number>): Promise<void> {
-    const before = Date.now();
+    this.read = read;
+    await this.measure(read);
+  }
+
+  private async measure(read: () => Promise<number>): Promise<void> {
+    const before = this.sources.monotonic();
     const remote = await read();
-    const after = Date.now();
-    this.offsetMs = remote - Math.round((before + after) / 2);
+    const after = this.sources.monotonic();
+    this.anchor = { time: remote, monotonic: (before + after) / 2 };
   }
 
   now(): number {
-    const wall = Date.now() + this.offsetMs;
-    if (wall > this.floor) this.floor = wall;
-    return this.floor;
+    const monotonic = this.sources.monotonic();
+    const target =
+      this.anchor === undefined
+        ? this.sources.wall() + this.offsetMs
+        : this.anchor.time + (monotonic - this.anchor.monotonic);
+    const paced = this.last + (monotonic - this.lastMonotonic);
+    this.last = Math.max(target, paced);
+    this.lastMonotonic = monotonic;
+    if (this.read !== undefined && monotonic - (this.anchor?.monotonic ?? 0) >= RESYNC_MS) {
+      this.resync();
+    }
+    return Math.floor(this.last);
+  }
+
+  /** Measures the storage's clock again, in the background; a failure waits for the next turn. */
+  private resync(): void {
+    const read = this.read;
+    if (read === undefined || this.resyncing) return;
+    this.resyncing = true;
+    const anchor = this.anchor;
+    this.measure(read)
+      .catch(() => {
+        // Unreachable now: the time carried on, measured again after another RESYNC_MS.
+        if (anchor === undefined) return;
+        const monotonic = this.sources.monotonic();
+        this.anchor = { time: anchor.time + (monotonic - anchor.monotonic), monotonic };
+      })
+      .finally(() => {
+        this.resyncing = false;
+      });
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -1,4 +1,4 @@
-export { type Clock, ManualClock, SystemClock } from './clock.js';
+export { type Clock, ManualClock, RESYNC_MS, SystemClock, type TimeSources } from './clock.js';
 export { type BrokerOptions, EngineBroker, EngineQueue } from './engine-broker.js';
 export {
   type Broker,

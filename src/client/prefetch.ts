@@ -228,7 +228,7 @@ export class Prefetch implements PushListener {
   private takeLive(max: number): WireDelivery[] {
     this.dropExpired();
     const taken = this.buffer.splice(0, max);
-    const now = Date.now();
+    const now = performance.now();
     for (const delivery of taken) {
       const since = this.held.get(delivery.receipt)?.since;
       if (since !== undefined && now > since) heldAges.set(delivery, now - since);
@@ -240,7 +240,7 @@ export class Prefetch implements PushListener {
 
   private dropExpired(): void {
     if (this.buffer.length === 0) return;
-    const now = Date.now() + this.serverAhead;
+    const now = performance.now() + this.serverAhead;
     this.buffer = this.buffer.filter((delivery) => {
       if ((this.held.get(delivery.receipt)?.deadline ?? Number.POSITIVE_INFINITY) > now)
         return true;
@@ -271,7 +271,7 @@ export class Prefetch implements PushListener {
       return;
     }
     const since = this.held.get(oldest.receipt)?.since;
-    if (since === undefined || Date.now() - since < LOWER_AFTER_MS) return;
+    if (since === undefined || performance.now() - since < LOWER_AFTER_MS) return;
     const wanted = Math.max(this.mostAsked, this.demand(), 1);
     if (wanted >= this.prefetch) return;
     this.prefetch = wanted;
@@ -282,7 +282,7 @@ export class Prefetch implements PushListener {
 
   /** The deliveries in hand (lease not over) plus what the waiting receives ask for. */
   private demand(): number {
-    const now = Date.now();
+    const now = performance.now();
     for (const [receipt, until] of this.inHand) if (until <= now) this.inHand.delete(receipt);
     let demand = this.inHand.size;
     for (const waiter of this.waiters) demand += waiter.max;
@@ -299,8 +299,8 @@ export class Prefetch implements PushListener {
       if (frame.error !== undefined) this.failWaiters(errorFromWire(frame.error));
       return;
     }
-    this.serverAhead = frame.now - Date.now();
-    const since = Date.now();
+    this.serverAhead = frame.now - performance.now();
+    const since = performance.now();
     for (const delivery of frame.deliveries) {
       this.held.set(delivery.receipt, { deadline: delivery.deadline, since });
     }
@@ -449,10 +449,10 @@ export class Prefetch implements PushListener {
         // only a delivery that is itself due sends everything back.
         const next = this.giveBackDue();
         if (next === undefined) return;
-        if (next <= Date.now()) void this.end();
+        if (next <= performance.now()) void this.end();
         else this.armIdle();
       },
-      Math.max(0, due - Date.now()),
+      Math.max(0, due - performance.now()),
     );
     this.idleTimer.unref();
   }

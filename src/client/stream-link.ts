@@ -81,7 +81,7 @@ export class StreamLink {
   /** Sends a frame and resolves with its answer; `listener` hears the pushes of a subscribe. */
   async request(frame: RequestFrame, listener?: PushListener): Promise<ServerFrame> {
     // The time a frame has covers (re)connecting too: a call waits at most `timeoutMs` in all.
-    const deadline = Date.now() + this.options.timeoutMs;
+    const deadline = performance.now() + this.options.timeoutMs;
     const socket =
       this.socket !== undefined && !this.closed ? this.socket : await this.openBy(deadline);
     if (this.closed) throw new ClosedError('the client is closed');
@@ -106,7 +106,7 @@ export class StreamLink {
           this.pending.delete(id);
           reject(new StorageUnavailableError(`${this.url} did not answer in time`));
         },
-        Math.max(0, deadline - Date.now()),
+        Math.max(0, deadline - performance.now()),
       );
       this.pending.set(id, { resolve, reject, timer });
       if (listener !== undefined) this.listeners.set(id, listener);
@@ -117,7 +117,7 @@ export class StreamLink {
   /** The server's limits, as its ready frame gave them; connects first when not connected. */
   async knownLimits(): Promise<StreamLimits> {
     if (this.socket === undefined || this.closed || this.limits === undefined) {
-      await this.openBy(Date.now() + this.options.timeoutMs);
+      await this.openBy(performance.now() + this.options.timeoutMs);
     }
     return this.limits as StreamLimits;
   }
@@ -181,7 +181,7 @@ export class StreamLink {
               `cannot reach ${this.url} within ${this.options.timeoutMs} ms (nothing was sent)`,
             ),
           ),
-        Math.max(0, deadline - Date.now()),
+        Math.max(0, deadline - performance.now()),
       );
       this.waiting.add(fail);
       opening.then((socket) => {
@@ -210,7 +210,7 @@ export class StreamLink {
   }
 
   private async connect(): Promise<WebSocket> {
-    const backoff = this.retryAt - Date.now();
+    const backoff = this.retryAt - performance.now();
     if (backoff > 0) await new Promise((resolve) => setTimeout(resolve, backoff));
     if (this.closed) throw new ClosedError('the client is closed');
     // Loaded at the first connection: a process that never talks to a server never loads ws.
@@ -278,7 +278,7 @@ export class StreamLink {
   private attach(socket: WebSocket, heartbeatMs: number): void {
     this.socket = socket;
     this.connections += 1;
-    const openedAt = Date.now();
+    const openedAt = performance.now();
     let alive = true;
     const heartbeat = setInterval(() => {
       if (!alive) {
@@ -300,7 +300,7 @@ export class StreamLink {
     socket.on('close', () => {
       clearInterval(heartbeat);
       if (this.socket !== socket) return;
-      if (Date.now() - openedAt >= HEALTHY_MS) this.failures = 0;
+      if (performance.now() - openedAt >= HEALTHY_MS) this.failures = 0;
       this.failed();
       this.lose(new ConnectionLostError());
     });
@@ -329,7 +329,7 @@ export class StreamLink {
   private failed(): void {
     this.failures += 1;
     const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(this.failures - 1, 10));
-    this.retryAt = Date.now() + delay * (0.5 + Math.random() / 2);
+    this.retryAt = performance.now() + delay * (0.5 + Math.random() / 2);
   }
 
   /** The connection is gone: frames in flight fail, subscriptions are told. */

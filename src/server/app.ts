@@ -89,6 +89,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   const shutdown = new AbortController();
   const services: Services = {
     broker: options.broker,
+    now: brokerNow(options.broker),
     queues: new QueueDirectory(options.broker),
     receipts,
     access: new AccessControl(options.keys ?? []),
@@ -394,4 +395,14 @@ function formatValidation(
       return `${path} ${error.message ?? 'is not valid'}${because}`;
     }),
   );
+}
+
+/** The broker's clock, read where it has one (an in-process broker); else the wall clock. */
+export function brokerNow(broker: Broker): () => number {
+  const clock = (broker as { clock?: { now?: unknown } }).clock;
+  if (clock !== undefined && typeof clock.now === 'function') {
+    const read = clock.now as () => number;
+    return () => read.call(clock);
+  }
+  return () => Date.now();
 }

@@ -55,6 +55,11 @@ export interface RouteSpec<Body = unknown, Params = unknown, Query = unknown> {
 /** Everything the routes share. */
 export interface Services {
   broker: Broker;
+  /**
+   * The broker's time (its Clock, synced to a shared storage's), for what the server compares
+   * with the deadlines it hands out; the wall clock where the broker has none of its own.
+   */
+  now: () => number;
   queues: QueueDirectory;
   receipts: Receipts;
   access: AccessControl;

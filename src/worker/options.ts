@@ -152,7 +152,8 @@ export function resolveWorkerOptions(
     'logger must have info(), warn() and error()',
   );
   if (issues.length > 0) throw new ValidationError(issues.map((issue) => `worker: ${issue}`));
-  const clock = options.clock ?? new SystemClock();
+  // Durations only: a step of the wall clock must neither stop renewals nor end leases early.
+  const clock = options.clock ?? SystemClock.carriedOn();
   return {
     concurrency,
     ack,

@@ -681,11 +681,11 @@ export class StreamConnection {
   private watchDrain(): void {
     this.updateReading();
     if (this.drainTimer !== undefined) return;
-    this.backedUpSince ??= Date.now();
+    this.backedUpSince ??= performance.now();
     this.drainTimer = setInterval(() => {
       if (this.backedUp()) {
         const limit = 2 * this.context.services.limits.streamHeartbeatMs;
-        if (Date.now() - (this.backedUpSince ?? Date.now()) > limit) {
+        if (performance.now() - (this.backedUpSince ?? performance.now()) > limit) {
           this.context.log.warn('stream closed: the client did not read what was sent to it');
           // Not cut: the client sees 4008 once it reads up to the close frame (see close).
           void this.close(STREAM_CLOSE.slowConsumer, 'SLOW_CONSUMER', 'slow-consumer');

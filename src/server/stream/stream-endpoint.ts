@@ -2,7 +2,6 @@ import { IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
-import type { Broker } from '../../broker/index.js';
 import { browserRefusal } from '../browser-guard.js';
 import { mapError } from '../errors.js';
 import type { Services } from '../route.js';
@@ -71,7 +70,7 @@ export function registerStream(
   const stopWatchingDeletes = services.queues.onDeleted((name) => {
     for (const connection of connections) connection.queueDeleted(name);
   });
-  const now = brokerNow(services.broker);
+  const { now } = services;
   let counter = 0;
   /** Shutdown began: the connections' ends, which closing the app waits for. */
   let shuttingDown: Promise<unknown> | undefined;
@@ -167,14 +166,6 @@ export function registerStream(
 }
 
 /** The broker's time when it has a clock (lease deadlines are in it), else the wall clock. */
-function brokerNow(broker: Broker): () => number {
-  const clock = (broker as { clock?: { now?: unknown } }).clock;
-  if (clock !== undefined && typeof clock.now === 'function') {
-    const read = clock.now as () => number;
-    return () => read.call(clock);
-  }
-  return () => Date.now();
-}
 
 /** An upgrade that is refused gets a plain HTTP answer with the usual error body. */
 function refuseUpgrade(

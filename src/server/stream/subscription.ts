@@ -68,7 +68,7 @@ export class Subscription {
   private refilling = false;
   /** The pump started (after `opened`). */
   private pumping = false;
-  /** When (Date.now()) a session's end is next looked for while credit is in use. */
+  /** When (performance.now()) a session's end is next looked for while credit is in use. */
   private nextSessionCheck: number;
 
   /**
@@ -85,7 +85,7 @@ export class Subscription {
     this.queue = settings.queue;
     this.session = settings.session;
     this.prefetch = settings.prefetch;
-    this.nextSessionCheck = Date.now() + settings.sessionCheckMs;
+    this.nextSessionCheck = performance.now() + settings.sessionCheckMs;
     this.done = opened.then(() => {
       this.pumping = true;
       return this.pump();
@@ -189,7 +189,7 @@ export class Subscription {
       const room = this.prefetch - this.unsettled;
       if (room <= 0 || this.refilling || this.sink.backedUp()) {
         // No receive runs now, which would notice that the session ended: look for it.
-        if (session !== undefined && room <= 0 && Date.now() >= this.nextSessionCheck) {
+        if (session !== undefined && room <= 0 && performance.now() >= this.nextSessionCheck) {
           if (await this.sessionEnded()) this.end(new SessionClosedError(session));
           continue;
         }
@@ -284,7 +284,8 @@ export class Subscription {
       let next = Number.POSITIVE_INFINITY;
       for (const { deadline } of this.outstanding.values()) next = Math.min(next, deadline);
       let delay = Math.min(next - this.sink.now(), EXPIRY_RECHECK_MS);
-      if (this.session !== undefined) delay = Math.min(delay, this.nextSessionCheck - Date.now());
+      if (this.session !== undefined)
+        delay = Math.min(delay, this.nextSessionCheck - performance.now());
       const timer = setTimeout(() => this.wake(), Math.max(1, delay));
       this.creditReturned = () => {
         clearTimeout(timer);
@@ -347,7 +348,7 @@ export class Subscription {
    */
   private async sessionEnded(): Promise<boolean> {
     const { queue, log, sessionCheckMs } = this.settings;
-    this.nextSessionCheck = Date.now() + sessionCheckMs;
+    this.nextSessionCheck = performance.now() + sessionCheckMs;
     try {
       await queue.execute([build.stats()]);
       for (const [token, pushed] of [...this.outstanding]) {

@@ -119,7 +119,9 @@ async function changeOne(call: SqsCall, sqs: SqsServices, queue: Queue, input: S
   if (seconds === 0) {
     if (await queue.nack(handle.token)) return;
   } else {
-    const wantedDeadline = Date.now() + seconds * 1000;
+    // On the broker's clock, as the deadline extend answers: a server whose wall clock is not
+    // the storage's would see a cap where there is none, or none where there is one.
+    const wantedDeadline = sqs.services.now() + seconds * 1000;
     const deadline = await queue.extend(handle.token, seconds * 1000);
     if (deadline !== null) {
       if (deadline >= wantedDeadline - CLOCK_SLACK_MS) return;
