@@ -401,14 +401,17 @@ function crossChecks(config: ServerConfig, given: ReadonlyMap<string, string>): 
       `durability: applies to SQLite storage only, and storage is ${redactUrl(config.storage)} (from ${durability})`,
     );
   }
+  // Where each value came from, a setting left out included: the one to change may not be the
+  // one the problem is named after.
+  const from = (name: string) => given.get(name) ?? 'the default';
   if (config.keys.length === 0 && !isLoopback(config.host)) {
     problems.push(
-      `host: ${config.host} is not a loopback address and no API keys are configured; configure keys or listen on 127.0.0.1`,
+      `host: ${config.host} is not a loopback address and no API keys are configured; configure keys or listen on 127.0.0.1 (from ${from('host')})`,
     );
   }
   if (config.maxBodyBytes < config.maxPayloadBytes + 1024) {
     problems.push(
-      `maxBodyBytes: must be at least maxPayloadBytes + 1024 (${config.maxPayloadBytes + 1024}) so that one job of the largest payload fits`,
+      `maxBodyBytes: ${config.maxBodyBytes} (from ${from('maxBodyBytes')}) must be at least maxPayloadBytes + 1024 (${config.maxPayloadBytes + 1024}; maxPayloadBytes ${config.maxPayloadBytes} from ${from('maxPayloadBytes')}) so that one job of the largest payload fits`,
     );
   }
   return problems;

@@ -945,7 +945,7 @@ describe('serve', () => {
         'leaseq serve: invalid configuration:',
         '  - port: must be an integer from 0 to 65535, got "x" (from --port)',
         '  - maxBatch: must be an integer from 1 to 10000, got "0" (from --max-batch)',
-        '  - host: 0.0.0.0 is not a loopback address and no API keys are configured; configure keys or listen on 127.0.0.1',
+        '  - host: 0.0.0.0 is not a loopback address and no API keys are configured; configure keys or listen on 127.0.0.1 (from LEASEQ_HOST)',
         '',
       ].join('\n'),
     );

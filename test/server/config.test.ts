@@ -209,7 +209,11 @@ describe('loadConfig', () => {
     expect(
       problems(() => loadConfig({ flags: { maxPayloadBytes: '4096', maxBodyBytes: '4096' } })),
     ).toEqual([
-      'maxBodyBytes: must be at least maxPayloadBytes + 1024 (5120) so that one job of the largest payload fits',
+      'maxBodyBytes: 4096 (from --max-body-bytes) must be at least maxPayloadBytes + 1024 (5120; maxPayloadBytes 4096 from --max-payload-bytes) so that one job of the largest payload fits',
+    ]);
+    // The body limit left at its default: the setting given is named as the cause's source.
+    expect(problems(() => loadConfig({ env: { LEASEQ_MAX_PAYLOAD_BYTES: '2000000' } }))).toEqual([
+      'maxBodyBytes: 1048576 (from the default) must be at least maxPayloadBytes + 1024 (2001024; maxPayloadBytes 2000000 from LEASEQ_MAX_PAYLOAD_BYTES) so that one job of the largest payload fits',
     ]);
   });
 
