@@ -393,17 +393,29 @@ export class JobMoves {
    */
   async closeReadyGaps(priority: number, positions: number[]): Promise<void> {
     positions.sort((a, b) => a - b);
-    for (const position of positions) {
-      const head = bandHead(this.q, priority);
-      if (position > head) {
-        await this.c.run(
-          `UPDATE leaseq_jobs SET ready_pos = ready_pos + 1
-           WHERE queue = ? AND state = 'ready' AND ready_pos >= ? AND ready_pos < ?`,
-          [this.q.name, head, position],
-        );
-      }
-      advanceHead(this.q, priority, 1);
+    let front = 0;
+    while (front < positions.length && positions[front] === bandHead(this.q, priority) + front) {
+      front += 1;
     }
+    advanceHead(this.q, priority, positions.length);
+    // Gaps past the front: the jobs before them move back, in one statement for them all
+    // (one per gap made expiring every other job of a long queue quadratic).
+    if (front < positions.length) await this.renumberBand(priority, bandHead(this.q, priority));
+  }
+
+  /**
+   * Gives the ready jobs of priority `priority`'s band the positions `head`, `head + 1`, … in
+   * their order, in one statement; rows already in place are not written.
+   */
+  async renumberBand(priority: number, head: number): Promise<void> {
+    await this.c.run(
+      `UPDATE leaseq_jobs SET ready_pos = ranked.pos
+       FROM (SELECT id, CAST(? AS BIGINT) - 1 + row_number() OVER (ORDER BY ready_pos) AS pos
+             FROM leaseq_jobs WHERE queue = ? AND state = 'ready' AND priority = ?) AS ranked
+       WHERE leaseq_jobs.queue = ? AND leaseq_jobs.id = ranked.id
+         AND leaseq_jobs.ready_pos <> ranked.pos`,
+      [head, this.q.name, priority, this.q.name],
+    );
   }
 
   /**

@@ -834,29 +834,19 @@ export class QueueOps extends JobMoves {
 
   /** Each band's ready positions are exactly its head..tail: closes the gaps jobs left. */
   private async renumberReady(): Promise<void> {
-    const rows = await this.c.query<{ id: string; priority: number }>(
-      `SELECT id, priority FROM leaseq_jobs WHERE queue = ? AND state = 'ready' ORDER BY ready_pos`,
+    const counts = await this.c.query<{ priority: number; n: number | string }>(
+      `SELECT priority, COUNT(*) AS n FROM leaseq_jobs WHERE queue = ? AND state = 'ready'
+       GROUP BY priority`,
       [this.q.name],
     );
-    const byPriority = new Map<number, string[]>();
-    for (const { id, priority } of rows) {
-      const ids = byPriority.get(priority) ?? [];
-      ids.push(id);
-      byPriority.set(priority, ids);
-    }
+    const sizes = new Map(counts.map(({ priority, n }) => [Number(priority), Number(n)]));
     for (const priority of [0, ...readyRanges(this.q).map((range) => range.priority)]) {
-      if (!byPriority.has(priority)) compactBand(this.q, priority, 0);
+      if (!sizes.has(priority)) compactBand(this.q, priority, 0);
     }
-    for (const [priority, ids] of byPriority) {
-      let position = compactBand(this.q, priority, ids.length);
-      for (const id of ids) {
-        await this.c.run('UPDATE leaseq_jobs SET ready_pos = ? WHERE queue = ? AND id = ?', [
-          position,
-          this.q.name,
-          id,
-        ]);
-        position += 1;
-      }
+    // One statement per band, whatever its length (one per job made a cancel in a long queue
+    // hold every queue of the engine for seconds).
+    for (const [priority, size] of sizes) {
+      await this.renumberBand(priority, compactBand(this.q, priority, size));
     }
   }
 
