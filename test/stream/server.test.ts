@@ -358,37 +358,46 @@ describe('the stream: subscriptions', () => {
     expect(await stats(server)).toMatchObject({ ready: 2, active: 10, nacks: 0 });
   });
 
-  it('splits a push larger than a frame may be, and gives back unsent what the buffer bound leaves', async () => {
-    const lines: { msg: string }[] = [];
-    const logger = pino(
-      { level: 'info' },
-      { write: (line: string) => lines.push(JSON.parse(line)) },
-    );
-    // Frames of at most 16 KiB (the smaller of the body and buffer bounds); 8 KiB payloads.
-    const server = await serve({
-      logger,
-      limits: { maxBodyBytes: 16 * 1024, maxStreamBufferBytes: 16 * 1024 },
-    });
-    const payload = 'x'.repeat(8 * 1024);
-    for (let index = 0; index < 6; index++) {
-      await call(server.baseUrl, 'POST', '/v1/queues/jobs/jobs', {
-        body: { id: `j${index}`, payload },
+  it.each([
+    ['x', 8 * 1024],
+    // 3 bytes a character: the bounds are bytes, as the socket counts them, not characters.
+    ['中', Math.floor((8 * 1024) / 3)],
+  ])(
+    'splits a push larger than a frame may be, and gives back unsent what the buffer bound leaves (payload of %s)',
+    async (character, length) => {
+      const lines: { msg: string }[] = [];
+      const logger = pino(
+        { level: 'info' },
+        { write: (line: string) => lines.push(JSON.parse(line)) },
+      );
+      // Frames of at most 16 KiB (the smaller of the body and buffer bounds); 8 KiB payloads.
+      const server = await serve({
+        logger,
+        limits: { maxBodyBytes: 16 * 1024, maxStreamBufferBytes: 16 * 1024 },
       });
-    }
-    const client = await connect(server);
-    await client.request({ type: 'subscribe', id: 1, queue: 'jobs', prefetch: 6 });
-    await client.next(() => client.pushed(1).length >= 6, 10_000);
-    await settle(100);
-    const frames = client.frames.filter((frame) => frame.type === 'deliveries');
-    expect(frames.length).toBeGreaterThan(1);
-    for (const frame of frames) expect(JSON.stringify(frame).length).toBeLessThanOrEqual(16 * 1024);
-    // Each job pushed once, in order: what did not fit went out later, or back to ready first.
-    const ids = client.pushed(1).map((delivery: { id: string }) => delivery.id);
-    expect(new Set(ids).size).toBe(ids.length);
-    expect([...new Set(ids)].sort()).toEqual(['j0', 'j1', 'j2', 'j3', 'j4', 'j5']);
-    const given = lines.filter((line) => line.msg === 'released, not pushed').length;
-    expect(await stats(server)).toMatchObject({ active: 6, ready: 0, unworked: given });
-  });
+      const payload = character.repeat(length);
+      for (let index = 0; index < 6; index++) {
+        await call(server.baseUrl, 'POST', '/v1/queues/jobs/jobs', {
+          body: { id: `j${index}`, payload },
+        });
+      }
+      const client = await connect(server);
+      await client.request({ type: 'subscribe', id: 1, queue: 'jobs', prefetch: 6 });
+      await client.next(() => client.pushed(1).length >= 6, 10_000);
+      await settle(100);
+      const frames = client.frames.filter((frame) => frame.type === 'deliveries');
+      expect(frames.length).toBeGreaterThan(1);
+      for (const frame of frames) {
+        expect(Buffer.byteLength(JSON.stringify(frame))).toBeLessThanOrEqual(16 * 1024);
+      }
+      // Each job pushed once, in order: what did not fit went out later, or back to ready first.
+      const ids = client.pushed(1).map((delivery: { id: string }) => delivery.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect([...new Set(ids)].sort()).toEqual(['j0', 'j1', 'j2', 'j3', 'j4', 'j5']);
+      const given = lines.filter((line) => line.msg === 'released, not pushed').length;
+      expect(await stats(server)).toMatchObject({ active: 6, ready: 0, unworked: given });
+    },
+  );
 
   it('answers subscribe before its first push, even on an engine that reserves at once', async () => {
     for (const url of ['memory:', 'sqlite::memory:']) {

@@ -360,12 +360,13 @@ export class StreamConnection {
       if (!result.ok || input.type !== 'reserve') return;
       const deliveries = result.value as WireDelivery[];
       if (input.ack === 'auto') {
-        for (const delivery of deliveries) bytes += JSON.stringify(delivery).length + 1;
+        for (const delivery of deliveries) bytes += Buffer.byteLength(JSON.stringify(delivery)) + 1;
         return;
       }
       let kept = 0;
       for (; !full && kept < deliveries.length; kept++) {
-        const size = JSON.stringify(deliveries[kept]).length + 1;
+        // Bytes, as bufferedAmount counts them.
+        const size = Buffer.byteLength(JSON.stringify(deliveries[kept])) + 1;
         full = bytes + size > room && (keptAny || room <= 0);
         if (full) break;
         bytes += size;

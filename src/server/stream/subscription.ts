@@ -233,6 +233,7 @@ export class Subscription {
       let end = deliveries.length;
       let frame: DeliveriesFrame;
       let text: string;
+      let bytes: number;
       for (;;) {
         frame = {
           type: 'deliveries',
@@ -241,13 +242,16 @@ export class Subscription {
           deliveries: start === 0 && end === wire.length ? wire : wire.slice(start, end),
         };
         text = JSON.stringify(frame);
-        if (text.length <= maxFrameBytes || end - start === 1) break;
+        // Bytes, as maxFrameBytes and the socket count them (é is 2, 中 3): counted only when
+        // the text could be over, at 3 bytes a character at most.
+        bytes = text.length * 3 <= maxFrameBytes ? text.length : Buffer.byteLength(text);
+        if (bytes <= maxFrameBytes || end - start === 1) break;
         end = start + Math.ceil((end - start) / 2);
       }
       if (!this.active || !this.sink.push(frame, text)) {
         return { unsent: deliveries.slice(start), gone: true };
       }
-      this.bytesPerDelivery = text.length / (end - start);
+      this.bytesPerDelivery = bytes / (end - start);
       for (let index = start; index < end; index++) {
         const delivery = deliveries[index] as Delivery;
         this.outstanding.set(delivery.token, { id: delivery.id, deadline: delivery.deadline });
