@@ -2,9 +2,9 @@ import { request } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Broker, Queue, ReceiveOptions } from '../../src/broker/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
+import { racyBroker } from './racy-broker.js';
 
 /**
  * A long poll that takes jobs just as its client goes away. Manual-ack jobs go back to ready
@@ -12,40 +12,8 @@ import { createApp } from '../../src/server/index.js';
  * put back, and each is logged as lost rather than given back.
  *
  * The race is made certain by a broker whose waiting receives answer only once the request's
- * signal says the client left, and then reserve what is ready.
+ * signal says the client left, and then reserve what is ready (racy-broker.ts).
  */
-function racyBroker(real: Broker, parked: () => void): Broker {
-  const racyQueue = (queue: Queue): Queue =>
-    new Proxy(queue, {
-      get(target, key) {
-        if (key === 'receive') {
-          return async (options: ReceiveOptions = {}) => {
-            const { signal, wait = 0, ...reserve } = options;
-            if (signal === undefined || wait === 0) return target.receive(options);
-            parked();
-            await new Promise<void>((resolve) => {
-              if (signal.aborted) resolve();
-              else signal.addEventListener('abort', () => resolve(), { once: true });
-            });
-            return target.receive(reserve);
-          };
-        }
-        const value = Reflect.get(target, key, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
-  return new Proxy(real, {
-    get(target, key) {
-      if (key === 'queue') {
-        return async (...args: Parameters<Broker['queue']>) =>
-          racyQueue(await target.queue(...args));
-      }
-      if (key === 'handle') return (name: string) => racyQueue(target.handle(name));
-      const value = Reflect.get(target, key, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-}
 
 let close: (() => Promise<void>) | undefined;
 
