@@ -102,11 +102,20 @@ export const byExpiry = (a: ExpiryRecord, b: ExpiryRecord): boolean =>
 export const byHeartbeatEnd = (a: SessionRecord, b: SessionRecord): boolean =>
   a.lastHeartbeat + a.timeout < b.lastHeartbeat + b.timeout;
 
-/** History kept per job is bounded so a job retried forever cannot grow without limit. */
+/**
+ * History kept per job is bounded so a job retried forever cannot grow without limit: its first
+ * attempt (when it was first tried, which SQS's ApproximateFirstReceiveTimestamp reports) and
+ * its latest ones.
+ */
 export const MAX_HISTORY = 100;
 
+/** `history` with `attempt` added, its first attempt and latest ones kept (MAX_HISTORY in all). */
+export function withAttempt<A>(history: A[], attempt: A): A[] {
+  history.push(attempt);
+  if (history.length > MAX_HISTORY) history.splice(1, history.length - MAX_HISTORY);
+  return history;
+}
+
 export function recordAttempt(job: JobRecord, attempt: Attempt): void {
-  if (job.history === undefined) job.history = [];
-  job.history.push(attempt);
-  if (job.history.length > MAX_HISTORY) job.history.splice(0, job.history.length - MAX_HISTORY);
+  job.history = withAttempt(job.history ?? [], attempt);
 }

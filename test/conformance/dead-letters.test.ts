@@ -175,6 +175,23 @@ describeEngines(engines, (h) => {
       expect(await q.deadLetters()).toEqual([dead]);
     });
 
+    it('R14 a history of more than 100 attempts keeps its first and its latest 99', async () => {
+      const q = await h.queue({ visibility: 5, maxDeliveries: Number.POSITIVE_INFINITY });
+      await q.publish(0, { id: 'a' });
+      for (let n = 1; n <= 105; n++) {
+        const [delivery] = await q.reserve(n);
+        expect(delivery?.token).toBe(n);
+        await q.nack(n, n);
+      }
+      const history = (await q.job('a'))?.history ?? [];
+      expect(history).toHaveLength(100);
+      expect(history.map((attempt) => attempt.token)).toEqual([
+        1,
+        ...Array.from({ length: 99 }, (_, index) => index + 7),
+      ]);
+      expect(history[0]).toEqual({ token: 1, deliveredAt: 1, endedAt: 1, outcome: 'requeued' });
+    });
+
     it('R14 redrive moves dead jobs to the back of ready with deliveryCount 0, keeping history', async () => {
       const q = await h.queue({ visibility: 5 });
       await q.publishBatch(

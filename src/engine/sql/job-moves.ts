@@ -1,6 +1,6 @@
 import type { DeadLetterKind } from '../../core/dead-letter-kinds.js';
 import type { Attempt, AttemptOutcome } from '../../core/index.js';
-import { MAX_HISTORY } from '../../core/records.js';
+import { withAttempt } from '../../core/records.js';
 import { checkNow } from '../../core/validate.js';
 import type { SqlQueueLinks } from './queue-links.js';
 import { expiryInUse, type QueueRow } from './queue-row.js';
@@ -518,7 +518,5 @@ function countAndHistory(row: DeliveryRow, attempt: Attempt | undefined): [numbe
 
 export function appendHistory(history: string | null, attempt: Attempt): string {
   const attempts = history === null ? [] : (JSON.parse(history) as Attempt[]);
-  attempts.push(attempt);
-  if (attempts.length > MAX_HISTORY) attempts.splice(0, attempts.length - MAX_HISTORY);
-  return JSON.stringify(attempts);
+  return JSON.stringify(withAttempt(attempts, attempt));
 }

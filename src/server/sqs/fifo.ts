@@ -6,8 +6,9 @@ import { invalidParameter } from './errors.js';
  * SQS FIFO queues on leaseq's own features: a MessageGroupId is a leaseq message group (R24:
  * one message of a group in flight at a time, in send order); a MessageDeduplicationId names
  * the job, so a repeated send is a duplicate publish (R4) while the message is in the queue and
- * for the queue's `dedupWindow` after it is deleted; the SequenceNumber is the job's group
- * sequence number (R29).
+ * for the queue's `dedupWindow` after it is deleted — and, once it died, for the
+ * de-duplication interval from its send (`resolveFifoSend`); the SequenceNumber is the job's
+ * group sequence number (R29).
  */
 
 /** SQS's de-duplication interval, as the `dedupWindow` of every FIFO queue. */
@@ -39,23 +40,36 @@ export function contentDeduplicationId(body: string): string {
 }
 
 /**
+ * How many MessageIds one de-duplication id may have (see `fifoMessageId`): a send that finds
+ * every one of them held by a message that died more than the interval ago is refused rather
+ * than looking further.
+ */
+export const FIFO_GENERATIONS = 1000;
+
+/**
  * The MessageId (leaseq job id) of a FIFO message: a name-based UUID (version 8) of the
- * SHA-256 of its de-duplication id — and of its group, with DeduplicationScope messageGroup.
- * The same de-duplication id gives the same job id, so a repeated send is a duplicate publish
- * answered with the original's MessageId; the version digit keeps these ids apart from the
- * random (version 4) ones of standard sends, and the prefix of the hashed text apart from
- * anything else.
+ * SHA-256 of its de-duplication id — and of its group, with DeduplicationScope messageGroup —
+ * and of its generation. The same de-duplication id gives the same job id for a generation, so
+ * a repeated send is a duplicate publish answered with the original's MessageId; a send made
+ * when the id's earlier messages died more than the de-duplication interval ago takes the next
+ * generation (see `resolveFifoSend`). Generation 0 hashes the text it always did, so messages
+ * stored before generations existed keep their ids. The version digit keeps these ids apart
+ * from the random (version 4) ones of standard sends, and the prefix of the hashed text apart
+ * from anything else.
  */
 export function fifoMessageId(
   scope: 'queue' | 'messageGroup',
   groupId: string,
   deduplicationId: string,
+  generation = 0,
 ): string {
-  // Neither id can hold a NUL (FIFO_ID), so the parts cannot run into each other.
-  const named =
+  // Neither id can hold a NUL (FIFO_ID), so the parts cannot run into each other, and a
+  // generation's text has one part more than generation 0's.
+  const key =
     scope === 'queue'
       ? `leaseq-sqs-fifo\0queue\0${deduplicationId}`
       : `leaseq-sqs-fifo\0messageGroup\0${groupId}\0${deduplicationId}`;
+  const named = generation === 0 ? key : `${key}\0${generation}`;
   const bytes = createHash('sha256').update(named, 'utf8').digest().subarray(0, 16);
   bytes[6] = ((bytes[6] as number) & 0x0f) | 0x80; // version 8
   bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80; // RFC 9562 variant

@@ -16,12 +16,24 @@ export interface PreparedSend {
   publish: PublishInput & { id: string };
   /** A FIFO queue's: the answer carries a SequenceNumber. */
   fifo: boolean;
+  /**
+   * A FIFO queue's: what its MessageId is derived from (`publish.id` is generation 0's; the
+   * send may take a later one, see `resolveFifoSend`).
+   */
+  fifoKey?: FifoKey;
   size: number;
   answer: {
     MD5OfMessageBody: string;
     MD5OfMessageAttributes?: string;
     MD5OfMessageSystemAttributes?: string;
   };
+}
+
+/** What a FIFO message's MessageIds are derived from (`fifoMessageId`). */
+export interface FifoKey {
+  scope: 'queue' | 'messageGroup';
+  groupId: string;
+  deduplicationId: string;
 }
 
 /** Checks one SendMessage (or batch entry) against the queue's attributes. */
@@ -41,7 +53,7 @@ export function prepareSend(
   checkSecondsWithin(limits, 'delay', 'DelaySeconds', delaySeconds);
   const attributes = parseMessageAttributes(recordMap(input, 'MessageAttributes'));
   const traceHeader = parseSystemAttributes(recordMap(input, 'MessageSystemAttributes'));
-  const { groupId, deduplicationId, id } = fifo
+  const { groupId, deduplicationId, id, fifoKey } = fifo
     ? fifoIdentity(input, body, meta)
     : standardIdentity(input);
   const maxSize = Number(storedAttribute(meta, 'MaximumMessageSize'));
@@ -79,6 +91,7 @@ export function prepareSend(
       ...(fifo && groupId !== undefined ? { group: groupId } : {}),
     },
     fifo,
+    ...(fifoKey === undefined ? {} : { fifoKey }),
     size,
     answer: {
       MD5OfMessageBody: md5OfBody(body),
@@ -108,6 +121,7 @@ interface Identity {
   id: string;
   groupId: string | undefined;
   deduplicationId: string | undefined;
+  fifoKey?: FifoKey;
 }
 
 /**
@@ -132,7 +146,8 @@ function standardIdentity(input: SqsInput): Identity {
 
 /**
  * A FIFO queue's message: a MessageGroupId, a MessageDeduplicationId (given, or the SHA-256 of
- * the body with ContentBasedDeduplication), and the MessageId the de-duplication id names.
+ * the body with ContentBasedDeduplication), and the MessageId the de-duplication id names in
+ * its first generation.
  */
 function fifoIdentity(input: SqsInput, body: string, meta: QueueMeta | undefined): Identity {
   const groupId = optionalString(input, 'MessageGroupId');
@@ -152,7 +167,12 @@ function fifoIdentity(input: SqsInput, body: string, meta: QueueMeta | undefined
   }
   const scope =
     storedAttribute(meta, 'DeduplicationScope') === 'messageGroup' ? 'messageGroup' : 'queue';
-  return { id: fifoMessageId(scope, groupId, deduplicationId), groupId, deduplicationId };
+  return {
+    id: fifoMessageId(scope, groupId, deduplicationId),
+    groupId,
+    deduplicationId,
+    fifoKey: { scope, groupId, deduplicationId },
+  };
 }
 
 /** AWSTraceHeader is the one system attribute a sender may set. */

@@ -138,9 +138,7 @@ async function toMessage(
     ),
   );
   const attributesMd5 = md5OfMessageAttributes(chosen);
-  const system = await systemAttributes(queue, delivery, visibilityMs, content, request, (name) =>
-    queueArn(sqs, name),
-  );
+  const system = await systemAttributes(sqs, queue, delivery, visibilityMs, content, request);
   return {
     MessageId: delivery.id,
     ReceiptHandle: sqs.services.receipts.issue(queue.name, delivery.token, delivery.id),
@@ -165,12 +163,12 @@ function wantsAttribute(patterns: readonly string[], name: string): boolean {
 }
 
 async function systemAttributes(
+  sqs: SqsServices,
   queue: Queue,
   delivery: Delivery,
   visibilityMs: number,
   content: MessageContent,
   request: ReceiveRequest,
-  arnOf: (queue: string) => string,
 ): Promise<Record<string, string>> {
   const wanted = request.system;
   // The job's stored view, read once and only when an answer needs it.
@@ -194,11 +192,8 @@ async function systemAttributes(
     values.SentTimestamp = (await job())?.publishedAt?.toString();
   }
   if (wanted.has('ApproximateFirstReceiveTimestamp')) {
-    // This delivery began at deadline − visibility; an earlier one is in the job's history.
-    const thisDelivery = delivery.deadline - visibilityMs;
-    const first =
-      delivery.deliveryCount === 1 ? thisDelivery : (await job())?.history[0]?.deliveredAt;
-    values.ApproximateFirstReceiveTimestamp = String(first ?? thisDelivery);
+    const first = firstReceive(delivery.deadline - visibilityMs, await job());
+    values.ApproximateFirstReceiveTimestamp = String(first);
   }
   if (wanted.has('SequenceNumber') && request.fifo) {
     // The job's group sequence number (R29): the send answered the same one.
@@ -208,7 +203,8 @@ async function systemAttributes(
   if (wanted.has('DeadLetterQueueSourceArn')) {
     // Set on messages that came by dead-lettering (R26): the queue they died in.
     const origin = (await job())?.origin;
-    values.DeadLetterQueueSourceArn = origin === undefined ? undefined : arnOf(origin.queue);
+    values.DeadLetterQueueSourceArn =
+      origin === undefined ? undefined : queueArn(sqs, origin.queue);
   }
   const result: Record<string, string> = {};
   for (const name of wanted) {
@@ -216,6 +212,18 @@ async function systemAttributes(
     if (value !== undefined) result[name] = value;
   }
   return result;
+}
+
+/**
+ * ApproximateFirstReceiveTimestamp: one value per message, its first receive anywhere (as SQS
+ * gives), whatever queue it is in now. Not `deliveryCount`, which starts again in a dead-letter
+ * queue and at a redrive: the job's attempt history, which it keeps across those (R14, R26) and
+ * which always keeps its first attempt, begins with its first delivery. A message with no
+ * attempt recorded yet is at its first receive: this one, which began at its deadline −
+ * visibility (its attempt will say the same time).
+ */
+function firstReceive(thisDelivery: number, view: JobView | undefined): number {
+  return view?.history[0]?.deliveredAt ?? thisDelivery;
 }
 
 export const RECEIVE_ACTIONS: ActionTable = { ReceiveMessage: receiveMessage };

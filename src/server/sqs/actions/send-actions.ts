@@ -1,7 +1,8 @@
 import { type PublishResult, QueueFullError } from '../../../core/index.js';
 import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { SqsError, toSqsError } from '../errors.js';
-import { sequenceNumber } from '../fifo.js';
+import { isFifo, sequenceNumber } from '../fifo.js';
+import { dedupPlace, resolveFifoSend } from '../fifo-dedup.js';
 import { batchEntries } from '../params.js';
 import { type PreparedSend, prepareSend } from '../send.js';
 import type { ActionTable, FailedEntry } from './action.js';
@@ -19,7 +20,9 @@ async function sendMessage(call: SqsCall, sqs: SqsServices) {
     Date.now(),
     sqs.services.limits,
   );
-  const result = await queue.publish(prepared.publish);
+  // A FIFO send takes the first free MessageId of its de-duplication id, or is a duplicate.
+  const resolved = await resolveFifoSend(await dedupPlace(sqs, queue, prepared.fifo), prepared);
+  const result = resolved.duplicate ?? (await queue.publish(resolved.publish));
   logDuplicate(call, queue.name, result);
   return answer(prepared, result);
 }
@@ -43,8 +46,9 @@ function logDuplicate(call: SqsCall, queue: string, result: PublishResult): void
 }
 
 /**
- * Entries that fail their checks fail alone; the others are published all-or-nothing (R5), so
- * a queue too full for them (R31) fails each of them.
+ * Entries that fail their checks fail alone; each FIFO entry then takes its MessageId (or is a
+ * duplicate, not published), and the others are published all-or-nothing (R5), so a queue too
+ * full for them (R31) fails each of them.
  */
 async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'publish');
@@ -70,19 +74,35 @@ async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
       `Batch requests cannot be longer than ${MAX_BATCH_BYTES} bytes. You have sent ${total} bytes.`,
     );
   }
-  let results: PublishResult[] = [];
+  const place = await dedupPlace(sqs, queue, isFifo(meta));
+  const resolved = await Promise.all(accepted.map((item) => resolveFifoSend(place, item.prepared)));
+  // Entries of one de-duplication id in the batch take the same MessageId: the publish answers
+  // the later ones as duplicates of the first (R4).
+  const publishes = resolved.flatMap((each) => (each.publish === undefined ? [] : [each.publish]));
+  let published: PublishResult[] = [];
   try {
-    if (accepted.length > 0) {
-      results = await queue.publishBatch(accepted.map((item) => item.prepared.publish));
-    }
+    if (publishes.length > 0) published = await queue.publishBatch(publishes);
   } catch (error) {
     if (!(error instanceof QueueFullError)) throw error;
-    // All or nothing (R5, R31): none of them was stored, so each entry fails with it.
+    // All or nothing (R5, R31): none of them was stored, so each entry to publish fails with
+    // it; a duplicate needed no room.
     return {
-      Successful: [],
-      Failed: [...failed, ...accepted.map((item) => failedEntry(item.id, error))],
+      Successful: accepted.flatMap((item, index) => {
+        const duplicate = resolved[index]?.duplicate;
+        return duplicate === undefined
+          ? []
+          : [{ Id: item.id, ...answer(item.prepared, duplicate) }];
+      }),
+      Failed: [
+        ...failed,
+        ...accepted
+          .filter((_item, index) => resolved[index]?.publish !== undefined)
+          .map((item) => failedEntry(item.id, error)),
+      ],
     };
   }
+  let next = 0;
+  const results = resolved.map((each) => each.duplicate ?? (published[next++] as PublishResult));
   for (const result of results) logDuplicate(call, queue.name, result);
   return {
     Successful: accepted.map((item, index) => ({

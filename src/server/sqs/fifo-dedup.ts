@@ -1,0 +1,116 @@
+import type { Queue } from '../../broker/index.js';
+import { type JobView, NotFoundError, type PublishResult } from '../../core/index.js';
+import type { SqsServices } from './context.js';
+import { SqsError } from './errors.js';
+import { FIFO_DEDUP_WINDOW_MS, FIFO_GENERATIONS, fifoMessageId } from './fifo.js';
+import type { PreparedSend } from './send.js';
+
+/**
+ * Where a FIFO queue's MessageIds are held: the queue itself and, when it has one, its
+ * dead-letter queue (where its messages go on dying, R26, with their ids); and the time of the
+ * sends, on the broker's clock (publish times are on it).
+ */
+export interface DedupPlace {
+  queue: Queue;
+  deadLetterQueue: Queue | undefined;
+  now: number;
+}
+
+/** What a send comes to: a publish under a free MessageId, or a duplicate of a held one. */
+export type ResolvedSend =
+  | { publish: PreparedSend['publish']; duplicate?: undefined }
+  | { duplicate: PublishResult; publish?: undefined };
+
+/** The queue's place, read once per request (its dead-letter queue only on a FIFO queue). */
+export async function dedupPlace(
+  sqs: SqsServices,
+  queue: Queue,
+  fifo: boolean,
+): Promise<DedupPlace> {
+  const now = sqs.services.now();
+  if (!fifo) return { queue, deadLetterQueue: undefined, now };
+  const { deadLetterQueue } = await queue.options();
+  if (deadLetterQueue === undefined) return { queue, deadLetterQueue: undefined, now };
+  try {
+    return { queue, deadLetterQueue: await sqs.services.queues.existing(deadLetterQueue), now };
+  } catch (error) {
+    // Deleted: it holds nothing, and a message that dies stays in the queue's dead set (R26).
+    if (error instanceof NotFoundError) return { queue, deadLetterQueue: undefined, now };
+    throw error;
+  }
+}
+
+/**
+ * The MessageId a FIFO send takes (SQS: a send is a duplicate within the 5-minute
+ * de-duplication interval after a send with its de-duplication id; leaseq: also while that
+ * message is in the queue). The de-duplication id names one id per generation k = 0, 1, …
+ * (`fifoMessageId`); the send takes the first that is free:
+ *
+ * - free (neither the queue nor its dead-letter queue holds it): published under it — a
+ *   publish the queue answers as a duplicate (an id deleted within its `dedupWindow`, R4) is a
+ *   duplicate send;
+ * - held by the queue alive (ready, delayed, in flight, waiting in its group): a duplicate;
+ * - held dead by the queue (R14, R30), or by its dead-letter queue (a message of this queue
+ *   that died there, R26): a duplicate while its publish is within the interval, else the next
+ *   generation — a message that died keeps its id in a dead set indefinitely, so without
+ *   another id a later send would be a duplicate forever, or, the dead-letter queue holding the
+ *   id, would die into the queue's own dead set where no SQS call sees it;
+ * - held by the dead-letter queue for another queue (or sent to it directly): not this
+ *   queue's message, but its id is taken where this queue's messages die: the next generation.
+ *
+ * So the first send of a fresh id costs one lookup in the queue and one in its dead-letter
+ * queue. An id freed out of order (a dead message removed through /v1 while a later one of
+ * its de-duplication id is in the queue) is taken again first: the later one is not seen.
+ */
+export async function resolveFifoSend(
+  place: DedupPlace,
+  prepared: PreparedSend,
+): Promise<ResolvedSend> {
+  const key = prepared.fifoKey;
+  if (key === undefined) return { publish: prepared.publish };
+  for (let generation = 0; generation < FIFO_GENERATIONS; generation++) {
+    const id =
+      generation === 0
+        ? prepared.publish.id
+        : fifoMessageId(key.scope, key.groupId, key.deduplicationId, generation);
+    const held = await holder(place, id);
+    if (held === undefined) return { publish: { ...prepared.publish, id } };
+    if (held === 'elsewhere') continue;
+    if (held.alive || withinInterval(held.view, place.now)) {
+      const { groupSeq } = held.view;
+      return {
+        duplicate: { id, duplicate: true, ...(groupSeq === undefined ? {} : { groupSeq }) },
+      };
+    }
+  }
+  throw new SqsError(
+    'InternalFailure',
+    `No MessageId is free for MessageDeduplicationId ${key.deduplicationId}: each of its ${FIFO_GENERATIONS} MessageIds is held by a dead message of the queue or its dead-letter queue. Purge or redrive the dead messages of ${place.queue.name} (/v1/queues/${place.queue.name}/dead-letters) to free them.`,
+  );
+}
+
+type Held = { view: JobView; alive: boolean } | 'elsewhere' | undefined;
+
+async function holder(place: DedupPlace, id: string): Promise<Held> {
+  const here = await place.queue.job(id);
+  if (here !== undefined) return { view: here, alive: here.state !== 'dead' };
+  if (place.deadLetterQueue === undefined) return undefined;
+  let there: JobView | undefined;
+  try {
+    there = await place.deadLetterQueue.job(id);
+  } catch (error) {
+    // Deleted meanwhile: it holds nothing.
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  }
+  if (there === undefined) return undefined;
+  return there.origin?.queue === place.queue.name ? { view: there, alive: false } : 'elsewhere';
+}
+
+/**
+ * Whether a message was sent less than the de-duplication interval ago (`publishedAt` is kept
+ * across moves, R26). A job stored before publish times were kept was sent long ago.
+ */
+function withinInterval(view: JobView, now: number): boolean {
+  return view.publishedAt !== undefined && now - view.publishedAt < FIFO_DEDUP_WINDOW_MS;
+}
