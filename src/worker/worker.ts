@@ -5,6 +5,7 @@ import { AckBatcher } from './ack-batcher.js';
 import { AutoAckRun } from './auto-ack-run.js';
 import { errorCode, errorMessage } from './errors.js';
 import type { QueueLimit } from './handler-run.js';
+import { TurnWatch } from './io-turn.js';
 import type { Handler, OutcomeRecord } from './job.js';
 import { type HeldRun, JobRun, type JobRunDeps } from './job-run.js';
 import { isLevelEnabled } from './logger.js';
@@ -45,6 +46,11 @@ export const GIVE_BACK_WAIT_MS = 1000;
 /** Fetch-loop retry delays after failed receives, ms. */
 const FETCH_RETRY = { baseDelay: 100, maxDelay: 30_000 };
 /**
+ * How long jobs started back to back may hold the event loop before it turns (ms): well under a
+ * third of the shortest session timeout a heartbeat keeps (docs/worker.md).
+ */
+const LOOP_TURN_MS = 10;
+/**
  * Jobs whose handler ended and whose ack (or nack) has not answered yet: at least this many
  * may be in hand, however low the concurrency. A worker of concurrency 1 with fast handlers
  * otherwise waits a whole ack round trip (a sync, over the network) for every other job.
@@ -73,6 +79,8 @@ export class Worker<P = unknown> {
   private stopWatchingCancels: (() => void) | undefined;
   private readonly fetches = new Set<Promise<number>>();
   private readonly stopping = new AbortController();
+  /** A loop held this long by jobs started back to back turns before the next one starts. */
+  private readonly turns = new TurnWatch(LOOP_TURN_MS);
   private readonly listeners = {
     outcome: new Set<WorkerEvents['outcome']>(),
     error: new Set<WorkerEvents['error']>(),
@@ -308,12 +316,15 @@ export class Worker<P = unknown> {
       this.inHand.add(run);
       // Reserved while closing: give it back unrun. A job received at most once cannot go
       // back, so it runs within the grace period.
+      // Handlers that block, started back to back, would hold the loop for all of them: the
+      // loop turns first, so heartbeats and renewals go out and their answers are read.
+      if (this.turns.due()) await this.turns.turn();
       if (this.stopping.signal.aborted && !atMostOnce) {
         unrun.push(run);
-      } else {
-        run.start();
-        started += 1;
+        continue;
       }
+      run.start();
+      started += 1;
     }
     // The last first, as at close: they go back in the order they were reserved.
     for (const run of unrun.reverse()) void run.release();
