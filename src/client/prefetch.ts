@@ -9,7 +9,7 @@ import type {
 import { ConnectionLostError, errorFromWire } from './errors.js';
 import type { PushListener, StreamLink } from './stream-link.js';
 
-interface Waiter {
+export interface Waiter {
   max: number;
   resolve(deliveries: WireDelivery[]): void;
   reject(error: unknown): void;
@@ -105,6 +105,8 @@ export class Prefetch implements PushListener {
 
   /** Up to `max` deliveries: held ones at once, else the first pushed within `wait` ms. */
   async take(max: number, wait: number, signal: AbortSignal | undefined): Promise<WireDelivery[]> {
+    // What an ending gives back is not handed out meanwhile: its end first, then subscribe anew.
+    if (this.ending !== undefined) await this.ending;
     this.watch(signal);
     this.mostAsked = Math.max(this.mostAsked, max);
     if (this.buffer.length === 0 || this.subscription === undefined) {
@@ -199,8 +201,14 @@ export class Prefetch implements PushListener {
     return this.settings.queue;
   }
 
-  /** Held deliveries, taken without waiting (a receive with wait 0). */
+  /** The session its deliveries are reserved in, if any. */
+  get session(): string | undefined {
+    return this.settings.session;
+  }
+
+  /** Held deliveries, taken without waiting (a receive with wait 0); none while it ends. */
   takeHeld(max: number): WireDelivery[] {
+    if (this.ending !== undefined) return [];
     return this.handOut(this.takeLive(max));
   }
 
@@ -320,7 +328,18 @@ export class Prefetch implements PushListener {
     this.failWaiters(new ConnectionLostError());
   }
 
-  /** Ends the subscription and gives back what is held. */
+  /**
+   * Ends the subscription and gives back what is held, as `end`, but the receives waiting in it
+   * are not answered: they are handed to the caller (whose session is being closed) to answer.
+   */
+  async endKeepingWaiters(): Promise<Pick<Waiter, 'resolve' | 'reject'>[]> {
+    const waiters = [...this.waiters];
+    this.waiters.clear();
+    await this.end();
+    return waiters;
+  }
+
+  /** Ends the subscription and gives back what is held; waiting receives answer empty. */
   end(): Promise<void> {
     if (this.ending === undefined) {
       // Cleared once settled, by the promise itself: a finish that ran to its end at once would

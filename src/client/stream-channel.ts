@@ -11,7 +11,7 @@ import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
 import { reserveToWire, unwrap } from './http-channel.js';
 import { OperationBatcher } from './operation-batcher.js';
-import { Prefetch } from './prefetch.js';
+import { Prefetch, type Waiter } from './prefetch.js';
 import { StreamLink, type StreamLinkOptions } from './stream-link.js';
 
 export interface StreamChannelOptions extends StreamLinkOptions {
@@ -100,9 +100,78 @@ export class StreamChannel implements Channel {
   }
 
   private async submit(queue: string, operations: readonly WireOperation[]) {
-    const outcomes = await this.batcher.submit(queue, operations);
+    const closing =
+      this.prefetches.size > 0 ? await this.giveBackSessionHeld(queue, operations) : undefined;
+    let outcomes: WireOutcome[];
+    try {
+      outcomes = await this.batcher.submit(queue, operations);
+    } catch (error) {
+      closing?.(operations, undefined);
+      throw error;
+    }
+    closing?.(operations, outcomes);
     this.noteSettles(queue, operations, outcomes);
     return outcomes;
+  }
+
+  /**
+   * An operation on a whole session (closeSession, ackUpTo, nackUpTo) reaches every delivery
+   * the server holds in it, those this client holds unhanded among them: they are given back
+   * first, unworked (R33), and the session's subscription ended, so that the operation acts on
+   * what its consumers had, as over plain HTTP. Its receives waiting then answer empty and
+   * receive again; those of a session being closed are answered once the close is: refused
+   * with SESSION_CLOSED (R16) when it was closed, else empty. Answers what answers them.
+   */
+  private async giveBackSessionHeld(
+    queue: string,
+    operations: readonly WireOperation[],
+  ): Promise<SessionCloseAnswer | undefined> {
+    // The common frame (acks, reserves) names no session: nothing is made for it.
+    if (!operations.some(onWholeSession)) return undefined;
+    const sessions = new Set<unknown>();
+    const closed = new Set<unknown>();
+    for (const operation of operations) {
+      if (!onWholeSession(operation)) continue;
+      sessions.add(operation.session);
+      if (operation.type === 'closeSession') closed.add(operation.session);
+    }
+    const ends: Promise<unknown>[] = [];
+    const waiting = new Map<unknown, Pick<Waiter, 'resolve' | 'reject'>[]>();
+    for (const [key, prefetch] of this.prefetches) {
+      if (prefetch.queue !== queue || !sessions.has(prefetch.session)) continue;
+      if (!closed.has(prefetch.session)) {
+        ends.push(prefetch.end());
+        continue;
+      }
+      this.prefetches.delete(key);
+      ends.push(
+        prefetch.endKeepingWaiters().then((waiters) => {
+          waiting.set(prefetch.session, [...(waiting.get(prefetch.session) ?? []), ...waiters]);
+        }),
+      );
+    }
+    await Promise.all(ends);
+    if (waiting.size === 0) return undefined;
+    return (sent, outcomes) => {
+      sent.forEach((operation, index) => {
+        const waiters =
+          operation.type === 'closeSession' ? waiting.get(operation.session) : undefined;
+        if (waiters === undefined) return;
+        waiting.delete(operation.session);
+        const outcome = outcomes?.[index];
+        const ended = outcome?.ok === true || outcome?.error.code === 'SESSION_CLOSED';
+        for (const waiter of waiters) {
+          if (!ended) waiter.resolve([]);
+          else
+            waiter.reject(
+              errorFromWire({
+                code: 'SESSION_CLOSED',
+                message: `session ${String(operation.session)} has ended`,
+              }),
+            );
+        }
+      });
+    };
   }
 
   /** Tells the queue's subscriptions which of the deliveries they handed out are settled. */
@@ -347,4 +416,16 @@ export class StreamChannel implements Channel {
       this.sessions.delete(operation.session as string);
     });
   }
+}
+
+/** Answers the receives that waited in sessions a batch closed, by that batch's outcomes. */
+type SessionCloseAnswer = (
+  sent: readonly WireOperation[],
+  outcomes: readonly WireOutcome[] | undefined,
+) => void;
+
+/** closeSession, ackUpTo and nackUpTo: operations on every delivery of a session. */
+function onWholeSession(operation: WireOperation): boolean {
+  const { type } = operation;
+  return type === 'closeSession' || type === 'ackUpTo' || type === 'nackUpTo';
 }

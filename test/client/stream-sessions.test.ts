@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openRemote, type RemoteBroker } from '../../src/client/index.js';
 import { SessionClosedError } from '../../src/core/index.js';
 import { silentLogger, work } from '../../src/index.js';
@@ -139,5 +139,43 @@ describe('sessions over the stream', () => {
       reason: 'session-ended',
     });
     await worker.close({ timeout: 0 });
+  });
+});
+
+describe('operations on a whole session over the stream, with deliveries held unhanded', () => {
+  /**
+   * A receive with a wait in a session subscribes: the server pushes the session's next jobs,
+   * which the client holds for the next receive. ackUpTo, nackUpTo and closeSession act on what
+   * the session's consumers had, as over plain HTTP: the held ones go back unworked first.
+   */
+  async function heldInSession() {
+    server = await startTestServer();
+    client = await openRemote(server.baseUrl);
+    const queue = await client.queue('held', { visibility: 60_000, maxDeliveries: 1 });
+    await queue.publishBatch([{ id: 'x' }, { id: 'y' }, { id: 'z' }]);
+    const session = await queue.openSession();
+    const [x] = await queue.receive({ max: 1, session, wait: 1000 });
+    expect(x?.id).toBe('x');
+    // The ack gives the credit back: the server pushes y, which the client holds.
+    expect(await queue.ack((x as NonNullable<typeof x>).token)).toBe(true);
+    const stored = server.broker.handle('held');
+    await vi.waitFor(async () => expect((await stored.stats()).active).toBe(1));
+    return { queue, session, stored };
+  }
+
+  it('ackUpTo acks only what was handed out: the held job is ready again, not acked', async () => {
+    const { queue, session, stored } = await heldInSession();
+    expect(await queue.ackUpTo(session, Number.MAX_SAFE_INTEGER)).toBe(0);
+    expect(await stored.stats()).toMatchObject({ acks: 1, active: 0, ready: 2, dead: 0 });
+    expect(await stored.job('y')).toMatchObject({ state: 'ready', deliveryCount: 0 });
+  });
+
+  it('closeSession releases only what was handed out: a held job does not die of a delivery nobody had', async () => {
+    const { queue, session, stored } = await heldInSession();
+    await queue.closeSession(session);
+    // maxDeliveries 1: released by the close as a delivery, y would have died.
+    expect(await stored.stats()).toMatchObject({ active: 0, ready: 2, dead: 0 });
+    expect(await stored.job('y')).toMatchObject({ state: 'ready', deliveryCount: 0 });
+    await expect(queue.receive({ max: 1, session })).rejects.toBeInstanceOf(SessionClosedError);
   });
 });
