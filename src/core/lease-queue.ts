@@ -751,44 +751,42 @@ export class LeaseQueue {
   /**
    * R26: ready jobs (front first), then delayed ones, each to `to` or to its origin; a job the
    * target cannot take (missing queue, id present there) stays. A group member that goes on as
-   * the one before it moves is a candidate of the next pass, so a group moves whole.
+   * the one before it moves joins the end of the list (when no ids are named, or it is), so a
+   * group moves whole: one list, each job looked at once.
    */
   private moveJobsNow(now: number, op: MoveJobsOperation): number {
     const links = this.links;
     if (links === undefined) return 0;
     const named = op.ids === undefined ? undefined : new Set(op.ids);
+    const candidates = this.movable(op.ids);
     const considered = new Set<JobRecord>();
     const moved = new Set<JobRecord>();
     const max = op.max ?? Number.POSITIVE_INFINITY;
-    for (let groupWentOn = true; groupWentOn && moved.size < max; ) {
-      groupWentOn = false;
-      for (const job of this.movable(op.ids, named)) {
-        if (moved.size >= max) break;
-        if (considered.has(job)) continue;
-        considered.add(job);
-        const target = op.to ?? this.origins.get(job.id)?.queue;
-        if (target === undefined || target === this.name) continue;
-        if (!links.admit(target, now, { ...this.transferOf(job), origin: undefined })) continue;
-        moved.add(job);
-        this.forget(job.id);
-        this.unwatchExpiry(job);
-        if (job.state === 'delayed') this.delayed.remove(job);
-        // A moved job was its group's first member: the next one goes on (R24).
-        if (job.traits?.group !== undefined) {
-          this.leaveGroup(job.traits.group, now);
-          groupWentOn = true;
-        }
+    for (let index = 0; index < candidates.length && moved.size < max; index++) {
+      const job = candidates[index] as JobRecord;
+      if (considered.has(job)) continue;
+      considered.add(job);
+      const target = op.to ?? this.origins.get(job.id)?.queue;
+      if (target === undefined || target === this.name) continue;
+      if (!links.admit(target, now, { ...this.transferOf(job), origin: undefined })) continue;
+      moved.add(job);
+      this.forget(job.id);
+      this.unwatchExpiry(job);
+      if (job.state === 'delayed') this.delayed.remove(job);
+      // A moved job was its group's first member: the next one goes on (R24).
+      if (job.traits?.group !== undefined) {
+        const next = this.leaveGroup(job.traits.group, now);
+        if (next !== undefined && (named === undefined || named.has(next.id)))
+          candidates.push(next);
       }
-      if (moved.size > 0) this.ready.removeWhere((job) => moved.has(job));
     }
+    if (moved.size > 0) this.ready.removeWhere((job) => moved.has(job));
     return moved.size;
   }
 
   /** The jobs moveJobs may move, in its order: ready then delayed, or those named, as named. */
-  private movable(ids: readonly string[] | undefined, named: Set<string> | undefined): JobRecord[] {
-    if (ids === undefined || named === undefined) {
-      return [...this.ready.values(), ...this.delayedInOrder()];
-    }
+  private movable(ids: readonly string[] | undefined): JobRecord[] {
+    if (ids === undefined) return [...this.ready.values(), ...this.delayedInOrder()];
     return ids.flatMap((id) => {
       const job = this.jobs.get(id);
       return job !== undefined && (job.state === 'ready' || job.state === 'delayed') ? [job] : [];
@@ -1220,13 +1218,13 @@ export class LeaseQueue {
    * The group's one member in play left it (acked, auto-acked, dead): the next one in group
    * order goes to the back of ready (of its priority), or to delayed while its delay lasts.
    */
-  private leaveGroup(key: string, now: number): void {
+  private leaveGroup(key: string, now: number): JobRecord | undefined {
     const group = this.groups.get(key) as GroupRecord;
     group.members -= 1;
     const next = group.waiting.shift();
     if (next === undefined) {
       if (group.members === 0) this.groups.delete(key);
-      return;
+      return undefined;
     }
     this.waitingCount -= 1;
     if (next.availableAt > now) {
@@ -1238,6 +1236,7 @@ export class LeaseQueue {
       this.ready.pushBack(next);
     }
     this.watchExpiry(next);
+    return next;
   }
 
   // --- R30: expiry --------------------------------------------------------------------------

@@ -72,4 +72,29 @@ describe('SQL engines: closing up ready positions costs statements per band, not
       await engine.deleteQueue(queueName);
     }
   });
+
+  it('R26 R24 moveJobs of a whole group looks at each job once, not once per member moved', async (context) => {
+    if (skip !== undefined || engine === undefined) return context.skip(skip);
+    const from = name('group-from');
+    const to = name('group-to');
+    const source = await engine.queue(from);
+    await engine.queue(to);
+    const members = 60;
+    try {
+      await source.publishBatch(
+        0,
+        Array.from({ length: members }, (_, n) => ({ id: `g${n}`, group: 'g' })),
+      );
+      const ids = Array.from({ length: members }, (_, n) => `g${n}`);
+      const sent = await roundTrips(async () => {
+        expect(await source.moveJobs(1, { ids, to })).toBe(members);
+      });
+      // A few statements a member (its look-up, its move, its next member's turn), not a pass
+      // over all of them per member (which made a group of 1,000 take minutes).
+      expect(sent.length).toBeLessThan(members * 10);
+    } finally {
+      await engine.deleteQueue(from);
+      await engine.deleteQueue(to);
+    }
+  });
 });

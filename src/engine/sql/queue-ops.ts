@@ -728,35 +728,37 @@ export class QueueOps extends JobMoves {
     const max = op.max ?? Number.POSITIVE_INFINITY;
     let moved = 0;
     let movedReady = false;
+    const named = op.ids === undefined ? undefined : new Set(op.ids);
     const seen = new Set<string>();
-    // A group member that goes on as the one before it moves is a candidate of the next pass.
-    for (let groupWentOn = true; groupWentOn && moved < max; ) {
-      groupWentOn = false;
-      for (const job of await this.movableJobs(op.ids)) {
-        if (moved >= max) break;
-        if (seen.has(job.id)) continue;
-        seen.add(job.id);
-        const target = op.to ?? job.origin_queue ?? undefined;
-        if (target === undefined) continue;
-        const transfer = {
-          id: job.id,
-          history: job.history,
-          origin: undefined,
-          priority: job.priority,
-          grp: job.grp,
-        };
-        if (!(await links.admit(this.q, target, now, transfer))) continue;
-        moved += 1;
-        if (job.state === 'ready') {
-          this.q.ready -= 1;
-          movedReady = true;
-        } else {
-          this.q.delayed -= 1;
-        }
-        // A moved job was its group's first member: the next one goes on (R24).
-        if (job.grp !== null) {
-          await this.advanceGroup(job.grp, now);
-          groupWentOn = true;
+    // One list, each job looked at once; a group member that goes on as the one before it
+    // moves joins its end (when no ids are named, or it is), so a group moves whole.
+    const candidates = await this.movableJobs(op.ids);
+    for (let index = 0; index < candidates.length && moved < max; index++) {
+      const job = candidates[index] as MovableRow;
+      if (seen.has(job.id)) continue;
+      seen.add(job.id);
+      const target = op.to ?? job.origin_queue ?? undefined;
+      if (target === undefined) continue;
+      const transfer = {
+        id: job.id,
+        history: job.history,
+        origin: undefined,
+        priority: job.priority,
+        grp: job.grp,
+      };
+      if (!(await links.admit(this.q, target, now, transfer))) continue;
+      moved += 1;
+      if (job.state === 'ready') {
+        this.q.ready -= 1;
+        movedReady = true;
+      } else {
+        this.q.delayed -= 1;
+      }
+      // A moved job was its group's first member: the next one goes on (R24).
+      if (job.grp !== null) {
+        const next = await this.advanceGroup(job.grp, now);
+        if (next !== undefined && (named === undefined || named.has(next))) {
+          candidates.push(...(await this.movableJobs([next])));
         }
       }
     }
