@@ -70,7 +70,7 @@ export class SystemClock implements Clock {
 
   /**
    * Follows another clock (a shared database's): `read` returns its time in ms, taken to be at
-   * the middle of the round trip. Measured again every RESYNC_MS while the clock is read.
+   * the end of the round trip. Measured again every RESYNC_MS while the clock is read.
    */
   async syncTo(read: () => Promise<number>): Promise<void> {
     this.read = read;
@@ -78,10 +78,11 @@ export class SystemClock implements Clock {
   }
 
   private async measure(read: () => Promise<number>): Promise<void> {
-    const before = this.sources.monotonic();
     const remote = await read();
-    const after = this.sources.monotonic();
-    this.anchor = { time: remote, monotonic: (before + after) / 2 };
+    // Taken as read at the end of the round trip (it was read no later): a slow one (a wait for
+    // a pooled connection, a new one) leaves this clock behind the storage's by at most its
+    // length, never ahead, which a clock that never goes back could not undo.
+    this.anchor = { time: remote, monotonic: this.sources.monotonic() };
   }
 
   now(): number {

@@ -100,6 +100,24 @@ describe('SystemClock: never back, and at the pace of a clock that does not step
     expect(read).toHaveBeenCalledTimes(calls);
   });
 
+  it("a slow measure (a wait for a pooled connection) never puts it ahead of the storage's clock", async () => {
+    const time = sources(T0);
+    const storage = { offset: 30_000 };
+    // The round trip waits 4 s before the query reads the storage's clock, at its end.
+    const read = async () => {
+      time.pass(4_000);
+      return time.read.wall() + storage.offset;
+    };
+    const clock = new SystemClock(0, time.read);
+    await clock.syncTo(read);
+    const lead = () => clock.now() - (time.read.wall() + storage.offset);
+    expect(lead()).toBeLessThanOrEqual(0);
+    time.pass(RESYNC_MS);
+    clock.now();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lead()).toBeLessThanOrEqual(0);
+  });
+
   it("a worker's own clock follows no step of the wall clock", () => {
     const wall = vi.spyOn(Date, 'now');
     try {
