@@ -1,3 +1,4 @@
+import { constants } from 'node:os';
 import { ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 import type { Worker } from './worker.js';
@@ -36,13 +37,22 @@ export function closeOnSignals(
       (error: unknown) => onClosed?.(error),
     );
   };
-  for (const signal of signals) process.on(signal, listener);
-  return () => {
+  const remove = () => {
     for (const signal of signals) process.off(signal, listener);
   };
+  try {
+    for (const signal of signals) process.on(signal, listener);
+  } catch (error) {
+    // One the platform refuses (checked above, but platforms differ): none is left taken.
+    remove();
+    throw error;
+  }
+  return remove;
 }
 
 const OPTION_NAMES = new Set(['signals', 'timeout', 'onClosed']);
+/** Signals no listener can take: process.on throws for them. */
+const UNCATCHABLE = new Set(['SIGKILL', 'SIGSTOP']);
 
 function checkOptions(options: unknown): asserts options is CloseOnSignalsOptions {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
@@ -60,10 +70,15 @@ function checkOptions(options: unknown): asserts options is CloseOnSignalsOption
     signals !== undefined &&
     (!Array.isArray(signals) ||
       signals.length === 0 ||
-      !signals.every((signal) => typeof signal === 'string' && /^SIG[A-Z0-9]+$/.test(signal)))
+      !Array.from(signals).every(
+        (signal) =>
+          typeof signal === 'string' &&
+          Object.hasOwn(constants.signals, signal) &&
+          !UNCATCHABLE.has(signal),
+      ))
   ) {
     issues.push(
-      `signals must be a non-empty list of signal names ('SIGTERM'), got ${show(signals)}`,
+      `signals must be a non-empty list of names of signals a process can catch ('SIGTERM'), got ${show(signals)}`,
     );
   }
   if (onClosed !== undefined && typeof onClosed !== 'function') {

@@ -191,6 +191,8 @@ describeEngines(engines.slice(0, 1), 'closeOnSignals', (open) => {
       { timeout: Number.NaN },
       { signals: [] },
       { signals: ['TERM'] },
+      { signals: ['SIGTERM', 'SIGKILL'] },
+      { signals: ['SIGFOO'] },
       { onClosed: 'close' },
       { timeot: 5000 },
       null,
