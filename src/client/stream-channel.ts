@@ -282,10 +282,14 @@ export class StreamChannel implements Channel {
   async close(): Promise<void> {
     const ends = [...this.prefetches.values()].map((prefetch) => prefetch.end());
     this.prefetches.clear();
+    let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.allSettled(ends),
-      new Promise((resolve) => setTimeout(resolve, CLOSE_TIMEOUT_MS).unref()),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, CLOSE_TIMEOUT_MS).unref();
+      }),
     ]);
+    clearTimeout(timer);
     this.link.close();
   }
 

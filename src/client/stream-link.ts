@@ -65,6 +65,8 @@ export class StreamLink {
   /** Connections made so far: the current one's number, while it is open. */
   private connections = 0;
   private closed = false;
+  /** Ends the wait of a reconnect's backoff at once (close). */
+  private endBackoff: (() => void) | undefined;
   /**
    * The limits of the server's ready frame, unknown until the first connection: nothing that
    * depends on them is sent before (knownLimits).
@@ -160,6 +162,8 @@ export class StreamLink {
     socket?.close(1000);
     // Left to its handshake, the socket would hold the process (and the server's count) open.
     this.handshaking?.terminate();
+    // So would the backoff's timer, for up to its 5 s.
+    this.endBackoff?.();
   }
 
   /**
@@ -211,7 +215,17 @@ export class StreamLink {
 
   private async connect(): Promise<WebSocket> {
     const backoff = this.retryAt - performance.now();
-    if (backoff > 0) await new Promise((resolve) => setTimeout(resolve, backoff));
+    if (backoff > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, backoff);
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.endBackoff = done;
+      });
+      this.endBackoff = undefined;
+    }
     if (this.closed) throw new ClosedError('the client is closed');
     // Loaded at the first connection: a process that never talks to a server never loads ws.
     const { WebSocket } = await import('ws');

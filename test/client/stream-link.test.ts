@@ -109,10 +109,16 @@ describe('the stream link', () => {
         code: 'STORAGE_UNAVAILABLE',
       });
     }
+    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout');
+    const before = timers().length;
     const waiting = queue.publish({ id: 'waits' });
     await new Promise((resolve) => setTimeout(resolve, 50));
+    // The backoff's timer (and the call's own timeout) hold the process while it waits.
+    expect(timers().length).toBeGreaterThan(before);
     const started = performance.now();
     await client.close();
+    // None is left to hold the process after close().
+    expect(timers().length).toBeLessThanOrEqual(before);
     expect(await within(waiting, 1000)).toBeInstanceOf(ClosedError);
     expect(performance.now() - started).toBeLessThan(500);
   });
