@@ -25,6 +25,12 @@ interface ScheduleFailure extends ScheduleRef {
   error: unknown;
 }
 
+/**
+ * The least time between the loop's passes (ms): an occurrence is published at most this late,
+ * and far less than the 1000 ms a schedule's period is at least.
+ */
+const MIN_PASS_GAP_MS = 100;
+
 export interface SchedulerOptions {
   /**
    * The longest the loop waits between passes (ms), so that it sees schedules set meanwhile.
@@ -89,9 +95,11 @@ export class Scheduler {
           // At the next occurrence, not an interval after this pass ended: an interval's sleep
           // after a pass that took time could pass over an occurrence, and only the latest due
           // one is published. A schedule that failed is tried again after the interval.
-          // (nextAt is after the time each schedule was looked at, so this ends.)
+          // Not sooner than MIN_PASS_GAP_MS: schedules at many phases would each bring a pass,
+          // and each pass lists them all.
           if (failures.length === 0) {
-            wait = Math.max(0, Math.min(interval, nextAt - this.clock.now()));
+            const floor = Math.min(interval, MIN_PASS_GAP_MS);
+            wait = Math.max(floor, Math.min(interval, nextAt - this.clock.now()));
           }
         } catch (error) {
           onError(error);
