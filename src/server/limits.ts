@@ -140,7 +140,7 @@ function checkNoPrototypeKeys(value: object): void {
  * A nonzero number that reads as 0 has a negative exponent or, written out, hundreds of zeros
  * after its point: the text of a body with neither is not searched.
  */
-const UNDERFLOW_HINT = /[eE]-|\.0{300}/;
+const UNDERFLOW_HINT = /\d[eE]-|\.0{300}/;
 /** The strings (taken whole, so that no digits inside one are taken) and numbers of JSON text. */
 const JSON_TOKEN = /"[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
 
