@@ -4,12 +4,18 @@ import {
   DeleteMessageCommand,
   ListMessageMoveTasksCommand,
   type Message,
-  ReceiveMessageCommand,
   SendMessageCommand,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { failure, freshName, sqsServerFor, useSqsEngines } from './helpers.js';
+import {
+  failure,
+  freshName,
+  giveBack as giveBackNow,
+  receiveNow,
+  sqsServerFor,
+  useSqsEngines,
+} from './helpers.js';
 
 const engines = await useSqsEngines();
 const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
@@ -23,27 +29,10 @@ describe.each(engines)('FIFO dead-letter queues over $name', (engine) => {
     );
     return QueueUrl as string;
   }
-  const receive = async (QueueUrl: string) =>
-    (
-      await server().client.send(
-        new ReceiveMessageCommand({
-          QueueUrl,
-          MaxNumberOfMessages: 10,
-          VisibilityTimeout: 30,
-          WaitTimeSeconds: 0,
-          MessageSystemAttributeNames: ['All'],
-        }),
-      )
-    ).Messages ?? [];
+  const receive = (QueueUrl: string) => receiveNow(server().client, QueueUrl);
   /** Makes a received message visible again at once: with maxReceiveCount 1 it dies. */
   const giveBack = (QueueUrl: string, message: Message) =>
-    server().client.send(
-      new ChangeMessageVisibilityCommand({
-        QueueUrl,
-        ReceiptHandle: message.ReceiptHandle,
-        VisibilityTimeout: 0,
-      }),
-    );
+    giveBackNow(server().client, QueueUrl, message);
   const bodies = (messages: Message[]) => messages.map((message) => message.Body);
 
   it('a message received maxReceiveCount times moves to the FIFO dead-letter queue with its MessageId and group; its group goes on; a move task brings the group back in order', async (context) => {

@@ -1,7 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll } from 'vitest';
 import { postgresUrl, useConformanceEngines } from '../conformance/engines.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../server/helpers.js';
@@ -113,4 +118,29 @@ export function sqsServerFor(
     if (server === undefined) throw new Error(`no SQS server over ${engine.name}`);
     return server;
   };
+}
+
+/** Up to 10 messages at once, without waiting, leased 30 s, with every system attribute. */
+export async function receiveNow(client: SQSClient, QueueUrl: string): Promise<Message[]> {
+  const { Messages } = await client.send(
+    new ReceiveMessageCommand({
+      QueueUrl,
+      MaxNumberOfMessages: 10,
+      VisibilityTimeout: 30,
+      WaitTimeSeconds: 0,
+      MessageSystemAttributeNames: ['All'],
+    }),
+  );
+  return Messages ?? [];
+}
+
+/** Makes a received message visible again at once (VisibilityTimeout 0). */
+export function giveBack(client: SQSClient, QueueUrl: string, message: Message) {
+  return client.send(
+    new ChangeMessageVisibilityCommand({
+      QueueUrl,
+      ReceiptHandle: message.ReceiptHandle,
+      VisibilityTimeout: 0,
+    }),
+  );
 }

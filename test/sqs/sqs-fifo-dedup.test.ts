@@ -1,9 +1,7 @@
 import {
-  ChangeMessageVisibilityCommand,
   CreateQueueCommand,
   DeleteMessageCommand,
   type Message,
-  ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
   type SendMessageCommandInput,
@@ -12,7 +10,14 @@ import {
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
 import { FIFO_GENERATIONS, fifoMessageId } from '../../src/server/sqs/fifo.js';
-import { failure, freshName, sqsServerFor, useSqsEngines } from './helpers.js';
+import {
+  failure,
+  freshName,
+  giveBack as giveBackNow,
+  receiveNow,
+  sqsServerFor,
+  useSqsEngines,
+} from './helpers.js';
 
 const engines = await useSqsEngines();
 const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
@@ -34,26 +39,9 @@ describe.each(engines)('FIFO de-duplication after a message died, over $name', (
     server().client.send(new SendMessageCommand({ QueueUrl, ...input }));
   const order = (QueueUrl: string, MessageBody: string) =>
     send(QueueUrl, { MessageBody, MessageGroupId: 'g', MessageDeduplicationId: 'order-1' });
-  const receive = async (QueueUrl: string) =>
-    (
-      await server().client.send(
-        new ReceiveMessageCommand({
-          QueueUrl,
-          MaxNumberOfMessages: 10,
-          VisibilityTimeout: 30,
-          WaitTimeSeconds: 0,
-          MessageSystemAttributeNames: ['All'],
-        }),
-      )
-    ).Messages ?? [];
+  const receive = (QueueUrl: string) => receiveNow(server().client, QueueUrl);
   const giveBack = (QueueUrl: string, message: Message) =>
-    server().client.send(
-      new ChangeMessageVisibilityCommand({
-        QueueUrl,
-        ReceiptHandle: message.ReceiptHandle,
-        VisibilityTimeout: 0,
-      }),
-    );
+    giveBackNow(server().client, QueueUrl, message);
   const remove = (QueueUrl: string, message: Message) =>
     server().client.send(
       new DeleteMessageCommand({ QueueUrl, ReceiptHandle: message.ReceiptHandle }),

@@ -1,5 +1,4 @@
 import {
-  ChangeMessageVisibilityCommand,
   CreateQueueCommand,
   type Message,
   ReceiveMessageCommand,
@@ -7,7 +6,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
-import { freshName, sqsServerFor, useSqsEngines } from './helpers.js';
+import { freshName, giveBack as giveBackNow, sqsServerFor, useSqsEngines } from './helpers.js';
 
 const engines = await useSqsEngines();
 const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
@@ -42,13 +41,7 @@ describe.each(engines)('ApproximateFirstReceiveTimestamp over $name', (engine) =
     return Messages[0] as Message;
   }
   const giveBack = (QueueUrl: string, message: Message) =>
-    server().client.send(
-      new ChangeMessageVisibilityCommand({
-        QueueUrl,
-        ReceiptHandle: message.ReceiptHandle,
-        VisibilityTimeout: 0,
-      }),
-    );
+    giveBackNow(server().client, QueueUrl, message);
   /** Receives the message `times` times; answers its ApproximateFirstReceiveTimestamp each time. */
   async function receiveTimes(QueueUrl: string, times: number): Promise<string[]> {
     const firsts: string[] = [];
