@@ -1,10 +1,6 @@
-import { request } from 'node:http';
-import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Queue } from '../../src/broker/index.js';
-import { open } from '../../src/index.js';
-import { createApp } from '../../src/server/index.js';
-import { racyBroker } from './racy-broker.js';
+import { cutWhileParked, startRacyServer } from './racy-broker.js';
 
 /**
  * R33 over HTTP and SQS: a long poll whose job is reserved just as its client goes away. The
@@ -24,36 +20,9 @@ afterEach(async () => {
 });
 
 async function start() {
-  const broker = await open('memory:');
-  let parkedNow!: () => void;
-  const parked = new Promise<void>((resolve) => {
-    parkedNow = resolve;
-  });
-  const app: FastifyInstance = await createApp({
-    broker: racyBroker(broker, () => parkedNow()),
-    receiptSecret: 'test-secret-of-at-least-32-characters',
-    sqs: {},
-  });
-  const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
-  close = () => app.close().finally(() => broker.close());
-  return { broker, baseUrl, parked };
-}
-
-/** Sends a request, and cuts its connection once the server's receive is parked. */
-async function cutWhileParked(
-  parked: Promise<void>,
-  url: string,
-  init: { headers: Record<string, string>; body: string },
-): Promise<void> {
-  const sent = request(url, { method: 'POST', headers: init.headers });
-  const answered = new Promise<string>((resolve) => {
-    sent.on('response', () => resolve('answered'));
-    sent.on('error', () => resolve('cut'));
-  });
-  sent.end(init.body);
-  await parked;
-  sent.destroy();
-  expect(await answered).toBe('cut');
+  const server = await startRacyServer();
+  close = server.close;
+  return server;
 }
 
 /** Until the queue counts a give-back (the server does it after the request is gone). */

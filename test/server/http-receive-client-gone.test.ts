@@ -1,10 +1,5 @@
-import { request } from 'node:http';
-import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { open } from '../../src/index.js';
-import { createApp } from '../../src/server/index.js';
-import { racyBroker } from './racy-broker.js';
+import { cutWhileParked, startRacyServer } from './racy-broker.js';
 
 /**
  * A long poll that takes jobs just as its client goes away. Manual-ack jobs go back to ready
@@ -23,34 +18,17 @@ afterEach(async () => {
 });
 
 async function start() {
-  const broker = await open('memory:');
-  const lines: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
-  let parkedNow!: () => void;
-  const parked = new Promise<void>((resolve) => {
-    parkedNow = resolve;
-  });
-  const app: FastifyInstance = await createApp({
-    broker: racyBroker(broker, () => parkedNow()),
-    receiptSecret: 'test-secret-of-at-least-32-characters',
-    logger,
-  });
-  const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
-  close = () => app.close().finally(() => broker.close());
-  return { broker, baseUrl, parked, lines };
+  const server = await startRacyServer();
+  close = server.close;
+  return server;
 }
 
-/** Sends a receive, and cuts its connection once the server's receive is parked. */
-async function cutWhileParked(parked: Promise<void>, url: string, body: unknown): Promise<void> {
-  const sent = request(url, { method: 'POST', headers: { 'content-type': 'application/json' } });
-  const answered = new Promise<string>((resolve) => {
-    sent.on('response', () => resolve('answered'));
-    sent.on('error', () => resolve('cut'));
+/** A receive whose connection is cut once the server's receive is parked. */
+function cutReceive(parked: Promise<void>, url: string, body: unknown): Promise<void> {
+  return cutWhileParked(parked, url, {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
   });
-  sent.end(JSON.stringify(body));
-  await parked;
-  sent.destroy();
-  expect(await answered).toBe('cut');
 }
 
 /** The log lines of one message, once there are `count` of them. */
@@ -71,7 +49,7 @@ describe('POST /v1/queues/{name}/receive with wait, reserved as its client leave
     const queue = await broker.queue('gone-auto');
     await queue.publish({ id: 'job-1', payload: 'p' });
     await queue.publish({ id: 'job-2', payload: 'p' });
-    await cutWhileParked(parked, `${baseUrl}/v1/queues/gone-auto/receive`, {
+    await cutReceive(parked, `${baseUrl}/v1/queues/gone-auto/receive`, {
       wait: 5000,
       max: 2,
       ack: 'auto',
@@ -92,7 +70,7 @@ describe('POST /v1/queues/{name}/receive with wait, reserved as its client leave
     const { broker, baseUrl, parked, lines } = await start();
     const queue = await broker.queue('gone-manual');
     await queue.publish({ id: 'job-1', payload: 'p' });
-    await cutWhileParked(parked, `${baseUrl}/v1/queues/gone-manual/receive`, { wait: 5000 });
+    await cutReceive(parked, `${baseUrl}/v1/queues/gone-manual/receive`, { wait: 5000 });
     const [released] = await linesOf(lines, 'released, client gone', 1);
     expect(released).toMatchObject({ queue: 'gone-manual', jobId: 'job-1', token: 1 });
     expect(lines.filter((line) => line.msg === LOST)).toEqual([]);

@@ -1,4 +1,9 @@
+import { request } from 'node:http';
+import { pino } from 'pino';
+import { expect } from 'vitest';
 import type { Broker, Queue, ReceiveOptions } from '../../src/broker/index.js';
+import { open } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
 import { withWrappedQueues } from './helpers.js';
 
 /**
@@ -30,4 +35,49 @@ export function racyBroker(real: Broker, parked: () => void): Broker {
         },
       }),
   );
+}
+
+/**
+ * A server (SQS on too) over a memory broker made racy: `parked` resolves once a receive
+ * waits; `lines` are its log lines. `close` ends both.
+ */
+export async function startRacyServer() {
+  const broker = await open('memory:');
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  let parkedNow!: () => void;
+  const parked = new Promise<void>((resolve) => {
+    parkedNow = resolve;
+  });
+  const app = await createApp({
+    broker: racyBroker(broker, () => parkedNow()),
+    receiptSecret: 'test-secret-of-at-least-32-characters',
+    logger,
+    sqs: {},
+  });
+  const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+  return {
+    broker,
+    baseUrl,
+    parked,
+    lines,
+    close: () => app.close().finally(() => broker.close()),
+  };
+}
+
+/** Sends a POST, and cuts its connection once the server's receive is parked. */
+export async function cutWhileParked(
+  parked: Promise<void>,
+  url: string,
+  init: { headers: Record<string, string>; body: string },
+): Promise<void> {
+  const sent = request(url, { method: 'POST', headers: init.headers });
+  const answered = new Promise<string>((resolve) => {
+    sent.on('response', () => resolve('answered'));
+    sent.on('error', () => resolve('cut'));
+  });
+  sent.end(init.body);
+  await parked;
+  sent.destroy();
+  expect(await answered).toBe('cut');
 }
