@@ -281,7 +281,10 @@ function register(app: FastifyInstance, spec: RouteSpec, services: Services): vo
     },
     onRequest: async (request) => {
       if (spec.access === 'public') return;
-      principals.set(request, authenticate(request, spec, services));
+      const principal = authenticate(request, spec, services);
+      principals.set(request, principal);
+      // With keys, each line of the request names the key it came with (as the stream's do).
+      if (services.access.enabled) request.log = request.log.child({ key: principal.name });
     },
     handler: async (request, reply) => {
       const principal = principals.get(request) as Principal;

@@ -95,6 +95,27 @@ describe('health and readiness', () => {
 });
 
 describe('logs', () => {
+  it('with API keys, the lines of a request name the key it came with, never its secret', async () => {
+    const { lines, logger } = capture();
+    const secret = 'worker-key-0123456789';
+    server = await startTestServer({
+      logger,
+      keys: [{ name: 'billing-worker', key: secret, allow: [{ queues: '*', actions: ['admin'] }] }],
+    });
+    const as = (method: string, path: string, body?: unknown) =>
+      call((server as TestServer).baseUrl, method, path, {
+        apiKey: secret,
+        ...(body === undefined ? {} : { body }),
+      });
+    await as('PUT', '/v1/queues/keyed', {});
+    await as('POST', '/v1/queues/keyed/jobs', { id: 'a' });
+    const { body } = await as('POST', '/v1/queues/keyed/receive', {});
+    await as('POST', '/v1/queues/keyed/ack', { receipt: body.deliveries[0].receipt });
+    const acked = lines.find((line) => line.msg === 'acked');
+    expect(acked).toMatchObject({ key: 'billing-worker', queue: 'keyed', jobId: 'a' });
+    expect(JSON.stringify(lines)).not.toContain(secret);
+  });
+
   it('carries the job id and the token on every delivery outcome (R17), never the receipt', async () => {
     const { lines, logger } = capture();
     server = await startTestServer({ logger });
