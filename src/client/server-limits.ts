@@ -1,4 +1,5 @@
-import { NotFoundError } from '../core/index.js';
+import { NotFoundError, StorageUnavailableError } from '../core/index.js';
+import { ConnectionLostError } from './errors.js';
 import type { HttpTransport } from './http.js';
 
 /** What `GET /v1/limits` answers (the fields this client uses). */
@@ -35,6 +36,14 @@ export class ServerLimitsReader {
         if (error instanceof NotFoundError) return { ...FALLBACK_LIMITS };
         // Unreachable, say: asked again at the next need.
         this.asked = undefined;
+        // Whose answer was lost, the ask for the limits; the call that needed them was never
+        // sent: it cannot have taken effect.
+        if (error instanceof ConnectionLostError) {
+          throw new StorageUnavailableError(
+            `cannot reach the server: its limits could not be read (${error.message}); nothing was sent`,
+            { cause: error },
+          );
+        }
         throw error;
       },
     );

@@ -125,8 +125,10 @@ export function updatedQueueOptions(
   current: ResolvedQueueOptions,
   change: QueueOptions,
 ): ResolvedQueueOptions {
-  const problems = new Problems();
-  if (!problems.object('options', change)) problems.throwIfAny();
+  // Unlike a queue's options at creation, an update names some: undefined is not "none".
+  if (typeof change !== 'object' || change === null || Array.isArray(change)) {
+    throw new ValidationError(`options must be an object, got ${show(change)}`);
+  }
   const merged: Record<string, unknown> = { ...current };
   for (const [name, value] of Object.entries(change)) {
     // An unknown name is kept, whatever its value, so that it is refused.

@@ -25,7 +25,9 @@ export function closeOnSignals(
   options: CloseOnSignalsOptions = {},
 ): () => void {
   checkOptions(options);
-  const { signals = ['SIGTERM', 'SIGINT'], timeout = 30_000, onClosed } = options;
+  const { timeout = 30_000, onClosed } = options;
+  // Each once: a signal named twice would count one delivery of it as a second signal.
+  const signals = [...new Set(options.signals ?? ['SIGTERM', 'SIGINT'])];
   let first = true;
   const listener = () => {
     // The first signal starts a graceful close; a second one cuts its grace period to zero.

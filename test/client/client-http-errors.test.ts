@@ -99,6 +99,23 @@ describe('plain HTTP: a lost answer is not a server out of reach', () => {
     });
   }
 
+  it("a write whose server's limits could not be read was never sent: STORAGE_UNAVAILABLE, not CONNECTION_LOST", async () => {
+    const target = await server();
+    const cutter = await proxy(Number(new URL(target.baseUrl).port));
+    cutter.answers = 'cut';
+    // The first publish reads the limits first (GET /v1/limits): those answers are cut.
+    const error = await client(cutter.url)
+      .handle('jobs')
+      .publish({ payload: 'no id' })
+      .then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+    expect(error).toBeInstanceOf(StorageUnavailableError);
+    expect((error as Error).message).toContain('nothing was sent');
+    expect(await target.broker.listQueues()).toEqual([]);
+  });
+
   it('a server never reached is STORAGE_UNAVAILABLE, cannot reach (node:http and fetch)', async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
     for (const options of [{}, { fetch: globalThis.fetch }]) {

@@ -250,7 +250,7 @@ describeEngines(engines, (h) => {
     it('updateQueue refuses options that are not an object and changes nothing', async () => {
       const name = h.queueName('update-not-object');
       const q = await h.engine().queue(name, { visibility: 5 });
-      for (const options of [null, 'x', 5, [{ visibility: 6 }]]) {
+      for (const options of [null, undefined, 'x', 5, [{ visibility: 6 }]]) {
         await expectRejection(
           () => h.engine().updateQueue(name, bad(options)),
           ValidationError,

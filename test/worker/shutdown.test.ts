@@ -206,6 +206,22 @@ describeEngines(engines.slice(0, 1), 'closeOnSignals', (open) => {
     expect(consumer.worker.state).toBe('running');
   });
 
+  it('a signal named twice is one signal: its first delivery closes gracefully', async () => {
+    const h = await open();
+    const { consumer, gate } = await busy(h, ['a']);
+    const before = process.listenerCount('SIGTERM');
+    removals.push(
+      closeOnSignals(consumer.worker, { signals: ['SIGTERM', 'SIGTERM'], timeout: 5000 }),
+    );
+    expect(process.listenerCount('SIGTERM')).toBe(before + 1);
+    process.emit('SIGTERM');
+    expect(consumer.worker.state).toBe('closing');
+    await h.advance(500, { step: 250 });
+    gate.open();
+    await h.flush();
+    expect(consumer.outcomes).toMatchObject([{ outcome: 'acked' }]);
+  });
+
   it('a second signal releases the remaining jobs at once', async () => {
     const h = await open();
     const { consumer } = await busy(h, ['a']);
