@@ -204,4 +204,23 @@ describe('PostgreSQL: refusals for the database state are typed', () => {
       await broker.close();
     }
   });
+
+  it('values that do not match the placeholders of a statement (08P01): the error of the statement itself, not the database out of reach', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const broker = await open(database().url());
+    try {
+      for (const values of [[1], [1, 2, 3]]) {
+        const error = await broker
+          .transaction((tx) => tx.query('SELECT ? AS a, ? AS b', values))
+          .catch((caught: unknown) => caught);
+        expect(error).not.toBeInstanceOf(StorageUnavailableError);
+        expect((error as { code?: string }).code).toBe('08P01');
+        expect((error as Error).message).toMatch(/bind message supplies/);
+      }
+      // The database was reachable all along: the broker goes on.
+      expect((await (await broker.queue('placeholders')).stats()).ready).toBe(0);
+    } finally {
+      await broker.close();
+    }
+  });
 });

@@ -320,7 +320,9 @@ function isConnectionFailure(error: unknown): boolean {
   const message = (error as Error | null)?.message ?? '';
   return (
     /^(ECONN|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH|EPIPE)/.test(code) ||
-    /^(08|28|3D|53|57P)/.test(code) ||
+    // 08P01 (protocol_violation) is most often a statement's own: values that do not match its
+    // placeholders. A connection it breaks ends, and is seen as such.
+    (/^(08|28|3D|53|57P)/.test(code) && code !== '08P01') ||
     /Connection terminated|is not queryable|timeout exceeded when trying to connect/i.test(message)
   );
 }
