@@ -203,11 +203,18 @@ function resolveBackoff(options: BackoffOptions, issues: string[]): ResolvedBack
     factor = 2,
     jitter = 0.5,
   } = options;
-  if (!isInteger(baseDelay) || baseDelay < 0) {
+  const baseValid = isInteger(baseDelay) && baseDelay >= 0;
+  if (!baseValid) {
     issues.push(`backoff.baseDelay must be an integer ≥ 0 (ms), got ${show(baseDelay)}`);
-  } else if (!isInteger(maxDelay) || maxDelay < baseDelay) {
+  }
+  // Every problem at once: a maxDelay given is checked whatever baseDelay is (against it when it
+  // is valid); one left out follows baseDelay, so it is wrong only when baseDelay is.
+  const maxGiven = options.maxDelay !== undefined;
+  if ((maxGiven || baseValid) && (!isInteger(maxDelay) || maxDelay < (baseValid ? baseDelay : 0))) {
     issues.push(
-      `backoff.maxDelay must be an integer ≥ baseDelay (${baseDelay} ms), got ${show(maxDelay)}`,
+      baseValid
+        ? `backoff.maxDelay must be an integer ≥ baseDelay (${baseDelay} ms), got ${show(maxDelay)}`
+        : `backoff.maxDelay must be an integer ≥ 0 (ms), got ${show(maxDelay)}`,
     );
   }
   if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1) {

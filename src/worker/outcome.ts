@@ -89,17 +89,21 @@ export function decide(result: HandlerResult, input: DecisionInput): Decision {
     return { action: 'dead-letter', kind: 'dead', reason: 'retries-exhausted', error: message };
   }
   const chosen = isInstance(error, RetryableError) ? error.delay : undefined;
-  const delay =
-    chosen !== undefined && Number.isSafeInteger(chosen) && chosen >= 0
-      ? chosen
-      : backoffDelay({ id: input.id, attempt: input.deliveryCount, ...input.backoff });
+  const usable = chosen === undefined || (Number.isSafeInteger(chosen) && chosen >= 0);
+  const delay = usable
+    ? (chosen ?? backoffDelay({ id: input.id, attempt: input.deliveryCount, ...input.backoff }))
+    : backoffDelay({ id: input.id, attempt: input.deliveryCount, ...input.backoff });
+  // Not dropped in silence: a Retry-After read wrongly would otherwise never be noticed.
+  const said = usable
+    ? message
+    : `${message} (its delay of ${String(chosen)} is not an integer ≥ 0 ms: retried after the backoff's ${delay} ms)`;
   // A delay the queue refuses would leave the job leased until its lease ran out, and run it
   // again then: far sooner than asked. The longest the queue takes is the nearest to the ask.
   const { maxDelay = Number.POSITIVE_INFINITY } = input;
   if (delay <= maxDelay) {
-    return { action: 'retry', kind: 'retried', delay, reason: 'retryable', error: message };
+    return { action: 'retry', kind: 'retried', delay, reason: 'retryable', error: said };
   }
-  const error_ = `${message} (its delay of ${delay} ms is above the longest the queue takes: retried after ${maxDelay} ms)`;
+  const error_ = `${said} (its delay of ${delay} ms is above the longest the queue takes: retried after ${maxDelay} ms)`;
   return { action: 'retry', kind: 'retried', delay: maxDelay, reason: 'retryable', error: error_ };
 }
 

@@ -1,5 +1,6 @@
 import type { Queue, QueueLimits } from '../broker/queue.js';
 import { backoffDelay, ClosedError, ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 import { abortableSleep } from './abortable-sleep.js';
 import { AckBatcher } from './ack-batcher.js';
 import { AutoAckRun } from './auto-ack-run.js';
@@ -172,10 +173,22 @@ export class Worker<P = unknown> {
    * a shorter timeout cuts the grace period.
    */
   close(options: CloseOptions = {}): Promise<void> {
+    // Checked as work() checks its options: a misplaced or misspelt timeout is not the default.
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      return Promise.reject(
+        new ValidationError(`close: options must be an object, got ${show(options)}`),
+      );
+    }
+    const unknown = Object.keys(options).filter((name) => name !== 'timeout');
+    if (unknown.length > 0) {
+      return Promise.reject(
+        new ValidationError(unknown.map((name) => `close: unknown option ${JSON.stringify(name)}`)),
+      );
+    }
     const { timeout = 30_000 } = options;
     if (!Number.isSafeInteger(timeout) || timeout < 0) {
       return Promise.reject(
-        new ValidationError(`close: timeout must be an integer ≥ 0 (ms), got ${String(timeout)}`),
+        new ValidationError(`close: timeout must be an integer ≥ 0 (ms), got ${show(timeout)}`),
       );
     }
     const endsAt = this.options.clock.now() + timeout;

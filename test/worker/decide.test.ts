@@ -80,6 +80,8 @@ describe('the outcome table', () => {
     for (const delay of [-1, 1.5, Number.NaN]) {
       expect(decide(threw(new RetryableError('x', { delay })), at(1))).toMatchObject({
         delay: fallback,
+        // Said in the record, not dropped in silence.
+        error: `x (its delay of ${delay} is not an integer ≥ 0 ms: retried after the backoff's ${fallback} ms)`,
       });
     }
     expect(decide(threw(new RetryableError('x', { delay: 10 })), at(3))).toMatchObject({

@@ -74,6 +74,18 @@ it('maxDelay below baseDelay is refused; a bare backoff takes the defaults', asy
   expect(
     issuesOf(() => new Worker(q, async () => {}, { backoff: { baseDelay: 5000, maxDelay: 10 } })),
   ).toEqual(['worker: backoff.maxDelay must be an integer ≥ baseDelay (5000 ms), got 10']);
+  // Both named at once, a bad baseDelay hiding no other problem.
+  expect(
+    issuesOf(
+      () =>
+        new Worker(q, async () => {}, {
+          backoff: { baseDelay: 'x' as unknown as number, maxDelay: -3 },
+        }),
+    ),
+  ).toEqual([
+    'worker: backoff.baseDelay must be an integer ≥ 0 (ms), got "x"',
+    'worker: backoff.maxDelay must be an integer ≥ 0 (ms), got -3',
+  ]);
   expect(() => new Worker(q, async () => {}, { backoff: {} })).not.toThrow();
   expect(() => new Worker(q, async () => {}, { backoff: { baseDelay: 120_000 } })).not.toThrow();
 });

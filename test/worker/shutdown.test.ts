@@ -134,6 +134,13 @@ describeEngines(engines, 'shutdown', (open) => {
     const h = await open();
     const consumer = h.process(async () => {});
     await expect(consumer.worker.close({ timeout: -1 })).rejects.toBeInstanceOf(ValidationError);
+    // A misplaced or misspelt timeout is not the default of 30 s; a string is shown as one.
+    for (const bad of [null, 5, { timeot: 10 }]) {
+      await expect(consumer.worker.close(bad as never)).rejects.toBeInstanceOf(ValidationError);
+    }
+    await expect(consumer.worker.close({ timeout: '5' as never })).rejects.toThrow('got "5"');
+    // None of them began a close.
+    expect(consumer.worker.state).not.toBe('closing');
     await consumer.worker.close();
     await expect(consumer.worker.runOnce()).rejects.toBeInstanceOf(ClosedError);
     await expect(consumer.worker.start()).rejects.toMatchObject({ code: 'CLOSED' });
