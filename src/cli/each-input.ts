@@ -15,20 +15,32 @@ export interface Refusal {
  * others' calls done, and each is reported. The value of each call, or its refusal, in order.
  * The calls go at once: the client sends those of one tick together, each its own operation.
  */
-export function eachInput<I, T>(
+export async function eachInput<I, T>(
   inputs: readonly I[],
   act: (input: I) => Promise<T>,
 ): Promise<(T | Refusal)[]> {
-  return Promise.all(
+  const errors: unknown[] = [];
+  const results = await Promise.all(
     inputs.map(async (input): Promise<T | Refusal> => {
       try {
         return await act(input);
       } catch (error) {
+        errors.push(error);
         const { code = 'ERROR', message = String(error) } = error as Partial<Refusal>;
         return { code, message };
       }
     }),
   );
+  // No server to reach, for any of them: an error that ends the whole command, said once (on
+  // standard error, with its hint), not once for each input.
+  if (
+    errors.length === inputs.length &&
+    errors.length > 0 &&
+    errors.every((error) => (error as Partial<Refusal>).code === 'STORAGE_UNAVAILABLE')
+  ) {
+    throw errors[0];
+  }
+  return results;
 }
 
 function isRefusal(result: unknown): result is Refusal {

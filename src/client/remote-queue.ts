@@ -329,8 +329,10 @@ export class RemoteQueue implements Queue {
     try {
       return await this.get<JobView>(`/jobs/${encodeURIComponent(id)}`);
     } catch (error) {
-      if ((error as { code?: string }).code === 'NOT_FOUND') return undefined;
-      throw error;
+      if ((error as { code?: string }).code !== 'NOT_FOUND') throw error;
+      // No such job, or no such queue: the second is NOT_FOUND, as in-process, not "no job".
+      await this.options();
+      return undefined;
     }
   }
 

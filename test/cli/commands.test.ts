@@ -294,17 +294,23 @@ describe('cancel (R28)', () => {
     expect(again.code).toBe(3);
     expect(again.stdout).toBe('{"id":"a","cancelled":false}\n');
     await run(['publish', name, '--id', 'c', '{}']);
-    // An id no queue can hold among them: refused before any is cancelled.
-    const bad = await run(['cancel', name, 'c', 'x'.repeat(300)]);
+    await run(['publish', name, '--id', 'd', '{}']);
+    // An id no queue can hold among them: refused on its own (exit 1), the others cancelled.
+    const bad = await run(['cancel', name, 'c', 'x'.repeat(300), '', '--json']);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain('INVALID_ARGUMENT');
+    const lines = bad.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines).toMatchObject([
+      { id: 'c', cancelled: true },
+      { id: 'x'.repeat(300), error: { code: 'INVALID_ARGUMENT' } },
+      { id: '', error: { code: 'INVALID_ARGUMENT' } },
+    ]);
+    expect((await run(['cancel', name, 'd', '--remove'])).code).toBe(0);
     expect(JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout)).toMatchObject({
-      ready: 1,
-    });
-    expect((await run(['cancel', name, 'c', '--remove'])).code).toBe(0);
-    expect(JSON.parse((await run(['queue', 'stats', name, '--json'])).stdout)).toMatchObject({
-      dead: 2,
-      cancelled: 3,
+      dead: 3,
+      cancelled: 4,
       ready: 0,
     });
   });
@@ -797,6 +803,25 @@ describe('errors', () => {
     expect(down.code).toBe(1);
     expect(down.stderr).toContain('STORAGE_UNAVAILABLE: cannot reach http://127.0.0.1:1');
     expect(down.stderr).toContain('is `leaseq serve` running there?');
+    // So do the commands that report each input: once, on standard error, --json or not.
+    for (const args of [
+      ['ack', 'q', 'r1', 'r2', '--json'],
+      ['cancel', 'q', 'a', 'b', '--transport', 'http'],
+    ]) {
+      const each = await leaseq(args, { env: { LEASEQ_SERVER: 'http://127.0.0.1:1' } });
+      expect(each.code).toBe(1);
+      expect(each.stdout).toBe('');
+      expect(each.stderr.match(/STORAGE_UNAVAILABLE/g)).toHaveLength(1);
+    }
+  });
+
+  it('job: a queue that does not exist is NOT_FOUND (exit 1), not a job that is not there', async () => {
+    const missing = await run(['job', fresh(), 'x']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('NOT_FOUND');
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    expect((await run(['job', name, 'x'])).code).toBe(3);
   });
 
   it('refuses a server URL that cannot name a server as a usage error (exit 2), secrets unshown', async () => {

@@ -1,4 +1,3 @@
-import { build } from '../../core/index.js';
 import type { Command } from '../command.js';
 import { eachInput, reportEach } from '../each-input.js';
 import { positionals } from '../flags.js';
@@ -24,8 +23,7 @@ export const cancel: Command = {
       ...string[],
     ];
     const remove = values.remove === true;
-    // Every id checked before the first is cancelled: a bad one changes nothing.
-    for (const id of ids) build.cancel(id, { remove });
+    // Each id on its own, a bad one too: refused and reported, the others cancelled.
     const results = await withClient(values, context, (client) =>
       eachInput(ids, (id) => client.handle(name).cancel(id, { remove })),
     );
