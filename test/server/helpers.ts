@@ -1,3 +1,4 @@
+import { type Logger, pino } from 'pino';
 import type { Broker, Clock, Queue } from '../../src/broker/index.js';
 import { open } from '../../src/index.js';
 import { type AppOptions, createApp } from '../../src/server/index.js';
@@ -96,4 +97,16 @@ export async function call<T = any>(
     body = JSON.parse(text);
   } catch {}
   return { status: response.status, body: body as T, headers: response.headers };
+}
+
+/** A logger at `level` whose lines, parsed, a test reads from `lines`. */
+export function captureLogs(level = 'info'): {
+  // biome-ignore lint/suspicious/noExplicitAny: tests read log lines loosely
+  lines: Record<string, any>[];
+  logger: Logger;
+} {
+  // biome-ignore lint/suspicious/noExplicitAny: tests read log lines loosely
+  const lines: Record<string, any>[] = [];
+  const logger = pino({ level }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  return { lines, logger };
 }

@@ -1,11 +1,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
-import { call, startTestServer, type TestServer, withWrappedQueues } from './helpers.js';
+import {
+  call,
+  captureLogs,
+  startTestServer,
+  type TestServer,
+  withWrappedQueues,
+} from './helpers.js';
 
 let server: TestServer | undefined;
 
@@ -15,11 +20,6 @@ afterEach(async () => {
 });
 
 /** A logger whose JSON lines land in `lines`. */
-function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
-  return { lines, logger };
-}
 
 describe('/metrics', () => {
   it('exposes every R17 figure per queue, read at scrape time, and HTTP traffic', async () => {
@@ -96,7 +96,7 @@ describe('health and readiness', () => {
 
 describe('logs', () => {
   it('with API keys, the lines of a request name the key it came with, never its secret', async () => {
-    const { lines, logger } = capture();
+    const { lines, logger } = captureLogs();
     const secret = 'worker-key-0123456789';
     server = await startTestServer({
       logger,
@@ -117,7 +117,7 @@ describe('logs', () => {
   });
 
   it('carries the job id and the token on every delivery outcome (R17), never the receipt', async () => {
-    const { lines, logger } = capture();
+    const { lines, logger } = captureLogs();
     server = await startTestServer({ logger });
     const api = (path: string, body: unknown) =>
       call((server as TestServer).baseUrl, 'POST', path, { body });
@@ -147,7 +147,7 @@ describe('logs', () => {
   });
 
   it('logs sessions opened, settled and closed through an operation batch as the session routes do', async () => {
-    const { lines, logger } = capture();
+    const { lines, logger } = captureLogs();
     server = await startTestServer({ logger });
     const api = (path: string, body: unknown, method = 'POST') =>
       call((server as TestServer).baseUrl, method, path, { body });
@@ -181,7 +181,7 @@ describe('logs', () => {
   it.each(['memory:', 'sqlite'])(
     'logs a nack that asked for a requeue as dead-lettered when its delivery was the last (R13), on %s',
     async (storage) => {
-      const { lines, logger } = capture();
+      const { lines, logger } = captureLogs();
       const dir = mkdtempSync(join(tmpdir(), 'leaseq-nack-log-'));
       onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
       const url = storage === 'sqlite' ? `sqlite:${join(dir, 'q.db')}` : storage;
@@ -229,7 +229,7 @@ describe('logs', () => {
   );
 
   it('logs internal errors in full but tells the client only "internal error"', async () => {
-    const { lines, logger } = capture();
+    const { lines, logger } = captureLogs();
     const real = await open('memory:');
     const broker = withWrappedQueues(real, (queue) =>
       Object.assign(Object.create(queue), {

@@ -1,10 +1,9 @@
 import { request } from 'node:http';
-import { pino } from 'pino';
 import { expect } from 'vitest';
 import type { Broker, Queue, ReceiveOptions } from '../../src/broker/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
-import { withWrappedQueues } from './helpers.js';
+import { captureLogs, withWrappedQueues } from './helpers.js';
 
 /**
  * A broker whose waiting receives answer only once the request's signal says the client left,
@@ -43,8 +42,7 @@ export function racyBroker(real: Broker, parked: () => void): Broker {
  */
 export async function startRacyServer() {
   const broker = await open('memory:');
-  const lines: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  const { lines, logger } = captureLogs();
   let parkedNow!: () => void;
   const parked = new Promise<void>((resolve) => {
     parkedNow = resolve;

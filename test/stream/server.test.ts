@@ -1,11 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { ManualClock, type Queue } from '../../src/broker/index.js';
-import { call, startTestServer, type TestServer } from '../server/helpers.js';
+import { call, captureLogs, startTestServer, type TestServer } from '../server/helpers.js';
 import { FrameClient } from './frames.js';
 
 const ADMIN = 'admin-key-0123456789';
@@ -365,11 +364,7 @@ describe('the stream: subscriptions', () => {
   ])(
     'splits a push larger than a frame may be, and gives back unsent what the buffer bound leaves (payload of %s)',
     async (character, length) => {
-      const lines: { msg: string }[] = [];
-      const logger = pino(
-        { level: 'info' },
-        { write: (line: string) => lines.push(JSON.parse(line)) },
-      );
+      const { lines, logger } = captureLogs('info');
       // Frames of at most 16 KiB (the smaller of the body and buffer bounds); 8 KiB payloads.
       const server = await serve({
         logger,
@@ -879,11 +874,7 @@ describe('the stream is bounded', () => {
   });
 
   it('stops pushing to a consumer that never reads and closes it with a typed reason', async () => {
-    const lines: { msg: string }[] = [];
-    const logger = pino(
-      { level: 'warn' },
-      { write: (line: string) => lines.push(JSON.parse(line)) },
-    );
+    const { lines, logger } = captureLogs('warn');
     const server = await serve({
       logger,
       limits: {
@@ -934,11 +925,7 @@ describe('the stream is bounded', () => {
   });
 
   it('closes a consumer that does not drain with 4008, which it reads once it reads again', async () => {
-    const lines: { msg: string }[] = [];
-    const logger = pino(
-      { level: 'warn' },
-      { write: (line: string) => lines.push(JSON.parse(line)) },
-    );
+    const { lines, logger } = captureLogs('warn');
     const server = await serve({
       logger,
       limits: {
