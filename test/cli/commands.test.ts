@@ -592,6 +592,18 @@ describe('publish, receive, ack and nack', () => {
     expect((await run(['queue', 'list', '--json'])).stdout).not.toContain(name);
   });
 
+  it('names a --file it cannot read as a command-line error, before asking any server', async () => {
+    const missing = join(dir, 'missing.jsonl');
+    const noServer = { LEASEQ_SERVER: 'http://127.0.0.1:9' };
+    const gone = await leaseq(['publish', 'q', '--file', missing], { env: noServer });
+    expect(gone.code).toBe(2);
+    expect(gone.stderr).toContain(`cannot read --file ${missing}: no such file`);
+    expect(gone.stderr).not.toContain('STORAGE_UNAVAILABLE');
+    const folder = await leaseq(['publish', 'q', '--file', dir], { env: noServer });
+    expect(folder.code).toBe(2);
+    expect(folder.stderr).toContain(`--file ${dir} is a directory`);
+  });
+
   it('refuses job flags with --file and --batch-size with arguments, publishing nothing', async () => {
     const name = fresh();
     await run(['queue', 'create', name]);

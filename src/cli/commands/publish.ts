@@ -1,5 +1,4 @@
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import type { RemoteQueue } from '../../client/index.js';
 import type { PublishInput, PublishResult } from '../../core/index.js';
 import { type CliContext, type Command, EXIT, UsageError, type Values } from '../command.js';
@@ -73,13 +72,50 @@ export const publish: Command = {
         throw new UsageError(`--${flag} goes with --file or JSON lines on stdin`);
       }
     }
-    return withClient(values, context, async (client) => {
-      const queue = client.handle(name);
-      if (file === undefined) return publishArguments(queue, payloads, values, context);
-      return publishLines(queue, file, values, context);
-    });
+    if (file === undefined) {
+      return withClient(values, context, (client) =>
+        publishArguments(client.handle(name), payloads, values, context),
+      );
+    }
+    if (file === '-') {
+      return withClient(values, context, (client) =>
+        publishLines(client.handle(name), { stream: context.stdin }, values, context),
+      );
+    }
+    // Opened before the server is asked anything: a mistyped path is the command line's error.
+    const handle = await openInput(file);
+    try {
+      const { size } = await handle.stat();
+      return await withClient(values, context, (client) =>
+        publishLines(
+          client.handle(name),
+          { stream: handle.createReadStream({ autoClose: false }), size },
+          values,
+          context,
+        ),
+      );
+    } finally {
+      await handle.close();
+    }
   },
 };
+
+async function openInput(file: string): Promise<FileHandle> {
+  try {
+    const handle = await open(file, 'r');
+    if ((await handle.stat()).isDirectory()) {
+      await handle.close();
+      throw new UsageError(`--file ${file} is a directory, not a file of JSON lines`);
+    }
+    return handle;
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : String(error);
+    throw new UsageError(`cannot read --file ${file}: ${why}`);
+  }
+}
 
 async function publishArguments(
   queue: RemoteQueue,
@@ -108,12 +144,12 @@ async function publishArguments(
 
 async function publishLines(
   queue: RemoteQueue,
-  file: string,
+  input: { stream: AsyncIterable<string | Buffer>; size?: number },
   values: Values,
   context: CliContext,
 ): Promise<number> {
   const batchSize = integerFlag(values, 'batch-size', 1) ?? (await queue.limits()).maxBatch;
-  const total = file === '-' ? undefined : (await stat(file)).size;
+  const total = input.size;
   const bar = new ProgressBar(
     context.stderr,
     'publishing',
@@ -122,7 +158,7 @@ async function publishLines(
   );
   let bytes = 0;
   const counts = { published: 0, duplicates: 0 };
-  const source = file === '-' ? context.stdin : createReadStream(file);
+  const source = input.stream;
   let batch: Line[] = [];
   const flush = async () => {
     if (batch.length === 0) return;
