@@ -758,6 +758,7 @@ export class LeaseQueue {
     const links = this.links;
     if (links === undefined) return 0;
     const named = op.ids === undefined ? undefined : new Set(op.ids);
+    const origins = op.origins === undefined ? undefined : new Set(op.origins);
     const candidates = this.movable(op.ids);
     const considered = new Set<JobRecord>();
     const moved = new Set<JobRecord>();
@@ -766,7 +767,9 @@ export class LeaseQueue {
       const job = candidates[index] as JobRecord;
       if (considered.has(job)) continue;
       considered.add(job);
-      const target = op.to ?? this.origins.get(job.id)?.queue;
+      const origin = this.origins.get(job.id)?.queue;
+      if (origins !== undefined && (origin === undefined || !origins.has(origin))) continue;
+      const target = op.to ?? origin;
       if (target === undefined || target === this.name) continue;
       if (!links.admit(target, now, { ...this.transferOf(job), origin: undefined })) continue;
       moved.add(job);

@@ -151,6 +151,8 @@ export interface MoveJobsOperation {
   readonly type: 'moveJobs';
   readonly ids: readonly string[] | undefined;
   readonly to: string | undefined;
+  /** Only jobs whose origin is one of these queues; undefined: any job. */
+  readonly origins: readonly string[] | undefined;
   readonly max: number | undefined;
 }
 
@@ -251,7 +253,7 @@ const PARSERS: { [K in OperationType]: { fields: readonly string[]; parse: Parse
       return { dead: dead as boolean };
     },
   },
-  moveJobs: { fields: ['ids', 'to', 'max'], parse: moveJobsFields },
+  moveJobs: { fields: ['ids', 'to', 'origins', 'max'], parse: moveJobsFields },
   cancel: { fields: ['id', 'remove'], parse: cancelFields },
   stats: { fields: [], parse: () => ({}) },
 };
@@ -700,8 +702,26 @@ function moveJobsFields(fields: Fields, problems: Problems) {
   return {
     ids: idList(fields.ids, problems),
     to: fields.to as string | undefined,
+    origins: queueNameList('origins', fields.origins, problems),
     max: fields.max as number | undefined,
   };
+}
+
+function queueNameList(
+  name: string,
+  value: unknown,
+  problems: Problems,
+): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) {
+    problems.list.push(`${name} must be an array of queue names, got ${show(value)}`);
+    return undefined;
+  }
+  const names = entriesOf(value);
+  names.forEach((entry, index) => {
+    problems.queueName(`${name}[${index}]`, entry);
+  });
+  return Object.freeze(names) as readonly string[];
 }
 
 /** True when a job is certainly valid: the hot path, allocating nothing. */

@@ -243,6 +243,11 @@ export interface MoveJobsOptions {
   ids?: readonly string[];
   /** The queue to move to; default each job's origin queue (jobs without one stay). */
   to?: string;
+  /**
+   * Only jobs that died in one of these queues (their origin); default any job, with an origin
+   * or not. Jobs without an origin never match.
+   */
+  origins?: readonly string[];
   /** At most this many. Positive integer; default no bound. */
   max?: number;
 }

@@ -28,6 +28,8 @@ export interface Principal {
   can(action: Action, queue: string): boolean;
   /** Any access at all to the queue: enough to see that it exists and read its stats. */
   canSee(queue: string): boolean;
+  /** `action` on every queue, whatever its name (a grant of `*`). */
+  canEverywhere(action: Action): boolean;
 }
 
 interface CompiledGrant {
@@ -49,6 +51,7 @@ const LOOPBACK_PRINCIPAL: Principal = {
   grants: [{ queues: '*', actions: ['admin'] }],
   can: () => true,
   canSee: () => true,
+  canEverywhere: () => true,
 };
 
 /** API keys, stored as SHA-256 digests and compared in constant time. */
@@ -129,6 +132,25 @@ export function authorizeDeadLetterQueue(principal: Principal, target: string): 
 }
 
 /**
+ * Jobs moved back to the queues they died in (`moveJobs` without `to`) are published there: a
+ * key needs the right to publish on each. Named with `origins`, each is checked; unnamed, they
+ * are whichever queues the jobs came from, so only a key that may publish everywhere may.
+ */
+export function authorizeMoveToOrigins(
+  principal: Principal,
+  origins: readonly string[] | undefined,
+): void {
+  if (origins !== undefined) {
+    for (const origin of origins) authorize(principal, 'publish', origin);
+  } else if (!principal.canEverywhere('publish')) {
+    throw new ServerError(
+      'FORBIDDEN',
+      'this key may not publish on every queue, so it may not move jobs back to whichever queues they died in: name those queues with origins (it needs publish on each)',
+    );
+  }
+}
+
+/**
  * Refuses a key with no right at all on `queue`. Checked before the queue is looked up, so that
  * such a key learns nothing of whether it exists (FORBIDDEN either way, never NOT_FOUND).
  */
@@ -150,6 +172,12 @@ function toPrincipal(key: StoredKey): Principal {
     grants: key.allow,
     can: (action, queue) => allows(queue, action),
     canSee: (queue) => allows(queue),
+    canEverywhere: (action) =>
+      key.allow.some(
+        (grant) =>
+          grant.queues === '*' &&
+          (grant.actions.includes(action) || grant.actions.includes('admin')),
+      ),
   };
 }
 

@@ -10,7 +10,7 @@ import {
   ValidationError,
 } from '../core/index.js';
 import { operationFromWire, outcomeToWire, type WireOutcome } from '../wire/index.js';
-import { type Action, authorize, type Principal } from './auth.js';
+import { type Action, authorize, authorizeMoveToOrigins, type Principal } from './auth.js';
 import { mapError } from './errors.js';
 import { checkPayloadSize, checkQueueVisibility, type Limits } from './limits.js';
 import type { Receipts } from './receipts.js';
@@ -141,9 +141,10 @@ export function authorizeOperation(
     return;
   }
   authorize(principal, needed, queue);
-  // Jobs moved to a named queue are published there: that needs the right to publish to it.
-  if (operation.type === 'moveJobs' && operation.to !== undefined) {
-    authorize(principal, 'publish', operation.to);
+  // Jobs moved are published where they go: that needs the right to publish there.
+  if (operation.type === 'moveJobs') {
+    if (operation.to !== undefined) authorize(principal, 'publish', operation.to);
+    else authorizeMoveToOrigins(principal, operation.origins);
   }
 }
 
@@ -199,8 +200,11 @@ function checkLimits(operation: Operation, limits: Limits, where: string): void 
       break;
     case 'redrive':
     case 'purge':
+      count('ids', operation.ids?.length ?? 0);
+      break;
     case 'moveJobs':
       count('ids', operation.ids?.length ?? 0);
+      count('origins', operation.origins?.length ?? 0);
       break;
   }
   if (problems.length > 0) throw new ValidationError(problems);

@@ -136,7 +136,17 @@ describe('dead-letter queues (R26)', () => {
     expect(JSON.parse(moved.stdout)).toEqual({ moved: 1 });
     const received = JSON.parse((await run(['receive', source, '--json'])).stdout);
     expect(received).toMatchObject([{ id: 'kept', payload: { n: 1 }, deliveryCount: 1 }]);
-    expect((await run(['queue', 'move', '--help'])).stdout).toContain('--to NAME');
+    expect((await run(['nack', source, received[0].receipt, '--dead'])).code).toBe(0);
+    // --origin picks the jobs that died in the queues named: here only `kept` died in source.
+    expect((await run(['queue', 'move', dlq, '--origin', fresh()])).stdout).toBe('moved 0 jobs\n');
+    const back = await run(['queue', 'move', dlq, '--origin', source, '--origin', fresh()]);
+    expect(back.stdout).toBe('moved 1 jobs\n');
+    expect(JSON.parse((await run(['job', source, 'kept', '--json'])).stdout)).toMatchObject({
+      state: 'ready',
+    });
+    const help = (await run(['queue', 'move', '--help'])).stdout;
+    expect(help).toContain('--to NAME');
+    expect(help).toContain('--origin NAME');
   });
 });
 

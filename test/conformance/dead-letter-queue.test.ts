@@ -242,6 +242,46 @@ describeEngines(engines, (h) => {
       await expectRejection(() => dlq.moveJobs(2, { max: 0 }), ValidationError, 'INVALID_ARGUMENT');
     });
 
+    it('R26 moveJobs with origins moves only the jobs that died in those queues, back or to a named queue', async () => {
+      const { dlq, dlqName, source, sourceName } = await linked(h);
+      const secondName = h.queueName('src2');
+      const second = await h
+        .engine()
+        .queue(secondName, { visibility: 5, deadLetterQueue: dlqName });
+      await source.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
+      await second.publishBatch(0, [{ id: 'x' }, { id: 'y' }]);
+      for (const queue of [source, second]) {
+        for (const d of await queue.reserve(0, { max: 2 })) {
+          await queue.nack(1, d.token, { requeue: false });
+        }
+      }
+      await dlq.publish(2, { id: 'own' }); // no origin: never matches
+      expect((await dlq.inspect()).ready).toEqual(['a', 'b', 'x', 'y', 'own']);
+      expect(await dlq.moveJobs(3, { origins: [secondName] })).toBe(2);
+      expect((await dlq.inspect()).ready).toEqual(['a', 'b', 'own']);
+      expect((await second.inspect()).ready).toEqual(['x', 'y']);
+      expect((await source.inspect()).ready).toEqual([]);
+      // With `to`, the filter still picks by where each job died.
+      const otherName = h.queueName('other');
+      const other = await h.engine().queue(otherName);
+      expect(await dlq.moveJobs(4, { origins: [sourceName], to: otherName, max: 1 })).toBe(1);
+      expect((await other.inspect()).ready).toEqual(['a']);
+      expect(await dlq.moveJobs(4, { origins: [] })).toBe(0);
+      expect(await dlq.moveJobs(4, { origins: [h.queueName('never')] })).toBe(0);
+      expect((await dlq.inspect()).ready).toEqual(['b', 'own']);
+      await expectRejection(
+        () => dlq.moveJobs(5, { origins: [''] }),
+        ValidationError,
+        'INVALID_ARGUMENT',
+      );
+      await expectRejection(
+        () => dlq.moveJobs(5, { origins: sourceName as unknown as string[] }),
+        ValidationError,
+        'INVALID_ARGUMENT',
+      );
+      expect((await dlq.inspect()).ready).toEqual(['b', 'own']);
+    });
+
     it('R26 moveJobs by ids moves them in the order named, max counting from the first named', async () => {
       const from = await h.engine().queue(h.queueName('from'));
       const toName = h.queueName('to');

@@ -5,6 +5,7 @@ import { ConflictError } from '../../src/core/index.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 
 const ADMIN_OF_DLQ = 'dlq-admin-key-0123456789';
+const REDRIVER = 'redriver-key-0123456789';
 const KEYS = [
   {
     name: 'admin',
@@ -15,6 +16,14 @@ const KEYS = [
     name: 'dlq-admin',
     key: ADMIN_OF_DLQ,
     allow: [{ queues: 'orders-dlq', actions: ['admin' as const] }],
+  },
+  {
+    name: 'redriver',
+    key: REDRIVER,
+    allow: [
+      { queues: 'orders-dlq', actions: ['admin' as const] },
+      { queues: 'orders', actions: ['publish' as const] },
+    ],
   },
 ];
 
@@ -137,21 +146,38 @@ describe('R21 dead-letter queues over HTTP and the remote client', () => {
     });
     expect(raw.body.origin).toEqual({ queue: 'orders', reason: 'bad', at: 2 });
 
-    // A key that administers only the dead-letter queue moves jobs back to their origin, but
-    // may not name another queue to publish into.
-    const asDlqAdmin = (operations: unknown[]) =>
+    // Moving jobs back publishes them where they died: a key that administers only the
+    // dead-letter queue may do neither, whether the queue is named or not.
+    const operate = (apiKey: string, operations: unknown[]) =>
       call(server.baseUrl, 'POST', '/v1/queues/orders-dlq/operations', {
-        apiKey: ADMIN_OF_DLQ,
+        apiKey,
         body: { operations },
       });
-    const refused = await asDlqAdmin([{ type: 'moveJobs', to: 'orders' }]);
-    expect(refused.body.results[0]).toMatchObject({ ok: false, error: { code: 'FORBIDDEN' } });
-    const moved = await asDlqAdmin([{ type: 'moveJobs' }, { type: 'moveJobs', max: 0 }]);
-    expect(moved.body.results[0]).toEqual({ ok: true, value: 1 });
-    expect(moved.body.results[1]).toMatchObject({
+    const refused = await operate(ADMIN_OF_DLQ, [
+      { type: 'moveJobs', to: 'orders' },
+      { type: 'moveJobs' },
+      { type: 'moveJobs', origins: ['orders'] },
+    ]);
+    for (const result of refused.body.results) {
+      expect(result).toMatchObject({ ok: false, error: { code: 'FORBIDDEN' } });
+    }
+    expect(refused.body.results[1].error.message).toContain('name those queues with origins');
+    expect(refused.body.results[2].error.message).toContain('may not publish on queue orders');
+    expect((await dlq.inspect()).ready).toEqual(['o-1']);
+    // A key that may publish on the origin moves the jobs that died there, named.
+    const moved = await operate(REDRIVER, [
+      { type: 'moveJobs' },
+      { type: 'moveJobs', origins: ['orders', 'payroll'] },
+      { type: 'moveJobs', origins: ['orders'], max: 0 },
+    ]);
+    expect(moved.body.results[0]).toMatchObject({ ok: false, error: { code: 'FORBIDDEN' } });
+    expect(moved.body.results[1]).toMatchObject({ ok: false, error: { code: 'FORBIDDEN' } });
+    expect(moved.body.results[2]).toMatchObject({
       ok: false,
       error: { code: 'INVALID_ARGUMENT' },
     });
+    const byRedriver = await operate(REDRIVER, [{ type: 'moveJobs', origins: ['orders'] }]);
+    expect(byRedriver.body.results[0]).toEqual({ ok: true, value: 1 });
     expect((await orders.inspect()).ready).toEqual(['o-1']);
     expect(await orders.job('o-1')).not.toHaveProperty('origin');
     expect(await dlq.moveJobs()).toBe(0);

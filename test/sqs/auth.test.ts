@@ -6,6 +6,7 @@ import {
   SendMessageCommand,
   SetQueueAttributesCommand,
   SQSClient,
+  StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { failure, type SqsTestServer, startSqsServer } from './helpers.js';
@@ -13,6 +14,7 @@ import { failure, type SqsTestServer, startSqsServer } from './helpers.js';
 const ADMIN = { id: 'admin', secret: 'admin-secret-0123456789' };
 const PRODUCER = { id: 'producer', secret: 'producer-secret-0123456' };
 const OWNER = { id: 'owner', secret: 'owner-secret-0123456789' };
+const MOVER = { id: 'mover', secret: 'mover-secret-0123456789' };
 let server: SqsTestServer;
 let admin: SQSClient;
 let producer: SQSClient;
@@ -30,6 +32,14 @@ beforeAll(async () => {
         name: OWNER.id,
         key: OWNER.secret,
         allow: [{ queues: 'own-*', actions: ['admin'] }],
+      },
+      {
+        name: MOVER.id,
+        key: MOVER.secret,
+        allow: [
+          { queues: 'own-*', actions: ['admin'] },
+          { queues: 'billing-*', actions: ['publish'] },
+        ],
       },
       {
         name: 'digest',
@@ -155,6 +165,44 @@ describe('SigV4 with keys configured', () => {
     );
     expect(set).toMatchObject({ name: 'AccessDenied', status: 403 });
     expect((await (await server.broker.queue('own-1')).options()).deadLetterQueue).toBeUndefined();
+  });
+
+  it('moves messages back to their source queues only for a key that may send to each (else AccessDenied, nothing moved)', async () => {
+    const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
+    await admin.send(new CreateQueueCommand({ QueueName: 'own-dlq' }));
+    await admin.send(
+      new CreateQueueCommand({
+        QueueName: 'billing-1',
+        Attributes: {
+          RedrivePolicy: JSON.stringify({
+            deadLetterTargetArn: arn('own-dlq'),
+            maxReceiveCount: 1,
+          }),
+        },
+      }),
+    );
+    const billing = await server.broker.queue('billing-1');
+    await billing.publish({ id: 'invoice-9' });
+    const [delivery] = await billing.receive();
+    await billing.nack(delivery?.token as number, { requeue: false, reason: 'fraud' });
+    const dlq = await server.broker.queue('own-dlq');
+    expect((await dlq.stats()).ready).toBe(1);
+    const owner = server.clientWith(OWNER.id, OWNER.secret);
+    const denied = await failure(
+      owner.send(new StartMessageMoveTaskCommand({ SourceArn: arn('own-dlq') })),
+    );
+    expect(denied).toMatchObject({ name: 'AccessDenied', status: 403 });
+    expect(denied.message).toContain('billing-1');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await dlq.stats()).ready).toBe(1);
+    expect((await billing.stats()).ready).toBe(0);
+    const mover = server.clientWith(MOVER.id, MOVER.secret);
+    await mover.send(new StartMessageMoveTaskCommand({ SourceArn: arn('own-dlq') }));
+    for (let attempt = 0; attempt < 100 && (await billing.stats()).ready === 0; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect((await billing.stats()).ready).toBe(1);
+    expect((await dlq.stats()).ready).toBe(0);
   });
 
   it('refuses a signature whose SignedHeaders leave out host or an x-amz-* header sent, so a captured request cannot be replayed as another action', async () => {

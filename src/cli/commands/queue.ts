@@ -171,27 +171,36 @@ export const queueStats: Command = {
 export const queueMove: Command = {
   name: 'queue move',
   summary: 'Move ready and delayed jobs to another queue, or back to the queue they died in',
-  usage: '<queue> [id ...] [--to NAME] [--max N]',
+  usage: '<queue> [id ...] [--to NAME] [--origin NAME ...] [--max N]',
   details: [
     'Without --to, each job goes back to the queue it was dead-lettered from (jobs that came',
     'otherwise stay); ids, payloads and histories are kept, deliveryCount starts at 0.',
     'Without ids, every ready job (front first), then every delayed one; the jobs of a message',
     'group move whole, in order (each goes on as the one before it moves).',
-    '--to NAME   the queue to move to (needs the right to publish there)',
-    '--max N     at most N jobs (default all)',
+    '--to NAME       the queue to move to (needs the right to publish there)',
+    '--origin NAME   only the jobs that died in this queue (repeat it for several). Without',
+    '                --to, a key that may not publish on every queue must name the queues the',
+    '                jobs go back to this way, and needs the right to publish on each',
+    '--max N         at most N jobs (default all)',
     'A job the target cannot take (no such queue, its id present there) stays.',
     'Needs an admin key.',
   ],
-  options: { to: { type: 'string' }, max: { type: 'string' } },
+  options: {
+    to: { type: 'string' },
+    origin: { type: 'string', multiple: true },
+    max: { type: 'string' },
+  },
   remote: true,
   async run({ values, positionals: given, context }) {
     const [name, ...ids] = positionals(given, ['queue'], { rest: true }) as [string, ...string[]];
     const to = stringFlag(values, 'to');
+    const origins = values.origin as string[] | undefined;
     const max = integerFlag(values, 'max', 1);
     const moved = await withClient(values, context, (client) =>
       client.handle(name).moveJobs({
         ...(ids.length > 0 ? { ids } : {}),
         ...(to === undefined ? {} : { to }),
+        ...(origins === undefined ? {} : { origins }),
         ...(max === undefined ? {} : { max }),
       }),
     );

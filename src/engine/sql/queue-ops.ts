@@ -729,6 +729,7 @@ export class QueueOps extends JobMoves {
     let moved = 0;
     let movedReady = false;
     const named = op.ids === undefined ? undefined : new Set(op.ids);
+    const origins = op.origins === undefined ? undefined : new Set(op.origins);
     const seen = new Set<string>();
     // One list, each job looked at once; a group member that goes on as the one before it
     // moves joins its end (when no ids are named, or it is), so a group moves whole.
@@ -737,7 +738,9 @@ export class QueueOps extends JobMoves {
       const job = candidates[index] as MovableRow;
       if (seen.has(job.id)) continue;
       seen.add(job.id);
-      const target = op.to ?? job.origin_queue ?? undefined;
+      const origin = job.origin_queue ?? undefined;
+      if (origins !== undefined && (origin === undefined || !origins.has(origin))) continue;
+      const target = op.to ?? origin;
       if (target === undefined) continue;
       const transfer = {
         id: job.id,

@@ -9,6 +9,8 @@ export interface MoveTask {
   readonly source: string;
   /** Where the jobs go; undefined: each back to the queue it died in. */
   readonly destination: string | undefined;
+  /** Only jobs that died in these queues; undefined: any. */
+  readonly origins: readonly string[] | undefined;
   /** Undefined: as fast as the storage allows. */
   readonly perSecond: number | undefined;
   readonly startedMs: number;
@@ -51,7 +53,12 @@ export class MoveTasks {
 
   start(
     queue: Queue,
-    settings: { destination: string | undefined; perSecond: number | undefined; toMove: number },
+    settings: {
+      destination: string | undefined;
+      origins: readonly string[] | undefined;
+      perSecond: number | undefined;
+      toMove: number;
+    },
     sourceArn: string,
   ): MoveTask {
     const task: MoveTask = {
@@ -60,6 +67,7 @@ export class MoveTasks {
       ),
       source: queue.name,
       destination: settings.destination,
+      origins: settings.origins,
       perSecond: settings.perSecond,
       startedMs: Date.now(),
       toMove: settings.toMove,
@@ -92,6 +100,7 @@ export class MoveTasks {
         const moved = await queue.moveJobs({
           max,
           ...(task.destination === undefined ? {} : { to: task.destination }),
+          ...(task.origins === undefined ? {} : { origins: task.origins }),
         });
         task.moved += moved;
         // A step moves the first message of each group (R26 leaves waiting ones); the next

@@ -57,12 +57,22 @@ async function startMessageMoveTask(call: SqsCall, sqs: SqsServices) {
   if (destination !== undefined && !all.some((info) => info.name === destination)) {
     throw notFound(`The queue ${destination}`);
   }
-  if (!all.some((info) => info.options.deadLetterQueue === source)) {
+  const sources = all
+    .filter((info) => info.options.deadLetterQueue === source)
+    .map((info) => info.name);
+  if (sources.length === 0) {
     throw invalidParameter(
       'SourceArn',
       sourceArn,
       'Source queue must be configured as a Dead Letter Queue.',
     );
+  }
+  // Moved back, messages are published to the queues they died in: a key that may not publish
+  // everywhere moves only those of the source queues, and needs the right on each.
+  let origins: string[] | undefined;
+  if (destination === undefined && !call.principal.canEverywhere('publish')) {
+    for (const name of sources) authorizeQueue(call, name, 'publish');
+    origins = sources;
   }
   if (sqs.moveTasks.running(source) !== undefined) {
     throw new SqsError(
@@ -74,7 +84,7 @@ async function startMessageMoveTask(call: SqsCall, sqs: SqsServices) {
   const stats = await queue.stats();
   // Messages behind another of their group (R24) move too, each once the one before it has.
   const toMove = stats.ready + stats.delayed + stats.waiting;
-  const task = sqs.moveTasks.start(queue, { destination, perSecond, toMove }, sourceArn);
+  const task = sqs.moveTasks.start(queue, { destination, origins, perSecond, toMove }, sourceArn);
   call.log.info({ queue: source, destination, toMove: task.toMove }, 'message move task started');
   return { TaskHandle: task.handle };
 }
