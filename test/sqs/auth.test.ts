@@ -9,6 +9,7 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { captureLogs } from '../server/helpers.js';
 import { failure, type SqsTestServer, startSqsServer } from './helpers.js';
 
 const ADMIN = { id: 'admin', secret: 'admin-secret-0123456789' };
@@ -325,5 +326,26 @@ describe('SigV4 with keys configured', () => {
       new SendMessageCommand({ QueueUrl: urlOf('other-1'), MessageBody: 'signed body' }),
     );
     expect(sent.MessageId).toBeDefined();
+  });
+});
+
+describe('SQS logs with keys configured', () => {
+  it('names the key on every line of a request, as /v1 does', async () => {
+    const { lines, logger } = captureLogs();
+    const logged = await startSqsServer({
+      logger,
+      keys: [{ name: ADMIN.id, key: ADMIN.secret, allow: [{ queues: '*', actions: ['admin'] }] }],
+    });
+    try {
+      const client = logged.clientWith(ADMIN.id, ADMIN.secret);
+      const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: 'logged-1' }));
+      await client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x' }));
+      await client.send(new ReceiveMessageCommand({ QueueUrl }));
+      const delivered = lines.filter((line) => line.msg === 'delivered');
+      expect(delivered.length).toBeGreaterThan(0);
+      for (const line of delivered) expect(line.key).toBe(ADMIN.id);
+    } finally {
+      await logged.close();
+    }
   });
 });

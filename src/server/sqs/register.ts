@@ -79,6 +79,8 @@ async function serve(
       sqs.services.access,
       Date.now(),
     );
+    // With keys, each line of the request names the key it came with, as on /v1.
+    if (sqs.services.access.enabled) request.log = request.log.child({ key: principal.name });
     const handle = SQS_ACTIONS[action];
     if (handle === undefined || !Object.hasOwn(SQS_ACTIONS, action)) {
       throw new SqsError('InvalidAction', `The action ${action} is not valid for this endpoint.`);
