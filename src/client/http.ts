@@ -112,9 +112,11 @@ export class HttpTransport {
       if (this.closed) throw new ClosedError('the client is closed');
       if (link.aborted()) throw new RequestAborted();
       if (link.timedOut()) {
-        throw new StorageUnavailableError(`cannot reach ${this.baseUrl}: timed out`, {
-          cause: error,
-        });
+        // Not "cannot reach": the request may have gone out and run, as over the stream.
+        throw new UnansweredError(
+          `${this.baseUrl} did not answer within ${this.timeoutMs} ms: the request may or may not have taken effect`,
+          { cause: error },
+        );
       }
       const reason = (error as Error).message;
       // Sent over a connection that then broke: the server may have run it. Retrying it as
@@ -242,3 +244,6 @@ function linkSignals(signals: (AbortSignal | undefined)[], timeoutMs: number) {
     },
   };
 }
+
+/** A request that got no answer within the client's timeoutMs: it may have gone out and run. */
+export class UnansweredError extends StorageUnavailableError {}

@@ -1,6 +1,6 @@
 import { NotFoundError, StorageUnavailableError } from '../core/index.js';
 import { ConnectionLostError } from './errors.js';
-import type { HttpTransport } from './http.js';
+import { type HttpTransport, UnansweredError } from './http.js';
 
 /** What `GET /v1/limits` answers (the fields this client uses). */
 export interface ServerLimits {
@@ -38,7 +38,7 @@ export class ServerLimitsReader {
         this.asked = undefined;
         // Whose answer was lost, the ask for the limits; the call that needed them was never
         // sent: it cannot have taken effect.
-        if (error instanceof ConnectionLostError) {
+        if (error instanceof ConnectionLostError || error instanceof UnansweredError) {
           throw new StorageUnavailableError(
             `cannot reach the server: its limits could not be read (${error.message}); nothing was sent`,
             { cause: error },

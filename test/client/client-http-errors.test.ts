@@ -99,6 +99,37 @@ describe('plain HTTP: a lost answer is not a server out of reach', () => {
     });
   }
 
+  it('a request sent whose answer is held past timeoutMs says it may have taken effect, not cannot reach', async () => {
+    const target = await server();
+    const holder = await proxy(Number(new URL(target.baseUrl).port));
+    const broker = client(holder.url, { timeoutMs: 300 });
+    const queue = broker.handle('jobs');
+    await broker.queue('jobs');
+    await queue.publish({ id: 'warm' });
+    holder.answers = 'hold';
+    const error = await queue.publish({ payload: 'no id' }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(StorageUnavailableError);
+    expect((error as Error).message).toMatch(
+      /^http:\/\/127\.0\.0\.1:\d+ did not answer within 300 ms: the request may or may not have taken effect$/,
+    );
+    expect((await (await target.broker.queue('jobs')).stats()).ready).toBe(2);
+    // Held while the client first reads the server's limits: the call itself was never sent.
+    const fresh = client(holder.url, { timeoutMs: 300 });
+    const unsent = await fresh
+      .handle('jobs')
+      .publish({ payload: 'unsent' })
+      .then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+    expect(unsent).toBeInstanceOf(StorageUnavailableError);
+    expect((unsent as Error).message).toContain('nothing was sent');
+    expect((await (await target.broker.queue('jobs')).stats()).ready).toBe(2);
+  });
+
   it("a write whose server's limits could not be read was never sent: STORAGE_UNAVAILABLE, not CONNECTION_LOST", async () => {
     const target = await server();
     const cutter = await proxy(Number(new URL(target.baseUrl).port));
