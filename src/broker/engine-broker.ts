@@ -13,6 +13,7 @@ import {
   type PublishInput,
   type PublishResult,
   type QueueOptions,
+  type ReserveOperation,
   type ResolvedQueueOptions,
   type ResultOf,
   type SessionOptions,
@@ -28,6 +29,7 @@ import type {
 } from '../engine/engine.js';
 import type { ScheduleStore } from '../engine/schedules.js';
 import { type Clock, SystemClock } from './clock.js';
+import { noteLeaseAge } from './lease-age.js';
 import { onAbort } from './on-abort.js';
 import {
   type Broker,
@@ -315,7 +317,8 @@ export class EngineQueue implements Queue {
     // One reserve; the reserve builder reads only its own fields of the options.
     if (typeof options === 'object' && options !== null && !Array.isArray(options)) {
       if ((options.wait === undefined || options.wait === 0) && options.signal === undefined) {
-        return this.handle.reserve(this.clock.now(), options, RECEIVE_ONLY_OPTIONS);
+        const at = this.clock.now();
+        return this.aged(at, this.handle.reserve(at, options, RECEIVE_ONLY_OPTIONS));
       }
     }
     return this.receiveWaiting(options);
@@ -331,7 +334,7 @@ export class EngineQueue implements Queue {
     checkReceiveOnly(wait, signal);
     const operation = build.reserve(reserve);
     // Jobs ready now are taken without the cost of parking on a wake-up.
-    const ready = await this.run(operation);
+    const ready = await this.reserveNow(operation);
     if (wait === 0 || ready.length > 0 || signal?.aborted) return ready;
     const until = this.clock.now() + wait;
     for (let first = true; ; first = false) {
@@ -354,7 +357,7 @@ export class EngineQueue implements Queue {
             failure = { error };
           }
         } else {
-          const deliveries = await this.run(operation);
+          const deliveries = await this.reserveNow(operation);
           if (deliveries.length > 0 || this.clock.now() >= until) return deliveries;
           if (signal?.aborted || this.closed.aborted) return [];
           nextEvent = await this.handle.nextEventAt();
@@ -379,7 +382,7 @@ export class EngineQueue implements Queue {
       if (this.clock.now() >= until) {
         // One last look: a job due at the very end, or published where no wake-up reached us
         // (another process's, its notification lost with the listening connection).
-        return signal?.aborted || this.closed.aborted ? [] : this.run(operation);
+        return signal?.aborted || this.closed.aborted ? [] : this.reserveNow(operation);
       }
     }
   }
@@ -480,6 +483,23 @@ export class EngineQueue implements Queue {
   /** One operation at the clock's now (see atNow); its error, if any, is thrown. */
   private run<O extends Operation>(operation: O): Promise<ResultOf<O>> {
     return atNow(this.clock, (now) => this.handle.run(now, operation));
+  }
+
+  private reserveNow(operation: ReserveOperation): Promise<Delivery[]> {
+    const at = this.clock.now();
+    return this.aged(at, this.handle.run(at, operation));
+  }
+
+  /**
+   * Deliveries reserved at `at`, noted with how long their leases had run by the answer: a
+   * storage that answers late (a stalled connection, a long lock wait) leaves a worker less
+   * of the lease than it asked for, and it counts its lease from the reservation.
+   */
+  private async aged(at: number, reserving: Promise<Delivery[]>): Promise<Delivery[]> {
+    const deliveries = await reserving;
+    const age = this.clock.now() - at;
+    if (age > 0) for (const delivery of deliveries) noteLeaseAge(delivery, age);
+    return deliveries;
   }
 
   /**

@@ -22,8 +22,9 @@ export class AutoAckRun extends HandlerRun {
   /** Never under the worker's session: an auto-acked delivery holds no lease there (R22). */
   readonly session = undefined;
 
-  start(): void {
+  start(): boolean {
     this.runHandler();
+    return true;
   }
 
   /** Shutdown gave up on the handler: the job cannot go back, it is lost. */

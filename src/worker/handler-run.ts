@@ -40,8 +40,11 @@ export interface HeldRun {
   readonly token: number;
   /** The worker's session the delivery belongs to, if any. */
   readonly session: string | undefined;
-  /** Runs the handler (and keeps the lease, when there is one). */
-  start(): void;
+  /**
+   * Runs the handler (and keeps the lease, when there is one); false when it did not, its
+   * lease having ended before the job came to hand.
+   */
+  start(): boolean;
   /** Shutdown: the job is given back (or, received at most once, lost); the signal fires. */
   release(): Promise<void>;
   /** The lease is gone: the handler's result will be dropped. */
@@ -94,7 +97,7 @@ export abstract class HandlerRun implements HeldRun, ContextOwner {
   abstract readonly session: string | undefined;
   abstract get leaseDeadline(): number;
   abstract extend(visibility?: number): Promise<number>;
-  abstract start(): void;
+  abstract start(): boolean;
   abstract release(): Promise<void>;
   abstract loseLease(reason: LeaseLossReason): void;
   abstract renewOnce(): Promise<RenewalStep>;

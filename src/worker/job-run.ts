@@ -48,10 +48,17 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
   }
 
   /** Starts the lease keeping and the handler. */
-  start(): void {
+  start(): boolean {
+    // Answered after its lease had ended (a storage or server that answered late): another
+    // consumer may hold the job by now, so its handler does not run beside that one.
+    if (this.renewer.expiresAt <= this.deps.renewal.clock.now()) {
+      this.loseLease('expired');
+      return false;
+    }
     this.started = true;
     this.renewer.start();
     this.runHandler();
+    return true;
   }
 
   /** One renewal step now (see LeaseRenewer.runOnce). */

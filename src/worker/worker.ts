@@ -336,8 +336,7 @@ export class Worker<P = unknown> {
         unrun.push(run);
         continue;
       }
-      run.start();
-      started += 1;
+      if (run.start()) started += 1;
     }
     // The last first, as at close: they go back in the order they were reserved.
     for (const run of unrun.reverse()) void run.release();

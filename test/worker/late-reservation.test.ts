@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { leaseAge } from '../../src/broker/lease-age.js';
+import {
+  type Delivery,
+  EngineBroker,
+  ManualClock,
+  MemoryEngine,
+  type QueueHandle,
+} from '../../src/index.js';
+import { type OutcomeRecord, Worker } from '../../src/worker/index.js';
+
+/**
+ * A memory engine whose reservations answer `lateMs` after they were made (the clock moves on
+ * before the answer), as a storage behind a stalled connection answers once it heals.
+ */
+function lateEngine(clock: ManualClock) {
+  const engine = new MemoryEngine();
+  const state = { lateMs: 0 };
+  const late = async <T>(answer: Promise<T>): Promise<T> => {
+    const value = await answer;
+    clock.advance(state.lateMs);
+    return value;
+  };
+  const wrap = (handle: QueueHandle): QueueHandle =>
+    Object.assign(Object.create(handle), {
+      reserve: (...args: Parameters<QueueHandle['reserve']>) => late(handle.reserve(...args)),
+      run: (...args: Parameters<QueueHandle['run']>) =>
+        args[1].type === 'reserve' ? late(handle.run(...args)) : handle.run(...args),
+    });
+  // engine.queue hands out engine.handle's handle: wrapping that one wraps both.
+  const handle = engine.handle.bind(engine);
+  Object.assign(engine, {
+    handle: (...args: Parameters<MemoryEngine['handle']>) => wrap(handle(...args)),
+  });
+  return { engine, state };
+}
+
+describe('a reservation answered late', () => {
+  it('is noted with the age of its lease, and a worker does not run a job whose lease ended before the answer', async () => {
+    const clock = new ManualClock(1_000);
+    const { engine, state } = lateEngine(clock);
+    const broker = new EngineBroker(engine, { clock });
+    const queue = await broker.queue('jobs', { visibility: 1_000 });
+    await queue.publish({ id: 'probe' });
+    state.lateMs = 400;
+    const [probe] = (await queue.receive()) as [Delivery];
+    expect(leaseAge(probe)).toBe(400);
+    expect(await queue.ack(probe.token)).toBe(true);
+
+    await queue.publish({ id: 'a' });
+    const handled: number[] = [];
+    const outcomes: OutcomeRecord[] = [];
+    const worker = new Worker(
+      queue,
+      async (_job, ctx) => {
+        handled.push(ctx.token);
+      },
+      { clock, concurrency: 1, visibility: 1_000 },
+    );
+    worker.on('outcome', (record) => outcomes.push(record));
+    // Its lease of 1000 ms ended 500 ms before the answer came: another consumer may have it.
+    state.lateMs = 1_500;
+    expect(await worker.runOnce()).toBe(0);
+    expect(handled).toEqual([]);
+    expect(outcomes).toMatchObject([{ id: 'a', outcome: 'lease-lost', reason: 'expired' }]);
+    // Answered in time, the job's next delivery runs.
+    state.lateMs = 0;
+    expect(await worker.runOnce()).toBe(1);
+    await worker.close();
+    expect(handled).toEqual([3]);
+    await broker.close();
+  });
+});
