@@ -434,9 +434,17 @@ export class Worker<P = unknown> {
     this.stopping.abort();
     this.stopWatchingCancels?.();
     this.wakeFetch();
-    await this.loop;
-    await Promise.allSettled([...this.fetches]);
-    await this.graceUntilDone();
+    // A receive the storage does not answer (a partition: a statement cannot be called back)
+    // must not hold close past its timeout and the give-back's second: what it reserves later
+    // goes back unrun, or is left to its lease.
+    const { clock } = this.options;
+    const hardEnd = () => this.graceEndsAt + GIVE_BACK_WAIT_MS;
+    const fetched = Promise.all([this.loop, Promise.allSettled([...this.fetches])]);
+    await this.atMost(
+      fetched.then(() => undefined),
+      hardEnd() - clock.now(),
+    );
+    await this.untilGraceEnds(Promise.all([...this.inHand].map((run) => run.done())));
     const giveBack = (async () => {
       // Each release puts its job at the front of ready: the last reserved first, so that the
       // jobs go back in the order they were reserved, as leases that end together do (R12).
@@ -444,7 +452,7 @@ export class Worker<P = unknown> {
       await Promise.all(newestFirst.map((run) => run.release()));
       await this.session?.close();
     })();
-    await this.atMost(giveBack, GIVE_BACK_WAIT_MS);
+    await this.atMost(giveBack, Math.max(0, hardEnd() - clock.now()));
     this.scheduler.stop();
     this.closed = true;
   }
@@ -464,13 +472,14 @@ export class Worker<P = unknown> {
     }
   }
 
-  /** Waits until the jobs in hand are done or the grace period (which may shrink) ends. */
-  private async graceUntilDone(): Promise<void> {
+  /** Waits until `work` is done or the grace period (which may shrink) ends. */
+  private async untilGraceEnds(work: Promise<unknown>): Promise<void> {
     const { clock } = this.options;
     let allDone = false;
-    const done = Promise.all([...this.inHand].map((run) => run.done())).then(() => {
+    const finish = () => {
       allDone = true;
-    });
+    };
+    const done = work.then(finish, finish);
     while (!allDone && clock.now() < this.graceEndsAt) {
       const timer = new AbortController();
       this.graceTimer = timer;
