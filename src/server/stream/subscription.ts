@@ -226,28 +226,50 @@ export class Subscription {
   private deliver(deliveries: Delivery[]): { unsent: Delivery[]; gone: boolean } {
     const { queue, signer, log, maxFrameBytes } = this.settings;
     const wire = deliveries.map((delivery) => deliveryToWire(delivery, signer));
+    // Each delivery is serialized once, when first weighed, and frames are joined from those
+    // texts: sizing frames by re-serializing what is left was quadratic in the bytes pushed
+    // and held the event loop for seconds on large payloads.
+    const texts: string[] = [];
+    const sizes: number[] = [];
+    const weigh = (index: number): number => {
+      let size = sizes[index];
+      if (size === undefined) {
+        const text = JSON.stringify(wire[index]);
+        texts[index] = text;
+        // Bytes, as maxFrameBytes and the socket count them (é is 2, 中 3).
+        size = Buffer.byteLength(text);
+        sizes[index] = size;
+      }
+      return size;
+    };
     let start = 0;
     while (start < deliveries.length) {
       if (start > 0 && this.sink.backedUp()) break;
-      // The longest run from `start` whose frame fits, halving from all that is left.
-      let end = deliveries.length;
-      let frame: DeliveriesFrame;
-      let text: string;
-      let bytes: number;
-      for (;;) {
-        frame = {
-          type: 'deliveries',
-          subscription: this.id,
-          now: this.sink.now(),
-          deliveries: start === 0 && end === wire.length ? wire : wire.slice(start, end),
-        };
-        text = JSON.stringify(frame);
-        // Bytes, as maxFrameBytes and the socket count them (é is 2, 中 3): counted only when
-        // the text could be over, at 3 bytes a character at most.
-        bytes = text.length * 3 <= maxFrameBytes ? text.length : Buffer.byteLength(text);
-        if (bytes <= maxFrameBytes || end - start === 1) break;
-        end = start + Math.ceil((end - start) / 2);
+      const now = this.sink.now();
+      // The frame without its deliveries; `deliveries` is its last key, so its JSON ends in
+      // `[]}` and the deliveries' texts go between the brackets, as JSON.stringify puts them.
+      const envelope = JSON.stringify({
+        type: 'deliveries',
+        subscription: this.id,
+        now,
+        deliveries: [],
+      } satisfies DeliveriesFrame);
+      // As many as fit, in order (commas between them), and at least one.
+      let bytes = Buffer.byteLength(envelope);
+      let end = start;
+      while (end < deliveries.length) {
+        const next = bytes + weigh(end) + (end > start ? 1 : 0);
+        if (next > maxFrameBytes && end > start) break;
+        bytes = next;
+        end += 1;
       }
+      const frame: DeliveriesFrame = {
+        type: 'deliveries',
+        subscription: this.id,
+        now,
+        deliveries: start === 0 && end === wire.length ? wire : wire.slice(start, end),
+      };
+      const text = `${envelope.slice(0, -2)}${texts.slice(start, end).join(',')}${envelope.slice(-2)}`;
       if (!this.active || !this.sink.push(frame, text)) {
         return { unsent: deliveries.slice(start), gone: true };
       }
