@@ -43,6 +43,11 @@ export interface PrefetchSettings {
   idleMs: number;
   /** Gives deliveries back at once (nack, no delay). */
   release(queue: string, receipts: string[]): Promise<void>;
+  /**
+   * One reserve of `max` with this subscription's visibility and session, as a receive with
+   * wait 0: a wait's last look (see take). Without it, a wait that runs out answers empty.
+   */
+  reserve?(max: number): Promise<WireDelivery[]>;
 }
 
 /**
@@ -103,18 +108,26 @@ export class Prefetch implements PushListener {
     private readonly settings: PrefetchSettings,
   ) {}
 
-  /** Up to `max` deliveries: held ones at once, else the first pushed within `wait` ms. */
+  /**
+   * Up to `max` deliveries: held ones at once, else the first pushed within `wait` ms. A wait
+   * that runs out takes one last look, a reserve, as the in-process receive does: the server
+   * pushes the jobs ready when a subscription opens (or its credit rises) only after its
+   * `subscribed` answer, and a short wait would otherwise end before them, answering empty
+   * while jobs were ready.
+   */
   async take(max: number, wait: number, signal: AbortSignal | undefined): Promise<WireDelivery[]> {
     // What an ending gives back is not handed out meanwhile: its end first, then subscribe anew.
     if (this.ending !== undefined) await this.ending;
     this.watch(signal);
     this.mostAsked = Math.max(this.mostAsked, max);
     if (this.buffer.length === 0 || this.subscription === undefined) {
-      await this.ensure(max);
+      await this.ensure(max, signal);
       // Ended meanwhile (another consumer stopped, a wait elsewhere ran out): this receive
       // still waits, and waits on a subscription of its own.
-      if (this.subscription === undefined && wait > 0 && !signal?.aborted) await this.ensure(max);
-    } else if (max > this.prefetch) void this.ensure(max).catch(() => {});
+      if (this.subscription === undefined && wait > 0 && !signal?.aborted) {
+        await this.ensure(max, signal);
+      }
+    } else if (max > this.prefetch) void this.ensure(max, signal).catch(() => {});
     const held = this.takeLive(max);
     if (held.length > 0) return this.handOut(held);
     if (wait === 0 || signal?.aborted) return [];
@@ -138,21 +151,54 @@ export class Prefetch implements PushListener {
       };
       const aborted = () => waiter.resolve([]);
       const timedOut = () => {
-        aborted();
-        // Nobody waits, nothing is held, and no consumer said it goes on (a worker's signal):
-        // left open, the subscription would take the next job only to give it back later, and
-        // each visibility waited on once would hold a subscription of the connection's few.
-        if (this.waiters.size === 0 && this.consumers.size === 0 && this.buffer.length === 0) {
-          void this.end();
+        // Nobody else waits, nothing is held, and no consumer said it goes on (a worker's
+        // signal): left open, the subscription would take the next job only to give it back
+        // later, and each visibility waited on once would hold a subscription of the
+        // connection's few. It ends first, then the last look: by then whatever the server
+        // reserved for it was pushed (and is given back) or released, so the look sees it.
+        if (this.waiters.size === 1 && this.consumers.size === 0 && this.buffer.length === 0) {
+          done();
+          void this.end()
+            .then(() => (signal?.aborted ? [] : this.lookNow(max)))
+            .then(resolve);
+          return;
         }
+        const reserve = this.settings.reserve;
+        if (reserve === undefined) return aborted();
+        // The subscription goes on: a push that comes meanwhile is still this receive's.
+        reserve(max).then(
+          (deliveries) => {
+            if (!this.waiters.has(waiter)) return this.giveBack(deliveries);
+            done();
+            // Not counted in hand: the server counts against the prefetch only what it pushed.
+            resolve(deliveries);
+          },
+          () => {
+            if (this.waiters.has(waiter)) aborted();
+          },
+        );
       };
-      // A wait past what a timer takes ends there (an empty answer, as at any wait's end).
+      // A wait past what a timer takes ends there (its last look, as at any wait's end).
       const timer = setTimeout(timedOut, Math.min(wait, MAX_TIMER_MS));
       const unwatch = signal === undefined ? undefined : onAbort(signal, aborted);
       this.waiters.add(waiter);
       this.disarmIdle();
       this.raiseToDemand();
     });
+  }
+
+  /** One reserve now (a wait's last look); empty when it fails: the wait has run out anyway. */
+  private async lookNow(max: number): Promise<WireDelivery[]> {
+    const reserve = this.settings.reserve;
+    if (reserve === undefined) return [];
+    return reserve(max).catch((): WireDelivery[] => []);
+  }
+
+  /** Deliveries reserved for a receive that is no longer waiting: back at once, unworked. */
+  private giveBack(deliveries: readonly WireDelivery[]): void {
+    if (deliveries.length === 0) return;
+    const receipts = deliveries.map((delivery) => delivery.receipt);
+    void this.settings.release(this.settings.queue, receipts).catch(() => {});
   }
 
   private watch(signal: AbortSignal | undefined): void {
@@ -227,6 +273,40 @@ export class Prefetch implements PushListener {
   /** Every delivery of this subscription's session or queue ended at once (purge, session end). */
   settledAll(): void {
     this.inHand.clear();
+  }
+
+  /**
+   * The queue was purged through this client (R19): every delivery of it ended, the held ones
+   * too. They are dropped, not given back (their leases are over: a nack would be stale), and
+   * no longer count: the server gave their credit back with the purge.
+   */
+  purged(): void {
+    this.inHand.clear();
+    this.dropHeld(() => true);
+  }
+
+  /**
+   * Jobs cancelled through this client (R28): a held delivery of one ended and is dropped, not
+   * handed out nor given back. The server counts it against the prefetch until its lease would
+   * have ended, so it counts here as long, as one handed out.
+   */
+  cancelled(ids: ReadonlySet<string>): void {
+    for (const delivery of this.dropHeld((each) => ids.has(each.id))) {
+      this.inHand.set(delivery.receipt, delivery.deadline - this.serverAhead);
+    }
+  }
+
+  /** Takes the held deliveries that `ended` says ended out of the buffer; returns them. */
+  private dropHeld(ended: (delivery: WireDelivery) => boolean): WireDelivery[] {
+    const dropped: WireDelivery[] = [];
+    this.buffer = this.buffer.filter((delivery) => {
+      if (!ended(delivery)) return true;
+      this.held.delete(delivery.receipt);
+      dropped.push(delivery);
+      return false;
+    });
+    if (this.buffer.length === 0) this.disarmIdle();
+    return dropped;
   }
 
   /**
@@ -313,12 +393,24 @@ export class Prefetch implements PushListener {
       this.held.set(delivery.receipt, { deadline: delivery.deadline, since });
     }
     this.buffer.push(...frame.deliveries);
+    const handed = new Set<string>();
     for (const waiter of [...this.waiters]) {
       const held = this.takeLive(waiter.max);
       if (held.length === 0) break;
+      for (const delivery of held) handed.add(delivery.receipt);
       waiter.resolve(held);
     }
-    if (this.buffer.length > 0 && this.waiters.size === 0) this.armIdle();
+    if (this.waiters.size > 0) return;
+    // Pushed with its lease over, or too close to its end to be given back in time (a lease
+    // shorter than the way here), and no receive to take it: held, it would run out, and the
+    // server would push its job again at once, each time a delivery (R13), until it died unseen.
+    // The subscription ends instead: at most one such delivery per receive.
+    const unfit = frame.deliveries.some(
+      (delivery) =>
+        !handed.has(delivery.receipt) && delivery.deadline - frame.now <= GIVE_BACK_AHEAD_MS,
+    );
+    if (unfit) void this.end();
+    else if (this.buffer.length > 0) this.armIdle();
   }
 
   /** The connection dropped: the server ended the subscription; held deliveries stay leased. */
@@ -381,12 +473,17 @@ export class Prefetch implements PushListener {
     }
   }
 
-  /** Subscribes (again), or raises the prefetch to `max`. */
-  private async ensure(max: number): Promise<void> {
+  /**
+   * Subscribes (again), or raises the prefetch to `max`; neither once `signal` (the receive's
+   * consumer) has aborted, which may happen while the connection opens: a subscription opened
+   * then would be one nothing ends, its pushes held for nobody.
+   */
+  private async ensure(max: number, signal?: AbortSignal): Promise<void> {
     // The server's maxPrefetch, not a guess: a subscribe above it would be refused.
     const { maxPrefetch } = await this.link.knownLimits();
     if (this.ending !== undefined) await this.ending;
     if (this.opening !== undefined) await this.opening;
+    if (signal?.aborted) return;
     // After the waits: the prefetch may have changed meanwhile (raised, or lowered).
     const wanted = Math.min(Math.max(max, this.prefetch), maxPrefetch);
     if (this.subscription !== undefined) {

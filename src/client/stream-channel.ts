@@ -183,7 +183,9 @@ export class StreamChannel implements Channel {
     if (this.prefetches.size === 0) return;
     const settled: string[] = [];
     const extended: { receipt: string; deadline: number }[] = [];
+    const cancelled = new Set<string>();
     let all = false;
+    let purged = false;
     operations.forEach((operation, index) => {
       const outcome = outcomes[index];
       if (outcome === undefined || !outcome.ok) return;
@@ -205,16 +207,28 @@ export class StreamChannel implements Channel {
         case 'ackUpTo':
         case 'nackUpTo':
         case 'closeSession':
-        case 'purgeQueue':
           all = true;
+          break;
+        case 'purgeQueue':
+          purged = true;
+          break;
+        case 'cancel':
+          // true: the job was in the queue, not dead, and its delivery (if any) has ended.
+          if (outcome.value === true) cancelled.add(operation.id as string);
           break;
       }
     });
-    if (settled.length === 0 && extended.length === 0 && !all) return;
+    if (settled.length === 0 && extended.length === 0 && cancelled.size === 0 && !all && !purged) {
+      return;
+    }
     for (const prefetch of this.prefetches.values()) {
       if (prefetch.queue !== queue) continue;
-      if (all) prefetch.settledAll();
+      // Held deliveries of purged or cancelled jobs are over: handed out, they would be jobs
+      // gone or dead, in place of ready ones.
+      if (purged) prefetch.purged();
+      else if (all) prefetch.settledAll();
       else prefetch.settled(settled);
+      if (cancelled.size > 0) prefetch.cancelled(cancelled);
       prefetch.extended(extended);
     }
   }
@@ -227,10 +241,12 @@ export class StreamChannel implements Channel {
     if (ended !== undefined) throw errorFromWire(ended);
     const key = JSON.stringify([queue, reserve.visibility ?? null, reserve.session ?? null]);
     let prefetch = this.prefetches.get(key);
-    if (wait === 0) {
+    // An aborted signal waits for nothing: as the in-process receive, what is ready (held, else
+    // one reserve), and no subscription, which nothing would end.
+    if (wait === 0 || signal?.aborted) {
       const held = prefetch?.takeHeld(max) ?? [];
       if (held.length > 0) return held;
-      return unwrap((await this.execute(queue, [reserveToWire(reserve)]))[0]);
+      return this.reserveNow(queue, reserve);
     }
     if (prefetch === undefined) {
       prefetch = new Prefetch(this.link, {
@@ -239,11 +255,26 @@ export class StreamChannel implements Channel {
         session: reserve.session,
         idleMs: this.options.prefetchIdleMs,
         release: (name, receipts) => this.release(name, receipts),
+        reserve: (count) =>
+          this.reserveNow(queue, {
+            max: count,
+            visibility: reserve.visibility,
+            session: reserve.session,
+            ack: undefined,
+          }),
       });
       this.prefetches.set(key, prefetch);
     }
     if (!prefetch.holding) this.freeHeldElsewhere(queue, prefetch);
     return prefetch.take(max, wait, signal);
+  }
+
+  /** One `reserve` operation: what is ready now. */
+  private async reserveNow(
+    queue: string,
+    reserve: Omit<ChannelReceive, 'wait' | 'signal'>,
+  ): Promise<WireDelivery[]> {
+    return unwrap((await this.execute(queue, [reserveToWire(reserve)]))[0]);
   }
 
   /**

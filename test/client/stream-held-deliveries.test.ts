@@ -1,0 +1,246 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Broker, ReceiveOptions } from '../../src/broker/index.js';
+import { RemoteBroker } from '../../src/client/index.js';
+import { open } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
+import { startTestServer, withWrappedQueues } from '../server/helpers.js';
+
+/**
+ * What the stream client holds for its next receive (pushed ahead, leased to it) and what a
+ * waiting receive answers: never a job that is gone or dead, what is ready when it is called,
+ * and no subscription left behind that nobody ends.
+ */
+const closing: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const close of closing.splice(0).reverse()) await close();
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`not so within ${ms} ms`);
+    await sleep(10);
+  }
+}
+
+/** A stream client of a fresh server; held deliveries wait a minute before going back. */
+async function streamClient() {
+  const server = await startTestServer();
+  closing.push(() => server.close());
+  const client = new RemoteBroker(server.baseUrl, {
+    transport: 'stream',
+    prefetchIdleMs: 60_000,
+  });
+  closing.push(() => client.close());
+  return { server, client };
+}
+
+/** A server over `broker`, closed (with `real`, under it) after the test; its URL. */
+async function serve(broker: Broker, real: Broker): Promise<string> {
+  const app = await createApp({ broker, receiptSecret: 'test-secret-of-at-least-32-characters' });
+  closing.push(
+    () => real.close(),
+    () => app.close(),
+  );
+  return app.listen({ host: '127.0.0.1', port: 0 });
+}
+
+/**
+ * A server whose subscriptions push their first jobs `lateMs` after answering `subscribed`:
+ * `before`, the pump's first receive starts late; else it reserves at once and pushes late
+ * (a storage slow to commit).
+ */
+async function serveLatePushes(
+  lateMs: number,
+  when: 'before' | 'after',
+): Promise<{ url: string; real: Broker }> {
+  const real = await open('memory:');
+  const broker = withWrappedQueues(real, (queue) =>
+    Object.assign(Object.create(queue), {
+      receive: async (options: ReceiveOptions) => {
+        if (when === 'before') await sleep(lateMs);
+        const deliveries = await queue.receive(options);
+        if (when === 'after') await sleep(lateMs);
+        return deliveries;
+      },
+    }),
+  );
+  return { url: await serve(broker, real), real };
+}
+
+describe('held deliveries of jobs that ended through this client', () => {
+  it('purgeQueue drops the held ones, without giving them back: the next receive gets a job published after', async () => {
+    const { server, client } = await streamClient();
+    const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
+    const queue = await client.queue('jobs');
+    await queue.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+    const [a] = await queue.receive({ wait: 2000 });
+    expect(a?.id).toBe('a');
+    expect(await queue.ack(a?.token ?? 0)).toBe(true);
+    // The credit the ack gave back brings `b`, held for the next receive.
+    await until(async () => (await jobs.stats()).active === 1);
+    expect(await queue.purgeQueue()).toMatchObject({ ready: 1, active: 1 });
+    await queue.publish({ id: 'd' });
+    const started = Date.now();
+    const next = await queue.receive({ wait: 2000 });
+    expect(next.map((delivery) => delivery.id)).toEqual(['d']);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(await queue.ack(next[0]?.token ?? 0)).toBe(true);
+    // `b` was not nacked: its lease ended with the purge.
+    expect(await jobs.stats()).toMatchObject({ nacks: 0, staleNacks: 0, acks: 2 });
+  });
+
+  it('cancel drops the held delivery of that job only, and a ready job comes at once in its place', async () => {
+    const { server, client } = await streamClient();
+    const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
+    const queue = await client.queue('jobs');
+    await queue.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd' }]);
+    const [a] = await queue.receive({ wait: 2000 });
+    expect(a?.id).toBe('a');
+    expect(await queue.ack(a?.token ?? 0)).toBe(true);
+    await until(async () => (await jobs.stats()).active === 1);
+    expect(await queue.cancel('b')).toBe(true);
+    expect(await jobs.job('b')).toMatchObject({ state: 'dead', reason: 'cancelled' });
+    // The server counts `b` against the prefetch until its lease would have ended (a minute):
+    // the client asks for room beside it rather than wait that long.
+    const started = Date.now();
+    const next = await queue.receive({ wait: 5000 });
+    expect(next.map((delivery) => delivery.id)).toEqual(['c']);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(await queue.ack(next[0]?.token ?? 0)).toBe(true);
+    // A cancel of another job leaves what is held alone: `d`, pushed after that ack.
+    await until(async () => (await jobs.stats()).active === 1);
+    await queue.publish({ id: 'e' });
+    expect(await queue.cancel('e')).toBe(true);
+    const [d] = await queue.receive({ wait: 2000 });
+    expect(d?.id).toBe('d');
+    expect(await queue.ack(d?.token ?? 0)).toBe(true);
+    expect(await jobs.stats()).toMatchObject({ nacks: 0, staleNacks: 0, acks: 3 });
+  });
+});
+
+describe('a receive whose signal has aborted', () => {
+  it('answers at once with what is ready, as the in-process receive does, and opens no subscription', async () => {
+    const { server, client } = await streamClient();
+    const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
+    const queue = await client.queue('jobs');
+    const local = await open('memory:');
+    closing.push(() => local.close());
+    const inProcess = await local.queue('jobs');
+    const stopped = AbortSignal.abort();
+    for (const each of [queue, inProcess]) {
+      const started = Date.now();
+      expect(await each.receive({ wait: 5000, signal: stopped })).toEqual([]);
+      expect(Date.now() - started).toBeLessThan(1000);
+      await each.publish({ id: 'ready' });
+      const taken = await each.receive({ wait: 5000, signal: stopped });
+      expect(taken.map((delivery) => delivery.id)).toEqual(['ready']);
+      expect(await each.ack(taken[0]?.token ?? 0)).toBe(true);
+    }
+    // Nothing subscribed: a job published now stays ready for any consumer.
+    await queue.publish({ id: 'later' });
+    await sleep(300);
+    expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0, deliveries: 1 });
+  });
+
+  it('aborted as the first connection opens, leaves no subscription behind', async () => {
+    const { server, client } = await streamClient();
+    const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
+    const queue = await client.queue('jobs');
+    const stop = new AbortController();
+    // The queue was made over HTTP: the stream connects for this receive, aborted meanwhile.
+    const receiving = queue.receive({ wait: 5000, signal: stop.signal });
+    stop.abort();
+    expect(await receiving).toEqual([]);
+    await jobs.publish({ id: 'later' });
+    await sleep(300);
+    expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0, deliveries: 0 });
+    // A later receive still subscribes.
+    const [taken] = await queue.receive({ wait: 2000 });
+    expect(taken).toMatchObject({ id: 'later', deliveryCount: 1 });
+  });
+});
+
+describe('a short wait with jobs ready', () => {
+  it.each([
+    ['the server starts its first reserve late', 'before'],
+    ['the server pushes what it reserved late', 'after'],
+  ] as const)('answers them, not empty, when %s', async (_, when) => {
+    const { url } = await serveLatePushes(150, when);
+    const client = new RemoteBroker(url, { transport: 'stream' });
+    closing.push(() => client.close());
+    const queue = await client.queue('jobs');
+    await queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    const taken = await queue.receive({ wait: 10 });
+    expect(taken.map((delivery) => [delivery.id, delivery.deliveryCount])).toEqual([['a', 1]]);
+    expect(await queue.ack(taken[0]?.token ?? 0)).toBe(true);
+    await until(async () => (await queue.stats()).active === 0);
+    expect(await queue.stats()).toMatchObject({ ready: 1, acks: 1, dead: 0 });
+  });
+
+  it('answers them when its signal says the consumer goes on', async () => {
+    const { url } = await serveLatePushes(150, 'before');
+    const client = new RemoteBroker(url, { transport: 'stream' });
+    closing.push(() => client.close());
+    const queue = await client.queue('jobs');
+    await queue.publish({ id: 'a' });
+    const consumer = new AbortController();
+    const taken = await queue.receive({ wait: 10, signal: consumer.signal });
+    expect(taken.map((delivery) => delivery.id)).toEqual(['a']);
+    expect(await queue.ack(taken[0]?.token ?? 0)).toBe(true);
+    consumer.abort();
+  });
+
+  it('a loop of waits of 1 ms takes every job, one per call', async () => {
+    const { client } = await streamClient();
+    const queue = await client.queue('jobs', { visibility: 30_000 });
+    await queue.publishBatch(Array.from({ length: 5 }, (_, n) => ({ id: `j${n}` })));
+    const taken: string[] = [];
+    for (let call = 0; call < 5; call += 1) {
+      const [delivery] = await queue.receive({ wait: 1 });
+      taken.push(delivery?.id ?? 'none');
+      if (delivery !== undefined) expect(await queue.ack(delivery.token)).toBe(true);
+    }
+    expect(taken).toEqual(['j0', 'j1', 'j2', 'j3', 'j4']);
+  });
+
+  it('a wait that runs out on an empty queue still answers empty, and leaves no subscription', async () => {
+    const { server, client } = await streamClient();
+    const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
+    const queue = await client.queue('jobs');
+    expect(await queue.receive({ wait: 20 })).toEqual([]);
+    await jobs.publish({ id: 'later' });
+    await sleep(300);
+    expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0, deliveries: 0 });
+  });
+});
+
+describe('pushes whose lease ends before they could be given back', () => {
+  it('end the subscription while no receive waits: the job is not pushed again and again until it dies', async () => {
+    // Each push 5 ms after its reserve: with leases of 1 ms, over as it arrives.
+    const { url, real } = await serveLatePushes(5, 'after');
+    const client = new RemoteBroker(url, { transport: 'stream', prefetchIdleMs: 60_000 });
+    closing.push(() => client.close());
+    const jobs = await real.queue('jobs', { visibility: 5000, maxDeliveries: 30 });
+    const queue = await client.queue('jobs');
+    await queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    const [a] = await queue.receive({ wait: 2000 });
+    expect(a?.id).toBe('a');
+    // Leases of 1 ms: over before a push reaches the client. The extend ends `a`'s (R10), and
+    // its credit back brings the subscription a job it can neither hand out nor give back.
+    await real.updateQueue('jobs', { maxLease: 1 });
+    await sleep(10);
+    await queue.extend(a?.token ?? 0, 1000);
+    // The server sees the lease over at its next look, within a second.
+    await sleep(1500);
+    const { deliveries } = await jobs.stats();
+    await sleep(300);
+    expect(await jobs.stats()).toMatchObject({ deliveries, dead: 0 });
+    // `a` burnt the deliveries pushed until the unsubscribe arrived (a few), not all 30 of its
+    // own and then `b`'s: `b`, behind it, was never pushed.
+    expect((await jobs.job('a'))?.deliveryCount).toBeLessThan(30);
+    expect(await jobs.job('b')).toMatchObject({ state: 'ready', deliveryCount: 0 });
+  });
+});
