@@ -17,8 +17,15 @@ export interface ChannelReceive {
  * the operations submitted in one tick into one batch per queue.
  */
 export interface Channel {
-  /** Runs wire operations on the named queue, answered in order. */
-  execute(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]>;
+  /**
+   * Runs wire operations on the named queue, answered in order. `whole`: a caller's `execute`,
+   * one unit of the storage (R20), sent in one batch or refused unsent, never split.
+   */
+  execute(
+    queue: string,
+    operations: readonly WireOperation[],
+    whole?: boolean,
+  ): Promise<WireOutcome[]>;
   /** Reserves deliveries, waiting up to `wait` ms for the first one. */
   receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]>;
   /** Gives back what is held and not handed out, and ends the channel. */

@@ -73,8 +73,8 @@ export class HttpChannel implements Channel {
     };
   }
 
-  execute(queue: string, operations: Parameters<Channel['execute']>[1]) {
-    return this.batcher.submit(queue, operations);
+  execute(queue: string, operations: Parameters<Channel['execute']>[1], whole = false) {
+    return this.batcher.submit(queue, operations, whole);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { ValidationError } from '../core/index.js';
 import type { WireOperation, WireOutcome } from '../wire/index.js';
 import { RemoteError } from './errors.js';
 
@@ -49,17 +50,26 @@ export class OperationBatcher {
    * operation it was. Each entry is refused or done on its own, though: a receipt that is not
    * of the queue fails its entry and the call, while the other entries' acks stand (the error
    * says so). An operation too large for any batch fails alone with PAYLOAD_TOO_LARGE, unsent,
-   * as the server would refuse it.
+   * as the server would refuse it. With `whole` (a caller's `execute`: one unit of the storage,
+   * R20) the operations travel in one batch, never split, and a list that one batch cannot
+   * hold is refused whole, unsent.
    */
-  async submit(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
+  async submit(
+    queue: string,
+    operations: readonly WireOperation[],
+    whole = false,
+  ): Promise<WireOutcome[]> {
     const limits = await this.settings.limits();
     this.limits = limits;
     const { maxBatch } = limits;
     if (!operations.some((operation) => entriesOf(operation) > maxBatch)) {
-      return this.enqueue(queue, operations, limits);
+      if (whole) refuseOverBatch(operations.length, operations.length, maxBatch);
+      return this.enqueue(queue, operations, limits, whole);
     }
     const parts = operations.map((operation) => splitEntries(operation, maxBatch));
-    const outcomes = await this.enqueue(queue, parts.flat(), limits);
+    const flat = parts.flat();
+    if (whole) refuseOverBatch(operations.length, flat.length, maxBatch);
+    const outcomes = await this.enqueue(queue, flat, limits, whole);
     let at = 0;
     return parts.map((part) => {
       const answers = outcomes.slice(at, at + part.length);
@@ -72,8 +82,21 @@ export class OperationBatcher {
     queue: string,
     operations: readonly WireOperation[],
     limits: BatchLimits,
+    whole: boolean,
   ): Promise<WireOutcome[]> {
     const sizes = this.measure(queue, operations, limits);
+    if (whole) {
+      const room = limits.maxBytes - this.settings.envelopeBytes(queue);
+      let total = 0;
+      for (const size of sizes) total += size;
+      if (total > room) {
+        throw new RemoteError(
+          'PAYLOAD_TOO_LARGE',
+          413,
+          `the ${operations.length} operations of this execute are ${total} bytes of JSON; they run as one unit, sent in one batch, and the server takes at most ${limits.maxBytes} bytes in one: run them as several executes`,
+        );
+      }
+    }
     return new Promise((resolve, reject) => {
       let list = this.waiting.get(queue);
       if (list === undefined) {
@@ -185,6 +208,18 @@ export class OperationBatcher {
       for (const entry of entries) entry.reject(error);
     }
   }
+}
+
+/** An execute's operations run as one unit, so one batch must hold them all (`entries` of them, split acks and reserves counted). */
+function refuseOverBatch(operations: number, entries: number, maxBatch: number): void {
+  if (entries <= maxBatch) return;
+  const counted =
+    entries === operations
+      ? ''
+      : ` (${entries} entries, its acks and reserves counted in entries of at most maxBatch)`;
+  throw new ValidationError(
+    `execute runs its ${operations} operations${counted} as one unit, sent in one batch, and the server takes at most ${maxBatch} in one (its maxBatch): run them as several executes, or raise maxBatch`,
+  );
 }
 
 /** How many operations go in each consecutive batch: at most maxBatch, and `room` bytes. */

@@ -174,6 +174,9 @@ export class RemoteQueue implements Queue {
     const answers = await this.channel.execute(
       this.name,
       sent.map((entry) => entry.wire),
+      // Several operations are one unit (R20): one batch, never split. One alone may be split
+      // into entries as its own call would be (an ack of more receipts than maxBatch).
+      sent.length > 1,
     );
     sent.forEach(({ index, operation }, k) => {
       outcomes[index] = this.fromWire(operation, answers[k] as WireOutcome);

@@ -89,22 +89,26 @@ export class StreamChannel implements Channel {
     });
   }
 
-  async execute(queue: string, operations: readonly WireOperation[]): Promise<WireOutcome[]> {
+  async execute(
+    queue: string,
+    operations: readonly WireOperation[],
+    whole = false,
+  ): Promise<WireOutcome[]> {
     // Answered here, before anything waits for a connection: the server is maybe gone too.
     const ended = this.sessions.size === 0 ? undefined : this.sessionsEnded(operations);
-    if (ended === undefined) return this.submit(queue, operations);
+    if (ended === undefined) return this.submit(queue, operations, whole);
     const sent = operations.filter((_, index) => ended[index] === undefined);
-    const answers = sent.length === 0 ? [] : await this.submit(queue, sent);
+    const answers = sent.length === 0 ? [] : await this.submit(queue, sent, whole);
     let next = 0;
     return ended.map((outcome) => outcome ?? (answers[next++] as WireOutcome));
   }
 
-  private async submit(queue: string, operations: readonly WireOperation[]) {
+  private async submit(queue: string, operations: readonly WireOperation[], whole = false) {
     const closing =
       this.prefetches.size > 0 ? await this.giveBackSessionHeld(queue, operations) : undefined;
     let outcomes: WireOutcome[];
     try {
-      outcomes = await this.batcher.submit(queue, operations);
+      outcomes = await this.batcher.submit(queue, operations, whole);
     } catch (error) {
       closing?.(operations, undefined);
       throw error;

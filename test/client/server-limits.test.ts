@@ -4,7 +4,7 @@ import type { HttpTransport } from '../../src/client/http.js';
 import { openRemote, type RemoteBroker, RemoteError, RemoteQueue } from '../../src/client/index.js';
 import { ReceiptBook } from '../../src/client/receipt-book.js';
 import { ServerLimitsReader } from '../../src/client/server-limits.js';
-import { NotFoundError } from '../../src/core/index.js';
+import { build, NotFoundError } from '../../src/core/index.js';
 import { type OutcomeRecord, RetryableError, ValidationError, work } from '../../src/index.js';
 import type { Logger } from '../../src/worker/logger.js';
 import { call, startTestServer, type TestServer } from '../server/helpers.js';
@@ -87,6 +87,46 @@ describe('a publishBatch of more jobs than the server’s maxBatch', () => {
       // Within it, all of one batch as ever.
       await q.publishBatch([...Array(3)].map((_, i) => ({ id: `j${i}` })));
       expect((await q.inspect()).ready).toEqual(['j0', 'j1', 'j2']);
+    });
+  }
+});
+
+describe('an execute of more operations than the server’s maxBatch', () => {
+  for (const transport of ['stream', 'http'] as const) {
+    it(`is refused whole and unsent, never split into batches each its own unit (R20, ${transport})`, async () => {
+      server = await startTestServer({ limits: { maxBatch: 3 } });
+      client = await openRemote(server.baseUrl, { transport });
+      const q = await client.queue('units');
+      const publishes = (count: number) =>
+        [...Array(count)].map((_, i) => build.publish({ id: `u${i}` }));
+      const error = await q.execute(publishes(4)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as Error).message).toContain(
+        'execute runs its 4 operations as one unit, sent in one batch, and the server takes at most 3 in one (its maxBatch)',
+      );
+      expect(await q.stats()).toMatchObject({ ready: 0, published: 0 });
+      // Within it, one batch, one unit; concurrent calls of one tick still share batches.
+      const [together, alone] = await Promise.all([
+        q.execute(publishes(3)),
+        q.publish({ id: 'x' }),
+      ]);
+      expect(together.every((outcome) => outcome.ok)).toBe(true);
+      expect(alone).toEqual({ id: 'x', duplicate: false });
+      expect((await q.inspect()).ready).toEqual(['u0', 'u1', 'u2', 'x']);
+    });
+
+    it(`whose operations fit one batch each but not together is refused whole, unsent (${transport})`, async () => {
+      server = await startTestServer({ limits: { maxBodyBytes: 4096 } });
+      client = await openRemote(server.baseUrl, { transport });
+      const q = await client.queue('bytes');
+      const big = (id: string) => build.publish({ id, payload: 'x'.repeat(1500) });
+      const error = await q.execute([big('b0'), big('b1'), big('b2')]).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RemoteError);
+      expect(error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', status: 413 });
+      expect((error as Error).message).toContain('they run as one unit, sent in one batch');
+      expect(await q.stats()).toMatchObject({ published: 0 });
+      await q.execute([big('b0'), big('b1')]);
+      expect((await q.inspect()).ready).toEqual(['b0', 'b1']);
     });
   }
 });
