@@ -94,6 +94,8 @@ export class Prefetch implements PushListener {
   /** When the armed idle timer fires (this client's time). */
   private idleDue = 0;
   private ending: Promise<void> | undefined;
+  /** The client closed: nothing subscribes again (see close). */
+  private closed = false;
   /**
    * Receipts handed to receives and not yet settled through this client → when their lease
    * ends (this client's time). The server counts a delivery against the prefetch until then,
@@ -118,15 +120,23 @@ export class Prefetch implements PushListener {
   async take(max: number, wait: number, signal: AbortSignal | undefined): Promise<WireDelivery[]> {
     // What an ending gives back is not handed out meanwhile: its end first, then subscribe anew.
     if (this.ending !== undefined) await this.ending;
+    if (this.closed) return [];
     this.watch(signal);
     this.mostAsked = Math.max(this.mostAsked, max);
     if (this.buffer.length === 0 || this.subscription === undefined) {
-      await this.ensure(max, signal);
-      // Ended meanwhile (another consumer stopped, a wait elsewhere ran out): this receive
-      // still waits, and waits on a subscription of its own.
-      if (this.subscription === undefined && wait > 0 && !signal?.aborted) {
+      try {
         await this.ensure(max, signal);
+        // Ended meanwhile (another consumer stopped, a wait elsewhere ran out): this receive
+        // still waits, and waits on a subscription of its own.
+        if (this.subscription === undefined && wait > 0 && !signal?.aborted && !this.closed) {
+          await this.ensure(max, signal);
+        }
+      } catch (error) {
+        // The subscribe failed as the client closed (its connection ended): empty, as below.
+        if (!this.closed) throw error;
       }
+      // The client closed while this receive subscribed: it answers empty, as a waiting one.
+      if (this.closed) return [];
     } else if (max > this.prefetch) void this.ensure(max, signal).catch(() => {});
     const held = this.takeLive(max);
     if (held.length > 0) return this.handOut(held);
@@ -431,6 +441,15 @@ export class Prefetch implements PushListener {
     return waiters;
   }
 
+  /**
+   * The client closes: as `end`, and for good: a receive still on its way to a subscription (the
+   * connection opening, a subscribe unanswered) answers empty instead of subscribing again.
+   */
+  close(): Promise<void> {
+    this.closed = true;
+    return this.end();
+  }
+
   /** Ends the subscription and gives back what is held; waiting receives answer empty. */
   end(): Promise<void> {
     if (this.ending === undefined) {
@@ -483,7 +502,7 @@ export class Prefetch implements PushListener {
     const { maxPrefetch } = await this.link.knownLimits();
     if (this.ending !== undefined) await this.ending;
     if (this.opening !== undefined) await this.opening;
-    if (signal?.aborted) return;
+    if (signal?.aborted || this.closed) return;
     // After the waits: the prefetch may have changed meanwhile (raised, or lowered).
     const wanted = Math.min(Math.max(max, this.prefetch), maxPrefetch);
     if (this.subscription !== undefined) {

@@ -315,7 +315,7 @@ export class StreamChannel implements Channel {
 
   /** Gives back held deliveries (bounded in time), then closes the connection. */
   async close(): Promise<void> {
-    const ends = [...this.prefetches.values()].map((prefetch) => prefetch.end());
+    const ends = [...this.prefetches.values()].map((prefetch) => prefetch.close());
     this.prefetches.clear();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([

@@ -244,3 +244,23 @@ describe('pushes whose lease ends before they could be given back', () => {
     expect(await jobs.job('b')).toMatchObject({ state: 'ready', deliveryCount: 0 });
   });
 });
+
+describe('a stream receive waiting as the client closes', () => {
+  it('answers empty at the close, even while its subscribe is still on its way', async () => {
+    for (let round = 0; round < 5; round++) {
+      const { client } = await streamClient();
+      const queue = await client.queue(`closing-${round}`);
+      const started = Date.now();
+      const answered = queue.receive({ wait: 20_000 }).then((deliveries) => ({
+        deliveries,
+        ms: Date.now() - started,
+      }));
+      // Round 0 closes at once, with the subscribe unsent; the others as it travels.
+      if (round > 0) await sleep(round);
+      await client.close();
+      const { deliveries, ms } = await answered;
+      expect(deliveries).toEqual([]);
+      expect(ms).toBeLessThan(5_000);
+    }
+  });
+});
