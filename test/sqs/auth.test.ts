@@ -1,5 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import {
+  ChangeMessageVisibilityCommand,
   CreateQueueCommand,
   ListQueuesCommand,
   ReceiveMessageCommand,
@@ -330,7 +331,7 @@ describe('SigV4 with keys configured', () => {
 });
 
 describe('SQS logs with keys configured', () => {
-  it('names the key on every line of a request, as /v1 does', async () => {
+  it('names the key on every line of a request, and logs a message given back, as /v1 does', async () => {
     const { lines, logger } = captureLogs();
     const logged = await startSqsServer({
       logger,
@@ -340,10 +341,19 @@ describe('SQS logs with keys configured', () => {
       const client = logged.clientWith(ADMIN.id, ADMIN.secret);
       const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: 'logged-1' }));
       await client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x' }));
-      await client.send(new ReceiveMessageCommand({ QueueUrl }));
-      const delivered = lines.filter((line) => line.msg === 'delivered');
-      expect(delivered.length).toBeGreaterThan(0);
-      for (const line of delivered) expect(line.key).toBe(ADMIN.id);
+      const { Messages } = await client.send(new ReceiveMessageCommand({ QueueUrl }));
+      await client.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl,
+          ReceiptHandle: Messages?.[0]?.ReceiptHandle,
+          VisibilityTimeout: 0,
+        }),
+      );
+      const seen = lines.filter((line) => line.msg === 'delivered' || line.msg === 'requeued');
+      expect(seen.map((line) => [line.msg, line.key])).toEqual([
+        ['delivered', ADMIN.id],
+        ['requeued', ADMIN.id],
+      ]);
     } finally {
       await logged.close();
     }

@@ -117,7 +117,10 @@ async function changeOne(call: SqsCall, sqs: SqsServices, queue: Queue, input: S
   const seconds = requiredInteger(input, 'VisibilityTimeout', 0, MAX_VISIBILITY_SECONDS);
   checkSecondsWithin(sqs.services.limits, 'visibility', 'VisibilityTimeout', seconds);
   if (seconds === 0) {
-    if (await queue.nack(handle.token)) return;
+    if (await queue.nack(handle.token)) {
+      call.log.info({ queue: queue.name, jobId: handle.id, token: handle.token }, 'requeued');
+      return;
+    }
   } else {
     // On the broker's clock, as the deadline extend answers: a server whose wall clock is not
     // the storage's would see a cap where there is none, or none where there is one.
