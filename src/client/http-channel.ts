@@ -86,7 +86,10 @@ export class HttpChannel implements Channel {
    */
   async receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]> {
     const { wait, signal, ...asked } = request;
-    if (wait === 0) return unwrap((await this.execute(queue, [reserveToWire(asked)]))[0]);
+    // An aborted signal waits for nothing: what is ready, as in-process.
+    if (wait === 0 || signal?.aborted) {
+      return unwrap((await this.execute(queue, [reserveToWire(asked)]))[0]);
+    }
     const { maxBatch, maxWaitMs } = await this.serverLimits();
     const reserve = { ...asked, max: Math.min(asked.max ?? 1, maxBatch) };
     const until = Date.now() + wait;

@@ -129,8 +129,11 @@ describe('a receive whose signal has aborted', () => {
     const local = await open('memory:');
     closing.push(() => local.close());
     const inProcess = await local.queue('jobs');
+    const overHttp = new RemoteBroker(server.baseUrl, { transport: 'http' });
+    closing.push(() => overHttp.close());
+    const plain = await overHttp.queue('plain');
     const stopped = AbortSignal.abort();
-    for (const each of [queue, inProcess]) {
+    for (const each of [queue, inProcess, plain]) {
       const started = Date.now();
       expect(await each.receive({ wait: 5000, signal: stopped })).toEqual([]);
       expect(Date.now() - started).toBeLessThan(1000);
