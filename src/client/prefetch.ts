@@ -394,7 +394,12 @@ export class Prefetch implements PushListener {
         return;
       }
       this.subscription = undefined;
-      if (frame.error !== undefined) this.failWaiters(errorFromWire(frame.error));
+      if (frame.error !== undefined) {
+        // Ended by a refusal (its queue deleted, its session closed): what it pushed is no
+        // one's to work any more, the job gone or given back; handed out, its ack would fail.
+        this.dropHeld(() => true);
+        this.failWaiters(errorFromWire(frame.error));
+      }
       return;
     }
     this.serverAhead = frame.now - performance.now();

@@ -267,3 +267,23 @@ describe('a stream receive waiting as the client closes', () => {
     }
   });
 });
+
+describe('held deliveries of a subscription the server ended with an error', () => {
+  it('are not handed out after the queue was deleted: the next receive says NOT_FOUND', async () => {
+    const { server, client } = await streamClient();
+    const queue = await client.queue('deleted', { visibility: 60_000 });
+    await queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    const [first] = await queue.receive({ wait: 1000 });
+    expect(first?.id).toBe('a');
+    // Acked, a gives its credit back: b is pushed and held for the next receive.
+    expect(await queue.ack(first?.token ?? 0)).toBe(true);
+    const jobs = await server.broker.queue('deleted');
+    await until(async () => (await jobs.stats()).active === 1);
+    // Deleted by another client of the server: it ends the subscription, NOT_FOUND.
+    const other = new RemoteBroker(server.baseUrl, { transport: 'http' });
+    closing.push(() => other.close());
+    expect(await other.deleteQueue('deleted')).toBe(true);
+    await sleep(200);
+    await expect(queue.receive()).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+});
