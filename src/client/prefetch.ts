@@ -286,24 +286,28 @@ export class Prefetch implements PushListener {
   }
 
   /**
-   * The queue was purged through this client (R19): every delivery of it ended, the held ones
-   * too. They are dropped, not given back (their leases are over: a nack would be stale), and
-   * no longer count: the server gave their credit back with the purge.
+   * The queue was purged through this client (R19): every delivery it had made ended, and no
+   * held one is handed out. They go back all the same: one pushed after the purge ran (its
+   * answer late behind a slow frame) is of a job published since, and a nack of one that ended
+   * is stale and changes nothing. What was in hand no longer counts: the purge freed its credit.
    */
   purged(): void {
     this.inHand.clear();
-    this.dropHeld(() => true);
+    this.giveBack(this.dropHeld(() => true));
   }
 
   /**
-   * Jobs cancelled through this client (R28): a held delivery of one ended and is dropped, not
-   * handed out nor given back. The server counts it against the prefetch until its lease would
-   * have ended, so it counts here as long, as one handed out.
+   * Jobs cancelled through this client (R28): a held delivery of one is not handed out, and goes
+   * back (stale, unless pushed after the cancel for a job of that id published again). The server
+   * counts an ended one against the prefetch until its lease would have ended, so it counts here
+   * as long, as one handed out.
    */
   cancelled(ids: ReadonlySet<string>): void {
-    for (const delivery of this.dropHeld((each) => ids.has(each.id))) {
+    const dropped = this.dropHeld((each) => ids.has(each.id));
+    for (const delivery of dropped) {
       this.inHand.set(delivery.receipt, delivery.deadline - this.serverAhead);
     }
+    this.giveBack(dropped);
   }
 
   /** Takes the held deliveries that `ended` says ended out of the buffer; returns them. */
@@ -395,9 +399,9 @@ export class Prefetch implements PushListener {
       }
       this.subscription = undefined;
       if (frame.error !== undefined) {
-        // Ended by a refusal (its queue deleted, its session closed): what it pushed is no
-        // one's to work any more, the job gone or given back; handed out, its ack would fail.
-        this.dropHeld(() => true);
+        // Ended by a refusal (its queue deleted, its session closed): what it pushed is not
+        // handed out, its job gone or given back by the server; the nacks are stale, or go back.
+        this.giveBack(this.dropHeld(() => true));
         this.failWaiters(errorFromWire(frame.error));
       }
       return;

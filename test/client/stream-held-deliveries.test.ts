@@ -71,7 +71,7 @@ async function serveLatePushes(
 }
 
 describe('held deliveries of jobs that ended through this client', () => {
-  it('purgeQueue drops the held ones, without giving them back: the next receive gets a job published after', async () => {
+  it('purgeQueue hands out none of the held ones (they go back, stale): the next receive gets a job published after', async () => {
     const { server, client } = await streamClient();
     const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
     const queue = await client.queue('jobs');
@@ -88,11 +88,12 @@ describe('held deliveries of jobs that ended through this client', () => {
     expect(next.map((delivery) => delivery.id)).toEqual(['d']);
     expect(Date.now() - started).toBeLessThan(1000);
     expect(await queue.ack(next[0]?.token ?? 0)).toBe(true);
-    // `b` was not nacked: its lease ended with the purge.
-    expect(await jobs.stats()).toMatchObject({ nacks: 0, staleNacks: 0, acks: 2 });
+    // `b` went back, its nack stale (its lease ended with the purge); it changed nothing.
+    await until(async () => (await jobs.stats()).staleNacks === 1);
+    expect(await jobs.stats()).toMatchObject({ nacks: 0, acks: 2, ready: 0, active: 0 });
   });
 
-  it('cancel drops the held delivery of that job only, and a ready job comes at once in its place', async () => {
+  it('cancel hands out no held delivery of that job (it goes back, stale), and a ready job comes at once in its place', async () => {
     const { server, client } = await streamClient();
     const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
     const queue = await client.queue('jobs');
@@ -117,7 +118,12 @@ describe('held deliveries of jobs that ended through this client', () => {
     const [d] = await queue.receive({ wait: 2000 });
     expect(d?.id).toBe('d');
     expect(await queue.ack(d?.token ?? 0)).toBe(true);
-    expect(await jobs.stats()).toMatchObject({ nacks: 0, staleNacks: 0, acks: 3 });
+    // `b` and `e` (if it was pushed before its cancel) went back, their nacks stale.
+    await until(
+      async () => (await jobs.stats()).staleNacks === (await jobs.stats()).deliveries - 3,
+    );
+    expect(await jobs.stats()).toMatchObject({ nacks: 0, acks: 3, ready: 0, active: 0 });
+    expect(await jobs.job('b')).toMatchObject({ state: 'dead', reason: 'cancelled' });
   });
 });
 
