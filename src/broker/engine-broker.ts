@@ -377,7 +377,7 @@ export class EngineQueue implements Queue {
       }
       // Released: a job reserved for us meanwhile is ours (it comes with its commit).
       const handed = handedOver === undefined ? [] : await handedOver;
-      if (handed.length > 0) return handed;
+      if (handed.length > 0) return this.agedSinceReserved(operation, handed);
       if (failure !== undefined) throw failure.error;
       if (this.clock.now() >= until) {
         // One last look: a job due at the very end, or published where no wake-up reached us
@@ -488,6 +488,22 @@ export class EngineQueue implements Queue {
   private reserveNow(operation: ReserveOperation): Promise<Delivery[]> {
     const at = this.clock.now();
     return this.aged(at, this.handle.run(at, operation));
+  }
+
+  /**
+   * Deliveries reserved by another transaction (a publish that handed them over, a statement
+   * that reserved as it parked): reserved at their deadline less the lease asked for, on the
+   * storage's clock, which this broker's follows. Noted with how long their leases had run, as
+   * `aged` notes it (a capped lease counts as ending at its deadline, as it does).
+   */
+  private agedSinceReserved(operation: ReserveOperation, deliveries: Delivery[]): Delivery[] {
+    const visibility = operation.visibility;
+    if (visibility === undefined || operation.ack === 'auto') return deliveries;
+    const now = this.clock.now();
+    for (const delivery of deliveries) {
+      noteLeaseAge(delivery, now - (delivery.deadline - visibility));
+    }
+    return deliveries;
   }
 
   /**

@@ -332,7 +332,9 @@ export class Worker<P = unknown> {
       // Handlers that block, started back to back, would hold the loop for all of them: the
       // loop turns first, so heartbeats and renewals go out and their answers are read.
       if (this.turns.due()) await this.turns.turn();
-      if (this.stopping.signal.aborted && !atMostOnce) {
+      // Answered once the close is over (a receive that got no answer in time), a job does not
+      // run at all: received at most once, it is lost, as one whose handler outlived the close.
+      if (this.stopping.signal.aborted && (!atMostOnce || this.closed)) {
         unrun.push(run);
         continue;
       }
@@ -440,9 +442,10 @@ export class Worker<P = unknown> {
     const { clock } = this.options;
     const hardEnd = () => this.graceEndsAt + GIVE_BACK_WAIT_MS;
     const fetched = Promise.all([this.loop, Promise.allSettled([...this.fetches])]);
+    // Half of the give-back's second at most past the grace: the other half is the give-back's.
     await this.atMost(
       fetched.then(() => undefined),
-      hardEnd() - clock.now(),
+      Math.max(0, this.graceEndsAt - clock.now()) + GIVE_BACK_WAIT_MS / 2,
     );
     await this.untilGraceEnds(Promise.all([...this.inHand].map((run) => run.done())));
     const giveBack = (async () => {
@@ -452,7 +455,7 @@ export class Worker<P = unknown> {
       await Promise.all(newestFirst.map((run) => run.release()));
       await this.session?.close();
     })();
-    await this.atMost(giveBack, Math.max(0, hardEnd() - clock.now()));
+    await this.atMost(giveBack, Math.max(GIVE_BACK_WAIT_MS / 2, hardEnd() - clock.now()));
     this.scheduler.stop();
     this.closed = true;
   }

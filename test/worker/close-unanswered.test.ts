@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import type { Queue } from '../../src/broker/queue.js';
 import { type Delivery, ManualClock, open } from '../../src/index.js';
 import { silentLogger } from '../../src/testing/index.js';
-import { Worker } from '../../src/worker/index.js';
+import { type OutcomeRecord, Worker } from '../../src/worker/index.js';
 import { GIVE_BACK_WAIT_MS } from '../../src/worker/worker.js';
 
 const turns = async (count = 5) => {
@@ -42,5 +42,40 @@ it('close() is not held past its timeout and the give-back second by a receive t
   await turns();
   expect((await real.inspect()).ready).toEqual(['late']);
   expect((await real.job('late'))?.deliveryCount).toBe(0);
+  await broker.close();
+});
+
+it('a job received at most once, answered after close() resolved, does not run: it is lost', async () => {
+  const clock = new ManualClock(0);
+  const broker = await open('memory:', { clock });
+  const real = await broker.queue('auto', { visibility: 30_000 });
+  let answer: ((deliveries: Delivery[]) => void) | undefined;
+  const queue: Queue = Object.assign(Object.create(real), {
+    receive: () =>
+      new Promise<Delivery[]>((resolve) => {
+        answer = resolve;
+      }),
+  });
+  const handled: string[] = [];
+  const outcomes: OutcomeRecord[] = [];
+  const worker = new Worker(
+    queue,
+    async (job) => {
+      handled.push(job.id);
+    },
+    { clock, ack: 'auto', logger: silentLogger },
+  );
+  worker.on('outcome', (record) => outcomes.push(record));
+  await worker.start();
+  await turns();
+  const closing = worker.close({ timeout: 0 });
+  await turns();
+  clock.advance(GIVE_BACK_WAIT_MS);
+  await closing;
+  await real.publish({ id: 'late' });
+  answer?.(await real.receive({ ack: 'auto' }));
+  await turns();
+  expect(handled).toEqual([]);
+  expect(outcomes).toMatchObject([{ id: 'late', outcome: 'lost' }]);
   await broker.close();
 });

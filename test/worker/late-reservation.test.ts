@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { leaseAge } from '../../src/broker/lease-age.js';
 import {
@@ -5,6 +8,7 @@ import {
   EngineBroker,
   ManualClock,
   MemoryEngine,
+  openEngine,
   type QueueHandle,
 } from '../../src/index.js';
 import { type OutcomeRecord, Worker } from '../../src/worker/index.js';
@@ -69,5 +73,52 @@ describe('a reservation answered late', () => {
     await worker.close();
     expect(handled).toEqual([3]);
     await broker.close();
+  });
+});
+
+describe('a reservation handed over to a parked receive and answered late', () => {
+  it('is noted with the age of its lease since the publish that reserved it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-late-'));
+    const clock = new ManualClock(1_000);
+    const engine = await openEngine(`sqlite:${join(dir, 'q.db')}`, { clockMode: 'follow' });
+    const state = { lateMs: 0 };
+    // The handed-over deliveries come `lateMs` after the publish reserved them.
+    const handle = engine.handle.bind(engine);
+    Object.assign(engine, {
+      handle: (...args: Parameters<typeof engine.handle>) => {
+        const real = handle(...args);
+        const reserveOnReady = real.reserveOnReady?.bind(real);
+        if (reserveOnReady === undefined) throw new Error('SQLite reserves on ready');
+        return Object.assign(Object.create(real), {
+          reserveOnReady: (...call: Parameters<typeof reserveOnReady>) => {
+            const waiting = reserveOnReady(...call);
+            return {
+              ...waiting,
+              deliveries: waiting.deliveries.then((deliveries) => {
+                clock.advance(state.lateMs);
+                return deliveries;
+              }),
+            };
+          },
+        });
+      },
+    });
+    const broker = new EngineBroker(engine, { clock });
+    try {
+      const queue = await broker.queue('jobs');
+      state.lateMs = 700;
+      const receiving = queue.receive({ wait: 10_000, visibility: 1_000 });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      clock.advance(100);
+      await queue.publish({ id: 'a' });
+      const [delivery] = (await receiving) as [Delivery];
+      expect(delivery.id).toBe('a');
+      // Reserved by the publish at 1100, answered at 1800: 700 ms of its lease gone.
+      expect(delivery.deadline).toBe(2_100);
+      expect(leaseAge(delivery)).toBe(700);
+    } finally {
+      await broker.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
