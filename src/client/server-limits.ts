@@ -38,7 +38,13 @@ export class ServerLimitsReader {
         this.asked = undefined;
         // Whose answer was lost, the ask for the limits; the call that needed them was never
         // sent: it cannot have taken effect.
-        if (error instanceof ConnectionLostError || error instanceof UnansweredError) {
+        if (error instanceof UnansweredError) {
+          throw new StorageUnavailableError(
+            `cannot reach the server: it did not answer the read of its limits in time; nothing was sent`,
+            { cause: error },
+          );
+        }
+        if (error instanceof ConnectionLostError) {
           throw new StorageUnavailableError(
             `cannot reach the server: its limits could not be read (${error.message}); nothing was sent`,
             { cause: error },

@@ -175,7 +175,8 @@ function toPrincipal(key: StoredKey): Principal {
     canEverywhere: (action) =>
       key.allow.some(
         (grant) =>
-          grant.queues === '*' &&
+          // `*`, `**`…: a pattern of stars alone matches every name.
+          /^\*+$/.test(grant.queues) &&
           (grant.actions.includes(action) || grant.actions.includes('admin')),
       ),
   };

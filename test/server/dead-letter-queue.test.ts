@@ -6,6 +6,7 @@ import { call, startTestServer, type TestServer } from './helpers.js';
 
 const ADMIN_OF_DLQ = 'dlq-admin-key-0123456789';
 const REDRIVER = 'redriver-key-0123456789';
+const STARS = 'stars-key-0123456789';
 const KEYS = [
   {
     name: 'admin',
@@ -16,6 +17,11 @@ const KEYS = [
     name: 'dlq-admin',
     key: ADMIN_OF_DLQ,
     allow: [{ queues: 'orders-dlq', actions: ['admin' as const] }],
+  },
+  {
+    name: 'stars',
+    key: STARS,
+    allow: [{ queues: '**', actions: ['admin' as const] }],
   },
   {
     name: 'redriver',
@@ -178,6 +184,12 @@ describe('R21 dead-letter queues over HTTP and the remote client', () => {
     });
     const byRedriver = await operate(REDRIVER, [{ type: 'moveJobs', origins: ['orders'] }]);
     expect(byRedriver.body.results[0]).toEqual({ ok: true, value: 1 });
+    expect((await orders.inspect()).ready).toEqual(['o-1']);
+    // A key whose pattern is stars alone may publish everywhere: it moves back unnamed.
+    const [again] = await orders.receive();
+    await orders.nack(again?.token as number, { requeue: false });
+    const byStars = await operate(STARS, [{ type: 'moveJobs' }]);
+    expect(byStars.body.results[0]).toEqual({ ok: true, value: 1 });
     expect((await orders.inspect()).ready).toEqual(['o-1']);
     expect(await orders.job('o-1')).not.toHaveProperty('origin');
     expect(await dlq.moveJobs()).toBe(0);
