@@ -623,54 +623,102 @@ export class QueueOps extends JobMoves {
 
   async redrive(now: number, ids: readonly string[] | undefined): Promise<number> {
     now = await this.advance(now);
-    let moved = 0;
-    for (const { id, priority, grp } of await this.deadJobs(ids)) {
-      moved += 1;
+    const jobs = await this.deadJobs(ids);
+    /** Groups known to have a member that is not dead (R24): a redriven job of one waits. */
+    const occupied = new Map<string, boolean>();
+    const rows: RedrivenRow[] = [];
+    for (const job of jobs) {
+      this.q.dead -= 1;
+      const row: RedrivenRow = {
+        id: job.id,
+        state: 'ready',
+        ready_pos: job.ready_pos,
+        ready_since: job.ready_since,
+        group_seq: job.group_seq,
+        available_at: job.available_at,
+      };
+      rows.push(row);
       // A redriven job joins the back of its group (R24): it waits if the group has members.
-      if (grp !== null) {
-        const waits = await this.groupHasMembers(grp);
-        await this.c.run(
-          `UPDATE leaseq_jobs SET group_seq = ?, available_at = ? WHERE queue = ? AND id = ?`,
-          [this.q.nextSeq++, now, this.q.name, id],
-        );
+      if (job.grp !== null) {
+        const waits = occupied.get(job.grp) ?? (await this.groupHasMembers(job.grp));
+        occupied.set(job.grp, true);
+        row.group_seq = this.q.nextSeq++;
+        row.available_at = now;
         if (waits) {
           this.q.waiting += 1;
-          this.q.dead -= 1;
-          await this.c.run(
-            `UPDATE leaseq_jobs SET state = 'waiting', delivery_count = 0, dead_reason = NULL,
-               dead_at = NULL, dead_seq = NULL
-             WHERE queue = ? AND id = ?`,
-            [this.q.name, id],
-          );
+          row.state = 'waiting';
           continue;
         }
       }
       this.q.ready += 1;
-      this.q.dead -= 1;
-      await this.c.run(
-        `UPDATE leaseq_jobs SET state = 'ready', delivery_count = 0, dead_reason = NULL,
-           dead_at = NULL, dead_seq = NULL, ready_pos = ?, ready_since = ?
-         WHERE queue = ? AND id = ? AND state = 'dead'`,
-        [backPosition(this.q, priority), now, this.q.name, id],
-      );
+      row.ready_pos = backPosition(this.q, job.priority);
+      row.ready_since = now;
     }
-    this.q.counters.redriven += moved;
-    if (moved > 0) this.expiryMayBeDue(now);
-    return moved;
+    await this.writeRedriven(rows);
+    this.q.counters.redriven += jobs.length;
+    if (jobs.length > 0) this.expiryMayBeDue(now);
+    return jobs.length;
+  }
+
+  /** Stores redriven jobs as `redrive` placed them, each found by its primary key. */
+  private async writeRedriven(rows: readonly RedrivenRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const set = (value: (column: keyof RedrivenRow) => string) =>
+      `state = ${value('state')}, delivery_count = 0, dead_reason = NULL, dead_at = NULL,
+       dead_seq = NULL, ready_pos = ${value('ready_pos')}, ready_since = ${value('ready_since')},
+       group_seq = ${value('group_seq')}, available_at = ${value('available_at')}`;
+    if (this.dialect.setBased) {
+      // One statement, not a round trip per job.
+      await this.c.run(
+        `UPDATE leaseq_jobs SET ${set((column) => `r.${column}`)}
+         FROM ${this.dialect.jsonRecords(REDRIVEN_COLUMNS)} AS r
+         WHERE leaseq_jobs.queue = ? AND leaseq_jobs.id = r.id`,
+        [JSON.stringify(rows), this.q.name],
+      );
+      return;
+    }
+    await this.c.runEach(
+      `UPDATE leaseq_jobs SET ${set(() => '?')} WHERE queue = ? AND id = ?`,
+      rows.map((row) => [
+        row.state,
+        row.ready_pos,
+        row.ready_since,
+        row.group_seq,
+        row.available_at,
+        this.q.name,
+        row.id,
+      ]),
+    );
   }
 
   async purge(now: number, ids: readonly string[] | undefined): Promise<number> {
     now = await this.advance(now);
-    let purged = 0;
-    for (const id of await this.deadIds(ids)) {
-      purged += await this.c.run(
-        `DELETE FROM leaseq_jobs WHERE queue = ? AND id = ? AND state = 'dead'`,
-        [this.q.name, id],
-      );
-    }
+    const purged =
+      ids === undefined
+        ? await this.c.run(`DELETE FROM leaseq_jobs WHERE queue = ? AND state = 'dead'`, [
+            this.q.name,
+          ])
+        : await this.deleteJobs((await this.deadJobs(ids)).map((job) => job.id));
     this.q.dead -= purged;
     this.q.counters.purged += purged;
     return purged;
+  }
+
+  /** Deletes the jobs named, each found by its primary key; answers how many. */
+  private async deleteJobs(ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    if (this.dialect.setBased) {
+      await this.c.run(
+        `DELETE FROM leaseq_jobs WHERE queue = ? AND id IN ${this.dialect.jsonList('text')}`,
+        [this.q.name, JSON.stringify(ids)],
+      );
+    } else {
+      await this.c.runEach(
+        'DELETE FROM leaseq_jobs WHERE queue = ? AND id = ?',
+        ids.map((id) => [this.q.name, id]),
+      );
+    }
+    return ids.length;
   }
 
   /** R19: every ready, delayed and active job goes (dead ones too with `withDead`). */
@@ -998,33 +1046,24 @@ export class QueueOps extends JobMoves {
     );
   }
 
-  private async deadIds(ids: readonly string[] | undefined): Promise<string[]> {
-    if (ids !== undefined) return [...ids];
-    const rows = await this.c.query<{ id: string }>(
-      `SELECT id FROM leaseq_jobs WHERE queue = ? AND state = 'dead' ORDER BY dead_seq`,
-      [this.q.name],
-    );
-    return rows.map((row) => row.id);
-  }
-
   /** The dead jobs named (each once, in the order named), or all in the order they died. */
   private async deadJobs(ids: readonly string[] | undefined): Promise<DeadJobRow[]> {
     if (ids === undefined) {
       return this.c.query<DeadJobRow>(
-        `SELECT id, priority, grp FROM leaseq_jobs WHERE queue = ? AND state = 'dead' ORDER BY dead_seq`,
+        `SELECT ${DEAD_JOB_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'dead' ORDER BY dead_seq`,
         [this.q.name],
       );
     }
+    // One primary-key lookup each, the state checked here: with `state = 'dead'` in the
+    // statement, PostgreSQL took the index of dead jobs and filtered every one by id, where its
+    // statistics (from before they died) said it was nearly empty: O(dead) a job.
     const found: DeadJobRow[] = [];
-    const seen = new Set<string>();
-    for (const id of ids) {
-      if (seen.has(id)) continue;
-      seen.add(id);
-      const [row] = await this.c.query<DeadJobRow>(
-        `SELECT id, priority, grp FROM leaseq_jobs WHERE queue = ? AND id = ? AND state = 'dead'`,
+    for (const id of new Set(ids)) {
+      const [row] = await this.c.query<DeadJobRow & { state: JobState }>(
+        `SELECT ${DEAD_JOB_COLUMNS}, state FROM leaseq_jobs WHERE queue = ? AND id = ?`,
         [this.q.name, id],
       );
-      if (row !== undefined) found.push(row);
+      if (row?.state === 'dead') found.push(row);
     }
     return found;
   }
@@ -1048,11 +1087,37 @@ export class QueueOps extends JobMoves {
   }
 }
 
+/** A dead job with what a redrive keeps of it unless it joins ready or a group anew. */
 interface DeadJobRow {
   id: string;
   priority: number;
   grp: string | null;
+  ready_pos: number | null;
+  ready_since: number | null;
+  group_seq: number | null;
+  available_at: number;
 }
+
+const DEAD_JOB_COLUMNS = 'id, priority, grp, ready_pos, ready_since, group_seq, available_at';
+
+/** A redriven job's row as `redrive` stores it. */
+interface RedrivenRow {
+  id: string;
+  state: 'ready' | 'waiting';
+  ready_pos: number | null;
+  ready_since: number | null;
+  group_seq: number | null;
+  available_at: number;
+}
+
+const REDRIVEN_COLUMNS = [
+  ['id', 'text'],
+  ['state', 'text'],
+  ['ready_pos', 'integer'],
+  ['ready_since', 'integer'],
+  ['group_seq', 'integer'],
+  ['available_at', 'integer'],
+] as const;
 
 interface JobRowView {
   id: string;
