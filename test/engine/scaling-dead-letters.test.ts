@@ -1,12 +1,19 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
-import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
-import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
+import { withPostgresClient } from '../crash/postgres.js';
+import {
+  genericPlans,
+  type Seen,
+  schemaUrl,
+  sqlitePlan,
+  statementsOf,
+  usePostgresSchema,
+} from './scaling-helpers.js';
 
 /**
  * R14: redrive and purge of dead letters, named or all. Each job named must be found by its
@@ -22,72 +29,6 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-interface Statement {
-  sql: string;
-  params: readonly SqlValue[];
-}
-
-type Connection = SqliteConnection | PostgresConnection;
-
-/** A statement as a connection ran it. */
-type Seen = Statement & { connection: Connection };
-
-/**
- * Every statement matching `pick` that connections of class `Connection` run during `work`,
- * once per parameter list (a `runEach` is one statement per row: a round trip each on
- * PostgreSQL).
- */
-async function statementsOf(
-  Connection: typeof SqliteConnection | typeof PostgresConnection,
-  pick: RegExp,
-  work: () => Promise<void>,
-): Promise<Seen[]> {
-  const seen: Seen[] = [];
-  const { query, run, runEach } = Connection.prototype;
-  const note = (connection: Connection, sql: string, params: readonly SqlValue[]) => {
-    if (pick.test(sql)) seen.push({ sql, params, connection });
-  };
-  vi.spyOn(Connection.prototype, 'query').mockImplementation(function (
-    this: Connection,
-    sql: string,
-    params: readonly SqlValue[] = [],
-  ) {
-    note(this, sql, params);
-    return query.call(this, sql, params);
-  } as typeof query);
-  vi.spyOn(Connection.prototype, 'run').mockImplementation(function (
-    this: Connection,
-    sql: string,
-    params: readonly SqlValue[] = [],
-  ) {
-    note(this, sql, params);
-    return run.call(this, sql, params);
-  });
-  vi.spyOn(Connection.prototype, 'runEach').mockImplementation(function (
-    this: Connection,
-    sql: string,
-    paramLists: readonly (readonly SqlValue[])[],
-  ) {
-    for (const params of paramLists) note(this, sql, params);
-    return runEach.call(this, sql, paramLists);
-  });
-  try {
-    await work();
-  } finally {
-    vi.restoreAllMocks();
-  }
-  return seen;
-}
-
-/** SQLite's plan of a statement for the values it ran with (EXPLAIN QUERY PLAN). */
-function sqlitePlan({ sql, params, connection }: Seen): string[] {
-  return (
-    (connection as SqliteConnection).db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as {
-      detail: string;
-    }[]
-  ).map((row) => row.detail);
-}
 
 const JOBS = 1500;
 
@@ -163,27 +104,13 @@ describe('R14 SQLite: redrive and purge find the jobs named by primary key', () 
 
 /** In a schema of its own (through search_path), since it gathers statistics of its tables. */
 const SCHEMA = `leaseq_scaling_dead_${process.pid}`;
-const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${SCHEMA}`)}`;
+const url = schemaUrl(SCHEMA);
 
 describe('R14 PostgreSQL: redrive and purge find the jobs named by primary key, all of them in a few statements', () => {
-  let skip: string | undefined;
-  beforeAll(async () => {
-    skip = await postgresSkipReason();
-    if (skip !== undefined) return;
-    await withPostgresClient(
-      (client) => client.query(`CREATE SCHEMA IF NOT EXISTS ${SCHEMA}`),
-      url,
-    );
-  });
-  afterAll(async () => {
-    if (skip !== undefined) return;
-    await withPostgresClient(
-      (client) => client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`),
-      url,
-    );
-  });
+  const skipReason = usePostgresSchema(SCHEMA);
 
   it('planned for any values from statistics that know no dead job, each lookup by id is one of the primary key', async (context) => {
+    const skip = skipReason();
     if (skip !== undefined) context.skip(skip);
     const engine = await openEngine(url);
     try {
@@ -192,7 +119,7 @@ describe('R14 PostgreSQL: redrive and purge find the jobs named by primary key, 
       );
       const { named, all } = await redriveAndPurge(queue, PostgresConnection);
       const byId = [...named, ...all].filter(({ sql }) => BY_ID.test(sql));
-      const plans = await genericPlans(byId);
+      const plans = await genericPlans(byId, url);
       expect(plans.length).toBeGreaterThan(0);
       for (const [index, plan] of plans.entries()) {
         // Never the dead jobs filtered by id; a job named alone is found by its primary key.
@@ -210,30 +137,3 @@ describe('R14 PostgreSQL: redrive and purge find the jobs named by primary key, 
     }
   });
 });
-
-/**
- * The plan of each statement as the engine's transactions run it: after the transaction's first
- * statement, with its values bound and planned for any values (PostgresConnection.begin). Each
- * runs in a transaction rolled back after it.
- */
-async function genericPlans(statements: readonly Statement[]): Promise<string[]> {
-  return withPostgresClient(async (client) => {
-    const notices: string[] = [];
-    client.on('notice', (notice) => notices.push(notice.message ?? ''));
-    await client.query("LOAD 'auto_explain'");
-    await client.query('SET auto_explain.log_min_duration = 0');
-    await client.query("SET auto_explain.log_level = 'notice'");
-    const connection = new PostgresConnection(client);
-    const plans: string[] = [];
-    for (const { sql, params } of statements) {
-      await connection.begin('durable');
-      await connection.query('SELECT 1');
-      notices.length = 0;
-      await connection.query(sql, params);
-      // A bound statement's plan is logged as its portal closes, by the next message.
-      await connection.rollback();
-      plans.push(notices.join('\n'));
-    }
-    return plans;
-  }, url);
-}

@@ -1,12 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
-import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
-import type { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
-import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
+import { schemaUrl, statementsOf, usePostgresSchema } from './scaling-helpers.js';
 
 /**
  * R3c, R30: delayed jobs that come due together join ready, and ready or delayed jobs whose
@@ -22,63 +20,6 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-interface Statement {
-  sql: string;
-  params: readonly SqlValue[];
-}
-
-type Connection = SqliteConnection | PostgresConnection;
-
-/** A statement as a connection ran it. */
-type Seen = Statement & { connection: Connection };
-
-/**
- * Every statement matching `pick` that connections of class `Connection` run during `work`,
- * once per parameter list (a `runEach` is one statement per row: a round trip each on
- * PostgreSQL).
- */
-async function statementsOf(
-  Connection: typeof SqliteConnection | typeof PostgresConnection,
-  pick: RegExp,
-  work: () => Promise<void>,
-): Promise<Seen[]> {
-  const seen: Seen[] = [];
-  const { query, run, runEach } = Connection.prototype;
-  const note = (connection: Connection, sql: string, params: readonly SqlValue[]) => {
-    if (pick.test(sql)) seen.push({ sql, params, connection });
-  };
-  vi.spyOn(Connection.prototype, 'query').mockImplementation(function (
-    this: Connection,
-    sql: string,
-    params: readonly SqlValue[] = [],
-  ) {
-    note(this, sql, params);
-    return query.call(this, sql, params);
-  } as typeof query);
-  vi.spyOn(Connection.prototype, 'run').mockImplementation(function (
-    this: Connection,
-    sql: string,
-    params: readonly SqlValue[] = [],
-  ) {
-    note(this, sql, params);
-    return run.call(this, sql, params);
-  });
-  vi.spyOn(Connection.prototype, 'runEach').mockImplementation(function (
-    this: Connection,
-    sql: string,
-    paramLists: readonly (readonly SqlValue[])[],
-  ) {
-    for (const params of paramLists) note(this, sql, params);
-    return runEach.call(this, sql, paramLists);
-  });
-  try {
-    await work();
-  } finally {
-    vi.restoreAllMocks();
-  }
-  return seen;
-}
 
 /** JOBS delayed jobs of two priorities due at 100..102, some in groups (their others wait). */
 async function dueTogether(engine: Engine): Promise<void> {
@@ -151,27 +92,13 @@ describe('R3c R30 SQLite: jobs due or expiring together keep their order', () =>
 
 /** In a schema of its own (through search_path), as the other PostgreSQL tests of this kind. */
 const SCHEMA = `leaseq_scaling_delayed_${process.pid}`;
-const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${SCHEMA}`)}`;
+const url = schemaUrl(SCHEMA);
 
 describe('R3c R30 PostgreSQL: jobs due or expiring together are moved by a few statements', () => {
-  let skip: string | undefined;
-  beforeAll(async () => {
-    skip = await postgresSkipReason();
-    if (skip !== undefined) return;
-    await withPostgresClient(
-      (client) => client.query(`CREATE SCHEMA IF NOT EXISTS ${SCHEMA}`),
-      url,
-    );
-  });
-  afterAll(async () => {
-    if (skip !== undefined) return;
-    await withPostgresClient(
-      (client) => client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`),
-      url,
-    );
-  });
+  const skipReason = usePostgresSchema(SCHEMA);
 
   it('one statement promotes them, one kills them, in the order the core gives', async (context) => {
+    const skip = skipReason();
     if (skip !== undefined) context.skip(skip);
     const engine = await openEngine(url);
     try {

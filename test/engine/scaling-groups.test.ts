@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
-import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
-import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
+import { withPostgresClient } from '../crash/postgres.js';
+import { genericPlans, schemaUrl, statementsOf, usePostgresSchema } from './scaling-helpers.js';
 
 /**
  * R24: a job published into a group, redriven, or arriving from another queue waits when its
@@ -17,40 +17,11 @@ import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/p
  */
 const LIVE_MEMBER = /\bgrp = \? AND state <> 'dead'/;
 
-interface Statement {
-  sql: string;
-  params: readonly SqlValue[];
-}
-
 const dir = mkdtempSync(join(tmpdir(), 'leaseq-scaling-groups-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-/** Every statement matching `pick` that connections of `Connection` run during `work`. */
-async function statementsOf(
-  Connection: typeof SqliteConnection | typeof PostgresConnection,
-  pick: RegExp,
-  work: () => Promise<void>,
-): Promise<(Statement & { connection: SqliteConnection | PostgresConnection })[]> {
-  const seen: (Statement & { connection: SqliteConnection | PostgresConnection })[] = [];
-  const query = Connection.prototype.query;
-  vi.spyOn(Connection.prototype, 'query').mockImplementation(function (
-    this: SqliteConnection | PostgresConnection,
-    sql: string,
-    params: readonly SqlValue[] = [],
-  ) {
-    if (pick.test(sql)) seen.push({ sql, params, connection: this });
-    return query.call(this, sql, params);
-  } as typeof query);
-  try {
-    await work();
-  } finally {
-    vi.restoreAllMocks();
-  }
-  return seen;
-}
 
 /** A publish into a new group and an existing one, a redrive and an arrival from another queue. */
 async function askForMembers(engine: Engine, now: number): Promise<void> {
@@ -111,27 +82,13 @@ describe('R24 SQLite: whether a group has live members is one index lookup', () 
 
 /** In a schema of its own (through search_path), since it gathers statistics of its tables. */
 const SCHEMA = `leaseq_scaling_groups_${process.pid}`;
-const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${SCHEMA}`)}`;
+const url = schemaUrl(SCHEMA);
 
 describe('R24 PostgreSQL: whether a group has live members is one index lookup', () => {
-  let skip: string | undefined;
-  beforeAll(async () => {
-    skip = await postgresSkipReason();
-    if (skip !== undefined) return;
-    await withPostgresClient(
-      (client) => client.query(`CREATE SCHEMA IF NOT EXISTS ${SCHEMA}`),
-      url,
-    );
-  });
-  afterAll(async () => {
-    if (skip !== undefined) return;
-    await withPostgresClient(
-      (client) => client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`),
-      url,
-    );
-  });
+  const skipReason = usePostgresSchema(SCHEMA);
 
   it('planned for any values, as the engine runs it, it reads leaseq_jobs_group_live', async (context) => {
+    const skip = skipReason();
     if (skip !== undefined) context.skip(skip);
     const engine = await openEngine(url);
     try {
@@ -141,7 +98,7 @@ describe('R24 PostgreSQL: whether a group has live members is one index lookup',
         askForMembers(engine, 10),
       );
       expect(seen.length).toBeGreaterThanOrEqual(4);
-      const plans = await genericPlans(seen);
+      const plans = await genericPlans(seen, url);
       for (const plan of plans) {
         expect(plan).toMatch(
           /Index (Only )?Scan using leaseq_jobs_group_live on leaseq_jobs[^\n]*\n\s*Index Cond: \(\(queue = \$1\) AND \(grp = \$2\)\)/,
@@ -152,29 +109,3 @@ describe('R24 PostgreSQL: whether a group has live members is one index lookup',
     }
   });
 });
-
-/**
- * The plan of each statement as the engine's transactions run it: after the transaction's first
- * statement, with its values bound and planned for any values (PostgresConnection.begin).
- */
-async function genericPlans(statements: readonly Statement[]): Promise<string[]> {
-  return withPostgresClient(async (client) => {
-    const notices: string[] = [];
-    client.on('notice', (notice) => notices.push(notice.message ?? ''));
-    await client.query("LOAD 'auto_explain'");
-    await client.query('SET auto_explain.log_min_duration = 0');
-    await client.query("SET auto_explain.log_level = 'notice'");
-    const connection = new PostgresConnection(client);
-    const plans: string[] = [];
-    for (const { sql, params } of statements) {
-      await connection.begin('durable');
-      await connection.query('SELECT 1');
-      notices.length = 0;
-      await connection.query(sql, params);
-      // A bound statement's plan is logged as its portal closes, by the next message.
-      await connection.rollback();
-      plans.push(notices.join('\n'));
-    }
-    return plans;
-  }, url);
-}

@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
-import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
-import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
+import { withPostgresClient } from '../crash/postgres.js';
+import { genericPlans, schemaUrl, statementsOf, usePostgresSchema } from './scaling-helpers.js';
 
 /**
  * R4: acked ids are remembered for the queue's dedupWindow, and every step that time drives
@@ -16,40 +16,11 @@ import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/p
  */
 const FORGET = /^DELETE FROM leaseq_acked WHERE queue = \? AND forget_at <= \?$/;
 
-interface Statement {
-  sql: string;
-  params: readonly SqlValue[];
-}
-
 const dir = mkdtempSync(join(tmpdir(), 'leaseq-scaling-remembered-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-/** Every statement matching `pick` that connections of `Connection` run during `work`. */
-async function statementsOf(
-  Connection: typeof SqliteConnection | typeof PostgresConnection,
-  pick: RegExp,
-  work: () => Promise<void>,
-): Promise<(Statement & { connection: SqliteConnection | PostgresConnection })[]> {
-  const seen: (Statement & { connection: SqliteConnection | PostgresConnection })[] = [];
-  const run = Connection.prototype.run;
-  vi.spyOn(Connection.prototype, 'run').mockImplementation(function (
-    this: SqliteConnection | PostgresConnection,
-    sql: string,
-    params: readonly SqlValue[] = [],
-  ) {
-    if (pick.test(sql)) seen.push({ sql, params, connection: this });
-    return run.call(this, sql, params);
-  } as typeof run);
-  try {
-    await work();
-  } finally {
-    vi.restoreAllMocks();
-  }
-  return seen;
-}
 
 /** 5000 ids, 100 acked at each of 0..49, remembered for 1000 ms. */
 async function remember(engine: Engine): Promise<void> {
@@ -102,27 +73,13 @@ describe('R4 SQLite: a step forgets acked ids through an index of when each is f
 
 /** In a schema of its own (through search_path), since it gathers statistics of its tables. */
 const SCHEMA = `leaseq_scaling_remembered_${process.pid}`;
-const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${SCHEMA}`)}`;
+const url = schemaUrl(SCHEMA);
 
 describe('R4 PostgreSQL: a step forgets acked ids through an index of when each is forgotten', () => {
-  let skip: string | undefined;
-  beforeAll(async () => {
-    skip = await postgresSkipReason();
-    if (skip !== undefined) return;
-    await withPostgresClient(
-      (client) => client.query(`CREATE SCHEMA IF NOT EXISTS ${SCHEMA}`),
-      url,
-    );
-  });
-  afterAll(async () => {
-    if (skip !== undefined) return;
-    await withPostgresClient(
-      (client) => client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`),
-      url,
-    );
-  });
+  const skipReason = usePostgresSchema(SCHEMA);
 
   it('planned for any values, as the engine runs it, it reads leaseq_acked_forget up to the time', async (context) => {
+    const skip = skipReason();
     if (skip !== undefined) context.skip(skip);
     const engine = await openEngine(url);
     try {
@@ -130,7 +87,7 @@ describe('R4 PostgreSQL: a step forgets acked ids through an index of when each 
       await withPostgresClient((client) => client.query('ANALYZE leaseq_acked'), url);
       const seen = await statementsOf(PostgresConnection, FORGET, () => step(engine));
       expect(seen).toHaveLength(1);
-      const [plan] = await genericPlans(seen);
+      const [plan] = await genericPlans(seen, url);
       expect(plan).toMatch(
         /(Index Scan using|Bitmap Index Scan on) leaseq_acked_forget[^\n]*\n\s*Index Cond: \(\(queue = \$1\) AND \(forget_at <= \$2\)\)/,
       );
@@ -139,29 +96,3 @@ describe('R4 PostgreSQL: a step forgets acked ids through an index of when each 
     }
   });
 });
-
-/**
- * The plan of each statement as the engine's transactions run it: after the transaction's first
- * statement, with its values bound and planned for any values (PostgresConnection.begin).
- */
-async function genericPlans(statements: readonly Statement[]): Promise<string[]> {
-  return withPostgresClient(async (client) => {
-    const notices: string[] = [];
-    client.on('notice', (notice) => notices.push(notice.message ?? ''));
-    await client.query("LOAD 'auto_explain'");
-    await client.query('SET auto_explain.log_min_duration = 0');
-    await client.query("SET auto_explain.log_level = 'notice'");
-    const connection = new PostgresConnection(client);
-    const plans: string[] = [];
-    for (const { sql, params } of statements) {
-      await connection.begin('durable');
-      await connection.query('SELECT 1');
-      notices.length = 0;
-      await connection.query(sql, params);
-      // A bound statement's plan is logged as its portal closes, by the next message.
-      await connection.rollback();
-      plans.push(notices.join('\n'));
-    }
-    return plans;
-  }, url);
-}

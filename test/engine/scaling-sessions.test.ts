@@ -1,12 +1,19 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
-import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
-import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
+import { withPostgresClient } from '../crash/postgres.js';
+import {
+  genericPlans,
+  type Seen,
+  schemaUrl,
+  sqlitePlan,
+  statementsOf,
+  usePostgresSchema,
+} from './scaling-helpers.js';
 
 /**
  * R16: at every step that time drives, each session's end (heartbeat or ack timeout) is read,
@@ -24,72 +31,6 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-interface Statement {
-  sql: string;
-  params: readonly SqlValue[];
-}
-
-type Connection = SqliteConnection | PostgresConnection;
-
-/** A statement as a connection ran it. */
-type Seen = Statement & { connection: Connection };
-
-/**
- * Every statement matching `pick` that connections of class `Connection` run during `work`,
- * once per parameter list (a `runEach` is one statement per row: a round trip each on
- * PostgreSQL).
- */
-async function statementsOf(
-  Connection: typeof SqliteConnection | typeof PostgresConnection,
-  pick: RegExp,
-  work: () => Promise<void>,
-): Promise<Seen[]> {
-  const seen: Seen[] = [];
-  const { query, run, runEach } = Connection.prototype;
-  const note = (connection: Connection, sql: string, params: readonly SqlValue[]) => {
-    if (pick.test(sql)) seen.push({ sql, params, connection });
-  };
-  vi.spyOn(Connection.prototype, 'query').mockImplementation(function (
-    this: Connection,
-    sql: string,
-    params: readonly SqlValue[] = [],
-  ) {
-    note(this, sql, params);
-    return query.call(this, sql, params);
-  } as typeof query);
-  vi.spyOn(Connection.prototype, 'run').mockImplementation(function (
-    this: Connection,
-    sql: string,
-    params: readonly SqlValue[] = [],
-  ) {
-    note(this, sql, params);
-    return run.call(this, sql, params);
-  });
-  vi.spyOn(Connection.prototype, 'runEach').mockImplementation(function (
-    this: Connection,
-    sql: string,
-    paramLists: readonly (readonly SqlValue[])[],
-  ) {
-    for (const params of paramLists) note(this, sql, params);
-    return runEach.call(this, sql, paramLists);
-  });
-  try {
-    await work();
-  } finally {
-    vi.restoreAllMocks();
-  }
-  return seen;
-}
-
-/** SQLite's plan of a statement for the values it ran with (EXPLAIN QUERY PLAN). */
-function sqlitePlan({ sql, params, connection }: Seen): string[] {
-  return (
-    (connection as SqliteConnection).db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as {
-      detail: string;
-    }[]
-  ).map((row) => row.detail);
-}
 
 /**
  * SESSIONS sessions holding a delivery each, the first with an ack timeout of 50 (it ends at
@@ -159,27 +100,13 @@ describe('R16 SQLite: a step reads when every session ends in one statement, thr
 
 /** In a schema of its own (through search_path), since it gathers statistics of its tables. */
 const SCHEMA = `leaseq_scaling_sessions_${process.pid}`;
-const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${SCHEMA}`)}`;
+const url = schemaUrl(SCHEMA);
 
 describe('R16 PostgreSQL: a step reads when every session ends in one statement, through an index', () => {
-  let skip: string | undefined;
-  beforeAll(async () => {
-    skip = await postgresSkipReason();
-    if (skip !== undefined) return;
-    await withPostgresClient(
-      (client) => client.query(`CREATE SCHEMA IF NOT EXISTS ${SCHEMA}`),
-      url,
-    );
-  });
-  afterAll(async () => {
-    if (skip !== undefined) return;
-    await withPostgresClient(
-      (client) => client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`),
-      url,
-    );
-  });
+  const skipReason = usePostgresSchema(SCHEMA);
 
   it('one statement a step, planned for any values through leaseq_jobs_session_delivered', async (context) => {
+    const skip = skipReason();
     if (skip !== undefined) context.skip(skip);
     const engine = await openEngine(url);
     try {
@@ -187,7 +114,7 @@ describe('R16 PostgreSQL: a step reads when every session ends in one statement,
       await withPostgresClient((client) => client.query('ANALYZE'), url);
       const ends = await statementsOf(PostgresConnection, SESSION_ENDS, () => step(queue));
       expect(ends).toHaveLength(1);
-      const [plan] = await genericPlans(ends);
+      const [plan] = await genericPlans(ends, url);
       expect(plan).toMatch(
         /Index Only Scan using leaseq_jobs_session_delivered on leaseq_jobs j[^\n]*\n\s*Index Cond: \(\(queue = s\.queue\) AND \(session = s\.id\)\)/,
       );
@@ -196,30 +123,3 @@ describe('R16 PostgreSQL: a step reads when every session ends in one statement,
     }
   });
 });
-
-/**
- * The plan of each statement as the engine's transactions run it: after the transaction's first
- * statement, with its values bound and planned for any values (PostgresConnection.begin). Each
- * runs in a transaction rolled back after it.
- */
-async function genericPlans(statements: readonly Statement[]): Promise<string[]> {
-  return withPostgresClient(async (client) => {
-    const notices: string[] = [];
-    client.on('notice', (notice) => notices.push(notice.message ?? ''));
-    await client.query("LOAD 'auto_explain'");
-    await client.query('SET auto_explain.log_min_duration = 0');
-    await client.query("SET auto_explain.log_level = 'notice'");
-    const connection = new PostgresConnection(client);
-    const plans: string[] = [];
-    for (const { sql, params } of statements) {
-      await connection.begin('durable');
-      await connection.query('SELECT 1');
-      notices.length = 0;
-      await connection.query(sql, params);
-      // A bound statement's plan is logged as its portal closes, by the next message.
-      await connection.rollback();
-      plans.push(notices.join('\n'));
-    }
-    return plans;
-  }, url);
-}
