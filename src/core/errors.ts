@@ -70,6 +70,13 @@ export class ConflictError extends LeaseqError {
   readonly code = 'CONFLICT' as const;
 }
 
+/** A dead-letter queue that would lead back to its queue (R26): `chain` is the way round. */
+export class DeadLetterLoopError extends ConflictError {
+  constructor(readonly chain: readonly string[]) {
+    super(`deadLetterQueue of ${chain[0]} would loop back to it (${chain.join(' → ')})`);
+  }
+}
+
 /** The storage cannot be reached or read (file unreadable, database down, wrong URL). */
 export class StorageUnavailableError extends LeaseqError {
   readonly code = 'STORAGE_UNAVAILABLE' as const;

@@ -4,6 +4,7 @@ export {
   ClosedError,
   CodedError,
   ConflictError,
+  DeadLetterLoopError,
   LeaseqError,
   type LeaseqErrorCode,
   NotFoundError,

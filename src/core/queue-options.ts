@@ -1,4 +1,4 @@
-import { ConflictError, show, ValidationError } from './errors.js';
+import { ConflictError, DeadLetterLoopError, show, ValidationError } from './errors.js';
 import type { QueueOptions, ResolvedQueueOptions } from './types.js';
 
 /** Queue names: what URLs, metrics labels and file names can all carry. */
@@ -95,9 +95,7 @@ export function checkDeadLetterChainNow(
 function chainEnds(name: string, path: string[], next: string): boolean {
   path.push(next);
   if (next === name) {
-    throw new ConflictError(
-      `deadLetterQueue of ${name} would loop back to it (${path.join(' → ')})`,
-    );
+    throw new DeadLetterLoopError(path);
   }
   // A chain that already loops without `name` was refused when it was configured.
   return path.indexOf(next) !== path.length - 1;

@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { ConflictError, DeadLetterLoopError } from '../core/index.js';
 import { ServerError } from './errors.js';
 
 /** What a key may do to the queues its patterns match. `admin` includes the other two. */
@@ -128,6 +129,26 @@ export function authorizeDeadLetterQueue(principal: Principal, target: string): 
       'FORBIDDEN',
       `this key may not publish on queue ${target}, so it may not make it a dead-letter queue (dead jobs are published there)`,
     );
+  }
+}
+
+/**
+ * `work`, whose refusal of a dead-letter loop (R26) names the way round: to a key that may not
+ * see every queue on it, the other queues' settings are not its to read, and none is named.
+ */
+export async function hidingForeignLoops<T>(
+  principal: Principal,
+  work: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof DeadLetterLoopError && !error.chain.every((q) => principal.canSee(q))) {
+      throw new ConflictError(
+        `deadLetterQueue of ${error.chain[0]} would loop back to it, by way of queues this key may not see`,
+      );
+    }
+    throw error;
   }
 }
 

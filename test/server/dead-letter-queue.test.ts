@@ -7,6 +7,7 @@ import { call, startTestServer, type TestServer } from './helpers.js';
 const ADMIN_OF_DLQ = 'dlq-admin-key-0123456789';
 const REDRIVER = 'redriver-key-0123456789';
 const STARS = 'stars-key-0123456789';
+const ORDERS_ADMIN = 'orders-admin-key-0123456789';
 const KEYS = [
   {
     name: 'admin',
@@ -17,6 +18,11 @@ const KEYS = [
     name: 'dlq-admin',
     key: ADMIN_OF_DLQ,
     allow: [{ queues: 'orders-dlq', actions: ['admin' as const] }],
+  },
+  {
+    name: 'orders-admin',
+    key: ORDERS_ADMIN,
+    allow: [{ queues: 'orders-*', actions: ['admin' as const] }],
   },
   {
     name: 'stars',
@@ -128,6 +134,26 @@ describe('R21 dead-letter queues over HTTP and the remote client', () => {
     });
     expect(byAdmin.status).toBe(200);
     expect(byAdmin.body.options.deadLetterQueue).toBe('payroll');
+  });
+
+  it('R26 a loop refusal names the way round only to a key that may see every queue on it', async () => {
+    const admin = { apiKey: 'admin-key-0123456789' };
+    const patch = (name: string, apiKey: string, deadLetterQueue: string) =>
+      call(server.baseUrl, 'PATCH', `/v1/queues/${name}`, { apiKey, body: { deadLetterQueue } });
+    for (const name of ['orders-a', 'orders-b', 'billing']) {
+      await call(server.baseUrl, 'PUT', `/v1/queues/${name}`, { ...admin, body: {} });
+    }
+    expect((await patch('orders-b', 'admin-key-0123456789', 'billing')).status).toBe(200);
+    // billing's own setting, which the orders key may not read.
+    expect((await patch('billing', 'admin-key-0123456789', 'orders-a')).status).toBe(200);
+    const hidden = await patch('orders-a', ORDERS_ADMIN, 'orders-b');
+    expect(hidden.status).toBe(409);
+    expect(hidden.body.error.message).toBe(
+      'deadLetterQueue of orders-a would loop back to it, by way of queues this key may not see',
+    );
+    const shown = await patch('orders-a', 'admin-key-0123456789', 'orders-b');
+    expect(shown.status).toBe(409);
+    expect(shown.body.error.message).toContain('(orders-a → orders-b → billing → orders-a)');
   });
 
   it('R21 a rejected job reaches the dead-letter queue with its origin; moveJobs sends it back', async () => {

@@ -6,7 +6,7 @@ import {
   type ValidationError,
 } from '../../core/index.js';
 import { boundsFromWire, boundsToWire } from '../../wire/index.js';
-import { authorizeDeadLetterQueue } from '../auth.js';
+import { authorizeDeadLetterQueue, hidingForeignLoops } from '../auth.js';
 import { defaultVisibilityProblem } from '../limits.js';
 import type { QueueDirectory } from '../queue-directory.js';
 import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
@@ -68,10 +68,11 @@ export function queueRoutes(services: Services): RouteSpec[] {
         // created, even if another process deletes it meanwhile.
         const tooLong =
           options.visibility === undefined ? defaultVisibilityProblem(limits) : undefined;
-        const { queue, created } =
+        const { queue, created } = await hidingForeignLoops(principal, () =>
           tooLong === undefined
-            ? await queues.create(params.name, options)
-            : await openedOrTooLong(queues, params.name, options, tooLong);
+            ? queues.create(params.name, options)
+            : openedOrTooLong(queues, params.name, options, tooLong),
+        );
         reply.status(created ? 201 : 200);
         return { ...view(queue.name, await queue.options()), created };
       },
@@ -103,7 +104,10 @@ export function queueRoutes(services: Services): RouteSpec[] {
         if (typeof options.deadLetterQueue === 'string') {
           authorizeDeadLetterQueue(principal, options.deadLetterQueue);
         }
-        return view(params.name, await broker.updateQueue(params.name, options));
+        return view(
+          params.name,
+          await hidingForeignLoops(principal, () => broker.updateQueue(params.name, options)),
+        );
       },
     }),
     route({

@@ -1,4 +1,5 @@
 import { ConflictError, type QueueOptions } from '../../../core/index.js';
+import { hidingForeignLoops } from '../../auth.js';
 import {
   type AttributeChange,
   fifoRequested,
@@ -71,7 +72,7 @@ async function createQueue(call: SqsCall, sqs: SqsServices) {
   };
   if (options.deadLetterQueue === null) delete options.deadLetterQueue;
   try {
-    await queues.create(name, options);
+    await hidingForeignLoops(call.principal, () => queues.create(name, options));
   } catch (error) {
     if (!(error instanceof ConflictError)) throw error;
     // Created meanwhile by another caller, or a dead-letter queue that loops back (R26).
@@ -212,7 +213,9 @@ async function setQueueAttributes(call: SqsCall, sqs: SqsServices) {
   await checkRedriveTarget(call, sqs, change, fifo);
   if (Object.keys(change.options).length > 0) {
     try {
-      await sqs.services.broker.updateQueue(queue.name, change.options);
+      await hidingForeignLoops(call.principal, () =>
+        sqs.services.broker.updateQueue(queue.name, change.options),
+      );
     } catch (error) {
       if (!(error instanceof ConflictError)) throw error;
       throw invalidParameter('RedrivePolicy', given.RedrivePolicy, error.message);
