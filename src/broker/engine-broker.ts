@@ -132,7 +132,7 @@ export class EngineBroker implements Broker {
     const deleted = await this.engine.deleteQueue(name);
     // Receivers waiting on it look again now and learn it is gone (NOT_FOUND), rather than at
     // the end of their wait.
-    if (deleted) this.wakes.wake(name);
+    if (deleted) this.wakes.wakeAll(name);
     return deleted;
   }
 
@@ -337,53 +337,76 @@ export class EngineQueue implements Queue {
     const ready = await this.reserveNow(operation);
     if (wait === 0 || ready.length > 0 || signal?.aborted) return ready;
     const until = this.clock.now() + wait;
-    for (let first = true; ; first = false) {
-      // Woken by the caller's signal or by closing: answer empty, touch nothing more.
-      if (!first && (signal?.aborted || this.closed.aborted)) return [];
-      const parked = this.parkOnWake(signal);
-      let handedOver: Promise<Delivery[]> | undefined;
-      let failure: { error: unknown } | undefined;
-      try {
-        let nextEvent: number | undefined;
-        if (this.handle.reserveOnReady !== undefined) {
-          // The engine reserves for us now or, once we wait, in the publish that makes a job
-          // ready, committed with it.
-          const waiting = this.handle.reserveOnReady(this.clock.now(), operation, parked.stop);
-          handedOver = waiting.deliveries;
-          try {
-            nextEvent = await waiting.armed;
-          } catch (error) {
-            // Thrown once what a publish may have handed over meanwhile is ours (below).
-            failure = { error };
+    // Receivers that can take the same jobs share a lane (see WakeSignal): one of them looks
+    // at a wake-up, and passes it on when it may have left jobs for the next.
+    const lane = operation.session ?? '';
+    let answer: Delivery[] | undefined;
+    let handed = false;
+    try {
+      for (let first = true; ; first = false) {
+        // Woken by the caller's signal or by closing: answer empty, touch nothing more.
+        if (!first && (signal?.aborted || this.closed.aborted)) return [];
+        const parked = this.parkOnWake(signal, lane);
+        let handedOver: Promise<Delivery[]> | undefined;
+        let failure: { error: unknown } | undefined;
+        try {
+          let nextEvent: number | undefined;
+          if (this.handle.reserveOnReady !== undefined) {
+            // The engine reserves for us now or, once we wait, in the publish that makes a job
+            // ready, committed with it.
+            const waiting = this.handle.reserveOnReady(this.clock.now(), operation, parked.stop);
+            handedOver = waiting.deliveries;
+            try {
+              nextEvent = await waiting.armed;
+            } catch (error) {
+              // Thrown once what a publish may have handed over meanwhile is ours (below).
+              failure = { error };
+            }
+          } else {
+            const deliveries = await this.reserveNow(operation);
+            if (deliveries.length > 0 || this.clock.now() >= until) {
+              answer = deliveries;
+              return deliveries;
+            }
+            if (signal?.aborted || this.closed.aborted) return [];
+            nextEvent = await this.handle.nextEventAt();
           }
-        } else {
-          const deliveries = await this.reserveNow(operation);
-          if (deliveries.length > 0 || this.clock.now() >= until) return deliveries;
+          const now = this.clock.now();
+          const sleepMs = Math.min(until, nextEvent ?? Number.POSITIVE_INFINITY) - now;
+          // A lease or delay already due: the next reserve handles it (R3), no need to sleep.
+          if (failure === undefined && sleepMs > 0 && !signal?.aborted && !this.closed.aborted) {
+            await Promise.race([
+              parked.woken,
+              this.clock.sleep(sleepMs, parked.stop),
+              ...(handedOver === undefined ? [] : [handedOver]),
+            ]);
+          }
+        } finally {
+          parked.release();
+        }
+        // Released: a job reserved for us meanwhile is ours (it comes with its commit).
+        const handedJobs = handedOver === undefined ? [] : await handedOver;
+        if (handedJobs.length > 0) {
+          // The transaction that handed them over served every waiting receiver while it had
+          // jobs: nothing is left for the lane.
+          handed = true;
+          return this.agedSinceReserved(operation, handedJobs);
+        }
+        if (failure !== undefined) throw failure.error;
+        if (this.clock.now() >= until) {
+          // One last look: a job due at the very end, or published where no wake-up reached
+          // us (another process's, its notification lost with the listening connection).
           if (signal?.aborted || this.closed.aborted) return [];
-          nextEvent = await this.handle.nextEventAt();
+          answer = await this.reserveNow(operation);
+          return answer;
         }
-        const now = this.clock.now();
-        const sleepMs = Math.min(until, nextEvent ?? Number.POSITIVE_INFINITY) - now;
-        // A lease or delay already due: the next reserve handles it (R3), no need to sleep.
-        if (failure === undefined && sleepMs > 0 && !signal?.aborted && !this.closed.aborted) {
-          await Promise.race([
-            parked.woken,
-            this.clock.sleep(sleepMs, parked.stop),
-            ...(handedOver === undefined ? [] : [handedOver]),
-          ]);
-        }
-      } finally {
-        parked.release();
       }
-      // Released: a job reserved for us meanwhile is ours (it comes with its commit).
-      const handed = handedOver === undefined ? [] : await handedOver;
-      if (handed.length > 0) return this.agedSinceReserved(operation, handed);
-      if (failure !== undefined) throw failure.error;
-      if (this.clock.now() >= until) {
-        // One last look: a job due at the very end, or published where no wake-up reached us
-        // (another process's, its notification lost with the listening connection).
-        return signal?.aborted || this.closed.aborted ? [] : this.reserveNow(operation);
-      }
+    } finally {
+      // Leaving without jobs (its wait over, aborted, failed) or with all it asked for, this
+      // receiver may leave a wake-up or jobs unlooked at: the next of its lane looks. One that
+      // took fewer than it asked for found the queue dry for its lane.
+      const dry = answer !== undefined && answer.length > 0 && answer.length < operation.max;
+      if (!handed && !dry) this.wakes.relay(this.name, lane);
     }
   }
 
@@ -522,13 +545,13 @@ export class EngineQueue implements Queue {
    * Listens for wake-ups of this queue from now on, so a publish that lands between an empty
    * reserve and the wait is not missed. `stop` ends the wait (caller's signal, broker closing).
    */
-  private parkOnWake(signal: AbortSignal | undefined) {
+  private parkOnWake(signal: AbortSignal | undefined, lane: string) {
     const stop = new AbortController();
     const abort = () => stop.abort();
     if (signal?.aborted || this.closed.aborted) abort();
     const unwatchCaller = signal === undefined ? undefined : onAbort(signal, abort);
     const unwatchClose = onAbort(this.closed, abort);
-    const woken = this.wakes.next(this.name, stop.signal);
+    const woken = this.wakes.next(this.name, lane, stop.signal);
     return {
       woken,
       stop: stop.signal,

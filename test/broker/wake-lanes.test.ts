@@ -1,0 +1,182 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Engine, QueueHandle } from '../../src/engine/index.js';
+import {
+  type Delivery,
+  EngineBroker,
+  ManualClock,
+  NotFoundError,
+  type Operation,
+} from '../../src/index.js';
+import { engineFactories, queueName } from '../conformance/engines.js';
+
+// A wake-up reaches one parked receiver per lane (receivers that can take the same jobs: those
+// of one session, or those of none), which passes it on when it may have left something for
+// the next: a publish costs the receivers parked on its queue a look or two, not one each.
+const factories = engineFactories();
+afterAll(async () => {
+  await Promise.all(factories.map((factory) => factory.cleanup()));
+});
+
+/** Counts the reserves receivers make through the engine's handles of `name`. */
+function countLooks(engine: Engine, name: string): { looks: number } {
+  const count = { looks: 0 };
+  const original = engine.queue.bind(engine);
+  engine.queue = async (queue, options) => {
+    const handle = await original(queue, options);
+    if (queue !== name) return handle;
+    const wrapped: QueueHandle = Object.create(handle);
+    const isReserve = (operation: Operation | undefined) => operation?.type === 'reserve';
+    wrapped.run = ((now: number, operation: Operation) => {
+      if (isReserve(operation)) count.looks += 1;
+      return handle.run(now, operation);
+    }) as QueueHandle['run'];
+    wrapped.execute = (now, operations) => {
+      if (operations.some(isReserve)) count.looks += 1;
+      return handle.execute(now, operations);
+    };
+    wrapped.reserve = (now, options, allowed) => {
+      count.looks += 1;
+      return handle.reserve(now, options, allowed);
+    };
+    if (handle.reserveOnReady !== undefined) {
+      const reserveOnReady = handle.reserveOnReady.bind(handle);
+      wrapped.reserveOnReady = (now, operation, signal) => {
+        count.looks += 1;
+        return reserveOnReady(now, operation, signal);
+      };
+    }
+    return wrapped;
+  };
+  return count;
+}
+
+/** Resolves once `count` receivers sleep on `clock`, i.e. they are parked. */
+async function parked(clock: ManualClock, count: number): Promise<void> {
+  while (clock.waiting < count) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Lets pending callbacks, timers of 0 ms and storage round trips run. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+/** Which of `receiving` have answered by now, by index. */
+async function answered(receiving: Promise<unknown>[]): Promise<number[]> {
+  const done: number[] = [];
+  receiving.forEach((promise, index) => {
+    void promise.then(
+      () => done.push(index),
+      () => done.push(index),
+    );
+  });
+  await settle();
+  return done.sort((a, b) => a - b);
+}
+
+describe.each(factories)('parked receivers on $name', (factory) => {
+  async function setup() {
+    const engine = await factory.open();
+    const name = queueName('lanes');
+    const count = countLooks(engine, name);
+    const clock = new ManualClock(1_000);
+    const broker = new EngineBroker(engine, { clock });
+    const queue = await broker.queue(name, { visibility: 100 });
+    const done = async () => {
+      await engine.deleteQueue(name).catch(() => false);
+      await broker.close();
+    };
+    return { clock, broker, queue, count, done };
+  }
+
+  it('a publish with 60 receivers parked has a few of them look, not each', async () => {
+    const { clock, queue, count, done } = await setup();
+    const receiving = Array.from({ length: 60 }, () => queue.receive({ wait: 20_000 }));
+    await parked(clock, 60);
+    await settle();
+    count.looks = 0;
+    await queue.publish({ id: 'a' });
+    const first = await Promise.race(receiving);
+    expect(first.map((delivery) => delivery.id)).toEqual(['a']);
+    await settle();
+    // One takes the job; one more may look and find nothing left.
+    expect(count.looks).toBeLessThanOrEqual(2);
+    expect(clock.now()).toBe(1_000);
+    await done();
+    expect((await Promise.all(receiving)).flat().map((delivery) => delivery.id)).toEqual(['a']);
+  });
+
+  it('a batch published to parked receivers reaches as many of them as it has jobs', async () => {
+    const { clock, queue, done } = await setup();
+    const receiving = Array.from({ length: 5 }, () => queue.receive({ wait: 20_000 }));
+    await parked(clock, 5);
+    await queue.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+    expect(await answered(receiving)).toHaveLength(3);
+    await queue.publishBatch([{ id: 'd' }, { id: 'e' }]);
+    const all = await Promise.all(receiving);
+    expect(all.map((deliveries) => deliveries.length)).toEqual([1, 1, 1, 1, 1]);
+    expect(
+      all
+        .flat()
+        .map((delivery) => delivery.id)
+        .sort(),
+    ).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(clock.now()).toBe(1_000);
+    await done();
+  });
+
+  it('R16 a receiver of a session at its prefetch, parked first, leaves a job to one parked behind it', async () => {
+    const { clock, queue, done } = await setup();
+    const session = await queue.openSession({ prefetch: 1 });
+    await queue.publish({ id: 'held' });
+    expect((await queue.receive({ session })).map((delivery) => delivery.id)).toEqual(['held']);
+    const blocked = queue.receive({ session, wait: 20_000 });
+    await parked(clock, 1);
+    const free = queue.receive({ wait: 20_000 });
+    await parked(clock, 2);
+    await queue.publish({ id: 'b' });
+    expect((await free).map((delivery) => delivery.id)).toEqual(['b']);
+    expect(await answered([blocked])).toEqual([]);
+    expect(clock.now()).toBe(1_000);
+    await done();
+    expect(await blocked).toEqual([]);
+  });
+
+  it('a woken receiver that leaves before the job is due passes the wake-up on', async () => {
+    const { clock, queue, count, done } = await setup();
+    const leaving = new AbortController();
+    const first = queue.receive({ wait: 20_000, signal: leaving.signal });
+    await parked(clock, 1);
+    const second = queue.receive({ wait: 20_000 });
+    await parked(clock, 2);
+    await settle();
+    count.looks = 0;
+    // Due in 50 ms: the first receiver looks, finds nothing yet, and sleeps until then.
+    await queue.publish({ id: 'later', delay: 50 });
+    await settle();
+    expect(count.looks).toBeGreaterThanOrEqual(1);
+    leaving.abort();
+    expect(await first).toEqual([]);
+    await settle();
+    // The second, which slept to the end of its wait, learnt of the job due at 1,050.
+    clock.advance(50);
+    const deliveries: Delivery[] = await second;
+    expect(deliveries.map((delivery) => delivery.id)).toEqual(['later']);
+    expect(clock.now()).toBe(1_050);
+    await done();
+  });
+
+  it('a queue deleted under several parked receivers ends every wait with NOT_FOUND', async () => {
+    const { clock, broker, queue, done } = await setup();
+    const receiving = Array.from({ length: 4 }, () =>
+      queue.receive({ wait: 20_000 }).then(
+        () => undefined,
+        (error: unknown) => error,
+      ),
+    );
+    await parked(clock, 4);
+    expect(await broker.deleteQueue(queue.name)).toBe(true);
+    for (const error of await Promise.all(receiving)) expect(error).toBeInstanceOf(NotFoundError);
+    expect(clock.now()).toBe(1_000);
+    await done();
+  });
+});
