@@ -3,16 +3,19 @@ import {
   ClosedError,
   ConflictError,
   checkedOperations,
+  checkQueueName,
   type DeadLetterPageOptions,
   type Delivery,
   type InspectOptions,
   type MoveJobsOptions,
   type NackOptions,
+  NotFoundError,
   type Operation,
   type Outcome,
   type PublishInput,
   type PublishResult,
   type QueueOptions,
+  type QueueStats,
   type ReserveOperation,
   type ResolvedQueueOptions,
   type ResultOf,
@@ -134,6 +137,34 @@ export class EngineBroker implements Broker {
     // the end of their wait.
     if (deleted) this.wakes.wakeAll(name);
     return deleted;
+  }
+
+  async statsOfQueues(names: readonly string[]): Promise<Map<string, QueueStats>> {
+    this.checkOpen();
+    if (!Array.isArray(names)) {
+      throw new ValidationError(`statsOfQueues takes an array of queue names, got ${typeof names}`);
+    }
+    for (const name of names) checkQueueName(name);
+    const now = this.clock.now();
+    if (this.engine.statsOfQueues !== undefined) return this.engine.statsOfQueues(now, names);
+    const stats = new Map<string, QueueStats>();
+    const read = await Promise.all(
+      names.map((name) =>
+        this.engine
+          .handle(name)
+          .run(now, build.stats())
+          .catch((error: unknown) => {
+            // Deleted since it was named (or never a queue): not among the answers.
+            if (error instanceof NotFoundError) return undefined;
+            throw error;
+          }),
+      ),
+    );
+    names.forEach((name, index) => {
+      const figures = read[index];
+      if (figures !== undefined) stats.set(name, figures);
+    });
+    return stats;
   }
 
   async transaction<T>(work: (tx: BrokerTransaction) => Promise<T>): Promise<T> {

@@ -163,6 +163,13 @@ export interface Engine extends ScheduleStore {
   /** Changes stored options; what is already delivered keeps its deadlines. */
   updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;
   listQueues(): Promise<QueueInfo[]>;
+  /**
+   * The figures (R17) at `now` of those of `names` that are queues, by name in the order
+   * given, as each queue's `stats` answers them, read together: one read of the storage for
+   * the queues where time alone changes nothing by `now` (not moving their time), a step each
+   * for the others. Where it is absent, the caller asks each queue.
+   */
+  statsOfQueues?(now: number, names: readonly string[]): Promise<Map<string, QueueStats>>;
   /** Deletes the queue and every job in it. Returns false when there was none. */
   deleteQueue(name: string): Promise<boolean>;
   /**

@@ -1,5 +1,10 @@
 import type { Broker, Queue } from '../broker/index.js';
-import { checkSameOptions, NotFoundError, type QueueOptions } from '../core/index.js';
+import {
+  checkSameOptions,
+  NotFoundError,
+  type QueueOptions,
+  type QueueStats,
+} from '../core/index.js';
 
 /**
  * The queues the API serves. Unlike `Broker.queue`, looking a queue up never creates it: only
@@ -38,6 +43,30 @@ export class QueueDirectory {
     const existed = (await this.broker.listQueues()).some((info) => info.name === name);
     const queue = await this.broker.queue(name, options);
     return { queue: this.remember(queue), created: !existed };
+  }
+
+  /**
+   * The figures of every queue that `canSee` lets through, in name order: read together where
+   * the broker can (Broker.statsOfQueues), else asked of each queue. A queue deleted since the
+   * list was read is left out, not an error.
+   */
+  async visibleStats(canSee: (name: string) => boolean): Promise<[string, QueueStats][]> {
+    const listed = new Set((await this.broker.listQueues()).map((info) => info.name));
+    const names = [...listed].filter(canSee).sort();
+    if (this.broker.statsOfQueues !== undefined) {
+      return [...(await this.broker.statsOfQueues(names))];
+    }
+    const all = await Promise.all(
+      names.map(async (name): Promise<[string, QueueStats] | undefined> => {
+        try {
+          return [name, await (await this.existing(name, listed)).stats()];
+        } catch (error) {
+          if (error instanceof NotFoundError) return undefined;
+          throw error;
+        }
+      }),
+    );
+    return all.filter((entry) => entry !== undefined);
   }
 
   /**

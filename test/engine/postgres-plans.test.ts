@@ -259,9 +259,10 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
       await connection.begin('lease');
       // As the engine's stats runs it: after the queue's row, with its parameter.
       await connection.query('SELECT name FROM leaseq_queues WHERE name = ?', ['oldest']);
-      const [oldest] = await connection.query<{ since: number }>(POSTGRES_DIALECT.oldestReady, [
-        'oldest',
-      ]);
+      const [oldest] = await connection.query<{ since: number }>(
+        POSTGRES_DIALECT.oldestReadyOf('?'),
+        ['oldest'],
+      );
       await connection.rollback();
 
       expect(Number(oldest?.since)).toBe(100);

@@ -32,7 +32,7 @@ describe('R17 SQLite: stats reads the age of the oldest ready job from one index
     const db = new Database(file, { readonly: true });
     try {
       const plan = (
-        db.prepare(`EXPLAIN QUERY PLAN ${SQLITE_DIALECT.oldestReady}`).all('oldest') as {
+        db.prepare(`EXPLAIN QUERY PLAN ${SQLITE_DIALECT.oldestReadyOf('?')}`).all('oldest') as {
           detail: string;
         }[]
       ).map((row) => row.detail);
@@ -40,7 +40,9 @@ describe('R17 SQLite: stats reads the age of the oldest ready job from one index
       expect(plan).toEqual([
         'SEARCH leaseq_jobs USING COVERING INDEX leaseq_jobs_ready_since (queue=?)',
       ]);
-      const [oldest] = db.prepare(SQLITE_DIALECT.oldestReady).all('oldest') as { since: number }[];
+      const [oldest] = db.prepare(SQLITE_DIALECT.oldestReadyOf('?')).all('oldest') as {
+        since: number;
+      }[];
       expect(oldest?.since).toBe(100);
     } finally {
       db.close();

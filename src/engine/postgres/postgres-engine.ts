@@ -35,8 +35,18 @@ export const POSTGRES_DIALECT: SqlDialect = {
   // The first entry of the queue's range of leaseq_jobs_ready_since (0020), written as the
   // first row in that order rather than a MIN: planned for any values from statistics that know
   // no job of the queue, a MIN reads every entry of the range. Every ready job has a ready_since.
-  oldestReady: `SELECT ready_since AS since FROM leaseq_jobs WHERE queue = ? AND state = 'ready'
-    ORDER BY ready_since LIMIT 1`,
+  oldestReadyOf: (queue) => `SELECT ready_since AS since FROM leaseq_jobs
+    WHERE queue = ${queue} AND state = 'ready' ORDER BY ready_since LIMIT 1`,
+  readQueueRows: (columns, names) => `SELECT ${columns
+    .split(', ')
+    .map((column) => TALLIED_COLUMNS[column] ?? `q.${column}`)
+    .join(', ')}
+    FROM leaseq_queues AS q LEFT JOIN LATERAL (
+      SELECT SUM(active) AS active, SUM(acks) AS acks, SUM(stale_acks) AS stale_acks,
+        SUM(time_count) AS time_count, SUM(time_sum) AS time_sum, MAX(time_max) AS time_max,
+        MAX(clock) AS clock
+      FROM leaseq_tallies WHERE queue = q.name) AS s ON TRUE
+    WHERE q.name IN ${names}`,
   wakeStatement: (queue) => ({ sql: 'SELECT pg_notify(?, ?)', params: [WAKE_CHANNEL, queue] }),
   migrationLock: 'SELECT pg_advisory_xact_lock(744501)',
   jsonList: (type) =>
@@ -45,6 +55,18 @@ export const POSTGRES_DIALECT: SqlDialect = {
     `(SELECT * FROM json_to_recordset(?::json) AS r(${columns
       .map(([name, type]) => `${name} ${type === 'text' ? 'text' : 'bigint'}`)
       .join(', ')}))`,
+};
+
+/**
+ * The queue row's columns that the one-statement acks tally apart (leaseq_tallies), as
+ * leaseq_load_queue folds them in, over the sums `s` of the queue's tallies (null: none).
+ */
+const TALLIED_COLUMNS: Record<string, string> = {
+  clock: 'GREATEST(q.clock, s.clock) AS clock',
+  active_count: '(q.active_count + COALESCE(s.active, 0))::bigint AS active_count',
+  counters: `CASE WHEN s.clock IS NULL THEN q.counters ELSE leaseq_add_counters(q.counters,
+    jsonb_build_object('acks', s.acks, 'staleAcks', s.stale_acks, 'processingTime',
+    jsonb_build_object('count', s.time_count, 'sum', s.time_sum)), s.time_max) END AS counters`,
 };
 
 /** bigint columns as JS numbers: every stored integer is a safe integer (R1). */

@@ -1,4 +1,3 @@
-import { copyCounters } from '../../core/counters.js';
 import { nackKind } from '../../core/dead-letter-kinds.js';
 import {
   type AckMode,
@@ -41,6 +40,7 @@ import {
   lowestReadyBand,
   readyRanges,
 } from './ready-bands.js';
+import { statsOfRow } from './stats-read.js';
 
 /** A publish whose arguments were checked and whose payload is already JSON text. */
 export interface EncodedPublish {
@@ -746,22 +746,10 @@ export class QueueOps extends JobMoves {
 
   async stats(now: number): Promise<QueueStats> {
     now = await this.advance(now);
-    const [oldest] = await this.c.query<{ since: number | null }>(this.dialect.oldestReady, [
+    const [oldest] = await this.c.query<{ since: number | null }>(this.dialect.oldestReadyOf('?'), [
       this.q.name,
     ]);
-    return {
-      queueTime: this.q.queueTime,
-      ready: this.q.ready,
-      delayed: this.q.delayed,
-      active: this.q.active,
-      dead: this.q.dead,
-      waiting: this.q.waiting,
-      sessions: this.q.sessions,
-      paused: this.q.options.paused === true,
-      // A job that arrived from a queue whose clock was ahead (R26) became ready after now.
-      oldestReadyAge: oldest?.since == null ? 0 : Math.max(0, now - oldest.since),
-      ...copyCounters(this.q.counters),
-    };
+    return statsOfRow(this.q, now, oldest?.since ?? null);
   }
 
   /**

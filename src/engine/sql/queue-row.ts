@@ -147,6 +147,24 @@ export async function loadQueueRow(
 }
 
 /**
+ * The rows of those of `names` that exist, as they stand: read for figures, neither locked nor
+ * saved (see loadQueueRow for a row a step changes).
+ */
+export async function readQueueRows(
+  connection: SqlConnection,
+  dialect: SqlDialect,
+  names: readonly string[],
+): Promise<QueueRow[]> {
+  const list = dialect.jsonList('text');
+  const stored = await connection.query<StoredRow>(
+    dialect.readQueueRows?.(COLUMNS, list) ??
+      `SELECT ${COLUMNS} FROM leaseq_queues WHERE name IN ${list}`,
+    [JSON.stringify(names)],
+  );
+  return stored.map(fromStored);
+}
+
+/**
  * Before the queue `name` is deleted: a row an earlier call of the batch loaded is saved now,
  * so that the counters the delete keeps for the name (R6) include the tokens that call handed
  * out, and is dropped from the batch, so that its save before the commit does not write it over

@@ -79,10 +79,18 @@ export interface SqlDialect {
   /** The jobs table, told to find rows by token through its token index. */
   readonly jobsByToken: string;
   /**
-   * When the oldest ready job of a queue became ready (R17's oldestReadyAge): a statement with
-   * the queue's name as its one parameter, answering one row or none with the time as `since`.
+   * When the oldest ready job of a queue became ready (R17's oldestReadyAge): a statement of
+   * the queue named by the SQL expression `queue` (`?`, or a column of an outer query),
+   * answering one row or none with the time as `since`; usable as a scalar subquery.
    */
-  readonly oldestReady: string;
+  oldestReadyOf(queue: string): string;
+  /**
+   * A statement answering the `columns` of the queue rows named by the list subquery `names`,
+   * as a step would load them but read only (neither locked nor changed): where acks are
+   * tallied apart from the row (PostgreSQL's one-statement path), with their tallies added.
+   * Absent: the rows as stored.
+   */
+  readQueueRows?(columns: string, names: string): string;
   /** A subquery of one column `value` listing the elements of a JSON array parameter `?`. */
   jsonList(type: 'text' | 'integer'): string;
   /**

@@ -19,8 +19,8 @@ export const SQLITE_DIALECT: SqlDialect = {
   jobsByToken: 'leaseq_jobs INDEXED BY leaseq_jobs_token',
   // The first entry of the queue's range of leaseq_jobs_ready_since (0015), named: without
   // statistics the planner might take the queue's ready jobs by position and read them all.
-  oldestReady: `SELECT MIN(ready_since) AS since FROM leaseq_jobs INDEXED BY leaseq_jobs_ready_since
-    WHERE queue = ? AND state = 'ready'`,
+  oldestReadyOf: (queue) => `SELECT MIN(ready_since) AS since FROM leaseq_jobs
+    INDEXED BY leaseq_jobs_ready_since WHERE queue = ${queue} AND state = 'ready'`,
   jsonList: () => '(SELECT value FROM json_each(?))',
   jsonRecords: (columns) =>
     `(SELECT ${columns.map(([name]) => `json_extract(value, '$.${name}') AS ${name}`).join(', ')} FROM json_each(?))`,

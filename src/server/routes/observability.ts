@@ -1,7 +1,5 @@
-import type { QueueStats } from '../../core/index.js';
 import { ClosedError, ValidationError } from '../../core/index.js';
 import { inspectToWire, MAX_INSPECT_LIMIT } from '../../wire/index.js';
-import type { Principal } from '../auth.js';
 import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
 import { inspectView, object, queryCount, queueParams, stats } from '../schemas.js';
 
@@ -29,23 +27,6 @@ function parseInspectLimit(raw: string | undefined): number | undefined {
 /** Stats, inspection, health, readiness, metrics and the OpenAPI document itself. */
 export function observabilityRoutes(services: Services, openApi: () => unknown): RouteSpec[] {
   const { broker, queues, receipts, metrics, shutdown } = services;
-  /** The figures of every queue `principal` may see (as the queue list shows them). */
-  const readVisibleStats = async (principal: Principal): Promise<[string, QueueStats][]> => {
-    const listed = new Set((await broker.listQueues()).map((info) => info.name));
-    const names = [...listed].filter((name) => principal.canSee(name));
-    const all = await Promise.all(
-      names.map(async (name): Promise<[string, QueueStats] | undefined> => {
-        try {
-          return [name, await (await queues.existing(name, listed)).stats()];
-        } catch (error) {
-          // Deleted since it was listed: not an error of the scrape (as in GET /v1/stats).
-          if ((error as { code?: string }).code === 'NOT_FOUND') return undefined;
-          throw error;
-        }
-      }),
-    );
-    return all.filter((entry) => entry !== undefined);
-  };
   return [
     route({
       method: 'GET',
@@ -112,7 +93,9 @@ export function observabilityRoutes(services: Services, openApi: () => unknown):
       contentType: 'text/plain',
       rawResponse: true,
       async handle({ reply, principal }) {
-        const text = await metrics.render(() => readVisibleStats(principal));
+        const text = await metrics.render(() =>
+          queues.visibleStats((name) => principal.canSee(name)),
+        );
         reply.type(metrics.contentType);
         return text;
       },

@@ -39,11 +39,6 @@ export function overviewRoutes(services: Services): RouteSpec[] {
       .map((info) => info.name)
       .filter((name) => principal.canSee(name))
       .sort();
-  /** The queues `principal` can see, and every queue listed (to open them without a list each). */
-  const visibleAmong = async (principal: Principal) => {
-    const listed = new Set((await broker.listQueues()).map((info) => info.name));
-    return { listed, names: [...listed].filter((name) => principal.canSee(name)).sort() };
-  };
   return [
     route<unknown, unknown>({
       method: 'GET',
@@ -55,19 +50,8 @@ export function overviewRoutes(services: Services): RouteSpec[] {
         'queues',
       ]),
       async handle({ principal }) {
-        const { listed, names } = await visibleAmong(principal);
-        const all = await Promise.all(
-          names.map(async (name) => {
-            try {
-              return { name, stats: await (await queues.existing(name, listed)).stats() };
-            } catch (error) {
-              // Deleted since it was listed: not an error of this call.
-              if ((error as { code?: string }).code === 'NOT_FOUND') return undefined;
-              throw error;
-            }
-          }),
-        );
-        return { queues: all.filter((entry) => entry !== undefined) };
+        const all = await queues.visibleStats((name) => principal.canSee(name));
+        return { queues: all.map(([name, figures]) => ({ name, stats: figures })) };
       },
     }),
     route<unknown, unknown>({
