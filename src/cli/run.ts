@@ -219,7 +219,8 @@ function overview(): string {
     '{…, "error": {"code", "message"}} (exit code 1; the others are done all the same); a batch',
     'of publish is all or nothing (refused: said on stderr, exit code 1). receive, job, queue',
     'list, queue stats, schedule list and dead list print one JSON document, of one shape',
-    'whatever the flags (dead list: {"deadLetters", "next"}, next null on the last page); the',
+    'whatever the flags (dead list: {"deadLetters", "next"}, next null on the last page), but',
+    'for receive --auto-ack: its deliveries have no receipt or deadline to settle them by; the',
     'other commands one JSON object. An error of a whole command goes to stderr as text.',
     '',
   ].join('\n');
