@@ -142,7 +142,8 @@ export class RemoteQueue implements Queue {
     }
     return deliveries.map((wire) => {
       const delivery = this.remember(wire);
-      noteLeaseAge(delivery, heldFor(wire));
+      // The server's part (a reservation answered late there) and the time held here.
+      noteLeaseAge(delivery, (wire.leaseAge ?? 0) + heldFor(wire));
       return delivery;
     });
   }

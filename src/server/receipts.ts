@@ -5,6 +5,7 @@ import {
   randomBytes,
   timingSafeEqual,
 } from 'node:crypto';
+import { leaseAge } from '../broker/lease-age.js';
 import { ValidationError } from '../core/index.js';
 import type { WireSigner, WireVerifier } from '../wire/index.js';
 import { ServerError } from './errors.js';
@@ -139,6 +140,8 @@ export class Receipts {
     return {
       receipt: (token, jobId) => this.issue(queue, token, jobId),
       sessionHandle: (sessionId) => this.issueSession(queue, sessionId),
+      // As the broker noted it: how long the reservation took to answer.
+      leaseAge: (delivery) => leaseAge(delivery),
       token: (receipt) => this.verify(queue, receipt).token,
       sessionId: (handle) => this.verifySession(queue, handle),
     };

@@ -303,6 +303,11 @@ export function buildSchemas(limits: Limits) {
         deliveryCount: integer(1),
         redelivered: boolean,
         group: jobId,
+        leaseAge: {
+          ...integer(1),
+          description:
+            'ms the lease had already run when the server sent the delivery (a reservation its storage answered late); absent when none',
+        },
       },
       ['receipt', 'token', 'id', 'deadline', 'deliveryCount', 'redelivered'],
     ),

@@ -15,15 +15,23 @@ export interface WireDelivery {
   redelivered: boolean;
   /** The job's message group (R24), when it has one. */
   group?: string;
+  /**
+   * How long (ms) the delivery's lease had already run when the server sent it: a reservation
+   * its storage answered late, or one held while other work committed. Absent when none.
+   */
+  leaseAge?: number;
 }
 
 /** Wraps tokens and session ids into what the wire carries; the server signs them. */
 export interface WireSigner {
   receipt(token: number, jobId: string): string;
   sessionHandle(sessionId: string): string;
+  /** How long the delivery's lease has run by now (see WireDelivery.leaseAge); 0: none. */
+  leaseAge?(delivery: Delivery): number;
 }
 
 export function deliveryToWire(delivery: Delivery, signer: WireSigner): WireDelivery {
+  const leaseAge = signer.leaseAge?.(delivery) ?? 0;
   return {
     receipt: signer.receipt(delivery.token, delivery.id),
     token: delivery.token,
@@ -33,6 +41,7 @@ export function deliveryToWire(delivery: Delivery, signer: WireSigner): WireDeli
     deliveryCount: delivery.deliveryCount,
     redelivered: delivery.redelivered,
     ...(delivery.group === undefined ? {} : { group: delivery.group }),
+    ...(leaseAge > 0 ? { leaseAge } : {}),
   };
 }
 

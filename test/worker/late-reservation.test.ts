@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { leaseAge } from '../../src/broker/lease-age.js';
+import { RemoteBroker } from '../../src/client/index.js';
 import {
   type Delivery,
   EngineBroker,
@@ -11,6 +12,7 @@ import {
   openEngine,
   type QueueHandle,
 } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
 import { type OutcomeRecord, Worker } from '../../src/worker/index.js';
 
 /**
@@ -19,10 +21,12 @@ import { type OutcomeRecord, Worker } from '../../src/worker/index.js';
  */
 function lateEngine(clock: ManualClock) {
   const engine = new MemoryEngine();
-  const state = { lateMs: 0 };
+  // `once`: only the next reservation is late.
+  const state = { lateMs: 0, once: false };
   const late = async <T>(answer: Promise<T>): Promise<T> => {
     const value = await answer;
     clock.advance(state.lateMs);
+    if (state.once) state.lateMs = 0;
     return value;
   };
   const wrap = (handle: QueueHandle): QueueHandle =>
@@ -122,3 +126,64 @@ describe('a reservation handed over to a parked receive and answered late', () =
     }
   });
 });
+
+describe.each(['http', 'stream'] as const)(
+  'a reservation the server answered late, over %s',
+  (transport) => {
+    it('carries the age of its lease to the client, whose worker does not run a job whose lease ended', async () => {
+      const clock = new ManualClock(1_000);
+      const { engine, state } = lateEngine(clock);
+      const broker = new EngineBroker(engine, { clock });
+      const app = await createApp({
+        broker,
+        receiptSecret: 'late-answers-secret-of-32-characters',
+      });
+      const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+      const client = new RemoteBroker(baseUrl, { transport });
+      try {
+        const queue = await client.queue('jobs', { visibility: 1_000 });
+        await queue.publish({ id: 'probe' });
+        state.lateMs = 400;
+        const [probe] = (await queue.receive({ wait: 1_000 })) as [Delivery];
+        expect(probe.id).toBe('probe');
+        // The server's 400 ms, and at most what the answer took to come.
+        expect(leaseAge(probe)).toBeGreaterThanOrEqual(400);
+        expect(leaseAge(probe)).toBeLessThan(1_000);
+        expect(await queue.ack(probe.token)).toBe(true);
+
+        await queue.publish({ id: 'a' });
+        const handled: Delivery['token'][] = [];
+        const outcomes: OutcomeRecord[] = [];
+        const worker = new Worker(
+          queue,
+          async (_job, ctx) => {
+            handled.push(ctx.token);
+          },
+          { concurrency: 1, visibility: 1_000 },
+        );
+        worker.on('outcome', (record) => outcomes.push(record));
+        // Its lease of 1000 ms ended 500 ms before the server answered; the next is in time.
+        state.lateMs = 1_500;
+        state.once = true;
+        if (transport === 'http') {
+          expect(await worker.runOnce({ wait: 1_000 })).toBe(0);
+          expect(outcomes).toMatchObject([{ id: 'a', outcome: 'lease-lost', reason: 'expired' }]);
+          expect(await worker.runOnce({ wait: 1_000 })).toBe(1);
+        } else {
+          // Pushed with its deadline past the server's time of the push, the delivery is handed
+          // to no receive: the receive takes the job's next delivery.
+          expect(await worker.runOnce({ wait: 1_000 })).toBe(1);
+        }
+        await worker.close();
+        expect(handled).toEqual([3]);
+        expect(outcomes.map((record) => record.outcome)).toEqual(
+          transport === 'http' ? ['lease-lost', 'acked'] : ['acked'],
+        );
+      } finally {
+        await client.close();
+        await app.close();
+        await broker.close();
+      }
+    });
+  },
+);
