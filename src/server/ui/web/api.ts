@@ -6,6 +6,7 @@ import type {
   LiveDelivery,
   Me,
   QueueInfo,
+  QueueStats,
 } from './wire.js';
 
 /** An answer of the API other than 2xx, with its stable code. */
@@ -49,6 +50,8 @@ export class Api {
 
   me = () => this.get<Me>('/v1/me');
   allStats = () => this.get<AllStats>('/v1/stats');
+  /** One queue's figures: what a page about one queue reads, rather than every queue's. */
+  queueStats = (name: string) => this.get<QueueStats>(`${path(name)}/stats`);
   queue = (name: string) => this.get<QueueInfo>(path(name));
   /** The first `limit` entries of each list: the whole state of a long queue is megabytes. */
   inspect = (name: string, limit: number) =>

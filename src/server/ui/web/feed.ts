@@ -1,4 +1,4 @@
-import { type Api, WAITING_SHOWN } from './api.js';
+import { type Api, ApiError, WAITING_SHOWN } from './api.js';
 import type {
   AllStats,
   DeadLetterPage,
@@ -7,12 +7,16 @@ import type {
   LiveDelivery,
   Me,
   QueueInfo,
+  QueueStats,
 } from './wire.js';
 
 /** What the pages read, by kind. */
 export interface Reads {
   me: Me;
+  /** Every queue's figures (GET /v1/stats): only a page that shows them all reads it. */
   stats: AllStats;
+  /** One queue's figures (GET /v1/queues/{name}/stats). */
+  queueStats: QueueStats;
   queue: QueueInfo;
   /** The first WAITING_SHOWN entries of each list; the counts are in the stats. */
   inspect: InspectView;
@@ -36,8 +40,13 @@ export interface Update<T> {
 
 export interface FeedState {
   paused: boolean;
-  /** When the last read of any topic ended (browser clock, ms); 0 before the first. */
+  /** When the server last answered a read (browser clock, ms); 0 before the first. */
   lastUpdate: number;
+  /**
+   * Why the latest read of a subscribed topic got no answer (the server unreachable, failing
+   * or refusing the key); undefined while every topic is read.
+   */
+  failing?: string;
 }
 
 /**
@@ -51,6 +60,11 @@ export interface Feed {
   ): () => void;
   /** Reads every subscribed topic again now (after an action changed something). */
   refresh(): void;
+  /**
+   * Hears every read of every topic, before the topic's subscribers do (to keep a history of
+   * what was read); it asks for nothing.
+   */
+  onRead(listener: (topic: Topic, update: Update<unknown>) => void): () => void;
   setPaused(paused: boolean): void;
   readonly state: FeedState;
   onState(listener: (state: FeedState) => void): () => void;
@@ -66,6 +80,8 @@ function reader(api: Api, topic: Topic): () => Promise<unknown> {
       return api.me;
     case 'stats':
       return api.allStats;
+    case 'queueStats':
+      return () => api.queueStats(queue);
     case 'queue':
       return () => api.queue(queue);
     case 'inspect':
@@ -80,29 +96,48 @@ function reader(api: Api, topic: Topic): () => Promise<unknown> {
 }
 
 interface Poll {
+  topic: Topic;
   read: () => Promise<unknown>;
   listeners: Set<(update: Update<unknown>) => void>;
   last?: Update<unknown>;
   inFlight: boolean;
+  /** Why its latest read got no answer, if it did not. */
+  failed?: string;
+}
+
+/**
+ * Whether an error means the server gave no answer worth the name: unreachable, failing (5xx)
+ * or refusing the key (401). A 403 or 404 is an answer: this key may not, or the thing is gone.
+ */
+function unanswered(error: unknown): boolean {
+  return !(error instanceof ApiError) || error.status >= 500 || error.status === 401;
+}
+
+/** What a document offers the feed: whether it is hidden, and word when that changes. */
+export interface Visibility {
+  readonly hidden: boolean;
+  addEventListener(type: 'visibilitychange', listener: () => void): void;
 }
 
 /** The feed over plain HTTP: every subscribed topic is read every `intervalMs`. */
 export class PollingFeed implements Feed {
   private readonly polls = new Map<string, Poll>();
   private readonly stateListeners = new Set<(state: FeedState) => void>();
+  private readonly readListeners = new Set<(topic: Topic, update: Update<unknown>) => void>();
   private timer: ReturnType<typeof setInterval> | undefined;
   state: FeedState = { paused: false, lastUpdate: 0 };
 
   constructor(
     private readonly api: Api,
     private readonly intervalMs = 2000,
+    page: Visibility = document,
   ) {
     // A hidden tab asks nothing; it catches up when shown again.
-    document.addEventListener('visibilitychange', () => {
-      if (!document.hidden && !this.state.paused) this.refresh();
+    page.addEventListener('visibilitychange', () => {
+      if (!page.hidden && !this.state.paused) this.refresh();
     });
     this.timer = setInterval(() => {
-      if (!this.state.paused && !document.hidden) this.refresh();
+      if (!this.state.paused && !page.hidden) this.refresh();
     }, this.intervalMs);
   }
 
@@ -113,7 +148,7 @@ export class PollingFeed implements Feed {
     const key = topicKey(topic);
     let poll = this.polls.get(key);
     if (poll === undefined) {
-      poll = { read: reader(this.api, topic), listeners: new Set(), inFlight: false };
+      poll = { topic, read: reader(this.api, topic), listeners: new Set(), inFlight: false };
       this.polls.set(key, poll);
     }
     const untyped = listener as (update: Update<unknown>) => void;
@@ -122,7 +157,11 @@ export class PollingFeed implements Feed {
     else void this.read(poll);
     return () => {
       poll.listeners.delete(untyped);
-      if (poll.listeners.size === 0) this.polls.delete(key);
+      if (poll.listeners.size === 0 && this.polls.get(key) === poll) {
+        this.polls.delete(key);
+        // A topic no longer read cannot keep the feed failing.
+        if (poll.failed !== undefined) this.setState(this.withFailure(this.state));
+      }
     };
   }
 
@@ -133,6 +172,11 @@ export class PollingFeed implements Feed {
   setPaused(paused: boolean): void {
     this.setState({ ...this.state, paused });
     if (!paused) this.refresh();
+  }
+
+  onRead(listener: (topic: Topic, update: Update<unknown>) => void): () => void {
+    this.readListeners.add(listener);
+    return () => this.readListeners.delete(listener);
   }
 
   onState(listener: (state: FeedState) => void): () => void {
@@ -149,16 +193,30 @@ export class PollingFeed implements Feed {
     if (poll.inFlight) return;
     poll.inFlight = true;
     let update: Update<unknown>;
+    let answered = true;
     try {
       update = { data: await poll.read(), at: Date.now() };
+      poll.failed = undefined;
     } catch (error) {
       update = { ...poll.last, error: error as Error, at: Date.now() };
+      answered = !unanswered(error);
+      poll.failed = answered ? undefined : (error as Error).message || 'no answer';
     } finally {
       poll.inFlight = false;
     }
     poll.last = update;
+    for (const listener of [...this.readListeners]) listener(poll.topic, update);
     for (const listener of [...poll.listeners]) listener(update);
-    this.setState({ ...this.state, lastUpdate: update.at });
+    // Only an answer makes the feed current: a failed read says so, and leaves the time.
+    const state = this.withFailure(this.state);
+    this.setState(answered ? { ...state, lastUpdate: update.at } : state);
+  }
+
+  /** `state` with `failing` as the topics read now say. */
+  private withFailure(state: FeedState): FeedState {
+    const failing = [...this.polls.values()].find((poll) => poll.failed !== undefined)?.failed;
+    const { failing: _, ...rest } = state;
+    return failing === undefined ? rest : { ...rest, failing };
   }
 
   private setState(state: FeedState): void {

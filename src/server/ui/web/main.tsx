@@ -8,6 +8,7 @@ import { StatsHistory } from './history.js';
 import { keyStore } from './key-store.js';
 import type { Session } from './session.js';
 import { Shell } from './shell.js';
+import type { AllStats, QueueStats } from './wire.js';
 
 type Start =
   | { step: 'checking' }
@@ -22,12 +23,25 @@ async function openSession(onSignOut: () => void): Promise<Session> {
   const feed = new PollingFeed(api, 2000);
   const history = new StatsHistory();
   const clock = { skewMs: 0 };
-  // Registered first, so the history holds a reading before any page draws it.
-  feed.subscribe({ kind: 'stats' }, (update) => {
+  // Every figure read goes to the history before a page draws it; only what the open page
+  // shows is read (the overview every queue's figures, a queue's page that queue's alone).
+  const skew = (queueTime: number, at: number) => {
+    if (queueTime > 0) clock.skewMs = queueTime - at;
+  };
+  feed.onRead((topic, update) => {
     if (update.data === undefined || update.error !== undefined) return;
-    history.add(update.data);
-    const newest = Math.max(0, ...update.data.queues.map((entry) => entry.stats.queueTime));
-    if (newest > 0) clock.skewMs = newest - update.at;
+    if (topic.kind === 'stats') {
+      const all = update.data as AllStats;
+      history.add(all);
+      skew(
+        all.queues.reduce((newest, entry) => Math.max(newest, entry.stats.queueTime), 0),
+        update.at,
+      );
+    } else if (topic.kind === 'queueStats' && topic.queue !== undefined) {
+      const stats = update.data as QueueStats;
+      history.addQueue(topic.queue, stats);
+      skew(stats.queueTime, update.at);
+    }
   });
   return {
     api,

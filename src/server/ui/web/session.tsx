@@ -12,7 +12,7 @@ export interface Session {
   feed: Feed;
   history: StatsHistory;
   me: Me;
-  /** The server's clock minus the browser's (ms), updated at each stats read. */
+  /** The server's clock minus the browser's (ms), updated at each read of figures. */
   clock: { skewMs: number };
   signOut(): void;
 }
@@ -45,14 +45,16 @@ function matchesPattern(pattern: string, queue: string): boolean {
   return new RegExp(`^${body}$`).test(queue);
 }
 
-/** The latest update of a topic, live. */
-export function useTopic<K extends Kind>(topic: Topic<K>): Update<Reads[K]> | undefined {
+/** The latest update of a topic, live; none read while `topic` is undefined. */
+export function useTopic<K extends Kind>(
+  topic: Topic<K> | undefined,
+): Update<Reads[K]> | undefined {
   const { feed } = useSession();
-  const key = topicKey(topic);
+  const key = topic === undefined ? undefined : topicKey(topic);
   const [update, setUpdate] = useState<Update<Reads[K]>>();
   useEffect(() => {
     setUpdate(undefined);
-    return feed.subscribe(topic, setUpdate);
+    return topic === undefined ? undefined : feed.subscribe(topic, setUpdate);
   }, [feed, key]);
   return update;
 }

@@ -9,12 +9,23 @@ import { type Session, SessionContext, useFeedState, useSession } from './sessio
 function LiveControl() {
   const { feed } = useSession();
   const state = useFeedState();
+  const last = state.lastUpdate > 0 ? formatTime(state.lastUpdate) : undefined;
+  // While reads fail, the header says so and when the figures were last read: never "Live".
+  const text = state.paused
+    ? `Paused${last === undefined ? '' : ` · ${last}`}`
+    : state.failing !== undefined
+      ? `Not updating${last === undefined ? '' : ` · last read ${last}`}`
+      : `Live${last === undefined ? '' : ` · ${last}`}`;
+  const dot = state.paused ? 'paused' : state.failing !== undefined ? 'failing' : '';
   return (
     <div class="live">
-      <span class={state.paused ? 'live-dot paused' : 'live-dot'} aria-hidden="true" />
-      <span class="live-text" aria-live="off">
-        {state.paused ? 'Paused' : 'Live'}
-        {state.lastUpdate > 0 ? ` · ${formatTime(state.lastUpdate)}` : ''}
+      <span class={`live-dot ${dot}`.trim()} aria-hidden="true" />
+      <span
+        class="live-text"
+        aria-live="off"
+        title={state.failing === undefined ? undefined : `The latest read failed: ${state.failing}`}
+      >
+        {text}
       </span>
       <button
         type="button"

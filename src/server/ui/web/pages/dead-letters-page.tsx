@@ -1,4 +1,4 @@
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { formatCount, formatTime, isoTime } from '../format.js';
 import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
 import { JobLink } from '../parts/job-link.js';
@@ -8,6 +8,12 @@ import type { DeadLetter } from '../wire.js';
 import { QueueTabs } from './queue-tabs.js';
 
 type Verb = 'Redrive' | 'Purge';
+
+/** How much of a reason the filter's options show (the whole in their title). */
+const REASON_CHARS = 60;
+
+const cut = (text: string, chars: number) =>
+  text.length > chars ? `${text.slice(0, chars - 1)}…` : text;
 
 const jobs = (count: number) => `${formatCount(count)} ${count === 1 ? 'job' : 'jobs'}`;
 
@@ -60,7 +66,9 @@ function Row(props: {
         <JobLink queue={queue} id={letter.id} />
       </th>
       <td>
-        <span class="badge reason">{letter.reason}</span>
+        <span class="badge reason clip" title={letter.reason}>
+          {letter.reason}
+        </span>
       </td>
       <td class="num">{letter.deliveryCount}</td>
       <td>
@@ -72,7 +80,15 @@ function Row(props: {
         ) : (
           <>
             <span class={`badge outcome-${last.outcome}`}>{last.outcome}</span>
-            {last.reason ? <span class="muted"> {last.reason}</span> : null}
+            {/* A reason that only repeats the outcome (a nack's default) is said once. */}
+            {last.reason && last.reason !== last.outcome ? (
+              <>
+                {' '}
+                <span class="muted clip" title={last.reason}>
+                  {last.reason}
+                </span>
+              </>
+            ) : null}
           </>
         )}
       </td>
@@ -116,8 +132,8 @@ export function DeadLettersPage(props: { queue: string }) {
   const letters = update?.data?.deadLetters ?? [];
   // More died than one page holds: the list is the oldest; the total comes with the stats.
   const more = update?.data?.next !== undefined;
-  const total = useTopic({ kind: 'stats' })?.data?.queues.find((entry) => entry.name === queue)
-    ?.stats.dead;
+  // This queue's figures alone, and only when the page cannot count them itself.
+  const total = useTopic(more ? { kind: 'queueStats', queue } : undefined)?.data?.dead;
   // Read apart from the page, the count may lag it: never fewer than the page shows.
   const deadCount = more ? Math.max(total ?? 0, letters.length + 1) : letters.length;
   const reasons = useMemo(() => {
@@ -125,7 +141,15 @@ export function DeadLettersPage(props: { queue: string }) {
     for (const letter of letters) counts.set(letter.reason, (counts.get(letter.reason) ?? 0) + 1);
     return [...counts].sort((a, b) => b[1] - a[1]);
   }, [letters]);
-  const shown = reason === '' ? letters : letters.filter((letter) => letter.reason === reason);
+  // A reason no dead letter has any more (all of them purged or redriven) filters nothing: the
+  // select goes back to all reasons rather than blank, hiding the others.
+  const stale =
+    reason !== '' && update?.data !== undefined && !reasons.some(([name]) => name === reason);
+  useEffect(() => {
+    if (stale) setReason('');
+  }, [stale]);
+  const current = stale ? '' : reason;
+  const shown = current === '' ? letters : letters.filter((letter) => letter.reason === current);
   const chosen = shown.filter((letter) => selected.has(letter.id)).map((letter) => letter.id);
 
   const confirm = (verb: Verb, ids: string[] | undefined, count: number) => {
@@ -142,7 +166,7 @@ export function DeadLettersPage(props: { queue: string }) {
     });
   };
   const all = (verb: Verb) =>
-    reason === ''
+    current === ''
       ? confirm(verb, undefined, deadCount)
       : confirm(
           verb,
@@ -180,11 +204,11 @@ export function DeadLettersPage(props: { queue: string }) {
           <div class="toolbar">
             <label>
               Reason{' '}
-              <select value={reason} onChange={(event) => setReason(event.currentTarget.value)}>
+              <select value={current} onChange={(event) => setReason(event.currentTarget.value)}>
                 <option value="">All reasons ({formatCount(deadCount)})</option>
                 {reasons.map(([name, count]) => (
-                  <option value={name} key={name}>
-                    {name} ({formatCount(count)})
+                  <option value={name} key={name} title={name}>
+                    {cut(name, REASON_CHARS)} ({formatCount(count)})
                   </option>
                 ))}
               </select>
@@ -207,7 +231,7 @@ export function DeadLettersPage(props: { queue: string }) {
                   Purge selected ({chosen.length})
                 </button>
                 <button type="button" disabled={shown.length === 0} onClick={() => all('Redrive')}>
-                  {reason === '' ? 'Redrive all' : 'Redrive all shown'}
+                  {current === '' ? 'Redrive all' : 'Redrive all shown'}
                 </button>
                 <button
                   type="button"
@@ -215,13 +239,13 @@ export function DeadLettersPage(props: { queue: string }) {
                   disabled={shown.length === 0}
                   onClick={() => all('Purge')}
                 >
-                  {reason === '' ? 'Purge all' : 'Purge all shown'}
+                  {current === '' ? 'Purge all' : 'Purge all shown'}
                 </button>
               </div>
             ) : null}
           </div>
           {shown.length === 0 ? (
-            <p class="empty">No dead letters{reason === '' ? '' : ` with reason ${reason}`}.</p>
+            <p class="empty">No dead letters{current === '' ? '' : ` with reason ${current}`}.</p>
           ) : (
             <div class="table-scroll">
               <table>

@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { ApiError } from '../api.js';
 import { formatDuration, formatRelative, formatTime, isoTime, prettyJson } from '../format.js';
 import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
@@ -105,6 +106,9 @@ export function JobPage(props: { queue: string; id: string }) {
   const [confirmation, setConfirmation] = useState<Confirmation>();
   const [message, setMessage] = useState('');
   const job = update?.data;
+  // The countdown of a delivery in flight needs the server's clock: its queue's figures carry
+  // it. Nothing else is read for a job page (never every queue's figures).
+  useTopic(job?.deadline === undefined ? undefined : { kind: 'queueStats', queue });
   const act = async (verb: 'Redrive' | 'Purge') => {
     try {
       const count = await (verb === 'Redrive' ? api.redrive(queue, [id]) : api.purge(queue, [id]));
@@ -137,7 +141,14 @@ export function JobPage(props: { queue: string; id: string }) {
         {message}
       </p>
       {update?.error && job === undefined ? (
-        <ErrorNotice error={update.error} what="this job (it may have been acked or purged)" />
+        <ErrorNotice
+          error={update.error}
+          what={
+            update.error instanceof ApiError && update.error.status === 403
+              ? 'this job'
+              : 'this job (it may have been acked or purged)'
+          }
+        />
       ) : job === undefined ? (
         <Loading what="the job" />
       ) : (

@@ -1,3 +1,4 @@
+import { useState } from 'preact/hooks';
 import { formatCount, formatDuration, formatRate } from '../format.js';
 import { RATE_COUNTERS, type RateCounter } from '../history.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
@@ -15,10 +16,15 @@ const RATE_HEADERS: Partial<Record<RateCounter, string>> = {
 };
 const SHOWN_RATES = RATE_COUNTERS.filter((name) => RATE_HEADERS[name] !== undefined);
 
-/** Every queue the key can see, one row each. */
+/** How many queues the overview lists at once: drawing 5,000 rows every 2 s stalls the page. */
+export const QUEUES_PER_PAGE = 50;
+
+/** Every queue the key can see, one row each, a page of QUEUES_PER_PAGE at a time. */
 export function OverviewPage() {
   const { history, me } = useSession();
   const stats = useTopic({ kind: 'stats' });
+  const [filter, setFilter] = useState('');
+  const [pageAsked, setPage] = useState(0);
   if (stats?.data === undefined) {
     return stats?.error ? (
       <ErrorNotice error={stats.error} what="the queues" />
@@ -26,15 +32,52 @@ export function OverviewPage() {
       <Loading what="queues" />
     );
   }
-  const queues = stats.data.queues;
+  const all = stats.data.queues;
+  const needle = filter.trim().toLowerCase();
+  const matching =
+    needle === '' ? all : all.filter((entry) => entry.name.toLowerCase().includes(needle));
+  const pages = Math.max(1, Math.ceil(matching.length / QUEUES_PER_PAGE));
+  // Queues go while a later page is open: it stays within what there is.
+  const page = Math.min(pageAsked, pages - 1);
+  const first = page * QUEUES_PER_PAGE;
+  const queues = matching.slice(first, first + QUEUES_PER_PAGE);
+  // A small install sees its queues as ever: the filter and pages come with more than a page.
+  const paged = all.length > QUEUES_PER_PAGE || needle !== '';
   return (
     <section aria-labelledby="overview-title">
       <h1 id="overview-title">Queues</h1>
       <ErrorNotice error={stats.error} what="the latest figures" />
-      {queues.length === 0 ? (
+      {paged ? (
+        <div class="toolbar">
+          <label>
+            Filter by name{' '}
+            <input
+              type="search"
+              value={filter}
+              placeholder="part of a queue's name"
+              spellcheck={false}
+              onInput={(event) => {
+                setFilter(event.currentTarget.value);
+                setPage(0);
+              }}
+            />
+          </label>
+          <Pager
+            first={first}
+            shown={queues.length}
+            total={matching.length}
+            page={page}
+            pages={pages}
+            onPage={setPage}
+          />
+        </div>
+      ) : null}
+      {all.length === 0 ? (
         <p class="empty">
           No queues this key can see. Create one with PUT /v1/queues/&lt;name&gt;.
         </p>
+      ) : queues.length === 0 ? (
+        <p class="empty">No queue's name contains “{filter.trim()}”.</p>
       ) : (
         <div class="table-scroll">
           <table class="figures">
@@ -67,8 +110,8 @@ export function OverviewPage() {
             </thead>
             <tbody>
               {queues.map(({ name, stats: figures }) => {
-                const samples = history.of(name);
-                const latest = samples.at(-1);
+                const depths = history.depths(name);
+                const rates = history.rates(name);
                 const dead = formatCount(figures.dead);
                 return (
                   <tr key={name}>
@@ -96,13 +139,13 @@ export function OverviewPage() {
                     </td>
                     {SHOWN_RATES.map((rate) => (
                       <td class="num rate" key={rate}>
-                        {formatRate(latest?.rates[rate])}
+                        {formatRate(rates?.[rate])}
                       </td>
                     ))}
                     <td>
                       <Sparkline
-                        values={samples.map((sample) => sample.stats.ready + sample.stats.delayed)}
-                        label={`Depth of ${name} over the last ${samples.length} readings`}
+                        values={depths}
+                        label={`Depth of ${name} over the last ${depths.length} readings`}
                       />
                     </td>
                   </tr>
@@ -113,5 +156,32 @@ export function OverviewPage() {
         </div>
       )}
     </section>
+  );
+}
+
+/** "51–100 of 5,000 queues", and the buttons to the pages before and after. */
+function Pager(props: {
+  first: number;
+  shown: number;
+  total: number;
+  page: number;
+  pages: number;
+  onPage(page: number): void;
+}) {
+  const { first, shown, total, page, pages, onPage } = props;
+  return (
+    <nav class="pager" aria-label="Pages of queues">
+      <span role="status">
+        {shown === 0
+          ? `0 of ${formatCount(total)} queues`
+          : `${formatCount(first + 1)}–${formatCount(first + shown)} of ${formatCount(total)} queues`}
+      </span>
+      <button type="button" disabled={page === 0} onClick={() => onPage(page - 1)}>
+        Previous page
+      </button>
+      <button type="button" disabled={page >= pages - 1} onClick={() => onPage(page + 1)}>
+        Next page
+      </button>
+    </nav>
   );
 }

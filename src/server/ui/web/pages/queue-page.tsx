@@ -1,4 +1,4 @@
-import { WAITING_SHOWN } from '../api.js';
+import { ApiError, WAITING_SHOWN } from '../api.js';
 import {
   formatBound,
   formatCount,
@@ -7,7 +7,7 @@ import {
   formatTime,
   isoTime,
 } from '../format.js';
-import type { Sample } from '../history.js';
+import type { RateCounter, Series } from '../history.js';
 import { Chart, type ChartSeries } from '../parts/chart.js';
 import { JobLink } from '../parts/job-link.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
@@ -72,23 +72,23 @@ function Options(props: { queue: string }) {
   );
 }
 
-function Charts(props: { samples: readonly Sample[] }) {
-  const { samples } = props;
-  const times = samples.map((sample) => sample.at);
-  const gauge = (label: string, color: string, pick: (s: QueueStats) => number): ChartSeries => ({
+function Charts(props: { series: Series }) {
+  const { series } = props;
+  const times = series.times;
+  const gauge = (label: string, color: string, values: number[]): ChartSeries => ({
     label,
     color,
-    values: samples.map((sample) => pick(sample.stats)),
+    values,
   });
-  const rate = (label: string, color: string, name: keyof Sample['rates']): ChartSeries => ({
+  const rate = (label: string, color: string, name: RateCounter): ChartSeries => ({
     label,
     color,
-    values: samples.map((sample) => sample.rates[name]),
+    values: series.rates[name],
   });
   return (
-    <section aria-labelledby="charts-title">
+    <section class="charts-section" aria-labelledby="charts-title">
       <h2 id="charts-title">Since this page opened</h2>
-      {samples.length < 2 ? (
+      {times.length < 2 ? (
         <p class="empty">The charts fill in as readings arrive (one every 2 s).</p>
       ) : (
         <div class="charts">
@@ -96,15 +96,15 @@ function Charts(props: { samples: readonly Sample[] }) {
             title="Depth"
             times={times}
             series={[
-              gauge('Ready', '--series-1', (s) => s.ready),
-              gauge('Delayed', '--series-2', (s) => s.delayed),
-              gauge('Dead', '--series-4', (s) => s.dead),
+              gauge('Ready', '--series-1', series.gauges.ready),
+              gauge('Delayed', '--series-2', series.gauges.delayed),
+              gauge('Dead', '--series-4', series.gauges.dead),
             ]}
           />
           <Chart
             title="In flight"
             times={times}
-            series={[gauge('In flight', '--series-3', (s) => s.active)]}
+            series={[gauge('In flight', '--series-3', series.gauges.active)]}
           />
           <Chart
             title="Deliveries and acks per second"
@@ -256,10 +256,13 @@ function Waiting(props: { queue: string; stats: QueueStats | undefined }) {
 export function QueuePage(props: { queue: string }) {
   const { queue } = props;
   const { history, me } = useSession();
-  const all = useTopic({ kind: 'stats' });
-  const stats = all?.data?.queues.find((entry) => entry.name === queue)?.stats;
+  // This queue's figures alone: a page about one queue never reads every queue's.
+  const read = useTopic({ kind: 'queueStats', queue });
+  const stats = read?.data;
   const admin = can(me, 'admin', queue);
-  if (all?.data !== undefined && stats === undefined) {
+  const missing =
+    read?.error instanceof ApiError && (read.error.status === 404 || read.error.status === 403);
+  if (missing) {
     return <p class="notice">No queue named {queue} that this key can see.</p>;
   }
   return (
@@ -268,9 +271,20 @@ export function QueuePage(props: { queue: string }) {
         <span class="muted">Queue</span> {queue}
       </h1>
       <QueueTabs queue={queue} current="queue" dead={stats?.dead} />
-      {stats === undefined ? <Loading what="figures" /> : <Figures stats={stats} />}
+      {stats === undefined ? (
+        read?.error ? (
+          <ErrorNotice error={read.error} what="the figures" />
+        ) : (
+          <Loading what="figures" />
+        )
+      ) : (
+        <>
+          {read?.error ? <ErrorNotice error={read.error} what="the latest figures" /> : null}
+          <Figures stats={stats} />
+        </>
+      )}
       <div class="two-columns wide-left">
-        <Charts samples={history.of(queue)} />
+        <Charts series={history.series(queue)} />
         <Options queue={queue} />
       </div>
       {admin ? (

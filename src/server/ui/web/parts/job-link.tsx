@@ -8,10 +8,15 @@ import { href } from '../router.js';
 export function JobLink({ queue, id }: { queue: string; id: string }) {
   if (id === '.' || id === '..') {
     return (
-      <span class="unlinked" title="a job with this id cannot be opened by its URL">
+      <span class="unlinked job-id" title="a job with this id cannot be opened by its URL">
         {id}
       </span>
     );
   }
-  return <a href={href.job(queue, id)}>{id}</a>;
+  // In a table a long id is cut (its whole in the title), so it never pushes the row's buttons away.
+  return (
+    <a href={href.job(queue, id)} class="job-id" title={id}>
+      {id}
+    </a>
+  );
 }

@@ -1,0 +1,270 @@
+/// <reference lib="dom" />
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
+import { artifactPath, callApi, launchChromium, skipBrowser } from './browser.js';
+
+/** The dashboard at its limits: many queues, long texts, large figures, a server gone. */
+
+const ADMIN = 'admin-key-0123456789';
+const PUBLISHER = 'publisher-key-0123456789';
+/** More than a page of the overview (50), and more than keep every chart figure (100). */
+const QUEUES = 120;
+const LONG_REASON =
+  'Error: upstream payment service answered 503 Service Unavailable while charging card; '
+    .repeat(12)
+    .slice(0, 1000);
+const LONG_ID = `order-${'x'.repeat(250)}`;
+
+let server: RunningServer;
+let browser: Browser;
+let dir: string;
+
+const api = (method: string, path: string, body?: unknown) =>
+  callApi(server.url, ADMIN, method, path, body);
+
+/** `ids` dead in `queue`, each with the reason `reasonOf` gives (none: the nack's default). */
+async function kill(queue: string, ids: string[], reasonOf: (id: string) => string | undefined) {
+  await api('PUT', `/v1/queues/${queue}`, { maxDeliveries: 1 });
+  await api('POST', `/v1/queues/${queue}/jobs/batch`, { jobs: ids.map((id) => ({ id })) });
+  const taken = (await api('POST', `/v1/queues/${queue}/receive`, { max: ids.length })).body;
+  for (const delivery of taken.deliveries) {
+    const reason = reasonOf(delivery.id);
+    await api('POST', `/v1/queues/${queue}/nack`, {
+      receipt: delivery.receipt,
+      requeue: false,
+      ...(reason === undefined ? {} : { reason }),
+    });
+  }
+}
+
+beforeAll(async () => {
+  if (skipBrowser) return;
+  dir = mkdtempSync(join(tmpdir(), 'leaseq-ui-limits-'));
+  server = await startServer(
+    loadConfig({
+      flags: {
+        port: '0',
+        host: '127.0.0.1',
+        storage: `sqlite:${join(dir, 'leaseq.db')}`,
+        durability: 'os',
+        logLevel: 'silent',
+        receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
+        keys: JSON.stringify([
+          { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
+          { name: 'publisher', key: PUBLISHER, allow: [{ queues: '*', actions: ['publish'] }] },
+        ]),
+      },
+    }),
+  );
+  await Promise.all(
+    Array.from({ length: QUEUES }, (_, n) =>
+      api('PUT', `/v1/queues/q${String(n).padStart(3, '0')}`, {}),
+    ),
+  );
+  // 12,000 ready: five-digit figures on the depth chart's axis.
+  for (let at = 0; at < 12_000; at += 100) {
+    await api('POST', '/v1/queues/q000/jobs/batch', {
+      jobs: Array.from({ length: 100 }, (_, n) => ({ id: `r${at + n}` })),
+    });
+  }
+  await api('POST', '/v1/queues/q000/receive', {});
+  await kill('wide', ['short', LONG_ID], (id) => (id === 'short' ? LONG_REASON : 'timeout'));
+  await kill('mixed', ['a1', 'a2', 'a3', 'a4', 'b1', 'b2'], (id) =>
+    id.startsWith('a') ? 'alpha' : id === 'b1' ? 'beta' : undefined,
+  );
+  browser = await launchChromium();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+async function open(key = ADMIN): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(`${server.url}/`);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Queues' }).waitFor();
+  return { context, page };
+}
+
+/** The paths of the API reads `page` makes while `during` runs. */
+async function readsDuring(page: Page, during: () => Promise<void>): Promise<string[]> {
+  const paths: string[] = [];
+  const listen = (request: { url(): string }) => paths.push(new URL(request.url()).pathname);
+  page.on('request', listen);
+  await during();
+  page.off('request', listen);
+  return paths;
+}
+
+const go = (page: Page, hash: string) =>
+  page.evaluate((to) => {
+    window.location.hash = to;
+  }, hash);
+
+describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
+  let admin: { context: BrowserContext; page: Page };
+
+  it('lists queues a page of 50 at a time, with a name filter', async () => {
+    admin = await open();
+    const { page } = admin;
+    const rows = page.locator('table.figures tbody tr');
+    await page.getByText(`1–50 of ${QUEUES + 2} queues`).waitFor();
+    await expect(rows.count()).resolves.toBe(50);
+    await expect(rows.first().locator('th').textContent()).resolves.toBe('mixed');
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByText(`51–100 of ${QUEUES + 2} queues`).waitFor();
+    await expect(rows.first().locator('th').textContent()).resolves.toBe('q049');
+    await page.getByLabel('Filter by name').fill('q11');
+    await page.getByText('1–10 of 10 queues').waitFor();
+    await expect(rows.count()).resolves.toBe(10);
+    await expect(page.getByRole('button', { name: 'Previous page' }).isDisabled()).resolves.toBe(
+      true,
+    );
+    // Two readings later the rows have their sparklines and stay a page long.
+    await page.waitForFunction(() => document.querySelectorAll('svg.sparkline').length === 10);
+    await page.getByLabel('Filter by name').fill('');
+    await page.getByText(`1–50 of ${QUEUES + 2} queues`).waitFor();
+  });
+
+  it('reads every queue’s figures on the overview only: a queue or job page reads its own', async () => {
+    const { page } = admin;
+    await go(page, '#/queues/q000');
+    await page.getByRole('heading', { name: /Queue\s+q000/ }).waitFor();
+    const onQueue = await readsDuring(page, () => page.waitForTimeout(2_500));
+    expect(onQueue).toContain('/v1/queues/q000/stats');
+    expect(onQueue).not.toContain('/v1/stats');
+    await go(page, '#/queues/q001/jobs/none');
+    await page.getByRole('heading', { name: /Job\s+none/ }).waitFor();
+    const onJob = await readsDuring(page, () => page.waitForTimeout(2_500));
+    expect(onJob.filter((path) => path.endsWith('/stats'))).toEqual([]);
+    await go(page, '#/');
+    const onOverview = await readsDuring(page, () => page.waitForTimeout(2_500));
+    expect(onOverview).toContain('/v1/stats');
+  });
+
+  it('fits the y axis to five-digit figures, and gaps the charts from what is in flight', async () => {
+    const { page } = admin;
+    await go(page, '#/queues/q000');
+    await page.waitForFunction(() => document.querySelectorAll('.chart canvas').length === 4);
+    // Nothing drawn in the canvas's first columns: a label wider than its axis is cut there.
+    const inkAtLeftEdge = await page.evaluate(() => {
+      const canvas = document.querySelector('.chart canvas') as HTMLCanvasElement;
+      const context = canvas.getContext('2d') as CanvasRenderingContext2D;
+      const { data } = context.getImageData(0, 0, 2, canvas.height);
+      let ink = 0;
+      for (let at = 3; at < data.length; at += 4) if ((data[at] ?? 0) > 0) ink += 1;
+      return ink;
+    });
+    expect(inkAtLeftEdge).toBe(0);
+    const gap = await page.evaluate(() => {
+      const charts = document.querySelector('.charts-section') as HTMLElement;
+      const inFlight = document.querySelector('[aria-labelledby="in-flight-title"]') as HTMLElement;
+      return inFlight.getBoundingClientRect().top - charts.getBoundingClientRect().bottom;
+    });
+    expect(gap).toBeGreaterThanOrEqual(12);
+    await page.screenshot({ path: artifactPath('limits-axis.png') });
+  });
+
+  it('draws each chart once after colour-scheme changes, and resizes the one shown', async () => {
+    const { page } = admin;
+    const perChart = () =>
+      page.$$eval('figure.chart', (charts) =>
+        charts.map((chart) => chart.querySelectorAll('.uplot').length),
+      );
+    for (const scheme of ['dark', 'light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      await expect.poll(perChart).toEqual([1, 1, 1, 1]);
+    }
+    await page.setViewportSize({ width: 800, height: 900 });
+    await expect
+      .poll(() =>
+        page.$$eval('figure.chart', (charts) =>
+          charts.map((chart) => {
+            const box = chart.firstElementChild as HTMLElement;
+            const plot = chart.querySelector('.uplot') as HTMLElement;
+            return Math.abs(box.clientWidth - plot.getBoundingClientRect().width) <= 1;
+          }),
+        ),
+      )
+      .toEqual([true, true, true, true]);
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize({ width: 1366, height: 900 });
+  });
+
+  it('cuts a long reason and a long id, so that every row keeps its buttons in view', async () => {
+    const { page } = admin;
+    await go(page, '#/queues/wide/dead-letters');
+    await page.locator('table tbody tr').nth(1).waitFor();
+    const layout = await page.evaluate(() => {
+      const box = (document.querySelector('.table-scroll') as HTMLElement).getBoundingClientRect();
+      return {
+        overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+        buttonsInView: Array.from(document.querySelectorAll('td.row-actions button')).every(
+          (button) => button.getBoundingClientRect().right <= Math.min(innerWidth, box.right),
+        ),
+        select: (document.querySelector('select') as HTMLElement).getBoundingClientRect().width,
+      };
+    });
+    expect(layout.overflow).toBeLessThanOrEqual(0);
+    expect(layout.buttonsInView).toBe(true);
+    expect(layout.select).toBeLessThan(480);
+    // The whole of each in a title.
+    const reason = page.getByRole('cell').locator('.badge.reason').filter({ hasText: 'Error:' });
+    await expect(reason.getAttribute('title')).resolves.toBe(LONG_REASON);
+    await expect(
+      page.getByRole('link', { name: LONG_ID, exact: true }).getAttribute('title'),
+    ).resolves.toBe(LONG_ID);
+    await page.screenshot({ path: artifactPath('limits-wide.png') });
+  });
+
+  it('goes back to all reasons when the one filtered by has no dead letter left', async () => {
+    const { page } = admin;
+    await go(page, '#/queues/mixed/dead-letters');
+    const rows = page.locator('table tbody tr');
+    await expect.poll(() => rows.count()).toBe(6);
+    await page.getByLabel('Reason').selectOption('beta');
+    await expect.poll(() => rows.count()).toBe(1);
+    await page.getByRole('button', { name: 'Purge all shown' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Purge 1 job' }).click();
+    await page.getByRole('status').filter({ hasText: 'Purged: 1 job.' }).waitFor();
+    await expect.poll(() => rows.count()).toBe(5);
+    await expect(page.getByLabel('Reason').inputValue()).resolves.toBe('');
+    // A nack's default reason is said once, not as "rejected rejected".
+    const b2 = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'b2' }) });
+    await expect(b2.locator('td').nth(4).textContent()).resolves.toBe('rejected');
+    await expect(
+      page.getByRole('button', { name: 'Purge all', exact: true }).count(),
+    ).resolves.toBe(1);
+  });
+
+  it('says when the figures are not updating, and keeps the time of the last answer', async () => {
+    const { page } = admin;
+    await go(page, '#/');
+    const live = page.locator('.live-text');
+    await expect.poll(() => live.textContent()).toMatch(/^Live · /);
+    await page.route('**/v1/**', (route) => route.abort());
+    await expect.poll(() => live.textContent(), { timeout: 6_000 }).toMatch(/^Not updating/);
+    const stopped = await live.textContent();
+    await page.waitForTimeout(2_200);
+    await expect(live.textContent()).resolves.toBe(stopped);
+    await page.unroute('**/v1/**');
+    await expect.poll(() => live.textContent(), { timeout: 6_000 }).toMatch(/^Live · /);
+    await admin.context.close();
+  });
+
+  it('tells a key refused a job (403) that it may not read it, not that it is gone', async () => {
+    const { context, page } = await open(PUBLISHER);
+    await go(page, '#/queues/mixed/jobs/a1');
+    await page.getByText('This key may not read this job.', { exact: true }).waitFor();
+    await context.close();
+  });
+});
