@@ -115,7 +115,8 @@ export class EngineBroker implements Broker {
     return new Scheduler(
       this.engine,
       this.clock,
-      async (queue, input) => (await this.queue(queue)).publish(input),
+      // Not `queue`: a queue deleted during a pass is not made again by its occurrence.
+      (queue, input) => this.handle(queue).publish(input),
       options,
     );
   }

@@ -1,3 +1,4 @@
+import { NotFoundError, ValidationError } from '../core/index.js';
 import type { Engine, ScheduleRecord } from '../engine/index.js';
 import type { Clock } from './clock.js';
 import { dueOccurrence, nextOccurrence, occurrenceId } from './schedule-times.js';
@@ -90,7 +91,18 @@ export class Scheduler {
       input: { id: string; payload: unknown },
     ) => Promise<{ duplicate: boolean }>,
     private readonly options: SchedulerOptions = {},
-  ) {}
+  ) {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new ValidationError('scheduler options must be an object, as { intervalMs: 1000 }');
+    }
+    const interval = options.intervalMs;
+    // 0, a negative or NaN would make a loop of passes each listing every schedule.
+    if (interval !== undefined && (!Number.isSafeInteger(interval) || interval < 1)) {
+      throw new ValidationError(
+        `intervalMs must be an integer ≥ 1 (ms between passes), got ${String(interval)}`,
+      );
+    }
+  }
 
   /**
    * One pass: publishes every due occurrence and records it; returns what it published. A
@@ -209,11 +221,13 @@ export class Scheduler {
     if (this.engine.transaction !== undefined && this.engine.capabilities.transactions) {
       // Both in one transaction: no pass can record an occurrence and die before publishing it,
       // and a publish refused takes the record back with it.
-      const result = await this.engine.transaction(async (tx) =>
-        (await tx.advanceSchedule(queue, name, lastAt, at))
-          ? tx.publish(queue, now, input)
-          : undefined,
-      );
+      const result = await this.engine
+        .transaction(async (tx) =>
+          (await tx.advanceSchedule(queue, name, lastAt, at))
+            ? tx.publish(queue, now, input)
+            : undefined,
+        )
+        .catch(gone);
       if (result === undefined) return undefined;
       duplicate = result.duplicate;
     } else {
@@ -224,7 +238,7 @@ export class Scheduler {
       } catch (error) {
         // Refused (queue full): the occurrence is not recorded either, so a later pass has it.
         await this.engine.advanceSchedule(queue, name, at, lastAt);
-        throw error;
+        return gone(error);
       }
     }
     return { queue, name, at, id, duplicate };
@@ -244,4 +258,13 @@ function sameTimes(known: QuietSchedule, schedule: ScheduleRecord): boolean {
     known.cron === schedule.cron &&
     known.timezone === schedule.timezone
   );
+}
+
+/**
+ * The queue of a schedule deleted during the pass (R25: its schedules went with it): nothing to
+ * publish or report. Any other refusal is thrown on.
+ */
+function gone(error: unknown): undefined {
+  if (error instanceof NotFoundError) return undefined;
+  throw error;
 }
