@@ -370,10 +370,11 @@ export class EngineQueue implements Queue {
     if (wait === 0 || ready.length > 0 || signal?.aborted) return ready;
     const until = this.clock.now() + wait;
     // Receivers that can take the same jobs share a lane (see WakeSignal): one of them looks
-    // at a wake-up, and passes it on when it may have left jobs for the next.
-    const lane = operation.session ?? '';
+    // at a wake-up, and passes it on when it may have left jobs for the next. What a receive
+    // may take depends on its session (its prefetch) and its ack mode (at most once, no
+    // prefetch bound applies: R22).
+    const lane = `${operation.ack}:${operation.session ?? ''}`;
     let answer: Delivery[] | undefined;
-    let handed = false;
     try {
       for (let first = true; ; first = false) {
         // Woken by the caller's signal or by closing: answer empty, touch nothing more.
@@ -419,10 +420,8 @@ export class EngineQueue implements Queue {
         // Released: a job reserved for us meanwhile is ours (it comes with its commit).
         const handedJobs = handedOver === undefined ? [] : await handedOver;
         if (handedJobs.length > 0) {
-          // The transaction that handed them over served every waiting receiver while it had
-          // jobs: nothing is left for the lane.
-          handed = true;
-          return this.agedSinceReserved(operation, handedJobs);
+          answer = this.agedSinceReserved(operation, handedJobs);
+          return answer;
         }
         if (failure !== undefined) throw failure.error;
         if (this.clock.now() >= until) {
@@ -436,9 +435,11 @@ export class EngineQueue implements Queue {
     } finally {
       // Leaving without jobs (its wait over, aborted, failed) or with all it asked for, this
       // receiver may leave a wake-up or jobs unlooked at: the next of its lane looks. One that
-      // took fewer than it asked for found the queue dry for its lane.
+      // took fewer than it asked for found the queue dry for its lane. (Jobs handed over count
+      // too: on PostgreSQL the receiver's own statement, woken by another process's publish,
+      // takes them, and serves no other receiver.)
       const dry = answer !== undefined && answer.length > 0 && answer.length < operation.max;
-      if (!handed && !dry) this.wakes.relay(this.name, lane);
+      if (!dry) this.wakes.relay(this.name, lane);
     }
   }
 

@@ -7,8 +7,8 @@ type Lane = Set<() => void>;
  * Parks receivers of a queue until something may have made a job ready there.
  *
  * A wake-up looks with one receiver per lane, not all of them: receivers of one lane (those
- * of one session, or those of none) can take the same jobs, so when the first finds nothing
- * the others would find nothing too. One that takes all it asked for, or leaves without
+ * of one session and ack mode, or of none and one ack mode) can take the same jobs, so when
+ * the first finds nothing the others would find nothing too. One that takes all it asked for, or leaves without
  * taking any, passes the wake-up on to the next of its lane (`relay`). A thousand parked
  * receives then cost a publish one look, not a thousand.
  */
