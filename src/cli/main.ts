@@ -4,16 +4,22 @@ import { runCli } from './run.js';
 
 /** The only place that reads argv, listens for signals or sets the exit code. */
 const stop = new AbortController();
+// Every signal, not the first only: a second Ctrl-C must not kill the command with the default
+// handler while it finishes what the first asked (publish: the batch in hand, read but not yet
+// sent, would be lost). The stop itself is bounded (requests time out, serve's shutdown too).
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, () => stop.abort());
+  process.on(signal, () => stop.abort());
 }
 // A reader that went away (`leaseq dead list q | head -1`) ends the command as SIGPIPE ends
 // other programs: quietly, with the shell's code for it (128 + 13), so pipefail still sees it.
+// Standard error too (`leaseq publish q --file f 2>&1 | head -1`): not an uncaught EPIPE.
 const SIGPIPE_EXIT = 141;
-process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code === 'EPIPE') process.exit(SIGPIPE_EXIT);
-  throw error;
-});
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(SIGPIPE_EXIT);
+    throw error;
+  });
+}
 
 // Under npm or npx the signal may stop at the wrapper's shell: stop when the parent goes.
 const parentWatch = startedByNpm(process.env)

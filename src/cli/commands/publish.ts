@@ -3,7 +3,7 @@ import type { RemoteQueue } from '../../client/index.js';
 import type { PublishInput, PublishResult } from '../../core/index.js';
 import { type CliContext, type Command, EXIT, UsageError, type Values } from '../command.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
-import { type Line, readLines } from '../json-lines.js';
+import { type Line, LineError, readLines } from '../json-lines.js';
 import { ProgressBar } from '../progress.js';
 import { printJson, withClient } from '../remote.js';
 
@@ -34,6 +34,10 @@ export const publish: Command = {
     '--progress     draw a progress bar on stderr even when it is not a terminal',
     'The job flags go with payload arguments, --batch-size and --progress with lines: mixed,',
     'exit code 2.',
+    'A line that is not well-formed UTF-8 (never read as U+FFFD), or longer than 256 MiB, is',
+    'refused as one that is not JSON: its batch is not published, exit code 1.',
+    'SIGINT or SIGTERM (also while waiting for input): the batch in hand is published, nothing',
+    'more is read, exit code 1 ("stopped before line N"); a second signal does not cut it short.',
   ],
   options: {
     id: { type: 'string' },
@@ -172,21 +176,38 @@ async function publishLines(
     batch = [];
   };
   let stoppedBefore: number | undefined;
-  try {
-    for await (const line of readLines(source, (n) => {
+  // SIGINT or SIGTERM: finish the batch in hand, read no further (a wait for input ends then).
+  const lines = readLines(source, {
+    onBytes: (n) => {
       bytes += n;
-    })) {
-      // SIGINT or SIGTERM: finish the batch in hand, read no further.
-      if (context.stop.aborted) {
-        stoppedBefore = line.number;
+    },
+    signal: context.stop,
+  });
+  try {
+    for (;;) {
+      let next: IteratorResult<Line, number | undefined>;
+      try {
+        next = await lines.next();
+      } catch (error) {
+        // Not UTF-8, or too long: refused as a line that is not JSON is, its batch unpublished.
+        if (!(error instanceof LineError)) throw error;
+        const before = counts.published + counts.duplicates;
+        throw new Error(`${error.message} (${before} jobs were published before it)`, {
+          cause: error,
+        });
+      }
+      if (next.done === true) {
+        stoppedBefore = next.value;
         break;
       }
-      batch.push(line);
+      batch.push(next.value);
       if (batch.length >= batchSize) await flush();
     }
     await flush();
   } finally {
     bar.finish();
+    // A refused batch ends the reading too: the input is let go, as a for-await would.
+    await lines.return(undefined);
   }
   if (!values.json) {
     const stopped = stoppedBefore === undefined ? '' : `; stopped before line ${stoppedBefore}`;
@@ -221,9 +242,10 @@ async function publishBatch(
     return await queue.publishBatch(jobs);
   } catch (error) {
     const range = `${lines[0]?.number}–${lines.at(-1)?.number}`;
-    // The batch's jobs[k] is a line of the file: named by its number, as the lines above are.
+    // The batch's jobs[k] is a line of the file: named by its number, as the lines above are,
+    // on either transport (the publish is the batch's only operation: `operations[0].jobs[k]`).
     const reason = (error as Error).message.replace(
-      /jobs\[(\d+)\](\.)?/g,
+      /(?:\boperations\[\d+\]\.)?\bjobs\[(\d+)\](\.)?/g,
       (whole, index: string, dot: string | undefined) => {
         const line = lines[Number(index)];
         if (line === undefined) return whole;

@@ -1,0 +1,126 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Operation } from '../../src/core/index.js';
+import { open } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
+import { withWrappedQueues } from '../server/helpers.js';
+
+// src/cli/main.ts as a real process, run from the sources (no build needed): what it does with
+// signals and with a standard error nobody reads. Each child is killed by pid if a test fails.
+const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+const children: ChildProcess[] = [];
+let server: { baseUrl: string; close(): Promise<void> } | undefined;
+
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+  await server?.close();
+  server = undefined;
+});
+
+function leaseqProcess(args: string[]): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, LEASEQ_SERVER: server?.baseUrl ?? 'http://127.0.0.1:1' },
+  });
+  children.push(child);
+  return child;
+}
+
+function exited(child: ChildProcess): Promise<{ code: number | null; signal: string | null }> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resolve({ code: child.exitCode, signal: child.signalCode });
+    } else child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+}
+
+function text(stream: NodeJS.ReadableStream | null): () => string {
+  let read = '';
+  stream?.on('data', (chunk: Buffer) => {
+    read += chunk.toString();
+  });
+  return () => read;
+}
+
+async function until(check: () => boolean | Promise<boolean>, what: string, ms = 15_000) {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('leaseq as a process (from the sources)', () => {
+  it('publish: SIGINT ends the wait for input, a second one does not lose the batch in hand', async () => {
+    // A server whose publish of job "held" waits until released.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let holding = false;
+    const real = await open('memory:');
+    const broker = withWrappedQueues(real, (queue) =>
+      Object.assign(Object.create(queue), {
+        execute: async (operations: readonly Operation[]) => {
+          if (JSON.stringify(operations).includes('"held"')) {
+            holding = true;
+            await held;
+          }
+          return queue.execute(operations);
+        },
+      }),
+    );
+    const app = await createApp({
+      receiptSecret: 'test-secret-of-at-least-32-characters',
+      broker,
+    });
+    const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+    server = {
+      baseUrl,
+      close: async () => {
+        release();
+        await app.close();
+        await real.close();
+      },
+    };
+    await real.queue('sig');
+    const ready = async () => {
+      const queue = await real.queue('sig');
+      return [...(await queue.inspect()).ready].sort();
+    };
+
+    const cli = leaseqProcess(['publish', 'sig', '--batch-size', '2']);
+    const stdout = text(cli.stdout);
+    const stderr = text(cli.stderr);
+    const exit = exited(cli);
+    cli.stdin?.write('{"id":"a"}\n{"id":"b"}\n');
+    await until(async () => (await ready()).length === 2, 'the first batch');
+    // Read, but in hand: a batch of 2 is not full. Then the pipe stays open and idle.
+    cli.stdin?.write('{"id":"held"}\n');
+    await sleep(300);
+    cli.kill('SIGINT');
+    await until(() => holding, 'the batch in hand to be sent after SIGINT', 5000);
+    cli.kill('SIGINT');
+    await sleep(300);
+    expect(cli.exitCode, stderr()).toBe(null);
+    expect(cli.signalCode).toBe(null);
+    release();
+    expect(await exit).toEqual({ code: 1, signal: null });
+    expect(stdout()).toBe('published 3 jobs (0 duplicates) to sig; stopped before line 4\n');
+    expect(stderr()).toBe('');
+    expect(await ready()).toEqual(['a', 'b', 'held']);
+  }, 30_000);
+
+  it('ends quietly with 141 when the reader of its standard error has gone, as for stdout', async () => {
+    const cli = leaseqProcess(['no-such-command']);
+    const stdout = text(cli.stdout);
+    cli.stderr?.destroy();
+    expect(await exited(cli)).toEqual({ code: 141, signal: null });
+    expect(stdout()).toBe('');
+  }, 30_000);
+});
