@@ -270,7 +270,27 @@ export class StreamChannel implements Channel {
       this.prefetches.set(key, prefetch);
     }
     if (!prefetch.holding) this.freeHeldElsewhere(queue, prefetch);
-    return prefetch.take(max, wait, signal);
+    const connection = this.link.connection;
+    try {
+      return await prefetch.take(max, wait, signal);
+    } catch (error) {
+      // Its subscription ended by the server with the session (timed out, closed elsewhere).
+      if (
+        (error as { code?: unknown }).code === 'SESSION_CLOSED' &&
+        reserve.session !== undefined
+      ) {
+        this.forgetEnded(reserve.session, connection);
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * A session the server said had ended, over the connection it was opened over: nothing to
+   * close later. One opened over an earlier connection stays until closeEnded has closed it.
+   */
+  private forgetEnded(session: string, connection: number | undefined): void {
+    if (this.sessions.get(session)?.connection === connection) this.sessions.delete(session);
   }
 
   /** One `reserve` operation: what is ready now. */
@@ -391,6 +411,12 @@ export class StreamChannel implements Channel {
         });
       } else if (operation.type === 'closeSession' && typeof operation.session === 'string') {
         this.sessions.delete(operation.session);
+      } else if (
+        outcome?.ok === false &&
+        outcome.error.code === 'SESSION_CLOSED' &&
+        typeof operation.session === 'string'
+      ) {
+        this.forgetEnded(operation.session, this.link.connection);
       }
     });
     return outcomes;

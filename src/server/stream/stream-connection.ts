@@ -415,7 +415,15 @@ export class StreamConnection {
 
   /** What an operation changes for this connection: credit back, sessions to close at the end. */
   private observe(queue: Queue, operation: Operation, outcome: Outcome): void {
-    if (!outcome.ok) return;
+    if (!outcome.ok) {
+      // A session the storage ended (its heartbeat or ack timeout, a close over another
+      // connection) is not closed again at the end of this one, nor kept until then.
+      const session = sessionOf(operation);
+      if (outcome.error instanceof SessionClosedError && session !== undefined) {
+        this.forgetSession(queue.name, session);
+      }
+      return;
+    }
     // By name: a queue deleted and made again is another object with the same deliveries' table.
     const subscriptions = [...this.subscriptions.values()].filter(
       (sub) => sub.queue.name === queue.name,
@@ -442,7 +450,7 @@ export class StreamConnection {
         }
         break;
       case 'closeSession':
-        this.sessions.get(queue.name)?.ids.delete(operation.session);
+        this.forgetSession(queue.name, operation.session);
         this.context.sessionClosed(queue.name, operation.session);
         break;
       case 'purgeQueue':
@@ -599,6 +607,13 @@ export class StreamConnection {
     }
   }
 
+  private forgetSession(queue: string, session: string): void {
+    const entry = this.sessions.get(queue);
+    if (entry === undefined) return;
+    entry.ids.delete(session);
+    if (entry.ids.size === 0) this.sessions.delete(queue);
+  }
+
   private forget(id: number): void {
     if (this.subscriptions.delete(id)) this.context.services.metrics.stream.subscriptions(-1);
   }
@@ -627,6 +642,9 @@ export class StreamConnection {
   private subscriptionEnded(subscription: Subscription, error: unknown): void {
     if (this.subscriptions.get(subscription.id) !== subscription) return;
     this.forget(subscription.id);
+    if (error instanceof SessionClosedError && subscription.session !== undefined) {
+      this.forgetSession(subscription.queue.name, subscription.session);
+    }
     const frame: ServerFrame = {
       type: 'unsubscribed',
       subscription: subscription.id,
@@ -780,4 +798,18 @@ function deliveriesAsked(operations: readonly unknown[], maxBatch: number): numb
       typeof max === 'number' && Number.isSafeInteger(max) && max > 0 ? Math.min(max, maxBatch) : 1;
   }
   return asked;
+}
+
+/** The session an operation names, if any. */
+function sessionOf(operation: Operation): string | undefined {
+  switch (operation.type) {
+    case 'reserve':
+    case 'heartbeat':
+    case 'closeSession':
+    case 'ackUpTo':
+    case 'nackUpTo':
+      return operation.session;
+    default:
+      return undefined;
+  }
 }
