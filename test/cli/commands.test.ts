@@ -735,6 +735,15 @@ describe('publish, receive, ack and nack', () => {
     const started = Date.now();
     expect((await run(['receive', name, '--wait', '200', '--json'])).stdout).toBe('[]\n');
     expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    // Stopped by SIGINT or SIGTERM while it waits: said so, exit 1, not "no job ready".
+    const stop = new AbortController();
+    const stopping = leaseq(['receive', name, '--wait', '20000'], { env, stop: stop.signal });
+    setTimeout(() => stop.abort(), 100);
+    expect(await stopping).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: 'stopped before a job came\n',
+    });
   });
 });
 

@@ -39,14 +39,17 @@ export const receive: Command = {
     );
     // An auto-acked job is gone already: no receipt or deadline to settle it by is shown.
     const autoAcked = values['auto-ack'] === true;
+    // Stopped by a signal before a job came: not "no job ready" (a script would go on).
+    const stopped = deliveries.length === 0 && context.stop.aborted;
     if (values.json)
       printJson(
         context,
         deliveries.map((delivery) => toJson(delivery, autoAcked)),
       );
+    else if (stopped) context.stderr.write('stopped before a job came\n');
     else if (deliveries.length === 0) context.stderr.write('no job ready\n');
     else for (const delivery of deliveries) context.stdout.write(describe(delivery, autoAcked));
-    return EXIT.ok;
+    return stopped ? EXIT.failed : EXIT.ok;
   },
 };
 
