@@ -50,6 +50,7 @@ export {
   type ResultOf,
   reschedulesReceivers,
   type StatsOperation,
+  sessionOf,
 } from './operations.js';
 export {
   decodePayload,

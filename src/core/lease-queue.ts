@@ -15,6 +15,7 @@ import {
   type PurgeQueueResult,
   type ReserveOperation,
   type ResultOf,
+  sessionOf,
 } from './operations.js';
 import type { PayloadCodec } from './payload.js';
 import type { JobTransfer, QueueLinks } from './queue-links.js';
@@ -1426,21 +1427,6 @@ function groupView(job: JobRecord): { group?: string; groupSeq?: number } {
 
 function originView(origin: DeadLetterOrigin | undefined): { origin?: DeadLetterOrigin } {
   return origin === undefined ? {} : { origin: { ...origin } };
-}
-
-/** The session an operation names, checked against the issued ones before R3. */
-function sessionOf(operation: Operation): string | undefined {
-  switch (operation.type) {
-    case 'reserve':
-      return operation.session;
-    case 'heartbeat':
-    case 'closeSession':
-    case 'ackUpTo':
-    case 'nackUpTo':
-      return operation.session;
-    default:
-      return undefined;
-  }
 }
 
 /** The first `limit` of `items`, mapped: a cut view never visits the rest of a long list. */

@@ -807,6 +807,20 @@ export function makesJobsReady(operation: Operation): boolean {
   }
 }
 
+/** The session an operation names, if any. */
+export function sessionOf(operation: Operation): string | undefined {
+  switch (operation.type) {
+    case 'reserve':
+    case 'heartbeat':
+    case 'closeSession':
+    case 'ackUpTo':
+    case 'nackUpTo':
+      return operation.session;
+    default:
+      return undefined;
+  }
+}
+
 /**
  * Whether an operation may let a receiver parked in this process go on sooner: it frees
  * prefetch room (ack), or moves a lease deadline (extend), the next event a receiver sleeps to.

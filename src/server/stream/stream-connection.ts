@@ -8,6 +8,7 @@ import {
   type Operation,
   type Outcome,
   SessionClosedError,
+  sessionOf,
   ValidationError,
 } from '../../core/index.js';
 import {
@@ -798,18 +799,4 @@ function deliveriesAsked(operations: readonly unknown[], maxBatch: number): numb
       typeof max === 'number' && Number.isSafeInteger(max) && max > 0 ? Math.min(max, maxBatch) : 1;
   }
   return asked;
-}
-
-/** The session an operation names, if any. */
-function sessionOf(operation: Operation): string | undefined {
-  switch (operation.type) {
-    case 'reserve':
-    case 'heartbeat':
-    case 'closeSession':
-    case 'ackUpTo':
-    case 'nackUpTo':
-      return operation.session;
-    default:
-      return undefined;
-  }
 }
