@@ -60,6 +60,8 @@ export async function* readLines(
   const iterator = chunks[Symbol.asyncIterator]();
   /** The pieces of the line begun and not ended yet, and their bytes. */
   let pending: Buffer[] = [];
+  /** The first half of a surrogate pair that ended a string chunk. */
+  let carried = '';
   let pendingBytes = 0;
   /** Lines ended so far (blank ones too). */
   let number = 0;
@@ -86,7 +88,17 @@ export async function* readLines(
         return number + 1;
       }
       if (next.done === true) break;
-      const chunk = typeof next.value === 'string' ? Buffer.from(next.value) : next.value;
+      let chunk: Buffer;
+      if (typeof next.value === 'string') {
+        // A character split between two string chunks is joined before it is encoded.
+        let text = carried + next.value;
+        carried = '';
+        if (isHighSurrogate(text.charCodeAt(text.length - 1))) {
+          carried = text.slice(-1);
+          text = text.slice(0, -1);
+        }
+        chunk = stringBytes(text);
+      } else chunk = next.value;
       onBytes(chunk.length);
       const last = chunk.lastIndexOf(NEWLINE);
       let start = 0;
@@ -138,6 +150,10 @@ export async function* readLines(
       }
     }
     finished = true;
+    if (carried !== '') {
+      pending.push(stringBytes(carried));
+      pendingBytes += 1;
+    }
     if (pending.length > 0) {
       if (signal?.aborted) return number + 1;
       const text = decode(Buffer.concat(pending), number + 1);
@@ -173,4 +189,34 @@ function nextUnlessStopped<T>(
       },
     );
   });
+}
+
+const NOT_UTF8 = Buffer.from([0xff]);
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+/**
+ * A string as UTF-8, but for a lone surrogate (no character: a string chunk cut inside a pair
+ * and never joined), which becomes a byte that is no UTF-8, so that its line is refused as
+ * input that is not UTF-8 is, rather than read as U+FFFD.
+ */
+function stringBytes(text: string): Buffer {
+  if (!/[\uD800-\uDFFF]/.test(text)) return Buffer.from(text);
+  const parts: Buffer[] = [];
+  let start = 0;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code < 0xd800 || code > 0xdfff) continue;
+    const after = text.charCodeAt(index + 1);
+    if (isHighSurrogate(code) && after >= 0xdc00 && after <= 0xdfff) {
+      index += 1;
+      continue;
+    }
+    parts.push(Buffer.from(text.slice(start, index)), NOT_UTF8);
+    start = index + 1;
+  }
+  parts.push(Buffer.from(text.slice(start)));
+  return Buffer.concat(parts);
 }

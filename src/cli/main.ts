@@ -4,11 +4,20 @@ import { runCli } from './run.js';
 
 /** The only place that reads argv, listens for signals or sets the exit code. */
 const stop = new AbortController();
-// Every signal, not the first only: a second Ctrl-C must not kill the command with the default
-// handler while it finishes what the first asked (publish: the batch in hand, read but not yet
-// sent, would be lost). The stop itself is bounded (requests time out, serve's shutdown too).
+// The first signal stops the command as it says (publish: the batch in hand is sent); a second
+// one ends the process at once, as the default action would: whatever the first is waiting
+// for (a read of a quiet FIFO, a storage lock), the user can always get out.
+let signalled = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => stop.abort());
+  process.on(signal, () => {
+    if (!signalled) {
+      signalled = true;
+      stop.abort();
+      return;
+    }
+    process.removeAllListeners(signal);
+    process.kill(process.pid, signal);
+  });
 }
 // A reader that went away (`leaseq dead list q | head -1`) ends the command as SIGPIPE ends
 // other programs: quietly, with the shell's code for it (128 + 13), so pipefail still sees it.

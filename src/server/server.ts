@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { type DestinationStream, type Logger, pino } from 'pino';
-import type { Broker, Clock } from '../broker/index.js';
+import type { Broker, Clock, Scheduler } from '../broker/index.js';
 import { ValidationError } from '../core/index.js';
 import { redactUrl, storageUrlProblem } from '../engine/index.js';
 import { open } from '../open.js';
@@ -120,8 +120,7 @@ export async function startServer(
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
-      await scheduler?.stop();
-      await shutDown(app, broker, logger, config.shutdownTimeoutMs);
+      await shutDown(app, broker, logger, config.shutdownTimeoutMs, scheduler);
       clearInterval(flushing);
     })();
     return closing;
@@ -143,15 +142,24 @@ async function shutDown(
   broker: Broker,
   logger: Logger,
   timeoutMs: number,
+  scheduler: Scheduler | undefined,
 ): Promise<void> {
   logger.info('shutting down: no new requests, answering waiting receives');
+  let timedOut = () => {};
+  const deadline = new Promise<void>((resolve) => {
+    timedOut = resolve;
+  });
   const cut = setTimeout(() => {
     logger.warn({ timeoutMs }, 'requests still in flight after the shutdown timeout: cutting them');
     app.server.closeAllConnections();
     // Upgraded sockets are not among those: the stream's connections are cut apart.
     cutStreams(app);
+    timedOut();
   }, timeoutMs);
   try {
+    // No occurrence published after this; a pass under way may wait for the storage (a lock
+    // another transaction holds): no longer than the shutdown timeout.
+    await Promise.race([scheduler?.stop(), deadline]);
     await app.close();
   } finally {
     clearTimeout(cut);

@@ -1,4 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Operation } from '../../src/core/index.js';
@@ -56,7 +59,7 @@ async function until(check: () => boolean | Promise<boolean>, what: string, ms =
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('leaseq as a process (from the sources)', () => {
-  it('publish: SIGINT ends the wait for input, a second one does not lose the batch in hand', async () => {
+  it('publish: SIGINT ends the wait for input and sends the batch in hand; a second one ends it at once', async () => {
     // A server whose publish of job "held" waits until released.
     let release = () => {};
     const held = new Promise<void>((resolve) => {
@@ -105,15 +108,54 @@ describe('leaseq as a process (from the sources)', () => {
     await sleep(300);
     cli.kill('SIGINT');
     await until(() => holding, 'the batch in hand to be sent after SIGINT', 5000);
-    cli.kill('SIGINT');
     await sleep(300);
+    // Still sending what it had read: it waits for the server's answer.
     expect(cli.exitCode, stderr()).toBe(null);
     expect(cli.signalCode).toBe(null);
+    // The user insists: the process ends now, whatever it waits for (a quiet FIFO, a lock).
+    cli.kill('SIGINT');
+    expect(await exit).toEqual({ code: null, signal: 'SIGINT' });
+    expect(stdout()).toBe('');
+    // The request was sent: the server still stores the batch once it may.
     release();
-    expect(await exit).toEqual({ code: 1, signal: null });
-    expect(stdout()).toBe('published 3 jobs (0 duplicates) to sig; stopped before line 4\n');
-    expect(stderr()).toBe('');
+    await until(async () => (await ready()).length === 3, 'the batch sent before the second');
     expect(await ready()).toEqual(['a', 'b', 'held']);
+  }, 30_000);
+
+  it('publish --file of a FIFO that stays quiet: a second SIGINT ends it, whatever it waits for', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-fifo-'));
+    const fifo = join(dir, 'jobs');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    // A writer that writes one line, then holds the FIFO open and quiet (a read of it blocks).
+    const writer = spawn(
+      'sh',
+      ['-c', `{ printf '%s\\n' '{"id":"x"}'; exec sleep 30; } > "${fifo}"`],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const broker = await open('memory:');
+    await broker.queue('fifo');
+    const app = await createApp({ receiptSecret: 'test-secret-of-at-least-32-characters', broker });
+    const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+    server = { baseUrl, close: () => app.close().finally(() => broker.close()) };
+    try {
+      const cli = leaseqProcess(['publish', 'fifo', '--file', fifo]);
+      const stdout = text(cli.stdout);
+      const exit = exited(cli);
+      await sleep(1_000);
+      cli.kill('SIGINT');
+      // The line read is published; then the close of the FIFO waits on the read of it.
+      await until(() => stdout().includes('published 1 jobs'), 'the batch in hand', 5_000);
+      expect(cli.exitCode).toBe(null);
+      cli.kill('SIGINT');
+      const ended = await Promise.race([exit, sleep(5_000).then(() => 'still running')]);
+      expect(ended).toEqual({ code: null, signal: 'SIGINT' });
+      expect((await (await broker.queue('fifo')).inspect()).ready).toEqual(['x']);
+    } finally {
+      writer.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 30_000);
 
   it('ends quietly with 141 when the reader of its standard error has gone, as for stdout', async () => {

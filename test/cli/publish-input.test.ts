@@ -94,6 +94,18 @@ describe('readLines', () => {
     });
   });
 
+  it('joins a character split between string chunks, and refuses a lone surrogate by its line', async () => {
+    expect(await collect(['{"id":"\uD83D', '\uDE00"}\n'])).toEqual([
+      { number: 1, text: '{"id":"😀"}' },
+    ]);
+    await expect(collect(['1\n{"id":"\uD83D', '"}\n'])).rejects.toMatchObject({
+      line: 2,
+      message: 'line 2 is not well-formed UTF-8',
+    });
+    await expect(collect(['1\n2\n\uDE00'])).rejects.toMatchObject({ line: 3 });
+    await expect(collect(['1\n\uD83D'])).rejects.toMatchObject({ line: 2 });
+  });
+
   it('is linear in a long line: 16 MiB in 64 KiB chunks well within a second or two', async () => {
     const chunk = Buffer.alloc(64 * 1024, 'x');
     const count = 256;

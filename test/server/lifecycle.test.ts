@@ -118,6 +118,36 @@ describe('startServer', () => {
     );
   });
 
+  it('cuts requests after shutdownTimeoutMs even while a scheduler pass waits for the storage', async () => {
+    const { broker, publishing } = await heldBroker();
+    // The scheduler's pass under way waits for the storage (a lock another transaction holds).
+    const real = broker.scheduler?.bind(broker);
+    const scheduled = Object.assign(Object.create(broker), {
+      scheduler: () => {
+        const scheduler = real?.();
+        if (scheduler === undefined) throw new Error('an in-process broker has a scheduler');
+        return Object.assign(scheduler, { stop: () => new Promise<void>(() => {}) });
+      },
+    });
+    const { lines, destination } = logSink();
+    const server = await startServer(config({ shutdownTimeoutMs: 100 }), {
+      broker: scheduled,
+      logDestination: destination,
+    });
+    await call(server.url, 'PUT', '/v1/queues/q', { body: {} });
+    const stuck = call(server.url, 'POST', '/v1/queues/q/jobs', { body: {} }).catch(
+      (error: Error) => error,
+    );
+    await publishing;
+    const started = Date.now();
+    await server.close();
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(await stuck).toBeInstanceOf(Error);
+    expect(lines.map((line) => line.msg)).toContain(
+      'requests still in flight after the shutdown timeout: cutting them',
+    );
+  });
+
   it('fails to start on a port in use, and closes the storage it opened', async () => {
     const first = await startServer(config(), { logDestination: logSink().destination });
     const real = await open('memory:');

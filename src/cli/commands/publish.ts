@@ -37,7 +37,7 @@ export const publish: Command = {
     'A line that is not well-formed UTF-8 (never read as U+FFFD), or longer than 256 MiB, is',
     'refused as one that is not JSON: its batch is not published, exit code 1.',
     'SIGINT or SIGTERM (also while waiting for input): the batch in hand is published, nothing',
-    'more is read, exit code 1 ("stopped before line N"); a second signal does not cut it short.',
+    'more is read, exit code 1 ("stopped before line N"); a second signal ends it at once.',
   ],
   options: {
     id: { type: 'string' },
