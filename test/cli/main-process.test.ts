@@ -140,18 +140,20 @@ describe('leaseq as a process (from the sources)', () => {
     const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
     server = { baseUrl, close: () => app.close().finally(() => broker.close()) };
     try {
-      const cli = leaseqProcess(['publish', 'fifo', '--file', fifo]);
+      const cli = leaseqProcess(['publish', 'fifo', '--file', fifo, '--batch-size', '1']);
       const stdout = text(cli.stdout);
       const exit = exited(cli);
-      await sleep(1_000);
+      // Published as read (a batch of one): the process is up, and reads the quiet FIFO on.
+      const queue = await broker.queue('fifo');
+      await until(async () => (await queue.inspect()).ready.length === 1, 'the line written');
       cli.kill('SIGINT');
-      // The line read is published; then the close of the FIFO waits on the read of it.
-      await until(() => stdout().includes('published 1 jobs'), 'the batch in hand', 5_000);
+      // It says so; then the close of the FIFO waits on the read of it.
+      await until(() => stdout().includes('published 1 jobs'), 'its answer to SIGINT');
       expect(cli.exitCode).toBe(null);
       cli.kill('SIGINT');
       const ended = await Promise.race([exit, sleep(5_000).then(() => 'still running')]);
       expect(ended).toEqual({ code: null, signal: 'SIGINT' });
-      expect((await (await broker.queue('fifo')).inspect()).ready).toEqual(['x']);
+      expect((await queue.inspect()).ready).toEqual(['x']);
     } finally {
       writer.kill();
       rmSync(dir, { recursive: true, force: true });
