@@ -9,7 +9,6 @@ import {
   type InspectOptions,
   type MoveJobsOptions,
   type NackOptions,
-  NotFoundError,
   type Operation,
   type Outcome,
   type PublishInput,
@@ -31,6 +30,7 @@ import type {
   SqlParameter,
 } from '../engine/engine.js';
 import type { ScheduleStore } from '../engine/schedules.js';
+import { statsByStep } from '../engine/stats-by-step.js';
 import { type Clock, SystemClock } from './clock.js';
 import { noteLeaseAge } from './lease-age.js';
 import { onAbort } from './on-abort.js';
@@ -148,24 +148,7 @@ export class EngineBroker implements Broker {
     for (const name of names) checkQueueName(name);
     const now = this.clock.now();
     if (this.engine.statsOfQueues !== undefined) return this.engine.statsOfQueues(now, names);
-    const stats = new Map<string, QueueStats>();
-    const read = await Promise.all(
-      names.map((name) =>
-        this.engine
-          .handle(name)
-          .run(now, build.stats())
-          .catch((error: unknown) => {
-            // Deleted since it was named (or never a queue): not among the answers.
-            if (error instanceof NotFoundError) return undefined;
-            throw error;
-          }),
-      ),
-    );
-    names.forEach((name, index) => {
-      const figures = read[index];
-      if (figures !== undefined) stats.set(name, figures);
-    });
-    return stats;
+    return statsByStep((name) => this.engine.handle(name), now, names);
   }
 
   async transaction<T>(work: (tx: BrokerTransaction) => Promise<T>): Promise<T> {

@@ -1,5 +1,4 @@
 import {
-  build,
   byCodeUnits,
   ClosedError,
   checkDeadLetterChain,
@@ -22,6 +21,7 @@ import type {
 } from '../engine.js';
 import type { ScheduleRecord } from '../schedules.js';
 import { checkSecretName, type StoredSecret } from '../secrets.js';
+import { statsByStep } from '../stats-by-step.js';
 import { WakeHub } from '../wake-hub.js';
 import { type BatchContext, GroupCommitExecutor } from './executor.js';
 import { ForeignWriteWatch } from './foreign-write-watch.js';
@@ -212,19 +212,10 @@ export class SqlEngine implements Engine {
       // moves: every queue takes its own step there.
       read.due.push(...new Set(names));
     }
-    await Promise.all(
-      read.due.map(async (name) => {
-        try {
-          read.stats.set(name, await this.handle(name).run(now, build.stats()));
-        } catch (error) {
-          // Deleted since it was read (or never a queue): not among the answers.
-          if (!(error instanceof NotFoundError)) throw error;
-        }
-      }),
-    );
+    const stepped = await statsByStep((name) => this.handle(name), now, read.due);
     const ordered = new Map<string, QueueStats>();
     for (const name of names) {
-      const stats = read.stats.get(name);
+      const stats = read.stats.get(name) ?? stepped.get(name);
       if (stats !== undefined) ordered.set(name, stats);
     }
     return ordered;
