@@ -1,32 +1,17 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { type Counters, newCounters } from '../../src/core/counters.js';
 import type { QueueStats } from '../../src/core/types.js';
 import { DETAILED_QUEUES, KEEP, StatsHistory } from '../../src/server/ui/web/history.js';
 
 /** A queue's figures at `queueTime`, every counter at `count`. */
 function stats(queueTime: number, count: number, ready = 0): QueueStats {
-  const counters = Object.fromEntries(
-    [
-      'published',
-      'duplicates',
-      'deliveries',
-      'redeliveries',
-      'acks',
-      'nacks',
-      'unworked',
-      'expiries',
-      'sessionReleases',
-      'extensions',
-      'staleAcks',
-      'staleNacks',
-      'staleExtends',
-      'redriven',
-      'purged',
-      'autoAcked',
-      'cancelled',
-    ].map((name) => [name, count]),
-  );
+  const counters = newCounters();
+  for (const name of Object.keys(counters) as (keyof Counters)[]) {
+    if (typeof counters[name] === 'number')
+      (counters as unknown as Record<string, number>)[name] = count;
+  }
   return {
     queueTime,
     ready,
@@ -38,7 +23,7 @@ function stats(queueTime: number, count: number, ready = 0): QueueStats {
     paused: false,
     oldestReadyAge: 0,
     ...counters,
-  } as unknown as QueueStats;
+  };
 }
 
 const snapshot = (queues: number, reading: number) => {
