@@ -223,21 +223,19 @@ export class Scheduler {
       // and a publish refused takes the record back with it.
       const result = await this.engine
         .transaction(async (tx) =>
-          (await tx.advanceSchedule(queue, name, lastAt, at))
-            ? tx.publish(queue, now, input)
-            : undefined,
+          (await tx.advanceSchedule(schedule, at)) ? tx.publish(queue, now, input) : undefined,
         )
         .catch(gone);
       if (result === undefined) return undefined;
       duplicate = result.duplicate;
     } else {
       // One process (memory): what it records, it publishes, or it is gone with the process.
-      if (!(await this.engine.advanceSchedule(queue, name, lastAt, at))) return undefined;
+      if (!(await this.engine.advanceSchedule(schedule, at))) return undefined;
       try {
         ({ duplicate } = await this.publish(queue, input));
       } catch (error) {
         // Refused (queue full): the occurrence is not recorded either, so a later pass has it.
-        await this.engine.advanceSchedule(queue, name, at, lastAt);
+        await this.engine.advanceSchedule({ ...schedule, lastAt: at }, lastAt);
         return gone(error);
       }
     }

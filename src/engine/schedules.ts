@@ -27,14 +27,11 @@ export interface ScheduleStore {
   /** Removes one; false when there was none. */
   removeSchedule(queue: string, name: string): Promise<boolean>;
   /**
-   * Moves the schedule's lastAt from `from` to `to` only if it is still `from` (compare and set),
-   * so of several schedulers one wins each occurrence; false when another moved it first. (Back
+   * Moves the stored lastAt from `read.lastAt` to `to` only if the stored schedule is still the
+   * one read: the same lastAt and the same definition (cron, every, timezone, payload,
+   * createdAt). A compare and set: of several schedulers one wins each occurrence, and none
+   * publishes an occurrence of a definition replaced after it read it. False otherwise. (Back
    * to `null` too: a scheduler without transactions takes back an occurrence it could not publish.)
    */
-  advanceSchedule(
-    queue: string,
-    name: string,
-    from: number | null,
-    to: number | null,
-  ): Promise<boolean>;
+  advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean>;
 }

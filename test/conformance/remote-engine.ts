@@ -230,8 +230,8 @@ export class RemoteEngine implements Engine {
     return this.read(() => this.schedules.removeSchedule(queue, name));
   }
 
-  advanceSchedule(queue: string, name: string, from: number | null, to: number) {
-    return this.read(() => this.schedules.advanceSchedule(queue, name, from, to));
+  advanceSchedule(read: ScheduleRecord, to: number | null) {
+    return this.read(() => this.schedules.advanceSchedule(read, to));
   }
 
   readSecret(): Promise<StoredSecret> {

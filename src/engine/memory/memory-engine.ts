@@ -181,14 +181,9 @@ export class MemoryEngine implements Engine, QueueLinks {
     return this.schedules.removeSchedule(queue, name);
   }
 
-  async advanceSchedule(
-    queue: string,
-    name: string,
-    from: number | null,
-    to: number | null,
-  ): Promise<boolean> {
+  async advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean> {
     this.checkOpen();
-    return this.schedules.advanceSchedule(queue, name, from, to);
+    return this.schedules.advanceSchedule(read, to);
   }
 
   onWake(listener: WakeListener): () => void {

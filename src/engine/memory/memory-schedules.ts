@@ -27,15 +27,10 @@ export class MemorySchedules implements ScheduleStore {
     return this.byKey.delete(keyOf(queue, name));
   }
 
-  async advanceSchedule(
-    queue: string,
-    name: string,
-    from: number | null,
-    to: number | null,
-  ): Promise<boolean> {
-    const key = keyOf(queue, name);
+  async advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean> {
+    const key = keyOf(read.queue, read.name);
     const schedule = this.byKey.get(key);
-    if (schedule === undefined || schedule.lastAt !== from) return false;
+    if (schedule === undefined || !sameRecord(schedule, read)) return false;
     this.byKey.set(key, { ...schedule, lastAt: to });
     return true;
   }
@@ -44,6 +39,18 @@ export class MemorySchedules implements ScheduleStore {
   forgetQueue(queue: string): void {
     for (const [key, schedule] of this.byKey) if (schedule.queue === queue) this.byKey.delete(key);
   }
+}
+
+/** The same lastAt and definition; payloads compared as stored, through JSON. */
+function sameRecord(stored: ScheduleRecord, read: ScheduleRecord): boolean {
+  return (
+    stored.lastAt === read.lastAt &&
+    stored.createdAt === read.createdAt &&
+    stored.cron === read.cron &&
+    stored.every === read.every &&
+    stored.timezone === read.timezone &&
+    encodePayload(stored.payload, 'schedule') === encodePayload(read.payload, 'schedule')
+  );
 }
 
 function keyOf(queue: string, name: string): string {

@@ -18,21 +18,30 @@ interface ScheduleSpec {
   payload?: unknown;
 }
 
-/** Creates or replaces a schedule (R25); a replaced one keeps the occurrence published last. */
-export async function putScheduleRow(
-  connection: SqlConnection,
-  schedule: ScheduleRecord,
-): Promise<void> {
+/**
+ * The stored text of a schedule's definition. A record listed from a row gives back that row's
+ * text (JSON.stringify of what JSON.parse read of its own output is that output), so the compare
+ * and set can name the definition it read.
+ */
+function specText(schedule: ScheduleRecord): string {
   const spec: ScheduleSpec = {
     ...(schedule.cron === undefined ? {} : { cron: schedule.cron }),
     ...(schedule.every === undefined ? {} : { every: schedule.every }),
     ...(schedule.timezone === undefined ? {} : { timezone: schedule.timezone }),
     ...(schedule.payload === undefined ? {} : { payload: schedule.payload }),
   };
+  return JSON.stringify(spec);
+}
+
+/** Creates or replaces a schedule (R25); a replaced one keeps the occurrence published last. */
+export async function putScheduleRow(
+  connection: SqlConnection,
+  schedule: ScheduleRecord,
+): Promise<void> {
   await connection.run(
     `INSERT INTO leaseq_schedules (queue, name, spec, created_at, last_at) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT (queue, name) DO UPDATE SET spec = excluded.spec, created_at = excluded.created_at`,
-    [schedule.queue, schedule.name, JSON.stringify(spec), schedule.createdAt, schedule.lastAt],
+    [schedule.queue, schedule.name, specText(schedule), schedule.createdAt, schedule.lastAt],
   );
 }
 
@@ -79,23 +88,26 @@ export async function removeScheduleRow(
   );
 }
 
-/** Compare and set of last_at: one of several schedulers wins each occurrence. */
+/**
+ * Compare and set of last_at, on the definition read too: one of several schedulers wins each
+ * occurrence, and a schedule replaced since it was read is not advanced.
+ */
 export async function advanceScheduleRow(
   connection: SqlConnection,
-  queue: string,
-  name: string,
-  from: number | null,
+  read: ScheduleRecord,
   to: number | null,
 ): Promise<boolean> {
+  const { queue, name, lastAt, createdAt } = read;
+  const definition = 'queue = ? AND name = ? AND created_at = ? AND spec = ?';
   const changed =
-    from === null
+    lastAt === null
       ? await connection.run(
-          'UPDATE leaseq_schedules SET last_at = ? WHERE queue = ? AND name = ? AND last_at IS NULL',
-          [to, queue, name],
+          `UPDATE leaseq_schedules SET last_at = ? WHERE ${definition} AND last_at IS NULL`,
+          [to, queue, name, createdAt, specText(read)],
         )
       : await connection.run(
-          'UPDATE leaseq_schedules SET last_at = ? WHERE queue = ? AND name = ? AND last_at = ?',
-          [to, queue, name, from],
+          `UPDATE leaseq_schedules SET last_at = ? WHERE ${definition} AND last_at = ?`,
+          [to, queue, name, createdAt, specText(read), lastAt],
         );
   return changed > 0;
 }

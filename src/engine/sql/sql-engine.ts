@@ -312,16 +312,9 @@ export class SqlEngine implements Engine {
     return this.executor.submit((connection) => removeScheduleRow(connection, queue, name));
   }
 
-  advanceSchedule(
-    queue: string,
-    name: string,
-    from: number | null,
-    to: number | null,
-  ): Promise<boolean> {
+  advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean> {
     this.checkOpen();
-    return this.executor.submit((connection) =>
-      advanceScheduleRow(connection, queue, name, from, to),
-    );
+    return this.executor.submit((connection) => advanceScheduleRow(connection, read, to));
   }
 
   onWake(listener: WakeListener): () => void {

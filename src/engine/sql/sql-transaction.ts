@@ -12,6 +12,7 @@ import {
 } from '../../core/index.js';
 import { Problems } from '../../core/validate.js';
 import type { EngineTransaction } from '../engine.js';
+import type { ScheduleRecord } from '../schedules.js';
 import type { BatchContext } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
 import { runOperation } from './run-operation.js';
@@ -96,14 +97,9 @@ export class SqlTransaction implements EngineTransaction {
     return changed > 0;
   }
 
-  async advanceSchedule(
-    queue: string,
-    name: string,
-    from: number | null,
-    to: number | null,
-  ): Promise<boolean> {
+  async advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean> {
     this.checkOpen();
-    return advanceScheduleRow(this.connection, queue, name, from, to);
+    return advanceScheduleRow(this.connection, read, to);
   }
 
   async pruneInbox(consumer: string, processedBefore: number): Promise<number> {
