@@ -155,6 +155,48 @@ describe('SQLite storage errors', () => {
     ]);
   });
 
+  it('a file whose leaseq_* name is taken by a table of another program: StorageUnavailableError naming the migration, the file as it was', async () => {
+    const path = join(dir, 'clash.db');
+    const raw = new Database(path);
+    raw.exec("CREATE TABLE leaseq_jobs (x TEXT); INSERT INTO leaseq_jobs VALUES ('theirs')");
+    expect(raw.pragma('journal_mode', { simple: true })).toBe('delete');
+    raw.close();
+    const failure = openEngine(`sqlite:${path}`);
+    await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(failure).rejects.toThrow(
+      /cannot be used: could not migrate its schema to version 1 \(0001_init\.sql\): table leaseq_jobs already exists/,
+    );
+    const after = new Database(path, { readonly: true });
+    try {
+      expect(after.pragma('journal_mode', { simple: true })).toBe('delete');
+      expect(after.prepare('SELECT x FROM leaseq_jobs').all()).toEqual([{ x: 'theirs' }]);
+      const tables = after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all();
+      expect(tables).toEqual([{ name: 'leaseq_jobs' }]);
+    } finally {
+      after.close();
+    }
+  });
+
+  it('a table leaseq_schema of another program (versions not numbers): StorageUnavailableError, no row written into it', async () => {
+    const path = join(dir, 'foreign-schema.db');
+    const raw = new Database(path);
+    raw.exec(
+      "CREATE TABLE leaseq_schema (version TEXT); INSERT INTO leaseq_schema VALUES ('v1.2-user')",
+    );
+    raw.close();
+    const failure = openEngine(`sqlite:${path}`);
+    await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(failure).rejects.toThrow(/not a whole number \("v1\.2-user"\)/);
+    const after = new Database(path, { readonly: true });
+    try {
+      expect(after.prepare('SELECT version FROM leaseq_schema').all()).toEqual([
+        { version: 'v1.2-user' },
+      ]);
+    } finally {
+      after.close();
+    }
+  });
+
   it('bad options and URLs: ValidationError', async () => {
     await expect(openEngine('sqlite:')).rejects.toBeInstanceOf(ValidationError);
     await expect(
@@ -305,6 +347,31 @@ describe('PostgreSQL storage errors', () => {
       const url = new URL(postgresUrl());
       url.searchParams.set('options', `-c search_path=${schema}`);
       await expect(openEngine(url.toString())).rejects.toBeInstanceOf(SchemaTooNewError);
+    } finally {
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.end();
+    }
+  });
+
+  it('a schema where a leaseq_* name is taken by another program: StorageUnavailableError naming the migration, nothing created', async () => {
+    const schema = `lq_clash_${queueName('s').replace(/[^a-z0-9]/gi, '_')}`.toLowerCase();
+    const admin = new pg.Client({ connectionString: postgresUrl() });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      await admin.query(`CREATE TABLE ${schema}.leaseq_jobs (x TEXT)`);
+      const url = new URL(postgresUrl());
+      url.searchParams.set('options', `-c search_path=${schema}`);
+      const failure = openEngine(url.toString());
+      await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+      await expect(failure).rejects.toThrow(
+        /could not migrate its schema to version 1 \(0001_init\.sql\): relation "leaseq_jobs" already exists/,
+      );
+      const tables = await admin.query(
+        'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
+        [schema],
+      );
+      expect(tables.rows).toEqual([{ table_name: 'leaseq_jobs' }]);
     } finally {
       await admin.query(`DROP SCHEMA ${schema} CASCADE`);
       await admin.end();

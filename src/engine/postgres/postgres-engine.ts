@@ -129,6 +129,7 @@ export async function openPostgresEngine(
         POSTGRES_DIALECT,
         await loadMigrations(new URL('./migrations/', import.meta.url)),
         target,
+        (error) => (broken.has(client) ? unavailable(error, target) : translate(error, target)),
       );
     } catch (error) {
       // A connection lost, a database that takes no writes or timed the migration out: typed,

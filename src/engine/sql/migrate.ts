@@ -1,5 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { SchemaTooNewError } from '../../core/index.js';
+import { LeaseqError, SchemaTooNewError, StorageUnavailableError } from '../../core/index.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 
 interface Migration {
@@ -25,14 +25,19 @@ export async function loadMigrations(directory: URL): Promise<Migration[]> {
 /**
  * Brings the schema up to date in one transaction, applying every migration not yet recorded;
  * safe when two processes open the storage at once. Refuses a schema newer than this code knows.
+ * `translate` is the engine's typing of its driver's errors; an error it leaves as it is (a
+ * table of that name already there in another shape, a function missing) is refused as
+ * StorageUnavailableError naming the migration: nothing of the transaction is kept.
  */
 export async function migrate(
   connection: SqlConnection,
   dialect: SqlDialect,
   migrations: readonly Migration[],
   target: string,
+  translate: (error: unknown) => unknown = (error) => error,
 ): Promise<number> {
   const supported = migrations.at(-1)?.version ?? 0;
+  let step = 'read its schema version';
   await connection.begin();
   try {
     if (dialect.migrationLock !== undefined) await connection.exec(dialect.migrationLock);
@@ -43,10 +48,19 @@ export async function migrate(
     // Each migration is applied once, by version: one numbered below the newest applied one
     // (written on a branch merged later) is still applied.
     const applied = new Set(rows.map((row) => Number(row.version)));
+    for (const version of applied) {
+      // Not leaseq's table: writing versions into it would change a table of the user's.
+      if (!Number.isSafeInteger(version) || version < 1) {
+        throw new StorageUnavailableError(
+          `${target} cannot be used: its table leaseq_schema holds a version that is not a whole number (${rows.map((row) => JSON.stringify(row.version)).join(', ')}), so it is not leaseq's schema table; nothing was written`,
+        );
+      }
+    }
     const current = Math.max(0, ...applied);
     if (current > supported) throw new SchemaTooNewError(current, supported, target);
     for (const migration of migrations) {
       if (applied.has(migration.version)) continue;
+      step = `migrate its schema to version ${migration.version} (${String(migration.version).padStart(4, '0')}_${migration.name}.sql)`;
       await connection.exec(migration.script);
       await connection.run('INSERT INTO leaseq_schema (version) VALUES (?)', [migration.version]);
     }
@@ -54,6 +68,12 @@ export async function migrate(
     return supported;
   } catch (error) {
     await connection.rollback().catch(() => undefined);
-    throw error;
+    const typed = translate(error);
+    if (typed !== error || error instanceof LeaseqError) throw typed;
+    const message = error instanceof Error ? error.message : String(error);
+    throw new StorageUnavailableError(
+      `${target} cannot be used: could not ${step}: ${message}. Nothing of it was kept (rolled back). Its leaseq_* tables or functions are not as leaseq made them: another program's objects of those names, or a schema written by an unreleased build`,
+      { cause: error },
+    );
   }
 }

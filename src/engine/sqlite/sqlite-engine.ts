@@ -40,12 +40,16 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
   const target = `sqlite:${path}`;
   const lockWait: LockWait = { target, timeoutMs: busyTimeoutMs };
   const db = openDatabase(path, target);
+  // A file leaseq does not make its own (a clash with its tables) is left in the journal mode
+  // it had, as if never opened.
+  let journalBefore: unknown;
   try {
     // What needs a lock another process may hold waits for it on timers, up to busyTimeoutMs
     // each: the reading of every page (a file still in rollback-journal mode, being written by
     // another process), the switch to WAL (which a new file needs the whole file for), and
     // the transactions of the migrations and of the token marks (BEGIN IMMEDIATE).
     await whenNotBusy(() => checkIntact(db, target), lockWait);
+    journalBefore = db.pragma('journal_mode', { simple: true });
     await whenNotBusy(() => db.pragma('journal_mode = WAL'), lockWait);
     const fsync = durability === 'fsync';
     db.pragma(`synchronous = ${fsync ? 'FULL' : 'NORMAL'}`);
@@ -63,12 +67,25 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
     // Only where some commits sync and others do not can a crash lose a token's commit alone.
     const fenced = connection.laterSync !== undefined;
     const dialect: SqlDialect = fenced ? { ...SQLITE_DIALECT, ...tokenFence() } : SQLITE_DIALECT;
-    await migrate(
-      connection,
-      dialect,
-      await loadMigrations(new URL('./migrations/', import.meta.url)),
-      target,
-    );
+    try {
+      await migrate(
+        connection,
+        dialect,
+        await loadMigrations(new URL('./migrations/', import.meta.url)),
+        target,
+        (error) => translateSqliteError(error, target),
+      );
+    } catch (error) {
+      // Only a file that was not in WAL already: one leaseq uses is, and others may have it open.
+      if (typeof journalBefore === 'string' && journalBefore !== 'wal') {
+        try {
+          db.pragma(`journal_mode = ${journalBefore}`);
+        } catch {
+          // Best effort: the refusal below is what the caller needs.
+        }
+      }
+      throw error;
+    }
     if (fsync) await inTransaction(connection, continueAboveHighWater);
     let busy = false;
     // A database in memory has no file to lose.
