@@ -432,6 +432,11 @@ export class Prefetch implements PushListener {
     else if (this.buffer.length > 0) this.armIdle();
   }
 
+  /** Pushed to a subscribe of this queue given up on (unanswered in time): back, unworked. */
+  giveBackPushed(frame: DeliveriesFrame): void {
+    this.giveBack(frame.deliveries);
+  }
+
   /** The connection dropped: the server ended the subscription; held deliveries stay leased. */
   lost(): void {
     this.subscription = undefined;

@@ -22,6 +22,11 @@ export interface StreamLinkOptions {
 export interface PushListener {
   push(frame: DeliveriesFrame | UnsubscribedFrame): void;
   lost(): void;
+  /**
+   * Pushes of a subscribe this listener gave up on (it was not answered in time, and is ended
+   * once it is): not its to hand out, they go back unworked.
+   */
+  giveBackPushed(frame: DeliveriesFrame): void;
 }
 
 type RequestFrame = ClientFrame extends infer F
@@ -60,6 +65,11 @@ export class StreamLink {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private readonly listeners = new Map<number, PushListener>();
+  /**
+   * Subscribes that were not answered in time, by id: left alone, one the server opened after
+   * all would take jobs for nobody for as long as the connection lives. Its late answer ends it.
+   */
+  private readonly abandoned = new Map<number, PushListener>();
   private failures = 0;
   private retryAt = 0;
   /** Connections made so far: the current one's number, while it is open. */
@@ -106,6 +116,11 @@ export class StreamLink {
       const timer = setTimeout(
         () => {
           this.pending.delete(id);
+          const listening = this.listeners.get(id);
+          if (listening !== undefined) {
+            this.listeners.delete(id);
+            this.abandoned.set(id, listening);
+          }
           reject(new StorageUnavailableError(`${this.url} did not answer in time`));
         },
         Math.max(0, deadline - performance.now()),
@@ -255,7 +270,19 @@ export class StreamLink {
   /** Resolves at the server's ready frame (its limits kept), or fails and ends the socket. */
   private handshake(socket: WebSocket): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      // ws's handshakeTimeout ends at the upgrade's answer: a link that dies after it, before
+      // the ready frame, would hold this connection, and every call waiting for it, for good.
+      const timer = setTimeout(
+        () =>
+          fail(
+            new StorageUnavailableError(
+              `${this.url} did not start the stream within ${this.options.timeoutMs} ms`,
+            ),
+          ),
+        this.options.timeoutMs,
+      );
       const fail = (error: unknown) => {
+        clearTimeout(timer);
         socket.removeAllListeners();
         socket.on('error', () => {});
         socket.terminate();
@@ -282,6 +309,7 @@ export class StreamLink {
           fail(new StorageUnavailableError(`${this.url} did not start the stream`));
           return;
         }
+        clearTimeout(timer);
         this.limits = frame.limits;
         socket.removeAllListeners();
         resolve();
@@ -323,21 +351,40 @@ export class StreamLink {
 
   private dispatch(frame: ServerFrame): void {
     if (frame.type === 'deliveries') {
-      this.listeners.get(frame.subscription)?.push(frame);
+      const listener = this.listeners.get(frame.subscription);
+      if (listener !== undefined) listener.push(frame);
+      else this.abandoned.get(frame.subscription)?.giveBackPushed(frame);
       return;
     }
     if (frame.type === 'unsubscribed') {
       this.listeners.get(frame.subscription)?.push(frame);
       this.listeners.delete(frame.subscription);
+      this.abandoned.delete(frame.subscription);
       if (frame.id === undefined) return;
     }
     if (frame.type === 'ready' || frame.id === undefined) return;
     const pending = this.pending.get(frame.id);
-    if (pending === undefined) return;
+    if (pending === undefined) {
+      if (this.abandoned.has(frame.id)) this.endAbandoned(frame.id, frame);
+      return;
+    }
     this.pending.delete(frame.id);
     clearTimeout(pending.timer);
     if (frame.type === 'error') this.listeners.delete(frame.id);
     pending.resolve(frame);
+  }
+
+  /** The late answer of a subscribe given up on: opened after all, it is ended. */
+  private endAbandoned(id: number, answer: ServerFrame): void {
+    if (answer.type !== 'subscribed') {
+      this.abandoned.delete(id);
+      return;
+    }
+    // Kept until the server says it ended, so that what it pushes meanwhile goes back.
+    void this.request({ type: 'unsubscribe', subscription: answer.subscription }).then(
+      () => this.abandoned.delete(id),
+      () => this.abandoned.delete(id),
+    );
   }
 
   private failed(): void {
@@ -353,6 +400,8 @@ export class StreamLink {
     this.pending.clear();
     const listeners = [...this.listeners.values()];
     this.listeners.clear();
+    // The server ended them with the connection; what they were pushed stays leased, as all.
+    this.abandoned.clear();
     for (const entry of pending) {
       clearTimeout(entry.timer);
       entry.reject(error);
