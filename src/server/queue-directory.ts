@@ -6,6 +6,16 @@ import {
   type QueueStats,
 } from '../core/index.js';
 
+/** Which of the visible queues `visibleStatsPage` reads (GET /v1/stats?contains=&offset=&limit=). */
+export interface StatsPage {
+  /** Only the names containing this, upper or lower case alike. Default: every name. */
+  contains?: string;
+  /** How many matching names (in name order) to skip. Default 0. */
+  offset?: number;
+  /** At most this many queues. Default: all. */
+  limit?: number;
+}
+
 /**
  * The queues the API serves. Unlike `Broker.queue`, looking a queue up never creates it: only
  * `PUT /v1/queues/{name}` does, so a typo in a URL is a 404 rather than a new queue.
@@ -51,8 +61,38 @@ export class QueueDirectory {
    * list was read is left out, not an error.
    */
   async visibleStats(canSee: (name: string) => boolean): Promise<[string, QueueStats][]> {
+    return (await this.visibleStatsPage(canSee)).queues;
+  }
+
+  /**
+   * A page of `visibleStats`: the visible queues whose names match `page.contains`, in name
+   * order, cut to `page.offset` and `page.limit` before any figure is read, so that a page costs
+   * what its queues cost. `total` counts every visible queue that matches; a queue deleted since
+   * the list was read is left out of `queues` (and still counted).
+   */
+  async visibleStatsPage(
+    canSee: (name: string) => boolean,
+    page: StatsPage = {},
+  ): Promise<{ total: number; queues: [string, QueueStats][] }> {
     const listed = new Set((await this.broker.listQueues()).map((info) => info.name));
-    const names = [...listed].filter(canSee).sort();
+    const needle = (page.contains ?? '').toLowerCase();
+    const matching = [...listed]
+      .filter((name) => canSee(name) && name.toLowerCase().includes(needle))
+      .sort();
+    const offset = page.offset ?? 0;
+    const names = matching.slice(
+      offset,
+      page.limit === undefined ? undefined : offset + page.limit,
+    );
+    return { total: matching.length, queues: await this.statsOf(names, listed) };
+  }
+
+  /** The figures of `names` (all in `listed`), in their order, those deleted meanwhile left out. */
+  private async statsOf(
+    names: string[],
+    listed: ReadonlySet<string>,
+  ): Promise<[string, QueueStats][]> {
+    if (names.length === 0) return [];
     if (this.broker.statsOfQueues !== undefined) {
       return [...(await this.broker.statsOfQueues(names))];
     }

@@ -135,6 +135,65 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     await page.getByText(`1–50 of ${QUEUES + 2} queues`).waitFor();
   });
 
+  it('asks the server for the page it shows: by filter and page number, a page of 50', async () => {
+    const { page } = admin;
+    const total = QUEUES + 2;
+    /** The query of each GET /v1/stats the page makes, and the size of each answer. */
+    const asked: string[] = [];
+    const answers: { queues: number; total: number }[] = [];
+    const onRequest = (request: { url(): string }) => {
+      const url = new URL(request.url());
+      if (url.pathname === '/v1/stats') asked.push(url.search);
+    };
+    const onResponse = async (response: { url(): string; json(): Promise<unknown> }) => {
+      if (new URL(response.url()).pathname !== '/v1/stats') return;
+      const body = (await response.json()) as { queues: unknown[]; total: number };
+      answers.push({ queues: body.queues.length, total: body.total });
+    };
+    page.on('request', onRequest);
+    page.on('response', onResponse);
+    const rows = page.locator('table.figures tbody tr');
+    await expect.poll(() => answers.length, { timeout: 5_000 }).toBeGreaterThan(0);
+    expect(new Set(asked)).toEqual(new Set(['?offset=0&limit=50']));
+    expect(answers[0]).toEqual({ queues: 50, total });
+
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByText(`51–100 of ${total} queues`).waitFor();
+    expect(asked.at(-1)).toBe('?offset=50&limit=50');
+    // Upper or lower case alike, as before; the server filters.
+    await page.getByLabel('Filter by name').fill('Q11');
+    await page.getByText('1–10 of 10 queues').waitFor();
+    expect(asked.at(-1)).toBe('?offset=0&limit=50&contains=Q11');
+    expect(answers.at(-1)).toEqual({ queues: 10, total: 10 });
+    await expect(rows.count()).resolves.toBe(10);
+    // The sparklines draw from the readings of the page.
+    await page.waitForFunction(() => document.querySelectorAll('svg.sparkline').length === 10);
+
+    // Queues deleted while the last page is open: it goes back within what there is.
+    const extra = Array.from({ length: 30 }, (_, n) => `zz${String(n).padStart(2, '0')}`);
+    await Promise.all(extra.map((name) => api('PUT', `/v1/queues/${name}`, {})));
+    await page.getByLabel('Filter by name').fill('');
+    await page.getByText(`1–50 of ${total + 30} queues`).waitFor();
+    for (const shown of ['51–100', '101–150', '151–152']) {
+      await page.getByRole('button', { name: 'Next page' }).click();
+      await page.getByText(`${shown} of ${total + 30} queues`).waitFor();
+    }
+    expect(asked.at(-1)).toBe('?offset=150&limit=50');
+    await expect(rows.count()).resolves.toBe(2);
+    await Promise.all(extra.map((name) => api('DELETE', `/v1/queues/${name}`)));
+    await page.getByText(`101–${total} of ${total} queues`).waitFor({ timeout: 6_000 });
+    expect(asked.at(-1)).toBe('?offset=100&limit=50');
+    await expect(rows.count()).resolves.toBe(total - 100);
+    await expect(page.getByRole('button', { name: 'Next page' }).isDisabled()).resolves.toBe(true);
+    // Every read of the overview asked for a page: never every queue.
+    expect(asked.filter((query) => !query.includes('limit=50'))).toEqual([]);
+    page.off('request', onRequest);
+    page.off('response', onResponse);
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    await page.getByText(`1–50 of ${total} queues`).waitFor();
+  });
+
   it('reads every queue’s figures on the overview only: a queue or job page reads its own', async () => {
     const { page } = admin;
     await go(page, '#/queues/q000');

@@ -176,6 +176,20 @@ describe.skipIf(skipBrowser)(
       await shoot(page, 'overview', true);
     });
 
+    it('asks for the first page of 50 queues, and shows a small install without filter or pages', async () => {
+      const { page } = admin;
+      const reads = requests
+        .map((url) => new URL(url))
+        .filter((url) => url.pathname === '/v1/stats');
+      expect(reads.length).toBeGreaterThan(1);
+      expect(new Set(reads.map((url) => url.search))).toEqual(new Set(['?offset=0&limit=50']));
+      await expect(page.getByLabel('Filter by name').count()).resolves.toBe(0);
+      await expect(page.getByRole('navigation', { name: 'Pages of queues' }).count()).resolves.toBe(
+        0,
+      );
+      await expect(page.locator('table.figures tbody tr').count()).resolves.toBe(3);
+    });
+
     it('a queue page shows options, charts and the deliveries in flight as the API lists them', async () => {
       const { page } = admin;
       await page.getByRole('link', { name: 'orders', exact: true }).click();

@@ -93,4 +93,25 @@ describe('the dashboard’s polling feed', () => {
     expect(calls).toEqual(['queueStats']);
     expect(heard).toEqual(['read queueStats orders {"queueTime":5}', 'subscriber']);
   });
+
+  it('reads each page of queues as a topic of its own, asking the server for that page', async () => {
+    const asked: unknown[] = [];
+    const api = {
+      allStats: async (page: unknown) => {
+        asked.push(page);
+        return { queues: [], total: 0 };
+      },
+    } as unknown as Api;
+    feed = new PollingFeed(api, 60_000, shown);
+    const heard: string[] = [];
+    const first = { contains: '', offset: 0, limit: 50 };
+    const second = { contains: '', offset: 50, limit: 50 };
+    const filtered = { contains: 'eu', offset: 0, limit: 50 };
+    for (const page of [first, second, filtered]) {
+      feed.subscribe({ kind: 'stats', page }, () => heard.push(JSON.stringify(page)));
+    }
+    await settle();
+    expect(asked).toEqual([first, second, filtered]);
+    expect(heard).toEqual([first, second, filtered].map((page) => JSON.stringify(page)));
+  });
 });

@@ -3,7 +3,12 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { type Counters, newCounters } from '../../src/core/counters.js';
 import type { QueueStats } from '../../src/core/types.js';
-import { DETAILED_QUEUES, KEEP, StatsHistory } from '../../src/server/ui/web/history.js';
+import {
+  DETAILED_QUEUES,
+  KEEP,
+  KEPT_QUEUES,
+  StatsHistory,
+} from '../../src/server/ui/web/history.js';
 
 /** A queue's figures at `queueTime`, every counter at `count`. */
 function stats(queueTime: number, count: number, ready = 0): QueueStats {
@@ -33,6 +38,19 @@ const snapshot = (queues: number, reading: number) => {
       name: `q${String(n).padStart(4, '0')}`,
       stats: { ...template },
     })),
+    total: queues,
+  };
+};
+
+/**
+ * The page of GET /v1/stats?offset=&limit=&contains= out of `queues` queues (q0000, q0001 …)
+ * at `reading`, and the page asked for.
+ */
+const pageOf = (queues: number, reading: number, offset: number, limit: number, contains = '') => {
+  const all = snapshot(queues, reading).queues.filter((entry) => entry.name.includes(contains));
+  return {
+    reading: { queues: all.slice(offset, offset + limit), total: all.length },
+    page: { contains, offset, limit },
   };
 };
 
@@ -87,6 +105,72 @@ describe('the dashboard’s history of figures', () => {
     expect(history.series('q4999').times).toHaveLength(1);
     // 300 readings of 5,000 whole QueueStats held 342 MB.
     expect(held, `${Math.round(held / 1e6)} MB`).toBeLessThan(40e6);
+  });
+
+  it('keeps the line of a queue missing from a page, and forgets it only when a whole reading lacks it', () => {
+    const history = new StatsHistory();
+    for (let reading = 0; reading < 3; reading += 1) {
+      const first = pageOf(120, reading, 0, 50);
+      history.add(first.reading, first.page);
+    }
+    expect(history.depths('q0010')).toEqual([1, 2, 3]);
+    // The second page read, then a filtered one: the first page's queues are on no page read
+    // now, and keep what they drew; the second's draw from their first reading.
+    const second = pageOf(120, 3, 50, 50);
+    history.add(second.reading, second.page);
+    const filtered = pageOf(120, 4, 0, 50, 'q01');
+    history.add(filtered.reading, filtered.page);
+    expect(filtered.reading.total).toBe(20);
+    expect(history.depths('q0010')).toEqual([1, 2, 3]);
+    expect(history.rates('q0010')?.published).toBe(5);
+    expect(history.depths('q0060')).toEqual([4]);
+    expect(history.depths('q0110')).toEqual([5]);
+    // Back on the first page, the lines go on from where they were.
+    const again = pageOf(120, 5, 0, 50);
+    history.add(again.reading, again.page);
+    expect(history.depths('q0010')).toEqual([1, 2, 3, 6]);
+    expect(history.rates('q0010')?.published).toBe(5);
+    // A first page that holds every queue (no filter, 30 of 30) is a whole reading: the
+    // queues not in it are gone.
+    const whole = pageOf(30, 6, 0, 50);
+    history.add(whole.reading, whole.page);
+    expect(history.depths('q0010')).toEqual([1, 2, 3, 6, 7]);
+    expect(history.depths('q0060')).toEqual([]);
+    expect(history.kept).toBe(30);
+  });
+
+  it('charts every queue of a small install read in pages, and no queue of a large one', () => {
+    const small = new StatsHistory();
+    const first = pageOf(DETAILED_QUEUES, 0, 0, 50);
+    small.add(first.reading, first.page);
+    expect(small.series('q0049').times).toEqual([1_000_000]);
+    expect(small.detailed).toBe(50);
+    const large = new StatsHistory();
+    for (const page of [pageOf(5000, 0, 0, 50), pageOf(5000, 1, 0, 50, 'q00')]) {
+      large.add(page.reading, page.page);
+    }
+    expect(large.detailed).toBe(0);
+    expect(large.depths('q0049')).toEqual([1, 2]);
+  });
+
+  it('keeps the lines of at most KEPT_QUEUES queues read in pages, the least recently read going first', () => {
+    const history = new StatsHistory();
+    const queues = KEPT_QUEUES + 1000;
+    for (let offset = 0; offset < queues; offset += 50) {
+      const { reading, page } = pageOf(queues, 1 + offset / 50, offset, 50);
+      history.add(reading, page);
+    }
+    expect(history.kept).toBe(KEPT_QUEUES);
+    expect(history.depths('q0000')).toEqual([]);
+    expect(history.depths('q0999')).toEqual([]);
+    expect(history.depths('q1000')).toHaveLength(1);
+    // A queue read again is the most recent: the next new one pushes out another.
+    const { reading, page } = pageOf(queues, 500, 1000, 1);
+    history.add(reading, page);
+    history.addQueue('new', stats(2_000_000, 0));
+    expect(history.depths('q1000')).toHaveLength(2);
+    expect(history.depths('q1001')).toEqual([]);
+    expect(history.kept).toBe(KEPT_QUEUES);
   });
 
   it('keeps the full figures of at most DETAILED_QUEUES queues, the least recently read going first', () => {

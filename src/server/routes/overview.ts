@@ -1,6 +1,17 @@
+import { ValidationError } from '../../core/index.js';
 import { ACTIONS, type Principal } from '../auth.js';
+import type { StatsPage } from '../queue-directory.js';
 import { type RouteSpec, route, type Services } from '../route.js';
-import { arrayOf, integer, jobId, object, queueName, queueParams, stats } from '../schemas.js';
+import {
+  arrayOf,
+  integer,
+  jobId,
+  object,
+  queryCount,
+  queueName,
+  queueParams,
+  stats,
+} from '../schemas.js';
 
 const TAG = 'overview';
 const text = { type: 'string' };
@@ -31,6 +42,45 @@ const PUBLISHED_LIMITS = [
   'maxSubscriptions',
 ] as const;
 
+/** The most queues one page of `GET /v1/stats` answers. */
+export const MAX_STATS_PAGE = 1000;
+
+/** The longest queue name: a longer `contains` could match none. */
+const MAX_QUEUE_NAME_LENGTH = 80;
+
+interface StatsQuery {
+  contains?: string;
+  limit?: string;
+  offset?: string;
+}
+
+/** `?contains=&offset=&limit=`: a page of the queues, so that a dashboard reads only its rows. */
+const statsQuery = object({
+  contains: {
+    type: 'string',
+    maxLength: MAX_QUEUE_NAME_LENGTH,
+    description: 'Only the queues whose name contains this, upper or lower case alike',
+  },
+  limit: queryCount(`At most this many queues, 1 to ${MAX_STATS_PAGE} (default all)`),
+  offset: queryCount('Skip this many of the matching queues, in name order (default 0)'),
+});
+
+function parseStatsPage(query: StatsQuery): StatsPage {
+  const page: StatsPage = {};
+  if (query.contains !== undefined) page.contains = query.contains;
+  if (query.offset !== undefined) page.offset = Number(query.offset);
+  if (query.limit !== undefined) {
+    const limit = Number(query.limit);
+    if (limit < 1 || limit > MAX_STATS_PAGE) {
+      throw new ValidationError(
+        `limit must be an integer from 1 to ${MAX_STATS_PAGE}, got ${query.limit}`,
+      );
+    }
+    page.limit = limit;
+  }
+  return page;
+}
+
 /** What a dashboard or an operator reads across queues: every figure at once, and who am I. */
 export function overviewRoutes(services: Services): RouteSpec[] {
   const { broker, queues, receipts, access, limits } = services;
@@ -40,18 +90,28 @@ export function overviewRoutes(services: Services): RouteSpec[] {
       .filter((name) => principal.canSee(name))
       .sort();
   return [
-    route<unknown, unknown>({
+    route<unknown, unknown, StatsQuery>({
       method: 'GET',
       url: '/v1/stats',
-      summary: 'R17 figures of every queue this key can see, in one answer (by name)',
+      summary:
+        'R17 figures of every queue this key can see (by name), or of a page of them; `total` counts the queues that match',
       tag: TAG,
       access: 'authenticated',
-      response: object({ queues: arrayOf(object({ name: queueName, stats }, ['name', 'stats'])) }, [
-        'queues',
-      ]),
-      async handle({ principal }) {
-        const all = await queues.visibleStats((name) => principal.canSee(name));
-        return { queues: all.map(([name, figures]) => ({ name, stats: figures })) };
+      query: statsQuery,
+      response: object(
+        {
+          queues: arrayOf(object({ name: queueName, stats }, ['name', 'stats'])),
+          total: integer(0),
+        },
+        ['queues', 'total'],
+      ),
+      async handle({ principal, query }) {
+        const page = parseStatsPage(query);
+        const { total, queues: read } = await queues.visibleStatsPage(
+          (name) => principal.canSee(name),
+          page,
+        );
+        return { queues: read.map(([name, figures]) => ({ name, stats: figures })), total };
       },
     }),
     route<unknown, unknown>({

@@ -7,6 +7,7 @@ import type {
   Me,
   QueueInfo,
   QueueStats,
+  StatsQuery,
 } from './wire.js';
 
 /** An answer of the API other than 2xx, with its stable code. */
@@ -49,7 +50,16 @@ export class Api {
   constructor(private readonly key: () => string | undefined) {}
 
   me = () => this.get<Me>('/v1/me');
-  allStats = () => this.get<AllStats>('/v1/stats');
+  /**
+   * The figures of a page of the queues (the overview reads the rows it shows), or of every
+   * queue without `page`.
+   */
+  allStats = (page?: StatsQuery) => {
+    if (page === undefined) return this.get<AllStats>('/v1/stats');
+    const query = new URLSearchParams({ offset: String(page.offset), limit: String(page.limit) });
+    if (page.contains !== '') query.set('contains', page.contains);
+    return this.get<AllStats>(`/v1/stats?${query}`);
+  };
   /** One queue's figures: what a page about one queue reads, rather than every queue's. */
   queueStats = (name: string) => this.get<QueueStats>(`${path(name)}/stats`);
   queue = (name: string) => this.get<QueueInfo>(path(name));

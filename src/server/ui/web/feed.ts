@@ -8,12 +8,13 @@ import type {
   Me,
   QueueInfo,
   QueueStats,
+  StatsQuery,
 } from './wire.js';
 
 /** What the pages read, by kind. */
 export interface Reads {
   me: Me;
-  /** Every queue's figures (GET /v1/stats): only a page that shows them all reads it. */
+  /** A page of the queues' figures (GET /v1/stats, the topic's `page`): the overview's rows. */
   stats: AllStats;
   /** One queue's figures (GET /v1/queues/{name}/stats). */
   queueStats: QueueStats;
@@ -28,8 +29,16 @@ export interface Reads {
 
 export type Kind = keyof Reads;
 
-/** One subject of live updates: a kind, and the queue (and job) it is about. */
-export type Topic<K extends Kind = Kind> = { kind: K; queue?: string; id?: string };
+/**
+ * One subject of live updates: a kind, and the queue (and job) it is about, or the page of
+ * queues (`stats`).
+ */
+export type Topic<K extends Kind = Kind> = {
+  kind: K;
+  queue?: string;
+  id?: string;
+  page?: StatsQuery;
+};
 
 export interface Update<T> {
   data?: T;
@@ -70,8 +79,18 @@ export interface Feed {
   onState(listener: (state: FeedState) => void): () => void;
 }
 
+/** One key per subject: two pages of queues, or two filters, are two topics. */
 export const topicKey = (topic: Topic) =>
-  [topic.kind, topic.queue ?? '', topic.id ?? ''].map(encodeURIComponent).join('/');
+  [
+    topic.kind,
+    topic.queue ?? '',
+    topic.id ?? '',
+    ...(topic.page === undefined
+      ? []
+      : [topic.page.contains, String(topic.page.offset), String(topic.page.limit)]),
+  ]
+    .map(encodeURIComponent)
+    .join('/');
 
 function reader(api: Api, topic: Topic): () => Promise<unknown> {
   const queue = topic.queue ?? '';
@@ -79,7 +98,7 @@ function reader(api: Api, topic: Topic): () => Promise<unknown> {
     case 'me':
       return api.me;
     case 'stats':
-      return api.allStats;
+      return () => api.allStats(topic.page);
     case 'queueStats':
       return () => api.queueStats(queue);
     case 'queue':

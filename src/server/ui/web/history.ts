@@ -1,4 +1,4 @@
-import type { AllStats, QueueStats } from './wire.js';
+import type { AllStats, QueueStats, StatsQuery } from './wire.js';
 
 /** The counters whose rates the dashboard shows, per second. */
 export const RATE_COUNTERS = [
@@ -39,6 +39,14 @@ export const KEEP = 300;
  * whole figures of every reading would be hundreds of MB.
  */
 export const DETAILED_QUEUES = 100;
+
+/**
+ * How many queues keep their depth line and rates: those of the overview's pages read since the
+ * page opened, the least recently read going first. The lines of 5,000 queues are a few MB
+ * (test/ui/history.test.ts): paging through any number of queues, or through queues made and
+ * deleted meanwhile, holds no more than that.
+ */
+export const KEPT_QUEUES = 5000;
 
 /** The last `KEEP` numbers pushed, in a fixed buffer (NaN stands for null). */
 class Ring {
@@ -106,15 +114,25 @@ export class StatsHistory {
   /** In the order last read alone (a queue's page), the least recent first. */
   private readonly details = new Map<string, Detail>();
 
-  /** A reading of every queue the key can see (GET /v1/stats): a queue not in it is gone. */
-  add(snapshot: AllStats): void {
+  /**
+   * A reading of GET /v1/stats: of every queue the key can see, or of the page `page` asked for.
+   * Only a reading that holds every queue (no filter, the first page, nothing past it) says that
+   * a queue not in it is gone; a queue missing from a page is merely on another page, and keeps
+   * its line to draw on when its page is read again.
+   */
+  add(reading: AllStats, page?: StatsQuery): void {
     const seen = new Set<string>();
-    // A small install charts every queue from the first reading, as it always did.
-    const all = snapshot.queues.length <= DETAILED_QUEUES;
-    for (const { name, stats } of snapshot.queues) {
+    const unfiltered = page === undefined || page.contains === '';
+    const whole =
+      page === undefined ||
+      (unfiltered && page.offset === 0 && reading.queues.length >= reading.total);
+    // A small install charts every queue from its first reading, as it always did.
+    const all = unfiltered && reading.total <= DETAILED_QUEUES;
+    for (const { name, stats } of reading.queues) {
       seen.add(name);
       this.record(name, stats, all);
     }
+    if (!whole) return;
     for (const name of [...this.lines.keys()]) {
       if (!seen.has(name)) {
         this.lines.delete(name);
@@ -164,6 +182,11 @@ export class StatsHistory {
     return this.details.size;
   }
 
+  /** How many queues keep their depth line and rates (at most KEPT_QUEUES). */
+  get kept(): number {
+    return this.lines.size;
+  }
+
   private record(name: string, stats: QueueStats, chart: boolean): void {
     let line = this.lines.get(name);
     if (line !== undefined && line.at >= stats.queueTime) return;
@@ -175,8 +198,15 @@ export class StatsHistory {
         rates,
         depth: new Ring(KEEP),
       };
-      this.lines.set(name, line);
+      // The least recently read goes: pages of queues come and go, the memory stays bounded.
+      if (this.lines.size >= KEPT_QUEUES) {
+        const oldest = this.lines.keys().next().value;
+        if (oldest !== undefined) this.lines.delete(oldest);
+      }
+    } else {
+      this.lines.delete(name);
     }
+    this.lines.set(name, line);
     line.at = stats.queueTime;
     line.rates = rates;
     RATE_COUNTERS.forEach((counter, index) => {

@@ -24,7 +24,7 @@ async function openSession(onSignOut: () => void): Promise<Session> {
   const history = new StatsHistory();
   const clock = { skewMs: 0 };
   // Every figure read goes to the history before a page draws it; only what the open page
-  // shows is read (the overview every queue's figures, a queue's page that queue's alone).
+  // shows is read (the overview its page of queues, a queue's page that queue's alone).
   const skew = (queueTime: number, at: number) => {
     if (queueTime > 0) clock.skewMs = queueTime - at;
   };
@@ -32,7 +32,7 @@ async function openSession(onSignOut: () => void): Promise<Session> {
     if (update.data === undefined || update.error !== undefined) return;
     if (topic.kind === 'stats') {
       const all = update.data as AllStats;
-      history.add(all);
+      history.add(all, topic.page);
       skew(
         all.queues.reduce((newest, entry) => Math.max(newest, entry.stats.queueTime), 0),
         update.at,

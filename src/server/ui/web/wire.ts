@@ -43,6 +43,17 @@ export interface Me {
   queues: { name: string; actions: Action[] }[];
 }
 
+/** A page of the queues' figures (GET /v1/stats?contains=&offset=&limit=), by name. */
 export interface AllStats {
   queues: { name: string; stats: QueueStats }[];
+  /** How many queues the key can see whose name matches `contains` (every page of them). */
+  total: number;
+}
+
+/** Which page of the queues GET /v1/stats answers. */
+export interface StatsQuery {
+  /** Only names containing this, upper or lower case alike ('' for all). */
+  contains: string;
+  offset: number;
+  limit: number;
 }

@@ -1,10 +1,12 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
+import { type Topic, topicKey } from '../feed.js';
 import { formatCount, formatDuration, formatRate } from '../format.js';
 import { RATE_COUNTERS, type RateCounter } from '../history.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
 import { Sparkline } from '../parts/sparkline.js';
 import { href } from '../router.js';
-import { can, useSession, useTopic } from '../session.js';
+import { can, useSession } from '../session.js';
+import type { AllStats, StatsQuery } from '../wire.js';
 
 const RATE_HEADERS: Partial<Record<RateCounter, string>> = {
   published: 'Published/s',
@@ -19,34 +21,68 @@ const SHOWN_RATES = RATE_COUNTERS.filter((name) => RATE_HEADERS[name] !== undefi
 /** How many queues the overview lists at once: drawing 5,000 rows every 2 s stalls the page. */
 export const QUEUES_PER_PAGE = 50;
 
+/** The longest queue name: the server refuses a longer filter, which could match none. */
+const MAX_FILTER_LENGTH = 80;
+
+/** A page of the overview as the server answered it, with the page asked for. */
+interface ShownPage {
+  page: StatsQuery;
+  data: AllStats;
+}
+
+/**
+ * The latest answer for `page` (GET /v1/stats?contains=&offset=&limit=), live. Until the page
+ * asked for is first answered, the page answered before stays, so that typing in the filter or
+ * turning a page never blanks the table.
+ */
+function useStatsPage(page: StatsQuery): { shown?: ShownPage; error?: Error } {
+  const { feed } = useSession();
+  const topic: Topic<'stats'> = { kind: 'stats', page };
+  const key = topicKey(topic);
+  const [shown, setShown] = useState<ShownPage>();
+  const [error, setError] = useState<Error>();
+  useEffect(
+    () =>
+      feed.subscribe(topic, (update) => {
+        setError(update.error);
+        if (update.data !== undefined) setShown({ page, data: update.data });
+      }),
+    [feed, key],
+  );
+  return { ...(shown === undefined ? {} : { shown }), ...(error === undefined ? {} : { error }) };
+}
+
 /** Every queue the key can see, one row each, a page of QUEUES_PER_PAGE at a time. */
 export function OverviewPage() {
   const { history, me } = useSession();
-  const stats = useTopic({ kind: 'stats' });
   const [filter, setFilter] = useState('');
   const [pageAsked, setPage] = useState(0);
-  if (stats?.data === undefined) {
-    return stats?.error ? (
-      <ErrorNotice error={stats.error} what="the queues" />
-    ) : (
-      <Loading what="queues" />
-    );
+  const needle = filter.trim();
+  // The server filters and cuts the page: only the rows shown are read, every 2 s.
+  const { shown, error } = useStatsPage({
+    contains: needle,
+    offset: pageAsked * QUEUES_PER_PAGE,
+    limit: QUEUES_PER_PAGE,
+  });
+  const total = shown?.data.total ?? 0;
+  const pages = Math.max(1, Math.ceil(total / QUEUES_PER_PAGE));
+  // Queues go while a later page is open: it goes back within what there is.
+  const pastTheEnd = shown !== undefined && shown.page.offset > 0 && shown.page.offset >= total;
+  useEffect(() => {
+    if (pastTheEnd) setPage(pages - 1);
+  }, [pastTheEnd, pages]);
+  if (shown === undefined) {
+    return error ? <ErrorNotice error={error} what="the queues" /> : <Loading what="queues" />;
   }
-  const all = stats.data.queues;
-  const needle = filter.trim().toLowerCase();
-  const matching =
-    needle === '' ? all : all.filter((entry) => entry.name.toLowerCase().includes(needle));
-  const pages = Math.max(1, Math.ceil(matching.length / QUEUES_PER_PAGE));
-  // Queues go while a later page is open: it stays within what there is.
+  const queues = shown.data.queues;
+  const first = shown.page.offset;
   const page = Math.min(pageAsked, pages - 1);
-  const first = page * QUEUES_PER_PAGE;
-  const queues = matching.slice(first, first + QUEUES_PER_PAGE);
   // A small install sees its queues as ever: the filter and pages come with more than a page.
-  const paged = all.length > QUEUES_PER_PAGE || needle !== '';
+  const paged = total > QUEUES_PER_PAGE || needle !== '' || shown.page.contains !== '';
   return (
     <section aria-labelledby="overview-title">
       <h1 id="overview-title">Queues</h1>
-      <ErrorNotice error={stats.error} what="the latest figures" />
+      <ErrorNotice error={error} what="the latest figures" />
       {paged ? (
         <div class="toolbar">
           <label>
@@ -56,6 +92,7 @@ export function OverviewPage() {
               value={filter}
               placeholder="part of a queue's name"
               spellcheck={false}
+              maxLength={MAX_FILTER_LENGTH}
               onInput={(event) => {
                 setFilter(event.currentTarget.value);
                 setPage(0);
@@ -65,19 +102,21 @@ export function OverviewPage() {
           <Pager
             first={first}
             shown={queues.length}
-            total={matching.length}
+            total={total}
             page={page}
             pages={pages}
             onPage={setPage}
           />
         </div>
       ) : null}
-      {all.length === 0 ? (
+      {total === 0 && shown.page.contains === '' ? (
         <p class="empty">
           No queues this key can see. Create one with PUT /v1/queues/&lt;name&gt;.
         </p>
+      ) : total === 0 ? (
+        <p class="empty">No queue's name contains “{shown.page.contains}”.</p>
       ) : queues.length === 0 ? (
-        <p class="empty">No queue's name contains “{filter.trim()}”.</p>
+        <Loading what="queues" />
       ) : (
         <div class="table-scroll">
           <table class="figures">
