@@ -1,7 +1,7 @@
 import { Socket } from 'node:net';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
-import type { QueueOptions } from '../../src/core/index.js';
+import { NotFoundError, type QueueOptions } from '../../src/core/index.js';
 import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
 import {
   listeningBackends,
@@ -12,7 +12,8 @@ import {
 
 /**
  * Receivers of one process hear other processes' publishes over a connection of its own
- * (LISTEN). PostgreSQL restarting, or the backend ending, loses it: it is opened again when a
+ * (LISTEN). PostgreSQL restarting, or the backend ending, loses it: it is opened again at once
+ * while receivers wait (they then look, having missed what was notified meanwhile), else when a
  * receiver next waits, so wake-ups come back instead of stopping for good.
  */
 const APP = `leaseq_wakes_${process.pid}`;
@@ -97,7 +98,7 @@ describe('PostgreSQL: wake-ups from other processes', () => {
     }
   });
 
-  it('lost while a receiver waits: the receiver still takes what was published, at the end of its wait', async (context) => {
+  it('lost while a receiver waits: opened again at once, the receiver takes what was published meanwhile without waiting out its wait', async (context) => {
     if (skip !== undefined) context.skip(skip);
     const clock = new ManualClock(1_000);
     const here = new EngineBroker(await openEngine(url), { clock });
@@ -111,15 +112,28 @@ describe('PostgreSQL: wake-ups from other processes', () => {
       const [lost] = await listeners();
       await withPostgresClient((client) => client.query('SELECT pg_terminate_backend($1)', [lost]));
       await until(async () => (await listeners()).length === 0);
-      // Published where this process cannot hear it: nothing wakes the receiver.
+      // Published while this process may not hear it; the manual clock never moves, so only a
+      // wake-up (the notification, or the look owed once the listener is back) ends the wait.
       await other.publish(clock.now(), { id: 'unheard' });
-      clock.advance(5_000);
-      expect(await receiving).toMatchObject([{ id: 'unheard', token: 1 }]);
+      const bound = new Promise<'not woken'>((resolve) => {
+        setTimeout(() => resolve('not woken'), 5_000).unref();
+      });
+      expect(await Promise.race([receiving, bound])).toMatchObject([{ id: 'unheard', token: 1 }]);
+      await until(async () => (await listeners()).length === 1);
     } finally {
       await here.deleteQueue(name).catch(() => undefined);
       await here.close();
       await elsewhere.close();
     }
+  });
+
+  it('wake receivers elsewhere when their queue is deleted: NOT_FOUND at once, not at the end of the wait', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const name = `wakes-deleted-${process.pid}`;
+    const received = await receivedElsewhere(name, {}, async (other) => async () => {
+      await other.engine.deleteQueue(name);
+    }).catch((error: unknown) => error);
+    expect(received).toBeInstanceOf(NotFoundError);
   });
 
   for (const [label, how] of [

@@ -173,7 +173,11 @@ export async function openPostgresEngine(
         await pool.end();
       },
     });
-    listener = new WakeListener(url, target, (queue) => engine.wakes.wake(queue));
+    listener = new WakeListener(url, target, {
+      wake: (queue) => engine.wakes.wake(queue),
+      receiversWaiting: () => engine.receiversWaiting,
+      reopened: () => engine.wakeWaiting(),
+    });
     await listener.open();
     return engine;
   } catch (error) {
@@ -191,10 +195,24 @@ async function connect(pool: pg.Pool, target: string): Promise<pg.PoolClient> {
   }
 }
 
+/** What the wake listener tells the engine, and asks it. */
+interface WakeListenerHooks {
+  /** Another process's commit may have made jobs of `queue` ready. */
+  wake(queue: string): void;
+  receiversWaiting(): boolean;
+  /** Heard again after a loss: what was notified meanwhile was missed. */
+  reopened(): void;
+}
+
+/** The first wait before opening a lost listener again (ms), doubled per failure up to the last. */
+const REOPEN_FIRST_MS = 100;
+const REOPEN_MOST_MS = 5000;
+
 /**
  * A dedicated connection that hears other processes' wake-ups (LISTEN/NOTIFY). Lost (PostgreSQL
- * restarted, the backend ended), it is opened again when a receiver next waits: the engine sets
- * no timer of its own, and a receiver that waits meanwhile sees the jobs when its wait ends. An
+ * restarted, the backend ended), it is opened again at once while receivers wait (then after a
+ * backoff while that fails), else when a receiver next waits; once it is open again, every
+ * waiting receiver looks, since what was notified meanwhile was missed. An
  * attempt to open it is bounded (connecting, then its LISTEN): one that hangs (a link that
  * accepts connections and never answers) fails rather than keep every later receiver from
  * opening it, and one that fails while other receivers began to wait is made again for them.
@@ -207,11 +225,15 @@ class WakeListener {
   /** A receiver began to wait while the attempt under way was made. */
   private askedAgain = false;
   private closed = false;
+  /** It was open once and lost since: the next open is owed a look by every waiting receiver. */
+  private lost = false;
+  private reopenTimer: NodeJS.Timeout | undefined;
+  private reopenDelay = REOPEN_FIRST_MS;
 
   constructor(
     private readonly url: string,
     private readonly target: string,
-    private readonly wake: (queue: string) => void,
+    private readonly hooks: WakeListenerHooks,
   ) {}
 
   async open(): Promise<void> {
@@ -225,10 +247,13 @@ class WakeListener {
     });
     client.on('error', () => undefined);
     client.on('end', () => {
-      if (this.client === client) this.client = undefined;
+      if (this.client !== client) return;
+      this.client = undefined;
+      this.lost = true;
+      if (this.hooks.receiversWaiting()) this.reopenLater();
     });
     client.on('notification', (message) => {
-      if (message.channel === WAKE_CHANNEL && message.payload) this.wake(message.payload);
+      if (message.channel === WAKE_CHANNEL && message.payload) this.hooks.wake(message.payload);
     });
     this.connecting = client;
     try {
@@ -241,8 +266,29 @@ class WakeListener {
     } finally {
       this.connecting = undefined;
     }
-    if (this.closed) await client.end().catch(() => undefined);
-    else this.client = client;
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.client = client;
+    this.reopenDelay = REOPEN_FIRST_MS;
+    if (this.lost) {
+      this.lost = false;
+      this.hooks.reopened();
+    }
+  }
+
+  /** Opens it again after the backoff, while receivers wait and it is still lost. */
+  private reopenLater(): void {
+    if (this.closed || this.reopenTimer !== undefined) return;
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = undefined;
+      if (this.closed || this.client !== undefined || !this.hooks.receiversWaiting()) return;
+      this.ensure();
+    }, this.reopenDelay);
+    // A process with nothing else to do does not stay for it.
+    this.reopenTimer.unref();
+    this.reopenDelay = Math.min(REOPEN_MOST_MS, this.reopenDelay * 2);
   }
 
   /**
@@ -263,12 +309,14 @@ class WakeListener {
       () => {
         this.opening = undefined;
         if (this.askedAgain) this.ensure();
+        else if (this.hooks.receiversWaiting()) this.reopenLater();
       },
     );
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.reopenTimer);
     this.connecting?.connection.stream.destroy();
     await this.opening;
     await this.client?.end().catch(() => undefined);

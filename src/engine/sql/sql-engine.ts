@@ -89,6 +89,8 @@ export class SqlEngine implements Engine {
   private readonly executor: GroupCommitExecutor;
   private readonly access: QueueAccess;
   private readonly foreignWrites: ForeignWriteWatch | undefined;
+  /** The queues receivers of this process wait on, with how many wait on each. */
+  private readonly waitedOn = new Map<string, number>();
   private closed = false;
 
   constructor(private readonly parts: SqlEngineParts) {
@@ -118,7 +120,30 @@ export class SqlEngine implements Engine {
 
   watchWakes(queue: string): () => void {
     this.parts.beforeWait?.();
-    return this.foreignWrites?.watch(queue) ?? (() => {});
+    this.waitedOn.set(queue, (this.waitedOn.get(queue) ?? 0) + 1);
+    const unwatch = this.foreignWrites?.watch(queue);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.waitedOn.get(queue) ?? 1) - 1;
+      if (left > 0) this.waitedOn.set(queue, left);
+      else this.waitedOn.delete(queue);
+      unwatch?.();
+    };
+  }
+
+  /** Whether a receiver of this process waits for a wake-up now. */
+  get receiversWaiting(): boolean {
+    return this.waitedOn.size > 0;
+  }
+
+  /**
+   * Every queue a receiver waits on looks again: wake-ups of other processes may have been
+   * missed (the connection that hears them was lost for a while).
+   */
+  wakeWaiting(): void {
+    for (const queue of [...this.waitedOn.keys()]) this.wakes.wake(queue);
   }
 
   async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
@@ -234,6 +259,9 @@ export class SqlEngine implements Engine {
         name,
       ]);
       await forgetQueueRow(connection, batch, dialect, name);
+      // Receivers waiting on it in other processes look again and learn it is gone (NOT_FOUND),
+      // rather than at the end of their wait, or after the name was given to a new queue.
+      await wakeOnCommit(this.access, connection, batch, name);
       // What this process keeps per queue goes with it: unique names made and deleted all day
       // (a queue per tenant or per task) must not grow the process.
       batch.afterCommit(() => {
