@@ -253,7 +253,7 @@ export class StreamChannel implements Channel {
       return this.reserveNow(queue, reserve);
     }
     if (prefetch === undefined) {
-      prefetch = new Prefetch(this.link, {
+      const created: Prefetch = new Prefetch(this.link, {
         queue,
         visibility: reserve.visibility,
         session: reserve.session,
@@ -266,7 +266,9 @@ export class StreamChannel implements Channel {
             session: reserve.session,
             ack: undefined,
           }),
+        othersWaiting: () => this.waitingElsewhere(queue, created),
       });
+      prefetch = created;
       this.prefetches.set(key, prefetch);
     }
     if (!prefetch.holding) this.freeHeldElsewhere(queue, prefetch);
@@ -311,6 +313,14 @@ export class StreamChannel implements Channel {
     for (const other of this.prefetches.values()) {
       if (other !== waiting && other.queue === queue && other.holdingIdle) void other.end();
     }
+  }
+
+  /** Whether a receive of a subscription other than `self` waits on `queue`. */
+  private waitingElsewhere(queue: string, self: Prefetch): boolean {
+    for (const other of this.prefetches.values()) {
+      if (other !== self && other.queue === queue && other.waiting) return true;
+    }
+    return false;
   }
 
   /**

@@ -3,6 +3,7 @@ import type { Broker, ReceiveOptions } from '../../src/broker/index.js';
 import { RemoteBroker } from '../../src/client/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
+import { silentLogger, work } from '../../src/worker/index.js';
 import { startTestServer, withWrappedQueues } from '../server/helpers.js';
 
 /**
@@ -223,6 +224,34 @@ describe('a short wait with jobs ready', () => {
     await jobs.publish({ id: 'later' });
     await sleep(300);
     expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0, deliveries: 0 });
+  });
+});
+
+describe('a receive of other settings before a work() on the same queue', () => {
+  it('does not keep the next job from the waiting worker: it goes to the worker at once, not after prefetchIdleMs', async () => {
+    const { server, client } = await streamClient();
+    const jobs = await server.broker.queue('jobs', { visibility: 30_000 });
+    const queue = await client.queue('jobs');
+    await queue.publish({ id: 'first' });
+    const [first] = await queue.receive({ wait: 2000 });
+    expect(first?.id).toBe('first');
+    expect(await queue.ack(first?.token ?? 0)).toBe(true);
+    const handled: { id: string; at: number }[] = [];
+    const worker = await work(
+      queue,
+      async (job) => {
+        handled.push({ id: job.id, at: Date.now() });
+      },
+      { logger: silentLogger },
+    );
+    closing.push(() => worker.close());
+    // The worker's receive waits (its own subscription); the one-off receive's is still open.
+    await sleep(300);
+    const publishedAt = Date.now();
+    await jobs.publish({ id: 'second' });
+    await until(async () => handled.length === 1, 10_000);
+    expect(handled[0]?.id).toBe('second');
+    expect((handled[0]?.at ?? Number.POSITIVE_INFINITY) - publishedAt).toBeLessThan(3000);
   });
 });
 
