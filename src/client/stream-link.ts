@@ -380,10 +380,14 @@ export class StreamLink {
       this.abandoned.delete(id);
       return;
     }
-    // Kept until the server says it ended, so that what it pushes meanwhile goes back.
+    // Kept until the server says it ended (`unsubscribed`, taken off in dispatch) or the
+    // connection goes, so that what it pushes meanwhile goes back: an unsubscribe unanswered in
+    // time may still be run.
     void this.request({ type: 'unsubscribe', subscription: answer.subscription }).then(
-      () => this.abandoned.delete(id),
-      () => this.abandoned.delete(id),
+      (ended) => {
+        if (ended.type === 'error') this.abandoned.delete(id);
+      },
+      () => {},
     );
   }
 

@@ -13,12 +13,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * A TCP proxy on 127.0.0.1 in front of `target`, whose way back to the client can be made to
  * lose packets: `swallowAfterUpgrade` drops what the server sends once the WebSocket upgrade was
- * answered (a link that died silently, no FIN or RST), `hold` keeps it back until `release`.
+ * answered (a link that died silently, no FIN or RST), `holding` keeps it back until `release`,
+ * `holdingUp` keeps back what the client sends until `releaseUp`.
  */
 async function proxy(target: string) {
   const { hostname, port: targetPort } = new URL(target);
-  const state = { swallowAfterUpgrade: false, holding: false };
+  const state = { swallowAfterUpgrade: false, holding: false, holdingUp: false };
   const held: { client: Socket; chunk: Buffer }[] = [];
+  const heldUp: { upstream: Socket; chunk: Buffer }[] = [];
   const sockets: Socket[] = [];
   const server = createServer((client) => {
     const upstream = new Socket();
@@ -26,7 +28,10 @@ async function proxy(target: string) {
     const swallow = state.swallowAfterUpgrade;
     let upgraded = false;
     upstream.connect(Number(targetPort), hostname);
-    client.on('data', (chunk: Buffer) => upstream.write(chunk));
+    client.on('data', (chunk: Buffer) => {
+      if (state.holdingUp) heldUp.push({ upstream, chunk });
+      else upstream.write(chunk);
+    });
     upstream.on('data', (chunk: Buffer) => {
       if (swallow && upgraded) return;
       if (swallow) {
@@ -65,6 +70,10 @@ async function proxy(target: string) {
     release() {
       state.holding = false;
       for (const { client, chunk } of held.splice(0)) client.write(chunk);
+    },
+    releaseUp() {
+      state.holdingUp = false;
+      for (const { upstream, chunk } of heldUp.splice(0)) upstream.write(chunk);
     },
   };
 }
@@ -121,5 +130,32 @@ describe('the stream link over a link that fails silently', () => {
     }
     expect(seen.filter((active) => active > 0)).toEqual([]);
     expect((await jobs.receive({ max: 1 })).map((delivery) => delivery.id)).toEqual(['next']);
+  });
+
+  it('pushes of an abandoned subscribe that come after its unsubscribe timed out still go back', async () => {
+    const server = await startTestServer();
+    cleanups.push(() => server.close());
+    const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
+    const link = await proxy(server.baseUrl);
+    const client = new RemoteBroker(link.url, { transport: 'stream', timeoutMs: 400 });
+    cleanups.push(() => client.close());
+    await (await client.queue('warm')).publish({ id: 'warm' });
+    link.state.holding = true;
+    await expect(client.handle('jobs').receive({ wait: 10_000 })).rejects.toMatchObject({
+      code: 'STORAGE_UNAVAILABLE',
+    });
+    // The late answer comes; the unsubscribe it sends is held long past its own timeout.
+    link.state.holdingUp = true;
+    link.release();
+    await sleep(700);
+    // The subscription, still open on the server, is pushed a job.
+    await jobs.publish({ id: 'pushed-late' });
+    await sleep(200);
+    link.releaseUp();
+    const deadline = Date.now() + 5000;
+    while ((await jobs.job('pushed-late'))?.state !== 'ready' && Date.now() < deadline) {
+      await sleep(50);
+    }
+    expect(await jobs.job('pushed-late')).toMatchObject({ state: 'ready' });
   });
 });
