@@ -16,6 +16,11 @@ export interface ScheduleRecord {
   readonly createdAt: number;
   /** The occurrence published last, or null before the first. */
   readonly lastAt: number | null;
+  /**
+   * The definition as the storage holds it, where it keeps one (the SQL engines' JSON text),
+   * on a record listed from it: advanceSchedule names it, whatever wrote it.
+   */
+  readonly stored?: string;
 }
 
 /** What the engines store for schedules; every engine keeps them (memory: in this process). */

@@ -65,6 +65,41 @@ describe.each(factories)('R25 a schedule replaced during a pass, on $name', (fac
     }
   });
 
+  it.skipIf(factory.name === 'memory')(
+    'R25 a definition stored as other text (keys in another order, spaces) still fires, once',
+    async () => {
+      const clock = new ManualClock(T0);
+      const engine = await factory.open();
+      const broker = new EngineBroker(engine, { clock });
+      const name = queueName('rewritten');
+      try {
+        const queue = await broker.queue(name);
+        await queue.schedule('pulse', 1_000, { payload: { a: 1, b: [2] } });
+        // As a restore or another version may have written it: the same definition.
+        const transaction = engine.transaction;
+        if (transaction === undefined) throw new Error('a SQL engine has transactions');
+        await transaction.call(engine, (tx) =>
+          tx.run('UPDATE leaseq_schedules SET spec = ? WHERE queue = ? AND name = ?', [
+            '{ "payload": { "b": [2], "a": 1 }, "every": 1000 }',
+            name,
+            'pulse',
+          ]),
+        );
+        clock.advance(1_000);
+        const scheduler = broker.scheduler();
+        expect(await ofQueue(name, scheduler.runOnce())).toMatchObject([
+          { name: 'pulse', at: T0 + 1_000 },
+        ]);
+        expect(await ofQueue(name, scheduler.runOnce())).toEqual([]);
+        const [job] = await queue.receive({ max: 10 });
+        expect(job?.payload).toEqual({ a: 1, b: [2] });
+      } finally {
+        await broker.deleteQueue(name).catch(() => {});
+        await broker.close();
+      }
+    },
+  );
+
   it('R25 an occurrence is recorded once for payloads of every JSON shape', async () => {
     const clock = new ManualClock(T0);
     const engine = await factory.open();

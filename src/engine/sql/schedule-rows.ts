@@ -18,11 +18,7 @@ interface ScheduleSpec {
   payload?: unknown;
 }
 
-/**
- * The stored text of a schedule's definition. A record listed from a row gives back that row's
- * text (JSON.stringify of what JSON.parse read of its own output is that output), so the compare
- * and set can name the definition it read.
- */
+/** The stored text of a schedule's definition. */
 function specText(schedule: ScheduleRecord): string {
   const spec: ScheduleSpec = {
     ...(schedule.cron === undefined ? {} : { cron: schedule.cron }),
@@ -71,6 +67,7 @@ export async function listScheduleRows(
       payload: spec.payload,
       createdAt: Number(row.created_at),
       lastAt: row.last_at === null ? null : Number(row.last_at),
+      stored: row.spec,
     };
   });
 }
@@ -98,16 +95,18 @@ export async function advanceScheduleRow(
   to: number | null,
 ): Promise<boolean> {
   const { queue, name, lastAt, createdAt } = read;
+  // The text read, as it is stored (written by any version or tool), else as this code writes it.
+  const spec = read.stored ?? specText(read);
   const definition = 'queue = ? AND name = ? AND created_at = ? AND spec = ?';
   const changed =
     lastAt === null
       ? await connection.run(
           `UPDATE leaseq_schedules SET last_at = ? WHERE ${definition} AND last_at IS NULL`,
-          [to, queue, name, createdAt, specText(read)],
+          [to, queue, name, createdAt, spec],
         )
       : await connection.run(
           `UPDATE leaseq_schedules SET last_at = ? WHERE ${definition} AND last_at = ?`,
-          [to, queue, name, createdAt, specText(read), lastAt],
+          [to, queue, name, createdAt, spec, lastAt],
         );
   return changed > 0;
 }
