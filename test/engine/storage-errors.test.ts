@@ -367,6 +367,7 @@ describe('PostgreSQL storage errors', () => {
       await expect(failure).rejects.toThrow(
         /could not migrate its schema to version 1 \(0001_init\.sql\): relation "leaseq_jobs" already exists/,
       );
+      await expect(failure).rejects.toThrow(/another program's objects of those names/);
       const tables = await admin.query(
         'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
         [schema],
@@ -376,5 +377,14 @@ describe('PostgreSQL storage errors', () => {
       await admin.query(`DROP SCHEMA ${schema} CASCADE`);
       await admin.end();
     }
+  });
+
+  it('a search_path naming no schema: StorageUnavailableError with the database message, no guessed cause', async () => {
+    const url = new URL(postgresUrl());
+    url.searchParams.set('options', '-c search_path=lq_no_such_schema');
+    const failure = openEngine(url.toString());
+    await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(failure).rejects.toThrow(/no schema has been selected to create in/);
+    await expect(failure).rejects.not.toThrow(/another program/);
   });
 });

@@ -71,9 +71,38 @@ export async function migrate(
     const typed = translate(error);
     if (typed !== error || error instanceof LeaseqError) throw typed;
     const message = error instanceof Error ? error.message : String(error);
+    const hint = isSchemaClash(error)
+      ? " Its leaseq_* tables or functions are not as leaseq made them: another program's objects of those names, or a schema written by an unreleased build"
+      : '';
     throw new StorageUnavailableError(
-      `${target} cannot be used: could not ${step}: ${message}. Nothing of it was kept (rolled back). Its leaseq_* tables or functions are not as leaseq made them: another program's objects of those names, or a schema written by an unreleased build`,
+      `${target} cannot be used: could not ${step}: ${message}. Nothing of it was kept (rolled back).${hint}`,
       { cause: error },
     );
   }
+}
+
+/**
+ * PostgreSQL's codes for an object there already, or not of the shape a statement expects
+ * (duplicate or undefined table, column, function, object; a type mismatch).
+ */
+const CLASH_STATES = new Set([
+  '42P07',
+  '42701',
+  '42710',
+  '42723',
+  '42P01',
+  '42703',
+  '42883',
+  '42804',
+]);
+
+/** A migration refused because objects of its names are there already, or otherwise. */
+function isSchemaClash(error: unknown): boolean {
+  const code = String((error as { code?: unknown } | null)?.code ?? '');
+  if (CLASH_STATES.has(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return (
+    code.startsWith('SQLITE_') &&
+    /already exists|no such (table|column|index)|duplicate column|has no column/.test(message)
+  );
 }
