@@ -49,3 +49,29 @@ describe.skipIf(skip !== undefined)('two servers over one PostgreSQL database', 
     });
   }
 });
+
+describe.skipIf(skip !== undefined)('two processes over one PostgreSQL database', () => {
+  it('a lease shortened by extend in one wakes the receivers of the other, which take its job when it ends', async () => {
+    const here = await startTestServer({ url: postgresUrl() });
+    closing.push(() => here.close());
+    const there = await startTestServer({ url: postgresUrl() });
+    closing.push(() => there.close());
+    const name = queueName('shortened-elsewhere');
+    const held = await here.broker.queue(name, { visibility: 30_000 });
+    try {
+      await held.publish({ id: 'job' });
+      const [delivery] = await held.receive({ max: 1 });
+      expect(delivery?.id).toBe('job');
+      const waiting = await there.broker.queue(name);
+      const started = Date.now();
+      const receiving = waiting.receive({ wait: 15_000 });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await held.extend(delivery?.token ?? 0, 1);
+      const [again] = await receiving;
+      expect(again).toMatchObject({ id: 'job', deliveryCount: 2 });
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await here.broker.deleteQueue(name);
+    }
+  });
+});

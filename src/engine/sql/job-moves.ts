@@ -75,15 +75,23 @@ export class JobMoves {
   private readonly before: { waiting: number; active: number };
 
   /**
+   * A lease was made to end sooner (an extend with less time than it had left): receivers
+   * elsewhere sleep until the old end.
+   */
+  protected leaseShortened = false;
+
+  /**
    * Whether the calls made since these operations began let receivers elsewhere go on, as a
    * publish would: a group went on (a member left waiting, R24: its head acked, cancelled or
-   * moved), or deliveries ended under a finite prefetch (room for more).
+   * moved), deliveries ended under a finite prefetch (room for more), or a lease will end
+   * sooner than it would have.
    */
   othersMayGoOn(): boolean {
     const { q, before } = this;
     return (
       q.waiting < before.waiting ||
-      (q.active < before.active && Number.isFinite(q.options.prefetch))
+      (q.active < before.active && Number.isFinite(q.options.prefetch)) ||
+      this.leaseShortened
     );
   }
 

@@ -518,6 +518,7 @@ export class QueueOps extends JobMoves {
     ]);
     // A shorter lease, or an ack timeout that can now trip, may come sooner than we thought.
     this.q.nextEventAt = Math.min(this.q.nextEventAt, deadline);
+    if (deadline < Number(row.deadline)) this.leaseShortened = true;
     if (row.session !== null) {
       const [session] = await this.c.query<{ ack_timeout: number | null }>(
         'SELECT ack_timeout FROM leaseq_sessions WHERE queue = ? AND id = ?',
