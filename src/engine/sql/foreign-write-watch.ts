@@ -1,3 +1,5 @@
+import { WaitedQueues } from './waited-queues.js';
+
 /**
  * Wakes this process's waiting receivers when another process commits to the same storage, for
  * engines with no notification channel (SQLite). While at least one receiver waits it reads a
@@ -5,7 +7,10 @@
  * `PRAGMA data_version`) every `intervalMs`; when none waits it does nothing.
  */
 export class ForeignWriteWatch {
-  private readonly watched = new Map<string, number>();
+  private readonly watched = new WaitedQueues({
+    first: () => this.begin(),
+    last: () => this.end(),
+  });
   private timer: NodeJS.Timeout | undefined;
   private version: number | undefined;
 
@@ -17,17 +22,7 @@ export class ForeignWriteWatch {
 
   /** A receiver of `queue` waits from now on; returns the end of its wait. */
   watch(queue: string): () => void {
-    if (this.watched.size === 0) this.begin();
-    this.watched.set(queue, (this.watched.get(queue) ?? 0) + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (this.watched.get(queue) ?? 1) - 1;
-      if (left > 0) this.watched.set(queue, left);
-      else this.watched.delete(queue);
-      if (this.watched.size === 0) this.end();
-    };
+    return this.watched.watch(queue);
   }
 
   /** One look: wakes every watched queue when another connection committed since the last. */
@@ -35,7 +30,7 @@ export class ForeignWriteWatch {
     const version = this.readVersion();
     const changed = this.version !== undefined && version !== this.version;
     this.version = version;
-    if (changed) for (const queue of [...this.watched.keys()]) this.wake(queue);
+    if (changed) for (const queue of this.watched.queues()) this.wake(queue);
     return changed;
   }
 

@@ -45,6 +45,7 @@ import type { SqlConnection, SqlDialect } from './sql-connection.js';
 import { SqlQueue } from './sql-queue.js';
 import { SqlTransaction } from './sql-transaction.js';
 import { readQueueStats } from './stats-read.js';
+import { WaitedQueues } from './waited-queues.js';
 
 /** The most queues one read of statsOfQueues takes. */
 const STATS_READ_QUEUES = 500;
@@ -89,8 +90,7 @@ export class SqlEngine implements Engine {
   private readonly executor: GroupCommitExecutor;
   private readonly access: QueueAccess;
   private readonly foreignWrites: ForeignWriteWatch | undefined;
-  /** The queues receivers of this process wait on, with how many wait on each. */
-  private readonly waitedOn = new Map<string, number>();
+  private readonly waitedOn = new WaitedQueues();
   private closed = false;
 
   constructor(private readonly parts: SqlEngineParts) {
@@ -120,15 +120,10 @@ export class SqlEngine implements Engine {
 
   watchWakes(queue: string): () => void {
     this.parts.beforeWait?.();
-    this.waitedOn.set(queue, (this.waitedOn.get(queue) ?? 0) + 1);
+    const waits = this.waitedOn.watch(queue);
     const unwatch = this.foreignWrites?.watch(queue);
-    let released = false;
     return () => {
-      if (released) return;
-      released = true;
-      const left = (this.waitedOn.get(queue) ?? 1) - 1;
-      if (left > 0) this.waitedOn.set(queue, left);
-      else this.waitedOn.delete(queue);
+      waits();
       unwatch?.();
     };
   }
@@ -143,7 +138,7 @@ export class SqlEngine implements Engine {
    * missed (the connection that hears them was lost for a while).
    */
   wakeWaiting(): void {
-    for (const queue of [...this.waitedOn.keys()]) this.wakes.wake(queue);
+    for (const queue of this.waitedOn.queues()) this.wakes.wake(queue);
   }
 
   async queue(name: string, options?: QueueOptions): Promise<QueueHandle> {
