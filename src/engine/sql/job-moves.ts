@@ -435,7 +435,9 @@ export class JobMoves {
      * together take seconds): nothing the loop reads looks at their rows again.
      */
     const deaths: IdleDeath[] = [];
-    for (let job = due.shift(); job !== undefined; job = due.shift()) {
+    // By index, not shift(): shifting an array of 200,000 took most of a minute.
+    for (let index = 0; index < due.length; index += 1) {
+      const job = due[index] as (typeof due)[number];
       if (job.state === 'ready') {
         this.q.ready -= 1;
         const band = gaps.get(job.priority) ?? [];
@@ -447,9 +449,11 @@ export class JobMoves {
       this.q.counters.expired += 1;
       const promoted = await this.dieIdle(job, now, 'expired', deaths);
       if (promoted === undefined) continue;
+      // Among the jobs still to come, in expiry order.
       for (const next of await this.dueExpiries(now, promoted)) {
-        const at = due.findIndex((other) => byExpiry(next, other) < 0);
-        due.splice(at < 0 ? due.length : at, 0, next);
+        let at = index + 1;
+        while (at < due.length && byExpiry(next, due[at] as (typeof due)[number]) >= 0) at += 1;
+        due.splice(at, 0, next);
       }
     }
     await this.storeIdleDeaths(deaths, now, 'expired');

@@ -909,8 +909,11 @@ export class QueueOps extends JobMoves {
        ORDER BY available_at, seq${cut}`,
       params,
     );
+    // Only live deliveries hold a token: `token IS NOT NULL` walks its index in token order
+    // (without it, SQLite read every job of the queue and sorted the active ones: 0.5 s at 10^6).
     const active = await this.c.query<DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'active' ORDER BY token${cut}`,
+      `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs
+       WHERE queue = ? AND token IS NOT NULL AND state = 'active' ORDER BY token${cut}`,
       params,
     );
     const dead = await this.c.query<{ id: string; dead_reason: string; delivery_count: number }>(
@@ -947,7 +950,8 @@ export class QueueOps extends JobMoves {
 
   async deliveries(): Promise<LiveDelivery[]> {
     const rows = await this.c.query<DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'active' ORDER BY token`,
+      `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs
+       WHERE queue = ? AND token IS NOT NULL AND state = 'active' ORDER BY token`,
       [this.q.name],
     );
     return rows.map((row) => ({
