@@ -48,11 +48,6 @@ export interface PrefetchSettings {
    * wait 0: a wait's last look (see take). Without it, a wait that runs out answers empty.
    */
   reserve?(max: number): Promise<WireDelivery[]>;
-  /**
-   * Whether a receive of another subscription of this client waits on the same queue: what
-   * this one is pushed while none of its own receives waits goes back at once, for that one.
-   */
-  othersWaiting?(): boolean;
 }
 
 /**
@@ -252,9 +247,12 @@ export class Prefetch implements PushListener {
     return this.buffer.length > 0;
   }
 
-  /** Whether a receive of this subscription waits for deliveries. */
-  get waiting(): boolean {
-    return this.waiters.size > 0;
+  /**
+   * A one-off receive's subscription left open: no receive of it waits, and none had a
+   * consumer's signal (a worker's receives have one, and keep theirs open for the next).
+   */
+  get idleOneOff(): boolean {
+    return this.waiters.size === 0 && this.consumers.size === 0;
   }
 
   /** Whether deliveries are held and no receive of this subscription waits for them. */
@@ -430,12 +428,6 @@ export class Prefetch implements PushListener {
       waiter.resolve(held);
     }
     if (this.waiters.size > 0) return;
-    // A one-off receive's subscription, pushed a job while a worker on the queue waits: held
-    // for idleMs, it would reach the worker that much later.
-    if (this.settings.othersWaiting?.() === true) {
-      void this.end();
-      return;
-    }
     // Pushed with its lease over, or too close to its end to be given back in time (a lease
     // shorter than the way here), and no receive to take it: held, it would run out, and the
     // server would push its job again at once, each time a delivery (R13), until it died unseen.

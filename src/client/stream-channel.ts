@@ -253,7 +253,7 @@ export class StreamChannel implements Channel {
       return this.reserveNow(queue, reserve);
     }
     if (prefetch === undefined) {
-      const created: Prefetch = new Prefetch(this.link, {
+      prefetch = new Prefetch(this.link, {
         queue,
         visibility: reserve.visibility,
         session: reserve.session,
@@ -266,9 +266,7 @@ export class StreamChannel implements Channel {
             session: reserve.session,
             ack: undefined,
           }),
-        othersWaiting: () => this.waitingElsewhere(queue, created),
       });
-      prefetch = created;
       this.prefetches.set(key, prefetch);
     }
     if (!prefetch.holding) this.freeHeldElsewhere(queue, prefetch);
@@ -311,16 +309,11 @@ export class StreamChannel implements Channel {
    */
   private freeHeldElsewhere(queue: string, waiting: Prefetch): void {
     for (const other of this.prefetches.values()) {
-      if (other !== waiting && other.queue === queue && other.holdingIdle) void other.end();
+      if (other === waiting || other.queue !== queue) continue;
+      // An idle one-off receive's subscription goes too, holding nothing yet: left open, it
+      // would be pushed the next job and hold it for prefetchIdleMs (a receive, then a work()).
+      if (other.holdingIdle || other.idleOneOff) void other.end();
     }
-  }
-
-  /** Whether a receive of a subscription other than `self` waits on `queue`. */
-  private waitingElsewhere(queue: string, self: Prefetch): boolean {
-    for (const other of this.prefetches.values()) {
-      if (other !== self && other.queue === queue && other.waiting) return true;
-    }
-    return false;
   }
 
   /**
