@@ -1,4 +1,5 @@
 import { Socket } from 'node:net';
+import pg from 'pg';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
 import { NotFoundError, type QueueOptions } from '../../src/core/index.js';
@@ -179,6 +180,53 @@ describe('PostgreSQL: wake-ups from other processes', () => {
       expect(deliveries).toMatchObject([{ id: 'b' }]);
     });
   }
+
+  it('lost while new connections are refused: receivers that begin to wait make no attempt of their own, the backoff spaces them', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const here = new EngineBroker(await openEngine(url));
+    const name = `wakes-refused-${process.pid}`;
+    const attempts: number[] = [];
+    let refusing = false;
+    const connect = pg.Client.prototype.connect;
+    const spy = vi.spyOn(pg.Client.prototype, 'connect').mockImplementation(function (
+      this: pg.Client,
+      ...args: unknown[]
+    ) {
+      // Only this engine's (the test's own clients go through).
+      const app = (this as unknown as { connectionParameters?: { application_name?: string } })
+        .connectionParameters?.application_name;
+      if (!refusing || app !== APP) {
+        return (connect as (...a: unknown[]) => Promise<void>).apply(this, args);
+      }
+      attempts.push(performance.now());
+      return Promise.reject(new Error('sorry, too many clients already'));
+    } as typeof connect);
+    try {
+      const queue = await here.queue(name);
+      // The pool's connection is open; receivers wait again and again, as workers do.
+      await queue.publish({ id: 'warm' });
+      await queue.receive();
+      refusing = true;
+      const [lost] = await listeners();
+      await withPostgresClient((client) => client.query('SELECT pg_terminate_backend($1)', [lost]));
+      await until(async () => (await listeners()).length === 0);
+      const started = performance.now();
+      while (performance.now() - started < 1_500) await queue.receive({ wait: 20 });
+      // 0.1 s, then doubling: a handful in 1.5 s, not one per wait.
+      expect(attempts.length).toBeGreaterThanOrEqual(1);
+      expect(attempts.length).toBeLessThanOrEqual(5);
+      // Let through again: the listener is back within the backoff, receivers as before.
+      refusing = false;
+      const receiving = queue.receive({ wait: 10_000 });
+      await until(async () => (await listeners()).length === 1);
+      await queue.publish({ id: 'after' });
+      expect((await receiving).map((delivery) => delivery.id)).toEqual(['after']);
+    } finally {
+      spy.mockRestore();
+      await here.deleteQueue(name).catch(() => undefined);
+      await here.close();
+    }
+  });
 
   it("keep their connection, and the pool's, open through a NAT: TCP keepalive after 10 s of silence", async (context) => {
     if (skip !== undefined) context.skip(skip);

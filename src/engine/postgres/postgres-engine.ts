@@ -229,6 +229,8 @@ class WakeListener {
   private lost = false;
   private reopenTimer: NodeJS.Timeout | undefined;
   private reopenDelay = REOPEN_FIRST_MS;
+  /** No attempt before this (performance.now()): set by a loss or a failed attempt. */
+  private retryAt = 0;
 
   constructor(
     private readonly url: string,
@@ -250,6 +252,7 @@ class WakeListener {
       if (this.client !== client) return;
       this.client = undefined;
       this.lost = true;
+      this.retryAt = performance.now() + this.reopenDelay;
       if (this.hooks.receiversWaiting()) this.reopenLater();
     });
     client.on('notification', (message) => {
@@ -272,33 +275,42 @@ class WakeListener {
     }
     this.client = client;
     this.reopenDelay = REOPEN_FIRST_MS;
+    this.retryAt = 0;
     if (this.lost) {
       this.lost = false;
       this.hooks.reopened();
     }
   }
 
-  /** Opens it again after the backoff, while receivers wait and it is still lost. */
+  /** Opens it again once the backoff is over, while receivers wait and it is still lost. */
   private reopenLater(): void {
     if (this.closed || this.reopenTimer !== undefined) return;
-    this.reopenTimer = setTimeout(() => {
-      this.reopenTimer = undefined;
-      if (this.closed || this.client !== undefined || !this.hooks.receiversWaiting()) return;
-      this.ensure();
-    }, this.reopenDelay);
+    this.reopenTimer = setTimeout(
+      () => {
+        this.reopenTimer = undefined;
+        if (this.closed || this.client !== undefined || !this.hooks.receiversWaiting()) return;
+        this.ensure();
+      },
+      Math.max(0, this.retryAt - performance.now()),
+    );
     // A process with nothing else to do does not stay for it.
     this.reopenTimer.unref();
-    this.reopenDelay = Math.min(REOPEN_MOST_MS, this.reopenDelay * 2);
   }
 
   /**
-   * Opens the connection again if it was lost. A failure is tried again at the next call, or at
-   * once when calls came while it was tried (receivers that began to wait then are owed one).
+   * Opens the connection again if it was lost, once the backoff since the loss or the last
+   * failed attempt is over (then by a timer, while receivers wait): receivers that begin to wait
+   * meanwhile make no attempt of their own.
    */
   ensure(): void {
     if (this.closed || this.client !== undefined) return;
     if (this.opening !== undefined) {
       this.askedAgain = true;
+      return;
+    }
+    // Within the backoff (every receiver that begins to wait asks): the timer opens it.
+    if (performance.now() < this.retryAt) {
+      this.reopenLater();
       return;
     }
     this.askedAgain = false;
@@ -308,8 +320,9 @@ class WakeListener {
       },
       () => {
         this.opening = undefined;
-        if (this.askedAgain) this.ensure();
-        else if (this.hooks.receiversWaiting()) this.reopenLater();
+        this.retryAt = performance.now() + this.reopenDelay;
+        this.reopenDelay = Math.min(REOPEN_MOST_MS, this.reopenDelay * 2);
+        if (this.askedAgain || this.hooks.receiversWaiting()) this.reopenLater();
       },
     );
   }
