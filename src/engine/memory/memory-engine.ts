@@ -143,7 +143,10 @@ export class MemoryEngine implements Engine, QueueLinks {
     if (core === undefined) return false;
     this.floors.set(name, core.numbering());
     this.schedules.forgetQueue(name);
-    return this.queues.delete(name);
+    this.queues.delete(name);
+    // Its waiting receivers look again and learn it is gone (NOT_FOUND), as on the SQL engines.
+    this.wakes.wake(name);
+    return true;
   }
 
   async readSecret(name: string): Promise<StoredSecret> {
