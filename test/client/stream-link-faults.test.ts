@@ -78,6 +78,26 @@ async function proxy(target: string) {
   };
 }
 
+/**
+ * A stream client (timeoutMs 400) of a server's queue `jobs`, through a proxy whose answers
+ * were then held back: its receive on `jobs` has failed, its subscribe left unanswered.
+ */
+async function subscribeTimedOut() {
+  const server = await startTestServer();
+  cleanups.push(() => server.close());
+  const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
+  const link = await proxy(server.baseUrl);
+  const client = new RemoteBroker(link.url, { transport: 'stream', timeoutMs: 400 });
+  cleanups.push(() => client.close());
+  // The connection is open; then its answers come late, the connection alive.
+  await (await client.queue('warm')).publish({ id: 'warm' });
+  link.state.holding = true;
+  await expect(client.handle('jobs').receive({ wait: 10_000 })).rejects.toMatchObject({
+    code: 'STORAGE_UNAVAILABLE',
+  });
+  return { jobs, link };
+}
+
 describe('the stream link over a link that fails silently', () => {
   it('a connection whose ready frame never comes is given up after timeoutMs, and the next call connects again', async () => {
     const server = await startTestServer();
@@ -105,19 +125,7 @@ describe('the stream link over a link that fails silently', () => {
   });
 
   it('a subscribe answered after its timeoutMs is ended at once: it takes no job for nobody', async () => {
-    const server = await startTestServer();
-    cleanups.push(() => server.close());
-    const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
-    const link = await proxy(server.baseUrl);
-    const client = new RemoteBroker(link.url, { transport: 'stream', timeoutMs: 400 });
-    cleanups.push(() => client.close());
-    // The connection is open; then its answers come late, the connection alive.
-    await (await client.queue('warm')).publish({ id: 'warm' });
-    link.state.holding = true;
-    const queue = client.handle('jobs');
-    await expect(queue.receive({ wait: 10_000 })).rejects.toMatchObject({
-      code: 'STORAGE_UNAVAILABLE',
-    });
+    const { jobs, link } = await subscribeTimedOut();
     await sleep(200);
     link.release();
     await sleep(300);
@@ -133,17 +141,7 @@ describe('the stream link over a link that fails silently', () => {
   });
 
   it('pushes of an abandoned subscribe that come after its unsubscribe timed out still go back', async () => {
-    const server = await startTestServer();
-    cleanups.push(() => server.close());
-    const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
-    const link = await proxy(server.baseUrl);
-    const client = new RemoteBroker(link.url, { transport: 'stream', timeoutMs: 400 });
-    cleanups.push(() => client.close());
-    await (await client.queue('warm')).publish({ id: 'warm' });
-    link.state.holding = true;
-    await expect(client.handle('jobs').receive({ wait: 10_000 })).rejects.toMatchObject({
-      code: 'STORAGE_UNAVAILABLE',
-    });
+    const { jobs, link } = await subscribeTimedOut();
     // The late answer comes; the unsubscribe it sends is held long past its own timeout.
     link.state.holdingUp = true;
     link.release();
