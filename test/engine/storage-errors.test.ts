@@ -246,6 +246,30 @@ describe('SQLite storage errors', () => {
   });
 });
 
+/** The tests' database, its connections using `schema` alone. */
+function searchPathUrl(schema: string): string {
+  const url = new URL(postgresUrl());
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+/** Runs `use` with a new empty schema of its own (named after `label`), dropped after. */
+async function inOwnSchema(
+  label: string,
+  use: (admin: pg.Client, schema: string) => Promise<void>,
+): Promise<void> {
+  const schema = `lq_${label}_${queueName('s').replace(/[^a-z0-9]/gi, '_')}`.toLowerCase();
+  const admin = new pg.Client({ connectionString: postgresUrl() });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    await use(admin, schema);
+  } finally {
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.end();
+  }
+}
+
 describe('PostgreSQL storage errors', () => {
   it('a database that is down (nothing listens): StorageUnavailableError naming the target', async () => {
     const failure = openEngine('postgres://postgres:secret@127.0.0.1:1/test');
@@ -337,32 +361,17 @@ describe('PostgreSQL storage errors', () => {
   });
 
   it('a schema newer than this code: SchemaTooNewError', async () => {
-    const schema = `lq_newer_${queueName('s').replace(/[^a-z0-9]/gi, '_')}`.toLowerCase();
-    const admin = new pg.Client({ connectionString: postgresUrl() });
-    await admin.connect();
-    try {
-      await admin.query(`CREATE SCHEMA ${schema}`);
+    await inOwnSchema('newer', async (admin, schema) => {
       await admin.query(`CREATE TABLE ${schema}.leaseq_schema (version INTEGER NOT NULL)`);
       await admin.query(`INSERT INTO ${schema}.leaseq_schema VALUES (9999)`);
-      const url = new URL(postgresUrl());
-      url.searchParams.set('options', `-c search_path=${schema}`);
-      await expect(openEngine(url.toString())).rejects.toBeInstanceOf(SchemaTooNewError);
-    } finally {
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-      await admin.end();
-    }
+      await expect(openEngine(searchPathUrl(schema))).rejects.toBeInstanceOf(SchemaTooNewError);
+    });
   });
 
   it('a schema where a leaseq_* name is taken by another program: StorageUnavailableError naming the migration, nothing created', async () => {
-    const schema = `lq_clash_${queueName('s').replace(/[^a-z0-9]/gi, '_')}`.toLowerCase();
-    const admin = new pg.Client({ connectionString: postgresUrl() });
-    await admin.connect();
-    try {
-      await admin.query(`CREATE SCHEMA ${schema}`);
+    await inOwnSchema('clash', async (admin, schema) => {
       await admin.query(`CREATE TABLE ${schema}.leaseq_jobs (x TEXT)`);
-      const url = new URL(postgresUrl());
-      url.searchParams.set('options', `-c search_path=${schema}`);
-      const failure = openEngine(url.toString());
+      const failure = openEngine(searchPathUrl(schema));
       await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
       await expect(failure).rejects.toThrow(
         /could not migrate its schema to version 1 \(0001_init\.sql\): relation "leaseq_jobs" already exists/,
@@ -373,16 +382,11 @@ describe('PostgreSQL storage errors', () => {
         [schema],
       );
       expect(tables.rows).toEqual([{ table_name: 'leaseq_jobs' }]);
-    } finally {
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-      await admin.end();
-    }
+    });
   });
 
   it('a search_path naming no schema: StorageUnavailableError with the database message, no guessed cause', async () => {
-    const url = new URL(postgresUrl());
-    url.searchParams.set('options', '-c search_path=lq_no_such_schema');
-    const failure = openEngine(url.toString());
+    const failure = openEngine(searchPathUrl('lq_no_such_schema'));
     await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
     await expect(failure).rejects.toThrow(/no schema has been selected to create in/);
     await expect(failure).rejects.not.toThrow(/another program/);
