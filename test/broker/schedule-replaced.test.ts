@@ -1,5 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { EngineBroker, ManualClock, type PublishedOccurrence } from '../../src/broker/index.js';
+import {
+  EngineBroker,
+  ManualClock,
+  type PublishedOccurrence,
+  type Queue,
+} from '../../src/broker/index.js';
 import type { Engine } from '../../src/engine/index.js';
 import { engineFactories, queueName } from '../conformance/engines.js';
 
@@ -36,13 +41,31 @@ function replaceAfterFirstList(engine: Engine, replace: () => Promise<void>): vo
 }
 
 describe.each(factories)('R25 a schedule replaced during a pass, on $name', (factory) => {
-  it('R25 the pass publishes nothing of the old definition, and the next pass the new one', async () => {
+  /** A broker over this engine on a manual clock at T0, and a queue of its own, deleted after. */
+  async function withQueue(
+    label: string,
+    use: (on: {
+      clock: ManualClock;
+      engine: Engine;
+      broker: EngineBroker;
+      name: string;
+      queue: Queue;
+    }) => Promise<void>,
+  ): Promise<void> {
     const clock = new ManualClock(T0);
     const engine = await factory.open();
     const broker = new EngineBroker(engine, { clock });
-    const name = queueName('replaced');
+    const name = queueName(label);
     try {
-      const queue = await broker.queue(name);
+      await use({ clock, engine, broker, name, queue: await broker.queue(name) });
+    } finally {
+      await broker.deleteQueue(name).catch(() => {});
+      await broker.close();
+    }
+  }
+
+  it('R25 the pass publishes nothing of the old definition, and the next pass the new one', async () => {
+    await withQueue('replaced', async ({ clock, engine, broker, name, queue }) => {
       await queue.schedule('pulse', 1_000, { payload: { version: 1 } });
       clock.advance(1_000);
       replaceAfterFirstList(engine, async () => {
@@ -59,21 +82,13 @@ describe.each(factories)('R25 a schedule replaced during a pass, on $name', (fac
       const [job] = await queue.receive({ max: 10 });
       expect(job?.payload).toEqual({ version: 2 });
       expect(await queue.receive({ max: 10 })).toEqual([]);
-    } finally {
-      await broker.deleteQueue(name).catch(() => {});
-      await broker.close();
-    }
+    });
   });
 
   it.skipIf(factory.name === 'memory')(
     'R25 a definition stored as other text (keys in another order, spaces) still fires, once',
     async () => {
-      const clock = new ManualClock(T0);
-      const engine = await factory.open();
-      const broker = new EngineBroker(engine, { clock });
-      const name = queueName('rewritten');
-      try {
-        const queue = await broker.queue(name);
+      await withQueue('rewritten', async ({ clock, engine, broker, name, queue }) => {
         await queue.schedule('pulse', 1_000, { payload: { a: 1, b: [2] } });
         // As a restore or another version may have written it: the same definition.
         const transaction = engine.transaction;
@@ -93,20 +108,12 @@ describe.each(factories)('R25 a schedule replaced during a pass, on $name', (fac
         expect(await ofQueue(name, scheduler.runOnce())).toEqual([]);
         const [job] = await queue.receive({ max: 10 });
         expect(job?.payload).toEqual({ a: 1, b: [2] });
-      } finally {
-        await broker.deleteQueue(name).catch(() => {});
-        await broker.close();
-      }
+      });
     },
   );
 
   it('R25 an occurrence is recorded once for payloads of every JSON shape', async () => {
-    const clock = new ManualClock(T0);
-    const engine = await factory.open();
-    const broker = new EngineBroker(engine, { clock });
-    const name = queueName('shapes');
-    try {
-      const queue = await broker.queue(name);
+    await withQueue('shapes', async ({ clock, broker, name, queue }) => {
       // What JSON writes in more than one way, or escapes: the definition read back from
       // storage must still name the stored one.
       const payload = {
@@ -131,9 +138,6 @@ describe.each(factories)('R25 a schedule replaced during a pass, on $name', (fac
       expect(jobs.find((job) => job.id.startsWith('shapes@'))?.payload).toEqual(
         JSON.parse(JSON.stringify(payload)),
       );
-    } finally {
-      await broker.deleteQueue(name).catch(() => {});
-      await broker.close();
-    }
+    });
   });
 });
