@@ -34,6 +34,8 @@ interface Sample {
   endSeconds: number;
   rssMb: number;
   heapUsedMb: number;
+  /** After a full collection: what the heap holds, not when the collector last ran. */
+  heapLiveMb: number;
   fileMb: number;
   backlog: number;
   window: Window;
@@ -125,7 +127,9 @@ async function consume(queue: RemoteQueue, until: number): Promise<void> {
   }
 }
 
-function lastProbe(server: ServerProcess): { rss: number; heapUsed: number } | undefined {
+function lastProbe(
+  server: ServerProcess,
+): { rss: number; heapUsed: number; heapLive: number } | undefined {
   const lines = server.stderr.split('\n').filter((line) => line.startsWith('soak-probe '));
   const last = lines.at(-1);
   return last === undefined ? undefined : JSON.parse(last.slice('soak-probe '.length));
@@ -175,13 +179,14 @@ async function main(): Promise<void> {
         endSeconds: end,
         rssMb: mb(probe?.rss ?? Number.NaN),
         heapUsedMb: mb(probe?.heapUsed ?? Number.NaN),
+        heapLiveMb: mb(probe?.heapLive ?? Number.NaN),
         fileMb: mb(fileBytes(path)),
         backlog: stats.ready + stats.active,
         window,
       });
       const last = samples.at(-1) as Sample;
       console.info(
-        `${end}s: ${window.published} published, ${window.acked} acked, rss ${fmt(last.rssMb)} MB, heap ${fmt(last.heapUsedMb)} MB, file ${fmt(last.fileMb)} MB, backlog ${last.backlog}, publish p99 ${fmt(percentile(window.publishMs, 99))} ms`,
+        `${end}s: ${window.published} published, ${window.acked} acked, rss ${fmt(last.rssMb)} MB, heap ${fmt(last.heapUsedMb)} MB (${fmt(last.heapLiveMb)} MB live), file ${fmt(last.fileMb)} MB, backlog ${last.backlog}, publish p99 ${fmt(percentile(window.publishMs, 99))} ms`,
       );
     }
     await Promise.all(loops);
@@ -203,7 +208,7 @@ function report(samples: Sample[], elapsedMs: number): string {
   const errors = samples.reduce((sum, s) => sum + s.window.errors, 0);
   const rows = samples.map(
     (s) =>
-      `| ${s.endSeconds} | ${s.window.published} | ${s.window.acked} | ${s.window.errors} | ${s.backlog} | ${pcts(s.window.publishMs)} | ${pcts(s.window.ackMs)} | ${pcts(s.window.endToEndMs)} | ${fmt(s.rssMb)} | ${fmt(s.heapUsedMb)} | ${fmt(s.fileMb, 2)} |`,
+      `| ${s.endSeconds} | ${s.window.published} | ${s.window.acked} | ${s.window.errors} | ${s.backlog} | ${pcts(s.window.publishMs)} | ${pcts(s.window.ackMs)} | ${pcts(s.window.endToEndMs)} | ${fmt(s.rssMb)} | ${fmt(s.heapUsedMb)} | ${fmt(s.heapLiveMb)} | ${fmt(s.fileMb, 2)} |`,
   );
   return [
     '# Soak: `leaseq serve` on SQLite under steady load',
@@ -213,11 +218,11 @@ function report(samples: Sample[], elapsedMs: number): string {
     `Load: ${PRODUCERS} producers publishing single jobs (200-byte payloads), paced to ${rate} jobs/s in all; each waits for its answer, so when a publish takes longer than ${fmt((1000 * PRODUCERS) / rate, 0)} ms the rate reached is lower (it was ${fmt(published / (elapsedMs / 1000), 0)} jobs/s on average). ${CONSUMERS} consumers receive up to 10 (long poll 500 ms) and ack each batch with one request. One server, SQLite file in a temp dir, durability fsync, default settings (info logs on).`,
     'The machine has 2 cores shared with other work while this ran: absolute latencies are noisy; the trends over time are the point.',
     '',
-    `Totals: ${published} published, ${acked} acked, ${errors} errors. RSS ${fmt(first?.rssMb ?? Number.NaN)} → ${fmt(last?.rssMb ?? Number.NaN)} MB, heap ${fmt(first?.heapUsedMb ?? Number.NaN)} → ${fmt(last?.heapUsedMb ?? Number.NaN)} MB, database with WAL ${fmt(first?.fileMb ?? Number.NaN, 2)} → ${fmt(last?.fileMb ?? Number.NaN, 2)} MB.`,
+    `Totals: ${published} published, ${acked} acked, ${errors} errors. RSS ${fmt(first?.rssMb ?? Number.NaN)} → ${fmt(last?.rssMb ?? Number.NaN)} MB, heap ${fmt(first?.heapUsedMb ?? Number.NaN)} → ${fmt(last?.heapUsedMb ?? Number.NaN)} MB, live heap (after a full collection) ${fmt(first?.heapLiveMb ?? Number.NaN)} → ${fmt(last?.heapLiveMb ?? Number.NaN)} MB, database with WAL ${fmt(first?.fileMb ?? Number.NaN, 2)} → ${fmt(last?.fileMb ?? Number.NaN, 2)} MB.`,
     `Whole run, p50 / p95 / p99 / max (ms): publish ${pcts(all((w) => w.publishMs))}; ack batch ${pcts(all((w) => w.ackMs))}; publish→ack ${pcts(all((w) => w.endToEndMs))}.`,
     '',
-    '| t (s) | published | acked | errors | backlog | publish ms p50/p95/p99/max | ack ms p50/p95/p99/max | publish→ack ms p50/p95/p99/max | RSS MB | heap MB | file MB |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| t (s) | published | acked | errors | backlog | publish ms p50/p95/p99/max | ack ms p50/p95/p99/max | publish→ack ms p50/p95/p99/max | RSS MB | heap MB | live heap MB | file MB |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows,
     '',
   ].join('\n');
