@@ -6,6 +6,7 @@ import {
   ValidationError,
 } from '../core/index.js';
 import { ConnectionLostError, errorFromResponse } from './errors.js';
+import { setLongTimeout } from './long-timeout.js';
 import { type Exchange, type ExchangeRequest, NodeHttpSender } from './node-transport.js';
 
 export type Fetch = typeof fetch;
@@ -14,7 +15,10 @@ export interface TransportOptions {
   apiKey?: string;
   /** Sends requests with this fetch instead of node:http (tests, other runtimes). */
   fetch?: Fetch;
-  /** How long one request may take, beyond any long-poll wait it carries. Default 30 s. */
+  /**
+   * How long one request may take, beyond any long-poll wait it carries. Default 30 s. Any
+   * length: one past the longest Node timer (about 24.8 days) is timed in parts.
+   */
   timeoutMs?: number;
 }
 
@@ -225,7 +229,7 @@ function linkSignals(signals: (AbortSignal | undefined)[], timeoutMs: number) {
     aborted = true;
     controller.abort();
   };
-  const timer = setTimeout(() => {
+  const timer = setLongTimeout(() => {
     timedOut = true;
     controller.abort();
   }, timeoutMs);
@@ -239,7 +243,7 @@ function linkSignals(signals: (AbortSignal | undefined)[], timeoutMs: number) {
     aborted: () => aborted,
     timedOut: () => timedOut,
     dispose() {
-      clearTimeout(timer);
+      timer.clear();
       for (const unwatch of unwatches) unwatch();
     },
   };

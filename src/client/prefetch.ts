@@ -1,4 +1,3 @@
-import { MAX_TIMER_MS } from '../broker/clock.js';
 import { onAbort } from '../broker/on-abort.js';
 import type {
   DeliveriesFrame,
@@ -7,6 +6,7 @@ import type {
   WireDelivery,
 } from '../wire/index.js';
 import { ConnectionLostError, errorFromWire } from './errors.js';
+import { type LongTimeout, setLongTimeout } from './long-timeout.js';
 import type { PushListener, StreamLink } from './stream-link.js';
 
 export interface Waiter {
@@ -90,7 +90,7 @@ export class Prefetch implements PushListener {
   private prefetch = 0;
   /** The largest `max` a receive asked for: the prefetch never falls below it. */
   private mostAsked = 0;
-  private idleTimer: NodeJS.Timeout | undefined;
+  private idleTimer: LongTimeout | undefined;
   /** When the armed idle timer fires (this client's time). */
   private idleDue = 0;
   private ending: Promise<void> | undefined;
@@ -143,7 +143,7 @@ export class Prefetch implements PushListener {
     if (wait === 0 || signal?.aborted) return [];
     return new Promise((resolve, reject) => {
       const done = () => {
-        clearTimeout(timer);
+        timer.clear();
         unwatch?.();
         this.waiters.delete(waiter);
         if (this.waiters.size === 0 && this.buffer.length > 0) this.armIdle();
@@ -188,8 +188,8 @@ export class Prefetch implements PushListener {
           },
         );
       };
-      // A wait past what a timer takes ends there (its last look, as at any wait's end).
-      const timer = setTimeout(timedOut, Math.min(wait, MAX_TIMER_MS));
+      // Of any length: a wait past the longest Node timer is timed in parts, not cut short.
+      const timer = setLongTimeout(timedOut, wait);
       const unwatch = signal === undefined ? undefined : onAbort(signal, aborted);
       this.waiters.add(waiter);
       this.disarmIdle();
@@ -595,10 +595,10 @@ export class Prefetch implements PushListener {
     if (due === undefined) return;
     if (this.idleTimer !== undefined) {
       if (this.idleDue <= due) return;
-      clearTimeout(this.idleTimer);
+      this.idleTimer.clear();
     }
     this.idleDue = due;
-    this.idleTimer = setTimeout(
+    this.idleTimer = setLongTimeout(
       () => {
         this.idleTimer = undefined;
         if (this.waiters.size > 0) return;
@@ -610,8 +610,7 @@ export class Prefetch implements PushListener {
         else this.armIdle();
       },
       Math.max(0, due - performance.now()),
-    );
-    this.idleTimer.unref();
+    ).unref();
   }
 
   /**
@@ -636,7 +635,7 @@ export class Prefetch implements PushListener {
 
   private disarmIdle(): void {
     if (this.idleTimer === undefined) return;
-    clearTimeout(this.idleTimer);
+    this.idleTimer.clear();
     this.idleTimer = undefined;
   }
 }

@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from '../broker/clock.js';
 import type { Broker, BrokerTransaction } from '../broker/queue.js';
 import {
   checkQueueName,
@@ -30,7 +31,11 @@ export interface RemoteOptions {
   transport?: 'stream' | 'http';
   /** Sends HTTP requests with this fetch instead of node:http (tests, other runtimes). */
   fetch?: Fetch;
-  /** How long one request may take beyond its long-poll wait. Default 30 s. */
+  /**
+   * How long one request may take beyond its long-poll wait. Default 30 s. Any length (a very
+   * long one means "practically never"): one past the longest Node timer, 2147483647 ms
+   * (about 24.8 days), is timed in parts.
+   */
   timeoutMs?: number;
   /**
    * HTTP only: the longest wait one receive request carries; longer waits are several long
@@ -49,7 +54,9 @@ export interface RemoteOptions {
   maxReceipts?: number;
   /**
    * Stream only: how long deliveries pushed ahead of a receive are held for the next one
-   * before they are given back (nacked without delay). Default 2000 ms.
+   * before they are given back (nacked without delay). Default 2000 ms; an integer from 0 to
+   * 2147483647 (the longest Node timer, about 24.8 days): a held delivery goes back before its
+   * lease ends anyway, so a longer hold means nothing more and is refused as a mistake.
    */
   prefetchIdleMs?: number;
 }
@@ -197,10 +204,15 @@ function checkRemoteOptions(options: unknown): void {
   }
   const given = options as Record<string, unknown>;
   const issues: string[] = [];
-  const whole = (name: string, least: number) => {
+  const whole = (name: string, least: number, most = Number.MAX_SAFE_INTEGER) => {
     const value = given[name];
-    if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < least)) {
+    if (value === undefined) return;
+    if (!Number.isSafeInteger(value) || (value as number) < least) {
       issues.push(`${name} must be an integer of at least ${least}, got ${show(value)}`);
+    } else if ((value as number) > most) {
+      issues.push(
+        `${name} must be at most ${most} ms (the longest a timer waits, about 24.8 days), got ${show(value)}`,
+      );
     }
   };
   for (const name of Object.keys(given)) {
@@ -222,7 +234,9 @@ function checkRemoteOptions(options: unknown): void {
   whole('maxWaitPerRequestMs', 1);
   whole('maxBatch', 1);
   whole('maxReceipts', 1);
-  whole('prefetchIdleMs', 0);
+  // A hold of pushed deliveries longer than a timer takes is a mistake (see RemoteOptions); a
+  // long timeoutMs is not ("practically never"), and is timed in parts.
+  whole('prefetchIdleMs', 0, MAX_TIMER_MS);
   if (issues.length > 0) throw new ValidationError(issues);
 }
 

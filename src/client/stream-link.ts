@@ -1,4 +1,5 @@
 import type { WebSocket } from 'ws';
+import { MAX_TIMER_MS } from '../broker/clock.js';
 import { ClosedError, StorageUnavailableError } from '../core/index.js';
 import type {
   ClientFrame,
@@ -8,12 +9,13 @@ import type {
   UnsubscribedFrame,
 } from '../wire/index.js';
 import { ConnectionLostError, errorFromResponse, RemoteError } from './errors.js';
+import { type LongTimeout, setLongTimeout } from './long-timeout.js';
 
 export interface StreamLinkOptions {
   apiKey?: string;
   /**
    * How long a frame may wait for its answer, (re)connecting included, and a connection for
-   * the server's ready.
+   * the server's ready. Any length: one past the longest Node timer is timed in parts.
    */
   timeoutMs: number;
 }
@@ -38,7 +40,7 @@ type RequestFrame = ClientFrame extends infer F
 interface Pending {
   resolve(frame: ServerFrame): void;
   reject(error: unknown): void;
-  timer: NodeJS.Timeout;
+  timer: LongTimeout;
 }
 
 const BACKOFF_MIN_MS = 50;
@@ -113,7 +115,7 @@ export class StreamLink {
       }
     }
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(
+      const timer = setLongTimeout(
         () => {
           this.pending.delete(id);
           const listening = this.listeners.get(id);
@@ -189,11 +191,11 @@ export class StreamLink {
     const opening = this.open();
     return new Promise((resolve, reject) => {
       const fail = (error: unknown) => {
-        clearTimeout(timer);
+        timer.clear();
         this.waiting.delete(fail);
         reject(error);
       };
-      const timer = setTimeout(
+      const timer = setLongTimeout(
         () =>
           fail(
             new StorageUnavailableError(
@@ -204,7 +206,7 @@ export class StreamLink {
       );
       this.waiting.add(fail);
       opening.then((socket) => {
-        clearTimeout(timer);
+        timer.clear();
         this.waiting.delete(fail);
         resolve(socket);
       }, fail);
@@ -249,7 +251,9 @@ export class StreamLink {
       headers:
         this.options.apiKey === undefined ? {} : { authorization: `Bearer ${this.options.apiKey}` },
       perMessageDeflate: false,
-      handshakeTimeout: this.options.timeoutMs,
+      // A Node timer (the request's): a longer one would end the handshake at once. The wait
+      // for the ready frame (handshake) times the whole of timeoutMs.
+      handshakeTimeout: Math.min(this.options.timeoutMs, MAX_TIMER_MS),
     });
     this.handshaking = socket;
     try {
@@ -272,7 +276,7 @@ export class StreamLink {
     return new Promise<void>((resolve, reject) => {
       // ws's handshakeTimeout ends at the upgrade's answer: a link that dies after it, before
       // the ready frame, would hold this connection, and every call waiting for it, for good.
-      const timer = setTimeout(
+      const timer = setLongTimeout(
         () =>
           fail(
             new StorageUnavailableError(
@@ -282,7 +286,7 @@ export class StreamLink {
         this.options.timeoutMs,
       );
       const fail = (error: unknown) => {
-        clearTimeout(timer);
+        timer.clear();
         socket.removeAllListeners();
         socket.on('error', () => {});
         socket.terminate();
@@ -309,7 +313,7 @@ export class StreamLink {
           fail(new StorageUnavailableError(`${this.url} did not start the stream`));
           return;
         }
-        clearTimeout(timer);
+        timer.clear();
         this.limits = frame.limits;
         socket.removeAllListeners();
         resolve();
@@ -369,7 +373,7 @@ export class StreamLink {
       return;
     }
     this.pending.delete(frame.id);
-    clearTimeout(pending.timer);
+    pending.timer.clear();
     if (frame.type === 'error') this.listeners.delete(frame.id);
     pending.resolve(frame);
   }
@@ -407,7 +411,7 @@ export class StreamLink {
     // The server ended them with the connection; what they were pushed stays leased, as all.
     this.abandoned.clear();
     for (const entry of pending) {
-      clearTimeout(entry.timer);
+      entry.timer.clear();
       entry.reject(error);
     }
     for (const listener of listeners) listener.lost();
