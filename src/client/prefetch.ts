@@ -255,11 +255,6 @@ export class Prefetch implements PushListener {
     return this.waiters.size === 0 && this.consumers.size === 0;
   }
 
-  /** Whether deliveries are held and no receive of this subscription waits for them. */
-  get holdingIdle(): boolean {
-    return this.buffer.length > 0 && this.waiters.size === 0;
-  }
-
   /** The queue this subscription receives from. */
   get queue(): string {
     return this.settings.queue;

@@ -302,17 +302,19 @@ export class StreamChannel implements Channel {
   }
 
   /**
-   * A receive about to wait on `queue` while another subscription of this client holds jobs of
-   * it that no receive takes (pushed to a `receive` with other settings, say, before a
-   * `work()`): those are given back now, not after prefetchIdleMs, so the waiting receive can
-   * have them.
+   * A receive about to wait on `queue` while a one-off receive's subscription of it is left open
+   * (a `receive` with other settings, say, before a `work()`): it ends now, giving back what it
+   * holds, rather than hold that, or the next job pushed to it, for prefetchIdleMs while the
+   * waiting receive has none.
    */
   private freeHeldElsewhere(queue: string, waiting: Prefetch): void {
     for (const other of this.prefetches.values()) {
       if (other === waiting || other.queue !== queue) continue;
-      // An idle one-off receive's subscription goes too, holding nothing yet: left open, it
-      // would be pushed the next job and hold it for prefetchIdleMs (a receive, then a work()).
-      if (other.holdingIdle || other.idleOneOff) void other.end();
+      // Only a one-off's: a worker's subscription holds what is pushed between two of its
+      // receives (its handlers busy), and takes it at the next. Ended whenever another worker
+      // began to wait, both would subscribe again and again, their jobs given back and pushed
+      // again each time; what it holds goes back by its own rules (prefetchIdleMs, leases).
+      if (other.idleOneOff) void other.end();
     }
   }
 
