@@ -34,9 +34,16 @@ export interface WorkerOptions {
    * may lose work. `visibility`, `renew`, `renewAt`, `maxRenewals` and `backoff` do not apply.
    */
   ack?: 'manual' | 'auto';
-  /** Milliseconds one receive waits for new work before asking again (a long poll). Positive integer. Default 20000. */
+  /**
+   * Milliseconds one receive waits for new work before asking again (a long poll). Positive
+   * integer. Default 20000. Any length, as `visibility`.
+   */
   wait?: number;
-  /** Lease length asked for each reservation and renewal, ms. Positive integer. Default: the queue's visibility. */
+  /**
+   * Lease length asked for each reservation and renewal, ms. Positive integer. Default: the
+   * queue's visibility. Any length (a server refuses one above its maxVisibilityMs): waits past
+   * the longest Node timer (about 24.8 days) are timed in parts by the clock.
+   */
   visibility?: number;
   /**
    * 'auto' (default): renew every lease before it runs out. 'on-progress': renew only after

@@ -16,7 +16,11 @@ import { type HeartbeatStep, isSessionClosed, SessionKeeper } from './session-ke
 import { WakeScheduler } from './wake-scheduler.js';
 
 export interface CloseOptions {
-  /** Milliseconds the jobs in hand may still take before they are released. Integer ≥ 0. Default 30000. */
+  /**
+   * Milliseconds the jobs in hand may still take before they are released. Integer ≥ 0.
+   * Default 30000. Any length: one past the longest Node timer (about 24.8 days) is waited out
+   * in parts.
+   */
   timeout?: number;
 }
 
