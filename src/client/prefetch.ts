@@ -32,6 +32,13 @@ const GIVE_BACK_AHEAD_MS = 50;
  */
 const LOWER_AFTER_MS = 100;
 
+/**
+ * Held deliveries wait at most this long for a receive of their own subscription while a
+ * receive of another subscription of the client waits on the queue with nothing: a consumer at
+ * work takes what it holds within milliseconds, and the other one should not wait idleMs.
+ */
+const SHARE_AFTER_MS = 100;
+
 /** Consumers' signals watched at most per subscription; past it, the oldest is let go. */
 const MAX_WATCHED_SIGNALS = 64;
 
@@ -48,6 +55,13 @@ export interface PrefetchSettings {
    * wait 0: a wait's last look (see take). Without it, a wait that runs out answers empty.
    */
   reserve?(max: number): Promise<WireDelivery[]>;
+  /**
+   * Whether a receive of another subscription of this client waits on the queue with nothing
+   * held: held deliveries then go back after SHARE_AFTER_MS, not idleMs.
+   */
+  othersWaiting?(): boolean;
+  /** A receive began to wait here with nothing held (the others may share theirs). */
+  waiting?(): void;
 }
 
 /**
@@ -194,6 +208,7 @@ export class Prefetch implements PushListener {
       this.waiters.add(waiter);
       this.disarmIdle();
       this.raiseToDemand();
+      this.settings.waiting?.();
     });
   }
 
@@ -253,6 +268,19 @@ export class Prefetch implements PushListener {
    */
   get idleOneOff(): boolean {
     return this.waiters.size === 0 && this.consumers.size === 0;
+  }
+
+  /** A receive waits here and nothing is held for it. */
+  get waitingWithNothing(): boolean {
+    return this.waiters.size > 0 && this.buffer.length === 0;
+  }
+
+  /**
+   * A receive of another subscription began to wait on the queue with nothing: what this one
+   * holds for no receive goes back SHARE_AFTER_MS after its push, rather than idleMs.
+   */
+  othersBeganToWait(): void {
+    if (this.waiters.size === 0 && this.buffer.length > 0) this.armIdle();
   }
 
   /** The queue this subscription receives from. */
@@ -610,17 +638,23 @@ export class Prefetch implements PushListener {
 
   /**
    * When the first held delivery is due to go back (this client's time): `idleMs` after it was
-   * pushed, or just before its lease ends; undefined when none is held.
+   * pushed (SHARE_AFTER_MS while another subscription's receive waits with nothing), or just
+   * before its lease ends; undefined when none is held.
    */
   private giveBackDue(): number | undefined {
     // Held ones whose lease already ended are the server's: they set no time for the rest.
     this.dropExpired();
+    if (this.buffer.length === 0) return undefined;
+    const idleMs =
+      this.settings.othersWaiting?.() === true
+        ? Math.min(this.settings.idleMs, SHARE_AFTER_MS)
+        : this.settings.idleMs;
     let due: number | undefined;
     for (const delivery of this.buffer) {
       const held = this.held.get(delivery.receipt);
       if (held === undefined) continue;
       const own = Math.min(
-        held.since + this.settings.idleMs,
+        held.since + idleMs,
         held.deadline - this.serverAhead - GIVE_BACK_AHEAD_MS,
       );
       due = due === undefined ? own : Math.min(due, own);

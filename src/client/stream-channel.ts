@@ -253,7 +253,7 @@ export class StreamChannel implements Channel {
       return this.reserveNow(queue, reserve);
     }
     if (prefetch === undefined) {
-      prefetch = new Prefetch(this.link, {
+      const created: Prefetch = new Prefetch(this.link, {
         queue,
         visibility: reserve.visibility,
         session: reserve.session,
@@ -266,7 +266,14 @@ export class StreamChannel implements Channel {
             session: reserve.session,
             ack: undefined,
           }),
+        othersWaiting: () => this.waitingElsewhere(queue, created),
+        waiting: () => {
+          for (const other of this.prefetches.values()) {
+            if (other !== created && other.queue === queue) other.othersBeganToWait();
+          }
+        },
       });
+      prefetch = created;
       this.prefetches.set(key, prefetch);
     }
     if (!prefetch.holding) this.freeHeldElsewhere(queue, prefetch);
@@ -313,9 +320,17 @@ export class StreamChannel implements Channel {
       // Only a one-off's: a worker's subscription holds what is pushed between two of its
       // receives (its handlers busy), and takes it at the next. Ended whenever another worker
       // began to wait, both would subscribe again and again, their jobs given back and pushed
-      // again each time; what it holds goes back by its own rules (prefetchIdleMs, leases).
+      // again each time; what it holds goes back SHARE_AFTER_MS after its push if untaken.
       if (other.idleOneOff) void other.end();
     }
+  }
+
+  /** Whether a receive of another subscription of this client waits on `queue` with nothing. */
+  private waitingElsewhere(queue: string, self: Prefetch): boolean {
+    for (const other of this.prefetches.values()) {
+      if (other !== self && other.queue === queue && other.waitingWithNothing) return true;
+    }
+    return false;
   }
 
   /**

@@ -255,6 +255,64 @@ describe('a receive of other settings before a work() on the same queue', () => 
   });
 });
 
+describe('a receive with a signal before a work() on the same queue', () => {
+  // A one-off receive that passes a signal (a request's, an app's) keeps its subscription open
+  // for a consumer that may come back; what it is pushed meanwhile goes to the waiting worker
+  // within SHARE_AFTER_MS, not after prefetchIdleMs (a minute here).
+  async function setUp() {
+    const server = await startTestServer();
+    closing.push(() => server.close());
+    const client = new RemoteBroker(server.baseUrl, {
+      transport: 'stream',
+      prefetchIdleMs: 60_000,
+    });
+    closing.push(() => client.close());
+    const jobs = await server.broker.queue('jobs', { visibility: 30_000 });
+    const queue = await client.queue('jobs');
+    const app = new AbortController();
+    closing.push(async () => app.abort());
+    await queue.publish({ id: 'first' });
+    const [first] = await queue.receive({ wait: 2000, signal: app.signal });
+    expect(first?.id).toBe('first');
+    expect(await queue.ack(first?.token ?? 0)).toBe(true);
+    const handled: { id: string; at: number }[] = [];
+    const startWorker = async () => {
+      const worker = await work(
+        queue,
+        async (job) => {
+          handled.push({ id: job.id, at: Date.now() });
+        },
+        { logger: silentLogger },
+      );
+      closing.push(() => worker.close());
+    };
+    return { jobs, handled, startWorker };
+  }
+
+  it('a job pushed to it before the worker waits goes to the worker', async () => {
+    const { jobs, handled, startWorker } = await setUp();
+    const publishedAt = Date.now();
+    await jobs.publish({ id: 'second' });
+    await sleep(50);
+    await startWorker();
+    await until(async () => handled.length === 1, 10_000);
+    expect(handled[0]?.id).toBe('second');
+    expect((handled[0]?.at ?? Number.POSITIVE_INFINITY) - publishedAt).toBeLessThan(1500);
+  });
+
+  it('a job pushed to it while the worker waits goes to the worker', async () => {
+    const { jobs, handled, startWorker } = await setUp();
+    await startWorker();
+    await sleep(300);
+    // Five, so that some land on the receive's subscription whichever the server picks first.
+    const publishedAt = Date.now();
+    await jobs.publishBatch(Array.from({ length: 5 }, (_, n) => ({ id: `next-${n}` })));
+    await until(async () => handled.length === 5, 10_000);
+    const last = Math.max(...handled.map((each) => each.at));
+    expect(last - publishedAt).toBeLessThan(1500);
+  });
+});
+
 describe('pushes whose lease ends before they could be given back', () => {
   it('end the subscription while no receive waits: the job is not pushed again and again until it dies', async () => {
     // Each push 5 ms after its reserve: with leases of 1 ms, over as it arrives.
