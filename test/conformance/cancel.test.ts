@@ -34,6 +34,32 @@ describeEngines(engines, (h) => {
       expect(await q.stats(2)).toMatchObject({ cancelled: 2 });
     });
 
+    it('R28 R23 cancels at the front, the back and either side of the middle of a band keep the order of the rest', async () => {
+      const q = await h.queue();
+      const ids = Array.from({ length: 12 }, (_, n) => `j${n}`);
+      await q.publishBatch(0, [
+        ...ids.map((id) => ({ id })),
+        { id: 'p1', priority: 3 },
+        { id: 'p2', priority: 3 },
+        { id: 'p3', priority: 3 },
+      ]);
+      for (const id of ['j0', 'j11', 'j2', 'j9', 'j5', 'j6', 'p2']) {
+        expect(await q.cancel(1, id)).toBe(true);
+      }
+      const left = ['j1', 'j3', 'j4', 'j7', 'j8', 'j10'];
+      expect((await q.inspect()).ready).toEqual(['p1', 'p3', ...left]);
+      // Front and back insertions after the cancels land where they belong.
+      await q.publish(2, { id: 'late' });
+      await q.publish(2, { id: 'late3', priority: 3 });
+      const [first] = await q.reserve(3, { max: 1 });
+      expect(first?.id).toBe('p1');
+      expect(await q.nack(4, first?.token ?? 0)).toBe(true);
+      const taken = await q.reserve(5, { max: 20 });
+      expect(taken.map((d) => d.id)).toEqual(['p1', 'p3', 'late3', ...left, 'late']);
+      expect(taken.map((d) => d.token)).toEqual(Array.from({ length: 10 }, (_, n) => n + 2));
+      expect(await q.stats(5)).toMatchObject({ ready: 0, active: 10, dead: 7, cancelled: 7 });
+    });
+
     it('R28 with remove: true the job is gone, and its id free again', async () => {
       const q = await h.queue();
       await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);

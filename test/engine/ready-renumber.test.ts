@@ -45,6 +45,37 @@ describe('SQL engines: closing up ready positions costs statements per band, not
     }
   });
 
+  it('R28 a cancel near either end of ready moves only the jobs between it and that end', async (context) => {
+    if (skip !== undefined || engine === undefined) return context.skip(skip);
+    const queueName = name('cancel-ends');
+    const queue = await engine.queue(queueName);
+    try {
+      await queue.publishBatch(
+        0,
+        Array.from({ length: N }, (_, n) => ({ id: `j${n}` })),
+      );
+      const nearFront = await roundTrips(() => queue.cancel(1, 'j2'));
+      const nearBack = await roundTrips(() => queue.cancel(1, `j${N - 3}`));
+      // A range of the ready index, not the whole band renumbered (row_number over all of it).
+      for (const sent of [nearFront, nearBack]) {
+        expect(sent.filter((text) => /row_number/i.test(text))).toEqual([]);
+      }
+      expect(nearFront.some((text) => /ready_pos = ready_pos \+ 1/.test(text))).toBe(true);
+      expect(nearBack.some((text) => /ready_pos = ready_pos - 1/.test(text))).toBe(true);
+      const taken = await queue.reserve(2, { max: N });
+      expect(taken.map((delivery) => delivery.id)).toEqual(
+        Array.from({ length: N }, (_, n) => `j${n}`).filter(
+          (id) => id !== 'j2' && id !== `j${N - 3}`,
+        ),
+      );
+      expect(taken.map((delivery) => delivery.token)).toEqual(
+        Array.from({ length: N - 2 }, (_, n) => n + 1),
+      );
+    } finally {
+      await engine.deleteQueue(queueName);
+    }
+  });
+
   it('R30 the expiry of every other ready job, in one step', async (context) => {
     if (skip !== undefined || engine === undefined) return context.skip(skip);
     const queueName = name('expiry');

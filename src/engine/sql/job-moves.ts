@@ -4,7 +4,14 @@ import { withAttempt } from '../../core/records.js';
 import { checkNow } from '../../core/validate.js';
 import type { SqlQueueLinks } from './queue-links.js';
 import { expiryInUse, type QueueRow } from './queue-row.js';
-import { advanceHead, backPosition, bandHead, frontPosition } from './ready-bands.js';
+import {
+  advanceHead,
+  backPosition,
+  bandHead,
+  bandTail,
+  frontPosition,
+  retreatTail,
+} from './ready-bands.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 
 /** The columns of a live delivery, as the transitions need them. */
@@ -484,6 +491,37 @@ export class JobMoves {
     // Gaps past the front: the jobs before them move back, in one statement for them all
     // (one per gap made expiring every other job of a long queue quadratic).
     if (front < positions.length) await this.renumberBand(priority, bandHead(this.q, priority));
+  }
+
+  /**
+   * Closes the one gap a job leaving ready at `position` left in priority `priority`'s band
+   * (R28): the jobs on its shorter side move one place toward it, in one statement over that
+   * range of the ready index alone. Renumbering the band read all of it and wrote every job
+   * behind the gap: a cancel near the front of 200,000 ready jobs took about a second.
+   */
+  async closeReadyGap(priority: number, position: number): Promise<void> {
+    const head = bandHead(this.q, priority);
+    const tail = bandTail(this.q, priority);
+    // Bands are disjoint ranges of ready_pos: a range within this one names its jobs alone.
+    if (position - head <= tail - position) {
+      if (position > head) {
+        await this.c.run(
+          `UPDATE leaseq_jobs SET ready_pos = ready_pos + 1
+           WHERE queue = ? AND id IN (SELECT id FROM leaseq_jobs
+             WHERE queue = ? AND state = 'ready' AND ready_pos >= ? AND ready_pos < ?)`,
+          [this.q.name, this.q.name, head, position],
+        );
+      }
+      advanceHead(this.q, priority, 1);
+    } else {
+      await this.c.run(
+        `UPDATE leaseq_jobs SET ready_pos = ready_pos - 1
+         WHERE queue = ? AND id IN (SELECT id FROM leaseq_jobs
+           WHERE queue = ? AND state = 'ready' AND ready_pos > ? AND ready_pos <= ?)`,
+        [this.q.name, this.q.name, position, tail],
+      );
+      retreatTail(this.q, priority);
+    }
   }
 
   /**

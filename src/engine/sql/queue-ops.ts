@@ -897,8 +897,8 @@ export class QueueOps extends JobMoves {
    */
   async cancel(now: number, id: string, remove: boolean): Promise<boolean> {
     now = await this.advance(now);
-    const [row] = await this.c.query<{ state: JobState } & DeliveryRow>(
-      `SELECT state, ${DELIVERY_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND id = ?`,
+    const [row] = await this.c.query<{ state: JobState; ready_pos: number | null } & DeliveryRow>(
+      `SELECT state, ready_pos, ${DELIVERY_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND id = ?`,
       [this.q.name, id],
     );
     if (row === undefined || row.state === 'dead') return false;
@@ -927,9 +927,11 @@ export class QueueOps extends JobMoves {
         [now, this.q.deadSeq, history, this.q.name, id],
       );
     }
+    // Before the group's next member may join the back of the band: the gap is closed in the
+    // band as it stood.
+    if (row.state === 'ready') await this.closeReadyGap(row.priority, Number(row.ready_pos));
     // The group's first member leaving lets the next go on (R24); a waiting one just leaves.
     if (row.grp !== null && row.state !== 'waiting') await this.advanceGroup(row.grp, now);
-    if (row.state === 'ready') await this.renumberReady();
     return true;
   }
 

@@ -96,6 +96,17 @@ export function lowestReadyBand(q: QueueRow): { priority: number; head: number }
   return undefined;
 }
 
+/** Where priority `priority`'s band ends (its back job's position, when it has one). */
+export function bandTail(q: QueueRow, priority: number): number {
+  return priority === 0 ? q.readyTail : band(q, priority).tail;
+}
+
+/** One job fewer at the back of a band (after the caller's statement moved the others up). */
+export function retreatTail(q: QueueRow, priority: number): void {
+  if (priority === 0) q.readyTail -= 1;
+  else band(q, priority).tail -= 1;
+}
+
 /** Takes `count` jobs from the front of a band (after the caller's statement took them). */
 export function advanceHead(q: QueueRow, priority: number, count: number): void {
   if (priority === 0) q.readyHead += count;
