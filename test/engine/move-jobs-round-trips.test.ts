@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PublishInput } from '../../src/core/index.js';
 import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
@@ -75,6 +76,45 @@ describe('PostgreSQL: moveJobs costs statements per chunk of jobs, not per job',
     } finally {
       await engine.deleteQueue(from);
       await engine.deleteQueue(to);
+    }
+  });
+});
+
+describe('PostgreSQL: moveJobs locks only the queues it moves jobs into', () => {
+  it('R26 a move with max is not held up by a lock on the origin of a job past max', async (context) => {
+    if (skip !== undefined || engine === undefined) return context.skip(skip);
+    const dlq = name('dlq');
+    const a = name('a');
+    const b = name('b');
+    await engine.queue(dlq);
+    const origins = [
+      await engine.queue(a, { deadLetterQueue: dlq }),
+      await engine.queue(b, { deadLetterQueue: dlq }),
+    ];
+    const holder = new pg.Client({ connectionString: POSTGRES_URL });
+    await holder.connect();
+    try {
+      // x1 dies in a, x2 in b: the dead-letter queue holds x1 then x2, each with its origin.
+      for (const [index, origin] of origins.entries()) {
+        await origin.publish(0, { id: `x${index + 1}` });
+        const [delivery] = await origin.reserve(1);
+        expect(await origin.nack(2, delivery?.token ?? 0, { requeue: false })).toBe(true);
+      }
+      // Another transaction holds b's row; x1 goes back to a, and max stops before x2.
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM leaseq_queues WHERE name = $1 FOR UPDATE', [b]);
+      const source = await engine.queue(dlq);
+      const outcome = await Promise.race([
+        source.moveJobs(3, { max: 1 }),
+        new Promise((resolve) => setTimeout(() => resolve('held up'), 3000)),
+      ]);
+      await holder.query('ROLLBACK');
+      expect(outcome).toBe(1);
+      await expect((await engine.queue(a)).inspect()).resolves.toMatchObject({ ready: ['x1'] });
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      await holder.end();
+      for (const queue of [a, b, dlq]) await engine.deleteQueue(queue);
     }
   });
 });

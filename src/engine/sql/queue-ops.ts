@@ -788,13 +788,21 @@ export class QueueOps extends JobMoves {
     const candidates = await this.movableJobs(op.ids);
     let index = 0;
     while (index < candidates.length && moved < max) {
-      const chunk = candidates.slice(index, index + MOVE_CHUNK);
+      // No more than `max` leaves room for: looking a job's target up locks the target's row
+      // (as admit does), and a queue no job goes to is not to be held up, nor deadlock with it.
+      const room = max - moved;
+      const chunk = candidates.slice(index, index + Math.min(MOVE_CHUNK, room));
       const groups = [...new Set(chunk.flatMap((job) => (job.grp === null ? [] : [job.grp])))];
       await members.lookUp(groups, this.q.waiting === 0);
-      // The members that may go on and follow in this chunk are judged from the same look-ups.
-      const following = members
-        .following(groups)
-        .filter((job) => named === undefined || named.has(job.id));
+      // The members that may go on and follow in this chunk are judged from the same look-ups,
+      // where `max` leaves room for them after the chunk's own jobs.
+      const following =
+        room > chunk.length
+          ? members
+              .following(groups)
+              .filter((job) => named === undefined || named.has(job.id))
+              .slice(0, room - chunk.length)
+          : [];
       await arrivals.lookUp([...chunk, ...following].flatMap((job) => moverOf(job) ?? []));
       const promoted: PromotedRow[] = [];
       const movedHere = new Set<string>();
