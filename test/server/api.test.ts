@@ -358,6 +358,7 @@ describe('the OpenAPI document', () => {
       expect.objectContaining({ name: 'name', in: 'path', required: true }),
       expect.objectContaining({ name: 'limit', in: 'query', required: false }),
       expect.objectContaining({ name: 'after', in: 'query', required: false }),
+      expect.objectContaining({ name: 'payload', in: 'query', required: false }),
     ]);
     const publish = doc.paths['/v1/queues/{name}/jobs'].post;
     expect(publish.requestBody.content['application/json'].schema).toMatchObject({

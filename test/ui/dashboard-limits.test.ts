@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
 import { artifactPath, callApi, launchChromium, skipBrowser } from './browser.js';
@@ -123,6 +123,8 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     await page.getByRole('button', { name: 'Next page' }).click();
     await page.getByText(`51–100 of ${QUEUES + 2} queues`).waitFor();
     await expect(rows.first().locator('th').textContent()).resolves.toBe('q049');
+    await page.getByLabel('Filter by name').fill('q119');
+    await page.getByText('1 of 1 queue', { exact: true }).waitFor();
     await page.getByLabel('Filter by name').fill('q11');
     await page.getByText('1–10 of 10 queues').waitFor();
     await expect(rows.count()).resolves.toBe(10);
@@ -311,6 +313,129 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     ).resolves.toBe(1);
   });
 
+  it('purges all listed: the very jobs the dialog counted, not those that died after', async () => {
+    const { page } = admin;
+    const rows = page.locator('table tbody tr');
+    await expect.poll(() => rows.count()).toBe(5);
+    await page.getByRole('button', { name: 'Purge all', exact: true }).click();
+    const dialog = page.getByRole('alertdialog');
+    await expect(dialog.getByRole('heading').textContent()).resolves.toBe('Purge all 5 jobs?');
+    // Three more die while the dialog is open; the list behind it shows them.
+    await kill('mixed', ['c1', 'c2', 'c3'], () => 'gamma');
+    await expect.poll(() => rows.count(), { timeout: 6_000 }).toBe(8);
+    await dialog.getByRole('button', { name: 'Purge 5 jobs' }).click();
+    const said = page.getByRole('status').filter({ hasText: /^Purged: / });
+    await said.waitFor();
+    await expect(said.textContent()).resolves.toBe('Purged: 5 jobs.');
+    const dead = (await api('GET', '/v1/queues/mixed/dead-letters')).body.deadLetters;
+    expect(dead.map((letter: { id: string }) => letter.id)).toEqual(['c1', 'c2', 'c3']);
+    await expect.poll(() => rows.count(), { timeout: 6_000 }).toBe(3);
+  });
+
+  it('takes no other action while one is on its way, and says it is', async () => {
+    const { page } = admin;
+    await kill('mixed', ['e1'], () => 'epsilon');
+    const redriveOne = page.getByRole('button', { name: 'Redrive e1', exact: true });
+    await redriveOne.waitFor({ timeout: 6_000 });
+    const held: Route[] = [];
+    await page.route('**/dead-letters/redrive', (route) => {
+      held.push(route);
+    });
+    await redriveOne.click();
+    await expect.poll(() => held.length).toBe(1);
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'Redriving 1 job…' })
+      .waitFor({ timeout: 5_000 });
+    for (const name of ['Redrive e1', 'Purge e1', 'Redrive all', 'Purge all']) {
+      await expect(
+        page.getByRole('button', { name, exact: true }).isDisabled(),
+        name,
+      ).resolves.toBe(true);
+    }
+    await held[0]?.continue();
+    await page.unroute('**/dead-letters/redrive');
+    await page.getByRole('status').filter({ hasText: 'Redriven: 1 job.' }).waitFor();
+    await expect(
+      page.getByRole('button', { name: 'Purge all', exact: true }).isDisabled(),
+    ).resolves.toBe(false);
+  });
+
+  it('on a job page: a failed action is an alert, one on its way holds the buttons', async () => {
+    const { page } = admin;
+    await kill('gone', ['d1', 'd2'], () => 'bad input');
+    await go(page, '#/queues/gone/jobs/d1');
+    const redrive = page.getByRole('button', { name: 'Redrive', exact: true });
+    const purge = page.getByRole('button', { name: 'Purge', exact: true });
+    await redrive.waitFor();
+    const held: Route[] = [];
+    await page.route('**/dead-letters/redrive', (route) => {
+      held.push(route);
+    });
+    const refuse = (route: Route | undefined) =>
+      route?.fulfill({
+        status: 503,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 'UNAVAILABLE', message: 'shutting down' } }),
+      });
+    await redrive.click();
+    await expect.poll(() => held.length).toBe(1);
+    await refuse(held[0]);
+    // A failure is said as one: an alert, never in the colour of success.
+    const alert = page.getByRole('alert').filter({ hasText: 'Redrive failed' });
+    await alert.waitFor({ timeout: 5_000 });
+    await expect(alert.textContent()).resolves.toBe('Redrive failed: shutting down');
+    await expect(alert.getAttribute('class')).resolves.toBe('notice error');
+    await expect(
+      page.getByRole('status').filter({ hasText: 'Redrive failed' }).count(),
+    ).resolves.toBe(0);
+
+    // While an action is on its way it says so, and no button can start another.
+    await redrive.click();
+    await page.getByRole('status').filter({ hasText: 'Redriving…' }).waitFor({ timeout: 5_000 });
+    await expect(redrive.isDisabled()).resolves.toBe(true);
+    await expect(purge.isDisabled()).resolves.toBe(true);
+    await expect.poll(() => held.length).toBe(2);
+    await refuse(held[1]);
+    await alert.waitFor();
+    await expect(redrive.isDisabled()).resolves.toBe(false);
+    await page.unroute('**/dead-letters/redrive');
+
+    // The server out of reach: said in words, and forgotten once it answers again.
+    await page.route('**/v1/**', (route) => route.abort());
+    await redrive.click();
+    const unreachable = page.getByRole('alert').filter({ hasText: 'Redrive failed' });
+    await expect(unreachable.textContent()).resolves.toBe(
+      'Redrive failed: the server could not be reached (it may be down or restarting, or the network is out)',
+    );
+    await expect(page.locator('main').textContent()).resolves.not.toContain('Failed to fetch');
+    await page.unroute('**/v1/**');
+    await expect.poll(() => unreachable.count(), { timeout: 8_000 }).toBe(0);
+  });
+
+  it('shows a purged job gone, and a deleted queue without its dead letters', async () => {
+    const { page } = admin;
+    await go(page, '#/queues/gone/jobs/d1');
+    const redrive = page.getByRole('button', { name: 'Redrive', exact: true });
+    const purge = page.getByRole('button', { name: 'Purge', exact: true });
+    await purge.click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Purge 1 job' }).click();
+    await page.getByRole('status').filter({ hasText: 'Purged.' }).waitFor();
+    // No old state, no button left to press.
+    await page.getByText('No job d1 in gone now').waitFor({ timeout: 6_000 });
+    await expect(redrive.count()).resolves.toBe(0);
+    await expect(purge.count()).resolves.toBe(0);
+    await expect(page.locator('.facts').count()).resolves.toBe(0);
+
+    await go(page, '#/queues/gone/dead-letters');
+    const rows = page.locator('table tbody tr');
+    await expect.poll(() => rows.count(), { timeout: 6_000 }).toBe(1);
+    await api('DELETE', '/v1/queues/gone');
+    await expect.poll(() => rows.count(), { timeout: 6_000 }).toBe(0);
+    await expect(page.getByRole('button', { name: /Purge|Redrive/ }).count()).resolves.toBe(0);
+    await page.getByText('No queue named gone that this key can see.').waitFor();
+  });
+
   it('says when the figures are not updating, and keeps the time of the last answer', async () => {
     const { page } = admin;
     await go(page, '#/');
@@ -322,6 +447,19 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     await page.waitForTimeout(2_200);
     await expect(live.textContent()).resolves.toBe(stopped);
     await page.unroute('**/v1/**');
+    await expect.poll(() => live.textContent(), { timeout: 6_000 }).toMatch(/^Live · /);
+    // A stopped server (SIGSTOP) takes each request and never answers: not updating either.
+    const held: Route[] = [];
+    await page.route('**/v1/**', (route) => {
+      held.push(route);
+    });
+    await expect.poll(() => live.textContent(), { timeout: 9_000 }).toMatch(/^Not updating/);
+    await expect(live.getAttribute('title')).resolves.toMatch(
+      /^The latest read failed: the server has (not answered for \d+ s|not answered within 6 s)$/,
+    );
+    await page.unroute('**/v1/**');
+    // What is still held was given up by the page: answering it changes nothing.
+    await Promise.all(held.map((route) => route.abort().catch(() => {})));
     await expect.poll(() => live.textContent(), { timeout: 6_000 }).toMatch(/^Live · /);
     await admin.context.close();
   });

@@ -9,6 +9,12 @@ import { artifactPath, callApi, DOC_IMAGES, launchChromium, skipBrowser } from '
 
 const ADMIN = 'admin-key-0123456789';
 const VIEWER = 'viewer-key-0123456789';
+/** An id with a right-to-left override: obeyed, it would read "rtl-live". */
+const BIDI_ID = 'rtl-\u202Eevil';
+/** The longest id there can be. */
+const LONG_READY_ID = `long-${'y'.repeat(251)}`;
+/** Members of one group (R24): the first is ready, the others wait behind it. */
+const GROUPED = Array.from({ length: 25 }, (_, n) => `g-${String(n).padStart(2, '0')}`);
 
 let server: RunningServer;
 let browser: Browser;
@@ -30,8 +36,16 @@ async function seed(): Promise<void> {
     maxLength: 10_000,
     overflow: 'dead-letter-oldest',
   });
-  await api('PUT', '/v1/queues/emails', { visibility: 30_000 });
   await api('PUT', '/v1/queues/reports', {});
+  // A mail that dies moves to reports, with its origin (R26).
+  await api('PUT', '/v1/queues/emails', { visibility: 30_000, deadLetterQueue: 'reports' });
+  await api('POST', '/v1/queues/reports/jobs/batch', {
+    jobs: [
+      ...GROUPED.map((id) => ({ id, group: 'tenant-7' })),
+      { id: BIDI_ID },
+      { id: LONG_READY_ID },
+    ],
+  });
   const jobs = Array.from({ length: 12 }, (_, n) => ({
     id: `order-${n + 1}`,
     payload: {
@@ -63,7 +77,19 @@ async function seed(): Promise<void> {
   });
   const mail = (await api('POST', '/v1/queues/emails/receive', {})).body.deliveries[0];
   await api('POST', '/v1/queues/emails/ack', { receipt: mail.receipt });
+  await api('POST', '/v1/queues/emails/jobs', { id: 'bounce-1', priority: 9 });
+  const bounce = (await api('POST', '/v1/queues/emails/receive', {})).body.deliveries[0];
+  await api('POST', '/v1/queues/emails/nack', {
+    receipt: bounce.receipt,
+    requeue: false,
+    reason: 'mailbox full',
+  });
 }
+
+const go = (page: Page, hash: string) =>
+  page.evaluate((to) => {
+    window.location.hash = to;
+  }, hash);
 
 async function openAs(key: string, options: Parameters<Browser['newContext']>[0] = {}) {
   const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, ...options });
@@ -149,10 +175,13 @@ describe.skipIf(skipBrowser)(
       );
       const stats = (await api('GET', '/v1/stats')).body.queues;
       expect(stats.map((q: { name: string }) => q.name)).toEqual(['emails', 'orders', 'reports']);
+      // Grouped jobs behind the first of their group are counted, not left out.
+      expect(stats[2].stats).toMatchObject({ ready: 4, waiting: 24 });
       for (const { name, stats: figures } of stats) {
         const shown = await rowFigures(page, name);
         expect(shown, name).toMatchObject({
           Ready: String(figures.ready),
+          Waiting: String(figures.waiting),
           Delayed: String(figures.delayed),
           'In flight': String(figures.active),
           Dead: String(figures.dead),
@@ -162,6 +191,7 @@ describe.skipIf(skipBrowser)(
       expect(Object.keys(await rowFigures(page, 'orders'))).toEqual([
         'Queue',
         'Ready',
+        'Waiting',
         'Delayed',
         'In flight',
         'Dead',
@@ -284,6 +314,74 @@ describe.skipIf(skipBrowser)(
       await api('DELETE', '/v1/queues/backlog');
     });
 
+    it('shows the jobs waiting behind their group: a figure, in the depth, listed, and on the job page', async () => {
+      const { page } = admin;
+      await go(page, '#/queues/reports');
+      await page.getByRole('heading', { name: /Queue\s+reports/ }).waitFor();
+      const card = (label: string) =>
+        page
+          .locator('dl.cards > div')
+          .filter({ has: page.getByText(label, { exact: true }) })
+          .locator('dd');
+      await expect.poll(() => card('Waiting').textContent()).toBe('24');
+      await expect(card('Ready').textContent()).resolves.toBe('4');
+      const waiting = page.locator('section[aria-labelledby="waiting-title"]');
+      await waiting.getByRole('link', { name: 'g-01', exact: true }).waitFor();
+      // In group order, the first 20, and how many more.
+      await expect(waiting.getByRole('link').allTextContents()).resolves.toEqual(
+        GROUPED.slice(1, 21),
+      );
+      await waiting.getByText('and 4 more').waitFor();
+      await expect
+        .poll(() => page.getByRole('img', { name: /^Depth: latest Ready 4, Waiting 24, / }).count())
+        .toBe(1);
+
+      // An id with a bidirectional control shows it escaped, never obeyed.
+      const ready = page.locator('section[aria-labelledby="ready-title"]');
+      await expect(ready.locator('a.job-id').allTextContents()).resolves.toContain(
+        'rtl-\\u202Eevil',
+      );
+      await expect(ready.textContent()).resolves.not.toContain('\u202E');
+      // The longest id stays on one line of one column, cut with an ellipsis.
+      const long = await ready.locator('a.job-id').evaluateAll((links) => {
+        const link = links.find((element) => element.textContent?.startsWith('long-'));
+        const list = link?.closest('ol')?.getBoundingClientRect();
+        const box = link?.getBoundingClientRect();
+        return {
+          boxes: link?.getClientRects().length,
+          inside: box !== undefined && list !== undefined && box.right <= list.right + 1,
+          cut: link !== undefined && link.scrollWidth > link.clientWidth,
+        };
+      });
+      expect(long).toEqual({ boxes: 1, inside: true, cut: true });
+      await shoot(page, 'queue-waiting');
+
+      // A waiting job's page shows its group and its number in the group order.
+      const member = (await api('GET', '/v1/queues/reports/jobs/g-05')).body;
+      expect(member).toMatchObject({ state: 'waiting', group: 'tenant-7' });
+      await go(page, '#/queues/reports/jobs/g-05');
+      const fact = (label: string) =>
+        page
+          .locator('dl.facts > div')
+          .filter({ has: page.getByText(label, { exact: true }) })
+          .locator('dd');
+      await expect(fact('State').textContent()).resolves.toBe('waiting');
+      await expect(fact('Group').textContent()).resolves.toBe('tenant-7');
+      await expect(fact('Group sequence').textContent()).resolves.toBe(String(member.groupSeq));
+      // A job moved here when it died in another queue (R26) says where it came from.
+      await go(page, '#/queues/reports/jobs/bounce-1');
+      await expect
+        .poll(() => fact('Came from').textContent())
+        .toMatch(/^emails, where it died: mailbox full · /);
+      await expect(fact('Came from').getByRole('link', { name: 'emails' }).count()).resolves.toBe(
+        1,
+      );
+      await expect(fact('Priority').textContent()).resolves.toBe('9');
+      await shoot(page, 'job-moved');
+      await go(page, '#/queues/orders');
+      await page.getByRole('heading', { name: /Queue\s+orders/ }).waitFor();
+    });
+
     it('dead letters filter by reason, and a dead job’s page shows its attempt timeline', async () => {
       const { page } = admin;
       await page.getByRole('link', { name: /^Dead letters/ }).click();
@@ -292,6 +390,14 @@ describe.skipIf(skipBrowser)(
       await page.getByLabel('Reason').selectOption('card declined');
       await expect.poll(() => rows.count()).toBe(2);
       await page.getByLabel('Reason').selectOption('');
+      // The list never shows payloads, so it never reads them: a job's page reads its own.
+      const listReads = requests
+        .map((url) => new URL(url))
+        .filter((url) => url.pathname === '/v1/queues/orders/dead-letters');
+      expect(listReads.length).toBeGreaterThan(0);
+      expect(new Set(listReads.map((url) => url.search))).toEqual(
+        new Set(['?limit=1000&payload=false']),
+      );
       await shoot(page, 'dead-letters', true);
       await page.getByRole('link', { name: 'order-1', exact: true }).click();
       await page.getByRole('heading', { name: 'Attempts (2)' }).waitFor();
@@ -355,7 +461,12 @@ describe.skipIf(skipBrowser)(
         page.getByRole('link', { name: /^Dead letters/ }).textContent(),
       ).resolves.toContain('1,001');
       await page.getByRole('button', { name: 'Purge all' }).click();
-      await page.getByRole('alertdialog').getByRole('button', { name: 'Purge 1,001 jobs' }).click();
+      // Not all listed: it acts on the dead set as it is when confirmed, and says so.
+      const dialog = page.getByRole('alertdialog');
+      await expect(dialog.getByRole('heading').textContent()).resolves.toBe(
+        'Purge every dead job now (at least 1,001)?',
+      );
+      await dialog.getByRole('button', { name: 'Purge every dead job' }).click();
       await page.getByRole('status').filter({ hasText: 'Purged: 1,001 jobs.' }).waitFor();
       expect((await api('GET', '/v1/queues/floods/dead-letters')).body).toEqual({
         deadLetters: [],

@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type Api, ApiError } from '../../src/server/ui/web/api.js';
-import { PollingFeed, type Topic, type Update } from '../../src/server/ui/web/feed.js';
+import { Api, ApiError, NoAnswerError } from '../../src/server/ui/web/api.js';
+import {
+  PollingFeed,
+  SLOW_INTERVALS,
+  type Topic,
+  type Update,
+} from '../../src/server/ui/web/feed.js';
 
 /** A page that is never hidden. */
 const shown = { hidden: false, addEventListener() {} };
@@ -113,5 +118,130 @@ describe('the dashboard’s polling feed', () => {
     await settle();
     expect(asked).toEqual([first, second, filtered]);
     expect(heard).toEqual([first, second, filtered].map((page) => JSON.stringify(page)));
+  });
+
+  it('says a topic is not updating once its read has gone unanswered for two intervals', async () => {
+    vi.useFakeTimers();
+    // A stopped server (SIGSTOP) takes the request and never answers it.
+    let frozen = false;
+    const calls: string[] = [];
+    const api = {
+      queueStats: async () => {
+        calls.push('queueStats');
+        return frozen ? new Promise(() => {}) : { queueTime: 1 };
+      },
+    } as unknown as Api;
+    feed = new PollingFeed(api, 1000, shown);
+    feed.subscribe({ kind: 'queueStats', queue: 'a' }, () => {});
+    await vi.advanceTimersByTimeAsync(0);
+    const answered = feed.state.lastUpdate;
+    expect(answered).toBeGreaterThan(0);
+    frozen = true;
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(calls).toHaveLength(2);
+    // One interval on its way: not yet.
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(feed.state.failing).toBeUndefined();
+    await vi.advanceTimersByTimeAsync((SLOW_INTERVALS - 1) * 1000);
+    expect(feed.state.failing).toBe('the server has not answered for 2 s');
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(feed.state.failing).toBe('the server has not answered for 5 s');
+    expect(feed.state.lastUpdate).toBe(answered);
+    // No second read while one is on its way.
+    expect(calls).toHaveLength(2);
+  });
+
+  it('does not draw an answer to a read that started before a refresh, and reads again at once', async () => {
+    const answers: ((value: unknown) => void)[] = [];
+    let calls = 0;
+    const api = {
+      deadLetters: () => {
+        calls += 1;
+        return new Promise((resolve) => answers.push(resolve));
+      },
+    } as unknown as Api;
+    feed = new PollingFeed(api, 60_000, shown);
+    const drawn: unknown[] = [];
+    feed.subscribe({ kind: 'deadLetters', queue: 'a' }, (update) => drawn.push(update.data));
+    expect(calls).toBe(1);
+    // An action ends while that read is on its way: what it answers is the state before.
+    feed.refresh();
+    expect(calls).toBe(1);
+    answers[0]?.({ deadLetters: ['before'] });
+    await settle();
+    expect(drawn).toEqual([]);
+    expect(calls).toBe(2);
+    answers[1]?.({ deadLetters: [] });
+    await settle();
+    expect(drawn).toEqual([{ deadLetters: [] }]);
+    expect(feed.state.failing).toBeUndefined();
+  });
+
+  it('drops what it read of a thing that is gone (404) or refused (403), and keeps it on a failure', async () => {
+    let answer: unknown = { id: 'd1', state: 'dead' };
+    const { api } = fakeApi(() => answer);
+    feed = new PollingFeed(api, 60_000, shown);
+    const updates: Update<unknown>[] = [];
+    feed.subscribe({ kind: 'job', queue: 'a', id: 'd1' }, (update) => updates.push(update));
+    await settle();
+    const read = async (next: unknown) => {
+      answer = next;
+      feed?.refresh();
+      await settle();
+      return updates.at(-1);
+    };
+    // No answer: the last state stays, said to be old.
+    expect(await read(new TypeError('Failed to fetch'))).toMatchObject({ data: { id: 'd1' } });
+    expect(await read(new ApiError(503, 'UNAVAILABLE', 'busy'))).toMatchObject({
+      data: { id: 'd1' },
+    });
+    const gone = await read(new ApiError(404, 'NOT_FOUND', 'job d1 is not in queue a'));
+    expect(gone?.data).toBeUndefined();
+    expect(gone?.error?.message).toBe('job d1 is not in queue a');
+    await read({ id: 'd1', state: 'dead' });
+    expect((await read(new ApiError(403, 'FORBIDDEN', 'no')))?.data).toBeUndefined();
+  });
+});
+
+describe('the dashboard’s API calls', () => {
+  const realFetch = globalThis.fetch;
+  afterEach(() => {
+    globalThis.fetch = realFetch;
+  });
+
+  it('give up a read the server does not answer, in words an operator reads', async () => {
+    // A server that takes the request and never answers: only the call's own signal ends it.
+    globalThis.fetch = ((_url: string, init: RequestInit) =>
+      new Promise((_resolve, reject) => {
+        init.signal?.addEventListener('abort', () => reject(init.signal?.reason));
+      })) as typeof fetch;
+    const api = new Api(() => undefined, { readMs: 50, actionMs: 80 });
+    const read = await api.me().catch((error: unknown) => error);
+    expect(read).toBeInstanceOf(NoAnswerError);
+    expect(read).toMatchObject({
+      code: 'TIMEOUT',
+      message: 'the server has not answered within 0.05 s',
+    });
+    const action = await api.purge('a', ['x']).catch((error: unknown) => error);
+    expect(action).toMatchObject({ code: 'TIMEOUT' });
+    // A browser says "Failed to fetch" when nothing answers at all.
+    globalThis.fetch = (async () => {
+      throw new TypeError('Failed to fetch');
+    }) as typeof fetch;
+    const down = await api.me().catch((error: unknown) => error);
+    expect(down).toBeInstanceOf(NoAnswerError);
+    expect(down).toMatchObject({ code: 'UNREACHABLE' });
+    expect((down as Error).message).not.toContain('Failed to fetch');
+    expect((down as Error).message).toMatch(/^the server could not be reached/);
+  });
+
+  it('ask the dead letters without their payloads', async () => {
+    const asked: string[] = [];
+    globalThis.fetch = (async (url: string) => {
+      asked.push(url);
+      return new Response(JSON.stringify({ deadLetters: [] }), { status: 200 });
+    }) as typeof fetch;
+    await new Api(() => undefined).deadLetters('orders');
+    expect(asked).toEqual(['/v1/queues/orders/dead-letters?limit=1000&payload=false']);
   });
 });

@@ -76,6 +76,15 @@ describe('the dashboard’s history of figures', () => {
     expect(history.series('q0002').times).toEqual([]);
   });
 
+  it('counts grouped jobs waiting behind their group in the depth, and charts them', () => {
+    const history = new StatsHistory();
+    // 100 jobs of one group: one ready, 99 waiting (R24).
+    history.addQueue('grouped', { ...stats(1_000_000, 0, 1), delayed: 0, waiting: 99 });
+    history.addQueue('grouped', { ...stats(1_002_000, 0, 0), delayed: 0, waiting: 98 });
+    expect(history.depths('grouped')).toEqual([100, 98]);
+    expect(history.series('grouped').gauges.waiting).toEqual([99, 98]);
+  });
+
   it('gives no rate across a re-created queue’s counters', () => {
     const history = new StatsHistory();
     history.addQueue('a', stats(1000, 50));

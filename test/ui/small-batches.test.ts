@@ -67,9 +67,12 @@ afterAll(async () => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
-/** The page's report of an action, whichever way it went. */
+/** The page's report of an action, whichever way it went (a failure is an alert). */
 async function outcome(page: Page, done: RegExp): Promise<string | null> {
-  const status = page.getByRole('status').filter({ hasText: new RegExp(`${done.source}|failed`) });
+  const status = page
+    .getByRole('status')
+    .or(page.getByRole('alert'))
+    .filter({ hasText: new RegExp(`${done.source}|failed`) });
   await status.waitFor();
   return status.textContent();
 }

@@ -8,11 +8,11 @@ const TAG = 'dead letters';
 export function deadLetterRoutes(services: Services): RouteSpec[] {
   const { queues, schemas } = services;
   return [
-    route<unknown, QueueParams, { limit?: string; after?: string }>({
+    route<unknown, QueueParams, { limit?: string; after?: string; payload?: 'true' | 'false' }>({
       method: 'GET',
       url: '/v1/queues/:name/dead-letters',
       summary:
-        'A page of the dead jobs, in the order they died, each with its attempt history; `next` starts the page after',
+        'A page of the dead jobs, in the order they died, each with its attempt history; `next` starts the page after; `payload=false` leaves the payloads out',
       tag: TAG,
       access: 'admin',
       params: queueParams,
@@ -25,14 +25,26 @@ export function deadLetterRoutes(services: Services): RouteSpec[] {
           maxLength: 32,
           description: 'The `next` of the page before',
         },
+        payload: {
+          type: 'string',
+          enum: ['true', 'false'],
+          description:
+            "`false` leaves each job's payload out (a list of large payloads is megabytes; `GET …/jobs/{id}` reads one); default `true`",
+        },
       }),
       response: object({ deadLetters: arrayOf(schemas.deadLetter), next: text }, ['deadLetters']),
       async handle({ params, query }) {
         const queue = await queues.existing(params.name);
-        return queue.deadLetterPage({
+        const page = await queue.deadLetterPage({
           ...(query.limit === undefined ? {} : { limit: Number(query.limit) }),
           ...(query.after === undefined ? {} : { after: query.after }),
         });
+        if (query.payload !== 'false') return page;
+        // Not sent: a page of 1000 jobs of 200 KB each is 200 MB on the wire.
+        return {
+          ...page,
+          deadLetters: page.deadLetters.map(({ payload: _, ...letter }) => letter),
+        };
       },
     }),
     route<{ ids?: string[] }>({

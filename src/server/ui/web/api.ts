@@ -21,6 +21,33 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * No answer at all: the server could not be reached, or did not answer in time. Said in an
+ * operator's words (a browser's own is "Failed to fetch").
+ */
+export class NoAnswerError extends Error {
+  constructor(
+    readonly code: 'UNREACHABLE' | 'TIMEOUT',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Whether `error` says the thing read is not there (404): gone, or never was. */
+export const isGone = (error: unknown): boolean =>
+  error instanceof ApiError && error.status === 404;
+
+/** How long a call may go unanswered before it is given up. */
+export interface Timeouts {
+  /** A read (GET), ms: a few of the feed's intervals. */
+  readMs: number;
+  /** An action (redrive, purge), ms: one over many jobs may take a while. */
+  actionMs: number;
+}
+
+const TIMEOUTS: Timeouts = { readMs: 6000, actionMs: 30_000 };
+
 const path = (queue: string) => `/v1/queues/${encodeURIComponent(queue)}`;
 
 /** How many dead letters the dashboard reads and lists: the oldest, one page of the API's. */
@@ -47,7 +74,14 @@ export class Api {
   /** The server's maxBatch, asked once (GET /v1/limits); a failed ask is asked again. */
   private maxBatchAsked: Promise<number> | undefined;
 
-  constructor(private readonly key: () => string | undefined) {}
+  private readonly timeouts: Timeouts;
+
+  constructor(
+    private readonly key: () => string | undefined,
+    timeouts: Partial<Timeouts> = {},
+  ) {
+    this.timeouts = { ...TIMEOUTS, ...timeouts };
+  }
 
   me = () => this.get<Me>('/v1/me');
   /**
@@ -68,9 +102,14 @@ export class Api {
     this.get<InspectView>(`${path(name)}/inspect?limit=${limit}`);
   deliveries = async (name: string) =>
     (await this.get<{ deliveries: LiveDelivery[] }>(`${path(name)}/deliveries`)).deliveries;
-  /** The oldest DEAD_LETTERS_SHOWN dead letters: a page, whose `next` says more follow. */
+  /**
+   * The oldest DEAD_LETTERS_SHOWN dead letters, without their payloads (a job's page reads its
+   * own): a page, whose `next` says more follow.
+   */
   deadLetters = (name: string) =>
-    this.get<DeadLetterPage>(`${path(name)}/dead-letters?limit=${DEAD_LETTERS_SHOWN}`);
+    this.get<DeadLetterPage>(
+      `${path(name)}/dead-letters?limit=${DEAD_LETTERS_SHOWN}&payload=false`,
+    );
   job = (name: string, id: string) =>
     this.get<JobView>(`${path(name)}/jobs/${encodeURIComponent(id)}`);
 
@@ -111,13 +150,36 @@ export class Api {
       headers.authorization = `Bearer ${key}`;
     }
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const response = await fetch(url, {
-      method,
-      headers,
-      cache: 'no-store',
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const answer: unknown = await response.json().catch(() => undefined);
+    const ms = method === 'GET' ? this.timeouts.readMs : this.timeouts.actionMs;
+    // A server that is stopped (not down) never answers: without a bound, the call never ends.
+    const signal = AbortSignal.timeout(ms);
+    const noAnswer = (error: unknown): Error =>
+      signal.aborted
+        ? new NoAnswerError('TIMEOUT', `the server has not answered within ${ms / 1000} s`)
+        : error instanceof TypeError
+          ? new NoAnswerError(
+              'UNREACHABLE',
+              'the server could not be reached (it may be down or restarting, or the network is out)',
+            )
+          : (error as Error);
+    let response: Response;
+    let answer: unknown;
+    try {
+      response = await fetch(url, {
+        method,
+        headers,
+        cache: 'no-store',
+        signal,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      answer = await response.json().catch((error: unknown) => {
+        // The body cut short by the timeout is no answer; one that is not JSON is an answer.
+        if (signal.aborted) throw error;
+        return undefined;
+      });
+    } catch (error) {
+      throw noAnswer(error);
+    }
     if (!response.ok) {
       const error = (answer as { error?: { code?: string; message?: string } } | undefined)?.error;
       throw new ApiError(

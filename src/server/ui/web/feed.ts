@@ -67,7 +67,11 @@ export interface Feed {
     topic: Topic<K>,
     listener: (update: Update<Reads[K]>) => void,
   ): () => void;
-  /** Reads every subscribed topic again now (after an action changed something). */
+  /**
+   * Reads every subscribed topic again now (after an action changed something). A read already
+   * on its way started before the change: its answer is not drawn, and the topic is read again
+   * as soon as it is in.
+   */
   refresh(): void;
   /**
    * Hears every read of every topic, before the topic's subscribers do (to keep a history of
@@ -119,10 +123,19 @@ interface Poll {
   read: () => Promise<unknown>;
   listeners: Set<(update: Update<unknown>) => void>;
   last?: Update<unknown>;
-  inFlight: boolean;
-  /** Why its latest read got no answer, if it did not. */
+  /** When the read on its way started (browser clock, ms); undefined when none is. */
+  since?: number;
+  /** Something changed after the read on its way started: its answer is old news. */
+  outdated: boolean;
+  /** Why its latest read got no answer (or the one on its way has none yet), if so. */
   failed?: string;
 }
+
+/**
+ * How many intervals a read may be on its way before its topic counts as not updating: a server
+ * that is stopped, not down, takes a request and never answers.
+ */
+export const SLOW_INTERVALS = 2;
 
 /**
  * Whether an error means the server gave no answer worth the name: unreachable, failing (5xx)
@@ -153,10 +166,11 @@ export class PollingFeed implements Feed {
   ) {
     // A hidden tab asks nothing; it catches up when shown again.
     page.addEventListener('visibilitychange', () => {
-      if (!page.hidden && !this.state.paused) this.refresh();
+      if (!page.hidden && !this.state.paused) this.readIdle();
     });
     this.timer = setInterval(() => {
-      if (!this.state.paused && !page.hidden) this.refresh();
+      if (!this.state.paused && !page.hidden) this.readIdle();
+      this.markSlow();
     }, this.intervalMs);
   }
 
@@ -167,7 +181,7 @@ export class PollingFeed implements Feed {
     const key = topicKey(topic);
     let poll = this.polls.get(key);
     if (poll === undefined) {
-      poll = { topic, read: reader(this.api, topic), listeners: new Set(), inFlight: false };
+      poll = { topic, read: reader(this.api, topic), listeners: new Set(), outdated: false };
       this.polls.set(key, poll);
     }
     const untyped = listener as (update: Update<unknown>) => void;
@@ -185,12 +199,15 @@ export class PollingFeed implements Feed {
   }
 
   refresh(): void {
-    for (const poll of this.polls.values()) void this.read(poll);
+    for (const poll of this.polls.values()) {
+      if (poll.since === undefined) void this.read(poll);
+      else poll.outdated = true;
+    }
   }
 
   setPaused(paused: boolean): void {
     this.setState({ ...this.state, paused });
-    if (!paused) this.refresh();
+    if (!paused) this.readIdle();
   }
 
   onRead(listener: (topic: Topic, update: Update<unknown>) => void): () => void {
@@ -208,24 +225,50 @@ export class PollingFeed implements Feed {
     this.polls.clear();
   }
 
+  /** Reads every topic that has no read on its way (a poll's tick). */
+  private readIdle(): void {
+    for (const poll of this.polls.values()) if (poll.since === undefined) void this.read(poll);
+  }
+
+  /** A topic whose read has been on its way too long is not updating, answer or not to come. */
+  private markSlow(): void {
+    const now = Date.now();
+    let changed = false;
+    for (const poll of this.polls.values()) {
+      if (poll.since === undefined || now - poll.since < SLOW_INTERVALS * this.intervalMs) continue;
+      poll.failed = `the server has not answered for ${Math.round((now - poll.since) / 1000)} s`;
+      changed = true;
+    }
+    if (changed) this.setState(this.withFailure(this.state));
+  }
+
   private async read(poll: Poll): Promise<void> {
-    if (poll.inFlight) return;
-    poll.inFlight = true;
+    if (poll.since !== undefined) return;
+    poll.since = Date.now();
+    poll.outdated = false;
     let update: Update<unknown>;
     let answered = true;
     try {
       update = { data: await poll.read(), at: Date.now() };
       poll.failed = undefined;
     } catch (error) {
-      update = { ...poll.last, error: error as Error, at: Date.now() };
+      // A thing gone (404) or refused (403) has no latest state to keep showing.
+      const dropped = error instanceof ApiError && (error.status === 404 || error.status === 403);
+      update = { ...(dropped ? {} : poll.last), error: error as Error, at: Date.now() };
       answered = !unanswered(error);
       poll.failed = answered ? undefined : (error as Error).message || 'no answer';
     } finally {
-      poll.inFlight = false;
+      poll.since = undefined;
     }
-    poll.last = update;
-    for (const listener of [...this.readListeners]) listener(poll.topic, update);
-    for (const listener of [...poll.listeners]) listener(update);
+    if (poll.outdated) {
+      // Read before an action changed things: drawn now, it would show the state before the
+      // action as the state after it. The topic is read again at once instead.
+      if (this.polls.get(topicKey(poll.topic)) === poll) void this.read(poll);
+    } else {
+      poll.last = update;
+      for (const listener of [...this.readListeners]) listener(poll.topic, update);
+      for (const listener of [...poll.listeners]) listener(update);
+    }
     // Only an answer makes the feed current: a failed read says so, and leaves the time.
     const state = this.withFailure(this.state);
     this.setState(answered ? { ...state, lastUpdate: update.at } : state);

@@ -57,10 +57,27 @@ export function formatRelative(epochMs: number, nowMs: number): string {
   return delta >= 0 ? `in ${formatDuration(delta)}` : `${formatDuration(-delta)} ago`;
 }
 
-/** Pretty JSON, cut to `maxChars` (the page says when it is cut). */
-export function prettyJson(value: unknown, maxChars: number): { text: string; cut: boolean } {
-  const text = value === undefined ? '(no payload)' : JSON.stringify(value, null, 2);
+/** Pretty JSON, cut to `maxChars` (the page says when it is cut), its text passed through `shown`. */
+export function prettyJson(
+  value: unknown,
+  maxChars: number,
+  shown: (text: string) => string = (text) => text,
+): { text: string; cut: boolean } {
+  const text = value === undefined ? '(no payload)' : shown(JSON.stringify(value, null, 2));
   return text.length > maxChars
     ? { text: text.slice(0, maxChars), cut: true }
     : { text, cut: false };
 }
+
+/**
+ * Bidirectional controls (embeddings, overrides, isolates, marks) reorder the text around them:
+ * an id "rtl-\u202Eevil" would read "rtl-live". Text from the queue (ids, reasons, group keys)
+ * shows them as escapes, \u202E, so that what is read is what is there.
+ */
+const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+export const visible = (text: string): string =>
+  text.replace(
+    BIDI_CONTROLS,
+    (char) => `\\u${(char.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`,
+  );

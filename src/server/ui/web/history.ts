@@ -18,7 +18,7 @@ export type RateCounter = (typeof RATE_COUNTERS)[number];
 export type Rates = Record<RateCounter, number | null>;
 
 /** The figures a queue's charts draw over time (besides the rates). */
-export const GAUGES = ['ready', 'delayed', 'active', 'dead'] as const;
+export const GAUGES = ['ready', 'waiting', 'delayed', 'active', 'dead'] as const;
 
 export type Gauge = (typeof GAUGES)[number];
 
@@ -79,7 +79,7 @@ interface Line {
   at: number;
   counters: Float64Array;
   rates: Rates;
-  /** Ready + delayed at each reading. */
+  /** Ready + waiting + delayed at each reading: every job not yet handed out. */
   depth: Ring;
 }
 
@@ -151,7 +151,7 @@ export class StatsHistory {
     this.record(name, stats, true);
   }
 
-  /** The depth (ready + delayed) at each reading, oldest first. */
+  /** The depth (ready + waiting + delayed) at each reading, oldest first. */
   depths(queue: string): number[] {
     return this.lines.get(queue)?.depth.toArray() ?? [];
   }
@@ -212,7 +212,8 @@ export class StatsHistory {
     RATE_COUNTERS.forEach((counter, index) => {
       (line as Line).counters[index] = stats[counter];
     });
-    line.depth.push(stats.ready + stats.delayed);
+    // Grouped jobs behind an earlier one of their group (R24) are queued work too.
+    line.depth.push(stats.ready + stats.waiting + stats.delayed);
 
     let detail = this.details.get(name);
     if (detail === undefined && chart) {

@@ -16,11 +16,15 @@ type Start =
   | { step: 'ready'; session: Session }
   | { step: 'failed'; problem: string };
 
+/** How often the pages read what they show, ms. */
+const INTERVAL_MS = 2000;
+
 /** Opens a session: who the key is, then live figures every 2 s. */
 async function openSession(onSignOut: () => void): Promise<Session> {
-  const api = new Api(() => keyStore.get());
+  // A read unanswered for three intervals is given up (the feed says "Not updating" sooner).
+  const api = new Api(() => keyStore.get(), { readMs: 3 * INTERVAL_MS });
   const me = await api.me();
-  const feed = new PollingFeed(api, 2000);
+  const feed = new PollingFeed(api, INTERVAL_MS);
   const history = new StatsHistory();
   const clock = { skewMs: 0 };
   // Every figure read goes to the history before a page draws it; only what the open page

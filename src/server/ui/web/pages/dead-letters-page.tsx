@@ -1,5 +1,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { formatCount, formatTime, isoTime } from '../format.js';
+import { isGone } from '../api.js';
+import { formatCount, formatTime, isoTime, visible } from '../format.js';
+import { type ActionState, ActionStatus, useActions } from '../parts/action-status.js';
 import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
 import { JobLink } from '../parts/job-link.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
@@ -17,26 +19,33 @@ const cut = (text: string, chars: number) =>
 
 const jobs = (count: number) => `${formatCount(count)} ${count === 1 ? 'job' : 'jobs'}`;
 
-function useActions(queue: string, onDone: (message: string, failed?: boolean) => void) {
+/** Runs `verb` on `ids` (at most maxBatch per request), or on every dead job without ids. */
+function useRun(queue: string, actions: ActionState, onDone: () => void) {
   const { api, feed } = useSession();
   return async (verb: Verb, ids: string[] | undefined) => {
     const call = verb === 'Redrive' ? api.redrive : api.purge;
-    try {
-      let done = 0;
-      if (ids === undefined) done = await call(queue);
-      else {
-        // The server refuses more than its maxBatch ids at once (100 unless configured).
-        const perCall = await api.maxBatch();
-        for (let at = 0; at < ids.length; at += perCall) {
-          done += await call(queue, ids.slice(at, at + perCall));
+    const past = verb === 'Redrive' ? 'Redriven' : 'Purged';
+    let done = 0;
+    await actions.run(
+      `${verb === 'Redrive' ? 'Redriving' : 'Purging'} ${ids === undefined ? 'every dead job' : jobs(ids.length)}…`,
+      async () => {
+        if (ids === undefined) done = await call(queue);
+        else {
+          // The server refuses more than its maxBatch ids at once (100 unless configured).
+          const perCall = await api.maxBatch();
+          for (let at = 0; at < ids.length; at += perCall) {
+            done += await call(queue, ids.slice(at, at + perCall));
+          }
         }
-      }
-      onDone(`${verb === 'Redrive' ? 'Redriven' : 'Purged'}: ${jobs(done)}.`);
-    } catch (error) {
-      onDone(`${verb} failed: ${(error as Error).message}`, true);
-    } finally {
-      feed.refresh();
-    }
+        return `${past}: ${jobs(done)}.`;
+      },
+      (why) =>
+        done > 0
+          ? `${verb} stopped after ${jobs(done)} ${past.toLowerCase()}: ${why}`
+          : `${verb} failed: ${why}`,
+    );
+    onDone();
+    feed.refresh();
   };
 }
 
@@ -44,12 +53,15 @@ function Row(props: {
   queue: string;
   letter: DeadLetter;
   admin: boolean;
+  /** An action is on its way: no other starts until it is answered. */
+  busy: boolean;
   selected: boolean;
   onSelect(selected: boolean): void;
   act(verb: Verb): void;
 }) {
-  const { queue, letter, admin, selected } = props;
+  const { queue, letter, admin, busy, selected } = props;
   const last = letter.history.at(-1);
+  const id = visible(letter.id);
   return (
     <tr class={selected ? 'selected' : undefined}>
       {admin ? (
@@ -57,7 +69,7 @@ function Row(props: {
           <input
             type="checkbox"
             checked={selected}
-            aria-label={`Select ${letter.id}`}
+            aria-label={`Select ${id}`}
             onChange={(event) => props.onSelect(event.currentTarget.checked)}
           />
         </td>
@@ -66,8 +78,8 @@ function Row(props: {
         <JobLink queue={queue} id={letter.id} />
       </th>
       <td>
-        <span class="badge reason clip" title={letter.reason}>
-          {letter.reason}
+        <span class="badge reason clip" title={visible(letter.reason)}>
+          {visible(letter.reason)}
         </span>
       </td>
       <td class="num">{letter.deliveryCount}</td>
@@ -84,8 +96,8 @@ function Row(props: {
             {last.reason && last.reason !== last.outcome ? (
               <>
                 {' '}
-                <span class="muted clip" title={last.reason}>
-                  {last.reason}
+                <span class="muted clip" title={visible(last.reason)}>
+                  {visible(last.reason)}
                 </span>
               </>
             ) : null}
@@ -96,7 +108,8 @@ function Row(props: {
         <td class="row-actions">
           <button
             type="button"
-            aria-label={`Redrive ${letter.id}`}
+            aria-label={`Redrive ${id}`}
+            disabled={busy}
             onClick={() => props.act('Redrive')}
           >
             Redrive
@@ -104,7 +117,8 @@ function Row(props: {
           <button
             type="button"
             class="danger-quiet"
-            aria-label={`Purge ${letter.id}`}
+            aria-label={`Purge ${id}`}
+            disabled={busy}
             onClick={() => props.act('Purge')}
           >
             Purge
@@ -124,11 +138,11 @@ export function DeadLettersPage(props: { queue: string }) {
   const [reason, setReason] = useState('');
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [confirmation, setConfirmation] = useState<Confirmation>();
-  const [message, setMessage] = useState<{ text: string; failed: boolean }>();
-  const run = useActions(queue, (text, failed = false) => {
-    setMessage({ text, failed });
-    setSelected(new Set());
-  });
+  const actions = useActions(update);
+  const busy = actions.busy !== undefined;
+  const run = useRun(queue, actions, () => setSelected(new Set()));
+  // The queue is gone (deleted) or was never there: nothing of it to list or act on.
+  const gone = isGone(update?.error);
   const letters = update?.data?.deadLetters ?? [];
   // More died than one page holds: the list is the oldest; the total comes with the stats.
   const more = update?.data?.next !== undefined;
@@ -152,10 +166,11 @@ export function DeadLettersPage(props: { queue: string }) {
   const shown = current === '' ? letters : letters.filter((letter) => letter.reason === current);
   const chosen = shown.filter((letter) => selected.has(letter.id)).map((letter) => letter.id);
 
-  const confirm = (verb: Verb, ids: string[] | undefined, count: number) => {
-    const what = ids === undefined ? `all ${jobs(count)}` : jobs(count);
+  /** Asks before acting on the ids named: the very ids the dialog counts, no other. */
+  const confirm = (verb: Verb, ids: string[], title: string) => {
+    const count = ids.length;
     setConfirmation({
-      title: `${verb} ${what}?`,
+      title,
       body:
         verb === 'Purge'
           ? `The ${count === 1 ? 'job is' : 'jobs are'} removed for good, with ${count === 1 ? 'its' : 'their'} history. This cannot be undone.`
@@ -165,14 +180,29 @@ export function DeadLettersPage(props: { queue: string }) {
       onConfirm: () => void run(verb, ids),
     });
   };
-  const all = (verb: Verb) =>
-    current === ''
-      ? confirm(verb, undefined, deadCount)
-      : confirm(
-          verb,
-          shown.map((l) => l.id),
-          shown.length,
-        );
+  /**
+   * Asks before acting on every dead job, those not listed included: the server acts on the
+   * dead set as it is when the request reaches it, so the dialog says so rather than a count.
+   */
+  const confirmEvery = (verb: Verb) =>
+    setConfirmation({
+      title: `${verb} every dead job now (at least ${formatCount(deadCount)})?`,
+      body:
+        verb === 'Purge'
+          ? `Every job dead in ${queue} when you confirm is removed for good, with its history: those not listed here too, and any that die meanwhile. This cannot be undone.`
+          : `Every job dead in ${queue} when you confirm goes to the back of ready with delivery count 0, history kept: those not listed here too, and any that die meanwhile.`,
+      verb: `${verb} every dead job`,
+      danger: verb === 'Purge',
+      onConfirm: () => void run(verb, undefined),
+    });
+  const all = (verb: Verb) => {
+    const ids = shown.map((letter) => letter.id);
+    if (current !== '') confirm(verb, ids, `${verb} ${jobs(ids.length)}?`);
+    // Every dead job is listed: those ids, not the dead set when the request arrives, which
+    // may hold jobs that died after the dialog counted them.
+    else if (!more) confirm(verb, ids, `${verb} all ${jobs(ids.length)}?`);
+    else confirmEvery(verb);
+  };
 
   return (
     <section aria-labelledby="dead-title">
@@ -184,10 +214,12 @@ export function DeadLettersPage(props: { queue: string }) {
         current="deadLetters"
         dead={update?.data === undefined ? undefined : deadCount}
       />
-      <p role="status" aria-live="polite" class={message?.failed ? 'notice error' : 'notice-ok'}>
-        {message?.text ?? ''}
-      </p>
-      <ErrorNotice error={update?.error} what="the dead letters" />
+      <ActionStatus state={actions} />
+      {gone ? (
+        <p class="notice">No queue named {queue} that this key can see.</p>
+      ) : (
+        <ErrorNotice error={update?.error} what="the dead letters" />
+      )}
       {update?.data === undefined ? (
         update?.error ? null : (
           <Loading what="dead letters" />
@@ -207,8 +239,8 @@ export function DeadLettersPage(props: { queue: string }) {
               <select value={current} onChange={(event) => setReason(event.currentTarget.value)}>
                 <option value="">All reasons ({formatCount(deadCount)})</option>
                 {reasons.map(([name, count]) => (
-                  <option value={name} key={name} title={name}>
-                    {cut(name, REASON_CHARS)} ({formatCount(count)})
+                  <option value={name} key={name} title={visible(name)}>
+                    {cut(visible(name), REASON_CHARS)} ({formatCount(count)})
                   </option>
                 ))}
               </select>
@@ -217,26 +249,30 @@ export function DeadLettersPage(props: { queue: string }) {
               <div class="toolbar-actions">
                 <button
                   type="button"
-                  disabled={chosen.length === 0}
-                  onClick={() => confirm('Redrive', chosen, chosen.length)}
+                  disabled={busy || chosen.length === 0}
+                  onClick={() => confirm('Redrive', chosen, `Redrive ${jobs(chosen.length)}?`)}
                 >
                   Redrive selected ({chosen.length})
                 </button>
                 <button
                   type="button"
                   class="danger-quiet"
-                  disabled={chosen.length === 0}
-                  onClick={() => confirm('Purge', chosen, chosen.length)}
+                  disabled={busy || chosen.length === 0}
+                  onClick={() => confirm('Purge', chosen, `Purge ${jobs(chosen.length)}?`)}
                 >
                   Purge selected ({chosen.length})
                 </button>
-                <button type="button" disabled={shown.length === 0} onClick={() => all('Redrive')}>
+                <button
+                  type="button"
+                  disabled={busy || shown.length === 0}
+                  onClick={() => all('Redrive')}
+                >
                   {current === '' ? 'Redrive all' : 'Redrive all shown'}
                 </button>
                 <button
                   type="button"
                   class="danger"
-                  disabled={shown.length === 0}
+                  disabled={busy || shown.length === 0}
                   onClick={() => all('Purge')}
                 >
                   {current === '' ? 'Purge all' : 'Purge all shown'}
@@ -245,7 +281,9 @@ export function DeadLettersPage(props: { queue: string }) {
             ) : null}
           </div>
           {shown.length === 0 ? (
-            <p class="empty">No dead letters{current === '' ? '' : ` with reason ${current}`}.</p>
+            <p class="empty">
+              No dead letters{current === '' ? '' : ` with reason ${visible(current)}`}.
+            </p>
           ) : (
             <div class="table-scroll">
               <table>
@@ -285,6 +323,7 @@ export function DeadLettersPage(props: { queue: string }) {
                       queue={queue}
                       letter={letter}
                       admin={admin}
+                      busy={busy}
                       selected={selected.has(letter.id)}
                       onSelect={(on) => {
                         const next = new Set(selected);
@@ -294,7 +333,7 @@ export function DeadLettersPage(props: { queue: string }) {
                       }}
                       act={(verb) =>
                         verb === 'Purge'
-                          ? confirm('Purge', [letter.id], 1)
+                          ? confirm('Purge', [letter.id], `Purge ${jobs(1)}?`)
                           : void run(verb, [letter.id])
                       }
                     />

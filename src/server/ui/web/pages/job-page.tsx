@@ -1,6 +1,14 @@
 import { useState } from 'preact/hooks';
-import { ApiError } from '../api.js';
-import { formatDuration, formatRelative, formatTime, isoTime, prettyJson } from '../format.js';
+import { isGone } from '../api.js';
+import {
+  formatDuration,
+  formatRelative,
+  formatTime,
+  isoTime,
+  prettyJson,
+  visible,
+} from '../format.js';
+import { ActionStatus, useActions } from '../parts/action-status.js';
 import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
 import { href } from '../router.js';
@@ -43,7 +51,7 @@ function Timeline(props: { history: Attempt[] }) {
             {attempt.reason ? (
               <div>
                 <dt>Reason</dt>
-                <dd>{attempt.reason}</dd>
+                <dd>{visible(attempt.reason)}</dd>
               </div>
             ) : null}
           </dl>
@@ -81,10 +89,36 @@ function Facts(props: { job: JobView }) {
       </time>,
     ]);
   }
+  if (job.group !== undefined) {
+    // Only a group's first member is ever ready, delayed or in flight (R24); the rest wait.
+    rows.push(['Group', <span class="mono">{visible(job.group)}</span>]);
+    if (job.groupSeq !== undefined) {
+      rows.push([
+        'Group sequence',
+        <span title="Its number in its queue's group order (R29): lower numbers go first">
+          {job.groupSeq}
+        </span>,
+      ]);
+    }
+  }
+  if (job.priority !== undefined) rows.push(['Priority', job.priority]);
   if (job.state === 'dead') {
-    rows.push(['Reason', job.reason]);
+    rows.push(['Reason', job.reason === undefined ? '–' : visible(job.reason)]);
     if (job.deadAt !== undefined)
       rows.push(['Died', <time dateTime={isoTime(job.deadAt)}>{formatTime(job.deadAt)}</time>]);
+  }
+  if (job.origin !== undefined) {
+    // It died in another queue and was moved here, that queue's deadLetterQueue (R26).
+    rows.push([
+      'Came from',
+      <>
+        <a href={href.queue(job.origin.queue)}>{job.origin.queue}</a>
+        {', where it died: '}
+        {visible(job.origin.reason)}
+        {' · '}
+        <time dateTime={isoTime(job.origin.at)}>{formatTime(job.origin.at)}</time>
+      </>,
+    ]);
   }
   return (
     <dl class="facts">
@@ -104,25 +138,32 @@ export function JobPage(props: { queue: string; id: string }) {
   const { api, feed, me } = useSession();
   const update = useTopic({ kind: 'job', queue, id });
   const [confirmation, setConfirmation] = useState<Confirmation>();
-  const [message, setMessage] = useState('');
+  const actions = useActions(update);
+  const busy = actions.busy !== undefined;
   const job = update?.data;
+  // Acked, purged, moved, or its queue deleted: the feed keeps no state of a job that is gone.
+  const gone = isGone(update?.error);
   // The countdown of a delivery in flight needs the server's clock: its queue's figures carry
   // it. Nothing else is read for a job page (never every queue's figures).
   useTopic(job?.deadline === undefined ? undefined : { kind: 'queueStats', queue });
   const act = async (verb: 'Redrive' | 'Purge') => {
-    try {
-      const count = await (verb === 'Redrive' ? api.redrive(queue, [id]) : api.purge(queue, [id]));
-      setMessage(
-        count === 1
+    await actions.run(
+      verb === 'Redrive' ? 'Redriving…' : 'Purging…',
+      async () => {
+        const count = await (verb === 'Redrive'
+          ? api.redrive(queue, [id])
+          : api.purge(queue, [id]));
+        return count === 1
           ? `${verb === 'Redrive' ? 'Redriven' : 'Purged'}.`
-          : 'Nothing changed: the job is no longer dead.',
-      );
-    } catch (error) {
-      setMessage(`${verb} failed: ${(error as Error).message}`);
-    }
+          : 'Nothing changed: the job is no longer dead.';
+      },
+      (why) => `${verb} failed: ${why}`,
+    );
     feed.refresh();
   };
-  const payload = job === undefined ? undefined : prettyJson(job.payload, PAYLOAD_CHARS);
+  const shownId = visible(id);
+  // A payload's text may hold bidirectional controls too; escaped, it is the same JSON.
+  const payload = job === undefined ? undefined : prettyJson(job.payload, PAYLOAD_CHARS, visible);
   return (
     <section aria-labelledby="job-title">
       <p class="crumbs">
@@ -135,20 +176,16 @@ export function JobPage(props: { queue: string; id: string }) {
         ) : null}
       </p>
       <h1 id="job-title">
-        <span class="muted">Job</span> <span class="mono">{id}</span>
+        <span class="muted">Job</span> <span class="mono">{shownId}</span>
       </h1>
-      <p role="status" aria-live="polite" class="notice-ok">
-        {message}
-      </p>
-      {update?.error && job === undefined ? (
-        <ErrorNotice
-          error={update.error}
-          what={
-            update.error instanceof ApiError && update.error.status === 403
-              ? 'this job'
-              : 'this job (it may have been acked or purged)'
-          }
-        />
+      <ActionStatus state={actions} />
+      {gone ? (
+        <p class="notice" role="status">
+          No job {shownId} in {queue} now: acked, purged or moved, or the queue was deleted (
+          {visible(update?.error?.message ?? '')}).
+        </p>
+      ) : update?.error && job === undefined ? (
+        <ErrorNotice error={update.error} what="this job" />
       ) : job === undefined ? (
         <Loading what="the job" />
       ) : (
@@ -162,15 +199,21 @@ export function JobPage(props: { queue: string; id: string }) {
               <Facts job={job} />
               {job.state === 'dead' && can(me, 'admin', queue) ? (
                 <div class="toolbar-actions">
-                  <button type="button" class="primary" onClick={() => void act('Redrive')}>
+                  <button
+                    type="button"
+                    class="primary"
+                    disabled={busy}
+                    onClick={() => void act('Redrive')}
+                  >
                     Redrive
                   </button>
                   <button
                     type="button"
                     class="danger"
+                    disabled={busy}
                     onClick={() =>
                       setConfirmation({
-                        title: `Purge ${id}?`,
+                        title: `Purge ${shownId}?`,
                         body: 'The job is removed for good, with its history. This cannot be undone.',
                         verb: 'Purge 1 job',
                         danger: true,

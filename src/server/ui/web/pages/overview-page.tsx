@@ -127,6 +127,13 @@ export function OverviewPage() {
                 <th scope="col" class="num">
                   Ready
                 </th>
+                <th
+                  scope="col"
+                  class="num"
+                  title="Grouped jobs behind an earlier job of their group, ready once it is done"
+                >
+                  Waiting
+                </th>
                 <th scope="col" class="num">
                   Delayed
                 </th>
@@ -159,6 +166,7 @@ export function OverviewPage() {
                       {figures.paused ? <span class="badge"> paused</span> : null}
                     </th>
                     <td class="num">{formatCount(figures.ready)}</td>
+                    <td class="num">{formatCount(figures.waiting)}</td>
                     <td class="num">{formatCount(figures.delayed)}</td>
                     <td class="num">{formatCount(figures.active)}</td>
                     <td class={figures.dead > 0 ? 'num dead-alert' : 'num'}>
@@ -198,7 +206,7 @@ export function OverviewPage() {
   );
 }
 
-/** "51–100 of 5,000 queues", and the buttons to the pages before and after. */
+/** "51–100 of 5,000 queues" ("1 of 1 queue"), and the buttons to the pages before and after. */
 function Pager(props: {
   first: number;
   shown: number;
@@ -208,12 +216,16 @@ function Pager(props: {
   onPage(page: number): void;
 }) {
   const { first, shown, total, page, pages, onPage } = props;
+  const range =
+    shown === 0
+      ? '0'
+      : shown === 1
+        ? formatCount(first + 1)
+        : `${formatCount(first + 1)}–${formatCount(first + shown)}`;
   return (
     <nav class="pager" aria-label="Pages of queues">
       <span role="status">
-        {shown === 0
-          ? `0 of ${formatCount(total)} queues`
-          : `${formatCount(first + 1)}–${formatCount(first + shown)} of ${formatCount(total)} queues`}
+        {`${range} of ${formatCount(total)} ${total === 1 ? 'queue' : 'queues'}`}
       </span>
       <button type="button" disabled={page === 0} onClick={() => onPage(page - 1)}>
         Previous page

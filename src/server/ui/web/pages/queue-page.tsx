@@ -19,6 +19,8 @@ function Figures(props: { stats: QueueStats }) {
   const { stats } = props;
   const items: [string, string][] = [
     ['Ready', formatCount(stats.ready)],
+    // Grouped jobs behind an earlier job of their group (R24): queued, but not ready yet.
+    ['Waiting', formatCount(stats.waiting)],
     ['Delayed', formatCount(stats.delayed)],
     ['In flight', formatCount(stats.active)],
     ['Dead', formatCount(stats.dead)],
@@ -97,6 +99,7 @@ function Charts(props: { series: Series }) {
             times={times}
             series={[
               gauge('Ready', '--series-1', series.gauges.ready),
+              gauge('Waiting', '--series-5', series.gauges.waiting),
               gauge('Delayed', '--series-2', series.gauges.delayed),
               gauge('Dead', '--series-4', series.gauges.dead),
             ]}
@@ -204,51 +207,86 @@ function InFlight(props: { queue: string }) {
   );
 }
 
-/** The first ready and delayed jobs; how many more there are comes from the stats. */
+/** A list of the first ids of one kind, with how many more there are. */
+function IdList(props: {
+  id: string;
+  title: string;
+  queue: string;
+  jobs: { id: string; note?: string }[];
+  total: number | undefined;
+}) {
+  const { id, title, queue, jobs, total } = props;
+  return (
+    <section class="panel" aria-labelledby={id}>
+      <h2 id={id}>
+        {title} (first {WAITING_SHOWN})
+      </h2>
+      {jobs.length === 0 ? (
+        <p class="empty">None.</p>
+      ) : (
+        <ol class="id-list">
+          {jobs.map((job) => (
+            <li key={job.id}>
+              <JobLink queue={queue} id={job.id} />
+              {job.note === undefined ? null : (
+                <>
+                  {' '}
+                  <span class="muted">{job.note}</span>
+                </>
+              )}
+            </li>
+          ))}
+        </ol>
+      )}
+      {/* Read apart from the list, the total may lag it: "more" only past a full list. */}
+      {jobs.length === WAITING_SHOWN && total !== undefined && total > jobs.length ? (
+        <p class="muted">and {formatCount(total - jobs.length)} more</p>
+      ) : null}
+    </section>
+  );
+}
+
+/**
+ * The first ready, delayed and waiting jobs (grouped, behind an earlier job of their group);
+ * how many more there are comes from the stats.
+ */
 function Waiting(props: { queue: string; stats: QueueStats | undefined }) {
   const { queue, stats } = props;
   const view = useTopic({ kind: 'inspect', queue });
   const state = view?.data;
   if (state === undefined) return <ErrorNotice error={view?.error} what="the waiting jobs" />;
-  // Read apart from the list, the total may lag it: "more" only past a full list.
-  const more = (listed: number, total: number | undefined) =>
-    listed === WAITING_SHOWN && total !== undefined && total > listed ? (
-      <p class="muted">and {formatCount(total - listed)} more</p>
-    ) : null;
+  const waiting = state.waiting ?? [];
   return (
-    <div class="two-columns">
-      <section class="panel" aria-labelledby="ready-title">
-        <h2 id="ready-title">Ready (first {WAITING_SHOWN})</h2>
-        {state.ready.length === 0 ? (
-          <p class="empty">None.</p>
-        ) : (
-          <ol class="id-list">
-            {state.ready.map((id) => (
-              <li key={id}>
-                <JobLink queue={queue} id={id} />
-              </li>
-            ))}
-          </ol>
-        )}
-        {more(state.ready.length, stats?.ready)}
-      </section>
-      <section class="panel" aria-labelledby="delayed-title">
-        <h2 id="delayed-title">Delayed (first {WAITING_SHOWN})</h2>
-        {state.delayed.length === 0 ? (
-          <p class="empty">None.</p>
-        ) : (
-          <ol class="id-list">
-            {state.delayed.map((job) => (
-              <li key={job.id}>
-                <JobLink queue={queue} id={job.id} />{' '}
-                <span class="muted">ready {formatRelative(job.availableAt, state.queueTime)}</span>
-              </li>
-            ))}
-          </ol>
-        )}
-        {more(state.delayed.length, stats?.delayed)}
-      </section>
-    </div>
+    <>
+      <div class="two-columns">
+        <IdList
+          id="ready-title"
+          title="Ready"
+          queue={queue}
+          jobs={state.ready.map((id) => ({ id }))}
+          total={stats?.ready}
+        />
+        <IdList
+          id="delayed-title"
+          title="Delayed"
+          queue={queue}
+          jobs={state.delayed.map((job) => ({
+            id: job.id,
+            note: `ready ${formatRelative(job.availableAt, state.queueTime)}`,
+          }))}
+          total={stats?.delayed}
+        />
+      </div>
+      {waiting.length > 0 || (stats?.waiting ?? 0) > 0 ? (
+        <IdList
+          id="waiting-title"
+          title="Waiting in groups"
+          queue={queue}
+          jobs={waiting.map((id) => ({ id }))}
+          total={stats?.waiting}
+        />
+      ) : null}
+    </>
   );
 }
 

@@ -1,3 +1,4 @@
+import { visible } from '../format.js';
 import { href } from '../router.js';
 
 /**
@@ -13,10 +14,12 @@ export function JobLink({ queue, id }: { queue: string; id: string }) {
       </span>
     );
   }
-  // In a table a long id is cut (its whole in the title), so it never pushes the row's buttons away.
+  // In a table a long id is cut (its whole in the title), so it never pushes the row's buttons
+  // away; a bidirectional control in it is shown, not obeyed.
+  const shown = visible(id);
   return (
-    <a href={href.job(queue, id)} class="job-id" title={id}>
-      {id}
+    <a href={href.job(queue, id)} class="job-id" title={shown}>
+      {shown}
     </a>
   );
 }

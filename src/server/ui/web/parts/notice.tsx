@@ -1,4 +1,5 @@
 import { ApiError } from '../api.js';
+import { visible } from '../format.js';
 
 /** An API error as a person reads it. */
 export function ErrorNotice(props: { error: Error | undefined; what: string }) {
@@ -7,7 +8,9 @@ export function ErrorNotice(props: { error: Error | undefined; what: string }) {
   const forbidden = error instanceof ApiError && error.status === 403;
   return (
     <p class={forbidden ? 'notice' : 'notice error'} role={forbidden ? 'status' : 'alert'}>
-      {forbidden ? `This key may not read ${what}.` : `Could not read ${what}: ${error.message}`}
+      {forbidden
+        ? `This key may not read ${what}.`
+        : `Could not read ${what}: ${visible(error.message)}`}
     </p>
   );
 }

@@ -1,0 +1,90 @@
+import { useEffect, useState } from 'preact/hooks';
+import { NoAnswerError } from '../api.js';
+import type { Update } from '../feed.js';
+import { visible } from '../format.js';
+
+/** What the page says about its latest action. */
+interface Said {
+  text: string;
+  failed: boolean;
+  /** It failed for want of any answer: said until the server answers a read again. */
+  noAnswer: boolean;
+  /** When it was said (browser clock, ms). */
+  at: number;
+}
+
+export interface ActionState {
+  /** What is being done while a call is on its way ("Purging 3 jobs…"); actions wait for it. */
+  busy: string | undefined;
+  said: Said | undefined;
+  /** Runs `action`, saying `doing` meanwhile; its result, or `failed` with the error, after. */
+  run(
+    doing: string,
+    action: () => Promise<string>,
+    failed: (error: string) => string,
+  ): Promise<void>;
+}
+
+/** Why an action failed, in an operator's words. */
+function failure(error: unknown): string {
+  const message = visible((error as Error).message);
+  // Timed out, the call may still have been carried out: the next reading says.
+  return error instanceof NoAnswerError && error.code === 'TIMEOUT'
+    ? `${message}; it may still have been done, as the page shows once read again`
+    : message;
+}
+
+/**
+ * One page's actions: one at a time, said while on their way and after. `update` is the page's
+ * reading: a failure for want of an answer goes once the server answers it again.
+ */
+export function useActions(update: Update<unknown> | undefined): ActionState {
+  const [busy, setBusy] = useState<string>();
+  const [said, setSaid] = useState<Said>();
+  const answered = update !== undefined && update.error === undefined ? update.at : 0;
+  useEffect(() => {
+    if (said?.noAnswer && answered > said.at) setSaid(undefined);
+  }, [answered, said]);
+  return {
+    busy,
+    said,
+    async run(doing, action, failed) {
+      setBusy(doing);
+      try {
+        const text = await action();
+        setSaid({ text, failed: false, noAnswer: false, at: Date.now() });
+      } catch (error) {
+        setSaid({
+          text: failed(failure(error)),
+          failed: true,
+          noAnswer: error instanceof NoAnswerError,
+          at: Date.now(),
+        });
+      } finally {
+        setBusy(undefined);
+      }
+    },
+  };
+}
+
+/** What the page says about its actions: in progress and done in a status, failed in an alert. */
+export function ActionStatus(props: { state: ActionState }) {
+  const { busy, said } = props.state;
+  const failed = busy === undefined && said?.failed === true;
+  return (
+    <>
+      <p
+        role="status"
+        aria-live="polite"
+        class={busy === undefined ? 'notice-ok' : 'notice-ok busy'}
+      >
+        {busy ?? (failed || said === undefined ? '' : said.text)}
+      </p>
+      {failed ? (
+        <p class="notice error" role="alert">
+          {said?.text}
+        </p>
+      ) : null}
+    </>
+  );
+}
