@@ -178,26 +178,32 @@ describe('a stream receive waiting past the longest timer', () => {
     } as unknown as StreamLink;
   }
 
+  /** Under fake timers: a subscription whose last looks (reserves) are counted, finding none. */
+  function countingPrefetch() {
+    vi.useFakeTimers({ now: 1_000_000 });
+    let looks = 0;
+    const prefetch = new Prefetch(fakeLink(), {
+      queue: 'jobs',
+      visibility: undefined,
+      session: undefined,
+      idleMs: 2000,
+      release: async () => {},
+      reserve: async () => {
+        looks += 1;
+        return [];
+      },
+    });
+    return { prefetch, looks: () => looks };
+  }
+
   it.each([LONG, Number.MAX_SAFE_INTEGER])(
     'still waits after it, and takes what is pushed then (wait %d)',
     async (wait) => {
-      vi.useFakeTimers({ now: 1_000_000 });
-      let looks = 0;
-      const prefetch = new Prefetch(fakeLink(), {
-        queue: 'jobs',
-        visibility: undefined,
-        session: undefined,
-        idleMs: 2000,
-        release: async () => {},
-        reserve: async () => {
-          looks += 1;
-          return [];
-        },
-      });
+      const { prefetch, looks } = countingPrefetch();
       const taking = prefetch.take(1, wait, undefined);
       await vi.advanceTimersByTimeAsync(MAX_TIMER_MS + 1000);
       expect(await settled(taking)).toBe(false);
-      expect(looks).toBe(0);
+      expect(looks()).toBe(0);
       const now = Date.now();
       prefetch.push({
         type: 'deliveries',
@@ -220,24 +226,12 @@ describe('a stream receive waiting past the longest timer', () => {
   );
 
   it('ends at its time with a last look', async () => {
-    vi.useFakeTimers({ now: 1_000_000 });
-    let looks = 0;
-    const prefetch = new Prefetch(fakeLink(), {
-      queue: 'jobs',
-      visibility: undefined,
-      session: undefined,
-      idleMs: 2000,
-      release: async () => {},
-      reserve: async () => {
-        looks += 1;
-        return [];
-      },
-    });
+    const { prefetch, looks } = countingPrefetch();
     const taking = prefetch.take(1, LONG, undefined);
     await vi.advanceTimersByTimeAsync(LONG - 1);
     expect(await settled(taking)).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
     expect(await taking).toEqual([]);
-    expect(looks).toBe(1);
+    expect(looks()).toBe(1);
   });
 });

@@ -260,13 +260,7 @@ describe('a receive with a signal before a work() on the same queue', () => {
   // for a consumer that may come back; what it is pushed meanwhile goes to the waiting worker
   // within SHARE_AFTER_MS, not after prefetchIdleMs (a minute here).
   async function setUp() {
-    const server = await startTestServer();
-    closing.push(() => server.close());
-    const client = new RemoteBroker(server.baseUrl, {
-      transport: 'stream',
-      prefetchIdleMs: 60_000,
-    });
-    closing.push(() => client.close());
+    const { server, client } = await streamClient();
     const jobs = await server.broker.queue('jobs', { visibility: 30_000 });
     const queue = await client.queue('jobs');
     const app = new AbortController();
