@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Broker, ReceiveOptions } from '../../src/broker/index.js';
+import type { Broker, Queue, ReceiveOptions } from '../../src/broker/index.js';
 import { RemoteBroker } from '../../src/client/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
@@ -36,6 +36,20 @@ async function streamClient() {
   });
   closing.push(() => client.close());
   return { server, client };
+}
+
+type Handled = { id: string; at: number };
+
+/** A worker on `queue` (closed after the test) that notes each job it handles, and when. */
+async function recordingWorker(queue: Queue, handled: Handled[]): Promise<void> {
+  const worker = await work(
+    queue,
+    async (job) => {
+      handled.push({ id: job.id, at: Date.now() });
+    },
+    { logger: silentLogger },
+  );
+  closing.push(() => worker.close());
 }
 
 /** A server over `broker`, closed (with `real`, under it) after the test; its URL. */
@@ -236,15 +250,8 @@ describe('a receive of other settings before a work() on the same queue', () => 
     const [first] = await queue.receive({ wait: 2000 });
     expect(first?.id).toBe('first');
     expect(await queue.ack(first?.token ?? 0)).toBe(true);
-    const handled: { id: string; at: number }[] = [];
-    const worker = await work(
-      queue,
-      async (job) => {
-        handled.push({ id: job.id, at: Date.now() });
-      },
-      { logger: silentLogger },
-    );
-    closing.push(() => worker.close());
+    const handled: Handled[] = [];
+    await recordingWorker(queue, handled);
     // The worker's receive waits (its own subscription); the one-off receive's is still open.
     await sleep(300);
     const publishedAt = Date.now();
@@ -269,18 +276,8 @@ describe('a receive with a signal before a work() on the same queue', () => {
     const [first] = await queue.receive({ wait: 2000, signal: app.signal });
     expect(first?.id).toBe('first');
     expect(await queue.ack(first?.token ?? 0)).toBe(true);
-    const handled: { id: string; at: number }[] = [];
-    const startWorker = async () => {
-      const worker = await work(
-        queue,
-        async (job) => {
-          handled.push({ id: job.id, at: Date.now() });
-        },
-        { logger: silentLogger },
-      );
-      closing.push(() => worker.close());
-    };
-    return { jobs, handled, startWorker };
+    const handled: Handled[] = [];
+    return { jobs, handled, startWorker: () => recordingWorker(queue, handled) };
   }
 
   it('a job pushed to it before the worker waits goes to the worker', async () => {
