@@ -45,21 +45,16 @@ export class SqlQueueLinks {
     // The target may have sat idle: what it remembers (R4) is judged at the arrival, not at
     // its own last step, whose expired ids only that queue's next step deletes.
     const at = Math.max(now, target.queueTime);
-    const [taken] = await this.connection.query<{ one: number }>(
-      `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND id = ?
-       UNION ALL SELECT 1 AS one FROM leaseq_acked WHERE queue = ? AND id = ? AND forget_at > ?`,
-      [queue, job.id, queue, job.id, at],
-    );
+    const [taken] = await this.connection.query<{ one: number }>(TAKEN_SQL, [
+      queue,
+      job.id,
+      queue,
+      job.id,
+      at,
+    ]);
     if (taken !== undefined) return false;
-    if (hasGeneratedForm(job.id)) target.generatedFormSeen = true;
     const waits = job.grp !== null && (await this.groupHasMembers(queue, job.grp));
-    const seq = target.nextSeq++;
-    if (waits) target.waiting += 1;
-    else target.ready += 1;
-    // R30: its expiresAt stays behind (a time of the queue it left); the retention of the
-    // queue it joins counts from its publish. Its expiry may be due at once: the next step looks.
-    const retention = target.options.retention ?? null;
-    if (retention !== null) target.nextEventAt = Math.min(target.nextEventAt, target.queueTime);
+    const arrival = arrive(target, job, waits);
     await this.connection.run(
       `UPDATE leaseq_jobs SET queue = ?, seq = ?, group_seq = ?, state = ?, delivery_count = 0,
          available_at = ?, ready_pos = ?, ready_since = ?, token = NULL, delivered_at = NULL,
@@ -69,17 +64,17 @@ export class SqlQueueLinks {
        WHERE queue = ? AND id = ?`,
       [
         queue,
-        seq,
-        job.grp === null ? null : seq,
-        waits ? 'waiting' : 'ready',
+        arrival.seq,
+        arrival.group_seq,
+        arrival.state,
         at,
-        waits ? null : backPosition(target, job.priority),
+        arrival.ready_pos,
         at,
         job.history,
         job.origin?.queue ?? null,
         job.origin?.reason ?? null,
         job.origin?.at ?? null,
-        retention,
+        arrival.retention,
         source.name,
         job.id,
       ],
@@ -111,7 +106,7 @@ export class SqlQueueLinks {
   /** R24: whether group `grp` of `queue` has a member that is not dead (a newcomer waits). */
   private async groupHasMembers(queue: string, grp: string): Promise<boolean> {
     const [row] = await this.connection.query<{ one: number }>(
-      `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND grp = ? AND state <> 'dead' LIMIT 1`,
+      GROUP_MEMBER_SQL.replace('{grp}', '?'),
       [queue, grp],
     );
     return row !== undefined;
@@ -239,25 +234,14 @@ export class Arrivals {
     const place = this.destinations.get(job.target);
     const target = place?.row;
     if (place === undefined || target === undefined || place.taken.has(job.id)) return false;
-    if (hasGeneratedForm(job.id)) target.generatedFormSeen = true;
     const waits = job.grp !== null && place.groups.get(job.grp) === true;
     if (job.grp !== null) place.groups.set(job.grp, true);
     place.taken.add(job.id);
-    const seq = target.nextSeq++;
-    if (waits) target.waiting += 1;
-    else target.ready += 1;
-    // R30: as `admit`: the retention of the queue it joins counts from its publish.
-    const retention = target.options.retention ?? null;
-    if (retention !== null) target.nextEventAt = Math.min(target.nextEventAt, target.queueTime);
     this.pending.push({
       id: job.id,
       target: target.name,
-      seq,
-      group_seq: job.grp === null ? null : seq,
-      state: waits ? 'waiting' : 'ready',
       at: place.at,
-      ready_pos: waits ? null : backPosition(target, job.priority),
-      retention,
+      ...arrive(target, job, waits),
     });
     return true;
   }
@@ -334,11 +318,13 @@ export class Arrivals {
     }
     const taken: string[] = [];
     for (const id of ids) {
-      const [row] = await this.connection.query<{ one: number }>(
-        `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND id = ?
-         UNION ALL SELECT 1 AS one FROM leaseq_acked WHERE queue = ? AND id = ? AND forget_at > ?`,
-        [queue, id, queue, id, place.at],
-      );
+      const [row] = await this.connection.query<{ one: number }>(TAKEN_SQL, [
+        queue,
+        id,
+        queue,
+        id,
+        place.at,
+      ]);
       if (row !== undefined) taken.push(id);
     }
     return taken;
@@ -347,25 +333,57 @@ export class Arrivals {
   /** Which of the groups `grps` have a member that is not dead in the queue (R24). */
   private async occupiedIn(place: Destination, grps: readonly string[]): Promise<string[]> {
     const queue = (place.row as QueueRow).name;
-    const member = `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND grp = {grp} AND state <> 'dead' LIMIT 1`;
     if (this.dialect.setBased) {
       const rows = await this.connection.query<{ grp: string }>(
         `SELECT g.value AS grp FROM ${this.dialect.jsonList('text')} AS g
-         WHERE (${member.replace('{grp}', 'g.value')}) IS NOT NULL`,
+         WHERE (${GROUP_MEMBER_SQL.replace('{grp}', 'g.value')}) IS NOT NULL`,
         [JSON.stringify(grps), queue],
       );
       return rows.map((row) => row.grp);
     }
     const occupied: string[] = [];
     for (const grp of grps) {
-      const [row] = await this.connection.query<{ one: number }>(member.replace('{grp}', '?'), [
-        queue,
-        grp,
-      ]);
+      const [row] = await this.connection.query<{ one: number }>(
+        GROUP_MEMBER_SQL.replace('{grp}', '?'),
+        [queue, grp],
+      );
       if (row !== undefined) occupied.push(grp);
     }
     return occupied;
   }
+}
+
+/** Whether an id is present in a queue, or remembered there at a time (R4). */
+const TAKEN_SQL = `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND id = ?
+  UNION ALL SELECT 1 AS one FROM leaseq_acked WHERE queue = ? AND id = ? AND forget_at > ?`;
+
+/** A member of a group that is not dead, in a queue (R24); `{grp}` names the group. */
+const GROUP_MEMBER_SQL = `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND grp = {grp} AND state <> 'dead' LIMIT 1`;
+
+/**
+ * A job joins `target` (R26), behind a member of its group when `waits` (R24): counted there,
+ * at the back of its priority when ready (R23), and what its row takes there.
+ */
+function arrive(
+  target: QueueRow,
+  job: { id: string; priority: number; grp: string | null },
+  waits: boolean,
+): Pick<ArrivalRow, 'seq' | 'group_seq' | 'state' | 'ready_pos' | 'retention'> {
+  if (hasGeneratedForm(job.id)) target.generatedFormSeen = true;
+  const seq = target.nextSeq++;
+  if (waits) target.waiting += 1;
+  else target.ready += 1;
+  // R30: its expiresAt stays behind (a time of the queue it left); the retention of the
+  // queue it joins counts from its publish. Its expiry may be due at once: the next step looks.
+  const retention = target.options.retention ?? null;
+  if (retention !== null) target.nextEventAt = Math.min(target.nextEventAt, target.queueTime);
+  return {
+    seq,
+    group_seq: job.grp === null ? null : seq,
+    state: waits ? 'waiting' : 'ready',
+    ready_pos: waits ? null : backPosition(target, job.priority),
+    retention,
+  };
 }
 
 function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
