@@ -30,6 +30,14 @@ export interface DeliveryRow {
 export const DELIVERY_COLUMNS =
   'id, token, delivered_at, deadline, session, delivery_count, history, priority, grp';
 
+/** A group member that went on (R24), as its row is to be stored. */
+export interface PromotedRow {
+  id: string;
+  state: 'ready' | 'delayed';
+  ready_pos: number | null;
+  ready_since: number | null;
+}
+
 interface Release {
   row: DeliveryRow;
   outcome: AttemptOutcome;
@@ -560,24 +568,44 @@ export class JobMoves {
       [this.q.name, grp],
     );
     if (next === undefined) return undefined;
-    this.q.waiting -= 1;
-    this.expiryMayBeDue(now);
-    if (next.available_at > now) {
-      this.q.delayed += 1;
-      this.q.nextEventAt = Math.min(this.q.nextEventAt, next.available_at);
+    const row = this.goesOn(next, now);
+    if (row.state === 'delayed') {
       await this.c.run(`UPDATE leaseq_jobs SET state = 'delayed' WHERE queue = ? AND id = ?`, [
         this.q.name,
         next.id,
       ]);
       return next.id;
     }
-    this.q.ready += 1;
     await this.c.run(
       `UPDATE leaseq_jobs SET state = 'ready', ready_pos = ?, ready_since = ?
        WHERE queue = ? AND id = ?`,
-      [backPosition(this.q, next.priority), now, this.q.name, next.id],
+      [row.ready_pos, row.ready_since, this.q.name, next.id],
     );
     return next.id;
+  }
+
+  /**
+   * R24: waiting member `next` goes on, counted here: to delayed while its delay lasts, else to
+   * the back of ready (of its priority). Answers its row as it is to be stored.
+   */
+  protected goesOn(
+    next: { id: string; priority: number; available_at: number },
+    now: number,
+  ): PromotedRow {
+    this.q.waiting -= 1;
+    this.expiryMayBeDue(now);
+    if (next.available_at > now) {
+      this.q.delayed += 1;
+      this.q.nextEventAt = Math.min(this.q.nextEventAt, next.available_at);
+      return { id: next.id, state: 'delayed', ready_pos: null, ready_since: null };
+    }
+    this.q.ready += 1;
+    return {
+      id: next.id,
+      state: 'ready',
+      ready_pos: backPosition(this.q, next.priority),
+      ready_since: now,
+    };
   }
 
   /** R24: whether group `grp` has a member that is not dead (a newcomer then waits). */

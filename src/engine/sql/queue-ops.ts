@@ -29,6 +29,7 @@ import {
   IDLE_COLUMNS,
   type IdleRow,
   JobMoves,
+  type PromotedRow,
 } from './job-moves.js';
 import type { Mover } from './queue-links.js';
 import { INFINITY_AS_NULL } from './queue-row.js';
@@ -852,24 +853,15 @@ export class QueueOps extends JobMoves {
   ): Promise<MovableRow | undefined> {
     const next = await members.next(grp);
     if (next === undefined) return undefined;
-    this.q.waiting -= 1;
-    this.expiryMayBeDue(now);
-    const job = {
+    const row = this.goesOn(next, now);
+    promoted.push(row);
+    return {
       id: next.id,
       origin_queue: next.origin_queue,
       priority: next.priority,
       grp: next.grp,
+      state: row.state,
     };
-    if (next.available_at > now) {
-      this.q.delayed += 1;
-      this.q.nextEventAt = Math.min(this.q.nextEventAt, next.available_at);
-      promoted.push({ id: next.id, state: 'delayed', ready_pos: null, ready_since: null });
-      return { ...job, state: 'delayed' };
-    }
-    this.q.ready += 1;
-    const readyPos = backPosition(this.q, next.priority);
-    promoted.push({ id: next.id, state: 'ready', ready_pos: readyPos, ready_since: now });
-    return { ...job, state: 'ready' };
   }
 
   /** Stores members `goOn` made ready or delayed, as `advanceGroup` would have. */
@@ -1283,14 +1275,6 @@ interface MovableRow {
 }
 
 const MOVABLE_COLUMNS = 'id, state, origin_queue, priority, grp';
-
-/** A member `moveJobs` let go on in its group (R24), as it is to be stored. */
-interface PromotedRow {
-  id: string;
-  state: 'ready' | 'delayed';
-  ready_pos: number | null;
-  ready_since: number | null;
-}
 
 const PROMOTED_COLUMNS = [
   ['id', 'text'],
