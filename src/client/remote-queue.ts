@@ -301,9 +301,10 @@ export class RemoteQueue implements Queue {
 
   async deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage> {
     // Checked here too: a bad value is said as the library says it, not as a query string.
-    const { limit, after } = checkDeadLetterPage(options);
+    const { limit, after, payloads } = checkDeadLetterPage(options);
     const query = new URLSearchParams({ limit: String(limit) });
     if (after > 0) query.set('after', deadLetterCursor(after));
+    if (!payloads) query.set('payload', 'false');
     return this.get<DeadLetterPage>(`/dead-letters?${query}`);
   }
 

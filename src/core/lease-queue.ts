@@ -464,27 +464,27 @@ export class LeaseQueue {
 
   /**
    * A page of the dead jobs, in the order they died: at most `limit`, those that died after
-   * the page whose `next` is `after`. A job redriven and dead again is at its new place.
-   * Takes no time.
+   * the page whose `next` is `after`; with `payloads: false`, without payloads (none is
+   * loaded). A job redriven and dead again is at its new place. Takes no time.
    */
   deadLetterPage(options?: DeadLetterPageOptions): DeadLetterPage {
-    const { limit, after } = checkDeadLetterPage(options);
+    const { limit, after, payloads } = checkDeadLetterPage(options);
     const deadLetters: DeadLetter[] = [];
     let last = after;
     for (const job of this.dead.values()) {
       const seq = this.deadSeqs.get(job) ?? 0;
       if (seq <= after) continue;
       if (deadLetters.length === limit) return { deadLetters, next: deadLetterCursor(last) };
-      deadLetters.push(this.deadLetterView(job));
+      deadLetters.push(this.deadLetterView(job, payloads));
       last = seq;
     }
     return { deadLetters };
   }
 
-  private deadLetterView(job: JobRecord): DeadLetter {
+  private deadLetterView(job: JobRecord, payloads = true): DeadLetter {
     return {
       id: job.id,
-      payload: this.loaded(job.payload),
+      ...(payloads ? { payload: this.loaded(job.payload) } : {}),
       reason: job.deadReason as string,
       deliveryCount: job.deliveryCount,
       deadAt: job.deadAt,

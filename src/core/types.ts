@@ -213,7 +213,8 @@ export interface DeadLetterOrigin {
 
 export interface DeadLetter {
   id: string;
-  payload: unknown;
+  /** Undefined when the job has none; absent from a page read with `payloads: false`. */
+  payload?: unknown;
   reason: string;
   deliveryCount: number;
   deadAt: number;
@@ -228,6 +229,12 @@ export interface DeadLetterPageOptions {
   limit?: number;
   /** The `next` of the page before: only the dead letters that died after that page's. */
   after?: string;
+  /**
+   * false: the dead letters come without their `payload`, and none is asked of the storage (a
+   * page of large payloads is megabytes; `job(id)` reads one job's). Otherwise the same page.
+   * Default true.
+   */
+  payloads?: boolean;
 }
 
 /** A page of a queue's dead letters, in the order they died. */

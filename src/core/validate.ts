@@ -195,15 +195,24 @@ export const MAX_DEAD_LETTER_PAGE = 1000;
 export const DEFAULT_DEAD_LETTER_PAGE = 100;
 
 /**
- * A page request checked: its limit, and the position in the queue's order of deaths (its
- * dead letters' sequence numbers, from 1) after which it starts, 0 for the first page. A cursor
- * is that number written in decimal: what a page's `next` says.
+ * A page request checked: its limit, the position in the queue's order of deaths (its dead
+ * letters' sequence numbers, from 1) after which it starts, 0 for the first page, and whether
+ * payloads are read. A cursor is that number written in decimal: what a page's `next` says.
  */
-export function checkDeadLetterPage(options: unknown): { limit: number; after: number } {
+export function checkDeadLetterPage(options: unknown): {
+  limit: number;
+  after: number;
+  payloads: boolean;
+} {
   const problems = new Problems();
-  if (options === undefined) return { limit: DEFAULT_DEAD_LETTER_PAGE, after: 0 };
+  if (options === undefined) return { limit: DEFAULT_DEAD_LETTER_PAGE, after: 0, payloads: true };
   if (!problems.object('dead letter page options', options)) problems.throwIfAny();
-  const { limit = DEFAULT_DEAD_LETTER_PAGE, after, ...rest } = options as DeadLetterPageOptions;
+  const {
+    limit = DEFAULT_DEAD_LETTER_PAGE,
+    after,
+    payloads = true,
+    ...rest
+  } = options as DeadLetterPageOptions;
   for (const name of Object.keys(rest))
     problems.list.push(`unknown dead letter page option ${show(name)}`);
   if (
@@ -223,8 +232,9 @@ export function checkDeadLetterPage(options: unknown): { limit: number; after: n
       problems.list.push(`after must be the next of an earlier page, got ${show(after)}`);
     }
   }
+  problems.boolean('payloads', payloads);
   problems.throwIfAny();
-  return { limit, after: position };
+  return { limit, after: position, payloads };
 }
 
 /** An inspect's options checked: the most entries of each list, undefined for all of them. */

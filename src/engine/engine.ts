@@ -75,7 +75,10 @@ export interface QueueHandle {
   ackUpTo(now: number, sessionId: string, token: number): Promise<number>;
   nackUpTo(now: number, sessionId: string, token: number, options?: NackOptions): Promise<number>;
   deadLetters(): Promise<DeadLetter[]>;
-  /** A page of the dead letters, in the order they died (see LeaseQueue.deadLetterPage). */
+  /**
+   * A page of the dead letters, in the order they died (see LeaseQueue.deadLetterPage). With
+   * `payloads: false` no payload is asked of the storage, and no dead letter has one.
+   */
   deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage>;
   redrive(now: number, ids?: readonly string[]): Promise<number>;
   purge(now: number, ids?: readonly string[]): Promise<number>;

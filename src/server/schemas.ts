@@ -341,7 +341,11 @@ export function buildSchemas(limits: Limits) {
     deadLetter: object(
       {
         id: jobId,
-        payload: anyJson,
+        payload: {
+          ...anyJson,
+          description:
+            "the job's payload; absent when it has none, and in a list read with `payload=false`",
+        },
         reason: text,
         deliveryCount: count,
         deadAt: integer(0),

@@ -1081,11 +1081,19 @@ export class QueueOps extends JobMoves {
     return rows.map(deadLetterOf);
   }
 
-  /** A page of dead letters (see LeaseQueue.deadLetterPage), through the dead index in order. */
-  async deadLetterPage(page: { limit: number; after: number }): Promise<DeadLetterPage> {
+  /**
+   * A page of dead letters (see LeaseQueue.deadLetterPage), through the dead index in order.
+   * Without payloads the payload column is not selected: no payload leaves the storage (and
+   * PostgreSQL reads none of its out-of-line, TOASTed, values).
+   */
+  async deadLetterPage(page: {
+    limit: number;
+    after: number;
+    payloads: boolean;
+  }): Promise<DeadLetterPage> {
     // One more than the page: whether a next one starts after it.
-    const rows = await this.c.query<JobRowView & { dead_seq: number }>(
-      `SELECT ${JOB_VIEW_COLUMNS}, dead_seq FROM leaseq_jobs
+    const rows = await this.c.query<DeadLetterRow & { dead_seq: number }>(
+      `SELECT ${page.payloads ? JOB_VIEW_COLUMNS : DEAD_LETTER_COLUMNS}, dead_seq FROM leaseq_jobs
        WHERE queue = ? AND state = 'dead' AND dead_seq > ? ORDER BY dead_seq LIMIT ?`,
       [this.q.name, page.after, page.limit + 1],
     );
@@ -1242,10 +1250,23 @@ interface JobRowView {
   expires_at: number | null;
 }
 
-function deadLetterOf(row: JobRowView): DeadLetter {
+/** What a dead letter is read from: DEAD_LETTER_COLUMNS, and `payload` when it was selected. */
+type DeadLetterRow = Pick<
+  JobRowView,
+  | 'id'
+  | 'delivery_count'
+  | 'dead_reason'
+  | 'dead_at'
+  | 'history'
+  | 'origin_queue'
+  | 'origin_reason'
+  | 'origin_at'
+> & { payload?: string | null };
+
+function deadLetterOf(row: DeadLetterRow): DeadLetter {
   return {
     id: row.id,
-    payload: decodePayload(row.payload),
+    ...(row.payload === undefined ? {} : { payload: decodePayload(row.payload) }),
     reason: row.dead_reason as string,
     deliveryCount: row.delivery_count,
     deadAt: row.dead_at as number,
@@ -1256,6 +1277,10 @@ function deadLetterOf(row: JobRowView): DeadLetter {
 
 const JOB_VIEW_COLUMNS =
   'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history, published_at, priority, grp, group_seq, origin_queue, origin_reason, origin_at, expires_at';
+
+/** The columns of a dead letter but its payload (see DeadLetterRow). */
+const DEAD_LETTER_COLUMNS =
+  'id, delivery_count, dead_reason, dead_at, history, origin_queue, origin_reason, origin_at';
 
 /** An id that is taken (present or remembered, R4), with its group sequence number (R29). */
 interface TakenId {
@@ -1394,7 +1419,9 @@ const WAITING_AFTER_COLUMNS = [
   ['after_seq', 'integer'],
 ] as const;
 
-function originOf(row: JobRowView): { origin?: DeadLetterOrigin } {
+function originOf(row: Pick<JobRowView, 'origin_queue' | 'origin_reason' | 'origin_at'>): {
+  origin?: DeadLetterOrigin;
+} {
   if (row.origin_queue === null) return {};
   return {
     origin: {
