@@ -1,3 +1,4 @@
+import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { JobState, QueueStats } from '../core/index.js';
 import type { StatNumber } from './schemas.js';
@@ -48,7 +49,131 @@ const FROM_STORAGE =
 
 const JOB_STATES: readonly JobState[] = ['ready', 'delayed', 'active', 'dead', 'waiting'];
 
-/** Prometheus metrics of one server: HTTP traffic, and every queue's R17 figures read at scrape. */
+/** Writes one series of a queue: the labels after `queue` (`,state="ready"` or empty), the value. */
+type Emit = (moreLabels: string, value: number) => void;
+
+/** A Prometheus family of queue figures, written straight from each queue's stats. */
+interface QueueFamily {
+  readonly name: string;
+  readonly type: 'gauge' | 'counter';
+  readonly help: string;
+  series(stats: QueueStats, emit: Emit): void;
+}
+
+function gauge(name: string, help: string, value: (stats: QueueStats) => number): QueueFamily {
+  return { name, type: 'gauge', help, series: (stats, emit) => emit('', value(stats)) };
+}
+
+/** A queue counter: its help says where the value comes from (FROM_STORAGE). */
+function counter(name: string, help: string, value: (stats: QueueStats) => number): QueueFamily {
+  return {
+    name,
+    type: 'counter',
+    help: `${help}${FROM_STORAGE}`,
+    series: (stats, emit) => emit('', value(stats)),
+  };
+}
+
+const QUEUE_FAMILIES: readonly QueueFamily[] = [
+  {
+    name: 'leaseq_jobs',
+    type: 'gauge',
+    help: 'Jobs by state (R17)',
+    series(stats, emit) {
+      for (const state of JOB_STATES) emit(`,state="${state}"`, stats[state]);
+    },
+  },
+  gauge('leaseq_sessions', 'Open sessions', (stats) => stats.sessions),
+  gauge(
+    'leaseq_queue_paused',
+    'Whether the queue is paused (R27): 1 hands out nothing, 0 runs',
+    (stats) => (stats.paused ? 1 : 0),
+  ),
+  gauge(
+    'leaseq_oldest_ready_age_seconds',
+    'Age of the longest-waiting ready job',
+    (stats) => stats.oldestReadyAge / 1000,
+  ),
+  ...Object.entries(COUNTERS).map(([field, [name, help]]) =>
+    counter(name, help, (stats) => stats[field as keyof typeof COUNTERS]),
+  ),
+  {
+    name: 'leaseq_dead_letters_total',
+    type: 'counter',
+    help: `Jobs dead-lettered, by reason kind (R17: max-deliveries, rejected, retries-exhausted, ambiguous, permanent, cancelled, expired, maxlen)${FROM_STORAGE}`,
+    series(stats, emit) {
+      for (const reason in stats.deadLetters) {
+        emit(`,reason="${escapeLabelValue(reason)}"`, stats.deadLetters[reason] ?? 0);
+      }
+    },
+  },
+  counter(
+    'leaseq_processed_total',
+    'Acked deliveries whose processing time is counted',
+    (stats) => stats.processingTime.count,
+  ),
+  counter(
+    'leaseq_processing_seconds_total',
+    'Total time from delivery to ack of acked deliveries',
+    (stats) => stats.processingTime.sum / 1000,
+  ),
+  gauge(
+    'leaseq_processing_max_seconds',
+    'Longest time from delivery to ack of one delivery',
+    (stats) => stats.processingTime.max / 1000,
+  ),
+];
+
+/** Queues of one family written before the event loop is let go (about a millisecond's work). */
+const WRITTEN_BEFORE_YIELD = 1000;
+
+/**
+ * The queue families in the text format, the event loop let go every WRITTEN_BEFORE_YIELD queues:
+ * at thousands of queues a scrape writes megabytes, and every other request of the server would
+ * otherwise wait for all of it (5,000 queues: half a second through prom-client's objects).
+ */
+async function writeQueueFigures(all: readonly [string, QueueStats][]): Promise<string> {
+  const queueLabels = all.map(([queue]) => `queue="${escapeLabelValue(queue)}"`);
+  const families: string[] = [];
+  for (const family of QUEUE_FAMILIES) {
+    const lines = [
+      `# HELP ${family.name} ${escapeText(family.help)}`,
+      `# TYPE ${family.name} ${family.type}`,
+    ];
+    let start = '';
+    const emit: Emit = (moreLabels, value) => {
+      lines.push(`${start}${moreLabels}} ${formatValue(value)}`);
+    };
+    for (let index = 0; index < all.length; index += 1) {
+      start = `${family.name}{${queueLabels[index]}`;
+      family.series((all[index] as [string, QueueStats])[1], emit);
+      if (index % WRITTEN_BEFORE_YIELD === WRITTEN_BEFORE_YIELD - 1) await setImmediatePromise();
+    }
+    families.push(lines.join('\n'));
+  }
+  return families.join('\n\n');
+}
+
+/** The text format's escapes (prom-client's, so both halves of a scrape read alike). */
+function escapeText(text: string): string {
+  return /[\\\n]/.test(text) ? text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n') : text;
+}
+
+function escapeLabelValue(text: string): string {
+  return /[\\\n"]/.test(text) ? escapeText(text).replace(/"/g, '\\"') : text;
+}
+
+function formatValue(value: number): string {
+  if (Number.isNaN(value)) return 'Nan';
+  if (value === Number.POSITIVE_INFINITY) return '+Inf';
+  if (value === Number.NEGATIVE_INFINITY) return '-Inf';
+  return `${value}`;
+}
+
+/**
+ * Prometheus metrics of one server: HTTP and stream traffic of this process (prom-client), and
+ * every queue's R17 numbers read at scrape and written straight out.
+ */
 export class ServerMetrics {
   readonly registry = new Registry();
   private readonly requests = new Counter({
@@ -64,45 +189,8 @@ export class ServerMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
     registers: [this.registry],
   });
-  private readonly jobs = this.gauge('leaseq_jobs', 'Jobs by state (R17)', ['queue', 'state']);
-  private readonly sessions = this.gauge('leaseq_sessions', 'Open sessions', ['queue']);
-  private readonly paused = this.gauge(
-    'leaseq_queue_paused',
-    'Whether the queue is paused (R27): 1 hands out nothing, 0 runs',
-    ['queue'],
-  );
-  private readonly oldestReady = this.gauge(
-    'leaseq_oldest_ready_age_seconds',
-    'Age of the longest-waiting ready job',
-    ['queue'],
-  );
-  private readonly counters = Object.entries(COUNTERS).map(
-    ([field, [name, help]]) =>
-      [field as keyof typeof COUNTERS, this.counter(name, help, ['queue'])] as const,
-  );
-  private readonly deadLetters = this.counter(
-    'leaseq_dead_letters_total',
-    'Jobs dead-lettered, by reason kind (R17: max-deliveries, rejected, retries-exhausted, ambiguous, permanent, cancelled, expired, maxlen)',
-    ['queue', 'reason'],
-  );
-  private readonly processed = this.counter(
-    'leaseq_processed_total',
-    'Acked deliveries whose processing time is counted',
-    ['queue'],
-  );
-  private readonly processingSeconds = this.counter(
-    'leaseq_processing_seconds_total',
-    'Total time from delivery to ack of acked deliveries',
-    ['queue'],
-  );
-  private readonly processingMax = this.gauge(
-    'leaseq_processing_max_seconds',
-    'Longest time from delivery to ack of one delivery',
-    ['queue'],
-  );
   /** The stream (docs/stream.md): connections, frames, operations and pushed deliveries. */
   readonly stream = new StreamMetrics(this.registry);
-  private rendering: Promise<unknown> = Promise.resolve();
 
   get contentType(): string {
     return this.registry.contentType;
@@ -113,62 +201,10 @@ export class ServerMetrics {
     this.latency.observe({ method, route }, seconds);
   }
 
-  /**
-   * The exposition text, with queue figures from `readStats` (one snapshot per queue). Scrapes
-   * run one after another so that two never mix their snapshots.
-   */
-  render(readStats: () => Promise<[string, QueueStats][]>): Promise<string> {
-    const next = this.rendering.then(async () => {
-      this.setQueueFigures(await readStats());
-      return this.registry.metrics();
-    });
-    this.rendering = next.catch(() => undefined);
-    return next;
-  }
-
-  private setQueueFigures(all: [string, QueueStats][]): void {
-    for (const metric of this.queueMetrics()) metric.reset();
-    for (const [queue, stats] of all) {
-      for (const state of JOB_STATES) this.jobs.set({ queue, state }, stats[state]);
-      this.sessions.set({ queue }, stats.sessions);
-      this.paused.set({ queue }, stats.paused ? 1 : 0);
-      this.oldestReady.set({ queue }, stats.oldestReadyAge / 1000);
-      for (const [field, counter] of this.counters) counter.inc({ queue }, stats[field]);
-      for (const [reason, count] of Object.entries(stats.deadLetters)) {
-        this.deadLetters.inc({ queue, reason }, count);
-      }
-      this.processed.inc({ queue }, stats.processingTime.count);
-      this.processingSeconds.inc({ queue }, stats.processingTime.sum / 1000);
-      this.processingMax.set({ queue }, stats.processingTime.max / 1000);
-    }
-  }
-
-  private queueMetrics(): { reset(): void }[] {
-    return [
-      this.jobs,
-      this.sessions,
-      this.paused,
-      this.oldestReady,
-      ...this.counters.map(([, counter]) => counter),
-      this.deadLetters,
-      this.processed,
-      this.processingSeconds,
-      this.processingMax,
-    ];
-  }
-
-  private gauge<L extends string>(name: string, help: string, labelNames: L[]): Gauge<L> {
-    return new Gauge({ name, help, labelNames, registers: [this.registry] });
-  }
-
-  /** A queue counter: its help says where the value comes from (FROM_STORAGE). */
-  private counter<L extends string>(name: string, help: string, labelNames: L[]): Counter<L> {
-    return new Counter({
-      name,
-      help: `${help}${FROM_STORAGE}`,
-      labelNames,
-      registers: [this.registry],
-    });
+  /** The exposition text, with queue figures from `readStats` (one snapshot per queue). */
+  async render(readStats: () => Promise<[string, QueueStats][]>): Promise<string> {
+    const queues = await writeQueueFigures(await readStats());
+    return `${await this.registry.metrics()}\n${queues}\n`;
   }
 }
 

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import type { QueueStats } from '../../src/core/index.js';
+import { ServerMetrics } from '../../src/server/metrics.js';
+
+function stats(index: number): QueueStats {
+  return {
+    ready: index,
+    delayed: 1,
+    active: 2,
+    dead: 3,
+    waiting: 4,
+    sessions: 5,
+    paused: index % 2 === 1,
+    oldestReadyAge: 1500,
+    queueTime: 0,
+    published: 10,
+    duplicates: 11,
+    deliveries: 12,
+    redeliveries: 13,
+    acks: 14,
+    nacks: 15,
+    unworked: 16,
+    expiries: 17,
+    sessionReleases: 18,
+    extensions: 19,
+    staleAcks: 20,
+    staleNacks: 21,
+    staleExtends: 22,
+    redriven: 23,
+    purged: 24,
+    autoAcked: 25,
+    cancelled: 26,
+    expired: 27,
+    deadLetters: { rejected: 2, 'max-deliveries': 1 },
+    processingTime: { count: 4, sum: 2500, max: 1250 },
+  };
+}
+
+describe('/metrics over many queues', () => {
+  it('lets the event loop go while it writes thousands of queues, and writes every one', async () => {
+    const queues = 3000;
+    const all = Array.from({ length: queues }, (_, index): [string, QueueStats] => [
+      `q-${index}`,
+      stats(index),
+    ]);
+    let written = false;
+    const render = new ServerMetrics()
+      .render(async () => all)
+      .then((text) => {
+        written = true;
+        return text;
+      });
+    // A callback of the next loop turn: other requests' I/O gets in at the same point.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(written).toBe(false);
+    const text = await render;
+    expect(text.match(/^leaseq_jobs\{/gm)).toHaveLength(queues * 5);
+    expect(text.match(/^leaseq_acks_total\{/gm)).toHaveLength(queues);
+    expect(text).toContain('leaseq_jobs{queue="q-2999",state="ready"} 2999');
+  });
+
+  it('writes each queue figure with its help, type, labels and unit', async () => {
+    const text = await new ServerMetrics().render(async () => [['orders', stats(7)]]);
+    const lines = text.split('\n');
+    const family = (name: string) => {
+      const start = lines.indexOf(
+        `# TYPE ${name} ${name.endsWith('_total') ? 'counter' : 'gauge'}`,
+      );
+      expect(start, name).toBeGreaterThan(0);
+      expect(lines[start - 1]).toMatch(new RegExp(`^# HELP ${name} \\S`));
+      const series: string[] = [];
+      for (let index = start + 1; lines[index]?.startsWith(name); index += 1) {
+        series.push(lines[index] as string);
+      }
+      return series;
+    };
+    expect(family('leaseq_jobs')).toEqual([
+      'leaseq_jobs{queue="orders",state="ready"} 7',
+      'leaseq_jobs{queue="orders",state="delayed"} 1',
+      'leaseq_jobs{queue="orders",state="active"} 2',
+      'leaseq_jobs{queue="orders",state="dead"} 3',
+      'leaseq_jobs{queue="orders",state="waiting"} 4',
+    ]);
+    expect(family('leaseq_sessions')).toEqual(['leaseq_sessions{queue="orders"} 5']);
+    expect(family('leaseq_queue_paused')).toEqual(['leaseq_queue_paused{queue="orders"} 1']);
+    expect(family('leaseq_oldest_ready_age_seconds')).toEqual([
+      'leaseq_oldest_ready_age_seconds{queue="orders"} 1.5',
+    ]);
+    expect(family('leaseq_unworked_total')).toEqual(['leaseq_unworked_total{queue="orders"} 16']);
+    expect(family('leaseq_expired_jobs_total')).toEqual([
+      'leaseq_expired_jobs_total{queue="orders"} 27',
+    ]);
+    expect(family('leaseq_dead_letters_total')).toEqual([
+      'leaseq_dead_letters_total{queue="orders",reason="rejected"} 2',
+      'leaseq_dead_letters_total{queue="orders",reason="max-deliveries"} 1',
+    ]);
+    expect(family('leaseq_processed_total')).toEqual(['leaseq_processed_total{queue="orders"} 4']);
+    expect(family('leaseq_processing_seconds_total')).toEqual([
+      'leaseq_processing_seconds_total{queue="orders"} 2.5',
+    ]);
+    expect(family('leaseq_processing_max_seconds')).toEqual([
+      'leaseq_processing_max_seconds{queue="orders"} 1.25',
+    ]);
+    // Families are separated by a blank line, and the text ends with one line break.
+    expect(text).toContain('\n\n# HELP leaseq_jobs ');
+    expect(text.endsWith(' 1.25\n')).toBe(true);
+  });
+});
