@@ -3,7 +3,11 @@ import { CodedError } from '../core/index.js';
 
 /** Where a command writes: standard output or error, or a test's buffer. */
 export interface Output {
-  write(text: string): unknown;
+  /**
+   * `done`, when given, is called once the text is handed to the system (a stream's write
+   * callback), with the error when that failed (EPIPE: its reader went away).
+   */
+  write(text: string, done?: (error?: Error | null) => void): unknown;
   /** A terminal: progress bars are drawn only there (or with --progress). */
   isTTY?: boolean;
 }
@@ -19,6 +23,13 @@ export interface CliContext {
   stop: AbortSignal;
   /** Default: the global fetch. */
   fetch?: typeof fetch;
+  /**
+   * From this call until the function it returns is called, a failure of standard output (its
+   * reader went away) is the command's to handle, heard through `done` of its writes: the
+   * process is not ended for it. `receive --auto-ack` so gives back the jobs it did not write.
+   * Absent (tests): nothing ends the process for it anyway.
+   */
+  handleOutputErrors?: () => () => void;
 }
 
 export type OptionsConfig = NonNullable<ParseArgsConfig['options']>;

@@ -22,12 +22,24 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 // A reader that went away (`leaseq dead list q | head -1`) ends the command as SIGPIPE ends
 // other programs: quietly, with the shell's code for it (128 + 13), so pipefail still sees it.
 // Standard error too (`leaseq publish q --file f 2>&1 | head -1`): not an uncaught EPIPE.
+// A command that handles standard output's failures itself (receive --auto-ack gives back the
+// jobs it did not write, then says so) hears them through its writes' callbacks meanwhile.
 const SIGPIPE_EXIT = 141;
+let outputErrorsHandled = 0;
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (stream === process.stdout && outputErrorsHandled > 0) return;
     if (error.code === 'EPIPE') process.exit(SIGPIPE_EXIT);
     throw error;
   });
+}
+function handleOutputErrors(): () => void {
+  outputErrorsHandled += 1;
+  let ended = false;
+  return () => {
+    if (!ended) outputErrorsHandled -= 1;
+    ended = true;
+  };
 }
 
 // Under npm or npx the signal may stop at the wrapper's shell: stop when the parent goes.
@@ -41,6 +53,7 @@ const code = await runCli(process.argv.slice(2), {
   stdin: process.stdin,
   env: process.env,
   stop: stop.signal,
+  handleOutputErrors,
 });
 process.exitCode = code;
 parentWatch?.stop();

@@ -6,8 +6,9 @@ import { runCli } from '../../src/cli/run.js';
 export class Captured {
   text = '';
   constructor(readonly isTTY = false) {}
-  write(chunk: string): boolean {
+  write(chunk: string, done?: (error?: Error | null) => void): boolean {
     this.text += chunk;
+    done?.();
     return true;
   }
 }

@@ -1,5 +1,6 @@
-import type { ReceivedDelivery } from '../../client/index.js';
-import { type Command, EXIT } from '../command.js';
+import type { ReceivedDelivery, RemoteQueue } from '../../client/index.js';
+import { build } from '../../core/index.js';
+import { type CliContext, type Command, EXIT, type Output } from '../command.js';
 import { integerFlag, positionals } from '../flags.js';
 import { formatTime } from '../format.js';
 import { printJson, withClient } from '../remote.js';
@@ -12,8 +13,11 @@ export const receive: Command = {
     '--max N           at most this many jobs (default 1)',
     '--visibility MS   lease length (default: the queue visibility)',
     '--wait MS         wait up to this long for a job (long poll; default 0)',
-    '--auto-ack        remove each job as it is handed out (at most once: a job whose',
-    '                  processing fails is lost; nothing to ack afterwards)',
+    '--auto-ack        remove each job once it is written out (at most once: a job whose',
+    '                  processing fails is lost; nothing to ack afterwards). The jobs are',
+    '                  leased until written (the queue prefetch bound applies); when standard',
+    '                  output fails (its reader went away: `| head -1`), those not written go',
+    '                  back to the queue unworked (R33), and it exits 1 saying how many',
     'Each job stays hidden until its lease ends; settle it with `leaseq ack` or `leaseq nack`.',
   ],
   options: {
@@ -28,30 +32,137 @@ export const receive: Command = {
     const max = integerFlag(values, 'max', 1);
     const visibility = integerFlag(values, 'visibility', 1);
     const wait = integerFlag(values, 'wait', 0);
+    const json = values.json === true;
+    const options = {
+      ...(max === undefined ? {} : { max }),
+      ...(visibility === undefined ? {} : { visibility }),
+      ...(wait === undefined ? {} : { wait }),
+      signal: context.stop,
+    };
+    if (values['auto-ack'] === true) {
+      // Not `ack: 'auto'` (R22): a job removed as it is handed out is lost when its text cannot
+      // be written. Leased, each is acked once written, and the others are given back.
+      return withClient(values, context, async (client) => {
+        const queue = client.handle(name);
+        const deliveries = await queue.receiveWithReceipts(options);
+        if (deliveries.length === 0) return nothingReceived(json, context);
+        return writeThenAck(queue, deliveries, json, context);
+      });
+    }
     const deliveries = await withClient(values, context, (client) =>
-      client.handle(name).receiveWithReceipts({
-        ...(max === undefined ? {} : { max }),
-        ...(visibility === undefined ? {} : { visibility }),
-        ...(wait === undefined ? {} : { wait }),
-        ...(values['auto-ack'] === true ? { ack: 'auto' as const } : {}),
-        signal: context.stop,
-      }),
+      client.handle(name).receiveWithReceipts(options),
     );
-    // An auto-acked job is gone already: no receipt or deadline to settle it by is shown.
-    const autoAcked = values['auto-ack'] === true;
-    // Stopped by a signal before a job came: not "no job ready" (a script would go on).
-    const stopped = deliveries.length === 0 && context.stop.aborted;
-    if (values.json)
+    if (deliveries.length === 0) return nothingReceived(json, context);
+    if (json)
       printJson(
         context,
-        deliveries.map((delivery) => toJson(delivery, autoAcked)),
+        deliveries.map((delivery) => toJson(delivery, false)),
       );
-    else if (stopped) context.stderr.write('stopped before a job came\n');
-    else if (deliveries.length === 0) context.stderr.write('no job ready\n');
-    else for (const delivery of deliveries) context.stdout.write(describe(delivery, autoAcked));
-    return stopped ? EXIT.failed : EXIT.ok;
+    else for (const delivery of deliveries) context.stdout.write(describe(delivery, false));
+    return EXIT.ok;
   },
 };
+
+/** `[]` with --json; else why: nothing was ready, or a signal stopped the wait. */
+function nothingReceived(json: boolean, context: CliContext): number {
+  // Stopped by a signal before a job came: not "no job ready" (a script would go on).
+  const stopped = context.stop.aborted;
+  if (json) printJson(context, []);
+  else context.stderr.write(stopped ? 'stopped before a job came\n' : 'no job ready\n');
+  return stopped ? EXIT.failed : EXIT.ok;
+}
+
+/**
+ * Writes the jobs (one write each, or one JSON document), acking each write's jobs once it is
+ * handed to the system, before the next: a reader gone meanwhile fails the next write, not a
+ * job taken. When a write fails, its jobs and the later ones are given back unworked at once.
+ * One ack at a time on purpose: writes as fast as a pipe takes them would fill its buffer, and
+ * a reader that leaves (`| head -1`) takes that buffer's jobs with it, written and so removed.
+ */
+async function writeThenAck(
+  queue: RemoteQueue,
+  deliveries: readonly ReceivedDelivery[],
+  json: boolean,
+  context: CliContext,
+): Promise<number> {
+  const writes = json
+    ? [{ text: `${JSON.stringify(deliveries.map((d) => toJson(d, true)))}\n`, jobs: deliveries }]
+    : deliveries.map((delivery) => ({ text: describe(delivery, true), jobs: [delivery] }));
+  let removed = 0;
+  let stale = 0;
+  let left = [...deliveries];
+  const endHandling = context.handleOutputErrors?.();
+  try {
+    for (const { text, jobs: batch } of writes) {
+      try {
+        await written(context.stdout, text);
+      } catch (error) {
+        return await giveBack(queue, left, removed, error, context);
+      }
+      left = left.slice(batch.length);
+      const acked = await queue.ackMany(batch.map((job) => job.token));
+      removed += acked.filter(Boolean).length;
+      stale += acked.filter((done) => !done).length;
+    }
+  } catch (error) {
+    // The server refused an ack, or went away: the jobs not written go back, if it still can.
+    if (left.length > 0)
+      await queue.execute(build.giveBack(left.map((job) => job.token))).catch(() => {});
+    throw error;
+  } finally {
+    endHandling?.();
+  }
+  if (stale === 0) return EXIT.ok;
+  context.stderr.write(
+    `leaseq receive: ${jobs(stale)} written had lost their lease before the ack (written later than --visibility): not removed, they will be delivered again\n`,
+  );
+  return EXIT.stale;
+}
+
+/** After a failed write: the jobs not written go back to the front of ready, unworked (R33). */
+async function giveBack(
+  queue: RemoteQueue,
+  left: readonly ReceivedDelivery[],
+  removed: number,
+  error: unknown,
+  context: CliContext,
+): Promise<number> {
+  const why =
+    error instanceof Error ? ((error as NodeJS.ErrnoException).code ?? error.message) : error;
+  const head = `leaseq receive: standard output failed (${why}): ${jobs(removed)} written and removed;`;
+  let outcomes: Awaited<ReturnType<RemoteQueue['execute']>>;
+  try {
+    outcomes = await queue.execute(build.giveBack(left.map((job) => job.token)));
+  } catch (failure) {
+    const deadline = Math.max(...left.map((job) => job.deadline));
+    context.stderr.write(
+      `${head} ${jobs(left.length)} not written could not be put back (${(failure as Error).message}): they return when their leases end, by ${formatTime(deadline)}\n`,
+    );
+    return EXIT.failed;
+  }
+  const putBack = outcomes.filter((outcome) => outcome.ok && outcome.value === true).length;
+  const lost = left.length - putBack;
+  context.stderr.write(
+    `${head} ${jobs(putBack)} not written put back in the queue${lost === 0 ? '' : ` (${lost} had lost their lease already: delivered again)`}\n`,
+  );
+  return EXIT.failed;
+}
+
+/** "1 job", "2 jobs". */
+function jobs(count: number): string {
+  return `${count} job${count === 1 ? '' : 's'}`;
+}
+
+/** Resolves once `text` is handed to the system; rejects with the error when that fails. */
+function written(output: Output, text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    try {
+      output.write(text, (error) => (error ? reject(error) : resolve()));
+    } catch (error) {
+      reject(error);
+    }
+  });
+}
 
 /** As the API answers it: receipt and token first. */
 function toJson(delivery: ReceivedDelivery, autoAcked: boolean) {

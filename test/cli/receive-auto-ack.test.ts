@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Output } from '../../src/cli/command.js';
+import { runCli } from '../../src/cli/run.js';
+import { startTestServer, type TestServer } from '../server/helpers.js';
+import { fakeContext } from './context.js';
+
+// `leaseq receive q --auto-ack --max N | head -1`: the reader goes away after the first job. A
+// job must be removed only once its text was written; the others go back to the queue.
+
+let server: TestServer;
+let counter = 0;
+
+beforeAll(async () => {
+  server = await startTestServer();
+});
+
+afterAll(async () => {
+  await server.close();
+});
+
+/** Standard output whose reader goes away after `accepted` writes, as a stream reports it. */
+class ReaderGone implements Output {
+  text = '';
+  writes = 0;
+  constructor(
+    private readonly accepted: number,
+    private readonly how: 'callback' | 'throw' = 'callback',
+  ) {}
+  write(chunk: string, done?: (error?: Error | null) => void): boolean {
+    this.writes += 1;
+    if (this.writes <= this.accepted) {
+      this.text += chunk;
+      if (done !== undefined) process.nextTick(done);
+      return true;
+    }
+    const error = Object.assign(new Error('write EPIPE'), { code: 'EPIPE' });
+    if (this.how === 'throw') throw error;
+    if (done !== undefined) process.nextTick(done, error);
+    return false;
+  }
+}
+
+async function queueOf(count: number) {
+  const name = `auto${++counter}`;
+  const queue = await server.broker.queue(name);
+  await queue.publishBatch(Array.from({ length: count }, (_, n) => ({ id: `j${n + 1}` })));
+  return { name, queue };
+}
+
+async function receiveInto(stdout: ReaderGone, argv: string[]) {
+  const { context, stderr } = fakeContext({ env: { LEASEQ_SERVER: server.baseUrl } });
+  let handling = 0;
+  let handled = 0;
+  const code = await runCli(['receive', ...argv], {
+    ...context,
+    stdout,
+    handleOutputErrors: () => {
+      handling += 1;
+      return () => {
+        handling -= 1;
+        handled += 1;
+      };
+    },
+  });
+  return { code, stderr: stderr.text, handling, handled };
+}
+
+describe('receive --auto-ack when standard output fails', () => {
+  it('removes only the job written and puts the others back, unworked and in order', async () => {
+    const { name, queue } = await queueOf(5);
+    const stdout = new ReaderGone(1);
+    const run = await receiveInto(stdout, [name, '--auto-ack', '--max', '5']);
+    expect((await queue.inspect()).ready).toEqual(['j2', 'j3', 'j4', 'j5']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'leaseq receive: standard output failed (EPIPE): 1 job written and removed; 4 jobs not written put back in the queue\n',
+    );
+    expect(stdout.text).toMatch(/^id j1 {2}token \d+ {2}delivery 1 {2}\(removed: auto-ack\)\n/);
+    // Written once, failed once: no job is written after the reader went away.
+    expect(stdout.writes).toBe(2);
+    expect(await queue.job('j1')).toBeUndefined();
+    // Given back unworked (R33): not counted as a delivery of those jobs.
+    expect((await queue.job('j2'))?.deliveryCount).toBe(0);
+    expect(await queue.stats()).toMatchObject({ ready: 4, active: 0, acks: 1, autoAcked: 0 });
+    // Standard output's failure was the command's to handle while it wrote, and only then.
+    expect({ handling: run.handling, handled: run.handled }).toEqual({ handling: 0, handled: 1 });
+  });
+
+  it('puts every job back when the first write throws', async () => {
+    const { name, queue } = await queueOf(3);
+    const stdout = new ReaderGone(0, 'throw');
+    const run = await receiveInto(stdout, [name, '--auto-ack', '--max', '3']);
+    expect((await queue.inspect()).ready).toEqual(['j1', 'j2', 'j3']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('0 jobs written and removed; 3 jobs not written put back');
+    expect(stdout.text).toBe('');
+    expect(await queue.stats()).toMatchObject({ ready: 3, active: 0, acks: 0, autoAcked: 0 });
+  });
+
+  it('with --json, one document: all of it written and removed, or none removed', async () => {
+    const { name, queue } = await queueOf(3);
+    const failed = await receiveInto(new ReaderGone(0), [
+      name,
+      '--auto-ack',
+      '--max',
+      '3',
+      '--json',
+    ]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('3 jobs not written put back');
+    expect((await queue.inspect()).ready).toEqual(['j1', 'j2', 'j3']);
+
+    const stdout = new ReaderGone(1);
+    const done = await receiveInto(stdout, [name, '--auto-ack', '--max', '3', '--json']);
+    expect(done).toMatchObject({ code: 0, stderr: '' });
+    const shown = JSON.parse(stdout.text);
+    expect(shown.map((d: { id: string }) => d.id)).toEqual(['j1', 'j2', 'j3']);
+    // Given back unworked first: the delivery that was written is their first.
+    expect(shown.map((d: { deliveryCount: number }) => d.deliveryCount)).toEqual([1, 1, 1]);
+    expect(shown[0]).not.toHaveProperty('receipt');
+    expect(shown[0]).not.toHaveProperty('deadline');
+    expect(await queue.stats()).toMatchObject({ ready: 0, active: 0, acks: 3 });
+  });
+});
