@@ -45,9 +45,10 @@ interface Pushed {
 
 /**
  * Pushes a queue's deliveries to one connection as they become ready, never more than
- * `prefetch` unsettled: a delivery counts until it is acked, nacked or released through this
- * connection, or its lease ends (looked up at the deadline known here, so an extend made
- * elsewhere keeps it counting). Waiting for work is the broker's receive (one owner of
+ * `prefetch` unsettled (a prefetch lowered holds back what is reserved after it; what was
+ * reserved before is still pushed): a delivery counts until it is acked, nacked or released
+ * through this connection, or its lease ends (looked up at the deadline known here, so an
+ * extend made elsewhere keeps it counting). Waiting for work is the broker's receive (one owner of
  * wake-ups), so a publish reaches a parked subscription at once.
  */
 export class Subscription {
@@ -135,7 +136,10 @@ export class Subscription {
    * credit that they give back, the next deliveries are reserved at once, so they commit with
    * the acks rather than in a transaction of their own after them. They are pushed once the
    * acks are settled and answered (`answered`: the client learns of its acks first), within the
-   * credit as it then stands; any the credit does not cover (an ack failed) go back at once.
+   * credit they were reserved under, as a receive's in flight are: a `credit` that lowered the
+   * prefetch meanwhile holds back what is reserved after it, not these (given back, they would
+   * cost a storage write and count as unworked, R33, while the client's consumers take what is
+   * pushed). Any that credit does not cover (an ack failed) go back at once.
    */
   refill(tokens: readonly number[], answered: Promise<void>): void {
     if (!this.waitingForRoom || this.refilling || !this.active || this.sink.backedUp()) return;
@@ -144,6 +148,7 @@ export class Subscription {
     const room = this.prefetch - this.unsettled + freed;
     if (freed === 0 || room <= 0) return;
     const { queue, maxBatch, visibility, session, log } = this.settings;
+    const reservedUnder = this.prefetch;
     this.refilling = true;
     const reserved = queue.execute([
       build.reserve({
@@ -162,7 +167,9 @@ export class Subscription {
       }
       try {
         await answered;
-        const room = this.active ? Math.max(0, this.prefetch - this.unsettled) : 0;
+        // Nothing was pushed meanwhile (the pump waits while refilling): the unsettled only fell.
+        const credit = Math.max(reservedUnder, this.prefetch);
+        const room = this.active ? Math.max(0, credit - this.unsettled) : 0;
         const { unsent, gone } = this.deliver(deliveries.slice(0, room));
         const why = gone || !this.active ? CLIENT_GONE : NOT_PUSHED;
         await release(queue, [...unsent, ...deliveries.slice(room)], log, why);
