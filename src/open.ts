@@ -5,6 +5,7 @@ import { show } from './core/validate.js';
 import { checkEngineOptions } from './engine/engine-options.js';
 import { type EngineOptions, openEngine } from './engine/open-engine.js';
 
+/** What `open` takes: the broker's clock, the storage's options, or a server's (by the URL). */
 export interface OpenOptions extends BrokerOptions, EngineOptions, RemoteOptions {}
 
 /** Which storage each option of `open` is read for (the compiler checks the list is whole). */

@@ -482,7 +482,10 @@ export class EngineQueue implements Queue {
     return this.run(build.purge(ids));
   }
 
-  async purgeQueue(options?: { dead?: boolean }) {
+  async purgeQueue(options?: {
+    /** true: the dead jobs are removed too. Default false. */
+    dead?: boolean;
+  }) {
     return this.run(build.purgeQueue(options));
   }
 
@@ -490,7 +493,13 @@ export class EngineQueue implements Queue {
     return this.run(build.moveJobs(options));
   }
 
-  async cancel(id: string, options?: { remove?: boolean }) {
+  async cancel(
+    id: string,
+    options?: {
+      /** true: the job is removed rather than dead with reason `cancelled`. Default false. */
+      remove?: boolean;
+    },
+  ) {
     return this.run(build.cancel(id, options));
   }
 

@@ -26,6 +26,7 @@ import type { SqlParameter } from '../engine/engine.js';
 import type { ScheduleOptions, ScheduleView, ScheduleWhen } from './schedule-times.js';
 import type { Scheduler, SchedulerOptions } from './scheduler.js';
 
+/** What `receive` takes: a reserve's options (R6, R22), and how long to wait. */
 export interface ReceiveOptions extends ReserveOptions {
   /** Milliseconds to wait for a job when none is ready. Integer ≥ 0, default 0. */
   wait?: number;
@@ -61,28 +62,43 @@ export interface QueueLimits {
  * supplied by the broker. Times and durations are milliseconds.
  */
 export interface Queue {
+  /** The queue's name. */
   readonly name: string;
+  /** The queue's options, defaults filled in. */
   options(): Promise<ResolvedQueueOptions>;
   /**
    * Executes operations (see `parseOperation`, `build`) in order, as one unit of the storage:
    * each is answered on its own, and one that is refused does not fail the others.
    */
   execute(operations: readonly Operation[]): Promise<Outcome[]>;
+  /** Publishes one job (R4); a duplicate id changes nothing and says `duplicate: true`. */
   publish(input?: PublishInput): Promise<PublishResult>;
   /** All-or-nothing (R5). */
   publishBatch(inputs: readonly PublishInput[]): Promise<PublishResult[]>;
   /** Reserves up to `max` jobs, waiting up to `wait` ms for the first one. */
   receive(options?: ReceiveOptions): Promise<Delivery[]>;
+  /** R8: completes the delivery; false when the token is stale (nothing changes). */
   ack(token: number): Promise<boolean>;
+  /** R8 for each token, in order, in one step. */
   ackMany(tokens: readonly number[]): Promise<boolean[]>;
+  /**
+   * R9: gives the job back (requeue, the default) or dead-letters it; false when the token is
+   * stale.
+   */
   nack(token: number, options?: NackOptions): Promise<boolean>;
+  /** The same as `nack`. */
   reject(token: number, options?: NackOptions): Promise<boolean>;
   /** Returns the new deadline (ms), or null when the token is stale. */
   extend(token: number, visibility: number): Promise<number | null>;
+  /** R16: opens a consumer session; returns its id. */
   openSession(options?: SessionOptions): Promise<string>;
+  /** R16: keeps the session open for another heartbeat timeout. */
   heartbeat(sessionId: string): Promise<void>;
+  /** R16: ends the session and releases its live deliveries; returns how many. */
   closeSession(sessionId: string): Promise<number>;
+  /** R11: acks every live delivery of the session with a token ≤ `token`; returns how many. */
   ackUpTo(sessionId: string, token: number): Promise<number>;
+  /** R11: nacks every live delivery of the session with a token ≤ `token`; returns how many. */
   nackUpTo(sessionId: string, token: number, options?: NackOptions): Promise<number>;
   /** Every dead letter, in the order they died (for a queue with many, see deadLetterPage). */
   deadLetters(): Promise<DeadLetter[]>;
@@ -93,13 +109,18 @@ export interface Queue {
    * nor sent by a server: the page to list many dead jobs by, `job(id)` reading one's payload.
    */
   deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage>;
+  /** R14: moves dead jobs (all, or those named) to the back of ready; returns how many. */
   redrive(ids?: readonly string[]): Promise<number>;
+  /** Removes dead jobs (all, or those named) for good; returns how many. */
   purge(ids?: readonly string[]): Promise<number>;
   /**
    * Empties the queue (R19): ready, delayed and active jobs are removed and counted, active
    * deliveries end (their tokens are refused from then on); dead jobs only with `dead: true`.
    */
-  purgeQueue(options?: { dead?: boolean }): Promise<PurgeQueueResult>;
+  purgeQueue(options?: {
+    /** true: the dead jobs are removed too. Default false. */
+    dead?: boolean;
+  }): Promise<PurgeQueueResult>;
   /**
    * R26: moves ready and delayed jobs (all, or `ids`) to `to`, or each back to the queue it was
    * dead-lettered from, keeping ids, payloads and histories (deliveryCount 0); at most `max`.
@@ -112,7 +133,13 @@ export interface Queue {
    * on (the holder learns at its next extend or ack). False when the job is not there or is
    * already dead.
    */
-  cancel(id: string, options?: { remove?: boolean }): Promise<boolean>;
+  cancel(
+    id: string,
+    options?: {
+      /** true: the job is removed rather than dead with reason `cancelled`. Default false. */
+      remove?: boolean;
+    },
+  ): Promise<boolean>;
   /**
    * Tells `listener` the token of each live delivery of this queue cancelled through this
    * process's storage (R28), so that its holder stops at once; returns the removal. Absent
@@ -124,6 +151,7 @@ export interface Queue {
    * them (a server's limits: a longer one is refused). Absent in-process, where they are not.
    */
   limits?(): Promise<QueueLimits>;
+  /** The queue's gauges and counters (R17). */
   stats(): Promise<QueueStats>;
   /**
    * The queue's state: ready ids front first, delayed jobs in promotion order, live deliveries
@@ -134,6 +162,7 @@ export interface Queue {
   inspect(options?: InspectOptions): Promise<InspectView>;
   /** The live deliveries in token order, with delivery times and sessions. Takes no time. */
   deliveries(): Promise<LiveDelivery[]>;
+  /** One job by id, with its history; undefined when no such job exists. */
   job(id: string): Promise<JobView | undefined>;
   /**
    * Creates or replaces the periodic job `name` of this queue (R25), stored in the engine:
@@ -151,10 +180,15 @@ export interface Queue {
 
 /** A transaction on a SQL engine's database, with the broker's clock. `?` placeholders. */
 export interface BrokerTransaction {
+  /** Rows of a SELECT, run in the transaction. */
   query<Row extends object>(sql: string, params?: readonly SqlParameter[]): Promise<Row[]>;
+  /** Runs a statement in the transaction; returns how many rows it changed. */
   run(sql: string, params?: readonly SqlParameter[]): Promise<number>;
+  /** `Queue.ack` on the named queue, in the transaction. */
   ack(queue: string, token: number): Promise<boolean>;
+  /** `Queue.nack` on the named queue, in the transaction. */
   nack(queue: string, token: number, options?: NackOptions): Promise<boolean>;
+  /** `Queue.publish` on the named queue, in the transaction. */
   publish(queue: string, input?: PublishInput): Promise<PublishResult>;
   /** The inbox: false when `consumer` already processed `jobId` (see EngineTransaction). */
   claimOnce(consumer: string, jobId: string): Promise<boolean>;
@@ -179,14 +213,32 @@ export interface Broker {
    * processes creating one queue at once exactly one hears `created: true`. In-process brokers
    * only (over HTTP, `PUT /v1/queues/{name}` answers the same).
    */
-  ensureQueue?(name: string, options?: QueueOptions): Promise<{ queue: Queue; created: boolean }>;
+  ensureQueue?(
+    name: string,
+    options?: QueueOptions,
+  ): Promise<{
+    /** The queue. */
+    queue: Queue;
+    /** true when this call created it. */
+    created: boolean;
+  }>;
   /**
    * The named queue without reading or creating anything: its calls answer NOT_FOUND while no
    * queue of that name exists (for code that must not create one, as a server's lookups).
    */
   handle(name: string): Queue;
+  /** Changes the named queue's options (those given; the others stay); returns them all. */
   updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;
-  listQueues(): Promise<{ name: string; options: ResolvedQueueOptions }[]>;
+  /** Every queue of the storage, by name, with its options. */
+  listQueues(): Promise<
+    {
+      /** The queue's name. */
+      name: string;
+      /** Its options, defaults filled in. */
+      options: ResolvedQueueOptions;
+    }[]
+  >;
+  /** Deletes the named queue and its jobs; false when there was none. */
   deleteQueue(name: string): Promise<boolean>;
   /**
    * The figures (R17) of those of the named queues that exist, by name in the order given,
@@ -214,5 +266,6 @@ export interface Broker {
   scheduler?(options?: SchedulerOptions): Scheduler;
   /** Replaces a stored secret with a new random one; the old one stays valid for `graceMs`. */
   rotateSecret?(name: string, graceMs: number): Promise<void>;
+  /** Closes the storage (or the connection); the broker and its queues are unusable afterwards. */
   close(): Promise<void>;
 }

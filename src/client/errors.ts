@@ -22,7 +22,9 @@ import { STATUS_BY_CODE, type WireError } from '../wire/index.js';
  */
 export class RemoteError extends CodedError<string> {
   constructor(
+    /** The code the server sent (`HTTP_<status>` when the answer had none), or PAYLOAD_TOO_LARGE. */
     readonly code: string,
+    /** The HTTP status of the answer. */
     readonly status: number,
     message: string,
   ) {
@@ -37,7 +39,10 @@ export class RemoteError extends CodedError<string> {
  */
 export class UnknownDeliveryError extends CodedError<'UNKNOWN_DELIVERY'> {
   readonly code = 'UNKNOWN_DELIVERY' as const;
-  constructor(readonly token: number) {
+  constructor(
+    /** The token no receipt is held for. */
+    readonly token: number,
+  ) {
     super(`this client holds no receipt for token ${token}; settle it where it was received`);
   }
 }
@@ -94,10 +99,14 @@ export function errorFromWire(error: WireError): CodedError<string> {
  */
 export class ConnectionLostError extends CodedError<'CONNECTION_LOST'> {
   readonly code = 'CONNECTION_LOST' as const;
+  /** Always true: the next call connects again. */
   readonly retryable = true;
   constructor(
     message = 'the stream connection to the server was lost',
-    options?: { cause?: unknown },
+    options?: {
+      /** What caused it, kept as the error's `cause`. */
+      cause?: unknown;
+    },
   ) {
     super(message, options);
   }

@@ -242,7 +242,10 @@ export class RemoteQueue implements Queue {
     return this.run(build.purge(ids));
   }
 
-  async purgeQueue(options?: { dead?: boolean }): Promise<PurgeQueueResult> {
+  async purgeQueue(options?: {
+    /** true: the dead jobs are removed too. Default false. */
+    dead?: boolean;
+  }): Promise<PurgeQueueResult> {
     return this.run(build.purgeQueue(options));
   }
 
@@ -250,7 +253,13 @@ export class RemoteQueue implements Queue {
     return this.run(build.moveJobs(options));
   }
 
-  async cancel(id: string, options?: { remove?: boolean }): Promise<boolean> {
+  async cancel(
+    id: string,
+    options?: {
+      /** true: the job is removed rather than dead with reason `cancelled`. Default false. */
+      remove?: boolean;
+    },
+  ): Promise<boolean> {
     return this.run(build.cancel(id, options));
   }
 

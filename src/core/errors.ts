@@ -17,20 +17,30 @@ export type LeaseqErrorCode =
 
 /** An error with a stable `code` to branch on; its name is its class's. */
 export abstract class CodedError<Code extends string> extends Error {
+  /** The stable code to branch on; it never changes once released. */
   abstract readonly code: Code;
-  constructor(message: string, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    options?: {
+      /** What caused it, kept as the error's `cause`. */
+      cause?: unknown;
+    },
+  ) {
     super(message, options);
     this.name = new.target.name;
   }
 }
 
+/** An error of the queue's contract (SPEC.md), by `LeaseqErrorCode`. */
 export abstract class LeaseqError extends CodedError<LeaseqErrorCode> {}
 
 /** R2: `now` is not an integer ≥ 0, or it is behind the queue's clock. Nothing changed. */
 export class ClockError extends LeaseqError {
   readonly code = 'INVALID_CLOCK' as const;
   constructor(
+    /** The `now` that was refused, as given. */
     readonly now: unknown,
+    /** The queue's clock when it was refused. */
     readonly queueTime: number,
   ) {
     super(
@@ -44,8 +54,15 @@ export class ClockError extends LeaseqError {
 /** A bad argument (all problems listed in `issues`). Thrown before anything changes. */
 export class ValidationError extends LeaseqError {
   readonly code = 'INVALID_ARGUMENT' as const;
+  /** Every problem found, one sentence each. */
   readonly issues: readonly string[];
-  constructor(issues: string | readonly string[], options?: { cause?: unknown }) {
+  constructor(
+    issues: string | readonly string[],
+    options?: {
+      /** What caused it, kept as the error's `cause`. */
+      cause?: unknown;
+    },
+  ) {
     const list = typeof issues === 'string' ? [issues] : issues;
     super(list.join('; '), options);
     this.issues = list;
@@ -55,7 +72,10 @@ export class ValidationError extends LeaseqError {
 /** R16: the named session was closed or timed out. Time still advanced (R3). */
 export class SessionClosedError extends LeaseqError {
   readonly code = 'SESSION_CLOSED' as const;
-  constructor(readonly session: string) {
+  constructor(
+    /** The session's id. */
+    readonly session: string,
+  ) {
     super(`session ${session} has ended`);
   }
 }
@@ -72,7 +92,10 @@ export class ConflictError extends LeaseqError {
 
 /** A dead-letter queue that would lead back to its queue (R26): `chain` is the way round. */
 export class DeadLetterLoopError extends ConflictError {
-  constructor(readonly chain: readonly string[]) {
+  constructor(
+    /** The way round: the queue whose deadLetterQueue would loop first, in dead-letter order. */
+    readonly chain: readonly string[],
+  ) {
     super(`deadLetterQueue of ${chain[0]} would loop back to it (${chain.join(' → ')})`);
   }
 }
@@ -91,7 +114,9 @@ export class StorageLockedError extends LeaseqError {
 export class SchemaTooNewError extends LeaseqError {
   readonly code = 'SCHEMA_TOO_NEW' as const;
   constructor(
+    /** The schema version the storage has. */
     readonly found: number,
+    /** The newest schema version this leaseq knows. */
     readonly supported: number,
     target: string,
   ) {

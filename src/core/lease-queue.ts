@@ -371,7 +371,13 @@ export class LeaseQueue {
   }
 
   /** R19: removes every ready, delayed and active job (and dead ones with `dead: true`). */
-  purgeQueue(now: number, options?: { dead?: boolean }): PurgeQueueResult {
+  purgeQueue(
+    now: number,
+    options?: {
+      /** true: the dead jobs are removed too. Default false. */
+      dead?: boolean;
+    },
+  ): PurgeQueueResult {
     return this.apply(now, build.purgeQueue(options));
   }
 
@@ -381,7 +387,14 @@ export class LeaseQueue {
   }
 
   /** R28: cancels the job `id` (dead with reason `cancelled`, or removed). */
-  cancel(now: number, id: string, options?: { remove?: boolean }): boolean {
+  cancel(
+    now: number,
+    id: string,
+    options?: {
+      /** true: the job is removed rather than dead with reason `cancelled`. Default false. */
+      remove?: boolean;
+    },
+  ): boolean {
     return this.apply(now, build.cancel(id, options));
   }
 

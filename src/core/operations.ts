@@ -28,11 +28,14 @@ export type Operation =
   | CancelOperation
   | StatsOperation;
 
+/** The name of an operation, its `type`: `publish`, `reserve`, `ack` … */
 export type OperationType = Operation['type'];
 
 /** One job to publish, resolved: `id` undefined means "generate one". */
 export interface PublishJob {
+  /** The job id; undefined: one is generated. */
   readonly id: string | undefined;
+  /** The payload, JSON. */
   readonly payload: unknown;
   /** Ticks (ms above the core) until the job is ready; 0 means ready now. */
   readonly delay: number;
@@ -46,7 +49,9 @@ export interface PublishJob {
 
 /** R4, R5: appends jobs, all-or-nothing. */
 export interface PublishOperation {
+  /** The operation's name. */
   readonly type: 'publish';
+  /** The jobs, in publish order. */
   readonly jobs: readonly PublishJob[];
 }
 
@@ -58,23 +63,33 @@ export type AckMode = 'manual' | 'auto';
 
 /** R6: at most `max` deliveries; `visibility` undefined means the queue's. */
 export interface ReserveOperation {
+  /** The operation's name. */
   readonly type: 'reserve';
+  /** At most this many deliveries. Positive integer. */
   readonly max: number;
+  /** Lease length, ticks (ms above the core); undefined: the queue's visibility. */
   readonly visibility: number | undefined;
+  /** The session the deliveries belong to (R16); undefined: none. */
   readonly session: string | undefined;
+  /** `manual`: leased deliveries; `auto`: each job removed as it is handed out (R22). */
   readonly ack: AckMode;
 }
 
 /** R8: one answer per token, in order. */
 export interface AckOperation {
+  /** The operation's name. */
   readonly type: 'ack';
+  /** The tokens of the deliveries to ack, answered in this order. */
   readonly tokens: readonly number[];
 }
 
 /** How a nacked delivery ends (R9). */
 export interface NackDisposition {
+  /** true: back to the front of ready (or to delayed); false: dead-lettered. */
   readonly requeue: boolean;
+  /** With requeue: ticks (ms above the core) before the job is ready again; 0 when none. */
   readonly delay: number;
+  /** With requeue false: the dead-letter reason (`rejected` unless given). */
   readonly reason: string;
   /** false: given back unworked, no delivery of the job (R33). */
   readonly attempted: boolean;
@@ -82,64 +97,91 @@ export interface NackDisposition {
 
 /** R9 (`reject` is the same operation). */
 export interface NackOperation extends NackDisposition {
+  /** The operation's name. */
   readonly type: 'nack';
+  /** The token of the delivery to nack. */
   readonly token: number;
 }
 
 /** R10. */
 export interface ExtendOperation {
+  /** The operation's name. */
   readonly type: 'extend';
+  /** The token of the delivery to extend. */
   readonly token: number;
+  /** The new lease from now, ticks (ms above the core); capped by `maxLease`. */
   readonly visibility: number;
 }
 
 /** R16; Infinity means "no bound". */
 export interface OpenSessionOperation {
+  /** The operation's name. */
   readonly type: 'openSession';
+  /** Most live deliveries of the session; Infinity: no bound. */
   readonly prefetch: number;
+  /** Heartbeat timeout, ticks (ms above the core); Infinity: none. */
   readonly timeout: number;
+  /** Consumer timeout of each live delivery, ticks (ms above the core); Infinity: none. */
   readonly ackTimeout: number;
 }
 
+/** R16: a heartbeat of a session: its heartbeat timeout counts from now. */
 export interface HeartbeatOperation {
+  /** The operation's name. */
   readonly type: 'heartbeat';
+  /** The session's id. */
   readonly session: string;
 }
 
+/** R16: ends a session; its live deliveries go back at once (R12, R13). */
 export interface CloseSessionOperation {
+  /** The operation's name. */
   readonly type: 'closeSession';
+  /** The session's id. */
   readonly session: string;
 }
 
 /** R11. */
 export interface AckUpToOperation {
+  /** The operation's name. */
   readonly type: 'ackUpTo';
+  /** The session whose deliveries are acked. */
   readonly session: string;
+  /** Every live delivery of the session with a token ≤ this one is acked. */
   readonly token: number;
 }
 
 /** R11. */
 export interface NackUpToOperation extends NackDisposition {
+  /** The operation's name. */
   readonly type: 'nackUpTo';
+  /** The session whose deliveries are nacked. */
   readonly session: string;
+  /** Every live delivery of the session with a token ≤ this one is nacked. */
   readonly token: number;
 }
 
 /** R14: dead jobs back to ready; all when `ids` is undefined. */
 export interface RedriveOperation {
+  /** The operation's name. */
   readonly type: 'redrive';
+  /** The dead jobs to redrive; undefined: all. */
   readonly ids: readonly string[] | undefined;
 }
 
 /** Removes dead jobs for good; all when `ids` is undefined. */
 export interface PurgeOperation {
+  /** The operation's name. */
   readonly type: 'purge';
+  /** The dead jobs to remove; undefined: all. */
   readonly ids: readonly string[] | undefined;
 }
 
 /** R19: empties the queue: ready, delayed and active jobs, and dead ones when `dead`. */
 export interface PurgeQueueOperation {
+  /** The operation's name. */
   readonly type: 'purgeQueue';
+  /** true: the dead jobs are removed too. */
   readonly dead: boolean;
 }
 
@@ -148,11 +190,15 @@ export interface PurgeQueueOperation {
  * dead-lettered from, keeping id, payload and history; at most `max` (undefined: no bound).
  */
 export interface MoveJobsOperation {
+  /** The operation's name. */
   readonly type: 'moveJobs';
+  /** Only these jobs, in this order; undefined: every ready and delayed job. */
   readonly ids: readonly string[] | undefined;
+  /** The queue to move to; undefined: each job's origin queue (jobs without one stay). */
   readonly to: string | undefined;
   /** Only jobs whose origin is one of these queues; undefined: any job. */
   readonly origins: readonly string[] | undefined;
+  /** At most this many jobs; undefined: no bound. */
   readonly max: number | undefined;
 }
 
@@ -161,50 +207,85 @@ export interface MoveJobsOperation {
  * when `remove`. A live delivery of it ends at once (its token is refused from then on).
  */
 export interface CancelOperation {
+  /** The operation's name. */
   readonly type: 'cancel';
+  /** The job to cancel. */
   readonly id: string;
+  /** true: the job is removed; false: it dies with reason `cancelled`. */
   readonly remove: boolean;
 }
 
 /** R17: gauges and counters; an operation because it advances the clock (R3). */
 export interface StatsOperation {
+  /** The operation's name. */
   readonly type: 'stats';
 }
 
 /** What `purgeQueue` removed, by the state each job was in. */
 export interface PurgeQueueResult {
+  /** Ready jobs removed. */
   ready: number;
+  /** Delayed jobs removed. */
   delayed: number;
+  /** Jobs removed with their live delivery (its token is refused afterwards). */
   active: number;
+  /** Dead jobs removed (0 unless `dead`). */
   dead: number;
 }
 
 /** The answer of each operation type. */
 export interface OperationResults {
+  /** One result per job, in order. */
   publish: PublishResult[];
+  /** The deliveries made, none when nothing is ready. */
   reserve: Delivery[];
+  /** Per token, in order: true when it named a live delivery, which is now acked. */
   ack: boolean[];
+  /** true when the token named a live delivery, which is now nacked. */
   nack: boolean;
+  /** The new deadline, or null for a stale token. */
   extend: number | null;
+  /** The new session's id. */
   openSession: string;
+  /** Nothing: null. */
   heartbeat: null;
+  /** How many live deliveries the session's end released. */
   closeSession: number;
+  /** How many deliveries were acked. */
   ackUpTo: number;
+  /** How many deliveries were nacked. */
   nackUpTo: number;
+  /** How many dead jobs went back to ready. */
   redrive: number;
+  /** How many dead jobs were removed. */
   purge: number;
+  /** What was removed, by state. */
   purgeQueue: PurgeQueueResult;
+  /** How many jobs moved. */
   moveJobs: number;
+  /** true when the job was there and not dead, and is now cancelled. */
   cancel: boolean;
+  /** The queue's figures. */
   stats: QueueStats;
 }
 
+/** The answer of operation `O`. */
 export type ResultOf<O extends Operation> = OperationResults[O['type']];
 
 /** One operation's answer within a batch: its value, or the typed error that refused it. */
 export type Outcome<T = OperationResults[OperationType]> =
-  | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly error: CodedError<string> };
+  | {
+      /** Done. */
+      readonly ok: true;
+      /** The operation's answer. */
+      readonly value: T;
+    }
+  | {
+      /** Refused: it changed nothing beyond R3. */
+      readonly ok: false;
+      /** Why, by `code`. */
+      readonly error: CodedError<string>;
+    };
 
 type Fields = Record<string, unknown>;
 type Parser<K extends OperationType> = (
@@ -258,6 +339,7 @@ const PARSERS: { [K in OperationType]: { fields: readonly string[]; parse: Parse
   stats: { fields: [], parse: () => ({}) },
 };
 
+/** Every operation name. */
 export const OPERATION_TYPES = Object.freeze(Object.keys(PARSERS) as OperationType[]);
 
 /**
@@ -347,10 +429,12 @@ export function checkedOperations(input: unknown): (Operation | ValidationError)
  * exactly what `parseOperation` checks and give the same errors; only the shape differs.
  */
 export const build = {
+  /** A publish of one job, from `queue.publish`'s input. */
   publish(input: unknown): PublishOperation {
     const problems = new Problems();
     return finish('publish', { jobs: publishJobs([input], 'job', problems) }, problems);
   },
+  /** A publish of a batch of jobs (all-or-nothing, R5), from an array of inputs. */
   publishBatch(inputs: unknown): PublishOperation {
     const problems = new Problems();
     return finish('publish', { jobs: publishJobs(inputs, 'jobs', problems) }, problems);
@@ -373,15 +457,18 @@ export const build = {
     );
     return finish('reserve', reserveFields(fields, problems), problems);
   },
+  /** An ack of one token. */
   ack(token: unknown): AckOperation {
     if (isToken(token))
       return parsed(Object.freeze({ type: 'ack', tokens: Object.freeze([token]) }));
     return this.ackMany([token]);
   },
+  /** An ack of each of an array of tokens, answered in order. */
   ackMany(tokens: unknown): AckOperation {
     const problems = new Problems();
     return finish('ack', { tokens: tokenList(tokens, problems) }, problems);
   },
+  /** A nack (R9) of one token with its options: requeue, delay, reason, attempted. */
   nack(tokenValue: unknown, options?: unknown): NackOperation {
     const problems = new Problems();
     const fields = optionsObject(options, problems, 'nack', ['token']);
@@ -391,6 +478,7 @@ export const build = {
       problems,
     );
   },
+  /** An extension of one delivery's lease to now + visibility (R10). */
   extend(tokenValue: unknown, visibility: unknown): ExtendOperation {
     const problems = new Problems();
     return finish(
@@ -399,6 +487,7 @@ export const build = {
       problems,
     );
   },
+  /** A new session with its options: prefetch, timeout, ackTimeout (R16). */
   openSession(options?: unknown): OpenSessionOperation {
     const problems = new Problems();
     return finish(
@@ -407,14 +496,17 @@ export const build = {
       problems,
     );
   },
+  /** A heartbeat of a session (R16). */
   heartbeat(session: unknown): HeartbeatOperation {
     const problems = new Problems();
     return finish('heartbeat', { session: sessionId(session, problems) }, problems);
   },
+  /** The end of a session (R16). */
   closeSession(session: unknown): CloseSessionOperation {
     const problems = new Problems();
     return finish('closeSession', { session: sessionId(session, problems) }, problems);
   },
+  /** An ack of a session's live deliveries up to a token (R11). */
   ackUpTo(session: unknown, tokenValue: unknown): AckUpToOperation {
     const problems = new Problems();
     return finish(
@@ -423,6 +515,7 @@ export const build = {
       problems,
     );
   },
+  /** A nack of a session's live deliveries up to a token (R11), with the nack's options. */
   nackUpTo(session: unknown, tokenValue: unknown, options?: unknown): NackUpToOperation {
     const problems = new Problems();
     const fields = optionsObject(options, problems, 'nackUpTo', ['session', 'token']);
@@ -444,14 +537,17 @@ export const build = {
   giveBack(tokens: readonly number[]): NackOperation[] {
     return [...tokens].reverse().map((token) => build.nack(token, { attempted: false }));
   },
+  /** A redrive of dead jobs, those named or all (R14). */
   redrive(ids?: unknown): RedriveOperation {
     const problems = new Problems();
     return finish('redrive', { ids: idList(ids, problems) }, problems);
   },
+  /** A removal of dead jobs, those named or all. */
   purge(ids?: unknown): PurgeOperation {
     const problems = new Problems();
     return finish('purge', { ids: idList(ids, problems) }, problems);
   },
+  /** An emptying of the queue, `{ dead }` included or not (R19). */
   purgeQueue(options?: unknown): PurgeQueueOperation {
     const problems = new Problems();
     return finish(
@@ -460,11 +556,13 @@ export const build = {
       problems,
     );
   },
+  /** A move of ready and delayed jobs to another queue (R26). */
   moveJobs(options?: unknown): MoveJobsOperation {
     const problems = new Problems();
     const fields = optionsObject(options, problems, 'moveJobs');
     return finish('moveJobs', moveJobsFields(fields, problems), problems);
   },
+  /** A cancel of one job, `{ remove }` or not (R28). */
   cancel(id: unknown, options?: unknown): CancelOperation {
     const problems = new Problems();
     return finish(
@@ -473,6 +571,7 @@ export const build = {
       problems,
     );
   },
+  /** A read of the queue's figures (R17). */
   stats(): StatsOperation {
     return STATS;
   },

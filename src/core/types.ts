@@ -50,13 +50,21 @@ type SparseOption = 'deadLetterQueue' | 'paused' | 'retention' | 'maxLength' | '
  * default: a queue that uses none of them looks as it always did.
  */
 export type ResolvedQueueOptions = Required<Omit<QueueOptions, SparseOption>> & {
+  /** R26: the queue this queue's dead jobs move to; present only when set. */
   deadLetterQueue?: string;
+  /** R27: present only while the queue is paused. */
   paused?: true;
+  /**
+   * R30: how long a job may stay ready or delayed after its publish, ticks; present only when set.
+   */
   retention?: number;
+  /** R31: the most ready jobs a publish may leave; present only when set. */
   maxLength?: number;
+  /** R31: present only when not the default `reject`. */
   overflow?: 'dead-letter-oldest';
 };
 
+/** A job to publish: its id, payload, delay, priority, group and expiry. */
 export interface PublishInput {
   /** The job id: the name of the work. Generated when omitted. 1..256 characters (R18). */
   id?: string;
@@ -83,7 +91,9 @@ export interface PublishInput {
   expiresAt?: number;
 }
 
+/** What a publish answers for each job. */
 export interface PublishResult {
+  /** The job's id: the one given, or the one generated. */
   id: string;
   /** true when the id was already present (or remembered, R4): nothing changed. */
   duplicate: boolean;
@@ -95,6 +105,7 @@ export interface PublishResult {
   groupSeq?: number;
 }
 
+/** What `reserve` takes (R6, R22). */
 export interface ReserveOptions {
   /** At most this many deliveries. Positive integer, default 1. */
   max?: number;
@@ -112,16 +123,23 @@ export interface ReserveOptions {
 
 /** One ownership interval of a job. `token` names the interval, `id` names the work. */
 export interface Delivery {
+  /** The delivery's token: larger than every earlier token of the queue (R6, R7). */
   token: number;
+  /** The job's id. */
   id: string;
+  /** The job's payload, as published. */
   payload: unknown;
+  /** When the lease ends, on the queue's clock: now + visibility (R6). */
   deadline: number;
+  /** The job's deliveries so far, this one included (R6, R33). */
   deliveryCount: number;
+  /** true when the job was delivered before: deliveryCount > 1. */
   redelivered: boolean;
   /** The job's message group (R24), when it has one. */
   group?: string;
 }
 
+/** What `nack` takes (R9, R33). */
 export interface NackOptions {
   /** true (default): back to the front of ready (or delayed). false: dead-letter. */
   requeue?: boolean;
@@ -137,6 +155,7 @@ export interface NackOptions {
   attempted?: boolean;
 }
 
+/** What `openSession` takes (R16). Times in ticks (ms above the core). */
 export interface SessionOptions {
   /** Most live deliveries of this session. Positive integer or Infinity (default). */
   prefetch?: number;
@@ -146,23 +165,41 @@ export interface SessionOptions {
   ackTimeout?: number;
 }
 
+/** A queue's jobs by state, for tests and debugging (R3: taking it changes nothing). */
 export interface InspectView {
   /** The queue's time (ms): the largest `now` it has accepted (R2). */
   queueTime: number;
   /** Ready ids, front first. */
   ready: string[];
   /** Delayed jobs in promotion order. */
-  delayed: { id: string; availableAt: number }[];
+  delayed: {
+    /** The job's id. */
+    id: string;
+    /** When it becomes ready, on the queue's clock. */
+    availableAt: number;
+  }[];
   /** Active deliveries in token order. */
   active: {
+    /** The delivery's token. */
     token: number;
+    /** The job's id. */
     id: string;
+    /** When its lease ends, on the queue's clock. */
     deadline: number;
+    /** The job's deliveries so far, this one included. */
     deliveryCount: number;
+    /** The session it belongs to (R16), if any. */
     session?: string;
   }[];
   /** Dead jobs in the order they died. */
-  dead: { id: string; reason: string; deliveryCount: number }[];
+  dead: {
+    /** The job's id. */
+    id: string;
+    /** The reason it died with. */
+    reason: string;
+    /** Its deliveries when it died. */
+    deliveryCount: number;
+  }[];
   /** Grouped jobs waiting behind an earlier job of their group (R24), in group order; absent when none. */
   waiting?: string[];
 }
@@ -175,10 +212,15 @@ export interface InspectOptions {
 
 /** A live delivery as inspection shows it: when it was made, until when, and for whom. */
 export interface LiveDelivery {
+  /** The delivery's token. */
   token: number;
+  /** The job's id. */
   id: string;
+  /** When it was made, on the queue's clock. */
   deliveredAt: number;
+  /** When its lease ends, on the queue's clock. */
   deadline: number;
+  /** The job's deliveries so far, this one included. */
   deliveryCount: number;
   /** The session it belongs to (R16), if any. */
   session?: string;
@@ -193,11 +235,17 @@ export type AttemptOutcome =
   | 'session-ended'
   | 'cancelled';
 
+/** One delivery of a job that did not end in an ack, in the job's history (R14). */
 export interface Attempt {
+  /** The delivery's token. */
   token: number;
+  /** When it was made, on the queue's clock. */
   deliveredAt: number;
+  /** When it ended, on the queue's clock. */
   endedAt: number;
+  /** How it ended. */
   outcome: AttemptOutcome;
+  /** The dead-letter reason of a nack with requeue false (`rejected` unless given). */
   reason?: string;
 }
 
@@ -211,13 +259,22 @@ export interface DeadLetterOrigin {
   at: number;
 }
 
+/** A dead job (R14): its payload, why and when it died, and its history. */
 export interface DeadLetter {
+  /** The job's id. */
   id: string;
   /** Undefined when the job has none; absent from a page read with `payloads: false`. */
   payload?: unknown;
+  /** The reason it died with: `max-deliveries`, `cancelled`, `expired`, a nack's reason … */
   reason: string;
+  /** Its deliveries when it died. */
   deliveryCount: number;
+  /** When it died, on the queue's clock. */
   deadAt: number;
+  /**
+   * Its deliveries that did not end in an ack, oldest first (at most 100: the first and the latest
+   * 99).
+   */
   history: Attempt[];
   /** Set when the job came to this queue by dead-lettering (R26). */
   origin?: DeadLetterOrigin;
@@ -239,6 +296,7 @@ export interface DeadLetterPageOptions {
 
 /** A page of a queue's dead letters, in the order they died. */
 export interface DeadLetterPage {
+  /** The dead letters, in the order they died. */
   deadLetters: DeadLetter[];
   /** Where the next page starts (give it as `after`); absent when no dead letter follows. */
   next?: string;
@@ -259,15 +317,21 @@ export interface MoveJobsOptions {
   max?: number;
 }
 
+/** A queue's gauges (now) and counters (R17). Times on the queue's clock. */
 export interface QueueStats {
   /** The queue's time (ms) these figures were taken at. */
   queueTime: number;
+  /** Jobs ready now. */
   ready: number;
+  /** Jobs delayed (published or nacked with a delay) now. */
   delayed: number;
+  /** Live deliveries now. */
   active: number;
+  /** Dead jobs now. */
   dead: number;
   /** Grouped jobs waiting behind an earlier job of their group (R24). */
   waiting: number;
+  /** Open sessions now. */
   sessions: number;
   /** R27: whether the queue is paused (hands out nothing). */
   paused: boolean;
@@ -276,24 +340,38 @@ export interface QueueStats {
    * 0 (a job that arrived from a queue whose clock was ahead, R26, became ready after now).
    */
   oldestReadyAge: number;
+  /** Jobs published (duplicates not counted). */
   published: number;
+  /** Publishes of an id present or remembered (R4), answered `duplicate: true`. */
   duplicates: number;
+  /** Deliveries made, the auto-ack hand-outs (`autoAcked`) included. */
   deliveries: number;
+  /** Deliveries of a job delivered before (deliveryCount > 1). */
   redeliveries: number;
+  /** Acks of live deliveries. */
   acks: number;
+  /** Nacks of live deliveries (requeued or rejected). */
   nacks: number;
   /**
    * R33: nacks that gave a delivery back unworked (counted in `nacks` too). Many of them say
    * that consumers take more than they work on: a prefetch above what they use.
    */
   unworked: number;
+  /** Leases that ran out at their deadline (R3b). */
   expiries: number;
+  /** Live deliveries released because their session ended (R16). */
   sessionReleases: number;
+  /** Successful lease extensions (R10). */
   extensions: number;
+  /** Acks of a token that named no live delivery (answered false). */
   staleAcks: number;
+  /** Nacks of a token that named no live delivery (answered false). */
   staleNacks: number;
+  /** Extensions of a token that named no live delivery (answered null). */
   staleExtends: number;
+  /** Dead jobs redriven to ready (R14). */
   redriven: number;
+  /** Jobs removed by purge and purgeQueue (R19). */
   purged: number;
   /** Jobs handed out by an auto-ack reserve (R22), removed as they were handed out. */
   autoAcked: number;
@@ -304,9 +382,17 @@ export interface QueueStats {
    * that ran out: those are `expiries`.
    */
   expired: number;
+  /** Jobs dead-lettered, by reason kind (R17: `max-deliveries`, `rejected` …). */
   deadLetters: Record<string, number>;
   /** Delivery-to-ack times of acked deliveries. */
-  processingTime: { count: number; sum: number; max: number };
+  processingTime: {
+    /** Acked deliveries timed. */
+    count: number;
+    /** Their times added up, ticks (ms above the core). */
+    sum: number;
+    /** The longest, ticks (ms above the core); 0 when none. */
+    max: number;
+  };
 }
 
 /** The states of a job that still exists (an acked job no longer does). */
@@ -314,9 +400,13 @@ export type JobState = 'ready' | 'delayed' | 'active' | 'dead' | 'waiting';
 
 /** One job by id, with its attempt history. */
 export interface JobView {
+  /** The job's id. */
   id: string;
+  /** The job's payload, as published. */
   payload: unknown;
+  /** The state it is in. */
   state: JobState;
+  /** Its deliveries so far. */
   deliveryCount: number;
   /** When the job was published. Absent for jobs stored before publish times were kept. */
   publishedAt?: number;
@@ -328,11 +418,17 @@ export interface JobView {
   groupSeq?: number;
   /** R31: the expiry it was published with, when it has one. */
   expiresAt?: number;
+  /** When a delayed job becomes ready; present only while it is delayed. */
   availableAt?: number;
+  /** The token of its live delivery; present only while it is active. */
   token?: number;
+  /** When its live delivery's lease ends; present only while it is active. */
   deadline?: number;
+  /** Why it died; present only while it is dead. */
   reason?: string;
+  /** When it died; present only while it is dead. */
   deadAt?: number;
+  /** Its deliveries that did not end in an ack, oldest first (R14). */
   history: Attempt[];
   /** Set when the job came to this queue by dead-lettering (R26). */
   origin?: DeadLetterOrigin;

@@ -47,16 +47,25 @@ export interface EngineCapabilities {
  * operation methods are builders over it (see OperationHandle).
  */
 export interface QueueHandle {
+  /** The queue's name. */
   readonly name: string;
+  /**
+   * Runs the operations in order as one unit of the storage at `now` (ms); one answer each (R20).
+   */
   execute(now: number, operations: readonly Operation[]): Promise<Outcome[]>;
   /** One operation: `execute` of a batch of one, its value or its error as a rejection. */
   run<O extends Operation>(now: number, operation: O): Promise<ResultOf<O>>;
+  /** The queue's options, defaults filled in. */
   options(): Promise<ResolvedQueueOptions>;
+  /** The queue's clock, ms: the largest `now` it has accepted (R2). */
   queueTime(): Promise<number>;
   /** Each list cut to its first `limit` entries by the storage, when one is given (R17 view). */
   inspect(options?: InspectOptions): Promise<InspectView>;
+  /** The live deliveries in token order. Takes no time. */
   deliveries(): Promise<LiveDelivery[]>;
+  /** `LeaseQueue.publish` (R4). */
   publish(now: number, input?: PublishInput): Promise<PublishResult>;
+  /** `LeaseQueue.publishBatch`: all-or-nothing (R5). */
   publishBatch(now: number, inputs: readonly PublishInput[]): Promise<PublishResult[]>;
   /** `alsoRead`: more option names the caller reads itself, not refused (see `build.reserve`). */
   reserve(
@@ -64,30 +73,59 @@ export interface QueueHandle {
     options?: ReserveOptions,
     alsoRead?: ReadonlySet<string>,
   ): Promise<Delivery[]>;
+  /** `LeaseQueue.ack` (R8). */
   ack(now: number, token: number): Promise<boolean>;
+  /** `LeaseQueue.ackMany`: R8 for each token, in order. */
   ackMany(now: number, tokens: readonly number[]): Promise<boolean[]>;
+  /** `LeaseQueue.nack` (R9). */
   nack(now: number, token: number, options?: NackOptions): Promise<boolean>;
+  /** The same as `nack`. */
   reject(now: number, token: number, options?: NackOptions): Promise<boolean>;
+  /** `LeaseQueue.extend` (R10): the new deadline (ms), or null for a stale token. */
   extend(now: number, token: number, visibility: number): Promise<number | null>;
+  /** `LeaseQueue.openSession` (R16): the new session's id. */
   openSession(now: number, options?: SessionOptions): Promise<string>;
+  /** `LeaseQueue.heartbeat` (R16). */
   heartbeat(now: number, sessionId: string): Promise<void>;
+  /** `LeaseQueue.closeSession` (R16): how many live deliveries it released. */
   closeSession(now: number, sessionId: string): Promise<number>;
+  /** `LeaseQueue.ackUpTo` (R11). */
   ackUpTo(now: number, sessionId: string, token: number): Promise<number>;
+  /** `LeaseQueue.nackUpTo` (R11). */
   nackUpTo(now: number, sessionId: string, token: number, options?: NackOptions): Promise<number>;
+  /** Every dead letter, in the order they died. Takes no time. */
   deadLetters(): Promise<DeadLetter[]>;
   /**
    * A page of the dead letters, in the order they died (see LeaseQueue.deadLetterPage). With
    * `payloads: false` no payload is asked of the storage, and no dead letter has one.
    */
   deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage>;
+  /** `LeaseQueue.redrive` (R14). */
   redrive(now: number, ids?: readonly string[]): Promise<number>;
+  /** `LeaseQueue.purge`: removes dead jobs for good. */
   purge(now: number, ids?: readonly string[]): Promise<number>;
-  purgeQueue(now: number, options?: { dead?: boolean }): Promise<PurgeQueueResult>;
+  /** `LeaseQueue.purgeQueue` (R19). */
+  purgeQueue(
+    now: number,
+    options?: {
+      /** true: the dead jobs are removed too. Default false. */
+      dead?: boolean;
+    },
+  ): Promise<PurgeQueueResult>;
   /** R26: moves ready and delayed jobs to another queue, or each to its origin. */
   moveJobs(now: number, options?: MoveJobsOptions): Promise<number>;
   /** R28: cancels the job `id`; false when it is not there or already dead. */
-  cancel(now: number, id: string, options?: { remove?: boolean }): Promise<boolean>;
+  cancel(
+    now: number,
+    id: string,
+    options?: {
+      /** true: the job is removed rather than dead with reason `cancelled`. Default false. */
+      remove?: boolean;
+    },
+  ): Promise<boolean>;
+  /** `LeaseQueue.stats` (R17) at `now`. */
   stats(now: number): Promise<QueueStats>;
+  /** One job by id, with its history; undefined when none. Takes no time. */
   job(id: string): Promise<JobView | undefined>;
   /** See `LeaseQueue.nextEventAt`. */
   nextEventAt(): Promise<number | undefined>;
@@ -108,7 +146,12 @@ export interface QueueHandle {
     now: number,
     operation: ReserveOperation,
     signal: AbortSignal,
-  ): { deliveries: Promise<Delivery[]>; armed: Promise<number | undefined> };
+  ): {
+    /** The deliveries made for `operation`; none when `signal` aborted first. */
+    deliveries: Promise<Delivery[]>;
+    /** Resolves once the receiver waits, with when to look again at the latest (ms). */
+    armed: Promise<number | undefined>;
+  };
 }
 
 /** A value bound to a `?` placeholder of a caller's statement. */
@@ -116,10 +159,15 @@ export type SqlParameter = string | number | null;
 
 /** A caller's transaction on a SQL engine's database. Statements use `?` placeholders. */
 export interface EngineTransaction {
+  /** Rows of a SELECT, run in the transaction. */
   query<Row extends object>(sql: string, params?: readonly SqlParameter[]): Promise<Row[]>;
+  /** Runs a statement in the transaction; returns how many rows it changed. */
   run(sql: string, params?: readonly SqlParameter[]): Promise<number>;
+  /** `QueueHandle.ack` on the named queue, in the transaction. */
   ack(queue: string, now: number, token: number): Promise<boolean>;
+  /** `QueueHandle.nack` on the named queue, in the transaction. */
   nack(queue: string, now: number, token: number, options?: NackOptions): Promise<boolean>;
+  /** `QueueHandle.publish` on the named queue, in the transaction. */
   publish(queue: string, now: number, input?: PublishInput): Promise<PublishResult>;
   /**
    * The inbox: records that `consumer` processed `jobId` at `now`; false when it already had,
@@ -132,8 +180,11 @@ export interface EngineTransaction {
   advanceSchedule: ScheduleStore['advanceSchedule'];
 }
 
+/** A queue of an engine: its name and options. */
 export interface QueueInfo {
+  /** The queue's name. */
   name: string;
+  /** Its options, defaults filled in. */
   options: ResolvedQueueOptions;
 }
 
@@ -147,6 +198,7 @@ export type CancelListener = (queue: string, token: number) => void;
 export interface Engine extends ScheduleStore {
   /** What this engine stores into, for messages (no secrets). */
   readonly target: string;
+  /** What this engine can do beyond the common contract. */
   readonly capabilities: EngineCapabilities;
   /**
    * Opens the named queue, creating it with `options` when missing. When it exists and
@@ -157,7 +209,12 @@ export interface Engine extends ScheduleStore {
   ensureQueue(
     name: string,
     options?: QueueOptions,
-  ): Promise<{ handle: QueueHandle; created: boolean }>;
+  ): Promise<{
+    /** The queue. */
+    handle: QueueHandle;
+    /** true when this call created it. */
+    created: boolean;
+  }>;
   /**
    * A handle on the named queue that neither reads nor creates anything: its calls reach the
    * queue of that name when they run, and answer NOT_FOUND while there is none.
@@ -165,6 +222,7 @@ export interface Engine extends ScheduleStore {
   handle(name: string): QueueHandle;
   /** Changes stored options; what is already delivered keeps its deadlines. */
   updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;
+  /** Every queue of the storage, by name. */
   listQueues(): Promise<QueueInfo[]>;
   /**
    * The figures (R17) at `now` of those of `names` that are queues, by name in the order
@@ -207,5 +265,6 @@ export interface Engine extends ScheduleStore {
    * wakes `queue`'s listeners. Engines that notify, or are not shared, need not have it.
    */
   watchWakes?(queue: string): () => void;
+  /** Closes the storage; the engine and its handles are unusable afterwards. */
   close(): Promise<void>;
 }

@@ -146,13 +146,26 @@ export abstract class OperationHandle implements QueueHandle {
   purge(now: number, ids?: readonly string[]) {
     return this.build(now, () => build.purge(ids));
   }
-  purgeQueue(now: number, options?: { dead?: boolean }) {
+  purgeQueue(
+    now: number,
+    options?: {
+      /** true: the dead jobs are removed too. Default false. */
+      dead?: boolean;
+    },
+  ) {
     return this.build(now, () => build.purgeQueue(options));
   }
   moveJobs(now: number, options?: MoveJobsOptions) {
     return this.build(now, () => build.moveJobs(options));
   }
-  cancel(now: number, id: string, options?: { remove?: boolean }) {
+  cancel(
+    now: number,
+    id: string,
+    options?: {
+      /** true: the job is removed rather than dead with reason `cancelled`. Default false. */
+      remove?: boolean;
+    },
+  ) {
     return this.build(now, () => build.cancel(id, options));
   }
   stats(now: number) {

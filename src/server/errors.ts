@@ -21,6 +21,7 @@ const PUBLIC_MESSAGE: Partial<Record<ErrorCode, string>> = {
 /** An error raised by the HTTP edge itself (auth, limits, receipts). */
 export class ServerError extends CodedError<ServerErrorCode> {
   constructor(
+    /** The error's code; its HTTP status is `STATUS_BY_CODE[code]`. */
     readonly code: ServerErrorCode,
     message: string,
   ) {
@@ -28,8 +29,13 @@ export class ServerError extends CodedError<ServerErrorCode> {
   }
 }
 
+/** The body of every error answer of the HTTP API. */
 export interface ErrorBody {
-  error: WireError & { code: ErrorCode };
+  /** The error: its code and message (and a ClockError's fields). */
+  error: WireError & {
+    /** The error's code. */
+    code: ErrorCode;
+  };
 }
 
 export interface MappedError {

@@ -282,7 +282,10 @@ export class FaultyQueue implements Queue {
     return this.pass(() => this.inner.purge(ids));
   }
 
-  purgeQueue(options?: { dead?: boolean }) {
+  purgeQueue(options?: {
+    /** true: the dead jobs are removed too. Default false. */
+    dead?: boolean;
+  }) {
     return this.pass(() => this.inner.purgeQueue(options));
   }
 
@@ -290,7 +293,13 @@ export class FaultyQueue implements Queue {
     return this.pass(() => this.inner.moveJobs(options));
   }
 
-  cancel(id: string, options?: { remove?: boolean }) {
+  cancel(
+    id: string,
+    options?: {
+      /** true: the job is removed rather than dead with reason `cancelled`. Default false. */
+      remove?: boolean;
+    },
+  ) {
     return this.pass(() => this.inner.cancel(id, options));
   }
 

@@ -8,6 +8,7 @@ import type { WorkerOptions } from '../worker/options.js';
 import { Worker } from '../worker/worker.js';
 import { FaultyQueue } from './faulty-queue.js';
 
+/** What `Harness.open` takes. */
 export interface HarnessOptions {
   /** The storage (see `open`). Default 'memory:'. */
   url?: string;
@@ -35,12 +36,16 @@ export class Harness {
   private readonly processes: TestProcess<never>[] = [];
 
   private constructor(
+    /** The broker, on the harness's clock. */
     readonly broker: Broker,
+    /** The queue the processes work on. */
     readonly queue: Queue,
+    /** The harness's clock: time moves only through `advance`. */
     readonly clock: ManualClock,
     private readonly logger: Logger,
   ) {}
 
+  /** A harness over a new broker and its queue, on a manual clock at `start` (default 0). */
   static async open(options: HarnessOptions = {}): Promise<Harness> {
     const clock = new ManualClock(options.start ?? 0);
     const broker =
@@ -65,7 +70,13 @@ export class Harness {
    * Moves time forward by `ms`, in steps of `step` ms (default all at once). After each step
    * every running process's clock follows, and everything that became due runs to completion.
    */
-  async advance(ms: number, options: { step?: number } = {}): Promise<void> {
+  async advance(
+    ms: number,
+    options: {
+      /** Milliseconds per step. Default `ms`: all at once. */
+      step?: number;
+    } = {},
+  ): Promise<void> {
     const step = Math.max(1, options.step ?? ms);
     let left = ms;
     do {
@@ -97,8 +108,11 @@ export class Harness {
 
 /** One simulated consumer process: a worker, its faulty queue, its clock, its outcomes. */
 export class TestProcess<P = unknown> {
+  /** The process's worker. */
   readonly worker: Worker<P>;
+  /** The process's clock: it follows the harness's unless the process is paused or crashed. */
   readonly clock: ManualClock;
+  /** The queue as the process reaches it, faults injected there. */
   readonly faults: FaultyQueue;
   /** Every final outcome, in order. */
   readonly outcomes: OutcomeRecord[] = [];
@@ -153,7 +167,10 @@ export class TestProcess<P = unknown> {
     this.faults.crash();
   }
 
-  /** @internal Called by the harness when time moves. */
+  /**
+   * Called by the harness when time moves: the clock follows unless the process is paused.
+   * @internal
+   */
   follow(time: number): void {
     if (!this.paused && time > this.clock.now()) this.clock.set(time);
   }

@@ -13,6 +13,7 @@ export type ServerErrorCode =
   | 'HEADERS_TOO_LARGE'
   | 'INTERNAL';
 
+/** Every code an error answer of the HTTP API or the stream may carry. */
 export type ErrorCode = LeaseqErrorCode | ServerErrorCode;
 
 /**

@@ -16,19 +16,38 @@ import { deliveryToWire, type WireDelivery, type WireSigner } from './delivery.j
  * ack), a session by its handle, and an unbounded session limit is `null`. Everything else is
  * spelled as in the core, so one parse checks both.
  */
-export type WireOperation = Record<string, unknown> & { type: string };
+export type WireOperation = Record<string, unknown> & {
+  /** The operation's name. */
+  type: string;
+};
 
 /** One answer of a batch on the wire, in the order of the operations. */
-export type WireOutcome = { ok: true; value: unknown } | { ok: false; error: WireError };
+export type WireOutcome =
+  | {
+      /** Done. */
+      ok: true;
+      /** The operation's answer. */
+      value: unknown;
+    }
+  | {
+      /** Refused. */
+      ok: false;
+      /** Why. */
+      error: WireError;
+    };
 
 /**
  * An error on the wire. A refused time (INVALID_CLOCK) also carries the queue's time, and the
  * refused `now` when it was a number, so a client rebuilds the same ClockError.
  */
 export interface WireError {
+  /** The error's code (`ErrorCode`). */
   code: string;
+  /** For people; may be reworded. */
   message: string;
+  /** INVALID_CLOCK: the queue's clock, ms. */
   queueTime?: number;
+  /** INVALID_CLOCK: the refused `now`, ms, when it was a number. */
   now?: number;
 }
 

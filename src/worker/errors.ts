@@ -12,6 +12,7 @@ export type WorkerErrorCode =
   | 'LEASE_LOST'
   | 'WORKER_CLOSING';
 
+/** An error of the worker library, by `WorkerErrorCode`. */
 export abstract class WorkerError extends CodedError<WorkerErrorCode> {}
 
 /**
@@ -23,7 +24,15 @@ export class RetryableError extends WorkerError {
   readonly code = 'RETRYABLE' as const;
   /** Milliseconds before the retry, instead of the backoff. Integer ≥ 0. */
   readonly delay: number | undefined;
-  constructor(message: string, options: { delay?: number; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    options: {
+      /** Milliseconds before the retry, instead of the backoff. Integer ≥ 0. Default: the backoff's. */
+      delay?: number;
+      /** What caused it, kept as the error's `cause`. */
+      cause?: unknown;
+    } = {},
+  ) {
     super(message, options);
     this.delay = options.delay;
   }
@@ -34,7 +43,15 @@ export class PermanentError extends WorkerError {
   readonly code = 'PERMANENT' as const;
   /** The dead-letter reason, 1 to 1024 characters (R18; 'permanent' when it is not). Default 'permanent'. */
   readonly reason: string;
-  constructor(message: string, options: { reason?: string; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    options: {
+      /** The dead-letter reason, 1 to 1024 characters (R18). Default 'permanent'. */
+      reason?: string;
+      /** What caused it, kept as the error's `cause`. */
+      cause?: unknown;
+    } = {},
+  ) {
     super(message, options);
     this.reason = options.reason ?? 'permanent';
   }
@@ -73,8 +90,11 @@ export type LeaseLossReason =
 export class LeaseLostError extends WorkerError {
   readonly code = 'LEASE_LOST' as const;
   constructor(
+    /** Why it was lost. */
     readonly reason: LeaseLossReason,
+    /** The job's id. */
     readonly id: string,
+    /** The token of the delivery whose lease was lost. */
     readonly token: number,
   ) {
     super(`lease of job ${id} (token ${token}) lost: ${reason}`);

@@ -2,7 +2,17 @@ import { Problems } from '../core/validate.js';
 import type { Handler, JobContext } from './job.js';
 
 /** What `processOnce` did. */
-export type InboxResult<T> = { processed: true; value: T } | { processed: false };
+export type InboxResult<T> =
+  | {
+      /** The effect ran now. */
+      processed: true;
+      /** What it returned. */
+      value: T;
+    }
+  | {
+      /** The job was processed before: the effect did not run again. */
+      processed: false;
+    };
 
 /**
  * A consumer's record of the jobs whose effects it has applied: with it, a redelivered job

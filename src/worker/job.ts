@@ -4,6 +4,7 @@ import type { OutcomeKind } from './outcome.js';
 export interface Job<P = unknown> {
   /** The name of the work: stays the same on every delivery. */
   readonly id: string;
+  /** The job's payload, as published. */
   readonly payload: P;
   /** The fencing token of this delivery (R7): later deliveries carry larger ones. */
   readonly token: number;
@@ -43,10 +44,15 @@ export type Handler<P = unknown> = (job: Job<P>, ctx: JobContext<P>) => unknown;
 
 /** The final outcome of one delivery, as logged and passed to 'outcome' listeners. */
 export interface OutcomeRecord {
+  /** The queue's name. */
   queue: string;
+  /** The job's id. */
   id: string;
+  /** The delivery's token. */
   token: number;
+  /** The job's deliveries so far, this one included. */
   deliveryCount: number;
+  /** What became of the delivery. */
   outcome: OutcomeKind;
   /** Dead-letter reason, lease-loss reason, or 'retryable'. */
   reason?: string;

@@ -7,8 +7,11 @@ export type LogLevel = 'info' | 'warn' | 'error';
 
 /** What the worker logs through: pino and most structured loggers fit as they are. */
 export interface Logger {
+  /** A line at level info: structured fields, then the message. */
   info(fields: Record<string, unknown>, message: string): void;
+  /** A line at level warn. */
   warn(fields: Record<string, unknown>, message: string): void;
+  /** A line at level error. */
   error(fields: Record<string, unknown>, message: string): void;
   /**
    * Optional (pino has it): false when lines of `level` are dropped, so the worker does not
@@ -17,6 +20,7 @@ export interface Logger {
   isLevelEnabled?(level: LogLevel): boolean;
 }
 
+/** What `jsonLogger` takes. */
 export interface JsonLoggerOptions {
   /** Where lines go. Default process.stderr. */
   write?: (line: string) => void;

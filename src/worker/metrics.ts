@@ -29,9 +29,25 @@ export interface WorkerMetricsSnapshot {
   /** Handlers still running after their job was settled without them (lease lost, released). */
   abandonedHandlers: number;
   /** Handler start to settlement, over every final outcome. */
-  processingTime: { count: number; sum: number; max: number };
+  processingTime: {
+    /** Outcomes timed. */
+    count: number;
+    /** Their times added up, ms. */
+    sum: number;
+    /** The longest, ms; 0 when none. */
+    max: number;
+  };
   /** The last failure a handler threw, with its job. */
-  lastError: { id: string; token: number; message: string } | undefined;
+  lastError:
+    | {
+        /** The job's id. */
+        id: string;
+        /** The delivery's token. */
+        token: number;
+        /** The error's message. */
+        message: string;
+      }
+    | undefined;
 }
 
 /** The counters behind `worker.metrics()`. */

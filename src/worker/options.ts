@@ -18,6 +18,7 @@ export interface BackoffOptions {
   jitter?: number;
 }
 
+/** What `work` and `new Worker` take. Times are milliseconds. */
 export interface WorkerOptions {
   /**
    * Most handlers running at once. Positive integer. Default 1. Jobs whose handler ended stay
@@ -68,10 +69,15 @@ export interface WorkerOptions {
   logger?: Logger;
 }
 
+/** BackoffOptions with defaults filled in. */
 export interface ResolvedBackoff {
+  /** Milliseconds before the first retry, before jitter. */
   baseDelay: number;
+  /** Upper bound of any retry delay, ms. */
   maxDelay: number;
+  /** Growth per attempt. */
   factor: number;
+  /** Share of the delay that is randomised, 0..1. */
   jitter: number;
 }
 

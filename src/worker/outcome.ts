@@ -22,6 +22,7 @@ export type OutcomeKind =
   | 'lease-lost'
   | 'lost';
 
+/** Every OutcomeKind. */
 export const OUTCOME_KINDS: readonly OutcomeKind[] = [
   'acked',
   'retried',
@@ -35,20 +36,61 @@ export const OUTCOME_KINDS: readonly OutcomeKind[] = [
 
 /** What the handler did. */
 export type HandlerResult =
-  | { status: 'returned'; duplicate: boolean }
-  | { status: 'threw'; error: unknown };
+  | {
+      /** It returned. */
+      status: 'returned';
+      /** true when it called `ctx.duplicate()`: the work was already done. */
+      duplicate: boolean;
+    }
+  | {
+      /** It threw. */
+      status: 'threw';
+      /** What it threw. */
+      error: unknown;
+    };
 
 /** What the worker does with the delivery: the one place where results become queue calls. */
 export type Decision =
-  | { action: 'ack'; kind: 'acked' | 'duplicate'; reason?: string }
-  | { action: 'retry'; kind: 'retried'; delay: number; reason: string; error: string }
-  | { action: 'dead-letter'; kind: 'dead' | 'ambiguous'; reason: string; error: string };
+  | {
+      /** Ack the delivery. */
+      action: 'ack';
+      /** The outcome it is recorded as. */
+      kind: 'acked' | 'duplicate';
+      /** Why, when there is more to say than the kind. */
+      reason?: string;
+    }
+  | {
+      /** Nack with requeue, after `delay`. */
+      action: 'retry';
+      /** The outcome it is recorded as. */
+      kind: 'retried';
+      /** Milliseconds before the job is ready again. */
+      delay: number;
+      /** Why it is retried. */
+      reason: string;
+      /** The message of what the handler threw. */
+      error: string;
+    }
+  | {
+      /** Nack without requeue: the job dies with `reason`. */
+      action: 'dead-letter';
+      /** The outcome it is recorded as. */
+      kind: 'dead' | 'ambiguous';
+      /** The dead-letter reason. */
+      reason: string;
+      /** The message of what the handler threw. */
+      error: string;
+    };
 
+/** What `decide` needs to know of the delivery and the queue. */
 export interface DecisionInput {
+  /** The job's id (the backoff's jitter is a function of it, R15). */
   id: string;
+  /** The job's deliveries so far, this one included. */
   deliveryCount: number;
   /** The queue's maxDeliveries (R13); Infinity retries forever. */
   maxDeliveries: number;
+  /** The worker's backoff. */
   backoff: ResolvedBackoff;
   /** The longest delay the queue takes (ms; absent or Infinity: no bound): a longer one is cut to it. */
   maxDelay?: number;

@@ -3,6 +3,7 @@ import { ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 import type { Worker } from './worker.js';
 
+/** What `closeOnSignals` takes. */
 export interface CloseOnSignalsOptions {
   /** The signals that close the worker. Default ['SIGTERM', 'SIGINT']. */
   signals?: readonly NodeJS.Signals[];

@@ -15,6 +15,7 @@ import { type ResolvedWorkerOptions, resolveWorkerOptions, type WorkerOptions } 
 import { type HeartbeatStep, isSessionClosed, SessionKeeper } from './session-keeper.js';
 import { WakeScheduler } from './wake-scheduler.js';
 
+/** What `Worker.close` takes. */
 export interface CloseOptions {
   /**
    * Milliseconds the jobs in hand may still take before they are released. Integer ≥ 0.
@@ -33,6 +34,7 @@ export type WorkerErrorSource = 'fetch' | 'renew' | 'settle' | 'heartbeat';
  */
 export const VISIBILITY_READ_EVERY_MS = 30_000;
 
+/** The events a Worker emits, by name, with their listeners. */
 export interface WorkerEvents {
   /** A job reached its final outcome (also logged). */
   outcome: (record: OutcomeRecord) => void;
@@ -40,6 +42,7 @@ export interface WorkerEvents {
   error: (error: unknown, during: WorkerErrorSource) => void;
 }
 
+/** Where a worker is in its life: made, started, closing, or closed. */
 export type WorkerState = 'created' | 'running' | 'closing' | 'closed';
 
 /**
@@ -75,6 +78,7 @@ export const SETTLING_PER_SLOT = 8;
  * lease and nothing to settle (R22). Talks to the queue only through the `Queue` interface.
  */
 export class Worker<P = unknown> {
+  /** The queue it works on. */
   readonly queue: Queue;
   private readonly options: ResolvedWorkerOptions;
   private readonly counters = new WorkerMetrics();
@@ -132,6 +136,7 @@ export class Worker<P = unknown> {
     }
   }
 
+  /** Where it is in its life. */
   get state(): WorkerState {
     if (this.closed) return 'closed';
     if (this.closing !== undefined) return 'closing';
@@ -154,7 +159,12 @@ export class Worker<P = unknown> {
    * One fetch step: reserves up to the free slots (waiting up to `wait` ms, default 0 for
    * none) and starts a handler on each job. Returns how many it started.
    */
-  async runOnce(options: { wait?: number } = {}): Promise<number> {
+  async runOnce(
+    options: {
+      /** Milliseconds to wait for a job when none is ready. Default 0. */
+      wait?: number;
+    } = {},
+  ): Promise<number> {
     this.checkOpen();
     return this.fetchOnce(options.wait ?? 0);
   }
