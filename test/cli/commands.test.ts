@@ -44,6 +44,17 @@ describe('help', () => {
     expect(top.stdout).toContain('JSON Lines');
   });
 
+  it('lines up the settings of serve --help in columns, the longest names included', async () => {
+    const rows = (await run(['serve', '--help'])).stdout
+      .split('\n')
+      .filter((line) => line.startsWith('--') && line.includes(' LEASEQ_'));
+    expect(rows.length).toBeGreaterThan(20);
+    const columns = new Set(
+      rows.map((row) => `${row.indexOf(' LEASEQ_')} ${/ LEASEQ_\w+ +/.exec(row)?.[0].length}`),
+    );
+    expect([...columns]).toHaveLength(1);
+  });
+
   it('refuses unknown commands and options with exit code 2', async () => {
     expect(await run(['nope'])).toMatchObject({
       code: 2,

@@ -30,6 +30,10 @@ const defaultOf = (name: string) => {
   return value === undefined ? 'none' : JSON.stringify(value);
 };
 
+/** Columns of the settings table in --help: as wide as the longest flag and variable. */
+const FLAG_WIDTH = Math.max(...SETTINGS.map((setting) => flagName(setting.name).length));
+const ENV_WIDTH = Math.max(...SETTINGS.map((setting) => envName(setting.name).length));
+
 export const serve: Command = {
   name: 'serve',
   summary: 'Run the HTTP server (default 127.0.0.1:7700 over sqlite:./data/leaseq.db)',
@@ -41,7 +45,7 @@ export const serve: Command = {
     '',
     ...SETTINGS.map(
       (setting) =>
-        `--${flagName(setting.name).padEnd(20)} ${envName(setting.name).padEnd(28)} ${setting.help} (default ${defaultOf(setting.name)})`,
+        `--${flagName(setting.name).padEnd(FLAG_WIDTH)} ${envName(setting.name).padEnd(ENV_WIDTH)} ${setting.help} (default ${defaultOf(setting.name)})`,
     ),
   ],
   options,
