@@ -52,6 +52,7 @@ import {
 import { Scheduler, type SchedulerOptions } from './scheduler.js';
 import { WakeSignal } from './wake-signal.js';
 
+/** Options of an EngineBroker. */
 export interface BrokerOptions {
   /** Where `now` comes from. Default: the system clock, monotonic. */
   clock?: Clock;
@@ -59,12 +60,14 @@ export interface BrokerOptions {
 
 /** The in-process Broker: supplies `now` to an engine and waits for work on receivers' behalf. */
 export class EngineBroker implements Broker {
+  /** Supplies `now` (ms) to the engine's calls and times the waits. Default: the system clock. */
   readonly clock: Clock;
   private readonly wakes: WakeSignal;
   private readonly closing = new AbortController();
   private readonly stopListening: () => void;
 
   constructor(
+    /** The storage the queues live in. */
     readonly engine: Engine,
     options: BrokerOptions = {},
   ) {
@@ -85,7 +88,12 @@ export class EngineBroker implements Broker {
   async ensureQueue(
     name: string,
     options?: QueueOptions,
-  ): Promise<{ queue: Queue; created: boolean }> {
+  ): Promise<{
+    /** The queue. */
+    queue: Queue;
+    /** true when this call created it. */
+    created: boolean;
+  }> {
     this.checkOpen();
     const { handle, created } = await this.engine.ensureQueue(name, options);
     return { queue: this.wrap(handle), created };

@@ -6,6 +6,7 @@ import type { ScheduleRecord } from '../engine/index.js';
 /** When a schedule fires: a cron expression (string) or an interval in ms (number). */
 export type ScheduleWhen = string | number;
 
+/** Options of `Queue.schedule`. */
 export interface ScheduleOptions {
   /** The payload of every occurrence's job (JSON). */
   payload?: unknown;
@@ -15,12 +16,19 @@ export interface ScheduleOptions {
 
 /** A schedule as users see it (R25). Times in ms. */
 export interface ScheduleView {
+  /** The schedule's name, unique within its queue. */
   name: string;
+  /** The queue its occurrences are published into. */
   queue: string;
+  /** The cron expression (5 or 6 fields); absent when `every` is set. */
   cron?: string;
+  /** The interval between occurrences, counted from `createdAt` (ms); absent with `cron`. */
   every?: number;
+  /** The IANA time zone `cron` is read in; absent means UTC. */
   timezone?: string;
+  /** The payload of every occurrence's job; absent when there is none. */
   payload?: unknown;
+  /** When the schedule was set: only occurrences after it are published. */
   createdAt: number;
   /** The occurrence published last; absent before the first. */
   lastAt?: number;

@@ -5,7 +5,9 @@ import { dueOccurrence, nextOccurrence, occurrenceId } from './schedule-times.js
 
 /** One occurrence a scheduler pass published. */
 export interface PublishedOccurrence {
+  /** The queue it was published into. */
   queue: string;
+  /** The schedule's name. */
   name: string;
   /** The occurrence's time (ms). */
   at: number;
@@ -17,7 +19,9 @@ export interface PublishedOccurrence {
 
 /** A schedule, by its queue and name. */
 export interface ScheduleRef {
+  /** The schedule's queue. */
   queue: string;
+  /** The schedule's name within its queue. */
   name: string;
 }
 
@@ -58,6 +62,7 @@ interface QuietSchedule {
   readonly nextAt: number;
 }
 
+/** Options of a Scheduler (`EngineBroker.scheduler`). */
 export interface SchedulerOptions {
   /**
    * The longest the loop waits between passes (ms), so that it sees schedules set meanwhile.
@@ -88,8 +93,16 @@ export class Scheduler {
     private readonly clock: Clock,
     private readonly publish: (
       queue: string,
-      input: { id: string; payload: unknown },
-    ) => Promise<{ duplicate: boolean }>,
+      input: {
+        /** The occurrence's job id: `name@ISO time`. */
+        id: string;
+        /** The schedule's payload. */
+        payload: unknown;
+      },
+    ) => Promise<{
+      /** true when a job of that id was already there. */
+      duplicate: boolean;
+    }>,
     private readonly options: SchedulerOptions = {},
   ) {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
@@ -242,6 +255,10 @@ export class Scheduler {
     return { queue, name, at, id, duplicate };
   }
 
+  /**
+   * Ends the loop of `start()`: resolves once a pass under way has finished. A stopped
+   * scheduler does not start again.
+   */
   async stop(): Promise<void> {
     this.stopping.abort();
     await this.loop;

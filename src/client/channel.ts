@@ -2,13 +2,17 @@ import type { WireDelivery, WireOperation, WireOutcome } from '../wire/index.js'
 
 /** What one receive asks the server for; `session` is the handle the server gave out. */
 export interface ChannelReceive {
+  /** At most this many deliveries; undefined: 1. */
   max: number | undefined;
+  /** Lease length of the deliveries (ms); undefined: the queue's visibility. */
   visibility: number | undefined;
+  /** The session the deliveries belong to (R16), by the server's handle; undefined: none. */
   session: string | undefined;
   /** 'auto': each job is removed as it is handed out (R22); otherwise leased. */
   ack: 'auto' | 'manual' | undefined;
   /** ms to wait for the first delivery; 0: answer with what is ready now. */
   wait: number;
+  /** Cuts the wait short; the receive then answers without an error. */
   signal: AbortSignal | undefined;
 }
 

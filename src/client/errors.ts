@@ -92,6 +92,9 @@ export function errorFromWire(error: WireError): CodedError<string> {
   return new RemoteError(error.code, status, error.message);
 }
 
+/** The message of a ConnectionLostError for a stream connection that dropped. */
+export const STREAM_CONNECTION_LOST = 'the stream connection to the server was lost';
+
 /**
  * The connection to the server dropped while a call was in flight (the stream, or an HTTP
  * request that went out and got no answer): the call may or may not have taken effect.
@@ -102,7 +105,7 @@ export class ConnectionLostError extends CodedError<'CONNECTION_LOST'> {
   /** Always true: the next call connects again. */
   readonly retryable = true;
   constructor(
-    message = 'the stream connection to the server was lost',
+    message = 'the connection to the server was lost: the call may or may not have taken effect',
     options?: {
       /** What caused it, kept as the error's `cause`. */
       cause?: unknown;

@@ -9,9 +9,12 @@ import { ConnectionLostError, errorFromResponse } from './errors.js';
 import { setLongTimeout } from './long-timeout.js';
 import { type Exchange, type ExchangeRequest, NodeHttpSender } from './node-transport.js';
 
+/** A function of the global `fetch`'s type, to send requests with. */
 export type Fetch = typeof fetch;
 
+/** Options of an HttpTransport. */
 export interface TransportOptions {
+  /** Sent as `Authorization: Bearer <apiKey>`. Default: no Authorization header. */
   apiKey?: string;
   /** Sends requests with this fetch instead of node:http (tests, other runtimes). */
   fetch?: Fetch;
@@ -22,7 +25,9 @@ export interface TransportOptions {
   timeoutMs?: number;
 }
 
+/** Options of one `HttpTransport.request`. */
 export interface RequestOptions {
+  /** Sent as the JSON body; a request without one has no body. */
   body?: unknown;
   /** Ends the request early; the caller decides what an aborted request means. */
   signal?: AbortSignal;
@@ -49,6 +54,7 @@ export class HttpTransport {
   private readonly timeoutMs: number;
   private readonly closing = new AbortController();
 
+  /** The server's URL, trailing slashes removed; API paths are appended to it. */
   readonly baseUrl: string;
 
   /** `baseUrl` may carry a path prefix (`http://host/leaseq`); API paths are appended to it. */
@@ -73,6 +79,7 @@ export class HttpTransport {
     };
   }
 
+  /** true once `close()` was called. */
   get closed(): boolean {
     return this.closing.signal.aborted;
   }
@@ -83,6 +90,14 @@ export class HttpTransport {
     this.nodeSender?.close();
   }
 
+  /**
+   * Sends `method` to `baseUrl` + `path` and answers the JSON body of a 2xx response (undefined
+   * when empty). Fails with the leaseq error class of an error response; ClosedError after
+   * `close()`; RequestAborted when `signal` cut it; UnansweredError with no answer within the
+   * timeout; ConnectionLostError when the connection broke after the request went out;
+   * StorageUnavailableError when the server could not be reached otherwise. A GET whose answer
+   * was lost is sent once more.
+   */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     if (this.closed) throw new ClosedError('the client is closed');
     const text = options.body === undefined ? undefined : requestJson(options.body);

@@ -5,7 +5,7 @@ import type {
   UnsubscribedFrame,
   WireDelivery,
 } from '../wire/index.js';
-import { ConnectionLostError, errorFromWire } from './errors.js';
+import { ConnectionLostError, errorFromWire, STREAM_CONNECTION_LOST } from './errors.js';
 import { type LongTimeout, setLongTimeout } from './long-timeout.js';
 import type { PushListener, StreamLink } from './stream-link.js';
 
@@ -472,7 +472,7 @@ export class Prefetch implements PushListener {
   lost(): void {
     this.subscription = undefined;
     this.opening = undefined;
-    this.failWaiters(new ConnectionLostError());
+    this.failWaiters(new ConnectionLostError(STREAM_CONNECTION_LOST));
   }
 
   /**

@@ -14,6 +14,7 @@ export class ReceiptBook {
 
   constructor(private readonly capacity: number) {}
 
+  /** Keeps the receipt of a delivery just received; a full book lets one receipt go. */
   add(token: number, receipt: string): void {
     this.settled.delete(token);
     this.open.set(token, receipt);
@@ -32,10 +33,12 @@ export class ReceiptBook {
     this.settled.set(token, receipt);
   }
 
+  /** The receipt of `token`'s delivery; undefined when it was never added or has left. */
   receipt(token: number): string | undefined {
     return this.open.get(token) ?? this.settled.get(token);
   }
 
+  /** How many receipts the book holds; at most its capacity. */
   get size(): number {
     return this.open.size + this.settled.size;
   }

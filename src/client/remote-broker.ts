@@ -19,6 +19,7 @@ import { RemoteQueue } from './remote-queue.js';
 import { ServerLimitsReader } from './server-limits.js';
 import { StreamChannel } from './stream-channel.js';
 
+/** Options of `openRemote` and a RemoteBroker. */
 export interface RemoteOptions {
   /** Sent as `Authorization: Bearer <apiKey>`. */
   apiKey?: string;
@@ -61,8 +62,11 @@ export interface RemoteOptions {
   prefetchIdleMs?: number;
 }
 
+/** A queue as the server shows it. */
 interface QueueView {
+  /** The queue's name. */
   name: string;
+  /** Its options, defaults filled in. */
   options: ResolvedQueueOptions;
 }
 
@@ -98,6 +102,7 @@ export class RemoteBroker implements Broker {
     this.maxReceipts = options.maxReceipts ?? 100_000;
   }
 
+  /** The server's URL, trailing slashes removed. */
   get baseUrl(): string {
     return this.http.baseUrl;
   }
@@ -124,7 +129,12 @@ export class RemoteBroker implements Broker {
   async createQueue(
     name: string,
     options: QueueOptions = {},
-  ): Promise<QueueView & { created: boolean }> {
+  ): Promise<
+    QueueView & {
+      /** true when this call created the queue; false when it was there. */
+      created: boolean;
+    }
+  > {
     checkQueueName(name);
     resolveQueueOptions(options);
     const view = await this.http.request<QueueView & { created: boolean }>('PUT', this.path(name), {

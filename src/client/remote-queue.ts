@@ -62,6 +62,7 @@ import type { ServerLimitsReader } from './server-limits.js';
 
 /** A delivery with the receipt that settles it (what `receiveWithReceipts` returns). */
 export interface ReceivedDelivery extends Delivery {
+  /** The delivery's receipt, which settles it from any process (`ackReceipts` and friends). */
   receipt: string;
 }
 
@@ -267,7 +268,10 @@ export class RemoteQueue implements Queue {
     return this.run(build.stats());
   }
 
-  /** The receipt of a delivery this client received and has not settled. */
+  /**
+   * The receipt of a delivery this client received, settled or not, while it is kept (see
+   * RemoteOptions.maxReceipts).
+   */
   receiptOf(token: number): string | undefined {
     return this.book.receipt(token);
   }
@@ -277,6 +281,7 @@ export class RemoteQueue implements Queue {
     return (await this.runWire({ type: 'ack', receipts: [...receipts] })) as boolean[];
   }
 
+  /** `nack` (R9) of a delivery by receipt (from any process); false when it is stale. */
   async nackReceipt(receipt: string, options: NackOptions = {}): Promise<boolean> {
     const { requeue, delay, reason, attempted } = options;
     return (await this.runWire({
@@ -289,6 +294,10 @@ export class RemoteQueue implements Queue {
     })) as boolean;
   }
 
+  /**
+   * `extend` (R10) of a delivery by receipt (from any process): the new deadline (ms), or null
+   * when it is stale.
+   */
   async extendReceipt(receipt: string, visibility: number): Promise<number | null> {
     return (await this.runWire({ type: 'extend', receipt, visibility })) as number | null;
   }

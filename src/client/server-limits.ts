@@ -4,10 +4,18 @@ import { type HttpTransport, UnansweredError } from './http.js';
 
 /** What `GET /v1/limits` answers (the fields this client uses). */
 export interface ServerLimits {
+  /** Largest request body the server takes (bytes); Infinity when it does not say. */
   maxBodyBytes: number;
+  /** Most entries in one batch request; 100 when the server does not say. */
   maxBatch: number;
+  /** Longest long-poll wait of one receive request (ms); 20,000 when the server does not say. */
   maxWaitMs: number;
+  /** Longest delay of a publish or nack (ms); Infinity when the server does not say. */
   maxDelayMs: number;
+  /**
+   * Longest visibility (lease) a receive, extend or queue may ask for (ms); Infinity when the
+   * server does not say.
+   */
   maxVisibilityMs: number;
 }
 
@@ -29,6 +37,7 @@ export class ServerLimitsReader {
 
   constructor(private readonly http: Pick<HttpTransport, 'request'>) {}
 
+  /** The server's limits, read at the first call; a failed read is tried again at the next. */
   read(): Promise<ServerLimits> {
     this.asked ??= this.http.request<Partial<ServerLimits>>('GET', '/v1/limits').then(
       (answer) => ({ ...FALLBACK_LIMITS, ...answer }),

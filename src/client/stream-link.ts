@@ -8,7 +8,12 @@ import type {
   StreamLimits,
   UnsubscribedFrame,
 } from '../wire/index.js';
-import { ConnectionLostError, errorFromResponse, RemoteError } from './errors.js';
+import {
+  ConnectionLostError,
+  errorFromResponse,
+  RemoteError,
+  STREAM_CONNECTION_LOST,
+} from './errors.js';
 import { type LongTimeout, setLongTimeout } from './long-timeout.js';
 
 export interface StreamLinkOptions {
@@ -306,7 +311,7 @@ export class StreamLink {
       socket.once('error', (error) =>
         fail(new StorageUnavailableError(`cannot reach ${this.url}: ${error.message}`)),
       );
-      socket.once('close', () => fail(new ConnectionLostError()));
+      socket.once('close', () => fail(new ConnectionLostError(STREAM_CONNECTION_LOST)));
       socket.once('message', (data) => {
         const frame = JSON.parse(String(data)) as ServerFrame;
         if (frame.type !== 'ready') {
@@ -348,7 +353,7 @@ export class StreamLink {
       if (this.socket !== socket) return;
       if (performance.now() - openedAt >= HEALTHY_MS) this.failures = 0;
       this.failed();
-      this.lose(new ConnectionLostError());
+      this.lose(new ConnectionLostError(STREAM_CONNECTION_LOST));
     });
     this.opened?.(this.limits as StreamLimits);
   }

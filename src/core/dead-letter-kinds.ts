@@ -21,6 +21,7 @@ export const DEAD_LETTER_KINDS = [
   'maxlen',
 ] as const;
 
+/** One kind of dead letter, under which deaths are counted (see DEAD_LETTER_KINDS). */
 export type DeadLetterKind = (typeof DEAD_LETTER_KINDS)[number];
 
 const KINDS: ReadonlySet<string> = new Set(DEAD_LETTER_KINDS);

@@ -210,7 +210,12 @@ export class LeaseQueue {
   }
 
   /** The token the next reservation gets, and the number of the next session (R6). */
-  numbering(): { nextToken: number; nextSession: number } {
+  numbering(): {
+    /** The token the next reservation gets. */
+    nextToken: number;
+    /** The number the next session opened gets. */
+    nextSession: number;
+  } {
     return { nextToken: this.nextToken, nextSession: this.nextSessionNumber };
   }
 
@@ -218,7 +223,12 @@ export class LeaseQueue {
    * Continues token and session numbering from an earlier queue of the same name, so that a
    * token or session id handed out before can never name anything of this queue. Never lowers.
    */
-  continueCounters(from: { nextToken: number; nextSession: number }): void {
+  continueCounters(from: {
+    /** The earlier queue's next token: this queue's next one is at least it. */
+    nextToken: number;
+    /** The earlier queue's next session number: this queue's next one is at least it. */
+    nextSession: number;
+  }): void {
     this.nextToken = Math.max(this.nextToken, from.nextToken);
     this.nextSessionNumber = Math.max(this.nextSessionNumber, from.nextSession);
   }
@@ -299,6 +309,10 @@ export class LeaseQueue {
 
   // The friendly methods: each builds its operation (checking its arguments) and applies it.
 
+  /**
+   * R4: adds a job to the back of ready (or to delayed); an id still present, or remembered, is
+   * a duplicate and changes nothing.
+   */
   publish(now: number, input: PublishInput = {}): PublishResult {
     return this.apply(now, build.publish(input))[0] as PublishResult;
   }
@@ -308,6 +322,7 @@ export class LeaseQueue {
     return this.apply(now, build.publishBatch(inputs));
   }
 
+  /** R6: delivers up to `max` jobs from the front of ready, each with a new token. */
   reserve(now: number, options: ReserveOptions = {}): Delivery[] {
     return this.apply(now, build.reserve(options));
   }
@@ -317,6 +332,7 @@ export class LeaseQueue {
     return this.apply(now, build.ack(token))[0] as boolean;
   }
 
+  /** R8 for each token, in order, in one step: one answer each. */
   ackMany(now: number, tokens: readonly number[]): boolean[] {
     return this.apply(now, build.ackMany(tokens));
   }
@@ -341,6 +357,7 @@ export class LeaseQueue {
     return this.apply(now, build.openSession(options));
   }
 
+  /** R16: records a heartbeat of the session at `now`; an ended one is a SessionClosedError. */
   heartbeat(now: number, sessionId: string): void {
     this.apply(now, build.heartbeat(sessionId));
   }

@@ -10,6 +10,7 @@ export function encodePayload(payload: unknown, at: string): string | null {
   return encodeAt(payload, at, 0, 1);
 }
 
+/** A payload from its JSON text; null (no payload) is undefined. */
 export function decodePayload(text: string | null): unknown {
   return text === null ? undefined : JSON.parse(text);
 }
@@ -39,6 +40,7 @@ export function encodeJobs(jobs: readonly PublishJob[]): PublishJob[] {
 export interface PayloadCodec {
   /** `index` of `count`: the job's place in its publish, to name it in an error. */
   store(payload: unknown, index: number, count: number): unknown;
+  /** What the queue answers for a payload it holds. */
   load(stored: unknown): unknown;
 }
 

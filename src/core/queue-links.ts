@@ -2,9 +2,13 @@ import type { Attempt, DeadLetterOrigin } from './types.js';
 
 /** A job leaving one queue for another (R26): what the receiving queue keeps of it. */
 export interface JobTransfer {
+  /** The job's id, kept: the receiving queue refuses it when present or remembered (R4). */
   readonly id: string;
+  /** The payload as the queues keep it (see PayloadCodec), passed on unchanged. */
   readonly payload: unknown;
+  /** When the job was published (ms), kept across moves. */
   readonly publishedAt: number;
+  /** Its deliveries that did not end in an ack (R14), kept. */
   readonly history: readonly Attempt[];
   /** Set when the job moves by dying (dead-lettering); a move by `moveJobs` clears it. */
   readonly origin: DeadLetterOrigin | undefined;

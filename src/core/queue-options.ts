@@ -4,6 +4,7 @@ import type { QueueOptions, ResolvedQueueOptions } from './types.js';
 /** Queue names: what URLs, metrics labels and file names can all carry. */
 export const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/;
 
+/** Refuses a name that is not a queue name (QUEUE_NAME) with a ValidationError. */
 export function checkQueueName(name: unknown): asserts name is string {
   if (typeof name !== 'string' || !QUEUE_NAME.test(name)) {
     throw new ValidationError(

@@ -11,6 +11,7 @@ import type {
   ResolvedQueueOptions,
 } from './types.js';
 
+/** The longest job id or message group, in characters (UTF-16 code units). */
 export const MAX_ID_LENGTH = 256;
 
 /** R2: `now` must be a safe integer ≥ 0 and not behind the clock. */
@@ -99,6 +100,7 @@ export class Problems {
   }
 }
 
+/** The options a queue has where none are given; times in ticks (above the core, ms). */
 export const DEFAULT_QUEUE_OPTIONS: ResolvedQueueOptions = {
   visibility: 30_000,
   prefetch: Number.POSITIVE_INFINITY,
@@ -190,8 +192,9 @@ export function checkSessionKnown(sessionId: unknown, nextSessionNumber: number)
   }
 }
 
-/** The most dead letters one page holds, and how many when the caller does not say. */
+/** The most dead letters one page holds. */
 export const MAX_DEAD_LETTER_PAGE = 1000;
+/** How many dead letters a page holds when the caller does not say. */
 export const DEFAULT_DEAD_LETTER_PAGE = 100;
 
 /**
@@ -200,8 +203,11 @@ export const DEFAULT_DEAD_LETTER_PAGE = 100;
  * payloads are read. A cursor is that number written in decimal: what a page's `next` says.
  */
 export function checkDeadLetterPage(options: unknown): {
+  /** The most dead letters of the page. */
   limit: number;
+  /** The sequence number of the death the page starts after; 0 for the first page. */
   after: number;
+  /** Whether the dead letters' payloads are read. */
   payloads: boolean;
 } {
   const problems = new Problems();

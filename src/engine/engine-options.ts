@@ -1,5 +1,6 @@
 import { ValidationError } from '../core/index.js';
 
+/** Options of `openEngine`; one marked SQLite, given for another engine, is refused. */
 export interface EngineOptions {
   /** SQLite: 'fsync' (publishes and acks synced before they return, the default) or 'os' (nothing synced: survives a process crash, not a power loss). */
   durability?: 'fsync' | 'os';

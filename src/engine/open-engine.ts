@@ -50,7 +50,12 @@ export async function openEngine(
  */
 export function storageUrlProblem(
   url: unknown,
-  { servers = true }: { servers?: boolean } = {},
+  {
+    servers = true,
+  }: {
+    /** false: a server URL is a problem (a server's own storage). Default true. */
+    servers?: boolean;
+  } = {},
 ): string | undefined {
   if (typeof url !== 'string') return `a storage URL must be a string, got ${typeof url}`;
   const engines = 'memory:, sqlite:path/to.db';

@@ -3,7 +3,9 @@
  * time of the last occurrence published. Times are the broker's milliseconds.
  */
 export interface ScheduleRecord {
+  /** The queue its occurrences are published into. */
   readonly queue: string;
+  /** The schedule's name, unique within its queue. */
   readonly name: string;
   /** A cron expression (5 or 6 fields), or undefined when `every` is set. */
   readonly cron: string | undefined;
@@ -11,6 +13,7 @@ export interface ScheduleRecord {
   readonly every: number | undefined;
   /** IANA time zone the cron expression is read in; undefined means UTC. */
   readonly timezone: string | undefined;
+  /** The payload of every occurrence's job (JSON); undefined for none. */
   readonly payload: unknown;
   /** When the schedule was set: no occurrence at or before it is published. */
   readonly createdAt: number;

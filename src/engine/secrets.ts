@@ -8,6 +8,7 @@ export interface StoredSecret {
   current: string;
   /** The value before the last rotation, accepted until `previousUntil` (ms). */
   previous?: string;
+  /** The broker's time (ms) until which `previous` is accepted; absent without `previous`. */
   previousUntil?: number;
 }
 

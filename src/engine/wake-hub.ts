@@ -5,20 +5,24 @@ export class WakeHub {
   private readonly listeners = new Set<WakeListener>();
   private readonly cancelListeners = new Set<CancelListener>();
 
+  /** Registers a listener of cancelled deliveries; returns its removal. */
   addCancel(listener: CancelListener): () => void {
     this.cancelListeners.add(listener);
     return () => this.cancelListeners.delete(listener);
   }
 
+  /** Tells every cancel listener that the delivery `token` of `queue` was cancelled. */
   cancelled(queue: string, token: number): void {
     for (const listener of this.cancelListeners) listener(queue, token);
   }
 
+  /** Registers a wake-up listener; returns its removal. */
   add(listener: WakeListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
+  /** Tells every wake-up listener that jobs of `queue` may have become ready. */
   wake(queue: string): void {
     for (const listener of this.listeners) listener(queue);
   }

@@ -43,6 +43,7 @@ import { HttpRequest, registerStream } from './stream/stream-endpoint.js';
 import { registerDashboard } from './ui/dashboard.js';
 import { VERSION } from './version.js';
 
+/** Options of `createApp`. */
 export interface AppOptions {
   /** The storage the API serves. The app does not close it. */
   broker: Broker;

@@ -7,17 +7,26 @@ export type Action = 'publish' | 'consume' | 'admin';
 
 export const ACTIONS: readonly Action[] = ['publish', 'consume', 'admin'];
 
+/** One grant of an API key: what it may do to the queues a pattern matches. */
 export interface KeyGrant {
   /** A queue-name pattern: `*` matches any run of characters (`orders-*`, `*`). */
   queues: string;
+  /** What the key may do to those queues; `admin` includes the other two. */
   actions: Action[];
 }
 
 /** One API key as configured: the key itself or its SHA-256 (hex), and what it may do. */
 export interface ApiKeyConfig {
+  /**
+   * The key's name, unique among the keys: the logs of its requests say it, and SQS takes it as
+   * the access key id.
+   */
   name: string;
+  /** The key itself, as sent in `Authorization: Bearer <key>`; give it or `sha256`. */
   key?: string;
+  /** The SHA-256 of the key (hex), in place of `key`; a key given so cannot sign SQS requests. */
   sha256?: string;
+  /** What the key may do: each grant adds to the others. */
   allow: KeyGrant[];
 }
 

@@ -20,6 +20,7 @@ export interface ServerConfig extends Limits {
   durability: 'fsync' | 'os';
   /** At least 32 characters. Absent: the secret kept in the storage (docs/operations.md). */
   receiptSecret?: string;
+  /** API keys. Default none: every request is allowed, so `host` must be a loopback address. */
   keys: ApiKeyConfig[];
   /** Default info. */
   logLevel: LogLevel;
@@ -39,19 +40,60 @@ export interface ServerConfig extends Limits {
   sqsStaleReceipts: 'refuse' | 'ignore';
 }
 
+/** What a setting's value must be, and how it is read from text (flags, environment). */
 type Kind =
-  | { type: 'integer'; min: number; max: number }
-  | { type: 'string'; minLength?: number }
-  | { type: 'enum'; values: readonly string[] }
-  | { type: 'boolean' }
-  | { type: 'keys' }
-  | { type: 'storage' }
-  | { type: 'pattern'; pattern: RegExp; form: string }
-  | { type: 'baseUrl' };
+  | {
+      /** A safe integer from `min` to `max`; as text, decimal digits. */
+      type: 'integer';
+      /** The smallest value allowed. */
+      min: number;
+      /** The largest value allowed. */
+      max: number;
+    }
+  | {
+      /** A string. */
+      type: 'string';
+      /** The fewest characters allowed. Default 0. */
+      minLength?: number;
+    }
+  | {
+      /** One of `values`. */
+      type: 'enum';
+      /** The values allowed. */
+      values: readonly string[];
+    }
+  | {
+      /** true or false; as text, also on, off, 1 or 0, in any case. */
+      type: 'boolean';
+    }
+  | {
+      /** API keys: an array of ApiKeyConfig; as text, its JSON. */
+      type: 'keys';
+    }
+  | {
+      /** A storage URL of an engine, not of a server. */
+      type: 'storage';
+    }
+  | {
+      /** A string `pattern` matches. */
+      type: 'pattern';
+      /** What the value must match. */
+      pattern: RegExp;
+      /** What a value of the pattern is, for messages (`a region such as us-east-1`). */
+      form: string;
+    }
+  | {
+      /** An http(s) URL without a query, fragment, credentials or trailing `/`. */
+      type: 'baseUrl';
+    };
 
+/** One setting of `leaseq serve`: its name, what its value must be, and its help line. */
 interface Setting {
+  /** Its name in a config file; its flag and environment variable derive from it. */
   name: keyof ServerConfig;
+  /** What its value must be. */
   kind: Kind;
+  /** What it sets, in a few words, for `leaseq serve --help`. */
   help: string;
 }
 
@@ -133,6 +175,7 @@ export const SETTINGS: readonly Setting[] = [
   },
 ];
 
+/** The value of each setting where no source gives one; the limits are DEFAULT_LIMITS. */
 export const DEFAULT_CONFIG: Readonly<Omit<ServerConfig, 'receiptSecret' | 'sqsBaseUrl'>> = {
   host: '127.0.0.1',
   port: 7700,
@@ -159,12 +202,19 @@ export function envName(name: string): string {
   return `LEASEQ_${flagName(name).replaceAll('-', '_').toUpperCase()}`;
 }
 
+/** Where `loadConfig` reads settings from; each may be left out. */
 export interface ConfigSources {
   /** Flag values by setting name (strings, as typed). */
   flags?: Partial<Record<string, string>>;
+  /** Environment variables by name (as `process.env`): `LEASEQ_PORT` sets `port`. */
   env?: Partial<Record<string, string>>;
   /** A JSON config file's text and its path (for messages). */
-  file?: { path: string; text: string };
+  file?: {
+    /** Where the file is, as messages name it. */
+    path: string;
+    /** Its text: a JSON object of settings by name. */
+    text: string;
+  };
 }
 
 /**

@@ -33,6 +33,7 @@ export interface Limits {
   streamHeartbeatMs: number;
 }
 
+/** Each limit a server keeps where its options or configuration give none. */
 export const DEFAULT_LIMITS: Readonly<Limits> = {
   maxPayloadBytes: 256 * 1024,
   maxBodyBytes: 1024 * 1024,

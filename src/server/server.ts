@@ -10,6 +10,7 @@ import { LogBlocks } from './log-blocks.js';
 import type { SqsSettings } from './sqs/context.js';
 import { cutStreams } from './stream/stream-endpoint.js';
 
+/** Options of `startServer` beyond its configuration. */
 export interface StartOptions {
   /** Where JSON log lines go, in blocks (see LogBlocks). Default: standard output. */
   logDestination?: DestinationStream;
@@ -23,9 +24,13 @@ export interface StartOptions {
 export interface RunningServer {
   /** The base URL clients use, e.g. `http://127.0.0.1:7700`. */
   readonly url: string;
+  /** The port it listens on: the one configured, or the one picked for port 0. */
   readonly port: number;
+  /** The Fastify instance serving the API. */
   readonly app: FastifyInstance;
+  /** The broker it serves, closed by `close()`. */
   readonly broker: Broker;
+  /** The server's logger (JSON lines). */
   readonly logger: Logger;
   /**
    * Stops accepting connections, answers waiting long polls (empty), lets requests in flight

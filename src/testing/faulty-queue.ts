@@ -13,15 +13,23 @@ import { InjectedFaultError, ProcessCrashedError } from './errors.js';
 
 /** One call that went through a FaultyQueue, and what the fault plan did with it. */
 export interface FaultyCall {
+  /** 'ack' (an entry per token of an ackMany), 'nack', 'reject', 'extend' or 'receive'. */
   op: string;
+  /** The delivery's token; absent for a receive. */
   token?: number;
-  /** 'sent': reached the queue. 'dropped': never reached it. 'answer-lost': reached it, the answer did not come back. */
+  /**
+   * 'sent': reached the queue. 'dropped': never reached it. 'answer-lost': reached it, the
+   * answer did not come back. 'refused': an extend a renewal fault failed, never sent. 'hung':
+   * an extend held until `heal()`, which sends it (logged again then, as 'sent').
+   */
   fate: 'sent' | 'dropped' | 'answer-lost' | 'refused' | 'hung';
   /** receive: the most deliveries asked for. */
   max?: number;
+  /** What the queue answered, when it got the call; for a receive, the tokens delivered. */
   result?: unknown;
 }
 
+/** Options of `FaultyQueue.failRenewals`. */
 export interface FailRenewalsOptions {
   /**
    * 'refused' (default): extend answers null, as for a lease that is gone. 'error': it throws.
@@ -66,6 +74,7 @@ export class FaultyQueue implements Queue {
     return this.inner.name;
   }
 
+  /** true once the process died: `crash()`, or an ack or nack after `crashBeforeAck()`. */
   get crashed(): boolean {
     return this.isCrashed;
   }
@@ -79,7 +88,12 @@ export class FaultyQueue implements Queue {
    * The next ack is lost: never sent (default), or with `applied: true` applied by the queue
    * but its answer lost. Either way the caller sees an InjectedFaultError.
    */
-  loseNextAck(options: { applied?: boolean } = {}): void {
+  loseNextAck(
+    options: {
+      /** true: the queue applies the ack, and only its answer is lost. Default false. */
+      applied?: boolean;
+    } = {},
+  ): void {
     this.lostAcks.push({ applied: options.applied ?? false });
   }
 
@@ -97,7 +111,14 @@ export class FaultyQueue implements Queue {
    * is left alone: it ends on the queue once its timeout passes without a heartbeat (R16).
    * 'late': the queue hears it at once, its answer waits until `heal()`.
    */
-  failHeartbeats(options: { mode?: 'error' | 'hang' | 'late'; count?: number } = {}): void {
+  failHeartbeats(
+    options: {
+      /** How they fail: 'error' (default), 'hang' or 'late', as above. */
+      mode?: 'error' | 'hang' | 'late';
+      /** How many heartbeats fail. Default Infinity (until `heal()`). */
+      count?: number;
+    } = {},
+  ): void {
     this.heartbeatFaults = {
       mode: options.mode ?? 'error',
       left: options.count ?? Number.POSITIVE_INFINITY,

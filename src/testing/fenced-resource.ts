@@ -1,7 +1,10 @@
 /** One write a FencedResource was asked to make. */
 export interface FencedWrite<V> {
+  /** The fencing token the write carried. */
   token: number;
+  /** The value it asked to write. */
   value: V;
+  /** Whether it was made: its token not older than the fence. */
   accepted: boolean;
 }
 

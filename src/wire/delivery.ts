@@ -6,12 +6,19 @@ import type { Delivery, InspectView } from '../core/index.js';
  * that refuse an older owner.
  */
 export interface WireDelivery {
+  /** What settles the delivery: its token, signed for this queue and job. */
   receipt: string;
+  /** The delivery's fencing token (R6, R7). */
   token: number;
+  /** The job's id. */
   id: string;
+  /** The job's payload, as published. */
   payload: unknown;
+  /** When the lease ends, on the queue's clock (ms). */
   deadline: number;
+  /** The job's deliveries so far, this one included (R6, R33). */
   deliveryCount: number;
+  /** true when the job was delivered before: deliveryCount > 1. */
   redelivered: boolean;
   /** The job's message group (R24), when it has one. */
   group?: string;

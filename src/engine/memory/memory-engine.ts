@@ -65,7 +65,12 @@ export class MemoryEngine implements Engine, QueueLinks {
   async ensureQueue(
     name: string,
     options?: QueueOptions,
-  ): Promise<{ handle: QueueHandle; created: boolean }> {
+  ): Promise<{
+    /** The queue. */
+    handle: QueueHandle;
+    /** true when this call created it. */
+    created: boolean;
+  }> {
     this.checkOpen();
     checkQueueName(name);
     // Bad options are refused as such, whether or not the queue exists (not as a conflict).
