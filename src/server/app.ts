@@ -18,6 +18,7 @@ import {
   type Principal,
 } from './auth.js';
 import { browserRefusal } from './browser-guard.js';
+import { checkAppOptions } from './config.js';
 import { mapError, ServerError } from './errors.js';
 import { answerClientError, answerExpectation, answerFrameworkError } from './framework-errors.js';
 import { checkJsonBody, DEFAULT_LIMITS, type Limits, LongPollGate } from './limits.js';
@@ -78,6 +79,7 @@ const TIMEOUT_CHECK_MS = 1000;
  * waiting long polls (empty), refuses new requests with 503 and lets requests in flight finish.
  */
 export async function createApp(options: AppOptions): Promise<FastifyInstance> {
+  checkAppOptions(options);
   const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
   const logger = options.logger ?? pino({ level: 'silent' });
   const receipts = new Receipts(

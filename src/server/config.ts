@@ -247,6 +247,41 @@ export function loadConfig(sources: ConfigSources): ServerConfig {
   return config as unknown as ServerConfig;
 }
 
+/**
+ * `createApp`'s keys checked as `loadConfig` checks them, and its limits' names and values, every
+ * problem at once: an app built in code, without a config, is refused a short key, a misspelt
+ * field or limit, a limit that is no count, rather than served with a key that can never match.
+ */
+export function checkAppOptions(options: { keys?: unknown; limits?: unknown }): void {
+  const problems: string[] = [];
+  if (options.keys !== undefined) {
+    const parsed = parseKeys(options.keys, false);
+    if (!parsed.ok) problems.push(`keys: ${parsed.problem}`);
+  }
+  const { limits } = options;
+  if (limits !== undefined) {
+    if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
+      problems.push('limits must be an object of limits by name');
+    } else {
+      for (const [name, value] of Object.entries(limits)) {
+        const setting = SETTINGS.find((candidate) => candidate.name === name);
+        // A whole ServerConfig given as limits (it extends Limits): its other settings are not
+        // limits, and are left alone.
+        if (setting === undefined) problems.push(`limits: unknown limit ${JSON.stringify(name)}`);
+        if (setting?.kind.type !== 'integer' || !Object.hasOwn(DEFAULT_LIMITS, name)) continue;
+        // The range `serve` keeps to is an operator's; in code any limit the server can apply.
+        const least = Math.min(setting.kind.min, 1);
+        if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < least)) {
+          problems.push(
+            `limits.${name} must be an integer of at least ${least}, got ${show(value)}`,
+          );
+        }
+      }
+    }
+  }
+  if (problems.length > 0) throw new ValidationError(problems);
+}
+
 function readFile(file: ConfigSources['file'], problems: string[]): Record<string, unknown> {
   if (file === undefined) return {};
   let parsed: unknown;
