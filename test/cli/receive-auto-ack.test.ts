@@ -47,12 +47,13 @@ async function queueOf(count: number) {
   return { name, queue };
 }
 
-async function receiveInto(stdout: ReaderGone, argv: string[]) {
+async function receiveInto(stdout: Output, argv: string[], stop?: AbortSignal) {
   const { context, stderr } = fakeContext({ env: { LEASEQ_SERVER: server.baseUrl } });
   let handling = 0;
   let handled = 0;
   const code = await runCli(['receive', ...argv], {
     ...context,
+    ...(stop === undefined ? {} : { stop }),
     stdout,
     handleOutputErrors: () => {
       handling += 1;
@@ -120,5 +121,39 @@ describe('receive --auto-ack when standard output fails', () => {
     expect(shown[0]).not.toHaveProperty('receipt');
     expect(shown[0]).not.toHaveProperty('deadline');
     expect(await queue.stats()).toMatchObject({ ready: 0, active: 0, acks: 3 });
+  });
+
+  it('puts back more jobs than one batch of the server may hold, in their order', async () => {
+    const { name, queue } = await queueOf(250);
+    const run = await receiveInto(new ReaderGone(1), [name, '--auto-ack', '--max', '250']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('1 job written and removed; 249 jobs not written put back');
+    const ready = (await queue.inspect()).ready;
+    expect(ready).toEqual(Array.from({ length: 249 }, (_, n) => `j${n + 2}`));
+    expect(await queue.stats()).toMatchObject({ active: 0, acks: 1 });
+  });
+});
+
+describe('receive --auto-ack stopped by a signal while it writes', () => {
+  it('stops writing, puts the jobs not written back and says how many', async () => {
+    const { name, queue } = await queueOf(5);
+    const stop = new AbortController();
+    let text = '';
+    const stdout: Output = {
+      write(chunk: string, done?: (error?: Error | null) => void) {
+        text += chunk;
+        stop.abort();
+        if (done !== undefined) process.nextTick(done);
+        return true;
+      },
+    };
+    const run = await receiveInto(stdout, [name, '--auto-ack', '--max', '5'], stop.signal);
+    expect(run.code).toBe(1);
+    expect(text.match(/^id /gm)).toHaveLength(1);
+    expect(run.stderr).toBe(
+      'leaseq receive: stopped by a signal: 1 job written and removed; 4 jobs not written put back in the queue\n',
+    );
+    expect((await queue.inspect()).ready).toEqual(['j2', 'j3', 'j4', 'j5']);
+    expect(await queue.stats()).toMatchObject({ active: 0, acks: 1 });
   });
 });

@@ -75,9 +75,10 @@ function nothingReceived(json: boolean, context: CliContext): number {
 /**
  * Writes the jobs (one write each, or one JSON document), acking each write's jobs once it is
  * handed to the system, before the next: a reader gone meanwhile fails the next write, not a
- * job taken. When a write fails, its jobs and the later ones are given back unworked at once.
- * One ack at a time on purpose: writes as fast as a pipe takes them would fill its buffer, and
- * a reader that leaves (`| head -1`) takes that buffer's jobs with it, written and so removed.
+ * job taken. When a write fails, or a signal stops the command, the jobs not written are given
+ * back unworked at once. One ack at a time on purpose: writes as fast as a pipe takes them would
+ * fill its buffer, and a reader that leaves (`| head -1`) takes that buffer's jobs with it,
+ * written and so removed.
  */
 async function writeThenAck(
   queue: RemoteQueue,
@@ -94,10 +95,21 @@ async function writeThenAck(
   const endHandling = context.handleOutputErrors?.();
   try {
     for (const { text, jobs: batch } of writes) {
+      if (context.stop.aborted) {
+        return await giveBack(
+          queue,
+          left,
+          `stopped by a signal: ${jobs(removed)} written and removed;`,
+          context,
+        );
+      }
       try {
         await written(context.stdout, text);
       } catch (error) {
-        return await giveBack(queue, left, removed, error, context);
+        const why =
+          error instanceof Error ? ((error as NodeJS.ErrnoException).code ?? error.message) : error;
+        const head = `standard output failed (${why}): ${jobs(removed)} written and removed;`;
+        return await giveBack(queue, left, head, context);
       }
       left = left.slice(batch.length);
       const acked = await queue.ackMany(batch.map((job) => job.token));
@@ -105,9 +117,12 @@ async function writeThenAck(
       stale += acked.filter((done) => !done).length;
     }
   } catch (error) {
-    // The server refused an ack, or went away: the jobs not written go back, if it still can.
-    if (left.length > 0)
-      await queue.execute(build.giveBack(left.map((job) => job.token))).catch(() => {});
+    // The server refused an ack, or went away: the jobs not written go back, if it still can;
+    // those of the ack in question were written and may or may not be removed.
+    const putBack = left.length === 0 ? 0 : await giveBackAll(queue, left).then(count, () => 0);
+    context.stderr.write(
+      `leaseq receive: ${jobs(removed)} written and removed; the last written may be delivered again; ${jobs(putBack)} not written put back in the queue${putBack === left.length ? '' : `, ${left.length - putBack} left leased until their leases end`}\n`,
+    );
     throw error;
   } finally {
     endHandling?.();
@@ -119,33 +134,55 @@ async function writeThenAck(
   return EXIT.stale;
 }
 
-/** After a failed write: the jobs not written go back to the front of ready, unworked (R33). */
+/**
+ * After a failed write or a signal: the jobs not written go back to the front of ready,
+ * unworked (R33), and stderr says how many after `head` (what was written and removed).
+ */
 async function giveBack(
   queue: RemoteQueue,
   left: readonly ReceivedDelivery[],
-  removed: number,
-  error: unknown,
+  head: string,
   context: CliContext,
 ): Promise<number> {
-  const why =
-    error instanceof Error ? ((error as NodeJS.ErrnoException).code ?? error.message) : error;
-  const head = `leaseq receive: standard output failed (${why}): ${jobs(removed)} written and removed;`;
   let outcomes: Awaited<ReturnType<RemoteQueue['execute']>>;
   try {
-    outcomes = await queue.execute(build.giveBack(left.map((job) => job.token)));
+    outcomes = await giveBackAll(queue, left);
   } catch (failure) {
     const deadline = Math.max(...left.map((job) => job.deadline));
     context.stderr.write(
-      `${head} ${jobs(left.length)} not written could not be put back (${(failure as Error).message}): they return when their leases end, by ${formatTime(deadline)}\n`,
+      `leaseq receive: ${head} ${jobs(left.length)} not written could not be put back (${(failure as Error).message}): they return when their leases end, by ${formatTime(deadline)}\n`,
     );
     return EXIT.failed;
   }
-  const putBack = outcomes.filter((outcome) => outcome.ok && outcome.value === true).length;
+  const putBack = count(outcomes);
   const lost = left.length - putBack;
   context.stderr.write(
-    `${head} ${jobs(putBack)} not written put back in the queue${lost === 0 ? '' : ` (${lost} had lost their lease already: delivered again)`}\n`,
+    `leaseq receive: ${head} ${jobs(putBack)} not written put back in the queue${lost === 0 ? '' : ` (${lost} had lost their lease already: delivered again)`}\n`,
   );
   return EXIT.failed;
+}
+
+/** How many of a give-back's nacks put their job back. */
+function count(outcomes: Awaited<ReturnType<RemoteQueue['execute']>>): number {
+  return outcomes.filter((outcome) => outcome.ok && outcome.value === true).length;
+}
+
+/**
+ * The nacks of `build.giveBack`, in executes of at most the server's maxBatch: in their order,
+ * so the jobs keep theirs at the front of ready (each execute is one unit, and a larger one is
+ * refused whole).
+ */
+async function giveBackAll(
+  queue: RemoteQueue,
+  left: readonly ReceivedDelivery[],
+): Promise<Awaited<ReturnType<RemoteQueue['execute']>>> {
+  const operations = build.giveBack(left.map((job) => job.token));
+  const { maxBatch } = await queue.limits();
+  const outcomes: Awaited<ReturnType<RemoteQueue['execute']>> = [];
+  for (let start = 0; start < operations.length; start += maxBatch) {
+    outcomes.push(...(await queue.execute(operations.slice(start, start + maxBatch))));
+  }
+  return outcomes;
 }
 
 /** "1 job", "2 jobs". */
