@@ -30,7 +30,11 @@ for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (error: NodeJS.ErrnoException) => {
     if (stream === process.stdout && outputErrorsHandled > 0) return;
     if (error.code === 'EPIPE') process.exit(SIGPIPE_EXIT);
-    throw error;
+    // Any other failure (a full disk, `> /dev/full`): one line, not a stack trace, and exit 1.
+    if (stream === process.stdout) {
+      process.stderr.write(`leaseq: cannot write standard output: ${error.message}\n`);
+    }
+    process.exit(1);
   });
 }
 function handleOutputErrors(): () => void {

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -166,5 +166,21 @@ describe('leaseq as a process (from the sources)', () => {
     cli.stderr?.destroy();
     expect(await exited(cli)).toEqual({ code: 141, signal: null });
     expect(stdout()).toBe('');
+  }, 30_000);
+
+  it('says in one line that standard output failed (a full disk) and exits 1, no stack trace', async () => {
+    const full = openSync('/dev/full', 'w');
+    try {
+      const cli = spawn(process.execPath, ['--import', 'tsx', MAIN, '--help'], {
+        stdio: ['ignore', full, 'pipe'],
+      });
+      children.push(cli);
+      const stderr = text(cli.stderr);
+      expect(await exited(cli)).toEqual({ code: 1, signal: null });
+      await until(() => stderr().endsWith('\n'), 'the message');
+      expect(stderr()).toMatch(/^leaseq: cannot write standard output: ENOSPC[^\n]*\n$/);
+    } finally {
+      closeSync(full);
+    }
   }, 30_000);
 });
