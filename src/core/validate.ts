@@ -100,14 +100,17 @@ export class Problems {
   }
 }
 
-/** The options a queue has where none are given; times in ticks (above the core, ms). */
-export const DEFAULT_QUEUE_OPTIONS: ResolvedQueueOptions = {
+/**
+ * The options a queue has where none are given; times in ticks (above the core, ms). Frozen: an
+ * assignment to it would change every queue made after it in the process.
+ */
+export const DEFAULT_QUEUE_OPTIONS: Readonly<ResolvedQueueOptions> = Object.freeze({
   visibility: 30_000,
   prefetch: Number.POSITIVE_INFINITY,
   maxDeliveries: 10,
   maxLease: Number.POSITIVE_INFINITY,
   dedupWindow: 0,
-};
+});
 
 const QUEUE_OPTION_NAMES = new Set([
   ...Object.keys(DEFAULT_QUEUE_OPTIONS),

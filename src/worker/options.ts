@@ -10,7 +10,10 @@ export type RenewPolicy = 'auto' | 'on-progress' | 'never';
 export interface BackoffOptions {
   /** Milliseconds before the first retry, before jitter. Integer ≥ 0. Default 1000. */
   baseDelay?: number;
-  /** Upper bound of any retry delay, ms. Integer ≥ baseDelay. Default 60000. */
+  /**
+   * Upper bound of any retry delay, ms. Integer ≥ baseDelay. Default 60000, or baseDelay if that
+   * is larger.
+   */
   maxDelay?: number;
   /** Growth per attempt. Number ≥ 1. Default 2. */
   factor?: number;
