@@ -112,8 +112,12 @@ describe('the stream link', () => {
     const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout');
     const before = timers().length;
     const waiting = queue.publish({ id: 'waits' });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    // The backoff's timer (and the call's own timeout) hold the process while it waits.
+    // The backoff's timer (and the call's own timeout) hold the process while it waits: polled,
+    // not slept on, since a loaded machine may take a while to arm them (the wait is ≥ 0.8 s).
+    const armedBy = performance.now() + 500;
+    while (timers().length <= before && performance.now() < armedBy) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
     expect(timers().length).toBeGreaterThan(before);
     const started = performance.now();
     await client.close();
