@@ -311,7 +311,14 @@ export class StreamLink {
       socket.once('error', (error) =>
         fail(new StorageUnavailableError(`cannot reach ${this.url}: ${error.message}`)),
       );
-      socket.once('close', () => fail(new ConnectionLostError(STREAM_CONNECTION_LOST)));
+      // Closed before its ready frame: no call was sent on it yet.
+      socket.once('close', () =>
+        fail(
+          new StorageUnavailableError(
+            `${this.url} closed the stream before it started (nothing was sent)`,
+          ),
+        ),
+      );
       socket.once('message', (data) => {
         const frame = JSON.parse(String(data)) as ServerFrame;
         if (frame.type !== 'ready') {

@@ -1,5 +1,6 @@
 import { createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
 import { RemoteBroker } from '../../src/client/index.js';
 import { ClosedError } from '../../src/core/index.js';
 import { freePort } from '../faults/private-postgres.js';
@@ -93,6 +94,26 @@ describe('the stream link', () => {
     await expect.poll(() => server.sockets[0]?.closed, { timeout: 1000 }).toBe(true);
     expect(server.sockets).toHaveLength(1);
     await expect(queue.publish({ id: 'b' })).rejects.toBeInstanceOf(ClosedError);
+  });
+
+  it('a stream closed by the server before it started fails its waiting call as never sent', async () => {
+    // A WebSocket server that accepts the upgrade and closes before its ready frame.
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    server.on('connection', (socket) => socket.close());
+    await new Promise<void>((resolve) => server.once('listening', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const { port } = server.address() as { port: number };
+    const client = new RemoteBroker(`http://127.0.0.1:${port}`, {
+      transport: 'stream',
+      timeoutMs: 10_000,
+    });
+    cleanups.push(() => client.close());
+    // Not CONNECTION_LOST ("may or may not have taken effect"): nothing went out, so a retry
+    // is safe whatever the call.
+    await expect(client.handle('jobs').publish({ id: 'a' })).rejects.toMatchObject({
+      code: 'STORAGE_UNAVAILABLE',
+      message: expect.stringContaining('nothing was sent'),
+    });
   });
 
   it('close() fails at once a call waiting out the backoff before reconnecting', async () => {
