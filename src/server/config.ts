@@ -248,9 +248,9 @@ export function loadConfig(sources: ConfigSources): ServerConfig {
 }
 
 /**
- * `createApp`'s keys checked as `loadConfig` checks them, and its limits' names and values, every
+ * `createApp`'s keys checked as `loadConfig` checks them, and its limits by name and range, every
  * problem at once: an app built in code, without a config, is refused a short key, a misspelt
- * field or limit, a limit that is no count, rather than served with a key that can never match.
+ * field or limit, a limit out of range, rather than served with a key that can never match.
  */
 export function checkAppOptions(options: { keys?: unknown; limits?: unknown }): void {
   const problems: string[] = [];
@@ -260,26 +260,34 @@ export function checkAppOptions(options: { keys?: unknown; limits?: unknown }): 
   }
   const { limits } = options;
   if (limits !== undefined) {
-    if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
-      problems.push('limits must be an object of limits by name');
+    const prototype =
+      typeof limits === 'object' && limits !== null && Object.getPrototypeOf(limits);
+    if (prototype !== Object.prototype && prototype !== null) {
+      problems.push('limits must be a plain object of limits by name');
     } else {
-      for (const [name, value] of Object.entries(limits)) {
-        const setting = SETTINGS.find((candidate) => candidate.name === name);
-        // A whole ServerConfig given as limits (it extends Limits): its other settings are not
-        // limits, and are left alone.
-        if (setting === undefined) problems.push(`limits: unknown limit ${JSON.stringify(name)}`);
-        if (setting?.kind.type !== 'integer' || !Object.hasOwn(DEFAULT_LIMITS, name)) continue;
-        // The range `serve` keeps to is an operator's; in code any limit the server can apply.
-        const least = Math.min(setting.kind.min, 1);
-        if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < least)) {
-          problems.push(
-            `limits.${name} must be an integer of at least ${least}, got ${show(value)}`,
-          );
-        }
+      for (const [name, value] of Object.entries(limits as object)) {
+        const problem = limitProblem(name, value);
+        if (problem !== undefined) problems.push(problem);
       }
     }
   }
   if (problems.length > 0) throw new ValidationError(problems);
+}
+
+/**
+ * A limit given in code: in the range `serve` takes, but that a size in bytes may be smaller
+ * (tests of frame splitting use a few KiB).
+ */
+function limitProblem(name: string, value: unknown): string | undefined {
+  const kind = SETTINGS.find((setting) => setting.name === name)?.kind;
+  if (kind?.type !== 'integer' || !Object.hasOwn(DEFAULT_LIMITS, name)) {
+    return `limits: ${JSON.stringify(name)} is not a limit`;
+  }
+  if (value === undefined) return undefined;
+  const least = name.endsWith('Bytes') ? 1 : kind.min;
+  return Number.isSafeInteger(value) && (value as number) >= least && (value as number) <= kind.max
+    ? undefined
+    : `limits.${name} must be an integer from ${least} to ${kind.max}, got ${show(value)}`;
 }
 
 function readFile(file: ConfigSources['file'], problems: string[]): Record<string, unknown> {
@@ -388,7 +396,8 @@ function parseKeys(raw: unknown, fromText: boolean): Parsed {
     }
   }
   if (!Array.isArray(value)) return problem('must be an array of keys');
-  const problems = value.flatMap((key, index) => keyProblems(key, `[${index}]`));
+  // By index: an array with holes (`[, key]`) has an undefined where a key should be.
+  const problems = Array.from(value, (key, index) => keyProblems(key, `[${index}]`)).flat();
   if (problems.length === 0) problems.push(...sharedKeyProblems(value as ApiKeyConfig[]));
   return problems.length > 0 ? problem(problems.join('; ')) : ok(value);
 }

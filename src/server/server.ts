@@ -6,6 +6,7 @@ import { redactUrl, storageUrlProblem } from '../engine/index.js';
 import { open } from '../open.js';
 import { createApp } from './app.js';
 import type { ServerConfig } from './config.js';
+import { DEFAULT_LIMITS, type Limits } from './limits.js';
 import { LogBlocks } from './log-blocks.js';
 import type { SqsSettings } from './sqs/context.js';
 import { cutStreams } from './stream/stream-endpoint.js';
@@ -80,7 +81,7 @@ export async function startServer(
   try {
     app = await createApp({
       broker,
-      limits: config,
+      limits: limitsOf(config),
       keys: config.keys,
       logger,
       ui: config.ui,
@@ -172,4 +173,11 @@ async function shutDown(
   }
   logger.info('stopped');
   logger.flush(ignore);
+}
+
+/** The limits among the settings (a ServerConfig has every other setting too). */
+function limitsOf(config: ServerConfig): Limits {
+  return Object.fromEntries(
+    Object.keys(DEFAULT_LIMITS).map((name) => [name, config[name as keyof Limits]]),
+  ) as unknown as Limits;
 }

@@ -156,4 +156,47 @@ describe('receive --auto-ack stopped by a signal while it writes', () => {
     expect((await queue.inspect()).ready).toEqual(['j2', 'j3', 'j4', 'j5']);
     expect(await queue.stats()).toMatchObject({ active: 0, acks: 1 });
   });
+
+  it('a signal while a write waits on a reader that does not read puts that job back too', async () => {
+    const { name, queue } = await queueOf(5);
+    const stop = new AbortController();
+    let writes = 0;
+    const stdout: Output = {
+      write(_chunk: string, done?: (error?: Error | null) => void) {
+        writes += 1;
+        // The second write waits for a reader that never comes; a signal then.
+        if (writes === 1 && done !== undefined) process.nextTick(done);
+        else setTimeout(() => stop.abort(), 20);
+        return writes === 1;
+      },
+    };
+    const run = await receiveInto(stdout, [name, '--auto-ack', '--max', '5'], stop.signal);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'leaseq receive: stopped by a signal: 1 job written and removed; 4 jobs not written put back in the queue\n',
+    );
+    expect((await queue.inspect()).ready).toEqual(['j2', 'j3', 'j4', 'j5']);
+  });
+});
+
+describe('receive --auto-ack against a server that takes few bytes in a batch', () => {
+  it('puts the jobs back in batches small enough, in their order', async () => {
+    const small = await startTestServer({ limits: { maxBodyBytes: 8192 } });
+    try {
+      const name = 'few-bytes';
+      const queue = await small.broker.queue(name);
+      await queue.publishBatch(Array.from({ length: 100 }, (_, n) => ({ id: `j${n + 1}` })));
+      const { context, stderr } = fakeContext({ env: { LEASEQ_SERVER: small.baseUrl } });
+      const code = await runCli(['receive', name, '--auto-ack', '--max', '100'], {
+        ...context,
+        stdout: new ReaderGone(1),
+      });
+      expect(code).toBe(1);
+      expect(stderr.text).toContain('1 job written and removed; 99 jobs not written put back');
+      const ready = (await queue.inspect()).ready;
+      expect(ready).toEqual(Array.from({ length: 99 }, (_, n) => `j${n + 2}`));
+    } finally {
+      await small.close();
+    }
+  });
 });

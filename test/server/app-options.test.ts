@@ -32,13 +32,38 @@ describe('createApp checks its keys and limits as leaseq serve does', () => {
     expect(error.issues.join('\n')).toContain('[2].allow must be a non-empty array');
   });
 
-  it('refuses an unknown limit and one that is no count', async () => {
-    const error = await refusal({ limits: { maxBatch: 0, maxWaitMs: 2.5, maxWaitMS: 1000 } });
+  it('refuses a limit that is none, one out of range, and limits that are no plain object', async () => {
+    const error = await refusal({
+      limits: {
+        maxBatch: 0,
+        maxWaitMs: 2.5,
+        streamHeartbeatMs: 2 ** 40,
+        maxWaitMS: 1000,
+        keys: [],
+      },
+    });
     expect(error.issues).toEqual([
-      'limits.maxBatch must be an integer of at least 1, got 0',
-      'limits.maxWaitMs must be an integer of at least 0, got 2.5',
-      'limits: unknown limit "maxWaitMS"',
+      'limits.maxBatch must be an integer from 1 to 10000, got 0',
+      expect.stringMatching(/^limits\.maxWaitMs must be an integer from 0 to \d+, got 2\.5$/),
+      expect.stringMatching(
+        /^limits\.streamHeartbeatMs must be an integer from \d+ to \d+, got 1099511627776$/,
+      ),
+      'limits: "maxWaitMS" is not a limit',
+      'limits: "keys" is not a limit',
     ]);
+    const map = await refusal({ limits: new Map([['maxBatch', 0]]) });
+    expect(map.issues).toEqual(['limits must be a plain object of limits by name']);
+  });
+
+  it('refuses a list of keys with a hole in it', async () => {
+    const key = {
+      name: 'ops',
+      key: 'ops-key-0123456789',
+      allow: [{ queues: '*', actions: ['admin'] }],
+    };
+    // biome-ignore lint/suspicious/noSparseArray: the hole is what is tested
+    const error = await refusal({ keys: [, key] });
+    expect(error.issues).toEqual(['keys: [0] must be an object']);
   });
 
   it('takes good keys and limits, and a limit left undefined keeps its default', async () => {

@@ -1,4 +1,4 @@
-import type { ReceivedDelivery, RemoteQueue } from '../../client/index.js';
+import { type ReceivedDelivery, RemoteError, type RemoteQueue } from '../../client/index.js';
 import { build } from '../../core/index.js';
 import { type CliContext, type Command, EXIT, type Output } from '../command.js';
 import { integerFlag, positionals } from '../flags.js';
@@ -95,21 +95,21 @@ async function writeThenAck(
   const endHandling = context.handleOutputErrors?.();
   try {
     for (const { text, jobs: batch } of writes) {
+      const sofar = `${jobs(removed)} written and removed${staleNote(stale)};`;
       if (context.stop.aborted) {
-        return await giveBack(
-          queue,
-          left,
-          `stopped by a signal: ${jobs(removed)} written and removed;`,
-          context,
-        );
+        return await giveBack(queue, left, `stopped by a signal: ${sofar}`, context);
       }
-      try {
-        await written(context.stdout, text);
-      } catch (error) {
+      // A write may wait on a full pipe as long as its reader does not read: a signal meanwhile
+      // gives back this job too (its text may be partly written) and those after it.
+      const outcome = await writtenOrStopped(context.stdout, text, context.stop);
+      if (outcome === 'stopped') {
+        return await giveBack(queue, left, `stopped by a signal: ${sofar}`, context);
+      }
+      if (outcome !== 'written') {
+        const { error } = outcome;
         const why =
           error instanceof Error ? ((error as NodeJS.ErrnoException).code ?? error.message) : error;
-        const head = `standard output failed (${why}): ${jobs(removed)} written and removed;`;
-        return await giveBack(queue, left, head, context);
+        return await giveBack(queue, left, `standard output failed (${why}): ${sofar}`, context);
       }
       left = left.slice(batch.length);
       const acked = await queue.ackMany(batch.map((job) => job.token));
@@ -168,19 +168,29 @@ function count(outcomes: Awaited<ReturnType<RemoteQueue['execute']>>): number {
 }
 
 /**
- * The nacks of `build.giveBack`, in executes of at most the server's maxBatch: in their order,
- * so the jobs keep theirs at the front of ready (each execute is one unit, and a larger one is
- * refused whole).
+ * The nacks of `build.giveBack`, in executes of at most the server's maxBatch (and smaller while
+ * one is more bytes than it takes), one after the other: in their order, so the jobs keep theirs
+ * at the front of ready (each execute is one unit, and a larger one is refused whole).
  */
 async function giveBackAll(
   queue: RemoteQueue,
   left: readonly ReceivedDelivery[],
 ): Promise<Awaited<ReturnType<RemoteQueue['execute']>>> {
   const operations = build.giveBack(left.map((job) => job.token));
-  const { maxBatch } = await queue.limits();
+  let size = (await queue.limits()).maxBatch;
   const outcomes: Awaited<ReturnType<RemoteQueue['execute']>> = [];
-  for (let start = 0; start < operations.length; start += maxBatch) {
-    outcomes.push(...(await queue.execute(operations.slice(start, start + maxBatch))));
+  for (let start = 0; start < operations.length; ) {
+    const part = operations.slice(start, start + size);
+    try {
+      outcomes.push(...(await queue.execute(part)));
+      start += part.length;
+    } catch (error) {
+      // More bytes than the server takes in one batch (refused whole, nothing done): smaller.
+      if (!(error instanceof RemoteError && error.code === 'PAYLOAD_TOO_LARGE') || size === 1) {
+        throw error;
+      }
+      size = Math.ceil(size / 2);
+    }
   }
   return outcomes;
 }
@@ -188,6 +198,30 @@ async function giveBackAll(
 /** "1 job", "2 jobs". */
 function jobs(count: number): string {
   return `${count} job${count === 1 ? '' : 's'}`;
+}
+
+/** ", and 2 more written had lost their lease (delivered again)", when some had. */
+function staleNote(stale: number): string {
+  return stale === 0 ? '' : `, and ${stale} more written had lost their lease (delivered again)`;
+}
+
+/** Whether `text` was handed to the system, failed (the error), or `stop` came first. */
+function writtenOrStopped(
+  output: Output,
+  text: string,
+  stop: AbortSignal,
+): Promise<'written' | 'stopped' | { error: unknown }> {
+  let onAbort = () => {};
+  const stopped = new Promise<'stopped'>((resolve) => {
+    // A turn of the loop first: a write that is not waiting on its reader completes in it.
+    onAbort = () => setImmediate(() => resolve('stopped'));
+    stop.addEventListener('abort', onAbort, { once: true });
+  });
+  const write = written(output, text).then(
+    () => 'written' as const,
+    (error: unknown) => ({ error }),
+  );
+  return Promise.race([write, stopped]).finally(() => stop.removeEventListener('abort', onAbort));
 }
 
 /** Resolves once `text` is handed to the system; rejects with the error when that fails. */
