@@ -320,8 +320,8 @@ export class StreamLink {
         ),
       );
       socket.once('message', (data) => {
-        const frame = JSON.parse(String(data)) as ServerFrame;
-        if (frame.type !== 'ready') {
+        const frame = parseFrame(data);
+        if (frame?.type !== 'ready') {
           fail(new StorageUnavailableError(`${this.url} did not start the stream`));
           return;
         }
@@ -338,21 +338,27 @@ export class StreamLink {
     this.connections += 1;
     const openedAt = performance.now();
     let alive = true;
-    const heartbeat = setInterval(() => {
-      if (!alive) {
-        socket.terminate();
-        return;
-      }
-      alive = false;
-      socket.ping();
-    }, heartbeatMs);
+    const heartbeat = setInterval(
+      () => {
+        if (!alive) {
+          socket.terminate();
+          return;
+        }
+        alive = false;
+        socket.ping();
+      },
+      Math.min(heartbeatMs, MAX_TIMER_MS),
+    ); // longer: Node would fire it every millisecond
     heartbeat.unref();
     socket.on('pong', () => {
       alive = true;
     });
     socket.on('message', (data) => {
       alive = true;
-      this.dispatch(JSON.parse(String(data)) as ServerFrame);
+      const frame = parseFrame(data);
+      // Not a frame of the protocol: the connection is not to be trusted with more calls.
+      if (frame === undefined) socket.terminate();
+      else this.dispatch(frame);
     });
     socket.on('error', () => {});
     socket.on('close', () => {
@@ -427,5 +433,17 @@ export class StreamLink {
       entry.reject(error);
     }
     for (const listener of listeners) listener.lost();
+  }
+}
+
+/** A server frame, or undefined for text that is not a JSON object with a `type`. */
+function parseFrame(data: unknown): ServerFrame | undefined {
+  try {
+    const frame: unknown = JSON.parse(String(data));
+    return typeof frame === 'object' && frame !== null && 'type' in frame
+      ? (frame as ServerFrame)
+      : undefined;
+  } catch {
+    return undefined;
   }
 }

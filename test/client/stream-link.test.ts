@@ -116,6 +116,46 @@ describe('the stream link', () => {
     });
   });
 
+  it('a frame that is not JSON ends the connection with a typed error, never an uncaught one', async () => {
+    const limits = {
+      maxFrameBytes: 1024 * 1024,
+      maxBatch: 100,
+      maxPrefetch: 1000,
+      maxSubscriptions: 64,
+      heartbeatMs: 15_000,
+    };
+    let started = true;
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    server.on('connection', (socket) => {
+      if (!started) {
+        socket.send('not json');
+        return;
+      }
+      socket.send(JSON.stringify({ type: 'ready', version: '1', limits }));
+      socket.once('message', () => socket.send('{"no": "type"'));
+    });
+    await new Promise<void>((resolve) => server.once('listening', resolve));
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const client of server.clients) client.terminate();
+          server.close(() => resolve());
+        }),
+    );
+    const { port } = server.address() as { port: number };
+    const client = new RemoteBroker(`http://127.0.0.1:${port}`, {
+      transport: 'stream',
+      timeoutMs: 10_000,
+    });
+    cleanups.push(() => client.close());
+    await expect(client.handle('jobs').stats()).rejects.toMatchObject({ code: 'CONNECTION_LOST' });
+    started = false;
+    await expect(client.handle('jobs').stats()).rejects.toMatchObject({
+      code: 'STORAGE_UNAVAILABLE',
+      message: expect.stringContaining('did not start the stream'),
+    });
+  });
+
   it('close() fails at once a call waiting out the backoff before reconnecting', async () => {
     const client = new RemoteBroker(`http://127.0.0.1:${await freePort()}`, {
       transport: 'stream',
