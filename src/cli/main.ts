@@ -26,12 +26,14 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 // jobs it did not write, then says so) hears them through its writes' callbacks meanwhile.
 const SIGPIPE_EXIT = 141;
 let outputErrorsHandled = 0;
+let outputErrorsSaid = false;
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (error: NodeJS.ErrnoException) => {
     if (stream === process.stdout && outputErrorsHandled > 0) return;
     if (error.code === 'EPIPE') process.exit(SIGPIPE_EXIT);
-    // Any other failure (a full disk, `> /dev/full`): one line, not a stack trace, and exit 1.
-    if (stream === process.stdout) {
+    // Any other failure (a full disk, `> /dev/full`): one line, not a stack trace, and exit 1;
+    // none when a command that handled output failures has said so already.
+    if (stream === process.stdout && !outputErrorsSaid) {
       process.stderr.write(`leaseq: cannot write standard output: ${error.message}\n`);
     }
     process.exit(1);
@@ -39,6 +41,7 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 function handleOutputErrors(): () => void {
   outputErrorsHandled += 1;
+  outputErrorsSaid = true;
   let ended = false;
   return () => {
     if (!ended) outputErrorsHandled -= 1;

@@ -164,14 +164,25 @@ async function publishLines(
   const counts = { published: 0, duplicates: 0 };
   const source = input.stream;
   let batch: Line[] = [];
+  // With --json each job's line is written as it is published: standard output failing (a full
+  // disk) stops the reading after the batch in hand, said on stderr with what was published,
+  // rather than ending the process with some of the input sent and no word of how much.
+  let outputFailed: Error | undefined;
+  let lastLine = 0;
+  const endHandling = values.json ? context.handleOutputErrors?.() : undefined;
   const flush = async () => {
     if (batch.length === 0) return;
     const results = await publishBatch(queue, batch, counts);
     for (const result of results) {
       if (result.duplicate) counts.duplicates += 1;
       else counts.published += 1;
-      if (values.json) printJson(context, result);
+      if (values.json) {
+        context.stdout.write(`${JSON.stringify(result)}\n`, (error) => {
+          if (error) outputFailed ??= error;
+        });
+      }
     }
+    lastLine = batch.at(-1)?.number ?? lastLine;
     bar.update(bytes, total, `${counts.published + counts.duplicates} jobs`);
     batch = [];
   };
@@ -202,12 +213,21 @@ async function publishLines(
       }
       batch.push(next.value);
       if (batch.length >= batchSize) await flush();
+      if (outputFailed !== undefined) break;
     }
-    await flush();
+    if (outputFailed === undefined) await flush();
   } finally {
     bar.finish();
     // A refused batch ends the reading too: the input is let go, as a for-await would.
     await lines.return(undefined);
+    endHandling?.();
+  }
+  if (outputFailed !== undefined) {
+    const code = (outputFailed as NodeJS.ErrnoException).code ?? outputFailed.message;
+    context.stderr.write(
+      `leaseq publish: standard output failed (${code}): stopped after line ${lastLine}; ${counts.published} jobs published (${counts.duplicates} duplicates), the lines after it not sent\n`,
+    );
+    return EXIT.failed;
   }
   if (!values.json) {
     const stopped = stoppedBefore === undefined ? '' : `; stopped before line ${stoppedBefore}`;
