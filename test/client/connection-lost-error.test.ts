@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer } from 'ws';
 import { ConnectionLostError, RemoteBroker } from '../../src/client/index.js';
+import { fakeStreamServer, READY_FRAME } from './fake-stream-server.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -11,29 +11,11 @@ afterEach(async () => {
  * A WebSocket server on 127.0.0.1 that starts the stream (its ready frame) and closes the
  * connection when the first frame comes in: a call in flight when the connection drops.
  */
-async function closingServer(): Promise<string> {
-  const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-  const limits = {
-    maxFrameBytes: 1024 * 1024,
-    maxBatch: 100,
-    maxPrefetch: 1000,
-    maxSubscriptions: 64,
-    heartbeatMs: 15_000,
-  };
-  server.on('connection', (socket) => {
-    socket.send(JSON.stringify({ type: 'ready', version: '1', limits }));
+function closingServer(): Promise<string> {
+  return fakeStreamServer((socket) => {
+    socket.send(READY_FRAME);
     socket.once('message', () => socket.close());
-  });
-  await new Promise<void>((resolve) => server.once('listening', resolve));
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        for (const client of server.clients) client.terminate();
-        server.close(() => resolve());
-      }),
-  );
-  const { port } = server.address() as { port: number };
-  return `http://127.0.0.1:${port}`;
+  }, cleanups);
 }
 
 describe('ConnectionLostError messages', () => {

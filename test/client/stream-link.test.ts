@@ -1,9 +1,9 @@
 import { createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer } from 'ws';
 import { RemoteBroker } from '../../src/client/index.js';
 import { ClosedError } from '../../src/core/index.js';
 import { freePort } from '../faults/private-postgres.js';
+import { fakeStreamServer, READY_FRAME } from './fake-stream-server.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -98,15 +98,8 @@ describe('the stream link', () => {
 
   it('a stream closed by the server before it started fails its waiting call as never sent', async () => {
     // A WebSocket server that accepts the upgrade and closes before its ready frame.
-    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-    server.on('connection', (socket) => socket.close());
-    await new Promise<void>((resolve) => server.once('listening', resolve));
-    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-    const { port } = server.address() as { port: number };
-    const client = new RemoteBroker(`http://127.0.0.1:${port}`, {
-      transport: 'stream',
-      timeoutMs: 10_000,
-    });
+    const url = await fakeStreamServer((socket) => socket.close(), cleanups);
+    const client = new RemoteBroker(url, { transport: 'stream', timeoutMs: 10_000 });
     cleanups.push(() => client.close());
     // Not CONNECTION_LOST ("may or may not have taken effect"): nothing went out, so a retry
     // is safe whatever the call.
@@ -117,36 +110,16 @@ describe('the stream link', () => {
   });
 
   it('a frame that is not JSON ends the connection with a typed error, never an uncaught one', async () => {
-    const limits = {
-      maxFrameBytes: 1024 * 1024,
-      maxBatch: 100,
-      maxPrefetch: 1000,
-      maxSubscriptions: 64,
-      heartbeatMs: 15_000,
-    };
     let started = true;
-    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-    server.on('connection', (socket) => {
+    const url = await fakeStreamServer((socket) => {
       if (!started) {
         socket.send('not json');
         return;
       }
-      socket.send(JSON.stringify({ type: 'ready', version: '1', limits }));
+      socket.send(READY_FRAME);
       socket.once('message', () => socket.send('{"no": "type"'));
-    });
-    await new Promise<void>((resolve) => server.once('listening', resolve));
-    cleanups.push(
-      () =>
-        new Promise<void>((resolve) => {
-          for (const client of server.clients) client.terminate();
-          server.close(() => resolve());
-        }),
-    );
-    const { port } = server.address() as { port: number };
-    const client = new RemoteBroker(`http://127.0.0.1:${port}`, {
-      transport: 'stream',
-      timeoutMs: 10_000,
-    });
+    }, cleanups);
+    const client = new RemoteBroker(url, { transport: 'stream', timeoutMs: 10_000 });
     cleanups.push(() => client.close());
     await expect(client.handle('jobs').stats()).rejects.toMatchObject({ code: 'CONNECTION_LOST' });
     started = false;
