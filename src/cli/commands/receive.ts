@@ -119,7 +119,8 @@ async function writeThenAck(
   } catch (error) {
     // The server refused an ack, or went away: the jobs not written go back, if it still can;
     // those of the ack in question were written and may or may not be removed.
-    const putBack = left.length === 0 ? 0 : await giveBackAll(queue, left).then(count, () => 0);
+    const putBack =
+      left.length === 0 ? 0 : await giveBackAll(queue, left).then(putBackCount, () => 0);
     context.stderr.write(
       `leaseq receive: ${jobs(removed)} written and removed; the last written may be delivered again; ${jobs(putBack)} not written put back in the queue${putBack === left.length ? '' : `, ${left.length - putBack} left leased until their leases end`}\n`,
     );
@@ -144,7 +145,7 @@ async function giveBack(
   head: string,
   context: CliContext,
 ): Promise<number> {
-  let outcomes: Awaited<ReturnType<RemoteQueue['execute']>>;
+  let outcomes: Outcomes;
   try {
     outcomes = await giveBackAll(queue, left);
   } catch (failure) {
@@ -154,7 +155,7 @@ async function giveBack(
     );
     return EXIT.failed;
   }
-  const putBack = count(outcomes);
+  const putBack = putBackCount(outcomes);
   const lost = left.length - putBack;
   context.stderr.write(
     `leaseq receive: ${head} ${jobs(putBack)} not written put back in the queue${lost === 0 ? '' : ` (${lost} had lost their lease already: delivered again)`}\n`,
@@ -163,7 +164,7 @@ async function giveBack(
 }
 
 /** How many of a give-back's nacks put their job back. */
-function count(outcomes: Awaited<ReturnType<RemoteQueue['execute']>>): number {
+function putBackCount(outcomes: Outcomes): number {
   return outcomes.filter((outcome) => outcome.ok && outcome.value === true).length;
 }
 
@@ -175,10 +176,10 @@ function count(outcomes: Awaited<ReturnType<RemoteQueue['execute']>>): number {
 async function giveBackAll(
   queue: RemoteQueue,
   left: readonly ReceivedDelivery[],
-): Promise<Awaited<ReturnType<RemoteQueue['execute']>>> {
+): Promise<Outcomes> {
   const operations = build.giveBack(left.map((job) => job.token));
   let size = (await queue.limits()).maxBatch;
-  const outcomes: Awaited<ReturnType<RemoteQueue['execute']>> = [];
+  const outcomes: Outcomes = [];
   for (let start = 0; start < operations.length; ) {
     const part = operations.slice(start, start + size);
     try {
@@ -194,6 +195,9 @@ async function giveBackAll(
   }
   return outcomes;
 }
+
+/** The answers of a queue's execute. */
+type Outcomes = Awaited<ReturnType<RemoteQueue['execute']>>;
 
 /** "1 job", "2 jobs". */
 function jobs(count: number): string {
