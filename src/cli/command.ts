@@ -27,9 +27,11 @@ export interface CliContext {
    * From this call until the function it returns is called, a failure of standard output (its
    * reader went away) is the command's to handle, heard through `done` of its writes: the
    * process is not ended for it. `receive --auto-ack` so gives back the jobs it did not write.
+   * The function returned takes `said`: true when the command told of the failure on stderr
+   * (a later failure of the same output then ends the process without a second word).
    * Absent (tests): nothing ends the process for it anyway.
    */
-  handleOutputErrors?: () => () => void;
+  handleOutputErrors?: () => (said?: boolean) => void;
 }
 
 export type OptionsConfig = NonNullable<ParseArgsConfig['options']>;

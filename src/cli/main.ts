@@ -39,13 +39,13 @@ for (const stream of [process.stdout, process.stderr]) {
     process.exit(1);
   });
 }
-function handleOutputErrors(): () => void {
+function handleOutputErrors(): (said?: boolean) => void {
   outputErrorsHandled += 1;
-  outputErrorsSaid = true;
   let ended = false;
-  return () => {
+  return (said = false) => {
     if (!ended) outputErrorsHandled -= 1;
     ended = true;
+    if (said) outputErrorsSaid = true;
   };
 }
 

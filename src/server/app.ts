@@ -80,7 +80,9 @@ const TIMEOUT_CHECK_MS = 1000;
  */
 export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   checkAppOptions(options);
-  const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
+  // A limit given as undefined keeps its default (a config written in JavaScript may say so).
+  const given = Object.entries(options.limits ?? {}).filter(([, value]) => value !== undefined);
+  const limits: Limits = { ...DEFAULT_LIMITS, ...Object.fromEntries(given) };
   const logger = options.logger ?? pino({ level: 'silent' });
   const receipts = new Receipts(
     await receiptSigningKey(options.broker, options.receiptSecret, logger),

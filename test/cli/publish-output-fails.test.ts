@@ -68,4 +68,22 @@ describe('publish --json when standard output fails', () => {
     expect((await queue.stats()).published).toBe(Number(published));
     expect(held).toBe(0);
   });
+
+  it('says so when the failure comes with the last batch, whose writes answer last', async () => {
+    const queue = await server.broker.queue('publish-full-last');
+    const lines = Array.from({ length: 5 }, (_, n) => JSON.stringify({ payload: n + 1 }));
+    const { context, stderr } = fakeContext({
+      env: { LEASEQ_SERVER: server.baseUrl },
+      stdin: `${lines.join('\n')}\n`,
+    });
+    const code = await runCli(['publish', 'publish-full-last', '--file', '-', '--json'], {
+      ...context,
+      stdout: failingAfter(0),
+    });
+    expect(code).toBe(1);
+    expect(stderr.text).toBe(
+      'leaseq publish: standard output failed (ENOSPC): stopped after line 5; 5 jobs published (0 duplicates), the lines after it not sent\n',
+    );
+    expect((await queue.stats()).published).toBe(5);
+  });
 });

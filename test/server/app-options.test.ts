@@ -84,6 +84,13 @@ describe('createApp checks its keys and limits as leaseq serve does', () => {
         payload: '{}',
       });
       expect(answer.statusCode).toBe(201);
+      const limits = await app.inject({
+        method: 'GET',
+        url: '/v1/limits',
+        headers: { authorization: 'Bearer ops-key-0123456789' },
+      });
+      expect(limits.statusCode).toBe(200);
+      expect(limits.json()).toMatchObject({ maxBatch: 10, maxWaitMs: 20_000 });
       await app.close();
     } finally {
       await broker.close();

@@ -216,11 +216,21 @@ async function publishLines(
       if (outputFailed !== undefined) break;
     }
     if (outputFailed === undefined) await flush();
+    // The last lines' writes answer once written: a failure among them is heard here too.
+    if (values.json) {
+      await new Promise<void>((resolve) => {
+        context.stdout.write('', (error) => {
+          if (error) outputFailed ??= error;
+          resolve();
+        });
+      });
+    }
   } finally {
     bar.finish();
     // A refused batch ends the reading too: the input is let go, as a for-await would.
     await lines.return(undefined);
-    endHandling?.();
+    // Said just below when it failed (or drowned by the error thrown).
+    endHandling?.(outputFailed !== undefined);
   }
   if (outputFailed !== undefined) {
     const code = (outputFailed as NodeJS.ErrnoException).code ?? outputFailed.message;

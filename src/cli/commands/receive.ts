@@ -93,22 +93,27 @@ async function writeThenAck(
   let stale = 0;
   let left = [...deliveries];
   const endHandling = context.handleOutputErrors?.();
+  // Whether stderr told of a failure of the output: a later one then ends the process quietly.
+  let said = false;
   try {
     for (const { text, jobs: batch } of writes) {
       const sofar = `${jobs(removed)} written and removed${staleNote(stale)};`;
       if (context.stop.aborted) {
+        said = true;
         return await giveBack(queue, left, `stopped by a signal: ${sofar}`, context);
       }
       // A write may wait on a full pipe as long as its reader does not read: a signal meanwhile
       // gives back this job too (its text may be partly written) and those after it.
       const outcome = await writtenOrStopped(context.stdout, text, context.stop);
       if (outcome === 'stopped') {
+        said = true;
         return await giveBack(queue, left, `stopped by a signal: ${sofar}`, context);
       }
       if (outcome !== 'written') {
         const { error } = outcome;
         const why =
           error instanceof Error ? ((error as NodeJS.ErrnoException).code ?? error.message) : error;
+        said = true;
         return await giveBack(queue, left, `standard output failed (${why}): ${sofar}`, context);
       }
       left = left.slice(batch.length);
@@ -126,7 +131,7 @@ async function writeThenAck(
     );
     throw error;
   } finally {
-    endHandling?.();
+    endHandling?.(said);
   }
   if (stale === 0) return EXIT.ok;
   context.stderr.write(
