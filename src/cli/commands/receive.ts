@@ -102,12 +102,19 @@ async function writeThenAck(
         said = true;
         return await giveBack(queue, left, `stopped by a signal: ${sofar}`, context);
       }
-      // A write may wait on a full pipe as long as its reader does not read: a signal meanwhile
-      // gives back this job too (its text may be partly written) and those after it.
+      // A write may wait on a full pipe as long as its reader does not read. A signal meanwhile
+      // takes its text as written (handed to the process's output, it reaches the reader if
+      // the reader reads: given back, the job could be shown and run again) and gives back
+      // those after it.
       const outcome = await writtenOrStopped(context.stdout, text, context.stop);
       if (outcome === 'stopped') {
+        left = left.slice(batch.length);
+        const acked = await ackAll(queue, batch);
+        removed += acked.filter(Boolean).length;
+        stale += acked.filter((done) => !done).length;
+        const pending = `${jobs(removed)} written (the last still waiting for its reader) and removed${staleNote(stale)};`;
         said = true;
-        return await giveBack(queue, left, `stopped by a signal: ${sofar}`, context);
+        return await giveBack(queue, left, `stopped by a signal: ${pending}`, context);
       }
       if (outcome !== 'written') {
         const { error } = outcome;
@@ -117,7 +124,7 @@ async function writeThenAck(
         return await giveBack(queue, left, `standard output failed (${why}): ${sofar}`, context);
       }
       left = left.slice(batch.length);
-      const acked = await queue.ackMany(batch.map((job) => job.token));
+      const acked = await ackAll(queue, batch);
       removed += acked.filter(Boolean).length;
       stale += acked.filter((done) => !done).length;
     }
@@ -174,31 +181,44 @@ function putBackCount(outcomes: Outcomes): number {
 }
 
 /**
- * The nacks of `build.giveBack`, in executes of at most the server's maxBatch (and smaller while
- * one is more bytes than it takes), one after the other: in their order, so the jobs keep theirs
- * at the front of ready (each execute is one unit, and a larger one is refused whole).
+ * The nacks of `build.giveBack`, in order, so the jobs keep theirs at the front of ready (in
+ * executes that the server takes: see inParts).
  */
-async function giveBackAll(
-  queue: RemoteQueue,
-  left: readonly ReceivedDelivery[],
-): Promise<Outcomes> {
+function giveBackAll(queue: RemoteQueue, left: readonly ReceivedDelivery[]): Promise<Outcomes> {
   const operations = build.giveBack(left.map((job) => job.token));
+  return inParts(queue, operations, (part) => queue.execute(part));
+}
+
+/** Acks of the jobs written, answered for each (in parts the server takes: see inParts). */
+function ackAll(queue: RemoteQueue, written: readonly ReceivedDelivery[]): Promise<boolean[]> {
+  return inParts(queue, written, (part) => queue.ackMany(part.map((job) => job.token)));
+}
+
+/**
+ * `run` over `items` in parts one after the other, in their order: at most the server's
+ * maxBatch, and smaller while a part is more bytes than it takes in one batch (refused whole,
+ * nothing done).
+ */
+async function inParts<T, R>(
+  queue: RemoteQueue,
+  items: readonly T[],
+  run: (part: T[]) => Promise<R[]>,
+): Promise<R[]> {
   let size = (await queue.limits()).maxBatch;
-  const outcomes: Outcomes = [];
-  for (let start = 0; start < operations.length; ) {
-    const part = operations.slice(start, start + size);
+  const answers: R[] = [];
+  for (let start = 0; start < items.length; ) {
+    const part = items.slice(start, start + size);
     try {
-      outcomes.push(...(await queue.execute(part)));
+      answers.push(...(await run(part)));
       start += part.length;
     } catch (error) {
-      // More bytes than the server takes in one batch (refused whole, nothing done): smaller.
       if (!(error instanceof RemoteError && error.code === 'PAYLOAD_TOO_LARGE') || size === 1) {
         throw error;
       }
       size = Math.ceil(size / 2);
     }
   }
-  return outcomes;
+  return answers;
 }
 
 /** The answers of a queue's execute. */
