@@ -321,12 +321,16 @@ export class StreamLink {
       );
       socket.once('message', (data) => {
         const frame = parseFrame(data);
-        if (frame?.type !== 'ready') {
+        // The limits are what every later frame is sized and timed by: a ready frame without
+        // them (a server of another protocol) starts nothing.
+        const limits = frame?.type === 'ready' ? frame.limits : undefined;
+        const heartbeatMs: unknown = limits?.heartbeatMs;
+        if (limits === undefined || typeof heartbeatMs !== 'number' || !(heartbeatMs >= 1)) {
           fail(new StorageUnavailableError(`${this.url} did not start the stream`));
           return;
         }
         timer.clear();
-        this.limits = frame.limits;
+        this.limits = limits;
         socket.removeAllListeners();
         resolve();
       });
@@ -356,9 +360,17 @@ export class StreamLink {
     socket.on('message', (data) => {
       alive = true;
       const frame = parseFrame(data);
-      // Not a frame of the protocol: the connection is not to be trusted with more calls.
-      if (frame === undefined) socket.terminate();
-      else this.dispatch(frame);
+      // Not a frame of the protocol (not JSON, or not the shape its type says): the connection
+      // is not to be trusted with more calls.
+      if (frame === undefined) {
+        socket.terminate();
+        return;
+      }
+      try {
+        this.dispatch(frame);
+      } catch {
+        socket.terminate();
+      }
     });
     socket.on('error', () => {});
     socket.on('close', () => {
@@ -436,14 +448,39 @@ export class StreamLink {
   }
 }
 
-/** A server frame, or undefined for text that is not a JSON object with a `type`. */
+/**
+ * A server frame, or undefined for text that is not one: not JSON, or without the fields its
+ * type is read by (a server of another version, or a broken one).
+ */
 function parseFrame(data: unknown): ServerFrame | undefined {
+  let frame: unknown;
   try {
-    const frame: unknown = JSON.parse(String(data));
-    return typeof frame === 'object' && frame !== null && 'type' in frame
-      ? (frame as ServerFrame)
-      : undefined;
+    frame = JSON.parse(String(data));
   } catch {
     return undefined;
+  }
+  if (typeof frame !== 'object' || frame === null) return undefined;
+  const fields = frame as Record<string, unknown>;
+  const { error } = fields;
+  const hasError = typeof error === 'object' && error !== null && 'code' in error;
+  switch (fields.type) {
+    case 'ready':
+      return frame as ServerFrame;
+    case 'results':
+      return Array.isArray(fields.results) ? (frame as ServerFrame) : undefined;
+    case 'subscribed':
+      return typeof fields.subscription === 'number' ? (frame as ServerFrame) : undefined;
+    case 'deliveries':
+      return typeof fields.subscription === 'number' && Array.isArray(fields.deliveries)
+        ? (frame as ServerFrame)
+        : undefined;
+    case 'unsubscribed':
+      return typeof fields.subscription === 'number' && (error === undefined || hasError)
+        ? (frame as ServerFrame)
+        : undefined;
+    case 'error':
+      return hasError ? (frame as ServerFrame) : undefined;
+    default:
+      return undefined;
   }
 }

@@ -129,6 +129,30 @@ describe('the stream link', () => {
     });
   });
 
+  it('a ready frame without limits starts nothing, and a frame of the wrong shape ends the stream', async () => {
+    let withLimits = false;
+    const url = await fakeStreamServer((socket) => {
+      if (!withLimits) {
+        socket.send(JSON.stringify({ type: 'ready', version: '1' }));
+        return;
+      }
+      socket.send(READY_FRAME);
+      // An error answer without its error: a server of another version, or a broken one.
+      socket.once('message', (data) => {
+        const { id } = JSON.parse(String(data)) as { id: number };
+        socket.send(JSON.stringify({ type: 'error', id }));
+      });
+    }, cleanups);
+    const client = new RemoteBroker(url, { transport: 'stream', timeoutMs: 10_000 });
+    cleanups.push(() => client.close());
+    await expect(client.handle('jobs').stats()).rejects.toMatchObject({
+      code: 'STORAGE_UNAVAILABLE',
+      message: expect.stringContaining('did not start the stream'),
+    });
+    withLimits = true;
+    await expect(client.handle('jobs').stats()).rejects.toMatchObject({ code: 'CONNECTION_LOST' });
+  });
+
   it('close() fails at once a call waiting out the backoff before reconnecting', async () => {
     const client = new RemoteBroker(`http://127.0.0.1:${await freePort()}`, {
       transport: 'stream',
