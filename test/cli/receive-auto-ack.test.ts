@@ -67,7 +67,7 @@ async function receiveInto(stdout: Output, argv: string[], stop?: AbortSignal) {
 }
 
 describe('receive --auto-ack when standard output fails', () => {
-  it('removes only the job written and puts the others back, unworked and in order', async () => {
+  it('R33 removes only the job written and puts the others back, unworked and in order', async () => {
     const { name, queue } = await queueOf(5);
     const stdout = new ReaderGone(1);
     const run = await receiveInto(stdout, [name, '--auto-ack', '--max', '5']);

@@ -61,7 +61,7 @@ async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
 }
 
 describe('the next deliveries a subscription reserves with acks', () => {
-  it('are pushed when a credit frame lowers the prefetch before they are, and none go back unworked', async () => {
+  it('R33 are pushed when a credit frame lowers the prefetch before they are, and none go back unworked', async () => {
     const { real, baseUrl, decided, release } = await serveWithHeldRefill();
     const jobs = await real.queue('jobs', { visibility: 60_000 });
     await jobs.publishBatch(Array.from({ length: 10 }, (_, n) => ({ id: `j${n}` })));
