@@ -1,9 +1,10 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PublishInput } from '../../src/core/index.js';
-import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
+import type { QueueHandle } from '../../src/engine/index.js';
 import { MOVE_CHUNK } from '../../src/engine/sql/queue-ops.js';
-import { POSTGRES_URL, postgresSkipReason } from '../crash/postgres.js';
+import { POSTGRES_URL } from '../crash/postgres.js';
+import { postgresEngineForFile } from './postgres-engine-for-file.js';
 import { roundTrips } from './round-trips.js';
 
 /**
@@ -12,19 +13,8 @@ import { roundTrips } from './round-trips.js';
  * every queue of the engine waiting. Its statements are per chunk of MOVE_CHUNK jobs: the
  * look-ups, the moves, the members that went on in their groups.
  */
-let skip: string | undefined;
-let engine: Engine | undefined;
-
-beforeAll(async () => {
-  skip = await postgresSkipReason();
-  if (skip === undefined) engine = await openEngine(POSTGRES_URL);
-});
-
-afterAll(async () => {
-  await engine?.close();
-});
-
-const name = (label: string) => `move-trips-${label}-${process.pid}-${Date.now()}`;
+const postgres = postgresEngineForFile('move-trips');
+const name = postgres.name;
 
 async function publishAll(queue: QueueHandle, jobs: PublishInput[]): Promise<void> {
   for (let start = 0; start < jobs.length; start += 1000) {
@@ -41,7 +31,8 @@ const JOBS: PublishInput[] = [
 
 describe('PostgreSQL: moveJobs costs statements per chunk of jobs, not per job', () => {
   it('R26 R24 moving thousands of jobs, a long group among them, to another queue', async (context) => {
-    if (skip !== undefined || engine === undefined) return context.skip(skip);
+    const { engine } = postgres;
+    if (engine === undefined) return context.skip(postgres.skip);
     const from = name('from');
     const to = name('to');
     const source = await engine.queue(from);
@@ -61,7 +52,8 @@ describe('PostgreSQL: moveJobs costs statements per chunk of jobs, not per job',
   });
 
   it('R26 moving thousands of jobs named by id', async (context) => {
-    if (skip !== undefined || engine === undefined) return context.skip(skip);
+    const { engine } = postgres;
+    if (engine === undefined) return context.skip(postgres.skip);
     const from = name('named-from');
     const to = name('named-to');
     const source = await engine.queue(from);
@@ -82,7 +74,8 @@ describe('PostgreSQL: moveJobs costs statements per chunk of jobs, not per job',
 
 describe('PostgreSQL: moveJobs locks only the queues it moves jobs into', () => {
   it('R26 a move with max is not held up by a lock on the origin of a job past max', async (context) => {
-    if (skip !== undefined || engine === undefined) return context.skip(skip);
+    const { engine } = postgres;
+    if (engine === undefined) return context.skip(postgres.skip);
     const dlq = name('dlq');
     const a = name('a');
     const b = name('b');

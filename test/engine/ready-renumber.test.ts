@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Engine, openEngine } from '../../src/engine/index.js';
-import { POSTGRES_URL, postgresSkipReason } from '../crash/postgres.js';
+import { describe, expect, it } from 'vitest';
+import { postgresEngineForFile } from './postgres-engine-for-file.js';
 import { roundTrips } from './round-trips.js';
 
 /**
@@ -10,23 +9,13 @@ import { roundTrips } from './round-trips.js';
  * 2,000 take 90 s, with every queue of the engine waiting (one transaction at a time).
  */
 const N = 300;
-let skip: string | undefined;
-let engine: Engine | undefined;
-
-beforeAll(async () => {
-  skip = await postgresSkipReason();
-  if (skip === undefined) engine = await openEngine(POSTGRES_URL);
-});
-
-afterAll(async () => {
-  await engine?.close();
-});
-
-const name = (label: string) => `renumber-${label}-${process.pid}-${Date.now()}`;
+const postgres = postgresEngineForFile('renumber');
+const name = postgres.name;
 
 describe('SQL engines: closing up ready positions costs statements per band, not per job', () => {
   it('R28 a cancel of a job in the middle of ready', async (context) => {
-    if (skip !== undefined || engine === undefined) return context.skip(skip);
+    const { engine } = postgres;
+    if (engine === undefined) return context.skip(postgres.skip);
     const queueName = name('cancel');
     const queue = await engine.queue(queueName);
     try {
@@ -46,7 +35,8 @@ describe('SQL engines: closing up ready positions costs statements per band, not
   });
 
   it('R28 a cancel near either end of ready moves only the jobs between it and that end', async (context) => {
-    if (skip !== undefined || engine === undefined) return context.skip(skip);
+    const { engine } = postgres;
+    if (engine === undefined) return context.skip(postgres.skip);
     const queueName = name('cancel-ends');
     const queue = await engine.queue(queueName);
     try {
@@ -77,7 +67,8 @@ describe('SQL engines: closing up ready positions costs statements per band, not
   });
 
   it('R30 the expiry of every other ready job, in one step', async (context) => {
-    if (skip !== undefined || engine === undefined) return context.skip(skip);
+    const { engine } = postgres;
+    if (engine === undefined) return context.skip(postgres.skip);
     const queueName = name('expiry');
     const queue = await engine.queue(queueName);
     try {
@@ -105,7 +96,8 @@ describe('SQL engines: closing up ready positions costs statements per band, not
   });
 
   it('R26 R24 moveJobs of a whole group looks at each job once, not once per member moved', async (context) => {
-    if (skip !== undefined || engine === undefined) return context.skip(skip);
+    const { engine } = postgres;
+    if (engine === undefined) return context.skip(postgres.skip);
     const from = name('group-from');
     const to = name('group-to');
     const source = await engine.queue(from);
