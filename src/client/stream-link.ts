@@ -321,16 +321,12 @@ export class StreamLink {
       );
       socket.once('message', (data) => {
         const frame = parseFrame(data);
-        // The limits are what every later frame is sized and timed by: a ready frame without
-        // them (a server of another protocol) starts nothing.
-        const limits = frame?.type === 'ready' ? frame.limits : undefined;
-        const heartbeatMs: unknown = limits?.heartbeatMs;
-        if (limits === undefined || typeof heartbeatMs !== 'number' || !(heartbeatMs >= 1)) {
+        if (frame?.type !== 'ready') {
           fail(new StorageUnavailableError(`${this.url} did not start the stream`));
           return;
         }
         timer.clear();
-        this.limits = limits;
+        this.limits = frame.limits;
         socket.removeAllListeners();
         resolve();
       });
@@ -464,8 +460,18 @@ function parseFrame(data: unknown): ServerFrame | undefined {
   const { error } = fields;
   const hasError = typeof error === 'object' && error !== null && 'code' in error;
   switch (fields.type) {
-    case 'ready':
-      return frame as ServerFrame;
+    case 'ready': {
+      // The limits are what every later frame is sized and timed by: a ready frame without
+      // them (a server of another protocol) starts nothing.
+      const { limits } = fields;
+      const heartbeatMs =
+        typeof limits === 'object' && limits !== null
+          ? (limits as Record<string, unknown>).heartbeatMs
+          : undefined;
+      return typeof heartbeatMs === 'number' && heartbeatMs >= 1
+        ? (frame as ServerFrame)
+        : undefined;
+    }
     case 'results':
       return Array.isArray(fields.results) ? (frame as ServerFrame) : undefined;
     case 'subscribed':
