@@ -52,7 +52,11 @@ export async function withClient<T>(
   }
 }
 
-/** Writes one JSON document (or line) to standard output. */
-export function printJson(context: CliContext, value: unknown): void {
-  context.stdout.write(`${JSON.stringify(value)}\n`);
+/** Writes one JSON document (or line) to standard output; `done` as for Output.write. */
+export function printJson(
+  context: CliContext,
+  value: unknown,
+  done?: (error?: Error | null) => void,
+): void {
+  context.stdout.write(`${JSON.stringify(value)}\n`, done);
 }

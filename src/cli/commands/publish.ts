@@ -177,7 +177,7 @@ async function publishLines(
       if (result.duplicate) counts.duplicates += 1;
       else counts.published += 1;
       if (values.json) {
-        context.stdout.write(`${JSON.stringify(result)}\n`, (error) => {
+        printJson(context, result, (error) => {
           if (error) outputFailed ??= error;
         });
       }
