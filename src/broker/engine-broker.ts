@@ -28,6 +28,7 @@ import type {
   EngineTransaction,
   QueueHandle,
   SqlParameter,
+  StorageCloseOptions,
 } from '../engine/engine.js';
 import type { ScheduleStore } from '../engine/schedules.js';
 import { statsByStep } from '../engine/stats-by-step.js';
@@ -37,6 +38,7 @@ import { onAbort } from './on-abort.js';
 import {
   type Broker,
   type BrokerTransaction,
+  checkCloseOptions,
   checkReceiveOnly,
   type Queue,
   RECEIVE_ONLY_OPTIONS,
@@ -64,6 +66,10 @@ export class EngineBroker implements Broker {
   readonly clock: Clock;
   private readonly wakes: WakeSignal;
   private readonly closing = new AbortController();
+  /** Aborted by a close's signal: the engine's close then abandons the calls under way. */
+  private readonly abandonCalls = new AbortController();
+  /** The engine's close, started by the first close. */
+  private engineClosed: Promise<void> | undefined;
   private readonly stopListening: () => void;
 
   constructor(
@@ -189,13 +195,26 @@ export class EngineBroker implements Broker {
     await this.engine.rotateSecret(name, this.clock.now() + graceMs);
   }
 
-  /** Ends waiting receives (empty answers) and closes the engine. */
-  async close(): Promise<void> {
-    if (this.closing.signal.aborted) return;
-    this.closing.abort();
-    this.wakes.wakeAll();
-    this.stopListening();
-    await this.engine.close();
+  /** Ends waiting receives (empty answers) and closes the engine (see Broker.close). */
+  async close(options?: StorageCloseOptions): Promise<void> {
+    const { signal } = checkCloseOptions(options);
+    // Every close shares the first's, and any one's signal cuts what they all wait for.
+    if (signal?.aborted) this.abandonCalls.abort();
+    const unwatch =
+      signal === undefined || signal.aborted
+        ? undefined
+        : onAbort(signal, () => this.abandonCalls.abort());
+    if (this.engineClosed === undefined) {
+      this.closing.abort();
+      this.wakes.wakeAll();
+      this.stopListening();
+      this.engineClosed = this.engine.close({ signal: this.abandonCalls.signal });
+    }
+    try {
+      await this.engineClosed;
+    } finally {
+      unwatch?.();
+    }
   }
 
   private checkOpen(): void {

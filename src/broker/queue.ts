@@ -22,7 +22,10 @@ import type {
 } from '../core/index.js';
 import { ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
-import type { SqlParameter } from '../engine/engine.js';
+import type { SqlParameter, StorageCloseOptions } from '../engine/engine.js';
+
+export type { StorageCloseOptions };
+
 import type { ScheduleOptions, ScheduleView, ScheduleWhen } from './schedule-times.js';
 import type { Scheduler, SchedulerOptions } from './scheduler.js';
 
@@ -47,7 +50,27 @@ export function checkReceiveOnly(wait: unknown, signal: unknown): void {
   }
 }
 
-/** The bounds of `Queue.limits`, ms. */
+/**
+ * `Broker.close`'s options: a ValidationError naming what is wrong (a misspelt `signal` would
+ * otherwise be a close that waits forever where its caller meant it not to).
+ */
+export function checkCloseOptions(options: unknown): StorageCloseOptions {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError(`close: options must be an object, got ${show(options)}`);
+  }
+  const issues = Object.keys(options)
+    .filter((name) => name !== 'signal')
+    .map((name) => `close: unknown option ${JSON.stringify(name)}`);
+  const { signal } = options as { signal?: unknown };
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    issues.push(`close: signal must be an AbortSignal, got ${show(signal)}`);
+  }
+  if (issues.length > 0) throw new ValidationError(issues);
+  return options as StorageCloseOptions;
+}
+
+/** The bounds of `Queue.limits`: times in ms, sizes in bytes. */
 export interface QueueLimits {
   /** Longest publish or nack delay. */
   maxDelayMs: number;
@@ -55,6 +78,11 @@ export interface QueueLimits {
   maxVisibilityMs: number;
   /** Most entries one call may carry: jobs of a publishBatch, ids of a redrive, receipts of an ack. */
   maxBatch: number;
+  /**
+   * Most bytes of one request (a server's maxBodyBytes, its envelope included): the jobs of a
+   * publishBatch, as JSON, must fit in it. Infinity when the server does not say.
+   */
+  maxBodyBytes?: number;
 }
 
 /**
@@ -266,6 +294,11 @@ export interface Broker {
   scheduler?(options?: SchedulerOptions): Scheduler;
   /** Replaces a stored secret with a new random one; the old one stays valid for `graceMs`. */
   rotateSecret?(name: string, graceMs: number): Promise<void>;
-  /** Closes the storage (or the connection); the broker and its queues are unusable afterwards. */
-  close(): Promise<void>;
+  /**
+   * Closes the storage (or the connection); the broker and its queues are unusable afterwards.
+   * Waiting receives end with no jobs; calls under way finish first, unless `options.signal`
+   * aborts meanwhile (see StorageCloseOptions): for a shutdown with a deadline, such as
+   * `leaseq serve`'s shutdown timeout, where another transaction's lock holds a call.
+   */
+  close(options?: StorageCloseOptions): Promise<void>;
 }

@@ -32,6 +32,9 @@ export interface Channel {
   ): Promise<WireOutcome[]>;
   /** Reserves deliveries, waiting up to `wait` ms for the first one. */
   receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]>;
-  /** Gives back what is held and not handed out, and ends the channel. */
-  close(): Promise<void>;
+  /**
+   * Gives back what is held and not handed out, and ends the channel; the give-back is waited
+   * for no longer once `signal` aborts.
+   */
+  close(signal?: AbortSignal): Promise<void>;
 }

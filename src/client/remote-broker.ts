@@ -1,5 +1,10 @@
 import { MAX_TIMER_MS } from '../broker/clock.js';
-import type { Broker, BrokerTransaction } from '../broker/queue.js';
+import {
+  type Broker,
+  type BrokerTransaction,
+  checkCloseOptions,
+  type StorageCloseOptions,
+} from '../broker/queue.js';
 import {
   checkQueueName,
   checkSameOptions,
@@ -178,11 +183,13 @@ export class RemoteBroker implements Broker {
   }
 
   /**
-   * Gives back deliveries pushed ahead and not yet received, ends waiting receives (empty
-   * answers over HTTP) and refuses later calls with CLOSED.
+   * Gives back deliveries pushed ahead and not yet received (waiting at most 2 s for the server,
+   * less if `options.signal` aborts), ends waiting receives (empty answers over HTTP) and
+   * refuses later calls with CLOSED.
    */
-  async close(): Promise<void> {
-    await this.channel.close();
+  async close(options?: StorageCloseOptions): Promise<void> {
+    const { signal } = checkCloseOptions(options);
+    await this.channel.close(signal);
     this.http.close();
     this.books.clear();
   }

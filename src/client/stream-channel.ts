@@ -354,17 +354,22 @@ export class StreamChannel implements Channel {
   }
 
   /** Gives back held deliveries (bounded in time), then closes the connection. */
-  async close(): Promise<void> {
+  async close(signal?: AbortSignal): Promise<void> {
     const ends = [...this.prefetches.values()].map((prefetch) => prefetch.close());
     this.prefetches.clear();
     let timer: NodeJS.Timeout | undefined;
+    let stop = () => {};
     await Promise.race([
       Promise.allSettled(ends),
-      new Promise((resolve) => {
+      new Promise<void>((resolve) => {
         timer = setTimeout(resolve, CLOSE_TIMEOUT_MS).unref();
+        stop = resolve;
+        if (signal?.aborted) resolve();
+        else signal?.addEventListener('abort', stop, { once: true });
       }),
     ]);
     clearTimeout(timer);
+    signal?.removeEventListener('abort', stop);
     this.link.close();
   }
 

@@ -265,6 +265,21 @@ export interface Engine extends ScheduleStore {
    * wakes `queue`'s listeners. Engines that notify, or are not shared, need not have it.
    */
   watchWakes?(queue: string): () => void;
-  /** Closes the storage; the engine and its handles are unusable afterwards. */
-  close(): Promise<void>;
+  /**
+   * Closes the storage; the engine and its handles are unusable afterwards. Calls already
+   * submitted finish first, unless `options.signal` aborts meanwhile.
+   */
+  close(options?: StorageCloseOptions): Promise<void>;
+}
+
+/** How a close may end the calls under way. */
+export interface StorageCloseOptions {
+  /**
+   * When it aborts, calls still waiting for the storage are abandoned rather than waited for:
+   * a transaction not yet committed is rolled back and its call fails with ClosedError; a
+   * commit under way fails with StorageUnavailableError (it may or may not have taken effect).
+   * Without it, close waits for them however long another transaction's locks hold them
+   * (PostgreSQL). SQLite's calls end within its lock wait anyway.
+   */
+  signal?: AbortSignal;
 }

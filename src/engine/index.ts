@@ -3,6 +3,7 @@ export type {
   EngineCapabilities,
   QueueHandle,
   QueueInfo,
+  StorageCloseOptions,
   WakeListener,
 } from './engine.js';
 export { MemoryEngine } from './memory/memory-engine.js';

@@ -155,11 +155,15 @@ async function shutDown(
   const deadline = new Promise<void>((resolve) => {
     timedOut = resolve;
   });
+  // Storage calls still waiting then (on another transaction's lock) are abandoned, not waited
+  // for: rolled back, or failed as maybe done where their commit was under way.
+  const abandon = new AbortController();
   const cut = setTimeout(() => {
     logger.warn({ timeoutMs }, 'requests still in flight after the shutdown timeout: cutting them');
     app.server.closeAllConnections();
     // Upgraded sockets are not among those: the stream's connections are cut apart.
     cutStreams(app);
+    abandon.abort();
     timedOut();
   }, timeoutMs);
   try {
@@ -168,8 +172,10 @@ async function shutDown(
     await Promise.race([scheduler?.stop(), deadline]);
     await app.close();
   } finally {
+    // Storage calls may outlive their requests (a socket cut, a stream gone): the close waits
+    // for them until the timeout, then cuts them.
+    await broker.close({ signal: abandon.signal });
     clearTimeout(cut);
-    await broker.close();
   }
   logger.info('stopped');
   logger.flush(ignore);

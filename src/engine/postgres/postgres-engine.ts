@@ -120,6 +120,8 @@ export async function openPostgresEngine(
   let listener: WakeListener | undefined;
   // Clients that ran the after-crash check (it must come before a client's first transaction).
   const checked = new WeakSet<pg.PoolClient>();
+  // Clients handed out for a transaction, whose connections a close that cannot wait cuts.
+  const inUse = new Set<pg.PoolClient>();
   try {
     const client = await connect(pool, target);
     try {
@@ -163,14 +165,23 @@ export async function openPostgresEngine(
           }
           checked.add(pooled);
         }
+        inUse.add(pooled);
         return {
           connection: new PostgresConnection(pooled, target),
-          release: () => pooled.release(broken.get(pooled)),
+          release: () => {
+            inUse.delete(pooled);
+            pooled.release(broken.get(pooled));
+          },
         };
       },
       shutdown: async () => {
         await listener?.close();
         await pool.end();
+      },
+      // The server rolls back the transaction of a connection that ends; the client's statement
+      // fails at once, and the client, broken, is dropped on release.
+      abandon: () => {
+        for (const client of inUse) (client as unknown as pg.Client).connection.stream.destroy();
       },
     });
     listener = new WakeListener(url, target, {

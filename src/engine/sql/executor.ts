@@ -156,6 +156,10 @@ export class GroupCommitExecutor {
   private running = false;
   private scheduled = false;
   private closedError: Error | undefined;
+  /** Set by `abandon`: what every call not yet answered fails with, none run again. */
+  private abandoned: Error | undefined;
+  /** Resolved when the batches stop running (see drain). */
+  private idle: (() => void)[] = [];
   /** Committed batches whose callers wait for the next sync, oldest first. */
   private unsynced: Unsynced[] = [];
   /** When the oldest of them committed (performance.now()). */
@@ -227,8 +231,18 @@ export class GroupCommitExecutor {
   /** Resolves when everything submitted so far has settled. */
   async drain(): Promise<void> {
     while (this.running || this.queue.length > 0) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await new Promise<void>((resolve) => this.idle.push(resolve));
     }
+  }
+
+  /**
+   * Fails every call not yet run with `error`, and the calls of the batch under way with it
+   * too once their storage call returns (the storage cuts it: see SqlEngineParts.abandon), none
+   * of them run again. After `refuse`, for a close that cannot wait.
+   */
+  abandon(error: Error): void {
+    this.abandoned ??= error;
+    for (const pending of this.queue.splice(0)) pending.reject(error);
   }
 
   private push(pending: Pending): void {
@@ -272,6 +286,7 @@ export class GroupCommitExecutor {
       }
     } finally {
       this.running = false;
+      for (const resolve of this.idle.splice(0)) resolve();
     }
   }
 
@@ -373,6 +388,7 @@ export class GroupCommitExecutor {
         lease.release();
         // The statement commits by itself: cut off, it may have.
         if (this.outcomeUnknown(batch, error)) return true;
+        if (this.failAbandoned(batch)) return true;
         if (batch.length > 1) return false;
         return this.failAlone(batch[0] as Pending, error, attempt);
       }
@@ -411,6 +427,7 @@ export class GroupCommitExecutor {
         this.refuseLocked(batch, error);
         return true;
       }
+      if (this.failAbandoned(batch)) return true;
       if (batch.length > 1) return false;
       return this.failAlone(batch[0] as Pending, error, attempt);
     }
@@ -445,6 +462,17 @@ export class GroupCommitExecutor {
   private refuseLocked(batch: Pending[], error: StorageLockedError): void {
     const failure = this.translate(error);
     for (const pending of [...batch, ...this.queue.splice(0)]) pending.reject(failure);
+  }
+
+  /**
+   * The batch failed after `abandon` (its connection cut before its commit: rolled back): its
+   * calls fail with the abandon's error rather than run again. True when that is what happened.
+   */
+  private failAbandoned(batch: Pending[]): boolean {
+    const error = this.abandoned;
+    if (error === undefined) return false;
+    for (const pending of batch) pending.reject(error);
+    return true;
   }
 
   /**

@@ -17,6 +17,7 @@ import type {
   EngineTransaction,
   QueueHandle,
   QueueInfo,
+  StorageCloseOptions,
   WakeListener,
 } from '../engine.js';
 import type { ScheduleRecord } from '../schedules.js';
@@ -59,6 +60,12 @@ export interface SqlEngineParts {
   acquire: () => Promise<{ connection: SqlConnection; release: () => void }>;
   /** Closes connections and listeners. */
   shutdown: () => Promise<void>;
+  /**
+   * Cuts the connections of the transactions under way, so that they roll back and their calls
+   * return at once (a close that cannot wait: see StorageCloseOptions). Where calls end within a
+   * bounded time anyway (SQLite's lock wait), there is none.
+   */
+  abandon?: () => void;
   /** See EngineOptions.clockMode. */
   followClock: boolean;
   /** Turns a storage failure into a typed error naming the storage. */
@@ -348,13 +355,28 @@ export class SqlEngine implements Engine {
     return this.wakes.addCancel(listener);
   }
 
-  /** Lets submitted calls finish, then closes the storage. */
-  async close(): Promise<void> {
+  /** Lets submitted calls finish (until `options.signal` aborts), then closes the storage. */
+  async close(options: StorageCloseOptions = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.foreignWrites?.close();
     this.executor.refuse(new ClosedError(`engine ${this.target} is closed`));
-    await this.executor.drain();
+    const { signal } = options;
+    const abandon = () => {
+      this.executor.abandon(
+        new ClosedError(
+          `engine ${this.target} was closed while this call waited for the storage: nothing of it was written`,
+        ),
+      );
+      this.parts.abandon?.();
+    };
+    if (signal?.aborted) abandon();
+    else signal?.addEventListener('abort', abandon, { once: true });
+    try {
+      await this.executor.drain();
+    } finally {
+      signal?.removeEventListener('abort', abandon);
+    }
     await this.parts.shutdown();
   }
 
