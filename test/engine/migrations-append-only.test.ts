@@ -24,6 +24,7 @@ const APPLIED: Record<'sqlite' | 'postgres', [file: string, sha256: string][]> =
     ['0014_generated_form.sql', '76062b964a2f5f09'],
     ['0015_oldest_ready_index.sql', 'acb2674a1d3c79cd'],
     ['0016_scaling_indexes.sql', 'f74be15b1d3ef38b'],
+    ['0017_dead_letter_page_index.sql', 'd15fbd4311ab6dbd'],
   ],
   postgres: [
     ['0001_init.sql', '9673ec31b9bbbf87'],

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { openEngine } from '../../src/engine/index.js';
+import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
+import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
+import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { SQLITE_DIALECT } from '../../src/engine/sqlite/sqlite-engine.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leaseq-sqlite-plans-'));
@@ -96,5 +98,138 @@ describe('R17 SQLite: inspect and deliveries read the live deliveries by their t
     } finally {
       db.close();
     }
+  });
+});
+
+/** The queries run on SQLite connections while `action` runs, each with its parameters. */
+async function queriesOf(action: () => Promise<unknown>): Promise<[string, SqlValue[]][]> {
+  const queries: [string, SqlValue[]][] = [];
+  const query = SqliteConnection.prototype.query;
+  const spy = vi.spyOn(SqliteConnection.prototype, 'query').mockImplementation(function (
+    this: SqliteConnection,
+    sql: string,
+    params: readonly SqlValue[] = [],
+  ) {
+    queries.push([sql, [...params]]);
+    return query.call(this, sql, params) as never;
+  });
+  try {
+    await action();
+  } finally {
+    spy.mockRestore();
+  }
+  return queries;
+}
+
+/** The plan of each dead-job listing in `queries`, read from `file`. */
+function deadListingPlans(file: string, queries: [string, SqlValue[]][]): string[][] {
+  const db = new Database(file, { readonly: true });
+  try {
+    return queries
+      .filter(([sql]) => /state = 'dead'/.test(sql))
+      .map(([sql, params]) =>
+        (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map(
+          (row) => row.detail,
+        ),
+      );
+  } finally {
+    db.close();
+  }
+}
+
+/** `count` dead jobs with payloads of 20,000 characters in queue `name`. */
+async function deadJobsIn(engine: Engine, name: string, count: number): Promise<QueueHandle> {
+  const queue = await engine.queue(name);
+  await queue.publishBatch(
+    1,
+    Array.from({ length: count }, (_, n) => ({ id: `dead-${n}`, payload: 'x'.repeat(20_000) })),
+  );
+  for (const delivery of await queue.reserve(2, { max: count })) {
+    await queue.nack(2, delivery.token, { requeue: false, reason: 'bad' });
+  }
+  return queue;
+}
+
+const COVERED_PAGE = [
+  'SEARCH leaseq_jobs USING COVERING INDEX leaseq_jobs_dead_letters (queue=? AND dead_seq>?)',
+];
+
+describe('R34 SQLite: a dead letter page without payloads reads one index, not the rows of its jobs', () => {
+  it('the first page, the pages after a cursor and the dead list of inspect are ranges of leaseq_jobs_dead_letters alone', async () => {
+    // Every column after the payload in a job row lies past the payload overflow pages: a page
+    // that read the rows walked every payload to reach them (57 ms for 200 jobs of 200 KB).
+    const file = join(dir, 'dead-page.db');
+    const engine = await openEngine(`sqlite:${file}`);
+    let pages: [string, SqlValue[]][];
+    let inspected: [string, SqlValue[]][];
+    try {
+      const queue = await deadJobsIn(engine, 'dead-page', 25);
+      pages = await queriesOf(async () => {
+        const first = await queue.deadLetterPage({ limit: 10, payloads: false });
+        const second = await queue.deadLetterPage({
+          limit: 10,
+          payloads: false,
+          after: first.next as string,
+        });
+        expect(second.deadLetters.map((letter) => letter.id)).toEqual(
+          Array.from({ length: 10 }, (_, n) => `dead-${n + 10}`),
+        );
+      });
+      inspected = await queriesOf(async () => {
+        expect((await queue.inspect({ limit: 5 })).dead).toHaveLength(5);
+      });
+    } finally {
+      await engine.close();
+    }
+    const pagePlans = deadListingPlans(file, pages);
+    // The first page (after 0) and the one after its cursor.
+    expect(
+      pages.filter(([sql]) => /state = 'dead'/.test(sql)).map(([, params]) => params[1]),
+    ).toEqual([0, 10]);
+    expect(pagePlans).toEqual([COVERED_PAGE, COVERED_PAGE]);
+    expect(deadListingPlans(file, inspected)).toEqual([
+      ['SEARCH leaseq_jobs USING COVERING INDEX leaseq_jobs_dead_letters (queue=?)'],
+    ]);
+  });
+
+  it('a file made before the index gets it when opened, in place of leaseq_jobs_dead, its pages the same', async () => {
+    const file = join(dir, 'dead-page-before.db');
+    const engine = await openEngine(`sqlite:${file}`);
+    const before = await deadJobsIn(engine, 'old', 12).then((queue) =>
+      queue.deadLetterPage({ limit: 5, payloads: false }),
+    );
+    await engine.close();
+    // The schema as the migrations before 0017 left it.
+    const raw = new Database(file);
+    raw.exec(`DROP INDEX leaseq_jobs_dead_letters;
+      CREATE INDEX leaseq_jobs_dead ON leaseq_jobs (queue, dead_seq) WHERE state = 'dead';`);
+    raw.prepare('DELETE FROM leaseq_schema WHERE version = 17').run();
+    raw.close();
+
+    const reopened = await openEngine(`sqlite:${file}`);
+    let pages: [string, SqlValue[]][];
+    try {
+      const queue = await reopened.queue('old');
+      pages = await queriesOf(async () => {
+        expect(await queue.deadLetterPage({ limit: 5, payloads: false })).toEqual(before);
+      });
+    } finally {
+      await reopened.close();
+    }
+    const after = new Database(file, { readonly: true });
+    try {
+      const indexes = after
+        .prepare(
+          "SELECT name FROM sqlite_master WHERE name IN ('leaseq_jobs_dead', 'leaseq_jobs_dead_letters')",
+        )
+        .all();
+      expect(indexes).toEqual([{ name: 'leaseq_jobs_dead_letters' }]);
+      expect(after.prepare('SELECT version FROM leaseq_schema WHERE version = 17').all()).toEqual([
+        { version: 17 },
+      ]);
+    } finally {
+      after.close();
+    }
+    expect(deadListingPlans(file, pages)).toEqual([COVERED_PAGE]);
   });
 });

@@ -1084,7 +1084,8 @@ export class QueueOps extends JobMoves {
   /**
    * A page of dead letters (see LeaseQueue.deadLetterPage), through the dead index in order.
    * Without payloads the payload column is not selected: no payload leaves the storage (and
-   * PostgreSQL reads none of its out-of-line, TOASTed, values).
+   * PostgreSQL reads none of its out-of-line, TOASTed, values; SQLite reads the page from an
+   * index, not from the rows, whose columns after the payload lie past its overflow pages).
    */
   async deadLetterPage(page: {
     limit: number;
@@ -1278,7 +1279,11 @@ function deadLetterOf(row: DeadLetterRow): DeadLetter {
 const JOB_VIEW_COLUMNS =
   'id, payload, state, delivery_count, available_at, token, deadline, dead_reason, dead_at, history, published_at, priority, grp, group_seq, origin_queue, origin_reason, origin_at, expires_at';
 
-/** The columns of a dead letter but its payload (see DeadLetterRow). */
+/**
+ * The columns of a dead letter but its payload (see DeadLetterRow). On SQLite the index
+ * leaseq_jobs_dead_letters holds them all (migration 0017): a column added here needs it too,
+ * or the page reads every job's row again, past its payload.
+ */
 const DEAD_LETTER_COLUMNS =
   'id, delivery_count, dead_reason, dead_at, history, origin_queue, origin_reason, origin_at';
 
