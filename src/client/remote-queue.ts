@@ -101,10 +101,13 @@ export class RemoteQueue implements Queue {
     return boundsFromWire(view.options);
   }
 
-  /** The server's longest delay and lease, and largest batch (`GET /v1/limits`): it refuses more. */
-  async limits(): Promise<QueueLimits> {
-    const { maxDelayMs, maxVisibilityMs, maxBatch } = await this.serverLimits.read();
-    return { maxDelayMs, maxVisibilityMs, maxBatch };
+  /**
+   * The server's longest delay and lease, and largest batch and request (`GET /v1/limits`): it
+   * refuses more.
+   */
+  async limits(): Promise<Required<QueueLimits>> {
+    const { maxDelayMs, maxVisibilityMs, maxBatch, maxBodyBytes } = await this.serverLimits.read();
+    return { maxDelayMs, maxVisibilityMs, maxBatch, maxBodyBytes };
   }
 
   async receive(options: ReceiveOptions = {}): Promise<Delivery[]> {

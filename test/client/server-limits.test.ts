@@ -264,6 +264,7 @@ describe("a worker over a server keeps to the server's longest delay and lease",
         maxDelayMs: MINUTE,
         maxVisibilityMs: MINUTE,
         maxBatch: 100,
+        maxBodyBytes: 1024 * 1024,
       });
     });
   }
@@ -360,6 +361,7 @@ describe('a remote queue asks the server for its limits', () => {
       maxDelayMs: Number.POSITIVE_INFINITY,
       maxVisibilityMs: Number.POSITIVE_INFINITY,
       maxBatch: 100,
+      maxBodyBytes: Number.POSITIVE_INFINITY,
     });
   });
 
@@ -375,12 +377,14 @@ describe('a remote queue asks the server for its limits', () => {
       maxDelayMs: 5000,
       maxVisibilityMs: 7000,
       maxBatch: 100,
+      maxBodyBytes: Number.POSITIVE_INFINITY,
     });
     // Known once, for every queue and the HTTP channel of the client.
     expect(await queue.limits()).toEqual({
       maxDelayMs: 5000,
       maxVisibilityMs: 7000,
       maxBatch: 100,
+      maxBodyBytes: Number.POSITIVE_INFINITY,
     });
     expect(asked).toBe(2);
   });

@@ -1,6 +1,7 @@
 import { type FileHandle, open } from 'node:fs/promises';
-import type { RemoteQueue } from '../../client/index.js';
+import { RemoteError, type RemoteQueue } from '../../client/index.js';
 import type { PublishInput, PublishResult } from '../../core/index.js';
+import { BatchCut } from '../batches.js';
 import { type CliContext, type Command, EXIT, UsageError, type Values } from '../command.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
 import { type Line, LineError, readLines } from '../json-lines.js';
@@ -30,12 +31,16 @@ export const publish: Command = {
     '--file FILE    JSON lines, one job a line: {"id"?: …, "payload"?: …, "delay"?: …,',
     '               "priority"?: …, "group"?: …, "expiresAt"?: …};',
     '               - (or no payloads with stdin not a terminal) reads standard input',
-    "--batch-size N jobs per request (default: the server's maxBatch); each batch is all or nothing",
+    "--batch-size N jobs per request (default: the server's maxBatch), fewer where their JSON is",
+    "               more than one request takes (the server's maxBodyBytes); each batch is all or",
+    '               nothing: refused, it stops the command, the batches before it published',
     '--progress     draw a progress bar on stderr even when it is not a terminal',
     'The job flags go with payload arguments, --batch-size and --progress with lines: mixed,',
     'exit code 2.',
-    'A line that is not well-formed UTF-8 (never read as U+FFFD), or longer than 256 MiB, is',
-    'refused as one that is not JSON: its batch is not published, exit code 1.',
+    'A line that is not JSON, not well-formed UTF-8 (never read as U+FFFD) or longer than',
+    '256 MiB, or a job larger than one request takes, is refused with its batch (the lines read',
+    'since the last batch published, not sent): exit code 1, saying how many jobs were',
+    'published before it.',
     'SIGINT or SIGTERM (also while waiting for input): the batch in hand is published, nothing',
     'more is read, exit code 1 ("stopped before line N"); a second signal ends it at once.',
   ],
@@ -152,7 +157,15 @@ async function publishLines(
   values: Values,
   context: CliContext,
 ): Promise<number> {
-  const batchSize = integerFlag(values, 'batch-size', 1) ?? (await queue.limits()).maxBatch;
+  const limits = await queue.limits();
+  const maxBodyBytes = limits.maxBodyBytes ?? Number.POSITIVE_INFINITY;
+  // Batches of --batch-size jobs, fewer where their JSON is more than one request takes: each
+  // is one publish the server takes (or refuses) whole.
+  const cut = new BatchCut(
+    integerFlag(values, 'batch-size', 1) ?? limits.maxBatch,
+    maxBodyBytes - publishEnvelopeBytes(queue.name),
+    1, // the comma between two jobs
+  );
   const total = input.size;
   const bar = new ProgressBar(
     context.stderr,
@@ -163,10 +176,10 @@ async function publishLines(
   let bytes = 0;
   const counts = { published: 0, duplicates: 0 };
   const source = input.stream;
-  let batch: Line[] = [];
+  let batch: LineJob[] = [];
   // With --json each job's line is written as it is published: standard output failing (a full
-  // disk) stops the reading after the batch in hand, said on stderr with what was published,
-  // rather than ending the process with some of the input sent and no word of how much.
+  // disk, a reader gone) stops the reading after the batch in hand, said on stderr with what was
+  // published, rather than ending the process with some of the input sent and no word of how much.
   let outputFailed: Error | undefined;
   let lastLine = 0;
   const endHandling = values.json ? context.handleOutputErrors?.() : undefined;
@@ -185,6 +198,7 @@ async function publishLines(
     lastLine = batch.at(-1)?.number ?? lastLine;
     bar.update(bytes, total, `${counts.published + counts.duplicates} jobs`);
     batch = [];
+    cut.clear();
   };
   let stoppedBefore: number | undefined;
   // SIGINT or SIGTERM: finish the batch in hand, read no further (a wait for input ends then).
@@ -211,8 +225,20 @@ async function publishLines(
         stoppedBefore = next.value;
         break;
       }
-      batch.push(next.value);
-      if (batch.length >= batchSize) await flush();
+      // A line that cannot be a job, or one too large for any request, is refused with the
+      // lines of its batch (those read since the last batch published): nothing of it is sent.
+      const job = parseJob(next.value, counts);
+      const size = Number.isFinite(cut.maxBytes) ? jobBytes(job.job) : 0;
+      if (!cut.fitsAlone(size)) {
+        throw tooLarge(job.number, size, cut.maxBytes, maxBodyBytes, counts);
+      }
+      if (!cut.fits(size)) {
+        await flush();
+        if (outputFailed !== undefined) break;
+      }
+      batch.push(job);
+      cut.add(size);
+      if (cut.full) await flush();
       if (outputFailed !== undefined) break;
     }
     if (outputFailed === undefined) await flush();
@@ -248,43 +274,96 @@ async function publishLines(
   return stoppedBefore === undefined ? EXIT.ok : EXIT.failed;
 }
 
+/** A line of the input and the job it holds. */
+interface LineJob {
+  number: number;
+  job: PublishInput;
+}
+
+type Counts = { published: number; duplicates: number };
+
+function publishedBefore(counts: Counts): string {
+  return `${counts.published + counts.duplicates} jobs were published before`;
+}
+
+/** The job of a line: a JSON object (its fields are checked with its batch). */
+function parseJob(line: Line, counts: Counts): LineJob {
+  let job: unknown;
+  try {
+    job = JSON.parse(line.text);
+  } catch {
+    throw new Error(`line ${line.number} is not JSON (${publishedBefore(counts)} it)`);
+  }
+  if (typeof job !== 'object' || job === null || Array.isArray(job)) {
+    throw new Error(
+      `line ${line.number}: a job is a JSON object {"id"?, "payload"?, "delay"?} (${publishedBefore(counts)} it)`,
+    );
+  }
+  return { number: line.number, job: job as PublishInput };
+}
+
+/**
+ * The bytes of a request that holds one publish, besides its jobs: a stream frame's, the larger
+ * envelope of the two transports (an HTTP body is `{"operations":[…]}`), and the comma the
+ * client counts after each operation when it measures a request before sending it.
+ */
+function publishEnvelopeBytes(queue: string): number {
+  const frame = {
+    type: 'batch',
+    queue,
+    operations: [{ type: 'publish', jobs: [] }],
+    id: Number.MAX_SAFE_INTEGER,
+  };
+  return Buffer.byteLength(JSON.stringify(frame), 'utf8') + 1;
+}
+
+/**
+ * A job's bytes as it travels in a publish: its JSON, with the delay and priority the client
+ * fills in when absent.
+ */
+function jobBytes(job: PublishInput): number {
+  return Buffer.byteLength(JSON.stringify({ delay: 0, priority: 0, ...job }), 'utf8');
+}
+
+/** A job larger than any request the server takes: PAYLOAD_TOO_LARGE, as sending it would be. */
+function tooLarge(
+  line: number,
+  size: number,
+  room: number,
+  maxBodyBytes: number,
+  counts: Counts,
+): Error {
+  const why = `line ${line} is a job of ${size} bytes of JSON, more than a request to the server takes: at most ${room} bytes of jobs, its maxBodyBytes being ${maxBodyBytes}`;
+  return new Error(`${why} (${publishedBefore(counts)} it)`, {
+    cause: new RemoteError('PAYLOAD_TOO_LARGE', 413, why),
+  });
+}
+
 async function publishBatch(
   queue: RemoteQueue,
-  lines: Line[],
-  counts: { published: number; duplicates: number },
+  batch: readonly LineJob[],
+  counts: Counts,
 ): Promise<PublishResult[]> {
-  const before = `${counts.published + counts.duplicates} jobs were published before`;
-  const jobs = lines.map((line) => {
-    let job: unknown;
-    try {
-      job = JSON.parse(line.text);
-    } catch {
-      throw new Error(`line ${line.number} is not JSON (${before} it)`);
-    }
-    if (typeof job !== 'object' || job === null || Array.isArray(job)) {
-      throw new Error(
-        `line ${line.number}: a job is a JSON object {"id"?, "payload"?, "delay"?} (${before} it)`,
-      );
-    }
-    return job as PublishInput;
-  });
   try {
-    return await queue.publishBatch(jobs);
+    return await queue.publishBatch(batch.map((line) => line.job));
   } catch (error) {
-    const range = `${lines[0]?.number}–${lines.at(-1)?.number}`;
+    const range = `${batch[0]?.number}–${batch.at(-1)?.number}`;
     // The batch's jobs[k] is a line of the file: named by its number, as the lines above are,
     // on either transport (the publish is the batch's only operation: `operations[0].jobs[k]`).
     const reason = (error as Error).message.replace(
       /(?:\boperations\[\d+\]\.)?\bjobs\[(\d+)\](\.)?/g,
       (whole, index: string, dot: string | undefined) => {
-        const line = lines[Number(index)];
+        const line = batch[Number(index)];
         if (line === undefined) return whole;
         return dot === undefined ? `line ${line.number}` : `line ${line.number}: `;
       },
     );
-    throw new Error(`lines ${range} were not published (${before} them): ${reason}`, {
-      cause: error,
-    });
+    throw new Error(
+      `lines ${range} were not published (${publishedBefore(counts)} them): ${reason}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 

@@ -1,5 +1,6 @@
-import { type ReceivedDelivery, RemoteError, type RemoteQueue } from '../../client/index.js';
+import type { ReceivedDelivery, RemoteQueue } from '../../client/index.js';
 import { build } from '../../core/index.js';
+import { inParts } from '../batches.js';
 import { type CliContext, type Command, EXIT, type Output } from '../command.js';
 import { integerFlag, positionals } from '../flags.js';
 import { formatTime } from '../format.js';
@@ -192,33 +193,6 @@ function giveBackAll(queue: RemoteQueue, left: readonly ReceivedDelivery[]): Pro
 /** Acks of the jobs written, answered for each (in parts the server takes: see inParts). */
 function ackAll(queue: RemoteQueue, written: readonly ReceivedDelivery[]): Promise<boolean[]> {
   return inParts(queue, written, (part) => queue.ackMany(part.map((job) => job.token)));
-}
-
-/**
- * `run` over `items` in parts one after the other, in their order: at most the server's
- * maxBatch, and smaller while a part is more bytes than it takes in one batch (refused whole,
- * nothing done).
- */
-async function inParts<T, R>(
-  queue: RemoteQueue,
-  items: readonly T[],
-  run: (part: T[]) => Promise<R[]>,
-): Promise<R[]> {
-  let size = (await queue.limits()).maxBatch;
-  const answers: R[] = [];
-  for (let start = 0; start < items.length; ) {
-    const part = items.slice(start, start + size);
-    try {
-      answers.push(...(await run(part)));
-      start += part.length;
-    } catch (error) {
-      if (!(error instanceof RemoteError && error.code === 'PAYLOAD_TOO_LARGE') || size === 1) {
-        throw error;
-      }
-      size = Math.ceil(size / 2);
-    }
-  }
-  return answers;
 }
 
 /** The answers of a queue's execute. */
