@@ -49,6 +49,9 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
 
   /** Starts the lease keeping and the handler. */
   start(): boolean {
+    // Lost while it waited to start (cancelled, or its session ended, as the loop turned between
+    // the jobs of one receive): the job is no longer this worker's to run.
+    if (this.claimed) return false;
     // Answered after its lease had ended (a storage or server that answered late): another
     // consumer may hold the job by now, so its handler does not run beside that one.
     if (this.renewer.expiresAt <= this.deps.renewal.clock.now()) {

@@ -122,7 +122,7 @@ export function resolveWorkerOptions(
   options: WorkerOptions = {},
   issues: string[] = [],
 ): ResolvedWorkerOptions {
-  if (!isObject(options)) {
+  if (!isObject(options) || Array.isArray(options)) {
     throw new ValidationError([...issues, 'options must be an object'].map((i) => `worker: ${i}`));
   }
   const check = (ok: boolean, issue: string) => {
@@ -160,7 +160,8 @@ export function resolveWorkerOptions(
     maxRenewals === Number.POSITIVE_INFINITY || (isInteger(maxRenewals) && maxRenewals >= 0),
     `maxRenewals must be an integer ≥ 0 or Infinity, got ${show(maxRenewals)}`,
   );
-  const backoff = resolveBackoff(options.backoff ?? {}, issues);
+  // Only a missing backoff takes the defaults: null is refused, as it is for every other option.
+  const backoff = resolveBackoff(options.backoff === undefined ? {} : options.backoff, issues);
   checkSession(options.session, issues);
   check(options.clock === undefined || isClock(options.clock), 'clock must have now() and sleep()');
   check(
@@ -206,7 +207,7 @@ function checkSession(session: unknown, issues: string[]): void {
 const BACKOFF_OPTIONS = new Set(['baseDelay', 'maxDelay', 'factor', 'jitter']);
 
 function resolveBackoff(options: BackoffOptions, issues: string[]): ResolvedBackoff {
-  if (!isObject(options)) {
+  if (!isObject(options) || Array.isArray(options)) {
     issues.push('backoff must be an object');
     return { baseDelay: 1000, maxDelay: 60_000, factor: 2, jitter: 0.5 };
   }

@@ -25,6 +25,10 @@ export function closeOnSignals(
   worker: Pick<Worker, 'close'>,
   options: CloseOnSignalsOptions = {},
 ): () => void {
+  // Found only at the signal, a worker without close() would throw from the listener.
+  if (typeof (worker as Partial<Pick<Worker, 'close'>> | null)?.close !== 'function') {
+    throw new ValidationError(`closeOnSignals: worker must have close(), got ${show(worker)}`);
+  }
   checkOptions(options);
   const { timeout = 30_000, onClosed } = options;
   // Each once: a signal named twice would count one delivery of it as a second signal.

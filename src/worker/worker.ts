@@ -88,6 +88,11 @@ export class Worker<P = unknown> {
   private stopWatchingCancels: (() => void) | undefined;
   private readonly fetches = new Set<Promise<number>>();
   private readonly stopping = new AbortController();
+  /**
+   * Ends the session's heartbeats: only once the jobs in hand were given back, since a close's
+   * grace period keeps their leases, and a session the broker ended would release them.
+   */
+  private readonly keeping = new AbortController();
   /** A loop held this long by jobs started back to back turns before the next one starts. */
   private readonly turns = new TurnWatch(LOOP_TURN_MS);
   private readonly listeners = {
@@ -152,7 +157,7 @@ export class Worker<P = unknown> {
     // learn at their next renewal (the extend is refused).
     this.stopWatchingCancels = this.queue.watchCancels?.((token) => this.cancelled(token));
     this.loop = this.fetchLoop();
-    this.session?.run(this.stopping.signal).catch((error) => this.reportError(error, 'heartbeat'));
+    this.session?.run(this.keeping.signal).catch((error) => this.reportError(error, 'heartbeat'));
   }
 
   /**
@@ -222,8 +227,18 @@ export class Worker<P = unknown> {
     return this.counters.snapshot(this.inHand.size);
   }
 
-  /** Listens to an event; returns the removal. */
+  /**
+   * Listens to an event; returns the removal. An event the worker does not emit, or a listener
+   * that is not a function, is a ValidationError: either would never be called.
+   */
   on<E extends keyof WorkerEvents>(event: E, listener: WorkerEvents[E]): () => void {
+    if (typeof event !== 'string' || !Object.hasOwn(this.listeners, event)) {
+      const events = Object.keys(this.listeners).map((name) => `'${name}'`);
+      throw new ValidationError(`on: event must be ${events.join(' or ')}, got ${show(event)}`);
+    }
+    if (typeof listener !== 'function') {
+      throw new ValidationError(`on: listener must be a function, got ${show(listener)}`);
+    }
     const set = this.listeners[event] as Set<WorkerEvents[E]>;
     set.add(listener);
     return () => set.delete(listener);
@@ -336,11 +351,15 @@ export class Worker<P = unknown> {
     this.counters.received += deliveries.length;
     let started = 0;
     const unrun: HeldRun[] = [];
-    for (const delivery of deliveries) {
-      const run = atMostOnce
+    // All in hand before any starts: a cancel or a session's end that comes while the loop
+    // turns between them finds the jobs not started yet, which then do not start.
+    const runs = deliveries.map((delivery) =>
+      atMostOnce
         ? new AutoAckRun(delivery, receivedAt, deps)
-        : new JobRun(delivery, receivedAt, session, deps, leaseMs);
-      this.inHand.add(run);
+        : new JobRun(delivery, receivedAt, session, deps, leaseMs),
+    );
+    for (const run of runs) this.inHand.add(run);
+    for (const run of runs) {
       // Reserved while closing: give it back unrun. A job received at most once cannot go
       // back, so it runs within the grace period.
       // Handlers that block, started back to back, would hold the loop for all of them: the
@@ -448,7 +467,6 @@ export class Worker<P = unknown> {
 
   private async shutdown(): Promise<void> {
     this.stopping.abort();
-    this.stopWatchingCancels?.();
     this.wakeFetch();
     // A receive the storage does not answer (a partition: a statement cannot be called back)
     // must not hold close past its timeout and the give-back's second: what it reserves later
@@ -467,9 +485,14 @@ export class Worker<P = unknown> {
       // jobs go back in the order they were reserved, as leases that end together do (R12).
       const newestFirst = [...this.inHand].sort((a, b) => b.token - a.token);
       await Promise.all(newestFirst.map((run) => run.release()));
+      this.keeping.abort();
       await this.session?.close();
     })();
     await this.atMost(giveBack, Math.max(GIVE_BACK_WAIT_MS / 2, hardEnd() - clock.now()));
+    // The jobs in hand were kept until now: a cancel during the grace period stops its handler
+    // at once, as at any other time.
+    this.keeping.abort();
+    this.stopWatchingCancels?.();
     this.scheduler.stop();
     this.closed = true;
   }
