@@ -22,6 +22,7 @@ import {
   UnsupportedError,
   ValidationError,
 } from '../core/index.js';
+import { Problems } from '../core/validate.js';
 import type {
   CancelListener,
   Engine,
@@ -264,11 +265,12 @@ class ClockedTransaction implements BrokerTransaction {
   }
 
   pruneInbox(consumer: string, maxAgeMs: number) {
-    if (!Number.isSafeInteger(maxAgeMs) || maxAgeMs < 0) {
-      return Promise.reject(
-        new ValidationError(`maxAgeMs must be an integer ≥ 0, got ${maxAgeMs}`),
-      );
-    }
+    // Both arguments named at once, in the words of every other check (a string "5" is shown
+    // as one); the engine checks the consumer again, with the time it is given.
+    const problems = new Problems();
+    problems.id('consumer', consumer);
+    problems.nonNegativeInteger('maxAgeMs', maxAgeMs);
+    if (problems.list.length > 0) return Promise.reject(new ValidationError(problems.list));
     return this.tx.pruneInbox(consumer, Math.max(0, this.clock.now() - maxAgeMs));
   }
 }

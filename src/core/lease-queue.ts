@@ -612,9 +612,10 @@ export class LeaseQueue {
   ): PublishResult[] {
     const maxLength = this.settings.maxLength;
     if (maxLength !== undefined) return this.publishBounded(now, jobs, payloads, maxLength);
+    const given = givenGeneratedForm(jobs);
     return payloads === undefined
-      ? jobs.map((job) => this.insert(now, job, job.payload))
-      : jobs.map((job, index) => this.insert(now, job, payloads[index]));
+      ? jobs.map((job) => this.insert(now, job, job.payload, given))
+      : jobs.map((job, index) => this.insert(now, job, payloads[index], given));
   }
 
   private ackTokens(now: number, tokens: readonly number[]): boolean[] {
@@ -995,13 +996,21 @@ export class LeaseQueue {
 
   // --- transitions ---------------------------------------------------------------------------
 
-  /** `payload`: the job's payload as the queue keeps it. */
-  private insert(now: number, input: PublishJob, payload: unknown): PublishResult {
+  /**
+   * `payload`: the job's payload as the queue keeps it; `given`: the ids of the generated form
+   * that the same publish gives (see givenGeneratedForm).
+   */
+  private insert(
+    now: number,
+    input: PublishJob,
+    payload: unknown,
+    given?: ReadonlySet<string>,
+  ): PublishResult {
     let id = input.id;
     let present: JobRecord | undefined;
     let remembered: RememberedId | undefined;
     if (id === undefined) {
-      id = this.generateId();
+      id = this.generateId(given);
     } else {
       this.noteId(id);
       present = this.jobs.get(id);
@@ -1329,8 +1338,9 @@ export class LeaseQueue {
         );
       }
     }
+    const given = givenGeneratedForm(jobs);
     const results = jobs.map((job, i) =>
-      this.insert(now, job, payloads === undefined ? job.payload : payloads[i]),
+      this.insert(now, job, payloads === undefined ? job.payload : payloads[i], given),
     );
     if (this.ready.length > before) {
       while (this.ready.length > maxLength) {
@@ -1429,17 +1439,40 @@ export class LeaseQueue {
     return remembered !== undefined && remembered.forgetAt > now ? remembered : undefined;
   }
 
-  /** A fresh id, present nowhere in the queue and not remembered (R4). */
-  private generateId(): string {
+  /**
+   * A fresh id: present nowhere in the queue, not remembered now (R4; an id whose window ended
+   * is free, though it may wait in `remembered` behind one acked earlier), and none of the ids
+   * the same publish gives (`given`), which its job later in line would find taken.
+   */
+  private generateId(given: ReadonlySet<string> | undefined): string {
     let id = generatedId(this.nextGeneratedId++);
-    if (!this.generatedFormSeen) return id;
-    while (this.jobs.has(id) || this.remembered.has(id)) id = generatedId(this.nextGeneratedId++);
+    if (!this.generatedFormSeen && given === undefined) return id;
+    while (
+      this.jobs.has(id) ||
+      this.rememberedId(id, this.clockValue) !== undefined ||
+      given?.has(id) === true
+    ) {
+      id = generatedId(this.nextGeneratedId++);
+    }
     return id;
   }
 
   private noteId(id: string): void {
     if (!this.generatedFormSeen && hasGeneratedForm(id)) this.generatedFormSeen = true;
   }
+}
+
+/**
+ * The ids of the generated form (`job-N`) that a publish gives, when it also has jobs without
+ * an id: the ids generated for those must not be ones a later job of the same publish brings
+ * (it would be answered as a duplicate of a job it never was). Undefined otherwise.
+ */
+function givenGeneratedForm(jobs: readonly PublishJob[]): ReadonlySet<string> | undefined {
+  if (jobs.length < 2) return undefined;
+  if (!jobs.some((job) => job.id === undefined)) return undefined;
+  const given = new Set<string>();
+  for (const job of jobs) if (job.id !== undefined && hasGeneratedForm(job.id)) given.add(job.id);
+  return given.size > 0 ? given : undefined;
 }
 
 /** An acked id remembered for the de-duplication window (R4). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../src/core/index.js';
+import { LeaseQueue, ValidationError } from '../../src/core/index.js';
 import { expectRefusedUnchanged, view } from './assertions.js';
 import { useConformanceEngines } from './engines.js';
 import { describeEngines } from './suite.js';
@@ -106,6 +106,46 @@ describeEngines(engines, (h) => {
       const ids = generated.map((result) => result.id);
       expect(ids.some((id) => id === 'job-1' || id === 'job-2')).toBe(false);
       expect((await q.inspect()).ready).toEqual(['job-1', 'job-2', ...ids]);
+    });
+
+    it('R4 a generated id is never one a later job of the same publish gives', async () => {
+      for (const options of [{}, { maxLength: 10 }]) {
+        const q = await h.queue(options);
+        const results = await q.publishBatch(0, [
+          { payload: 'generated' },
+          { id: 'job-1', payload: 'given' },
+          { id: 'job-2', payload: 'given too' },
+          { payload: 'generated too' },
+        ]);
+        expect(results.map((result) => result.duplicate)).toEqual([false, false, false, false]);
+        const ids = results.map((result) => result.id);
+        expect(ids.slice(1, 3)).toEqual(['job-1', 'job-2']);
+        expect(new Set(ids).size).toBe(4);
+        expect((await q.inspect()).ready).toEqual(ids);
+        expect((await q.job('job-1'))?.payload).toBe('given');
+        expect((await q.job('job-2'))?.payload).toBe('given too');
+        expect((await q.job(ids[0] as string))?.payload).toBe('generated');
+      }
+    });
+
+    it('R4 an id whose window ended may be generated again, as the core generates it, whatever was acked before it', async () => {
+      const name = h.queueName('generated-window');
+      const options = { visibility: 50, dedupWindow: 100 };
+      const q = await h.engine().queue(name, options);
+      const core = new LeaseQueue(options);
+      for (const queue of [q, core]) {
+        await queue.publishBatch(0, [{ id: 'x' }, { id: 'job-1' }]);
+        const [x, given] = await queue.reserve(0, { max: 2 });
+        expect(await queue.ack(1, x?.token as number)).toBe(true);
+        // job-1, acked under the lower window, is forgotten at 12 though x is remembered until 101.
+        if (queue === core) core.reconfigure({ dedupWindow: 10 });
+        else await h.engine().updateQueue(name, { dedupWindow: 10 });
+        expect(await queue.ack(2, given?.token as number)).toBe(true);
+      }
+      const generated = await q.publish(20);
+      expect(generated).toEqual(core.publish(20));
+      expect(await q.publish(20, { id: 'job-1' })).toEqual(core.publish(20, { id: 'job-1' }));
+      expect(await q.inspect()).toEqual(core.inspect());
     });
 
     it('R4 publishing an id still present (ready, delayed, active or dead) changes nothing: duplicate true', async () => {

@@ -106,3 +106,30 @@ describe('MemoryInbox keys', () => {
     }
   });
 });
+
+describe('pruneInbox', () => {
+  it('refuses a bad consumer and a bad age together, in the words of every check, and forgets nothing', async () => {
+    const broker = await open('sqlite::memory:');
+    try {
+      const inbox = new TransactionalInbox(broker);
+      await inbox.processOnce('billing', 'a', () => undefined);
+      const refused = await broker
+        .transaction((tx) => tx.pruneInbox('', '5' as unknown as number))
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      expect(refused).toBeInstanceOf(ValidationError);
+      expect((refused as ValidationError).code).toBe('INVALID_ARGUMENT');
+      expect((refused as ValidationError).issues).toEqual([
+        'consumer must be a string of 1 to 256 characters, got ""',
+        'maxAgeMs must be an integer ≥ 0, got "5"',
+      ]);
+      expect(await inbox.processOnce('billing', 'a', () => undefined)).toEqual({
+        processed: false,
+      });
+    } finally {
+      await broker.close();
+    }
+  });
+});

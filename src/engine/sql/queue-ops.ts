@@ -1479,13 +1479,15 @@ const EXPIRY_COLUMNS = [
 
 /**
  * Ids of one publish call: which are taken (present or remembered), checked in one query, and
- * generated ids (`job-N`, as the core makes them) that skip taken ones.
+ * generated ids (`job-N`, as the core makes them) that skip taken ones and those the call gives.
  */
 class IdAllocator {
   /** Taken ids, each with its group sequence number (R29; null without a group). */
   readonly taken = new Map<string, number | null>();
   private readonly checked = new Set<string>();
   private readonly candidates: string[] = [];
+  /** The ids the call gives: a job of it later in line would find a generated one taken. */
+  private given: ReadonlySet<string> = new Set();
 
   constructor(
     private readonly ops: QueueOps,
@@ -1504,6 +1506,7 @@ class IdAllocator {
         this.taken.set(row.id, row.group_seq);
     }
     for (const id of ids) this.checked.add(id);
+    if (generated > 0) this.given = new Set(explicit);
   }
 
   /** The next generated id where none can be taken (no look-up needed); else undefined. */
@@ -1522,7 +1525,7 @@ class IdAllocator {
           this.taken.set(row.id, row.group_seq);
         }
       }
-      if (!this.taken.has(id)) return id;
+      if (!this.taken.has(id) && !this.given.has(id)) return id;
     }
   }
 }
