@@ -56,6 +56,12 @@ export interface Command {
   options: OptionsConfig;
   /** Reaches a server: gets --server, --api-key and --json. */
   remote: boolean;
+  /**
+   * Hears the first SIGINT or SIGTERM (`context.stop`) and finishes what it has in hand, as its
+   * help says. Any other command has nothing to finish: the first signal ends it at once, as
+   * the default action would, not once a server that does not answer times out.
+   */
+  hearsStop?: true;
   run(invocation: Invocation): Promise<number>;
 }
 

@@ -1,16 +1,19 @@
 #!/usr/bin/env node
 import { ParentWatch, startedByNpm } from './parent-watch.js';
-import { runCli } from './run.js';
+import { hearsStop, runCli } from './run.js';
 
 /** The only place that reads argv, listens for signals or sets the exit code. */
+const argv = process.argv.slice(2);
 const stop = new AbortController();
-// The first signal stops the command as it says (publish: the batch in hand is sent); a second
-// one ends the process at once, as the default action would: whatever the first is waiting
-// for (a read of a quiet FIFO, a storage lock), the user can always get out.
+// The first signal stops a command that hears it as it says (publish: the batch in hand is
+// sent); a second one ends the process at once, as the default action would: whatever the
+// first is waiting for (a read of a quiet FIFO, a storage lock), the user can always get out.
+// Any other command (queue stats, ack) has nothing to finish: the first ends it at once.
+const hears = hearsStop(argv);
 let signalled = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
-    if (!signalled) {
+    if (hears && !signalled) {
       signalled = true;
       stop.abort();
       return;
@@ -51,10 +54,10 @@ function handleOutputErrors(): (said?: boolean) => void {
 
 // Under npm or npx the signal may stop at the wrapper's shell: stop when the parent goes.
 const parentWatch = startedByNpm(process.env)
-  ? new ParentWatch(() => stop.abort()).start()
+  ? new ParentWatch(() => (hears ? stop.abort() : process.kill(process.pid, 'SIGTERM'))).start()
   : undefined;
 
-const code = await runCli(process.argv.slice(2), {
+const code = await runCli(argv, {
   stdout: process.stdout,
   stderr: process.stderr,
   stdin: process.stdin,

@@ -26,7 +26,14 @@ export async function connect(values: Values, context: CliContext): Promise<Remo
   const problem = serverUrlProblem(server);
   if (problem !== undefined) throw new UsageError(problem);
   // A LEASEQ_API_KEY set but left blank is no key.
-  const apiKey = stringFlag(values, 'api-key') ?? (context.env.LEASEQ_API_KEY || undefined);
+  const flagKey = stringFlag(values, 'api-key');
+  const apiKey = flagKey ?? (context.env.LEASEQ_API_KEY || undefined);
+  const keyProblem = apiKey === undefined ? undefined : apiKeyProblem(apiKey);
+  if (keyProblem !== undefined) {
+    throw new UsageError(
+      `${flagKey === undefined ? 'LEASEQ_API_KEY' : '--api-key'} is not an API key: ${keyProblem}; a key is printable ASCII without spaces (letters, digits and punctuation)`,
+    );
+  }
   const transport = stringFlag(values, 'transport') ?? context.env.LEASEQ_TRANSPORT;
   if (transport !== undefined && transport !== 'stream' && transport !== 'http') {
     throw new UsageError(`--transport must be stream or http, got ${transport}`);
@@ -36,6 +43,22 @@ export async function connect(values: Values, context: CliContext): Promise<Remo
     ...(transport === undefined ? {} : { transport }),
     ...(context.fetch === undefined ? {} : { fetch: context.fetch }),
   });
+}
+
+/**
+ * What keeps `key` from being an API key, or undefined. The server takes only printable ASCII
+ * without spaces; a line break (a key read from a file with its newline) or another control
+ * character cannot even go in a header, and would be taken for a server that cannot be reached.
+ * The key itself is not shown: it is a secret.
+ */
+function apiKeyProblem(key: string): string | undefined {
+  if (key === '') return 'it is empty';
+  if (/[\r\n]/.test(key)) return 'it has a line break (read from a file with its newline?)';
+  const control = (char: string) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f;
+  if ([...key].some(control)) return 'it has a control character';
+  if (/\s/.test(key)) return 'it has a space';
+  if (/[^!-~]/.test(key)) return 'it has a character outside ASCII';
+  return undefined;
 }
 
 /** Runs `work` with a client, closing it afterwards. */

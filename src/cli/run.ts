@@ -50,6 +50,11 @@ export const COMMANDS: readonly Command[] = [
   secretRotate,
 ];
 
+/** Whether the command `argv` names hears the first signal itself (see Command.hearsStop). */
+export function hearsStop(argv: readonly string[]): boolean {
+  return findCommand(argv)?.command.hearsStop === true;
+}
+
 /** Runs `leaseq <argv…>` and resolves to the exit code. Never exits the process itself. */
 export async function runCli(argv: readonly string[], context: CliContext): Promise<number> {
   const found = findCommand(argv);
@@ -127,7 +132,15 @@ function topLevel(argv: readonly string[], context: CliContext): number {
   if (first === 'help' && argv.length > 1) {
     // `leaseq help publish` is `leaseq publish --help`.
     const found = findCommand(argv.slice(1));
-    if (found === undefined) return unknownCommand(argv.slice(1), context);
+    if (found === undefined) {
+      // `leaseq help queue` is `leaseq queue --help`: the commands of the group.
+      const group = argv.length === 2 ? groupOf(argv[1] as string) : [];
+      if (group.length > 0) {
+        context.stdout.write(groupHelp(argv[1] as string, group));
+        return EXIT.ok;
+      }
+      return unknownCommand(argv.slice(1), context);
+    }
     // The command is known: a word after it is not part of its name (`help queue create x`).
     if (found.rest.length > 0) {
       const name = found.command.name;
@@ -149,7 +162,12 @@ function topLevel(argv: readonly string[], context: CliContext): number {
 /** No command starts `argv`: the commands of its first word, or the overview's pointer. */
 function unknownCommand(argv: readonly string[], context: CliContext): number {
   const [first, second] = argv;
-  const group = COMMANDS.filter((command) => command.name.startsWith(`${first} `));
+  const group = groupOf(first as string);
+  // Asked for (`leaseq queue --help`): the commands of the group, not a mistake.
+  if (group.length > 0 && (second === '--help' || second === '-h')) {
+    context.stdout.write(groupHelp(first as string, group));
+    return EXIT.ok;
+  }
   const names = group.map((c) => c.name).join(', ');
   context.stderr.write(
     group.length === 0
@@ -159,6 +177,24 @@ function unknownCommand(argv: readonly string[], context: CliContext): number {
         : `leaseq: unknown command ${JSON.stringify(`${first} ${second}`)}; the ${first} commands are ${names}\n`,
   );
   return EXIT.usage;
+}
+
+/** The commands whose first word is `word` (`queue`: queue create, queue update …). */
+function groupOf(word: string): Command[] {
+  return COMMANDS.filter((command) => command.name.startsWith(`${word} `));
+}
+
+/** The commands of a group with their summaries, as the overview lists them. */
+function groupHelp(word: string, group: readonly Command[]): string {
+  const width = Math.max(...group.map((command) => command.name.length));
+  return [
+    `leaseq ${word} — its commands`,
+    '',
+    `usage: leaseq ${word} <command> [options]     leaseq ${word} <command> --help`,
+    '',
+    ...group.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`),
+    '',
+  ].join('\n');
 }
 
 function report(command: Command, error: unknown, context: CliContext): number {
@@ -191,7 +227,11 @@ function isParseArgsError(error: unknown): boolean {
 }
 
 function commandHelp(command: Command): string {
-  const details = [...command.details, ...(command.remote ? ['', ...REMOTE_DETAILS] : [])];
+  // A blank line between the command's own lines and the remote options, when it has some.
+  const remote = command.remote
+    ? [...(command.details.length > 0 ? [''] : []), ...REMOTE_DETAILS]
+    : [];
+  const details = [...command.details, ...remote];
   return [
     `leaseq ${command.name} — ${command.summary}`,
     '',

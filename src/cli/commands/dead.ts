@@ -73,6 +73,7 @@ export const deadRedrive: Command = {
   ],
   options: { 'batch-size': { type: 'string' }, progress: { type: 'boolean' } },
   remote: true,
+  hearsStop: true,
   async run({ values, positionals: given, context }) {
     const [name, ...named] = positionals(given, ['queue'], { rest: true }) as [string, ...string[]];
     const sizeGiven = integerFlag(values, 'batch-size', 1);

@@ -55,6 +55,7 @@ export const publish: Command = {
     progress: { type: 'boolean' },
   },
   remote: true,
+  hearsStop: true,
   async run({ values, positionals: given, context }) {
     const [name, ...payloads] = positionals(given, ['queue'], { rest: true }) as [
       string,

@@ -143,6 +143,8 @@ export const queueList: Command = {
     positionals(given, []);
     const queues = await withClient(values, context, (client) => client.listQueues());
     if (values.json) printJson(context, queues);
+    // As dead list and schedule list say when they have nothing: not a silent success.
+    else if (queues.length === 0) context.stderr.write('no queues\n');
     else {
       for (const queue of queues) {
         context.stdout.write(`${queue.name}  ${formatOptions(queue.options)}\n`);

@@ -28,6 +28,7 @@ export const receive: Command = {
     'auto-ack': { type: 'boolean' },
   },
   remote: true,
+  hearsStop: true,
   async run({ values, positionals: given, context }) {
     const [name] = positionals(given, ['queue']) as [string];
     const max = integerFlag(values, 'max', 1);

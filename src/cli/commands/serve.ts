@@ -50,6 +50,7 @@ export const serve: Command = {
   ],
   options,
   remote: false,
+  hearsStop: true,
   async run({ values, positionals: given, context }) {
     positionals(given, []);
     const sources = await configSources(values, context);
