@@ -87,6 +87,11 @@ export class Scheduler {
    * is unchanged. Only the schedules that pass listed are kept.
    */
   private quiet = new Map<string, QuietSchedule>();
+  /**
+   * The schedules that failed in the loop, by queue and name: the time (ms) before which its
+   * passes do not try each again (an interval after its failure). runOnce tries them all.
+   */
+  private held = new Map<string, number>();
 
   constructor(
     private readonly engine: Engine,
@@ -147,17 +152,16 @@ export class Scheduler {
       while (!signal.aborted) {
         let wait = interval;
         try {
-          const { failures, nextAt } = await this.pass();
+          const { failures, nextAt } = await this.pass(interval);
           for (const { error, queue, name } of failures) onError(error, { queue, name });
           // At the next occurrence, not an interval after this pass ended: an interval's sleep
           // after a pass that took time could pass over an occurrence, and only the latest due
-          // one is published. A schedule that failed is tried again after the interval.
+          // one is published. So too while a schedule fails: it is held back until the
+          // interval has passed (its time is in nextAt), the others are not.
           // Not sooner than MIN_PASS_GAP_MS: schedules at many phases would each bring a pass,
           // and each pass lists them all.
-          if (failures.length === 0) {
-            const floor = Math.min(interval, MIN_PASS_GAP_MS);
-            wait = Math.max(floor, Math.min(interval, nextAt - this.clock.now()));
-          }
+          const floor = Math.min(interval, MIN_PASS_GAP_MS);
+          wait = Math.max(floor, Math.min(interval, nextAt - this.clock.now()));
         } catch (error) {
           onError(error);
         }
@@ -166,8 +170,12 @@ export class Scheduler {
     })();
   }
 
-  /** `nextAt`: the first occurrence of any schedule after the time the pass looked at it. */
-  private async pass(): Promise<{
+  /**
+   * `nextAt`: the first occurrence of any schedule after the time the pass looked at it, or the
+   * end of a failed schedule's hold. `retryAfter` (the loop's): a schedule that fails is held
+   * back from the passes that come sooner than this (ms); without it, every schedule is tried.
+   */
+  private async pass(retryAfter?: number): Promise<{
     published: PublishedOccurrence[];
     failures: ScheduleFailure[];
     nextAt: number;
@@ -176,6 +184,7 @@ export class Scheduler {
     const failures: ScheduleFailure[] = [];
     let nextAt = Number.POSITIVE_INFINITY;
     const quiet = new Map<string, QuietSchedule>();
+    const held = new Map<string, number>();
     let turnStart = performance.now();
     let sinceTurn = 0;
     for (const schedule of await this.engine.listSchedules()) {
@@ -188,6 +197,12 @@ export class Scheduler {
       // Keyed by queue and name to keep one entry a schedule; a hit is checked on every field
       // the times depend on, so the schedule as read now decides, whoever changed it.
       const key = `${schedule.queue}\u0000${schedule.name}`;
+      const until = retryAfter === undefined ? undefined : this.held.get(key);
+      if (until !== undefined && now < until) {
+        held.set(key, until);
+        nextAt = Math.min(nextAt, until);
+        continue;
+      }
       const known = this.quiet.get(key);
       // `from <= now`: a clock set back recomputes.
       if (
@@ -200,22 +215,31 @@ export class Scheduler {
         nextAt = Math.min(nextAt, known.nextAt);
         continue;
       }
-      const next = nextOccurrence(schedule, now);
-      nextAt = Math.min(nextAt, next);
       try {
+        // In the try: a schedule whose times this process cannot compute (a time zone its data
+        // lacks, a definition stored by another version) fails alone, by its name.
+        const next = nextOccurrence(schedule, now);
         const at = dueOccurrence(schedule, now);
         if (at === undefined) {
           const { cron, every, timezone, createdAt, lastAt } = schedule;
           quiet.set(key, { cron, every, timezone, createdAt, lastAt, from: now, nextAt: next });
+          nextAt = Math.min(nextAt, next);
           continue;
         }
         const occurrence = await this.fire(schedule, now, at);
         if (occurrence !== undefined) published.push(occurrence);
+        // Not for one that failed: its next try is its hold's end.
+        nextAt = Math.min(nextAt, next);
       } catch (error) {
         failures.push({ queue: schedule.queue, name: schedule.name, error });
+        if (retryAfter !== undefined) {
+          held.set(key, now + retryAfter);
+          nextAt = Math.min(nextAt, now + retryAfter);
+        }
       }
     }
     this.quiet = quiet;
+    if (retryAfter !== undefined) this.held = held;
     return { published, failures, nextAt };
   }
 
