@@ -197,7 +197,8 @@ export interface Queue {
    * `when` is a cron expression (read in `timezone`, default UTC) or an interval in ms (at least
    * 1000). Every occurrence is published once, with the id `name@ISO time`, by the schedulers
    * running over the storage (`leaseq serve` runs one). After downtime only the latest missed
-   * occurrence is published.
+   * occurrence is published. Set again with the same definition, it stays as it is (its phase
+   * and the occurrence published last): a deploy may set its schedules at every start.
    */
   schedule(name: string, when: ScheduleWhen, options?: ScheduleOptions): Promise<ScheduleView>;
   /** This queue's schedules, by name, with their next occurrence. */

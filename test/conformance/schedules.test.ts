@@ -58,6 +58,36 @@ describeEngines(engines, (h) => {
       expect(await h.engine().listSchedules(name)).toEqual([]);
     });
 
+    it('R25 a schedule set again with the same definition stays as it was: its phase, a due occurrence and the last one published kept', async () => {
+      const name = h.deleteAfter(h.queueName('sched'));
+      const clock = new ManualClock(T0);
+      const broker = new EngineBroker(h.engine(), { clock });
+      const q = await broker.queue(name);
+      const ofQueue = async (pass: Promise<{ queue: string; at: number }[]>) =>
+        (await pass).filter((occurrence) => occurrence.queue === name);
+      await q.schedule('pulse', 10_000, { payload: { v: 1 } });
+      clock.set(T0 + 8_000);
+      // As a deploy that sets its schedules at every start: the phase does not move.
+      expect(await q.schedule('pulse', 10_000, { payload: { v: 1 } })).toMatchObject({
+        createdAt: T0,
+        nextAt: T0 + 10_000,
+      });
+      clock.set(T0 + 10_000);
+      await q.schedule('pulse', 10_000, { payload: { v: 1 } });
+      const scheduler = broker.scheduler();
+      expect(await ofQueue(scheduler.runOnce())).toMatchObject([{ at: T0 + 10_000 }]);
+      await q.schedule('pulse', 10_000, { payload: { v: 1 } });
+      expect(await ofQueue(scheduler.runOnce())).toEqual([]);
+      expect((await q.schedules())[0]).toMatchObject({ createdAt: T0, lastAt: T0 + 10_000 });
+      // Another definition (here its payload) replaces it: its occurrences count from now.
+      clock.set(T0 + 12_000);
+      expect(await q.schedule('pulse', 10_000, { payload: { v: 2 } })).toMatchObject({
+        createdAt: T0 + 12_000,
+        nextAt: T0 + 22_000,
+      });
+      expect((await q.schedules())[0]).toMatchObject({ lastAt: T0 + 10_000 });
+    });
+
     it('R25 a schedule of a queue that does not exist (deleted by another handle) is refused with NotFoundError and stores nothing', async () => {
       const name = h.queueName('sched');
       const broker = new EngineBroker(h.engine(), { clock: new ManualClock(T0) });

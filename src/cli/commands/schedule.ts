@@ -11,10 +11,12 @@ export const scheduleSet: Command = {
   details: [
     "--cron EXPR     a cron expression, e.g. '0 * * * *' (5 or 6 fields)",
     '--timezone TZ   IANA time zone the cron expression is read in (default UTC)',
-    '--every MS      publish every MS milliseconds (at least 1000), counted from now',
+    '--every MS      publish every MS milliseconds (at least 1000), counted from when it is set',
     "--payload JSON  the payload of every occurrence's job",
     'Each occurrence is published once, as job `name@ISO time`, by the servers over the',
-    'storage; after downtime only the latest missed occurrence is published. Needs an admin key.',
+    'storage; after downtime only the latest missed occurrence is published. Set again with the',
+    'same definition, a schedule stays as it is (a deploy may set its schedules at every start).',
+    'Needs an admin key.',
   ],
   options: {
     cron: { type: 'string' },

@@ -12,7 +12,11 @@ export class MemorySchedules implements ScheduleStore {
 
   async putSchedule(schedule: ScheduleRecord): Promise<void> {
     const key = keyOf(schedule.queue, schedule.name);
-    const lastAt = this.byKey.get(key)?.lastAt ?? schedule.lastAt;
+    const stored = this.byKey.get(key);
+    // The same definition set again (a deploy setting its schedules at every start) changes
+    // nothing: an interval keeps its phase, a due occurrence stays due.
+    if (stored !== undefined && sameDefinition(stored, schedule)) return;
+    const lastAt = stored?.lastAt ?? schedule.lastAt;
     this.byKey.set(key, { ...schedule, lastAt, payload: copied(schedule.payload) });
   }
 
@@ -41,15 +45,22 @@ export class MemorySchedules implements ScheduleStore {
   }
 }
 
-/** The same lastAt and definition; payloads compared as stored, through JSON. */
+/** The same lastAt and definition, set at the same time. */
 function sameRecord(stored: ScheduleRecord, read: ScheduleRecord): boolean {
   return (
     stored.lastAt === read.lastAt &&
     stored.createdAt === read.createdAt &&
-    stored.cron === read.cron &&
-    stored.every === read.every &&
-    stored.timezone === read.timezone &&
-    encodePayload(stored.payload, 'schedule') === encodePayload(read.payload, 'schedule')
+    sameDefinition(stored, read)
+  );
+}
+
+/** What to publish and when, alike; payloads compared as stored, through JSON. */
+function sameDefinition(stored: ScheduleRecord, given: ScheduleRecord): boolean {
+  return (
+    stored.cron === given.cron &&
+    stored.every === given.every &&
+    stored.timezone === given.timezone &&
+    encodePayload(stored.payload, 'schedule') === encodePayload(given.payload, 'schedule')
   );
 }
 

@@ -29,14 +29,18 @@ function specText(schedule: ScheduleRecord): string {
   return JSON.stringify(spec);
 }
 
-/** Creates or replaces a schedule (R25); a replaced one keeps the occurrence published last. */
+/**
+ * Creates or replaces a schedule (R25); a replaced one keeps the occurrence published last, and
+ * one set again with the same definition stays as it is (its createdAt too).
+ */
 export async function putScheduleRow(
   connection: SqlConnection,
   schedule: ScheduleRecord,
 ): Promise<void> {
   await connection.run(
     `INSERT INTO leaseq_schedules (queue, name, spec, created_at, last_at) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT (queue, name) DO UPDATE SET spec = excluded.spec, created_at = excluded.created_at`,
+     ON CONFLICT (queue, name) DO UPDATE SET spec = excluded.spec, created_at = excluded.created_at
+     WHERE leaseq_schedules.spec <> excluded.spec`,
     [schedule.queue, schedule.name, specText(schedule), schedule.createdAt, schedule.lastAt],
   );
 }
