@@ -485,20 +485,42 @@ export class JobMoves {
   }
 
   /**
-   * Closes the gaps that jobs leaving ready left in priority `priority`'s band, keeping the
-   * order of the others: the jobs before each gap move back one place and the head follows.
-   * A gap at the front (the jobs published first expire first) moves nothing.
+   * Closes the gaps that jobs leaving ready left at `positions` of priority `priority`'s band,
+   * keeping the order of the others. A gap at or before `frontThrough` is closed by moving the
+   * jobs before it back one place, and the head follows: gaps at the front (the jobs published
+   * first expire first, a move takes the front) move nothing. A gap after it is closed by moving
+   * the jobs after it forward, and the tail follows. Either way the jobs between the last gap
+   * closed from the front and the first closed from the back stay where they are, so a call
+   * that walks the band in steps (moveJobs) keeps its place; one statement for each side, over
+   * that range of the ready index alone (one per gap made expiring every other job of a long
+   * queue quadratic, and one over the whole band read all of it).
    */
-  async closeReadyGaps(priority: number, positions: number[]): Promise<void> {
+  async closeReadyGaps(
+    priority: number,
+    positions: number[],
+    frontThrough = Number.POSITIVE_INFINITY,
+  ): Promise<void> {
+    if (positions.length === 0) return;
     positions.sort((a, b) => a - b);
-    let front = 0;
-    while (front < positions.length && positions[front] === bandHead(this.q, priority) + front) {
-      front += 1;
+    const { front, back } = gapSides(this.q, priority, positions, frontThrough);
+    if (front.count > 0) {
+      if (front.moves > 0)
+        await this.renumberRange(front.from, front.through, front.from + front.count);
+      advanceHead(this.q, priority, front.count);
     }
-    advanceHead(this.q, priority, positions.length);
-    // Gaps past the front: the jobs before them move back, in one statement for them all
-    // (one per gap made expiring every other job of a long queue quadratic).
-    if (front < positions.length) await this.renumberBand(priority, bandHead(this.q, priority));
+    if (back.count > 0) {
+      if (back.moves > 0) await this.renumberRange(back.from, back.through, back.from);
+      retreatTail(this.q, priority, back.count);
+    }
+  }
+
+  /**
+   * How many ready jobs `closeReadyGaps` would move to close these gaps (sorted): a call that
+   * closes them at each of its steps can tell when that would cost more than the step.
+   */
+  gapClosingMoves(priority: number, positions: readonly number[], frontThrough: number): number {
+    const { front, back } = gapSides(this.q, priority, positions, frontThrough);
+    return front.moves + back.moves;
   }
 
   /**
@@ -533,17 +555,18 @@ export class JobMoves {
   }
 
   /**
-   * Gives the ready jobs of priority `priority`'s band the positions `head`, `head + 1`, … in
-   * their order, in one statement; rows already in place are not written.
+   * Gives the ready jobs at positions `from` to `through` (within one band) the positions
+   * `start`, `start + 1`, … in their order, in one statement; rows already in place are not
+   * written.
    */
-  async renumberBand(priority: number, head: number): Promise<void> {
+  private async renumberRange(from: number, through: number, start: number): Promise<void> {
     await this.c.run(
       `UPDATE leaseq_jobs SET ready_pos = ranked.pos
        FROM (SELECT id, CAST(? AS BIGINT) - 1 + row_number() OVER (ORDER BY ready_pos) AS pos
-             FROM leaseq_jobs WHERE queue = ? AND state = 'ready' AND priority = ?) AS ranked
+             FROM leaseq_jobs WHERE queue = ? AND state = 'ready' AND ready_pos >= ? AND ready_pos <= ?) AS ranked
        WHERE leaseq_jobs.queue = ? AND leaseq_jobs.id = ranked.id
          AND leaseq_jobs.ready_pos <> ranked.pos`,
-      [head, this.q.name, priority, this.q.name],
+      [start, this.q.name, from, through, this.q.name],
     );
   }
 
@@ -641,6 +664,45 @@ const PROMOTED_COLUMNS = [
   ['id', 'text'],
   ['ready_pos', 'integer'],
 ] as const;
+
+/** One side of the gaps `closeReadyGaps` closes: the range it renumbers and how many gaps. */
+interface GapSide {
+  from: number;
+  through: number;
+  /** Gaps on this side. */
+  count: number;
+  /** Ready jobs that change place. */
+  moves: number;
+}
+
+/** The gaps (sorted) at or before `frontThrough`, closed from the head, and those after it. */
+function gapSides(
+  q: QueueRow,
+  priority: number,
+  positions: readonly number[],
+  frontThrough: number,
+): { front: GapSide; back: GapSide } {
+  let split = positions.findIndex((position) => position > frontThrough);
+  if (split === -1) split = positions.length;
+  const head = bandHead(q, priority);
+  const tail = bandTail(q, priority);
+  const last = positions[split - 1];
+  const first = positions[split];
+  const front =
+    last === undefined
+      ? { from: head, through: head - 1, count: 0, moves: 0 }
+      : { from: head, through: last, count: split, moves: last - head + 1 - split };
+  const back =
+    first === undefined
+      ? { from: tail + 1, through: tail, count: 0, moves: 0 }
+      : {
+          from: first,
+          through: tail,
+          count: positions.length - split,
+          moves: tail - first + 1 - (positions.length - split),
+        };
+  return { front, back };
+}
 
 /** Expiry order (R30): by time, then publish order; negative when `a` comes first. */
 function byExpiry(a: ExpiringRow, b: ExpiringRow): number {

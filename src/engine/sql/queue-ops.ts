@@ -22,6 +22,13 @@ import {
 import { generatedId, hasGeneratedForm } from '../../core/text.js';
 import { checkSessionKnown, sessionIdOf } from '../../core/validate.js';
 import {
+  MOVABLE_COLUMNS,
+  MOVE_CHUNK,
+  type MovableRow,
+  MoveRun,
+  STEP_RENUMBER_BOUND,
+} from './bulk-steps.js';
+import {
   appendHistory,
   attemptOf,
   DELIVERY_COLUMNS,
@@ -36,7 +43,6 @@ import { INFINITY_AS_NULL } from './queue-row.js';
 import {
   advanceHead,
   backPosition,
-  compactBand,
   emptyBands,
   hasRankedReady,
   lowestReadyBand,
@@ -44,6 +50,8 @@ import {
 } from './ready-bands.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 import { statsOfRow } from './stats-read.js';
+
+export { MOVE_CHUNK } from './bulk-steps.js';
 
 /** A publish whose arguments were checked and whose payload is already JSON text. */
 export interface EncodedPublish {
@@ -625,9 +633,10 @@ export class QueueOps extends JobMoves {
     return rows.length;
   }
 
-  async redrive(now: number, ids: readonly string[] | undefined): Promise<number> {
+  /** R14. `page`: the front of the dead set only (a step of a redrive of all, see DeadPage). */
+  async redrive(now: number, ids: readonly string[] | undefined, page?: DeadPage): Promise<number> {
     now = await this.advance(now);
-    const jobs = await this.deadJobs(ids);
+    const jobs = await this.deadJobs(ids, page);
     /** Groups known to have a member that is not dead (R24): a redriven job of one waits. */
     const occupied = new Map<string, boolean>();
     const rows: RedrivenRow[] = [];
@@ -695,14 +704,24 @@ export class QueueOps extends JobMoves {
     );
   }
 
-  async purge(now: number, ids: readonly string[] | undefined): Promise<number> {
+  /** R14. `page`: the front of the dead set only (a step of a purge of all, see DeadPage). */
+  async purge(now: number, ids: readonly string[] | undefined, page?: DeadPage): Promise<number> {
     now = await this.advance(now);
-    const purged =
-      ids === undefined
-        ? await this.c.run(`DELETE FROM leaseq_jobs WHERE queue = ? AND state = 'dead'`, [
-            this.q.name,
-          ])
-        : await this.deleteJobs((await this.deadJobs(ids)).map((job) => job.id));
+    let purged: number;
+    if (ids !== undefined) {
+      purged = await this.deleteJobs((await this.deadJobs(ids)).map((job) => job.id));
+    } else if (page === undefined) {
+      purged = await this.c.run(`DELETE FROM leaseq_jobs WHERE queue = ? AND state = 'dead'`, [
+        this.q.name,
+      ]);
+    } else {
+      page.through ??= this.q.deadSeq;
+      purged = await this.c.run(
+        `DELETE FROM leaseq_jobs WHERE queue = ? AND id IN (SELECT id FROM leaseq_jobs
+           WHERE queue = ? AND state = 'dead' AND dead_seq <= ? ORDER BY dead_seq LIMIT ?)`,
+        [this.q.name, this.q.name, page.through, page.limit],
+      );
+    }
     this.q.dead -= purged;
     this.q.counters.purged += purged;
     return purged;
@@ -759,40 +778,54 @@ export class QueueOps extends JobMoves {
   /**
    * R26: ready jobs (front first), then delayed ones, each to `to` or to its origin queue; a
    * job the target cannot take stays, and a group moves whole (the next member goes on as the
-   * one before it moves). The ready jobs left keep their order, renumbered. A chunk of jobs at
-   * a time: what judging them needs is looked up for all of them at once, then each is judged
-   * in order, in memory, and the rows of the chunk are written together (a few statements a
-   * job made 200,000 moved on PostgreSQL take minutes).
+   * one before it moves). The ready jobs left keep their order, the gaps closed. A chunk of jobs
+   * at a time: what judging them needs is looked up for all of them at once, then each is judged
+   * in order, in memory, and the rows of the chunk are written together (a few statements a job
+   * made 200,000 moved on PostgreSQL take minutes).
+   *
+   * With `run`, this is one step of a call that takes steps, each a transaction of its own (see
+   * MoveRun): a chunk, or more while closing the gaps of one would renumber more ready jobs than
+   * STEP_RENUMBER_BOUND. Answers how many jobs this step moved; `run.done` says whether the call
+   * is over. Without, the whole call.
    */
-  async moveJobs(now: number, op: MoveJobsOperation): Promise<number> {
+  async moveJobs(now: number, op: MoveJobsOperation, run?: MoveRun): Promise<number> {
     now = await this.advance(now);
     const links = this.links;
-    if (links === undefined) return 0;
+    const steps = run !== undefined;
+    run ??= new MoveRun(op);
+    if (links === undefined) {
+      run.done = true;
+      return 0;
+    }
+    const moves = run;
     const max = op.max ?? Number.POSITIVE_INFINITY;
-    const named = op.ids === undefined ? undefined : new Set(op.ids);
     const origins = op.origins === undefined ? undefined : new Set(op.origins);
     /** Where the job goes: `to`, or its origin; undefined when it stays. */
-    const moverOf = (job: Omit<MovableRow, 'state'>): Mover | undefined => {
+    const moverOf = (
+      job: Pick<MovableRow, 'id' | 'origin_queue' | 'priority' | 'grp'>,
+    ): Mover | undefined => {
       const origin = job.origin_queue ?? undefined;
       if (origins !== undefined && (origin === undefined || !origins.has(origin))) return undefined;
       const target = op.to ?? origin;
       if (target === undefined) return undefined;
       return { id: job.id, target, priority: job.priority, grp: job.grp };
     };
+    await moves.resume(this);
     const arrivals = links.arrivals(this.q, now);
     const members = new WaitingMembers(this.c, this.dialect, this.q.name);
-    const seen = new Set<string>();
-    let moved = 0;
-    let movedReady = false;
+    const movedBefore = moves.moved;
+    /** Ready positions left free, by priority. */
+    const gaps = new Map<number, number[]>();
+    /** Whether this step goes on to the end of the call (see STEP_RENUMBER_BOUND). */
+    let whole = !steps;
     // One list, each job looked at once; a group member that goes on as the one before it
     // moves joins its end (when no ids are named, or it is), so a group moves whole.
-    const candidates = await this.movableJobs(op.ids);
-    let index = 0;
-    while (index < candidates.length && moved < max) {
+    while (moves.moved < max) {
       // No more than `max` leaves room for: looking a job's target up locks the target's row
       // (as admit does), and a queue no job goes to is not to be held up, nor deadlock with it.
-      const room = max - moved;
-      const chunk = candidates.slice(index, index + Math.min(MOVE_CHUNK, room));
+      const room = max - moves.moved;
+      const chunk = await moves.upcoming(this, Math.min(MOVE_CHUNK, room));
+      if (chunk.length === 0) break;
       const groups = [...new Set(chunk.flatMap((job) => (job.grp === null ? [] : [job.grp])))];
       await members.lookUp(groups, this.q.waiting === 0);
       // The members that may go on and follow in this chunk are judged from the same look-ups,
@@ -801,43 +834,64 @@ export class QueueOps extends JobMoves {
         room > chunk.length
           ? members
               .following(groups)
-              .filter((job) => named === undefined || named.has(job.id))
+              .filter((job) => moves.follows(job.id))
               .slice(0, room - chunk.length)
           : [];
       await arrivals.lookUp([...chunk, ...following].flatMap((job) => moverOf(job) ?? []));
       const promoted: PromotedRow[] = [];
       const movedHere = new Set<string>();
-      for (let looked = 0; index < candidates.length && moved < max && looked < MOVE_CHUNK; ) {
-        const job = candidates[index] as MovableRow;
-        const mover = seen.has(job.id) ? undefined : moverOf(job);
+      for (let looked = 0; moves.moved < max && looked < MOVE_CHUNK; ) {
+        const job = moves.peek();
+        if (job === undefined) break;
+        const seen = moves.hasSeen(job.id);
+        const mover = seen ? undefined : moverOf(job);
         // Not looked up (a member gone on past those looked up): the next chunk does.
         if (mover !== undefined && !arrivals.knows(mover)) break;
-        index += 1;
+        moves.take();
         looked += 1;
-        if (seen.has(job.id)) continue;
-        seen.add(job.id);
+        if (seen) continue;
+        moves.see(job.id);
         if (mover === undefined || !arrivals.take(mover)) continue;
-        moved += 1;
+        moves.moved += 1;
         movedHere.add(job.id);
         if (job.state === 'ready') {
           this.q.ready -= 1;
-          movedReady = true;
+          const band = gaps.get(job.priority) ?? [];
+          band.push(Number(job.ready_pos));
+          gaps.set(job.priority, band);
         } else {
           this.q.delayed -= 1;
         }
         // A moved job was its group's first member: the next one goes on (R24).
         if (job.grp !== null) {
           const next = await this.goOn(members, job.grp, now, promoted);
-          if (next !== undefined && (named === undefined || named.has(next.id))) {
-            candidates.push(next);
-          }
+          if (next !== undefined && moves.follows(next.id)) moves.follow(next);
         }
       }
       await this.writePromoted(promoted.filter((row) => !movedHere.has(row.id)));
       await arrivals.write();
+      if (!whole) {
+        if (this.gapMoves(gaps, moves) <= STEP_RENUMBER_BOUND) break;
+        // Closing them costs no less as the call goes on: the rest is this step.
+        whole = true;
+      }
     }
-    if (movedReady) await this.renumberReady();
-    return moved;
+    moves.done = moves.moved >= max || moves.exhausted();
+    for (const [priority, positions] of gaps) {
+      await this.closeReadyGaps(priority, positions, moves.readPlace(priority));
+    }
+    return moves.moved - movedBefore;
+  }
+
+  /** How many ready jobs closing these gaps would move (see closeReadyGaps). */
+  private gapMoves(gaps: ReadonlyMap<number, number[]>, moves: MoveRun): number {
+    let total = 0;
+    for (const [priority, positions] of gaps) {
+      positions.sort((a, b) => a - b);
+      const place = moves.readPlace(priority) ?? Number.POSITIVE_INFINITY;
+      total += this.gapClosingMoves(priority, positions, place);
+    }
+    return total;
   }
 
   /**
@@ -861,6 +915,7 @@ export class QueueOps extends JobMoves {
       priority: next.priority,
       grp: next.grp,
       state: row.state,
+      ready_pos: row.ready_pos,
     };
   }
 
@@ -935,20 +990,8 @@ export class QueueOps extends JobMoves {
     return true;
   }
 
-  /** The jobs moveJobs may move, in its order: ready then delayed, or those named, as named. */
-  private async movableJobs(ids: readonly string[] | undefined): Promise<MovableRow[]> {
-    if (ids === undefined) {
-      const ready = await this.c.query<MovableRow>(
-        `SELECT ${MOVABLE_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'ready' ORDER BY ready_pos`,
-        [this.q.name],
-      );
-      const delayed = await this.c.query<MovableRow>(
-        `SELECT ${MOVABLE_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'delayed'
-         ORDER BY available_at, seq`,
-        [this.q.name],
-      );
-      return [...ready, ...delayed];
-    }
+  /** The jobs named that are ready or delayed, as moveJobs looks at them, in the order named. */
+  async movableJobs(ids: readonly string[]): Promise<MovableRow[]> {
     if (this.dialect.setBased) {
       // A chunk of primary-key lookups a statement; the state is checked here, as in deadJobs.
       const found = new Map<string, MovableRow>();
@@ -977,28 +1020,6 @@ export class QueueOps extends JobMoves {
       if (row !== undefined) rows.push(row);
     }
     return rows;
-  }
-
-  /** Each band's ready positions are exactly its head..tail: closes the gaps jobs left. */
-  private async renumberReady(): Promise<void> {
-    // None left (all moved away): every band is empty, with nothing to count.
-    const counts =
-      this.q.ready === 0
-        ? []
-        : await this.c.query<{ priority: number; n: number | string }>(
-            `SELECT priority, COUNT(*) AS n FROM leaseq_jobs WHERE queue = ? AND state = 'ready'
-             GROUP BY priority`,
-            [this.q.name],
-          );
-    const sizes = new Map(counts.map(({ priority, n }) => [Number(priority), Number(n)]));
-    for (const priority of [0, ...readyRanges(this.q).map((range) => range.priority)]) {
-      if (!sizes.has(priority)) compactBand(this.q, priority, 0);
-    }
-    // One statement per band, whatever its length (one per job made a cancel in a long queue
-    // hold every queue of the engine for seconds).
-    for (const [priority, size] of sizes) {
-      await this.renumberBand(priority, compactBand(this.q, priority, size));
-    }
   }
 
   // --- inspection (takes no time) -------------------------------------------------------------
@@ -1158,7 +1179,18 @@ export class QueueOps extends JobMoves {
   }
 
   /** The dead jobs named (each once, in the order named), or all in the order they died. */
-  private async deadJobs(ids: readonly string[] | undefined): Promise<DeadJobRow[]> {
+  private async deadJobs(
+    ids: readonly string[] | undefined,
+    page?: DeadPage,
+  ): Promise<DeadJobRow[]> {
+    if (ids === undefined && page !== undefined) {
+      page.through ??= this.q.deadSeq;
+      return this.c.query<DeadJobRow>(
+        `SELECT ${DEAD_JOB_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'dead' AND dead_seq <= ?
+         ORDER BY dead_seq LIMIT ?`,
+        [this.q.name, page.through, page.limit],
+      );
+    }
     if (ids === undefined) {
       return this.c.query<DeadJobRow>(
         `SELECT ${DEAD_JOB_COLUMNS} FROM leaseq_jobs WHERE queue = ? AND state = 'dead' ORDER BY dead_seq`,
@@ -1196,6 +1228,17 @@ export class QueueOps extends JobMoves {
     if (session === undefined) throw new SessionClosedError(sessionId);
     return session;
   }
+}
+
+/**
+ * The front of a queue's dead set, in the order its jobs died (R34): at most `limit` of the jobs
+ * dead when the first page was taken (`through`: the last place in the dead set given by then,
+ * set by that page). A redrive or purge of all, in steps, takes it page after page: a job that
+ * dies meanwhile, or dies again once redriven, is not taken.
+ */
+export interface DeadPage {
+  through?: number;
+  limit: number;
 }
 
 /** A dead job with what a redrive keeps of it unless it joins ready or a group anew. */
@@ -1292,19 +1335,6 @@ interface TakenId {
   id: string;
   group_seq: number | null;
 }
-
-/** How many jobs `moveJobs` looks up, judges and writes together. */
-export const MOVE_CHUNK = 1000;
-
-interface MovableRow {
-  id: string;
-  state: 'ready' | 'delayed';
-  origin_queue: string | null;
-  priority: number;
-  grp: string | null;
-}
-
-const MOVABLE_COLUMNS = 'id, state, origin_queue, priority, grp';
 
 const PROMOTED_COLUMNS = [
   ['id', 'text'],

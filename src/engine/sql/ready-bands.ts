@@ -101,10 +101,10 @@ export function bandTail(q: QueueRow, priority: number): number {
   return priority === 0 ? q.readyTail : band(q, priority).tail;
 }
 
-/** One job fewer at the back of a band (after the caller's statement moved the others up). */
-export function retreatTail(q: QueueRow, priority: number): void {
-  if (priority === 0) q.readyTail -= 1;
-  else band(q, priority).tail -= 1;
+/** `count` jobs fewer at the back of a band (after the caller's statement moved the others up). */
+export function retreatTail(q: QueueRow, priority: number, count = 1): void {
+  if (priority === 0) q.readyTail -= count;
+  else band(q, priority).tail -= count;
 }
 
 /** Takes `count` jobs from the front of a band (after the caller's statement took them). */
@@ -125,18 +125,4 @@ export function hasRankedReady(q: QueueRow): boolean {
   if (q.bands === null) return false;
   for (const bounds of q.bands) if (bounds != null && bounds.tail >= bounds.head) return true;
   return false;
-}
-
-/**
- * Closes the gaps jobs left in priority `priority`'s band (R26, R28): its `count` ready jobs
- * take the positions from its head on; answers the head.
- */
-export function compactBand(q: QueueRow, priority: number, count: number): number {
-  if (priority === 0) {
-    q.readyTail = q.readyHead + count - 1;
-    return q.readyHead;
-  }
-  const bounds = band(q, priority);
-  bounds.tail = bounds.head + count - 1;
-  return bounds.head;
 }

@@ -1,0 +1,261 @@
+import type { MoveJobsOperation } from '../../core/index.js';
+import type { QueueOps } from './queue-ops.js';
+import { readyRanges } from './ready-bands.js';
+
+/**
+ * How many jobs one step of a redrive or purge takes, where it takes steps (see
+ * SqlQueue.inSteps). On the 2-core machine of the benchmarks, loaded, a step of a redrive held
+ * SQLite's process for 15–70 ms (130 ms at worst), and every step pays a commit and, durable,
+ * its sync.
+ */
+export const BULK_STEP = 1000;
+
+/**
+ * How many jobs `moveJobs` looks up, judges and writes together; one step of a call that takes
+ * steps (see MoveRun).
+ */
+export const MOVE_CHUNK = BULK_STEP;
+
+/**
+ * Most ready jobs a step of `moveJobs` renumbers to close the gaps the jobs it moved left (those
+ * that stay in front of them move back). Beyond it, each step would cost more the further the
+ * call went: the rest of the call is one step, whose gaps are closed once.
+ */
+export const STEP_RENUMBER_BOUND = 4 * MOVE_CHUNK;
+
+/** A ready or delayed job as `moveJobs` looks at it. */
+export interface MovableRow {
+  id: string;
+  state: 'ready' | 'delayed';
+  origin_queue: string | null;
+  priority: number;
+  grp: string | null;
+  /** Its place in ready (null when delayed). */
+  ready_pos: number | null;
+}
+
+export const MOVABLE_COLUMNS = 'id, state, origin_queue, priority, grp, ready_pos';
+
+/** A band of ready positions (a priority, R23) a call reads, front first: after `after`. */
+interface BandWalk {
+  priority: number;
+  after: number;
+  done: boolean;
+}
+
+/**
+ * Where a call reads its jobs from: those named, in order; or the queue's ready jobs, band by
+ * band, then its delayed ones after (available_at, seq): of either, those published before the
+ * call began (`seqBelow`), not those published, nor the members that went on, meanwhile.
+ */
+type Walk =
+  | { kind: 'named'; ids: readonly string[]; next: number }
+  | {
+      kind: 'queue';
+      seqBelow: number;
+      bands: BandWalk[];
+      delayed: { at: number; seq: number; done: boolean };
+    };
+
+/**
+ * Where one `moveJobs` call stands (R26), from one step to the next where it takes steps, each a
+ * transaction of its own: the jobs it found, in its order — the ready ones front first, then
+ * the delayed ones, of the queue as it was when the call began; or those named, as named — read
+ * a chunk at a time; the members that went on as the jobs before them moved, looked at after all
+ * of those; and the jobs looked at. What one step read and left for the next is read again at
+ * the next step's start: another call may have taken, moved or ended it meanwhile.
+ *
+ * A step's changes to this state are undone if its transaction rolls back (`begin`), since the
+ * step may then run again.
+ */
+export class MoveRun {
+  /** Jobs moved so far. */
+  moved = 0;
+  /** Nothing more to move: everything found was looked at, or `max` were moved. */
+  done = false;
+  private step = 0;
+  /** Ids looked at, with the step that looked (see `begin`). */
+  private readonly seen = new Map<string, number>();
+  /** Members that went on (R24) and wait for their turn after the jobs found, by step. */
+  private readonly followerIds = new Map<string, number>();
+  private found: MovableRow[] = [];
+  private foundAt = 0;
+  private followers: MovableRow[] = [];
+  private followersAt = 0;
+  private walk: Walk | undefined;
+  private readonly named: ReadonlySet<string> | undefined;
+
+  constructor(readonly op: MoveJobsOperation) {
+    this.named = op.ids === undefined ? undefined : new Set(op.ids);
+  }
+
+  /** A member that went on is looked at (after the jobs found) only if named, when ids are. */
+  follows(id: string): boolean {
+    return this.named === undefined || this.named.has(id);
+  }
+
+  /** Starts a step; answers what undoes its changes to this state. */
+  begin(): () => void {
+    this.step += 1;
+    const step = this.step;
+    const { moved, done, found, foundAt, followers, followersAt } = this;
+    const foundLength = found.length;
+    const followersLength = followers.length;
+    const walk = cloneWalk(this.walk);
+    return () => {
+      this.moved = moved;
+      this.done = done;
+      found.length = foundLength;
+      followers.length = followersLength;
+      Object.assign(this, { found, foundAt, followers, followersAt, walk });
+      for (const ids of [this.seen, this.followerIds]) {
+        for (const [id, by] of ids) if (by === step) ids.delete(id);
+      }
+      this.step = step - 1;
+    };
+  }
+
+  /**
+   * At a step's start: the first sets out what to read (the bands of ready as they are now);
+   * a later one reads again the rows an earlier one read and did not look at.
+   */
+  async resume(ops: QueueOps): Promise<void> {
+    if (this.walk === undefined) {
+      const { ids } = this.op;
+      this.walk =
+        ids !== undefined
+          ? { kind: 'named', ids, next: 0 }
+          : {
+              kind: 'queue',
+              seqBelow: ops.q.nextSeq,
+              bands: readyRanges(ops.q)
+                .filter((range) => range.size > 0)
+                .map((range) => ({ priority: range.priority, after: range.head - 1, done: false })),
+              delayed: { at: Number.MIN_SAFE_INTEGER, seq: Number.MIN_SAFE_INTEGER, done: false },
+            };
+      return;
+    }
+    this.found = await ops.movableJobs(this.found.slice(this.foundAt).map((row) => row.id));
+    this.foundAt = 0;
+    this.followers = await ops.movableJobs(
+      this.followers.slice(this.followersAt).map((row) => row.id),
+    );
+    this.followersAt = 0;
+  }
+
+  /** The next `count` jobs to look at, in order, read where need be; none are taken. */
+  async upcoming(ops: QueueOps, count: number): Promise<MovableRow[]> {
+    this.found = this.found.slice(this.foundAt);
+    this.foundAt = 0;
+    while (this.found.length < count && !this.walkDone()) {
+      for (const row of await this.read(ops, count - this.found.length)) this.found.push(row);
+    }
+    const next = this.found.slice(0, count);
+    if (next.length < count && this.walkDone()) {
+      next.push(...this.followers.slice(this.followersAt, this.followersAt + count - next.length));
+    }
+    return next;
+  }
+
+  /** The next job to look at among those read (a member that went on only after all found). */
+  peek(): MovableRow | undefined {
+    if (this.foundAt < this.found.length) return this.found[this.foundAt];
+    if (!this.walkDone()) return undefined;
+    return this.followers[this.followersAt];
+  }
+
+  /** Takes the job `peek` answered. */
+  take(): void {
+    if (this.foundAt < this.found.length) this.foundAt += 1;
+    else this.followersAt += 1;
+  }
+
+  hasSeen(id: string): boolean {
+    return this.seen.has(id);
+  }
+
+  see(id: string): void {
+    this.seen.set(id, this.step);
+  }
+
+  /** A member that went on as the one before it moved: looked at after every job found. */
+  follow(row: MovableRow): void {
+    this.followers.push(row);
+    this.followerIds.set(row.id, this.step);
+  }
+
+  /** Everything found, and every member that went on, was looked at. */
+  exhausted(): boolean {
+    return (
+      this.walkDone() &&
+      this.foundAt >= this.found.length &&
+      this.followersAt >= this.followers.length
+    );
+  }
+
+  /**
+   * Where the call reads priority `priority`'s band: the last position read. Gaps up to it are
+   * closed from the head and those after it from the back (see closeReadyGaps), so no job is
+   * moved across it: the rows not read yet stay after it, those read stay up to it. Undefined
+   * where the call does not read that band.
+   */
+  readPlace(priority: number): number | undefined {
+    if (this.walk?.kind !== 'queue') return undefined;
+    return this.walk.bands.find((band) => band.priority === priority)?.after;
+  }
+
+  private walkDone(): boolean {
+    const walk = this.walk;
+    if (walk === undefined) return false;
+    if (walk.kind === 'named') return walk.next >= walk.ids.length;
+    return walk.delayed.done;
+  }
+
+  /** Up to `count` more jobs found (fewer, even none, where some are no longer movable). */
+  private async read(ops: QueueOps, count: number): Promise<MovableRow[]> {
+    const walk = this.walk;
+    if (walk === undefined) return [];
+    // A member that went on waits for its turn after the jobs found (as when every job was
+    // read at the start, while it still waited).
+    const notFollowing = (row: MovableRow) => !this.followerIds.has(row.id);
+    if (walk.kind === 'named') {
+      const ids = walk.ids.slice(walk.next, walk.next + MOVE_CHUNK);
+      walk.next += ids.length;
+      return (await ops.movableJobs(ids)).filter(notFollowing);
+    }
+    const band = walk.bands.find((each) => !each.done);
+    if (band !== undefined) {
+      const rows = await ops.c.query<MovableRow>(
+        `SELECT ${MOVABLE_COLUMNS} FROM leaseq_jobs
+         WHERE queue = ? AND state = 'ready' AND ready_pos > ? AND seq < ?
+         ORDER BY ready_pos LIMIT ?`,
+        [ops.q.name, band.after, walk.seqBelow, count],
+      );
+      const last = rows[rows.length - 1];
+      if (last !== undefined) band.after = Number(last.ready_pos);
+      if (rows.length < count) band.done = true;
+      return rows.filter(notFollowing);
+    }
+    const { delayed } = walk;
+    const rows = await ops.c.query<MovableRow & { available_at: number; seq: number }>(
+      `SELECT ${MOVABLE_COLUMNS}, available_at, seq FROM leaseq_jobs
+       WHERE queue = ? AND state = 'delayed' AND (available_at, seq) > (?, ?) AND seq < ?
+       ORDER BY available_at, seq LIMIT ?`,
+      [ops.q.name, delayed.at, delayed.seq, walk.seqBelow, count],
+    );
+    const last = rows[rows.length - 1];
+    if (last !== undefined) {
+      delayed.at = Number(last.available_at);
+      delayed.seq = Number(last.seq);
+    }
+    if (rows.length < count) delayed.done = true;
+    return rows
+      .map(({ available_at: _at, seq: _seq, ...row }) => row as MovableRow)
+      .filter(notFollowing);
+  }
+}
+
+function cloneWalk(walk: Walk | undefined): Walk | undefined {
+  if (walk === undefined || walk.kind === 'named') return walk && { ...walk };
+  return { ...walk, bands: walk.bands.map((band) => ({ ...band })), delayed: { ...walk.delayed } };
+}
