@@ -209,7 +209,12 @@ export class ServerMetrics {
 }
 
 /** Why a stream connection ended, as the `reason` label of its counter. */
-export type StreamEndReason = 'client' | 'heartbeat-timeout' | 'slow-consumer' | 'shutdown';
+const STREAM_END_REASONS = ['client', 'heartbeat-timeout', 'slow-consumer', 'shutdown'] as const;
+export type StreamEndReason = (typeof STREAM_END_REASONS)[number];
+
+/** The `type` label of received frames: each client frame's, and `invalid` for unreadable ones. */
+const FRAME_TYPES = ['batch', 'subscribe', 'credit', 'unsubscribe', 'invalid'] as const;
+export type FrameType = (typeof FRAME_TYPES)[number];
 
 /**
  * The stream's traffic in this process (not from the storage: sum over servers). Cheap enough
@@ -258,7 +263,7 @@ export class StreamMetrics {
     });
     this.operations = new Counter({
       name: 'leaseq_stream_operations_total',
-      help: 'Operations of batch frames, by operation type and outcome (ok or the error code)',
+      help: 'Operations of batch frames, by operation type (invalid: of no known type) and outcome (ok or the error code)',
       labelNames: ['type', 'outcome'],
       registers,
     });
@@ -277,6 +282,10 @@ export class StreamMetrics {
       help: 'Deliveries frames pushed to subscriptions (deliveries per frame = pushed ÷ frames)',
       registers,
     });
+    // The fixed label values are written from the start at 0: a series that first appears at 1
+    // has no earlier sample, so rate() and increase() would never see that first event.
+    for (const reason of STREAM_END_REASONS) this.ended.inc({ reason }, 0);
+    for (const type of FRAME_TYPES) this.frames.inc({ type }, 0);
   }
 
   connectionOpened(): void {
@@ -293,7 +302,7 @@ export class StreamMetrics {
     this.refusedUpgrades.inc({ code });
   }
 
-  frameReceived(type: string): void {
+  frameReceived(type: FrameType): void {
     this.frames.inc({ type });
   }
 
