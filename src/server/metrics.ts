@@ -1,6 +1,6 @@
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { JobState, QueueStats } from '../core/index.js';
+import { DEAD_LETTER_KINDS, type JobState, type QueueStats } from '../core/index.js';
 import type { StatNumber } from './schemas.js';
 
 /** Where each R17 number of `QueueStats` goes in Prometheus. Every queue is a `queue` label. */
@@ -102,8 +102,11 @@ const QUEUE_FAMILIES: readonly QueueFamily[] = [
     type: 'counter',
     help: `Jobs dead-lettered, by reason kind (R17: max-deliveries, rejected, retries-exhausted, ambiguous, permanent, cancelled, expired, maxlen)${FROM_STORAGE}`,
     series(stats, emit) {
-      for (const reason in stats.deadLetters) {
-        emit(`,reason="${escapeLabelValue(reason)}"`, stats.deadLetters[reason] ?? 0);
+      // Every kind, at 0 until its first: a series that first appears at 1 has no earlier
+      // sample, and increase() would never see a queue's first dead letter of a kind. (Stats
+      // hold kinds alone: counts of older reasons are folded into theirs.)
+      for (const reason of DEAD_LETTER_KINDS) {
+        emit(`,reason="${reason}"`, stats.deadLetters[reason] ?? 0);
       }
     },
   },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { QueueStats } from '../../src/core/index.js';
+import { DEAD_LETTER_KINDS, type QueueStats } from '../../src/core/index.js';
 import { ServerMetrics } from '../../src/server/metrics.js';
 
 function stats(index: number): QueueStats {
@@ -90,10 +90,12 @@ describe('/metrics over many queues', () => {
     expect(family('leaseq_expired_jobs_total')).toEqual([
       'leaseq_expired_jobs_total{queue="orders"} 27',
     ]);
-    expect(family('leaseq_dead_letters_total')).toEqual([
-      'leaseq_dead_letters_total{queue="orders",reason="rejected"} 2',
-      'leaseq_dead_letters_total{queue="orders",reason="max-deliveries"} 1',
-    ]);
+    expect(family('leaseq_dead_letters_total')).toEqual(
+      DEAD_LETTER_KINDS.map(
+        (kind) =>
+          `leaseq_dead_letters_total{queue="orders",reason="${kind}"} ${{ rejected: 2, 'max-deliveries': 1 }[kind as string] ?? 0}`,
+      ),
+    );
     expect(family('leaseq_processed_total')).toEqual(['leaseq_processed_total{queue="orders"} 4']);
     expect(family('leaseq_processing_seconds_total')).toEqual([
       'leaseq_processing_seconds_total{queue="orders"} 2.5',

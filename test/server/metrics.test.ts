@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEAD_LETTER_KINDS } from '../../src/core/index.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 
 let server: TestServer | undefined;
@@ -73,7 +74,13 @@ describe('/metrics dead-letter series', () => {
     await api('POST', '/v1/queues/cards/nack/batch', { entries });
     const text = (await api('GET', '/metrics')).body as string;
     const series = text.split('\n').filter((line) => line.startsWith('leaseq_dead_letters_total{'));
-    expect(series).toEqual([`leaseq_dead_letters_total{queue="cards",reason="rejected"} ${count}`]);
+    // Every kind has its series from the start (0 until its first), so increase() sees the first.
+    expect(series).toEqual(
+      DEAD_LETTER_KINDS.map(
+        (kind) =>
+          `leaseq_dead_letters_total{queue="cards",reason="${kind}"} ${kind === 'rejected' ? count : 0}`,
+      ),
+    );
     expect((await api('GET', '/v1/queues/cards/stats')).body.deadLetters).toEqual({
       rejected: count,
     });
