@@ -25,6 +25,7 @@ export const POSTGRES_DIALECT: SqlDialect = {
   // processes and machines, so two consumers can never take the same job (and tokens stay a
   // gap-free counter, R6). Acks do without it (migration 0013 says how).
   lockRow: ' FOR UPDATE',
+  skipLocked: ' FOR UPDATE SKIP LOCKED',
   loadQueueRow: (columns) => `SELECT ${columns} FROM leaseq_load_queue(?)`,
   lockQueueName: 'SELECT pg_advisory_xact_lock(744503, hashtext(?))',
   lockDeadLetterChains: 'SELECT pg_advisory_xact_lock(744504)',

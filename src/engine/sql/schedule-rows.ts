@@ -1,6 +1,6 @@
 import { byCodeUnits } from '../../core/index.js';
 import type { ScheduleRecord } from '../schedules.js';
-import type { SqlConnection } from './sql-connection.js';
+import type { SqlConnection, SqlDialect } from './sql-connection.js';
 
 interface ScheduleRow {
   queue: string;
@@ -95,6 +95,7 @@ export async function removeScheduleRow(
  */
 export async function advanceScheduleRow(
   connection: SqlConnection,
+  dialect: SqlDialect,
   read: ScheduleRecord,
   to: number | null,
 ): Promise<boolean> {
@@ -102,15 +103,18 @@ export async function advanceScheduleRow(
   // The text read, as it is stored (written by any version or tool), else as this code writes it.
   const spec = read.stored ?? specText(read);
   const definition = 'queue = ? AND name = ? AND created_at = ? AND spec = ?';
-  const changed =
-    lastAt === null
-      ? await connection.run(
-          `UPDATE leaseq_schedules SET last_at = ? WHERE ${definition} AND last_at IS NULL`,
-          [to, queue, name, createdAt, spec],
-        )
-      : await connection.run(
-          `UPDATE leaseq_schedules SET last_at = ? WHERE ${definition} AND last_at = ?`,
-          [to, queue, name, createdAt, spec, lastAt],
-        );
+  const where = `${definition} AND ${lastAt === null ? 'last_at IS NULL' : 'last_at = ?'}`;
+  const params = [queue, name, createdAt, spec, ...(lastAt === null ? [] : [lastAt])];
+  // A row another transaction holds is another scheduler at this occurrence (or a replace of
+  // the schedule): passed over, not waited for; if the holder rolls back, the occurrence stays
+  // due for the next pass. Waiting, a pass hung behind any transaction that held a schedule
+  // (a psql session), and schedulers over one database took the schedules in turn.
+  const changed = await connection.run(
+    dialect.skipLocked === undefined
+      ? `UPDATE leaseq_schedules SET last_at = ? WHERE ${where}`
+      : `UPDATE leaseq_schedules SET last_at = ? WHERE (queue, name) IN
+         (SELECT queue, name FROM leaseq_schedules WHERE ${where}${dialect.skipLocked})`,
+    [to, ...params],
+  );
   return changed > 0;
 }

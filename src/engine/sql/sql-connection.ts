@@ -53,6 +53,12 @@ export interface SqlDialect {
   /** Appended to the select of a queue row inside a transaction: serializes a queue's writers. */
   readonly lockRow: string;
   /**
+   * Appended to a select of rows to lock for a transaction, where rows are locked one by one
+   * (PostgreSQL: `FOR UPDATE SKIP LOCKED`): a row another transaction holds is passed over
+   * rather than waited for. Absent where a transaction holds the whole storage (SQLite).
+   */
+  readonly skipLocked?: string;
+  /**
    * The statement that loads (and locks) a queue row for a transaction, selecting `columns`
    * with the queue name as its one parameter, where the dialect's differs from the plain
    * SELECT with `lockRow`.

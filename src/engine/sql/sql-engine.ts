@@ -344,7 +344,9 @@ export class SqlEngine implements Engine {
 
   advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean> {
     this.checkOpen();
-    return this.executor.submit((connection) => advanceScheduleRow(connection, read, to));
+    return this.executor.submit((connection) =>
+      advanceScheduleRow(connection, this.parts.dialect, read, to),
+    );
   }
 
   onWake(listener: WakeListener): () => void {

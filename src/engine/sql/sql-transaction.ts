@@ -99,7 +99,7 @@ export class SqlTransaction implements EngineTransaction {
 
   async advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean> {
     this.checkOpen();
-    return advanceScheduleRow(this.connection, read, to);
+    return advanceScheduleRow(this.connection, this.access.dialect, read, to);
   }
 
   async pruneInbox(consumer: string, processedBefore: number): Promise<number> {
