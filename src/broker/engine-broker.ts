@@ -67,10 +67,6 @@ export class EngineBroker implements Broker {
   readonly clock: Clock;
   private readonly wakes: WakeSignal;
   private readonly closing = new AbortController();
-  /** Aborted by a close's signal: the engine's close then abandons the calls under way. */
-  private readonly abandonCalls = new AbortController();
-  /** The engine's close, started by the first close. */
-  private engineClosed: Promise<void> | undefined;
   private readonly stopListening: () => void;
 
   constructor(
@@ -199,23 +195,13 @@ export class EngineBroker implements Broker {
   /** Ends waiting receives (empty answers) and closes the engine (see Broker.close). */
   async close(options?: StorageCloseOptions): Promise<void> {
     const { signal } = checkCloseOptions(options);
-    // Every close shares the first's, and any one's signal cuts what they all wait for.
-    if (signal?.aborted) this.abandonCalls.abort();
-    const unwatch =
-      signal === undefined || signal.aborted
-        ? undefined
-        : onAbort(signal, () => this.abandonCalls.abort());
-    if (this.engineClosed === undefined) {
+    if (!this.closing.signal.aborted) {
       this.closing.abort();
       this.wakes.wakeAll();
       this.stopListening();
-      this.engineClosed = this.engine.close({ signal: this.abandonCalls.signal });
     }
-    try {
-      await this.engineClosed;
-    } finally {
-      unwatch?.();
-    }
+    // Repeated closes share the engine's, and any one's signal cuts what they all wait for.
+    await this.engine.close(signal === undefined ? {} : { signal });
   }
 
   private checkOpen(): void {

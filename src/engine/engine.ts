@@ -267,7 +267,8 @@ export interface Engine extends ScheduleStore {
   watchWakes?(queue: string): () => void;
   /**
    * Closes the storage; the engine and its handles are unusable afterwards. Calls already
-   * submitted finish first, unless `options.signal` aborts meanwhile.
+   * submitted finish first, unless `options.signal` aborts meanwhile. Repeated calls share the
+   * first's close, and any one's signal abandons what they all wait for.
    */
   close(options?: StorageCloseOptions): Promise<void>;
 }

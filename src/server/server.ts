@@ -49,6 +49,12 @@ const LOG_BLOCK_BYTES = 4096;
 /** Lines in a block not yet full are written at least this often. */
 const LOG_FLUSH_MS = 250;
 
+/**
+ * How long after the shutdown timeout the storage's close waits for the app's: enough for what
+ * a healthy storage answers at once (the sessions of the stream connections cut), not for a lock.
+ */
+const AFTER_CUT_MS = 1000;
+
 /** A flush's failure (standard output closed) is not the server's. */
 function ignore(): void {}
 
@@ -158,6 +164,12 @@ async function shutDown(
   // Storage calls still waiting then (on another transaction's lock) are abandoned, not waited
   // for: rolled back, or failed as maybe done where their commit was under way.
   const abandon = new AbortController();
+  let brokerClosed: Promise<void> | undefined;
+  const closeBroker = () => {
+    brokerClosed ??= broker.close({ signal: abandon.signal });
+    return brokerClosed;
+  };
+  let late: NodeJS.Timeout | undefined;
   const cut = setTimeout(() => {
     logger.warn({ timeoutMs }, 'requests still in flight after the shutdown timeout: cutting them');
     app.server.closeAllConnections();
@@ -165,6 +177,11 @@ async function shutDown(
     cutStreams(app);
     abandon.abort();
     timedOut();
+    // The app's close may still wait on the storage then: stream frames and the sessions of the
+    // connections it closes, queued behind a call another transaction's lock holds (the stream's
+    // connections begin to close only once the scheduler stopped, maybe after the cut). Only the
+    // broker's close abandons such calls: it does not wait for the app's beyond a moment.
+    late = setTimeout(() => void closeBroker().catch(() => undefined), AFTER_CUT_MS);
   }, timeoutMs);
   try {
     // No occurrence published after this; a pass under way may wait for the storage (a lock
@@ -174,8 +191,9 @@ async function shutDown(
   } finally {
     // Storage calls may outlive their requests (a socket cut, a stream gone): the close waits
     // for them until the timeout, then cuts them.
-    await broker.close({ signal: abandon.signal });
+    await closeBroker();
     clearTimeout(cut);
+    clearTimeout(late);
   }
   logger.info('stopped');
   logger.flush(ignore);

@@ -1,6 +1,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClosedError, open, ValidationError } from '../../src/index.js';
+import {
+  ClosedError,
+  ConnectionLostError,
+  open,
+  StorageUnavailableError,
+  ValidationError,
+} from '../../src/index.js';
 import { DEFAULT_CONFIG, startServer } from '../../src/server/index.js';
 import { postgresSkipReason } from '../crash/postgres.js';
 import { call, startTestServer } from '../server/helpers.js';
@@ -30,12 +36,12 @@ function url(): string {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Another connection holding the jobs table's lock until `release()`. */
-async function holdJobsTable(): Promise<{ release: () => Promise<void> }> {
+/** Another connection holding the jobs table's lock (or `table`'s) until `release()`. */
+async function holdJobsTable(table = 'leaseq_jobs'): Promise<{ release: () => Promise<void> }> {
   const client = new pg.Client({ connectionString: url() });
   await client.connect();
   await client.query('BEGIN');
-  await client.query('LOCK TABLE leaseq_jobs IN ACCESS EXCLUSIVE MODE');
+  await client.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
   let released = false;
   return {
     release: async () => {
@@ -134,6 +140,81 @@ describe('PostgreSQL: a close that cannot wait abandons the calls a lock holds',
     }
   });
 
+  it('a caller transaction that catches the cut and returns fails with ClosedError, nothing written', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const broker = await open(url());
+    await broker.queue('caught');
+    const lock = await holdJobsTable();
+    try {
+      const transaction = broker
+        .transaction(async (tx) => {
+          await tx.publish('caught', { id: 'caught-1' }).catch(() => undefined);
+        })
+        .catch((error: unknown) => error);
+      await sleep(200);
+      expect(await settlesWithin(broker.close({ signal: AbortSignal.timeout(100) }), 5000)).toBe(
+        true,
+      );
+      expect(await transaction).toBeInstanceOf(ClosedError);
+    } finally {
+      await lock.release();
+    }
+    const again = await open(url());
+    try {
+      expect(await again.handle('caught').job('caught-1')).toBeUndefined();
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('a one-statement ack cut while it waits fails as maybe done, named as the close', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const broker = await open(url());
+    const queue = await broker.queue('direct');
+    await queue.publish({ id: 'direct-1' });
+    const [delivery] = await queue.receive();
+    const lock = await holdJobsTable();
+    try {
+      const ack = queue.ack(delivery?.token as number).catch((error: unknown) => error);
+      await sleep(200);
+      expect(await settlesWithin(broker.close({ signal: AbortSignal.timeout(100) }), 5000)).toBe(
+        true,
+      );
+      const error = await ack;
+      expect(error).toBeInstanceOf(StorageUnavailableError);
+      expect((error as Error).message).toMatch(/closed while this call's commit was under way/);
+    } finally {
+      await lock.release();
+    }
+  });
+
+  it('a connection checked after a crash, waiting on a lock, is cut too', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const setup = await open(url());
+    await setup.queue('after-crash');
+    await setup.close();
+    // As a crash leaves it: the next connection's first statement takes the queues' locks.
+    const admin = new pg.Client({ connectionString: url() });
+    await admin.connect();
+    await admin.query('DELETE FROM leaseq_alive');
+    await admin.end();
+    const broker = await open(url());
+    const lock = await holdJobsTable('leaseq_queues');
+    try {
+      const publish = broker
+        .handle('after-crash')
+        .publish({ id: 'after-crash-1' })
+        .catch((error: unknown) => error);
+      await sleep(200);
+      expect(await settlesWithin(broker.close({ signal: AbortSignal.timeout(100) }), 5000)).toBe(
+        true,
+      );
+      expect(await publish).toBeInstanceOf(ClosedError);
+    } finally {
+      await lock.release();
+    }
+  });
+
   it('leaseq serve shutdown ends at its timeout while a publish waits on a lock', async (context) => {
     if (skip !== undefined) context.skip(skip);
     const lines: Record<string, unknown>[] = [];
@@ -165,6 +246,44 @@ describe('PostgreSQL: a close that cannot wait abandons the calls a lock holds',
     const again = await open(url());
     try {
       expect(await again.handle('served').job('served-1')).toBeUndefined();
+    } finally {
+      await again.close();
+    }
+  });
+});
+
+describe('PostgreSQL: leaseq serve with stream frames held by a lock', () => {
+  it('shutdown ends at its timeout while a stream publish and a scheduler pass wait on a lock', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const server = await startServer(
+      { ...DEFAULT_CONFIG, storage: url(), port: 0, shutdownTimeoutMs: 200 },
+      { logDestination: { write: () => {} } },
+    );
+    // The remote client sends its calls over the stream.
+    const remote = await open(server.url);
+    await remote.queue('streamed');
+    const lock = await holdJobsTable();
+    let publish: Promise<unknown> | undefined;
+    try {
+      publish = remote
+        .handle('streamed')
+        .publish({ id: 'streamed-1' })
+        .catch((error: unknown) => error);
+      // Long enough for a pass of the server's scheduler (one a second) to wait behind the held
+      // call: the shutdown stops the scheduler before it shuts the stream's connections down.
+      await sleep(1500);
+      expect(await settlesWithin(server.close(), 5000)).toBe(true);
+      // Answered CLOSED, or cut at the timeout: either way not done.
+      const error = await publish;
+      expect(error instanceof ClosedError || error instanceof ConnectionLostError).toBe(true);
+    } finally {
+      await lock.release();
+      await publish;
+      await remote.close({ signal: AbortSignal.timeout(100) });
+    }
+    const again = await open(url());
+    try {
+      expect(await again.handle('streamed').job('streamed-1')).toBeUndefined();
     } finally {
       await again.close();
     }

@@ -157,16 +157,18 @@ export async function openPostgresEngine(
       beforeWait: () => listener?.ensure(),
       acquire: async () => {
         const pooled = await connect(pool, target);
+        // In use from here: the check may wait for a lock too, and a close that cannot wait cuts it.
+        inUse.add(pooled);
         if (!checked.has(pooled)) {
           try {
             await pooled.query('SELECT leaseq_continue_after_crash()');
           } catch (error) {
+            inUse.delete(pooled);
             pooled.release(error as Error);
             throw isConnectionFailure(error) ? unavailable(error, target) : error;
           }
           checked.add(pooled);
         }
-        inUse.add(pooled);
         return {
           connection: new PostgresConnection(pooled, target),
           release: () => {

@@ -158,6 +158,8 @@ export class GroupCommitExecutor {
   private closedError: Error | undefined;
   /** Set by `abandon`: what every call not yet answered fails with, none run again. */
   private abandoned: Error | undefined;
+  /** Set by `abandon`: what a call whose commit was under way then fails with. */
+  private abandonedCommit: StorageUnavailableError | undefined;
   /** Resolved when the batches stop running (see drain). */
   private idle: (() => void)[] = [];
   /** Committed batches whose callers wait for the next sync, oldest first. */
@@ -240,8 +242,9 @@ export class GroupCommitExecutor {
    * too once their storage call returns (the storage cuts it: see SqlEngineParts.abandon), none
    * of them run again. After `refuse`, for a close that cannot wait.
    */
-  abandon(error: Error): void {
+  abandon(error: Error, commitCut: StorageUnavailableError): void {
     this.abandoned ??= error;
+    this.abandonedCommit ??= commitCut;
     for (const pending of this.queue.splice(0)) pending.reject(error);
   }
 
@@ -363,11 +366,20 @@ export class GroupCommitExecutor {
 
   /** Returns false when the batch rolled back on an unexpected error and should be split. */
   private async runBatch(batch: Pending[], attempt = 0): Promise<boolean> {
+    // Abandoned, nothing starts again: not the calls of a batch split after a failure, nor one
+    // whose connection came after the abandon cut those in use (it could wait as long again).
+    if (this.failAbandoned(batch)) return true;
     let lease: { connection: SqlConnection; release: () => void };
     try {
       lease = await this.acquire();
     } catch (error) {
+      // Cut by the abandon before any of the calls ran (a connection's check, say).
+      if (this.failAbandoned(batch)) return true;
       for (const pending of batch) pending.reject(this.translate(error));
+      return true;
+    }
+    if (this.failAbandoned(batch)) {
+      lease.release();
       return true;
     }
     const { connection } = lease;
@@ -416,6 +428,10 @@ export class GroupCommitExecutor {
         index += group.length;
       }
       await context.flush(connection);
+      // Abandoned meanwhile (a caller's transaction that caught the cut and went on): its
+      // connection is gone, so nothing of it was written; a commit now could only fail as
+      // "maybe done".
+      if (this.abandoned !== undefined) throw this.abandoned;
       committing = true;
       await connection.commit();
     } catch (error) {
@@ -465,8 +481,8 @@ export class GroupCommitExecutor {
   }
 
   /**
-   * The batch failed after `abandon` (its connection cut before its commit: rolled back): its
-   * calls fail with the abandon's error rather than run again. True when that is what happened.
+   * After `abandon`, the batch's calls fail with its error rather than run (again): one that
+   * failed was cut before its commit, so rolled back. True when that is what happened.
    */
   private failAbandoned(batch: Pending[]): boolean {
     const error = this.abandoned;
@@ -482,8 +498,10 @@ export class GroupCommitExecutor {
    * ids stored twice, acks answered false). True when that is what happened.
    */
   private outcomeUnknown(batch: Pending[], error: unknown): boolean {
-    const failure = this.translate(error);
-    if (!(failure instanceof StorageUnavailableError)) return false;
+    const translated = this.translate(error);
+    if (!(translated instanceof StorageUnavailableError)) return false;
+    // Cut by the abandon, not lost: said so, rather than as a storage that cannot be reached.
+    const failure = this.abandonedCommit ?? translated;
     for (const pending of batch) pending.reject(failure);
     return true;
   }

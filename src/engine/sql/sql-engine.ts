@@ -8,6 +8,7 @@ import {
   type QueueOptions,
   type QueueStats,
   type ResolvedQueueOptions,
+  StorageUnavailableError,
 } from '../../core/index.js';
 import { resolveQueueOptions, updatedQueueOptions } from '../../core/validate.js';
 import type {
@@ -99,6 +100,10 @@ export class SqlEngine implements Engine {
   private readonly foreignWrites: ForeignWriteWatch | undefined;
   private readonly waitedOn = new WaitedQueues();
   private closed = false;
+  /** The close, shared by every call of close(). */
+  private closing: Promise<void> | undefined;
+  /** Aborted by any close's signal: the calls under way are abandoned. */
+  private readonly abandonCalls = new AbortController();
 
   constructor(private readonly parts: SqlEngineParts) {
     this.target = parts.target;
@@ -357,28 +362,42 @@ export class SqlEngine implements Engine {
     return this.wakes.addCancel(listener);
   }
 
-  /** Lets submitted calls finish (until `options.signal` aborts), then closes the storage. */
-  async close(options: StorageCloseOptions = {}): Promise<void> {
-    if (this.closed) return;
+  /**
+   * Lets submitted calls finish (until `options.signal` aborts), then closes the storage. Every
+   * close shares the first's, and any one's signal abandons what they all wait for.
+   */
+  close(options: StorageCloseOptions = {}): Promise<void> {
+    const { signal } = options;
+    this.closing ??= this.closeOnce();
+    if (signal?.aborted) this.abandonCalls.abort();
+    else if (signal !== undefined) {
+      const abort = () => this.abandonCalls.abort();
+      signal.addEventListener('abort', abort, { once: true });
+      const unwatch = () => signal.removeEventListener('abort', abort);
+      this.closing.then(unwatch, unwatch);
+    }
+    return this.closing;
+  }
+
+  private async closeOnce(): Promise<void> {
     this.closed = true;
     this.foreignWrites?.close();
     this.executor.refuse(new ClosedError(`engine ${this.target} is closed`));
-    const { signal } = options;
+    const { signal } = this.abandonCalls;
     const abandon = () => {
       this.executor.abandon(
         new ClosedError(
           `engine ${this.target} was closed while this call waited for the storage: nothing of it was written`,
         ),
+        new StorageUnavailableError(
+          `engine ${this.target} was closed while this call's commit was under way: it may or may not have taken effect`,
+        ),
       );
       this.parts.abandon?.();
     };
-    if (signal?.aborted) abandon();
-    else signal?.addEventListener('abort', abandon, { once: true });
-    try {
-      await this.executor.drain();
-    } finally {
-      signal?.removeEventListener('abort', abandon);
-    }
+    if (signal.aborted) abandon();
+    else signal.addEventListener('abort', abandon, { once: true });
+    await this.executor.drain();
     await this.parts.shutdown();
   }
 
