@@ -32,8 +32,17 @@ export interface ScheduleView {
   createdAt: number;
   /** The occurrence published last; absent before the first. */
   lastAt?: number;
-  /** The next occurrence after `now`. */
+  /**
+   * The next occurrence after `now`; Number.MAX_SAFE_INTEGER for none (a cron that never fires,
+   * or one whose times cannot be computed here: see `problem`).
+   */
   nextAt: number;
+  /**
+   * Why this process cannot compute the schedule's times (a time zone its data lacks, stored by
+   * a process whose data has it, or a definition stored by another version). The schedulers
+   * report it at each pass rather than publish it; set it again, or remove it.
+   */
+  problem?: string;
 }
 
 /** The latest time a Date holds (ms): an occurrence must be one. */
@@ -203,6 +212,15 @@ export function occurrenceId(name: string, at: number): string {
 }
 
 export function scheduleView(schedule: ScheduleRecord, now: number): ScheduleView {
+  // One schedule this process cannot read shows so, rather than failing its queue's list.
+  let nextAt: number;
+  let problem: string | undefined;
+  try {
+    nextAt = nextOccurrence(schedule, now);
+  } catch (error) {
+    nextAt = Number.MAX_SAFE_INTEGER;
+    problem = `its times cannot be computed here: ${(error as Error).message ?? String(error)}`;
+  }
   return {
     name: schedule.name,
     queue: schedule.queue,
@@ -212,6 +230,7 @@ export function scheduleView(schedule: ScheduleRecord, now: number): ScheduleVie
     ...(schedule.payload === undefined ? {} : { payload: schedule.payload }),
     createdAt: schedule.createdAt,
     ...(schedule.lastAt === null ? {} : { lastAt: schedule.lastAt }),
-    nextAt: nextOccurrence(schedule, now),
+    nextAt,
+    ...(problem === undefined ? {} : { problem }),
   };
 }

@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock, type Queue } from '../../src/broker/index.js';
 import { QueueFullError } from '../../src/core/index.js';
-import type { Engine } from '../../src/engine/index.js';
+import { type Engine, openEngine } from '../../src/engine/index.js';
 import { engineFactories, queueName } from '../conformance/engines.js';
+import { call, startTestServer } from '../server/helpers.js';
 
 // R25: a schedule that fails (its queue refuses the occurrence, or its times cannot be
 // computed here) fails alone: the pass goes on to the others, and the loop still passes at
@@ -45,6 +49,29 @@ describe.each(factories)('R25 a failing schedule, on $name', (factory) => {
       await broker.deleteQueue(name);
     }
   }
+
+  it('R25 a stored schedule whose times cannot be computed is listed with its problem, beside the others', async () => {
+    await withBroker(async ({ engine, broker }) => {
+      await withQueue(broker, 'sched-list', async (queue) => {
+        await engine.putSchedule({
+          queue: queue.name,
+          name: 'a-zone',
+          cron: '0 * * * *',
+          every: undefined,
+          timezone: 'Nowhere/Land',
+          payload: undefined,
+          createdAt: T0,
+          lastAt: null,
+        });
+        await queue.schedule('tick', 1000);
+        const [odd, tick] = await queue.schedules();
+        expect(odd).toMatchObject({ name: 'a-zone', nextAt: Number.MAX_SAFE_INTEGER });
+        expect(odd?.problem).toMatch(/^its times cannot be computed here: /);
+        expect(tick).toMatchObject({ name: 'tick', nextAt: T0 + 1000 });
+        expect(tick?.problem).toBeUndefined();
+      });
+    });
+  });
 
   it('R25 a stored schedule whose time zone this process does not know fails alone, named, and the others publish', async () => {
     await withBroker(async ({ clock, engine, broker }) => {
@@ -127,5 +154,41 @@ describe.each(factories)('R25 a failing schedule, on $name', (factory) => {
         { maxLength: 1 },
       );
     });
+  });
+});
+
+describe('R25 a schedule whose times cannot be computed, over HTTP', () => {
+  it('GET …/schedules answers 200 with its problem', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-sched-problem-'));
+    const url = `sqlite:${join(dir, 'q.db')}`;
+    try {
+      const engine = await openEngine(url);
+      await engine.queue('odd');
+      await engine.putSchedule({
+        queue: 'odd',
+        name: 'a-zone',
+        cron: '0 * * * *',
+        every: undefined,
+        timezone: 'Nowhere/Land',
+        payload: undefined,
+        createdAt: T0,
+        lastAt: null,
+      });
+      await engine.close();
+      const server = await startTestServer({ url });
+      try {
+        const answer = await call(server.baseUrl, 'GET', '/v1/queues/odd/schedules');
+        expect(answer.status).toBe(200);
+        expect(answer.body.schedules[0]).toMatchObject({
+          name: 'a-zone',
+          nextAt: Number.MAX_SAFE_INTEGER,
+          problem: expect.stringMatching(/^its times cannot be computed here: /),
+        });
+      } finally {
+        await server.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -98,5 +98,6 @@ function describe(view: ScheduleView): string {
       : `cron '${view.cron}'${view.timezone === undefined ? '' : ` in ${view.timezone}`}`;
   // A schedule stored by an older version may have no time to come (a cron of 31 February).
   const next = view.nextAt === Number.MAX_SAFE_INTEGER ? 'never' : formatTime(view.nextAt);
-  return `${view.name}  ${when}  next ${next}\n`;
+  const problem = view.problem === undefined ? '' : `  (${view.problem})`;
+  return `${view.name}  ${when}  next ${next}${problem}\n`;
 }

@@ -19,6 +19,7 @@ const scheduleView: JsonSchema = object(
     createdAt: { type: 'integer' },
     lastAt: { type: 'integer' },
     nextAt: { type: 'integer' },
+    problem: text,
   },
   ['name', 'queue', 'createdAt', 'nextAt'],
 );
