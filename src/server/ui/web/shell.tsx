@@ -64,7 +64,16 @@ export function Shell(props: { session: Session }) {
   const route = useRoute();
   return (
     <SessionContext.Provider value={session}>
-      <a class="skip" href="#main">
+      {/* biome-ignore lint/a11y/useValidAnchor: a skip link, which moves the focus itself */}
+      <a
+        class="skip"
+        href="#main"
+        onClick={(event) => {
+          // The hash addresses the pages: followed, "#main" would open "No such page".
+          event.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
         Skip to content
       </a>
       <header class="top">

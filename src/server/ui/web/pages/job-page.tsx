@@ -51,7 +51,7 @@ function Timeline(props: { history: Attempt[] }) {
             {attempt.reason ? (
               <div>
                 <dt>Reason</dt>
-                <dd>{visible(attempt.reason)}</dd>
+                <dd class="reason-text">{visible(attempt.reason)}</dd>
               </div>
             ) : null}
           </dl>
@@ -103,7 +103,10 @@ function Facts(props: { job: JobView }) {
   }
   if (job.priority !== undefined) rows.push(['Priority', job.priority]);
   if (job.state === 'dead') {
-    rows.push(['Reason', job.reason === undefined ? '–' : visible(job.reason)]);
+    rows.push([
+      'Reason',
+      job.reason === undefined ? '–' : <span class="reason-text">{visible(job.reason)}</span>,
+    ]);
     if (job.deadAt !== undefined)
       rows.push(['Died', <time dateTime={isoTime(job.deadAt)}>{formatTime(job.deadAt)}</time>]);
   }
@@ -114,7 +117,7 @@ function Facts(props: { job: JobView }) {
       <>
         <a href={href.queue(job.origin.queue)}>{job.origin.queue}</a>
         {', where it died: '}
-        {visible(job.origin.reason)}
+        <span class="reason-text">{visible(job.origin.reason)}</span>
         {' · '}
         <time dateTime={isoTime(job.origin.at)}>{formatTime(job.origin.at)}</time>
       </>,

@@ -162,7 +162,11 @@ export function OverviewPage() {
                 return (
                   <tr key={name}>
                     <th scope="row">
-                      <a href={href.queue(name)}>{name}</a>
+                      {/* Up to 80 characters: cut, the whole in its title, so that the
+                          figures of every row stay in view. */}
+                      <a href={href.queue(name)} class="queue-name" title={name}>
+                        {name}
+                      </a>
                       {figures.paused ? <span class="badge"> paused</span> : null}
                     </th>
                     <td class="num">{formatCount(figures.ready)}</td>
