@@ -1,5 +1,6 @@
 import type { Clock } from '../broker/clock.js';
 import type { Queue } from '../broker/queue.js';
+import { NotFoundError } from '../core/index.js';
 import type { LeaseLossReason } from './errors.js';
 import { ioTurn } from './io-turn.js';
 import type { RenewPolicy } from './options.js';
@@ -191,6 +192,9 @@ export class LeaseRenewer implements Scheduled {
     try {
       deadline = await queue.extend(this.token, visibility);
     } catch (error) {
+      // The queue is gone (deleted), and the lease with it: not an outage to ride out until the
+      // deadline, retrying (a queue made again with the name refuses the old token anyway).
+      if (error instanceof NotFoundError) return this.lose('queue-deleted');
       this.lastError = error;
       this.holder.leaseRenewalFailed(error);
       return 'error';

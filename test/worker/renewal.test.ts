@@ -146,6 +146,21 @@ describeEngines(engines, 'lease renewal', (open) => {
     expect(consumer.worker.metrics().renewals).toBe(2);
   });
 
+  it('a renewal that finds the queue deleted fires the signal at once (queue-deleted), not at the deadline', async () => {
+    const h = await open();
+    const { consumer, gate, ctx } = await holding(h);
+    await h.broker.deleteQueue(h.queue.name);
+    await h.advance(700);
+    expect(ctx.signal.reason).toMatchObject({ code: 'LEASE_LOST', reason: 'queue-deleted' });
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'lease-lost',
+      reason: 'queue-deleted',
+    });
+    // Not an outage: no renewal error reported, none retried.
+    expect(consumer.worker.metrics().renewalErrors).toBe(0);
+    gate.open();
+  });
+
   it('a refused renewal fires the signal and the job is not acked though its handler returns', async () => {
     const h = await open();
     const { consumer, gate, ctx, settles } = await holding(h);
