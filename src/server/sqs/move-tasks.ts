@@ -104,8 +104,10 @@ export class MoveTasks {
         });
         task.moved += moved;
         // A step moves the first message of each group (R26 leaves waiting ones); the next
-        // ones are ready for the next step. Nothing moved: what is left cannot move.
-        if (moved === 0) break;
+        // ones are ready for the next step. Nothing moved: what is left cannot move. All
+        // moved: COMPLETED now, not after a pause shown as RUNNING (a cancel in it would
+        // call a finished task CANCELLED).
+        if (moved === 0 || task.moved >= task.toMove) break;
         await pause(task.perSecond === undefined ? 0 : 1000, stop);
       }
       task.status = task.status === 'CANCELLING' || stop.aborted ? 'CANCELLED' : 'COMPLETED';

@@ -1,4 +1,4 @@
-import { QUEUE_NAME } from '../../../core/index.js';
+import { NotFoundError, QUEUE_NAME } from '../../../core/index.js';
 import {
   authorizeQueue,
   queueArn,
@@ -8,6 +8,7 @@ import {
   type SqsServices,
 } from '../context.js';
 import { invalidParameter, SqsError } from '../errors.js';
+import { isFifo } from '../fifo.js';
 import type { MoveTask } from '../move-tasks.js';
 import {
   optionalInteger,
@@ -57,6 +58,18 @@ async function startMessageMoveTask(call: SqsCall, sqs: SqsServices) {
   if (destination !== undefined && !all.some((info) => info.name === destination)) {
     throw notFound(`The queue ${destination}`);
   }
+  // As SQS: a FIFO dead-letter queue redrives to a FIFO queue, a standard one to a standard
+  // one (a standard message has no group to keep a FIFO queue's order by).
+  if (
+    destination !== undefined &&
+    isFifo(await sqs.catalog.get(source)) !== isFifo(await sqs.catalog.get(destination))
+  ) {
+    throw invalidParameter(
+      'DestinationArn',
+      destinationArn,
+      'The destination queue must be the same type of queue as the source queue.',
+    );
+  }
   const sources = all
     .filter((info) => info.options.deadLetterQueue === source)
     .map((info) => info.name);
@@ -94,6 +107,13 @@ async function listMessageMoveTasks(call: SqsCall, sqs: SqsServices) {
   const source = nameOfArn('SourceArn', sourceArn);
   authorizeQueue(call, source, 'see');
   const maxResults = optionalInteger(call.input, 'MaxResults', 1, 10) ?? 1;
+  try {
+    await sqs.services.queues.existing(source);
+  } catch (error) {
+    // As StartMessageMoveTask: an ARN naming no queue is an error, not an empty list.
+    if (error instanceof NotFoundError) throw notFound(`The queue ${source}`);
+    throw error;
+  }
   const tasks = sqs.moveTasks.of(source).slice(0, maxResults);
   return { Results: tasks.map((task) => taskView(sqs, task)) };
 }
