@@ -6,6 +6,7 @@ import {
   checkQueueName,
   type DeadLetterPageOptions,
   type Delivery,
+  type DeliveryPageOptions,
   type InspectOptions,
   type MoveJobsOptions,
   type NackOptions,
@@ -537,6 +538,10 @@ export class EngineQueue implements Queue {
 
   deliveries() {
     return this.handle.deliveries();
+  }
+
+  deliveryPage(options?: DeliveryPageOptions) {
+    return this.handle.deliveryPage(options);
   }
 
   job(id: string) {

@@ -3,6 +3,8 @@ import type {
   DeadLetterPage,
   DeadLetterPageOptions,
   Delivery,
+  DeliveryPage,
+  DeliveryPageOptions,
   InspectOptions,
   InspectView,
   JobView,
@@ -188,8 +190,17 @@ export interface Queue {
    * the storage: a cheap look at the front of a long queue. Takes no time and changes nothing.
    */
   inspect(options?: InspectOptions): Promise<InspectView>;
-  /** The live deliveries in token order, with delivery times and sessions. Takes no time. */
+  /**
+   * Every live delivery in token order, with delivery times and sessions (for a queue with
+   * many in flight, see deliveryPage). Takes no time.
+   */
   deliveries(): Promise<LiveDelivery[]>;
+  /**
+   * A page of the live deliveries in token order, the oldest first: at most `limit` (1 to 1000,
+   * default 100), those with a token above the page whose `next` is `after`; `next` is absent
+   * on the last page. How many are in flight in all is `stats().active`. Takes no time.
+   */
+  deliveryPage(options?: DeliveryPageOptions): Promise<DeliveryPage>;
   /** One job by id, with its history; undefined when no such job exists. */
   job(id: string): Promise<JobView | undefined>;
   /**

@@ -13,6 +13,7 @@ import { checkScheduleName, scheduleRecord } from '../broker/schedule-times.js';
 import {
   build,
   checkDeadLetterPage,
+  checkDeliveryPage,
   checkedOperations,
   checkInspectOptions,
   checkLookedUpId,
@@ -20,13 +21,17 @@ import {
   type DeadLetterPage,
   type DeadLetterPageOptions,
   type Delivery,
+  type DeliveryPage,
+  type DeliveryPageOptions,
   deadLetterCursor,
+  deliveryCursor,
   encodeJobs,
   type InspectOptions,
   type InspectView,
   type JobView,
   type LiveDelivery,
   MAX_DEAD_LETTER_PAGE,
+  MAX_DELIVERY_PAGE,
   type MoveJobsOptions,
   type NackOptions,
   type Operation,
@@ -339,8 +344,27 @@ export class RemoteQueue implements Queue {
     return firstOfEach(await this.get<InspectView>('/inspect'), limit);
   }
 
+  /** Every live delivery, page after page of the most the server answers with at once. */
   async deliveries(): Promise<LiveDelivery[]> {
-    return (await this.get<{ deliveries: LiveDelivery[] }>('/deliveries')).deliveries;
+    const all: LiveDelivery[] = [];
+    let after: string | undefined;
+    do {
+      const page = await this.deliveryPage({
+        limit: MAX_DELIVERY_PAGE,
+        ...(after === undefined ? {} : { after }),
+      });
+      all.push(...page.deliveries);
+      after = page.next;
+    } while (after !== undefined);
+    return all;
+  }
+
+  async deliveryPage(options?: DeliveryPageOptions): Promise<DeliveryPage> {
+    // Checked here too: a bad value is said as the library says it, not as a query string.
+    const { limit, after } = checkDeliveryPage(options);
+    const query = new URLSearchParams({ limit: String(limit) });
+    if (after > 0) query.set('after', deliveryCursor(after));
+    return this.get<DeliveryPage>(`/deliveries?${query}`);
   }
 
   /**

@@ -78,10 +78,14 @@ export {
 export type * from './types.js';
 export {
   checkDeadLetterPage,
+  checkDeliveryPage,
   checkInspectOptions,
   DEFAULT_DEAD_LETTER_PAGE,
+  DEFAULT_DELIVERY_PAGE,
   DEFAULT_QUEUE_OPTIONS,
   deadLetterCursor,
+  deliveryCursor,
   MAX_DEAD_LETTER_PAGE,
+  MAX_DELIVERY_PAGE,
   MAX_ID_LENGTH,
 } from './validate.js';

@@ -42,6 +42,8 @@ import type {
   DeadLetterPage,
   DeadLetterPageOptions,
   Delivery,
+  DeliveryPage,
+  DeliveryPageOptions,
   InspectOptions,
   InspectView,
   JobView,
@@ -58,10 +60,12 @@ import type {
 } from './types.js';
 import {
   checkDeadLetterPage,
+  checkDeliveryPage,
   checkInspectOptions,
   checkNow,
   checkSessionKnown,
   deadLetterCursor,
+  deliveryCursor,
   resolveQueueOptions,
   sessionIdOf,
   updatedQueueOptions,
@@ -469,7 +473,8 @@ export class LeaseQueue {
   /** Every waiting job (R24), in the order its group was joined. */
   private waitingIds(): string[] {
     const waiting: JobRecord[] = [];
-    for (const group of this.groups.values()) waiting.push(...group.waiting);
+    // One push each: spread as arguments, a group of 200,000 overflows the stack.
+    for (const group of this.groups.values()) for (const job of group.waiting) waiting.push(job);
     return waiting
       .sort((a, b) => (a.traits?.groupSeq ?? 0) - (b.traits?.groupSeq ?? 0))
       .map((job) => job.id);
@@ -477,14 +482,25 @@ export class LeaseQueue {
 
   /** The live deliveries in token order, with their delivery times. Takes no time. */
   deliveries(): LiveDelivery[] {
-    return Array.from(this.active.values(), (d) => ({
-      token: d.token,
-      id: d.job.id,
-      deliveredAt: d.deliveredAt,
-      deadline: d.deadline,
-      deliveryCount: d.job.deliveryCount,
-      ...(d.session === undefined ? {} : { session: d.session.id }),
-    }));
+    return Array.from(this.active.values(), liveDeliveryView);
+  }
+
+  /**
+   * A page of the live deliveries, in token order: at most `limit`, those with a token above
+   * the page whose `next` is `after` (the active map holds them in token order: tokens only
+   * grow). Takes no time.
+   */
+  deliveryPage(options?: DeliveryPageOptions): DeliveryPage {
+    const { limit, after } = checkDeliveryPage(options);
+    const deliveries: LiveDelivery[] = [];
+    for (const delivery of this.active.values()) {
+      if (delivery.token <= after) continue;
+      if (deliveries.length === limit) {
+        return { deliveries, next: deliveryCursor((deliveries.at(-1) as LiveDelivery).token) };
+      }
+      deliveries.push(liveDeliveryView(delivery));
+    }
+    return { deliveries };
   }
 
   /** The dead jobs with their history, in the order they died. Takes no time. */
@@ -1486,6 +1502,17 @@ interface RememberedId {
 function groupView(job: JobRecord): { group?: string; groupSeq?: number } {
   const traits = job.traits;
   return traits?.group === undefined ? {} : { group: traits.group, groupSeq: traits.groupSeq };
+}
+
+function liveDeliveryView(delivery: DeliveryRecord): LiveDelivery {
+  return {
+    token: delivery.token,
+    id: delivery.job.id,
+    deliveredAt: delivery.deliveredAt,
+    deadline: delivery.deadline,
+    deliveryCount: delivery.job.deliveryCount,
+    ...(delivery.session === undefined ? {} : { session: delivery.session.id }),
+  };
 }
 
 function originView(origin: DeadLetterOrigin | undefined): { origin?: DeadLetterOrigin } {

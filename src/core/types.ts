@@ -226,6 +226,22 @@ export interface LiveDelivery {
   session?: string;
 }
 
+/** What `deliveryPage` takes. */
+export interface DeliveryPageOptions {
+  /** At most this many live deliveries, 1 to 1000. Default 100. */
+  limit?: number;
+  /** The `next` of the page before: only the live deliveries with a larger token. */
+  after?: string;
+}
+
+/** A page of a queue's live deliveries, in token order. */
+export interface DeliveryPage {
+  /** The live deliveries, in token order (the oldest first). */
+  deliveries: LiveDelivery[];
+  /** Where the next page starts (give it as `after`); absent when no live delivery follows. */
+  next?: string;
+}
+
 /** How one delivery ended. */
 export type AttemptOutcome =
   | 'acked'

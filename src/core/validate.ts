@@ -6,6 +6,7 @@ import { meansAbsent, OVERFLOW_MODES, QUEUE_NAME } from './queue-options.js';
 import { isStorableText, STORABLE_TEXT_RULE } from './text.js';
 import type {
   DeadLetterPageOptions,
+  DeliveryPageOptions,
   InspectOptions,
   QueueOptions,
   ResolvedQueueOptions,
@@ -200,6 +201,11 @@ export const MAX_DEAD_LETTER_PAGE = 1000;
 /** How many dead letters a page holds when the caller does not say. */
 export const DEFAULT_DEAD_LETTER_PAGE = 100;
 
+/** The most live deliveries one page holds (as many as a page of dead letters). */
+export const MAX_DELIVERY_PAGE = MAX_DEAD_LETTER_PAGE;
+/** How many live deliveries a page holds when the caller does not say. */
+export const DEFAULT_DELIVERY_PAGE = DEFAULT_DEAD_LETTER_PAGE;
+
 /**
  * A page request checked: its limit, the position in the queue's order of deaths (its dead
  * letters' sequence numbers, from 1) after which it starts, 0 for the first page, and whether
@@ -224,26 +230,51 @@ export function checkDeadLetterPage(options: unknown): {
   } = options as DeadLetterPageOptions;
   for (const name of Object.keys(rest))
     problems.list.push(`unknown dead letter page option ${show(name)}`);
-  if (
-    typeof limit !== 'number' ||
-    !Number.isSafeInteger(limit) ||
-    limit < 1 ||
-    limit > MAX_DEAD_LETTER_PAGE
-  ) {
-    problems.list.push(
-      `limit must be an integer from 1 to ${MAX_DEAD_LETTER_PAGE}, got ${show(limit)}`,
-    );
-  }
-  let position = 0;
-  if (after !== undefined) {
-    position = typeof after === 'string' && /^[1-9][0-9]{0,15}$/.test(after) ? Number(after) : 0;
-    if (!Number.isSafeInteger(position) || position < 1) {
-      problems.list.push(`after must be the next of an earlier page, got ${show(after)}`);
-    }
-  }
+  checkPageLimit(problems, limit, MAX_DEAD_LETTER_PAGE);
+  const position = pagePosition(problems, after);
   problems.boolean('payloads', payloads);
   problems.throwIfAny();
   return { limit, after: position, payloads };
+}
+
+/**
+ * A page of live deliveries checked, as a page of dead letters is: its limit, and the token
+ * after which it starts, 0 for the first page. A cursor is that token in decimal.
+ */
+export function checkDeliveryPage(options: unknown): {
+  /** The most live deliveries of the page. */
+  limit: number;
+  /** The token the page starts after; 0 for the first page. */
+  after: number;
+} {
+  const problems = new Problems();
+  if (options === undefined) return { limit: DEFAULT_DELIVERY_PAGE, after: 0 };
+  if (!problems.object('delivery page options', options)) problems.throwIfAny();
+  const { limit = DEFAULT_DELIVERY_PAGE, after, ...rest } = options as DeliveryPageOptions;
+  for (const name of Object.keys(rest))
+    problems.list.push(`unknown delivery page option ${show(name)}`);
+  checkPageLimit(problems, limit, MAX_DELIVERY_PAGE);
+  const position = pagePosition(problems, after);
+  problems.throwIfAny();
+  return { limit, after: position };
+}
+
+function checkPageLimit(problems: Problems, limit: unknown, max: number): void {
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > max) {
+    problems.list.push(`limit must be an integer from 1 to ${max}, got ${show(limit)}`);
+  }
+}
+
+/** The position a cursor names (a positive integer in decimal), 0 without one. */
+function pagePosition(problems: Problems, after: unknown): number {
+  if (after === undefined) return 0;
+  const position =
+    typeof after === 'string' && /^[1-9][0-9]{0,15}$/.test(after) ? Number(after) : 0;
+  if (!Number.isSafeInteger(position) || position < 1) {
+    problems.list.push(`after must be the next of an earlier page, got ${show(after)}`);
+    return 0;
+  }
+  return position;
 }
 
 /** An inspect's options checked: the most entries of each list, undefined for all of them. */
@@ -261,4 +292,9 @@ export function checkInspectOptions(options: unknown): number | undefined {
 /** The cursor of the page that starts after the dead letter at `position`. */
 export function deadLetterCursor(position: number): string {
   return String(position);
+}
+
+/** The cursor of the page that starts after the live delivery of `token`. */
+export function deliveryCursor(token: number): string {
+  return String(token);
 }

@@ -3,6 +3,8 @@ import type {
   DeadLetterPage,
   DeadLetterPageOptions,
   Delivery,
+  DeliveryPage,
+  DeliveryPageOptions,
   InspectOptions,
   InspectView,
   JobView,
@@ -63,6 +65,11 @@ export interface QueueHandle {
   inspect(options?: InspectOptions): Promise<InspectView>;
   /** The live deliveries in token order. Takes no time. */
   deliveries(): Promise<LiveDelivery[]>;
+  /**
+   * A page of the live deliveries in token order (see LeaseQueue.deliveryPage), read from the
+   * storage as such: a range of the token index, never every delivery. Takes no time.
+   */
+  deliveryPage(options?: DeliveryPageOptions): Promise<DeliveryPage>;
   /** `LeaseQueue.publish` (R4). */
   publish(now: number, input?: PublishInput): Promise<PublishResult>;
   /** `LeaseQueue.publishBatch`: all-or-nothing (R5). */

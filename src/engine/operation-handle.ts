@@ -4,6 +4,8 @@ import {
   type DeadLetterPage,
   type DeadLetterPageOptions,
   type Delivery,
+  type DeliveryPage,
+  type DeliveryPageOptions,
   type InspectOptions,
   type InspectView,
   type JobView,
@@ -33,6 +35,7 @@ export abstract class OperationHandle implements QueueHandle {
   abstract queueTime(): Promise<number>;
   abstract inspect(options?: InspectOptions): Promise<InspectView>;
   abstract deliveries(): Promise<LiveDelivery[]>;
+  abstract deliveryPage(options?: DeliveryPageOptions): Promise<DeliveryPage>;
   abstract deadLetters(): Promise<DeadLetter[]>;
   abstract deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage>;
   abstract job(id: string): Promise<JobView | undefined>;

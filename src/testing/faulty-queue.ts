@@ -2,6 +2,7 @@ import type { Queue, ReceiveOptions } from '../broker/queue.js';
 import type { ScheduleOptions, ScheduleWhen } from '../broker/schedule-times.js';
 import type {
   DeadLetterPageOptions,
+  DeliveryPageOptions,
   InspectOptions,
   MoveJobsOptions,
   NackOptions,
@@ -334,6 +335,10 @@ export class FaultyQueue implements Queue {
 
   deliveries() {
     return this.pass(() => this.inner.deliveries());
+  }
+
+  deliveryPage(options?: DeliveryPageOptions) {
+    return this.pass(() => this.inner.deliveryPage(options));
   }
 
   job(id: string) {

@@ -6,6 +6,8 @@ import {
   type DeadLetter,
   type DeadLetterPage,
   type DeadLetterPageOptions,
+  type DeliveryPage,
+  type DeliveryPageOptions,
   type InspectOptions,
   type InspectView,
   type JobView,
@@ -279,6 +281,10 @@ class RemoteHandle extends OperationHandle {
 
   deliveries(): Promise<LiveDelivery[]> {
     return this.engine.read(() => this.queue.deliveries());
+  }
+
+  deliveryPage(options?: DeliveryPageOptions): Promise<DeliveryPage> {
+    return this.engine.read(() => this.queue.deliveryPage(options));
   }
 
   deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage> {

@@ -6,6 +6,7 @@ import {
   checkQueueName,
   checkSameOptions,
   type DeadLetterPageOptions,
+  type DeliveryPageOptions,
   type InspectOptions,
   type JobTransfer,
   JSON_PAYLOADS,
@@ -307,6 +308,9 @@ class MemoryQueue extends OperationHandle {
   }
   async deliveries() {
     return this.current().deliveries();
+  }
+  async deliveryPage(options?: DeliveryPageOptions) {
+    return this.current().deliveryPage(options);
   }
   async deadLetters() {
     return this.current().deadLetters();

@@ -5,8 +5,10 @@ import {
   type DeadLetterOrigin,
   type DeadLetterPage,
   type Delivery,
+  type DeliveryPage,
   deadLetterCursor,
   decodePayload,
+  deliveryCursor,
   type InspectView,
   type JobState,
   type JobView,
@@ -1079,19 +1081,29 @@ export class QueueOps extends JobMoves {
   }
 
   async deliveries(): Promise<LiveDelivery[]> {
-    const rows = await this.c.query<DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM leaseq_jobs
+    const rows = await this.c.query<LiveDeliveryRow>(
+      `SELECT ${LIVE_DELIVERY_COLUMNS} FROM leaseq_jobs
        WHERE queue = ? AND token IS NOT NULL AND state = 'active' ORDER BY token`,
       [this.q.name],
     );
-    return rows.map((row) => ({
-      token: row.token,
-      id: row.id,
-      deliveredAt: row.delivered_at,
-      deadline: row.deadline,
-      deliveryCount: row.delivery_count,
-      ...(row.session === null ? {} : { session: row.session }),
-    }));
+    return rows.map(liveDeliveryOf);
+  }
+
+  /**
+   * A page of live deliveries (see LeaseQueue.deliveryPage): a range of the token index from
+   * the cursor on, cut by LIMIT, so a poll of the first page of thousands reads a page's rows.
+   */
+  async deliveryPage(page: { limit: number; after: number }): Promise<DeliveryPage> {
+    // One more than the page: whether a next one starts after it.
+    const rows = await this.c.query<LiveDeliveryRow>(
+      `SELECT ${LIVE_DELIVERY_COLUMNS} FROM leaseq_jobs
+       WHERE queue = ? AND token IS NOT NULL AND token > ? AND state = 'active'
+       ORDER BY token LIMIT ?`,
+      [this.q.name, page.after, page.limit + 1],
+    );
+    const deliveries = rows.slice(0, page.limit).map(liveDeliveryOf);
+    if (rows.length <= page.limit) return { deliveries };
+    return { deliveries, next: deliveryCursor(Number(rows[page.limit - 1]?.token)) };
   }
 
   async deadLetters(): Promise<DeadLetter[]> {
@@ -1306,6 +1318,24 @@ type DeadLetterRow = Pick<
   | 'origin_reason'
   | 'origin_at'
 > & { payload?: string | null };
+
+/** The columns a live delivery is listed with (no history: a listing shows none). */
+const LIVE_DELIVERY_COLUMNS = 'id, token, delivered_at, deadline, session, delivery_count';
+type LiveDeliveryRow = Pick<
+  DeliveryRow,
+  'id' | 'token' | 'delivered_at' | 'deadline' | 'session' | 'delivery_count'
+>;
+
+function liveDeliveryOf(row: LiveDeliveryRow): LiveDelivery {
+  return {
+    token: row.token,
+    id: row.id,
+    deliveredAt: row.delivered_at,
+    deadline: row.deadline,
+    deliveryCount: row.delivery_count,
+    ...(row.session === null ? {} : { session: row.session }),
+  };
+}
 
 function deadLetterOf(row: DeadLetterRow): DeadLetter {
   return {

@@ -1,9 +1,11 @@
 import {
   ClockError,
   checkDeadLetterPage,
+  checkDeliveryPage,
   checkInspectOptions,
   type DeadLetterPageOptions,
   type Delivery,
+  type DeliveryPageOptions,
   type InspectOptions,
   LeaseqError,
   type MoveJobsOperation,
@@ -204,6 +206,11 @@ export class SqlQueue extends OperationHandle {
 
   deliveries() {
     return this.read((ops) => ops.deliveries());
+  }
+
+  async deliveryPage(options?: DeliveryPageOptions) {
+    const page = checkDeliveryPage(options);
+    return this.read((ops) => ops.deliveryPage(page));
   }
 
   deadLetters() {

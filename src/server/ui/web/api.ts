@@ -1,9 +1,9 @@
 import type {
   AllStats,
   DeadLetterPage,
+  DeliveryPage,
   InspectView,
   JobView,
-  LiveDelivery,
   Me,
   QueueInfo,
   QueueStats,
@@ -53,6 +53,13 @@ const path = (queue: string) => `/v1/queues/${encodeURIComponent(queue)}`;
 /** How many dead letters the dashboard reads and lists: the oldest, one page of the API's. */
 export const DEAD_LETTERS_SHOWN = 1000;
 
+/**
+ * How many deliveries in flight a queue's page reads and lists: the oldest, one page of the
+ * API's. Thousands would be half a megabyte at every reading, and as many rows redrawn every
+ * second as their deadlines count down.
+ */
+export const DELIVERIES_SHOWN = 100;
+
 /** How many ready and delayed jobs a queue's page reads and lists: the first of each. */
 export const WAITING_SHOWN = 20;
 
@@ -100,8 +107,9 @@ export class Api {
   /** The first `limit` entries of each list: the whole state of a long queue is megabytes. */
   inspect = (name: string, limit: number) =>
     this.get<InspectView>(`${path(name)}/inspect?limit=${limit}`);
-  deliveries = async (name: string) =>
-    (await this.get<{ deliveries: LiveDelivery[] }>(`${path(name)}/deliveries`)).deliveries;
+  /** The oldest DELIVERIES_SHOWN deliveries in flight: a page, whose `next` says more follow. */
+  deliveries = (name: string) =>
+    this.get<DeliveryPage>(`${path(name)}/deliveries?limit=${DELIVERIES_SHOWN}`);
   /**
    * The oldest DEAD_LETTERS_SHOWN dead letters, without their payloads (a job's page reads its
    * own): a page, whose `next` says more follow.

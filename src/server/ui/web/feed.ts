@@ -2,9 +2,9 @@ import { type Api, ApiError, WAITING_SHOWN } from './api.js';
 import type {
   AllStats,
   DeadLetterPage,
+  DeliveryPage,
   InspectView,
   JobView,
-  LiveDelivery,
   Me,
   QueueInfo,
   QueueStats,
@@ -21,7 +21,8 @@ export interface Reads {
   queue: QueueInfo;
   /** The first WAITING_SHOWN entries of each list; the counts are in the stats. */
   inspect: InspectView;
-  deliveries: LiveDelivery[];
+  /** The oldest deliveries in flight, a page of DELIVERIES_SHOWN; the count is in the stats. */
+  deliveries: DeliveryPage;
   /** The oldest dead letters, a page of DEAD_LETTERS_SHOWN. */
   deadLetters: DeadLetterPage;
   job: JobView;

@@ -3,6 +3,7 @@ export type {
   Attempt,
   DeadLetter,
   DeadLetterPage,
+  DeliveryPage,
   InspectView,
   JobView,
   LiveDelivery,

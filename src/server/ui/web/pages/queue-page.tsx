@@ -137,15 +137,30 @@ function Charts(props: { series: Series }) {
   );
 }
 
-function InFlight(props: { queue: string }) {
-  const { queue } = props;
+/**
+ * The oldest deliveries in flight, one page of the API's (DELIVERIES_SHOWN); how many there
+ * are in all comes from the stats, which the page reads anyway.
+ */
+function InFlight(props: { queue: string; stats: QueueStats | undefined }) {
+  const { queue, stats } = props;
   const now = useServerNow();
   const live = useTopic({ kind: 'deliveries', queue });
-  const deliveries: LiveDelivery[] | undefined = live?.data;
+  const deliveries: LiveDelivery[] | undefined = live?.data?.deliveries;
+  // More in flight than one page holds: the list is the oldest.
+  const more = live?.data?.next !== undefined;
+  // Read apart from the page, the count may lag it: never fewer than the page shows.
+  const total =
+    stats === undefined ? undefined : Math.max(stats.active, (deliveries?.length ?? 0) + 1);
   return (
     <section class="panel" aria-labelledby="in-flight-title">
       <h2 id="in-flight-title">In flight</h2>
       <ErrorNotice error={live?.error} what="the deliveries" />
+      {deliveries !== undefined && more ? (
+        <p class="notice">
+          Listed: the {formatCount(deliveries.length)} oldest
+          {total === undefined ? ' (more are in flight)' : ` of ${formatCount(total)} in flight`}.
+        </p>
+      ) : null}
       {deliveries === undefined ? (
         live?.error ? null : (
           <Loading what="deliveries" />
@@ -327,7 +342,7 @@ export function QueuePage(props: { queue: string }) {
       </div>
       {admin ? (
         <>
-          <InFlight queue={queue} />
+          <InFlight queue={queue} stats={stats} />
           <Waiting queue={queue} stats={stats} />
         </>
       ) : (
