@@ -1,6 +1,6 @@
 import type { MoveJobsOperation } from '../../core/index.js';
 import type { QueueOps } from './queue-ops.js';
-import { readyRanges } from './ready-bands.js';
+import { bandHead, bandTail, readyRanges } from './ready-bands.js';
 
 /**
  * How many jobs one step of a redrive or purge takes, where it takes steps (see
@@ -40,6 +40,8 @@ export const MOVABLE_COLUMNS = 'id, state, origin_queue, priority, grp, ready_po
 interface BandWalk {
   priority: number;
   after: number;
+  /** The job read last, at `after` when read: where the next step finds the place again. */
+  lastId?: string;
   done: boolean;
 }
 
@@ -135,6 +137,7 @@ export class MoveRun {
             };
       return;
     }
+    await this.findPlace(ops);
     this.found = await ops.movableJobs(this.found.slice(this.foundAt).map((row) => row.id));
     this.foundAt = 0;
     this.followers = await ops.movableJobs(
@@ -204,6 +207,28 @@ export class MoveRun {
     return this.walk.bands.find((band) => band.priority === priority)?.after;
   }
 
+  /**
+   * Finds again where the band being read stands. Other calls between steps move ready jobs
+   * without changing their order (a cancel closes its gap by moving the jobs on its shorter
+   * side, another move closes its gaps), so the place read up to is that of the job read last,
+   * wherever it is now; gone from the band, the band is read again from its head, the jobs
+   * looked at already passed over.
+   */
+  private async findPlace(ops: QueueOps): Promise<void> {
+    const walk = this.walk;
+    if (walk?.kind !== 'queue') return;
+    const band = walk.bands.find((each) => !each.done);
+    if (band?.lastId === undefined) return;
+    const [row] = await ops.c.query<{ ready_pos: number | string | null; priority: number }>(
+      `SELECT ready_pos, priority FROM leaseq_jobs WHERE queue = ? AND id = ? AND state = 'ready'`,
+      [ops.q.name, band.lastId],
+    );
+    band.after =
+      row !== undefined && Number(row.priority) === band.priority
+        ? Number(row.ready_pos)
+        : bandHead(ops.q, band.priority) - 1;
+  }
+
   private walkDone(): boolean {
     const walk = this.walk;
     if (walk === undefined) return false;
@@ -225,16 +250,25 @@ export class MoveRun {
     }
     const band = walk.bands.find((each) => !each.done);
     if (band !== undefined) {
+      // Up to the band's back, not on into the next band: its jobs come in their own turn, and
+      // where the call reads them decides how the gaps of their moves are closed (readPlace).
       const rows = await ops.c.query<MovableRow>(
         `SELECT ${MOVABLE_COLUMNS} FROM leaseq_jobs
-         WHERE queue = ? AND state = 'ready' AND ready_pos > ? AND seq < ?
+         WHERE queue = ? AND state = 'ready' AND ready_pos > ? AND ready_pos <= ? AND seq < ?
          ORDER BY ready_pos LIMIT ?`,
-        [ops.q.name, band.after, walk.seqBelow, count],
+        [ops.q.name, band.after, bandTail(ops.q, band.priority), walk.seqBelow, count],
       );
       const last = rows[rows.length - 1];
-      if (last !== undefined) band.after = Number(last.ready_pos);
+      if (last !== undefined) {
+        band.after = Number(last.ready_pos);
+        band.lastId = last.id;
+      }
       if (rows.length < count) band.done = true;
-      return rows.filter(notFollowing);
+      // Read again from the head (see findPlace): those looked at, or still to be, pass over.
+      const pending = new Set(this.found.slice(this.foundAt).map((row) => row.id));
+      return rows.filter(
+        (row) => notFollowing(row) && !this.seen.has(row.id) && !pending.has(row.id),
+      );
     }
     const { delayed } = walk;
     const rows = await ops.c.query<MovableRow & { available_at: number; seq: number }>(
