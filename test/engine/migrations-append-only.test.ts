@@ -25,6 +25,7 @@ const APPLIED: Record<'sqlite' | 'postgres', [file: string, sha256: string][]> =
     ['0015_oldest_ready_index.sql', 'acb2674a1d3c79cd'],
     ['0016_scaling_indexes.sql', 'f74be15b1d3ef38b'],
     ['0017_dead_letter_page_index.sql', 'd15fbd4311ab6dbd'],
+    ['0018_waiting_order_index.sql', '412e8532a32a65a3'],
   ],
   postgres: [
     ['0001_init.sql', '9673ec31b9bbbf87'],
@@ -48,6 +49,7 @@ const APPLIED: Record<'sqlite' | 'postgres', [file: string, sha256: string][]> =
     ['0019_generic_reserve_plans.sql', 'cb00c2d6a85a65ba'],
     ['0020_oldest_ready_index.sql', '12edd0fda46366a3'],
     ['0021_scaling_indexes.sql', '760db6861ae01e66'],
+    ['0022_group_next_member_index.sql', '326e9c74cebf1053'],
   ],
 };
 

@@ -160,6 +160,15 @@ export class MoveRun {
     return next;
   }
 
+  /**
+   * At a step's end, reads one row ahead where the queue's ready and delayed jobs are read, so
+   * that `exhausted` knows when none is left (a band read to its last row does not say so).
+   * Named ids are read a chunk at a time: only ids not read yet are left.
+   */
+  async lookAhead(ops: QueueOps): Promise<void> {
+    if (this.walk?.kind === 'queue') await this.upcoming(ops, 1);
+  }
+
   /** The next job to look at among those read (a member that went on only after all found). */
   peek(): MovableRow | undefined {
     if (this.foundAt < this.found.length) return this.found[this.foundAt];

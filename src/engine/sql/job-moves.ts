@@ -12,7 +12,7 @@ import {
   frontPosition,
   retreatTail,
 } from './ready-bands.js';
-import type { SqlConnection, SqlDialect } from './sql-connection.js';
+import type { SqlConnection, SqlDialect, SqlValue } from './sql-connection.js';
 
 /** The columns of a live delivery, as the transitions need them. */
 export interface DeliveryRow {
@@ -155,7 +155,10 @@ export class JobMoves {
     if (this.q.sessions === 0) return { released, open };
     for (const end of await this.sessionEnds()) {
       if (end.endsAt > now) open.push(end);
-      else released.push(...(await this.endSession(end.id, end.endsAt)));
+      else {
+        // One push each: spread as arguments, a session's 200,000 deliveries overflow the stack.
+        for (const release of await this.endSession(end.id, end.endsAt)) released.push(release);
+      }
     }
     return { released, open };
   }
@@ -306,6 +309,14 @@ export class JobMoves {
     if (delay > 0) {
       this.q.delayed += back.length;
       this.q.nextEventAt = Math.min(this.q.nextEventAt, now + delay);
+      if (this.dialect.setBased && back.length > 1) {
+        await this.writeRequeued(
+          `state = 'delayed', available_at = ?`,
+          [now + delay],
+          back.map(({ row, attempt }) => requeuedRow(row, attempt, null)),
+        );
+        return;
+      }
       for (const { row, attempt } of back) {
         await this.c.run(
           `UPDATE leaseq_jobs SET state = 'delayed', available_at = ?, ${CLEAR_DELIVERY},
@@ -317,6 +328,20 @@ export class JobMoves {
       return;
     }
     this.q.ready += back.length;
+    if (this.dialect.setBased && back.length > 1) {
+      // Front first in ready: the last goes to the front of its priority first, as below.
+      const rows: RequeuedRow[] = [];
+      for (let i = back.length - 1; i >= 0; i--) {
+        const { row, attempt } = back[i] as EndedDelivery;
+        rows.push(requeuedRow(row, attempt, frontPosition(this.q, row.priority)));
+      }
+      await this.writeRequeued(
+        `state = 'ready', ready_pos = r.ready_pos, ready_since = ?`,
+        [now],
+        rows,
+      );
+      return;
+    }
     for (let i = back.length - 1; i >= 0; i--) {
       const { row, attempt } = back[i] as EndedDelivery;
       await this.c.run(
@@ -332,6 +357,25 @@ export class JobMoves {
         ],
       );
     }
+  }
+
+  /**
+   * Stores requeued jobs in one statement (PostgreSQL): a statement each, 10,000 leases that
+   * ran out together took 2.3 s, the queue's row locked all along. `set` (with its `params`)
+   * places them; each row's own count and history are written with it.
+   */
+  private async writeRequeued(
+    set: string,
+    params: readonly SqlValue[],
+    rows: readonly RequeuedRow[],
+  ): Promise<void> {
+    await this.c.run(
+      `UPDATE leaseq_jobs SET ${set}, ${CLEAR_DELIVERY},
+         delivery_count = r.delivery_count, history = r.history
+       FROM ${this.dialect.jsonRecords(REQUEUED_COLUMNS)} AS r
+       WHERE leaseq_jobs.queue = ? AND leaseq_jobs.id = r.id`,
+      [...params, JSON.stringify(rows), this.q.name],
+    );
   }
 
   /**
@@ -733,6 +777,30 @@ export function attemptOf(
 export interface EndedDelivery {
   row: DeliveryRow;
   attempt: Attempt | undefined;
+}
+
+/** A requeued job as `writeRequeued` stores it: its place in ready (null: delayed). */
+interface RequeuedRow {
+  id: string;
+  ready_pos: number | null;
+  delivery_count: number;
+  history: string | null;
+}
+
+const REQUEUED_COLUMNS = [
+  ['id', 'text'],
+  ['ready_pos', 'integer'],
+  ['delivery_count', 'integer'],
+  ['history', 'text'],
+] as const;
+
+function requeuedRow(
+  row: DeliveryRow,
+  attempt: Attempt | undefined,
+  readyPos: number | null,
+): RequeuedRow {
+  const [deliveryCount, history] = countAndHistory(row, attempt);
+  return { id: row.id, ready_pos: readyPos, delivery_count: deliveryCount, history };
 }
 
 /** The delivery_count and history a requeued job is stored with. */

@@ -820,13 +820,20 @@ export class QueueOps extends JobMoves {
     const gaps = new Map<number, number[]>();
     /** Whether this step goes on to the end of the call (see STEP_RENUMBER_BOUND). */
     let whole = !steps;
+    /**
+     * Jobs this step looked at. A step goes on to MOVE_CHUNK of them, not one chunk of `max`:
+     * a job the target refuses leaves room for more, and every further step is a call's step
+     * of its own (R3 again), where a member that went on past its expiry would die (R30).
+     */
+    let lookedHere = 0;
     // One list, each job looked at once; a group member that goes on as the one before it
     // moves joins its end (when no ids are named, or it is), so a group moves whole.
     while (moves.moved < max) {
+      const budget = whole ? MOVE_CHUNK : MOVE_CHUNK - lookedHere;
       // No more than `max` leaves room for: looking a job's target up locks the target's row
       // (as admit does), and a queue no job goes to is not to be held up, nor deadlock with it.
       const room = max - moves.moved;
-      const chunk = await moves.upcoming(this, Math.min(MOVE_CHUNK, room));
+      const chunk = await moves.upcoming(this, Math.min(budget, room));
       if (chunk.length === 0) break;
       const groups = [...new Set(chunk.flatMap((job) => (job.grp === null ? [] : [job.grp])))];
       await members.lookUp(groups, this.q.waiting === 0);
@@ -842,7 +849,8 @@ export class QueueOps extends JobMoves {
       await arrivals.lookUp([...chunk, ...following].flatMap((job) => moverOf(job) ?? []));
       const promoted: PromotedRow[] = [];
       const movedHere = new Set<string>();
-      for (let looked = 0; moves.moved < max && looked < MOVE_CHUNK; ) {
+      let looked = 0;
+      while (moves.moved < max && looked < budget) {
         const job = moves.peek();
         if (job === undefined) break;
         const seen = moves.hasSeen(job.id);
@@ -872,12 +880,15 @@ export class QueueOps extends JobMoves {
       }
       await this.writePromoted(promoted.filter((row) => !movedHere.has(row.id)));
       await arrivals.write();
-      if (!whole) {
+      lookedHere += looked;
+      if (!whole && lookedHere >= MOVE_CHUNK) {
         if (this.gapMoves(gaps, moves) <= STEP_RENUMBER_BOUND) break;
         // Closing them costs no less as the call goes on: the rest is this step.
         whole = true;
       }
     }
+    // A step that leaves nothing to look at ends the call, rather than a step more finding so.
+    if (steps && moves.moved < max) await moves.lookAhead(this);
     moves.done = moves.moved >= max || moves.exhausted();
     for (const [priority, positions] of gaps) {
       await this.closeReadyGaps(priority, positions, moves.readPlace(priority));
@@ -1221,6 +1232,18 @@ export class QueueOps extends JobMoves {
       if (row?.state === 'dead') found.push(row);
     }
     return found;
+  }
+
+  /**
+   * Whether a dead job of `page` is left (dead when its first page was taken and not taken
+   * since): a step of a redrive or purge of all that took a whole page ends the call when none is.
+   */
+  async deadLeft(page: DeadPage): Promise<boolean> {
+    const rows = await this.c.query<{ one: number }>(
+      `SELECT 1 AS one FROM leaseq_jobs WHERE queue = ? AND state = 'dead' AND dead_seq <= ? LIMIT 1`,
+      [this.q.name, page.through ?? this.q.deadSeq],
+    );
+    return rows.length > 0;
   }
 
   /** After R3: the session must still be open. */

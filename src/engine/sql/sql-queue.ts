@@ -402,7 +402,8 @@ function stepsOf(operation: SteppedOperation): Step {
       batch.afterCommit(() => {
         through = page.through;
       });
-      return { count, done: count < BULK_STEP };
+      // A whole page may have been the last: no step more (another R3 at `now`) finds so.
+      return { count, done: count < BULK_STEP || !(await ops.deadLeft(page)) };
     };
   }
   // Each id once, in the order named (a job redriven, then dead again, is not redriven twice).
