@@ -312,17 +312,10 @@ export class RemoteQueue implements Queue {
 
   /** Every dead letter, page after page of the most the server answers with at once. */
   async deadLetters(): Promise<DeadLetter[]> {
-    const all: DeadLetter[] = [];
-    let after: string | undefined;
-    do {
-      const page = await this.deadLetterPage({
-        limit: MAX_DEAD_LETTER_PAGE,
-        ...(after === undefined ? {} : { after }),
-      });
-      all.push(...page.deadLetters);
-      after = page.next;
-    } while (after !== undefined);
-    return all;
+    return everyPage(async (after) => {
+      const page = await this.deadLetterPage({ limit: MAX_DEAD_LETTER_PAGE, ...after });
+      return { entries: page.deadLetters, next: page.next };
+    });
   }
 
   async deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage> {
@@ -346,17 +339,10 @@ export class RemoteQueue implements Queue {
 
   /** Every live delivery, page after page of the most the server answers with at once. */
   async deliveries(): Promise<LiveDelivery[]> {
-    const all: LiveDelivery[] = [];
-    let after: string | undefined;
-    do {
-      const page = await this.deliveryPage({
-        limit: MAX_DELIVERY_PAGE,
-        ...(after === undefined ? {} : { after }),
-      });
-      all.push(...page.deliveries);
-      after = page.next;
-    } while (after !== undefined);
-    return all;
+    return everyPage(async (after) => {
+      const page = await this.deliveryPage({ limit: MAX_DELIVERY_PAGE, ...after });
+      return { entries: page.deliveries, next: page.next };
+    });
   }
 
   async deliveryPage(options?: DeliveryPageOptions): Promise<DeliveryPage> {
@@ -476,4 +462,21 @@ function firstOfEach(view: InspectView, limit: number): InspectView {
     dead: view.dead.slice(0, limit),
     ...(waiting === undefined ? {} : { waiting: waiting.slice(0, limit) }),
   };
+}
+
+/**
+ * Every entry of a paged list: page after page, each read after the cursor (`{ after }`, none
+ * for the first) of the one before, until a page has no `next`.
+ */
+async function everyPage<T>(
+  read: (after: { after?: string }) => Promise<{ entries: T[]; next?: string | undefined }>,
+): Promise<T[]> {
+  const all: T[] = [];
+  let after: string | undefined;
+  do {
+    const page = await read(after === undefined ? {} : { after });
+    for (const entry of page.entries) all.push(entry);
+    after = page.next;
+  } while (after !== undefined);
+  return all;
 }

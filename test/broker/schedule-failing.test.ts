@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock, type Queue } from '../../src/broker/index.js';
 import { QueueFullError } from '../../src/core/index.js';
-import { type Engine, openEngine } from '../../src/engine/index.js';
+import { type Engine, openEngine, type ScheduleRecord } from '../../src/engine/index.js';
 import { engineFactories, queueName } from '../conformance/engines.js';
 import { call, startTestServer } from '../server/helpers.js';
 
@@ -19,6 +19,23 @@ afterAll(async () => {
 });
 
 const T0 = Date.UTC(2026, 11, 5, 12);
+
+/**
+ * Schedule `a-zone` of `queue` in a time zone this process does not know, as a process whose
+ * time zone data knows it (or another version) may have stored it.
+ */
+function unknownZone(queue: string): ScheduleRecord {
+  return {
+    queue,
+    name: 'a-zone',
+    cron: '0 * * * *',
+    every: undefined,
+    timezone: 'Nowhere/Land',
+    payload: undefined,
+    createdAt: T0,
+    lastAt: null,
+  };
+}
 
 describe.each(factories)('R25 a failing schedule, on $name', (factory) => {
   async function withBroker(
@@ -53,16 +70,7 @@ describe.each(factories)('R25 a failing schedule, on $name', (factory) => {
   it('R25 a stored schedule whose times cannot be computed is listed with its problem, beside the others', async () => {
     await withBroker(async ({ engine, broker }) => {
       await withQueue(broker, 'sched-list', async (queue) => {
-        await engine.putSchedule({
-          queue: queue.name,
-          name: 'a-zone',
-          cron: '0 * * * *',
-          every: undefined,
-          timezone: 'Nowhere/Land',
-          payload: undefined,
-          createdAt: T0,
-          lastAt: null,
-        });
+        await engine.putSchedule(unknownZone(queue.name));
         await queue.schedule('tick', 1000);
         const [odd, tick] = await queue.schedules();
         expect(odd).toMatchObject({ name: 'a-zone', nextAt: Number.MAX_SAFE_INTEGER });
@@ -78,16 +86,7 @@ describe.each(factories)('R25 a failing schedule, on $name', (factory) => {
       await withQueue(broker, 'sched-zone', async (queue) => {
         // As a process whose time zone data knows the zone (or another version) stored it;
         // listed before the other schedule of the queue.
-        await engine.putSchedule({
-          queue: queue.name,
-          name: 'a-zone',
-          cron: '0 * * * *',
-          every: undefined,
-          timezone: 'Nowhere/Land',
-          payload: undefined,
-          createdAt: T0,
-          lastAt: null,
-        });
+        await engine.putSchedule(unknownZone(queue.name));
         await queue.schedule('tick', 1000);
         clock.set(T0 + 1000);
         const scheduler = broker.scheduler();
@@ -164,16 +163,7 @@ describe('R25 a schedule whose times cannot be computed, over HTTP', () => {
     try {
       const engine = await openEngine(url);
       await engine.queue('odd');
-      await engine.putSchedule({
-        queue: 'odd',
-        name: 'a-zone',
-        cron: '0 * * * *',
-        every: undefined,
-        timezone: 'Nowhere/Land',
-        payload: undefined,
-        createdAt: T0,
-        lastAt: null,
-      });
+      await engine.putSchedule(unknownZone('odd'));
       await engine.close();
       const server = await startTestServer({ url });
       try {

@@ -11,6 +11,7 @@ import { DEFAULT_CONFIG, startServer } from '../../src/server/index.js';
 import { postgresSkipReason } from '../crash/postgres.js';
 import { call, startTestServer } from '../server/helpers.js';
 import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
+import { settlesWithin } from './settles-within.js';
 
 /**
  * A close with a deadline (`close({ signal })`, and `leaseq serve`'s shutdown timeout) ends
@@ -51,19 +52,6 @@ async function holdJobsTable(table = 'leaseq_jobs'): Promise<{ release: () => Pr
       await client.end();
     },
   };
-}
-
-/** Whether `promise` settles within `ms`. */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 describe('PostgreSQL: a close that cannot wait abandons the calls a lock holds', () => {

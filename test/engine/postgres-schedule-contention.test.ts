@@ -4,6 +4,7 @@ import { EngineBroker, ManualClock } from '../../src/broker/index.js';
 import { openEngine } from '../../src/engine/index.js';
 import { postgresSkipReason } from '../crash/postgres.js';
 import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
+import { settlesWithin } from './settles-within.js';
 
 /**
  * R25 on PostgreSQL: a scheduler passes over a schedule whose row another transaction holds
@@ -24,19 +25,6 @@ afterAll(async () => {
 });
 
 const T0 = Date.UTC(2026, 11, 6, 12);
-
-/** Whether `promise` settles within `ms`. */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 describe('PostgreSQL: a schedule row another transaction holds', () => {
   it('R25 is passed over by a scheduler pass, which publishes the others, and published by a later pass once free', async (context) => {
