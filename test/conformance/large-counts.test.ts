@@ -3,7 +3,12 @@ import type { QueueHandle } from '../../src/engine/index.js';
 import { useConformanceEngines } from './engines.js';
 import { describeEngines } from './suite.js';
 
-const engines = await useConformanceEngines({ client: false });
+// Not on PostgreSQL: 130,000 jobs took over two minutes there beside the rest of the suite. What
+// overflowed is the SQL engines' shared code, run here on SQLite (and PostgreSQL's release of
+// many deliveries in one statement is counted in test/engine/scaling-releases.test.ts).
+const engines = (await useConformanceEngines({ client: false })).filter(
+  (engine) => engine.name !== 'postgres',
+);
 
 /**
  * Counts past what JavaScript takes as the arguments of one call (about 125,000 here): a list
