@@ -268,7 +268,7 @@ export class EngineQueue implements Queue {
     private readonly handle: QueueHandle,
     private readonly clock: Clock,
     private readonly wakes: WakeSignal,
-    private readonly closed: AbortSignal,
+    private readonly closing: AbortSignal,
     private readonly scheduleStore: ScheduleStore,
     /** The engine's news of cancelled deliveries (R28), where it has any. */
     private readonly onCancel?: (listener: CancelListener) => () => void,
@@ -276,6 +276,11 @@ export class EngineQueue implements Queue {
 
   get name(): string {
     return this.handle.name;
+  }
+
+  /** true once this broker was closed (Queue.closed). */
+  get closed(): boolean {
+    return this.closing.aborted;
   }
 
   async schedule(name: string, when: ScheduleWhen, options?: ScheduleOptions) {
@@ -377,7 +382,7 @@ export class EngineQueue implements Queue {
     try {
       for (let first = true; ; first = false) {
         // Woken by the caller's signal or by closing: answer empty, touch nothing more.
-        if (!first && (signal?.aborted || this.closed.aborted)) return [];
+        if (!first && (signal?.aborted || this.closing.aborted)) return [];
         const parked = this.parkOnWake(signal, lane);
         let handedOver: Promise<Delivery[]> | undefined;
         let failure: { error: unknown } | undefined;
@@ -400,13 +405,13 @@ export class EngineQueue implements Queue {
               answer = deliveries;
               return deliveries;
             }
-            if (signal?.aborted || this.closed.aborted) return [];
+            if (signal?.aborted || this.closing.aborted) return [];
             nextEvent = await this.handle.nextEventAt();
           }
           const now = this.clock.now();
           const sleepMs = Math.min(until, nextEvent ?? Number.POSITIVE_INFINITY) - now;
           // A lease or delay already due: the next reserve handles it (R3), no need to sleep.
-          if (failure === undefined && sleepMs > 0 && !signal?.aborted && !this.closed.aborted) {
+          if (failure === undefined && sleepMs > 0 && !signal?.aborted && !this.closing.aborted) {
             await Promise.race([
               parked.woken,
               this.clock.sleep(sleepMs, parked.stop),
@@ -426,7 +431,7 @@ export class EngineQueue implements Queue {
         if (this.clock.now() >= until) {
           // One last look: a job due at the very end, or published where no wake-up reached
           // us (another process's, its notification lost with the listening connection).
-          if (signal?.aborted || this.closed.aborted) return [];
+          if (signal?.aborted || this.closing.aborted) return [];
           answer = await this.reserveNow(operation);
           return answer;
         }
@@ -593,9 +598,9 @@ export class EngineQueue implements Queue {
   private parkOnWake(signal: AbortSignal | undefined, lane: string) {
     const stop = new AbortController();
     const abort = () => stop.abort();
-    if (signal?.aborted || this.closed.aborted) abort();
+    if (signal?.aborted || this.closing.aborted) abort();
     const unwatchCaller = signal === undefined ? undefined : onAbort(signal, abort);
-    const unwatchClose = onAbort(this.closed, abort);
+    const unwatchClose = onAbort(this.closing, abort);
     const woken = this.wakes.next(this.name, lane, stop.signal);
     return {
       woken,

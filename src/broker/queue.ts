@@ -94,6 +94,12 @@ export interface QueueLimits {
 export interface Queue {
   /** The queue's name. */
   readonly name: string;
+  /**
+   * true once the broker this handle came from was closed in this process: its calls fail with
+   * CLOSED for good. A server shutting down answers CLOSED too, but leaves this false: that
+   * passes once it is back. Absent where the handle cannot tell.
+   */
+  readonly closed?: boolean;
   /** The queue's options, defaults filled in. */
   options(): Promise<ResolvedQueueOptions>;
   /**

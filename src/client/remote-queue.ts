@@ -101,6 +101,11 @@ export class RemoteQueue implements Queue {
     };
   }
 
+  /** true once this client was closed (`RemoteBroker.close`); a server's CLOSED leaves it false. */
+  get closed(): boolean {
+    return this.http.closed;
+  }
+
   async options(): Promise<ResolvedQueueOptions> {
     const view = await this.get<{ options: ResolvedQueueOptions }>('');
     return boundsFromWire(view.options);

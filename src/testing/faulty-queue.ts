@@ -75,6 +75,11 @@ export class FaultyQueue implements Queue {
     return this.inner.name;
   }
 
+  /** The real queue's (Queue.closed): a worker under test ends when its broker is closed. */
+  get closed(): boolean | undefined {
+    return this.inner.closed;
+  }
+
   /** true once the process died: `crash()`, or an ack or nack after `crashBeforeAck()`. */
   get crashed(): boolean {
     return this.isCrashed;

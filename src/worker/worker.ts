@@ -1,10 +1,11 @@
 import type { Queue, QueueLimits } from '../broker/queue.js';
-import { backoffDelay, ClosedError, ValidationError } from '../core/index.js';
+import { ClosedError, ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 import { abortableSleep } from './abortable-sleep.js';
 import { AckBatcher } from './ack-batcher.js';
 import { AutoAckRun } from './auto-ack-run.js';
 import { errorCode, errorMessage } from './errors.js';
+import { fetchRetryDelay } from './fetch-retry.js';
 import type { QueueLimit } from './handler-run.js';
 import { TurnWatch } from './io-turn.js';
 import type { Handler, OutcomeRecord } from './job.js';
@@ -40,6 +41,11 @@ export interface WorkerEvents {
   outcome: (record: OutcomeRecord) => void;
   /** A background call failed; the worker goes on (also logged). */
   error: (error: unknown, during: WorkerErrorSource) => void;
+  /**
+   * The worker has closed: after `close()` (`cause` undefined), or by itself once its queue's
+   * broker was closed in this process (`cause` the error its receive failed with; also logged).
+   */
+  closed: (cause: unknown) => void;
 }
 
 /** Where a worker is in its life: made, started, closing, or closed. */
@@ -51,8 +57,6 @@ export type WorkerState = 'created' | 'running' | 'closing' | 'closed';
  */
 export const GIVE_BACK_WAIT_MS = 1000;
 
-/** Fetch-loop retry delays after failed receives, ms. */
-const FETCH_RETRY = { baseDelay: 100, maxDelay: 30_000 };
 /**
  * How long jobs started back to back may hold the event loop before it turns (ms): well under a
  * third of the shortest session timeout a heartbeat keeps (docs/worker.md).
@@ -98,6 +102,7 @@ export class Worker<P = unknown> {
   private readonly listeners = {
     outcome: new Set<WorkerEvents['outcome']>(),
     error: new Set<WorkerEvents['error']>(),
+    closed: new Set<WorkerEvents['closed']>(),
   };
   private readonly session: SessionKeeper | undefined;
   /** The one timer of every lease in hand. */
@@ -106,6 +111,8 @@ export class Worker<P = unknown> {
   private loop: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private closed = false;
+  /** Why the worker closed by itself (its broker was closed); undefined after `close()`. */
+  private closedBy: unknown;
   private reserving = 0;
   private graceEndsAt = 0;
   private graceTimer: AbortController | undefined;
@@ -234,7 +241,10 @@ export class Worker<P = unknown> {
   on<E extends keyof WorkerEvents>(event: E, listener: WorkerEvents[E]): () => void {
     if (typeof event !== 'string' || !Object.hasOwn(this.listeners, event)) {
       const events = Object.keys(this.listeners).map((name) => `'${name}'`);
-      throw new ValidationError(`on: event must be ${events.join(' or ')}, got ${show(event)}`);
+      const last = events.pop();
+      throw new ValidationError(
+        `on: event must be ${events.join(', ')} or ${last}, got ${show(event)}`,
+      );
     }
     if (typeof listener !== 'function') {
       throw new ValidationError(`on: listener must be a function, got ${show(listener)}`);
@@ -296,10 +306,15 @@ export class Worker<P = unknown> {
       try {
         await this.fetchOnce(this.options.wait);
         failures = 0;
-      } catch {
+      } catch (error) {
+        // This process closed the queue's broker: no receive can succeed again. A server that
+        // shuts down (or restarts) answers CLOSED as well, but leaves `closed` false: retried.
+        if (closedHere(this.queue)) {
+          this.closeByItself(error);
+          return;
+        }
         failures += 1;
-        const delay = backoffDelay({ id: 'fetch', attempt: failures, ...FETCH_RETRY });
-        await abortableSleep(this.options.clock, delay, this.stopping.signal);
+        await abortableSleep(this.options.clock, fetchRetryDelay(failures), this.stopping.signal);
       }
     }
   }
@@ -465,6 +480,29 @@ export class Worker<P = unknown> {
     }
   }
 
+  /**
+   * Closes the worker as `close()` does, with its default grace period: the handlers running
+   * may finish (their acks fail as the broker's calls do), the rest are given back as far as
+   * the closed broker allows. A `close({ timeout })` called meanwhile cuts the grace period.
+   */
+  private closeByItself(cause: unknown): void {
+    // Already closing by `close()`: that close goes on as asked.
+    if (this.closing !== undefined) return;
+    this.closedBy = cause;
+    try {
+      const { logger } = this.options;
+      if (isLevelEnabled(logger, 'error')) {
+        logger.error(
+          { queue: this.queue.name, error: errorMessage(cause), ...errorCode(cause) },
+          'worker closing: its broker was closed',
+        );
+      }
+    } catch {
+      // A failing logger must not stop the close.
+    }
+    this.close().catch(() => undefined);
+  }
+
   private async shutdown(): Promise<void> {
     this.stopping.abort();
     this.wakeFetch();
@@ -495,6 +533,13 @@ export class Worker<P = unknown> {
     this.stopWatchingCancels?.();
     this.scheduler.stop();
     this.closed = true;
+    for (const listener of this.listeners.closed) {
+      try {
+        listener(this.closedBy);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
   }
 
   /**
@@ -588,6 +633,15 @@ function checkWithinLimits(
     throw new ValidationError(
       `backoff.maxDelay is ${options.backoff.maxDelay} ms, above the longest delay the queue takes (maxDelayMs ${maxDelayMs}): retries would be refused`,
     );
+  }
+}
+
+/** `queue.closed`; false where it cannot be read (a wrapper of a queue of one's own). */
+function closedHere(queue: Queue): boolean {
+  try {
+    return queue.closed === true;
+  } catch {
+    return false;
   }
 }
 

@@ -23,7 +23,7 @@ it('on() refuses an event the worker does not emit, or a listener that is not a 
     expect(() => on(event, () => {})).toThrow(ValidationError);
   }
   expect(() => on('outcomes', () => {})).toThrow(
-    `on: event must be 'outcome' or 'error', got "outcomes"`,
+    `on: event must be 'outcome', 'error' or 'closed', got "outcomes"`,
   );
   for (const listener of ['log', undefined, {}]) {
     expect(() => on('error', listener)).toThrow(ValidationError);
