@@ -18,6 +18,7 @@ export function newCounters(): Counters {
   return {
     published: 0,
     duplicates: 0,
+    refused: 0,
     deliveries: 0,
     redeliveries: 0,
     acks: 0,

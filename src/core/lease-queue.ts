@@ -1349,6 +1349,7 @@ export class LeaseQueue {
     if (this.settings.overflow === undefined) {
       const added = this.readyAddedBy(jobs);
       if (added > 0 && before + added > maxLength) {
+        this.counters.refused += jobs.length;
         throw new QueueFullError(
           `queue ${this.name || '(unnamed)'} is full: ${before} ready jobs, maxLength ${maxLength}; the publish would add ${added}`,
         );

@@ -360,6 +360,11 @@ export interface QueueStats {
   published: number;
   /** Publishes of an id present or remembered (R4), answered `duplicate: true`. */
   duplicates: number;
+  /**
+   * R31: jobs of publishes refused whole with a QueueFullError (the queue at its `maxLength`,
+   * overflow `reject`), none of them stored. Each refused call counts its jobs.
+   */
+  refused: number;
   /** Deliveries made, the auto-ack hand-outs (`autoAcked`) included. */
   deliveries: number;
   /** Deliveries of a job delivered before (deliveryCount > 1). */

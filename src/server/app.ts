@@ -216,6 +216,7 @@ function readStrictUtf8Json(app: FastifyInstance): void {
 
 function installHooks(app: FastifyInstance, services: Services): void {
   app.addHook('onRequest', async (request, reply) => {
+    countIfAborted(services.metrics, request, reply);
     if (services.shutdown.aborted) throw new ClosedError('the server is shutting down');
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
       // As Node would (RFC 9112 §3.2): refused, and the connection closed after the answer.
@@ -350,14 +351,37 @@ export async function withSignals<T>(
   }
 }
 
+/** Requests already in the request metrics: each is counted once, answered or aborted. */
+const counted = new WeakSet<FastifyRequest>();
+
 /** A request answered, by its route's template (`unmatched` where no route took it). */
 function countRequest(metrics: ServerMetrics, request: FastifyRequest, reply: FastifyReply): void {
+  if (counted.has(request)) return;
+  counted.add(request);
   metrics.observeRequest(
     request.method,
     request.routeOptions.url ?? 'unmatched',
     reply.statusCode,
     reply.elapsedTime / 1000,
   );
+}
+
+/**
+ * A response that closes unfinished (its client went away, the socket closed) never emits
+ * 'finish', so Fastify runs no onResponse for it: counted here instead, as `aborted`. Not by
+ * onRequestAbort: Fastify runs it only where Node marks the request aborted, which it does not
+ * once the body was read to its end (a POST long poll).
+ */
+function countIfAborted(
+  metrics: ServerMetrics,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  reply.raw.once('close', () => {
+    if (reply.raw.writableFinished || counted.has(request)) return;
+    counted.add(request);
+    metrics.requestAborted(request.method, request.routeOptions.url ?? 'unmatched');
+  });
 }
 
 /** JSON answers end with a newline, as text printed to a terminal should (curl, logs). */

@@ -10,6 +10,10 @@ const COUNTERS: Record<
 > = {
   published: ['leaseq_published_total', 'Jobs published (duplicates not counted)'],
   duplicates: ['leaseq_duplicate_publishes_total', 'Publishes refused as duplicates (R4)'],
+  refused: [
+    'leaseq_refused_publishes_total',
+    'Jobs of publishes refused whole with QUEUE_FULL: the queue was at its maxLength (R31)',
+  ],
   deliveries: ['leaseq_deliveries_total', 'Deliveries made (R6)'],
   redeliveries: ['leaseq_redeliveries_total', 'Deliveries of a job delivered before'],
   acks: ['leaseq_acks_total', 'Deliveries completed by ack (R8)'],
@@ -173,6 +177,9 @@ function formatValue(value: number): string {
   return `${value}`;
 }
 
+/** The `status` label of a request that was never answered whole. */
+const ABORTED = 'aborted';
+
 /**
  * Prometheus metrics of one server: HTTP and stream traffic of this process (prom-client), and
  * every queue's R17 numbers read at scrape and written straight out.
@@ -181,7 +188,7 @@ export class ServerMetrics {
   readonly registry = new Registry();
   private readonly requests = new Counter({
     name: 'leaseq_http_requests_total',
-    help: 'HTTP requests answered, by route template and status',
+    help: 'HTTP requests, by route template and status (aborted: the connection closed before the answer was sent whole)',
     labelNames: ['method', 'route', 'status'],
     registers: [this.registry],
   });
@@ -202,6 +209,14 @@ export class ServerMetrics {
   observeRequest(method: string, route: string, status: number, seconds: number): void {
     this.requests.inc({ method, route, status: String(status) });
     this.latency.observe({ method, route }, seconds);
+  }
+
+  /**
+   * A request whose connection closed before its answer was sent whole (the client went away):
+   * counted with status `aborted`, and not timed, as it was never answered.
+   */
+  requestAborted(method: string, route: string): void {
+    this.requests.inc({ method, route, status: ABORTED });
   }
 
   /** The exposition text, with queue figures from `readStats` (one snapshot per queue). */

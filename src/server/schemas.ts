@@ -86,6 +86,7 @@ export const STAT_NUMBERS = [
   'oldestReadyAge',
   'published',
   'duplicates',
+  'refused',
   'deliveries',
   'redeliveries',
   'acks',

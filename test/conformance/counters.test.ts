@@ -41,6 +41,7 @@ describeEngines(engines, (h) => {
         oldestReadyAge: 0,
         published: 5,
         duplicates: 1,
+        refused: 0,
         deliveries: 5,
         redeliveries: 1,
         acks: 2,

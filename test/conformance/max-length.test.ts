@@ -6,7 +6,7 @@ import {
   type QueueOptions,
   ValidationError,
 } from '../../src/core/index.js';
-import { expectRefusedUnchanged, expectRejection, view } from './assertions.js';
+import { expectRejection, snapshot, view } from './assertions.js';
 import { useConformanceEngines } from './engines.js';
 import { describeEngines } from './suite.js';
 
@@ -25,21 +25,34 @@ const OLDEST = { overflow: 'dead-letter-oldest' } as const;
 // biome-ignore lint/suspicious/noExplicitAny: bad input on purpose, past the types
 const bad = (value: unknown): any => value;
 
+/**
+ * Expects the publish to fail with QUEUE_FULL and the queue to be as before, but for its
+ * `refused` counter, which counts the publish's `jobs` (R17).
+ */
+async function expectRefusedCounted(
+  queue: Parameters<typeof snapshot>[0],
+  publish: () => Promise<unknown>,
+  jobs: number,
+): Promise<QueueFullError> {
+  const before = await snapshot(queue);
+  const error = await expectRejection(publish, QueueFullError, 'QUEUE_FULL');
+  expect(await snapshot(queue)).toEqual({
+    ...before,
+    stats: { ...before.stats, refused: before.stats.refused + jobs },
+  });
+  return error;
+}
+
 describeEngines(engines, (h) => {
   describe('R31 maxLength, overflow reject', () => {
     it('R31 a publish that would leave more ready jobs than maxLength is a QueueFullError (QUEUE_FULL) and stores nothing', async () => {
       const q = await h.queue({ maxLength: 2 });
       await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
       // Refused after R3, like any refused operation: at the queue's own time nothing moves.
-      const error = await expectRefusedUnchanged(
-        q,
-        () => q.publish(0, { id: 'c' }),
-        QueueFullError,
-        'QUEUE_FULL',
-      );
+      const error = await expectRefusedCounted(q, () => q.publish(0, { id: 'c' }), 1);
       expect(error.message).toContain('maxLength 2');
       expect(await q.job('c')).toBeUndefined();
-      expect(await q.stats(1)).toMatchObject({ ready: 2, published: 2 });
+      expect(await q.stats(1)).toMatchObject({ ready: 2, published: 2, refused: 1 });
       // Once a consumer took a job there is room again.
       await q.reserve(2);
       expect(await q.publish(2, { id: 'c' })).toEqual({ id: 'c', duplicate: false });
@@ -48,11 +61,10 @@ describeEngines(engines, (h) => {
     it('R31 R5 a batch is all or nothing: one job too many refuses the whole batch', async () => {
       const q = await h.queue({ maxLength: 3 });
       await q.publish(0, { id: 'a' });
-      await expectRefusedUnchanged(
+      await expectRefusedCounted(
         q,
         () => q.publishBatch(0, [{ id: 'b' }, { id: 'c' }, { id: 'd' }]),
-        QueueFullError,
-        'QUEUE_FULL',
+        3,
       );
       expect(await q.publishBatch(1, [{ id: 'b' }, { id: 'c' }])).toEqual([
         { id: 'b', duplicate: false },

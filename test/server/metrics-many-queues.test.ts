@@ -15,6 +15,7 @@ function stats(index: number): QueueStats {
     queueTime: 0,
     published: 10,
     duplicates: 11,
+    refused: 28,
     deliveries: 12,
     redeliveries: 13,
     acks: 14,
@@ -87,6 +88,9 @@ describe('/metrics over many queues', () => {
       'leaseq_oldest_ready_age_seconds{queue="orders"} 1.5',
     ]);
     expect(family('leaseq_unworked_total')).toEqual(['leaseq_unworked_total{queue="orders"} 16']);
+    expect(family('leaseq_refused_publishes_total')).toEqual([
+      'leaseq_refused_publishes_total{queue="orders"} 28',
+    ]);
     expect(family('leaseq_expired_jobs_total')).toEqual([
       'leaseq_expired_jobs_total{queue="orders"} 27',
     ]);

@@ -182,6 +182,8 @@ export class QueueOps extends JobMoves {
       if (input.delay === 0) added += 1;
     }
     if (added > 0 && this.q.ready + added > maxLength) {
+      // Kept: a LeaseqError leaves the batch to commit, the queue row with it.
+      this.q.counters.refused += inputs.length;
       throw new QueueFullError(
         `queue ${this.q.name} is full: ${this.q.ready} ready jobs, maxLength ${maxLength}; the publish would add ${added}`,
       );
