@@ -26,6 +26,7 @@ const APPLIED: Record<'sqlite' | 'postgres', [file: string, sha256: string][]> =
     ['0016_scaling_indexes.sql', 'f74be15b1d3ef38b'],
     ['0017_dead_letter_page_index.sql', 'd15fbd4311ab6dbd'],
     ['0018_waiting_order_index.sql', '412e8532a32a65a3'],
+    ['0019_queue_incarnation.sql', '786772bb836d224a'],
   ],
   postgres: [
     ['0001_init.sql', '9673ec31b9bbbf87'],
@@ -50,6 +51,7 @@ const APPLIED: Record<'sqlite' | 'postgres', [file: string, sha256: string][]> =
     ['0020_oldest_ready_index.sql', '12edd0fda46366a3'],
     ['0021_scaling_indexes.sql', '760db6861ae01e66'],
     ['0022_group_next_member_index.sql', '326e9c74cebf1053'],
+    ['0023_queue_incarnation.sql', '9b085331fb74c709'],
   ],
 };
 

@@ -23,6 +23,22 @@ export const MOVE_CHUNK = BULK_STEP;
  */
 export const STEP_RENUMBER_BOUND = 4 * MOVE_CHUNK;
 
+/**
+ * The error that ends a call taking steps, with `doneCount`: how many jobs the steps committed
+ * before it redrove, purged or moved (0 where it ended the first step). A copy of the error,
+ * of its class, where it is an Error: one error may be every waiting call's answer (the engine
+ * closing refuses them all with one), and the count is this call's alone.
+ */
+export function withDoneCount<E>(error: E, doneCount: number): E {
+  if (!(error instanceof Error)) return error;
+  return Object.create(Object.getPrototypeOf(error) as object, {
+    ...Object.getOwnPropertyDescriptors(error),
+    // Where the stack is an accessor of the original's own, its text.
+    stack: { value: error.stack, writable: true, enumerable: false, configurable: true },
+    doneCount: { value: doneCount, enumerable: true, writable: false, configurable: true },
+  }) as E;
+}
+
 /** A ready or delayed job as `moveJobs` looks at it. */
 export interface MovableRow {
   id: string;
@@ -48,15 +64,20 @@ interface BandWalk {
 /**
  * Where a call reads its jobs from: those named, in order; or the queue's ready jobs, band by
  * band, then its delayed ones after (available_at, seq): of either, those published before the
- * call began (`seqBelow`), not those published, nor the members that went on, meanwhile.
+ * call began (`seqBelow`), not those published, nor the members that went on, meanwhile. Where
+ * time passed between its steps, the bands once more after the delayed jobs (see `sweep`).
  */
 type Walk =
   | { kind: 'named'; ids: readonly string[]; next: number }
   | {
       kind: 'queue';
       seqBelow: number;
+      /** The queue's time when the call set out what to read. */
+      startedAt: number;
       bands: BandWalk[];
       delayed: { at: number; seq: number; done: boolean };
+      /** The bands were set out again, once the delayed jobs were read (see `sweep`). */
+      swept: boolean;
     };
 
 /**
@@ -91,9 +112,14 @@ export class MoveRun {
     this.named = op.ids === undefined ? undefined : new Set(op.ids);
   }
 
-  /** A member that went on is looked at (after the jobs found) only if named, when ids are. */
-  follows(id: string): boolean {
-    return this.named === undefined || this.named.has(id);
+  /**
+   * A member that went on is looked at (after the jobs found) only if named, when ids are; else
+   * only if published before the call began, as the jobs it reads (a step of its own since, R20,
+   * may find one published meanwhile next in its group).
+   */
+  follows(job: { id: string; seq: number }): boolean {
+    if (this.named !== undefined) return this.named.has(job.id);
+    return this.walk?.kind !== 'queue' || job.seq < this.walk.seqBelow;
   }
 
   /** Starts a step; answers what undoes its changes to this state. */
@@ -130,10 +156,12 @@ export class MoveRun {
           : {
               kind: 'queue',
               seqBelow: ops.q.nextSeq,
+              startedAt: ops.q.queueTime,
               bands: readyRanges(ops.q)
                 .filter((range) => range.size > 0)
                 .map((range) => ({ priority: range.priority, after: range.head - 1, done: false })),
               delayed: { at: Number.MIN_SAFE_INTEGER, seq: Number.MIN_SAFE_INTEGER, done: false },
+              swept: false,
             };
       return;
     }
@@ -227,22 +255,38 @@ export class MoveRun {
     const walk = this.walk;
     if (walk?.kind !== 'queue') return;
     const band = walk.bands.find((each) => !each.done);
-    if (band?.lastId === undefined) return;
-    const [row] = await ops.c.query<{ ready_pos: number | string | null; priority: number }>(
-      `SELECT ready_pos, priority FROM leaseq_jobs WHERE queue = ? AND id = ? AND state = 'ready'`,
-      [ops.q.name, band.lastId],
-    );
-    band.after =
-      row !== undefined && Number(row.priority) === band.priority
-        ? Number(row.ready_pos)
-        : bandHead(ops.q, band.priority) - 1;
+    if (band !== undefined) await placeAgain(ops, band);
+  }
+
+  /**
+   * Once the delayed jobs are read, where the queue's time moved since the call began: delayed
+   * jobs it held then came due meanwhile (R3) and joined the back of their bands, after the
+   * place the call read a band up to, or in a band no ready job had then; read as delayed ones,
+   * they would have moved in one step. Every band is read once more from that place (from its
+   * head where the call did not read it), for the jobs of the call not looked at yet. Once is
+   * enough: a delayed job that came due later was still delayed when the delayed ones were
+   * read, and was read then.
+   */
+  private async sweep(ops: QueueOps, walk: Extract<Walk, { kind: 'queue' }>): Promise<void> {
+    if (walk.swept || ops.q.queueTime <= walk.startedAt) return;
+    walk.swept = true;
+    const bands: BandWalk[] = [];
+    for (const range of readyRanges(ops.q)) {
+      if (range.size === 0) continue;
+      const read = walk.bands.find((band) => band.priority === range.priority);
+      const band: BandWalk = { priority: range.priority, after: range.head - 1, done: false };
+      if (read?.lastId !== undefined) band.lastId = read.lastId;
+      await placeAgain(ops, band);
+      bands.push(band);
+    }
+    walk.bands = bands;
   }
 
   private walkDone(): boolean {
     const walk = this.walk;
     if (walk === undefined) return false;
     if (walk.kind === 'named') return walk.next >= walk.ids.length;
-    return walk.delayed.done;
+    return walk.delayed.done && walk.bands.every((band) => band.done);
   }
 
   /** Up to `count` more jobs found (fewer, even none, where some are no longer movable). */
@@ -280,6 +324,7 @@ export class MoveRun {
       );
     }
     const { delayed } = walk;
+    if (delayed.done) return [];
     const rows = await ops.c.query<MovableRow & { available_at: number; seq: number }>(
       `SELECT ${MOVABLE_COLUMNS}, available_at, seq FROM leaseq_jobs
        WHERE queue = ? AND state = 'delayed' AND (available_at, seq) > (?, ?) AND seq < ?
@@ -291,11 +336,30 @@ export class MoveRun {
       delayed.at = Number(last.available_at);
       delayed.seq = Number(last.seq);
     }
-    if (rows.length < count) delayed.done = true;
+    if (rows.length < count) {
+      delayed.done = true;
+      await this.sweep(ops, walk);
+    }
     return rows
       .map(({ available_at: _at, seq: _seq, ...row }) => row as MovableRow)
       .filter(notFollowing);
   }
+}
+
+/**
+ * Where `band` is read up to now: at the job read last, wherever it is (see findPlace); before
+ * the band's head when that job is gone from the band, or none was read.
+ */
+async function placeAgain(ops: QueueOps, band: BandWalk): Promise<void> {
+  if (band.lastId === undefined) return;
+  const [row] = await ops.c.query<{ ready_pos: number | string | null; priority: number }>(
+    `SELECT ready_pos, priority FROM leaseq_jobs WHERE queue = ? AND id = ? AND state = 'ready'`,
+    [ops.q.name, band.lastId],
+  );
+  band.after =
+    row !== undefined && Number(row.priority) === band.priority
+      ? Number(row.ready_pos)
+      : bandHead(ops.q, band.priority) - 1;
 }
 
 function cloneWalk(walk: Walk | undefined): Walk | undefined {

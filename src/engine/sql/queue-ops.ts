@@ -845,7 +845,7 @@ export class QueueOps extends JobMoves {
         room > chunk.length
           ? members
               .following(groups)
-              .filter((job) => moves.follows(job.id))
+              .filter((job) => moves.follows(job))
               .slice(0, room - chunk.length)
           : [];
       await arrivals.lookUp([...chunk, ...following].flatMap((job) => moverOf(job) ?? []));
@@ -877,7 +877,7 @@ export class QueueOps extends JobMoves {
         // A moved job was its group's first member: the next one goes on (R24).
         if (job.grp !== null) {
           const next = await this.goOn(members, job.grp, now, promoted);
-          if (next !== undefined && moves.follows(next.id)) moves.follow(next);
+          if (next !== undefined && moves.follows(next)) moves.follow(next);
         }
       }
       await this.writePromoted(promoted.filter((row) => !movedHere.has(row.id)));
@@ -912,14 +912,14 @@ export class QueueOps extends JobMoves {
   /**
    * `advanceGroup` within `moveJobs`: the next waiting member of group `grp`, from those looked
    * up, goes to the back of ready or to delayed; its row is written with the chunk's
-   * (`writePromoted`). Answers it as `moveJobs` may move it.
+   * (`writePromoted`). Answers it as `moveJobs` may move it, with its place in publish order.
    */
   private async goOn(
     members: WaitingMembers,
     grp: string,
     now: number,
     promoted: PromotedRow[],
-  ): Promise<MovableRow | undefined> {
+  ): Promise<(MovableRow & { seq: number }) | undefined> {
     const next = await members.next(grp);
     if (next === undefined) return undefined;
     const row = this.goesOn(next, now);
@@ -931,6 +931,7 @@ export class QueueOps extends JobMoves {
       grp: next.grp,
       state: row.state,
       ready_pos: row.ready_pos,
+      seq: next.seq,
     };
   }
 
@@ -1406,9 +1407,10 @@ interface WaitingRow {
   grp: string;
   available_at: number;
   group_seq: number;
+  seq: number;
 }
 
-const WAITING_COLUMNS = 'id, origin_queue, priority, grp, available_at, group_seq';
+const WAITING_COLUMNS = 'id, origin_queue, priority, grp, available_at, group_seq, seq';
 
 /** Before every group sequence number. */
 const BEFORE_ANY_SEQ = Number.MIN_SAFE_INTEGER;

@@ -34,6 +34,11 @@ export interface QueueRow {
   jobExpiry: boolean;
   /** An id of the generated form came from a caller or another queue (never unset). */
   generatedFormSeen: boolean;
+  /**
+   * Which making of the queue under its name this is (never changed): a queue made again after
+   * a delete has a greater one. A call that takes steps ends where it changed (see inSteps).
+   */
+  incarnation: number;
 }
 
 /**
@@ -66,10 +71,11 @@ interface StoredRow {
   counters: string;
   job_expiry: number;
   generated_form_seen: number;
+  incarnation: number;
 }
 
 const COLUMNS =
-  'name, options, clock, next_token, next_seq, next_session, next_generated_id, ready_head, ready_tail, dead_seq, next_event_at, ready_count, delayed_count, active_count, dead_count, session_count, counters, ready_bands, waiting_count, job_expiry, generated_form_seen';
+  'name, options, clock, next_token, next_seq, next_session, next_generated_id, ready_head, ready_tail, dead_seq, next_event_at, ready_count, delayed_count, active_count, dead_count, session_count, counters, ready_bands, waiting_count, job_expiry, generated_form_seen, incarnation';
 
 /** Options as JSON: Infinity is stored as null. */
 export function encodeOptions(options: ResolvedQueueOptions): string {
@@ -207,6 +213,7 @@ function fromStored(stored: StoredRow): QueueRow {
     counters: loadCounters(stored.counters),
     jobExpiry: stored.job_expiry !== 0,
     generatedFormSeen: stored.generated_form_seen !== 0,
+    incarnation: stored.incarnation,
   };
 }
 
@@ -255,10 +262,10 @@ async function saveQueueRow(connection: SqlConnection, row: QueueRow, now = fals
   else await connection.runBeforeCommit(sql, params);
 }
 
-/** Inserts the row of a new queue; false when it already exists. */
 /**
  * Inserts the row of a new queue; false when it already exists. A name used before continues
- * its token and session counters (R6: never reused).
+ * its token and session counters (R6: never reused), and its making is one more than that of
+ * the queue deleted last under the name.
  */
 export async function insertQueueRow(
   connection: SqlConnection,
@@ -268,8 +275,9 @@ export async function insertQueueRow(
   const changed = await connection.run(
     `INSERT INTO leaseq_queues (${COLUMNS})
      SELECT ?, ?, 0, COALESCE(MAX(floor.next_token), 1), 1, COALESCE(MAX(floor.next_session), 1),
-       1, 1, 0, 0, NULL, 0, 0, 0, 0, 0, ?, NULL, 0, 0, 0
-     FROM (SELECT next_token, next_session FROM leaseq_counter_floors WHERE name = ?) AS floor
+       1, 1, 0, 0, NULL, 0, 0, 0, 0, 0, ?, NULL, 0, 0, 0, COALESCE(MAX(floor.incarnation), 0) + 1
+     FROM (SELECT next_token, next_session, incarnation FROM leaseq_counter_floors WHERE name = ?)
+       AS floor
      WHERE TRUE
      ON CONFLICT (name) DO NOTHING`,
     [name, encodeOptions(options), JSON.stringify(newCounters()), name],

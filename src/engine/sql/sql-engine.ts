@@ -279,11 +279,13 @@ export class SqlEngine implements Engine {
       await connection.run('DELETE FROM leaseq_sessions WHERE queue = ?', [name]);
       await connection.run('DELETE FROM leaseq_acked WHERE queue = ?', [name]);
       await connection.run('DELETE FROM leaseq_schedules WHERE queue = ?', [name]);
+      // With the queue's making: one made again under the name is another (see insertQueueRow).
       await connection.run(
-        `INSERT INTO leaseq_counter_floors (name, next_token, next_session)
-         SELECT name, next_token, next_session FROM leaseq_queues WHERE name = ?
+        `INSERT INTO leaseq_counter_floors (name, next_token, next_session, incarnation)
+         SELECT name, next_token, next_session, incarnation FROM leaseq_queues WHERE name = ?
          ON CONFLICT (name) DO UPDATE
-         SET next_token = excluded.next_token, next_session = excluded.next_session`,
+         SET next_token = excluded.next_token, next_session = excluded.next_session,
+           incarnation = excluded.incarnation`,
         [name],
       );
       return (await connection.run('DELETE FROM leaseq_queues WHERE name = ?', [name])) > 0;

@@ -10,6 +10,7 @@ import {
   LeaseqError,
   type MoveJobsOperation,
   makesJobsReady,
+  NotFoundError,
   type Operation,
   type Outcome,
   type PurgeOperation,
@@ -20,7 +21,7 @@ import {
 import { checkLookedUpId } from '../../core/text.js';
 import { checkNow, isTime } from '../../core/validate.js';
 import { OperationHandle } from '../operation-handle.js';
-import { BULK_STEP, MoveRun } from './bulk-steps.js';
+import { BULK_STEP, MoveRun, withDoneCount } from './bulk-steps.js';
 import { commitKindOf } from './commit-kind.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
@@ -107,16 +108,30 @@ export class SqlQueue extends OperationHandle {
    * whole process, for seconds. Each job moves or goes in one step, all of it, so a crash
    * between steps leaves some done and the rest as they were. The first step runs at `now`
    * (refused as any call: R2); a later one at the queue's time, if another call moved it on.
+   *
+   * A step that finds the queue deleted since the step before (or made again under its name:
+   * the place the call keeps in its dead set or ready belongs to the queue it began on) ends
+   * the call as if the delete had come right after that step: the answer counts the steps done.
+   * An error that ends the call says how many jobs the steps before it took (`doneCount`).
    */
   private async inSteps(now: number, operation: SteppedOperation): Promise<Outcome[]> {
     const step = stepsOf(operation);
     let total = 0;
+    /** The making of the queue the first step acted on (see QueueRow.incarnation). */
+    let incarnation: number | undefined;
     try {
       for (let first = true; ; first = false) {
         if (!first) await new Promise<void>((resolve) => setImmediate(resolve));
         const { count, done } = await this.executor.submit(
           async (connection, batch) => {
-            const ops = await this.ops(connection, batch);
+            const ops = await this.sameQueueOps(connection, batch, incarnation);
+            if (ops === undefined) return { count: 0, done: true };
+            if (first) {
+              const made = ops.q.incarnation;
+              batch.afterCommit(() => {
+                incarnation = made;
+              });
+            }
             const at = first ? now : Math.max(now, ops.q.queueTime);
             const result = await step(ops, at, batch);
             if ((operation.type === 'redrive' && result.count > 0) || ops.othersMayGoOn()) {
@@ -132,8 +147,30 @@ export class SqlQueue extends OperationHandle {
       }
     } catch (error) {
       // A bad clock refuses the call (R2), at its first step: nothing has changed.
-      if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;
-      return [{ ok: false, error }];
+      if (error instanceof ClockError || !(error instanceof LeaseqError)) {
+        throw withDoneCount(error, total);
+      }
+      return [{ ok: false, error: withDoneCount(error, total) }];
+    }
+  }
+
+  /**
+   * The operations of a step of `inSteps` on the queue its first step acted on (`incarnation`;
+   * undefined at the first step, which acts on the queue of the name): undefined where that
+   * queue was deleted since, whether or not another was made under its name.
+   */
+  private async sameQueueOps(
+    connection: SqlConnection,
+    batch: BatchContext,
+    incarnation: number | undefined,
+  ): Promise<QueueOps | undefined> {
+    if (incarnation === undefined) return this.ops(connection, batch);
+    try {
+      const ops = await this.ops(connection, batch);
+      return ops.q.incarnation === incarnation ? ops : undefined;
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
     }
   }
 
