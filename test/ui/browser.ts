@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync } from 'node:fs';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
 
 /** Debian's Chromium (apt-get install chromium); never a downloaded browser. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -58,4 +58,39 @@ export async function callApi(
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: response.status, body: await response.json() };
+}
+
+/**
+ * Opens the dashboard of the server at `url` in a new context (1366×900 unless `context` says
+ * otherwise) at `hash`, and signs in with `key`. Resolves once signed in: at the overview
+ * (the default) its heading is shown; elsewhere the page is the test's to wait for.
+ */
+export async function signIn(
+  browser: Browser,
+  url: string,
+  key: string,
+  options: { hash?: string; context?: BrowserContextOptions } = {},
+): Promise<Page> {
+  const context = await browser.newContext({
+    viewport: { width: 1366, height: 900 },
+    ...options.context,
+  });
+  const page = await context.newPage();
+  await page.goto(`${url}/ui/${options.hash ?? '#/'}`);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  if (options.hash === undefined) await page.getByRole('heading', { name: 'Queues' }).waitFor();
+  return page;
+}
+
+/** Opens `hash` in a page already signed in, as following a link to it would. */
+export const go = (page: Page, hash: string) =>
+  page.evaluate((to) => {
+    window.location.hash = to;
+  }, hash);
+
+/** Opens `queue`'s page in a page already signed in, and waits for its heading. */
+export async function openQueuePage(page: Page, queue: string): Promise<void> {
+  await go(page, `#/queues/${encodeURIComponent(queue)}`);
+  await page.getByRole('heading', { name: `Queue ${queue}`, exact: true }).waitFor();
 }

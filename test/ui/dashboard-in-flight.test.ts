@@ -2,10 +2,17 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
-import { artifactPath, callApi, launchChromium, skipBrowser } from './browser.js';
+import {
+  artifactPath,
+  callApi,
+  launchChromium,
+  openQueuePage,
+  signIn,
+  skipBrowser,
+} from './browser.js';
 
 /** A queue page with more deliveries in flight than it lists: the oldest, and how many in all. */
 
@@ -61,24 +68,9 @@ afterAll(async () => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
-async function open(): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
-  const page = await context.newPage();
-  await page.goto(`${server.url}/`);
-  await page.getByLabel('API key').fill(ADMIN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Queues' }).waitFor();
-  return page;
-}
-
-const go = (page: Page, hash: string) =>
-  page.evaluate((to) => {
-    window.location.hash = to;
-  }, hash);
-
 describe.skipIf(skipBrowser)('the deliveries in flight on a queue page (Chromium)', () => {
   it('R34 lists the 100 oldest of many in flight, says how many there are in all, and reads one page; a few are listed whole', async () => {
-    const page = await open();
+    const page = await signIn(browser, server.url, ADMIN);
     /** The query and answer size of every read of the in-flight list. */
     const reads: { search: string; bytes: number }[] = [];
     page.on('response', async (response) => {
@@ -86,7 +78,7 @@ describe.skipIf(skipBrowser)('the deliveries in flight on a queue page (Chromium
       if (url.pathname !== '/v1/queues/busy/deliveries') return;
       reads.push({ search: url.search, bytes: (await response.body()).length });
     });
-    await go(page, '#/queues/busy');
+    await openQueuePage(page, 'busy');
     const panel = page.locator('section[aria-labelledby="in-flight-title"]');
     await panel.getByText(`Listed: the 100 oldest of ${IN_FLIGHT} in flight.`).waitFor();
     const rows = panel.locator('tbody tr');
@@ -109,7 +101,7 @@ describe.skipIf(skipBrowser)('the deliveries in flight on a queue page (Chromium
     }
     await page.screenshot({ path: artifactPath('in-flight-oldest.png'), fullPage: true });
     // A queue whose deliveries fit on the page lists them all, and says nothing more.
-    await go(page, '#/queues/few');
+    await openQueuePage(page, 'few');
     await panel.getByRole('link', { name: 'few-0001', exact: true }).waitFor();
     await expect.poll(() => panel.locator('tbody tr').count()).toBe(2);
     await expect(panel.getByText(/^Listed:/).count()).resolves.toBe(0);

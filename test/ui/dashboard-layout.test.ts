@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
-import { artifactPath, callApi, launchChromium, skipBrowser } from './browser.js';
+import { artifactPath, callApi, launchChromium, signIn, skipBrowser } from './browser.js';
 
 /** What an operator reads during an incident: long names, long reasons, a phone, a keyboard. */
 
@@ -78,14 +78,8 @@ afterAll(async () => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
-async function open(options: BrowserContextOptions = {}, hash = '#/'): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, ...options });
-  const page = await context.newPage();
-  await page.goto(`${server.url}/ui/${hash}`);
-  await page.getByLabel('API key').fill(ADMIN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  return page;
-}
+const open = (context: BrowserContextOptions = {}, hash?: string): Promise<Page> =>
+  signIn(browser, server.url, ADMIN, { context, ...(hash === undefined ? {} : { hash }) });
 
 /** How far the page, or the overview's table, reaches past its box (px; 0 when it fits). */
 const overflow = (page: Page, selector: string) =>

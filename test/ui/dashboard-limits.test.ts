@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
-import { artifactPath, callApi, launchChromium, skipBrowser } from './browser.js';
+import {
+  artifactPath,
+  callApi,
+  go,
+  launchChromium,
+  openQueuePage,
+  signIn,
+  skipBrowser,
+} from './browser.js';
 
 /** The dashboard at its limits: many queues, long texts, large figures, a server gone. */
 
@@ -86,13 +94,8 @@ afterAll(async () => {
 });
 
 async function open(key = ADMIN): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
-  const page = await context.newPage();
-  await page.goto(`${server.url}/`);
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Queues' }).waitFor();
-  return { context, page };
+  const page = await signIn(browser, server.url, key);
+  return { context: page.context(), page };
 }
 
 /** The paths of the API reads `page` makes while `during` runs. */
@@ -104,11 +107,6 @@ async function readsDuring(page: Page, during: () => Promise<void>): Promise<str
   page.off('request', listen);
   return paths;
 }
-
-const go = (page: Page, hash: string) =>
-  page.evaluate((to) => {
-    window.location.hash = to;
-  }, hash);
 
 describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
   let admin: { context: BrowserContext; page: Page };
@@ -204,8 +202,7 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
 
   it('reads every queue’s figures on the overview only: a queue or job page reads its own', async () => {
     const { page } = admin;
-    await go(page, '#/queues/q000');
-    await page.getByRole('heading', { name: /Queue\s+q000/ }).waitFor();
+    await openQueuePage(page, 'q000');
     const onQueue = await readsDuring(page, () => page.waitForTimeout(2_500));
     expect(onQueue).toContain('/v1/queues/q000/stats');
     expect(onQueue).not.toContain('/v1/stats');

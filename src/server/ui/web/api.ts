@@ -42,7 +42,7 @@ export const isGone = (error: unknown): boolean =>
 export interface Timeouts {
   /** A read (GET), ms: a few of the feed's intervals. */
   readMs: number;
-  /** An action (redrive, purge), ms: one over many jobs may take a while. */
+  /** An action (redrive, purge, delete), ms: one over many jobs may take a while. */
   actionMs: number;
 }
 
@@ -138,6 +138,15 @@ export class Api {
     (await this.post<{ redriven: number }>(`${path(name)}/dead-letters/redrive`, { ids })).redriven;
   purge = async (name: string, ids?: string[]) =>
     (await this.post<{ purged: number }>(`${path(name)}/dead-letters/purge`, { ids })).purged;
+  /**
+   * Pauses the queue (R27: it hands out nothing) or resumes it, as `PATCH {"paused": …}` does;
+   * answers whether it is paused now.
+   */
+  setPaused = async (name: string, paused: boolean) =>
+    (await this.request<QueueInfo>('PATCH', path(name), { paused })).options.paused === true;
+  /** Deletes the queue and every job in it; false when there was none (deleted meanwhile). */
+  deleteQueue = async (name: string) =>
+    (await this.request<{ deleted: boolean }>('DELETE', path(name))).deleted;
 
   private get<T>(url: string): Promise<T> {
     return this.request<T>('GET', url);

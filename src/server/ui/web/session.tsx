@@ -1,6 +1,6 @@
 import { createContext } from 'preact';
 import { useContext, useEffect, useState } from 'preact/hooks';
-import type { Api } from './api.js';
+import { type Api, isGone } from './api.js';
 import type { Feed, FeedState, Kind, Reads, Topic, Update } from './feed.js';
 import { topicKey } from './feed.js';
 import type { StatsHistory } from './history.js';
@@ -45,17 +45,46 @@ function matchesPattern(pattern: string, queue: string): boolean {
   return new RegExp(`^${body}$`).test(queue);
 }
 
+/** How a page follows a topic. */
+export interface Following {
+  /**
+   * Stop reading once the thing is gone (404), keeping that last update: a job acked, purged
+   * or moved is not expected back, and asking for it every interval would ask for ever.
+   */
+  untilGone?: boolean;
+  /** A change of it subscribes again (and reads again at once): a page's "Check again". */
+  round?: number;
+}
+
 /** The latest update of a topic, live; none read while `topic` is undefined. */
 export function useTopic<K extends Kind>(
   topic: Topic<K> | undefined,
+  following: Following = {},
 ): Update<Reads[K]> | undefined {
   const { feed } = useSession();
   const key = topic === undefined ? undefined : topicKey(topic);
+  const { untilGone = false, round = 0 } = following;
   const [update, setUpdate] = useState<Update<Reads[K]>>();
   useEffect(() => {
     setUpdate(undefined);
-    return topic === undefined ? undefined : feed.subscribe(topic, setUpdate);
-  }, [feed, key]);
+    if (topic === undefined) return undefined;
+    let gone = false;
+    let unsubscribe: (() => void) | undefined;
+    const stop = () => {
+      unsubscribe?.();
+      unsubscribe = undefined;
+    };
+    unsubscribe = feed.subscribe(topic, (next) => {
+      setUpdate(next);
+      if (untilGone && isGone(next.error)) {
+        gone = true;
+        stop();
+      }
+    });
+    // The feed may answer at once, with what it read for another page: gone already.
+    if (gone) stop();
+    return stop;
+  }, [feed, key, untilGone, round]);
   return update;
 }
 

@@ -1,4 +1,5 @@
 import { formatTime } from './format.js';
+import { PageMessageContext, usePageMessage } from './page-message.js';
 import { DeadLettersPage } from './pages/dead-letters-page.js';
 import { JobPage } from './pages/job-page.js';
 import { OverviewPage } from './pages/overview-page.js';
@@ -62,6 +63,7 @@ function Page(props: { route: Route }) {
 export function Shell(props: { session: Session }) {
   const { session } = props;
   const route = useRoute();
+  const message = usePageMessage(route);
   return (
     <SessionContext.Provider value={session}>
       {/* biome-ignore lint/a11y/useValidAnchor: a skip link, which moves the focus itself */}
@@ -99,7 +101,14 @@ export function Shell(props: { session: Session }) {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        <Page route={route} />
+        {message.text === undefined ? null : (
+          <p class="notice done" role="status">
+            {message.text}
+          </p>
+        )}
+        <PageMessageContext.Provider value={message.go}>
+          <Page route={route} />
+        </PageMessageContext.Provider>
       </main>
     </SessionContext.Provider>
   );

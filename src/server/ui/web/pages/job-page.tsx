@@ -139,12 +139,15 @@ function Facts(props: { job: JobView }) {
 export function JobPage(props: { queue: string; id: string }) {
   const { queue, id } = props;
   const { api, feed, me } = useSession();
-  const update = useTopic({ kind: 'job', queue, id });
+  // Once gone it is read no more (a 404 every 2 s for ever); "Check again" reads it once more.
+  const [round, setRound] = useState(0);
+  const update = useTopic({ kind: 'job', queue, id }, { untilGone: true, round });
   const [confirmation, setConfirmation] = useState<Confirmation>();
   const actions = useActions(update);
   const busy = actions.busy !== undefined;
   const job = update?.data;
-  // Acked, purged, moved, or its queue deleted: the feed keeps no state of a job that is gone.
+  // Acked, purged, moved, or its queue deleted: the feed keeps no state of a job that is gone,
+  // and the page stops reading it.
   const gone = isGone(update?.error);
   // The countdown of a delivery in flight needs the server's clock: its queue's figures carry
   // it. Nothing else is read for a job page (never every queue's figures).
@@ -183,10 +186,15 @@ export function JobPage(props: { queue: string; id: string }) {
       </h1>
       <ActionStatus state={actions} />
       {gone ? (
-        <p class="notice" role="status">
-          No job {shownId} in {queue} now: acked, purged or moved, or the queue was deleted (
-          {visible(update?.error?.message ?? '')}).
-        </p>
+        <div class="notice">
+          <p class="gone-text" role="status">
+            No job {shownId} in {queue} now: acked, purged or moved, or the queue was deleted (
+            {visible(update?.error?.message ?? '')}). The page no longer reads it.
+          </p>
+          <button type="button" onClick={() => setRound(round + 1)}>
+            Check again
+          </button>
+        </div>
       ) : update?.error && job === undefined ? (
         <ErrorNotice error={update.error} what="this job" />
       ) : job === undefined ? (

@@ -1,4 +1,6 @@
+import { useState } from 'preact/hooks';
 import { ApiError, WAITING_SHOWN } from '../api.js';
+import type { Update } from '../feed.js';
 import {
   formatBound,
   formatCount,
@@ -8,9 +10,13 @@ import {
   isoTime,
 } from '../format.js';
 import type { RateCounter, Series } from '../history.js';
+import { useGoWithMessage } from '../page-message.js';
+import { ActionStatus, useActions } from '../parts/action-status.js';
 import { Chart, type ChartSeries } from '../parts/chart.js';
+import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
 import { JobLink } from '../parts/job-link.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
+import { href } from '../router.js';
 import { can, useServerNow, useSession, useTopic } from '../session.js';
 import type { LiveDelivery, QueueStats } from '../wire.js';
 import { QueueTabs } from './queue-tabs.js';
@@ -305,6 +311,136 @@ function Waiting(props: { queue: string; stats: QueueStats | undefined }) {
   );
 }
 
+const jobs = (count: number) => `${formatCount(count)} ${count === 1 ? 'job' : 'jobs'}`;
+
+/** What deleting the queue removes, as its latest figures count it. */
+function whatIsLost(queue: string, stats: QueueStats): string {
+  const parts: [number, string][] = [
+    [stats.ready, 'ready'],
+    [stats.waiting, 'waiting in groups'],
+    [stats.delayed, 'delayed'],
+    [stats.active, 'in flight'],
+    [stats.dead, 'dead'],
+  ];
+  const held = parts.filter(([count]) => count > 0);
+  const total = held.reduce((sum, [count]) => sum + count, 0);
+  const jobsLost =
+    total === 0
+      ? `${queue} holds no job at the latest reading; any published before you confirm goes with it.`
+      : `Its ${jobs(total)} at the latest reading (${held
+          .map(([count, what]) => `${formatCount(count)} ${what}`)
+          .join(', ')}) ${total === 1 ? 'is' : 'are'} removed for good with ${
+          total === 1 ? 'its' : 'their'
+        } history, and so is any job published before you confirm.`;
+  const inFlight =
+    stats.active > 0 ? ' The consumers of the jobs in flight can no longer ack them.' : '';
+  return `${jobsLost}${inFlight} Its options, schedules, sessions and figures go too. This cannot be undone.`;
+}
+
+/**
+ * The queue's name, sections and state (paused or not) for every key; for admins, Pause or
+ * Resume and Delete beside the name. The server checks the key again (403) whatever is shown.
+ */
+function QueueHead(props: {
+  queue: string;
+  stats: QueueStats | undefined;
+  read: Update<QueueStats> | undefined;
+}) {
+  const { queue, stats, read } = props;
+  const { api, feed, me } = useSession();
+  const goWithMessage = useGoWithMessage();
+  const actions = useActions(read);
+  const [confirmation, setConfirmation] = useState<Confirmation>();
+  const busy = actions.busy !== undefined;
+  const admin = can(me, 'admin', queue);
+  const pause = async (paused: boolean) => {
+    await actions.run(
+      `${paused ? 'Pausing' : 'Resuming'} ${queue}…`,
+      async () => ((await api.setPaused(queue, paused)) ? `Paused ${queue}.` : `Resumed ${queue}.`),
+      (why) => `${paused ? 'Pause' : 'Resume'} failed: ${why}`,
+    );
+    feed.refresh();
+  };
+  const remove = async () => {
+    let deleted = false;
+    const done = await actions.run(
+      `Deleting ${queue}…`,
+      async () => {
+        deleted = await api.deleteQueue(queue);
+        return deleted ? `Deleted ${queue}.` : `No queue ${queue} to delete.`;
+      },
+      (why) => `Delete failed: ${why}`,
+    );
+    // Its page has nothing left to show: the overview says what became of it.
+    if (done) {
+      goWithMessage(
+        href.overview(),
+        deleted
+          ? `Deleted queue ${queue} and every job in it.`
+          : `Queue ${queue} was already gone: it was deleted before this request reached the server.`,
+      );
+    }
+  };
+  return (
+    <>
+      <div class="page-head">
+        <h1 id="queue-title">
+          <span class="muted">Queue</span> {queue}
+        </h1>
+        {admin && stats !== undefined ? (
+          <div class="toolbar-actions">
+            {stats.paused ? (
+              <button
+                type="button"
+                class="primary"
+                disabled={busy}
+                onClick={() => void pause(false)}
+              >
+                Resume queue
+              </button>
+            ) : (
+              <button
+                type="button"
+                disabled={busy}
+                title="Hand out no job until resumed; publishes, acks and lease expiries go on"
+                onClick={() => void pause(true)}
+              >
+                Pause queue
+              </button>
+            )}
+            <button
+              type="button"
+              class="danger-quiet"
+              disabled={busy}
+              onClick={() =>
+                setConfirmation({
+                  title: `Delete queue ${queue}?`,
+                  body: whatIsLost(queue, stats),
+                  verb: 'Delete queue',
+                  danger: true,
+                  retype: queue,
+                  onConfirm: () => void remove(),
+                })
+              }
+            >
+              Delete queue
+            </button>
+          </div>
+        ) : null}
+      </div>
+      <QueueTabs queue={queue} current="queue" dead={stats?.dead} />
+      {stats?.paused ? (
+        <p class="notice paused" role="status">
+          Paused: {queue} hands out no job (receives answer empty) until it is resumed; publishes,
+          acks and lease expiries go on.
+        </p>
+      ) : null}
+      <ActionStatus state={actions} />
+      <ConfirmDialog confirmation={confirmation} onClose={() => setConfirmation(undefined)} />
+    </>
+  );
+}
+
 /** One queue: its figures, options, charts, and (for admins) what is in flight and waiting. */
 export function QueuePage(props: { queue: string }) {
   const { queue } = props;
@@ -320,10 +456,7 @@ export function QueuePage(props: { queue: string }) {
   }
   return (
     <section aria-labelledby="queue-title">
-      <h1 id="queue-title">
-        <span class="muted">Queue</span> {queue}
-      </h1>
-      <QueueTabs queue={queue} current="queue" dead={stats?.dead} />
+      <QueueHead queue={queue} stats={stats} read={read} />
       {stats === undefined ? (
         read?.error ? (
           <ErrorNotice error={read.error} what="the figures" />

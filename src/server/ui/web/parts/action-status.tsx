@@ -17,12 +17,15 @@ export interface ActionState {
   /** What is being done while a call is on its way ("Purging 3 jobs…"); actions wait for it. */
   busy: string | undefined;
   said: Said | undefined;
-  /** Runs `action`, saying `doing` meanwhile; its result, or `failed` with the error, after. */
+  /**
+   * Runs `action`, saying `doing` meanwhile; its result, or `failed` with the error, after.
+   * Resolves to whether it was done (a page the action ends, a deleted queue's, then leaves).
+   */
   run(
     doing: string,
     action: () => Promise<string>,
     failed: (error: string) => string,
-  ): Promise<void>;
+  ): Promise<boolean>;
 }
 
 /** Why an action failed, in an operator's words. */
@@ -53,6 +56,7 @@ export function useActions(update: Update<unknown> | undefined): ActionState {
       try {
         const text = await action();
         setSaid({ text, failed: false, noAnswer: false, at: Date.now() });
+        return true;
       } catch (error) {
         setSaid({
           text: failed(failure(error)),
@@ -60,6 +64,7 @@ export function useActions(update: Update<unknown> | undefined): ActionState {
           noAnswer: error instanceof NoAnswerError,
           at: Date.now(),
         });
+        return false;
       } finally {
         setBusy(undefined);
       }

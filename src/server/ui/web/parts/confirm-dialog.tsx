@@ -1,4 +1,4 @@
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 export interface Confirmation {
   title: string;
@@ -6,6 +6,11 @@ export interface Confirmation {
   /** The verb on the confirming button, e.g. "Purge 3 jobs". */
   verb: string;
   danger?: boolean;
+  /**
+   * Text to type before the confirming button works (a queue's name, before it is deleted): a
+   * click alone, on the wrong queue's page, cannot remove it.
+   */
+  retype?: string;
   onConfirm(): void;
 }
 
@@ -13,12 +18,21 @@ export interface Confirmation {
 export function ConfirmDialog(props: { confirmation: Confirmation | undefined; onClose(): void }) {
   const dialog = useRef<HTMLDialogElement>(null);
   const { confirmation, onClose } = props;
+  const [typed, setTyped] = useState('');
   useEffect(() => {
+    setTyped('');
     const element = dialog.current;
     if (element === null) return;
     if (confirmation !== undefined && !element.open) element.showModal();
     if (confirmation === undefined && element.open) element.close();
   }, [confirmation]);
+  const retype = confirmation?.retype;
+  const ready = retype === undefined || typed === retype;
+  const confirm = () => {
+    if (confirmation === undefined || !ready) return;
+    confirmation.onConfirm();
+    onClose();
+  };
   return (
     <dialog
       ref={dialog}
@@ -31,17 +45,37 @@ export function ConfirmDialog(props: { confirmation: Confirmation | undefined; o
         <form method="dialog">
           <h2 id="confirm-title">{confirmation.title}</h2>
           <p id="confirm-body">{confirmation.body}</p>
+          {retype === undefined ? null : (
+            <label class="retype">
+              <span>
+                Type <strong class="mono">{retype}</strong> to confirm
+              </span>
+              <input
+                type="text"
+                autocomplete="off"
+                spellcheck={false}
+                value={typed}
+                // The field is what the dialog asks for first.
+                autofocus
+                onInput={(event) => setTyped(event.currentTarget.value)}
+                onKeyDown={(event) => {
+                  // Enter would submit the form with its first button, Cancel.
+                  if (event.key !== 'Enter') return;
+                  event.preventDefault();
+                  confirm();
+                }}
+              />
+            </label>
+          )}
           <div class="dialog-buttons">
-            <button type="submit" value="cancel" autofocus>
+            <button type="submit" value="cancel" autofocus={retype === undefined}>
               Cancel
             </button>
             <button
               type="button"
               class={confirmation.danger ? 'danger' : 'primary'}
-              onClick={() => {
-                confirmation.onConfirm();
-                onClose();
-              }}
+              disabled={!ready}
+              onClick={confirm}
             >
               {confirmation.verb}
             </button>
