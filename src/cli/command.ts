@@ -1,5 +1,5 @@
 import type { ParseArgsConfig } from 'node:util';
-import { CodedError } from '../core/index.js';
+import { CodedError, ValidationError } from '../core/index.js';
 
 /** Where a command writes: standard output or error, or a test's buffer. */
 export interface Output {
@@ -62,6 +62,12 @@ export interface Command {
    * the default action would, not once a server that does not answer times out.
    */
   hearsStop?: true;
+  /**
+   * Its requests are HTTP requests whatever --transport says: administration and lookups, which
+   * the stream does not carry (it carries operations and receives, docs/stream.md). Its help
+   * says so where it names --transport.
+   */
+  overHttp?: true;
   run(invocation: Invocation): Promise<number>;
 }
 
@@ -73,11 +79,15 @@ export const EXIT = {
    * on each input on its own, one input was refused (the others done, each reported).
    */
   failed: 1,
-  /** The command line is wrong. */
+  /**
+   * The command line is wrong: found by the CLI, or by the client's or server's checks of the
+   * values it passed on (see fromCommandLine). Nothing was done.
+   */
   usage: 2,
   /**
    * Some receipts named deliveries that were no longer live (ack/nack answered false), some
-   * jobs to cancel were absent or dead, or some jobs to redrive were absent or not dead.
+   * jobs to cancel were absent or dead, some jobs to redrive were absent or not dead, or some
+   * jobs named to move stayed.
    */
   stale: 3,
 } as const;
@@ -85,4 +95,20 @@ export const EXIT = {
 /** A mistake in the command line: printed with a pointer to --help, exit code 2. */
 export class UsageError extends CodedError<'USAGE'> {
   readonly code = 'USAGE' as const;
+}
+
+/**
+ * Runs a call made of command-line values alone (queue names, flags, ids or payloads given as
+ * arguments): its ValidationError, from the client's checks or the server's, is a mistake in
+ * the command line, said and exited with as the CLI's own checks are (2), not a failure (1).
+ * Not for a call that also carries other input (jobs read from a file, receipts acted on one by
+ * one) or one a stored setting can make refused: there the refusal is not the command line's.
+ */
+export async function fromCommandLine<T>(call: () => T | Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw new UsageError(`${error.code}: ${error.message}`, { cause: error });
+  }
 }

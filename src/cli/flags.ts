@@ -18,6 +18,23 @@ export function integerFlag(
   return value;
 }
 
+/**
+ * Refuses `--name`'s `value` above the server's `limitName` (its maxBatch, maxDelayMs …), which
+ * would refuse every request that carries it: before anything is done, as a mistake in the
+ * command line, where a command would otherwise get that refusal once for each input or batch.
+ */
+export function checkServerLimit(
+  name: string,
+  value: number | undefined,
+  limit: number | undefined,
+  limitName: string,
+): void {
+  if (value === undefined || limit === undefined || value <= limit) return;
+  throw new UsageError(
+    `--${name} must be at most ${limit} (this server's ${limitName}), got ${value}`,
+  );
+}
+
 export function stringFlag(values: Values, name: string): string | undefined {
   const raw = values[name];
   return typeof raw === 'string' ? raw : undefined;

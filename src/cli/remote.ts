@@ -1,6 +1,12 @@
 import { openRemote, type RemoteBroker } from '../client/index.js';
 import { serverUrlProblem } from '../wire/index.js';
-import { type CliContext, type OptionsConfig, UsageError, type Values } from './command.js';
+import {
+  type CliContext,
+  type Command,
+  type OptionsConfig,
+  UsageError,
+  type Values,
+} from './command.js';
 import { stringFlag } from './flags.js';
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:7700';
@@ -13,12 +19,23 @@ export const REMOTE_OPTIONS: OptionsConfig = {
   json: { type: 'boolean' },
 };
 
-export const REMOTE_DETAILS = [
-  `--server URL     the leaseq server (env LEASEQ_SERVER, default ${DEFAULT_SERVER})`,
-  '--api-key KEY    API key (env LEASEQ_API_KEY; prefer the environment: flags show in ps)',
-  '--transport T    stream (one WebSocket, the default) or http (plain requests; env LEASEQ_TRANSPORT)',
-  '--json           machine-readable output (its forms: see leaseq --help)',
-];
+/** The help lines of REMOTE_OPTIONS, for `command`. */
+export function remoteDetails(command: Pick<Command, 'overHttp'>): string[] {
+  return [
+    `--server URL     the leaseq server (env LEASEQ_SERVER, default ${DEFAULT_SERVER})`,
+    '--api-key KEY    API key (env LEASEQ_API_KEY; prefer the environment: flags show in ps)',
+    ...(command.overHttp
+      ? [
+          '--transport T    stream or http (env LEASEQ_TRANSPORT): the same here, as this command is',
+          '                 HTTP requests on either (the stream carries operations and receives,',
+          '                 not administration or lookups)',
+        ]
+      : [
+          '--transport T    stream (one WebSocket, the default) or http (plain requests; env LEASEQ_TRANSPORT)',
+        ]),
+    '--json           machine-readable output (its forms: see leaseq --help)',
+  ];
+}
 
 /** A client for the server the flags or environment name. */
 export async function connect(values: Values, context: CliContext): Promise<RemoteBroker> {

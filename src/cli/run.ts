@@ -23,7 +23,7 @@ import { secretRotate } from './commands/secret.js';
 import { serve } from './commands/serve.js';
 import { ack, extend, nack } from './commands/settle.js';
 import { hintFor } from './each-input.js';
-import { REMOTE_DETAILS, REMOTE_OPTIONS } from './remote.js';
+import { REMOTE_OPTIONS, remoteDetails } from './remote.js';
 
 export const COMMANDS: readonly Command[] = [
   serve,
@@ -229,7 +229,7 @@ function isParseArgsError(error: unknown): boolean {
 function commandHelp(command: Command): string {
   // A blank line between the command's own lines and the remote options, when it has some.
   const remote = command.remote
-    ? [...(command.details.length > 0 ? [''] : []), ...REMOTE_DETAILS]
+    ? [...(command.details.length > 0 ? [''] : []), ...remoteDetails(command)]
     : [];
   const details = [...command.details, ...remote];
   return [

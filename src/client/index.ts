@@ -11,5 +11,6 @@ export {
   UnknownDeliveryError,
 } from './errors.js';
 export { type Fetch, RequestAborted } from './http.js';
+export { publishJobBytes, publishRoom } from './operation-batcher.js';
 export { openRemote, RemoteBroker, type RemoteOptions } from './remote-broker.js';
 export { type ReceivedDelivery, RemoteQueue } from './remote-queue.js';

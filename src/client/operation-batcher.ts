@@ -1,4 +1,4 @@
-import { ValidationError } from '../core/index.js';
+import { build, type PublishInput, ValidationError } from '../core/index.js';
 import type { WireOperation, WireOutcome } from '../wire/index.js';
 import { RemoteError } from './errors.js';
 
@@ -28,6 +28,47 @@ export interface BatcherSettings {
   limits(): BatchLimits | Promise<BatchLimits>;
   /** The bytes a batch of `queue` takes besides its operations (the frame's or body's envelope). */
   envelopeBytes(queue: string): number;
+}
+
+/** How a remote client's operations travel (RemoteOptions.transport). */
+type Transport = 'stream' | 'http';
+
+/**
+ * The bytes around the operations of one batch of `queue`, by transport: an HTTP batch
+ * request's body `{"operations":[…]}`, or a stream batch frame with the longest id.
+ */
+export const BATCH_ENVELOPE_BYTES: Readonly<Record<Transport, (queue: string) => number>> = {
+  http: () => Buffer.byteLength(JSON.stringify({ operations: [] }), 'utf8'),
+  stream: (queue) =>
+    Buffer.byteLength(
+      JSON.stringify({ type: 'batch', queue, operations: [], id: Number.MAX_SAFE_INTEGER }),
+      'utf8',
+    ),
+};
+
+/** The bytes an operation takes in a batch as it travels: its JSON and the comma after it. */
+function operationBytes(operation: object): number {
+  return Buffer.byteLength(JSON.stringify(operation), 'utf8') + 1;
+}
+
+/** A job with nothing given, as `build` fills it in: what each field is when absent. */
+const ABSENT_JOB_FIELDS = build.publishBatch([{}]).jobs[0];
+
+/**
+ * The bytes `job` takes in a publish as this client sends it: its JSON, with the fields `build`
+ * fills in when absent (delay and priority). Exact for a valid job (another is refused anyway).
+ */
+export function publishJobBytes(job: PublishInput): number {
+  return Buffer.byteLength(JSON.stringify({ ...ABSENT_JOB_FIELDS, ...job }), 'utf8');
+}
+
+/**
+ * The bytes of jobs one publish of `queue` holds over `transport`, the server taking `maxBytes`
+ * in one batch (its maxBodyBytes): the jobs' publishJobBytes, with a comma between two, add up to
+ * at most this, or the publish is refused unsent (PAYLOAD_TOO_LARGE), as `measure` finds.
+ */
+export function publishRoom(transport: Transport, queue: string, maxBytes: number): number {
+  return maxBytes - BATCH_ENVELOPE_BYTES[transport](queue) - operationBytes(build.publishBatch([]));
 }
 
 /**
@@ -126,7 +167,7 @@ export class OperationBatcher {
     if (limits.maxBytes === Number.POSITIVE_INFINITY) return operations.map(() => 0);
     const room = limits.maxBytes - this.settings.envelopeBytes(queue);
     return operations.map((operation) => {
-      const size = Buffer.byteLength(JSON.stringify(operation), 'utf8') + 1;
+      const size = operationBytes(operation);
       if (size > room) {
         throw new RemoteError(
           'PAYLOAD_TOO_LARGE',

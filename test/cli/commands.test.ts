@@ -137,14 +137,15 @@ describe('dead-letter queues (R26)', () => {
     const created = await run(['queue', 'create', source, '--dead-letter-queue', dlq]);
     expect(created.stdout).toContain(`deadLetterQueue=${dlq}`);
     await run(['queue', 'create', dlq]);
+    // Not a queue name: the command line is wrong, as the client finds it (exit 2).
     const looping = await run(['queue', 'create', fresh(), '--dead-letter-queue', 'a/b']);
-    expect(looping).toMatchObject({ code: 1, stderr: expect.stringContaining('deadLetterQueue') });
+    expect(looping).toMatchObject({ code: 2, stderr: expect.stringContaining('deadLetterQueue') });
     await run(['publish', dlq, '--id', 'kept', '{"n":1}']);
     await run(['publish', dlq, '--id', 'other', '{}']);
     expect((await run(['queue', 'move', dlq])).stdout).toBe('moved 0 jobs\n');
     const moved = await run(['queue', 'move', dlq, 'kept', '--to', source, '--json']);
     expect(moved).toMatchObject({ code: 0 });
-    expect(JSON.parse(moved.stdout)).toEqual({ moved: 1 });
+    expect(JSON.parse(moved.stdout)).toEqual({ moved: 1, notMoved: 0 });
     const received = JSON.parse((await run(['receive', source, '--json'])).stdout);
     expect(received).toMatchObject([{ id: 'kept', payload: { n: 1 }, deliveryCount: 1 }]);
     expect((await run(['nack', source, received[0].receipt, '--dead'])).code).toBe(0);
@@ -693,11 +694,12 @@ describe('publish, receive, ack and nack', () => {
     expect(JSON.parse(set.stdout)).toMatchObject({ name: 'nightly', cron: '0 3 * * *' });
     const every = ['schedule', 'set', name, 'pulse', '--every', '60000', '--payload', '{"n":1}'];
     expect((await run(every)).stdout).toMatch(/^pulse {2}every 60000 ms {2}next /);
-    expect((await run(['schedule', 'set', name, 'x', '--cron', 'nope'])).code).toBe(1);
+    // A --cron refused is the command line's mistake, as a missing one is.
+    expect((await run(['schedule', 'set', name, 'x', '--cron', 'nope'])).code).toBe(2);
     expect((await run(['schedule', 'set', name, 'x'])).code).toBe(2);
     // A cron with no time to come is refused, and not stored: the list still prints.
     const never = await run(['schedule', 'set', name, 'never', '--cron', '0 0 31 2 *']);
-    expect(never.code).toBe(1);
+    expect(never.code).toBe(2);
     expect(never.stderr).toContain('never fire');
     expect((await run(['schedule', 'list', name])).code).toBe(0);
     const listed = JSON.parse((await run(['schedule', 'list', name, '--json'])).stdout);

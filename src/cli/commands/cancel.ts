@@ -1,4 +1,4 @@
-import type { Command } from '../command.js';
+import { type Command, fromCommandLine } from '../command.js';
 import { eachInput, reportEach } from '../each-input.js';
 import { positionals } from '../flags.js';
 import { withClient } from '../remote.js';
@@ -23,10 +23,12 @@ export const cancel: Command = {
       ...string[],
     ];
     const remove = values.remove === true;
-    // Each id on its own, a bad one too: refused and reported, the others cancelled.
-    const results = await withClient(values, context, (client) =>
-      eachInput(ids, (id) => client.handle(name).cancel(id, { remove })),
-    );
+    // Each id on its own, a bad one too: refused and reported, the others cancelled. The
+    // queue's name is checked once: refused, it is the command line's mistake, not each id's.
+    const results = await withClient(values, context, async (client) => {
+      const queue = await fromCommandLine(() => client.handle(name));
+      return eachInput(ids, (id) => queue.cancel(id, { remove }));
+    });
     return reportEach(
       ids,
       results,

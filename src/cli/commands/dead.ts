@@ -1,11 +1,12 @@
 import {
+  build,
   checkDeadLetterPage,
   DEFAULT_DEAD_LETTER_PAGE,
   type DeadLetterPage,
   MAX_DEAD_LETTER_PAGE,
 } from '../../core/index.js';
-import { type Command, EXIT, UsageError } from '../command.js';
-import { integerFlag, positionals } from '../flags.js';
+import { type Command, EXIT, fromCommandLine, UsageError } from '../command.js';
+import { checkServerLimit, integerFlag, positionals } from '../flags.js';
 import { formatDeadLetter } from '../format.js';
 import { ProgressBar } from '../progress.js';
 import { printJson, withClient } from '../remote.js';
@@ -24,6 +25,7 @@ export const deadList: Command = {
   ],
   options: { limit: { type: 'string' }, after: { type: 'string' } },
   remote: true,
+  overHttp: true,
   async run({ values, positionals: given, context }) {
     const [name] = positionals(given, ['queue']) as [string];
     const limit = integerFlag(values, 'limit', 1, MAX_DEAD_LETTER_PAGE);
@@ -36,13 +38,15 @@ export const deadList: Command = {
       );
     }
     const paged = limit !== undefined || after !== undefined;
-    const page: DeadLetterPage = await withClient(values, context, async (client) =>
-      paged
-        ? client.handle(name).deadLetterPage({
-            ...(limit === undefined ? {} : { limit }),
-            ...(after === undefined ? {} : { after }),
-          })
-        : { deadLetters: await client.handle(name).deadLetters() },
+    const page: DeadLetterPage = await withClient(values, context, (client) =>
+      fromCommandLine(async () =>
+        paged
+          ? client.handle(name).deadLetterPage({
+              ...(limit === undefined ? {} : { limit }),
+              ...(after === undefined ? {} : { after }),
+            })
+          : { deadLetters: await client.handle(name).deadLetters() },
+      ),
     );
     const dead = page.deadLetters;
     // One shape with or without paging flags: a script reads `next` either way.
@@ -67,7 +71,7 @@ export const deadRedrive: Command = {
     'progress bar on a terminal. Each job goes to the back of ready with deliveryCount 0.',
     'Named ids that are absent or not dead are left as they are (exit code 3). Stopped by',
     'SIGINT or SIGTERM, it finishes the batch in hand, says how many it did not try (exit 1).',
-    "--batch-size N   ids per request without named ids (default: the server's maxBatch)",
+    "--batch-size N   ids per request without named ids (default and most: the server's maxBatch)",
     '--progress       draw the progress bar even when stderr is not a terminal',
     'Needs an admin key.',
   ],
@@ -78,12 +82,21 @@ export const deadRedrive: Command = {
     const [name, ...named] = positionals(given, ['queue'], { rest: true }) as [string, ...string[]];
     const sizeGiven = integerFlag(values, 'batch-size', 1);
     const { redriven, notDead, unvisited } = await withClient(values, context, async (client) => {
-      const queue = client.handle(name);
-      const batchSize = sizeGiven ?? (await queue.limits()).maxBatch;
+      // The command line's values are checked before the first redrive: a refusal after it
+      // would leave the jobs before redriven, not "nothing done".
+      const queue = await fromCommandLine(() => {
+        if (named.length > 0) build.redrive(named);
+        return client.handle(name);
+      });
       // Named ids go one per request, so that those that were not dead can be told apart.
+      let step = 1;
+      if (named.length === 0) {
+        const { maxBatch } = await queue.limits();
+        checkServerLimit('batch-size', sizeGiven, maxBatch, 'maxBatch');
+        step = sizeGiven ?? maxBatch;
+      }
       const ids =
         named.length > 0 ? [...new Set(named)] : (await queue.deadLetters()).map((dead) => dead.id);
-      const step = named.length > 0 ? 1 : batchSize;
       const bar = new ProgressBar(
         context.stderr,
         'redriving',

@@ -1,5 +1,5 @@
 import { checkLookedUpId } from '../../core/index.js';
-import { type Command, EXIT } from '../command.js';
+import { type Command, EXIT, fromCommandLine } from '../command.js';
 import { positionals } from '../flags.js';
 import { formatJob } from '../format.js';
 import { printJson, withClient } from '../remote.js';
@@ -15,10 +15,13 @@ export const job: Command = {
   ],
   options: {},
   remote: true,
+  overHttp: true,
   async run({ values, positionals: given, context }) {
     const [name, id] = positionals(given, ['queue', 'id']) as [string, string];
-    checkLookedUpId(id);
-    const view = await withClient(values, context, (client) => client.handle(name).job(id));
+    await fromCommandLine(() => checkLookedUpId(id));
+    const view = await withClient(values, context, (client) =>
+      fromCommandLine(() => client.handle(name).job(id)),
+    );
     if (view === undefined) {
       if (values.json) printJson(context, null);
       else context.stderr.write(`no job ${id} in ${name}\n`);

@@ -1,9 +1,22 @@
 import { type FileHandle, open } from 'node:fs/promises';
-import { RemoteError, type RemoteQueue } from '../../client/index.js';
+import {
+  publishJobBytes,
+  publishRoom,
+  type RemoteBroker,
+  RemoteError,
+  type RemoteQueue,
+} from '../../client/index.js';
 import type { PublishInput, PublishResult } from '../../core/index.js';
 import { BatchCut } from '../batches.js';
-import { type CliContext, type Command, EXIT, UsageError, type Values } from '../command.js';
-import { integerFlag, positionals, stringFlag } from '../flags.js';
+import {
+  type CliContext,
+  type Command,
+  EXIT,
+  fromCommandLine,
+  UsageError,
+  type Values,
+} from '../command.js';
+import { checkServerLimit, integerFlag, positionals, stringFlag } from '../flags.js';
 import { type Line, LineError, readLines } from '../json-lines.js';
 import { ProgressBar } from '../progress.js';
 import { printJson, withClient } from '../remote.js';
@@ -31,9 +44,10 @@ export const publish: Command = {
     '--file FILE    JSON lines, one job a line: {"id"?: …, "payload"?: …, "delay"?: …,',
     '               "priority"?: …, "group"?: …, "expiresAt"?: …};',
     '               - (or no payloads with stdin not a terminal) reads standard input',
-    "--batch-size N jobs per request (default: the server's maxBatch), fewer where their JSON is",
-    "               more than one request takes (the server's maxBodyBytes); each batch is all or",
-    '               nothing: refused, it stops the command, the batches before it published',
+    "--batch-size N jobs per request (default and most: the server's maxBatch), fewer where",
+    "               their JSON is more than one request takes (the server's maxBodyBytes); each",
+    '               batch is all or nothing: refused, it stops the command, the batches before',
+    '               it published',
     '--progress     draw a progress bar on stderr even when it is not a terminal',
     'The job flags go with payload arguments, --batch-size and --progress with lines: mixed,',
     'exit code 2.',
@@ -83,13 +97,18 @@ export const publish: Command = {
       }
     }
     if (file === undefined) {
-      return withClient(values, context, (client) =>
-        publishArguments(client.handle(name), payloads, values, context),
+      return withClient(values, context, async (client) =>
+        publishArguments(
+          await fromCommandLine(() => client.handle(name)),
+          payloads,
+          values,
+          context,
+        ),
       );
     }
     if (file === '-') {
       return withClient(values, context, (client) =>
-        publishLines(client.handle(name), { stream: context.stdin }, values, context),
+        publishLines(client, name, { stream: context.stdin }, values, context),
       );
     }
     // Opened before the server is asked anything: a mistyped path is the command line's error.
@@ -98,7 +117,8 @@ export const publish: Command = {
       const { size } = await handle.stat();
       return await withClient(values, context, (client) =>
         publishLines(
-          client.handle(name),
+          client,
+          name,
           { stream: handle.createReadStream({ autoClose: false }), size },
           values,
           context,
@@ -147,24 +167,31 @@ async function publishArguments(
     ...(group === undefined ? {} : { group }),
     ...(expiresAt === undefined ? {} : { expiresAt }),
   }));
-  const results = await queue.publishBatch(jobs);
+  // The jobs are the command line's: one refused (an id, --delay above the server's
+  // maxDelayMs) is its mistake.
+  const results = await fromCommandLine(() => queue.publishBatch(jobs));
   for (const result of results) report(result, values, context);
   return EXIT.ok;
 }
 
 async function publishLines(
-  queue: RemoteQueue,
+  client: RemoteBroker,
+  name: string,
   input: { stream: AsyncIterable<string | Buffer>; size?: number },
   values: Values,
   context: CliContext,
 ): Promise<number> {
+  const queue = await fromCommandLine(() => client.handle(name));
   const limits = await queue.limits();
   const maxBodyBytes = limits.maxBodyBytes ?? Number.POSITIVE_INFINITY;
+  // Above the server's maxBatch, every batch would be refused: the first, before anything.
+  const batchSize = integerFlag(values, 'batch-size', 1);
+  checkServerLimit('batch-size', batchSize, limits.maxBatch, 'maxBatch');
   // Batches of --batch-size jobs, fewer where their JSON is more than one request takes: each
   // is one publish the server takes (or refuses) whole.
   const cut = new BatchCut(
-    integerFlag(values, 'batch-size', 1) ?? limits.maxBatch,
-    maxBodyBytes - publishEnvelopeBytes(queue.name),
+    batchSize ?? limits.maxBatch,
+    publishRoom(client.transport, queue.name, maxBodyBytes),
     1, // the comma between two jobs
   );
   const total = input.size;
@@ -229,7 +256,7 @@ async function publishLines(
       // A line that cannot be a job, or one too large for any request, is refused with the
       // lines of its batch (those read since the last batch published): nothing of it is sent.
       const job = parseJob(next.value, counts);
-      const size = Number.isFinite(cut.maxBytes) ? jobBytes(job.job) : 0;
+      const size = Number.isFinite(cut.maxBytes) ? publishJobBytes(job.job) : 0;
       if (!cut.fitsAlone(size)) {
         throw tooLarge(job.number, size, cut.maxBytes, maxBodyBytes, counts);
       }
@@ -301,29 +328,6 @@ function parseJob(line: Line, counts: Counts): LineJob {
     );
   }
   return { number: line.number, job: job as PublishInput };
-}
-
-/**
- * The bytes of a request that holds one publish, besides its jobs: a stream frame's, the larger
- * envelope of the two transports (an HTTP body is `{"operations":[…]}`), and the comma the
- * client counts after each operation when it measures a request before sending it.
- */
-function publishEnvelopeBytes(queue: string): number {
-  const frame = {
-    type: 'batch',
-    queue,
-    operations: [{ type: 'publish', jobs: [] }],
-    id: Number.MAX_SAFE_INTEGER,
-  };
-  return Buffer.byteLength(JSON.stringify(frame), 'utf8') + 1;
-}
-
-/**
- * A job's bytes as it travels in a publish: its JSON, with the delay and priority the client
- * fills in when absent.
- */
-function jobBytes(job: PublishInput): number {
-  return Buffer.byteLength(JSON.stringify({ delay: 0, priority: 0, ...job }), 'utf8');
 }
 
 /** A job larger than any request the server takes: PAYLOAD_TOO_LARGE, as sending it would be. */

@@ -1,6 +1,6 @@
 import type { QueueOptions } from '../../core/index.js';
 import type { Command, OptionsConfig, Values } from '../command.js';
-import { EXIT, UsageError } from '../command.js';
+import { EXIT, fromCommandLine, UsageError } from '../command.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
 import { formatOptions, formatStats } from '../format.js';
 import { printJson, withClient } from '../remote.js';
@@ -89,10 +89,15 @@ export const queueCreate: Command = {
   ],
   options: optionFlags,
   remote: true,
+  overHttp: true,
   async run({ values, positionals: given, context }) {
     const [name] = positionals(given, ['name']) as [string];
     const options = queueOptionsOf(values, false);
-    const view = await withClient(values, context, (client) => client.createQueue(name, options));
+    // Refused for want of --visibility too (the default is above the server's
+    // maxVisibilityMs): the command line is what to change, the refusal says how.
+    const view = await withClient(values, context, (client) =>
+      fromCommandLine(() => client.createQueue(name, options)),
+    );
     if (values.json) printJson(context, view);
     else {
       context.stdout.write(
@@ -118,13 +123,14 @@ export const queueUpdate: Command = {
   ],
   options: optionFlags,
   remote: true,
+  overHttp: true,
   async run({ values, positionals: given, context }) {
     const [name] = positionals(given, ['name']) as [string];
     const options = queueOptionsOf(values, true);
     if (Object.keys(options).length === 0)
       throw new UsageError('name at least one option to change');
     const updated = await withClient(values, context, (client) =>
-      client.updateQueue(name, options),
+      fromCommandLine(() => client.updateQueue(name, options)),
     );
     if (values.json) printJson(context, { name, options: updated });
     else context.stdout.write(`updated ${name}  ${formatOptions(updated)}\n`);
@@ -139,6 +145,7 @@ export const queueList: Command = {
   details: [],
   options: {},
   remote: true,
+  overHttp: true,
   async run({ values, positionals: given, context }) {
     positionals(given, []);
     const queues = await withClient(values, context, (client) => client.listQueues());
@@ -163,7 +170,9 @@ export const queueStats: Command = {
   remote: true,
   async run({ values, positionals: given, context }) {
     const [name] = positionals(given, ['name']) as [string];
-    const stats = await withClient(values, context, (client) => client.handle(name).stats());
+    const stats = await withClient(values, context, (client) =>
+      fromCommandLine(() => client.handle(name).stats()),
+    );
     if (values.json) printJson(context, stats);
     else context.stdout.write(formatStats(stats));
     return EXIT.ok;
@@ -184,7 +193,10 @@ export const queueMove: Command = {
     '                --to, a key that may not publish on every queue must name the queues the',
     '                jobs go back to this way, and needs the right to publish on each',
     '--max N         at most N jobs (default all)',
-    'A job the target cannot take (no such queue, its id present there) stays.',
+    'A job the target cannot take (no such queue, its id present there) stays. Named ids of',
+    'which fewer moved than named (or than --max) are exit code 3: absent, not ready or',
+    'delayed, of another --origin or none, or not taken by the target. Without ids, moving',
+    'nothing is done (exit code 0), as dead redrive and queue purge with nothing to do.',
     'Needs an admin key.',
   ],
   options: {
@@ -199,16 +211,29 @@ export const queueMove: Command = {
     const origins = values.origin as string[] | undefined;
     const max = integerFlag(values, 'max', 1);
     const moved = await withClient(values, context, (client) =>
-      client.handle(name).moveJobs({
-        ...(ids.length > 0 ? { ids } : {}),
-        ...(to === undefined ? {} : { to }),
-        ...(origins === undefined ? {} : { origins }),
-        ...(max === undefined ? {} : { max }),
-      }),
+      fromCommandLine(() =>
+        client.handle(name).moveJobs({
+          ...(ids.length > 0 ? { ids } : {}),
+          ...(to === undefined ? {} : { to }),
+          ...(origins === undefined ? {} : { origins }),
+          ...(max === undefined ? {} : { max }),
+        }),
+      ),
     );
-    if (values.json) printJson(context, { moved });
-    else context.stdout.write(`moved ${moved} jobs\n`);
-    return EXIT.ok;
+    // Named ids, as cancel and dead redrive take them: those that stayed are exit code 3. The
+    // answer is a count, so they are counted, not named.
+    const named = new Set(ids).size;
+    const notMoved = ids.length === 0 ? 0 : Math.max(0, Math.min(named, max ?? named) - moved);
+    if (values.json) printJson(context, { moved, ...(ids.length > 0 ? { notMoved } : {}) });
+    else {
+      context.stdout.write(`moved ${moved} jobs\n`);
+      if (notMoved > 0) {
+        context.stdout.write(
+          `not moved ${notMoved} of the ${named} jobs named (absent, not ready or delayed, of another origin or none, or not taken by the target)\n`,
+        );
+      }
+    }
+    return notMoved > 0 ? EXIT.stale : EXIT.ok;
   },
 };
 
@@ -223,10 +248,11 @@ function pausing(paused: boolean): Command {
     details: ['Needs an admin key. `queue stats` shows `paused`.'],
     options: {},
     remote: true,
+    overHttp: true,
     async run({ values, positionals: given, context }) {
       const [name] = positionals(given, ['name']) as [string];
       const options = await withClient(values, context, (client) =>
-        client.updateQueue(name, { paused }),
+        fromCommandLine(() => client.updateQueue(name, { paused })),
       );
       if (values.json) printJson(context, { name, options });
       else context.stdout.write(`${paused ? 'paused' : 'resumed'} ${name}\n`);
@@ -252,7 +278,7 @@ export const queuePurge: Command = {
   async run({ values, positionals: given, context }) {
     const [name] = positionals(given, ['name']) as [string];
     const removed = await withClient(values, context, (client) =>
-      client.handle(name).purgeQueue({ dead: values.dead === true }),
+      fromCommandLine(() => client.handle(name).purgeQueue({ dead: values.dead === true })),
     );
     if (values.json) printJson(context, removed);
     else {

@@ -1,7 +1,7 @@
 import type { ReceivedDelivery, RemoteQueue } from '../../client/index.js';
 import { build } from '../../core/index.js';
 import { inParts } from '../batches.js';
-import { type CliContext, type Command, EXIT, type Output } from '../command.js';
+import { type CliContext, type Command, EXIT, fromCommandLine, type Output } from '../command.js';
 import { integerFlag, positionals } from '../flags.js';
 import { formatTime } from '../format.js';
 import { printJson, withClient } from '../remote.js';
@@ -41,18 +41,25 @@ export const receive: Command = {
       ...(wait === undefined ? {} : { wait }),
       signal: context.stop,
     };
+    // A queue name or --visibility refused is the command line's mistake. Without --visibility
+    // the lease is the queue's own, which the server refuses above its maxVisibilityMs: a
+    // stored setting, not the command line, is what is wrong then.
+    const receiveFrom = async (queue: RemoteQueue) =>
+      visibility === undefined
+        ? queue.receiveWithReceipts(options)
+        : fromCommandLine(() => queue.receiveWithReceipts(options));
     if (values['auto-ack'] === true) {
       // Not `ack: 'auto'` (R22): a job removed as it is handed out is lost when its text cannot
       // be written. Leased, each is acked once written, and the others are given back.
       return withClient(values, context, async (client) => {
-        const queue = client.handle(name);
-        const deliveries = await queue.receiveWithReceipts(options);
+        const queue = await fromCommandLine(() => client.handle(name));
+        const deliveries = await receiveFrom(queue);
         if (deliveries.length === 0) return nothingReceived(json, context);
         return writeThenAck(queue, deliveries, json, context);
       });
     }
-    const deliveries = await withClient(values, context, (client) =>
-      client.handle(name).receiveWithReceipts(options),
+    const deliveries = await withClient(values, context, async (client) =>
+      receiveFrom(await fromCommandLine(() => client.handle(name))),
     );
     if (deliveries.length === 0) return nothingReceived(json, context);
     if (json)

@@ -1,5 +1,5 @@
 import type { ScheduleView } from '../../broker/index.js';
-import { type Command, EXIT, UsageError } from '../command.js';
+import { type Command, EXIT, fromCommandLine, UsageError } from '../command.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
 import { formatTime } from '../format.js';
 import { printJson, withClient } from '../remote.js';
@@ -25,6 +25,7 @@ export const scheduleSet: Command = {
     payload: { type: 'string' },
   },
   remote: true,
+  overHttp: true,
   async run({ values, positionals: given, context }) {
     const [queue, name] = positionals(given, ['queue', 'name']) as [string, string];
     const cron = stringFlag(values, 'cron');
@@ -43,10 +44,12 @@ export const scheduleSet: Command = {
       }
     }
     const view = await withClient(values, context, (client) =>
-      client.handle(queue).schedule(name, (cron ?? every) as string | number, {
-        ...(timezone === undefined ? {} : { timezone }),
-        ...(payload === undefined ? {} : { payload }),
-      }),
+      fromCommandLine(() =>
+        client.handle(queue).schedule(name, (cron ?? every) as string | number, {
+          ...(timezone === undefined ? {} : { timezone }),
+          ...(payload === undefined ? {} : { payload }),
+        }),
+      ),
     );
     if (values.json) printJson(context, view);
     else context.stdout.write(describe(view));
@@ -61,10 +64,11 @@ export const scheduleList: Command = {
   details: ['Needs an admin key.'],
   options: {},
   remote: true,
+  overHttp: true,
   async run({ values, positionals: given, context }) {
     const [queue] = positionals(given, ['queue']) as [string];
     const schedules = await withClient(values, context, (client) =>
-      client.handle(queue).schedules(),
+      fromCommandLine(() => client.handle(queue).schedules()),
     );
     if (values.json) printJson(context, schedules);
     else if (schedules.length === 0) context.stderr.write('no schedules\n');
@@ -80,10 +84,11 @@ export const scheduleRemove: Command = {
   details: ['Exit code 3 when there was no such schedule. Needs an admin key.'],
   options: {},
   remote: true,
+  overHttp: true,
   async run({ values, positionals: given, context }) {
     const [queue, name] = positionals(given, ['queue', 'name']) as [string, string];
     const removed = await withClient(values, context, (client) =>
-      client.handle(queue).removeSchedule(name),
+      fromCommandLine(() => client.handle(queue).removeSchedule(name)),
     );
     if (values.json) printJson(context, { name, removed });
     else context.stdout.write(`${removed ? 'removed' : 'no schedule'} ${name}\n`);

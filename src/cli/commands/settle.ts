@@ -1,6 +1,8 @@
-import { type Command, UsageError } from '../command.js';
+import type { RemoteQueue } from '../../client/index.js';
+import { build } from '../../core/index.js';
+import { type Command, fromCommandLine, UsageError } from '../command.js';
 import { eachInput, reportEach } from '../each-input.js';
-import { integerFlag, positionals, stringFlag } from '../flags.js';
+import { checkServerLimit, integerFlag, positionals, stringFlag } from '../flags.js';
 import { formatTime } from '../format.js';
 import { withClient } from '../remote.js';
 
@@ -22,12 +24,15 @@ export const ack: Command = {
     ];
     // One call per receipt, as nack: in one call a refused receipt fails the call, and the
     // client sends more than the server's maxBatch as parts, some of which may have acked.
-    const results = await withClient(values, context, (client) =>
-      eachInput(receipts, async (receipt) => {
-        const [acked] = await client.handle(name).ackReceipts([receipt]);
+    // The queue's name is checked once: refused, it is the command line's mistake, not each
+    // receipt's.
+    const results = await withClient(values, context, async (client) => {
+      const queue = await fromCommandLine(() => client.handle(name));
+      return eachInput(receipts, async (receipt) => {
+        const [acked] = await queue.ackReceipts([receipt]);
         return acked === true;
-      }),
-    );
+      });
+    });
     return reportEach(
       receipts,
       results,
@@ -93,9 +98,18 @@ export const nack: Command = {
       ...(reason === undefined ? {} : { reason }),
       ...(values.unworked === true ? { attempted: false } : {}),
     };
-    const results = await withClient(values, context, (client) =>
-      eachInput(receipts, (receipt) => client.handle(name).nackReceipt(receipt, options)),
-    );
+    const results = await withClient(values, context, async (client) => {
+      // The queue's name and the flags are checked once, before any receipt (the core's rules,
+      // the server's limit): refused, they are the command line's mistake, not each receipt's.
+      const queue = await fromCommandLine(() => {
+        build.nack(1, options);
+        return client.handle(name);
+      });
+      if (delay !== undefined) {
+        checkServerLimit('delay', delay, (await limitsOf(queue))?.maxDelayMs, 'maxDelayMs');
+      }
+      return eachInput(receipts, (receipt) => queue.nackReceipt(receipt, options));
+    });
     return reportEach(
       receipts,
       results,
@@ -134,9 +148,13 @@ export const extend: Command = {
     ];
     const visibility = integerFlag(values, 'visibility', 1);
     if (visibility === undefined) throw new UsageError('--visibility MS is required');
-    const results = await withClient(values, context, (client) =>
-      eachInput(receipts, (receipt) => client.handle(name).extendReceipt(receipt, visibility)),
-    );
+    const results = await withClient(values, context, async (client) => {
+      // As nack: the queue's name and --visibility are checked once, before any receipt.
+      const queue = await fromCommandLine(() => client.handle(name));
+      const limit = (await limitsOf(queue))?.maxVisibilityMs;
+      checkServerLimit('visibility', visibility, limit, 'maxVisibilityMs');
+      return eachInput(receipts, (receipt) => queue.extendReceipt(receipt, visibility));
+    });
     return reportEach(
       receipts,
       results,
@@ -154,6 +172,18 @@ export const extend: Command = {
     );
   },
 };
+
+/**
+ * The server's limits, or undefined where they cannot be read (no server, a key refused): each
+ * receipt's call then meets the same refusal and says it, as for any other.
+ */
+async function limitsOf(queue: RemoteQueue) {
+  try {
+    return await queue.limits();
+  } catch {
+    return undefined;
+  }
+}
 
 /** A receipt as a line shows it: its start. */
 function shortReceipt(receipt: string): string {
