@@ -8,7 +8,7 @@ import {
 import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
 import { type HttpTransport, RequestAborted } from './http.js';
-import { OperationBatcher } from './operation-batcher.js';
+import { BATCH_ENVELOPE_BYTES, OperationBatcher } from './operation-batcher.js';
 import type { ServerLimits, ServerLimitsReader } from './server-limits.js';
 
 export interface HttpChannelSettings {
@@ -17,9 +17,6 @@ export interface HttpChannelSettings {
   /** Most entries one batch request carries, at most; the server's maxBatch when lower. */
   maxBatch: number | undefined;
 }
-
-/** The bytes of `{"operations":[]}`, the body of a batch without its operations. */
-const BODY_ENVELOPE_BYTES = Buffer.byteLength(JSON.stringify({ operations: [] }), 'utf8');
 
 /** Operations as `POST /v1/queues/{name}/operations`, receives as long polls. */
 export class HttpChannel implements Channel {
@@ -45,7 +42,7 @@ export class HttpChannel implements Channel {
         const { maxBatch, maxBodyBytes } = await this.serverLimits();
         return { maxBatch, maxBytes: maxBodyBytes };
       },
-      envelopeBytes: () => BODY_ENVELOPE_BYTES,
+      envelopeBytes: BATCH_ENVELOPE_BYTES.http,
     });
   }
 

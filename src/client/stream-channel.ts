@@ -10,7 +10,7 @@ import type {
 import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
 import { reserveToWire, unwrap } from './http-channel.js';
-import { OperationBatcher } from './operation-batcher.js';
+import { BATCH_ENVELOPE_BYTES, OperationBatcher } from './operation-batcher.js';
 import { Prefetch, type Waiter } from './prefetch.js';
 import { StreamLink, type StreamLinkOptions } from './stream-link.js';
 
@@ -48,12 +48,6 @@ function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** The bytes of a batch frame of `queue` without its operations, with the longest id. */
-function batchEnvelopeBytes(queue: string): number {
-  const frame = { type: 'batch', queue, operations: [], id: Number.MAX_SAFE_INTEGER };
-  return Buffer.byteLength(JSON.stringify(frame), 'utf8');
-}
-
 /**
  * Operations and receives over the stream (docs/stream.md): the operations of one tick are
  * one batch frame per queue; a receive that waits is served by a subscription, whose pushes
@@ -85,7 +79,7 @@ export class StreamChannel implements Channel {
         const { maxBatch, maxFrameBytes } = await this.link.knownLimits();
         return { maxBatch, maxBytes: maxFrameBytes };
       },
-      envelopeBytes: batchEnvelopeBytes,
+      envelopeBytes: BATCH_ENVELOPE_BYTES.stream,
     });
   }
 
@@ -463,7 +457,7 @@ export class StreamChannel implements Channel {
     }
     for (const [queue, sessions] of byQueue) {
       // As many to a frame as the server's maxBatch and maxFrameBytes let through.
-      const envelope = batchEnvelopeBytes(queue);
+      const envelope = BATCH_ENVELOPE_BYTES.stream(queue);
       let chunk: WireOperation[] = [];
       let bytes = envelope;
       const send = () => {
