@@ -37,4 +37,6 @@ export interface Channel {
    * for no longer once `signal` aborts.
    */
   close(signal?: AbortSignal): Promise<void>;
+  /** true from the moment close() began: receives are refused with CLOSED from then on. */
+  readonly closing: boolean;
 }

@@ -116,7 +116,12 @@ export class HttpChannel implements Channel {
     }
   }
 
-  async close(): Promise<void> {}
+  /** See Channel.closing. */
+  closing = false;
+
+  async close(): Promise<void> {
+    this.closing = true;
+  }
 }
 
 export function queuePath(queue: string): string {

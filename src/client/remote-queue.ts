@@ -101,9 +101,12 @@ export class RemoteQueue implements Queue {
     };
   }
 
-  /** true once this client was closed (`RemoteBroker.close`); a server's CLOSED leaves it false. */
+  /**
+   * true once this client's close began (`RemoteBroker.close`, which may still be giving back
+   * held deliveries); a server's CLOSED leaves it false.
+   */
   get closed(): boolean {
-    return this.http.closed;
+    return this.channel.closing || this.http.closed;
   }
 
   async options(): Promise<ResolvedQueueOptions> {

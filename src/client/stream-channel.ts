@@ -1,4 +1,5 @@
 import { onAbort } from '../broker/on-abort.js';
+import { ClosedError } from '../core/index.js';
 import type {
   ServerFrame,
   StreamLimits,
@@ -57,6 +58,8 @@ export class StreamChannel implements Channel {
   private readonly link: StreamLink;
   private readonly batcher: OperationBatcher;
   private readonly prefetches = new Map<string, Prefetch>();
+  /** See Channel.closing. */
+  closing = false;
   /**
    * Sessions opened through this client and not closed, by handle: their queue and the
    * connection each was opened over. A session ends with its connection (R16, docs/stream.md),
@@ -232,6 +235,7 @@ export class StreamChannel implements Channel {
   }
 
   async receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]> {
+    if (this.closing) throw new ClosedError('the client is closed');
     const { wait, signal, ...reserve } = request;
     const max = reserve.max ?? 1;
     if (reserve.ack === 'auto') return this.receiveAutoAcked(queue, reserve, wait, signal);
@@ -349,6 +353,7 @@ export class StreamChannel implements Channel {
 
   /** Gives back held deliveries (bounded in time), then closes the connection. */
   async close(signal?: AbortSignal): Promise<void> {
+    this.closing = true;
     const ends = [...this.prefetches.values()].map((prefetch) => prefetch.close());
     this.prefetches.clear();
     let timer: NodeJS.Timeout | undefined;

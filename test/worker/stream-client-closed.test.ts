@@ -1,0 +1,77 @@
+import { afterEach, expect, it } from 'vitest';
+import { RemoteBroker } from '../../src/client/index.js';
+import { open } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
+import { silentLogger, work } from '../../src/worker/index.js';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Waits (real time, at most 5 s) until `test` holds. */
+async function until(test: () => boolean): Promise<void> {
+  const end = Date.now() + 5000;
+  while (!test()) {
+    if (Date.now() > end) throw new Error('not reached within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+it('a worker over the stream whose client is closed under it takes no job published as the close begins, and closes with CLOSED', async () => {
+  const inner = await open('memory:');
+  cleanups.push(() => inner.close());
+  const app = await createApp({
+    broker: inner,
+    receiptSecret: 'worker-suite-secret-of-32-characters',
+  });
+  cleanups.push(() => app.close());
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  const client = new RemoteBroker(url, { transport: 'stream' });
+  cleanups.push(() => client.close());
+  const queue = await client.queue('closing', { visibility: 60_000 });
+  const ran: string[] = [];
+  const closed: unknown[] = [];
+  const worker = await work(queue, async (job) => void ran.push(job.id), {
+    wait: 1000,
+    concurrency: 4,
+    logger: silentLogger,
+  });
+  cleanups.push(() => worker.close({ timeout: 0 }));
+  worker.on('closed', (cause) => closed.push((cause as { code?: unknown }).code));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const jobs = inner.handle('closing');
+  const closing = client.close();
+  for (let i = 0; i < 5; i++) await jobs.publish({ id: `job-${i}` });
+  await closing;
+  await until(() => worker.state === 'closed');
+  expect(closed).toEqual(['CLOSED']);
+  // None went to a worker that could no longer settle it: all still ready, none leased.
+  expect(ran).toEqual([]);
+  expect(await jobs.stats()).toMatchObject({ ready: 5, active: 0 });
+});
+
+it('a worker over the stream waiting for work when its client is closed closes with CLOSED, as over HTTP', async () => {
+  const inner = await open('memory:');
+  cleanups.push(() => inner.close());
+  const app = await createApp({
+    broker: inner,
+    receiptSecret: 'worker-suite-secret-of-32-characters',
+  });
+  cleanups.push(() => app.close());
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  const client = new RemoteBroker(url, { transport: 'stream' });
+  cleanups.push(() => client.close());
+  const queue = await client.queue('idle', { visibility: 60_000 });
+  const errors: unknown[] = [];
+  const closed: unknown[] = [];
+  const worker = await work(queue, async () => {}, { wait: 1000, logger: silentLogger });
+  cleanups.push(() => worker.close({ timeout: 0 }));
+  worker.on('error', (error) => errors.push((error as { code?: unknown }).code));
+  worker.on('closed', (cause) => closed.push((cause as { code?: unknown }).code));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  await client.close();
+  await until(() => worker.state === 'closed');
+  expect(errors.every((code) => code === 'CLOSED')).toBe(true);
+  expect(closed).toEqual(['CLOSED']);
+});
