@@ -1,5 +1,5 @@
 import { createContext } from 'preact';
-import { useContext, useEffect, useState } from 'preact/hooks';
+import { useContext, useEffect, useRef, useState } from 'preact/hooks';
 import { type Api, isGone } from './api.js';
 import type { Feed, FeedState, Kind, Reads, Topic, Update } from './feed.js';
 import { topicKey } from './feed.js';
@@ -52,7 +52,10 @@ export interface Following {
    * or moved is not expected back, and asking for it every interval would ask for ever.
    */
   untilGone?: boolean;
-  /** A change of it subscribes again (and reads again at once): a page's "Check again". */
+  /**
+   * A change of it subscribes again (and reads again at once): a page's "Check again". The
+   * last update stays meanwhile, so that the page, and the focus on its button, stay too.
+   */
   round?: number;
 }
 
@@ -65,8 +68,11 @@ export function useTopic<K extends Kind>(
   const key = topic === undefined ? undefined : topicKey(topic);
   const { untilGone = false, round = 0 } = following;
   const [update, setUpdate] = useState<Update<Reads[K]>>();
+  /** The topic of `update`: another one's is not shown while this one is read. */
+  const shown = useRef(key);
   useEffect(() => {
-    setUpdate(undefined);
+    if (shown.current !== key) setUpdate(undefined);
+    shown.current = key;
     if (topic === undefined) return undefined;
     let gone = false;
     let unsubscribe: (() => void) | undefined;

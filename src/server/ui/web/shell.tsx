@@ -1,5 +1,5 @@
 import { formatTime } from './format.js';
-import { PageMessageContext, usePageMessage } from './page-message.js';
+import { PageMessage, PageMessageContext, usePageMessage } from './page-message.js';
 import { DeadLettersPage } from './pages/dead-letters-page.js';
 import { JobPage } from './pages/job-page.js';
 import { OverviewPage } from './pages/overview-page.js';
@@ -63,7 +63,7 @@ function Page(props: { route: Route }) {
 export function Shell(props: { session: Session }) {
   const { session } = props;
   const route = useRoute();
-  const message = usePageMessage(route);
+  const { message, go } = usePageMessage(route);
   return (
     <SessionContext.Provider value={session}>
       {/* biome-ignore lint/a11y/useValidAnchor: a skip link, which moves the focus itself */}
@@ -101,12 +101,8 @@ export function Shell(props: { session: Session }) {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        {message.text === undefined ? null : (
-          <p class="notice done" role="status">
-            {message.text}
-          </p>
-        )}
-        <PageMessageContext.Provider value={message.go}>
+        <PageMessage message={message} />
+        <PageMessageContext.Provider value={go}>
           <Page route={route} />
         </PageMessageContext.Provider>
       </main>

@@ -190,6 +190,8 @@ export function JobPage(props: { queue: string; id: string }) {
           <p class="gone-text" role="status">
             No job {shownId} in {queue} now: acked, purged or moved, or the queue was deleted (
             {visible(update?.error?.message ?? '')}). The page no longer reads it.
+            {/* Changed by each Check again, so that a job still gone is said again. */}
+            {update === undefined ? null : ` Checked at ${formatTime(update.at)}.`}
           </p>
           <button type="button" onClick={() => setRound(round + 1)}>
             Check again

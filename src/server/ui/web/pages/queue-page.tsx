@@ -353,6 +353,12 @@ function QueueHead(props: {
   const [confirmation, setConfirmation] = useState<Confirmation>();
   const busy = actions.busy !== undefined;
   const admin = can(me, 'admin', queue);
+  // While an action is on its way the buttons take nothing, yet keep the focus: a disabled
+  // button loses it to the body, and Pause, which turns into Resume, would leave the keyboard
+  // nowhere (as would Delete, where the dialog gives the focus back).
+  const unlessBusy = (act: () => void) => () => {
+    if (!busy) act();
+  };
   const pause = async (paused: boolean) => {
     await actions.run(
       `${paused ? 'Pausing' : 'Resuming'} ${queue}…`,
@@ -371,13 +377,15 @@ function QueueHead(props: {
       },
       (why) => `Delete failed: ${why}`,
     );
-    // Its page has nothing left to show: the overview says what became of it.
+    // Its page has nothing left to show: the overview says what became of it, unless another
+    // page was opened meanwhile, which then says it.
     if (done) {
       goWithMessage(
         href.overview(),
         deleted
           ? `Deleted queue ${queue} and every job in it.`
           : `Queue ${queue} was already gone: it was deleted before this request reached the server.`,
+        href.queue(queue),
       );
     }
   };
@@ -393,17 +401,17 @@ function QueueHead(props: {
               <button
                 type="button"
                 class="primary"
-                disabled={busy}
-                onClick={() => void pause(false)}
+                aria-disabled={busy}
+                onClick={unlessBusy(() => void pause(false))}
               >
                 Resume queue
               </button>
             ) : (
               <button
                 type="button"
-                disabled={busy}
+                aria-disabled={busy}
                 title="Hand out no job until resumed; publishes, acks and lease expiries go on"
-                onClick={() => void pause(true)}
+                onClick={unlessBusy(() => void pause(true))}
               >
                 Pause queue
               </button>
@@ -411,8 +419,8 @@ function QueueHead(props: {
             <button
               type="button"
               class="danger-quiet"
-              disabled={busy}
-              onClick={() =>
+              aria-disabled={busy}
+              onClick={unlessBusy(() =>
                 setConfirmation({
                   title: `Delete queue ${queue}?`,
                   body: whatIsLost(queue, stats),
@@ -420,8 +428,8 @@ function QueueHead(props: {
                   danger: true,
                   retype: queue,
                   onConfirm: () => void remove(),
-                })
-              }
+                }),
+              )}
             >
               Delete queue
             </button>

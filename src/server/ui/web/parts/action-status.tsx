@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { NoAnswerError } from '../api.js';
 import type { Update } from '../feed.js';
 import { visible } from '../format.js';
@@ -19,7 +19,8 @@ export interface ActionState {
   said: Said | undefined;
   /**
    * Runs `action`, saying `doing` meanwhile; its result, or `failed` with the error, after.
-   * Resolves to whether it was done (a page the action ends, a deleted queue's, then leaves).
+   * Resolves to whether it was done (a page the action ends, a deleted queue's, then leaves);
+   * false at once, running nothing, while another is on its way.
    */
   run(
     doing: string,
@@ -44,6 +45,8 @@ function failure(error: unknown): string {
 export function useActions(update: Update<unknown> | undefined): ActionState {
   const [busy, setBusy] = useState<string>();
   const [said, setSaid] = useState<Said>();
+  // One at a time even before `busy` is drawn (two presses in one frame).
+  const running = useRef(false);
   const answered = update !== undefined && update.error === undefined ? update.at : 0;
   useEffect(() => {
     if (said?.noAnswer && answered > said.at) setSaid(undefined);
@@ -52,6 +55,8 @@ export function useActions(update: Update<unknown> | undefined): ActionState {
     busy,
     said,
     async run(doing, action, failed) {
+      if (running.current) return false;
+      running.current = true;
       setBusy(doing);
       try {
         const text = await action();
@@ -66,6 +71,7 @@ export function useActions(update: Update<unknown> | undefined): ActionState {
         });
         return false;
       } finally {
+        running.current = false;
         setBusy(undefined);
       }
     },
