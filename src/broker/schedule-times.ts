@@ -162,7 +162,8 @@ function cronFor(expression: string, timezone: string | undefined): Cron {
   const key = JSON.stringify([expression, timezone ?? null]);
   let cron = crons.get(key);
   if (cron === undefined) {
-    cron = new Cron(expression, { paused: true, ...(timezone === undefined ? {} : { timezone }) });
+    // No zone is UTC (R25), named: croner reads a cron without one in the process's zone.
+    cron = new Cron(expression, { paused: true, timezone: timezone ?? 'UTC' });
     const oldest = crons.keys().next();
     if (crons.size >= CRONS_KEPT && oldest.done !== true) crons.delete(oldest.value);
   } else {

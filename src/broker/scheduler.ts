@@ -1,4 +1,5 @@
-import { NotFoundError, ValidationError } from '../core/index.js';
+import { NotFoundError, QueueFullError, ValidationError } from '../core/index.js';
+import type { EngineTransaction } from '../engine/engine.js';
 import type { Engine, ScheduleRecord } from '../engine/index.js';
 import type { Clock } from './clock.js';
 import { dueOccurrence, nextOccurrence, occurrenceId } from './schedule-times.js';
@@ -30,6 +31,37 @@ interface ScheduleFailure extends ScheduleRef {
   error: unknown;
 }
 
+/** A schedule a pass found due: the occurrence to publish, at the time it looked. */
+interface DueSchedule {
+  readonly schedule: ScheduleRecord;
+  readonly key: string;
+  readonly now: number;
+  readonly at: number;
+  /** Its first occurrence after `now`. */
+  readonly next: number;
+}
+
+/** What became of a due schedule: published (or not, another scheduler first), or failed. */
+type Fired = { occurrence: PublishedOccurrence | undefined } | { error: unknown };
+
+/** A schedule whose times a pass could not compute, at the time it looked. */
+interface UnreadSchedule {
+  readonly schedule: ScheduleRecord;
+  readonly key: string;
+  readonly now: number;
+  readonly error: unknown;
+}
+
+/**
+ * A failed schedule held back by the loop: not tried by its passes at a time in [from, until).
+ * A clock set back before `from` ends the hold, as it makes a quiet schedule be computed again:
+ * the hold was an interval from a time that is no longer behind.
+ */
+interface Hold {
+  readonly from: number;
+  readonly until: number;
+}
+
 /**
  * The least time between the loop's passes (ms): an occurrence is published at most this late,
  * and far less than the 1000 ms a schedule's period is at least.
@@ -43,6 +75,12 @@ const MIN_PASS_GAP_MS = 100;
  */
 const SCHEDULES_PER_TURN = 256;
 const MS_PER_TURN = 10;
+
+/**
+ * The most occurrences a pass publishes in one transaction (SQL engines): a transaction holds
+ * the rows of the queues it published into until it commits, and their receivers wait for it.
+ */
+const OCCURRENCES_PER_TRANSACTION = 100;
 
 /** Lets timers, I/O and the callbacks already waiting run before the pass goes on. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -91,7 +129,7 @@ export class Scheduler {
    * The schedules that failed in the loop, by queue and name: the time (ms) before which its
    * passes do not try each again (an interval after its failure). runOnce tries them all.
    */
-  private held = new Map<string, number>();
+  private held = new Map<string, Hold>();
 
   constructor(
     private readonly engine: Engine,
@@ -180,11 +218,12 @@ export class Scheduler {
     failures: ScheduleFailure[];
     nextAt: number;
   }> {
-    const published: PublishedOccurrence[] = [];
-    const failures: ScheduleFailure[] = [];
     let nextAt = Number.POSITIVE_INFINITY;
     const quiet = new Map<string, QuietSchedule>();
-    const held = new Map<string, number>();
+    const held = new Map<string, Hold>();
+    const due: DueSchedule[] = [];
+    /** The due schedules and those whose times failed, as listed: the pass reports in that order. */
+    const listed: (DueSchedule | UnreadSchedule)[] = [];
     let turnStart = performance.now();
     let sinceTurn = 0;
     for (const schedule of await this.engine.listSchedules()) {
@@ -197,10 +236,11 @@ export class Scheduler {
       // Keyed by queue and name to keep one entry a schedule; a hit is checked on every field
       // the times depend on, so the schedule as read now decides, whoever changed it.
       const key = `${schedule.queue}\u0000${schedule.name}`;
-      const until = retryAfter === undefined ? undefined : this.held.get(key);
-      if (until !== undefined && now < until) {
-        held.set(key, until);
-        nextAt = Math.min(nextAt, until);
+      const hold = retryAfter === undefined ? undefined : this.held.get(key);
+      // `from <= now`: a clock set back ends the hold, as it recomputes a quiet schedule below.
+      if (hold !== undefined && hold.from <= now && now < hold.until) {
+        held.set(key, hold);
+        nextAt = Math.min(nextAt, hold.until);
         continue;
       }
       const known = this.quiet.get(key);
@@ -226,21 +266,107 @@ export class Scheduler {
           nextAt = Math.min(nextAt, next);
           continue;
         }
-        const occurrence = await this.fire(schedule, now, at);
-        if (occurrence !== undefined) published.push(occurrence);
-        // Not for one that failed: its next try is its hold's end.
-        nextAt = Math.min(nextAt, next);
+        const item = { schedule, key, now, at, next };
+        due.push(item);
+        listed.push(item);
       } catch (error) {
-        failures.push({ queue: schedule.queue, name: schedule.name, error });
+        listed.push({ schedule, key, now, error });
+      }
+    }
+    const fired = new Map(zip(due, await this.fireAll(due)));
+    const published: PublishedOccurrence[] = [];
+    const failures: ScheduleFailure[] = [];
+    for (const item of listed) {
+      const outcome = 'error' in item ? item : (fired.get(item) as Fired);
+      if ('error' in outcome) {
+        const { schedule, key, now } = item;
+        failures.push({ queue: schedule.queue, name: schedule.name, error: outcome.error });
+        // Its next try is its hold's end, not its next occurrence.
         if (retryAfter !== undefined) {
-          held.set(key, now + retryAfter);
+          held.set(key, { from: now, until: now + retryAfter });
           nextAt = Math.min(nextAt, now + retryAfter);
         }
+        continue;
       }
+      if (outcome.occurrence !== undefined) published.push(outcome.occurrence);
+      nextAt = Math.min(nextAt, (item as DueSchedule).next);
     }
     this.quiet = quiet;
     if (retryAfter !== undefined) this.held = held;
     return { published, failures, nextAt };
+  }
+
+  /**
+   * Publishes the due occurrences of a pass. On the SQL engines, up to
+   * OCCURRENCES_PER_TRANSACTION of them in one transaction: a transaction each made a pass of
+   * three servers over one PostgreSQL with 100 schedules of every second last longer than a
+   * second, and occurrences were passed over. A publish refused there (the queue full, or gone)
+   * is taken back alone; any other failure rolls the transaction back, and each is then tried
+   * in its own, so that only the faulty one fails.
+   */
+  private async fireAll(due: readonly DueSchedule[]): Promise<Fired[]> {
+    const fired: Fired[] = [];
+    for (let start = 0; start < due.length; start += OCCURRENCES_PER_TRANSACTION) {
+      fired.push(
+        ...(await this.fireTogether(due.slice(start, start + OCCURRENCES_PER_TRANSACTION))),
+      );
+    }
+    return fired;
+  }
+
+  /** Up to OCCURRENCES_PER_TRANSACTION of fireAll: in one transaction where it can. */
+  private async fireTogether(due: readonly DueSchedule[]): Promise<Fired[]> {
+    const { engine } = this;
+    if (due.length > 1 && engine.transaction !== undefined && engine.capabilities.transactions) {
+      const together = await engine
+        .transaction(async (tx) => {
+          // Claimed in one statement where the storage can: a scheduler whose pass comes second
+          // finds them all taken at once, rather than one round trip each.
+          const moved = await tx.advanceSchedules?.(
+            due.map((item) => ({ read: item.schedule, to: item.at })),
+          );
+          const fired: Fired[] = [];
+          for (const [index, item] of due.entries()) {
+            fired.push(await this.fireIn(tx, item, moved?.[index]));
+          }
+          return fired;
+        })
+        .catch(() => undefined);
+      if (together !== undefined) return together;
+    }
+    const fired: Fired[] = [];
+    for (const { schedule, now, at } of due) {
+      fired.push(
+        await this.fire(schedule, now, at).then(
+          (occurrence) => ({ occurrence }),
+          (error: unknown) => ({ error }),
+        ),
+      );
+    }
+    return fired;
+  }
+
+  /** `fire` in a transaction of several: a refused publish takes back its own record only. */
+  private async fireIn(
+    tx: EngineTransaction,
+    item: Pick<DueSchedule, 'schedule' | 'now' | 'at'>,
+    moved?: boolean,
+  ): Promise<Fired> {
+    const { schedule, now, at } = item;
+    const { queue, name, lastAt } = schedule;
+    if (!(moved ?? (await tx.advanceSchedule(schedule, at)))) return { occurrence: undefined };
+    const id = occurrenceId(name, at);
+    try {
+      const { duplicate } = await tx.publish(queue, now, { id, payload: schedule.payload });
+      return { occurrence: { queue, name, at, id, duplicate } };
+    } catch (error) {
+      // A refusal (the queue full, or deleted since the pass listed it) is checked before the
+      // publish writes anything: the transaction goes on without this occurrence, which stays
+      // due. Any other error may have ended the transaction: it rolls it all back.
+      if (!(error instanceof QueueFullError || error instanceof NotFoundError)) throw error;
+      if (!(await tx.advanceSchedule({ ...schedule, lastAt: at }, lastAt))) throw error;
+      return error instanceof NotFoundError ? { occurrence: undefined } : { error };
+    }
   }
 
   /** Publishes the schedule's due occurrence `at` if this scheduler records it first. */
@@ -256,15 +382,14 @@ export class Scheduler {
     // Only the scheduler whose compare and set moves lastAt publishes: the id alone would not
     // stop a second one once the first occurrence's job was acked and forgotten.
     if (this.engine.transaction !== undefined && this.engine.capabilities.transactions) {
-      // Both in one transaction: no pass can record an occurrence and die before publishing it,
-      // and a publish refused takes the record back with it.
-      const result = await this.engine
-        .transaction(async (tx) =>
-          (await tx.advanceSchedule(schedule, at)) ? tx.publish(queue, now, input) : undefined,
-        )
+      // Both in one transaction: no pass can record an occurrence and die before publishing it.
+      // A publish refused takes its record back and commits, its refusal counted (R31).
+      const fired = await this.engine
+        .transaction((tx) => this.fireIn(tx, { schedule, now, at }))
         .catch(gone);
-      if (result === undefined) return undefined;
-      duplicate = result.duplicate;
+      if (fired === undefined) return undefined;
+      if ('error' in fired) throw fired.error;
+      return fired.occurrence;
     } else {
       // One process (memory): what it records, it publishes, or it is gone with the process.
       if (!(await this.engine.advanceSchedule(schedule, at))) return undefined;
@@ -297,6 +422,10 @@ function sameTimes(known: QuietSchedule, schedule: ScheduleRecord): boolean {
     known.cron === schedule.cron &&
     known.timezone === schedule.timezone
   );
+}
+
+function zip<A, B>(left: readonly A[], right: readonly B[]): [A, B][] {
+  return left.map((value, index) => [value, right[index] as B]);
 }
 
 /**

@@ -24,7 +24,7 @@ import type {
   ResultOf,
   SessionOptions,
 } from '../core/index.js';
-import type { ScheduleStore } from './schedules.js';
+import type { ScheduleRecord, ScheduleStore } from './schedules.js';
 import type { StoredSecret } from './secrets.js';
 
 /** What an engine can do beyond the contract every engine keeps. */
@@ -185,6 +185,11 @@ export interface EngineTransaction {
   pruneInbox(consumer: string, processedBefore: number): Promise<number>;
   /** ScheduleStore.advanceSchedule in this transaction. */
   advanceSchedule: ScheduleStore['advanceSchedule'];
+  /**
+   * advanceSchedule of each, in one statement where the storage can: whether each moved. A row
+   * another transaction holds is passed over (false), as advanceSchedule does.
+   */
+  advanceSchedules?(moves: readonly { read: ScheduleRecord; to: number }[]): Promise<boolean[]>;
 }
 
 /** A queue of an engine: its name and options. */

@@ -1,3 +1,5 @@
+import { encodePayload } from '../core/index.js';
+
 /**
  * A periodic job as the engine keeps it (R25): what to publish into which queue, when, and the
  * time of the last occurrence published. Times are the broker's milliseconds.
@@ -42,4 +44,114 @@ export interface ScheduleStore {
    * to `null` too: a scheduler without transactions takes back an occurrence it could not publish.)
    */
   advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean>;
+}
+
+/**
+ * Names of the time zone UTC (IANA's links to Etc/UTC and Etc/GMT, whose times are UTC's), in
+ * lower case: each means what no time zone does. Named here rather than left to Intl, which
+ * names some by themselves (Etc/UTC) in newer versions.
+ */
+const UTC_NAMES: ReadonlySet<string> = new Set(
+  [
+    'UTC',
+    'Etc/UTC',
+    'UCT',
+    'Etc/UCT',
+    'Universal',
+    'Etc/Universal',
+    'Zulu',
+    'Etc/Zulu',
+    'GMT',
+    'Etc/GMT',
+    'GMT0',
+    'Etc/GMT0',
+    'GMT+0',
+    'Etc/GMT+0',
+    'GMT-0',
+    'Etc/GMT-0',
+    'Greenwich',
+    'Etc/Greenwich',
+  ].map((name) => name.toLowerCase()),
+);
+
+/** A time zone as it means: UTC for none or any name of UTC, else the name Intl gives it. */
+function zoneMeaning(timezone: string | undefined): string {
+  if (timezone === undefined || UTC_NAMES.has(timezone.toLowerCase())) return 'UTC';
+  try {
+    // Its name in Intl's case and, where Intl follows a link, the zone it links to.
+    const resolved = new Intl.DateTimeFormat('en', { timeZone: timezone }).resolvedOptions();
+    return UTC_NAMES.has(resolved.timeZone.toLowerCase()) ? 'UTC' : resolved.timeZone;
+  } catch {
+    // Unknown to this process (its time zone data lacks it): only the same name is the same.
+    return timezone;
+  }
+}
+
+/** Month and weekday names as the cron parser reads them (croner: `replaceAlpha`), in order. */
+const MONTH_NUMBERS = 'jan feb mar apr may jun jul aug sep oct nov dec'
+  .split(' ')
+  .map((name, index): [string, string] => [name, String(index + 1)]);
+const DAY_NUMBERS: [string, string][] = [
+  // A range ending on Sunday is a range to 7.
+  ['-sun', '-7'],
+  ...'sun mon tue wed thu fri sat'
+    .split(' ')
+    .map((name, index): [string, string] => [name, String(index)]),
+];
+
+function numbered(field: string, names: readonly [string, string][]): string {
+  let numbers = field;
+  for (const [name, number] of names) numbers = numbers.replaceAll(name, number);
+  return numbers;
+}
+
+/**
+ * A cron expression as the cron parser reads it: fields split on any run of spaces, the seconds
+ * field of a 5-field one 0, letters in one case (names, L and W are read in any), `?` as `*`,
+ * and month and weekday names as their numbers.
+ */
+function cronMeaning(cron: string): string {
+  const fields = cron.trim().toLowerCase().split(/\s+/);
+  if (fields.length === 5) fields.unshift('0');
+  return fields
+    .map((field, index) => {
+      const starred = field.replaceAll('?', '*');
+      if (index === 4) return numbered(starred, MONTH_NUMBERS);
+      if (index === 5) return numbered(starred, DAY_NUMBERS);
+      return starred;
+    })
+    .join(' ');
+}
+
+/** A JSON value with the keys of each object in one order: JSON's objects have none. */
+function keysSorted(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(keysSorted);
+  if (value === null || typeof value !== 'object') return value;
+  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(entries.map(([key, item]) => [key, keysSorted(item)]));
+}
+
+/** A payload as its job's JSON means it: the same text for the same keys in another order. */
+function payloadMeaning(payload: unknown): string | null {
+  const text = encodePayload(payload, 'schedule');
+  return text === null ? null : JSON.stringify(keysSorted(JSON.parse(text)));
+}
+
+/** What a schedule's definition means, as one text: equal for any two spellings of one. */
+function definitionMeaning(schedule: ScheduleRecord): string {
+  return JSON.stringify([
+    schedule.cron === undefined ? null : cronMeaning(schedule.cron),
+    schedule.every ?? null,
+    schedule.cron === undefined ? null : zoneMeaning(schedule.timezone),
+    payloadMeaning(schedule.payload),
+  ]);
+}
+
+/**
+ * Whether two schedules have the same definition (R25: set again with it, a schedule stays as it
+ * is): the same times, however spelt (`timezone: 'UTC'` or none, a cron with other spaces or
+ * its seconds field 0 given), and the same payload as JSON (its objects' keys in any order).
+ */
+export function sameScheduleDefinition(stored: ScheduleRecord, given: ScheduleRecord): boolean {
+  return definitionMeaning(stored) === definitionMeaning(given);
 }

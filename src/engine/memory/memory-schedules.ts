@@ -1,5 +1,5 @@
 import { byCodeUnits, decodePayload, encodePayload } from '../../core/index.js';
-import type { ScheduleRecord, ScheduleStore } from '../schedules.js';
+import { type ScheduleRecord, type ScheduleStore, sameScheduleDefinition } from '../schedules.js';
 
 /** A copy through JSON, as the SQL engines keep a payload: the caller's object stays its own. */
 function copied(payload: unknown): unknown {
@@ -13,9 +13,9 @@ export class MemorySchedules implements ScheduleStore {
   async putSchedule(schedule: ScheduleRecord): Promise<void> {
     const key = keyOf(schedule.queue, schedule.name);
     const stored = this.byKey.get(key);
-    // The same definition set again (a deploy setting its schedules at every start) changes
-    // nothing: an interval keeps its phase, a due occurrence stays due.
-    if (stored !== undefined && sameDefinition(stored, schedule)) return;
+    // The same definition set again (a deploy setting its schedules at every start), however
+    // spelt, changes nothing: an interval keeps its phase, a due occurrence stays due.
+    if (stored !== undefined && sameScheduleDefinition(stored, schedule)) return;
     const lastAt = stored?.lastAt ?? schedule.lastAt;
     this.byKey.set(key, { ...schedule, lastAt, payload: copied(schedule.payload) });
   }
@@ -45,22 +45,18 @@ export class MemorySchedules implements ScheduleStore {
   }
 }
 
-/** The same lastAt and definition, set at the same time. */
+/**
+ * The same lastAt and definition, set at the same time: field by field, as read (a put of
+ * another spelling of its definition leaves the stored one as it was).
+ */
 function sameRecord(stored: ScheduleRecord, read: ScheduleRecord): boolean {
   return (
     stored.lastAt === read.lastAt &&
     stored.createdAt === read.createdAt &&
-    sameDefinition(stored, read)
-  );
-}
-
-/** What to publish and when, alike; payloads compared as stored, through JSON. */
-function sameDefinition(stored: ScheduleRecord, given: ScheduleRecord): boolean {
-  return (
-    stored.cron === given.cron &&
-    stored.every === given.every &&
-    stored.timezone === given.timezone &&
-    encodePayload(stored.payload, 'schedule') === encodePayload(given.payload, 'schedule')
+    stored.cron === read.cron &&
+    stored.every === read.every &&
+    stored.timezone === read.timezone &&
+    encodePayload(stored.payload, 'schedule') === encodePayload(read.payload, 'schedule')
   );
 }
 

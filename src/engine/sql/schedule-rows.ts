@@ -1,5 +1,5 @@
 import { byCodeUnits } from '../../core/index.js';
-import type { ScheduleRecord } from '../schedules.js';
+import { type ScheduleRecord, sameScheduleDefinition } from '../schedules.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 
 interface ScheduleRow {
@@ -31,18 +31,41 @@ function specText(schedule: ScheduleRecord): string {
 
 /**
  * Creates or replaces a schedule (R25); a replaced one keeps the occurrence published last, and
- * one set again with the same definition stays as it is (its createdAt too).
+ * one set again with the same definition, however spelt, stays as it is (its createdAt too).
+ * The caller holds the queue's name (a replace of the row read here waits for it).
  */
 export async function putScheduleRow(
   connection: SqlConnection,
   schedule: ScheduleRecord,
 ): Promise<void> {
+  const [stored] = await connection.query<{ spec: string }>(
+    'SELECT spec FROM leaseq_schedules WHERE queue = ? AND name = ?',
+    [schedule.queue, schedule.name],
+  );
+  // Compared by meaning, not as text: another spelling (UTC named, other spaces in the cron,
+  // keys in another order, as a restore or another version may write them) is the same.
+  if (stored !== undefined && sameScheduleDefinition(fromSpec(stored.spec), schedule)) return;
   await connection.run(
     `INSERT INTO leaseq_schedules (queue, name, spec, created_at, last_at) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT (queue, name) DO UPDATE SET spec = excluded.spec, created_at = excluded.created_at
      WHERE leaseq_schedules.spec <> excluded.spec`,
     [schedule.queue, schedule.name, specText(schedule), schedule.createdAt, schedule.lastAt],
   );
+}
+
+/** A definition from its stored text: the fields sameScheduleDefinition compares. */
+function fromSpec(text: string): ScheduleRecord {
+  const spec = JSON.parse(text) as ScheduleSpec;
+  return {
+    queue: '',
+    name: '',
+    cron: spec.cron,
+    every: spec.every,
+    timezone: spec.timezone,
+    payload: spec.payload,
+    createdAt: 0,
+    lastAt: null,
+  };
 }
 
 export async function listScheduleRows(
@@ -117,4 +140,39 @@ export async function advanceScheduleRow(
     [to, ...params],
   );
   return changed > 0;
+}
+
+/**
+ * advanceScheduleRow of many schedules in one statement: each row still the one read moves to
+ * its `to`; rows another transaction holds are passed over (SKIP LOCKED where the dialect has
+ * it). Whether each moved, in order.
+ */
+export async function advanceScheduleRows(
+  connection: SqlConnection,
+  dialect: SqlDialect,
+  moves: readonly { read: ScheduleRecord; to: number }[],
+): Promise<boolean[]> {
+  if (moves.length === 0) return [];
+  const params: (string | number | null)[] = [];
+  for (const { read, to } of moves) {
+    const spec = read.stored ?? specText(read);
+    params.push(read.queue, read.name, read.createdAt, spec, read.lastAt, to);
+  }
+  const row =
+    '(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT))';
+  const rows = await connection.query<{ queue: string; name: string }>(
+    `WITH moves (queue, name, created_at, spec, last_at, to_at) AS
+       (VALUES ${moves.map(() => row).join(', ')}),
+     claimed AS (
+       SELECT s.queue, s.name, m.to_at FROM leaseq_schedules s JOIN moves m
+       ON s.queue = m.queue AND s.name = m.name AND s.created_at = m.created_at
+       AND s.spec = m.spec AND s.last_at IS NOT DISTINCT FROM m.last_at${dialect.skipLocked ?? ''})
+     UPDATE leaseq_schedules SET last_at = (SELECT to_at FROM claimed c
+       WHERE c.queue = leaseq_schedules.queue AND c.name = leaseq_schedules.name)
+     WHERE (queue, name) IN (SELECT queue, name FROM claimed)
+     RETURNING queue, name`,
+    params,
+  );
+  const moved = new Set(rows.map(({ queue, name }) => `${queue}\u0000${name}`));
+  return moves.map(({ read }) => moved.has(`${read.queue}\u0000${read.name}`));
 }

@@ -16,7 +16,7 @@ import type { ScheduleRecord } from '../schedules.js';
 import type { BatchContext } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
 import { runOperation } from './run-operation.js';
-import { advanceScheduleRow } from './schedule-rows.js';
+import { advanceScheduleRow, advanceScheduleRows } from './schedule-rows.js';
 import type { SqlConnection, SqlValue } from './sql-connection.js';
 
 /**
@@ -100,6 +100,13 @@ export class SqlTransaction implements EngineTransaction {
   async advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean> {
     this.checkOpen();
     return advanceScheduleRow(this.connection, this.access.dialect, read, to);
+  }
+
+  async advanceSchedules(
+    moves: readonly { read: ScheduleRecord; to: number }[],
+  ): Promise<boolean[]> {
+    this.checkOpen();
+    return advanceScheduleRows(this.connection, this.access.dialect, moves);
   }
 
   async pruneInbox(consumer: string, processedBefore: number): Promise<number> {
