@@ -14,7 +14,7 @@ import {
   UnsupportedError,
   ValidationError,
 } from '../core/index.js';
-import { STATUS_BY_CODE, type WireError } from '../wire/index.js';
+import { doneCountOf, STATUS_BY_CODE, type WireError } from '../wire/index.js';
 
 /**
  * An error only the HTTP edge produces (UNAUTHENTICATED, FORBIDDEN, INVALID_RECEIPT,
@@ -71,6 +71,22 @@ const CORE_ERRORS: Record<
   QUEUE_FULL: (message) => new QueueFullError(message),
 };
 
+/**
+ * `error` with the `doneCount` the server sent (a redrive, purge or moveJobs that took steps,
+ * R20), as the engine's own error has it in-process: read as
+ * `(error as { doneCount?: number }).doneCount`.
+ */
+function withDoneCount<E extends Error>(error: E, wire: Partial<WireError> | undefined): E {
+  const doneCount = doneCountOf(wire);
+  if (doneCount === undefined) return error;
+  return Object.defineProperty(error, 'doneCount', {
+    value: doneCount,
+    enumerable: true,
+    writable: false,
+    configurable: true,
+  });
+}
+
 /** The error an error answer stands for: the same core class as in-process, by code. */
 export function errorFromResponse(status: number, body: unknown): Error {
   const error = (body as { error?: Partial<WireError> } | undefined)?.error;
@@ -78,7 +94,10 @@ export function errorFromResponse(status: number, body: unknown): Error {
   const message =
     typeof error?.message === 'string' ? error.message : `the server answered ${status}`;
   const core = CORE_ERRORS[code as LeaseqErrorCode];
-  return core === undefined ? new RemoteError(code, status, message) : core(message, error);
+  return withDoneCount(
+    core === undefined ? new RemoteError(code, status, message) : core(message, error),
+    error,
+  );
 }
 
 /**
@@ -87,9 +106,9 @@ export function errorFromResponse(status: number, body: unknown): Error {
  */
 export function errorFromWire(error: WireError): CodedError<string> {
   const core = CORE_ERRORS[error.code as LeaseqErrorCode];
-  if (core !== undefined) return core(error.message, error);
+  if (core !== undefined) return withDoneCount(core(error.message, error), error);
   const status = (STATUS_BY_CODE as Readonly<Record<string, number>>)[error.code] ?? 0;
-  return new RemoteError(error.code, status, error.message);
+  return withDoneCount(new RemoteError(error.code, status, error.message), error);
 }
 
 /** The message of a ConnectionLostError for a stream connection that dropped. */

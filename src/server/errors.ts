@@ -1,5 +1,6 @@
 import { CodedError, LeaseqError } from '../core/index.js';
 import {
+  doneCountToWire,
   type ErrorCode,
   errorToWire,
   type ServerErrorCode,
@@ -31,7 +32,7 @@ export class ServerError extends CodedError<ServerErrorCode> {
 
 /** The body of every error answer of the HTTP API. */
 export interface ErrorBody {
-  /** The error: its code and message (and a ClockError's fields). */
+  /** The error: its code and message (and a ClockError's fields, or a stepped call's doneCount). */
   error: WireError & {
     /** The error's code. */
     code: ErrorCode;
@@ -63,10 +64,12 @@ export function mapError(error: unknown): MappedError {
   const publicMessage = PUBLIC_MESSAGE[code];
   const message = publicMessage ?? (error instanceof Error ? error.message : 'internal error');
   const internal = publicMessage !== undefined && code !== 'CLOSED';
+  // doneCount even behind a public message: the storage failing or the server closing between
+  // the steps of a redrive, purge or moveJobs (R20) leaves the jobs of the steps done.
   const body =
     error instanceof LeaseqError && publicMessage === undefined
       ? { error: { ...errorToWire(error, message), code } }
-      : { error: { code, message } };
+      : { error: { code, message, ...doneCountToWire(error) } };
   return { status: STATUS_BY_CODE[code], body, internal };
 }
 

@@ -275,7 +275,7 @@ export class StreamMetrics {
     });
     this.frames = new Counter({
       name: 'leaseq_stream_frames_received_total',
-      help: 'Frames received over the stream, by type (invalid: not readable, answered with an error frame)',
+      help: 'Frames received over the stream, by type (invalid: not readable, answered with an error frame unless the connection was closing)',
       labelNames: ['type'],
       registers,
     });

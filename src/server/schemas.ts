@@ -66,8 +66,18 @@ export const jobParams = object({ name: queueName, id: jobId }, ['name', 'id']);
 export const errorBody = object(
   {
     error: object(
-      // queueTime and now: on INVALID_CLOCK, the queue's time and the refused now (ms).
-      { code: text, message: text, queueTime: integer(0), now: { type: 'number' } },
+      {
+        code: text,
+        message: text,
+        // queueTime and now: on INVALID_CLOCK, the queue's time and the refused now (ms).
+        queueTime: integer(0),
+        now: { type: 'number' },
+        doneCount: {
+          ...integer(0),
+          description:
+            'the error ended a redrive, purge or moveJobs taking steps (R20): how many jobs the steps before it took',
+        },
+      },
       ['code', 'message'],
     ),
   },

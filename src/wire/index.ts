@@ -9,6 +9,8 @@ export {
 } from './delivery.js';
 export { type ErrorCode, type ServerErrorCode, STATUS_BY_CODE } from './errors.js';
 export {
+  doneCountOf,
+  doneCountToWire,
   errorToWire,
   operationFromWire,
   operationToWire,

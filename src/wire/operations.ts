@@ -38,7 +38,8 @@ export type WireOutcome =
 
 /**
  * An error on the wire. A refused time (INVALID_CLOCK) also carries the queue's time, and the
- * refused `now` when it was a number, so a client rebuilds the same ClockError.
+ * refused `now` when it was a number, so a client rebuilds the same ClockError. The error that
+ * ends a redrive, purge or moveJobs taking steps (R20) carries `doneCount`, whatever its code.
  */
 export interface WireError {
   /** The error's code (`ErrorCode`). */
@@ -49,6 +50,11 @@ export interface WireError {
   queueTime?: number;
   /** INVALID_CLOCK: the refused `now`, ms, when it was a number. */
   now?: number;
+  /**
+   * The error ended a redrive, purge or moveJobs taking steps (R20): how many jobs the steps
+   * committed before it took (0: none, nothing changed). Absent for any other error.
+   */
+  doneCount?: number;
 }
 
 /** Turns what the wire carries back into tokens and session ids; throws on a forged one. */
@@ -195,12 +201,35 @@ export function outcomeToWire(
 }
 
 export function errorToWire(error: CodedError<string>, message = error.message): WireError {
-  if (!(error instanceof ClockError)) return { code: error.code, message };
+  const done = doneCountToWire(error);
+  if (!(error instanceof ClockError)) return { code: error.code, message, ...done };
   const now = typeof error.now === 'number' && Number.isFinite(error.now) ? error.now : undefined;
   return {
     code: error.code,
     message,
     queueTime: error.queueTime,
     ...(now === undefined ? {} : { now }),
+    ...done,
   };
+}
+
+/**
+ * How many jobs a redrive, purge or moveJobs taking steps (R20) took before the error that
+ * ended it: its `doneCount`, a whole number ≥ 0, in-process (the SQL engines' errors) or rebuilt
+ * by the remote client; undefined for any other error.
+ */
+export function doneCountOf(error: unknown): number | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const count = (error as { doneCount?: unknown }).doneCount;
+  return typeof count === 'number' && Number.isSafeInteger(count) && count >= 0 ? count : undefined;
+}
+
+/**
+ * `{ doneCount }` of an error that carries one (see doneCountOf), to spread into a WireError;
+ * `{}` otherwise. Any error, also one answered with a public message only (CLOSED, INTERNAL):
+ * the count says where the caller stands, and tells nothing of the server.
+ */
+export function doneCountToWire(error: unknown): { doneCount?: number } {
+  const count = doneCountOf(error);
+  return count === undefined ? {} : { doneCount: count };
 }

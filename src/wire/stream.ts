@@ -1,6 +1,6 @@
 import { QUEUE_NAME, ValidationError } from '../core/index.js';
 import type { WireDelivery } from './delivery.js';
-import type { WireOutcome } from './operations.js';
+import type { WireError, WireOutcome } from './operations.js';
 
 /**
  * The frames of the stream (docs/stream.md): JSON text messages over one WebSocket. Every
@@ -97,11 +97,15 @@ export interface UnsubscribedFrame {
   error?: { code: string; message: string };
 }
 
-/** A frame that was refused and changed nothing; `id` when the frame had a readable one. */
+/**
+ * A frame that was refused and changed nothing; `id` when the frame had a readable one. But for
+ * a batch whose one redrive, purge or moveJobs failed after some of its steps: its error says
+ * how many jobs they took (`doneCount`, R20).
+ */
 export interface ErrorFrame {
   type: 'error';
   id?: number;
-  error: { code: string; message: string };
+  error: WireError;
 }
 
 /** Close codes of the stream: the standard one it uses, and its own (4000–4999 are the application's). */

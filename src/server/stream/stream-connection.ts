@@ -182,34 +182,19 @@ export class StreamConnection {
 
   private onMessage(data: unknown, isBinary: boolean): void {
     this.alive = true;
+    const read = this.read(data, isBinary);
+    // Counted whenever it came, so that the metrics agree with what arrived.
+    this.context.services.metrics.stream.frameReceived(
+      read.frame === undefined ? 'invalid' : read.frame.type,
+    );
     // Came after the close began: not run, and no answer could go out.
     if (this.ending !== undefined) return;
-    const { metrics } = this.context.services;
-    let value: unknown;
-    let text: string;
-    try {
-      if (isBinary) throw new ValidationError('frames are JSON text, not binary');
-      text = String(data);
-      value = JSON.parse(text);
-    } catch (error) {
-      metrics.stream.frameReceived('invalid');
-      this.refuse(
-        undefined,
-        error instanceof ValidationError ? error : new ValidationError('a frame must be JSON text'),
-      );
+    if (read.frame === undefined) {
+      // JSON but not a frame, during shutdown: CLOSED, as a frame would be answered.
+      this.refuse(read.id, read.json && this.shuttingDown ? shuttingDownError() : read.error);
       return;
     }
-    let frame: ClientFrame;
-    try {
-      // With its text: a number JSON.parse changed (1e-400 read as 0) is seen only there.
-      checkJsonBody(value, this.context.services.limits.maxJsonDepth, 'refuse', text);
-      frame = clientFrameFromWire(value);
-    } catch (error) {
-      metrics.stream.frameReceived('invalid');
-      this.refuse(frameId(value), this.shuttingDown ? shuttingDownError() : error);
-      return;
-    }
-    metrics.stream.frameReceived(frame.type);
+    const { frame } = read;
     if (this.shuttingDown) {
       // As HTTP answers a request that comes during shutdown: 503 CLOSED, nothing done.
       this.refuse(frame.id, shuttingDownError());
@@ -220,6 +205,36 @@ export class StreamConnection {
       answered = resolve;
     });
     this.track(this.answer(frame, sent), answered);
+  }
+
+  /**
+   * A message as a frame, or why it is none: `json` when it was JSON text, `id` the frame's when
+   * it has a readable one.
+   */
+  private read(
+    data: unknown,
+    isBinary: boolean,
+  ):
+    | { frame: ClientFrame }
+    | { frame?: undefined; id: number | undefined; error: unknown; json: boolean } {
+    let value: unknown;
+    let text: string;
+    try {
+      if (isBinary) throw new ValidationError('frames are JSON text, not binary');
+      text = String(data);
+      value = JSON.parse(text);
+    } catch (error) {
+      const refusal =
+        error instanceof ValidationError ? error : new ValidationError('a frame must be JSON text');
+      return { id: undefined, error: refusal, json: false };
+    }
+    try {
+      // With its text: a number JSON.parse changed (1e-400 read as 0) is seen only there.
+      checkJsonBody(value, this.context.services.limits.maxJsonDepth, 'refuse', text);
+      return { frame: clientFrameFromWire(value) };
+    } catch (error) {
+      return { id: frameId(value), error, json: true };
+    }
   }
 
   /**
