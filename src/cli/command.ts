@@ -1,5 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
+import { RemoteError } from '../client/index.js';
 import { CodedError, ValidationError } from '../core/index.js';
+import { doneCountOf } from '../wire/index.js';
 
 /** Where a command writes: standard output or error, or a test's buffer. */
 export interface Output {
@@ -100,7 +102,9 @@ export class UsageError extends CodedError<'USAGE'> {
 /**
  * Runs a call made of command-line values alone (queue names, flags, ids or payloads given as
  * arguments): its ValidationError, from the client's checks or the server's, is a mistake in
- * the command line, said and exited with as the CLI's own checks are (2), not a failure (1).
+ * the command line, said and exited with as the CLI's own checks are (2), not a failure (1). So
+ * is its PAYLOAD_TOO_LARGE: what is too large is what the command line gave (a payload above the
+ * server's maxPayloadBytes, as one nested deeper than its maxJsonDepth is INVALID_ARGUMENT).
  * Not for a call that also carries other input (jobs read from a file, receipts acted on one by
  * one) or one a stored setting can make refused: there the refusal is not the command line's.
  */
@@ -108,7 +112,42 @@ export async function fromCommandLine<T>(call: () => T | Promise<T>): Promise<T>
   try {
     return await call();
   } catch (error) {
-    if (!(error instanceof ValidationError)) throw error;
+    const refused =
+      error instanceof ValidationError ||
+      (error instanceof RemoteError && error.code === 'PAYLOAD_TOO_LARGE');
+    // Refused after some steps were done: not a mistake of nothing done, said as a failure.
+    if (!refused || (doneCountOf(error) ?? 0) > 0) throw error;
     throw new UsageError(`${error.code}: ${error.message}`, { cause: error });
   }
+}
+
+/** What a command did before the error that ended it, by that error (see doneBefore). */
+const doneBeforeErrors = new WeakMap<object, string>();
+
+/**
+ * Runs a call of a redrive or move that may end with an error after some of its steps: on the
+ * SQL engines each step of 1,000 jobs commits on its own, and the error then carries how many
+ * jobs they took (`doneCount`, R20). That count, with `before` (the jobs earlier calls of the
+ * command took), is said after the error, "1000 jobs were redriven before the error", when it
+ * is not 0: an error said alone means nothing was done.
+ */
+export async function sayingDoneBefore<T>(
+  verb: string,
+  before: number,
+  call: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    const done = before + (doneCountOf(error) ?? 0);
+    if (done > 0 && typeof error === 'object' && error !== null) {
+      doneBeforeErrors.set(error, `${done} jobs were ${verb} before the error`);
+    }
+    throw error;
+  }
+}
+
+/** The line sayingDoneBefore keeps for `error`, if any. */
+export function doneBefore(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null ? doneBeforeErrors.get(error) : undefined;
 }

@@ -35,6 +35,20 @@ export function checkServerLimit(
   );
 }
 
+/**
+ * The maxBatch the server said (`GET /v1/limits`), for checkServerLimit; undefined where it said
+ * none. A server without the route is taken by the client to have the default, 100, which it
+ * may have raised: above that guess the server's own answer decides. Every answer of the route
+ * names maxBodyBytes with maxBatch, and the client leaves maxBodyBytes unbounded only where it
+ * got none (ServerLimits).
+ */
+export function saidMaxBatch(limits: {
+  maxBatch: number;
+  maxBodyBytes?: number;
+}): number | undefined {
+  return Number.isFinite(limits.maxBodyBytes) ? limits.maxBatch : undefined;
+}
+
 export function stringFlag(values: Values, name: string): string | undefined {
   const raw = values[name];
   return typeof raw === 'string' ? raw : undefined;

@@ -2,13 +2,14 @@ import { parseArgs } from 'node:util';
 import { ConnectionLostError, RemoteError } from '../client/index.js';
 import { LeaseqError } from '../core/index.js';
 import { VERSION } from '../server/index.js';
-import { type CliContext, type Command, EXIT, UsageError } from './command.js';
+import { type CliContext, type Command, doneBefore, EXIT, UsageError } from './command.js';
 import { cancel } from './commands/cancel.js';
 import { deadList, deadRedrive } from './commands/dead.js';
 import { job } from './commands/job.js';
 import { publish } from './commands/publish.js';
 import {
   queueCreate,
+  queueDelete,
   queueList,
   queueMove,
   queuePause,
@@ -35,6 +36,7 @@ export const COMMANDS: readonly Command[] = [
   queuePause,
   queueResume,
   queuePurge,
+  queueDelete,
   publish,
   receive,
   ack,
@@ -205,6 +207,9 @@ function report(command: Command, error: unknown, context: CliContext): number {
     );
     return EXIT.usage;
   }
+  // Where the command stands: the jobs a redrive or move took before the error (R20).
+  const done = doneBefore(error);
+  const after = done === undefined ? '' : `${done}\n`;
   if (
     error instanceof LeaseqError ||
     error instanceof RemoteError ||
@@ -213,11 +218,13 @@ function report(command: Command, error: unknown, context: CliContext): number {
     // What to do, in the CLI's terms: the server's message names HTTP headers.
     const hint = command.remote ? hintFor(error.code) : undefined;
     context.stderr.write(
-      `${prefix} ${error.code}: ${error.message}${hint === undefined ? '' : `\n(${hint})`}\n`,
+      `${prefix} ${error.code}: ${error.message}\n${after}${hint === undefined ? '' : `(${hint})\n`}`,
     );
     return EXIT.failed;
   }
-  context.stderr.write(`${prefix} ${error instanceof Error ? error.message : String(error)}\n`);
+  context.stderr.write(
+    `${prefix} ${error instanceof Error ? error.message : String(error)}\n${after}`,
+  );
   return EXIT.failed;
 }
 

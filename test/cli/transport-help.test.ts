@@ -13,6 +13,7 @@ const OVER_HTTP = [
   'queue list',
   'queue pause',
   'queue resume',
+  'queue delete',
   'job',
   'dead list',
   'schedule set',

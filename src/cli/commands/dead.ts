@@ -5,8 +5,8 @@ import {
   type DeadLetterPage,
   MAX_DEAD_LETTER_PAGE,
 } from '../../core/index.js';
-import { type Command, EXIT, fromCommandLine, UsageError } from '../command.js';
-import { checkServerLimit, integerFlag, positionals } from '../flags.js';
+import { type Command, EXIT, fromCommandLine, sayingDoneBefore, UsageError } from '../command.js';
+import { checkServerLimit, integerFlag, positionals, saidMaxBatch } from '../flags.js';
 import { formatDeadLetter } from '../format.js';
 import { ProgressBar } from '../progress.js';
 import { printJson, withClient } from '../remote.js';
@@ -71,6 +71,8 @@ export const deadRedrive: Command = {
     'progress bar on a terminal. Each job goes to the back of ready with deliveryCount 0.',
     'Named ids that are absent or not dead are left as they are (exit code 3). Stopped by',
     'SIGINT or SIGTERM, it finishes the batch in hand, says how many it did not try (exit 1).',
+    'Ended by an error, it says after the error how many jobs were redriven before it, when any',
+    'were (on SQLite and PostgreSQL a batch takes steps of 1,000 jobs, each kept once done).',
     "--batch-size N   ids per request without named ids (default and most: the server's maxBatch)",
     '--progress       draw the progress bar even when stderr is not a terminal',
     'Needs an admin key.',
@@ -91,9 +93,9 @@ export const deadRedrive: Command = {
       // Named ids go one per request, so that those that were not dead can be told apart.
       let step = 1;
       if (named.length === 0) {
-        const { maxBatch } = await queue.limits();
-        checkServerLimit('batch-size', sizeGiven, maxBatch, 'maxBatch');
-        step = sizeGiven ?? maxBatch;
+        const limits = await queue.limits();
+        checkServerLimit('batch-size', sizeGiven, saidMaxBatch(limits), 'maxBatch');
+        step = sizeGiven ?? limits.maxBatch;
       }
       const ids =
         named.length > 0 ? [...new Set(named)] : (await queue.deadLetters()).map((dead) => dead.id);
@@ -109,7 +111,7 @@ export const deadRedrive: Command = {
         // SIGINT or SIGTERM: stop after the batch in hand.
         for (; done < ids.length && !context.stop.aborted; done += step) {
           const batch = ids.slice(done, done + step);
-          const count = await queue.redrive(batch);
+          const count = await sayingDoneBefore('redriven', moved, () => queue.redrive(batch));
           moved += count;
           if (named.length > 0 && count === 0) left.push(...batch);
           bar.update(Math.min(done + step, ids.length), ids.length, `${moved} jobs`);

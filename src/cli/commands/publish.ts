@@ -16,7 +16,7 @@ import {
   UsageError,
   type Values,
 } from '../command.js';
-import { checkServerLimit, integerFlag, positionals, stringFlag } from '../flags.js';
+import { checkServerLimit, integerFlag, positionals, saidMaxBatch, stringFlag } from '../flags.js';
 import { type Line, LineError, readLines } from '../json-lines.js';
 import { ProgressBar } from '../progress.js';
 import { printJson, withClient } from '../remote.js';
@@ -181,12 +181,14 @@ async function publishLines(
   values: Values,
   context: CliContext,
 ): Promise<number> {
+  // Checked before the server is asked anything, as every other flag: no count is the command
+  // line's mistake whatever the server.
+  const batchSize = integerFlag(values, 'batch-size', 1);
   const queue = await fromCommandLine(() => client.handle(name));
   const limits = await queue.limits();
   const maxBodyBytes = limits.maxBodyBytes ?? Number.POSITIVE_INFINITY;
   // Above the server's maxBatch, every batch would be refused: the first, before anything.
-  const batchSize = integerFlag(values, 'batch-size', 1);
-  checkServerLimit('batch-size', batchSize, limits.maxBatch, 'maxBatch');
+  checkServerLimit('batch-size', batchSize, saidMaxBatch(limits), 'maxBatch');
   // Batches of --batch-size jobs, fewer where their JSON is more than one request takes: each
   // is one publish the server takes (or refuses) whole.
   const cut = new BatchCut(

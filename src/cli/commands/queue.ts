@@ -1,6 +1,6 @@
-import type { QueueOptions } from '../../core/index.js';
+import { NotFoundError, type QueueOptions } from '../../core/index.js';
 import type { Command, OptionsConfig, Values } from '../command.js';
-import { EXIT, fromCommandLine, UsageError } from '../command.js';
+import { EXIT, fromCommandLine, sayingDoneBefore, UsageError } from '../command.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
 import { formatOptions, formatStats } from '../format.js';
 import { printJson, withClient } from '../remote.js';
@@ -197,6 +197,8 @@ export const queueMove: Command = {
     'which fewer moved than named (or than --max) are exit code 3: absent, not ready or',
     'delayed, of another --origin or none, or not taken by the target. Without ids, moving',
     'nothing is done (exit code 0), as dead redrive and queue purge with nothing to do.',
+    'On SQLite and PostgreSQL the move takes steps of 1,000 jobs, each kept once done: ended by',
+    'an error, it says after the error how many jobs were moved before it, when any were.',
     'Needs an admin key.',
   ],
   options: {
@@ -212,24 +214,32 @@ export const queueMove: Command = {
     const max = integerFlag(values, 'max', 1);
     const moved = await withClient(values, context, (client) =>
       fromCommandLine(() =>
-        client.handle(name).moveJobs({
-          ...(ids.length > 0 ? { ids } : {}),
-          ...(to === undefined ? {} : { to }),
-          ...(origins === undefined ? {} : { origins }),
-          ...(max === undefined ? {} : { max }),
-        }),
+        sayingDoneBefore('moved', 0, () =>
+          client.handle(name).moveJobs({
+            ...(ids.length > 0 ? { ids } : {}),
+            ...(to === undefined ? {} : { to }),
+            ...(origins === undefined ? {} : { origins }),
+            ...(max === undefined ? {} : { max }),
+          }),
+        ),
       ),
     );
     // Named ids, as cancel and dead redrive take them: those that stayed are exit code 3. The
     // answer is a count, so they are counted, not named.
+    // With --max below them, --max of them are asked for: the count is of those.
     const named = new Set(ids).size;
-    const notMoved = ids.length === 0 ? 0 : Math.max(0, Math.min(named, max ?? named) - moved);
+    const asked = Math.min(named, max ?? named);
+    const notMoved = ids.length === 0 ? 0 : Math.max(0, asked - moved);
     if (values.json) printJson(context, { moved, ...(ids.length > 0 ? { notMoved } : {}) });
     else {
       context.stdout.write(`moved ${moved} jobs\n`);
       if (notMoved > 0) {
+        const of =
+          asked < named
+            ? `the ${asked} jobs asked for (--max ${asked} of the ${named} named; `
+            : `the ${named} jobs named (`;
         context.stdout.write(
-          `not moved ${notMoved} of the ${named} jobs named (absent, not ready or delayed, of another origin or none, or not taken by the target)\n`,
+          `not moved ${notMoved} of ${of}absent, not ready or delayed, of another origin or none, or not taken by the target)\n`,
         );
       }
     }
@@ -286,6 +296,32 @@ export const queuePurge: Command = {
         `purged ${name}: ${removed.ready} ready, ${removed.delayed} delayed, ${removed.active} in flight, ${removed.dead} dead\n`,
       );
     }
+    return EXIT.ok;
+  },
+};
+
+export const queueDelete: Command = {
+  name: 'queue delete',
+  summary: 'Delete a queue with all it holds: jobs in every state, schedules, counters',
+  usage: '<name>',
+  details: [
+    'Ready, delayed, in-flight and dead jobs go with it, as do its schedules, sessions and',
+    'counters; in-flight deliveries end at once (their receipts are refused from then on).',
+    'Nothing asks first, as for queue purge: name the queue with care. No such queue is an',
+    'error (exit code 1), as for queue stats. Needs an admin key.',
+  ],
+  options: {},
+  remote: true,
+  overHttp: true,
+  async run({ values, positionals: given, context }) {
+    const [name] = positionals(given, ['name']) as [string];
+    const deleted = await withClient(values, context, (client) =>
+      fromCommandLine(() => client.deleteQueue(name)),
+    );
+    // The words queue stats and queue purge get from the server for a queue that is not there.
+    if (!deleted) throw new NotFoundError(`queue ${name} does not exist`);
+    if (values.json) printJson(context, { name, deleted });
+    else context.stdout.write(`deleted ${name}\n`);
     return EXIT.ok;
   },
 };

@@ -1,5 +1,5 @@
 import type { RemoteQueue } from '../../client/index.js';
-import { build } from '../../core/index.js';
+import { build, StorageUnavailableError } from '../../core/index.js';
 import { type Command, fromCommandLine, UsageError } from '../command.js';
 import { eachInput, reportEach } from '../each-input.js';
 import { checkServerLimit, integerFlag, positionals, stringFlag } from '../flags.js';
@@ -174,13 +174,16 @@ export const extend: Command = {
 };
 
 /**
- * The server's limits, or undefined where they cannot be read (no server, a key refused): each
- * receipt's call then meets the same refusal and says it, as for any other.
+ * The server's limits, or undefined where they cannot be read for a reason each receipt's call
+ * meets and says as for any other (a key refused). A server that cannot be reached ends the
+ * command here, as eachInput ends it when no receipt reached it: read again for the receipts, a
+ * server that does not answer would be waited for a second time.
  */
 async function limitsOf(queue: RemoteQueue) {
   try {
     return await queue.limits();
-  } catch {
+  } catch (error) {
+    if (error instanceof StorageUnavailableError) throw error;
     return undefined;
   }
 }
