@@ -189,7 +189,15 @@ export interface EngineTransaction {
    * advanceSchedule of each, in one statement where the storage can: whether each moved. A row
    * another transaction holds is passed over (false), as advanceSchedule does.
    */
-  advanceSchedules?(moves: readonly { read: ScheduleRecord; to: number }[]): Promise<boolean[]>;
+  advanceSchedules?(moves: readonly ScheduleMove[]): Promise<boolean[]>;
+}
+
+/** One schedule's record moved on by EngineTransaction.advanceSchedules. */
+export interface ScheduleMove {
+  /** The schedule as the pass read it: it moves only if its row is still that. */
+  read: ScheduleRecord;
+  /** Its new `lastAt` (ms). */
+  to: number;
 }
 
 /** A queue of an engine: its name and options. */

@@ -1,4 +1,5 @@
 import { byCodeUnits } from '../../core/index.js';
+import type { ScheduleMove } from '../engine.js';
 import { type ScheduleRecord, sameScheduleDefinition } from '../schedules.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 
@@ -150,7 +151,7 @@ export async function advanceScheduleRow(
 export async function advanceScheduleRows(
   connection: SqlConnection,
   dialect: SqlDialect,
-  moves: readonly { read: ScheduleRecord; to: number }[],
+  moves: readonly ScheduleMove[],
 ): Promise<boolean[]> {
   if (moves.length === 0) return [];
   const params: (string | number | null)[] = [];

@@ -11,7 +11,7 @@ import {
   reschedulesReceivers,
 } from '../../core/index.js';
 import { Problems } from '../../core/validate.js';
-import type { EngineTransaction } from '../engine.js';
+import type { EngineTransaction, ScheduleMove } from '../engine.js';
 import type { ScheduleRecord } from '../schedules.js';
 import type { BatchContext } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
@@ -102,9 +102,7 @@ export class SqlTransaction implements EngineTransaction {
     return advanceScheduleRow(this.connection, this.access.dialect, read, to);
   }
 
-  async advanceSchedules(
-    moves: readonly { read: ScheduleRecord; to: number }[],
-  ): Promise<boolean[]> {
+  async advanceSchedules(moves: readonly ScheduleMove[]): Promise<boolean[]> {
     this.checkOpen();
     return advanceScheduleRows(this.connection, this.access.dialect, moves);
   }
