@@ -263,7 +263,11 @@ export class MoveRun {
    * jobs it held then came due meanwhile (R3) and joined the back of their bands, after the
    * place the call read a band up to, or in a band no ready job had then; read as delayed ones,
    * they would have moved in one step. Every band is read once more from that place (from its
-   * head where the call did not read it), for the jobs of the call not looked at yet. Once is
+   * head where the call did not read it, or the job read last is gone), for the jobs of the
+   * call not looked at yet: those ready since the call began (a job that came due has its
+   * `available_at` as `ready_since`, after the time the call began at). Every job ready before
+   * was read by the first pass; read again, the jobs looked at and left (the target holding
+   * their ids, say) were passed over one by one, a step as long as their band. Once is
    * enough: a delayed job that came due later was still delayed when the delayed ones were
    * read, and was read then.
    */
@@ -289,7 +293,10 @@ export class MoveRun {
     return walk.delayed.done && walk.bands.every((band) => band.done);
   }
 
-  /** Up to `count` more jobs found (fewer, even none, where some are no longer movable). */
+  /**
+   * Up to `count` more jobs found (fewer, even none, where some are no longer movable; more
+   * where the bands are read once more, see there).
+   */
   private async read(ops: QueueOps, count: number): Promise<MovableRow[]> {
     const walk = this.walk;
     if (walk === undefined) return [];
@@ -305,18 +312,25 @@ export class MoveRun {
     if (band !== undefined) {
       // Up to the band's back, not on into the next band: its jobs come in their own turn, and
       // where the call reads them decides how the gaps of their moves are closed (readPlace).
+      // Read once more (see sweep): only the jobs ready since the call began, and a chunk at a
+      // time even for fewer (the jobs looked at that came due since pass over in it, not one
+      // statement each); those beyond `count` wait among the jobs found.
+      const since = walk.swept ? [walk.startedAt] : [];
+      const limit = walk.swept ? Math.max(count, MOVE_CHUNK) : count;
       const rows = await ops.c.query<MovableRow>(
         `SELECT ${MOVABLE_COLUMNS} FROM leaseq_jobs
-         WHERE queue = ? AND state = 'ready' AND ready_pos > ? AND ready_pos <= ? AND seq < ?
+         WHERE queue = ? AND state = 'ready' AND ready_pos > ? AND ready_pos <= ? AND seq < ?${
+           walk.swept ? ' AND ready_since > ?' : ''
+         }
          ORDER BY ready_pos LIMIT ?`,
-        [ops.q.name, band.after, bandTail(ops.q, band.priority), walk.seqBelow, count],
+        [ops.q.name, band.after, bandTail(ops.q, band.priority), walk.seqBelow, ...since, limit],
       );
       const last = rows[rows.length - 1];
       if (last !== undefined) {
         band.after = Number(last.ready_pos);
         band.lastId = last.id;
       }
-      if (rows.length < count) band.done = true;
+      if (rows.length < limit) band.done = true;
       // Read again from the head (see findPlace): those looked at, or still to be, pass over.
       const pending = new Set(this.found.slice(this.foundAt).map((row) => row.id));
       return rows.filter(
