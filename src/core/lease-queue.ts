@@ -1,6 +1,7 @@
 import { copyCounters, newCounters } from './counters.js';
 import { type DeadLetterKind, nackKind } from './dead-letter-kinds.js';
 import { ClockError, LeaseqError, QueueFullError, SessionClosedError } from './errors.js';
+import { Fifo } from './fifo.js';
 import { IndexedHeap } from './heap.js';
 import {
   build,
@@ -115,6 +116,12 @@ export class LeaseQueue {
    * group sequence number a duplicate publish answers (R29).
    */
   private readonly remembered = new Map<string, RememberedId>();
+  /**
+   * The same records in the order they were remembered (ack order), which forgetting reads
+   * from its front: a new iterator of the map would pass over every entry deleted before
+   * (until the map is rehashed), O(window) per step.
+   */
+  private readonly rememberedOrder = new Fifo<RememberedId>();
   private readonly counters = newCounters();
   /**
    * R26: where jobs that came by dead-lettering died, by id. Beside the records, not in them,
@@ -474,7 +481,10 @@ export class LeaseQueue {
   private waitingIds(): string[] {
     const waiting: JobRecord[] = [];
     // One push each: spread as arguments, a group of 200,000 overflows the stack.
-    for (const group of this.groups.values()) for (const job of group.waiting) waiting.push(job);
+    for (const group of this.groups.values()) {
+      if (group.waiting === undefined) continue;
+      for (const job of group.waiting.values()) waiting.push(job);
+    }
     return waiting
       .sort((a, b) => (a.traits?.groupSeq ?? 0) - (b.traits?.groupSeq ?? 0))
       .map((job) => job.id);
@@ -853,7 +863,7 @@ export class LeaseQueue {
     const job = this.jobs.get(id);
     if (job === undefined || job.state === 'dead') return false;
     this.unwatchExpiry(job);
-    if (job.state === 'ready') this.ready.removeWhere((each) => each === job);
+    if (job.state === 'ready') this.ready.remove(job);
     else if (job.state === 'delayed') this.delayed.remove(job);
     else if (job.state === 'waiting') this.dropWaiting(job);
     else this.endDelivery(job.delivery as DeliveryRecord, now, 'cancelled', undefined);
@@ -871,10 +881,13 @@ export class LeaseQueue {
   /** R4: an acked job's id is refused as a duplicate for the de-duplication window. */
   private remember(job: JobRecord, now: number): void {
     if (this.settings.dedupWindow === 0) return;
-    this.remembered.set(job.id, {
+    const remembered: RememberedId = {
+      id: job.id,
       forgetAt: now + this.settings.dedupWindow,
       groupSeq: groupView(job).groupSeq,
-    });
+    };
+    this.remembered.set(job.id, remembered);
+    this.rememberedOrder.push(remembered);
   }
 
   /** The job is gone from this queue (acked, purged, moved, removed). */
@@ -1000,13 +1013,15 @@ export class LeaseQueue {
   }
 
   private forgetAcked(now: number): void {
-    if (this.remembered.size === 0) return;
     // Ids are remembered in ack order, so with one window the oldest are forgotten first. After
     // updateQueue lowered the window, a later id can be due before earlier ones: it stays in the
-    // map until they go, but rememberedId no longer finds it.
-    for (const [id, { forgetAt }] of this.remembered) {
-      if (forgetAt > now) return;
-      this.remembered.delete(id);
+    // map until they go, but rememberedId no longer finds it. Such an id published and acked
+    // again is remembered anew: its earlier record, met first, no longer deletes it.
+    const order = this.rememberedOrder;
+    for (let first = order.first(); first !== undefined; first = order.first()) {
+      if (first.forgetAt > now) return;
+      order.shift();
+      if (this.remembered.get(first.id) === first) this.remembered.delete(first.id);
     }
   }
 
@@ -1262,12 +1277,13 @@ export class LeaseQueue {
     const key = job.traits?.group as string;
     let group = this.groups.get(key);
     if (group === undefined) {
-      group = { members: 0, waiting: [] };
+      group = { members: 0, waiting: undefined };
       this.groups.set(key, group);
     }
     group.members += 1;
     if (group.members === 1) return false;
     job.state = 'waiting';
+    if (group.waiting === undefined) group.waiting = new Fifo();
     group.waiting.push(job);
     this.waitingCount += 1;
     return true;
@@ -1280,7 +1296,7 @@ export class LeaseQueue {
   private leaveGroup(key: string, now: number): JobRecord | undefined {
     const group = this.groups.get(key) as GroupRecord;
     group.members -= 1;
-    const next = group.waiting.shift();
+    const next = group.waiting?.shift();
     if (next === undefined) {
       if (group.members === 0) this.groups.delete(key);
       return undefined;
@@ -1397,7 +1413,7 @@ export class LeaseQueue {
   private dropWaiting(job: JobRecord): void {
     const key = job.traits?.group as string;
     const group = this.groups.get(key) as GroupRecord;
-    group.waiting.splice(group.waiting.indexOf(job), 1);
+    (group.waiting as Fifo<JobRecord>).remove(job);
     group.members -= 1;
     this.waitingCount -= 1;
   }
@@ -1494,6 +1510,7 @@ function givenGeneratedForm(jobs: readonly PublishJob[]): ReadonlySet<string> | 
 
 /** An acked id remembered for the de-duplication window (R4). */
 interface RememberedId {
+  readonly id: string;
   readonly forgetAt: number;
   /** Its group sequence number (R29), when it had a group. */
   readonly groupSeq: number | undefined;

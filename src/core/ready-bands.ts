@@ -86,6 +86,17 @@ export class ReadyBands<T extends RankedEntry> {
     return removed;
   }
 
+  /** Removes a ready job from anywhere in its priority (R28); the others keep their order. */
+  remove(item: T): void {
+    const traits = item.traits;
+    if (traits === undefined || traits.priority === 0) {
+      this.plain.remove(item);
+      return;
+    }
+    (this.ranked[traits.priority] as ReadyList<T>).remove(item);
+    this.rankedLength -= 1;
+  }
+
   /** The earliest tick any ready job became ready, or undefined when empty. */
   oldestReadySince(): number | undefined {
     let oldest = this.plain.oldestReadySince();

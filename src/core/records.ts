@@ -1,3 +1,4 @@
+import type { Fifo } from './fifo.js';
 import type { HeapItem } from './heap.js';
 import type { Attempt, JobState } from './types.js';
 
@@ -52,11 +53,12 @@ export interface ExpiryRecord extends HeapItem {
 
 /**
  * A message group (R24) with members: at most one of them (the first joined) is ready,
- * delayed or active; the others wait in `waiting`, in the order they joined.
+ * delayed or active; the others wait in `waiting`, in the order they joined (made when the
+ * first one waits: a group of one member, the usual case, carries none).
  */
 export interface GroupRecord {
   members: number;
-  readonly waiting: JobRecord[];
+  waiting: Fifo<JobRecord> | undefined;
 }
 
 /** A live delivery. Also its own node in the deadline heap. */
