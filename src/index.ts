@@ -13,6 +13,7 @@ export {
   ConnectionLostError,
   type Fetch,
   openRemote,
+  type ReceivedDelivery,
   RemoteBroker,
   RemoteError,
   type RemoteOptions,

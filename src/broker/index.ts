@@ -10,4 +10,9 @@ export {
   type ReceiveOptions,
 } from './queue.js';
 export type { ScheduleOptions, ScheduleView, ScheduleWhen } from './schedule-times.js';
-export { type PublishedOccurrence, Scheduler, type SchedulerOptions } from './scheduler.js';
+export {
+  type PublishedOccurrence,
+  type ScheduleRef,
+  Scheduler,
+  type SchedulerOptions,
+} from './scheduler.js';

@@ -99,7 +99,7 @@ export interface Queue {
    * CLOSED for good. A server shutting down answers CLOSED too, but leaves this false: that
    * passes once it is back. Absent where the handle cannot tell.
    */
-  readonly closed?: boolean;
+  readonly closed?: boolean | undefined;
   /** The queue's options, defaults filled in. */
   options(): Promise<ResolvedQueueOptions>;
   /**

@@ -1,8 +1,12 @@
 export type {
+  CancelListener,
   Engine,
   EngineCapabilities,
+  EngineTransaction,
   QueueHandle,
   QueueInfo,
+  ScheduleMove,
+  SqlParameter,
   StorageCloseOptions,
   WakeListener,
 } from './engine.js';
@@ -15,3 +19,4 @@ export {
   storageUrlProblem,
 } from './open-engine.js';
 export type { ScheduleRecord, ScheduleStore } from './schedules.js';
+export type { StoredSecret } from './secrets.js';

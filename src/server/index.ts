@@ -1,6 +1,8 @@
 /**
  * The leaseq HTTP server: `createApp` (routes, no listening) and `startServer` (storage + listen).
  */
+
+export type { ServerErrorCode, WireError } from '../wire/index.js';
 export { type AppOptions, createApp } from './app.js';
 export type { Action, ApiKeyConfig, KeyGrant } from './auth.js';
 export {

@@ -24,8 +24,15 @@ export {
   silentLogger,
 } from './logger.js';
 export type { WorkerMetricsSnapshot } from './metrics.js';
-export type { BackoffOptions, RenewPolicy, WorkerOptions } from './options.js';
-export { type Decision, decide, OUTCOME_KINDS, type OutcomeKind } from './outcome.js';
+export type { BackoffOptions, RenewPolicy, ResolvedBackoff, WorkerOptions } from './options.js';
+export {
+  type Decision,
+  type DecisionInput,
+  decide,
+  type HandlerResult,
+  OUTCOME_KINDS,
+  type OutcomeKind,
+} from './outcome.js';
 export type { HeartbeatStep } from './session-keeper.js';
 export { type CloseOnSignalsOptions, closeOnSignals } from './signals.js';
 export { TransactionalInbox } from './transactional-inbox.js';
