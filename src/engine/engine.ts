@@ -186,8 +186,10 @@ export interface EngineTransaction {
   /** ScheduleStore.advanceSchedule in this transaction. */
   advanceSchedule: ScheduleStore['advanceSchedule'];
   /**
-   * advanceSchedule of each, in one statement where the storage can: whether each moved. A row
-   * another transaction holds is passed over (false), as advanceSchedule does.
+   * advanceSchedule of each, in one statement where the storage can (one for each 500 moves):
+   * whether each moved. A row another transaction holds is passed over (false), as
+   * advanceSchedule does. The lock of each schedule's queue, where the storage has one, is taken
+   * first, as any transaction of the queue takes it.
    */
   advanceSchedules?(moves: readonly ScheduleMove[]): Promise<boolean[]>;
 }

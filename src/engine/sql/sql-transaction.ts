@@ -1,5 +1,6 @@
 import {
   build,
+  byCodeUnits,
   ClosedError,
   checkQueueName,
   makesJobsReady,
@@ -26,6 +27,8 @@ import type { SqlConnection, SqlValue } from './sql-connection.js';
  */
 export class SqlTransaction implements EngineTransaction {
   private ended = false;
+  /** The queues whose lock (the dialect's lock of a queue's name) this transaction holds. */
+  private readonly lockedQueues = new Set<string>();
 
   constructor(
     private readonly connection: SqlConnection,
@@ -99,12 +102,31 @@ export class SqlTransaction implements EngineTransaction {
 
   async advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean> {
     this.checkOpen();
+    await this.lockQueues([read.queue]);
     return advanceScheduleRow(this.connection, this.access.dialect, read, to);
   }
 
   async advanceSchedules(moves: readonly ScheduleMove[]): Promise<boolean[]> {
     this.checkOpen();
+    await this.lockQueues(moves.map(({ read }) => read.queue));
     return advanceScheduleRows(this.connection, this.access.dialect, moves);
+  }
+
+  /**
+   * Takes the lock of each queue before the rows of its schedules, as every transaction of a
+   * queue does (its deletion, a replace of one of its schedules, a publish into it): holding a
+   * schedule's row while waiting for its queue's lock to publish, a scheduler pass deadlocked
+   * with a deletion or a replace, which hold the lock and wait for the row. Taken in one order,
+   * by name, so that passes over the same queues wait for each other rather than deadlock.
+   */
+  private async lockQueues(queues: readonly string[]): Promise<void> {
+    const statement = this.access.dialect.lockQueueName;
+    if (statement === undefined) return;
+    const names = [...new Set(queues)].filter((name) => !this.lockedQueues.has(name));
+    for (const name of names.sort(byCodeUnits)) {
+      await this.connection.query(statement, [name]);
+      this.lockedQueues.add(name);
+    }
   }
 
   async pruneInbox(consumer: string, processedBefore: number): Promise<number> {
