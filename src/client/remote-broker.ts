@@ -67,7 +67,10 @@ export interface RemoteOptions {
   prefetchIdleMs?: number;
 }
 
-/** A queue as the server shows it. */
+/**
+ * A queue as the server shows it. The public signatures spell this shape out as Broker's do
+ * (it is the engine's QueueInfo, which client/ does not import).
+ */
 interface QueueView {
   /** The queue's name. */
   name: string;
@@ -134,12 +137,14 @@ export class RemoteBroker implements Broker {
   async createQueue(
     name: string,
     options: QueueOptions = {},
-  ): Promise<
-    QueueView & {
-      /** true when this call created the queue; false when it was there. */
-      created: boolean;
-    }
-  > {
+  ): Promise<{
+    /** The queue's name. */
+    name: string;
+    /** Its options, defaults filled in. */
+    options: ResolvedQueueOptions;
+    /** true when this call created the queue; false when it was there. */
+    created: boolean;
+  }> {
     checkQueueName(name);
     resolveQueueOptions(options);
     const view = await this.http.request<QueueView & { created: boolean }>('PUT', this.path(name), {
@@ -161,7 +166,14 @@ export class RemoteBroker implements Broker {
     return boundsFromWire(view.options);
   }
 
-  async listQueues(): Promise<QueueView[]> {
+  async listQueues(): Promise<
+    {
+      /** The queue's name. */
+      name: string;
+      /** Its options, defaults filled in. */
+      options: ResolvedQueueOptions;
+    }[]
+  > {
     const { queues } = await this.http.request<{ queues: QueueView[] }>('GET', '/v1/queues');
     return queues.map((view) => ({ name: view.name, options: boundsFromWire(view.options) }));
   }

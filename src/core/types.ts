@@ -41,8 +41,11 @@ export interface QueueOptions {
 /** What a publish beyond a queue's `maxLength` does (R31). */
 export type Overflow = 'reject' | 'dead-letter-oldest';
 
-/** The option names that are absent from a queue's resolved options until set (see below). */
-type SparseOption = 'deadLetterQueue' | 'paused' | 'retention' | 'maxLength' | 'overflow';
+/**
+ * The names of the queue options that are absent from ResolvedQueueOptions until set: all other
+ * options are always present there, with their defaults filled in.
+ */
+export type SparseOption = 'deadLetterQueue' | 'paused' | 'retention' | 'maxLength' | 'overflow';
 
 /**
  * Options with defaults filled in. `deadLetterQueue`, `retention` and `maxLength` are present

@@ -41,7 +41,7 @@ export interface ServerConfig extends Limits {
 }
 
 /** What a setting's value must be, and how it is read from text (flags, environment). */
-type Kind =
+export type SettingKind =
   | {
       /** A safe integer from `min` to `max`; as text, decimal digits. */
       type: 'integer';
@@ -88,17 +88,17 @@ type Kind =
     };
 
 /** One setting of `leaseq serve`: its name, what its value must be, and its help line. */
-interface Setting {
+export interface Setting {
   /** Its name in a config file; its flag and environment variable derive from it. */
   name: keyof ServerConfig;
   /** What its value must be. */
-  kind: Kind;
+  kind: SettingKind;
   /** What it sets, in a few words, for `leaseq serve --help`. */
   help: string;
 }
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
-const int = (min: number, max = MAX_SAFE): Kind => ({ type: 'integer', min, max });
+const int = (min: number, max = MAX_SAFE): SettingKind => ({ type: 'integer', min, max });
 
 /** Every setting, by the name a config file uses. Flags and environment derive from it. */
 export const SETTINGS: readonly Setting[] = [
@@ -325,7 +325,7 @@ const BOOLEAN_WORDS: Record<string, boolean> = {
 };
 
 /** Flags and environment give text; a config file gives JSON values. */
-function parseValue(kind: Kind, raw: unknown, fromText: boolean): Parsed {
+function parseValue(kind: SettingKind, raw: unknown, fromText: boolean): Parsed {
   switch (kind.type) {
     case 'integer': {
       const value = fromText && typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;

@@ -15,6 +15,8 @@ export {
   loadConfig,
   SETTINGS,
   type ServerConfig,
+  type Setting,
+  type SettingKind,
 } from './config.js';
 export { type ErrorBody, type ErrorCode, ServerError, STATUS_BY_CODE } from './errors.js';
 export { DEFAULT_LIMITS, type Limits } from './limits.js';

@@ -33,6 +33,8 @@ const BLOCKS_DIR = resolve(ROOT, '.doc-examples');
  * A page's fragments use what an earlier block of the page made, or a function of the reader's
  * own: here each such name, declared for every block of the page that uses it without
  * declaring it. Declarations go after the block, so the block's lines keep their numbers.
+ * A preamble only declares: what a block takes from the package or another module it imports
+ * itself, so that it compiles when copied verbatim.
  */
 const PREAMBLES: Record<string, Record<string, string>> = {
   'README.md': {
@@ -54,11 +56,6 @@ const PREAMBLES: Record<string, Record<string, string>> = {
   'docs/worker.md': {
     broker: "declare const broker: import('leaseq').Broker;",
     payments: "declare const payments: import('leaseq').Queue;",
-    inboxHandler: "import { inboxHandler } from 'leaseq';",
-    TransactionalInbox: "import { TransactionalInbox } from 'leaseq';",
-    work: "import { work } from 'leaseq';",
-    it: "import { it } from 'vitest';",
-    expect: "import { expect } from 'vitest';",
   },
 };
 
@@ -243,5 +240,35 @@ describe('the code blocks of the docs and the examples', () => {
         .filter((use) => !preambleUses.has(use)),
     );
     expect(stale).toEqual([]);
+
+    // A preamble never stands in for an import: none declares a name a module the blocks import
+    // exports (`work`, vitest's `it`), so a block that uses one without importing it fails.
+    const checker = program.getTypeChecker();
+    const imported = new Set<string>();
+    for (const path of files.keys()) {
+      for (const statement of program.getSourceFile(path)?.statements ?? []) {
+        if (!ts.isImportDeclaration(statement)) continue;
+        const module = checker.getSymbolAtLocation(statement.moduleSpecifier);
+        for (const symbol of module ? checker.getExportsOfModule(module) : [])
+          imported.add(symbol.name);
+      }
+    }
+    expect(imported).toContain('work');
+    expect(imported).toContain('it');
+    const standIns = Object.entries(PREAMBLES).flatMap(([page, names]) =>
+      Object.entries(names)
+        .filter(
+          ([name, declaration]) =>
+            imported.has(name) ||
+            ts
+              .createSourceFile('preamble.ts', declaration, ts.ScriptTarget.Latest)
+              .statements.some(
+                (statement) =>
+                  ts.isImportDeclaration(statement) || ts.isImportEqualsDeclaration(statement),
+              ),
+        )
+        .map(([name]) => `${page} ${name}`),
+    );
+    expect(standIns).toEqual([]);
   });
 });

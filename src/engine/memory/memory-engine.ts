@@ -92,7 +92,7 @@ export class MemoryEngine implements Engine, QueueLinks {
     return { handle: this.handle(name), created: false };
   }
 
-  handle(name: string): MemoryQueue {
+  handle(name: string): QueueHandle {
     this.checkOpen();
     checkQueueName(name);
     // By name, as the SQL engines' handles: after deleteQueue a call fails NOT_FOUND, and a
