@@ -1,5 +1,13 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
+import {
+  type ApiKeyConfig,
+  loadConfig,
+  type RunningServer,
+  startServer,
+} from '../../src/server/index.js';
 
 /** Debian's Chromium (apt-get install chromium); never a downloaded browser. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -38,6 +46,51 @@ export const DOC_IMAGES =
 export function artifactPath(name: string): string {
   mkdirSync(ARTIFACTS, { recursive: true });
   return new URL(name, ARTIFACTS).pathname;
+}
+
+/**
+ * A server on 127.0.0.1 at a free port with the API `keys`, storing in SQLite in a directory of
+ * its own (`leaseq-ui-<name>-…`); `flags` adds settings or overrides these. Its `close()` also
+ * removes that directory.
+ */
+export async function startDashboardServer(options: {
+  name: string;
+  keys: ApiKeyConfig[];
+  flags?: Record<string, string>;
+}): Promise<RunningServer> {
+  const dir = mkdtempSync(join(tmpdir(), `leaseq-ui-${options.name}-`));
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  let server: RunningServer;
+  try {
+    server = await startServer(
+      loadConfig({
+        flags: {
+          port: '0',
+          host: '127.0.0.1',
+          storage: `sqlite:${join(dir, 'leaseq.db')}`,
+          durability: 'os',
+          logLevel: 'silent',
+          receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
+          keys: JSON.stringify(options.keys),
+          ...options.flags,
+        },
+      }),
+    );
+  } catch (error) {
+    removeDir();
+    throw error;
+  }
+  const stop = server.close;
+  return {
+    ...server,
+    async close() {
+      try {
+        await stop();
+      } finally {
+        removeDir();
+      }
+    },
+  };
 }
 
 /** A call of the API under a server's URL with `key`; the answer's body read loosely. */

@@ -1,11 +1,16 @@
 /// <reference lib="dom" />
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
-import { callApi, go, launchChromium, openQueuePage, signIn, skipBrowser } from './browser.js';
+import type { RunningServer } from '../../src/server/index.js';
+import {
+  callApi,
+  go,
+  launchChromium,
+  openQueuePage,
+  signIn,
+  skipBrowser,
+  startDashboardServer,
+} from './browser.js';
 
 /** Pause, Resume, Delete and Check again from the keyboard alone: the focus stays where it was. */
 
@@ -13,29 +18,16 @@ const ADMIN = 'admin-key-0123456789';
 
 let server: RunningServer;
 let browser: Browser;
-let dir: string;
 
 const api = (method: string, path: string, body?: unknown) =>
   callApi(server.url, ADMIN, method, path, body);
 
 beforeAll(async () => {
   if (skipBrowser) return;
-  dir = mkdtempSync(join(tmpdir(), 'leaseq-ui-action-focus-'));
-  server = await startServer(
-    loadConfig({
-      flags: {
-        port: '0',
-        host: '127.0.0.1',
-        storage: `sqlite:${join(dir, 'leaseq.db')}`,
-        durability: 'os',
-        logLevel: 'silent',
-        receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
-        keys: JSON.stringify([
-          { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
-        ]),
-      },
-    }),
-  );
+  server = await startDashboardServer({
+    name: 'action-focus',
+    keys: [{ name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] }],
+  });
   for (const name of ['toggled', 'held', 'refused', 'removed', 'jobs']) {
     await api('PUT', `/v1/queues/${name}`, {});
   }
@@ -45,7 +37,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
 /** The element that has the focus: its tag and text. */

@@ -1,10 +1,7 @@
 /// <reference lib="dom" />
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Browser, BrowserContextOptions, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
+import type { RunningServer } from '../../src/server/index.js';
 import {
   artifactPath,
   callApi,
@@ -12,6 +9,7 @@ import {
   openQueuePage,
   signIn,
   skipBrowser,
+  startDashboardServer,
 } from './browser.js';
 
 /** The dialog that deletes a queue, with the longest name a queue may have, on a phone and in the dark. */
@@ -27,26 +25,13 @@ const PHONE: BrowserContextOptions = {
 
 let server: RunningServer;
 let browser: Browser;
-let dir: string;
 
 beforeAll(async () => {
   if (skipBrowser) return;
-  dir = mkdtempSync(join(tmpdir(), 'leaseq-ui-delete-dialog-'));
-  server = await startServer(
-    loadConfig({
-      flags: {
-        port: '0',
-        host: '127.0.0.1',
-        storage: `sqlite:${join(dir, 'leaseq.db')}`,
-        durability: 'os',
-        logLevel: 'silent',
-        receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
-        keys: JSON.stringify([
-          { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
-        ]),
-      },
-    }),
-  );
+  server = await startDashboardServer({
+    name: 'delete-dialog',
+    keys: [{ name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] }],
+  });
   for (const name of [LONG_QUEUE, 'orders']) {
     await callApi(server.url, ADMIN, 'PUT', `/v1/queues/${name}`, {});
   }
@@ -56,7 +41,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
 /** Opens the Delete dialog of `queue` in a new page; answers the page and the dialog. */

@@ -1,11 +1,15 @@
 /// <reference lib="dom" />
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
-import { callApi, launchChromium, openQueuePage, signIn, skipBrowser } from './browser.js';
+import type { RunningServer } from '../../src/server/index.js';
+import {
+  callApi,
+  launchChromium,
+  openQueuePage,
+  signIn,
+  skipBrowser,
+  startDashboardServer,
+} from './browser.js';
 
 /** A queue's delete that ends after the operator has gone on to another page. */
 
@@ -13,29 +17,16 @@ const ADMIN = 'admin-key-0123456789';
 
 let server: RunningServer;
 let browser: Browser;
-let dir: string;
 
 const api = (method: string, path: string, body?: unknown) =>
   callApi(server.url, ADMIN, method, path, body);
 
 beforeAll(async () => {
   if (skipBrowser) return;
-  dir = mkdtempSync(join(tmpdir(), 'leaseq-ui-delete-page-left-'));
-  server = await startServer(
-    loadConfig({
-      flags: {
-        port: '0',
-        host: '127.0.0.1',
-        storage: `sqlite:${join(dir, 'leaseq.db')}`,
-        durability: 'os',
-        logLevel: 'silent',
-        receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
-        keys: JSON.stringify([
-          { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
-        ]),
-      },
-    }),
-  );
+  server = await startDashboardServer({
+    name: 'delete-page-left',
+    keys: [{ name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] }],
+  });
   for (const name of ['slow', 'stays', 'other']) await api('PUT', `/v1/queues/${name}`, {});
   browser = await launchChromium();
 }, 60_000);
@@ -43,7 +34,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
 /**

@@ -1,10 +1,7 @@
 /// <reference lib="dom" />
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
+import type { RunningServer } from '../../src/server/index.js';
 import {
   artifactPath,
   callApi,
@@ -12,6 +9,7 @@ import {
   openQueuePage,
   signIn,
   skipBrowser,
+  startDashboardServer,
 } from './browser.js';
 
 /** A queue page with more deliveries in flight than it lists: the oldest, and how many in all. */
@@ -22,7 +20,6 @@ const IN_FLIGHT = 250;
 
 let server: RunningServer;
 let browser: Browser;
-let dir: string;
 
 const api = (method: string, path: string, body?: unknown) =>
   callApi(server.url, ADMIN, method, path, body);
@@ -41,22 +38,10 @@ async function inFlight(queue: string, count: number): Promise<void> {
 
 beforeAll(async () => {
   if (skipBrowser) return;
-  dir = mkdtempSync(join(tmpdir(), 'leaseq-ui-in-flight-'));
-  server = await startServer(
-    loadConfig({
-      flags: {
-        port: '0',
-        host: '127.0.0.1',
-        storage: `sqlite:${join(dir, 'leaseq.db')}`,
-        durability: 'os',
-        logLevel: 'silent',
-        receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
-        keys: JSON.stringify([
-          { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
-        ]),
-      },
-    }),
-  );
+  server = await startDashboardServer({
+    name: 'in-flight',
+    keys: [{ name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] }],
+  });
   await inFlight('busy', IN_FLIGHT);
   await inFlight('few', 2);
   browser = await launchChromium();
@@ -65,7 +50,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
 describe.skipIf(skipBrowser)('the deliveries in flight on a queue page (Chromium)', () => {

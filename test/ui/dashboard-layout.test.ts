@@ -1,11 +1,15 @@
 /// <reference lib="dom" />
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
-import { artifactPath, callApi, launchChromium, signIn, skipBrowser } from './browser.js';
+import type { RunningServer } from '../../src/server/index.js';
+import {
+  artifactPath,
+  callApi,
+  launchChromium,
+  signIn,
+  skipBrowser,
+  startDashboardServer,
+} from './browser.js';
 
 /** What an operator reads during an incident: long names, long reasons, a phone, a keyboard. */
 
@@ -23,7 +27,6 @@ const WIDE_REASON = `gateway timeout while charging the card of customer ${'7'.r
 
 let server: RunningServer;
 let browser: Browser;
-let dir: string;
 
 const api = (method: string, path: string, body?: unknown) =>
   callApi(server.url, ADMIN, method, path, body);
@@ -36,22 +39,10 @@ const PHONE: BrowserContextOptions = {
 
 beforeAll(async () => {
   if (skipBrowser) return;
-  dir = mkdtempSync(join(tmpdir(), 'leaseq-ui-layout-'));
-  server = await startServer(
-    loadConfig({
-      flags: {
-        port: '0',
-        host: '127.0.0.1',
-        storage: `sqlite:${join(dir, 'leaseq.db')}`,
-        durability: 'os',
-        logLevel: 'silent',
-        receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
-        keys: JSON.stringify([
-          { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
-        ]),
-      },
-    }),
-  );
+  server = await startDashboardServer({
+    name: 'layout',
+    keys: [{ name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] }],
+  });
   for (const name of [LONG_QUEUE, 'orders', 'emails']) {
     await api('PUT', `/v1/queues/${name}`, { maxDeliveries: 1 });
     await api('POST', `/v1/queues/${name}/jobs/batch`, {
@@ -75,7 +66,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
 const open = (context: BrowserContextOptions = {}, hash?: string): Promise<Page> =>

@@ -1,10 +1,7 @@
 /// <reference lib="dom" />
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
+import type { RunningServer } from '../../src/server/index.js';
 import {
   artifactPath,
   callApi,
@@ -13,6 +10,7 @@ import {
   openQueuePage,
   signIn,
   skipBrowser,
+  startDashboardServer,
 } from './browser.js';
 
 /** The dashboard at its limits: many queues, long texts, large figures, a server gone. */
@@ -29,7 +27,6 @@ const LONG_ID = `order-${'x'.repeat(250)}`;
 
 let server: RunningServer;
 let browser: Browser;
-let dir: string;
 
 const api = (method: string, path: string, body?: unknown) =>
   callApi(server.url, ADMIN, method, path, body);
@@ -51,23 +48,13 @@ async function kill(queue: string, ids: string[], reasonOf: (id: string) => stri
 
 beforeAll(async () => {
   if (skipBrowser) return;
-  dir = mkdtempSync(join(tmpdir(), 'leaseq-ui-limits-'));
-  server = await startServer(
-    loadConfig({
-      flags: {
-        port: '0',
-        host: '127.0.0.1',
-        storage: `sqlite:${join(dir, 'leaseq.db')}`,
-        durability: 'os',
-        logLevel: 'silent',
-        receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
-        keys: JSON.stringify([
-          { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
-          { name: 'publisher', key: PUBLISHER, allow: [{ queues: '*', actions: ['publish'] }] },
-        ]),
-      },
-    }),
-  );
+  server = await startDashboardServer({
+    name: 'limits',
+    keys: [
+      { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
+      { name: 'publisher', key: PUBLISHER, allow: [{ queues: '*', actions: ['publish'] }] },
+    ],
+  });
   await Promise.all(
     Array.from({ length: QUEUES }, (_, n) =>
       api('PUT', `/v1/queues/q${String(n).padStart(3, '0')}`, {}),
@@ -90,7 +77,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
 async function open(key = ADMIN): Promise<{ context: BrowserContext; page: Page }> {

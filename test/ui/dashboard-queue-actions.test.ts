@@ -1,10 +1,7 @@
 /// <reference lib="dom" />
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Browser, Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
+import type { RunningServer } from '../../src/server/index.js';
 import {
   artifactPath,
   callApi,
@@ -13,6 +10,7 @@ import {
   openQueuePage,
   signIn,
   skipBrowser,
+  startDashboardServer,
 } from './browser.js';
 
 /** A queue paused, resumed and deleted from its page; a job page once the job is gone. */
@@ -23,30 +21,19 @@ const VIEWER = 'viewer-key-0123456789';
 
 let server: RunningServer;
 let browser: Browser;
-let dir: string;
 
 const api = (method: string, path: string, body?: unknown, key = ADMIN) =>
   callApi(server.url, key, method, path, body);
 
 beforeAll(async () => {
   if (skipBrowser) return;
-  dir = mkdtempSync(join(tmpdir(), 'leaseq-ui-queue-actions-'));
-  server = await startServer(
-    loadConfig({
-      flags: {
-        port: '0',
-        host: '127.0.0.1',
-        storage: `sqlite:${join(dir, 'leaseq.db')}`,
-        durability: 'os',
-        logLevel: 'silent',
-        receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
-        keys: JSON.stringify([
-          { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
-          { name: 'viewer', key: VIEWER, allow: [{ queues: '*', actions: ['consume'] }] },
-        ]),
-      },
-    }),
-  );
+  server = await startDashboardServer({
+    name: 'queue-actions',
+    keys: [
+      { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
+      { name: 'viewer', key: VIEWER, allow: [{ queues: '*', actions: ['consume'] }] },
+    ],
+  });
   await api('PUT', '/v1/queues/orders', {});
   await api('POST', '/v1/queues/orders/jobs/batch', {
     jobs: Array.from({ length: 4 }, (_, n) => ({ id: `order-${n}` })),
@@ -68,7 +55,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
 /** The text of the figure card `label` on a queue's page. */

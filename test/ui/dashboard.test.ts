@@ -1,11 +1,16 @@
 /// <reference lib="dom" />
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { copyFileSync } from 'node:fs';
 import type { Browser, BrowserContext, ConsoleMessage, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
-import { artifactPath, callApi, DOC_IMAGES, launchChromium, skipBrowser } from './browser.js';
+import type { RunningServer } from '../../src/server/index.js';
+import {
+  artifactPath,
+  callApi,
+  DOC_IMAGES,
+  launchChromium,
+  skipBrowser,
+  startDashboardServer,
+} from './browser.js';
 
 const ADMIN = 'admin-key-0123456789';
 const VIEWER = 'viewer-key-0123456789';
@@ -18,7 +23,6 @@ const GROUPED = Array.from({ length: 25 }, (_, n) => `g-${String(n).padStart(2, 
 
 let server: RunningServer;
 let browser: Browser;
-let dir: string;
 const requests: string[] = [];
 const problems: string[] = [];
 /** Every answer of 400 or more the pages received, with its URL (the console's line has none). */
@@ -131,21 +135,13 @@ async function rowFigures(page: Page, name: string): Promise<Record<string, stri
 
 beforeAll(async () => {
   if (skipBrowser) return;
-  dir = mkdtempSync(join(tmpdir(), 'leaseq-ui-'));
-  const config = loadConfig({
-    flags: {
-      port: '0',
-      storage: `sqlite:${join(dir, 'leaseq.db')}`,
-      durability: 'os',
-      logLevel: 'silent',
-      receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
-      keys: JSON.stringify([
-        { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
-        { name: 'viewer', key: VIEWER, allow: [{ queues: '*', actions: ['consume'] }] },
-      ]),
-    },
+  server = await startDashboardServer({
+    name: 'dashboard',
+    keys: [
+      { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
+      { name: 'viewer', key: VIEWER, allow: [{ queues: '*', actions: ['consume'] }] },
+    ],
   });
-  server = await startServer(config);
   await seed();
   browser = await launchChromium();
 });
@@ -153,7 +149,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
 describe.skipIf(skipBrowser)(

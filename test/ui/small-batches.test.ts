@@ -1,11 +1,14 @@
 /// <reference lib="dom" />
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type RunningServer, startServer } from '../../src/server/index.js';
-import { artifactPath, callApi, launchChromium, skipBrowser } from './browser.js';
+import type { RunningServer } from '../../src/server/index.js';
+import {
+  artifactPath,
+  callApi,
+  launchChromium,
+  skipBrowser,
+  startDashboardServer,
+} from './browser.js';
 
 const ADMIN = 'admin-key-0123456789';
 /** Below the 100 ids a request may name by default, and below every action's count here. */
@@ -13,7 +16,6 @@ const MAX_BATCH = 10;
 
 let server: RunningServer;
 let browser: Browser;
-let dir: string;
 
 const api = (method: string, path: string, body?: unknown) =>
   callApi(server.url, ADMIN, method, path, body);
@@ -38,22 +40,11 @@ async function kill(prefix: string, count: number, reason: string): Promise<void
 
 beforeAll(async () => {
   if (skipBrowser) return;
-  dir = mkdtempSync(join(tmpdir(), 'leaseq-ui-batch-'));
-  server = await startServer(
-    loadConfig({
-      flags: {
-        port: '0',
-        storage: `sqlite:${join(dir, 'leaseq.db')}`,
-        durability: 'os',
-        logLevel: 'silent',
-        receiptSecret: 'a-receipt-secret-of-32-characters-or-more',
-        maxBatch: String(MAX_BATCH),
-        keys: JSON.stringify([
-          { name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] },
-        ]),
-      },
-    }),
-  );
+  server = await startDashboardServer({
+    name: 'batch',
+    keys: [{ name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] }],
+    flags: { maxBatch: String(MAX_BATCH) },
+  });
   await api('PUT', '/v1/queues/bulk', {});
   await kill('declined', 30, 'card declined');
   await kill('address', 15, 'address not found');
@@ -64,7 +55,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
 /** The page's report of an action, whichever way it went (a failure is an alert). */
