@@ -1,8 +1,18 @@
 import { readFileSync } from 'node:fs';
-import { relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { relative } from 'node:path';
 import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  at,
+  ExportWalk,
+  entryPoints,
+  entryProgram,
+  fixture,
+  hidden,
+  inProject,
+  isTypeDeclaration,
+  ROOT,
+} from './public-surface.js';
 
 /**
  * ARCHITECTURE.md rule 12 and "no `any` at boundaries", checked with the compiler API over the
@@ -11,8 +21,6 @@ import { beforeAll, describe, expect, it } from 'vitest';
  * signatures name (inherited docs count, as editors show them) has a doc comment, and no public
  * signature holds `any`, written or inferred.
  */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
 /** Exports and members not documented yet, by name: this list may only shrink. */
 const PENDING: ReadonlySet<string> = new Set(
   JSON.parse(readFileSync(new URL('public-docs-pending.json', import.meta.url), 'utf8')),
@@ -31,68 +39,12 @@ interface Surface {
   anys: string[];
 }
 
-/** The source entry points: each `types` of package.json's exports, from dist/ back to src/. */
-function entryPoints(): string[] {
-  const exports: Record<string, unknown> = JSON.parse(
-    readFileSync(resolve(ROOT, 'package.json'), 'utf8'),
-  ).exports;
-  return Object.values(exports).flatMap((target) => {
-    const types = (target as { types?: string }).types;
-    return types === undefined
-      ? []
-      : [resolve(ROOT, types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.ts'))];
-  });
-}
-
-function compilerOptions(): ts.CompilerOptions {
-  const parsed = ts.getParsedCommandLineOfConfigFile(
-    resolve(ROOT, 'tsconfig.build.json'),
-    {},
-    {
-      ...ts.sys,
-      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
-        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
-      },
-    },
-  );
-  if (parsed === undefined) throw new Error('tsconfig.build.json could not be read');
-  return { ...parsed.options, noEmit: true };
-}
-
-/** Private, protected and #private members are not the public API. */
-function hidden(node: ts.Node): boolean {
-  const name = (node as { name?: ts.Node }).name;
-  if (name !== undefined && ts.isPrivateIdentifier(name)) return true;
-  const flags = ts.getCombinedModifierFlags(node as ts.Declaration);
-  return (flags & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)) !== 0;
-}
-
-/** Declarations a user can see by hovering: what the walk follows from signatures. */
-function isTypeDeclaration(node: ts.Node): boolean {
-  return (
-    ts.isInterfaceDeclaration(node) ||
-    ts.isTypeAliasDeclaration(node) ||
-    ts.isClassDeclaration(node) ||
-    ts.isEnumDeclaration(node)
-  );
-}
-
 /** The public surface of `entries` in `program`: exports, members, and the types they name. */
 function publicSurface(program: ts.Program, entries: string[], root: string): Surface {
   const checker = program.getTypeChecker();
   const items = new Map<string, Item>();
   const anys: string[] = [];
-  const visited = new Set<ts.Node>();
-  const queue: { declaration: ts.Node; name: string }[] = [];
-  const inProject = (node: ts.Node) => {
-    const file = node.getSourceFile().fileName;
-    return file.startsWith(root) && !file.includes('/node_modules/');
-  };
-  const at = (node: ts.Node) => {
-    const file = node.getSourceFile();
-    const line = file.getLineAndCharacterOfPosition(node.getStart()).line + 1;
-    return `${relative(root, file.fileName)}:${line}`;
-  };
+  const walk = new ExportWalk(program, entries);
   const symbolOf = (node: ts.Node): ts.Symbol | undefined => {
     const name = (node as { name?: ts.Node }).name;
     return (
@@ -125,7 +77,7 @@ function publicSurface(program: ts.Program, entries: string[], root: string): Su
       (!ts.isTypeLiteralNode(child) && (ts.forEachChild(child, visit) ?? false));
     const own = written ?? inferred;
     if (own !== undefined && visit(own)) {
-      anys.push(`${name} (${at(node)})${written === undefined ? ', inferred' : ''}`);
+      anys.push(`${name} (${at(node, root)})${written === undefined ? ', inferred' : ''}`);
     }
   }
 
@@ -133,7 +85,11 @@ function publicSurface(program: ts.Program, entries: string[], root: string): Su
     if (items.has(name)) return; // overloads: the symbol's doc is that of all of them
     const symbol = symbolOf(node);
     const doc = symbol === undefined ? [] : symbol.getDocumentationComment(checker);
-    items.set(name, { name, at: at(node), documented: ts.displayPartsToString(doc).trim() !== '' });
+    items.set(name, {
+      name,
+      at: at(node, root),
+      documented: ts.displayPartsToString(doc).trim() !== '',
+    });
   }
 
   /** Queues the project's types a type node names, and walks its type literals' members. */
@@ -147,8 +103,8 @@ function publicSurface(program: ts.Program, entries: string[], root: string): Su
           symbol = checker.getAliasedSymbol(symbol);
         }
         for (const declaration of symbol?.declarations ?? []) {
-          if (inProject(declaration) && isTypeDeclaration(declaration)) {
-            queue.push({ declaration, name: symbol?.name ?? owner });
+          if (inProject(declaration, root) && isTypeDeclaration(declaration)) {
+            walk.queue(declaration, symbol?.name ?? owner);
           }
         }
       }
@@ -240,51 +196,15 @@ function publicSurface(program: ts.Program, entries: string[], root: string): Su
     }
   }
 
-  for (const file of entries) {
-    const source = program.getSourceFile(file);
-    const module = source && checker.getSymbolAtLocation(source);
-    if (module === undefined) throw new Error(`no module at ${file}`);
-    for (const exported of checker.getExportsOfModule(module)) {
-      const symbol =
-        exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported;
-      for (const node of symbol.declarations ?? [])
-        queue.push({ declaration: node, name: exported.name });
-    }
-  }
-  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-    if (visited.has(next.declaration)) continue;
-    visited.add(next.declaration);
-    declaration(next.declaration, next.name);
-  }
+  walk.run(declaration);
   return { items: [...items.values()], anys };
-}
-
-/** A program of one in-memory module at `root`/index.ts, for checking the check itself. */
-function fixture(source: string): { program: ts.Program; entry: string; root: string } {
-  const root = resolve(ROOT, '.public-docs-fixture');
-  const entry = resolve(root, 'index.ts');
-  const options = { ...compilerOptions(), types: [] };
-  const host = ts.createCompilerHost(options);
-  const getSourceFile = host.getSourceFile;
-  host.getSourceFile = (file, language, ...rest) =>
-    file === entry
-      ? ts.createSourceFile(file, source, language, true)
-      : getSourceFile(file, language, ...rest);
-  const fileExists = host.fileExists;
-  host.fileExists = (file) => file === entry || fileExists(file);
-  return {
-    program: ts.createProgram({ rootNames: [entry], options, host }),
-    entry,
-    root: `${root}/`,
-  };
 }
 
 describe('the public API has a doc comment on every export and member, and no any', () => {
   let surface: Surface;
 
   beforeAll(() => {
-    const entries = entryPoints();
-    const program = ts.createProgram({ rootNames: entries, options: compilerOptions() });
+    const { program, entries } = entryProgram();
     surface = publicSurface(program, entries, ROOT);
   }, 30_000);
 
@@ -314,7 +234,9 @@ describe('the public API has a doc comment on every export and member, and no an
   });
 
   it('the check finds a missing doc comment and an any, written or inferred', () => {
-    const { program, entry, root } = fixture(`
+    const { program, entry, root } = fixture(
+      '.public-docs-fixture',
+      `
       /** Documented. */
       export interface Options {
         /** Documented, in ms. */
@@ -326,7 +248,8 @@ describe('the public API has a doc comment on every export and member, and no an
       /** Documented. */
       export function parse(text: string) { return JSON.parse(text); }
       export const plain = 1;
-    `);
+    `,
+    );
     const found = publicSurface(program, [entry], root);
     expect(found.items.filter((item) => !item.documented).map((item) => item.name)).toEqual([
       'Options.bare',
