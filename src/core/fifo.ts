@@ -8,27 +8,34 @@ const MIN_COMPACT = 1024;
  * off once it is over half the array.
  *
  * `remove` leaves the item where it is, marked: it is passed over wherever it is met, and the
- * array is rebuilt without the marked items once they are half of what it holds, or when a
- * marked item is pushed again (so an item is never held twice).
+ * array is rebuilt without the marked items once they are half of what it holds. An item
+ * removed and pushed again is held twice until its marked copy is passed over: its marked
+ * copies always come before the one pushed again, so each copy is told apart by where it is met
+ * (rebuilding instead would make a remove and push again O(n) each time).
  */
 export class Fifo<T> {
   private items: (T | undefined)[] = [];
   private head = 0;
-  /** Items removed from inside, still held in `items`; undefined while there are none. */
-  private removed: Set<T> | undefined;
+  /** Items with removed copies still held in `items`; undefined while there are none. */
+  private removed: Map<T, RemovedCopies> | undefined;
+  /** The removed copies held, all items together. */
+  private removedCount = 0;
 
   get length(): number {
-    return this.items.length - this.head - (this.removed?.size ?? 0);
+    return this.items.length - this.head - this.removedCount;
   }
 
   clear(): void {
     this.items = [];
     this.head = 0;
     this.removed = undefined;
+    this.removedCount = 0;
   }
 
+  /** Adds `item`, which must not be in the queue, at the back. */
   push(item: T): void {
-    if (this.removed?.has(item) === true) this.rebuild();
+    const copies = this.removed?.get(item);
+    if (copies !== undefined) copies.pushedAgain = true;
     this.items.push(item);
   }
 
@@ -48,6 +55,9 @@ export class Fifo<T> {
     this.dropRemovedAtTail();
     if (this.head >= this.items.length) return undefined;
     const item = this.items.pop() as T;
+    // Its removed copies, if any, stay before it: none of it is in the queue now.
+    const copies = this.removed?.get(item);
+    if (copies !== undefined) copies.pushedAgain = false;
     this.compact();
     return item;
   }
@@ -72,49 +82,77 @@ export class Fifo<T> {
       this.pop();
       return;
     }
-    if (this.removed === undefined) this.removed = new Set();
-    this.removed.add(item);
-    if (this.removed.size * 2 >= this.items.length - this.head) this.rebuild();
+    if (this.removed === undefined) this.removed = new Map();
+    const copies = this.removed.get(item);
+    if (copies === undefined) this.removed.set(item, { count: 1, pushedAgain: false });
+    else {
+      copies.count += 1;
+      copies.pushedAgain = false;
+    }
+    this.removedCount += 1;
+    if (this.removedCount * 2 >= this.items.length - this.head) this.rebuild();
   }
 
   /** First to last. */
   *values(): IterableIterator<T> {
     const removed = this.removed;
+    // The copies met so far of items with removed copies: the one after them is in the queue.
+    const met = removed === undefined ? undefined : new Map<T, number>();
     for (let i = this.head; i < this.items.length; i++) {
       const item = this.items[i] as T;
-      if (removed === undefined || !removed.has(item)) yield item;
+      const copies = removed?.get(item);
+      if (copies === undefined) {
+        yield item;
+        continue;
+      }
+      const before = met?.get(item) ?? 0;
+      met?.set(item, before + 1);
+      if (before === copies.count) yield item;
     }
   }
 
+  /** Passes over removed copies at the head: an item's first copy held is removed if any is. */
   private dropRemovedAtHead(): void {
     const removed = this.removed;
     if (removed === undefined) return;
-    while (this.head < this.items.length && removed.delete(this.items[this.head] as T)) {
+    while (this.head < this.items.length) {
+      const item = this.items[this.head] as T;
+      if (!this.dropCopy(removed, item)) break;
       this.items[this.head] = undefined;
       this.head += 1;
     }
-    if (removed.size === 0) this.removed = undefined;
     this.compact();
   }
 
+  /** Passes over removed copies at the tail: an item's last copy is removed unless pushed again. */
   private dropRemovedAtTail(): void {
     const removed = this.removed;
     if (removed === undefined) return;
-    while (
-      this.items.length > this.head &&
-      removed.delete(this.items[this.items.length - 1] as T)
-    ) {
+    while (this.items.length > this.head) {
+      const item = this.items[this.items.length - 1] as T;
+      if (removed.get(item)?.pushedAgain !== false || !this.dropCopy(removed, item)) break;
       this.items.pop();
     }
-    if (removed.size === 0) this.removed = undefined;
     this.compact();
   }
 
-  /** Holds only the live items, from index 0. */
+  /** Counts off one removed copy of `item`; false when it has none. */
+  private dropCopy(removed: Map<T, RemovedCopies>, item: T): boolean {
+    const copies = removed.get(item);
+    if (copies === undefined) return false;
+    copies.count -= 1;
+    this.removedCount -= 1;
+    if (copies.count === 0) removed.delete(item);
+    if (this.removedCount === 0) this.removed = undefined;
+    return true;
+  }
+
+  /** Holds only the items in the queue, from index 0. */
   private rebuild(): void {
     this.items = Array.from(this.values());
     this.head = 0;
     this.removed = undefined;
+    this.removedCount = 0;
   }
 
   /** Cuts off the consumed slots once they are over half of the array (amortised O(1)). */
@@ -127,4 +165,10 @@ export class Fifo<T> {
       this.head = 0;
     }
   }
+}
+
+/** The removed copies of one item still held, and whether it was pushed again after them. */
+interface RemovedCopies {
+  count: number;
+  pushedAgain: boolean;
 }

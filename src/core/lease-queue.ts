@@ -886,6 +886,9 @@ export class LeaseQueue {
       forgetAt: now + this.settings.dedupWindow,
       groupSeq: groupView(job).groupSeq,
     };
+    // An id acked again (its window over, still held behind a longer one) keeps one record.
+    const earlier = this.remembered.get(job.id);
+    if (earlier !== undefined) this.rememberedOrder.remove(earlier);
     this.remembered.set(job.id, remembered);
     this.rememberedOrder.push(remembered);
   }
@@ -1016,12 +1019,12 @@ export class LeaseQueue {
     // Ids are remembered in ack order, so with one window the oldest are forgotten first. After
     // updateQueue lowered the window, a later id can be due before earlier ones: it stays in the
     // map until they go, but rememberedId no longer finds it. Such an id published and acked
-    // again is remembered anew: its earlier record, met first, no longer deletes it.
+    // again is remembered anew, its earlier record taken out of the order (see remember).
     const order = this.rememberedOrder;
     for (let first = order.first(); first !== undefined; first = order.first()) {
       if (first.forgetAt > now) return;
       order.shift();
-      if (this.remembered.get(first.id) === first) this.remembered.delete(first.id);
+      this.remembered.delete(first.id);
     }
   }
 
