@@ -1,30 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseQueue } from '../../src/core/index.js';
 import { ReadyList } from '../../src/core/ready-list.js';
+import { Counted, ids } from './helpers.js';
 
 /**
  * R14 R24 R28: a job cancelled from inside a long ready list or group and redriven joins the
  * back again; each such pair takes O(1), not a pass over every job held.
  */
-
-const ids = (from: number, to: number) =>
-  Array.from({ length: to - from }, (_, i) => `j${from + i}`);
-
-/** A job of the ready list that counts how often its time is read: the list's work on it. */
-class Counted {
-  static reads = 0;
-  #at: number;
-  constructor(at: number) {
-    this.#at = at;
-  }
-  get availableAt(): number {
-    Counted.reads += 1;
-    return this.#at;
-  }
-  set availableAt(at: number) {
-    this.#at = at;
-  }
-}
 
 describe('R14 R24 R28 a job cancelled from inside and redriven', () => {
   it('in a group of 100,000, 2,000 times, each comes back at the back of the group, in order', () => {

@@ -59,3 +59,23 @@ export function busyQueue(): { q: LeaseQueue; s: string } {
   );
   return { q, s };
 }
+
+/** Job ids `j<from>` … `j<to - 1>`. */
+export const ids = (from: number, to: number): string[] =>
+  Array.from({ length: to - from }, (_, i) => `j${from + i}`);
+
+/** A job of the ready list that counts how often its time is read: the list's work on it. */
+export class Counted {
+  static reads = 0;
+  #at: number;
+  constructor(at: number) {
+    this.#at = at;
+  }
+  get availableAt(): number {
+    Counted.reads += 1;
+    return this.#at;
+  }
+  set availableAt(at: number) {
+    this.#at = at;
+  }
+}

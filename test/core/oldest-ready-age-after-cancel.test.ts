@@ -1,30 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseQueue } from '../../src/core/index.js';
 import { ReadyList } from '../../src/core/ready-list.js';
+import { Counted, ids } from './helpers.js';
 
 /**
  * R17 R28: after a cancel from inside the ready list, even of the job that held the oldest-ready
  * age, stats give the exact age without a pass over the ready jobs.
  */
-
-const ids = (from: number, to: number) =>
-  Array.from({ length: to - from }, (_, i) => `j${from + i}`);
-
-/** A job of the ready list that counts how often its time is read: the list's work on it. */
-class Counted {
-  static reads = 0;
-  #at: number;
-  constructor(at: number) {
-    this.#at = at;
-  }
-  get availableAt(): number {
-    Counted.reads += 1;
-    return this.#at;
-  }
-  set availableAt(at: number) {
-    this.#at = at;
-  }
-}
 
 describe('R17 R28 the oldest-ready age after cancels from inside', () => {
   it('stats after each of 500 cancels of the job holding the age, among 100,000, give the exact age', () => {

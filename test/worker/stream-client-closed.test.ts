@@ -9,16 +9,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** Waits (real time, at most 5 s) until `test` holds. */
-async function until(test: () => boolean): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!test()) {
-    if (Date.now() > end) throw new Error('not reached within 5 s');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-it('a worker over the stream whose client is closed under it takes no job published as the close begins, and closes with CLOSED', async () => {
+/** A memory broker behind a server, and a remote client of it over the stream. */
+async function streamClient() {
   const inner = await open('memory:');
   cleanups.push(() => inner.close());
   const app = await createApp({
@@ -29,6 +21,20 @@ it('a worker over the stream whose client is closed under it takes no job publis
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   const client = new RemoteBroker(url, { transport: 'stream' });
   cleanups.push(() => client.close());
+  return { inner, client };
+}
+
+/** Waits (real time, at most 5 s) until `test` holds. */
+async function until(test: () => boolean): Promise<void> {
+  const end = Date.now() + 5000;
+  while (!test()) {
+    if (Date.now() > end) throw new Error('not reached within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+it('a worker over the stream whose client is closed under it takes no job published as the close begins, and closes with CLOSED', async () => {
+  const { inner, client } = await streamClient();
   const queue = await client.queue('closing', { visibility: 60_000 });
   const ran: string[] = [];
   const closed: unknown[] = [];
@@ -52,16 +58,7 @@ it('a worker over the stream whose client is closed under it takes no job publis
 });
 
 it('a worker over the stream waiting for work when its client is closed closes with CLOSED, as over HTTP', async () => {
-  const inner = await open('memory:');
-  cleanups.push(() => inner.close());
-  const app = await createApp({
-    broker: inner,
-    receiptSecret: 'worker-suite-secret-of-32-characters',
-  });
-  cleanups.push(() => app.close());
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  const client = new RemoteBroker(url, { transport: 'stream' });
-  cleanups.push(() => client.close());
+  const { client } = await streamClient();
   const queue = await client.queue('idle', { visibility: 60_000 });
   const errors: unknown[] = [];
   const closed: unknown[] = [];
