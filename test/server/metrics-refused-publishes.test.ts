@@ -1,7 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { QueueFullError } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
 import { queueName } from '../conformance/engines.js';
+import { type ScratchDatabase, scratchDatabase } from '../engine/postgres-scratch.js';
 import { FrameClient } from '../stream/frames.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 import { serverStorages } from './storages.js';
@@ -13,7 +14,19 @@ import { serverStorages } from './storages.js';
  * the server's own process. `/metrics` writes it for every queue from the start, at 0.
  */
 
-const storages = await serverStorages();
+// PostgreSQL in a database of its own: /metrics reads every queue of its database at the
+// server's time, which would move on other test files' queues in the shared one.
+let scratch: ScratchDatabase | undefined;
+const storages = await Promise.all(
+  (await serverStorages()).map(async (storage) => {
+    if (storage.name !== 'postgres' || storage.skipReason !== undefined) return storage;
+    scratch = await scratchDatabase('refused');
+    return { ...storage, url: scratch.url() };
+  }),
+);
+afterAll(async () => {
+  await scratch?.drop();
+});
 
 let server: TestServer | undefined;
 
