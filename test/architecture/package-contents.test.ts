@@ -16,6 +16,20 @@ const packed = JSON.parse(
 ) as { files: { path: string }[] }[];
 const files = new Set(packed[0]?.files.map((file) => file.path));
 
+/** The relative links of the package's Markdown: where each is, what it says, the file it names. */
+function relativeLinks(): { from: string; target: string; file: string }[] {
+  const links: { from: string; target: string; file: string }[] = [];
+  for (const from of [...files].filter((file) => file.endsWith('.md'))) {
+    const text = readFileSync(join(root, from), 'utf8');
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (target === undefined || /^[a-z]+:/i.test(target) || target.startsWith('#')) continue;
+      const file = normalize(join(dirname(from), decodeURI(target.split('#')[0] ?? '')));
+      links.push({ from, target, file });
+    }
+  }
+  return links;
+}
+
 describe('the published package', () => {
   it('holds the licence its package.json names, and the built code', () => {
     expect(files.has('LICENSE')).toBe(true);
@@ -25,15 +39,9 @@ describe('the published package', () => {
   });
 
   it('every relative link of its Markdown leads to a file of the package', () => {
-    const broken: string[] = [];
-    for (const path of [...files].filter((file) => file.endsWith('.md'))) {
-      const text = readFileSync(join(root, path), 'utf8');
-      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
-        if (target === undefined || /^[a-z]+:/i.test(target) || target.startsWith('#')) continue;
-        const file = normalize(join(dirname(path), decodeURI(target.split('#')[0] ?? '')));
-        if (!files.has(file)) broken.push(`${path} → ${target}`);
-      }
-    }
+    const broken = relativeLinks()
+      .filter((link) => !files.has(link.file))
+      .map((link) => `${link.from} → ${link.target}`);
     expect(broken).toEqual([]);
   });
 
@@ -52,5 +60,27 @@ describe('the published package', () => {
       }
     }
     expect([...missing].slice(0, 10)).toEqual([]);
+  });
+});
+
+// It holds nothing that serves no purpose there. package.json's "files" takes src/ for the
+// sources its source maps name, and bench/results for the reports the README and the docs link
+// to; npm would also take bench/README.md with them, and all of src/ takes the dashboard's
+// source, which its bundle in dist/ does not map back to.
+describe('the published package leaves out what serves no purpose there', () => {
+  it('holds the built dashboard and no source of it', () => {
+    expect(files.has('dist/server/ui/public/app.js')).toBe(true);
+    expect(files.has('dist/server/ui/public/index.html')).toBe(true);
+    expect([...files].filter((file) => file.startsWith('src/server/ui/web/'))).toEqual([]);
+    // The rest of src/ stays: the maps of dist/ name it.
+    expect(files.has('src/server/ui/dashboard.ts')).toBe(true);
+  });
+
+  it('holds of bench/ only the reports its Markdown links to', () => {
+    const linked = new Set(relativeLinks().map((link) => link.file));
+    const bench = [...files].filter((file) => file.startsWith('bench/'));
+    expect(bench).toContain('bench/results/latest.md');
+    expect(bench).not.toContain('bench/README.md');
+    expect(bench.filter((file) => !linked.has(file))).toEqual([]);
   });
 });
