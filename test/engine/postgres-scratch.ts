@@ -1,4 +1,8 @@
-import { POSTGRES_URL, withPostgresClient } from '../crash/postgres.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
+import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
 
 /** A database of a test's own, which it may turn read-only or give settings; dropped after. */
 export interface ScratchDatabase {
@@ -42,5 +46,41 @@ export async function scratchDatabase(label: string): Promise<ScratchDatabase> {
       await terminate();
       await withPostgresClient((client) => client.query(`DROP DATABASE IF EXISTS ${name}`));
     },
+  };
+}
+
+/** A storage a test file runs on: its name, and its URL once the file's setup made it. */
+export interface StorageTarget {
+  name: 'sqlite' | 'postgres';
+  url(): string;
+}
+
+/**
+ * For one test file (call at its top): a SQLite file and a PostgreSQL database of its own (see
+ * scratchDatabase), made before its tests and removed after them; `postgresSkip()` is why
+ * PostgreSQL does not run (unreachable outside CI), undefined when it does.
+ */
+export function sqliteAndScratchPostgres(label: string): {
+  targets: StorageTarget[];
+  postgresSkip(): string | undefined;
+} {
+  let directory: string | undefined;
+  let scratch: ScratchDatabase | undefined;
+  let skip: string | undefined;
+  beforeAll(async () => {
+    directory = mkdtempSync(join(tmpdir(), `leaseq-${label.replaceAll('_', '-')}-`));
+    skip = await postgresSkipReason();
+    if (skip === undefined) scratch = await scratchDatabase(label);
+  });
+  afterAll(async () => {
+    await scratch?.drop();
+    if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
+  });
+  return {
+    targets: [
+      { name: 'sqlite', url: () => `sqlite:${join(directory as string, 'q.db')}` },
+      { name: 'postgres', url: () => (scratch as ScratchDatabase).url() },
+    ],
+    postgresSkip: () => skip,
   };
 }

@@ -1,11 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ScheduleRecord } from '../../src/engine/index.js';
 import { openEngine } from '../../src/engine/index.js';
-import { postgresSkipReason } from '../crash/postgres.js';
-import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
+import { sqliteAndScratchPostgres } from './postgres-scratch.js';
 
 // EngineTransaction.advanceSchedules (ScheduleMove, exported): the records of many schedules
 // moved on at once. Six parameters a move made one statement of 12,000 moves more than a
@@ -15,31 +11,12 @@ import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
 
 const COUNT = 12_000;
 
-let directory: string | undefined;
-let scratch: ScratchDatabase | undefined;
-let postgresSkip: string | undefined;
-
-beforeAll(async () => {
-  directory = mkdtempSync(join(tmpdir(), 'leaseq-advance-many-'));
-  postgresSkip = await postgresSkipReason();
-  if (postgresSkip === undefined) scratch = await scratchDatabase('advance_many');
-});
-
-afterAll(async () => {
-  await scratch?.drop();
-  if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
-});
-
-const targets = [
-  { name: 'sqlite', url: () => `sqlite:${join(directory as string, 'q.db')}` },
-  { name: 'postgres', url: () => (scratch as ScratchDatabase).url() },
-];
+const { targets, postgresSkip } = sqliteAndScratchPostgres('advance_many');
 
 describe.each(targets)('R25 advanceSchedules on $name', (target) => {
   it('R25 moves the records of 12,000 schedules in one call, each once', async (context) => {
-    if (target.name === 'postgres' && postgresSkip !== undefined) {
-      return context.skip(postgresSkip);
-    }
+    const skip = target.name === 'postgres' ? postgresSkip() : undefined;
+    if (skip !== undefined) return context.skip(skip);
     const engine = await openEngine(target.url());
     try {
       await engine.queue('many');

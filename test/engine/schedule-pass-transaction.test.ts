@@ -1,12 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
 import type { Engine, EngineTransaction } from '../../src/engine/engine.js';
 import { openEngine } from '../../src/engine/index.js';
-import { postgresSkipReason } from '../crash/postgres.js';
-import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
+import { sqliteAndScratchPostgres } from './postgres-scratch.js';
 
 // R25 on the SQL engines: a scheduler pass records and publishes all its due occurrences in one
 // transaction, not one each. Three servers over one PostgreSQL with 100 schedules of every
@@ -15,25 +11,7 @@ import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
 
 const T0 = Date.UTC(2026, 11, 8, 12);
 
-let directory: string | undefined;
-let scratch: ScratchDatabase | undefined;
-let postgresSkip: string | undefined;
-
-beforeAll(async () => {
-  directory = mkdtempSync(join(tmpdir(), 'leaseq-pass-tx-'));
-  postgresSkip = await postgresSkipReason();
-  if (postgresSkip === undefined) scratch = await scratchDatabase('pass_tx');
-});
-
-afterAll(async () => {
-  await scratch?.drop();
-  if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
-});
-
-const targets = [
-  { name: 'sqlite', url: () => `sqlite:${join(directory as string, 'q.db')}` },
-  { name: 'postgres', url: () => (scratch as ScratchDatabase).url() },
-];
+const { targets, postgresSkip } = sqliteAndScratchPostgres('pass_tx');
 
 /** Makes every transaction of `engine` see a publish into `queue` fail as the storage might. */
 function failPublishesInto(engine: Engine, queue: string): void {
@@ -59,7 +37,8 @@ describe.each(targets)('R25 a scheduler pass on $name', (target) => {
     use: (on: { clock: ManualClock; engine: Engine; broker: EngineBroker }) => Promise<void>,
     context: { skip: (reason: string) => void },
   ): Promise<void> {
-    if (target.name === 'postgres' && postgresSkip !== undefined) return context.skip(postgresSkip);
+    const skip = target.name === 'postgres' ? postgresSkip() : undefined;
+    if (skip !== undefined) return context.skip(skip);
     const clock = new ManualClock(T0);
     const engine = await openEngine(target.url());
     const broker = new EngineBroker(engine, { clock });
