@@ -18,6 +18,7 @@ import {
   work,
 } from '../../src/worker/index.js';
 import { injectFetch } from '../conformance/remote-engine.js';
+import { TcpProxy } from '../faults/tcp-proxy.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leaseq-broker-closed-'));
 afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -239,10 +240,14 @@ describe('a worker over a server', () => {
   });
 
   for (const transport of ['http', 'stream'] as const) {
-    it(`over ${transport}, keeps working through a restart of the server on its port`, async () => {
+    it(`over ${transport}, keeps working through a restart of the server behind its address`, async () => {
       const inner = await open('memory:');
       cleanups.push(() => inner.close());
-      const port = transport === 'http' ? 41_011 : 41_012;
+      // Clients reach the server through a proxy on a port of its own, so a restart listens on
+      // whatever port is free: the old one may meanwhile be some other socket's.
+      const proxy = new TcpProxy(0);
+      const address = await proxy.listen();
+      cleanups.push(() => proxy.close());
       const serve = async () => {
         const app = await createApp({
           broker: inner,
@@ -251,7 +256,8 @@ describe('a worker over a server', () => {
         // Holds the shutdown once it began (requests are answered CLOSED) until opened.
         const held = new Gate();
         app.addHook('preClose', () => held.pass());
-        await app.listen({ host: '127.0.0.1', port });
+        await app.listen({ host: '127.0.0.1', port: 0 });
+        proxy.retarget((app.server.address() as { port: number }).port);
         cleanups.push(() => {
           held.open();
           return app.close();
@@ -259,7 +265,7 @@ describe('a worker over a server', () => {
         return { app, held };
       };
       const first = await serve();
-      const client = new RemoteBroker(`http://127.0.0.1:${port}`, { transport, timeoutMs: 2000 });
+      const client = new RemoteBroker(`http://${address}`, { transport, timeoutMs: 2000 });
       cleanups.push(() => client.close());
       const queue = await client.queue('restarts', { visibility: 60_000 });
       const done: string[] = [];
