@@ -39,9 +39,17 @@ export function remoteDetails(command: Pick<Command, 'overHttp'>): string[] {
 
 /** A client for the server the flags or environment name. */
 export async function connect(values: Values, context: CliContext): Promise<RemoteBroker> {
-  const server = stringFlag(values, 'server') ?? context.env.LEASEQ_SERVER ?? DEFAULT_SERVER;
+  const flagServer = stringFlag(values, 'server');
+  const server = flagServer ?? context.env.LEASEQ_SERVER ?? DEFAULT_SERVER;
   const problem = serverUrlProblem(server);
-  if (problem !== undefined) throw new UsageError(problem);
+  // Named by where it came from: a value from the environment is not seen on the command line.
+  if (problem !== undefined) {
+    throw new UsageError(
+      flagServer === undefined && context.env.LEASEQ_SERVER !== undefined
+        ? `LEASEQ_SERVER: ${problem}`
+        : problem,
+    );
+  }
   // A LEASEQ_API_KEY set but left blank is no key.
   const flagKey = stringFlag(values, 'api-key');
   const apiKey = flagKey ?? (context.env.LEASEQ_API_KEY || undefined);
@@ -51,9 +59,13 @@ export async function connect(values: Values, context: CliContext): Promise<Remo
       `${flagKey === undefined ? 'LEASEQ_API_KEY' : '--api-key'} is not an API key: ${keyProblem}; a key is printable ASCII without spaces (letters, digits and punctuation)`,
     );
   }
-  const transport = stringFlag(values, 'transport') ?? context.env.LEASEQ_TRANSPORT;
+  // A LEASEQ_TRANSPORT set but left blank is the default transport, as a blank key is no key.
+  const flagTransport = stringFlag(values, 'transport');
+  const transport = flagTransport ?? (context.env.LEASEQ_TRANSPORT || undefined);
   if (transport !== undefined && transport !== 'stream' && transport !== 'http') {
-    throw new UsageError(`--transport must be stream or http, got ${transport}`);
+    throw new UsageError(
+      `${flagTransport === undefined ? 'LEASEQ_TRANSPORT' : '--transport'} must be stream or http, got ${JSON.stringify(transport)}`,
+    );
   }
   return openRemote(server, {
     ...(apiKey === undefined ? {} : { apiKey }),

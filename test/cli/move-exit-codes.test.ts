@@ -50,10 +50,19 @@ describe('leaseq queue move and the jobs it leaves', () => {
       const none = await run(['queue', 'move', from, 'a', 'a', '--to', to, '--json', ...t]);
       expect(none).toMatchObject({ code: 3, stderr: '' });
       expect(JSON.parse(none.stdout)).toEqual({ moved: 0, notMoved: 1 });
-      // A target that cannot take it leaves it where it is: 3 too.
-      const nowhere = await run(['queue', 'move', from, 'b', '--to', fresh(), '--json', ...t]);
-      expect(nowhere.code).toBe(3);
-      expect(JSON.parse(nowhere.stdout)).toEqual({ moved: 0, notMoved: 1 });
+      // A target that cannot take it (it holds a job b already) leaves it where it is: 3 too.
+      const holder = fresh();
+      await run(['queue', 'create', holder]);
+      await run(['publish', holder, '--id', 'b', '{}']);
+      const taken = await run(['queue', 'move', from, 'b', '--to', holder, '--json', ...t]);
+      expect(taken.code).toBe(3);
+      expect(JSON.parse(taken.stdout)).toEqual({ moved: 0, notMoved: 1 });
+      expect(await ready(from)).toEqual(['b']);
+      // A target that is not there is refused before anything moves: 1, as for the source.
+      const missing = fresh();
+      const nowhere = await run(['queue', 'move', from, 'b', '--to', missing, '--json', ...t]);
+      expect(nowhere).toMatchObject({ code: 1, stdout: '' });
+      expect(nowhere.stderr).toContain(`NOT_FOUND: queue ${missing} (--to) does not exist`);
       expect(await ready(from)).toEqual(['b']);
       const all = await run(['queue', 'move', from, 'b', '--to', to, '--json', ...t]);
       expect(all).toEqual({ code: 0, stdout: '{"moved":1,"notMoved":0}\n', stderr: '' });

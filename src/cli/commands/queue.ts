@@ -1,5 +1,6 @@
-import { NotFoundError, type QueueOptions } from '../../core/index.js';
-import type { Command, OptionsConfig, Values } from '../command.js';
+import { type RemoteBroker, RemoteError } from '../../client/index.js';
+import { build, NotFoundError, type QueueOptions } from '../../core/index.js';
+import type { CliContext, Command, OptionsConfig, Values } from '../command.js';
 import { EXIT, fromCommandLine, sayingDoneBefore, UsageError } from '../command.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
 import { formatOptions, formatStats } from '../format.js';
@@ -26,7 +27,9 @@ const OPTION_DETAILS = [
   '--max-deliveries N    deliveries before a job is dead-lettered (default 10)',
   '--max-lease MS        longest a delivery can be extended to (default unbounded)',
   '--dedup-window MS     how long an acked id is still refused as a duplicate (default 0)',
-  '--dead-letter-queue NAME  the queue a job that dies moves to, as ready (default none)',
+  '--dead-letter-queue NAME  the queue a job that dies moves to, as ready (default none); one',
+  '                      that does not exist yet is taken, said on stderr: until it is',
+  "                      created, the queue's dead jobs stay in its own dead set",
   '--retention MS        a job still ready or delayed this long after its publish dies with',
   '                      reason expired; never ends a delivery (default none)',
   '--max-length N        the most ready jobs a publish may leave (default none)',
@@ -95,15 +98,17 @@ export const queueCreate: Command = {
     const options = queueOptionsOf(values, false);
     // Refused for want of --visibility too (the default is above the server's
     // maxVisibilityMs): the command line is what to change, the refusal says how.
-    const view = await withClient(values, context, (client) =>
-      fromCommandLine(() => client.createQueue(name, options)),
-    );
+    const { view, missing } = await withClient(values, context, async (client) => {
+      const view = await fromCommandLine(() => client.createQueue(name, options));
+      return { view, missing: await missingDeadLetterQueue(client, options.deadLetterQueue) };
+    });
     if (values.json) printJson(context, view);
     else {
       context.stdout.write(
         `${view.created ? 'created' : 'exists '} ${view.name}  ${formatOptions(view.options)}\n`,
       );
     }
+    if (missing !== undefined) noteMissingDeadLetterQueue(context, name, missing);
     return EXIT.ok;
   },
 };
@@ -129,14 +134,41 @@ export const queueUpdate: Command = {
     const options = queueOptionsOf(values, true);
     if (Object.keys(options).length === 0)
       throw new UsageError('name at least one option to change');
-    const updated = await withClient(values, context, (client) =>
-      fromCommandLine(() => client.updateQueue(name, options)),
-    );
+    const { updated, missing } = await withClient(values, context, async (client) => {
+      const updated = await fromCommandLine(() => client.updateQueue(name, options));
+      return { updated, missing: await missingDeadLetterQueue(client, options.deadLetterQueue) };
+    });
     if (values.json) printJson(context, { name, options: updated });
     else context.stdout.write(`updated ${name}  ${formatOptions(updated)}\n`);
+    if (missing !== undefined) noteMissingDeadLetterQueue(context, name, missing);
     return EXIT.ok;
   },
 };
+
+/**
+ * The dead-letter queue named, when it does not exist. It is taken all the same (R26: one
+ * created later receives from then on, and no job is lost meanwhile), but a mistyped name would
+ * otherwise pass unnoticed while dead jobs stay where they died. Undefined when none was named,
+ * it exists, or it cannot be looked up (the queue's own change is done: not a failure).
+ */
+async function missingDeadLetterQueue(
+  client: RemoteBroker,
+  dlq: string | null | undefined,
+): Promise<string | undefined> {
+  if (typeof dlq !== 'string') return undefined;
+  try {
+    await client.handle(dlq).options();
+    return undefined;
+  } catch (error) {
+    return error instanceof NotFoundError ? dlq : undefined;
+  }
+}
+
+function noteMissingDeadLetterQueue(context: CliContext, name: string, dlq: string): void {
+  context.stderr.write(
+    `note: queue ${dlq} does not exist: until it is created, jobs that die in ${name} stay in its dead set (leaseq dead list ${name})\n`,
+  );
+}
 
 export const queueList: Command = {
   name: 'queue list',
@@ -193,10 +225,12 @@ export const queueMove: Command = {
     '                --to, a key that may not publish on every queue must name the queues the',
     '                jobs go back to this way, and needs the right to publish on each',
     '--max N         at most N jobs (default all)',
-    'A job the target cannot take (no such queue, its id present there) stays. Named ids of',
-    'which fewer moved than named (or than --max) are exit code 3: absent, not ready or',
-    'delayed, of another --origin or none, or not taken by the target. Without ids, moving',
-    'nothing is done (exit code 0), as dead redrive and queue purge with nothing to do.',
+    'A --to queue that does not exist is an error (exit code 1), as a <queue> that does not,',
+    'and --to naming <queue> itself a mistake (exit code 2): nothing is moved. A job the target',
+    'cannot take (its id present there; without --to, a queue it died in that is gone) stays.',
+    'Named ids of which fewer moved than named (or than --max) are exit code 3: absent, not',
+    'ready or delayed, of another --origin or none, or not taken by the target. Without ids,',
+    'moving nothing is done (exit code 0), as dead redrive and queue purge with nothing to do.',
     'On SQLite and PostgreSQL the move takes steps of 1,000 jobs, each kept once done: ended by',
     'an error, it says after the error how many jobs were moved before it, when any were.',
     'Needs an admin key.',
@@ -212,18 +246,26 @@ export const queueMove: Command = {
     const to = stringFlag(values, 'to');
     const origins = values.origin as string[] | undefined;
     const max = integerFlag(values, 'max', 1);
-    const moved = await withClient(values, context, (client) =>
-      fromCommandLine(() =>
-        sayingDoneBefore('moved', 0, () =>
-          client.handle(name).moveJobs({
-            ...(ids.length > 0 ? { ids } : {}),
-            ...(to === undefined ? {} : { to }),
-            ...(origins === undefined ? {} : { origins }),
-            ...(max === undefined ? {} : { max }),
-          }),
-        ),
-      ),
-    );
+    // Every job of the queue is already there: each would stay, and "moved 0 jobs" would hide
+    // the mistake.
+    if (to === name) {
+      throw new UsageError(`--to names ${name}, the queue the jobs are in: name another queue`);
+    }
+    const options = {
+      ...(ids.length > 0 ? { ids } : {}),
+      ...(to === undefined ? {} : { to }),
+      ...(origins === undefined ? {} : { origins }),
+      ...(max === undefined ? {} : { max }),
+    };
+    const moved = await withClient(values, context, async (client) => {
+      // The command line's values are checked before the target is looked up: refused, exit 2.
+      const queue = await fromCommandLine(() => {
+        build.moveJobs(options);
+        return client.handle(name);
+      });
+      if (to !== undefined) await targetExists(client, to);
+      return fromCommandLine(() => sayingDoneBefore('moved', 0, () => queue.moveJobs(options)));
+    });
     // Named ids, as cancel and dead redrive take them: those that stayed are exit code 3. The
     // answer is a count, so they are counted, not named.
     // With --max below them, --max of them are asked for: the count is of those.
@@ -246,6 +288,28 @@ export const queueMove: Command = {
     return notMoved > 0 ? EXIT.stale : EXIT.ok;
   },
 };
+
+/**
+ * Refuses a move to a queue that does not exist before anything moves. The engines leave a job
+ * whose target is missing where it is (R26: a dead-letter queue deleted loses no job), so the
+ * move would answer 0 and exit as one with nothing to do: a mistyped --to must not pass for
+ * that. The same NOT_FOUND as for the queue moved from (exit code 1), saying which queue it is;
+ * a key with no right there learns nothing of it (the move's FORBIDDEN names the right it needs).
+ * A target deleted between this look-up and the move still leaves its jobs where they are.
+ */
+async function targetExists(client: RemoteBroker, to: string): Promise<void> {
+  try {
+    await client.handle(to).options();
+  } catch (error) {
+    // A key without rights there: the move is refused too, saying the right it needs.
+    if (error instanceof RemoteError && error.code === 'FORBIDDEN') return;
+    if (!(error instanceof NotFoundError)) throw error;
+    throw new NotFoundError(
+      `queue ${to} (--to) does not exist: nothing was moved (create it first, or name another)`,
+      { cause: error },
+    );
+  }
+}
 
 /** `queue pause` and `queue resume`: one option of the queue (R27). */
 function pausing(paused: boolean): Command {
