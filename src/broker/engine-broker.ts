@@ -533,6 +533,11 @@ export class EngineQueue implements Queue {
     );
   }
 
+  watchClose(listener: (cause: Error) => void): () => void {
+    if (this.closing.aborted) return () => {};
+    return onAbort(this.closing, () => listener(new ClosedError('broker is closed')));
+  }
+
   async stats() {
     return this.run(build.stats());
   }

@@ -183,6 +183,13 @@ export interface Queue {
    */
   watchCancels?(listener: (token: number) => void): () => void;
   /**
+   * Calls `listener` once when the broker this handle came from is closed in this process
+   * (`closed` turns true), with the error its calls fail with from then on; returns the removal.
+   * Not called for a broker closed already: read `closed` first. Absent where the handle cannot
+   * tell (a wrapper that does not pass it on).
+   */
+  watchClose?(listener: (cause: Error) => void): () => void;
+  /**
    * The longest delay and lease this queue takes where something in front of its storage bounds
    * them (a server's limits: a longer one is refused). Absent in-process, where they are not.
    */

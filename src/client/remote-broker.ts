@@ -85,6 +85,8 @@ export class RemoteBroker implements Broker {
   private readonly limits: ServerLimitsReader;
   private readonly books = new Map<string, ReceiptBook>();
   private readonly maxReceipts: number;
+  /** Aborted as `close()` begins: its queues' `watchClose` listeners hear of it. */
+  private readonly closing = new AbortController();
   /** How operations and receives travel (see RemoteOptions.transport). */
   readonly transport: 'stream' | 'http';
 
@@ -156,7 +158,14 @@ export class RemoteBroker implements Broker {
   /** A handle on a queue without asking the server; calls answer NOT_FOUND if it is missing. */
   handle(name: string): RemoteQueue {
     checkQueueName(name);
-    return new RemoteQueue(name, this.http, this.channel, this.book(name), this.limits);
+    return new RemoteQueue(
+      name,
+      this.http,
+      this.channel,
+      this.book(name),
+      this.limits,
+      this.closing.signal,
+    );
   }
 
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
@@ -201,7 +210,11 @@ export class RemoteBroker implements Broker {
    */
   async close(options?: StorageCloseOptions): Promise<void> {
     const { signal } = checkCloseOptions(options);
-    await this.channel.close(signal);
+    // The channel refuses receives from the moment its close begins (the queues' `closed`);
+    // then the queues' watchers are told, while held deliveries are still being given back.
+    const closingChannel = this.channel.close(signal);
+    if (!this.closing.signal.aborted) this.closing.abort();
+    await closingChannel;
     this.http.close();
     this.books.clear();
   }

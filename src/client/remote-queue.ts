@@ -9,9 +9,11 @@ import {
   type ScheduleWhen,
 } from '../broker/index.js';
 import { leaseAge, noteLeaseAge } from '../broker/lease-age.js';
+import { onAbort } from '../broker/on-abort.js';
 import { checkScheduleName, scheduleRecord } from '../broker/schedule-times.js';
 import {
   build,
+  ClosedError,
   checkDeadLetterPage,
   checkDeliveryPage,
   checkedOperations,
@@ -88,6 +90,8 @@ export class RemoteQueue implements Queue {
     private readonly channel: Channel,
     private readonly book: ReceiptBook,
     private readonly serverLimits: ServerLimitsReader,
+    /** Aborted as the client's close begins (see `watchClose`); absent, nothing is told. */
+    private readonly clientClosing?: AbortSignal,
   ) {
     this.path = `/v1/queues/${encodeURIComponent(name)}`;
     this.wrapper = {
@@ -107,6 +111,13 @@ export class RemoteQueue implements Queue {
    */
   get closed(): boolean {
     return this.channel.closing || this.http.closed;
+  }
+
+  /** Calls `listener` once when this client's close begins (Queue.watchClose). */
+  watchClose(listener: (cause: Error) => void): () => void {
+    const closing = this.clientClosing;
+    if (closing === undefined || closing.aborted) return () => {};
+    return onAbort(closing, () => listener(new ClosedError('the client is closed')));
   }
 
   async options(): Promise<ResolvedQueueOptions> {

@@ -80,6 +80,11 @@ export class FaultyQueue implements Queue {
     return this.inner.closed;
   }
 
+  /** The real queue's (Queue.watchClose): a worker with every slot taken learns of the close. */
+  watchClose(listener: (cause: Error) => void): () => void {
+    return this.inner.watchClose?.(listener) ?? (() => {});
+  }
+
   /** true once the process died: `crash()`, or an ack or nack after `crashBeforeAck()`. */
   get crashed(): boolean {
     return this.isCrashed;

@@ -90,6 +90,11 @@ export class Worker<P = unknown> {
   /** Runs in hand whose handler ended: their ack or nack is on its way. */
   private readonly settling = new Set<HeldRun>();
   private stopWatchingCancels: (() => void) | undefined;
+  private stopWatchingClose: (() => void) | undefined;
+  /** Its queue's broker was closed in this process (Queue.watchClose), with the error it gave. */
+  private brokerGone: { cause: unknown } | undefined;
+  /** The fetch loop is in a fetch: a close of the broker ends its receive, or fails it. */
+  private loopFetching = false;
   private readonly fetches = new Set<Promise<number>>();
   private readonly stopping = new AbortController();
   /**
@@ -164,6 +169,8 @@ export class Worker<P = unknown> {
     // learn at their next renewal (the extend is refused).
     this.stopWatchingCancels = this.queue.watchCancels?.((token) => this.cancelled(token));
     this.loop = this.fetchLoop();
+    // Its broker closed in this process: with every slot taken no receive would fail to say so.
+    this.stopWatchingClose = this.queue.watchClose?.((cause) => this.brokerClosed(cause));
     this.session?.run(this.keeping.signal).catch((error) => this.reportError(error, 'heartbeat'));
   }
 
@@ -297,25 +304,44 @@ export class Worker<P = unknown> {
   private async fetchLoop(): Promise<void> {
     let failures = 0;
     while (!this.stopping.signal.aborted) {
+      // Told of its broker's close during a fetch: that fetch may have filled every slot, and
+      // then no receive is left to fail; and one made after the close that did not fail was the
+      // last that could answer.
+      const gone = this.brokerGone;
       if (this.freeSlots() === 0) {
+        if (gone !== undefined) {
+          this.closeByItself(gone.cause);
+          return;
+        }
         await new Promise<void>((resolve) => {
           this.slotFreed = resolve;
         });
         continue;
       }
+      let failed: { error: unknown } | undefined;
+      this.loopFetching = true;
       try {
         await this.fetchOnce(this.options.wait);
         failures = 0;
       } catch (error) {
-        // This process closed the queue's broker: no receive can succeed again. A server that
-        // shuts down (or restarts) answers CLOSED as well, but leaves `closed` false: retried.
-        if (closedHere(this.queue)) {
-          this.closeByItself(error);
+        failed = { error };
+      }
+      this.loopFetching = false;
+      if (failed === undefined) {
+        if (gone !== undefined) {
+          this.closeByItself(gone.cause);
           return;
         }
-        failures += 1;
-        await abortableSleep(this.options.clock, fetchRetryDelay(failures), this.stopping.signal);
+        continue;
       }
+      // This process closed the queue's broker: no receive can succeed again. A server that
+      // shuts down (or restarts) answers CLOSED as well, but leaves `closed` false: retried.
+      if (closedHere(this.queue) || this.brokerGone !== undefined) {
+        this.closeByItself(failed.error);
+        return;
+      }
+      failures += 1;
+      await abortableSleep(this.options.clock, fetchRetryDelay(failures), this.stopping.signal);
     }
   }
 
@@ -481,6 +507,17 @@ export class Worker<P = unknown> {
   }
 
   /**
+   * Its broker was closed in this process. A fetch under way ends with the close, and the next
+   * receive fails with CLOSED, which closes the worker (reported as any failed fetch); with no
+   * fetch under way (every slot taken, or waiting to retry) nothing would fail: it closes now.
+   */
+  private brokerClosed(cause: unknown): void {
+    if (this.closing !== undefined) return;
+    this.brokerGone = { cause };
+    if (!this.loopFetching) this.closeByItself(cause);
+  }
+
+  /**
    * Closes the worker as `close()` does, with its default grace period: the handlers running
    * may finish (their acks fail as the broker's calls do), the rest are given back as far as
    * the closed broker allows. A `close({ timeout })` called meanwhile cuts the grace period.
@@ -531,6 +568,7 @@ export class Worker<P = unknown> {
     // at once, as at any other time.
     this.keeping.abort();
     this.stopWatchingCancels?.();
+    this.stopWatchingClose?.();
     this.scheduler.stop();
     this.closed = true;
     for (const listener of this.listeners.closed) {

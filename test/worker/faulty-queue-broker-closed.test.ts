@@ -24,3 +24,27 @@ it('a process of leaseq/testing, a worker over its FaultyQueue, closes by itself
   expect(closed).toEqual(['CLOSED']);
   expect(consumer.worker.metrics().fetchErrors).toBe(1);
 });
+
+it('a process of leaseq/testing with every slot taken learns of the close as it begins, through its FaultyQueue', async () => {
+  const h = await Harness.open({ queueOptions: { visibility: 60_000 } });
+  harnesses.push(h);
+  const signals: AbortSignal[] = [];
+  const consumer = h.process(
+    (_job, ctx) => {
+      signals.push(ctx.signal);
+      return new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
+    },
+    { concurrency: 1 },
+  );
+  await consumer.worker.start();
+  await h.queue.publish({ id: 'a' });
+  await h.flush();
+  expect(signals).toHaveLength(1);
+  await h.broker.close();
+  await h.flush();
+  // No receive is under way (the one slot is taken): only the close itself can tell it.
+  expect(consumer.worker.state).toBe('closing');
+  await h.advance(30_000, { step: 1000 });
+  expect(signals[0]?.aborted).toBe(true);
+  expect((signals[0]?.reason as { code?: unknown } | undefined)?.code).toBe('WORKER_CLOSING');
+});
