@@ -57,6 +57,8 @@ async function receivedElsewhere(
     const queue = await here.queue(name, options);
     const act = await prepare({ engine, queue: await engine.queue(name) }, clock.now());
     const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
+    // Taken as handled at once: a delete elsewhere may end it (NOT_FOUND) before act() returns.
+    receiving.catch(() => undefined);
     await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
     await act();
     const bound = new Promise<'not woken'>((resolve) => {
