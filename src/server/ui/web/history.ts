@@ -3,6 +3,8 @@ import type { AllStats, QueueStats, StatsQuery } from './wire.js';
 /** The counters whose rates the dashboard shows, per second. */
 export const RATE_COUNTERS = [
   'published',
+  // R31: jobs of publishes refused with QUEUE_FULL (the queue at its maxLength).
+  'refused',
   'deliveries',
   'acks',
   'unworked',

@@ -168,6 +168,15 @@ export function OverviewPage() {
                         {name}
                       </a>
                       {figures.paused ? <span class="badge"> paused</span> : null}
+                      {(rates?.refused ?? 0) > 0 ? (
+                        <span
+                          class="badge refusing"
+                          title={`${formatRate(rates?.refused)} jobs/s of publishes refused (QUEUE_FULL) at the latest reading: the queue is at its max length`}
+                        >
+                          {' '}
+                          refusing publishes
+                        </span>
+                      ) : null}
                     </th>
                     <td class="num">{formatCount(figures.ready)}</td>
                     <td class="num">{formatCount(figures.waiting)}</td>

@@ -1,10 +1,11 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiError, WAITING_SHOWN } from '../api.js';
 import type { Update } from '../feed.js';
 import {
   formatBound,
   formatCount,
   formatDuration,
+  formatRate,
   formatRelative,
   formatTime,
   isoTime,
@@ -13,36 +14,113 @@ import type { RateCounter, Series } from '../history.js';
 import { useGoWithMessage } from '../page-message.js';
 import { ActionStatus, useActions } from '../parts/action-status.js';
 import { Chart, type ChartSeries } from '../parts/chart.js';
-import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
+import { type Confirmation, ConfirmDialog, type Withdrawn } from '../parts/confirm-dialog.js';
 import { JobLink } from '../parts/job-link.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
 import { href } from '../router.js';
 import { can, useServerNow, useSession, useTopic } from '../session.js';
-import type { LiveDelivery, QueueStats } from '../wire.js';
+import type { LiveDelivery, QueueStats, WireQueueOptions } from '../wire.js';
 import { QueueTabs } from './queue-tabs.js';
 
-function Figures(props: { stats: QueueStats }) {
-  const { stats } = props;
-  const items: [string, string][] = [
-    ['Ready', formatCount(stats.ready)],
+/**
+ * Where the queue stands against its max length (R31), when it has one: `full` when a publish
+ * of one more ready job is refused (overflow `reject`), `dropping` when it makes the oldest
+ * ready job die (`dead-letter-oldest`).
+ */
+function lengthState(
+  stats: QueueStats,
+  options: WireQueueOptions | undefined,
+): 'full' | 'dropping' | undefined {
+  const max = options?.maxLength;
+  if (max === undefined || stats.ready < max) return undefined;
+  return options?.overflow === 'dead-letter-oldest' ? 'dropping' : 'full';
+}
+
+/** What the card of jobs refused (R31) says in its title. */
+const REFUSED_TITLE =
+  'Jobs of publishes refused with QUEUE_FULL: they would have taken the queue past its max length';
+
+function Figures(props: {
+  stats: QueueStats;
+  /** Publishes beyond the queue's max length are refused: how many were is worth a card. */
+  bounded: boolean;
+  /** Refusing publishes: some refused since the previous reading, or full and refused before. */
+  refusing: boolean;
+}) {
+  const { stats, bounded, refusing } = props;
+  const items: [string, string, boolean][] = [
+    ['Ready', formatCount(stats.ready), false],
     // Grouped jobs behind an earlier job of their group (R24): queued, but not ready yet.
-    ['Waiting', formatCount(stats.waiting)],
-    ['Delayed', formatCount(stats.delayed)],
-    ['In flight', formatCount(stats.active)],
-    ['Dead', formatCount(stats.dead)],
-    ['Oldest ready', stats.ready > 0 ? formatDuration(stats.oldestReadyAge) : '–'],
-    ['Sessions', formatCount(stats.sessions)],
-    ['State', stats.paused ? 'Paused' : 'Running'],
+    ['Waiting', formatCount(stats.waiting), false],
+    ['Delayed', formatCount(stats.delayed), false],
+    ['In flight', formatCount(stats.active), false],
+    ['Dead', formatCount(stats.dead), stats.dead > 0],
+    ['Oldest ready', stats.ready > 0 ? formatDuration(stats.oldestReadyAge) : '–', false],
+    ['Sessions', formatCount(stats.sessions), false],
+    ['State', stats.paused ? 'Paused' : 'Running', false],
   ];
+  // R31: only a queue with a max length and overflow `reject` refuses publishes (or did, before
+  // its options changed).
+  if (bounded || stats.refused > 0) {
+    items.splice(5, 0, ['Refused', formatCount(stats.refused), refusing]);
+  }
   return (
     <dl class="cards">
-      {items.map(([label, value]) => (
-        <div class={label === 'Dead' && stats.dead > 0 ? 'card dead-alert' : 'card'} key={label}>
+      {items.map(([label, value, alert]) => (
+        <div
+          class={alert ? 'card dead-alert' : 'card'}
+          key={label}
+          title={label === 'Refused' ? REFUSED_TITLE : undefined}
+        >
           <dt>{label}</dt>
           <dd>{value}</dd>
         </div>
       ))}
     </dl>
+  );
+}
+
+/**
+ * Says when the queue is at its max length (R31), as the paused notice says it is paused: full
+ * and refusing publishes, or making room by killing its oldest ready jobs; and when it refused
+ * publishes since the previous reading though it is not full (a batch larger than the room).
+ */
+function LengthNotice(props: {
+  queue: string;
+  stats: QueueStats;
+  options: WireQueueOptions | undefined;
+  refusedRate: number | null;
+}) {
+  const { queue, stats, options, refusedRate } = props;
+  const max = options?.maxLength;
+  if (max === undefined) return null;
+  const state = lengthState(stats, options);
+  const limit = `its max length of ${formatCount(max)} ready ${max === 1 ? 'job' : 'jobs'}`;
+  const now =
+    refusedRate !== null && refusedRate > 0
+      ? ` Refused at the latest reading: ${formatRate(refusedRate)} jobs/s.`
+      : '';
+  if (state === 'full') {
+    return (
+      <p class="notice full" role="status">
+        Full: {queue} holds {limit}: publishes that add a ready job are refused (QUEUE_FULL) until
+        consumers take jobs{stats.paused ? ', which they cannot while it is paused' : ''}.{now}
+      </p>
+    );
+  }
+  if (state === 'dropping') {
+    return (
+      <p class="notice paused" role="status">
+        At {limit}: each job published to {queue} makes its oldest ready job die (reason maxlen).
+      </p>
+    );
+  }
+  if (now === '' || options?.overflow === 'dead-letter-oldest') return null;
+  return (
+    <p class="notice full" role="status">
+      Refusing publishes: {queue} refused publishes that would have taken it past {limit}{' '}
+      (QUEUE_FULL).{now}
+    </p>
   );
 }
 
@@ -345,12 +423,13 @@ function QueueHead(props: {
   queue: string;
   stats: QueueStats | undefined;
   read: Update<QueueStats> | undefined;
+  /** Asks first in the page's dialog, which outlives this head when the queue goes. */
+  ask(confirmation: Confirmation): void;
 }) {
-  const { queue, stats, read } = props;
+  const { queue, stats, read, ask: setConfirmation } = props;
   const { api, feed, me } = useSession();
   const goWithMessage = useGoWithMessage();
   const actions = useActions(read);
-  const [confirmation, setConfirmation] = useState<Confirmation>();
   const busy = actions.busy !== undefined;
   const admin = can(me, 'admin', queue);
   // While an action is on its way the buttons take nothing, yet keep the focus: a disabled
@@ -444,7 +523,6 @@ function QueueHead(props: {
         </p>
       ) : null}
       <ActionStatus state={actions} />
-      <ConfirmDialog confirmation={confirmation} onClose={() => setConfirmation(undefined)} />
     </>
   );
 }
@@ -453,18 +531,103 @@ function QueueHead(props: {
 export function QueuePage(props: { queue: string }) {
   const { queue } = props;
   const { history, me } = useSession();
+  const goWithMessage = useGoWithMessage();
   // This queue's figures alone: a page about one queue never reads every queue's.
   const read = useTopic({ kind: 'queueStats', queue });
+  // The options say whether the queue is bounded (R31); the Options panel reads them too.
+  const options = useTopic({ kind: 'queue', queue })?.data?.options;
   const stats = read?.data;
   const admin = can(me, 'admin', queue);
+  const [confirmation, setConfirmation] = useState<Confirmation>();
   const missing =
-    read?.error instanceof ApiError && (read.error.status === 404 || read.error.status === 403);
-  if (missing) {
-    return <p class="notice">No queue named {queue} that this key can see.</p>;
+    read?.error instanceof ApiError && (read.error.status === 404 || read.error.status === 403)
+      ? read.error.status
+      : undefined;
+  // The queue went while the dialog asked about it (deleted elsewhere): the dialog says so, and
+  // keeps saying it should the queue be made again meanwhile, until the operator closes it.
+  const [goneWhileAsked, setGoneWhileAsked] = useState<number>();
+  const gone = confirmation === undefined ? undefined : (goneWhileAsked ?? missing);
+  useEffect(() => {
+    if (gone !== undefined && goneWhileAsked === undefined) setGoneWhileAsked(gone);
+  }, [gone, goneWhileAsked]);
+  const withdrawn: Withdrawn | undefined =
+    gone === undefined
+      ? undefined
+      : {
+          ...(gone === 404
+            ? {
+                title: `Queue ${queue} is gone`,
+                body: 'It was deleted elsewhere (by another operator, or with leaseq queue delete) while this dialog was open: there is nothing left to delete.',
+              }
+            : {
+                title: `This key may no longer see queue ${queue}`,
+                body: 'The server refused this key the queue (403) while this dialog was open: this page can delete nothing.',
+              }),
+          leave: 'Go to the overview',
+          onLeave: () =>
+            goWithMessage(
+              href.overview(),
+              gone === 404
+                ? `Queue ${queue} was deleted elsewhere before its delete here was confirmed.`
+                : `This key may no longer see queue ${queue}.`,
+            ),
+        };
+  const dialog = (
+    <ConfirmDialog
+      confirmation={confirmation}
+      withdrawn={withdrawn}
+      onClose={() => {
+        setConfirmation(undefined);
+        setGoneWhileAsked(undefined);
+      }}
+    />
+  );
+  if (missing !== undefined) {
+    return (
+      <>
+        <p class="notice">No queue named {queue} that this key can see.</p>
+        {dialog}
+      </>
+    );
   }
+  const refusedRate = history.rates(queue)?.refused ?? null;
+  const state = stats === undefined ? undefined : lengthState(stats, options);
   return (
-    <section aria-labelledby="queue-title">
-      <QueueHead queue={queue} stats={stats} read={read} />
+    <>
+      <section aria-labelledby="queue-title">
+        <QueueHead queue={queue} stats={stats} read={read} ask={setConfirmation} />
+        {stats === undefined ? null : (
+          <LengthNotice queue={queue} stats={stats} options={options} refusedRate={refusedRate} />
+        )}
+        <QueueBody
+          queue={queue}
+          read={read}
+          admin={admin}
+          bounded={options?.maxLength !== undefined && options.overflow !== 'dead-letter-oldest'}
+          refusing={
+            (refusedRate !== null && refusedRate > 0) ||
+            (state === 'full' && (stats?.refused ?? 0) > 0)
+          }
+        />
+      </section>
+      {dialog}
+    </>
+  );
+}
+
+/** The page below its head: figures, charts, options, and what is in flight and waiting. */
+function QueueBody(props: {
+  queue: string;
+  read: Update<QueueStats> | undefined;
+  admin: boolean;
+  bounded: boolean;
+  refusing: boolean;
+}) {
+  const { queue, read, admin, bounded, refusing } = props;
+  const { history } = useSession();
+  const stats = read?.data;
+  return (
+    <>
       {stats === undefined ? (
         read?.error ? (
           <ErrorNotice error={read.error} what="the figures" />
@@ -474,7 +637,7 @@ export function QueuePage(props: { queue: string }) {
       ) : (
         <>
           {read?.error ? <ErrorNotice error={read.error} what="the latest figures" /> : null}
-          <Figures stats={stats} />
+          <Figures stats={stats} bounded={bounded} refusing={refusing} />
         </>
       )}
       <div class="two-columns wide-left">
@@ -491,6 +654,6 @@ export function QueuePage(props: { queue: string }) {
           In-flight deliveries and waiting jobs are shown to keys with the admin right.
         </p>
       )}
-    </section>
+    </>
   );
 }

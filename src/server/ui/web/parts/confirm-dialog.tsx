@@ -14,10 +14,30 @@ export interface Confirmation {
   onConfirm(): void;
 }
 
-/** A modal confirmation (<dialog>, focus kept inside, Escape cancels). */
-export function ConfirmDialog(props: { confirmation: Confirmation | undefined; onClose(): void }) {
+/**
+ * What the dialog says instead once what it asks about is gone while it is open (a queue
+ * deleted elsewhere): nothing is left to confirm, and the operator may leave the page.
+ */
+export interface Withdrawn {
+  title: string;
+  body: string;
+  /** The button that leaves the page, e.g. "Go to the overview". */
+  leave: string;
+  onLeave(): void;
+}
+
+/**
+ * A modal confirmation (<dialog>, focus kept inside, Escape cancels). With `withdrawn`, the open
+ * dialog says that instead, and offers to leave or to stay (Escape stays).
+ */
+export function ConfirmDialog(props: {
+  confirmation: Confirmation | undefined;
+  withdrawn?: Withdrawn | undefined;
+  onClose(): void;
+}) {
   const dialog = useRef<HTMLDialogElement>(null);
-  const { confirmation, onClose } = props;
+  const leave = useRef<HTMLButtonElement>(null);
+  const { confirmation, withdrawn, onClose } = props;
   const [typed, setTyped] = useState('');
   useEffect(() => {
     setTyped('');
@@ -26,10 +46,16 @@ export function ConfirmDialog(props: { confirmation: Confirmation | undefined; o
     if (confirmation !== undefined && !element.open) element.showModal();
     if (confirmation === undefined && element.open) element.close();
   }, [confirmation]);
+  const isWithdrawn = confirmation !== undefined && withdrawn !== undefined;
+  useEffect(() => {
+    // The field or button that had the focus is gone with the question: without this, the
+    // focus would fall to the body, out of the dialog's reach from the keyboard.
+    if (isWithdrawn) leave.current?.focus();
+  }, [isWithdrawn]);
   const retype = confirmation?.retype;
   const ready = retype === undefined || typed === retype;
   const confirm = () => {
-    if (confirmation === undefined || !ready) return;
+    if (confirmation === undefined || withdrawn !== undefined || !ready) return;
     confirmation.onConfirm();
     onClose();
   };
@@ -41,7 +67,31 @@ export function ConfirmDialog(props: { confirmation: Confirmation | undefined; o
       aria-describedby="confirm-body"
       onClose={onClose}
     >
-      {confirmation && (
+      {confirmation && withdrawn && (
+        <form method="dialog">
+          <h2 id="confirm-title">{withdrawn.title}</h2>
+          <p id="confirm-body" role="alert">
+            {withdrawn.body}
+          </p>
+          <div class="dialog-buttons">
+            <button type="submit" value="cancel">
+              Stay on this page
+            </button>
+            <button
+              type="button"
+              class="primary"
+              ref={leave}
+              onClick={() => {
+                dialog.current?.close();
+                withdrawn.onLeave();
+              }}
+            >
+              {withdrawn.leave}
+            </button>
+          </div>
+        </form>
+      )}
+      {confirmation && !withdrawn && (
         <form method="dialog">
           <h2 id="confirm-title">{confirmation.title}</h2>
           <p id="confirm-body">{confirmation.body}</p>
