@@ -102,7 +102,9 @@ describe.each(engines)('FIFO de-duplication after a message died, over $name', (
     clock.advance(1);
     const fresh = await order(url, 'v3');
     expect(fresh.MessageId).not.toBe(first.MessageId);
-    expect(fresh.MessageId).toBe(fifoMessageId('queue', 'g', 'order-1', 1));
+    // Under the next job id of its de-duplication id.
+    const jobId = (generation: number) => fifoMessageId('queue', 'g', 'order-1', generation, name);
+    expect((await queue.job(jobId(1)))?.state).toBe('ready');
     expect(seq(fresh.SequenceNumber)).toBeGreaterThan(seq(first.SequenceNumber));
     // While it is in the queue it holds the id, whatever the time.
     clock.advance(10 * 60_000 - 1);
@@ -116,15 +118,16 @@ describe.each(engines)('FIFO de-duplication after a message died, over $name', (
     // Deleted: remembered for 5 minutes, then free again.
     await remove(url, message as Message);
     clock.advance(FIVE_MINUTES - 1);
-    expect(await order(url, 'v5')).toMatchObject({ MessageId: fresh.MessageId });
+    expect(await order(url, 'v5')).toMatchObject({ SequenceNumber: fresh.SequenceNumber });
     expect(await receive(url)).toEqual([]);
     clock.advance(1);
     const again = await order(url, 'v6');
-    expect(again.MessageId).toBe(fresh.MessageId);
+    expect(again.MessageId).not.toBe(fresh.MessageId);
+    expect((await queue.job(jobId(1)))?.state).toBe('ready');
     expect((await receive(url)).map((each) => each.Body)).toEqual(['v6']);
     // The first one is still in the dead set, as it died.
     expect((await queue.deadLetters()).map((dead) => [dead.id, dead.reason])).toEqual([
-      [first.MessageId, 'expired'],
+      [jobId(0), 'expired'],
     ]);
   });
 
@@ -153,8 +156,9 @@ describe.each(engines)('FIFO de-duplication after a message died, over $name', (
     expect(died).toMatchObject({ Body: 'v2', MessageId: v2.MessageId });
     // Both are in the dead-letter queue, none stays in the source's dead set.
     const dlqQueue = await server().broker.queue(dlqName);
-    for (const id of [v1.MessageId, v2.MessageId]) {
-      expect((await dlqQueue.job(id as string))?.origin?.queue).toBe(sourceName);
+    for (const generation of [0, 1]) {
+      const id = fifoMessageId('queue', 'g', 'order-1', generation, sourceName);
+      expect((await dlqQueue.job(id))?.origin?.queue).toBe(sourceName);
     }
     const sourceQueue = await server().broker.queue(sourceName);
     expect((await sourceQueue.stats()).dead).toBe(0);
@@ -219,7 +223,11 @@ describe.each(engines)('FIFO de-duplication after a message died, over $name', (
     );
     expect(answer.Failed ?? []).toEqual([]);
     const byId = Object.fromEntries((answer.Successful ?? []).map((each) => [each.Id, each]));
-    expect(byId.renewed?.MessageId).toBe(fifoMessageId('queue', 'g', 'order-1', 1));
+    expect(byId.renewed?.MessageId).not.toBe(old.MessageId);
+    const renewedJob = await (await server().broker.queue(name)).job(
+      fifoMessageId('queue', 'g', 'order-1', 1, name),
+    );
+    expect(renewedJob?.state).toBe('ready');
     expect(byId.renewedAgain).toMatchObject({
       MessageId: byId.renewed?.MessageId,
       SequenceNumber: byId.renewed?.SequenceNumber,
@@ -241,7 +249,7 @@ describe.each(engines)('FIFO de-duplication after a message died, over $name', (
     const [name, url] = await fifoQueue();
     const queue = await server().broker.queue(name);
     const ids = Array.from({ length: FIFO_GENERATIONS }, (_, k) =>
-      fifoMessageId('queue', 'g', 'full', k),
+      fifoMessageId('queue', 'g', 'full', k, name),
     );
     for (let start = 0; start < ids.length; start += 100) {
       await queue.publishBatch(ids.slice(start, start + 100).map((id) => ({ id, payload: id })));

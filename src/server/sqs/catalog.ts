@@ -8,6 +8,13 @@ export interface QueueMeta {
   tags: Record<string, string>;
   createdMs: number;
   modifiedMs: number;
+  /**
+   * A FIFO queue's key (its name) that its job ids are derived with besides the de-duplication
+   * id (`fifoMessageId`), so no two queues' messages share a job id (a dead-letter queue two
+   * queues share takes the messages of both). FIFO queues created without one keep the ids
+   * they always had.
+   */
+  fifoIdKey?: string;
 }
 
 /** Where queue metadata lives: a table beside the queues on SQL engines, memory otherwise. */

@@ -21,6 +21,11 @@ export interface SqsEnvelope {
     groupId?: string;
     /** A FIFO queue's MessageDeduplicationId (given, or the SHA-256 of the body). */
     deduplicationId?: string;
+    /**
+     * A FIFO queue's MessageId: a random UUID of its own. The job id names the de-duplication
+     * id (`fifoMessageId`), the same for every later message of that id.
+     */
+    messageId?: string;
   };
 }
 
@@ -33,6 +38,7 @@ export interface MessageContent {
   traceHeader?: string;
   groupId?: string;
   deduplicationId?: string;
+  messageId?: string;
 }
 
 export function toEnvelope(
@@ -50,6 +56,7 @@ export function toEnvelope(
       ...(content.deduplicationId === undefined
         ? {}
         : { deduplicationId: content.deduplicationId }),
+      ...(content.messageId === undefined ? {} : { messageId: content.messageId }),
     },
   };
 }
@@ -62,6 +69,7 @@ export function toEnvelope(
 export function fromPayload(payload: unknown): MessageContent {
   if (isEnvelope(payload)) {
     const { sqs } = payload;
+    const messageId = envelopeMessageId(payload);
     return {
       body: carriedBody(payload.body),
       attributes: attributesFromStore(sqs.attributes),
@@ -70,10 +78,28 @@ export function fromPayload(payload: unknown): MessageContent {
       ...(typeof sqs.traceHeader === 'string' ? { traceHeader: sqs.traceHeader } : {}),
       ...(typeof sqs.groupId === 'string' ? { groupId: sqs.groupId } : {}),
       ...(typeof sqs.deduplicationId === 'string' ? { deduplicationId: sqs.deduplicationId } : {}),
+      ...(messageId === undefined ? {} : { messageId }),
     };
   }
   const body = typeof payload === 'string' ? payload : (JSON.stringify(payload) ?? 'null');
   return { body: carriedBody(body), attributes: {} };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The MessageId of a message stored as job `id` with `payload`: the one its envelope holds (a
+ * FIFO send's), else the job id (a standard send's random one, or a job published through /v1).
+ */
+export function messageIdOf(id: string, payload: unknown): string {
+  return envelopeMessageId(payload) ?? id;
+}
+
+/** The envelope's MessageId, if it holds one of UUID form (a /v1 payload may hold anything). */
+function envelopeMessageId(payload: unknown): string | undefined {
+  if (!isEnvelope(payload)) return undefined;
+  const { messageId } = payload.sqs;
+  return typeof messageId === 'string' && UUID.test(messageId) ? messageId : undefined;
 }
 
 /** What SQS refuses in a body: anything outside #x9 #xA #xD #x20–#xD7FF #xE000–#xFFFD #x10000–. */

@@ -1,12 +1,13 @@
 import type { Queue } from '../../broker/index.js';
 import { type JobView, NotFoundError, type PublishResult } from '../../core/index.js';
 import type { SqsServices } from './context.js';
+import { messageIdOf } from './envelope.js';
 import { SqsError } from './errors.js';
-import { FIFO_DEDUP_WINDOW_MS, FIFO_GENERATIONS, fifoMessageId } from './fifo.js';
+import { deletedMessageId, FIFO_DEDUP_WINDOW_MS, FIFO_GENERATIONS, fifoMessageId } from './fifo.js';
 import type { PreparedSend } from './send.js';
 
 /**
- * Where a FIFO queue's MessageIds are held: the queue itself and, when it has one, its
+ * Where a FIFO queue's job ids are held: the queue itself and, when it has one, its
  * dead-letter queue (where its messages go on dying, R26, with their ids); and the time of the
  * sends, on the broker's clock (publish times are on it).
  */
@@ -16,10 +17,13 @@ export interface DedupPlace {
   now: number;
 }
 
-/** What a send comes to: a publish under a free MessageId, or a duplicate of a held one. */
+/**
+ * What a send comes to: a publish under a free job id, or a duplicate of a held message,
+ * answered with that message's MessageId.
+ */
 export type ResolvedSend =
   | { publish: PreparedSend['publish']; duplicate?: undefined }
-  | { duplicate: PublishResult; publish?: undefined };
+  | { duplicate: PublishResult & { messageId: string }; publish?: undefined };
 
 /** The queue's place, read once per request (its dead-letter queue only on a FIFO queue). */
 export async function dedupPlace(
@@ -41,7 +45,7 @@ export async function dedupPlace(
 }
 
 /**
- * The MessageId a FIFO send takes (SQS: a send is a duplicate within the 5-minute
+ * The job id a FIFO send takes (SQS: a send is a duplicate within the 5-minute
  * de-duplication interval after a send with its de-duplication id; leaseq: also while that
  * message is in the queue). The de-duplication id names one id per generation k = 0, 1, …
  * (`fifoMessageId`); the send takes the first that is free:
@@ -72,21 +76,39 @@ export async function resolveFifoSend(
     const id =
       generation === 0
         ? prepared.publish.id
-        : fifoMessageId(key.scope, key.groupId, key.deduplicationId, generation);
+        : fifoMessageId(key.scope, key.groupId, key.deduplicationId, generation, key.queueKey);
     const held = await holder(place, id);
     if (held === undefined) return { publish: { ...prepared.publish, id } };
     if (held === 'elsewhere') continue;
     if (held.alive || withinInterval(held.view, place.now)) {
-      const { groupSeq } = held.view;
+      const { groupSeq, payload } = held.view;
       return {
-        duplicate: { id, duplicate: true, ...(groupSeq === undefined ? {} : { groupSeq }) },
+        duplicate: {
+          id,
+          duplicate: true,
+          messageId: messageIdOf(id, payload),
+          ...(groupSeq === undefined ? {} : { groupSeq }),
+        },
       };
     }
   }
   throw new SqsError(
     'InternalFailure',
-    `No MessageId is free for MessageDeduplicationId ${key.deduplicationId}: each of its ${FIFO_GENERATIONS} MessageIds is held by a dead message of the queue or its dead-letter queue. Purge or redrive the dead messages of ${place.queue.name} (/v1/queues/${place.queue.name}/dead-letters) to free them.`,
+    `No job id is free for MessageDeduplicationId ${key.deduplicationId}: each of its ${FIFO_GENERATIONS} job ids is held by a dead message of the queue or its dead-letter queue. Purge or redrive the dead messages of ${place.queue.name} (/v1/queues/${place.queue.name}/dead-letters) to free them.`,
   );
+}
+
+/**
+ * The MessageId of the message a FIFO publish was a duplicate of (R4): the one it holds — sent
+ * meanwhile by another send of its de-duplication id, or earlier in the same batch. A message
+ * deleted within the queue's `dedupWindow` is gone, its MessageId with it: the answer is then
+ * a UUID named by the queue, the job id and the SequenceNumber the queue remembers, the same
+ * for every duplicate of that message.
+ */
+export async function duplicateMessageId(queue: Queue, result: PublishResult): Promise<string> {
+  const view = await queue.job(result.id);
+  if (view !== undefined) return messageIdOf(view.id, view.payload);
+  return deletedMessageId(queue.name, result.id, result.groupSeq);
 }
 
 type Held = { view: JobView; alive: boolean } | 'elsewhere' | undefined;

@@ -47,30 +47,54 @@ export function contentDeduplicationId(body: string): string {
 export const FIFO_GENERATIONS = 1000;
 
 /**
- * The MessageId (leaseq job id) of a FIFO message: a name-based UUID (version 8) of the
- * SHA-256 of its de-duplication id — and of its group, with DeduplicationScope messageGroup —
- * and of its generation. The same de-duplication id gives the same job id for a generation, so
- * a repeated send is a duplicate publish answered with the original's MessageId; a send made
- * when the id's earlier messages died more than the de-duplication interval ago takes the next
- * generation (see `resolveFifoSend`). Generation 0 hashes the text it always did, so messages
+ * The leaseq job id of a FIFO message: a name-based UUID (version 8) of the SHA-256 of its
+ * queue's key, its de-duplication id — and of its group, with DeduplicationScope
+ * messageGroup — and of its generation. The same de-duplication id gives the same job id in a
+ * queue for a generation, so a repeated send is a duplicate publish, answered with the
+ * original's MessageId; a send made when the id's earlier messages died more than the
+ * de-duplication interval ago takes the next generation (see `resolveFifoSend`). Generation 0 hashes the text it always did, so messages
  * stored before generations existed keep their ids. The version digit keeps these ids apart
  * from the random (version 4) ones of standard sends, and the prefix of the hashed text apart
- * from anything else.
+ * from anything else. The id is the same for every later message of the de-duplication id, so
+ * it is not the MessageId: each FIFO message carries a random one in its envelope
+ * (`messageIdOf`), as SQS gives each message its own.
  */
 export function fifoMessageId(
   scope: 'queue' | 'messageGroup',
   groupId: string,
   deduplicationId: string,
   generation = 0,
+  /** The queue's `fifoIdKey`; a queue created without one has the ids it always had. */
+  queueKey?: string,
 ): string {
-  // Neither id can hold a NUL (FIFO_ID), so the parts cannot run into each other, and a
-  // generation's text has one part more than generation 0's.
+  // Neither id nor a queue name can hold a NUL (FIFO_ID, QUEUE_NAME), so the parts cannot run
+  // into each other, and a generation's text has one part more than generation 0's. A keyed
+  // text has `key` where one without a key has its scope, `queue` or `messageGroup`.
+  const prefix = queueKey === undefined ? 'leaseq-sqs-fifo' : `leaseq-sqs-fifo\0key\0${queueKey}`;
   const key =
     scope === 'queue'
-      ? `leaseq-sqs-fifo\0queue\0${deduplicationId}`
-      : `leaseq-sqs-fifo\0messageGroup\0${groupId}\0${deduplicationId}`;
+      ? `${prefix}\0queue\0${deduplicationId}`
+      : `${prefix}\0messageGroup\0${groupId}\0${deduplicationId}`;
   const named = generation === 0 ? key : `${key}\0${generation}`;
-  const bytes = createHash('sha256').update(named, 'utf8').digest().subarray(0, 16);
+  return namedUuid(named);
+}
+
+/**
+ * The MessageId a duplicate of a deleted FIFO message is answered with (`duplicateMessageId`):
+ * the deleted message's own went with it, so a UUID named by the queue, the job id and the
+ * group sequence number the queue remembers for it (R4, R29) stands in for it.
+ */
+export function deletedMessageId(
+  queue: string,
+  jobId: string,
+  groupSeq: number | undefined,
+): string {
+  return namedUuid(`leaseq-sqs-fifo-deleted\0${queue}\0${jobId}\0${groupSeq ?? ''}`);
+}
+
+/** A name-based UUID (version 8) of the SHA-256 of `name`. */
+function namedUuid(name: string): string {
+  const bytes = createHash('sha256').update(name, 'utf8').digest().subarray(0, 16);
   bytes[6] = ((bytes[6] as number) & 0x0f) | 0x80; // version 8
   bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80; // RFC 9562 variant
   const hex = bytes.toString('hex');

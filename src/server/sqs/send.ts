@@ -14,11 +14,17 @@ import { checkMessageWithin, checkSecondsWithin } from './server-limits.js';
 /** One message of a send, checked and ready to publish, with the digests its answer carries. */
 export interface PreparedSend {
   publish: PublishInput & { id: string };
+  /**
+   * The MessageId the send answers unless it is a duplicate: a standard message's is its job
+   * id, a FIFO message's a random UUID kept in its envelope (its job id names its
+   * de-duplication id, see `fifoMessageId`).
+   */
+  messageId: string;
   /** A FIFO queue's: the answer carries a SequenceNumber. */
   fifo: boolean;
   /**
-   * A FIFO queue's: what its MessageId is derived from (`publish.id` is generation 0's; the
-   * send may take a later one, see `resolveFifoSend`).
+   * A FIFO queue's: what its job id is derived from (`publish.id` is generation 0's; the send
+   * may take a later one, see `resolveFifoSend`).
    */
   fifoKey?: FifoKey;
   size: number;
@@ -29,11 +35,13 @@ export interface PreparedSend {
   };
 }
 
-/** What a FIFO message's MessageIds are derived from (`fifoMessageId`). */
+/** What a FIFO message's job ids are derived from (`fifoMessageId`). */
 export interface FifoKey {
   scope: 'queue' | 'messageGroup';
   groupId: string;
   deduplicationId: string;
+  /** The queue's `fifoIdKey`, when it has one. */
+  queueKey?: string;
 }
 
 /** Checks one SendMessage (or batch entry) against the queue's attributes. */
@@ -56,6 +64,8 @@ export function prepareSend(
   const { groupId, deduplicationId, id, fifoKey } = fifo
     ? fifoIdentity(input, body, meta)
     : standardIdentity(input);
+  // Each FIFO message is a message of its own to SQS clients, whatever its job id.
+  const messageId = fifo ? randomUUID() : id;
   const maxSize = Number(storedAttribute(meta, 'MaximumMessageSize'));
   const size = messageSize(body, attributes);
   if (size > maxSize) {
@@ -74,6 +84,7 @@ export function prepareSend(
     ...(traceHeader === undefined ? {} : { traceHeader }),
     ...(groupId === undefined ? {} : { groupId }),
     ...(deduplicationId === undefined ? {} : { deduplicationId }),
+    ...(fifo ? { messageId } : {}),
   });
   const attributesMd5 = md5OfMessageAttributes(attributes);
   const systemMd5 =
@@ -90,6 +101,7 @@ export function prepareSend(
       // FIFO: the group is leaseq's (R24); a standard queue keeps it in the envelope only.
       ...(fifo && groupId !== undefined ? { group: groupId } : {}),
     },
+    messageId,
     fifo,
     ...(fifoKey === undefined ? {} : { fifoKey }),
     size,
@@ -146,8 +158,8 @@ function standardIdentity(input: SqsInput): Identity {
 
 /**
  * A FIFO queue's message: a MessageGroupId, a MessageDeduplicationId (given, or the SHA-256 of
- * the body with ContentBasedDeduplication), and the MessageId the de-duplication id names in
- * its first generation.
+ * the body with ContentBasedDeduplication), and the job id the de-duplication id names in its
+ * first generation.
  */
 function fifoIdentity(input: SqsInput, body: string, meta: QueueMeta | undefined): Identity {
   const groupId = optionalString(input, 'MessageGroupId');
@@ -167,11 +179,12 @@ function fifoIdentity(input: SqsInput, body: string, meta: QueueMeta | undefined
   }
   const scope =
     storedAttribute(meta, 'DeduplicationScope') === 'messageGroup' ? 'messageGroup' : 'queue';
+  const queueKey = typeof meta?.fifoIdKey === 'string' ? meta.fifoIdKey : undefined;
   return {
-    id: fifoMessageId(scope, groupId, deduplicationId),
+    id: fifoMessageId(scope, groupId, deduplicationId, 0, queueKey),
     groupId,
     deduplicationId,
-    fifoKey: { scope, groupId, deduplicationId },
+    fifoKey: { scope, groupId, deduplicationId, ...(queueKey === undefined ? {} : { queueKey }) },
   };
 }
 

@@ -82,7 +82,13 @@ async function createQueue(call: SqsCall, sqs: SqsServices) {
     throw invalidParameter('RedrivePolicy', given.RedrivePolicy, error.message);
   }
   const now = Date.now();
-  await sqs.catalog.put(name, { attributes: change.stored, tags, createdMs: now, modifiedMs: now });
+  await sqs.catalog.put(name, {
+    attributes: change.stored,
+    tags,
+    createdMs: now,
+    modifiedMs: now,
+    ...(fifo ? { fifoIdKey: name } : {}),
+  });
   return { QueueUrl: url };
 }
 

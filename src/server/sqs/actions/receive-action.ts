@@ -140,7 +140,8 @@ async function toMessage(
   const attributesMd5 = md5OfMessageAttributes(chosen);
   const system = await systemAttributes(sqs, queue, delivery, visibilityMs, content, request);
   return {
-    MessageId: delivery.id,
+    // A FIFO message's own (its job id names its de-duplication id); else the job id.
+    MessageId: content.messageId ?? delivery.id,
     ReceiptHandle: sqs.services.receipts.issue(queue.name, delivery.token, delivery.id),
     MD5OfBody: md5OfBody(content.body),
     Body: content.body,

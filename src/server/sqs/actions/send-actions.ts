@@ -1,8 +1,14 @@
+import type { Queue } from '../../../broker/index.js';
 import { type PublishResult, QueueFullError } from '../../../core/index.js';
 import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { SqsError, toSqsError } from '../errors.js';
 import { isFifo, sequenceNumber } from '../fifo.js';
-import { dedupPlace, resolveFifoSend } from '../fifo-dedup.js';
+import {
+  dedupPlace,
+  duplicateMessageId,
+  type ResolvedSend,
+  resolveFifoSend,
+} from '../fifo-dedup.js';
 import { batchEntries } from '../params.js';
 import { type PreparedSend, prepareSend } from '../send.js';
 import type { ActionTable, FailedEntry } from './action.js';
@@ -20,11 +26,28 @@ async function sendMessage(call: SqsCall, sqs: SqsServices) {
     Date.now(),
     sqs.services.limits,
   );
-  // A FIFO send takes the first free MessageId of its de-duplication id, or is a duplicate.
+  // A FIFO send takes the first free job id of its de-duplication id, or is a duplicate.
   const resolved = await resolveFifoSend(await dedupPlace(sqs, queue, prepared.fifo), prepared);
-  const result = resolved.duplicate ?? (await queue.publish(resolved.publish));
+  if (resolved.duplicate !== undefined) {
+    logDuplicate(call, queue.name, resolved.duplicate);
+    return answer(prepared, resolved.duplicate, resolved.duplicate.messageId);
+  }
+  const result = await queue.publish(resolved.publish);
   logDuplicate(call, queue.name, result);
-  return answer(prepared, result);
+  return answer(prepared, result, await messageIdOfSend(queue, prepared, result));
+}
+
+/**
+ * The MessageId a send answers: its own, or, when the publish found its job id there (R4: sent
+ * meanwhile, or earlier in the batch), the MessageId of the message it is a duplicate of.
+ */
+function messageIdOfSend(
+  queue: Queue,
+  prepared: PreparedSend,
+  result: PublishResult,
+): string | Promise<string> {
+  if (!result.duplicate) return prepared.messageId;
+  return prepared.fifo ? duplicateMessageId(queue, result) : result.id;
 }
 
 /**
@@ -32,10 +55,10 @@ async function sendMessage(call: SqsCall, sqs: SqsServices) {
  * queue, the SequenceNumber (R29: a duplicate's is the original's too). The digests are of what
  * was sent, as the SDKs check.
  */
-function answer(prepared: PreparedSend, result: PublishResult | undefined) {
-  const groupSeq = prepared.fifo ? result?.groupSeq : undefined;
+function answer(prepared: PreparedSend, result: PublishResult, messageId: string) {
+  const groupSeq = prepared.fifo ? result.groupSeq : undefined;
   return {
-    MessageId: result?.id ?? prepared.publish.id,
+    MessageId: messageId,
     ...prepared.answer,
     ...(groupSeq === undefined ? {} : { SequenceNumber: sequenceNumber(groupSeq) }),
   };
@@ -76,8 +99,8 @@ async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
   }
   const place = await dedupPlace(sqs, queue, isFifo(meta));
   const resolved = await Promise.all(accepted.map((item) => resolveFifoSend(place, item.prepared)));
-  // Entries of one de-duplication id in the batch take the same MessageId: the publish answers
-  // the later ones as duplicates of the first (R4).
+  // Entries of one de-duplication id in the batch take the same job id: the publish answers
+  // the later ones as duplicates of the first (R4), and they answer its MessageId.
   const publishes = resolved.flatMap((each) => (each.publish === undefined ? [] : [each.publish]));
   let published: PublishResult[] = [];
   try {
@@ -91,7 +114,7 @@ async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
         const duplicate = resolved[index]?.duplicate;
         return duplicate === undefined
           ? []
-          : [{ Id: item.id, ...answer(item.prepared, duplicate) }];
+          : [{ Id: item.id, ...answer(item.prepared, duplicate, duplicate.messageId) }];
       }),
       Failed: [
         ...failed,
@@ -102,15 +125,16 @@ async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
     };
   }
   let next = 0;
-  const results = resolved.map((each) => each.duplicate ?? (published[next++] as PublishResult));
-  for (const result of results) logDuplicate(call, queue.name, result);
-  return {
-    Successful: accepted.map((item, index) => ({
-      Id: item.id,
-      ...answer(item.prepared, results[index]),
-    })),
-    Failed: failed,
-  };
+  const successful = [];
+  for (const [index, item] of accepted.entries()) {
+    const each = resolved[index] as ResolvedSend;
+    const result = each.duplicate ?? (published[next++] as PublishResult);
+    logDuplicate(call, queue.name, result);
+    const messageId =
+      each.duplicate?.messageId ?? (await messageIdOfSend(queue, item.prepared, result));
+    successful.push({ Id: item.id, ...answer(item.prepared, result, messageId) });
+  }
+  return { Successful: successful, Failed: failed };
 }
 
 /** A batch entry's own failure; a failure of the server itself fails the whole request. */
