@@ -75,14 +75,24 @@ export class FaultyQueue implements Queue {
     return this.inner.name;
   }
 
-  /** The real queue's (Queue.closed): a worker under test ends when its broker is closed. */
+  /**
+   * The real queue's (Queue.closed): a worker under test ends when its broker is closed. A
+   * crashed process hears nothing: false once it crashed, so its worker does not close.
+   */
   get closed(): boolean | undefined {
-    return this.inner.closed;
+    return this.isCrashed ? false : this.inner.closed;
   }
 
-  /** The real queue's (Queue.watchClose): a worker with every slot taken learns of the close. */
+  /**
+   * The real queue's (Queue.watchClose): a worker with every slot taken learns of the close.
+   * Not told once the process crashed: a dead process neither logs nor closes.
+   */
   watchClose(listener: (cause: Error) => void): () => void {
-    return this.inner.watchClose?.(listener) ?? (() => {});
+    return (
+      this.inner.watchClose?.((cause) => {
+        if (!this.isCrashed) listener(cause);
+      }) ?? (() => {})
+    );
   }
 
   /** true once the process died: `crash()`, or an ack or nack after `crashBeforeAck()`. */

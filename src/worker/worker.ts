@@ -43,7 +43,8 @@ export interface WorkerEvents {
   error: (error: unknown, during: WorkerErrorSource) => void;
   /**
    * The worker has closed: after `close()` (`cause` undefined), or by itself once its queue's
-   * broker was closed in this process (`cause` the error its receive failed with; also logged).
+   * broker was closed in this process (`cause` the error its receive failed with, or the
+   * close's `CLOSED` error when it made no receive; also logged).
    */
   closed: (cause: unknown) => void;
 }
@@ -167,10 +168,20 @@ export class Worker<P = unknown> {
     if (this.loop !== undefined || this.closing !== undefined) return;
     // R28: a job cancelled through this process's storage stops its handler at once; others
     // learn at their next renewal (the extend is refused).
-    this.stopWatchingCancels = this.queue.watchCancels?.((token) => this.cancelled(token));
+    const stopWatchingCancels = this.queue.watchCancels?.((token) => this.cancelled(token));
+    try {
+      // Its broker closed in this process: with every slot taken no receive would fail to say
+      // so. Watched before the loop starts: a queue whose watch throws (a wrapper of one's own)
+      // fails the start with nothing left running or watched, not a worker nobody can close.
+      this.stopWatchingClose = this.queue.watchClose?.((cause) => this.brokerClosed(cause));
+    } catch (error) {
+      stopQuietly(stopWatchingCancels);
+      throw error;
+    }
+    this.stopWatchingCancels = stopWatchingCancels;
+    // Told of a close as the watch began (a queue of one's own): closing already, nothing to run.
+    if (this.closing !== undefined) return;
     this.loop = this.fetchLoop();
-    // Its broker closed in this process: with every slot taken no receive would fail to say so.
-    this.stopWatchingClose = this.queue.watchClose?.((cause) => this.brokerClosed(cause));
     this.session?.run(this.keeping.signal).catch((error) => this.reportError(error, 'heartbeat'));
   }
 
@@ -567,8 +578,8 @@ export class Worker<P = unknown> {
     // The jobs in hand were kept until now: a cancel during the grace period stops its handler
     // at once, as at any other time.
     this.keeping.abort();
-    this.stopWatchingCancels?.();
-    this.stopWatchingClose?.();
+    stopQuietly(this.stopWatchingCancels);
+    stopQuietly(this.stopWatchingClose);
     this.scheduler.stop();
     this.closed = true;
     for (const listener of this.listeners.closed) {
@@ -671,6 +682,18 @@ function checkWithinLimits(
     throw new ValidationError(
       `backoff.maxDelay is ${options.backoff.maxDelay} ms, above the longest delay the queue takes (maxDelayMs ${maxDelayMs}): retries would be refused`,
     );
+  }
+}
+
+/**
+ * Ends a watch the queue began; a removal that throws (a wrapper of a queue of one's own) must
+ * not keep the worker from closing, nor a failed start from undoing what it began.
+ */
+function stopQuietly(stop: (() => void) | undefined): void {
+  try {
+    stop?.();
+  } catch {
+    // The queue's failure is its own.
   }
 }
 
