@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
+import { call } from '../server/helpers.js';
 import { giveBack, receiveNow, sqsServerFor, useSqsEngines } from './helpers.js';
 
 const engines = await useSqsEngines();
@@ -196,5 +197,42 @@ describe.each(engines)('FIFO MessageIds over $name', (engine) => {
     for (const name of [firstName, secondName]) {
       expect((await (await server().broker.queue(name)).stats()).dead).toBe(0);
     }
+  });
+
+  it('a job published through v1 with the payload of a FIFO message is received with its own job id as MessageId', async (context) => {
+    if (engine.skipReason !== undefined) context.skip(engine.skipReason);
+    const name = fifoName('copied');
+    const url = await fifoQueue(name);
+    const otherName = fifoName('copied-to');
+    const other = await fifoQueue(otherName);
+    const sent = await order(url, 'original');
+    // A leaseq worker takes the message and passes its payload on, to this queue and another.
+    const taken = await call(server().baseUrl, 'POST', `/v1/queues/${name}/receive`, {
+      body: {},
+    });
+    const [delivery] = taken.body.deliveries;
+    expect(delivery.payload.sqs.messageId).toBe(sent.MessageId);
+    const copies = [];
+    for (const [queue, group] of [
+      [name, 'copies'],
+      [otherName, 'g'],
+    ]) {
+      const published = await call(server().baseUrl, 'POST', `/v1/queues/${queue}/jobs`, {
+        body: { payload: delivery.payload, group },
+      });
+      expect(published.status).toBe(200);
+      copies.push(published.body.id as string);
+    }
+    const [here] = await receive(url);
+    const [there] = await receive(other);
+    expect(here).toMatchObject({ Body: 'original', MessageId: copies[0] });
+    expect(there).toMatchObject({ Body: 'original', MessageId: copies[1] });
+    // The original keeps its own, on receive and for a repeated send.
+    await call(server().baseUrl, 'POST', `/v1/queues/${name}/nack`, {
+      body: { receipt: delivery.receipt },
+    });
+    const [again] = await receive(url);
+    expect(again).toMatchObject({ Body: 'original', MessageId: sent.MessageId });
+    expect((await order(url, 'repeat')).MessageId).toBe(sent.MessageId);
   });
 });

@@ -38,6 +38,7 @@ export interface MessageContent {
   traceHeader?: string;
   groupId?: string;
   deduplicationId?: string;
+  /** What a FIFO send stores; read back only through `messageIdOf`, which checks the job id. */
   messageId?: string;
 }
 
@@ -69,7 +70,6 @@ export function toEnvelope(
 export function fromPayload(payload: unknown): MessageContent {
   if (isEnvelope(payload)) {
     const { sqs } = payload;
-    const messageId = envelopeMessageId(payload);
     return {
       body: carriedBody(payload.body),
       attributes: attributesFromStore(sqs.attributes),
@@ -78,7 +78,6 @@ export function fromPayload(payload: unknown): MessageContent {
       ...(typeof sqs.traceHeader === 'string' ? { traceHeader: sqs.traceHeader } : {}),
       ...(typeof sqs.groupId === 'string' ? { groupId: sqs.groupId } : {}),
       ...(typeof sqs.deduplicationId === 'string' ? { deduplicationId: sqs.deduplicationId } : {}),
-      ...(messageId === undefined ? {} : { messageId }),
     };
   }
   const body = typeof payload === 'string' ? payload : (JSON.stringify(payload) ?? 'null');
@@ -86,13 +85,18 @@ export function fromPayload(payload: unknown): MessageContent {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** The form of a FIFO message's job id: a name-based UUID, version 8 (`fifoMessageId`). */
+const FIFO_JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /**
- * The MessageId of a message stored as job `id` with `payload`: the one its envelope holds (a
- * FIFO send's), else the job id (a standard send's random one, or a job published through /v1).
+ * The MessageId of a message stored as job `id` with `payload`: the one its envelope holds when
+ * the job is a FIFO send's (its job id derived, `fifoMessageId`), else the job id — a standard
+ * send's random one, or a job published through /v1, whatever its payload holds: a worker that
+ * passes an SQS message's payload on publishes a message of its own, which must not be received
+ * with the MessageId of the message it copied.
  */
 export function messageIdOf(id: string, payload: unknown): string {
-  return envelopeMessageId(payload) ?? id;
+  return (FIFO_JOB_ID.test(id) ? envelopeMessageId(payload) : undefined) ?? id;
 }
 
 /** The envelope's MessageId, if it holds one of UUID form (a /v1 payload may hold anything). */

@@ -40,7 +40,7 @@ export function contentDeduplicationId(body: string): string {
 }
 
 /**
- * How many MessageIds one de-duplication id may have (see `fifoMessageId`): a send that finds
+ * How many job ids one de-duplication id may have (see `fifoMessageId`): a send that finds
  * every one of them held by a message that died more than the interval ago is refused rather
  * than looking further.
  */
@@ -52,8 +52,9 @@ export const FIFO_GENERATIONS = 1000;
  * messageGroup — and of its generation. The same de-duplication id gives the same job id in a
  * queue for a generation, so a repeated send is a duplicate publish, answered with the
  * original's MessageId; a send made when the id's earlier messages died more than the
- * de-duplication interval ago takes the next generation (see `resolveFifoSend`). Generation 0 hashes the text it always did, so messages
- * stored before generations existed keep their ids. The version digit keeps these ids apart
+ * de-duplication interval ago takes the next generation (see `resolveFifoSend`). Without a
+ * queue key, generation 0 hashes the text it always did, so messages stored before generations
+ * existed keep their ids. The version digit keeps these ids apart
  * from the random (version 4) ones of standard sends, and the prefix of the hashed text apart
  * from anything else. The id is the same for every later message of the de-duplication id, so
  * it is not the MessageId: each FIFO message carries a random one in its envelope

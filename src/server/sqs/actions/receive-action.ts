@@ -3,7 +3,7 @@ import { build, type Delivery, type JobView } from '../../../core/index.js';
 import { leaseOf } from '../../limits.js';
 import { MAX_VISIBILITY_SECONDS, storedAttribute } from '../attributes.js';
 import { queueArn, resolveQueue, type SqsCall, type SqsServices } from '../context.js';
-import { fromPayload, type MessageContent } from '../envelope.js';
+import { fromPayload, type MessageContent, messageIdOf } from '../envelope.js';
 import { invalidParameter, SqsError } from '../errors.js';
 import { checkFifoId, isFifo, sequenceNumber } from '../fifo.js';
 import { md5OfBody, md5OfMessageAttributes } from '../md5.js';
@@ -141,7 +141,7 @@ async function toMessage(
   const system = await systemAttributes(sqs, queue, delivery, visibilityMs, content, request);
   return {
     // A FIFO message's own (its job id names its de-duplication id); else the job id.
-    MessageId: content.messageId ?? delivery.id,
+    MessageId: messageIdOf(delivery.id, delivery.payload),
     ReceiptHandle: sqs.services.receipts.issue(queue.name, delivery.token, delivery.id),
     MD5OfBody: md5OfBody(content.body),
     Body: content.body,
