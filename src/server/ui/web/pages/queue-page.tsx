@@ -10,7 +10,7 @@ import {
   formatTime,
   isoTime,
 } from '../format.js';
-import type { RateCounter, Series } from '../history.js';
+import { RATE_COUNTERS, type RateCounter, type Series } from '../history.js';
 import { useGoWithMessage } from '../page-message.js';
 import { ActionStatus, useActions } from '../parts/action-status.js';
 import { Chart, type ChartSeries } from '../parts/chart.js';
@@ -80,46 +80,80 @@ function Figures(props: {
   );
 }
 
+/** What the length notice says, and how. */
+interface LengthSaying {
+  /** The notice's colour: red for refused publishes, amber for jobs that die to make room. */
+  tone: 'full' | 'paused';
+  /** The state of the queue, read out when it changes. */
+  text: string;
+  /** The rate refused at the latest reading, shown after it but never read out by itself. */
+  rate: string;
+}
+
 /**
- * Says when the queue is at its max length (R31), as the paused notice says it is paused: full
- * and refusing publishes, or making room by killing its oldest ready jobs; and when it refused
- * publishes since the previous reading though it is not full (a batch larger than the room).
+ * What to say when the queue is at its max length (R31), as the paused notice says it is paused:
+ * full and refusing publishes, or making room by killing its oldest ready jobs; and when it
+ * refused publishes since the previous reading though it is not full (a batch larger than the
+ * room). Ready may be above the bound (a bound lowered, requeues, redrives, R31): said so.
  */
-function LengthNotice(props: {
-  queue: string;
-  stats: QueueStats;
-  options: WireQueueOptions | undefined;
-  refusedRate: number | null;
-}) {
-  const { queue, stats, options, refusedRate } = props;
+function lengthSaying(
+  queue: string,
+  stats: QueueStats | undefined,
+  options: WireQueueOptions | undefined,
+  refusedRate: number | null,
+): LengthSaying | undefined {
   const max = options?.maxLength;
-  if (max === undefined) return null;
+  if (stats === undefined || max === undefined) return undefined;
   const state = lengthState(stats, options);
   const limit = `its max length of ${formatCount(max)} ready ${max === 1 ? 'job' : 'jobs'}`;
-  const now =
+  const over = stats.ready > max;
+  const rate =
     refusedRate !== null && refusedRate > 0
       ? ` Refused at the latest reading: ${formatRate(refusedRate)} jobs/s.`
       : '';
   if (state === 'full') {
-    return (
-      <p class="notice full" role="status">
-        Full: {queue} holds {limit}: publishes that add a ready job are refused (QUEUE_FULL) until
-        consumers take jobs{stats.paused ? ', which they cannot while it is paused' : ''}.{now}
-      </p>
-    );
+    const holds = over ? `${formatCount(stats.ready)} ready jobs, more than ${limit}` : limit;
+    const paused = stats.paused ? ', which they cannot while it is paused' : '';
+    return {
+      tone: 'full',
+      text: `Full: ${queue} holds ${holds}: publishes that add a ready job are refused (QUEUE_FULL) until consumers take jobs${paused}.`,
+      rate,
+    };
   }
   if (state === 'dropping') {
-    return (
-      <p class="notice paused" role="status">
-        At {limit}: each job published to {queue} makes its oldest ready job die (reason maxlen).
-      </p>
-    );
+    return {
+      tone: 'paused',
+      text: over
+        ? `Past ${limit} (${formatCount(stats.ready)} ready): the next job published to ${queue} makes its oldest ready jobs die until ${formatCount(max)} ${max === 1 ? 'is' : 'are'} left (reason maxlen).`
+        : `At ${limit}: each job published to ${queue} makes its oldest ready job die (reason maxlen).`,
+      rate: '',
+    };
   }
-  if (now === '' || options?.overflow === 'dead-letter-oldest') return null;
+  if (rate === '' || options?.overflow === 'dead-letter-oldest') return undefined;
+  return {
+    tone: 'full',
+    text: `Refusing publishes: ${queue} refused publishes that would have taken it past ${limit} (QUEUE_FULL).`,
+    rate,
+  };
+}
+
+/**
+ * The length notice. Its status is one element, there whether or not it has anything to say: a
+ * screen reader reads a status whose text changes, not one drawn with its text already in it
+ * (the queue becoming full while the page is open). The rate, new at every reading, is beside
+ * the status, not in it: in it, the whole notice would be read out again every 2 s.
+ */
+function LengthNotice(props: {
+  queue: string;
+  stats: QueueStats | undefined;
+  options: WireQueueOptions | undefined;
+  refusedRate: number | null;
+}) {
+  const said = lengthSaying(props.queue, props.stats, props.options, props.refusedRate);
   return (
-    <p class="notice full" role="status">
-      Refusing publishes: {queue} refused publishes that would have taken it past {limit}{' '}
-      (QUEUE_FULL).{now}
+    <p class={said === undefined ? 'length-notice' : `length-notice notice ${said.tone}`}>
+      <span role="status">{said?.text ?? ''}</span>
+      {said?.rate ?? ''}
     </p>
   );
 }
@@ -471,7 +505,7 @@ function QueueHead(props: {
   return (
     <>
       <div class="page-head">
-        <h1 id="queue-title">
+        <h1 id="queue-title" tabIndex={-1}>
           <span class="muted">Queue</span> {queue}
         </h1>
         {admin && stats !== undefined ? (
@@ -527,6 +561,12 @@ function QueueHead(props: {
   );
 }
 
+/**
+ * Why the delete dialog has nothing left to ask: the queue deleted (404), refused this key
+ * (403), or deleted and made again between two readings.
+ */
+type Gone = 404 | 403 | 'remade';
+
 /** One queue: its figures, options, charts, and (for admins) what is in flight and waiting. */
 export function QueuePage(props: { queue: string }) {
   const { queue } = props;
@@ -539,14 +579,30 @@ export function QueuePage(props: { queue: string }) {
   const stats = read?.data;
   const admin = can(me, 'admin', queue);
   const [confirmation, setConfirmation] = useState<Confirmation>();
+  // The figures the dialog counted when it was opened.
+  const [askedOf, setAskedOf] = useState<QueueStats>();
+  const ask = (next: Confirmation) => {
+    setAskedOf(stats);
+    setConfirmation(next);
+  };
   const missing =
     read?.error instanceof ApiError && (read.error.status === 404 || read.error.status === 403)
-      ? read.error.status
+      ? (read.error.status as 404 | 403)
       : undefined;
+  // A queue deleted and made again elsewhere between two readings is never read as missing: its
+  // counters, begun again, went back. The dialog counted the one deleted, not this one.
+  const remade =
+    confirmation !== undefined &&
+    askedOf !== undefined &&
+    stats !== undefined &&
+    RATE_COUNTERS.some((counter) => stats[counter] < askedOf[counter]);
   // The queue went while the dialog asked about it (deleted elsewhere): the dialog says so, and
   // keeps saying it should the queue be made again meanwhile, until the operator closes it.
-  const [goneWhileAsked, setGoneWhileAsked] = useState<number>();
-  const gone = confirmation === undefined ? undefined : (goneWhileAsked ?? missing);
+  const [goneWhileAsked, setGoneWhileAsked] = useState<Gone>();
+  const gone: Gone | undefined =
+    confirmation === undefined
+      ? undefined
+      : (goneWhileAsked ?? missing ?? (remade ? 'remade' : undefined));
   useEffect(() => {
     if (gone !== undefined && goneWhileAsked === undefined) setGoneWhileAsked(gone);
   }, [gone, goneWhileAsked]);
@@ -559,33 +615,54 @@ export function QueuePage(props: { queue: string }) {
                 title: `Queue ${queue} is gone`,
                 body: 'It was deleted elsewhere (by another operator, or with leaseq queue delete) while this dialog was open: there is nothing left to delete.',
               }
-            : {
-                title: `This key may no longer see queue ${queue}`,
-                body: 'The server refused this key the queue (403) while this dialog was open: this page can delete nothing.',
-              }),
+            : gone === 'remade'
+              ? {
+                  title: `Queue ${queue} was deleted and made again`,
+                  body: 'It was deleted elsewhere (by another operator, or with leaseq queue delete) while this dialog was open, and a new queue of that name was made since: what this dialog counted is gone, and it deletes nothing. Stay to see the new queue.',
+                }
+              : {
+                  title: `This key may no longer see queue ${queue}`,
+                  body: 'The server refused this key the queue (403) while this dialog was open: this page can delete nothing.',
+                }),
           leave: 'Go to the overview',
           onLeave: () =>
             goWithMessage(
               href.overview(),
-              gone === 404
+              gone !== 403
                 ? `Queue ${queue} was deleted elsewhere before its delete here was confirmed.`
                 : `This key may no longer see queue ${queue}.`,
             ),
         };
+  // Closed once its queue went, the dialog gives the focus back to nothing: the Delete button it
+  // came from is gone with the queue (or drawn anew for the queue made again), and the focus
+  // would fall to the body. The page's line about the queue takes it: its heading, or the notice
+  // that there is no such queue.
+  const [refocus, setRefocus] = useState(false);
+  useEffect(() => {
+    if (!refocus) return;
+    setRefocus(false);
+    const focused = document.activeElement;
+    if (focused !== null && focused !== document.body) return;
+    document.getElementById(missing === undefined ? 'queue-title' : 'queue-missing')?.focus();
+  }, [refocus, missing]);
   const dialog = (
     <ConfirmDialog
       confirmation={confirmation}
       withdrawn={withdrawn}
       onClose={() => {
         setConfirmation(undefined);
+        setAskedOf(undefined);
         setGoneWhileAsked(undefined);
+        if (gone !== undefined) setRefocus(true);
       }}
     />
   );
   if (missing !== undefined) {
     return (
       <>
-        <p class="notice">No queue named {queue} that this key can see.</p>
+        <p class="notice" id="queue-missing" tabIndex={-1}>
+          No queue named {queue} that this key can see.
+        </p>
         {dialog}
       </>
     );
@@ -595,10 +672,8 @@ export function QueuePage(props: { queue: string }) {
   return (
     <>
       <section aria-labelledby="queue-title">
-        <QueueHead queue={queue} stats={stats} read={read} ask={setConfirmation} />
-        {stats === undefined ? null : (
-          <LengthNotice queue={queue} stats={stats} options={options} refusedRate={refusedRate} />
-        )}
+        <QueueHead queue={queue} stats={stats} read={read} ask={ask} />
+        <LengthNotice queue={queue} stats={stats} options={options} refusedRate={refusedRate} />
         <QueueBody
           queue={queue}
           read={read}
