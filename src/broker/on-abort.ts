@@ -1,3 +1,5 @@
+import { reportLater } from '../engine/report-later.js';
+
 /** The listeners of one signal, behind the one listener it holds for them. */
 interface Fanout {
   readonly listeners: Set<() => void>;
@@ -42,11 +44,4 @@ export function onAbort(signal: AbortSignal, listener: () => void): () => void {
     signal.removeEventListener('abort', dispatch);
     if (fanouts.get(signal)?.listeners === listeners) fanouts.delete(signal);
   };
-}
-
-/** As EventTarget reports a listener's exception: uncaught, after the other listeners ran. */
-function reportLater(error: unknown): void {
-  queueMicrotask(() => {
-    throw error;
-  });
 }

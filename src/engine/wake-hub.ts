@@ -1,6 +1,11 @@
 import type { CancelListener, WakeListener } from './engine.js';
+import { reportLater } from './report-later.js';
 
-/** The listeners of one engine's wake-ups, and of its cancelled deliveries (R28). */
+/**
+ * The listeners of one engine's wake-ups, and of its cancelled deliveries (R28). A listener that
+ * throws stops neither the others nor what told them (a commit, another process's wake-up): its
+ * error is reported (reportLater).
+ */
 export class WakeHub {
   private readonly listeners = new Set<WakeListener>();
   private readonly cancelListeners = new Set<CancelListener>();
@@ -13,7 +18,13 @@ export class WakeHub {
 
   /** Tells every cancel listener that the delivery `token` of `queue` was cancelled. */
   cancelled(queue: string, token: number): void {
-    for (const listener of this.cancelListeners) listener(queue, token);
+    for (const listener of this.cancelListeners) {
+      try {
+        listener(queue, token);
+      } catch (error) {
+        reportLater(error);
+      }
+    }
   }
 
   /** Registers a wake-up listener; returns its removal. */
@@ -24,6 +35,12 @@ export class WakeHub {
 
   /** Tells every wake-up listener that jobs of `queue` may have become ready. */
   wake(queue: string): void {
-    for (const listener of this.listeners) listener(queue);
+    for (const listener of this.listeners) {
+      try {
+        listener(queue);
+      } catch (error) {
+        reportLater(error);
+      }
+    }
   }
 }

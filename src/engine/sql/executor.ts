@@ -1,4 +1,5 @@
 import { LeaseqError, StorageLockedError, StorageUnavailableError } from '../../core/index.js';
+import { reportLater } from '../report-later.js';
 import type { CommitKind, SqlConnection } from './sql-connection.js';
 
 /** One unit of work inside a transaction. It may run again if its batch is retried. */
@@ -65,16 +66,32 @@ export class BatchContext {
 
   /** Runs the `afterVisible` hooks, once. */
   visible(): void {
-    for (const hook of this.visibleHooks.splice(0)) hook();
+    runEach(this.visibleHooks.splice(0));
   }
 
   committed(): void {
     this.visible();
-    for (const hook of this.afterHooks) hook();
+    runEach(this.afterHooks);
   }
 
   rolledBack(): void {
-    for (const hook of this.rollbackHooks) hook();
+    runEach(this.rollbackHooks);
+  }
+}
+
+/**
+ * Runs every hook in order. One that throws (a wake-up listener's failure, say) stops neither
+ * the hooks after it (a waiting receiver's hand-over, what the next step of a call keeps) nor
+ * the answers of the batch's calls, which committed or rolled back all the same: its error is
+ * reported as a listener's (see reportLater).
+ */
+function runEach(hooks: readonly (() => void)[]): void {
+  for (const hook of hooks) {
+    try {
+      hook();
+    } catch (error) {
+      reportLater(error);
+    }
   }
 }
 
