@@ -1,5 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -12,12 +10,12 @@ import {
   ValidationError,
 } from '../../src/index.js';
 import { startTestServer } from '../server/helpers.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-execute-'));
+const dir = temporaryDirectory('leaseq-execute-');
 const closing: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const close of closing.splice(0).reverse()) await close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const brokers: Record<string, () => Promise<Broker>> = {

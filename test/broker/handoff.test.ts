@@ -1,15 +1,12 @@
-import { mkdtempSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock, openEngine } from '../../src/index.js';
 import { recordCommitKinds } from '../engine/commit-kind-spy.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 // On SQLite a waiting receiver is handed its job by the transaction that commits the publish:
 // one synced commit between publish and handler, not the publish's and then the receiver's.
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-handoff-'));
-afterAll(() => rm(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-handoff-');
 afterEach(() => {
   vi.restoreAllMocks();
 });

@@ -1,13 +1,12 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RemoteBroker } from '../../src/client/index.js';
 import { ValidationError } from '../../src/core/index.js';
 import { ManualClock, open } from '../../src/index.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-open-options-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-open-options-');
 
 async function refusal(url: string, options: object): Promise<ValidationError> {
   const error = await open(url, options as never).then(

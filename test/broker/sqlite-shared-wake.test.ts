@@ -1,13 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock, open } from '../../src/index.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 // Two brokers on one SQLite file stand for two servers (each has its own connection): a receive
 // waiting in one must wake when the other publishes, not at the end of its wait.
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-shared-wake-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-shared-wake-');
 
 /** Resolves once `clock` has a sleeper, i.e. the receive is parked. */
 async function parked(clock: ManualClock): Promise<void> {

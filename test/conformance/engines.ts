@@ -25,7 +25,10 @@ export interface EngineFactory {
   readonly name: 'memory' | 'sqlite' | 'postgres' | 'http' | 'http-socket' | 'stream';
   /** Opens the engine on this factory's storage; opening again reaches the same storage. */
   open(): Promise<Engine>;
-  /** Removes the storage this factory created (the SQLite temp file). */
+  /**
+   * Removes the storage this factory created (the SQLite temp file) and closes its servers; an
+   * open after it starts afresh.
+   */
   cleanup(): Promise<void>;
 }
 
@@ -121,6 +124,7 @@ function sqliteFactory(): EngineFactory {
     },
     cleanup: async () => {
       if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+      dir = undefined;
     },
   };
 }
@@ -141,6 +145,10 @@ export function queueName(label = 'q'): string {
 /**
  * Every target of `conformanceFactories()`, each opened once on trial. Registers the removal of
  * their storage after the test file. Call at the top of a test file (top-level await).
+ *
+ * The trial runs as the file is collected and leaves nothing behind (see tryEngine): Vitest runs
+ * no hook of a file whose tests are all skipped or filtered out (`-t`), so storage or servers the
+ * trial kept would outlive such a file.
  */
 export async function useConformanceEngines(
   options: ConformanceOptions = {},
@@ -161,11 +169,14 @@ async function tryEngine(factory: EngineFactory): Promise<EngineUnderTest> {
   try {
     engine = await factory.open();
   } catch (error) {
+    await factory.cleanup();
     // Unless skipped, the engine's tests run and each fails on this same error.
     return notRun(factory, skipReason(factory, error));
   }
   const capabilities = { ...engine.capabilities };
   await engine.close();
+  // The tests open the engine again: on a new SQLite directory, through a new server.
+  await factory.cleanup();
   return {
     factory,
     name: factory.name,

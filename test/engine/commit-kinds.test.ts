@@ -1,13 +1,11 @@
-import { mkdtempSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { build } from '../../src/core/index.js';
 import { openEngine } from '../../src/engine/index.js';
 import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import { holdLaterSyncs, recordCommitKinds } from './commit-kind-spy.js';
 
 /**
@@ -16,8 +14,7 @@ import { holdLaterSyncs, recordCommitKinds } from './commit-kind-spy.js';
  * commit (`sync` below). Reservations, extensions, heartbeats and reads only move leases and
  * are answered at their commit, a synced mark fencing their tokens.
  */
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-commit-kinds-'));
-afterAll(() => rm(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-commit-kinds-');
 afterEach(() => {
   vi.restoreAllMocks();
 });

@@ -1,20 +1,18 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
 import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { POSTGRES_URL, postgresSkipReason } from '../crash/postgres.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 /**
  * R34: a page of dead letters read with `payloads: false` (the dashboard's list, every 2 s)
  * takes no payload out of the storage. It used to read every payload and drop it afterwards:
  * 200 dead jobs of 200 KB each moved 40 MB out of the database at every reading.
  */
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-dead-letter-reads-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-dead-letter-reads-');
 
 const JOBS = 20;
 const PAYLOAD_CHARS = 200_000;

@@ -1,5 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -9,6 +7,7 @@ import { PostgresConnection } from '../../src/engine/postgres/postgres-connectio
 import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 /**
  * R34: a page of live deliveries is a range of the token index cut by LIMIT, from its cursor
@@ -66,8 +65,7 @@ async function twoPages(queue: Awaited<ReturnType<typeof busyQueue>>): Promise<v
 }
 
 describe('R34 SQLite: a page of live deliveries is a range of leaseq_jobs_token with a LIMIT', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'leaseq-delivery-plans-'));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = temporaryDirectory('leaseq-delivery-plans-');
 
   it('the first page and the page after a cursor search the token index from the cursor, one row past the page', async () => {
     const file = join(dir, 'pages.db');

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -23,7 +20,6 @@ import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
  */
 let skip: string | undefined;
 let scratch: ScratchDatabase | undefined;
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-pg-refusals-'));
 
 beforeAll(async () => {
   skip = await postgresSkipReason();
@@ -32,7 +28,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await scratch?.drop();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 function database(): ScratchDatabase {

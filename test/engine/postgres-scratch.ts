@@ -1,8 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 /** A database of a test's own, which it may turn read-only or give settings; dropped after. */
 export interface ScratchDatabase {
@@ -43,6 +42,14 @@ export async function scratchDatabase(label: string): Promise<ScratchDatabase> {
       await withPostgresClient((client) => client.query(sql));
     },
     drop: async () => {
+      // Refused new connections first: an engine a failed test left open reconnects at once
+      // (its pool, its listener), and DROP DATABASE refuses a database anyone is connected to.
+      await withPostgresClient(async (client) => {
+        const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [
+          name,
+        ]);
+        if (rowCount !== 0) await client.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+      });
       await terminate();
       await withPostgresClient((client) => client.query(`DROP DATABASE IF EXISTS ${name}`));
     },
@@ -64,21 +71,19 @@ export function sqliteAndScratchPostgres(label: string): {
   targets: StorageTarget[];
   postgresSkip(): string | undefined;
 } {
-  let directory: string | undefined;
+  const directory = temporaryDirectory(`leaseq-${label.replaceAll('_', '-')}-`);
   let scratch: ScratchDatabase | undefined;
   let skip: string | undefined;
   beforeAll(async () => {
-    directory = mkdtempSync(join(tmpdir(), `leaseq-${label.replaceAll('_', '-')}-`));
     skip = await postgresSkipReason();
     if (skip === undefined) scratch = await scratchDatabase(label);
   });
   afterAll(async () => {
     await scratch?.drop();
-    if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
   });
   return {
     targets: [
-      { name: 'sqlite', url: () => `sqlite:${join(directory as string, 'q.db')}` },
+      { name: 'sqlite', url: () => `sqlite:${join(directory, 'q.db')}` },
       { name: 'postgres', url: () => (scratch as ScratchDatabase).url() },
     ],
     postgresSkip: () => skip,

@@ -1,13 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
 import { BULK_STEP } from '../../src/engine/sql/bulk-steps.js';
 import { postgresUrl, queueName } from '../conformance/engines.js';
 import { postgresSkipReason } from '../crash/postgres.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import { beforeStep } from './between-steps.js';
 
 /**
@@ -16,8 +15,7 @@ import { beforeStep } from './between-steps.js';
  * again between them. Storage made before the migration gets it when opened: its queues, and
  * the names of queues deleted before, count from 0, a queue made again after it from 1.
  */
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-incarnation-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-incarnation-');
 afterEach(() => {
   vi.restoreAllMocks();
 });

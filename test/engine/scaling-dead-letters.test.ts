@@ -1,11 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { withPostgresClient } from '../crash/postgres.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import {
   genericPlans,
   type Seen,
@@ -24,8 +23,7 @@ import {
  */
 const BY_ID = /\bid (= \?|IN \()/;
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-scaling-dead-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-scaling-dead-');
 afterEach(() => {
   vi.restoreAllMocks();
 });

@@ -1,9 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import { schemaUrl, statementsOf, usePostgresSchema } from './scaling-helpers.js';
 
 /**
@@ -15,8 +14,7 @@ import { schemaUrl, statementsOf, usePostgresSchema } from './scaling-helpers.js
  */
 const JOBS = 300;
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-scaling-delayed-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-scaling-delayed-');
 afterEach(() => {
   vi.restoreAllMocks();
 });

@@ -1,11 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { withPostgresClient } from '../crash/postgres.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import { genericPlans, schemaUrl, statementsOf, usePostgresSchema } from './scaling-helpers.js';
 
 /**
@@ -16,8 +15,7 @@ import { genericPlans, schemaUrl, statementsOf, usePostgresSchema } from './scal
  */
 const FORGET = /^DELETE FROM leaseq_acked WHERE queue = \? AND forget_at <= \?$/;
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-scaling-remembered-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-scaling-remembered-');
 afterEach(() => {
   vi.restoreAllMocks();
 });

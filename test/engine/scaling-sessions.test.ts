@@ -1,11 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { withPostgresClient } from '../crash/postgres.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import {
   genericPlans,
   type Seen,
@@ -26,8 +25,7 @@ import {
 const SESSION_ENDS = /SELECT [\s\S]*\blast_heartbeat\b|delivered_at \+/;
 const SESSIONS = 30;
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-scaling-sessions-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-scaling-sessions-');
 afterEach(() => {
   vi.restoreAllMocks();
 });

@@ -1,11 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { withPostgresClient } from '../crash/postgres.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import {
   genericPlans,
   schemaUrl,
@@ -27,8 +26,7 @@ import {
 const NEXT_MEMBER = /\bgrp = \? AND state = 'waiting' ORDER BY group_seq LIMIT 1/;
 const WAITING_LIST = /WHERE queue = \? AND state = 'waiting' ORDER BY group_seq LIMIT/;
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-scaling-waiting-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-scaling-waiting-');
 afterEach(() => {
   vi.restoreAllMocks();
 });

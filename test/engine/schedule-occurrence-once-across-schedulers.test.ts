@@ -1,10 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineBroker, ManualClock, type PublishedOccurrence } from '../../src/broker/index.js';
 import { openEngine } from '../../src/engine/index.js';
 import { postgresSkipReason } from '../crash/postgres.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
 
 // R25: several schedulers over one storage publish each occurrence once. Three servers over one
@@ -12,23 +11,21 @@ import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
 // schedules of every second, the same names in three queues; each pass records and publishes
 // its occurrences in transactions of up to 100.
 
-let directory: string | undefined;
+const directory = temporaryDirectory('leaseq-sched-once-');
 let skip: string | undefined;
 let scratch: ScratchDatabase | undefined;
 
 beforeAll(async () => {
-  directory = mkdtempSync(join(tmpdir(), 'leaseq-sched-once-'));
   skip = await postgresSkipReason();
   if (skip === undefined) scratch = await scratchDatabase('sched_once');
 });
 
 afterAll(async () => {
   await scratch?.drop();
-  if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
 });
 
 const targets = [
-  { name: 'SQLite', url: () => `sqlite:${join(directory as string, 'q.db')}` },
+  { name: 'SQLite', url: () => `sqlite:${join(directory, 'q.db')}` },
   { name: 'PostgreSQL', url: () => (scratch as ScratchDatabase).url() },
 ];
 

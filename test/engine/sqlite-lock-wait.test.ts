@@ -1,16 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type Broker, open, StorageLockedError } from '../../src/index.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 // Another process (here another connection) holds the SQLite file's write lock. leaseq waits
 // for it on timers, not inside SQLite: the event loop goes on (timers fire, a server answers
 // its other connections), and a call fails with StorageLockedError after about busyTimeoutMs,
 // however many calls wait together, having changed nothing.
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-lock-wait-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-lock-wait-');
 
 /** A file with a queue `jobs` holding one ready job `before`. */
 async function fileWithOneJob(name: string, busyTimeoutMs: number) {

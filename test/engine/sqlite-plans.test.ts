@@ -1,15 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine, type QueueHandle } from '../../src/engine/index.js';
 import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { SQLITE_DIALECT } from '../../src/engine/sqlite/sqlite-engine.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-sqlite-plans-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-sqlite-plans-');
 
 describe('R17 SQLite: stats reads the age of the oldest ready job from one index entry', () => {
   it('the oldest ready job is the first entry of the queue in leaseq_jobs_ready_since, requeued jobs at the front included', async () => {

@@ -1,14 +1,13 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, watch } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, watch } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CHILD = fileURLToPath(new URL('./sqlite-temp-files-child.ts', import.meta.url));
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-temp-files-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-temp-files-');
 
 /** Runs the child with SQLite's temporary directory at `temporary`; its one line of output. */
 function runChild(database: string, temporary: string, jobs: number): Promise<string> {

@@ -1,17 +1,14 @@
-import { mkdtempSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { EngineBroker, ManualClock, type QueueStats, ValidationError } from '../../src/index.js';
 import { postgresUrl, queueName } from '../conformance/engines.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 // R17 figures of many queues at once (what /metrics and GET /v1/stats read): each as that
 // queue's own stats() answers, read together where the storage can, so that thousands of
 // queues do not take a transaction each.
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-stats-of-queues-'));
-afterAll(() => rm(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-stats-of-queues-');
 let files = 0;
 
 /** Each engine as a Broker opens it (following the queues' clocks) and as opened alone (strict). */

@@ -1,9 +1,8 @@
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { translateSqliteError } from '../../src/engine/sqlite/sqlite-engine.js';
 import {
   openEngine,
@@ -13,10 +12,10 @@ import {
   ValidationError,
 } from '../../src/index.js';
 import { postgresUrl, queueName } from '../conformance/engines.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 // What users get wrong about storage gets a typed error that names the target, and no state.
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-storage-errors-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-storage-errors-');
 
 describe('SQLite storage errors', () => {
   it('a file that is not a database: StorageUnavailableError naming the file', async () => {

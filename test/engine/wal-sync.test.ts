@@ -1,14 +1,13 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StorageUnavailableError } from '../../src/core/index.js';
 import { openEngine } from '../../src/engine/index.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { WalSync } from '../../src/engine/sqlite/wal-sync.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-wal-sync-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-wal-sync-');
 
 /** Whether `promise` settles within a few microtask turns, with no turn of the event loop. */
 async function settlesWithoutTheLoop(promise: Promise<unknown>): Promise<boolean> {

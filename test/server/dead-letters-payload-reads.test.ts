@@ -1,9 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 
 /**
@@ -14,7 +13,7 @@ const JOBS = 10;
 const PAYLOAD_CHARS = 200_000;
 
 describe('GET /v1/queues/{name}/dead-letters?payload=false over SQLite', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'leaseq-dead-letters-reads-'));
+  const dir = temporaryDirectory('leaseq-dead-letters-reads-');
   let server: TestServer;
 
   beforeAll(async () => {
@@ -33,7 +32,6 @@ describe('GET /v1/queues/{name}/dead-letters?payload=false over SQLite', () => {
 
   afterAll(async () => {
     await server?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   /** The answer to GET `path`, with the characters of the rows the storage gave meanwhile. */

@@ -1,11 +1,11 @@
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QueueFullError } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
 import { queueName } from '../conformance/engines.js';
 import { type ScratchDatabase, scratchDatabase } from '../engine/postgres-scratch.js';
 import { FrameClient } from '../stream/frames.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
-import { serverStorages } from './storages.js';
+import { type ServerStorage, serverStorages } from './storages.js';
 
 /**
  * R31: a publish refused with QUEUE_FULL counts its jobs in the queue's `refused` counter,
@@ -15,18 +15,25 @@ import { serverStorages } from './storages.js';
  */
 
 // PostgreSQL in a database of its own: /metrics reads every queue of its database at the
-// server's time, which would move on other test files' queues in the shared one.
+// server's time, which would move on other test files' queues in the shared one. Created before
+// the tests, not as the file is collected: Vitest runs no hook of a file whose tests are all
+// filtered out, and a database created at collection was never dropped.
+const storages = await serverStorages();
 let scratch: ScratchDatabase | undefined;
-const storages = await Promise.all(
-  (await serverStorages()).map(async (storage) => {
-    if (storage.name !== 'postgres' || storage.skipReason !== undefined) return storage;
+beforeAll(async () => {
+  const postgres = storages.find((storage) => storage.name === 'postgres');
+  if (postgres !== undefined && postgres.skipReason === undefined) {
     scratch = await scratchDatabase('refused');
-    return { ...storage, url: scratch.url() };
-  }),
-);
+  }
+});
 afterAll(async () => {
   await scratch?.drop();
 });
+
+/** The URL `storage`'s tests use: for PostgreSQL, this file's own database. */
+function urlOf(storage: ServerStorage): string {
+  return storage.name === 'postgres' ? (scratch as ScratchDatabase).url() : storage.url;
+}
 
 let server: TestServer | undefined;
 
@@ -63,7 +70,7 @@ for (const storage of storages) {
     `leaseq_refused_publishes_total on ${storage.name}`,
     () => {
       it('R31 is 0 from the start and counts the jobs of every publish refused with QUEUE_FULL, whatever its way in', async () => {
-        server = await startTestServer({ url: storage.url, sqs: {} });
+        server = await startTestServer({ url: urlOf(storage), sqs: {} });
         const full = queueName('refused');
         const open_ = queueName('unbounded');
         const series = (queue: string) => `leaseq_refused_publishes_total{queue="${queue}"}`;
@@ -122,7 +129,7 @@ for (const storage of storages) {
         server = undefined;
         if (storage.name === 'memory') return;
         // Kept in the storage with the other counters: a broker opened anew reads them.
-        const again = await open(storage.url);
+        const again = await open(urlOf(storage));
         try {
           expect(await (await again.queue(full)).stats()).toMatchObject({ refused: 9 });
         } finally {

@@ -1,14 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { temporaryDirectory } from '../temporary-directory.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-queue-create-'));
+const dir = temporaryDirectory('leaseq-queue-create-');
 const servers: TestServer[] = [];
 afterAll(async () => {
   for (const server of servers.splice(0)) await server.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 async function server(options: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {

@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
 import { open } from '../../src/index.js';
 import { postgresUrl } from '../conformance/engines.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 /** One storage a server test runs over; `url` is undefined when it is skipped (`skipReason`). */
 export interface ServerStorage {
@@ -17,8 +15,7 @@ export interface ServerStorage {
  * unreachable outside CI). Call once per test file, at the top (top-level await).
  */
 export async function serverStorages(): Promise<ServerStorage[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'leaseq-server-'));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = temporaryDirectory('leaseq-server-');
   return [
     { name: 'memory', url: 'memory:', skipReason: undefined },
     { name: 'sqlite', url: `sqlite:${join(dir, 'leaseq.db')}`, skipReason: undefined },

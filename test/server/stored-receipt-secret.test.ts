@@ -1,18 +1,16 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/index.js';
 import { RECEIPT_KEYS_REFRESH_MS, SigningKeyChoice } from '../../src/server/receipt-keys.js';
 import { Receipts } from '../../src/server/receipts.js';
 import { postgresUrl, queueName } from '../conformance/engines.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 import { postgresSkipReason } from './storages.js';
 
 // With no receiptSecret configured (the default of `npm start`), receipts are signed with a
 // secret kept in the storage: restarts and several servers over one storage agree.
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-receipt-secret-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-receipt-secret-');
 
 const WITHOUT_SECRET = { receiptSecret: undefined };
 

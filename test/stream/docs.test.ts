@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
 import { call, startTestServer, type TestServer } from '../server/helpers.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import { FrameClient } from './frames.js';
 
 /** The session of docs/stream.md: `>` lines sent, `<` lines expected after each. */
@@ -13,11 +13,10 @@ const SESSION = /```\n\$ npx wscat[^\n]*\n([\s\S]*?)```/.exec(DOC)?.[1] ?? '';
 const BAD_FRAMES = /## Bad frames[\s\S]*?(?=\n## )/.exec(DOC)?.[0] ?? '';
 
 let server: TestServer | undefined;
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-stream-doc-'));
+const dir = temporaryDirectory('leaseq-stream-doc-');
 afterEach(async () => {
   await server?.close();
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('docs/stream.md', () => {
   it('replays the example session frame by frame', async () => {

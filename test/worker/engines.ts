@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe } from 'vitest';
 import type { Broker } from '../../src/broker/index.js';
@@ -9,6 +6,7 @@ import { open, type QueueOptions } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
 import { Harness, type HarnessOptions, type ManualClock } from '../../src/testing/index.js';
 import { injectFetch } from '../conformance/remote-engine.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 /** One storage the worker suites run over. */
 export interface WorkerEngine {
@@ -29,8 +27,8 @@ export const QUEUE: QueueOptions = { visibility: 1000, maxDeliveries: 3 };
  * the stream. Call once at the top of a test file.
  */
 export async function workerEngines(): Promise<WorkerEngine[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'leaseq-worker-'));
-  afterAll(() => rm(dir, { recursive: true, force: true }));
+  const dir = temporaryDirectory('leaseq-worker-');
+  afterAll(() => Promise.all(servers.splice(0).map((server) => server.close())));
   let files = 0;
   const sqliteUrl = () => {
     files += 1;
@@ -44,9 +42,11 @@ export async function workerEngines(): Promise<WorkerEngine[]> {
   ];
 }
 
-/** Servers started for harnesses over HTTP, closed after the file. */
+/**
+ * Servers started for harnesses over HTTP and the stream, closed after the file that started them
+ * (see workerEngines: this module is loaded once for all the files a Vitest worker runs).
+ */
 const servers: { close(): Promise<void> }[] = [];
-afterAll(() => Promise.all(servers.splice(0).map((server) => server.close())));
 
 /**
  * The worker over the HTTP client: a server in process (Fastify's inject) over a memory engine
