@@ -1,12 +1,11 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { open } from '../../src/index.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import { leaseq } from './context.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-rotate-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-rotate-');
 
 describe('leaseq secret rotate', () => {
   it('replaces the stored receipt secret and keeps the previous one valid for --grace-ms', async () => {

@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 // SIGTERM sent to a wrapper (npm start, npx leaseq serve) must stop the server it started:
 // real process trees, each run on port 0 over a temp SQLite file, bounded in time.
@@ -13,7 +13,7 @@ const SCRIPTS = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scr
   string,
   string
 >;
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-wrapper-'));
+const dir = temporaryDirectory('leaseq-wrapper-');
 const started: ChildProcess[] = [];
 const serverPids: number[] = [];
 
@@ -22,8 +22,6 @@ afterEach(() => {
   for (const pid of serverPids.splice(0)) if (alive(pid)) process.kill(pid, 'SIGKILL');
   for (const child of started.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
 });
-
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function alive(pid: number): boolean {
   try {

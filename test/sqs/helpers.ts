@@ -1,5 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   ChangeMessageVisibilityCommand,
@@ -10,6 +8,7 @@ import {
 import { afterAll, beforeAll } from 'vitest';
 import { postgresUrl, useConformanceEngines } from '../conformance/engines.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../server/helpers.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
 export interface SqsTestServer extends TestServer {
   /** An SDK client of the endpoint `<base>/sqs`. */
@@ -83,8 +82,7 @@ export interface SqsEngine {
  */
 export async function useSqsEngines(): Promise<SqsEngine[]> {
   const engines = await useConformanceEngines({ client: false });
-  const dir = mkdtempSync(join(tmpdir(), 'leaseq-sqs-'));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = temporaryDirectory('leaseq-sqs-');
   const urls: Record<string, string> = {
     memory: 'memory:',
     sqlite: `sqlite:${join(dir, 'sqs.db')}`,

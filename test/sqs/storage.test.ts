@@ -1,5 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   CreateQueueCommand,
@@ -9,14 +7,14 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { postgresUrl, queueName, useConformanceEngines } from '../conformance/engines.js';
 import { call } from '../server/helpers.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 import { startSqsServer } from './helpers.js';
 
 const engines = await useConformanceEngines({ client: false });
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-sqs-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-sqs-');
 
 const urls: Record<string, string> = {
   sqlite: `sqlite:${join(dir, 'sqs.db')}`,

@@ -1,8 +1,5 @@
-import { mkdtempSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Broker } from '../../src/broker/index.js';
 import { RemoteBroker } from '../../src/client/index.js';
 import { open } from '../../src/index.js';
@@ -19,9 +16,9 @@ import {
 } from '../../src/worker/index.js';
 import { injectFetch } from '../conformance/remote-engine.js';
 import { TcpProxy } from '../faults/tcp-proxy.js';
+import { temporaryDirectory } from '../temporary-directory.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'leaseq-broker-closed-'));
-afterAll(() => rm(dir, { recursive: true, force: true }));
+const dir = temporaryDirectory('leaseq-broker-closed-');
 let files = 0;
 
 const cleanups: (() => Promise<unknown>)[] = [];
