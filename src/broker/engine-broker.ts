@@ -371,7 +371,9 @@ export class EngineQueue implements Queue {
     const operation = build.reserve(reserve);
     // Jobs ready now are taken without the cost of parking on a wake-up.
     const ready = await this.reserveNow(operation);
-    if (wait === 0 || ready.length > 0 || signal?.aborted) return ready;
+    // Closed meanwhile, it ends with no jobs (see Broker.close), without a look the storage,
+    // closed, refuses.
+    if (wait === 0 || ready.length > 0 || signal?.aborted || this.closing.aborted) return ready;
     const until = this.clock.now() + wait;
     // Receivers that can take the same jobs share a lane (see WakeSignal): one of them looks
     // at a wake-up, and passes it on when it may have left jobs for the next. What a receive
@@ -427,7 +429,13 @@ export class EngineQueue implements Queue {
           answer = this.agedSinceReserved(operation, handedJobs);
           return answer;
         }
-        if (failure !== undefined) throw failure.error;
+        if (failure !== undefined) {
+          // A look the broker's close cut short (the storage refuses what comes after it: on
+          // PostgreSQL, the read of the next event after the reserve): a waiting receive ends
+          // with no jobs, as Broker.close says, not with the storage's ClosedError.
+          if (this.closing.aborted) return [];
+          throw failure.error;
+        }
         if (this.clock.now() >= until) {
           // One last look: a job due at the very end, or published where no wake-up reached
           // us (another process's, its notification lost with the listening connection).

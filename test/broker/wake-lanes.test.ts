@@ -17,9 +17,19 @@ afterAll(async () => {
   await Promise.all(factories.map((factory) => factory.cleanup()));
 });
 
-/** Counts the reserves receivers make through the engine's handles of `name`. */
-function countLooks(engine: Engine, name: string): { looks: number } {
-  const count = { looks: 0 };
+/**
+ * Counts the reserves receivers make through the engine's handles of `name`; `afterLook`, when
+ * set, runs (once) as a look has gone to the storage.
+ */
+function countLooks(engine: Engine, name: string): { looks: number; afterLook?: () => void } {
+  const count: { looks: number; afterLook?: () => void } = { looks: 0 };
+  const looked = <T>(look: T): T => {
+    count.looks += 1;
+    const after = count.afterLook;
+    count.afterLook = undefined;
+    after?.();
+    return look;
+  };
   const original = engine.queue.bind(engine);
   engine.queue = async (queue, options) => {
     const handle = await original(queue, options);
@@ -27,23 +37,18 @@ function countLooks(engine: Engine, name: string): { looks: number } {
     const wrapped: QueueHandle = Object.create(handle);
     const isReserve = (operation: Operation | undefined) => operation?.type === 'reserve';
     wrapped.run = ((now: number, operation: Operation) => {
-      if (isReserve(operation)) count.looks += 1;
-      return handle.run(now, operation);
+      const running = handle.run(now, operation);
+      return isReserve(operation) ? looked(running) : running;
     }) as QueueHandle['run'];
     wrapped.execute = (now, operations) => {
-      if (operations.some(isReserve)) count.looks += 1;
-      return handle.execute(now, operations);
+      const running = handle.execute(now, operations);
+      return operations.some(isReserve) ? looked(running) : running;
     };
-    wrapped.reserve = (now, options, allowed) => {
-      count.looks += 1;
-      return handle.reserve(now, options, allowed);
-    };
+    wrapped.reserve = (now, options, allowed) => looked(handle.reserve(now, options, allowed));
     if (handle.reserveOnReady !== undefined) {
       const reserveOnReady = handle.reserveOnReady.bind(handle);
-      wrapped.reserveOnReady = (now, operation, signal) => {
-        count.looks += 1;
-        return reserveOnReady(now, operation, signal);
-      };
+      wrapped.reserveOnReady = (now, operation, signal) =>
+        looked(reserveOnReady(now, operation, signal));
     }
     return wrapped;
   };
@@ -154,6 +159,30 @@ describe.each(factories)('parked receivers on $name', (factory) => {
     expect(clock.now()).toBe(1_000);
     await done();
     expect(await blocked).toEqual([]);
+  });
+
+  it('a receiver whose look is under way when the broker closes answers empty, as a parked one does', async () => {
+    const { clock, broker, queue, count, done } = await setup();
+    const session = await queue.openSession({ prefetch: 1 });
+    await queue.publish({ id: 'held' });
+    expect(await queue.receive({ session })).toHaveLength(1);
+    const blocked = queue.receive({ session, wait: 20_000 });
+    await parked(clock, 1);
+    // Woken by the publish, it looks (at its prefetch, to find nothing); the broker closes as
+    // that look has gone to the storage.
+    count.afterLook = () => void broker.close();
+    await queue.publish({ id: 'b' });
+    expect(await blocked).toEqual([]);
+    expect(count.afterLook).toBeUndefined();
+    await done();
+  });
+
+  it('a receive that waits, called just before the broker closes, answers empty', async () => {
+    const { broker, queue, done } = await setup();
+    const receiving = queue.receive({ wait: 20_000 });
+    await broker.close();
+    expect(await receiving).toEqual([]);
+    await done();
   });
 
   it('R22 an at-most-once receiver parked behind one the full prefetch holds back takes the job', async () => {

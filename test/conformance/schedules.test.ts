@@ -1,10 +1,41 @@
-import { describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
 import { NotFoundError, QueueFullError, ValidationError } from '../../src/core/index.js';
-import { useConformanceEngines } from './engines.js';
+import { openEngine } from '../../src/engine/index.js';
+import { type ScratchDatabase, scratchDatabase } from '../engine/postgres-scratch.js';
+import { type EngineUnderTest, useConformanceEngines } from './engines.js';
 import { describeEngines } from './suite.js';
 
-const engines = await useConformanceEngines();
+/**
+ * PostgreSQL in a database of these tests' own, made at the first open and dropped after the
+ * file. A scheduler's pass reads the schedules of every queue of its storage and publishes each
+ * one due by its clock: in the database other test files share, their schedulers, whose clocks
+ * are elsewhere, would publish (and record) occurrences of these tests' schedules, and a pass
+ * here would publish theirs.
+ */
+function inOwnDatabase(underTest: EngineUnderTest): EngineUnderTest {
+  if (underTest.name !== 'postgres' || underTest.skipReason !== undefined) return underTest;
+  let scratch: Promise<ScratchDatabase> | undefined;
+  afterAll(async () => {
+    if (scratch !== undefined) await (await scratch).drop();
+  });
+  return {
+    ...underTest,
+    factory: {
+      name: 'postgres',
+      open: async () => {
+        scratch ??= scratchDatabase('schedules');
+        return openEngine((await scratch).url());
+      },
+      cleanup: async () => {},
+    },
+  };
+}
+
+const engines = (await useConformanceEngines()).map(inOwnDatabase);
+
+/** The longest a test waits for a scheduler's pass (real time: a loaded machine is slow). */
+const PASS_WAIT = { timeout: 10_000 };
 
 const HOUR = 3_600_000;
 const T0 = Date.UTC(2026, 10, 30, 8, 30);
@@ -193,7 +224,7 @@ describeEngines(engines, (h) => {
       expect((await a.schedules())[0]?.lastAt).toBeUndefined();
       const onError = vi.fn();
       scheduler.start(onError);
-      await vi.waitFor(() => expect(onError).toHaveBeenCalled());
+      await vi.waitFor(() => expect(onError).toHaveBeenCalled(), PASS_WAIT);
       await scheduler.stop();
       expect(onError.mock.calls[0]).toEqual([
         expect.any(QueueFullError),
@@ -219,9 +250,14 @@ describeEngines(engines, (h) => {
       scheduler.start();
       try {
         for (let k = 1; k <= 4; k++) {
+          // The loop asleep on the clock after its pass: moved before the loop computed its
+          // sleep, the clock would be at or past the next occurrence then, and the loop would
+          // sleep the least gap between passes, which this clock, moved by the test alone,
+          // never ends.
+          await vi.waitFor(() => expect(clock.waiting).toBe(1), PASS_WAIT);
           // Landing on the occurrence, or a little past it as a busy process would.
           clock.set(T0 + k * 1000 + (k % 2) * 300);
-          await vi.waitFor(async () => expect((await q.stats()).ready).toBe(k));
+          await vi.waitFor(async () => expect((await q.stats()).ready).toBe(k), PASS_WAIT);
         }
       } finally {
         await scheduler.stop();
