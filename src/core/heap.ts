@@ -63,6 +63,33 @@ export class IndexedHeap<T extends HeapItem> {
     return this.items;
   }
 
+  /**
+   * The items from least to greatest, read lazily: the first k cost O(k log k), however many
+   * the heap holds (sorting them all costs O(n log n) for a page of k). An item is read once its
+   * parent was: the least of those whose parent was read is the next. The heap must not change
+   * until the reading ends.
+   */
+  *ascending(): Generator<T, void, undefined> {
+    const items = this.items;
+    if (items.length === 0) return;
+    const less = this.less;
+    const before = (a: number, b: number): boolean => less(items[a] as T, items[b] as T);
+    // A min-heap of the indices whose parent was read, by their items.
+    const next: number[] = [0];
+    while (next.length > 0) {
+      const index = next[0] as number;
+      const last = next.pop() as number;
+      if (next.length > 0) {
+        next[0] = last;
+        siftDown(next, before);
+      }
+      yield items[index] as T;
+      const left = 2 * index + 1;
+      if (left < items.length) siftUp(next, left, before);
+      if (left + 1 < items.length) siftUp(next, left + 1, before);
+    }
+  }
+
   private up(start: number): void {
     const items = this.items;
     let index = start;
@@ -99,4 +126,37 @@ export class IndexedHeap<T extends HeapItem> {
     items[index] = item;
     item.heapIndex = index;
   }
+}
+
+/** Adds `value` to the min-heap `heap` ordered by `before`. */
+function siftUp(heap: number[], value: number, before: (a: number, b: number) => boolean): void {
+  let index = heap.length;
+  heap.push(value);
+  while (index > 0) {
+    const parentIndex = (index - 1) >> 1;
+    const parent = heap[parentIndex] as number;
+    if (!before(value, parent)) break;
+    heap[index] = parent;
+    index = parentIndex;
+  }
+  heap[index] = value;
+}
+
+/** Restores the min-heap `heap` ordered by `before` after its top was replaced. */
+function siftDown(heap: number[], before: (a: number, b: number) => boolean): void {
+  const length = heap.length;
+  const value = heap[0] as number;
+  let index = 0;
+  for (;;) {
+    const left = 2 * index + 1;
+    if (left >= length) break;
+    const right = left + 1;
+    let child = left;
+    if (right < length && before(heap[right] as number, heap[left] as number)) child = right;
+    const childValue = heap[child] as number;
+    if (!before(childValue, value)) break;
+    heap[index] = childValue;
+    index = child;
+  }
+  heap[index] = value;
 }

@@ -3,6 +3,7 @@ import { type DeadLetterKind, nackKind } from './dead-letter-kinds.js';
 import { ClockError, LeaseqError, QueueFullError, SessionClosedError } from './errors.js';
 import { Fifo } from './fifo.js';
 import { IndexedHeap } from './heap.js';
+import { KeyedOrder } from './keyed-order.js';
 import {
   build,
   type MoveJobsOperation,
@@ -107,10 +108,24 @@ export class LeaseQueue {
   private readonly dead = new Map<string, JobRecord>();
   /** Each dead job's place in the order of deaths (from 1): where a page of them starts. */
   private readonly deadSeqs = new WeakMap<JobRecord, number>();
+  /** The dead jobs by that place: a page read from where it starts, not from the first. */
+  private readonly deadOrder = new KeyedOrder<JobRecord>(
+    (job, seq) => this.dead.get(job.id) === job && this.deadSeqs.get(job) === seq,
+  );
   private nextDeadSeq = 1;
   /** Message groups with members (R24), by key; a group without members is forgotten. */
   private readonly groups = new Map<string, GroupRecord>();
   private waitingCount = 0;
+  /**
+   * The waiting jobs of every group (R24) by group sequence number, the order inspect shows
+   * them in, so that a page of them is read, not all of them sorted. A job joins a group with a
+   * group sequence number above every other's: each is added at the end. One that goes on is
+   * left for a reading to find gone (no cost on the way through a group); one cancelled, which
+   * would still read as waiting, is taken out.
+   */
+  private readonly waitingOrder = new KeyedOrder<JobRecord>(
+    (job, groupSeq) => job.state === 'waiting' && job.traits?.groupSeq === groupSeq,
+  );
   /**
    * Acked ids still refused as duplicates (R4), with the tick they are forgotten at and the
    * group sequence number a duplicate publish answers (R29).
@@ -454,13 +469,15 @@ export class LeaseQueue {
    */
   inspect(options?: InspectOptions): InspectView {
     const limit = checkInspectOptions(options) ?? Number.POSITIVE_INFINITY;
-    const waiting = this.waitingCount === 0 ? [] : this.waitingIds().slice(0, limit);
+    // Each list read in order up to the limit: a page of a long list costs the page, not a sort.
+    const waiting = firstOf(this.waitingOrder.after(0), limit, (job) => job.id);
     return {
       queueTime: this.clockValue,
       ready: firstOf(this.ready.values(), limit, (job) => job.id),
-      delayed: this.delayedInOrder()
-        .slice(0, limit)
-        .map((job) => ({ id: job.id, availableAt: job.availableAt })),
+      delayed: this.delayedInOrder(limit).map((job) => ({
+        id: job.id,
+        availableAt: job.availableAt,
+      })),
       active: firstOf(this.active.values(), limit, (d) => ({
         token: d.token,
         id: d.job.id,
@@ -475,19 +492,6 @@ export class LeaseQueue {
       })),
       ...(waiting.length === 0 ? {} : { waiting }),
     };
-  }
-
-  /** Every waiting job (R24), in the order its group was joined. */
-  private waitingIds(): string[] {
-    const waiting: JobRecord[] = [];
-    // One push each: spread as arguments, a group of 200,000 overflows the stack.
-    for (const group of this.groups.values()) {
-      if (group.waiting === undefined) continue;
-      for (const job of group.waiting.values()) waiting.push(job);
-    }
-    return waiting
-      .sort((a, b) => (a.traits?.groupSeq ?? 0) - (b.traits?.groupSeq ?? 0))
-      .map((job) => job.id);
   }
 
   /** The live deliveries in token order, with their delivery times. Takes no time. */
@@ -527,12 +531,10 @@ export class LeaseQueue {
     const { limit, after, payloads } = checkDeadLetterPage(options);
     const deadLetters: DeadLetter[] = [];
     let last = after;
-    for (const job of this.dead.values()) {
-      const seq = this.deadSeqs.get(job) ?? 0;
-      if (seq <= after) continue;
+    for (const job of this.deadOrder.after(after)) {
       if (deadLetters.length === limit) return { deadLetters, next: deadLetterCursor(last) };
       deadLetters.push(this.deadLetterView(job, payloads));
-      last = seq;
+      last = this.deadSeqs.get(job) as number;
     }
     return { deadLetters };
   }
@@ -753,7 +755,7 @@ export class LeaseQueue {
   private redriveNow(now: number, ids: readonly string[] | undefined): number {
     let moved = 0;
     for (const job of this.deadJobs(ids)) {
-      this.dead.delete(job.id);
+      this.leaveDead(job);
       job.deliveryCount = 0;
       job.deadReason = undefined;
       moved += 1;
@@ -775,7 +777,7 @@ export class LeaseQueue {
   private purgeDead(ids: readonly string[] | undefined): number {
     let purged = 0;
     for (const job of this.deadJobs(ids)) {
-      this.dead.delete(job.id);
+      this.leaveDead(job);
       this.forget(job.id);
       purged += 1;
     }
@@ -800,6 +802,7 @@ export class LeaseQueue {
     this.expiryHeap.clear();
     this.expiries.clear();
     this.groups.clear();
+    this.waitingOrder.clear();
     this.waitingCount = 0;
     if (withDead) removed.dead = this.purgeDead(undefined);
     this.counters.purged += removed.ready + removed.delayed + removed.active;
@@ -809,45 +812,80 @@ export class LeaseQueue {
   /**
    * R26: ready jobs (front first), then delayed ones, each to `to` or to its origin; a job the
    * target cannot take (missing queue, id present there) stays. A group member that goes on as
-   * the one before it moves joins the end of the list (when no ids are named, or it is), so a
-   * group moves whole: one list, each job looked at once.
+   * the one before it moves is looked at after those (when no ids are named, or it is), so a
+   * group moves whole: each job looked at once.
+   *
+   * A call with `max` costs the jobs it looks at, not the queue: ready and delayed are read in
+   * order only as far as the call goes (a call in steps of k jobs each, over n, is not O(n²)).
    */
   private moveJobsNow(now: number, op: MoveJobsOperation): number {
     const links = this.links;
     if (links === undefined) return 0;
     const named = op.ids === undefined ? undefined : new Set(op.ids);
     const origins = op.origins === undefined ? undefined : new Set(op.origins);
-    const candidates = this.movable(op.ids);
+    const max = op.max ?? Number.POSITIVE_INFINITY;
     const considered = new Set<JobRecord>();
     const moved = new Set<JobRecord>();
-    const max = op.max ?? Number.POSITIVE_INFINITY;
-    for (let index = 0; index < candidates.length && moved.size < max; index++) {
-      const job = candidates[index] as JobRecord;
-      if (considered.has(job)) continue;
+    /** The group members that went on meanwhile, looked at after the others, in that order. */
+    const wentOn: JobRecord[] = [];
+    /** Those of them that went on to delayed: the delayed jobs read below pass over them. */
+    const wentOnDelayed = new Set<JobRecord>();
+    const consider = (job: JobRecord): void => {
+      if (considered.has(job)) return;
       considered.add(job);
       const origin = this.origins.get(job.id)?.queue;
-      if (origins !== undefined && (origin === undefined || !origins.has(origin))) continue;
+      if (origins !== undefined && (origin === undefined || !origins.has(origin))) return;
       const target = op.to ?? origin;
-      if (target === undefined || target === this.name) continue;
-      if (!links.admit(target, now, { ...this.transferOf(job), origin: undefined })) continue;
+      if (target === undefined || target === this.name) return;
+      if (!links.admit(target, now, { ...this.transferOf(job), origin: undefined })) return;
       moved.add(job);
       this.forget(job.id);
       this.unwatchExpiry(job);
+      // A delayed job read below is out of the heap already.
       if (job.state === 'delayed') this.delayed.remove(job);
       // A moved job was its group's first member: the next one goes on (R24).
       if (job.traits?.group !== undefined) {
         const next = this.leaveGroup(job.traits.group, now);
-        if (next !== undefined && (named === undefined || named.has(next.id)))
-          candidates.push(next);
+        if (next !== undefined && (named === undefined || named.has(next.id))) {
+          wentOn.push(next);
+          if (next.state === 'delayed') wentOnDelayed.add(next);
+        }
+      }
+    };
+    /** Delayed jobs taken from the heap in order, put back once the call ends unless moved. */
+    const taken: JobRecord[] = [];
+    if (op.ids !== undefined) {
+      for (const job of this.movable(op.ids)) {
+        if (moved.size >= max) break;
+        consider(job);
+      }
+    } else {
+      // The jobs ready as the call began; a member that goes on meanwhile joins ready's back
+      // and is not read here, but with the others that went on.
+      for (const job of this.ready.heldNow()) {
+        consider(job);
+        if (moved.size >= max) break;
+      }
+      // Then the delayed ones in order, taken from the heap as far as the call goes (the
+      // members that went on to delayed are passed over here).
+      while (moved.size < max) {
+        const job = this.delayed.pop();
+        if (job === undefined) break;
+        taken.push(job);
+        if (!wentOnDelayed.has(job)) consider(job);
       }
     }
-    if (moved.size > 0) this.ready.removeWhere((job) => moved.has(job));
+    for (let index = 0; index < wentOn.length && moved.size < max; index++) {
+      consider(wentOn[index] as JobRecord);
+    }
+    for (const job of taken) if (!moved.has(job)) this.delayed.push(job);
+    // Front first: a job moved from the front of its priority leaves in O(1).
+    for (const job of moved) if (job.state === 'ready') this.ready.remove(job);
     return moved.size;
   }
 
-  /** The jobs moveJobs may move, in its order: ready then delayed, or those named, as named. */
-  private movable(ids: readonly string[] | undefined): JobRecord[] {
-    if (ids === undefined) return [...this.ready.values(), ...this.delayedInOrder()];
+  /** The jobs named to moveJobs that it may move, as named: ready or delayed. */
+  private movable(ids: readonly string[]): JobRecord[] {
     return ids.flatMap((id) => {
       const job = this.jobs.get(id);
       return job !== undefined && (job.state === 'ready' || job.state === 'delayed') ? [job] : [];
@@ -899,7 +937,12 @@ export class LeaseQueue {
     if (this.origins.size > 0) this.origins.delete(id);
   }
 
-  private delayedInOrder(): JobRecord[] {
+  /**
+   * The first `limit` delayed jobs in promotion order: a page read from the heap in order, or
+   * all of them sorted (quicker than reading the whole heap in order).
+   */
+  private delayedInOrder(limit: number): JobRecord[] {
+    if (limit < this.delayed.size) return firstOf(this.delayed.ascending(), limit, (job) => job);
     return [...this.delayed.values()].sort((a, b) => (byAvailability(a, b) ? -1 : 1));
   }
 
@@ -1268,7 +1311,15 @@ export class LeaseQueue {
     job.deadReason = reason;
     job.deadAt = now;
     this.dead.set(job.id, job);
-    this.deadSeqs.set(job, this.nextDeadSeq++);
+    const seq = this.nextDeadSeq++;
+    this.deadSeqs.set(job, seq);
+    this.deadOrder.add(seq, job);
+  }
+
+  /** A dead job leaves the dead set (redriven, purged). */
+  private leaveDead(job: JobRecord): void {
+    this.dead.delete(job.id);
+    this.deadOrder.shrink(this.dead.size);
   }
 
   // --- R24: message groups ------------------------------------------------------------------
@@ -1288,6 +1339,7 @@ export class LeaseQueue {
     job.state = 'waiting';
     if (group.waiting === undefined) group.waiting = new Fifo();
     group.waiting.push(job);
+    this.waitingOrder.add(job.traits?.groupSeq as number, job);
     this.waitingCount += 1;
     return true;
   }
@@ -1313,6 +1365,7 @@ export class LeaseQueue {
       next.availableAt = now;
       this.ready.pushBack(next);
     }
+    this.waitingOrder.shrink(this.waitingCount);
     this.watchExpiry(next);
     return next;
   }
@@ -1417,8 +1470,11 @@ export class LeaseQueue {
     const key = job.traits?.group as string;
     const group = this.groups.get(key) as GroupRecord;
     (group.waiting as Fifo<JobRecord>).remove(job);
+    // Removed for good, it would still read as waiting.
+    this.waitingOrder.remove(job.traits?.groupSeq as number);
     group.members -= 1;
     this.waitingCount -= 1;
+    this.waitingOrder.shrink(this.waitingCount);
   }
 
   /** Keeps the delivery's ack-timer iff it can still trip its session's ackTimeout. */

@@ -117,7 +117,29 @@ export class ReadyBands<T extends RankedEntry> {
     yield* this.plain.values();
   }
 
-  /** Removes the jobs `remove` picks; the others keep their order (R28, R26). */
+  /**
+   * The jobs held now, in the order of `values`, read lazily: reading the first k passes over
+   * none of the others. A job pushed at the back meanwhile (a group member that goes on, R24)
+   * is not among them. No job may leave the list, nor be pushed at its front, until the reading
+   * ends.
+   */
+  heldNow(): IterableIterator<T> {
+    const counts: number[] = [];
+    for (let priority = 1; priority <= MAX_PRIORITY; priority++) {
+      counts[priority] = this.ranked[priority]?.length ?? 0;
+    }
+    return this.readHeld(counts, this.plain.length);
+  }
+
+  private *readHeld(counts: readonly number[], plain: number): IterableIterator<T> {
+    for (let priority = MAX_PRIORITY; priority >= 1; priority--) {
+      const count = counts[priority] as number;
+      if (count > 0) yield* firstOf((this.ranked[priority] as ReadyList<T>).values(), count);
+    }
+    if (plain > 0) yield* firstOf(this.plain.values(), plain);
+  }
+
+  /** Removes the jobs `remove` picks; the others keep their order (R30). */
   removeWhere(remove: (item: T) => boolean): void {
     this.plain.removeWhere(remove);
     if (this.rankedLength === 0) return;
@@ -137,5 +159,14 @@ export class ReadyBands<T extends RankedEntry> {
       this.ranked[priority] = list;
     }
     return list;
+  }
+}
+
+/** The first `count` of `items` (a pushed item comes after those held: it is never read). */
+function* firstOf<T>(items: Iterator<T>, count: number): IterableIterator<T> {
+  for (let left = count; left > 0; left--) {
+    const next = items.next();
+    if (next.done === true) return;
+    yield next.value;
   }
 }

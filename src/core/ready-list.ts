@@ -104,8 +104,8 @@ export class ReadyList<T extends ReadyEntry> {
   }
 
   /**
-   * Removes the items `remove` picks (O(n): for rare operations, such as moving jobs out);
-   * the others keep their order.
+   * Removes the items `remove` picks (O(n): for rare operations, such as jobs expiring from
+   * inside); the others keep their order.
    */
   removeWhere(remove: (item: T) => boolean): void {
     const kept: T[] = [];
