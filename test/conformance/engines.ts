@@ -26,6 +26,11 @@ export interface EngineFactory {
   /** Opens the engine on this factory's storage; opening again reaches the same storage. */
   open(): Promise<Engine>;
   /**
+   * What every open reports, where that is known without opening: the trial then opens nothing
+   * (a server started only to be closed again costs each test file its start-up).
+   */
+  readonly capabilities?: EngineCapabilities;
+  /**
    * Removes the storage this factory created (the SQLite temp file) and closes its servers; an
    * open after it starts afresh.
    */
@@ -95,6 +100,7 @@ function httpFactory(transport: RemoteTransport): EngineFactory {
   const idle: ConformanceServer[] = [];
   return {
     name: names[transport],
+    capabilities: RemoteEngine.CAPABILITIES,
     open: async () => {
       let server = idle.pop();
       if (server === undefined) {
@@ -143,8 +149,9 @@ export function queueName(label = 'q'): string {
 }
 
 /**
- * Every target of `conformanceFactories()`, each opened once on trial. Registers the removal of
- * their storage after the test file. Call at the top of a test file (top-level await).
+ * Every target of `conformanceFactories()`, each opened once on trial unless its capabilities
+ * are known without (the remote client's). Registers the removal of their storage after the test
+ * file. Call at the top of a test file (top-level await).
  *
  * The trial runs as the file is collected and leaves nothing behind (see tryEngine): Vitest runs
  * no hook of a file whose tests are all skipped or filtered out (`-t`), so storage or servers the
@@ -165,6 +172,7 @@ async function tryEngine(factory: EngineFactory): Promise<EngineUnderTest> {
   if (only !== undefined && !only.split(',').includes(factory.name)) {
     return notRun(factory, `not in LEASEQ_TEST_ENGINES=${only}`);
   }
+  if (factory.capabilities !== undefined) return underTest(factory, { ...factory.capabilities });
   let engine: Engine;
   try {
     engine = await factory.open();
@@ -175,8 +183,12 @@ async function tryEngine(factory: EngineFactory): Promise<EngineUnderTest> {
   }
   const capabilities = { ...engine.capabilities };
   await engine.close();
-  // The tests open the engine again: on a new SQLite directory, through a new server.
+  // The tests open the engine again, on a new SQLite directory.
   await factory.cleanup();
+  return underTest(factory, capabilities);
+}
+
+function underTest(factory: EngineFactory, capabilities: EngineCapabilities): EngineUnderTest {
   return {
     factory,
     name: factory.name,

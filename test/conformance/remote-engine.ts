@@ -140,13 +140,15 @@ function abortable<T>(pending: Promise<T>, signal: AbortSignal | undefined): Pro
  * gives. Calls run one at a time, so each happens at its own `now`.
  */
 export class RemoteEngine implements Engine {
-  readonly target: string;
-  readonly capabilities: EngineCapabilities = {
+  /** The same for every server of the pool: memory storage behind the remote client. */
+  static readonly CAPABILITIES: EngineCapabilities = {
     durable: false,
     shared: true,
     transactions: false,
     crossProcessWakeups: false,
   };
+  readonly target: string;
+  readonly capabilities: EngineCapabilities = { ...RemoteEngine.CAPABILITIES };
   private readonly client: RemoteBroker;
   private turn: Promise<unknown> = Promise.resolve();
 
