@@ -402,6 +402,44 @@ describe('bad parameters change nothing', () => {
       send(url, 'x', { MessageAttributes: { a: { DataType: 'Number', StringValue: 'ten' } } }),
     );
     expect(notNumber.name).toBe('InvalidParameterValue');
+    // SQS's Number: up to 38 significant digits, a magnitude from 10^-128 to below 10^126.
+    const accepted = await createQueue();
+    const number = (StringValue: string, to = url) =>
+      send(to, 'x', { MessageAttributes: { a: { DataType: 'Number', StringValue } } });
+    for (const [value, reason] of [
+      ['1234567890123456789012345678901234567891', 'it has 40 significant digits, more than 38'],
+      ['-0.000123456789012345678901234567890123456789', 'it has 39 significant digits'],
+      ['1e126', 'its magnitude must be from 10^-128 to below 10^126'],
+      ['0.1e-128', 'its magnitude must be from 10^-128 to below 10^126'],
+      ['1e99999999999999999999', 'its magnitude must be'],
+    ] as const) {
+      const refused = await failure(number(value));
+      expect(refused.name).toBe('InvalidParameterValue');
+      expect(refused.message).toContain(
+        `Value ${value} for message attribute 'a' is not a valid Number: ${reason}`,
+      );
+    }
+    for (const value of [
+      '12345678901234567890123456789012345678',
+      `1${'0'.repeat(60)}`,
+      '9.9999e125',
+      '1e-128',
+      '-0.000',
+      `0.${'0'.repeat(200)}`,
+    ]) {
+      await number(value, accepted);
+    }
+    const kept = await receive(accepted, { MaxNumberOfMessages: 10, MessageAttributeNames: ['a'] });
+    expect(kept.map((m) => m.MessageAttributes?.a?.StringValue).sort()).toEqual(
+      [
+        '12345678901234567890123456789012345678',
+        `1${'0'.repeat(60)}`,
+        '9.9999e125',
+        '1e-128',
+        '-0.000',
+        `0.${'0'.repeat(200)}`,
+      ].sort(),
+    );
     const tooMany = Object.fromEntries(
       Array.from({ length: 11 }, (_, i) => [`a${i}`, { DataType: 'String', StringValue: 'v' }]),
     );

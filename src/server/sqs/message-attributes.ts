@@ -6,6 +6,10 @@ export const MAX_MESSAGE_ATTRIBUTES = 10;
 const NAME = /^[A-Za-z0-9_.-]{1,256}$/;
 const DATA_TYPE = /^(String|Number|Binary)(\.[^\s].{0,255})?$/s;
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+/** SQS's Number: up to 38 significant digits, its magnitude from 10^-128 to below 10^126. */
+const MAX_NUMBER_DIGITS = 38;
+const MIN_NUMBER_EXPONENT = -128;
+const MAX_NUMBER_EXPONENT = 126;
 /** The characters SQS allows in bodies and string values. */
 const INVALID_CHARACTER = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 
@@ -69,14 +73,39 @@ function parseOne(name: string, value: SqsInput): MessageAttribute {
   const text = value.StringValue;
   const type = dataType.startsWith('Number') ? 'Number' : 'String';
   if (typeof text !== 'string' || text.length === 0) throw emptyValue(name, type);
-  if (type === 'Number' && !NUMBER.test(text)) {
-    throw new SqsError(
-      'InvalidParameterValue',
-      `Value ${text} for message attribute '${name}' is not a valid Number.`,
-    );
-  }
+  if (type === 'Number') checkNumber(name, text);
   checkCharacters(text, `message attribute '${name}'`);
   return { DataType: dataType, StringValue: text };
+}
+
+/**
+ * A Number value as SQS takes it: decimal or scientific notation, at most 38 significant digits
+ * (leading and trailing zeros are not counted), zero or a magnitude from 10^-128 to below
+ * 10^126. Anything else is refused rather than kept as text that no SQS would send back.
+ */
+function checkNumber(name: string, text: string): void {
+  const refuse = (why: string) =>
+    new SqsError(
+      'InvalidParameterValue',
+      `Value ${text} for message attribute '${name}' is not a valid Number${why}.`,
+    );
+  if (!NUMBER.test(text)) throw refuse('');
+  const [mantissa = '', exponentText = '0'] = text.replace(/^[+-]/, '').split(/[eE]/);
+  const [whole = '', fraction = ''] = mantissa.split('.');
+  const digits = whole + fraction;
+  const first = digits.search(/[1-9]/);
+  if (first === -1) return; // zero
+  const significant = digits.slice(first).replace(/0+$/, '').length;
+  if (significant > MAX_NUMBER_DIGITS) {
+    throw refuse(`: it has ${significant} significant digits, more than ${MAX_NUMBER_DIGITS}`);
+  }
+  // The power of ten of its first significant digit.
+  const magnitude = whole.length - 1 - first + Number(exponentText);
+  if (!(magnitude >= MIN_NUMBER_EXPONENT && magnitude < MAX_NUMBER_EXPONENT)) {
+    throw refuse(
+      `: its magnitude must be from 10^${MIN_NUMBER_EXPONENT} to below 10^${MAX_NUMBER_EXPONENT}`,
+    );
+  }
 }
 
 /**
