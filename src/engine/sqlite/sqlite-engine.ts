@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, rmdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { LeaseqError, StorageLockedError, StorageUnavailableError } from '../../core/index.js';
@@ -39,7 +39,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
   const target = `sqlite:${path}`;
   const lockWait: LockWait = { target, timeoutMs: busyTimeoutMs };
-  const db = openDatabase(path, target);
+  const { db, made } = openDatabase(path, target);
   // A file leaseq does not make its own (a clash with its tables) is left in the journal mode
   // it had, as if never opened.
   let journalBefore: unknown;
@@ -116,6 +116,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
     });
   } catch (error) {
     db.close();
+    removeDirectories(made);
     throw translateSqliteError(error, target);
   }
 }
@@ -160,23 +161,26 @@ function checkIntact(db: Database.Database, target: string): void {
 /**
  * Opens the file with SQLite's busy timeout at 0: a statement another process's lock refuses
  * fails at once, rather than waiting inside SQLite and blocking the event loop, and is tried
- * again on timers (see retryWhileBusy) for up to `busyTimeoutMs`.
+ * again on timers (see retryWhileBusy) for up to `busyTimeoutMs`. `made` lists the directories
+ * this open created, outermost first, for a failed open to remove (see removeDirectories).
  */
-function openDatabase(path: string, target: string): Database.Database {
+function openDatabase(path: string, target: string): { db: Database.Database; made: string[] } {
+  const made: string[] = [];
   try {
-    if (path !== ':memory:') makeDirectories(dirname(resolve(path)), target);
-    return new Database(path, { timeout: 0 });
+    if (path !== ':memory:') makeDirectories(dirname(resolve(path)), target, made);
+    return { db: new Database(path, { timeout: 0 }), made };
   } catch (error) {
+    removeDirectories(made);
     throw translateSqliteError(error, target);
   }
 }
 
 /**
- * Creates the missing directories of `directory`, outermost first, one `mkdir` each: Node's
- * recursive mkdir spins forever where a parent refuses new entries without saying so (under
- * /proc), which no signal can interrupt.
+ * Creates the missing directories of `directory`, outermost first, one `mkdir` each, adding
+ * each it made to `made`: Node's recursive mkdir spins forever where a parent refuses new
+ * entries without saying so (under /proc), which no signal can interrupt.
  */
-function makeDirectories(directory: string, target: string): void {
+function makeDirectories(directory: string, target: string, made: string[]): void {
   const missing: string[] = [];
   let at = directory;
   for (; !existsSync(at) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
@@ -186,13 +190,31 @@ function makeDirectories(directory: string, target: string): void {
   for (const each of missing) {
     try {
       mkdirSync(each);
+      made.push(each);
     } catch (error) {
       const code = (error as { code?: string }).code ?? '';
+      // Made meanwhile by another process: its directory, not this open's to remove.
       if (code === 'EEXIST' && existsSync(each)) continue;
       throw new StorageUnavailableError(
         `${target} cannot be used: its directory ${each} cannot be created (${code || (error as Error).message})`,
         { cause: error },
       );
+    }
+  }
+}
+
+/**
+ * After a failed open, removes the directories it made (`made`, outermost first), deepest
+ * first and each only while empty: a mistyped path leaves no new directories behind, and one
+ * that holds something (a file SQLite made before the failure, another process's database)
+ * stays with the directories above it. What existed before the open is never touched.
+ */
+function removeDirectories(made: readonly string[]): void {
+  for (const each of [...made].reverse()) {
+    try {
+      rmdirSync(each);
+    } catch {
+      // Not empty: it stays, and so do those above it (rmdir refuses them too).
     }
   }
 }
