@@ -280,39 +280,76 @@ export class GroupCommitExecutor {
     // Let the calls of this turn of the event loop join the batch.
     setImmediate(() => {
       this.scheduled = false;
-      void this.runBatches();
+      // runBatches answers its own failures (see stopOnFailure); anything still thrown is
+      // reported rather than lost as an unhandled rejection.
+      this.runBatches().catch(reportLater);
     });
   }
 
   private async runBatches(): Promise<void> {
     if (this.running) return;
     this.running = true;
+    // What is under way, for stopOnFailure: the batch being run, the batches being synced.
+    let batch: Pending[] = [];
+    let syncing: Unsynced[] = [];
     try {
       let yielded = false;
       while (this.queue.length > 0 || this.unsynced.length > 0) {
         const due = performance.now() - this.unsyncedSince >= this.maxSyncDelayMs;
         if (this.queue.length > 0 && !(this.unsynced.length > 0 && due)) {
-          const batch = this.takeBatch();
+          batch = this.takeBatch();
           const ok = await this.runBatch(batch);
           if (!ok) for (const pending of batch) await this.runBatch([pending]);
+          batch = [];
           yielded = false;
         } else if (!yielded && !due) {
           // Let the continuations of the answers given so far add their calls to this sync.
           yielded = true;
           await new Promise<void>((resolve) => setImmediate(resolve));
         } else {
-          await this.syncCommitted();
+          syncing = this.unsynced.splice(0);
+          await this.syncCommitted(syncing);
+          syncing = [];
         }
       }
+    } catch (error) {
+      this.stopOnFailure(error, batch, syncing);
     } finally {
       this.running = false;
       for (const resolve of this.idle.splice(0)) resolve();
     }
   }
 
-  /** One sync for every batch committed since the last: then their callers are answered. */
-  private async syncCommitted(): Promise<void> {
-    const batches = this.unsynced.splice(0);
+  /**
+   * The running of batches threw where nothing expects a throw (a connection's rollback or
+   * release, the storage's translation of an error): what the connection holds, and whether
+   * the batch under way committed, cannot be known. No call is left unanswered: those under
+   * way (`batch`, and every committed batch not yet synced) fail saying they may or may not
+   * have taken effect, those queued behind them saying they were not run, and, as after a
+   * failed sync, this executor takes no more calls (the storage is reopened to go on). Each
+   * error has the failure as its cause. A call answered already keeps its answer.
+   */
+  private stopOnFailure(error: unknown, batch: Pending[], syncing: Unsynced[]): void {
+    const reason = failureText(error);
+    const notRun = new StorageUnavailableError(
+      `the storage stopped taking calls after an unexpected failure (${reason}): this call was not run; reopen the engine to go on`,
+      { cause: error },
+    );
+    if (this.closedError === undefined) this.refuse(notRun);
+    const underWay = new StorageUnavailableError(
+      `the storage stopped taking calls after an unexpected failure (${reason}) while this call was under way: it may or may not have taken effect`,
+      { cause: error },
+    );
+    for (const pending of batch) pending.reject(underWay);
+    for (const { context, waiting } of [...syncing, ...this.unsynced.splice(0)]) {
+      context.rolledBack();
+      for (const { pending } of waiting) pending.reject(underWay);
+    }
+    for (const pending of this.queue.splice(0)) pending.reject(notRun);
+  }
+
+  /** One sync for `batches`, all committed since the last: then their callers are answered. */
+  private async syncCommitted(batches: Unsynced[]): Promise<void> {
     const sync = batches[0]?.sync;
     if (sync === undefined) return;
     try {
@@ -534,6 +571,15 @@ export class GroupCommitExecutor {
     }
     pending.reject(this.translate(error));
     return true;
+  }
+}
+
+/** What an error says, for a message about it; a value that cannot be shown gives no throw. */
+function failureText(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return 'a failure that cannot be shown';
   }
 }
 
