@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import {
   type ApiKeyConfig,
   loadConfig,
@@ -111,6 +112,94 @@ export async function callApi(
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: response.status, body: await response.json() };
+}
+
+/** The API key of the server `useAdminDashboard` starts: it may do everything to every queue. */
+export const ADMIN_KEY = 'admin-key-0123456789';
+
+/** The server, browser and key of `useAdminDashboard`, once its `beforeAll` has run. */
+export interface AdminDashboard {
+  readonly server: RunningServer;
+  readonly browser: Browser;
+  readonly key: string;
+  /** A call of the server's API with the admin key (`callApi`). */
+  api(method: string, path: string, body?: unknown): ReturnType<typeof callApi>;
+}
+
+/**
+ * Registers, in the suite it is called in, a `beforeAll` that starts a server with one admin
+ * key (`startDashboardServer` with `name` and `flags`), creates `queues` in their order (names,
+ * made with the defaults; or names to the settings they are made with), then launches Chromium;
+ * and an `afterAll` that closes the browser and the server, both even if one of them fails to.
+ * Under `skipBrowser` it starts nothing. Read the server and browser from the answer's getters
+ * once the `beforeAll` has run.
+ */
+export function useAdminDashboard(options: {
+  name: string;
+  queues?: readonly string[] | Readonly<Record<string, object>>;
+  flags?: Record<string, string>;
+}): AdminDashboard {
+  let server: RunningServer | undefined;
+  let browser: Browser | undefined;
+  const started = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) {
+      throw new Error(
+        `the ${what} of the dashboard ${options.name} is not started: read it in a test, after beforeAll (and not under skipBrowser)`,
+      );
+    }
+    return value;
+  };
+  const dashboard: AdminDashboard = {
+    get server() {
+      return started(server, 'server');
+    },
+    get browser() {
+      return started(browser, 'browser');
+    },
+    key: ADMIN_KEY,
+    api: (method, path, body) =>
+      callApi(started(server, 'server').url, ADMIN_KEY, method, path, body),
+  };
+
+  beforeAll(async () => {
+    if (skipBrowser) return;
+    server = await startDashboardServer({
+      name: options.name,
+      keys: [{ name: 'ops', key: ADMIN_KEY, allow: [{ queues: '*', actions: ['admin'] }] }],
+      ...(options.flags === undefined ? {} : { flags: options.flags }),
+    });
+    const queues: [string, object][] = Array.isArray(options.queues)
+      ? options.queues.map((name) => [name, {}])
+      : Object.entries(options.queues ?? {});
+    for (const [name, settings] of queues) {
+      const made = await dashboard.api('PUT', `/v1/queues/${encodeURIComponent(name)}`, settings);
+      if (made.status >= 300) {
+        throw new Error(
+          `making the queue ${name} answered ${made.status}: ${JSON.stringify(made.body)}`,
+        );
+      }
+    }
+    browser = await launchChromium();
+  }, 60_000);
+
+  afterAll(async () => {
+    const failures: unknown[] = [];
+    for (const close of [() => browser?.close(), () => server?.close()]) {
+      try {
+        await close();
+      } catch (error) {
+        failures.push(error);
+      }
+    }
+    browser = undefined;
+    server = undefined;
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) {
+      throw new AggregateError(failures, `closing the dashboard ${options.name} failed`);
+    }
+  });
+
+  return dashboard;
 }
 
 /**

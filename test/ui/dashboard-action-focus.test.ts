@@ -1,43 +1,15 @@
 /// <reference lib="dom" />
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../src/server/index.js';
-import {
-  callApi,
-  go,
-  launchChromium,
-  openQueuePage,
-  signIn,
-  skipBrowser,
-  startDashboardServer,
-} from './browser.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { go, openQueuePage, signIn, skipBrowser, useAdminDashboard } from './browser.js';
 
 /** Pause, Resume, Delete and Check again from the keyboard alone: the focus stays where it was. */
 
-const ADMIN = 'admin-key-0123456789';
-
-let server: RunningServer;
-let browser: Browser;
-
-const api = (method: string, path: string, body?: unknown) =>
-  callApi(server.url, ADMIN, method, path, body);
-
-beforeAll(async () => {
-  if (skipBrowser) return;
-  server = await startDashboardServer({
-    name: 'action-focus',
-    keys: [{ name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] }],
-  });
-  for (const name of ['toggled', 'held', 'refused', 'removed', 'jobs']) {
-    await api('PUT', `/v1/queues/${name}`, {});
-  }
-  browser = await launchChromium();
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
+const dashboard = useAdminDashboard({
+  name: 'action-focus',
+  queues: ['toggled', 'held', 'refused', 'removed', 'jobs'],
 });
+const { api } = dashboard;
 
 /** The element that has the focus: its tag and text. */
 const focused = (page: Page) =>
@@ -48,7 +20,7 @@ const focused = (page: Page) =>
 
 describe.skipIf(skipBrowser)('queue actions and Check again from the keyboard (Chromium)', () => {
   it('keeps the focus on Pause queue while it pauses, where it then reads Resume queue, and Enter again resumes', async () => {
-    const page = await signIn(browser, server.url, ADMIN);
+    const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     await openQueuePage(page, 'toggled');
     await page.getByRole('button', { name: 'Pause queue', exact: true }).focus();
     await page.keyboard.press('Enter');
@@ -64,7 +36,7 @@ describe.skipIf(skipBrowser)('queue actions and Check again from the keyboard (C
   });
 
   it('takes no second action while one is on its way, the focus kept', async () => {
-    const page = await signIn(browser, server.url, ADMIN);
+    const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     await openQueuePage(page, 'held');
     const sent: string[] = [];
     let release: () => void = () => {};
@@ -95,7 +67,7 @@ describe.skipIf(skipBrowser)('queue actions and Check again from the keyboard (C
   });
 
   it('leaves the focus on Delete queue when the server refuses the delete, and says why', async () => {
-    const page = await signIn(browser, server.url, ADMIN);
+    const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     await openQueuePage(page, 'refused');
     await page.route('**/v1/queues/refused', (route) =>
       route.request().method() === 'DELETE'
@@ -118,7 +90,7 @@ describe.skipIf(skipBrowser)('queue actions and Check again from the keyboard (C
   });
 
   it('moves the focus to what the overview says of a queue deleted from the keyboard', async () => {
-    const page = await signIn(browser, server.url, ADMIN);
+    const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     await openQueuePage(page, 'removed');
     await page.getByRole('button', { name: 'Delete queue', exact: true }).focus();
     await page.keyboard.press('Enter');
@@ -134,7 +106,7 @@ describe.skipIf(skipBrowser)('queue actions and Check again from the keyboard (C
   });
 
   it('keeps the focus on Check again while it reads a job still gone, and says when it read it', async () => {
-    const page = await signIn(browser, server.url, ADMIN);
+    const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     const reads: number[] = [];
     page.on('request', (request) => {
       if (new URL(request.url()).pathname === '/v1/queues/jobs/jobs/absent') reads.push(1);

@@ -1,20 +1,10 @@
 /// <reference lib="dom" />
-import type { Browser, BrowserContextOptions, Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../src/server/index.js';
-import {
-  artifactPath,
-  callApi,
-  launchChromium,
-  openQueuePage,
-  signIn,
-  skipBrowser,
-  startDashboardServer,
-} from './browser.js';
+import type { BrowserContextOptions, Locator, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { artifactPath, openQueuePage, signIn, skipBrowser, useAdminDashboard } from './browser.js';
 
 /** The dialog that deletes a queue, with the longest name a queue may have, on a phone and in the dark. */
 
-const ADMIN = 'admin-key-0123456789';
 /** The longest queue name there is (80 characters), with no place to break it. */
 const LONG_QUEUE = `q${'x'.repeat(79)}`;
 const PHONE: BrowserContextOptions = {
@@ -23,32 +13,14 @@ const PHONE: BrowserContextOptions = {
   hasTouch: true,
 };
 
-let server: RunningServer;
-let browser: Browser;
-
-beforeAll(async () => {
-  if (skipBrowser) return;
-  server = await startDashboardServer({
-    name: 'delete-dialog',
-    keys: [{ name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] }],
-  });
-  for (const name of [LONG_QUEUE, 'orders']) {
-    await callApi(server.url, ADMIN, 'PUT', `/v1/queues/${name}`, {});
-  }
-  browser = await launchChromium();
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const dashboard = useAdminDashboard({ name: 'delete-dialog', queues: [LONG_QUEUE, 'orders'] });
 
 /** Opens the Delete dialog of `queue` in a new page; answers the page and the dialog. */
 async function openDialog(
   queue: string,
   context: BrowserContextOptions = {},
 ): Promise<{ page: Page; dialog: Locator }> {
-  const page = await signIn(browser, server.url, ADMIN, { context });
+  const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key, { context });
   await openQueuePage(page, queue);
   await page.getByRole('button', { name: 'Delete queue', exact: true }).click();
   const dialog = page.getByRole('alertdialog');

@@ -1,40 +1,15 @@
 /// <reference lib="dom" />
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../src/server/index.js';
-import {
-  callApi,
-  launchChromium,
-  openQueuePage,
-  signIn,
-  skipBrowser,
-  startDashboardServer,
-} from './browser.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { openQueuePage, signIn, skipBrowser, useAdminDashboard } from './browser.js';
 
 /** A queue's delete that ends after the operator has gone on to another page. */
 
-const ADMIN = 'admin-key-0123456789';
-
-let server: RunningServer;
-let browser: Browser;
-
-const api = (method: string, path: string, body?: unknown) =>
-  callApi(server.url, ADMIN, method, path, body);
-
-beforeAll(async () => {
-  if (skipBrowser) return;
-  server = await startDashboardServer({
-    name: 'delete-page-left',
-    keys: [{ name: 'ops', key: ADMIN, allow: [{ queues: '*', actions: ['admin'] }] }],
-  });
-  for (const name of ['slow', 'stays', 'other']) await api('PUT', `/v1/queues/${name}`, {});
-  browser = await launchChromium();
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
+const dashboard = useAdminDashboard({
+  name: 'delete-page-left',
+  queues: ['slow', 'stays', 'other'],
 });
+const { api } = dashboard;
 
 /**
  * Starts the delete of `queue` from its page and holds it until the returned function lets it
@@ -69,7 +44,7 @@ async function startHeldDelete(
 
 describe.skipIf(skipBrowser)('a delete that ends after its page was left (Chromium)', () => {
   it('leaves the operator on the page they went to and says there that the queue was deleted', async () => {
-    const page = await signIn(browser, server.url, ADMIN);
+    const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     const release = await startHeldDelete(page, 'slow', 'request');
     await openQueuePage(page, 'other');
     release();
@@ -89,7 +64,7 @@ describe.skipIf(skipBrowser)('a delete that ends after its page was left (Chromi
   });
 
   it('still goes to the overview when its own page was kept open, though it read the queue gone first', async () => {
-    const page = await signIn(browser, server.url, ADMIN);
+    const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     const release = await startHeldDelete(page, 'stays', 'answer');
     // Its page reads the queue gone before the answer comes.
     await page.getByText('No queue named stays').waitFor();

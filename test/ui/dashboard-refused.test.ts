@@ -13,15 +13,21 @@ import {
   startDashboardServer,
 } from './browser.js';
 
-/** R31: a queue at its max length refusing publishes (QUEUE_FULL), as the dashboard shows it. */
+/**
+ * R31: a queue at its max length refusing publishes (QUEUE_FULL), as the dashboard shows it; and
+ * its notice as a screen reader meets it: a status there before the queue fills, whose text is
+ * the queue's state alone (the rate refused, new at every reading, beside it); and what it says
+ * of a queue holding more ready jobs than its bound.
+ */
 
 const ADMIN = 'admin-key-0123456789';
 
 let server: RunningServer;
 let browser: Browser;
-/** Publishes to `capped` over and over, as a producer of a full queue keeps trying. */
-let producer: ReturnType<typeof setInterval> | undefined;
-/** Its publishes on their way. */
+type Producer = ReturnType<typeof setInterval>;
+/** Producers publishing to a full queue over and over, as the producers of a full queue keep trying. */
+const producers = new Set<Producer>();
+/** Their publishes on their way. */
 const publishing = new Set<Promise<unknown>>();
 
 const api = (method: string, path: string, body?: unknown) =>
@@ -42,28 +48,36 @@ beforeAll(async () => {
     await api('POST', '/v1/queues/capped/jobs', { id });
     await api('POST', '/v1/queues/roomy/jobs', { id });
   }
+  await api('PUT', '/v1/queues/bounded', { maxLength: 3 });
+  for (const id of ['a', 'b']) await api('POST', '/v1/queues/bounded/jobs', { id });
+  await api('PUT', '/v1/queues/lowered', { maxLength: 5 });
+  for (const id of ['a', 'b', 'c', 'd']) await api('POST', '/v1/queues/lowered/jobs', { id });
   browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {
-  await stopProducer();
+  await stopProducers();
   await browser?.close();
   await server?.close();
 });
 
-function startProducer(): void {
+/** Publishes to `queue` every `every` ms (ids more-1, more-2 …) until stopped. */
+function startProducer(queue: string, every: number): Producer {
   let n = 0;
-  producer = setInterval(() => {
+  const producer = setInterval(() => {
     n += 1;
-    const publish = api('POST', '/v1/queues/capped/jobs', { id: `more-${n}` });
+    const publish = api('POST', `/v1/queues/${queue}/jobs`, { id: `more-${n}` });
     publishing.add(publish);
     void publish.finally(() => publishing.delete(publish));
-  }, 250);
+  }, every);
+  producers.add(producer);
+  return producer;
 }
 
-/** Stops the producer once its publishes on their way are answered. */
-async function stopProducer(): Promise<void> {
-  clearInterval(producer);
+/** Stops every producer once their publishes on their way are answered. */
+async function stopProducers(): Promise<void> {
+  for (const producer of producers) clearInterval(producer);
+  producers.clear();
   await Promise.all(publishing);
 }
 
@@ -81,12 +95,21 @@ const card = (page: Page, label: string) =>
     return null;
   }, label);
 
+/** The text of each status on the page, and whether it was marked before. */
+const statuses = (page: Page) =>
+  page.evaluate(() =>
+    Array.from(document.querySelectorAll('[role="status"]')).map((element) => ({
+      text: element.textContent ?? '',
+      before: (element as HTMLElement).dataset.markedBefore === 'yes',
+    })),
+  );
+
 describe.skipIf(skipBrowser)('a queue refusing publishes at its max length (Chromium)', () => {
   it('marks the row of a queue refusing publishes on the overview, and no other', async () => {
     expect((await api('POST', '/v1/queues/capped/jobs', { id: 'd' })).body.error.code).toBe(
       'QUEUE_FULL',
     );
-    startProducer();
+    startProducer('capped', 250);
     const page = await signIn(browser, server.url, ADMIN);
     const row = (name: string) =>
       page.getByRole('row').filter({ has: page.getByRole('link', { name, exact: true }) });
@@ -119,7 +142,7 @@ describe.skipIf(skipBrowser)('a queue refusing publishes at its max length (Chro
     await page.screenshot({ path: artifactPath('refused-queue.png'), fullPage: true });
 
     // Consumers take a job and the producer stops: room again, the count stays.
-    await stopProducer();
+    await stopProducers();
     const taken = (await api('POST', '/v1/queues/capped/receive', { max: 1 })).body.deliveries;
     await api('POST', '/v1/queues/capped/ack', { receipt: taken[0].receipt });
     await expect.poll(() => notice.count(), { timeout: 8_000 }).toBe(0);
@@ -167,6 +190,57 @@ describe.skipIf(skipBrowser)('a queue refusing publishes at its max length (Chro
       )
       .waitFor({ timeout: 8_000 });
     await expect(card(page, 'Refused')).resolves.toBeNull();
+    await page.context().close();
+  });
+});
+
+describe.skipIf(skipBrowser)('the max length notice as a status (Chromium)', () => {
+  it('says the queue is full in a status drawn before it filled, without the rate that changes at each reading', async () => {
+    const page = await signIn(browser, server.url, ADMIN);
+    await openQueuePage(page, 'bounded');
+    await page.getByRole('term').filter({ hasText: 'Refused' }).waitFor({ timeout: 10_000 });
+    // Every status on the page while the queue still has room.
+    await page.evaluate(() => {
+      for (const element of Array.from(document.querySelectorAll('[role="status"]'))) {
+        (element as HTMLElement).dataset.markedBefore = 'yes';
+      }
+    });
+    await api('POST', '/v1/queues/bounded/jobs', { id: 'c' });
+    const producer = startProducer('bounded', 200);
+    await page
+      .getByText(/Refused at the latest reading: [\d.]+ jobs\/s\./)
+      .waitFor({ timeout: 10_000 });
+    clearInterval(producer);
+    const full = (await statuses(page)).filter((status) => status.text.startsWith('Full:'));
+    expect(full).toEqual([
+      {
+        text: 'Full: bounded holds its max length of 3 ready jobs: publishes that add a ready job are refused (QUEUE_FULL) until consumers take jobs.',
+        before: true,
+      },
+    ]);
+    await page.context().close();
+  });
+
+  it('says how many ready jobs a queue holds past a max length lowered below them', async () => {
+    const page = await signIn(browser, server.url, ADMIN);
+    await openQueuePage(page, 'lowered');
+    await page.getByRole('term').filter({ hasText: 'Refused' }).waitFor({ timeout: 10_000 });
+    await api('PATCH', '/v1/queues/lowered', { maxLength: 2 });
+    await page
+      .getByRole('status')
+      .filter({
+        hasText:
+          'Full: lowered holds 4 ready jobs, more than its max length of 2 ready jobs: publishes that add a ready job are refused (QUEUE_FULL) until consumers take jobs.',
+      })
+      .waitFor({ timeout: 10_000 });
+    await api('PATCH', '/v1/queues/lowered', { overflow: 'dead-letter-oldest' });
+    await page
+      .getByRole('status')
+      .filter({
+        hasText:
+          'Past its max length of 2 ready jobs (4 ready): the next job published to lowered makes its oldest ready jobs die until 2 are left (reason maxlen).',
+      })
+      .waitFor({ timeout: 10_000 });
     await page.context().close();
   });
 });
