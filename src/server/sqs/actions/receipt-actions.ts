@@ -1,5 +1,5 @@
 import type { Queue } from '../../../broker/index.js';
-import { deliveryCursor, type JobView, NotFoundError } from '../../../core/index.js';
+import { type JobView, NotFoundError } from '../../../core/index.js';
 import { MAX_VISIBILITY_SECONDS } from '../attributes.js';
 import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { invalidParameter, missingParameter, SqsError } from '../errors.js';
@@ -125,15 +125,14 @@ async function changeOne(call: SqsCall, sqs: SqsServices, queue: Queue, input: S
     // On the broker's clock, as the deadline extend answers: a server whose wall clock is not
     // the storage's would see a cap where there is none, or none where there is one.
     const wantedDeadline = sqs.services.now() + seconds * 1000;
-    // As SQS does, a change past the limit is refused and leaves the message as it was.
-    if (wantedDeadline > (await leaseLimit(queue, handle.token)) + CLOCK_SLACK_MS) {
-      throw beyondLimit(seconds, 'the message is left as it was');
-    }
     const deadline = await queue.extend(handle.token, seconds * 1000);
     if (deadline !== null) {
       if (deadline >= wantedDeadline - CLOCK_SLACK_MS) return;
-      // Within the clocks' slack of the limit: the lease went as far as the limit allows.
-      throw beyondLimit(seconds, 'the message stays invisible until that limit');
+      throw invalidParameter(
+        'VisibilityTimeout',
+        seconds,
+        `Total VisibilityTimeout for the message is beyond the limit [${MAX_VISIBILITY_SECONDS} seconds]; the message stays invisible until that limit.`,
+      );
     }
   }
   call.log.info({ queue: queue.name, jobId: handle.id, token: handle.token }, 'stale change');
@@ -148,29 +147,6 @@ async function changeOne(call: SqsCall, sqs: SqsServices, queue: Queue, input: S
   throw new SqsError(
     'MessageNotInflight',
     `Message with receipt handle ${handle.text.slice(0, 80)} is not in flight.`,
-  );
-}
-
-/**
- * The latest deadline the live delivery `token` may have (its receive + the queue's maxLease);
- * Infinity when it has no such bound or is no longer live (the extend then says which).
- */
-async function leaseLimit(queue: Queue, token: number): Promise<number> {
-  const { maxLease } = await queue.options();
-  if (maxLease === Number.POSITIVE_INFINITY) return Number.POSITIVE_INFINITY;
-  const { deliveries } = await queue.deliveryPage({
-    limit: 1,
-    ...(token > 1 ? { after: deliveryCursor(token - 1) } : {}),
-  });
-  const delivery = deliveries[0];
-  return delivery?.token === token ? delivery.deliveredAt + maxLease : Number.POSITIVE_INFINITY;
-}
-
-function beyondLimit(seconds: number, outcome: string): SqsError {
-  return invalidParameter(
-    'VisibilityTimeout',
-    seconds,
-    `Total VisibilityTimeout for the message is beyond the limit [${MAX_VISIBILITY_SECONDS} seconds]; ${outcome}.`,
   );
 }
 
