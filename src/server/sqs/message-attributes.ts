@@ -5,7 +5,8 @@ import { isRecord, type SqsInput } from './params.js';
 export const MAX_MESSAGE_ATTRIBUTES = 10;
 const NAME = /^[A-Za-z0-9_.-]{1,256}$/;
 const DATA_TYPE = /^(String|Number|Binary)(\.[^\s].{0,255})?$/s;
-const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+// No digit can be matched two ways: a long run of digits is read once, not backtracked over.
+const NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 /** SQS's Number: up to 38 significant digits, its magnitude from 10^-128 to below 10^126. */
 const MAX_NUMBER_DIGITS = 38;
 const MIN_NUMBER_EXPONENT = -128;
