@@ -12,6 +12,7 @@ import {
   type EngineOptions,
   redactUrl,
 } from '../engine-options.js';
+import { failureText } from '../failure-text.js';
 import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
@@ -353,7 +354,7 @@ class WakeListener {
 
 function unavailable(error: unknown, target: string): Error {
   if (error instanceof LeaseqError) return error;
-  const message = (error as Error).message ?? String(error);
+  const message = failureText(error);
   return new StorageUnavailableError(`${target} cannot be reached: ${message}`, { cause: error });
 }
 
@@ -366,7 +367,7 @@ function translate(error: unknown, target: string): unknown {
   if (isConnectionFailure(error)) return unavailable(error, target);
   if (isLostRace(error)) return lockedOut(error, target);
   const code = sqlState(error);
-  const message = (error as Error | null)?.message ?? String(error);
+  const message = failureText(error);
   // lock_timeout, statement_timeout: as SQLite's wait for another process's lock running out.
   if (code === '55P03' || code === '57014') {
     return new StorageLockedError(
@@ -405,7 +406,7 @@ function isLostRace(error: unknown): boolean {
 }
 
 function lockedOut(error: unknown, target: string): Error {
-  const message = (error as Error).message ?? String(error);
+  const message = failureText(error);
   return new StorageLockedError(
     `${target}: the transaction was rolled back, waiting for locks another transaction held (${message}); run it again`,
     { cause: error },

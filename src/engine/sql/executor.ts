@@ -1,4 +1,5 @@
 import { LeaseqError, StorageLockedError, StorageUnavailableError } from '../../core/index.js';
+import { failureText } from '../failure-text.js';
 import { reportLater } from '../report-later.js';
 import type { CommitKind, SqlConnection } from './sql-connection.js';
 
@@ -571,15 +572,6 @@ export class GroupCommitExecutor {
     }
     pending.reject(this.translate(error));
     return true;
-  }
-}
-
-/** What an error says, for a message about it; a value that cannot be shown gives no throw. */
-function failureText(error: unknown): string {
-  try {
-    return error instanceof Error ? error.message : String(error);
-  } catch {
-    return 'a failure that cannot be shown';
   }
 }
 

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { LeaseqError, StorageLockedError, StorageUnavailableError } from '../../core/index.js';
 import type { Engine } from '../engine.js';
 import { checkClockMode, checkEngineOptions, type EngineOptions } from '../engine-options.js';
+import { failureText } from '../failure-text.js';
 import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
@@ -222,8 +223,11 @@ function removeDirectories(made: readonly string[]): void {
 /** Turns SQLite's failures into typed errors that name the file. */
 export function translateSqliteError(error: unknown, target: string): unknown {
   if (error instanceof LeaseqError) return error;
-  const code = (error as { code?: string }).code ?? '';
-  const message = (error as Error).message ?? String(error);
+  // Whatever was thrown (a caller's transaction may throw anything: null, a number `code`) is
+  // looked at without a throw of its own: an error here would stop the engine's executor.
+  const rawCode = (error as { code?: unknown } | null | undefined)?.code;
+  const code = typeof rawCode === 'string' ? rawCode : '';
+  const message = failureText(error);
   if (isBusy(error) || code.startsWith('SQLITE_LOCKED')) {
     return new StorageLockedError(`${target} is locked by another process: ${message}`, {
       cause: error,
