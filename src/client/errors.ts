@@ -100,6 +100,76 @@ export function errorFromResponse(status: number, body: unknown): Error {
   );
 }
 
+/** Whether `body` is an error answer of a leaseq server: `{ error: { code, … } }`. */
+export function isLeaseqErrorBody(body: unknown): boolean {
+  const error = (body as { error?: unknown } | undefined)?.error;
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    typeof (error as { code?: unknown }).code === 'string'
+  );
+}
+
+/** What came back from a server, as far as a NotLeaseqAnswer message shows it. */
+export interface ForeignAnswer {
+  /** The HTTP status. */
+  status: number;
+  /** The body, as text. */
+  text: string;
+  /** The Content-Type header, when there was one. */
+  contentType?: string | undefined;
+  /** The Location header of a redirect, when there was one. */
+  location?: string | undefined;
+  /** true: the body is JSON, not of the shape a leaseq server answers that request with. */
+  otherShape?: boolean;
+}
+
+/**
+ * The error of an answer that no leaseq server gives (an HTML page, a proxy's error page,
+ * JSON of another shape): a RemoteError `HTTP_<status>`, the code of an answer without a
+ * leaseq code, whose message names the server, the request and what came back. `server` is
+ * the URL the client was given; `request` what it asked (`GET /v1/queues`).
+ */
+export function notLeaseqAnswer(
+  server: string,
+  request: string,
+  answer: ForeignAnswer,
+): RemoteError {
+  const mediaType = answer.contentType?.split(';')[0]?.trim() || undefined;
+  const what = [
+    `${answer.status}`,
+    ...(mediaType === undefined ? [] : [mediaType]),
+    answer.text === ''
+      ? 'with an empty body'
+      : answer.otherShape
+        ? 'of another shape'
+        : mediaType === undefined
+          ? 'with no content type'
+          : '',
+  ]
+    .filter((part) => part !== '')
+    .join(' ');
+  const redirect = answer.status >= 300 && answer.status <= 399 ? shownUrl(answer.location) : '';
+  const question =
+    redirect !== ''
+      ? `it redirects to ${redirect}, and the client follows no redirects: give the server's URL as it ends up`
+      : answer.status >= 500
+        ? `is this a leaseq server's URL, or a proxy in front of one that cannot reach it?`
+        : `is this a leaseq server's URL?`;
+  return new RemoteError(
+    `HTTP_${answer.status}`,
+    answer.status,
+    `the server at ${server} answered ${request} with ${what}, not a leaseq API answer: ${question}`,
+  );
+}
+
+/** A redirect's target without its query or fragment (which may hold a secret); '' for none. */
+function shownUrl(location: string | undefined): string {
+  if (location === undefined || !URL.canParse(location)) return '';
+  const url = new URL(location);
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}
+
 /**
  * The error of one refused operation of a batch: an edge error carries the status the same
  * refusal gets as a whole request (0 for a code this client does not know).

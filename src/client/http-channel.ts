@@ -35,7 +35,7 @@ export class HttpChannel implements Channel {
           await this.http.request<{ results: WireOutcome[] }>(
             'POST',
             `${queuePath(queue)}/operations`,
-            { body: { operations } },
+            { body: { operations }, answer: { results: 'array' } },
           )
         ).results,
       limits: async () => {
@@ -98,6 +98,7 @@ export class HttpChannel implements Channel {
       try {
         answer = await this.http.request('POST', `${queuePath(queue)}/receive`, {
           body: { ...reserve, wait: chunk },
+          answer: { deliveries: 'array' },
           waitMs: chunk,
           ...(signal === undefined ? {} : { signal }),
         });

@@ -5,7 +5,12 @@ import {
   StorageUnavailableError,
   ValidationError,
 } from '../core/index.js';
-import { ConnectionLostError, errorFromResponse } from './errors.js';
+import {
+  ConnectionLostError,
+  errorFromResponse,
+  isLeaseqErrorBody,
+  notLeaseqAnswer,
+} from './errors.js';
 import { setLongTimeout } from './long-timeout.js';
 import { type Exchange, type ExchangeRequest, NodeHttpSender } from './node-transport.js';
 
@@ -33,7 +38,18 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Added to the timeout: the long-poll wait the request asks the server for. */
   waitMs?: number;
+  /**
+   * Fields a leaseq server's answer to this request has, by kind: a 2xx answer without one of
+   * them is not taken for a leaseq answer. Any 2xx answer must be a JSON object.
+   */
+  answer?: AnswerShape;
 }
+
+/** The kinds of AnswerShape's fields. */
+export type FieldKind = 'array' | 'object' | 'boolean' | 'string';
+
+/** Fields an answer must have, by name, and the kind of each. */
+export type AnswerShape = Readonly<Record<string, FieldKind>>;
 
 /**
  * Thrown when a request was cut by the caller's own signal (a receive's); closing the client
@@ -57,9 +73,13 @@ export class HttpTransport {
   /** The server's URL, trailing slashes removed; API paths are appended to it. */
   readonly baseUrl: string;
 
-  /** `baseUrl` may carry a path prefix (`http://host/leaseq`); API paths are appended to it. */
+  /**
+   * `baseUrl` may carry a path prefix (`http://host/leaseq`); API paths are appended to it. One
+   * that ends in `/v1`, the API's own prefix (pasted from a request's URL), is taken for the
+   * server's root: `http://host:7700/v1` is `http://host:7700`.
+   */
   constructor(baseUrl: string, options: TransportOptions = {}) {
-    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.baseUrl = serverRoot(baseUrl);
     const fetchFn = options.fetch;
     if (fetchFn === undefined) {
       const sender = new NodeHttpSender();
@@ -69,7 +89,12 @@ export class HttpTransport {
       this.nodeSender = undefined;
       this.send = async (url, request) => {
         const response = await fetchFn(url, request);
-        return { status: response.status, text: await response.text() };
+        return {
+          status: response.status,
+          text: await response.text(),
+          contentType: response.headers?.get('content-type') ?? undefined,
+          location: response.headers?.get('location') ?? undefined,
+        };
       };
     }
     this.timeoutMs = options.timeoutMs ?? 30_000;
@@ -95,8 +120,10 @@ export class HttpTransport {
    * when empty). Fails with the leaseq error class of an error response; ClosedError after
    * `close()`; RequestAborted when `signal` cut it; UnansweredError with no answer within the
    * timeout; ConnectionLostError when the connection broke after the request went out;
-   * StorageUnavailableError when the server could not be reached otherwise. A GET whose answer
-   * was lost is sent once more.
+   * StorageUnavailableError when the server could not be reached otherwise; a RemoteError
+   * `HTTP_<status>` saying so for an answer that is not a leaseq server's (an HTML page, a
+   * proxy's error, JSON without the fields of `options.answer`). A GET whose answer was lost
+   * is sent once more.
    */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     if (this.closed) throw new ClosedError('the client is closed');
@@ -153,10 +180,54 @@ export class HttpTransport {
       link.dispose();
     }
     const body = parseJson(response.text);
-    if (response.status < 200 || response.status > 299)
-      throw errorFromResponse(response.status, body);
+    if (response.status < 200 || response.status > 299) {
+      if (isLeaseqErrorBody(body)) throw errorFromResponse(response.status, body);
+      throw this.foreign(method, path, response, body);
+    }
+    if (!hasShape(body, options.answer)) throw this.foreign(method, path, response, body);
     return body as T;
   }
+
+  /** The error of an answer no leaseq server gives (see notLeaseqAnswer). */
+  private foreign(method: string, path: string, response: Exchange, body: unknown) {
+    const { location } = response;
+    return notLeaseqAnswer(this.baseUrl, `${method} ${path}`, {
+      ...response,
+      location:
+        location === undefined || !URL.canParse(location, `${this.baseUrl}${path}`)
+          ? undefined
+          : new URL(location, `${this.baseUrl}${path}`).href,
+      otherShape: body !== undefined,
+    });
+  }
+}
+
+/**
+ * `url` without its trailing slashes, nor a last `/v1`: the API's own prefix, which the paths
+ * appended to the URL start with. The host is never cut (`http://v1` stays).
+ */
+function serverRoot(url: string): string {
+  const trimmed = url.replace(/\/+$/, '');
+  const root = /^([a-z][a-z0-9+.-]*:\/\/[^/]+(?:\/.*)?)\/v1$/i.exec(trimmed)?.[1];
+  return root === undefined ? trimmed : root.replace(/\/+$/, '');
+}
+
+/** Whether `body` is a JSON object with the fields of `shape`, each of its kind. */
+function hasShape(body: unknown, shape: AnswerShape | undefined): boolean {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  if (shape === undefined) return true;
+  const fields = body as Record<string, unknown>;
+  return Object.entries(shape).every(([name, kind]) => {
+    const value = fields[name];
+    switch (kind) {
+      case 'array':
+        return Array.isArray(value);
+      case 'object':
+        return typeof value === 'object' && value !== null && !Array.isArray(value);
+      default:
+        return typeof value === kind;
+    }
+  });
 }
 
 /** Codes of a connection that was never made: nothing of the request reached the server. */

@@ -5,6 +5,10 @@ import https from 'node:https';
 export interface Exchange {
   status: number;
   text: string;
+  /** The Content-Type header, when the answer had one (to say what came back). */
+  contentType?: string | undefined;
+  /** The Location header of a redirect, when the answer had one. */
+  location?: string | undefined;
 }
 
 export interface ExchangeRequest {
@@ -47,6 +51,8 @@ export class NodeHttpSender {
             resolve({
               status: response.statusCode ?? 0,
               text: Buffer.concat(chunks).toString('utf8'),
+              contentType: response.headers['content-type'],
+              location: response.headers.location,
             }),
           );
           response.on('error', reject);

@@ -17,7 +17,7 @@ import {
 import { resolveQueueOptions, show } from '../core/validate.js';
 import { boundsFromWire, serverUrlProblem } from '../wire/index.js';
 import type { Channel } from './channel.js';
-import { type Fetch, HttpTransport } from './http.js';
+import { type AnswerShape, type Fetch, HttpTransport } from './http.js';
 import { HttpChannel } from './http-channel.js';
 import { ReceiptBook } from './receipt-book.js';
 import { RemoteQueue } from './remote-queue.js';
@@ -112,7 +112,7 @@ export class RemoteBroker implements Broker {
     this.maxReceipts = options.maxReceipts ?? 100_000;
   }
 
-  /** The server's URL, trailing slashes removed. */
+  /** The server's URL, trailing slashes removed, and a last `/v1` (the API's own prefix). */
   get baseUrl(): string {
     return this.http.baseUrl;
   }
@@ -126,7 +126,9 @@ export class RemoteBroker implements Broker {
     // Checked here as in-process: JSON would send a NaN or -Infinity as null, "none".
     resolveQueueOptions(options);
     try {
-      const view = await this.http.request<QueueView>('GET', this.path(name));
+      const view = await this.http.request<QueueView>('GET', this.path(name), {
+        answer: QUEUE_VIEW,
+      });
       checkSameOptions(name, boundsFromWire(view.options), options);
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw error;
@@ -151,6 +153,7 @@ export class RemoteBroker implements Broker {
     resolveQueueOptions(options);
     const view = await this.http.request<QueueView & { created: boolean }>('PUT', this.path(name), {
       body: options,
+      answer: QUEUE_VIEW,
     });
     return { ...view, options: boundsFromWire(view.options) };
   }
@@ -171,7 +174,10 @@ export class RemoteBroker implements Broker {
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
     checkQueueName(name);
     resolveQueueOptions(options);
-    const view = await this.http.request<QueueView>('PATCH', this.path(name), { body: options });
+    const view = await this.http.request<QueueView>('PATCH', this.path(name), {
+      body: options,
+      answer: QUEUE_VIEW,
+    });
     return boundsFromWire(view.options);
   }
 
@@ -183,13 +189,17 @@ export class RemoteBroker implements Broker {
       options: ResolvedQueueOptions;
     }[]
   > {
-    const { queues } = await this.http.request<{ queues: QueueView[] }>('GET', '/v1/queues');
+    const { queues } = await this.http.request<{ queues: QueueView[] }>('GET', '/v1/queues', {
+      answer: { queues: 'array' },
+    });
     return queues.map((view) => ({ name: view.name, options: boundsFromWire(view.options) }));
   }
 
   async deleteQueue(name: string): Promise<boolean> {
     checkQueueName(name);
-    const { deleted } = await this.http.request<{ deleted: boolean }>('DELETE', this.path(name));
+    const { deleted } = await this.http.request<{ deleted: boolean }>('DELETE', this.path(name), {
+      answer: { deleted: 'boolean' },
+    });
     this.books.delete(name);
     return deleted;
   }
@@ -233,6 +243,9 @@ export class RemoteBroker implements Broker {
     return book;
   }
 }
+
+/** What a leaseq server answers about one queue has: its options. */
+const QUEUE_VIEW: AnswerShape = { name: 'string', options: 'object' };
 
 /** `http://host:port/prefix` → `ws://host:port/prefix/v1/stream`. */
 function streamUrl(baseUrl: string): string {

@@ -62,7 +62,7 @@ import {
 } from '../wire/index.js';
 import type { Channel } from './channel.js';
 import { errorFromWire, UnknownDeliveryError } from './errors.js';
-import type { HttpTransport } from './http.js';
+import type { AnswerShape, HttpTransport } from './http.js';
 import { heldFor } from './prefetch.js';
 import type { ReceiptBook } from './receipt-book.js';
 import type { ServerLimitsReader } from './server-limits.js';
@@ -121,7 +121,7 @@ export class RemoteQueue implements Queue {
   }
 
   async options(): Promise<ResolvedQueueOptions> {
-    const view = await this.get<{ options: ResolvedQueueOptions }>('');
+    const view = await this.get<{ options: ResolvedQueueOptions }>('', { options: 'object' });
     return boundsFromWire(view.options);
   }
 
@@ -343,17 +343,17 @@ export class RemoteQueue implements Queue {
     const query = new URLSearchParams({ limit: String(limit) });
     if (after > 0) query.set('after', deadLetterCursor(after));
     if (!payloads) query.set('payload', 'false');
-    return this.get<DeadLetterPage>(`/dead-letters?${query}`);
+    return this.get<DeadLetterPage>(`/dead-letters?${query}`, { deadLetters: 'array' });
   }
 
   /** With `limit`, the server's storage reads only the first `limit` of each list. */
   async inspect(options?: InspectOptions): Promise<InspectView> {
     // Checked here too: a bad value is said as the library says it, not as a query string.
     const limit = checkInspectOptions(options);
-    if (limit === undefined) return this.get('/inspect');
-    if (limit <= MAX_INSPECT_LIMIT) return this.get(`/inspect?limit=${limit}`);
+    if (limit === undefined) return this.get('/inspect', INSPECT_VIEW);
+    if (limit <= MAX_INSPECT_LIMIT) return this.get(`/inspect?limit=${limit}`, INSPECT_VIEW);
     // More than one answer of the route holds: the whole view, cut here (as in-process).
-    return firstOfEach(await this.get<InspectView>('/inspect'), limit);
+    return firstOfEach(await this.get<InspectView>('/inspect', INSPECT_VIEW), limit);
   }
 
   /** Every live delivery, page after page of the most the server answers with at once. */
@@ -369,7 +369,7 @@ export class RemoteQueue implements Queue {
     const { limit, after } = checkDeliveryPage(options);
     const query = new URLSearchParams({ limit: String(limit) });
     if (after > 0) query.set('after', deliveryCursor(after));
-    return this.get<DeliveryPage>(`/deliveries?${query}`);
+    return this.get<DeliveryPage>(`/deliveries?${query}`, { deliveries: 'array' });
   }
 
   /**
@@ -382,7 +382,7 @@ export class RemoteQueue implements Queue {
     }
     checkLookedUpId(id);
     try {
-      return await this.get<JobView>(`/jobs/${encodeURIComponent(id)}`);
+      return await this.get<JobView>(`/jobs/${encodeURIComponent(id)}`, { id: 'string' });
     } catch (error) {
       if ((error as { code?: string }).code !== 'NOT_FOUND') throw error;
       // No such job, or no such queue: the second is NOT_FOUND, as in-process, not "no job".
@@ -396,15 +396,22 @@ export class RemoteQueue implements Queue {
     // Refused here as in-process, in the same words (the server checks again, with its limits).
     scheduleRecord(this.name, name, when, options, Date.now());
     const body = { ...options, ...(typeof when === 'number' ? { every: when } : { cron: when }) };
-    return this.http.request<ScheduleView>('PUT', this.schedulePath(name), { body });
+    return this.http.request<ScheduleView>('PUT', this.schedulePath(name), {
+      body,
+      answer: { name: 'string' },
+    });
   }
 
   async schedules(): Promise<ScheduleView[]> {
-    return (await this.get<{ schedules: ScheduleView[] }>('/schedules')).schedules;
+    return (await this.get<{ schedules: ScheduleView[] }>('/schedules', { schedules: 'array' }))
+      .schedules;
   }
 
   async removeSchedule(name: string): Promise<boolean> {
-    const answer = await this.http.request<{ removed: boolean }>('DELETE', this.schedulePath(name));
+    const path = this.schedulePath(name);
+    const answer = await this.http.request<{ removed: boolean }>('DELETE', path, {
+      answer: { removed: 'boolean' },
+    });
     return answer.removed;
   }
 
@@ -465,10 +472,19 @@ export class RemoteQueue implements Queue {
     return { ok: true, value: outcome.value as OperationResults[OperationType] };
   }
 
-  private get<T>(suffix: string): Promise<T> {
-    return this.http.request<T>('GET', `${this.path}${suffix}`);
+  /** A GET of this queue's `suffix`, whose answer has the fields of `answer`. */
+  private get<T>(suffix: string, answer: AnswerShape): Promise<T> {
+    return this.http.request<T>('GET', `${this.path}${suffix}`, { answer });
   }
 }
+
+/** What a leaseq server's inspect answer has: the lists of each state. */
+const INSPECT_VIEW: AnswerShape = {
+  ready: 'array',
+  delayed: 'array',
+  active: 'array',
+  dead: 'array',
+};
 
 /** The first `limit` entries of each list of `view`. */
 function firstOfEach(view: InspectView, limit: number): InspectView {

@@ -11,6 +11,8 @@ import type {
 import {
   ConnectionLostError,
   errorFromResponse,
+  isLeaseqErrorBody,
+  notLeaseqAnswer,
   RemoteError,
   STREAM_CONNECTION_LOST,
 } from './errors.js';
@@ -301,11 +303,38 @@ export class StreamLink {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
         response.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const status = response.statusCode ?? 0;
           let body: unknown;
           try {
-            body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+            body = JSON.parse(text);
           } catch {}
-          fail(errorFromResponse(response.statusCode ?? 0, body));
+          if (isLeaseqErrorBody(body)) {
+            fail(errorFromResponse(status, body));
+            return;
+          }
+          // Not a leaseq server's refusal (an HTML page, a proxy's error): said as such.
+          const { location } = response.headers;
+          // Named by the server's URL, as the user gave it, when the stream's is built from it.
+          const base = /^ws(s?):\/\/(.+)\/v1\/stream$/i.exec(this.url);
+          fail(
+            notLeaseqAnswer(
+              base === null ? this.url : `http${base[1]}://${base[2]}`,
+              base === null
+                ? "the stream's WebSocket upgrade"
+                : "GET /v1/stream (the stream's WebSocket upgrade)",
+              {
+                status,
+                text,
+                contentType: response.headers['content-type'],
+                location:
+                  location === undefined || !URL.canParse(location, this.url)
+                    ? undefined
+                    : new URL(location, this.url).href,
+                otherShape: body !== undefined,
+              },
+            ),
+          );
         });
       });
       socket.once('error', (error) =>
