@@ -290,18 +290,29 @@ export class GroupCommitExecutor {
   private async runBatches(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    // What is under way, for stopOnFailure: the batch being run, the batches being synced.
-    let batch: Pending[] = [];
+    // What is under way, for stopOnFailure: the calls being run, the batches being synced; and
+    // the calls of a batch rolled back that wait for their turn to run alone.
+    let underWay: Pending[] = [];
+    let notRun: Pending[] = [];
     let syncing: Unsynced[] = [];
     try {
       let yielded = false;
       while (this.queue.length > 0 || this.unsynced.length > 0) {
         const due = performance.now() - this.unsyncedSince >= this.maxSyncDelayMs;
         if (this.queue.length > 0 && !(this.unsynced.length > 0 && due)) {
-          batch = this.takeBatch();
+          const batch = this.takeBatch();
+          underWay = batch;
           const ok = await this.runBatch(batch);
-          if (!ok) for (const pending of batch) await this.runBatch([pending]);
-          batch = [];
+          if (!ok) {
+            // Rolled back: each runs again alone, and those after it have taken no effect yet.
+            for (const [index, pending] of batch.entries()) {
+              underWay = [pending];
+              notRun = batch.slice(index + 1);
+              await this.runBatch([pending]);
+            }
+          }
+          underWay = [];
+          notRun = [];
           yielded = false;
         } else if (!yielded && !due) {
           // Let the continuations of the answers given so far add their calls to this sync.
@@ -314,7 +325,11 @@ export class GroupCommitExecutor {
         }
       }
     } catch (error) {
-      this.stopOnFailure(error, batch, syncing);
+      if (error instanceof NothingRan) {
+        this.stopOnFailure(error.cause, [], [...underWay, ...notRun], syncing);
+      } else {
+        this.stopOnFailure(error, underWay, notRun, syncing);
+      }
     } finally {
       this.running = false;
       for (const resolve of this.idle.splice(0)) resolve();
@@ -325,28 +340,35 @@ export class GroupCommitExecutor {
    * The running of batches threw where nothing expects a throw (a connection's rollback or
    * release, the storage's translation of an error): what the connection holds, and whether
    * the batch under way committed, cannot be known. No call is left unanswered: those under
-   * way (`batch`, and every committed batch not yet synced) fail saying they may or may not
-   * have taken effect, those queued behind them saying they were not run, and, as after a
-   * failed sync, this executor takes no more calls (the storage is reopened to go on). Each
-   * error has the failure as its cause. A call answered already keeps its answer.
+   * way (`underWay`, and every committed batch not yet synced) fail saying they may or may not
+   * have taken effect; those that cannot have (`notRun`: the rest of a batch rolled back,
+   * waiting to run alone; the calls of a batch that failed before any ran) and those queued
+   * behind them saying they were not run; and, as after a failed sync, this executor takes no
+   * more calls (the storage is reopened to go on). Each error has the failure as its cause. A
+   * call answered already keeps its answer.
    */
-  private stopOnFailure(error: unknown, batch: Pending[], syncing: Unsynced[]): void {
+  private stopOnFailure(
+    error: unknown,
+    underWay: Pending[],
+    notRun: Pending[],
+    syncing: Unsynced[],
+  ): void {
     const reason = failureText(error);
-    const notRun = new StorageUnavailableError(
+    const notRunError = new StorageUnavailableError(
       `the storage stopped taking calls after an unexpected failure (${reason}): this call was not run; reopen the engine to go on`,
       { cause: error },
     );
-    if (this.closedError === undefined) this.refuse(notRun);
-    const underWay = new StorageUnavailableError(
+    if (this.closedError === undefined) this.refuse(notRunError);
+    const underWayError = new StorageUnavailableError(
       `the storage stopped taking calls after an unexpected failure (${reason}) while this call was under way: it may or may not have taken effect`,
       { cause: error },
     );
-    for (const pending of batch) pending.reject(underWay);
+    for (const pending of underWay) pending.reject(underWayError);
     for (const { context, waiting } of [...syncing, ...this.unsynced.splice(0)]) {
       context.rolledBack();
-      for (const { pending } of waiting) pending.reject(underWay);
+      for (const { pending } of waiting) pending.reject(underWayError);
     }
-    for (const pending of this.queue.splice(0)) pending.reject(notRun);
+    for (const pending of [...notRun, ...this.queue.splice(0)]) pending.reject(notRunError);
   }
 
   /** One sync for `batches`, all committed since the last: then their callers are answered. */
@@ -430,7 +452,13 @@ export class GroupCommitExecutor {
     } catch (error) {
       // Cut by the abandon before any of the calls ran (a connection's check, say).
       if (this.failAbandoned(batch)) return true;
-      for (const pending of batch) pending.reject(this.translate(error));
+      let failure: unknown;
+      try {
+        failure = this.translate(error);
+      } catch (translateError) {
+        throw new NothingRan(translateError);
+      }
+      for (const pending of batch) pending.reject(failure);
       return true;
     }
     if (this.failAbandoned(batch)) {
@@ -490,9 +518,15 @@ export class GroupCommitExecutor {
       committing = true;
       await connection.commit();
     } catch (error) {
-      await connection.rollback().catch(() => undefined);
-      context.rolledBack();
-      lease.release();
+      try {
+        // A rollback that fails leaves a connection the pool drops or resets.
+        await connection.rollback().catch(() => undefined);
+      } finally {
+        // Even when the rollback throws at once (then the running stops, see stopOnFailure):
+        // a connection never released would hold the storage's close for ever.
+        context.rolledBack();
+        lease.release();
+      }
       if (committing && this.outcomeUnknown(batch, error)) return true;
       if (error instanceof StorageLockedError) {
         this.refuseLocked(batch, error);
@@ -572,6 +606,16 @@ export class GroupCommitExecutor {
     }
     pending.reject(this.translate(error));
     return true;
+  }
+}
+
+/**
+ * Thrown by runBatch when what failed came before any call of its batch ran (the translation
+ * of a failure to get a connection): its calls have taken no effect. `cause` is that failure.
+ */
+class NothingRan extends Error {
+  constructor(cause: unknown) {
+    super('the batch failed before any of its calls ran', { cause });
   }
 }
 
