@@ -163,11 +163,14 @@ export function notLeaseqAnswer(
   );
 }
 
-/** A redirect's target without its query or fragment (which may hold a secret); '' for none. */
+/**
+ * A redirect's target as its scheme and host alone: its path, query and fragment may hold a
+ * secret (a sign-in token), as serverUrlProblem says of a server URL; '' for none.
+ */
 function shownUrl(location: string | undefined): string {
   if (location === undefined || !URL.canParse(location)) return '';
   const url = new URL(location);
-  return `${url.protocol}//${url.host}${url.pathname}`;
+  return `${url.protocol}//${url.host}${url.pathname === '/' ? '' : '/…'}`;
 }
 
 /**

@@ -35,7 +35,13 @@ export class HttpChannel implements Channel {
           await this.http.request<{ results: WireOutcome[] }>(
             'POST',
             `${queuePath(queue)}/operations`,
-            { body: { operations }, answer: { results: 'array' } },
+            {
+              body: { operations },
+              answer: { results: 'array' },
+              // An outcome per operation, as a leaseq server answers (another API's `results`
+              // list is not taken for one).
+              accepts: (answer) => isOutcomeList(answer.results, operations.length),
+            },
           )
         ).results,
       limits: async () => {
@@ -142,4 +148,18 @@ export function unwrap(outcome: WireOutcome | undefined): WireDelivery[] {
   if (outcome === undefined) throw new Error('the server answered no outcome');
   if (!outcome.ok) throw errorFromWire(outcome.error);
   return outcome.value as WireDelivery[];
+}
+
+/** Whether `results` holds `count` outcomes (objects saying whether each operation was `ok`). */
+function isOutcomeList(results: unknown, count: number): boolean {
+  return (
+    Array.isArray(results) &&
+    results.length === count &&
+    results.every(
+      (outcome) =>
+        typeof outcome === 'object' &&
+        outcome !== null &&
+        typeof (outcome as { ok?: unknown }).ok === 'boolean',
+    )
+  );
 }

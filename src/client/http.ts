@@ -43,6 +43,8 @@ export interface RequestOptions {
    * them is not taken for a leaseq answer. Any 2xx answer must be a JSON object.
    */
   answer?: AnswerShape;
+  /** A further check of a 2xx answer that has the fields of `answer` (their contents). */
+  accepts?: (body: Record<string, unknown>) => boolean;
 }
 
 /** The kinds of AnswerShape's fields. */
@@ -74,9 +76,9 @@ export class HttpTransport {
   readonly baseUrl: string;
 
   /**
-   * `baseUrl` may carry a path prefix (`http://host/leaseq`); API paths are appended to it. One
-   * that ends in `/v1`, the API's own prefix (pasted from a request's URL), is taken for the
-   * server's root: `http://host:7700/v1` is `http://host:7700`.
+   * `baseUrl` may carry a path prefix (`http://host/leaseq`); API paths are appended to it. A
+   * path of `/v1` alone, the API's own prefix (pasted from a request's URL), is taken for the
+   * server's root: `http://host:7700/v1` is `http://host:7700`; a longer prefix is kept.
    */
   constructor(baseUrl: string, options: TransportOptions = {}) {
     this.baseUrl = serverRoot(baseUrl);
@@ -116,8 +118,8 @@ export class HttpTransport {
   }
 
   /**
-   * Sends `method` to `baseUrl` + `path` and answers the JSON body of a 2xx response (undefined
-   * when empty). Fails with the leaseq error class of an error response; ClosedError after
+   * Sends `method` to `baseUrl` + `path` and answers the JSON body of a 2xx response, which
+   * must be an object (as every leaseq route answers). Fails with the leaseq error class of an error response; ClosedError after
    * `close()`; RequestAborted when `signal` cut it; UnansweredError with no answer within the
    * timeout; ConnectionLostError when the connection broke after the request went out;
    * StorageUnavailableError when the server could not be reached otherwise; a RemoteError
@@ -184,7 +186,12 @@ export class HttpTransport {
       if (isLeaseqErrorBody(body)) throw errorFromResponse(response.status, body);
       throw this.foreign(method, path, response, body);
     }
-    if (!hasShape(body, options.answer)) throw this.foreign(method, path, response, body);
+    if (
+      !hasShape(body, options.answer) ||
+      (options.accepts !== undefined && !options.accepts(body as Record<string, unknown>))
+    ) {
+      throw this.foreign(method, path, response, body);
+    }
     return body as T;
   }
 
@@ -203,13 +210,15 @@ export class HttpTransport {
 }
 
 /**
- * `url` without its trailing slashes, nor a last `/v1`: the API's own prefix, which the paths
- * appended to the URL start with. The host is never cut (`http://v1` stays).
+ * `url` without its trailing slashes, nor a path of `/v1` alone: the API's own prefix, which
+ * the paths appended to the URL start with. The host is never cut (`http://v1` stays).
  */
 function serverRoot(url: string): string {
   const trimmed = url.replace(/\/+$/, '');
-  const root = /^([a-z][a-z0-9+.-]*:\/\/[^/]+(?:\/.*)?)\/v1$/i.exec(trimmed)?.[1];
-  return root === undefined ? trimmed : root.replace(/\/+$/, '');
+  // Only a path of `/v1` alone: a proxy may serve leaseq under a prefix ending in /v1
+  // (`https://host/api/v1`), and that URL is kept as given.
+  const root = /^([a-z][a-z0-9+.-]*:\/\/[^/]+)\/+v1$/i.exec(trimmed)?.[1];
+  return root ?? trimmed;
 }
 
 /** Whether `body` is a JSON object with the fields of `shape`, each of its kind. */

@@ -112,7 +112,7 @@ export class RemoteBroker implements Broker {
     this.maxReceipts = options.maxReceipts ?? 100_000;
   }
 
-  /** The server's URL, trailing slashes removed, and a last `/v1` (the API's own prefix). */
+  /** The server's URL, trailing slashes removed, and a path of `/v1` alone (the API's prefix). */
   get baseUrl(): string {
     return this.http.baseUrl;
   }

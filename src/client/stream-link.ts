@@ -317,9 +317,12 @@ export class StreamLink {
           const { location } = response.headers;
           // Named by the server's URL, as the user gave it, when the stream's is built from it.
           const base = /^ws(s?):\/\/(.+)\/v1\/stream$/i.exec(this.url);
+          const server = base === null ? this.url : `http${base[1]}://${base[2]}`;
+          // A relative redirect is read as the upgrade request's, sent over HTTP(S).
+          const requested = base === null ? this.url : `${server}/v1/stream`;
           fail(
             notLeaseqAnswer(
-              base === null ? this.url : `http${base[1]}://${base[2]}`,
+              server,
               base === null
                 ? "the stream's WebSocket upgrade"
                 : "GET /v1/stream (the stream's WebSocket upgrade)",
@@ -328,9 +331,9 @@ export class StreamLink {
                 text,
                 contentType: response.headers['content-type'],
                 location:
-                  location === undefined || !URL.canParse(location, this.url)
+                  location === undefined || !URL.canParse(location, requested)
                     ? undefined
-                    : new URL(location, this.url).href,
+                    : new URL(location, requested).href,
                 otherShape: body !== undefined,
               },
             ),

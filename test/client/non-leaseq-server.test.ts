@@ -115,6 +115,23 @@ describe('a server that is not leaseq is said to be one, with what it answered',
     }
   }
 
+  it('takes a results list of another API (a paged list) for no answer of operations', async () => {
+    for (const body of ['{"count":0,"results":[]}', '{"results":[{"id":1},{"id":2}]}']) {
+      const url = await foreignServer({
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      const published = await failure(
+        client(url, { transport: 'http' }).handle('jobs').publish({ payload: 1 }),
+      );
+      expect(published).toBeInstanceOf(RemoteError);
+      expect((published as Error).message).toBe(
+        `the server at ${url} answered POST /v1/queues/jobs/operations with 200 application/json of another shape, not a leaseq API answer: is this a leaseq server's URL?`,
+      );
+    }
+  });
+
   it('names the request that got the answer, over plain HTTP and over the stream', async () => {
     const url = await foreignServer(ANSWERS[0].answer);
     const listed = await failure(client(url, { transport: 'http' }).listQueues());
@@ -163,7 +180,7 @@ describe('a server that is not leaseq is said to be one, with what it answered',
     const error = await failure(client(url, { transport: 'http' }).listQueues());
     expect(error).toMatchObject({ code: 'HTTP_301', status: 301 });
     expect((error as Error).message).toBe(
-      `the server at ${url} answered GET /v1/queues with 301 with an empty body, not a leaseq API answer: it redirects to https://leaseq.invalid/v1/queues, and the client follows no redirects: give the server's URL as it ends up`,
+      `the server at ${url} answered GET /v1/queues with 301 with an empty body, not a leaseq API answer: it redirects to https://leaseq.invalid/…, and the client follows no redirects: give the server's URL as it ends up`,
     );
   });
 
@@ -198,9 +215,11 @@ describe('a server URL that ends in the API prefix /v1', () => {
     }
   }
 
-  it('keeps any other path prefix, and a host named v1', () => {
+  it('keeps any other path prefix, one ending in v1 too, and a host named v1', () => {
     expect(client('http://127.0.0.1:9/leaseq/').baseUrl).toBe('http://127.0.0.1:9/leaseq');
-    expect(client('http://127.0.0.1:9/leaseq/v1').baseUrl).toBe('http://127.0.0.1:9/leaseq');
+    // A proxy may serve leaseq under a prefix that ends in /v1: kept as given.
+    expect(client('http://127.0.0.1:9/leaseq/v1').baseUrl).toBe('http://127.0.0.1:9/leaseq/v1');
+    expect(client('http://127.0.0.1:9/api/v1/').baseUrl).toBe('http://127.0.0.1:9/api/v1');
     expect(client('http://127.0.0.1:9/v10').baseUrl).toBe('http://127.0.0.1:9/v10');
     expect(client('http://v1/').baseUrl).toBe('http://v1');
     expect(client('http://v1:7700/v1').baseUrl).toBe('http://v1:7700');
