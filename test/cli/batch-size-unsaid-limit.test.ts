@@ -110,4 +110,23 @@ describe('--batch-size against a server that does not say its maxBatch', () => {
     });
     expect((await queue.stats()).ready).toBe(0);
   });
+
+  it('refuses --batch-size with named ids, which go one per request, before anything is done', async () => {
+    const name = fresh();
+    const queue = await server.broker.queue(name);
+    await queue.publish({ id: 'a' });
+    const [delivery] = await queue.receive();
+    if (delivery === undefined) throw new Error('no delivery');
+    await queue.nack(delivery.token, { requeue: false });
+    const refused = await run(['dead', 'redrive', name, 'a', '--batch-size', '10'], {
+      limitsRoute: true,
+    });
+    expect(refused).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'leaseq dead redrive: --batch-size applies to a redrive of every dead job, not to named ids (each is redriven on its own)\nsee leaseq dead redrive --help\n',
+    });
+    expect((await queue.job('a'))?.state).toBe('dead');
+  });
 });

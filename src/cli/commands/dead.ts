@@ -73,7 +73,8 @@ export const deadRedrive: Command = {
     'SIGINT or SIGTERM, it finishes the batch in hand, says how many it did not try (exit 1).',
     'Ended by an error, it says after the error how many jobs were redriven before it, when any',
     'were (on SQLite and PostgreSQL a batch takes steps of 1,000 jobs, each kept once done).',
-    "--batch-size N   ids per request without named ids (default and most: the server's maxBatch)",
+    "--batch-size N   ids per request without named ids (default and most: the server's maxBatch);",
+    '                 refused with named ids (exit code 2)',
     '--progress       draw the progress bar even when stderr is not a terminal',
     'Needs an admin key.',
   ],
@@ -83,6 +84,12 @@ export const deadRedrive: Command = {
   async run({ values, positionals: given, context }) {
     const [name, ...named] = positionals(given, ['queue'], { rest: true }) as [string, ...string[]];
     const sizeGiven = integerFlag(values, 'batch-size', 1);
+    if (sizeGiven !== undefined && named.length > 0) {
+      // Named ids go one per request: a size would be silently of no effect.
+      throw new UsageError(
+        '--batch-size applies to a redrive of every dead job, not to named ids (each is redriven on its own)',
+      );
+    }
     const { redriven, notDead, unvisited } = await withClient(values, context, async (client) => {
       // The command line's values are checked before the first redrive: a refusal after it
       // would leave the jobs before redriven, not "nothing done".
