@@ -104,6 +104,7 @@ describe.each(factories)('R25 a failing schedule, on $name', (factory) => {
               name: 'a-zone',
             }),
           );
+          await vi.waitFor(() => expect(clock.waiting).toBe(1));
           clock.set(T0 + 2000);
           await vi.waitFor(async () => expect((await queue.stats()).ready).toBe(2));
         } finally {
@@ -128,6 +129,11 @@ describe.each(factories)('R25 a failing schedule, on $name', (factory) => {
             scheduler.start(onError);
             try {
               for (let k = 1; k <= 4; k++) {
+                // The loop asleep on the clock after its pass: moved before the loop computed its
+                // sleep, the clock would be at or past the next occurrence then, and the loop
+                // would sleep the least gap between passes, which this clock, moved by the test
+                // alone, never ends.
+                await vi.waitFor(() => expect(clock.waiting).toBe(1));
                 clock.set(T0 + k * 1000);
                 await vi.waitFor(async () => expect((await other.stats()).ready).toBe(k));
               }
@@ -135,6 +141,7 @@ describe.each(factories)('R25 a failing schedule, on $name', (factory) => {
               expect(onError.mock.calls).toEqual([
                 [expect.any(QueueFullError), { queue: full.name, name: 'tick' }],
               ]);
+              await vi.waitFor(() => expect(clock.waiting).toBe(1));
               clock.set(T0 + 11_000);
               await vi.waitFor(() => expect(onError).toHaveBeenCalledTimes(2));
               await vi.waitFor(async () => expect((await other.stats()).ready).toBe(5));

@@ -4,8 +4,12 @@ import { MemoryEngine } from '../../src/engine/memory/memory-engine.js';
 
 const T0 = Date.UTC(2026, 10, 30, 8, 30);
 
-/** Lets the loop's pass, woken by the clock, run its storage calls. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+/**
+ * Waits for the loop asleep on the clock: its pass, if the clock woke it, done and its next sleep
+ * computed. Moved before that, the clock would be at or past the time the loop computes its sleep
+ * from, and the loop would sleep from there, later than the test means.
+ */
+const parked = (clock: ManualClock) => vi.waitFor(() => expect(clock.waiting).toBe(1));
 
 describe('the scheduler loop', () => {
   it('R25 schedules at many phases do not each bring a pass: passes are 100 ms apart at least, and none is missed', async () => {
@@ -22,13 +26,13 @@ describe('the scheduler loop', () => {
     const scheduler = broker.scheduler({ intervalMs: 1000 });
     scheduler.start();
     try {
-      await settle();
+      await parked(clock);
       const passes = () => list.mock.calls.length;
       const start = passes();
       // Their occurrences at +1000, +1010 and +1020: one pass at the first, then 100 ms on.
       for (let at = 1000; at <= 1090; at += 10) {
         clock.set(T0 + at);
-        await settle();
+        await parked(clock);
       }
       expect(passes() - start).toBe(1);
       clock.set(T0 + 1100);
