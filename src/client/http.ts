@@ -42,16 +42,13 @@ export interface RequestOptions {
    * Fields a leaseq server's answer to this request has, by kind: a 2xx answer without one of
    * them is not taken for a leaseq answer. Any 2xx answer must be a JSON object.
    */
-  answer?: AnswerShape;
+  answer?: Readonly<Record<string, 'array' | 'object' | 'boolean' | 'string'>>;
   /** A further check of a 2xx answer that has the fields of `answer` (their contents). */
   accepts?: (body: Record<string, unknown>) => boolean;
 }
 
-/** The kinds of AnswerShape's fields. */
-export type FieldKind = 'array' | 'object' | 'boolean' | 'string';
-
-/** Fields an answer must have, by name, and the kind of each. */
-export type AnswerShape = Readonly<Record<string, FieldKind>>;
+/** Fields an answer must have, by name, and the kind of each (RequestOptions.answer). */
+export type AnswerShape = NonNullable<RequestOptions['answer']>;
 
 /**
  * Thrown when a request was cut by the caller's own signal (a receive's); closing the client
