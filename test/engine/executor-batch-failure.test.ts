@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { StorageUnavailableError } from '../../src/core/index.js';
 import { GroupCommitExecutor, type Work } from '../../src/engine/sql/executor.js';
 import type { SqlConnection } from '../../src/engine/sql/sql-connection.js';
+import { gathering } from '../process-failures.js';
 
 /**
  * The running of batches can throw where nothing expects it: a connection's rollback or
@@ -23,32 +24,6 @@ function quietConnection(): SqlConnection {
     commit: async () => {},
     rollback: async () => {},
   };
-}
-
-/**
- * While `body` runs, the process's uncaught exceptions and unhandled rejections are gathered
- * rather than handled by the test runner; its listeners are back in place after.
- */
-async function gathering<T>(
-  body: (seen: { uncaught: unknown[]; unhandled: unknown[] }) => Promise<T>,
-): Promise<T> {
-  const seen = { uncaught: [] as unknown[], unhandled: [] as unknown[] };
-  const uncaught = process.listeners('uncaughtException');
-  const unhandled = process.listeners('unhandledRejection');
-  process.removeAllListeners('uncaughtException');
-  process.removeAllListeners('unhandledRejection');
-  const onUncaught = (error: unknown) => seen.uncaught.push(error);
-  const onUnhandled = (reason: unknown) => seen.unhandled.push(reason);
-  process.on('uncaughtException', onUncaught);
-  process.on('unhandledRejection', onUnhandled);
-  try {
-    return await body(seen);
-  } finally {
-    process.off('uncaughtException', onUncaught);
-    process.off('unhandledRejection', onUnhandled);
-    for (const listener of uncaught) process.on('uncaughtException', listener);
-    for (const listener of unhandled) process.on('unhandledRejection', listener);
-  }
 }
 
 type Answer = { value: unknown } | { error: unknown } | 'no answer';

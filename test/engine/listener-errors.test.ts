@@ -7,6 +7,7 @@ import {
 } from '../../src/engine/sql/executor.js';
 import type { SqlConnection } from '../../src/engine/sql/sql-connection.js';
 import { engineFactories, queueName } from '../conformance/engines.js';
+import { gathering } from '../process-failures.js';
 
 /**
  * A listener of an engine's wake-ups or cancels that throws is the listener's failure, not the
@@ -14,32 +15,6 @@ import { engineFactories, queueName } from '../conformance/engines.js';
  * the other listeners are told all the same, the engine goes on, and the error is reported as
  * EventTarget reports a listener's: an uncaught exception, after the rest ran.
  */
-
-/**
- * While `body` runs, the process's uncaught exceptions and unhandled rejections are gathered
- * rather than handled by the test runner; its listeners are back in place after.
- */
-async function gathering<T>(
-  body: (seen: { uncaught: unknown[]; unhandled: unknown[] }) => Promise<T>,
-): Promise<T> {
-  const seen = { uncaught: [] as unknown[], unhandled: [] as unknown[] };
-  const uncaught = process.listeners('uncaughtException');
-  const unhandled = process.listeners('unhandledRejection');
-  process.removeAllListeners('uncaughtException');
-  process.removeAllListeners('unhandledRejection');
-  const onUncaught = (error: unknown) => seen.uncaught.push(error);
-  const onUnhandled = (reason: unknown) => seen.unhandled.push(reason);
-  process.on('uncaughtException', onUncaught);
-  process.on('unhandledRejection', onUnhandled);
-  try {
-    return await body(seen);
-  } finally {
-    process.off('uncaughtException', onUncaught);
-    process.off('unhandledRejection', onUnhandled);
-    for (const listener of uncaught) process.on('uncaughtException', listener);
-    for (const listener of unhandled) process.on('unhandledRejection', listener);
-  }
-}
 
 /** The answer of `call`, or 'no answer' when none came within 10 s (a call left hanging). */
 function answerOf<T>(call: Promise<T>): Promise<T | 'no answer'> {
