@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startForeignServer } from '../client/foreign-server.js';
 import { startTestServer } from '../server/helpers.js';
 import { leaseq } from './context.js';
 
@@ -15,28 +15,15 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** An HTTP server on 127.0.0.1 (a free port) answering every request the same way. */
+/** A server that is not leaseq, answering every request the same way, closed after the test. */
 async function foreignServer(
   status: number,
   headers: Record<string, string>,
   body: string,
 ): Promise<string> {
-  const server: Server = createServer((request, response) => {
-    request.resume();
-    request.on('end', () => {
-      response.writeHead(status, headers);
-      response.end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const server = await startForeignServer({ status, headers, body });
+  cleanups.push(server.close);
+  return server.url;
 }
 
 const COMMANDS = [

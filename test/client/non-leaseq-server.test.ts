@@ -1,39 +1,19 @@
-import { createServer, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NotFoundError } from '../../src/core/index.js';
 import { open, RemoteBroker, RemoteError } from '../../src/index.js';
 import { startTestServer } from '../server/helpers.js';
+import { type ForeignAnswer, startForeignServer } from './foreign-server.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** What a server that is not leaseq answers to every request. */
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** An HTTP server on 127.0.0.1 (a free port) answering every request with `answer`. */
-async function foreignServer(answer: Answer): Promise<string> {
-  const server: Server = createServer((request, response) => {
-    request.resume();
-    request.on('end', () => {
-      response.writeHead(answer.status, answer.headers);
-      response.end(answer.body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+/** A server that is not leaseq, answering every request with `answer`, closed after the test. */
+async function foreignServer(answer: ForeignAnswer): Promise<string> {
+  const server = await startForeignServer(answer);
+  cleanups.push(server.close);
+  return server.url;
 }
 
 function client(url: string, options: ConstructorParameters<typeof RemoteBroker>[1] = {}) {

@@ -1,21 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ClosedError, StorageUnavailableError } from '../../src/core/index.js';
 import { GroupCommitExecutor } from '../../src/engine/sql/executor.js';
-import type { SqlConnection } from '../../src/engine/sql/sql-connection.js';
-
-/** A connection that records what the executor asks of it. */
-function recordingConnection(log: string[]): SqlConnection {
-  return {
-    query: async () => [],
-    run: async () => 0,
-    runEach: async () => {},
-    runBeforeCommit: async () => {},
-    exec: async () => {},
-    begin: async () => void log.push('begin'),
-    commit: async () => void log.push('commit'),
-    rollback: async () => void log.push('rollback'),
-  };
-}
+import { recordingConnection } from './recording-connection.js';
 
 const abandoned = () => new ClosedError('closed while this call waited: nothing of it was written');
 

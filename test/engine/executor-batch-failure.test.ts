@@ -3,6 +3,7 @@ import { StorageUnavailableError } from '../../src/core/index.js';
 import { GroupCommitExecutor, type Work } from '../../src/engine/sql/executor.js';
 import type { SqlConnection } from '../../src/engine/sql/sql-connection.js';
 import { gathering } from '../process-failures.js';
+import { recordingConnection } from './recording-connection.js';
 
 /**
  * The running of batches can throw where nothing expects it: a connection's rollback or
@@ -11,20 +12,6 @@ import { gathering } from '../process-failures.js';
  * taken effect, those queued behind them saying they were not run, and the executor refuses
  * every later call the same way, each error having the failure as its cause.
  */
-
-/** A connection that does what it is asked and nothing else. */
-function quietConnection(): SqlConnection {
-  return {
-    query: async () => [],
-    run: async () => 0,
-    runEach: async () => {},
-    runBeforeCommit: async () => {},
-    exec: async () => {},
-    begin: async () => {},
-    commit: async () => {},
-    rollback: async () => {},
-  };
-}
 
 type Answer = { value: unknown } | { error: unknown } | 'no answer';
 
@@ -66,7 +53,7 @@ describe('group commit: a batch whose running throws', () => {
     await gathering(async (seen) => {
       const failure = new Error('release failed');
       const executor = new GroupCommitExecutor(async () => ({
-        connection: quietConnection(),
+        connection: recordingConnection(),
         release: () => {
           throw failure;
         },
@@ -110,7 +97,7 @@ describe('group commit: a batch whose running throws', () => {
       failure: new Error('translate failed'),
       executor: (failure) =>
         new GroupCommitExecutor(
-          async () => ({ connection: quietConnection(), release: () => {} }),
+          async () => ({ connection: recordingConnection(), release: () => {} }),
           () => {
             throw failure;
           },
@@ -125,7 +112,7 @@ describe('group commit: a batch whose running throws', () => {
       executor: (failure) =>
         new GroupCommitExecutor(async () => ({
           connection: {
-            ...quietConnection(),
+            ...recordingConnection(),
             rollback: (): Promise<void> => {
               throw failure;
             },
@@ -141,7 +128,7 @@ describe('group commit: a batch whose running throws', () => {
       failure: new Error('translate failed'),
       executor: (failure) => {
         const connection: SqlConnection = {
-          ...quietConnection(),
+          ...recordingConnection(),
           laterSync: {
             begin: async () => {},
             sync: async () => {
@@ -205,7 +192,7 @@ describe('group commit: a rollback that fails', () => {
     await gathering(async (seen) => {
       const failure = new Error('rollback failed');
       const pool = countingPool({
-        ...quietConnection(),
+        ...recordingConnection(),
         rollback: (): Promise<void> => {
           throw failure;
         },
@@ -233,7 +220,7 @@ describe('group commit: a rollback that fails', () => {
   it('a rollback that rejects: the connection is released, the call fails with its own error and later calls run', async () => {
     await gathering(async (seen) => {
       const pool = countingPool({
-        ...quietConnection(),
+        ...recordingConnection(),
         rollback: async () => {
           throw new Error('rollback failed');
         },
@@ -263,7 +250,7 @@ describe('group commit: a failure that stops the running, told to calls that nev
     await gathering(async (seen) => {
       const failure = new Error('translate failed');
       const executor = new GroupCommitExecutor(
-        async () => ({ connection: quietConnection(), release: () => {} }),
+        async () => ({ connection: recordingConnection(), release: () => {} }),
         () => {
           throw failure;
         },
@@ -339,7 +326,7 @@ describe('group commit: a failure that stops the running, told to calls that nev
           acquired += 1;
           // The batch, then its first call alone; the second call alone gets none.
           if (acquired > 2) throw new Error('no connection');
-          return { connection: quietConnection(), release: () => {} };
+          return { connection: recordingConnection(), release: () => {} };
         },
         () => {
           throw failure;

@@ -5,20 +5,7 @@ import {
   type Merge,
 } from '../../src/engine/sql/executor.js';
 import type { SqlConnection } from '../../src/engine/sql/sql-connection.js';
-
-/** A connection that records what the executor asks of it. */
-function recordingConnection(log: string[]): SqlConnection {
-  return {
-    query: async () => [],
-    run: async () => 0,
-    runEach: async () => {},
-    runBeforeCommit: async () => {},
-    exec: async () => {},
-    begin: async () => void log.push('begin'),
-    commit: async () => void log.push('commit'),
-    rollback: async () => void log.push('rollback'),
-  };
-}
+import { recordingConnection } from './recording-connection.js';
 
 function merged(log: string[], key: string, arg: number): Merge<number, number> {
   return {

@@ -8,6 +8,7 @@ import {
 import type { SqlConnection } from '../../src/engine/sql/sql-connection.js';
 import { engineFactories, queueName } from '../conformance/engines.js';
 import { gathering } from '../process-failures.js';
+import { recordingConnection } from './recording-connection.js';
 
 /**
  * A listener of an engine's wake-ups or cancels that throws is the listener's failure, not the
@@ -249,14 +250,7 @@ async function soon(condition: () => boolean): Promise<boolean> {
 /** A connection that records the transaction's steps; with `laterSync`, syncs after commits. */
 function connection(log: string[], laterSync = false): SqlConnection {
   return {
-    query: async () => [],
-    run: async () => 0,
-    runEach: async () => {},
-    runBeforeCommit: async () => {},
-    exec: async () => {},
-    begin: async () => void log.push('begin'),
-    commit: async () => void log.push('commit'),
-    rollback: async () => void log.push('rollback'),
+    ...recordingConnection(log),
     ...(laterSync
       ? {
           laterSync: {
