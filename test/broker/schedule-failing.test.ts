@@ -6,14 +6,17 @@ import { EngineBroker, ManualClock, type Queue } from '../../src/broker/index.js
 import { QueueFullError } from '../../src/core/index.js';
 import { type Engine, openEngine, type ScheduleRecord } from '../../src/engine/index.js';
 import { engineFactories, queueName } from '../conformance/engines.js';
+import { inOwnPostgresDatabase } from '../engine/postgres-scratch.js';
 import { call, startTestServer } from '../server/helpers.js';
 
 // R25: a schedule that fails (its queue refuses the occurrence, or its times cannot be
 // computed here) fails alone: the pass goes on to the others, and the loop still passes at
 // their occurrences while it tries the failed one again after intervalMs.
-// Not on PostgreSQL: its database is shared by the test files that run at the same time, and a
-// pass lists every schedule of the storage, so theirs would meet these failing ones.
-const factories = engineFactories().filter((factory) => factory.name !== 'postgres');
+// On PostgreSQL in a database of the file's own: a pass lists every schedule of the storage, and
+// in the shared one other files' schedules would meet these failing ones.
+const factories = engineFactories().map((factory) =>
+  inOwnPostgresDatabase(factory, 'sched_failing'),
+);
 afterAll(async () => {
   await Promise.all(factories.map((factory) => factory.cleanup()));
 });

@@ -5,42 +5,21 @@ import {
   type PublishedOccurrence,
   type Queue,
 } from '../../src/broker/index.js';
-import { type Engine, openEngine } from '../../src/engine/index.js';
-import { type EngineFactory, engineFactories, queueName } from '../conformance/engines.js';
-import { type ScratchDatabase, scratchDatabase } from '../engine/postgres-scratch.js';
+import type { Engine } from '../../src/engine/index.js';
+import { engineFactories, queueName } from '../conformance/engines.js';
+import { inOwnPostgresDatabase } from '../engine/postgres-scratch.js';
 
 // A pass reads the schedules, then records and publishes each due occurrence. A schedule
 // replaced in between (by another process, or a call of this one) must not have an occurrence
 // of its old definition published: the compare and set names the definition it read.
-const factories = engineFactories().map(inOwnDatabase);
+const factories = engineFactories().map((factory) =>
+  inOwnPostgresDatabase(factory, 'sched_replaced'),
+);
 afterAll(async () => {
   await Promise.all(factories.map((factory) => factory.cleanup()));
 });
 
 const T0 = Date.UTC(2026, 11, 5, 12);
-
-/**
- * PostgreSQL in a database of this file's own, made at the first open and dropped after the
- * file. A pass reads the schedules of every queue of its storage and publishes each one due by
- * its clock: in the database other test files (or other runs of this one) share, their passes
- * would publish these tests' occurrences before these passes do, and these passes theirs.
- */
-function inOwnDatabase(factory: EngineFactory): EngineFactory {
-  if (factory.name !== 'postgres') return factory;
-  let scratch: Promise<ScratchDatabase> | undefined;
-  return {
-    name: 'postgres',
-    open: async () => {
-      scratch ??= scratchDatabase('sched_replaced');
-      return openEngine((await scratch).url());
-    },
-    cleanup: async () => {
-      const made = await scratch?.catch(() => undefined);
-      scratch = undefined;
-      await made?.drop();
-    },
-  };
-}
 
 /** What a pass published into `queue`: the storage has the schedules of this file's other tests. */
 async function ofQueue(

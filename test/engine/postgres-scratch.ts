@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
+import { openEngine } from '../../src/engine/index.js';
+import type { EngineFactory } from '../conformance/engines.js';
 import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
 import { temporaryDirectory } from '../temporary-directory.js';
 
@@ -87,5 +89,28 @@ export function sqliteAndScratchPostgres(label: string): {
       { name: 'postgres', url: () => (scratch as ScratchDatabase).url() },
     ],
     postgresSkip: () => skip,
+  };
+}
+
+/**
+ * `factory`, or for PostgreSQL a database of the test file's own (see scratchDatabase), made at
+ * the first open and dropped at cleanup. For tests whose calls read the whole storage (a
+ * scheduler pass lists every queue's schedules): in the database that other test files and runs
+ * share, they would meet those files' queues, and those files theirs.
+ */
+export function inOwnPostgresDatabase(factory: EngineFactory, label: string): EngineFactory {
+  if (factory.name !== 'postgres') return factory;
+  let scratch: Promise<ScratchDatabase> | undefined;
+  return {
+    name: 'postgres',
+    open: async () => {
+      scratch ??= scratchDatabase(label);
+      return openEngine((await scratch).url());
+    },
+    cleanup: async () => {
+      const made = await scratch?.catch(() => undefined);
+      scratch = undefined;
+      await made?.drop();
+    },
   };
 }
