@@ -17,8 +17,26 @@ export class BatchContext {
   /** Set by `syncBeforeAnswers`. */
   private syncFirst = false;
 
-  /** What this batch's commit waits for (R21). */
-  constructor(readonly kind: CommitKind = 'durable') {}
+  /**
+   * `kind`: what this batch's commit waits for (R21). `cut`: the error the calls under way were
+   * abandoned with (the storage closing), once they were.
+   */
+  constructor(
+    readonly kind: CommitKind = 'durable',
+    private readonly cut: () => Error | undefined = () => undefined,
+  ) {}
+
+  /**
+   * Lets the event loop turn within this transaction, for work that would hold it long where
+   * statements run in this process (SQLite): timers, sockets and signals are served meanwhile,
+   * while the engine's other calls wait for the transaction. Throws once the calls under way
+   * were abandoned: the transaction then rolls back, nothing of it written.
+   */
+  async turn(): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const error = this.cut();
+    if (error !== undefined) throw error;
+  }
 
   beforeCommit(hook: (connection: SqlConnection) => Promise<void>): void {
     this.hooks.push(hook);
@@ -469,6 +487,7 @@ export class GroupCommitExecutor {
     const outcomes: Outcome[] = [];
     const context = new BatchContext(
       batch.some((pending) => pending.kind === 'durable') ? 'durable' : 'lease',
+      () => this.abandoned,
     );
     const direct = directGroup(batch);
     if (direct !== undefined) {

@@ -2,6 +2,7 @@ import type { DeadLetterKind } from '../../core/dead-letter-kinds.js';
 import type { Attempt, AttemptOutcome } from '../../core/index.js';
 import { withAttempt } from '../../core/records.js';
 import { checkNow } from '../../core/validate.js';
+import type { BatchContext } from './executor.js';
 import type { SqlQueueLinks } from './queue-links.js';
 import { expiryInUse, type QueueRow } from './queue-row.js';
 import {
@@ -78,6 +79,8 @@ export class JobMoves {
     readonly c: SqlConnection,
     readonly q: QueueRow,
     readonly dialect: SqlDialect,
+    /** The transaction these operations run in. */
+    readonly batch: BatchContext,
     /** Raise a `now` behind the clock instead of refusing it (see EngineOptions.clockMode). */
     readonly followClock = false,
     /** The engine's other queues, for dead-letter queues and moves (R26). */

@@ -33,7 +33,7 @@ export async function queueOps(
   const links = new SqlQueueLinks(access, connection, batch, (target) =>
     wakeOnCommit(access, connection, batch, target),
   );
-  return new QueueOps(connection, row, access.dialect, access.followClock, links);
+  return new QueueOps(connection, row, access.dialect, batch, access.followClock, links);
 }
 
 /**

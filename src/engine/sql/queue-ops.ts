@@ -30,6 +30,7 @@ import {
   MoveRun,
   STEP_RENUMBER_BOUND,
 } from './bulk-steps.js';
+import { deleteInSteps } from './delete-in-steps.js';
 import {
   appendHistory,
   attemptOf,
@@ -757,9 +758,13 @@ export class QueueOps extends JobMoves {
       active: this.q.active,
       dead: 0,
     };
-    await this.c.run(
-      `DELETE FROM leaseq_jobs WHERE queue = ? AND state IN ('ready', 'delayed', 'active', 'waiting')`,
-      [this.q.name],
+    await deleteInSteps(
+      this.c,
+      this.dialect,
+      this.batch,
+      'leaseq_jobs',
+      this.q.name,
+      "state IN ('ready', 'delayed', 'active', 'waiting')",
     );
     this.q.ready = 0;
     this.q.waiting = 0;

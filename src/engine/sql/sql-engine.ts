@@ -25,6 +25,7 @@ import type { ScheduleRecord } from '../schedules.js';
 import { checkSecretName, type StoredSecret } from '../secrets.js';
 import { statsByStep } from '../stats-by-step.js';
 import { WakeHub } from '../wake-hub.js';
+import { deleteInSteps } from './delete-in-steps.js';
 import { type BatchContext, GroupCommitExecutor } from './executor.js';
 import { ForeignWriteWatch } from './foreign-write-watch.js';
 import { Handoffs } from './handoffs.js';
@@ -275,9 +276,9 @@ export class SqlEngine implements Engine {
         this.access.boundsPrefetch.delete(name);
         dialect.forgetQueue?.(name);
       });
-      await connection.run('DELETE FROM leaseq_jobs WHERE queue = ?', [name]);
-      await connection.run('DELETE FROM leaseq_sessions WHERE queue = ?', [name]);
-      await connection.run('DELETE FROM leaseq_acked WHERE queue = ?', [name]);
+      for (const table of ['leaseq_jobs', 'leaseq_sessions', 'leaseq_acked']) {
+        await deleteInSteps(connection, dialect, batch, table, name);
+      }
       await connection.run('DELETE FROM leaseq_schedules WHERE queue = ?', [name]);
       // With the queue's making: one made again under the name is another (see insertQueueRow).
       await connection.run(

@@ -1,0 +1,171 @@
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it, vi } from 'vitest';
+import { ClosedError } from '../../src/core/index.js';
+import { type Engine, openEngine } from '../../src/engine/index.js';
+import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
+import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
+import { temporaryDirectory } from '../temporary-directory.js';
+
+/**
+ * SQLite runs in this process: deleting or purging a queue of many jobs in one statement held
+ * the event loop for as long (1.5 s for 300,000 jobs), so a server answered nothing else
+ * meanwhile. The jobs go in steps of 1,000, the loop turning between two, in one transaction
+ * still: committed whole, or, abandoned by a close, rolled back whole.
+ */
+const directory = temporaryDirectory('leaseq-delete-steps-');
+let files = 0;
+
+/** 2,498 jobs in queue `big` (10 of them in flight, 5 delayed, 2 dead) and one in `other`. */
+async function filled(): Promise<{ engine: Engine; file: string }> {
+  files += 1;
+  const file = join(directory, `q${files}.db`);
+  const engine = await openEngine(`sqlite:${file}`);
+  const queue = await engine.queue('big', { visibility: 60_000, maxDeliveries: 1 });
+  await queue.publishBatch(1, [
+    { id: 'dead-1' },
+    { id: 'dead-2' },
+    ...Array.from({ length: 5 }, (_, n) => ({ id: `later-${n}`, delay: 60_000 })),
+  ]);
+  const [first, second] = await queue.reserve(2, { max: 2 });
+  await queue.nack(3, first?.token ?? 0, { requeue: false });
+  await queue.nack(3, second?.token ?? 0, { requeue: false });
+  for (let at = 0; at < 2491; at += 500) {
+    const count = Math.min(500, 2491 - at);
+    await queue.publishBatch(
+      4,
+      Array.from({ length: count }, (_, n) => ({ id: `job-${at + n}`, payload: at + n })),
+    );
+  }
+  await queue.reserve(5, { max: 10 });
+  await (await engine.queue('other')).publishBatch(5, [{ id: 'job-1' }]);
+  return { engine, file };
+}
+
+/**
+ * Runs `action`, answering the turns of the event loop counted at each statement that deletes
+ * jobs; `atStatement` runs at each of them, before it.
+ */
+async function turnsAtJobDeletes(
+  action: () => Promise<unknown>,
+  atStatement: (index: number) => void = () => {},
+): Promise<number[]> {
+  let turns = 0;
+  let ticking = true;
+  // Counts turns by scheduling itself again for the next one.
+  const tick = () => {
+    turns += 1;
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const seen: number[] = [];
+  const run = SqliteConnection.prototype.run;
+  const spy = vi.spyOn(SqliteConnection.prototype, 'run').mockImplementation(function (
+    this: SqliteConnection,
+    sql: string,
+    params: readonly SqlValue[] = [],
+  ) {
+    if (/^DELETE FROM leaseq_jobs\b/.test(sql)) {
+      atStatement(seen.length);
+      seen.push(turns);
+    }
+    return run.call(this, sql, params);
+  });
+  try {
+    await action();
+  } finally {
+    spy.mockRestore();
+    ticking = false;
+  }
+  return seen;
+}
+
+/** The loop turned between every two statements. */
+function expectTurnsBetween(turns: readonly number[]): void {
+  for (let step = 1; step < turns.length; step++) {
+    expect(turns[step]).toBeGreaterThan(turns[step - 1] as number);
+  }
+}
+
+function jobRows(file: string, queue: string): number {
+  const db = new Database(file, { readonly: true });
+  try {
+    const row = db.prepare('SELECT count(*) AS n FROM leaseq_jobs WHERE queue = ?').get(queue);
+    return (row as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+describe('large queues on SQLite', () => {
+  it('deleteQueue deletes the jobs in steps with turns of the event loop between them, all of them', async () => {
+    const { engine, file } = await filled();
+    try {
+      const turns = await turnsAtJobDeletes(async () => {
+        expect(await engine.deleteQueue('big')).toBe(true);
+      });
+      // 2,498 jobs: three steps of at most 1,000.
+      expect(turns).toHaveLength(3);
+      expectTurnsBetween(turns);
+      expect((await engine.listQueues()).map((info) => info.name)).toEqual(['other']);
+      const again = await engine.queue('big');
+      expect(await again.stats(6)).toMatchObject({ ready: 0, active: 0, delayed: 0, dead: 0 });
+      expect(await (await engine.queue('other')).stats(6)).toMatchObject({ ready: 1 });
+    } finally {
+      await engine.close();
+    }
+    expect(jobRows(file, 'big')).toBe(0);
+  });
+
+  it('purgeQueue removes the live jobs in steps with turns of the event loop between them, and keeps the dead', async () => {
+    const { engine, file } = await filled();
+    try {
+      const queue = await engine.queue('big');
+      let removed: unknown;
+      const turns = await turnsAtJobDeletes(async () => {
+        removed = await queue.purgeQueue(6);
+      });
+      expect(removed).toEqual({ ready: 2481, delayed: 5, active: 10, dead: 0 });
+      expect(turns).toHaveLength(3);
+      expectTurnsBetween(turns);
+      expect(await queue.stats(7)).toMatchObject({ ready: 0, active: 0, delayed: 0, dead: 2 });
+      expect((await queue.inspect()).dead.map((dead) => dead.id)).toEqual(['dead-1', 'dead-2']);
+    } finally {
+      await engine.close();
+    }
+    expect(jobRows(file, 'big')).toBe(2);
+  });
+
+  it('a close whose signal aborts between the steps of a delete rolls it back whole, at the next step', async () => {
+    const { engine, file } = await filled();
+    const abort = new AbortController();
+    let closing: Promise<void> | undefined;
+    let deleted: unknown;
+    const turns = await turnsAtJobDeletes(
+      async () => {
+        deleted = await engine.deleteQueue('big').catch((error: unknown) => error);
+      },
+      (index) => {
+        if (index !== 1) return;
+        closing = engine.close({ signal: abort.signal });
+        abort.abort();
+      },
+    );
+    await closing;
+    expect(deleted).toBeInstanceOf(ClosedError);
+    // Cut at the turn after the second step: no third one ran.
+    expect(turns).toHaveLength(2);
+    expect(jobRows(file, 'big')).toBe(2498);
+    const reopened = await openEngine(`sqlite:${file}`);
+    try {
+      expect(await (await reopened.queue('big')).stats(6)).toMatchObject({
+        ready: 2481,
+        active: 10,
+        delayed: 5,
+        dead: 2,
+      });
+    } finally {
+      await reopened.close();
+    }
+  });
+});
