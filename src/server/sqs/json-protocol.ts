@@ -6,6 +6,24 @@ import type { SqsProtocol } from './protocol.js';
 export const JSON_CONTENT_TYPE = 'application/x-amz-json-1.0';
 const TARGET_PREFIX = 'AmazonSQS.';
 
+/**
+ * The members SQS's model types as integers, by action: of the request itself, and of each of
+ * its batch entries. AWS JSON 1.0 sends them as JSON numbers, and SQS refuses one sent as a
+ * string (`"MaxNumberOfMessages": "10"`) before doing anything; in the query protocol they are
+ * text, which `optionalInteger` reads.
+ */
+const INTEGER_MEMBERS: Readonly<Record<string, { request?: string[]; entries?: string[] }>> = {
+  ReceiveMessage: { request: ['MaxNumberOfMessages', 'VisibilityTimeout', 'WaitTimeSeconds'] },
+  ChangeMessageVisibility: { request: ['VisibilityTimeout'] },
+  ChangeMessageVisibilityBatch: { entries: ['VisibilityTimeout'] },
+  SendMessage: { request: ['DelaySeconds'] },
+  SendMessageBatch: { entries: ['DelaySeconds'] },
+  ListQueues: { request: ['MaxResults'] },
+  ListDeadLetterSourceQueues: { request: ['MaxResults'] },
+  ListMessageMoveTasks: { request: ['MaxResults'] },
+  StartMessageMoveTask: { request: ['MaxNumberOfMessagesPerSecond'] },
+};
+
 /** The action an `X-Amz-Target: AmazonSQS.<Action>` header names, if it names one. */
 export function targetAction(header: string | string[] | undefined): string | undefined {
   const target = Array.isArray(header) ? header[0] : header;
@@ -39,6 +57,7 @@ export function jsonProtocol(maxJsonDepth: number): SqsProtocol {
       } catch (cause) {
         throw new SqsError('SerializationException', (cause as Error).message, { cause });
       }
+      checkIntegers(action, input);
       return { action, input };
     },
     success(reply, _action, output, requestId) {
@@ -59,4 +78,28 @@ export function jsonProtocol(maxJsonDepth: number): SqsProtocol {
         );
     },
   };
+}
+
+/**
+ * Refuses the whole request, as SQS does, when an integer member of the action is a JSON
+ * string: nothing of it is done, not even the batch entries that are right.
+ */
+function checkIntegers(action: string, input: Record<string, unknown>): void {
+  const members = Object.hasOwn(INTEGER_MEMBERS, action) ? INTEGER_MEMBERS[action] : undefined;
+  if (members === undefined) return;
+  const entries = Array.isArray(input.Entries) ? input.Entries.filter(isRecord) : [];
+  const checks: [Record<string, unknown>, string[]][] = [
+    [input, members.request ?? []],
+    ...entries.map((entry): [Record<string, unknown>, string[]] => [entry, members.entries ?? []]),
+  ];
+  for (const [object, names] of checks) {
+    for (const name of names) {
+      if (Object.hasOwn(object, name) && typeof object[name] === 'string') {
+        throw new SqsError(
+          'SerializationException',
+          `STRING_VALUE can not be converted to an Integer: ${name} is a JSON number in this protocol.`,
+        );
+      }
+    }
+  }
 }

@@ -44,6 +44,23 @@ function memberXml(key: string, member: unknown, action: string): string {
   return toXml(key, member, action);
 }
 
+/** What XML 1.0 cannot carry at all, not even as a character reference. */
+const NOT_XML = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+/** What an answer's text cannot hold as it is: markup, a carriage return, and the above. */
+const ESCAPED = new RegExp(`[<>&"'\\r]|${NOT_XML.source}`, 'gu');
+
+/**
+ * Text as XML character data. A character XML 1.0 cannot carry (a control character other than
+ * tab, line feed and carriage return, U+FFFE, U+FFFF, a lone surrogate) would make the whole
+ * answer unreadable to a strict parser (Java's, Python's, .NET's), so the SDK would see no
+ * answer, nor the error it holds: it is written as the text `\u0001`, as a body holding one is
+ * (see `carriedBody`). It can come from what a request named (an error message quoting a
+ * parameter) or stored (a tag, a policy, set through the JSON protocol, which carries it).
+ */
 function escapeXml(text: string): string {
-  return text.replace(/[<>&"'\r]/g, (c) => `&#${c.charCodeAt(0)};`);
+  return text.replace(ESCAPED, (c) =>
+    NOT_XML.test(c)
+      ? `\\u${(c.codePointAt(0) as number).toString(16).padStart(4, '0')}`
+      : `&#${c.charCodeAt(0)};`,
+  );
 }
