@@ -1,4 +1,4 @@
-import { Problems } from '../core/validate.js';
+import { Problems, show } from '../core/validate.js';
 import type { Handler, JobContext } from './job.js';
 
 /** What `processOnce` did. */
@@ -24,7 +24,9 @@ export interface Inbox<Tx = undefined> {
   /**
    * Runs `effect` unless `(consumer, jobId)` was already processed, and records it as
    * processed together with the effect. When the effect throws, nothing is recorded and the
-   * error propagates. Two concurrent calls for the same key never both run the effect.
+   * error propagates. Two concurrent calls for the same key never both run the effect. A
+   * consumer or job id that is not storable text (R18), or an effect that is not a function,
+   * is refused with a ValidationError before anything is claimed or run.
    */
   processOnce<T>(
     consumer: string,
@@ -47,10 +49,7 @@ export class MemoryInbox implements Inbox<undefined> {
     effect: (tx: undefined) => Promise<T> | T,
   ): Promise<InboxResult<T>> {
     // The keys the SQL inboxes take (tx.claimOnce), so that code tried here runs there too.
-    const problems = new Problems();
-    problems.id('consumer', consumer);
-    problems.id('jobId', jobId);
-    problems.throwIfAny();
+    checkProcessOnce(consumer, jobId, effect);
     const key = JSON.stringify([consumer, jobId]);
     // A second call for the same key waits for the first, as a row lock would make it.
     for (let pending = this.running.get(key); pending; pending = this.running.get(key)) {
@@ -89,15 +88,41 @@ export class MemoryInbox implements Inbox<undefined> {
 }
 
 /**
+ * The arguments of `processOnce`, checked by every inbox in the same words: the keys are those
+ * `tx.claimOnce` takes (R18), and the effect must be a function. Refused before anything is
+ * claimed, waited for or run: an effect that is not a function would otherwise fail with a
+ * TypeError once a claim was made (rolled back on SQL).
+ */
+export function checkProcessOnce(consumer: unknown, jobId: unknown, effect: unknown): void {
+  const problems = new Problems();
+  problems.id('consumer', consumer);
+  problems.id('jobId', jobId);
+  effectProblem(problems, effect);
+  problems.throwIfAny();
+}
+
+function effectProblem(problems: Problems, effect: unknown): void {
+  if (typeof effect !== 'function') {
+    problems.list.push(`effect must be a function, got ${show(effect)}`);
+  }
+}
+
+/**
  * Wraps a handler so that its effect runs through the inbox, keyed by the job id: a job whose
  * effect was already applied is acked as a duplicate instead of running again. What the effect
- * returns (`tx.run`'s count of rows, say) is awaited and ignored.
+ * returns (`tx.run`'s count of rows, say) is awaited and ignored. A consumer that is not
+ * storable text (R18) or an effect that is not a function is refused here, with a
+ * ValidationError, rather than failing every job the handler is given.
  */
 export function inboxHandler<P, Tx = undefined>(
   inbox: Inbox<Tx>,
   consumer: string,
   effect: (tx: Tx, ctx: JobContext<P>) => unknown,
 ): Handler<P> {
+  const problems = new Problems();
+  problems.id('consumer', consumer);
+  effectProblem(problems, effect);
+  problems.throwIfAny();
   return async (_job, ctx) => {
     const result = await inbox.processOnce(consumer, ctx.id, (tx) => effect(tx, ctx));
     if (!result.processed) ctx.duplicate();

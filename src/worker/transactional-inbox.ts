@@ -1,5 +1,5 @@
 import type { Broker, BrokerTransaction } from '../broker/queue.js';
-import type { Inbox, InboxResult } from './inbox.js';
+import { checkProcessOnce, type Inbox, type InboxResult } from './inbox.js';
 
 /**
  * The inbox of the SQL engines: the claim of `(consumer, jobId)` and the effect run in one
@@ -11,11 +11,13 @@ import type { Inbox, InboxResult } from './inbox.js';
 export class TransactionalInbox implements Inbox<BrokerTransaction> {
   constructor(private readonly database: Pick<Broker, 'transaction'>) {}
 
-  processOnce<T>(
+  async processOnce<T>(
     consumer: string,
     jobId: string,
     effect: (tx: BrokerTransaction) => Promise<T> | T,
   ): Promise<InboxResult<T>> {
+    // Refused before the transaction begins (it holds the writer), in MemoryInbox's words.
+    checkProcessOnce(consumer, jobId, effect);
     return this.database.transaction(async (tx): Promise<InboxResult<T>> => {
       if (!(await tx.claimOnce(consumer, jobId))) return { processed: false };
       return { processed: true, value: await effect(tx) };
