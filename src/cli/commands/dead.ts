@@ -103,6 +103,10 @@ export const deadRedrive: Command = {
         const limits = await queue.limits();
         checkServerLimit('batch-size', sizeGiven, saidMaxBatch(limits), 'maxBatch');
         step = sizeGiven ?? limits.maxBatch;
+        // The list below is a look-up, which takes no step: a job whose last lease ran out is
+        // dead-lettered by the queue's next step (R3, R13), as the server's redrive of every
+        // dead job takes first. A stats call is such a step, so that the list has it too.
+        await queue.stats();
       }
       const ids =
         named.length > 0 ? [...new Set(named)] : (await queue.deadLetters()).map((dead) => dead.id);

@@ -300,6 +300,11 @@ async function publishLines(
     context.stdout.write(
       `published ${counts.published} jobs (${counts.duplicates} duplicates) to ${queue.name}${stopped}\n`,
     );
+  } else if (stoppedBefore !== undefined) {
+    // Standard output holds the jobs' lines alone: the stop is said on stderr, as a failure is.
+    context.stderr.write(
+      `leaseq publish: stopped before line ${stoppedBefore}; ${counts.published} jobs published (${counts.duplicates} duplicates) to ${queue.name}\n`,
+    );
   }
   return stoppedBefore === undefined ? EXIT.ok : EXIT.failed;
 }

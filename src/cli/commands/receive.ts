@@ -72,12 +72,16 @@ export const receive: Command = {
   },
 };
 
-/** `[]` with --json; else why: nothing was ready, or a signal stopped the wait. */
+/**
+ * `[]` with --json; and why on stderr: a signal stopped the wait (with --json too: exit code 1
+ * needs its word), or, without --json, nothing was ready.
+ */
 function nothingReceived(json: boolean, context: CliContext): number {
   // Stopped by a signal before a job came: not "no job ready" (a script would go on).
   const stopped = context.stop.aborted;
   if (json) printJson(context, []);
-  else context.stderr.write(stopped ? 'stopped before a job came\n' : 'no job ready\n');
+  if (stopped) context.stderr.write('stopped before a job came\n');
+  else if (!json) context.stderr.write('no job ready\n');
   return stopped ? EXIT.failed : EXIT.ok;
 }
 
