@@ -266,6 +266,12 @@ function installHooks(app: FastifyInstance, services: Services): void {
 }
 
 const NO_QUERY = object({});
+/**
+ * The body of a route that takes none (a DELETE), when one is sent all the same: nothing, or an
+ * object without fields. A field would be ignored, and the queue deleted whatever it asked
+ * (`{"ifEmpty": true}`): refused as an unknown body field is everywhere else.
+ */
+const NO_BODY = { ...object({}), nullable: true };
 
 function register(app: FastifyInstance, spec: RouteSpec, services: Services): void {
   const principals = new WeakMap<FastifyRequest, Principal>();
@@ -282,7 +288,11 @@ function register(app: FastifyInstance, spec: RouteSpec, services: Services): vo
       ...(spec.query === undefined && !spec.url.startsWith('/v1/')
         ? {}
         : { querystring: spec.query ?? NO_QUERY }),
-      ...(spec.body === undefined ? {} : { body: spec.body }),
+      ...(spec.body !== undefined
+        ? { body: spec.body }
+        : spec.method === 'DELETE'
+          ? { body: NO_BODY }
+          : {}),
       ...response,
     },
     onRequest: async (request) => {

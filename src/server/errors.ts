@@ -58,8 +58,34 @@ const CODE_BY_FRAMEWORK_STATUS: Readonly<Record<number, ErrorCode>> = {
   503: 'CLOSED',
 };
 
+/**
+ * Node's error for a request whose connection closed before its body arrived whole (the client
+ * went away, or the server cut a request that did not arrive in time), which Fastify hands on
+ * as the body's error: the client's doing, answered (to nobody) as such and not logged as a
+ * failure of the server.
+ */
+function bodyCutShort(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    error.message === 'aborted' &&
+    (error as { code?: unknown }).code === 'ECONNRESET'
+  );
+}
+
 /** Turns anything thrown while serving a request into the status and `{ error }` body. */
 export function mapError(error: unknown): MappedError {
+  if (bodyCutShort(error)) {
+    return {
+      status: STATUS_BY_CODE.INVALID_ARGUMENT,
+      body: {
+        error: {
+          code: 'INVALID_ARGUMENT',
+          message: 'the connection closed before the request body arrived whole',
+        },
+      },
+      internal: false,
+    };
+  }
   const code = codeOf(error);
   const publicMessage = PUBLIC_MESSAGE[code];
   const message = publicMessage ?? (error instanceof Error ? error.message : 'internal error');
