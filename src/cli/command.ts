@@ -2,6 +2,7 @@ import type { ParseArgsConfig } from 'node:util';
 import { RemoteError } from '../client/index.js';
 import { CodedError, ValidationError } from '../core/index.js';
 import { doneCountOf } from '../wire/index.js';
+import { counted } from './format.js';
 
 /** Where a command writes: standard output or error, or a test's buffer. */
 export interface Output {
@@ -141,7 +142,10 @@ export async function sayingDoneBefore<T>(
   } catch (error) {
     const done = before + (doneCountOf(error) ?? 0);
     if (done > 0 && typeof error === 'object' && error !== null) {
-      doneBeforeErrors.set(error, `${done} jobs were ${verb} before the error`);
+      doneBeforeErrors.set(
+        error,
+        `${counted(done, 'job')} ${done === 1 ? 'was' : 'were'} ${verb} before the error`,
+      );
     }
     throw error;
   }

@@ -6,6 +6,11 @@ import type {
   ResolvedQueueOptions,
 } from '../core/index.js';
 
+/** `count` and the noun, singular for 1: "1 job", "3 jobs", "0 duplicates". */
+export function counted(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
 const show = (value: number, unit = '') =>
   value === Number.POSITIVE_INFINITY ? 'unbounded' : `${value}${unit}`;
 

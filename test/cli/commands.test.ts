@@ -152,7 +152,7 @@ describe('dead-letter queues (R26)', () => {
     // --origin picks the jobs that died in the queues named: here only `kept` died in source.
     expect((await run(['queue', 'move', dlq, '--origin', fresh()])).stdout).toBe('moved 0 jobs\n');
     const back = await run(['queue', 'move', dlq, '--origin', source, '--origin', fresh()]);
-    expect(back.stdout).toBe('moved 1 jobs\n');
+    expect(back.stdout).toBe('moved 1 job\n');
     expect(JSON.parse((await run(['job', source, 'kept', '--json'])).stdout)).toMatchObject({
       state: 'ready',
     });
@@ -534,7 +534,7 @@ describe('publish, receive, ack and nack', () => {
     writeFileSync(file, `${lines.join('\n')}\n{"id":"s1"}`);
     const fromFile = await run(['publish', name, '--file', file, '--progress']);
     expect(fromFile.code).toBe(0);
-    expect(fromFile.stdout).toBe(`published 250 jobs (1 duplicates) to ${name}\n`);
+    expect(fromFile.stdout).toBe(`published 250 jobs (1 duplicate) to ${name}\n`);
     expect(fromFile.stderr).toContain('publishing [##############################] 100% 251 jobs');
     // A file saved with a UTF-8 byte order mark (Windows editors): the mark is not JSON.
     const marked = join(dir, 'bom.jsonl');
@@ -587,6 +587,11 @@ describe('publish, receive, ack and nack', () => {
     writeFileSync(file, '{"id":"x"}\nnot json\n');
     expect((await run(['publish', name, '--file', file])).stderr).toContain(
       'line 2 is not JSON (0 jobs were published before it)',
+    );
+    // One line, one job: said in the singular.
+    writeFileSync(file, '{"id":"a3"}\n{"id":"b3","delay":-1}\n');
+    expect((await run(['publish', name, '--file', file, '--batch-size', '1'])).stderr).toContain(
+      'line 2 was not published (1 job was published before it): line 2: delay must be',
     );
   });
 
@@ -836,7 +841,7 @@ describe('dead letters', () => {
     expect(await run(['dead', 'redrive', name, 'd3', 'd1', 'nobody', 'd3'])).toMatchObject({
       code: 3,
       stdout:
-        'redriven 1 jobs\nnot redriven (absent or not dead) d1\nnot redriven (absent or not dead) nobody\n',
+        'redriven 1 job\nnot redriven (absent or not dead) d1\nnot redriven (absent or not dead) nobody\n',
     });
     expect(await run(['dead', 'redrive', name])).toMatchObject({ code: 0 });
   });

@@ -148,7 +148,7 @@ describe('leaseq as a process (from the sources)', () => {
       await until(async () => (await queue.inspect()).ready.length === 1, 'the line written');
       cli.kill('SIGINT');
       // It says so; then the close of the FIFO waits on the read of it.
-      await until(() => stdout().includes('published 1 jobs'), 'its answer to SIGINT');
+      await until(() => stdout().includes('published 1 job'), 'its answer to SIGINT');
       expect(cli.exitCode).toBe(null);
       cli.kill('SIGINT');
       const ended = await Promise.race([exit, sleep(5_000).then(() => 'still running')]);

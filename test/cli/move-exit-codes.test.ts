@@ -42,7 +42,7 @@ describe('leaseq queue move and the jobs it leaves', () => {
       expect(some).toEqual({
         code: 3,
         stdout:
-          'moved 1 jobs\nnot moved 1 of the 2 jobs named (absent, not ready or delayed, of another origin or none, or not taken by the target)\n',
+          'moved 1 job\nnot moved 1 of the 2 jobs named (absent, not ready or delayed, of another origin or none, or not taken by the target)\n',
         stderr: '',
       });
       expect(await ready(to)).toEqual(['a']);

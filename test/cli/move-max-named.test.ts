@@ -28,7 +28,7 @@ describe('leaseq queue move with ids and a lower --max', () => {
     expect(await leaseq(argv, { env })).toEqual({
       code: 3,
       stdout:
-        'moved 1 jobs\nnot moved 1 of the 2 jobs asked for (--max 2 of the 3 named; absent, not ready or delayed, of another origin or none, or not taken by the target)\n',
+        'moved 1 job\nnot moved 1 of the 2 jobs asked for (--max 2 of the 3 named; absent, not ready or delayed, of another origin or none, or not taken by the target)\n',
       stderr: '',
     });
     expect([...(await (await server.broker.queue('max-to')).inspect()).ready]).toEqual(['c']);

@@ -65,7 +65,7 @@ describe('leaseq queue move to a queue that does not exist', () => {
     const to = await queueWithJobs([]);
     expect(await run(['queue', 'move', from, '--to', to])).toEqual({
       code: 0,
-      stdout: 'moved 1 jobs\n',
+      stdout: 'moved 1 job\n',
       stderr: '',
     });
     expect(await ready(to)).toEqual(['a']);

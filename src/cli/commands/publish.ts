@@ -17,6 +17,7 @@ import {
   type Values,
 } from '../command.js';
 import { checkServerLimit, integerFlag, positionals, saidMaxBatch, stringFlag } from '../flags.js';
+import { counted } from '../format.js';
 import { type Line, LineError, readLines } from '../json-lines.js';
 import { ProgressBar } from '../progress.js';
 import { printJson, withClient } from '../remote.js';
@@ -247,9 +248,12 @@ async function publishLines(
         // Not UTF-8, or too long: refused as a line that is not JSON is, its batch unpublished.
         if (!(error instanceof LineError)) throw error;
         const before = counts.published + counts.duplicates;
-        throw new Error(`${error.message} (${before} jobs were published before it)`, {
-          cause: error,
-        });
+        throw new Error(
+          `${error.message} (${counted(before, 'job')} ${before === 1 ? 'was' : 'were'} published before it)`,
+          {
+            cause: error,
+          },
+        );
       }
       if (next.done === true) {
         stoppedBefore = next.value;
@@ -291,19 +295,19 @@ async function publishLines(
   if (outputFailed !== undefined) {
     const code = (outputFailed as NodeJS.ErrnoException).code ?? outputFailed.message;
     context.stderr.write(
-      `leaseq publish: standard output failed (${code}): stopped after line ${lastLine}; ${counts.published} jobs published (${counts.duplicates} duplicates), the lines after it not sent\n`,
+      `leaseq publish: standard output failed (${code}): stopped after line ${lastLine}; ${counted(counts.published, 'job')} published (${counted(counts.duplicates, 'duplicate')}), the lines after it not sent\n`,
     );
     return EXIT.failed;
   }
   if (!values.json) {
     const stopped = stoppedBefore === undefined ? '' : `; stopped before line ${stoppedBefore}`;
     context.stdout.write(
-      `published ${counts.published} jobs (${counts.duplicates} duplicates) to ${queue.name}${stopped}\n`,
+      `published ${counted(counts.published, 'job')} (${counted(counts.duplicates, 'duplicate')}) to ${queue.name}${stopped}\n`,
     );
   } else if (stoppedBefore !== undefined) {
     // Standard output holds the jobs' lines alone: the stop is said on stderr, as a failure is.
     context.stderr.write(
-      `leaseq publish: stopped before line ${stoppedBefore}; ${counts.published} jobs published (${counts.duplicates} duplicates) to ${queue.name}\n`,
+      `leaseq publish: stopped before line ${stoppedBefore}; ${counted(counts.published, 'job')} published (${counted(counts.duplicates, 'duplicate')}) to ${queue.name}\n`,
     );
   }
   return stoppedBefore === undefined ? EXIT.ok : EXIT.failed;
@@ -318,7 +322,8 @@ interface LineJob {
 type Counts = { published: number; duplicates: number };
 
 function publishedBefore(counts: Counts): string {
-  return `${counts.published + counts.duplicates} jobs were published before`;
+  const before = counts.published + counts.duplicates;
+  return `${counted(before, 'job')} ${before === 1 ? 'was' : 'were'} published before`;
 }
 
 /** The job of a line: a JSON object (its fields are checked with its batch). */
@@ -359,7 +364,9 @@ async function publishBatch(
   try {
     return await queue.publishBatch(batch.map((line) => line.job));
   } catch (error) {
-    const range = `${batch[0]?.number}–${batch.at(-1)?.number}`;
+    const first = batch[0]?.number;
+    const last = batch.at(-1)?.number;
+    const lines = first === last ? `line ${first} was` : `lines ${first}–${last} were`;
     // The batch's jobs[k] is a line of the file: named by its number, as the lines above are,
     // on either transport (the publish is the batch's only operation: `operations[0].jobs[k]`).
     const reason = (error as Error).message.replace(
@@ -371,7 +378,7 @@ async function publishBatch(
       },
     );
     throw new Error(
-      `lines ${range} were not published (${publishedBefore(counts)} them): ${reason}`,
+      `${lines} not published (${publishedBefore(counts)} ${first === last ? 'it' : 'them'}): ${reason}`,
       {
         cause: error,
       },

@@ -3,7 +3,7 @@ import { build, NotFoundError, type QueueOptions } from '../../core/index.js';
 import type { CliContext, Command, OptionsConfig, Values } from '../command.js';
 import { EXIT, fromCommandLine, sayingDoneBefore, UsageError } from '../command.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
-import { formatOptions, formatStats } from '../format.js';
+import { counted, formatOptions, formatStats } from '../format.js';
 import { printJson, withClient } from '../remote.js';
 
 const optionFlags: OptionsConfig = {
@@ -274,12 +274,12 @@ export const queueMove: Command = {
     const notMoved = ids.length === 0 ? 0 : Math.max(0, asked - moved);
     if (values.json) printJson(context, { moved, ...(ids.length > 0 ? { notMoved } : {}) });
     else {
-      context.stdout.write(`moved ${moved} jobs\n`);
+      context.stdout.write(`moved ${counted(moved, 'job')}\n`);
       if (notMoved > 0) {
         const of =
           asked < named
-            ? `the ${asked} jobs asked for (--max ${asked} of the ${named} named; `
-            : `the ${named} jobs named (`;
+            ? `the ${counted(asked, 'job')} asked for (--max ${asked} of the ${named} named; `
+            : `the ${counted(named, 'job')} named (`;
         context.stdout.write(
           `not moved ${notMoved} of ${of}absent, not ready or delayed, of another origin or none, or not taken by the target)\n`,
         );
