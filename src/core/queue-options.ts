@@ -54,7 +54,7 @@ export function checkSameOptions(
     )
     .map(
       ([key, value]) =>
-        `${key}: stored ${stored[key as keyof ResolvedQueueOptions]}, asked ${value}`,
+        `${key}: stored ${stored[key as keyof ResolvedQueueOptions] ?? 'unset'}, asked ${value}`,
     );
   if (differing.length > 0) {
     throw new ConflictError(
