@@ -126,8 +126,11 @@ export async function runOperations(
 }
 
 /** A reserve that takes its queue's lease. */
+/** A reserve that takes its queue's lease: one naming no visibility, and not received at most once (R22: no lease). */
 function defaultLease(operation: Operation): boolean {
-  return operation.type === 'reserve' && operation.visibility === undefined;
+  return (
+    operation.type === 'reserve' && operation.visibility === undefined && operation.ack !== 'auto'
+  );
 }
 
 export function authorizeOperation(

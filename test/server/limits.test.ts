@@ -199,6 +199,31 @@ describe("maxVisibilityMs and a queue's own lease", () => {
       await short.close();
     }
   });
+
+  it('R22 lets a receive at most once take a job of a queue whose lease is above it: no lease applies', async () => {
+    const short = await startTestServer({ limits: { maxVisibilityMs: 1000 } });
+    const at = (method: string, path: string, body?: unknown) =>
+      call(short.baseUrl, method, path, body === undefined ? {} : { body });
+    try {
+      const queue = await short.broker.queue('long', { visibility: 30_000 });
+      await queue.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+      const receive = await at('POST', '/v1/queues/long/receive', { ack: 'auto' });
+      expect(receive.status).toBe(200);
+      expect(receive.body.deliveries.map((d: { id: string }) => d.id)).toEqual(['a']);
+      const operations = await at('POST', '/v1/queues/long/operations', {
+        operations: [{ type: 'reserve', ack: 'auto' }, { type: 'reserve' }],
+      });
+      expect(operations.body.results[0]).toMatchObject({ ok: true, value: [{ id: 'b' }] });
+      // A manual reserve still takes the queue's lease, held to the limit.
+      expect(operations.body.results[1]).toMatchObject({
+        ok: false,
+        error: { code: 'INVALID_ARGUMENT' },
+      });
+      expect(await queue.stats()).toMatchObject({ ready: 1, active: 0, autoAcked: 2 });
+    } finally {
+      await short.close();
+    }
+  });
 });
 
 describe('long polls', () => {

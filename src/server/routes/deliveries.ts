@@ -61,7 +61,10 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
       response: object({ deliveries: arrayOf(schemas.delivery) }, ['deliveries']),
       async handle({ params, body, signal, clientGone, log }) {
         const queue = await queues.existing(params.name);
-        if (body.visibility === undefined) await checkQueueVisibility(queue, limits);
+        // R22: a job received at most once has no lease, so the queue's is not held to the limit.
+        if (body.visibility === undefined && body.ack !== 'auto') {
+          await checkQueueVisibility(queue, limits);
+        }
         const { session, wait = 0, ...reserve } = body;
         const signer = receipts.forQueue(queue.name);
         const sessionId =
