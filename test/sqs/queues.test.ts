@@ -126,6 +126,19 @@ describe('queue attributes', () => {
     });
   });
 
+  it('refuses SetQueueAttributes without Attributes with MissingParameter, as SQS does', async () => {
+    const url = (await create(freshName('noattrs'), { DelaySeconds: '3' })).QueueUrl as string;
+    const missing = await failure(
+      server.client.send(new SetQueueAttributesCommand({ QueueUrl: url } as never)),
+    );
+    expect(missing).toMatchObject({
+      name: 'MissingParameter',
+      status: 400,
+      message: 'The request must contain the parameter Attributes.',
+    });
+    expect(await attributesOf(url, ['DelaySeconds'])).toEqual({ DelaySeconds: '3' });
+  });
+
   it('reads every attribute, sets them, and keeps what leaseq does not act on', async () => {
     const name = freshName('attrs');
     const { QueueUrl } = await create(name, { Policy: '{"Version":"2012-10-17"}' });

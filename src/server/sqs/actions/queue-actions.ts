@@ -17,7 +17,7 @@ import {
   type SqsCall,
   type SqsServices,
 } from '../context.js';
-import { invalidParameter, queueDoesNotExist, SqsError } from '../errors.js';
+import { invalidParameter, missingParameter, queueDoesNotExist, SqsError } from '../errors.js';
 import { FIFO_DEDUP_WINDOW_MS, isFifo } from '../fifo.js';
 import {
   optionalInteger,
@@ -213,6 +213,10 @@ async function getQueueAttributes(call: SqsCall, sqs: SqsServices) {
 
 async function setQueueAttributes(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'admin');
+  // Required, as SQS has it: a call without it sets nothing, which a caller did not mean.
+  if (call.input.Attributes === undefined || call.input.Attributes === null) {
+    throw missingParameter('Attributes');
+  }
   const given = stringMap(call.input, 'Attributes');
   const fifo = isFifo(await sqs.catalog.get(queue.name));
   const change = parseQueueAttributes(given, fifo, sqs.services.limits);
