@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 /** Facts the docs state about the code and each other, read from where they are defined. */
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 /** The pages that name the whole contract by its range of rules (others cite a part of it). */
-const WHOLE_CONTRACT = ['README.md', 'docs/concepts.md', 'docs/http-api.md'];
+const WHOLE_CONTRACT = ['README.md', 'docs/concepts.md', 'docs/http-api.md', 'docs/stream.md'];
 
 describe('the docs agree with the code', () => {
   it('every range of rules (R1…Rn) ends at the last rule of docs/spec.md', () => {
