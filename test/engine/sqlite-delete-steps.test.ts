@@ -80,6 +80,68 @@ async function turnsAtJobDeletes(
   return seen;
 }
 
+/**
+ * A queue `big` of `dead` dead jobs named `a-…` (their leases ran out, one delivery allowed),
+ * then `live` ready ones named `b-…`, and `after` dead ones named `c-…`: the dead `a-` jobs come
+ * first in the order of the key, the `c-` ones last.
+ */
+async function withDeadJobs(
+  dead: number,
+  live: number,
+  after = 0,
+): Promise<{ engine: Engine; file: string; now: number }> {
+  files += 1;
+  const file = join(directory, `q${files}.db`);
+  const engine = await openEngine(`sqlite:${file}`);
+  const queue = await engine.queue('big', { visibility: 60_000, maxDeliveries: 1 });
+  let now = 1;
+  const named = (prefix: string, count: number) =>
+    Array.from({ length: count }, (_, n) => ({ id: `${prefix}-${String(n).padStart(5, '0')}` }));
+  for (const [prefix, count] of [
+    ['a', dead],
+    ['c', after],
+  ] as const) {
+    for (let at = 0; at < count; at += 500) {
+      await queue.publishBatch(now, named(prefix, count).slice(at, at + 500));
+      await queue.reserve(now, { max: 500, visibility: 1 });
+    }
+  }
+  now += 10;
+  for (let at = 0; at < live; at += 500) {
+    await queue.publishBatch(now, named('b', live).slice(at, at + 500));
+  }
+  expect(await queue.stats(now)).toMatchObject({ ready: live, dead: dead + after, active: 0 });
+  return { engine, file, now };
+}
+
+/** The statements that read or delete jobs while `action` runs, with their parameters. */
+async function jobStatements(
+  action: () => Promise<unknown>,
+): Promise<{ sql: string; params: readonly SqlValue[] }[]> {
+  const seen: { sql: string; params: readonly SqlValue[] }[] = [];
+  const spies = (['query', 'run'] as const).map((method) => {
+    const original = SqliteConnection.prototype[method] as (
+      this: SqliteConnection,
+      sql: string,
+      params?: readonly SqlValue[],
+    ) => Promise<unknown>;
+    return vi.spyOn(SqliteConnection.prototype, method).mockImplementation(function (
+      this: SqliteConnection,
+      sql: string,
+      params: readonly SqlValue[] = [],
+    ) {
+      if (/^(DELETE|SELECT id) FROM leaseq_jobs\b/.test(sql)) seen.push({ sql, params });
+      return original.call(this, sql, params);
+    } as never);
+  });
+  try {
+    await action();
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+  return seen;
+}
+
 /** The loop turned between every two statements. */
 function expectTurnsBetween(turns: readonly number[]): void {
   for (let step = 1; step < turns.length; step++) {
@@ -134,6 +196,53 @@ describe('large queues on SQLite', () => {
       await engine.close();
     }
     expect(jobRows(file, 'big')).toBe(2);
+  });
+
+  it('purgeQueue with the dead removes the dead jobs in steps with turns of the event loop between them too', async () => {
+    const { engine, file, now } = await withDeadJobs(2500, 10);
+    try {
+      const queue = await engine.queue('big');
+      let removed: unknown;
+      const turns = await turnsAtJobDeletes(async () => {
+        removed = await queue.purgeQueue(now, { dead: true });
+      });
+      expect(removed).toEqual({ ready: 10, delayed: 0, active: 0, dead: 2500 });
+      // The 10 live jobs in one step, then the 2,500 dead in three.
+      expect(turns).toHaveLength(4);
+      expectTurnsBetween(turns.slice(1));
+      expect(await queue.stats(now)).toMatchObject({ ready: 0, dead: 0, purged: 2510 });
+    } finally {
+      await engine.close();
+    }
+    expect(jobRows(file, 'big')).toBe(0);
+  });
+
+  it('purgeQueue reads on from where its step before ended, past the dead jobs ahead of the live ones', async () => {
+    const { engine, file, now } = await withDeadJobs(1500, 2500, 20);
+    try {
+      const queue = await engine.queue('big');
+      let removed: unknown;
+      const statements = await jobStatements(async () => {
+        removed = await queue.purgeQueue(now);
+      });
+      expect(removed).toEqual({ ready: 2500, delayed: 0, active: 0, dead: 0 });
+      const deletes = statements.filter(({ sql }) => sql.startsWith('DELETE'));
+      expect(deletes).toHaveLength(3);
+      // Every statement after the first step starts at a live job (the last the step before
+      // deleted), not again at the front of the queue, before its 1,500 dead jobs.
+      const first = statements.indexOf(deletes[0] as (typeof statements)[number]);
+      for (const { params } of statements.slice(first + 1)) {
+        expect(params.some((value) => typeof value === 'string' && value.startsWith('b-'))).toBe(
+          true,
+        );
+      }
+      expect(await queue.stats(now)).toMatchObject({ ready: 0, dead: 1520 });
+      const dead = (await queue.inspect()).dead.map((job) => job.id);
+      expect(dead).toHaveLength(1520);
+    } finally {
+      await engine.close();
+    }
+    expect(jobRows(file, 'big')).toBe(1520);
   });
 
   it('a close whose signal aborts between the steps of a delete rolls it back whole, at the next step', async () => {

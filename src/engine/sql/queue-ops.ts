@@ -716,9 +716,16 @@ export class QueueOps extends JobMoves {
     if (ids !== undefined) {
       purged = await this.deleteJobs((await this.deadJobs(ids)).map((job) => job.id));
     } else if (page === undefined) {
-      purged = await this.c.run(`DELETE FROM leaseq_jobs WHERE queue = ? AND state = 'dead'`, [
+      // Every dead job, in one unit (purgeQueue's `dead`, a purge in a batch): in steps where
+      // statements run in this process, as purgeQueue's live jobs.
+      purged = await deleteInSteps(
+        this.c,
+        this.dialect,
+        this.batch,
+        'leaseq_jobs',
         this.q.name,
-      ]);
+        "state = 'dead'",
+      );
     } else {
       page.through ??= this.q.deadSeq;
       purged = await this.c.run(
