@@ -45,6 +45,11 @@ export class LeaseRenewer implements Scheduled {
   /** Automatic renewals so far (bounded by maxRenewals). */
   renewals = 0;
   private lastLeaseMs: number;
+  /**
+   * When the queue answered the current deadline, on the worker's clock: the reservation (the
+   * start of its lease as counted here), then each extension's answer.
+   */
+  private answeredAt: number;
   private progressed = false;
   private capped = false;
   private stopped = false;
@@ -66,6 +71,7 @@ export class LeaseRenewer implements Scheduled {
     private localDeadline: number,
   ) {
     this.lastLeaseMs = config.leaseMs;
+    this.answeredAt = localDeadline - config.leaseMs;
   }
 
   /** The current deadline as the queue reported it (ms). */
@@ -202,19 +208,35 @@ export class LeaseRenewer implements Scheduled {
     if (this.stopped) return 'stopped';
     if (deadline === null) return this.lose('renewal-refused');
     this.retryAt = 0;
-    if (sentAt + visibility > this.localDeadline && deadline <= this.deadline) {
+    if (this.askedLater(visibility, sentAt) && deadline <= this.deadline) {
       // Asked for a later deadline and did not get one: the queue's maxLease (R10) holds it,
       // earlier than before when the maxLease was lowered since the delivery was made.
       this.capped = true;
       this.moveDeadline(deadline);
+      this.answeredAt = clock.now();
       return 'capped';
     }
     if (automatic) this.renewals += 1;
     this.progressed = false;
     this.moveDeadline(deadline);
+    this.answeredAt = clock.now();
     this.lastLeaseMs = visibility;
     this.holder.leaseRenewed();
     return 'renewed';
+  }
+
+  /**
+   * Whether an extension of `visibility` ms sent at `sentAt` surely asked for a deadline later
+   * than the current one. The queue's time when it answers is at least its time when it answered
+   * the current deadline (that deadline less the lease asked for then) plus what has passed here
+   * since, less a millisecond: its clock and the worker's count whole milliseconds, each read at
+   * its own instant. Measured from that answer, not from the receipt: two clocks that drift
+   * apart over a long job do not make an extension look capped. Extensions the queue answers
+   * within one of its milliseconds (`await ctx.extend()` twice in a row) get the same deadline
+   * without any cap.
+   */
+  private askedLater(visibility: number, sentAt: number): boolean {
+    return visibility + Math.max(0, sentAt - this.answeredAt - 1) > this.lastLeaseMs;
   }
 
   /** The deadline moves locally by exactly as much as the queue moved it (earlier, too). */
