@@ -556,16 +556,16 @@ export class Worker<P = unknown> {
     this.wakeFetch();
     // A receive the storage does not answer (a partition: a statement cannot be called back)
     // must not hold close past its timeout and the give-back's second: what it reserves later
-    // goes back unrun, or is left to its lease.
+    // goes back unrun, or is left to its lease. Each wait below reads the grace period again
+    // when a later, shorter close cuts it (a second signal): none waits out the first's timeout.
     const { clock } = this.options;
-    const hardEnd = () => this.graceEndsAt + GIVE_BACK_WAIT_MS;
     const fetched = Promise.all([this.loop, Promise.allSettled([...this.fetches])]);
     // Half of the give-back's second at most past the grace: the other half is the give-back's.
-    await this.atMost(
-      fetched.then(() => undefined),
-      Math.max(0, this.graceEndsAt - clock.now()) + GIVE_BACK_WAIT_MS / 2,
+    await this.until(fetched, () => this.graceEndsAt + GIVE_BACK_WAIT_MS / 2);
+    await this.until(
+      Promise.all([...this.inHand].map((run) => run.done())),
+      () => this.graceEndsAt,
     );
-    await this.untilGraceEnds(Promise.all([...this.inHand].map((run) => run.done())));
     const giveBack = (async () => {
       // Each release puts its job at the front of ready: the last reserved first, so that the
       // jobs go back in the order they were reserved, as leases that end together do (R12).
@@ -574,7 +574,10 @@ export class Worker<P = unknown> {
       this.keeping.abort();
       await this.session?.close();
     })();
-    await this.atMost(giveBack, Math.max(GIVE_BACK_WAIT_MS / 2, hardEnd() - clock.now()));
+    const givingBackFrom = clock.now();
+    await this.until(giveBack, () =>
+      Math.max(givingBackFrom + GIVE_BACK_WAIT_MS / 2, this.graceEndsAt + GIVE_BACK_WAIT_MS),
+    );
     // The jobs in hand were kept until now: a cancel during the grace period stops its handler
     // at once, as at any other time.
     this.keeping.abort();
@@ -592,32 +595,22 @@ export class Worker<P = unknown> {
   }
 
   /**
-   * `work`, or nothing once `ms` passed: a storage or server that does not answer must not hold
-   * `close()` past its timeout by much. What was not given back in time is left to its lease.
+   * Waits until `work` is done or the worker's clock reaches `end()`, read again whenever a later
+   * close cuts the grace period: a storage or server that does not answer must not hold `close()`
+   * past its timeout by much. What was not given back in time is left to its lease; a failure
+   * of `work` is its own.
    */
-  private async atMost(work: Promise<void>, ms: number): Promise<void> {
-    // A failure after the bound has nobody to reach; within it, the race passes it on.
-    work.catch(() => undefined);
-    const timer = new AbortController();
-    try {
-      await Promise.race([work, this.options.clock.sleep(ms, timer.signal)]);
-    } finally {
-      timer.abort();
-    }
-  }
-
-  /** Waits until `work` is done or the grace period (which may shrink) ends. */
-  private async untilGraceEnds(work: Promise<unknown>): Promise<void> {
+  private async until(work: Promise<unknown>, end: () => number): Promise<void> {
     const { clock } = this.options;
     let allDone = false;
     const finish = () => {
       allDone = true;
     };
     const done = work.then(finish, finish);
-    while (!allDone && clock.now() < this.graceEndsAt) {
+    while (!allDone && clock.now() < end()) {
       const timer = new AbortController();
       this.graceTimer = timer;
-      await Promise.race([done, clock.sleep(this.graceEndsAt - clock.now(), timer.signal)]);
+      await Promise.race([done, clock.sleep(end() - clock.now(), timer.signal)]);
       timer.abort();
     }
     this.graceTimer = undefined;
