@@ -51,6 +51,8 @@ export class LeaseRenewer implements Scheduled {
    */
   private answeredAt: number;
   private progressed = false;
+  /** Progress reports so far: those made while an extension is on its way count for the next. */
+  private reports = 0;
   private capped = false;
   private stopped = false;
   private retryAt = 0;
@@ -103,6 +105,7 @@ export class LeaseRenewer implements Scheduled {
   /** The handler reported progress: with 'on-progress', the next renewal may happen. */
   progress(): void {
     this.progressed = true;
+    this.reports += 1;
     if (this.config.policy === 'on-progress') this.reschedule();
   }
 
@@ -194,6 +197,7 @@ export class LeaseRenewer implements Scheduled {
     // Two steps may have found a renewal due at once; the one that ran first made it.
     if (automatic && clock.now() < this.renewalDueAt) return 'waiting';
     const sentAt = clock.now();
+    const reportsSent = this.reports;
     let deadline: number | null;
     try {
       deadline = await queue.extend(this.token, visibility);
@@ -217,7 +221,8 @@ export class LeaseRenewer implements Scheduled {
       return 'capped';
     }
     if (automatic) this.renewals += 1;
-    this.progressed = false;
+    // This renewal answers the reports made before it was sent, not those made on its way.
+    if (this.reports === reportsSent) this.progressed = false;
     this.moveDeadline(deadline);
     this.answeredAt = clock.now();
     this.lastLeaseMs = visibility;

@@ -195,8 +195,11 @@ export class Worker<P = unknown> {
       wait?: number;
     } = {},
   ): Promise<number> {
+    // Checked as close() checks its options: a misspelt wait is not the default, and a bad one
+    // is the caller's mistake, not a failed fetch.
+    const wait = runOnceWait(options);
     this.checkOpen();
-    return this.fetchOnce(options.wait ?? 0);
+    return this.fetchOnce(wait);
   }
 
   /** One renewal step of every job in hand. Returns how many leases it renewed. */
@@ -398,6 +401,9 @@ export class Worker<P = unknown> {
       throw error;
     } finally {
       this.reserving -= free;
+      // The slots it did not fill are free again: a fetch loop started while a runOnce waited
+      // found none free, and waits for this (its jobs are in hand before the loop runs again).
+      this.wakeFetch();
     }
     const receivedAt = this.options.clock.now();
     this.counters.received += deliveries.length;
@@ -676,6 +682,24 @@ function checkWithinLimits(
       `backoff.maxDelay is ${options.backoff.maxDelay} ms, above the longest delay the queue takes (maxDelayMs ${maxDelayMs}): retries would be refused`,
     );
   }
+}
+
+/** The `wait` of `runOnce`'s options (default 0), or a ValidationError naming what is wrong. */
+function runOnceWait(options: unknown): number {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError(`runOnce: options must be an object, got ${show(options)}`);
+  }
+  const unknown = Object.keys(options).filter((name) => name !== 'wait');
+  if (unknown.length > 0) {
+    throw new ValidationError(
+      unknown.map((name) => `runOnce: unknown option ${JSON.stringify(name)}`),
+    );
+  }
+  const { wait = 0 } = options as { wait?: unknown };
+  if (!Number.isSafeInteger(wait) || (wait as number) < 0) {
+    throw new ValidationError(`runOnce: wait must be an integer ≥ 0 (ms), got ${show(wait)}`);
+  }
+  return wait as number;
 }
 
 /**

@@ -1,0 +1,50 @@
+import { expect, it } from 'vitest';
+import { Gate } from '../../src/testing/index.js';
+import type { JobContext } from '../../src/worker/index.js';
+import { describeEngines, workerEngines } from './engines.js';
+
+const engines = await workerEngines();
+
+describeEngines(engines, 'on-progress renewal', (open) => {
+  it('a progress report made while a renewal is on its way counts for the next renewal', async () => {
+    const h = await open();
+    const gate = new Gate();
+    const contexts: JobContext[] = [];
+    const consumer = h.process(
+      async (_job, ctx) => {
+        contexts.push(ctx);
+        await gate.pass(ctx.signal);
+      },
+      { renew: 'on-progress' },
+    );
+    await h.queue.publish({ id: 'a' });
+    expect(await consumer.worker.runOnce()).toBe(1);
+    await gate.arrivedAt(1);
+    const ctx = contexts[0] as JobContext;
+    const extends_ = () => consumer.faults.calls.filter((call) => call.op === 'extend');
+    ctx.progress({ step: 1 });
+    // The renewal due at 700 reaches the queue; its answer is read only after the next report.
+    consumer.faults.failRenewals({ mode: 'late', count: 1 });
+    await h.advance(700);
+    expect(extends_()).toHaveLength(1);
+    await h.advance(50);
+    ctx.progress({ step: 2 });
+    consumer.faults.heal();
+    await h.flush();
+    expect(ctx.deadline).toBe(1700);
+    // Renewed again for the report made while the first renewal was on its way.
+    await h.advance(950, { step: 50 });
+    expect(extends_()).toHaveLength(2);
+    expect(ctx.signal.aborted).toBe(false);
+    expect(ctx.deadline).toBeGreaterThan(1700);
+    // No report since: the lease then ends.
+    await h.advance(1000, { step: 50 });
+    expect(extends_()).toHaveLength(2);
+    expect(ctx.signal.reason).toMatchObject({ code: 'LEASE_LOST', reason: 'expired' });
+    expect(await consumer.nextOutcome()).toMatchObject({
+      outcome: 'lease-lost',
+      reason: 'expired',
+    });
+    expect(consumer.worker.metrics().renewals).toBe(2);
+  });
+});
