@@ -85,8 +85,9 @@ export class Harness {
       const move = Math.min(step, left);
       left -= move;
       const time = this.clock.now() + move;
+      // Every clock at once: a job the step hands to a waiting process (a lease ran out
+      // elsewhere) is timed there from the step's time, as the queue timed its lease.
       this.clock.set(time);
-      await this.flush();
       for (const consumer of this.processes) consumer.follow(time);
       await this.flush();
     } while (left > 0);
