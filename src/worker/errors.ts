@@ -80,7 +80,7 @@ export type LeaseLossReason =
   | 'stale-nack'
   | 'settle-failed'
   | 'cancelled'
-  /** The job's queue was deleted while the handler ran (a renewal answered NOT_FOUND). */
+  /** The job's queue was deleted while the handler ran (a renewal or its ack or nack answered NOT_FOUND). */
   | 'queue-deleted'
   /** Received at most once (`ack: 'auto'`, R22): the job never had a lease to extend. */
   | 'auto-ack';

@@ -1,5 +1,5 @@
 import { leaseAge } from '../broker/lease-age.js';
-import { type Delivery, ValidationError } from '../core/index.js';
+import { type Delivery, NotFoundError, ValidationError } from '../core/index.js';
 import type { AckWaiter } from './ack-batcher.js';
 import {
   errorMessage,
@@ -221,6 +221,12 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
   }
 
   private settleFailed(settlement: Settlement, error: unknown): void {
+    // The queue was deleted while the handler ran: no outage, and nothing to redeliver, as a
+    // renewal that finds it gone says.
+    if (error instanceof NotFoundError) {
+      this.finish({ outcome: 'lease-lost', reason: 'queue-deleted' });
+      return;
+    }
     this.deps.metrics.settleErrors += 1;
     this.deps.onError(error, 'settle');
     const failure = `${settlement.outcome} not settled: ${errorMessage(error)}`;

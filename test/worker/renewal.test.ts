@@ -161,6 +161,33 @@ describeEngines(engines, 'lease renewal', (open) => {
     gate.open();
   });
 
+  it('a settlement that finds the queue deleted ends the job as queue-deleted, not as a failed settlement', async () => {
+    const h = await open();
+    const gate = new Gate();
+    const consumer = h.process(
+      async (job: { id: string }, ctx) => {
+        await gate.pass(ctx.signal);
+        if (job.id === 'thrown') throw new Error('failed');
+      },
+      { concurrency: 2 },
+    );
+    await h.queue.publishBatch([{ id: 'acked' }, { id: 'thrown' }]);
+    expect(await consumer.worker.runOnce()).toBe(2);
+    await gate.arrivedAt(2);
+    await h.broker.deleteQueue(h.queue.name);
+    // Before any renewal: one handler returns (an ack), the other throws (a nack), on a queue gone.
+    gate.open();
+    const outcomes = [await consumer.nextOutcome(), await consumer.nextOutcome()];
+    expect(outcomes.map(({ id, outcome, reason }) => ({ id, outcome, reason }))).toEqual(
+      expect.arrayContaining([
+        { id: 'acked', outcome: 'lease-lost', reason: 'queue-deleted' },
+        { id: 'thrown', outcome: 'lease-lost', reason: 'queue-deleted' },
+      ]),
+    );
+    // Not an outage: no settlement error reported.
+    expect(consumer.worker.metrics()).toMatchObject({ settleErrors: 0, leasesLost: 2 });
+  });
+
   it('a refused renewal fires the signal and the job is not acked though its handler returns', async () => {
     const h = await open();
     const { consumer, gate, ctx, settles } = await holding(h);
