@@ -121,7 +121,8 @@ export class EngineBroker implements Broker {
 
   /**
    * A scheduler over this broker's storage (R25): `runOnce()` publishes the due occurrences of
-   * every stored schedule; `start()` keeps doing so. Several may run over one storage.
+   * every stored schedule; `start()` keeps doing so until `stop()` or this broker's close.
+   * Several may run over one storage.
    */
   scheduler(options?: SchedulerOptions): Scheduler {
     return new Scheduler(
@@ -130,6 +131,8 @@ export class EngineBroker implements Broker {
       // Not `queue`: a queue deleted during a pass is not made again by its occurrence.
       (queue, input) => this.handle(queue).publish(input),
       options,
+      // Its loop ends with the broker's close (see Scheduler.start).
+      this.closing.signal,
     );
   }
 

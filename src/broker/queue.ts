@@ -314,7 +314,8 @@ export interface Broker {
   secretValues?(name: string): Promise<string[]>;
   /**
    * A scheduler publishing the due occurrences of every stored schedule (R25); `runOnce()` is
-   * one pass, `start()` a loop. In-process brokers only (`leaseq serve` runs one).
+   * one pass, `start()` a loop until `stop()` or this broker's close. In-process brokers only
+   * (`leaseq serve` runs one).
    */
   scheduler?(options?: SchedulerOptions): Scheduler;
   /** Replaces a stored secret with a new random one; the old one stays valid for `graceMs`. */

@@ -1,7 +1,9 @@
 import { NotFoundError, QueueFullError, ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 import type { EngineTransaction } from '../engine/engine.js';
 import type { Engine, ScheduleRecord } from '../engine/index.js';
 import type { Clock } from './clock.js';
+import { onAbort } from './on-abort.js';
 import { dueOccurrence, nextOccurrence, occurrenceId } from './schedule-times.js';
 
 /** One occurrence a scheduler pass published. */
@@ -147,6 +149,11 @@ export class Scheduler {
       duplicate: boolean;
     }>,
     private readonly options: SchedulerOptions = {},
+    /**
+     * The close of the broker it publishes through: the loop of `start()` ends as it begins, as
+     * a `stop()` would, since no pass could succeed again.
+     */
+    private readonly brokerClosing?: AbortSignal,
   ) {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
       throw new ValidationError('scheduler options must be an object, as { intervalMs: 1000 }');
@@ -179,31 +186,58 @@ export class Scheduler {
   }
 
   /**
-   * Runs passes until `stop()`. A schedule that could not publish is reported to `onError` with
-   * its queue and name, a pass that could not read the schedules without them; the loop goes on.
+   * Runs passes until `stop()`, or until the broker it publishes through is closed. A schedule
+   * that could not publish is reported to `onError` with its queue and name, a pass that could
+   * not read the schedules without them; the loop goes on, whatever `onError` does (its failure
+   * is its own).
    */
   start(onError: (error: unknown, schedule?: ScheduleRef) => void = () => {}): void {
+    if (typeof onError !== 'function') {
+      throw new ValidationError(`start: onError must be a function, got ${show(onError)}`);
+    }
     if (this.loop !== undefined) return;
     const interval = this.options.intervalMs ?? 1000;
     const signal = this.stopping.signal;
+    const closing = this.brokerClosing;
+    // A broker closed (now or later) stops the loop: its passes would each fail with CLOSED, and
+    // its sleeps keep the process alive.
+    if (closing?.aborted) this.stopping.abort();
+    const unwatch =
+      closing === undefined || closing.aborted
+        ? undefined
+        : onAbort(closing, () => this.stopping.abort());
+    const report = (error: unknown, schedule?: ScheduleRef) => {
+      // What a pass the close cut short met is the close's doing, not the schedule's.
+      if (closing?.aborted) return;
+      try {
+        if (schedule === undefined) onError(error);
+        else onError(error, schedule);
+      } catch {
+        // A listener's failure is its own: the loop goes on.
+      }
+    };
     this.loop = (async () => {
-      while (!signal.aborted) {
-        let wait = interval;
-        try {
-          const { failures, nextAt } = await this.pass(interval);
-          for (const { error, queue, name } of failures) onError(error, { queue, name });
-          // At the next occurrence, not an interval after this pass ended: an interval's sleep
-          // after a pass that took time could pass over an occurrence, and only the latest due
-          // one is published. So too while a schedule fails: it is held back until the
-          // interval has passed (its time is in nextAt), the others are not.
-          // Not sooner than MIN_PASS_GAP_MS: schedules at many phases would each bring a pass,
-          // and each pass lists them all.
-          const floor = Math.min(interval, MIN_PASS_GAP_MS);
-          wait = Math.max(floor, Math.min(interval, nextAt - this.clock.now()));
-        } catch (error) {
-          onError(error);
+      try {
+        while (!signal.aborted) {
+          let wait = interval;
+          try {
+            const { failures, nextAt } = await this.pass(interval);
+            for (const { error, queue, name } of failures) report(error, { queue, name });
+            // At the next occurrence, not an interval after this pass ended: an interval's sleep
+            // after a pass that took time could pass over an occurrence, and only the latest due
+            // one is published. So too while a schedule fails: it is held back until the
+            // interval has passed (its time is in nextAt), the others are not.
+            // Not sooner than MIN_PASS_GAP_MS: schedules at many phases would each bring a pass,
+            // and each pass lists them all.
+            const floor = Math.min(interval, MIN_PASS_GAP_MS);
+            wait = Math.max(floor, Math.min(interval, nextAt - this.clock.now()));
+          } catch (error) {
+            report(error);
+          }
+          await this.clock.sleep(wait, signal);
         }
-        await this.clock.sleep(wait, signal);
+      } finally {
+        unwatch?.();
       }
     })();
   }
