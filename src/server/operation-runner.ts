@@ -125,7 +125,6 @@ export async function runOperations(
   return results;
 }
 
-/** A reserve that takes its queue's lease. */
 /** A reserve that takes its queue's lease: one naming no visibility, and not received at most once (R22: no lease). */
 function defaultLease(operation: Operation): boolean {
   return (

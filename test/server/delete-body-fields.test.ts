@@ -41,7 +41,25 @@ describe('DELETE routes refuse body fields', () => {
     });
     await broker.queue('other');
     expect((await call(baseUrl, 'DELETE', '/v1/queues/other')).body).toEqual({ deleted: true });
+    // An empty body named JSON, as a client that sets the header on every request sends it.
+    await broker.queue('named');
+    const named = await fetch(`${baseUrl}/v1/queues/named`, {
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(named.status).toBe(200);
+    expect(await named.json()).toEqual({ deleted: true });
     expect(await broker.listQueues()).toEqual([]);
+  });
+
+  it('a POST with an empty body named JSON is still refused: it needs an object', async () => {
+    server = await startTestServer();
+    const answer = await fetch(`${server.baseUrl}/v1/queues/q/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(answer.status).toBe(400);
+    expect(await server.broker.listQueues()).toEqual([]);
   });
 
   it('DELETE /v1/queues/{name}/schedules/{schedule} with a field removes nothing', async () => {

@@ -125,7 +125,7 @@ export const deadRedrive: Command = {
           const count = await sayingDoneBefore('redriven', moved, () => queue.redrive(batch));
           moved += count;
           if (named.length > 0 && count === 0) left.push(...batch);
-          bar.update(Math.min(done + step, ids.length), ids.length, `${moved} jobs`);
+          bar.update(Math.min(done + step, ids.length), ids.length, counted(moved, 'job'));
         }
       } finally {
         bar.finish();

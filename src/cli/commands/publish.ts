@@ -227,7 +227,7 @@ async function publishLines(
       }
     }
     lastLine = batch.at(-1)?.number ?? lastLine;
-    bar.update(bytes, total, `${counts.published + counts.duplicates} jobs`);
+    bar.update(bytes, total, counted(counts.published + counts.duplicates, 'job'));
     batch = [];
     cut.clear();
   };

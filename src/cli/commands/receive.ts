@@ -3,7 +3,7 @@ import { build } from '../../core/index.js';
 import { inParts } from '../batches.js';
 import { type CliContext, type Command, EXIT, fromCommandLine, type Output } from '../command.js';
 import { integerFlag, positionals } from '../flags.js';
-import { formatTime } from '../format.js';
+import { counted, formatTime } from '../format.js';
 import { printJson, withClient } from '../remote.js';
 
 export const receive: Command = {
@@ -110,7 +110,7 @@ async function writeThenAck(
   let said = false;
   try {
     for (const { text, jobs: batch } of writes) {
-      const sofar = `${jobs(removed)} written and removed${staleNote(stale)};`;
+      const sofar = `${counted(removed, 'job')} written and removed${staleNote(stale)};`;
       if (context.stop.aborted) {
         said = true;
         return await giveBack(queue, left, `stopped by a signal: ${sofar}`, context);
@@ -125,7 +125,7 @@ async function writeThenAck(
         const acked = await ackAll(queue, batch);
         removed += acked.filter(Boolean).length;
         stale += acked.filter((done) => !done).length;
-        const pending = `${jobs(removed)} written (the last still waiting for its reader) and removed${staleNote(stale)};`;
+        const pending = `${counted(removed, 'job')} written (the last still waiting for its reader) and removed${staleNote(stale)};`;
         said = true;
         return await giveBack(queue, left, `stopped by a signal: ${pending}`, context);
       }
@@ -147,7 +147,7 @@ async function writeThenAck(
     const putBack =
       left.length === 0 ? 0 : await giveBackAll(queue, left).then(putBackCount, () => 0);
     context.stderr.write(
-      `leaseq receive: ${jobs(removed)} written and removed; the last written may be delivered again; ${jobs(putBack)} not written put back in the queue${putBack === left.length ? '' : `, ${left.length - putBack} left leased until their leases end`}\n`,
+      `leaseq receive: ${counted(removed, 'job')} written and removed; the last written may be delivered again; ${counted(putBack, 'job')} not written put back in the queue${putBack === left.length ? '' : `, ${left.length - putBack} left leased until their leases end`}\n`,
     );
     throw error;
   } finally {
@@ -155,7 +155,7 @@ async function writeThenAck(
   }
   if (stale === 0) return EXIT.ok;
   context.stderr.write(
-    `leaseq receive: ${jobs(stale)} written had lost their lease before the ack (written later than --visibility): not removed, they will be delivered again\n`,
+    `leaseq receive: ${counted(stale, 'job')} written had lost ${stale === 1 ? 'its lease' : 'their leases'} before the ack (written later than --visibility): not removed, ${stale === 1 ? 'it' : 'they'} will be delivered again\n`,
   );
   return EXIT.stale;
 }
@@ -176,14 +176,14 @@ async function giveBack(
   } catch (failure) {
     const deadline = Math.max(...left.map((job) => job.deadline));
     context.stderr.write(
-      `leaseq receive: ${head} ${jobs(left.length)} not written could not be put back (${(failure as Error).message}): they return when their leases end, by ${formatTime(deadline)}\n`,
+      `leaseq receive: ${head} ${counted(left.length, 'job')} not written could not be put back (${(failure as Error).message}): they return when their leases end, by ${formatTime(deadline)}\n`,
     );
     return EXIT.failed;
   }
   const putBack = putBackCount(outcomes);
   const lost = left.length - putBack;
   context.stderr.write(
-    `leaseq receive: ${head} ${jobs(putBack)} not written put back in the queue${lost === 0 ? '' : ` (${lost} had lost their lease already: delivered again)`}\n`,
+    `leaseq receive: ${head} ${counted(putBack, 'job')} not written put back in the queue${lost === 0 ? '' : ` (${lost} had lost their lease already: delivered again)`}\n`,
   );
   return EXIT.failed;
 }
@@ -211,10 +211,6 @@ function ackAll(queue: RemoteQueue, written: readonly ReceivedDelivery[]): Promi
 type Outcomes = Awaited<ReturnType<RemoteQueue['execute']>>;
 
 /** "1 job", "2 jobs". */
-function jobs(count: number): string {
-  return `${count} job${count === 1 ? '' : 's'}`;
-}
-
 /** ", and 2 more written had lost their lease (delivered again)", when some had. */
 function staleNote(stale: number): string {
   return stale === 0 ? '' : `, and ${stale} more written had lost their lease (delivered again)`;
