@@ -166,7 +166,9 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
     limit.refresh().then(
       (current) => this.settleThrown(this.decideThrown(error, current)),
       (readError: unknown) => {
-        this.deps.onError(readError, 'settle');
+        // The queue deleted meanwhile is no failure to report: the nack finds it gone, and the
+        // job ends as queue-deleted, as on any other delivery.
+        if (!(readError instanceof NotFoundError)) this.deps.onError(readError, 'settle');
         this.settleThrown(decision);
       },
     );

@@ -50,6 +50,12 @@ export class LeaseRenewer implements Scheduled {
    * start of its lease as counted here), then each extension's answer.
    */
   private answeredAt: number;
+  /**
+   * The queue's time when it answered the current deadline, at the least (its clock): that
+   * deadline less the lease asked for then, or, when its maxLease gave less than was asked, the
+   * time it surely was when the extension reached it (see queueTimeAtLeast).
+   */
+  private answeredQueueAt: number;
   private progressed = false;
   /** Progress reports so far: those made while an extension is on its way count for the next. */
   private reports = 0;
@@ -74,6 +80,7 @@ export class LeaseRenewer implements Scheduled {
   ) {
     this.lastLeaseMs = config.leaseMs;
     this.answeredAt = localDeadline - config.leaseMs;
+    this.answeredQueueAt = deadline - config.leaseMs;
   }
 
   /** The current deadline as the queue reported it (ms). */
@@ -216,15 +223,13 @@ export class LeaseRenewer implements Scheduled {
       // Asked for a later deadline and did not get one: the queue's maxLease (R10) holds it,
       // earlier than before when the maxLease was lowered since the delivery was made.
       this.capped = true;
-      this.moveDeadline(deadline);
-      this.answeredAt = clock.now();
+      this.answered(deadline, visibility, sentAt);
       return 'capped';
     }
     if (automatic) this.renewals += 1;
     // This renewal answers the reports made before it was sent, not those made on its way.
     if (this.reports === reportsSent) this.progressed = false;
-    this.moveDeadline(deadline);
-    this.answeredAt = clock.now();
+    this.answered(deadline, visibility, sentAt);
     this.lastLeaseMs = visibility;
     this.holder.leaseRenewed();
     return 'renewed';
@@ -232,16 +237,35 @@ export class LeaseRenewer implements Scheduled {
 
   /**
    * Whether an extension of `visibility` ms sent at `sentAt` surely asked for a deadline later
-   * than the current one. The queue's time when it answers is at least its time when it answered
-   * the current deadline (that deadline less the lease asked for then) plus what has passed here
-   * since, less a millisecond: its clock and the worker's count whole milliseconds, each read at
-   * its own instant. Measured from that answer, not from the receipt: two clocks that drift
-   * apart over a long job do not make an extension look capped. Extensions the queue answers
-   * within one of its milliseconds (`await ctx.extend()` twice in a row) get the same deadline
-   * without any cap.
+   * than the current one: the queue's time when it answers it is at least queueTimeAtLeast.
+   * Measured from the last answer, not from the receipt: two clocks that drift apart over a
+   * long job do not make an extension look capped. Extensions the queue answers within one of
+   * its milliseconds (`await ctx.extend()` twice in a row) get the same deadline without any cap.
    */
   private askedLater(visibility: number, sentAt: number): boolean {
-    return visibility + Math.max(0, sentAt - this.answeredAt - 1) > this.lastLeaseMs;
+    return this.queueTimeAtLeast(sentAt) + visibility > this.deadline;
+  }
+
+  /**
+   * The queue's time, at the least, once the worker's clock reads `at`: its time when it answered
+   * the current deadline plus what has passed here since, less a millisecond (its clock and the
+   * worker's count whole milliseconds, each read at its own instant).
+   */
+  private queueTimeAtLeast(at: number): number {
+    return this.answeredQueueAt + Math.max(0, at - this.answeredAt - 1);
+  }
+
+  /**
+   * The queue answered an extension of `visibility` sent at `sentAt` with `deadline`. It answered
+   * at `deadline - visibility` or later: later when its maxLease gave less than was asked, so
+   * what was already known of its time is kept. Not the deadline less the lease asked for:
+   * after a ctx.extend the maxLease cut short, a renewal that meets the same cap would read as
+   * uncapped, and renew again at once, in a loop.
+   */
+  private answered(deadline: number, visibility: number, sentAt: number): void {
+    this.answeredQueueAt = Math.max(deadline - visibility, this.queueTimeAtLeast(sentAt));
+    this.answeredAt = this.config.clock.now();
+    this.moveDeadline(deadline);
   }
 
   /** The deadline moves locally by exactly as much as the queue moved it (earlier, too). */
