@@ -6,6 +6,7 @@ import {
   checkQueueName,
   checkSameOptions,
   type DeadLetterPageOptions,
+  type Delivery,
   type DeliveryPageOptions,
   type InspectOptions,
   type JobTransfer,
@@ -242,15 +243,17 @@ class MemoryQueue extends OperationHandle {
       let wakes = false;
       for (let i = 0; i < operations.length; i++) {
         const operation = operations[i] as Operation;
+        let value: OperationResults[OperationType];
         try {
-          outcomes[i] = { ok: true, value: this.applyOne(core, now, operation) };
+          value = this.applyOne(core, now, operation);
         } catch (error) {
           // A bad clock refuses the whole batch (R2): the first operation meets it, unchanged.
           if (!(error instanceof LeaseqError) || error instanceof ClockError) throw error;
           outcomes[i] = { ok: false, error };
           continue;
         }
-        wakes ||= wakesReceivers(operation);
+        outcomes[i] = { ok: true, value };
+        wakes ||= wakesReceivers(operation, value);
       }
       if (wakes) this.wakes.wake(this.name);
       return Promise.resolve(outcomes);
@@ -263,7 +266,7 @@ class MemoryQueue extends OperationHandle {
   protected override executeOne(now: number, operation: Operation): Promise<unknown> {
     try {
       const value = this.applyOne(this.current(), now, operation);
-      if (wakesReceivers(operation)) this.wakes.wake(this.name);
+      if (wakesReceivers(operation, value)) this.wakes.wake(this.name);
       return Promise.resolve(value);
     } catch (error) {
       return Promise.reject(error);
@@ -274,7 +277,7 @@ class MemoryQueue extends OperationHandle {
   protected override executeFirst(now: number, operation: Operation): Promise<unknown> {
     try {
       const value = this.applyOne(this.current(), now, operation) as readonly unknown[];
-      if (wakesReceivers(operation)) this.wakes.wake(this.name);
+      if (wakesReceivers(operation, value)) this.wakes.wake(this.name);
       return Promise.resolve(value[0]);
     } catch (error) {
       return Promise.reject(error);
@@ -326,7 +329,19 @@ class MemoryQueue extends OperationHandle {
   }
 }
 
-/** Whether receivers parked on this queue should look again after `operation` succeeded. */
-function wakesReceivers(operation: Operation): boolean {
-  return makesJobsReady(operation) || reschedulesReceivers(operation);
+/**
+ * Whether receivers parked on this queue should look again after `operation` succeeded with
+ * `value`. A group's first member moved out (moveJobs) or handed out at most once (R22) lets
+ * the next one go on (R24): ready after the call, for another receiver than the one whose call
+ * it was (a receiver that takes fewer than it asked for passes no wake-up on), as on the SQL
+ * engines.
+ */
+function wakesReceivers(operation: Operation, value: unknown): boolean {
+  if (makesJobsReady(operation) || reschedulesReceivers(operation)) return true;
+  if (operation.type === 'moveJobs') return (value as number) > 0;
+  return (
+    operation.type === 'reserve' &&
+    operation.ack === 'auto' &&
+    (value as readonly Delivery[]).some((delivery) => delivery.group !== undefined)
+  );
 }

@@ -292,12 +292,15 @@ export class SqlQueue extends OperationHandle {
         run: async (connection, batch, args: ReserveArg[]) => {
           const ops = await this.ops(connection, batch);
           const maxes = args.map((arg) => arg.max);
-          const deliveries = await ops.reserve(latest(args), {
-            max: sum(maxes),
-            visibility,
-            session,
-            ack,
-          });
+          const at = latest(args);
+          const deliveries = await ops.reserve(at, { max: sum(maxes), visibility, session, ack });
+          // A group whose first member was taken at most once went on (R24): its next member is
+          // ready for the other receivers, not for this call (a receiver that takes fewer than it
+          // asked for passes no wake-up on), as after an ack of that member.
+          if (ops.othersMayGoOn()) {
+            await this.access.handoffs.serve(ops, at, batch);
+            await wakeOnCommit(this.access, connection, batch, this.name);
+          }
           return inParts(deliveries, maxes).map((part): Reserved => ({ deliveries: part }));
         },
         // A `now` that is no time at all takes the general path, which refuses it (R2).
