@@ -125,6 +125,11 @@ export class Worker<P = unknown> {
   private slotFreed: (() => void) | undefined;
   /** The lease length new reservations ask for: the worker's visibility, or the queue's as last read. */
   private leaseMs = 0;
+  /**
+   * The queue's maxLease (R10) as last read: a lease asked longer is cut to it from the
+   * reservation on, and the worker times the job's lease by what it got.
+   */
+  private maxLeaseMs = Number.POSITIVE_INFINITY;
   /** When the queue's visibility was last read (worker clock), or a read of it began. */
   private leaseMsReadAt = 0;
   /** A read of the queue's visibility under way. */
@@ -283,6 +288,7 @@ export class Worker<P = unknown> {
         const leaseMs = options.visibility ?? queueOptions.visibility;
         if (limits !== undefined) checkWithinLimits(options, leaseMs, limits);
         this.leaseMs = leaseMs;
+        this.maxLeaseMs = queueOptions.maxLease;
         this.leaseMsReadAt = options.clock.now();
         return {
           queue,
@@ -414,7 +420,7 @@ export class Worker<P = unknown> {
     const runs = deliveries.map((delivery) =>
       atMostOnce
         ? new AutoAckRun(delivery, receivedAt, deps)
-        : new JobRun(delivery, receivedAt, session, deps, leaseMs),
+        : new JobRun(delivery, receivedAt, session, deps, Math.min(leaseMs, this.maxLeaseMs)),
     );
     for (const run of runs) this.inHand.add(run);
     for (const run of runs) {
@@ -469,6 +475,7 @@ export class Worker<P = unknown> {
     const read = this.queue.options().then(
       (queueOptions) => {
         this.leaseMs = queueOptions.visibility;
+        this.maxLeaseMs = queueOptions.maxLease;
         return this.leaseMs;
       },
       (error: unknown) => {
