@@ -1,7 +1,5 @@
 import { expect, it } from 'vitest';
-import { Gate } from '../../src/testing/index.js';
-import type { JobContext } from '../../src/worker/index.js';
-import { describeEngines, workerEngines } from './engines.js';
+import { describeEngines, holding, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
 
@@ -11,20 +9,8 @@ const engines = await workerEngines();
 describeEngines(engines, 'maxLease after a longer extension', (open) => {
   it('a ctx.extend the maxLease cut short: the next renewal that meets the cap stops renewal, no burst of extends', async () => {
     const h = await open({ queueOptions: { visibility: 1000, maxDeliveries: 3, maxLease: 3000 } });
-    const gate = new Gate();
-    const contexts: JobContext[] = [];
     // maxRenewals bounds what a renewal that does not see the cap would repeat.
-    const consumer = h.process(
-      async (_job, ctx) => {
-        contexts.push(ctx);
-        await gate.pass(ctx.signal);
-      },
-      { maxRenewals: 5 },
-    );
-    await h.queue.publish({ id: 'a' });
-    expect(await consumer.worker.runOnce()).toBe(1);
-    await gate.arrivedAt(1);
-    const ctx = contexts[0] as JobContext;
+    const { consumer, ctx } = await holding(h, { maxRenewals: 5 });
     await h.advance(10);
     // Asked for 5010, held at 3000: the deadline still moved later than it was.
     expect(await ctx.extend(5000)).toBe(3000);
@@ -46,19 +32,7 @@ describeEngines(engines, 'maxLease after a longer extension', (open) => {
 
   it('a maxLease lowered in flight under a shorter ctx.extend: the next renewal that meets the cap stops renewal, no burst of extends', async () => {
     const h = await open();
-    const gate = new Gate();
-    const contexts: JobContext[] = [];
-    const consumer = h.process(
-      async (_job, ctx) => {
-        contexts.push(ctx);
-        await gate.pass(ctx.signal);
-      },
-      { maxRenewals: 5 },
-    );
-    await h.queue.publish({ id: 'a' });
-    expect(await consumer.worker.runOnce()).toBe(1);
-    await gate.arrivedAt(1);
-    const ctx = contexts[0] as JobContext;
+    const { consumer, ctx } = await holding(h, { maxRenewals: 5 });
     await h.advance(10);
     expect(await ctx.extend(5000)).toBe(5010);
     await h.broker.updateQueue(h.queue.name, { maxLease: 1500 });

@@ -1,10 +1,11 @@
 import { join } from 'node:path';
-import { afterAll, afterEach, describe } from 'vitest';
+import { afterAll, afterEach, describe, expect } from 'vitest';
 import type { Broker } from '../../src/broker/index.js';
 import { RemoteBroker } from '../../src/client/index.js';
 import { open, type QueueOptions } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
-import { Harness, type HarnessOptions, type ManualClock } from '../../src/testing/index.js';
+import { Gate, Harness, type HarnessOptions, type ManualClock } from '../../src/testing/index.js';
+import type { JobContext, WorkerOptions } from '../../src/worker/index.js';
 import { injectFetch } from '../conformance/remote-engine.js';
 import { temporaryDirectory } from '../temporary-directory.js';
 
@@ -108,4 +109,22 @@ export function describeEngines(
     const name = `${title} over ${engine.name}${skipped ? ` (skipped: ${engine.skipReason})` : ''}`;
     describe.skipIf(skipped)(name, () => body(harnessFor(engine), engine));
   }
+}
+
+/** A process whose handler waits at a gate (honouring its signal) and exposes its context. */
+export async function holding(h: Harness, options: WorkerOptions = {}) {
+  const gate = new Gate();
+  const contexts: JobContext[] = [];
+  const consumer = h.process(async (_job, ctx) => {
+    contexts.push(ctx);
+    await gate.pass(ctx.signal);
+  }, options);
+  await h.queue.publish({ id: 'a' });
+  expect(await consumer.worker.runOnce()).toBe(1);
+  await gate.arrivedAt(1);
+  const extends_ = () => consumer.faults.calls.filter((call) => call.op === 'extend');
+  const settles = () =>
+    consumer.faults.calls.filter((call) => ['ack', 'nack', 'reject'].includes(call.op));
+  const deadline = async () => (await h.queue.inspect()).active[0]?.deadline;
+  return { consumer, gate, ctx: contexts[0] as JobContext, extends_, settles, deadline };
 }

@@ -1,7 +1,6 @@
 import { expect, it } from 'vitest';
-import { Gate } from '../../src/testing/index.js';
 import { LeaseLostError } from '../../src/worker/index.js';
-import { describeEngines, workerEngines } from './engines.js';
+import { describeEngines, holding, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
 
@@ -11,21 +10,13 @@ const engines = await workerEngines();
 describeEngines(engines, 'a lease longer than maxLease', (open) => {
   it('R10 the handler signal fires at the maxLease, not at the visibility asked', async () => {
     const h = await open({ queueOptions: { visibility: 1000, maxLease: 300 } });
-    const gate = new Gate();
-    const signals: AbortSignal[] = [];
-    const consumer = h.process(async (_job, ctx) => {
-      signals.push(ctx.signal);
-      await gate.pass(ctx.signal);
-    });
-    await h.queue.publish({ id: 'a' });
-    expect(await consumer.worker.runOnce()).toBe(1);
-    await gate.arrivedAt(1);
+    const { consumer, gate, ctx } = await holding(h);
     expect((await h.queue.inspect()).active).toMatchObject([{ id: 'a', deadline: 300 }]);
     await h.advance(299);
-    expect(signals[0]?.aborted).toBe(false);
+    expect(ctx.signal.aborted).toBe(false);
     await h.advance(1);
-    expect(signals[0]?.aborted).toBe(true);
-    expect(signals[0]?.reason).toBeInstanceOf(LeaseLostError);
+    expect(ctx.signal.aborted).toBe(true);
+    expect(ctx.signal.reason).toBeInstanceOf(LeaseLostError);
     expect(await consumer.nextOutcome()).toMatchObject({
       outcome: 'lease-lost',
       reason: 'expired',

@@ -1,27 +1,12 @@
 import { expect, it } from 'vitest';
-import { Gate } from '../../src/testing/index.js';
-import type { JobContext } from '../../src/worker/index.js';
-import { describeEngines, workerEngines } from './engines.js';
+import { describeEngines, holding, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
 
 describeEngines(engines, 'on-progress renewal', (open) => {
   it('a progress report made while a renewal is on its way counts for the next renewal', async () => {
     const h = await open();
-    const gate = new Gate();
-    const contexts: JobContext[] = [];
-    const consumer = h.process(
-      async (_job, ctx) => {
-        contexts.push(ctx);
-        await gate.pass(ctx.signal);
-      },
-      { renew: 'on-progress' },
-    );
-    await h.queue.publish({ id: 'a' });
-    expect(await consumer.worker.runOnce()).toBe(1);
-    await gate.arrivedAt(1);
-    const ctx = contexts[0] as JobContext;
-    const extends_ = () => consumer.faults.calls.filter((call) => call.op === 'extend');
+    const { consumer, ctx, extends_ } = await holding(h, { renew: 'on-progress' });
     ctx.progress({ step: 1 });
     // The renewal due at 700 reaches the queue; its answer is read only after the next report.
     consumer.faults.failRenewals({ mode: 'late', count: 1 });

@@ -1,29 +1,11 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ValidationError } from '../../src/core/index.js';
 import { Gate, Harness } from '../../src/testing/index.js';
-import { type JobContext, LeaseLostError, type WorkerOptions } from '../../src/worker/index.js';
+import { LeaseLostError, type WorkerOptions } from '../../src/worker/index.js';
 import { VISIBILITY_READ_EVERY_MS } from '../../src/worker/worker.js';
-import { describeEngines, QUEUE, workerEngines } from './engines.js';
+import { describeEngines, holding, QUEUE, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
-
-/** A process whose handler waits at a gate (honouring its signal) and exposes its context. */
-async function holding(h: Harness, options: WorkerOptions = {}) {
-  const gate = new Gate();
-  const contexts: JobContext[] = [];
-  const consumer = h.process(async (_job, ctx) => {
-    contexts.push(ctx);
-    await gate.pass(ctx.signal);
-  }, options);
-  await h.queue.publish({ id: 'a' });
-  expect(await consumer.worker.runOnce()).toBe(1);
-  await gate.arrivedAt(1);
-  const extends_ = () => consumer.faults.calls.filter((call) => call.op === 'extend');
-  const settles = () =>
-    consumer.faults.calls.filter((call) => ['ack', 'nack', 'reject'].includes(call.op));
-  const deadline = async () => (await h.queue.inspect()).active[0]?.deadline;
-  return { consumer, gate, ctx: contexts[0] as JobContext, extends_, settles, deadline };
-}
 
 describeEngines(engines, 'lease renewal', (open) => {
   it('auto: renews when two thirds of the lease have passed, for as long as the handler runs', async () => {
