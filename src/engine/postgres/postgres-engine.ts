@@ -32,6 +32,7 @@ export const POSTGRES_DIALECT: SqlDialect = {
   lockDeadLetterChains: 'SELECT pg_advisory_xact_lock(744504)',
   oneStatement: POSTGRES_ONE_STATEMENT,
   fenceTokens,
+  durableCommit: "SELECT set_config('synchronous_commit', 'on', true)",
   setBased: true,
   jobsByToken: 'leaseq_jobs',
   // The first entry of the queue's range of leaseq_jobs_ready_since (0020), written as the

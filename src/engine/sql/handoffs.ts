@@ -83,6 +83,13 @@ export class Handoffs {
         this.letGo(queue, entry);
         continue;
       }
+      if (entry.operation.ack === 'auto') {
+        // Removed as handed out (R22): a change of the job, on disk before it is answered
+        // (R21), though this transaction may otherwise only move leases.
+        batch.syncBeforeAnswers();
+        const { durableCommit } = ops.dialect;
+        if (durableCommit !== undefined) await ops.c.runBeforeCommit(durableCommit, []);
+      }
       // A reservation need not be on disk (R21): answered once it is visible (R32).
       batch.afterVisible(() => this.end(queue, entry, deliveries));
       batch.afterRollback(() => this.letGo(queue, entry));

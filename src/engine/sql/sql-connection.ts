@@ -116,6 +116,13 @@ export interface SqlDialect {
     queue: string,
     nextToken: number,
   ) => Promise<void>;
+  /**
+   * A statement that makes the commit of the transaction it runs in wait for the storage's
+   * flush, where a `lease` transaction's commit does not (PostgreSQL's `synchronous_commit`):
+   * for a change of a job made in one (a job handed out at most once, R22), which must be
+   * durable before it is answered (R21). Absent where `syncBeforeAnswers` is enough.
+   */
+  readonly durableCommit?: string;
   /** Drops what `fenceTokens` keeps of a queue in this process, once it was deleted. */
   forgetQueue?: (queue: string) => void;
   /**
