@@ -6,6 +6,16 @@ import type {
   ResolvedQueueOptions,
 } from '../core/index.js';
 
+/**
+ * A job id as text output shows it: as it is, or as a JSON string where it holds a control
+ * character (a newline would break the line, an escape sequence would act on the terminal).
+ */
+export function shownId(id: string): string {
+  return CONTROL.test(id) ? JSON.stringify(id) : id;
+}
+
+const CONTROL = /[\p{Cc}\u2028\u2029]/u;
+
 /** `count` and the noun, singular for 1: "1 job", "3 jobs", "0 duplicates". */
 export function counted(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
@@ -58,7 +68,7 @@ export function formatTime(ms: number): string {
 
 /** A dead letter with its history, one attempt a line. */
 export function formatDeadLetter(dead: DeadLetter): string {
-  const head = `${dead.id}  reason=${dead.reason} deliveries=${dead.deliveryCount} deadAt=${formatTime(dead.deadAt)}`;
+  const head = `${shownId(dead.id)}  reason=${dead.reason} deliveries=${dead.deliveryCount} deadAt=${formatTime(dead.deadAt)}`;
   return `${[head, ...formatAttempts(dead.history)].join('\n')}\n`;
 }
 
@@ -78,7 +88,7 @@ export function formatJob(job: JobView): string {
     ...(job.origin === undefined ? [] : [`from=${job.origin.queue}`]),
   ];
   const payload = job.payload === undefined ? [] : [`  payload ${JSON.stringify(job.payload)}`];
-  return `${[`${job.id}  ${facts.join(' ')}`, ...payload, ...formatAttempts(job.history)].join('\n')}\n`;
+  return `${[`${shownId(job.id)}  ${facts.join(' ')}`, ...payload, ...formatAttempts(job.history)].join('\n')}\n`;
 }
 
 /** One line an attempt: its token, how it ended and after how long. */

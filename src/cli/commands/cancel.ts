@@ -1,6 +1,7 @@
 import { type Command, fromCommandLine } from '../command.js';
 import { eachInput, reportEach } from '../each-input.js';
 import { positionals } from '../flags.js';
+import { shownId } from '../format.js';
 import { withClient } from '../remote.js';
 
 export const cancel: Command = {
@@ -38,7 +39,7 @@ export const cancel: Command = {
         refused: 'not cancelled',
         resultField: 'cancelled',
         line: (cancelled, id) =>
-          `${cancelled ? 'cancelled' : 'not cancelled (absent or dead)'} ${id}`,
+          `${cancelled ? 'cancelled' : 'not cancelled (absent or dead)'} ${shownId(id)}`,
         notDone: (cancelled) => !cancelled,
       },
       values,

@@ -7,7 +7,7 @@ import {
 } from '../../core/index.js';
 import { type Command, EXIT, fromCommandLine, sayingDoneBefore, UsageError } from '../command.js';
 import { checkServerLimit, integerFlag, positionals, saidMaxBatch } from '../flags.js';
-import { counted, formatDeadLetter } from '../format.js';
+import { counted, formatDeadLetter, shownId } from '../format.js';
 import { ProgressBar } from '../progress.js';
 import { printJson, withClient } from '../remote.js';
 
@@ -141,7 +141,8 @@ export const deadRedrive: Command = {
     } else {
       const stopped = unvisited > 0 ? `; stopped with ${unvisited} not tried` : '';
       context.stdout.write(`redriven ${counted(redriven, 'job')}${stopped}\n`);
-      for (const id of notDead) context.stdout.write(`not redriven (absent or not dead) ${id}\n`);
+      for (const id of notDead)
+        context.stdout.write(`not redriven (absent or not dead) ${shownId(id)}\n`);
     }
     // Stopped by a signal before the end, as publish: a failure, what was done said above.
     if (unvisited > 0) return EXIT.failed;

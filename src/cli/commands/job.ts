@@ -1,7 +1,7 @@
 import { checkLookedUpId } from '../../core/index.js';
 import { type Command, EXIT, fromCommandLine } from '../command.js';
 import { positionals } from '../flags.js';
-import { formatJob } from '../format.js';
+import { formatJob, shownId } from '../format.js';
 import { printJson, withClient } from '../remote.js';
 
 export const job: Command = {
@@ -24,7 +24,7 @@ export const job: Command = {
     );
     if (view === undefined) {
       if (values.json) printJson(context, null);
-      else context.stderr.write(`no job ${id} in ${name}\n`);
+      else context.stderr.write(`no job ${shownId(id)} in ${name}\n`);
       return EXIT.stale;
     }
     if (values.json) printJson(context, view);

@@ -17,7 +17,7 @@ import {
   type Values,
 } from '../command.js';
 import { checkServerLimit, integerFlag, positionals, saidMaxBatch, stringFlag } from '../flags.js';
-import { counted } from '../format.js';
+import { counted, shownId } from '../format.js';
 import { type Line, LineError, readLines } from '../json-lines.js';
 import { ProgressBar } from '../progress.js';
 import { printJson, withClient } from '../remote.js';
@@ -399,6 +399,8 @@ function report(result: PublishResult, values: Values, context: CliContext): voi
   else {
     // R29: a grouped job's place among the groups' jobs of the queue.
     const seq = result.groupSeq === undefined ? '' : ` (group sequence ${result.groupSeq})`;
-    context.stdout.write(`${result.duplicate ? 'duplicate' : 'published'} ${result.id}${seq}\n`);
+    context.stdout.write(
+      `${result.duplicate ? 'duplicate' : 'published'} ${shownId(result.id)}${seq}\n`,
+    );
   }
 }

@@ -3,7 +3,7 @@ import { build } from '../../core/index.js';
 import { inParts } from '../batches.js';
 import { type CliContext, type Command, EXIT, fromCommandLine, type Output } from '../command.js';
 import { integerFlag, positionals } from '../flags.js';
-import { counted, formatTime } from '../format.js';
+import { counted, formatTime, shownId } from '../format.js';
 import { printJson, withClient } from '../remote.js';
 
 export const receive: Command = {
@@ -255,7 +255,7 @@ function toJson(delivery: ReceivedDelivery, autoAcked: boolean) {
 function describe(delivery: ReceivedDelivery, autoAcked: boolean): string {
   const lease = autoAcked ? '  (removed: auto-ack)' : `  deadline ${formatTime(delivery.deadline)}`;
   return [
-    `id ${delivery.id}  token ${delivery.token}  delivery ${delivery.deliveryCount}${lease}`,
+    `id ${shownId(delivery.id)}  token ${delivery.token}  delivery ${delivery.deliveryCount}${lease}`,
     ...(autoAcked ? [] : [`  receipt ${delivery.receipt}`]),
     // A job published without one has none (JSON would print the word undefined).
     delivery.payload === undefined
