@@ -2,7 +2,7 @@ import { OUTCOME_KINDS, type OutcomeKind } from './outcome.js';
 
 /** A point-in-time copy of a worker's counters (R17). Times are milliseconds. */
 export interface WorkerMetricsSnapshot {
-  /** Jobs whose lease the worker holds now. */
+  /** Jobs the worker holds now: received and not yet settled (at most once too: no lease). */
   inHand: number;
   /** Deliveries received. */
   received: number;
@@ -28,7 +28,7 @@ export interface WorkerMetricsSnapshot {
   fetchErrors: number;
   /** Handlers still running after their job was settled without them (lease lost, released). */
   abandonedHandlers: number;
-  /** Handler start to settlement, over every final outcome. */
+  /** Receipt to settlement, over every final outcome. */
   processingTime: {
     /** Outcomes timed. */
     count: number;
