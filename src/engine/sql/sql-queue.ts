@@ -94,8 +94,7 @@ export class SqlQueue extends OperationHandle {
       // ready (or delayed) as a publish would, and room freed under the queue's prefetch lets
       // receivers go on: receivers elsewhere must hear of it too.
       if (ready || ops.othersMayGoOn()) {
-        await this.access.handoffs.serve(ops, now, batch);
-        await wakeOnCommit(this.access, connection, batch, this.name);
+        await this.letReceiversGoOn(ops, now, connection, batch);
       } else if (freed) wakeLocallyOnCommit(this.access, batch, this.name);
       return outcomes;
     }, commitKindOf(operations));
@@ -135,8 +134,7 @@ export class SqlQueue extends OperationHandle {
             const at = first ? now : Math.max(now, ops.q.queueTime);
             const result = await step(ops, at, batch);
             if ((operation.type === 'redrive' && result.count > 0) || ops.othersMayGoOn()) {
-              await this.access.handoffs.serve(ops, at, batch);
-              await wakeOnCommit(this.access, connection, batch, this.name);
+              await this.letReceiversGoOn(ops, at, connection, batch);
             }
             return result;
           },
@@ -297,10 +295,7 @@ export class SqlQueue extends OperationHandle {
           // A group whose first member was taken at most once went on (R24): its next member is
           // ready for the other receivers, not for this call (a receiver that takes fewer than it
           // asked for passes no wake-up on), as after an ack of that member.
-          if (ops.othersMayGoOn()) {
-            await this.access.handoffs.serve(ops, at, batch);
-            await wakeOnCommit(this.access, connection, batch, this.name);
-          }
+          if (ops.othersMayGoOn()) await this.letReceiversGoOn(ops, at, connection, batch);
           return inParts(deliveries, maxes).map((part): Reserved => ({ deliveries: part }));
         },
         // A `now` that is no time at all takes the general path, which refuses it (R2).
@@ -396,6 +391,21 @@ export class SqlQueue extends OperationHandle {
             },
           }),
     });
+  }
+
+  /**
+   * Jobs may be ready for waiting receivers (a publish, a group that went on, room freed under
+   * the prefetch): those of this process are handed their jobs in this transaction, those
+   * elsewhere woken once it commits.
+   */
+  private async letReceiversGoOn(
+    ops: QueueOps,
+    now: number,
+    connection: SqlConnection,
+    batch: BatchContext,
+  ): Promise<void> {
+    await this.access.handoffs.serve(ops, now, batch);
+    await wakeOnCommit(this.access, connection, batch, this.name);
   }
 
   private ops(connection: SqlConnection, batch: BatchContext): Promise<QueueOps> {
