@@ -46,10 +46,11 @@ const COUNTERS: Record<
 
 /**
  * Queue counters are totals kept in the storage, not counts of this process: every server over
- * one storage shows the same values (aggregate with max, not sum) and they survive restarts.
+ * one storage shows the same values (aggregate with max, not sum), and they survive restarts
+ * where the storage does (not `memory:`, which starts from zero).
  */
 const FROM_STORAGE =
-  '; read from the storage at scrape: the same on every server sharing it, kept across restarts';
+  '; read from the storage at scrape: the same on every server sharing it, kept across restarts on SQLite and PostgreSQL';
 
 const JOB_STATES: readonly JobState[] = ['ready', 'delayed', 'active', 'dead', 'waiting'];
 
