@@ -22,12 +22,14 @@ export class ApiError extends Error {
 }
 
 /**
- * No answer at all: the server could not be reached, or did not answer in time. Said in an
- * operator's words (a browser's own is "Failed to fetch").
+ * No answer of the API: the server could not be reached, did not answer in time, or what
+ * answered was not the API (`NOT_THE_API`: a success without its JSON, such as the sign-in page
+ * a proxy in front answers with once its own session has run out). Said in an operator's words
+ * (a browser's own is "Failed to fetch").
  */
 export class NoAnswerError extends Error {
   constructor(
-    readonly code: 'UNREACHABLE' | 'TIMEOUT',
+    readonly code: 'UNREACHABLE' | 'TIMEOUT' | 'NOT_THE_API',
     message: string,
   ) {
     super(message);
@@ -180,6 +182,7 @@ export class Api {
             )
           : (error as Error);
     let response: Response;
+    /** The body as JSON; undefined when it is none (empty, a page of HTML). */
     let answer: unknown;
     try {
       response = await fetch(url, {
@@ -197,6 +200,11 @@ export class Api {
     } catch (error) {
       throw noAnswer(error);
     }
+    if (response.ok && answer === undefined) {
+      // Every answer of the API is JSON. A success without it is not the API's: drawn as one,
+      // it would leave the page blank (no key's rights) or "Live" over figures never read again.
+      throw notTheApi(response);
+    }
     if (!response.ok) {
       const error = (answer as { error?: { code?: string; message?: string } } | undefined)?.error;
       throw new ApiError(
@@ -207,4 +215,14 @@ export class Api {
     }
     return answer as T;
   }
+}
+
+/** A success without the API's JSON, said with what answered instead. */
+function notTheApi(response: Response): NoAnswerError {
+  const type = response.headers.get('content-type')?.split(';')[0]?.trim() || 'no content type';
+  const redirected = response.redirected ? `, redirected to ${response.url}` : '';
+  return new NoAnswerError(
+    'NOT_THE_API',
+    `what answered (${response.status}, ${type}${redirected}) is not the API, whose answers are JSON: a proxy in front of the server may have answered instead, such as with its sign-in page`,
+  );
 }

@@ -139,11 +139,23 @@ interface Poll {
 export const SLOW_INTERVALS = 2;
 
 /**
- * Whether an error means the server gave no answer worth the name: unreachable, failing (5xx)
- * or refusing the key (401). A 403 or 404 is an answer: this key may not, or the thing is gone.
+ * Statuses that put the read off rather than answer it: try again later. A proxy's rate limit
+ * (429) or its timeout (408) says nothing of the queue, however long it goes on.
+ */
+const PUT_OFF = new Set([408, 429]);
+
+/**
+ * Whether an error means the server gave no answer worth the name: unreachable, failing (5xx),
+ * refusing the key (401), or putting the read off (408, 429). A 403 or 404 is an answer: this
+ * key may not, or the thing is gone.
  */
 function unanswered(error: unknown): boolean {
-  return !(error instanceof ApiError) || error.status >= 500 || error.status === 401;
+  return (
+    !(error instanceof ApiError) ||
+    error.status >= 500 ||
+    error.status === 401 ||
+    PUT_OFF.has(error.status)
+  );
 }
 
 /** What a document offers the feed: whether it is hidden, and word when that changes. */
