@@ -43,7 +43,18 @@ export const queueName: JsonSchema = {
   pattern: QUEUE_NAME.source,
   description: '1 to 80 letters, digits, `_`, `-` or `.`, starting with a letter or digit',
 };
-export const jobId: JsonSchema = { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH };
+/**
+ * R18 counts text in UTF-16 code units, where JSON Schema's maxLength counts characters: the
+ * description says which count holds (an id of 129 emoji passes maxLength and is refused).
+ */
+const UTF16_LENGTH =
+  'UTF-16 code units, as JavaScript counts a string length: a character outside the Basic Multilingual Plane, such as an emoji, counts two';
+export const jobId: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: MAX_ID_LENGTH,
+  description: `1 to ${MAX_ID_LENGTH} ${UTF16_LENGTH}; well-formed Unicode without U+0000 (R18)`,
+};
 export const receipt: JsonSchema = {
   type: 'string',
   minLength: 1,
@@ -58,7 +69,12 @@ export const sessionHandle: JsonSchema = {
   pattern: OPAQUE,
   description: 'the opaque session handle that opening the session returned',
 };
-const reason: JsonSchema = { type: 'string', minLength: 1, maxLength: 1024 };
+const reason: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 1024,
+  description: `1 to 1024 ${UTF16_LENGTH}; well-formed Unicode without U+0000 (R18)`,
+};
 
 export const queueParams = object({ name: queueName }, ['name']);
 export const jobParams = object({ name: queueName, id: jobId }, ['name', 'id']);
