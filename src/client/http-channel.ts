@@ -1,3 +1,4 @@
+import { onAbort } from '../broker/on-abort.js';
 import { build, ClosedError } from '../core/index.js';
 import {
   operationToWire,
@@ -9,7 +10,18 @@ import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
 import { type HttpTransport, RequestAborted } from './http.js';
 import { BATCH_ENVELOPE_BYTES, OperationBatcher } from './operation-batcher.js';
+import { payloadShape } from './remote-queue.js';
 import type { ServerLimits, ServerLimitsReader } from './server-limits.js';
+
+/**
+ * The shortest a long poll and the pause after it last, together: a server that holds no
+ * receive (its maxWaitMs is 0) answers at once, and polled again at once it would take
+ * thousands of requests a second from one waiting receive.
+ */
+const MIN_POLL_MS = 100;
+
+/** The levels of a batch request's body around a job's payload: body, list, operation, jobs, job. */
+const LEVELS_AROUND_PAYLOAD = 5;
 
 export interface HttpChannelSettings {
   /** The longest wait one receive request carries, at most; the server's maxWaitMs when lower. */
@@ -76,8 +88,29 @@ export class HttpChannel implements Channel {
     };
   }
 
-  execute(queue: string, operations: Parameters<Channel['execute']>[1], whole = false) {
-    return this.batcher.submit(queue, operations, whole);
+  /**
+   * A publish whose payload is nested deeper than the server takes in a request body (its
+   * maxJsonDepth) is refused here, unsent: sent, it would make the server refuse the whole
+   * request, and so every call of other callers coalesced with it.
+   */
+  async execute(
+    queue: string,
+    operations: Parameters<Channel['execute']>[1],
+    whole = false,
+  ): Promise<WireOutcome[]> {
+    // Every call waits the same way, so the calls of one tick keep their order in the batch.
+    const { maxJsonDepth } = await this.serverLimits();
+    if (maxJsonDepth === Number.POSITIVE_INFINITY) {
+      return this.batcher.submit(queue, operations, whole);
+    }
+    const refusals = operations.map((operation) => tooDeep(operation, maxJsonDepth));
+    if (refusals.every((refusal) => refusal === undefined)) {
+      return this.batcher.submit(queue, operations, whole);
+    }
+    const sent = operations.filter((_, index) => refusals[index] === undefined);
+    const answers = sent.length === 0 ? [] : await this.batcher.submit(queue, sent, whole);
+    let next = 0;
+    return refusals.map((refusal) => refusal ?? (answers[next++] as WireOutcome));
   }
 
   /**
@@ -93,7 +126,12 @@ export class HttpChannel implements Channel {
     if (wait === 0 || signal?.aborted) {
       return unwrap((await this.execute(queue, [reserveToWire(asked)]))[0]);
     }
-    const { maxBatch, maxWaitMs } = await this.serverLimits();
+    // Its own signal, or closing the client, ends the wait for the server's limits too (read at
+    // the first call): as a long poll cut, with an empty answer.
+    const ends = [signal, this.http.closed ? undefined : this.http.closingSignal];
+    const limits = await unlessEnded(this.serverLimits(), ends);
+    if (limits === undefined) return [];
+    const { maxBatch, maxWaitMs } = limits;
     const reserve = { ...asked, max: Math.min(asked.max ?? 1, maxBatch) };
     const until = Date.now() + wait;
     for (;;) {
@@ -116,9 +154,14 @@ export class HttpChannel implements Channel {
         throw error;
       }
       // An empty answer before the wait ran out means the server stopped waiting (shutdown).
-      const endedEarly = Date.now() - started < chunk;
-      if (answer.deliveries.length > 0 || Date.now() >= until || endedEarly || signal?.aborted) {
+      const now = Date.now();
+      const endedEarly = now - started < chunk;
+      if (answer.deliveries.length > 0 || now >= until || endedEarly || signal?.aborted) {
         return answer.deliveries;
+      }
+      const rest = Math.min(MIN_POLL_MS - (now - started), until - now);
+      if (rest > 0 && (await pause(rest, [signal, open ? this.http.closingSignal : undefined]))) {
+        return [];
       }
     }
   }
@@ -162,4 +205,76 @@ function isOutcomeList(results: unknown, count: number): boolean {
         typeof (outcome as { ok?: unknown }).ok === 'boolean',
     )
   );
+}
+
+/**
+ * The answer of a `publish` whose payload would make its request body deeper than
+ * `maxJsonDepth`, refused as the server refuses it; undefined for any other operation.
+ */
+function tooDeep(operation: WireOperation, maxJsonDepth: number): WireOutcome | undefined {
+  if (operation.type !== 'publish' || !Array.isArray(operation.jobs)) return undefined;
+  const jobs = operation.jobs as { payload?: unknown }[];
+  const room = maxJsonDepth - LEVELS_AROUND_PAYLOAD;
+  for (const [index, job] of jobs.entries()) {
+    const { depth } = payloadShape(job.payload);
+    if (depth > room) {
+      const label = jobs.length === 1 ? 'job' : `jobs[${index}]`;
+      return {
+        ok: false,
+        error: {
+          code: 'INVALID_ARGUMENT',
+          message: `${label}.payload is nested ${depth} levels deep; the server takes request bodies nested at most ${maxJsonDepth} levels deep (its maxJsonDepth), ${Math.max(0, room)} of them for a payload`,
+        },
+      };
+    }
+  }
+  return undefined;
+}
+
+/** `work`'s value, or undefined once one of `signals` aborts first (its failure then ignored). */
+function unlessEnded<T>(
+  work: Promise<T>,
+  signals: readonly (AbortSignal | undefined)[],
+): Promise<T | undefined> {
+  const watched = signals.filter((signal) => signal !== undefined);
+  if (watched.length === 0) return work;
+  return new Promise<T | undefined>((resolve, reject) => {
+    const unwatch = () => {
+      for (const each of unwatches) each();
+    };
+    const unwatches = watched.map((signal) =>
+      onAbort(signal, () => {
+        unwatch();
+        resolve(undefined);
+      }),
+    );
+    work.then(
+      (value) => {
+        unwatch();
+        resolve(value);
+      },
+      (error: unknown) => {
+        unwatch();
+        reject(error);
+      },
+    );
+  });
+}
+
+/** Waits `ms`; true when one of `signals` aborted first (the wait then ends at once). */
+function pause(ms: number, signals: readonly (AbortSignal | undefined)[]): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const unwatches: (() => void)[] = [];
+    const end = (aborted: boolean) => {
+      clearTimeout(timer);
+      for (const unwatch of unwatches) unwatch();
+      resolve(aborted);
+    };
+    const timer = setTimeout(() => end(false), ms);
+    for (const signal of signals) {
+      if (signal === undefined) continue;
+      if (signal.aborted) return end(true);
+      unwatches.push(onAbort(signal, () => end(true)));
+    }
+  });
 }

@@ -2,6 +2,7 @@ import { onAbort } from '../broker/on-abort.js';
 import {
   ClosedError,
   CodedError,
+  NotFoundError,
   StorageUnavailableError,
   ValidationError,
 } from '../core/index.js';
@@ -108,6 +109,11 @@ export class HttpTransport {
     return this.closing.signal.aborted;
   }
 
+  /** Aborted by `close()`: a wait made for this client's calls ends with it. */
+  get closingSignal(): AbortSignal {
+    return this.closing.signal;
+  }
+
   /** Cuts every request in flight, which fails with CLOSED as later requests do. */
   close(): void {
     this.closing.abort();
@@ -180,7 +186,16 @@ export class HttpTransport {
     }
     const body = parseJson(response.text);
     if (response.status < 200 || response.status > 299) {
-      if (isLeaseqErrorBody(body)) throw errorFromResponse(response.status, body);
+      if (isLeaseqErrorBody(body)) {
+        // A route this client uses that the server has not: the URL's path is not the server's
+        // (a proxy's prefix missing, or one too many), or the server predates the route.
+        if (response.status === 404 && noSuchRoute(body)) {
+          throw new NotFoundError(
+            `the server at ${this.baseUrl} has no route ${method} ${path.split('?')[0]} (it answered 404, no such route): is that the leaseq server's URL, with the path prefix it is served under?`,
+          );
+        }
+        throw errorFromResponse(response.status, body);
+      }
       throw this.foreign(method, path, response, body);
     }
     if (
@@ -302,6 +317,12 @@ function requestJson(body: unknown): string {
   } catch (error) {
     throw new ValidationError(`the request is not JSON: ${(error as Error).message}`);
   }
+}
+
+/** Whether `body` is a leaseq server's answer to a path it has no route for. */
+function noSuchRoute(body: unknown): boolean {
+  const error = (body as { error: { code: unknown; message?: unknown } }).error;
+  return error.code === 'NOT_FOUND' && error.message === 'no such route';
 }
 
 function parseJson(text: string): unknown {

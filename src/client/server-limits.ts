@@ -17,6 +17,11 @@ export interface ServerLimits {
    * server does not say.
    */
   maxVisibilityMs: number;
+  /**
+   * Deepest nesting of a request body the server takes; Infinity when it does not say. A payload
+   * nested too deep is refused before it is sent (see HttpChannel.execute).
+   */
+  maxJsonDepth: number;
 }
 
 /**
@@ -29,6 +34,7 @@ const FALLBACK_LIMITS: ServerLimits = {
   maxWaitMs: 20_000,
   maxDelayMs: Number.POSITIVE_INFINITY,
   maxVisibilityMs: Number.POSITIVE_INFINITY,
+  maxJsonDepth: Number.POSITIVE_INFINITY,
 };
 
 /** The server's limits, asked once for a client at its first need (again after a failed ask). */
