@@ -81,3 +81,39 @@ export const visible = (text: string): string =>
     BIDI_CONTROLS,
     (char) => `\\u${(char.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`,
   );
+
+/**
+ * Characters that show as nothing, or as a plain space, where they stand: controls (a line
+ * break, a tab, NUL, DEL), format characters such as the zero-width space U+200B and the bidi
+ * controls, the other default-ignorable ones (variation selectors, fillers), lone surrogates,
+ * line and paragraph separators, and every space that is not U+0020 (U+00A0 reads as one).
+ */
+const UNSEEN = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]|(?! )\p{Zs}/u;
+const UNSEEN_ALL = new RegExp(UNSEEN.source, 'gu');
+
+const escapeChar = (char: string): string => {
+  const code = char.codePointAt(0) ?? 0;
+  return code > 0xffff
+    ? `\\u{${code.toString(16).toUpperCase()}}`
+    : `\\u${code.toString(16).toUpperCase().padStart(4, '0')}`;
+};
+
+/**
+ * A job id (or a group key) as the page shows it as text. Ids are any text a producer stored:
+ * "job-1\n" and "job-1", "zw\u200Bx" and "zwx", "  spaced  " and "spaced" would look the same,
+ * and " " would be an empty link. An id with a character that shows as nothing or as a plain
+ * space (`UNSEEN`, bidi controls aside), with whitespace at its start or end, empty, or
+ * beginning with `"` is shown quoted, as a JSON string: `"job-1\n"`, `"zw\u200Bx"`,
+ * `"  spaced  "`, `" "`, `"\"quoted\""`. So a shown id that begins with `"` is always the quoted
+ * form, and any other is the id as it is, its bidi controls escaped (`visible`).
+ * Where the id is shown, its spaces are kept (CSS `white-space: pre` or `pre-wrap`): two spaces
+ * are not drawn as one. Links and API calls use the id itself, never this.
+ */
+export function visibleId(id: string): string {
+  const bare = id.replace(BIDI_CONTROLS, '');
+  const plain = id !== '' && !id.startsWith('"') && !/^\s|\s$/u.test(id) && !UNSEEN.test(bare);
+  if (plain) return visible(id);
+  // JSON escapes the quote, the backslash, C0 controls and lone surrogates; the rest of what
+  // is unseen (DEL, C1 controls, format characters, odd spaces) is escaped the same way.
+  return JSON.stringify(id).replace(UNSEEN_ALL, escapeChar);
+}

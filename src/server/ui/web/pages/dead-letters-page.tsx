@@ -1,6 +1,6 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { isGone } from '../api.js';
-import { formatCount, formatTime, isoTime, visible } from '../format.js';
+import { formatCount, formatTime, isoTime, visible, visibleId } from '../format.js';
 import { type ActionState, ActionStatus, useActions } from '../parts/action-status.js';
 import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
 import { JobLink } from '../parts/job-link.js';
@@ -61,7 +61,13 @@ function Row(props: {
 }) {
   const { queue, letter, admin, busy, selected } = props;
   const last = letter.history.at(-1);
-  const id = visible(letter.id);
+  // Quoted where it would look like another id, or like none ("job-1\n", " "): `visibleId`.
+  const id = visibleId(letter.id);
+  // While an action is on its way the buttons take nothing, yet keep the focus (as a queue's
+  // do): a disabled button loses it to the body, and the next Tab would start the page over.
+  const unlessBusy = (verb: Verb) => () => {
+    if (!busy) props.act(verb);
+  };
   return (
     <tr class={selected ? 'selected' : undefined}>
       {admin ? (
@@ -109,8 +115,9 @@ function Row(props: {
           <button
             type="button"
             aria-label={`Redrive ${id}`}
-            disabled={busy}
-            onClick={() => props.act('Redrive')}
+            aria-disabled={busy}
+            data-verb="Redrive"
+            onClick={unlessBusy('Redrive')}
           >
             Redrive
           </button>
@@ -118,8 +125,9 @@ function Row(props: {
             type="button"
             class="danger-quiet"
             aria-label={`Purge ${id}`}
-            disabled={busy}
-            onClick={() => props.act('Purge')}
+            aria-disabled={busy}
+            data-verb="Purge"
+            onClick={unlessBusy('Purge')}
           >
             Purge
           </button>
@@ -165,9 +173,45 @@ export function DeadLettersPage(props: { queue: string }) {
   const current = stale ? '' : reason;
   const shown = current === '' ? letters : letters.filter((letter) => letter.reason === current);
   const chosen = shown.filter((letter) => selected.has(letter.id)).map((letter) => letter.id);
+  const listed = useRef(shown);
+  listed.current = shown;
+
+  // A row's Redrive or Purge, once done, takes its row away, and with it the button that had the
+  // focus: the focus goes to the same button of the next row (else of the row before), or to
+  // what the page says once none is left, rather than to the body, where the next Tab would
+  // start the page over.
+  const tbody = useRef<HTMLTableSectionElement>(null);
+  const none = useRef<HTMLParagraphElement>(null);
+  const left = useRef<{ verb: Verb; id: string; order: string[] } | undefined>(undefined);
+  const followFocus = (verb: Verb, id: string) => {
+    left.current = { verb, id, order: listed.current.map((letter) => letter.id) };
+  };
+  useEffect(() => {
+    const from = left.current;
+    if (from === undefined || shown.some((letter) => letter.id === from.id)) return;
+    left.current = undefined;
+    // The focus went elsewhere meanwhile (a click, a Tab): it stays there.
+    const active = document.activeElement;
+    if (active !== null && active !== document.body) return;
+    const ids = shown.map((letter) => letter.id);
+    const at = from.order.indexOf(from.id);
+    const next =
+      from.order.slice(at + 1).find((id) => ids.includes(id)) ??
+      from.order
+        .slice(0, at)
+        .reverse()
+        .find((id) => ids.includes(id));
+    // None of those listed then is left (a reason filter let go, others died): the row now at
+    // its place, else the last.
+    const index = next === undefined ? Math.min(at, ids.length - 1) : ids.indexOf(next);
+    const button = tbody.current?.rows[index]?.querySelector<HTMLElement>(
+      `button[data-verb="${from.verb}"]`,
+    );
+    (button ?? none.current)?.focus();
+  });
 
   /** Asks before acting on the ids named: the very ids the dialog counts, no other. */
-  const confirm = (verb: Verb, ids: string[], title: string) => {
+  const confirm = (verb: Verb, ids: string[], title: string, confirmed?: () => void) => {
     const count = ids.length;
     setConfirmation({
       title,
@@ -177,7 +221,10 @@ export function DeadLettersPage(props: { queue: string }) {
           : `The ${count === 1 ? 'job goes' : 'jobs go'} to the back of ready with delivery count 0; history is kept.`,
       verb: `${verb} ${jobs(count)}`,
       danger: verb === 'Purge',
-      onConfirm: () => void run(verb, ids),
+      onConfirm: () => {
+        confirmed?.();
+        void run(verb, ids);
+      },
     });
   };
   /**
@@ -281,7 +328,7 @@ export function DeadLettersPage(props: { queue: string }) {
             ) : null}
           </div>
           {shown.length === 0 ? (
-            <p class="empty">
+            <p class="empty" tabIndex={-1} ref={none}>
               No dead letters{current === '' ? '' : ` with reason ${visible(current)}`}.
             </p>
           ) : (
@@ -316,7 +363,7 @@ export function DeadLettersPage(props: { queue: string }) {
                     {admin ? <th scope="col">Actions</th> : null}
                   </tr>
                 </thead>
-                <tbody>
+                <tbody ref={tbody}>
                   {shown.map((letter) => (
                     <Row
                       key={letter.id}
@@ -331,11 +378,15 @@ export function DeadLettersPage(props: { queue: string }) {
                         else next.delete(letter.id);
                         setSelected(next);
                       }}
-                      act={(verb) =>
-                        verb === 'Purge'
-                          ? confirm('Purge', [letter.id], `Purge ${jobs(1)}?`)
-                          : void run(verb, [letter.id])
-                      }
+                      act={(verb) => {
+                        const follow = () => followFocus(verb, letter.id);
+                        if (verb === 'Purge') {
+                          confirm('Purge', [letter.id], `Purge ${jobs(1)}?`, follow);
+                          return;
+                        }
+                        follow();
+                        void run(verb, [letter.id]);
+                      }}
                     />
                   ))}
                 </tbody>

@@ -7,6 +7,7 @@ import {
   isoTime,
   prettyJson,
   visible,
+  visibleId,
 } from '../format.js';
 import { ActionStatus, useActions } from '../parts/action-status.js';
 import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
@@ -91,7 +92,7 @@ function Facts(props: { job: JobView }) {
   }
   if (job.group !== undefined) {
     // Only a group's first member is ever ready, delayed or in flight (R24); the rest wait.
-    rows.push(['Group', <span class="mono">{visible(job.group)}</span>]);
+    rows.push(['Group', <span class="mono id-text">{visibleId(job.group)}</span>]);
     if (job.groupSeq !== undefined) {
       rows.push([
         'Group sequence',
@@ -167,7 +168,8 @@ export function JobPage(props: { queue: string; id: string }) {
     );
     feed.refresh();
   };
-  const shownId = visible(id);
+  // Quoted where it would look like another id, or like none ("job-1\n", " "): `visibleId`.
+  const shownId = visibleId(id);
   // A payload's text may hold bidirectional controls too; escaped, it is the same JSON.
   const payload = job === undefined ? undefined : prettyJson(job.payload, PAYLOAD_CHARS, visible);
   return (
@@ -182,14 +184,15 @@ export function JobPage(props: { queue: string; id: string }) {
         ) : null}
       </p>
       <h1 id="job-title">
-        <span class="muted">Job</span> <span class="mono">{shownId}</span>
+        <span class="muted">Job</span> <span class="mono id-text">{shownId}</span>
       </h1>
       <ActionStatus state={actions} />
       {gone ? (
         <div class="notice">
           <p class="gone-text" role="status">
-            No job {shownId} in {queue} now: acked, purged or moved, or the queue was deleted (
-            {visible(update?.error?.message ?? '')}). The page no longer reads it.
+            No job <span class="id-text">{shownId}</span> in {queue} now: acked, purged or moved, or
+            the queue was deleted ({visible(update?.error?.message ?? '')}). The page no longer
+            reads it.
             {/* Changed by each Check again, so that a job still gone is said again. */}
             {update === undefined ? null : ` Checked at ${formatTime(update.at)}.`}
           </p>

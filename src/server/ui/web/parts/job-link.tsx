@@ -1,4 +1,4 @@
-import { visible } from '../format.js';
+import { visibleId } from '../format.js';
 import { href } from '../router.js';
 
 /**
@@ -15,8 +15,9 @@ export function JobLink({ queue, id }: { queue: string; id: string }) {
     );
   }
   // In a table a long id is cut (its whole in the title), so it never pushes the row's buttons
-  // away; a bidirectional control in it is shown, not obeyed.
-  const shown = visible(id);
+  // away; a bidirectional control in it is shown, not obeyed, and an id that would look like
+  // another (a line break, a zero-width space, spaces at its ends) or like nothing is quoted.
+  const shown = visibleId(id);
   return (
     <a href={href.job(queue, id)} class="job-id" title={shown}>
       {shown}
