@@ -10,7 +10,7 @@ import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
 import { type HttpTransport, RequestAborted } from './http.js';
 import { BATCH_ENVELOPE_BYTES, OperationBatcher } from './operation-batcher.js';
-import { payloadShape } from './remote-queue.js';
+import { withoutTooDeep } from './payload-checks.js';
 import type { ServerLimits, ServerLimitsReader } from './server-limits.js';
 
 /**
@@ -19,9 +19,6 @@ import type { ServerLimits, ServerLimitsReader } from './server-limits.js';
  * thousands of requests a second from one waiting receive.
  */
 const MIN_POLL_MS = 100;
-
-/** The levels of a batch request's body around a job's payload: body, list, operation, jobs, job. */
-const LEVELS_AROUND_PAYLOAD = 5;
 
 export interface HttpChannelSettings {
   /** The longest wait one receive request carries, at most; the server's maxWaitMs when lower. */
@@ -100,17 +97,9 @@ export class HttpChannel implements Channel {
   ): Promise<WireOutcome[]> {
     // Every call waits the same way, so the calls of one tick keep their order in the batch.
     const { maxJsonDepth } = await this.serverLimits();
-    if (maxJsonDepth === Number.POSITIVE_INFINITY) {
-      return this.batcher.submit(queue, operations, whole);
-    }
-    const refusals = operations.map((operation) => tooDeep(operation, maxJsonDepth));
-    if (refusals.every((refusal) => refusal === undefined)) {
-      return this.batcher.submit(queue, operations, whole);
-    }
-    const sent = operations.filter((_, index) => refusals[index] === undefined);
-    const answers = sent.length === 0 ? [] : await this.batcher.submit(queue, sent, whole);
-    let next = 0;
-    return refusals.map((refusal) => refusal ?? (answers[next++] as WireOutcome));
+    return withoutTooDeep(operations, maxJsonDepth, (sent) =>
+      this.batcher.submit(queue, sent, whole),
+    );
   }
 
   /**
@@ -205,30 +194,6 @@ function isOutcomeList(results: unknown, count: number): boolean {
         typeof (outcome as { ok?: unknown }).ok === 'boolean',
     )
   );
-}
-
-/**
- * The answer of a `publish` whose payload would make its request body deeper than
- * `maxJsonDepth`, refused as the server refuses it; undefined for any other operation.
- */
-function tooDeep(operation: WireOperation, maxJsonDepth: number): WireOutcome | undefined {
-  if (operation.type !== 'publish' || !Array.isArray(operation.jobs)) return undefined;
-  const jobs = operation.jobs as { payload?: unknown }[];
-  const room = maxJsonDepth - LEVELS_AROUND_PAYLOAD;
-  for (const [index, job] of jobs.entries()) {
-    const { depth } = payloadShape(job.payload);
-    if (depth > room) {
-      const label = jobs.length === 1 ? 'job' : `jobs[${index}]`;
-      return {
-        ok: false,
-        error: {
-          code: 'INVALID_ARGUMENT',
-          message: `${label}.payload is nested ${depth} levels deep; the server takes request bodies nested at most ${maxJsonDepth} levels deep (its maxJsonDepth), ${Math.max(0, room)} of them for a payload`,
-        },
-      };
-    }
-  }
-  return undefined;
 }
 
 /** `work`'s value, or undefined once one of `signals` aborts first (its failure then ignored). */

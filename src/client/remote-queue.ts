@@ -63,6 +63,7 @@ import {
 import type { Channel } from './channel.js';
 import { errorFromWire, UnknownDeliveryError } from './errors.js';
 import type { AnswerShape, HttpTransport } from './http.js';
+import { checkPayloadsKept } from './payload-checks.js';
 import { heldFor } from './prefetch.js';
 import type { ReceiptBook } from './receipt-book.js';
 import type { ServerLimitsReader } from './server-limits.js';
@@ -518,107 +519,4 @@ async function everyPage<T>(
     after = page.next;
   } while (after !== undefined);
   return all;
-}
-
-/** What a payload is as JSON, as far as a server refuses a request for it. */
-export interface PayloadShape {
-  /** How deeply it nests objects and arrays: 0 for a string, a number, …; 1 for `{}`. */
-  depth: number;
-  /** Its first whole number beyond 2^53 - 1 in magnitude, which JSON would not keep exactly. */
-  inexact?: number;
-  /** Its first key that would change prototypes where merged: `"__proto__"`, or `"constructor"` holding `"prototype"`. */
-  prototypeKey?: string;
-}
-
-/**
- * `payload` as JSON.stringify writes it (toJSON called, boxed numbers unboxed, functions and
- * undefined left out), walked without recursion. It has been written once already, so it
- * holds no cycle.
- */
-export function payloadShape(payload: unknown): PayloadShape {
-  const shape: PayloadShape = { depth: 0 };
-  // `json`: the value is as JSON.stringify takes it already (a property's, looked at below).
-  const stack: { value: unknown; key: string; depth: number; json: boolean }[] = [
-    { value: payload, key: '', depth: 0, json: false },
-  ];
-  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
-    const value = item.json ? item.value : asJson(item.value, item.key);
-    if (typeof value === 'number') {
-      if (shape.inexact === undefined && Number.isInteger(value) && !Number.isSafeInteger(value)) {
-        shape.inexact = value;
-      }
-      continue;
-    }
-    if (typeof value !== 'object' || value === null) continue;
-    const depth = item.depth + 1;
-    if (depth > shape.depth) shape.depth = depth;
-    if (Array.isArray(value)) {
-      value.forEach((child, index) => {
-        stack.push({ value: child, key: String(index), depth, json: false });
-      });
-      continue;
-    }
-    for (const key of Object.keys(value)) {
-      const child = asJson((value as Record<string, unknown>)[key], key);
-      if (!written(child)) continue;
-      if (shape.prototypeKey === undefined) {
-        if (key === '__proto__') shape.prototypeKey = '"__proto__"';
-        else if (key === 'constructor' && holdsPrototype(child)) {
-          shape.prototypeKey = '"constructor" with "prototype"';
-        }
-      }
-      stack.push({ value: child, key, depth, json: true });
-    }
-  }
-  return shape;
-}
-
-/** `value` as JSON.stringify takes it: its toJSON's answer, a boxed primitive unboxed. */
-function asJson(value: unknown, key: string): unknown {
-  let json = value;
-  if ((typeof json === 'object' && json !== null) || typeof json === 'bigint') {
-    const toJSON = (json as { toJSON?: unknown }).toJSON;
-    if (typeof toJSON === 'function') json = toJSON.call(json, key);
-  }
-  if (json instanceof Number || json instanceof String || json instanceof Boolean) {
-    json = json.valueOf();
-  }
-  return json;
-}
-
-/** Whether JSON.stringify writes a property holding `value` (as JSON already). */
-function written(value: unknown): boolean {
-  return value !== undefined && typeof value !== 'function' && typeof value !== 'symbol';
-}
-
-function holdsPrototype(value: unknown): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    Object.keys(value).includes('prototype') &&
-    written(asJson((value as { prototype?: unknown }).prototype, 'prototype'))
-  );
-}
-
-/**
- * Refuses a publish whose payload a server refuses the whole request or frame for (every
- * call coalesced with it failing too): a whole number beyond 2^53 - 1, which JSON does not keep
- * exactly, or a key that would change prototypes where merged.
- */
-function checkPayloadsKept(jobs: readonly { payload?: unknown }[]): void {
-  for (const [index, job] of jobs.entries()) {
-    if (job.payload === undefined) continue;
-    const { inexact, prototypeKey } = payloadShape(job.payload);
-    const label = jobs.length === 1 ? 'job' : `jobs[${index}]`;
-    if (inexact !== undefined) {
-      throw new ValidationError(
-        `${label}.payload holds ${inexact}, a whole number beyond 2^53 - 1, which the server refuses as it could not keep it exactly: send such numbers as strings`,
-      );
-    }
-    if (prototypeKey !== undefined) {
-      throw new ValidationError(
-        `${label}.payload holds a ${prototypeKey} key, which the server refuses: merged into an object it would change the prototype of every object`,
-      );
-    }
-  }
 }

@@ -12,6 +12,7 @@ import type { Channel, ChannelReceive } from './channel.js';
 import { errorFromWire } from './errors.js';
 import { reserveToWire, unwrap } from './http-channel.js';
 import { BATCH_ENVELOPE_BYTES, OperationBatcher } from './operation-batcher.js';
+import { withoutTooDeep } from './payload-checks.js';
 import { Prefetch, type Waiter } from './prefetch.js';
 import { StreamLink, type StreamLinkOptions } from './stream-link.js';
 
@@ -105,7 +106,11 @@ export class StreamChannel implements Channel {
       this.prefetches.size > 0 ? await this.giveBackSessionHeld(queue, operations) : undefined;
     let outcomes: WireOutcome[];
     try {
-      outcomes = await this.batcher.submit(queue, operations, whole);
+      // Every call waits for the limits alike, so the calls of one tick keep their order.
+      const { maxJsonDepth = Number.POSITIVE_INFINITY } = await this.link.knownLimits();
+      outcomes = await withoutTooDeep(operations, maxJsonDepth, (sent) =>
+        this.batcher.submit(queue, sent, whole),
+      );
     } catch (error) {
       closing?.(operations, undefined);
       throw error;

@@ -62,6 +62,8 @@ export interface StreamLimits {
   maxPrefetch: number;
   maxSubscriptions: number;
   heartbeatMs: number;
+  /** Deepest nesting of a frame the server takes (absent from servers before it was sent). */
+  maxJsonDepth?: number;
 }
 
 export interface ResultsFrame {

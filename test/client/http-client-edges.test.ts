@@ -169,37 +169,40 @@ describe.each(['http', 'stream'] as const)(
   },
 );
 
-describe('plain HTTP: a payload nested deeper than the server takes (maxJsonDepth)', () => {
-  function nested(levels: number): unknown {
-    return levels === 0 ? 'leaf' : { inner: nested(levels - 1) };
-  }
+describe.each(['http', 'stream'] as const)(
+  'a payload nested deeper than the server takes (maxJsonDepth), over %s',
+  (transport) => {
+    function nested(levels: number): unknown {
+      return levels === 0 ? 'leaf' : { inner: nested(levels - 1) };
+    }
 
-  it('fails its own publish only, named with the limit; one level less is published', async () => {
-    // 8 levels: 5 of a batch request around a payload, 3 for the payload.
-    const target = await server({ limits: { maxJsonDepth: 8 } });
-    const broker = await client(target.baseUrl);
-    const queue = await broker.queue('jobs');
-    const [deep, fits, stats] = await Promise.all([
-      settled(queue.publish({ id: 'deep', payload: nested(4) })),
-      settled(queue.publish({ id: 'fits', payload: nested(3) })),
-      settled(queue.stats()),
-    ]);
-    expect(deep).toBeInstanceOf(ValidationError);
-    expect((deep as Error).message).toContain('maxJsonDepth');
-    expect(fits).toEqual({ id: 'fits', duplicate: false });
-    expect(stats).toMatchObject({ published: 1 });
-    // One publish of several jobs says which one.
-    const batch = await settled(
-      queue.publishBatch([
-        { id: 'x', payload: nested(1) },
-        { id: 'y', payload: nested(5) },
-      ]),
-    );
-    expect(batch).toBeInstanceOf(ValidationError);
-    expect((batch as Error).message).toContain('jobs[1].payload is nested 5 levels deep');
-    expect(await queue.job('x')).toBeUndefined();
-  });
-});
+    it('fails its own publish only, named with the limit; one level less is published', async () => {
+      // 8 levels: 5 of a batch request or frame around a payload, 3 for the payload.
+      const target = await server({ limits: { maxJsonDepth: 8 } });
+      const broker = await client(target.baseUrl, { transport });
+      const queue = await broker.queue('jobs');
+      const [deep, fits, stats] = await Promise.all([
+        settled(queue.publish({ id: 'deep', payload: nested(4) })),
+        settled(queue.publish({ id: 'fits', payload: nested(3) })),
+        settled(queue.stats()),
+      ]);
+      expect(deep).toBeInstanceOf(ValidationError);
+      expect((deep as Error).message).toContain('maxJsonDepth');
+      expect(fits).toEqual({ id: 'fits', duplicate: false });
+      expect(stats).toMatchObject({ published: 1 });
+      // One publish of several jobs says which one.
+      const batch = await settled(
+        queue.publishBatch([
+          { id: 'x', payload: nested(1) },
+          { id: 'y', payload: nested(5) },
+        ]),
+      );
+      expect(batch).toBeInstanceOf(ValidationError);
+      expect((batch as Error).message).toContain('jobs[1].payload is nested 5 levels deep');
+      expect(await queue.job('x')).toBeUndefined();
+    });
+  },
+);
 
 describe('plain HTTP: a URL whose path prefix the server does not serve', () => {
   it('says so, naming the URL, as a NotFoundError', async () => {

@@ -83,6 +83,7 @@ describe('the stream: batches of operations', () => {
         maxPrefetch: 7,
         maxSubscriptions: 64,
         heartbeatMs: 15_000,
+        maxJsonDepth: 64,
       },
     });
   });

@@ -121,6 +121,7 @@ export class StreamConnection {
         maxPrefetch: limits.maxPrefetch,
         maxSubscriptions: limits.maxSubscriptions,
         heartbeatMs: limits.streamHeartbeatMs,
+        maxJsonDepth: limits.maxJsonDepth,
       },
     });
   }
