@@ -1,3 +1,4 @@
+import { homedir } from 'node:os';
 import { UnsupportedError, ValidationError } from '../core/index.js';
 import type { Engine } from './engine.js';
 import {
@@ -73,9 +74,16 @@ export function storageUrlProblem(
     return `storage URL ${JSON.stringify(url)}: a SQLite URL is sqlite: and a path (sqlite:./x.db, sqlite:/abs/x.db), without //`;
   }
   if (url.startsWith('sqlite:')) {
-    return url.length > 'sqlite:'.length
-      ? undefined
-      : 'sqlite: needs a file path, e.g. sqlite:./data/leaseq.db';
+    const path = url.slice('sqlite:'.length);
+    if (path === '') return 'sqlite: needs a file path, e.g. sqlite:./data/leaseq.db';
+    // No shell expands ~ after `sqlite:`, and SQLite takes it as a directory of that name in the
+    // working directory: the database would not be where it was meant to be (and an `rm -r ~`
+    // meant to remove it would empty the home directory).
+    if (path.startsWith('~')) {
+      const inFull = path.startsWith('~/') ? `, e.g. sqlite:${homedir()}${path.slice(1)}` : '';
+      return `storage URL ${JSON.stringify(url)}: ~ is not expanded in a storage URL (SQLite would take it as a name in the working directory); write the path in full${inFull}`;
+    }
+    return undefined;
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     return URL.canParse(url)

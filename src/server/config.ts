@@ -225,6 +225,12 @@ export function loadConfig(sources: ConfigSources): ServerConfig {
   const problems: string[] = [];
   const config: Record<string, unknown> = { ...DEFAULT_CONFIG };
   const fileValues = readFile(sources.file, problems);
+  // A flag the command line cannot give (an embedding process passes flags by setting name):
+  // dropped in silence, the setting would keep its default.
+  for (const [name, value] of Object.entries(sources.flags ?? {})) {
+    if (value !== undefined && !SETTING_NAMES.has(name))
+      problems.push(unknownSetting(name, 'flags'));
+  }
   /** Where each setting given was given (the last that counts). */
   const given = new Map<string, string>();
   for (const setting of SETTINGS) {
@@ -294,20 +300,39 @@ function readFile(file: ConfigSources['file'], problems: string[]): Record<strin
   if (file === undefined) return {};
   let parsed: unknown;
   try {
-    parsed = JSON.parse(file.text);
+    // A byte order mark, as some editors save UTF-8, is not part of the JSON.
+    parsed = JSON.parse(file.text.replace(/^\uFEFF/, ''));
   } catch (error) {
-    problems.push(`config file ${file.path} is not JSON: ${(error as Error).message}`);
+    problems.push(`config file ${file.path} is not JSON: ${withoutExcerpt(error as Error)}`);
     return {};
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     problems.push(`config file ${file.path} must hold a JSON object`);
     return {};
   }
-  const known = new Set<string>(SETTINGS.map((setting) => setting.name));
   for (const key of Object.keys(parsed)) {
-    if (!known.has(key)) problems.push(`unknown setting ${JSON.stringify(key)} in ${file.path}`);
+    if (!SETTING_NAMES.has(key)) problems.push(unknownSetting(key, file.path));
   }
   return parsed as Record<string, unknown>;
+}
+
+const SETTING_NAMES: ReadonlySet<string> = new Set(SETTINGS.map((setting) => setting.name));
+
+/** An unknown name, with the setting it is the flag or environment form of, if any. */
+function unknownSetting(name: string, where: string): string {
+  const meant = SETTINGS.find(
+    (setting) => flagName(setting.name) === name || envName(setting.name) === name,
+  );
+  const hint = meant === undefined ? '' : ` (settings go by name here: ${meant.name})`;
+  return `unknown setting ${JSON.stringify(name)} in ${where}${hint}`;
+}
+
+/**
+ * A JSON syntax error's message without the text V8 quotes around an unexpected token: a config
+ * file holds the receipt secret and API keys, and its errors go to logs.
+ */
+function withoutExcerpt(error: Error): string {
+  return error.message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, '');
 }
 
 type Parsed = { ok: true; value: unknown } | { ok: false; problem: string };
@@ -348,9 +373,11 @@ function parseValue(kind: SettingKind, raw: unknown, fromText: boolean): Parsed 
         : problem(`must be one of ${kind.values.join(', ')}, got ${show(raw)}`);
     case 'boolean': {
       const value = fromText && typeof raw === 'string' ? BOOLEAN_WORDS[raw.toLowerCase()] : raw;
+      // The words are for text (flags, environment); a file has JSON's own true and false.
+      const words = fromText ? 'or on, off, 1, 0' : 'JSON true or false, without quotes';
       return typeof value === 'boolean'
         ? ok(value)
-        : problem(`must be true or false (or on, off, 1, 0), got ${show(raw)}`);
+        : problem(`must be true or false (${words}), got ${show(raw)}`);
     }
     case 'keys':
       return parseKeys(raw, fromText);

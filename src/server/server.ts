@@ -83,7 +83,7 @@ export async function startServer(
         : {}),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
     }));
-  let app: FastifyInstance;
+  let app: FastifyInstance | undefined;
   try {
     app = await createApp({
       broker,
@@ -96,6 +96,10 @@ export async function startServer(
     });
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
+    // An app built already re-reads the stored receipt secret every 10 s: left open, it would go
+    // on reading the storage closed here for as long as the process lives (one that embeds the
+    // server and tries another port next).
+    await app?.close().catch(() => undefined);
     await broker.close();
     logger.flush(ignore);
     throw error;

@@ -204,6 +204,8 @@ describe('SQLite storage errors', () => {
     await expect(openEngine('mysql://localhost/db')).rejects.toBeInstanceOf(ValidationError);
     // sqlite://x.db would name /x.db, at the root of the file system.
     await expect(openEngine('sqlite://x.db')).rejects.toThrow(/sqlite: and a path/);
+    // No shell expands ~ there: SQLite would make a directory named ~ where the process runs.
+    await expect(openEngine('sqlite:~/leaseq.db')).rejects.toThrow(/~ is not expanded/);
   });
 
   it('a database file deleted while open: every call is a StorageUnavailableError within a second', async () => {
