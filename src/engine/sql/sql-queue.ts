@@ -291,12 +291,25 @@ export class SqlQueue extends OperationHandle {
           const ops = await this.ops(connection, batch);
           const maxes = args.map((arg) => arg.max);
           const at = latest(args);
-          const deliveries = await ops.reserve(at, { max: sum(maxes), visibility, session, ack });
+          let parts: Delivery[][];
+          if (ack === 'auto' && maxes.length > 1) {
+            // Each auto-acked group head lets its next member go on (R24), ready for the call
+            // after it: the calls take their jobs one after the other, as each would alone.
+            parts = [];
+            for (const max of maxes) {
+              parts.push(await ops.reserve(at, { max, visibility, session, ack }));
+            }
+          } else {
+            parts = inParts(
+              await ops.reserve(at, { max: sum(maxes), visibility, session, ack }),
+              maxes,
+            );
+          }
           // A group whose first member was taken at most once went on (R24): its next member is
           // ready for the other receivers, not for this call (a receiver that takes fewer than it
           // asked for passes no wake-up on), as after an ack of that member.
           if (ops.othersMayGoOn()) await this.letReceiversGoOn(ops, at, connection, batch);
-          return inParts(deliveries, maxes).map((part): Reserved => ({ deliveries: part }));
+          return parts.map((part): Reserved => ({ deliveries: part }));
         },
         // A `now` that is no time at all takes the general path, which refuses it (R2).
         ...(oneStatement === undefined || session !== undefined || ack === 'auto' || !isTime(now)
