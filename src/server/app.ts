@@ -333,7 +333,7 @@ function authenticate(request: FastifyRequest, spec: RouteSpec, services: Servic
   if (queue === undefined || spec.access === 'authenticated' || spec.access === 'public') {
     return principal;
   }
-  if (spec.access === 'see') {
+  if (spec.access === 'read') {
     authorizeAny(principal, queue);
   } else {
     authorize(principal, spec.access, queue);

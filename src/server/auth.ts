@@ -2,16 +2,26 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { ConflictError, DeadLetterLoopError } from '../core/index.js';
 import { ServerError } from './errors.js';
 
-/** What a key may do to the queues its patterns match. `admin` includes the other two. */
-export type Action = 'publish' | 'consume' | 'admin';
+/**
+ * What a key may do to the queues its patterns match. `read` sees a queue, its options and its
+ * figures (stats, `/metrics`) and changes nothing: a monitoring key. `admin` includes the
+ * others, and any action includes `read`.
+ */
+export type Action = 'read' | 'publish' | 'consume' | 'admin';
 
-export const ACTIONS: readonly Action[] = ['publish', 'consume', 'admin'];
+export const ACTIONS: readonly Action[] = ['read', 'publish', 'consume', 'admin'];
+
+/** Whether a grant of `granted` allows `action` (undefined: any right at all). */
+function grantAllows(granted: ReadonlySet<Action>, action?: Action): boolean {
+  if (action === undefined || action === 'read') return true;
+  return granted.has(action) || granted.has('admin');
+}
 
 /** One grant of an API key: what it may do to the queues a pattern matches. */
 export interface KeyGrant {
   /** A queue-name pattern: `*` matches any run of characters (`orders-*`, `*`). */
   queues: string;
-  /** What the key may do to those queues; `admin` includes the other two. */
+  /** What the key may do to those queues; `admin` includes the others, any of them `read`. */
   actions: Action[];
 }
 
@@ -45,6 +55,8 @@ export interface Principal {
 interface CompiledGrant {
   pattern: RegExp;
   actions: ReadonlySet<Action>;
+  /** `*`, `**`…: a pattern of stars alone matches every name. */
+  everywhere: boolean;
 }
 
 interface StoredKey {
@@ -77,6 +89,7 @@ export class AccessControl {
       grants: key.allow.map((grant) => ({
         pattern: globToRegExp(grant.queues),
         actions: new Set(grant.actions),
+        everywhere: /^\*+$/.test(grant.queues),
       })),
     }));
   }
@@ -192,23 +205,14 @@ export function authorizeAny(principal: Principal, queue: string): void {
 
 function toPrincipal(key: StoredKey): Principal {
   const allows = (queue: string, action?: Action) =>
-    key.grants.some(
-      (grant) =>
-        grant.pattern.test(queue) &&
-        (action === undefined || grant.actions.has(action) || grant.actions.has('admin')),
-    );
+    key.grants.some((grant) => grant.pattern.test(queue) && grantAllows(grant.actions, action));
   return {
     name: key.name,
     grants: key.allow,
     can: (action, queue) => allows(queue, action),
     canSee: (queue) => allows(queue),
     canEverywhere: (action) =>
-      key.allow.some(
-        (grant) =>
-          // `*`, `**`…: a pattern of stars alone matches every name.
-          /^\*+$/.test(grant.queues) &&
-          (grant.actions.includes(action) || grant.actions.includes('admin')),
-      ),
+      key.grants.some((grant) => grant.everywhere && grantAllows(grant.actions, action)),
   };
 }
 

@@ -90,7 +90,7 @@ function operation(route: RouteSpec) {
     ...(route.access === 'public' ? { security: [] } : {}),
     ...(route.access === 'public' || route.access === 'authenticated'
       ? {}
-      : { 'x-leaseq-permission': route.access === 'see' ? 'any' : route.access }),
+      : { 'x-leaseq-permission': route.access }),
     parameters: parameters(route.params, route.query),
     ...(route.body === undefined
       ? {}

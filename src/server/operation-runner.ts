@@ -15,8 +15,8 @@ import { mapError } from './errors.js';
 import { checkPayloadSize, checkQueueVisibility, type Limits } from './limits.js';
 import type { Receipts } from './receipts.js';
 
-/** The right each operation needs on its queue (`see`: any right at all). */
-const ACCESS: Readonly<Record<OperationType, Action | 'see'>> = {
+/** The right each operation needs on its queue (`read`: any right at all). */
+const ACCESS: Readonly<Record<OperationType, Action>> = {
   publish: 'publish',
   reserve: 'consume',
   ack: 'consume',
@@ -32,7 +32,7 @@ const ACCESS: Readonly<Record<OperationType, Action | 'see'>> = {
   purgeQueue: 'admin',
   moveJobs: 'admin',
   cancel: 'admin',
-  stats: 'see',
+  stats: 'read',
 };
 
 /** One operation that ran, with its answer: what a door may need beyond the wire outcome. */
@@ -138,10 +138,6 @@ export function authorizeOperation(
   queue: string,
 ): void {
   const needed = ACCESS[operation.type];
-  if (needed === 'see') {
-    if (!principal.canSee(queue)) authorize(principal, 'consume', queue);
-    return;
-  }
   authorize(principal, needed, queue);
   // Jobs moved are published where they go: that needs the right to publish there.
   if (operation.type === 'moveJobs') {

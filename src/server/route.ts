@@ -8,7 +8,7 @@ import type { Receipts } from './receipts.js';
 import type { JsonSchema, Schemas } from './schemas.js';
 
 /** Who may call a route: anyone, any holder of a valid key, or a key with rights on the queue. */
-export type Access = 'public' | 'authenticated' | Action | 'see';
+export type Access = 'public' | 'authenticated' | Action;
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 

@@ -181,12 +181,12 @@ describe('loadConfig', () => {
         name: '',
         key: 'k'.repeat(20),
         sha256: 'f'.repeat(64),
-        allow: [{ queues: 'a b', actions: ['read'] }],
+        allow: [{ queues: 'a b', actions: ['write'] }],
         role: 1,
       },
     ]);
     expect(problems(() => loadConfig({ env: { LEASEQ_KEYS: keys } }))).toEqual([
-      'keys: [0].key must be a string of at least 16 characters; [1].sha256 must be 64 hex digits; [1].allow must be a non-empty array of { queues, actions }; [2] has an unknown field "role"; [2].name must be a non-empty string; [2] needs exactly one of key and sha256; [2].allow[0].queues must be a queue name pattern (letters, digits, _ . - and *); [2].allow[0].actions must be a non-empty array of publish, consume, admin (from LEASEQ_KEYS)',
+      'keys: [0].key must be a string of at least 16 characters; [1].sha256 must be 64 hex digits; [1].allow must be a non-empty array of { queues, actions }; [2] has an unknown field "role"; [2].name must be a non-empty string; [2] needs exactly one of key and sha256; [2].allow[0].queues must be a queue name pattern (letters, digits, _ . - and *); [2].allow[0].actions must be a non-empty array of read, publish, consume, admin (from LEASEQ_KEYS)',
     ]);
   });
 

@@ -68,14 +68,14 @@ describe('GET /v1/me', () => {
       keysRequired: true,
       grants: KEYS[1]?.allow,
       queues: [
-        { name: 'orders-eu', actions: ['publish', 'consume'] },
-        { name: 'orders-us', actions: ['consume'] },
+        { name: 'orders-eu', actions: ['read', 'publish', 'consume'] },
+        { name: 'orders-us', actions: ['read', 'consume'] },
       ],
     });
     const admin = await as(ADMIN, 'GET', '/v1/me');
     expect(admin.body.queues).toContainEqual({
       name: 'payments',
-      actions: ['publish', 'consume', 'admin'],
+      actions: ['read', 'publish', 'consume', 'admin'],
     });
   });
 

@@ -33,7 +33,7 @@ export function observabilityRoutes(services: Services, openApi: () => unknown):
       url: '/v1/queues/:name/stats',
       summary: 'R17 figures: counts by state, oldest ready age, counters (times in ms)',
       tag: TAG,
-      access: 'see',
+      access: 'read',
       params: queueParams,
       response: stats,
       async handle({ params }) {

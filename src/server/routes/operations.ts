@@ -19,7 +19,7 @@ export function operationRoutes(services: Services): RouteSpec[] {
       tag: 'operations',
       // Some right on the queue, checked before it is looked up: a key with none is refused
       // alike whether the queue exists or not (each operation's own right is checked after).
-      access: 'see',
+      access: 'read',
       params: queueParams,
       body: schemas.operations,
       response: object(

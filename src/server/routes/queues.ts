@@ -82,7 +82,7 @@ export function queueRoutes(services: Services): RouteSpec[] {
       url: '/v1/queues/:name',
       summary: 'One queue and its options',
       tag: TAG,
-      access: 'see',
+      access: 'read',
       params: queueParams,
       response: queueView,
       async handle({ params }) {

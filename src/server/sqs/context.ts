@@ -54,8 +54,8 @@ export interface SqsCall {
   clientGone(): boolean;
 }
 
-/** A right the key must hold on the queue: one of auth's actions, or any right at all. */
-export type Right = Action | 'see';
+/** A right the key must hold on the queue: one of auth's actions (`read`: any right at all). */
+export type Right = Action;
 
 export function queueUrl(call: SqsCall, sqs: SqsServices, name: string): string {
   return `${call.baseUrl}/sqs/${sqs.settings.accountId}/${name}`;
@@ -90,11 +90,11 @@ export function queueNameOf(call: SqsCall): string {
 
 /** Checks that the caller holds `right` on the queue; refuses with AccessDenied. */
 export function authorizeQueue(call: SqsCall, name: string, right: Right): void {
-  const allowed = right === 'see' ? call.principal.canSee(name) : call.principal.can(right, name);
+  const allowed = call.principal.can(right, name);
   if (!allowed) {
     throw new SqsError(
       'AccessDenied',
-      `Access to the resource ${name} is denied: key ${call.principal.name} may not ${right === 'see' ? 'use' : right} on it.`,
+      `Access to the resource ${name} is denied: key ${call.principal.name} may not ${right === 'read' ? 'use' : right} on it.`,
     );
   }
 }

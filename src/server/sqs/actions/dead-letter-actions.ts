@@ -21,7 +21,7 @@ import type { ActionTable } from './action.js';
 
 /** The queues whose RedrivePolicy names this one (R26), by name, a page at a time. */
 async function listDeadLetterSourceQueues(call: SqsCall, sqs: SqsServices) {
-  const queue = await resolveQueue(call, sqs, 'see');
+  const queue = await resolveQueue(call, sqs, 'read');
   const maxResults = optionalInteger(call.input, 'MaxResults', 1, 1000);
   const after = optionalPageToken(call.input);
   const names = (await sqs.services.broker.listQueues())
@@ -105,7 +105,7 @@ async function startMessageMoveTask(call: SqsCall, sqs: SqsServices) {
 async function listMessageMoveTasks(call: SqsCall, sqs: SqsServices) {
   const sourceArn = requiredString(call.input, 'SourceArn');
   const source = nameOfArn('SourceArn', sourceArn);
-  authorizeQueue(call, source, 'see');
+  authorizeQueue(call, source, 'read');
   const maxResults = optionalInteger(call.input, 'MaxResults', 1, 10) ?? 1;
   try {
     await sqs.services.queues.existing(source);

@@ -170,7 +170,7 @@ async function facts(
 
 async function getQueueUrl(call: SqsCall, sqs: SqsServices) {
   const name = requiredString(call.input, 'QueueName');
-  authorizeQueue(call, name, 'see');
+  authorizeQueue(call, name, 'read');
   const found = (await sqs.services.broker.listQueues()).some((info) => info.name === name);
   if (!found) throw queueDoesNotExist();
   return { QueueUrl: queueUrl(call, sqs, name) };
@@ -202,7 +202,7 @@ async function deleteQueue(call: SqsCall, sqs: SqsServices) {
 }
 
 async function getQueueAttributes(call: SqsCall, sqs: SqsServices) {
-  const queue = await resolveQueue(call, sqs, 'see');
+  const queue = await resolveQueue(call, sqs, 'read');
   const names = stringList(call.input, 'AttributeNames');
   const attributes = await readQueueAttributes(
     names,
@@ -274,7 +274,7 @@ async function untagQueue(call: SqsCall, sqs: SqsServices) {
 }
 
 async function listQueueTags(call: SqsCall, sqs: SqsServices) {
-  const queue = await resolveQueue(call, sqs, 'see');
+  const queue = await resolveQueue(call, sqs, 'read');
   const tags = (await sqs.catalog.get(queue.name))?.tags ?? {};
   return Object.keys(tags).length > 0 ? { Tags: tags } : {};
 }

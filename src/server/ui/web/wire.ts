@@ -12,7 +12,7 @@ export type {
 
 import type { QueueStats } from '../../../core/types.js';
 
-export type Action = 'publish' | 'consume' | 'admin';
+export type Action = 'read' | 'publish' | 'consume' | 'admin';
 
 /** Queue options as JSON carries them: `null` for unbounded. */
 export interface WireQueueOptions {
