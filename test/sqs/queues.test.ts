@@ -371,6 +371,22 @@ describe('metrics', () => {
   });
 });
 
+describe('metrics before any SQS request', () => {
+  it('write each action success series at 0, so that the first request counts as an increase', async () => {
+    const fresh = await startSqsServer();
+    try {
+      const text = await (await fetch(`${fresh.baseUrl}/metrics`)).text();
+      for (const action of ['SendMessage', 'ReceiveMessage', 'DeleteMessage', 'CreateQueue']) {
+        expect(text).toContain(`leaseq_sqs_requests_total{action="${action}",code="OK"} 0`);
+        expect(text).toContain(`leaseq_sqs_request_duration_seconds_count{action="${action}"} 0`);
+      }
+      expect(text).not.toContain('action="unknown"');
+    } finally {
+      await fresh.close();
+    }
+  });
+});
+
 describe('names that are Object members', () => {
   it('are unknown attributes, plain message attributes, and refused query parameters', async () => {
     for (const name of ['constructor', '__proto__', 'toString']) {

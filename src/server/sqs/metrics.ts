@@ -22,6 +22,13 @@ export class SqsMetrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
       registers: [registry],
     });
+    // Each action's success series is written from the start at 0, as the stream's fixed series
+    // are: one that first appears at 1 has no earlier sample, so rate() and increase() would
+    // never see that first request.
+    for (const action of actions) {
+      this.requests.inc({ action, code: 'OK' }, 0);
+      this.latency.zero({ action });
+    }
   }
 
   observe(action: string, code: string, seconds: number): void {
