@@ -19,30 +19,30 @@ export interface PayloadShape {
 
 /**
  * `payload` as JSON.stringify writes it (toJSON called, boxed numbers unboxed, functions and
- * undefined left out), walked without recursion. It has been written once already, so it
- * holds no cycle.
+ * undefined left out, a `JSON.rawJSON` value as its text), walked without recursion. It has been
+ * written once already, so it holds no cycle. Numbers, strings and the like inside are looked at
+ * in place: a large array of them costs no entry each.
  */
 export function payloadShape(payload: unknown): PayloadShape {
   const shape: PayloadShape = { depth: 0 };
-  // `json`: the value is as JSON.stringify takes it already (a property's, looked at below).
-  const stack: { value: unknown; key: string; depth: number; json: boolean }[] = [
-    { value: payload, key: '', depth: 0, json: false },
-  ];
-  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
-    const value = item.json ? item.value : asJson(item.value, item.key);
+  const stack: { value: object; depth: number }[] = [];
+  const take = (value: unknown, depth: number) => {
     if (typeof value === 'number') {
       if (shape.inexact === undefined && Number.isInteger(value) && !Number.isSafeInteger(value)) {
         shape.inexact = value;
       }
-      continue;
+    } else if (typeof value === 'object' && value !== null) {
+      if (isRawJson(value)) take(rawNumber(value), depth);
+      else stack.push({ value, depth });
     }
-    if (typeof value !== 'object' || value === null) continue;
+  };
+  take(asJson(payload, ''), 0);
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const depth = item.depth + 1;
     if (depth > shape.depth) shape.depth = depth;
+    const { value } = item;
     if (Array.isArray(value)) {
-      value.forEach((child, index) => {
-        stack.push({ value: child, key: String(index), depth, json: false });
-      });
+      for (let index = 0; index < value.length; index++) take(asJson(value[index], index), depth);
       continue;
     }
     for (const key of Object.keys(value)) {
@@ -54,18 +54,35 @@ export function payloadShape(payload: unknown): PayloadShape {
           shape.prototypeKey = '"constructor" with "prototype"';
         }
       }
-      stack.push({ value: child, key, depth, json: true });
+      take(child, depth);
     }
   }
   return shape;
 }
 
-/** `value` as JSON.stringify takes it: its toJSON's answer, a boxed primitive unboxed. */
-function asJson(value: unknown, key: string): unknown {
+/** `JSON.isRawJSON`, where the runtime has it (Node 21 and later). */
+const isRawJsonOf = (JSON as { isRawJSON?: (value: unknown) => boolean }).isRawJSON;
+
+/** A `JSON.rawJSON` value: written as its text, a leaf (a number, a string, true, false, null). */
+function isRawJson(value: object): value is { rawJSON: string } {
+  return isRawJsonOf?.(value) === true;
+}
+
+/** The number a raw JSON text is, if it is one (else undefined: nothing to check). */
+function rawNumber(value: { rawJSON: string }): number | undefined {
+  const number = Number(value.rawJSON);
+  return Number.isNaN(number) ? undefined : number;
+}
+
+/**
+ * `value` as JSON.stringify takes it: its toJSON's answer (called with its key, as a string),
+ * a boxed primitive unboxed.
+ */
+function asJson(value: unknown, key: string | number): unknown {
   let json = value;
   if ((typeof json === 'object' && json !== null) || typeof json === 'bigint') {
     const toJSON = (json as { toJSON?: unknown }).toJSON;
-    if (typeof toJSON === 'function') json = toJSON.call(json, key);
+    if (typeof toJSON === 'function') json = toJSON.call(json, String(key));
   }
   if (json instanceof Number || json instanceof String || json instanceof Boolean) {
     json = json.valueOf();

@@ -204,6 +204,46 @@ describe.each(['http', 'stream'] as const)(
   },
 );
 
+/** `JSON.rawJSON`, where the runtime has it (Node 21 and later): a value JSON writes as its text. */
+const rawJSON = (JSON as { rawJSON?: (text: string) => unknown }).rawJSON;
+
+describe.each(['http', 'stream'] as const)(
+  'payloads holding JSON.rawJSON values, over %s',
+  (transport) => {
+    it.skipIf(rawJSON === undefined)(
+      'a raw whole number beyond 2^53 - 1 fails its own publish alone',
+      async () => {
+        const target = await server();
+        const broker = await client(target.baseUrl, { transport });
+        const queue = await broker.queue('jobs');
+        await queue.publish({ id: 'held' });
+        const [held] = await queue.receive();
+        const [good, bad, acked] = await Promise.all([
+          settled(queue.publish({ id: 'good' })),
+          settled(queue.publish({ id: 'bad', payload: { n: rawJSON?.('12345678901234567890') } })),
+          settled(queue.ack(held?.token as number)),
+        ]);
+        expect(bad).toBeInstanceOf(ValidationError);
+        expect(good).toEqual({ id: 'good', duplicate: false });
+        expect(acked).toBe(true);
+      },
+    );
+
+    it.skipIf(rawJSON === undefined)('a raw number is a leaf, no level of nesting', async () => {
+      // 8 levels: 5 around a payload, 3 for it.
+      const target = await server({ limits: { maxJsonDepth: 8 } });
+      const broker = await client(target.baseUrl, { transport });
+      const queue = await broker.queue('jobs');
+      const payload = { a: { b: { c: rawJSON?.('1') } } };
+      expect(await queue.publish({ id: 'fits', payload })).toEqual({
+        id: 'fits',
+        duplicate: false,
+      });
+      expect((await queue.job('fits'))?.payload).toEqual({ a: { b: { c: 1 } } });
+    });
+  },
+);
+
 describe('plain HTTP: a URL whose path prefix the server does not serve', () => {
   it('says so, naming the URL, as a NotFoundError', async () => {
     const target = await server();
