@@ -100,6 +100,27 @@ export function errorFromResponse(status: number, body: unknown): Error {
   );
 }
 
+/**
+ * A leaseq server's 404 for a path it has no route for, as a NotFoundError naming `server` (the
+ * URL the client was given) and `request` (`POST /v1/queues/jobs/operations`): the URL's path is
+ * not the server's (a proxy's prefix missing, or one too many), or the server predates the
+ * route. Undefined for any other answer (a missing queue, say).
+ */
+export function noSuchRouteError(
+  server: string,
+  request: string,
+  status: number,
+  body: unknown,
+): NotFoundError | undefined {
+  const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  if (status !== 404 || error?.code !== 'NOT_FOUND' || error.message !== 'no such route') {
+    return undefined;
+  }
+  return new NotFoundError(
+    `the server at ${server} has no route ${request} (it answered 404, no such route): is that the leaseq server's URL, with the path prefix it is served under, and a server as recent as this client?`,
+  );
+}
+
 /** Whether `body` is an error answer of a leaseq server: `{ error: { code, … } }`. */
 export function isLeaseqErrorBody(body: unknown): boolean {
   const error = (body as { error?: unknown } | undefined)?.error;

@@ -2,7 +2,6 @@ import { onAbort } from '../broker/on-abort.js';
 import {
   ClosedError,
   CodedError,
-  NotFoundError,
   StorageUnavailableError,
   ValidationError,
 } from '../core/index.js';
@@ -10,6 +9,7 @@ import {
   ConnectionLostError,
   errorFromResponse,
   isLeaseqErrorBody,
+  noSuchRouteError,
   notLeaseqAnswer,
 } from './errors.js';
 import { setLongTimeout } from './long-timeout.js';
@@ -187,14 +187,14 @@ export class HttpTransport {
     const body = parseJson(response.text);
     if (response.status < 200 || response.status > 299) {
       if (isLeaseqErrorBody(body)) {
-        // A route this client uses that the server has not: the URL's path is not the server's
-        // (a proxy's prefix missing, or one too many), or the server predates the route.
-        if (response.status === 404 && noSuchRoute(body)) {
-          throw new NotFoundError(
-            `the server at ${this.baseUrl} has no route ${method} ${path.split('?')[0]} (it answered 404, no such route): is that the leaseq server's URL, with the path prefix it is served under?`,
-          );
-        }
-        throw errorFromResponse(response.status, body);
+        throw (
+          noSuchRouteError(
+            this.baseUrl,
+            `${method} ${path.split('?')[0]}`,
+            response.status,
+            body,
+          ) ?? errorFromResponse(response.status, body)
+        );
       }
       throw this.foreign(method, path, response, body);
     }
@@ -317,12 +317,6 @@ function requestJson(body: unknown): string {
   } catch (error) {
     throw new ValidationError(`the request is not JSON: ${(error as Error).message}`);
   }
-}
-
-/** Whether `body` is a leaseq server's answer to a path it has no route for. */
-function noSuchRoute(body: unknown): boolean {
-  const error = (body as { error: { code: unknown; message?: unknown } }).error;
-  return error.code === 'NOT_FOUND' && error.message === 'no such route';
 }
 
 function parseJson(text: string): unknown {

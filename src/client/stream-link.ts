@@ -12,6 +12,7 @@ import {
   ConnectionLostError,
   errorFromResponse,
   isLeaseqErrorBody,
+  noSuchRouteError,
   notLeaseqAnswer,
   RemoteError,
   STREAM_CONNECTION_LOST,
@@ -309,15 +310,18 @@ export class StreamLink {
           try {
             body = JSON.parse(text);
           } catch {}
+          // Named by the server's URL, as the user gave it, when the stream's is built from it.
+          const base = /^ws(s?):\/\/(.+)\/v1\/stream$/i.exec(this.url);
+          const server = base === null ? this.url : `http${base[1]}://${base[2]}`;
           if (isLeaseqErrorBody(body)) {
-            fail(errorFromResponse(status, body));
+            fail(
+              noSuchRouteError(server, 'GET /v1/stream', status, body) ??
+                errorFromResponse(status, body),
+            );
             return;
           }
           // Not a leaseq server's refusal (an HTML page, a proxy's error): said as such.
           const { location } = response.headers;
-          // Named by the server's URL, as the user gave it, when the stream's is built from it.
-          const base = /^ws(s?):\/\/(.+)\/v1\/stream$/i.exec(this.url);
-          const server = base === null ? this.url : `http${base[1]}://${base[2]}`;
           // A relative redirect is read as the upgrade request's, sent over HTTP(S).
           const requested = base === null ? this.url : `${server}/v1/stream`;
           fail(

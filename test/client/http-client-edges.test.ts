@@ -244,20 +244,25 @@ describe.each(['http', 'stream'] as const)(
   },
 );
 
-describe('plain HTTP: a URL whose path prefix the server does not serve', () => {
-  it('says so, naming the URL, as a NotFoundError', async () => {
-    const target = await server();
-    const broker = await client(`${target.baseUrl}/leaseq`);
-    const error = await settled(broker.queue('jobs'));
-    expect(error).toBeInstanceOf(NotFoundError);
-    expect((error as Error).message).toContain(`${target.baseUrl}/leaseq has no route`);
-    expect((error as Error).message).toContain('path prefix');
-    expect(await settled(broker.handle('jobs').publish({}))).toBeInstanceOf(NotFoundError);
-    // A missing queue is still said as one.
-    const right = await client(target.baseUrl);
-    const missing = await settled(right.handle('nope').publish({}));
-    expect(missing).toBeInstanceOf(NotFoundError);
-    expect((missing as Error).message).not.toContain('no route');
-    expect(missing).not.toBeInstanceOf(RemoteError);
-  });
-});
+describe.each(['http', 'stream'] as const)(
+  'a URL whose path prefix the server does not serve, over %s',
+  (transport) => {
+    it('says so, naming the URL, as a NotFoundError', async () => {
+      const target = await server();
+      const broker = await client(`${target.baseUrl}/leaseq`, { transport });
+      const error = await settled(broker.queue('jobs'));
+      expect(error).toBeInstanceOf(NotFoundError);
+      expect((error as Error).message).toContain(`${target.baseUrl}/leaseq has no route`);
+      expect((error as Error).message).toContain('path prefix');
+      const publish = await settled(broker.handle('jobs').publish({}));
+      expect(publish).toBeInstanceOf(NotFoundError);
+      expect((publish as Error).message).toContain('path prefix');
+      // A missing queue is still said as one.
+      const right = await client(target.baseUrl, { transport });
+      const missing = await settled(right.handle('nope').publish({}));
+      expect(missing).toBeInstanceOf(NotFoundError);
+      expect((missing as Error).message).not.toContain('no route');
+      expect(missing).not.toBeInstanceOf(RemoteError);
+    });
+  },
+);
