@@ -299,11 +299,16 @@ function limitProblem(name: string, value: unknown): string | undefined {
 function readFile(file: ConfigSources['file'], problems: string[]): Record<string, unknown> {
   if (file === undefined) return {};
   let parsed: unknown;
+  // A byte order mark, as some editors save UTF-8, is not part of the JSON.
+  const text = file.text.replace(/^\uFEFF/, '');
   try {
-    // A byte order mark, as some editors save UTF-8, is not part of the JSON.
-    parsed = JSON.parse(file.text.replace(/^\uFEFF/, ''));
+    parsed = JSON.parse(text);
   } catch (error) {
-    problems.push(`config file ${file.path} is not JSON: ${withoutExcerpt(error as Error)}`);
+    const { message } = error as Error;
+    const line = errorLine(message, text);
+    problems.push(
+      `config file ${file.path} is not JSON: ${withoutExcerpt(message)}${line === undefined ? '' : ` (line ${line})`}`,
+    );
     return {};
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
@@ -331,8 +336,30 @@ function unknownSetting(name: string, where: string): string {
  * A JSON syntax error's message without the text V8 quotes around an unexpected token: a config
  * file holds the receipt secret and API keys, and its errors go to logs.
  */
-function withoutExcerpt(error: Error): string {
-  return error.message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, '');
+function withoutExcerpt(message: string): string {
+  return message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, '');
+}
+
+/**
+ * The line of `text` a JSON syntax error is on: from the position V8 gives, or, where it gives
+ * none (an unexpected token), from where the text it quotes stands. Undefined when not known.
+ */
+function errorLine(message: string, text: string): number | undefined {
+  let position: number | undefined;
+  const at = /at position (\d+)/.exec(message);
+  if (at !== null) {
+    position = Number(at[1]);
+  } else {
+    const quoted = /^Unexpected token '(.)', (\.\.\.)?"(.*)"(?:\.\.\.)? is not valid JSON$/s.exec(
+      message,
+    );
+    const [, token = '', cut, excerpt = ''] = quoted ?? [];
+    const start = quoted === null ? -1 : text.indexOf(excerpt);
+    // A cut excerpt starts about ten characters before the token.
+    if (start >= 0)
+      position = start + Math.max(0, excerpt.indexOf(token, cut === undefined ? 0 : 10));
+  }
+  return position === undefined ? undefined : text.slice(0, position).split('\n').length;
 }
 
 type Parsed = { ok: true; value: unknown } | { ok: false; problem: string };

@@ -288,6 +288,20 @@ describe('loadConfig: what a user gets wrong', () => {
     }
   });
 
+  it('says on which line a config file stops being JSON, without quoting it', () => {
+    const issue = (text: string) =>
+      problems(() => loadConfig({ file: { path: 'c.json', text } }))[0];
+    // An unexpected token, for which V8 gives no position, only the text around it.
+    const stray = issue(
+      '{\n  "port": 7700,\n  "host": "0.0.0.0",\n  "maxBatch": 100,\n  "ui": nope\n}',
+    );
+    expect(stray).toMatch(/\(line 5\)$/);
+    expect(stray).not.toContain('0.0.0.0');
+    // A missing comma, for which it gives a position.
+    expect(issue('{\n  "port": 7700\n  "host": "0.0.0.0"\n}')).toMatch(/\(line 3\)$/);
+    expect(issue('\uFEFF{"a": nope}')).toMatch(/\(line 1\)$/);
+  });
+
   it('says a config file takes JSON true or false, not the words flags take', () => {
     expect(
       problems(() =>
