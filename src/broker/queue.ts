@@ -303,7 +303,10 @@ export interface Broker {
   /**
    * Runs `work` in one transaction of the SQL engine's database: the caller's statements and
    * the acks, nacks and publishes made through `tx` commit together or not at all. Fails with
-   * an UnsupportedError where the storage has no transactions (memory, HTTP).
+   * an UnsupportedError where the storage has no transactions (memory, HTTP), and where it is
+   * begun inside the `work` of another (it would wait for that one for ever). Await every call
+   * on `tx` in `work`: one still under way when `work` returns fails it (ClosedError, rolled
+   * back). The broker's other calls wait for it: inside `work`, make them through `tx`.
    */
   transaction<T>(work: (tx: BrokerTransaction) => Promise<T>): Promise<T>;
   /**

@@ -29,6 +29,10 @@ export class SqlTransaction implements EngineTransaction {
   private ended = false;
   /** The queues whose lock (the dialect's lock of a queue's name) this transaction holds. */
   private readonly lockedQueues = new Set<string>();
+  /** The last call on this transaction, settled or not: the next one runs after it. */
+  private last: Promise<unknown> = Promise.resolve();
+  /** Calls made and not yet settled. */
+  private unsettled = 0;
 
   constructor(
     private readonly connection: SqlConnection,
@@ -37,30 +41,61 @@ export class SqlTransaction implements EngineTransaction {
   ) {}
 
   /**
-   * Its work returned or threw: the transaction committed or rolled back, and the connection
-   * is another's now. A call kept past it (a leaked `tx`) would run outside any transaction,
-   * or inside someone else's: refused.
+   * Its work returned or threw: the transaction is about to commit or roll back, and the
+   * connection is another's then. A call kept past it (a leaked `tx`) would run outside any
+   * transaction, or inside someone else's: refused. Resolves once the calls still under way
+   * (made but not awaited) have settled, none of them running after it, and answers whether
+   * there were any: their work, unawaited, cannot be part of a commit.
    */
-  end(): void {
+  async end(): Promise<boolean> {
     this.ended = true;
+    if (this.unsettled === 0) return false;
+    await this.last;
+    return true;
+  }
+
+  /** Until its work returned or threw. */
+  get open(): boolean {
+    return !this.ended;
   }
 
   private checkOpen(): void {
-    if (this.ended) {
-      throw new ClosedError(
-        'this transaction has ended: use tx only inside the function given to transaction(), and await every call there',
-      );
-    }
+    if (this.ended) throw endedError();
   }
 
-  async query<Row extends object>(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
-    this.checkOpen();
-    return this.connection.query<Row>(sql, params);
+  /**
+   * Runs `call` after the calls made before it: calls awaited together (`Promise.all`) share
+   * one connection and the rows a transaction keeps of its queues, which a call resumed in the
+   * middle of another's would read half-changed (two acks counted once, two publishes given
+   * one generated id). One still under way when the work ended fails with ClosedError: the
+   * transaction does not commit it.
+   */
+  private serial<T>(call: () => Promise<T>): Promise<T> {
+    if (this.ended) return Promise.reject(endedError());
+    this.unsettled += 1;
+    const result = this.last.then(async () => {
+      this.checkOpen();
+      const value = await call();
+      this.checkOpen();
+      return value;
+    });
+    this.last = result.then(
+      () => this.settled(),
+      () => this.settled(),
+    );
+    return result;
   }
 
-  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    this.checkOpen();
-    return this.connection.run(sql, params);
+  private settled(): void {
+    this.unsettled -= 1;
+  }
+
+  query<Row extends object>(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
+    return this.serial(() => this.connection.query<Row>(sql, params));
+  }
+
+  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return this.serial(() => this.connection.run(sql, params));
   }
 
   async ack(queue: string, now: number, token: number): Promise<boolean> {
@@ -76,40 +111,44 @@ export class SqlTransaction implements EngineTransaction {
   }
 
   /** The same operations as a queue's, parsed the same way, in this transaction. */
-  private async apply<O extends Operation>(queue: string, now: number, operation: O) {
-    this.checkOpen();
-    checkQueueName(queue);
-    const ops = await queueOps(this.access, this.connection, this.batch, queue);
-    const result = (await runOperation(ops, now, operation)) as ResultOf<O>;
-    if (makesJobsReady(operation) || ops.othersMayGoOn()) {
-      await wakeOnCommit(this.access, this.connection, this.batch, queue);
-    } else if (reschedulesReceivers(operation)) {
-      wakeLocallyOnCommit(this.access, this.batch, queue);
-    }
-    return result;
+  private apply<O extends Operation>(queue: string, now: number, operation: O) {
+    return this.serial(async () => {
+      checkQueueName(queue);
+      const ops = await queueOps(this.access, this.connection, this.batch, queue);
+      const result = (await runOperation(ops, now, operation)) as ResultOf<O>;
+      if (makesJobsReady(operation) || ops.othersMayGoOn()) {
+        await wakeOnCommit(this.access, this.connection, this.batch, queue);
+      } else if (reschedulesReceivers(operation)) {
+        wakeLocallyOnCommit(this.access, this.batch, queue);
+      }
+      return result;
+    });
   }
 
-  async claimOnce(consumer: string, jobId: string, now: number): Promise<boolean> {
-    this.checkOpen();
-    checkInboxArguments(consumer, jobId, now);
-    const changed = await this.connection.run(
-      `INSERT INTO leaseq_inbox (consumer, job_id, processed_at) VALUES (?, ?, ?)
+  claimOnce(consumer: string, jobId: string, now: number): Promise<boolean> {
+    return this.serial(async () => {
+      checkInboxArguments(consumer, jobId, now);
+      const changed = await this.connection.run(
+        `INSERT INTO leaseq_inbox (consumer, job_id, processed_at) VALUES (?, ?, ?)
        ON CONFLICT (consumer, job_id) DO NOTHING`,
-      [consumer, jobId, now],
-    );
-    return changed > 0;
+        [consumer, jobId, now],
+      );
+      return changed > 0;
+    });
   }
 
-  async advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean> {
-    this.checkOpen();
-    await this.lockQueues([read.queue]);
-    return advanceScheduleRow(this.connection, this.access.dialect, read, to);
+  advanceSchedule(read: ScheduleRecord, to: number | null): Promise<boolean> {
+    return this.serial(async () => {
+      await this.lockQueues([read.queue]);
+      return advanceScheduleRow(this.connection, this.access.dialect, read, to);
+    });
   }
 
-  async advanceSchedules(moves: readonly ScheduleMove[]): Promise<boolean[]> {
-    this.checkOpen();
-    await this.lockQueues(moves.map(({ read }) => read.queue));
-    return advanceScheduleRows(this.connection, this.access.dialect, moves);
+  advanceSchedules(moves: readonly ScheduleMove[]): Promise<boolean[]> {
+    return this.serial(async () => {
+      await this.lockQueues(moves.map(({ read }) => read.queue));
+      return advanceScheduleRows(this.connection, this.access.dialect, moves);
+    });
   }
 
   /**
@@ -129,14 +168,21 @@ export class SqlTransaction implements EngineTransaction {
     }
   }
 
-  async pruneInbox(consumer: string, processedBefore: number): Promise<number> {
-    this.checkOpen();
-    checkInboxArguments(consumer, 'x', processedBefore);
-    return this.connection.run('DELETE FROM leaseq_inbox WHERE consumer = ? AND processed_at < ?', [
-      consumer,
-      processedBefore,
-    ]);
+  pruneInbox(consumer: string, processedBefore: number): Promise<number> {
+    return this.serial(async () => {
+      checkInboxArguments(consumer, 'x', processedBefore);
+      return this.connection.run(
+        'DELETE FROM leaseq_inbox WHERE consumer = ? AND processed_at < ?',
+        [consumer, processedBefore],
+      );
+    });
   }
+}
+
+function endedError(): ClosedError {
+  return new ClosedError(
+    'this transaction has ended: use tx only inside the function given to transaction(), and await every call there',
+  );
 }
 
 function checkInboxArguments(consumer: unknown, jobId: unknown, time: unknown): void {
