@@ -37,11 +37,24 @@ export async function migrate(
   translate: (error: unknown) => unknown = (error) => error,
 ): Promise<number> {
   const supported = migrations.at(-1)?.version ?? 0;
+  // CREATE TABLE IF NOT EXISTS asks for the right to create in the schema even where the table
+  // is there: it runs only where a read before the transaction found no table, so a role that
+  // may use leaseq's tables but not create opens a schema migrated by another. Elsewhere an
+  // update that changes nothing takes its place: storage that takes no writes (a read-only file,
+  // a standby) is still refused here, at open, as the CREATE refused it.
+  const made = await connection.query('SELECT version FROM leaseq_schema').then(
+    () => true,
+    () => false,
+  );
   let step = 'read its schema version';
   await connection.begin();
   try {
     if (dialect.migrationLock !== undefined) await connection.exec(dialect.migrationLock);
-    await connection.exec('CREATE TABLE IF NOT EXISTS leaseq_schema (version INTEGER NOT NULL)');
+    await connection.exec(
+      made
+        ? 'UPDATE leaseq_schema SET version = version WHERE FALSE'
+        : 'CREATE TABLE IF NOT EXISTS leaseq_schema (version INTEGER NOT NULL)',
+    );
     const rows = await connection.query<{ version: number | string }>(
       'SELECT version FROM leaseq_schema',
     );

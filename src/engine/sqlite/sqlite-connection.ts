@@ -33,7 +33,7 @@ export class SqliteConnection implements SqlConnection {
     // In WAL mode a commit at NORMAL writes the WAL and syncs nothing; a sync of the WAL file
     // after it makes it what FULL would have. Only where durable commits sync.
     if (durableLevel === 'FULL' && db.pragma('journal_mode', { simple: true }) === 'wal') {
-      this.walSync = new WalSync(`${db.name}-wal`, syncOnThreadPool);
+      this.walSync = new WalSync(`${databaseFile(db)}-wal`, syncOnThreadPool);
       this.laterSync = {
         begin: () => this.beginSyncedLater(),
         sync: () => this.syncCommitted(),
@@ -138,4 +138,14 @@ export class SqliteConnection implements SqlConnection {
   async rollback(): Promise<void> {
     if (this.db.inTransaction) this.prepare('ROLLBACK').run();
   }
+}
+
+/**
+ * The main database's file as SQLite names it: the path opened with its symlinks resolved.
+ * SQLite names the WAL after it, so a database opened through a symlink (`link.db` to
+ * `real.db`) has its WAL at `real.db-wal`: `link.db-wal` is no file, or another one.
+ */
+function databaseFile(db: Database.Database): string {
+  const files = db.pragma('database_list') as { name: string; file: string }[];
+  return files.find((each) => each.name === 'main')?.file || db.name;
 }

@@ -250,7 +250,28 @@ export function translateSqliteError(error: unknown, target: string): unknown {
     code === 'ENOTDIR' ||
     code === 'EEXIST'
   ) {
-    return new StorageUnavailableError(`${target} cannot be used: ${message}`, { cause: error });
+    const why = readOnlyCause(code, target);
+    return new StorageUnavailableError(`${target} cannot be used: ${message}${why}`, {
+      cause: error,
+    });
   }
   return error;
+}
+
+/**
+ * What SQLite's "attempt to write a readonly database" means, said where its code tells: in
+ * WAL mode SQLite writes two files beside the database (`-wal`, `-shm`), so a file this process
+ * may write is still read-only to it in a directory it may not write, or where those two were
+ * left by another user.
+ */
+function readOnlyCause(code: string, target: string): string {
+  if (!target.startsWith('sqlite:') || target === 'sqlite::memory:') return '';
+  const file = resolve(target.slice('sqlite:'.length));
+  if (code === 'SQLITE_READONLY_DIRECTORY') {
+    return ` (its directory ${dirname(file)} is not writable by this process: SQLite makes the database's -wal and -shm files beside it, so the directory must be writable too)`;
+  }
+  if (code === 'SQLITE_READONLY') {
+    return ` (${file}, or its -wal or -shm file beside it, is not writable by this process)`;
+  }
+  return '';
 }
