@@ -30,9 +30,23 @@ export interface EngineOptions {
  * those given as parameters (`?password=…`, `sslpassword=…`, which PostgreSQL URLs take too).
  */
 export function redactUrl(url: string): string {
-  return url
-    .replace(/^([a-z]+:\/\/[^:/@]+):[^@]*@/i, '$1:***@')
-    .replace(/([?&](?:ssl)?password=)[^&#]*/gi, '$1***');
+  return redactUserInfo(url).replace(/([?&](?:ssl)?password=)[^&#]*/gi, '$1***');
+}
+
+/**
+ * The password after the user name replaced. It ends at the last `@` before the query: drivers
+ * take a password holding an unencoded `@` or `/` (`user:pa@ss@host`), and the first `@` would
+ * leave the rest of it shown. An empty user name (`:secret@host`) has its password too.
+ */
+function redactUserInfo(url: string): string {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0];
+  if (scheme === undefined) return url;
+  const rest = url.slice(scheme.length);
+  const queryAt = rest.search(/[?#]/);
+  const at = (queryAt === -1 ? rest : rest.slice(0, queryAt)).lastIndexOf('@');
+  const colon = rest.indexOf(':');
+  if (at === -1 || colon === -1 || colon > at) return url;
+  return `${scheme}${rest.slice(0, colon)}:***${rest.slice(at)}`;
 }
 
 export function checkClockMode(mode: unknown): 'strict' | 'follow' {
