@@ -87,7 +87,14 @@ export async function open(url?: string, options: OpenOptions = {}): Promise<Bro
   const system = new SystemClock();
   if (engine.storageTime !== undefined) {
     const storageTime = engine.storageTime.bind(engine);
-    await system.syncTo(storageTime);
+    try {
+      await system.syncTo(storageTime);
+    } catch (error) {
+      // Opened, but no broker is made of it: closed here, or its connections would be left
+      // open, keeping the process alive.
+      await engine.close().catch(() => undefined);
+      throw error;
+    }
   }
   return new EngineBroker(engine, { clock: system });
 }
