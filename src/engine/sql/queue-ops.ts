@@ -474,11 +474,13 @@ export class QueueOps extends JobMoves {
       delivered_at: number;
       grp: string | null;
       group_seq: number | null;
+      session: string | null;
     }>(
       `DELETE FROM ${this.dialect.jobsByToken} WHERE queue = ? AND token IN ${this.dialect.jsonList('integer')}
-       RETURNING id, token, delivered_at, grp, group_seq`,
+       RETURNING id, token, delivered_at, grp, group_seq, session`,
       [this.q.name, JSON.stringify(tokens)],
     );
+    if (deleted.some((row) => row.session !== null)) this.sessionDeliveryAcked = true;
     const live = new Map(deleted.map((row) => [row.token, row]));
     const grouped = deleted.filter((row) => row.grp !== null);
     const results = tokens.map((token) => {

@@ -390,6 +390,7 @@ export class SqlQueue extends OperationHandle {
               if (live === undefined) return undefined;
               // Acks of a queue that bounds its active deliveries free room for receivers
               // elsewhere. No transaction here: the notification is a statement of its own.
+              // (Room under a session's prefetch, the statement itself notifies: migration 0024.)
               const wake = this.access.dialect.wakeStatement?.(this.name);
               if (
                 wake !== undefined &&
