@@ -33,8 +33,10 @@ export interface ScheduleView {
   /** The occurrence published last; absent before the first. */
   lastAt?: number;
   /**
-   * The next occurrence after `now`; Number.MAX_SAFE_INTEGER for none (a cron that never fires,
-   * or one whose times cannot be computed here: see `problem`).
+   * The next occurrence to be published: the first after `now`, `createdAt` and `lastAt` (those
+   * two may be ahead of a clock behind the one that set the schedule or published it);
+   * Number.MAX_SAFE_INTEGER for none (a cron that never fires, or one whose times cannot be
+   * computed here: see `problem`).
    */
   nextAt: number;
   /**
@@ -198,13 +200,20 @@ export function dueOccurrence(schedule: ScheduleRecord, now: number): number | u
   return latest !== undefined && latest > after ? latest : undefined;
 }
 
-/** The first occurrence after `now`. */
+/**
+ * The next occurrence a pass may publish: the first after `now` that is after both the
+ * schedule's creation and the occurrence published last, as dueOccurrence counts them. Those
+ * are after `now` where another process's clock runs ahead of this one's (it set the schedule,
+ * or published an occurrence, at a time this clock has not reached), or where this clock was
+ * set back: the occurrences up to them are never published, so none is next.
+ */
 export function nextOccurrence(schedule: ScheduleRecord, now: number): number {
+  const from = Math.max(now, schedule.createdAt, schedule.lastAt ?? Number.NEGATIVE_INFINITY);
   if (schedule.every !== undefined) {
-    const k = Math.max(1, Math.floor((now - schedule.createdAt) / schedule.every) + 1);
+    const k = Math.max(1, Math.floor((from - schedule.createdAt) / schedule.every) + 1);
     return schedule.createdAt + k * schedule.every;
   }
-  return cronOf(schedule).nextRun(new Date(now))?.getTime() ?? Number.MAX_SAFE_INTEGER;
+  return cronOf(schedule).nextRun(new Date(from))?.getTime() ?? Number.MAX_SAFE_INTEGER;
 }
 
 /** The job id of one occurrence: the schedule's name and the occurrence's time (idempotent). */
