@@ -112,7 +112,7 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
     });
   });
 
-  it('a queue newer than the statistics is reserved from through its ready index, by one plan kept for every call', async (context) => {
+  it('a queue newer than the statistics is reserved from through its ready index and acked through its token index, by one plan kept for every call', async (context) => {
     if (skip !== undefined) context.skip(skip);
     await withEngineAndClient(async (engine, client) => {
       // Statistics gathered while the table held another queue's jobs alone: they know no job
@@ -142,6 +142,13 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
         expect(plan).toMatch(
           /(Index Scan using|Bitmap Index Scan on) leaseq_jobs_ready[^\n]*\n\s*Index Cond: \(\(queue = \$\d+\) AND \(ready_pos >= \$\d+\)/,
         );
+        expect(plan).not.toContain("'newer'::text");
+      }
+      // Its acks take each job by the token index, not through the primary key either.
+      const deletes = plans.filter((plan) => /Delete on leaseq_jobs/.test(plan));
+      expect(deletes).toHaveLength(8);
+      for (const plan of deletes) {
+        expect(plan).toMatch(/Index Scan using leaseq_jobs_token/);
         expect(plan).not.toContain("'newer'::text");
       }
       expect((await newer.stats(20)).ready).toBe(3000 - 8);
