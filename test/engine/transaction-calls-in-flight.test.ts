@@ -1,33 +1,18 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { EngineBroker } from '../../src/broker/index.js';
-import { ManualClock } from '../../src/index.js';
-import { engineFactories, queueName } from '../conformance/engines.js';
+import { sqlEngineFactories, transactionTable } from './transaction-table.js';
 
 /**
  * Calls on `tx` that overlap (awaited together, or one still running when the work returns or
  * throws) share the transaction's one connection: they run one after another, and none runs
  * after the transaction ended, where its statements would commit outside it.
  */
-const sqlEngines = engineFactories().filter((factory) => factory.name !== 'memory');
+const sqlEngines = sqlEngineFactories();
 afterAll(async () => {
   await Promise.all(sqlEngines.map((factory) => factory.cleanup()));
 });
 
 describe.each(sqlEngines)('calls on a transaction that overlap on $name', (factory) => {
-  async function setup() {
-    const engine = await factory.open();
-    const broker = new EngineBroker(engine, { clock: new ManualClock(1_000) });
-    const name = queueName('txcalls');
-    const queue = await broker.queue(name, { visibility: 60_000 });
-    const table = `lq_txcalls_${name.replace(/[^a-z0-9]/gi, '_')}`;
-    await broker.transaction((tx) => tx.run(`CREATE TABLE ${table} (id TEXT PRIMARY KEY)`));
-    const close = async () => {
-      await broker.transaction((tx) => tx.run(`DROP TABLE ${table}`));
-      await broker.deleteQueue(name);
-      await broker.close();
-    };
-    return { broker, queue, name, table, close };
-  }
+  const setup = () => transactionTable(factory, 'txcalls', { visibility: 60_000 });
 
   it('acks awaited together with Promise.all are each counted in the stats', async () => {
     const { broker, queue, name, close } = await setup();

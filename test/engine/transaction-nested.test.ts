@@ -1,35 +1,21 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { EngineBroker } from '../../src/broker/index.js';
-import { ManualClock, UnsupportedError } from '../../src/index.js';
+import { UnsupportedError } from '../../src/index.js';
 import { TransactionalInbox } from '../../src/worker/index.js';
-import { engineFactories, queueName } from '../conformance/engines.js';
+import { queueName } from '../conformance/engines.js';
+import { sqlEngineFactories, transactionTable } from './transaction-table.js';
 
 /**
  * An engine runs one transaction at a time: one begun inside the function of another (a helper
  * that opens its own, an inbox inside a transaction) would wait for the outer one, which waits
  * for it. It is refused at once, and the outer transaction goes on.
  */
-const sqlEngines = engineFactories().filter((factory) => factory.name !== 'memory');
+const sqlEngines = sqlEngineFactories();
 afterAll(async () => {
   await Promise.all(sqlEngines.map((factory) => factory.cleanup()));
 });
 
 describe.each(sqlEngines)('a transaction inside another on $name', (factory) => {
-  async function setup() {
-    const engine = await factory.open();
-    const broker = new EngineBroker(engine, { clock: new ManualClock(1_000) });
-    const name = queueName('txnested');
-    const queue = await broker.queue(name, { visibility: 60_000 });
-    const table = `lq_txnested_${name.replace(/[^a-z0-9]/gi, '_')}`;
-    await broker.transaction((tx) => tx.run(`CREATE TABLE ${table} (id TEXT PRIMARY KEY)`));
-    const rows = () => broker.transaction((tx) => tx.query(`SELECT id FROM ${table} ORDER BY id`));
-    const close = async () => {
-      await broker.transaction((tx) => tx.run(`DROP TABLE ${table}`));
-      await broker.deleteQueue(name);
-      await broker.close();
-    };
-    return { broker, queue, name, table, rows, close };
-  }
+  const setup = () => transactionTable(factory, 'txnested', { visibility: 60_000 });
 
   it('is refused with UnsupportedError, and the outer transaction commits', async () => {
     const { broker, queue, name, table, rows, close } = await setup();

@@ -1,38 +1,21 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { EngineBroker } from '../../src/broker/index.js';
-import {
-  ClockError,
-  ManualClock,
-  openEngine,
-  UnsupportedError,
-  ValidationError,
-} from '../../src/index.js';
-import { engineFactories, queueName } from '../conformance/engines.js';
+import { ClockError, openEngine, UnsupportedError, ValidationError } from '../../src/index.js';
+import { queueName } from '../conformance/engines.js';
+import { sqlEngineFactories, transactionTable } from './transaction-table.js';
 
 // The transactional ack: a business write and the ack commit or roll back together.
-const sqlEngines = engineFactories().filter((factory) => factory.name !== 'memory');
+const sqlEngines = sqlEngineFactories();
 afterAll(async () => {
   await Promise.all(sqlEngines.map((factory) => factory.cleanup()));
 });
 
 describe.each(sqlEngines)('transactional ack on $name', (factory) => {
-  async function setup() {
-    const engine = await factory.open();
-    const clock = new ManualClock(1_000);
-    const broker = new EngineBroker(engine, { clock });
-    const name = queueName('tx');
-    const queue = await broker.queue(name, { visibility: 1000 });
-    const table = `lq_tx_${name.replace(/[^a-z0-9]/gi, '_')}`;
-    await broker.transaction((tx) =>
-      tx.run(`CREATE TABLE ${table} (id TEXT PRIMARY KEY, amount INTEGER)`),
-    );
-    const close = async () => {
-      await broker.transaction((tx) => tx.run(`DROP TABLE ${table}`));
-      await broker.deleteQueue(name);
-      await broker.close();
-    };
-    return { broker, queue, clock, name, table, close };
-  }
+  const setup = () =>
+    transactionTable(factory, 'tx', {
+      visibility: 1000,
+      columns: 'id TEXT PRIMARY KEY, amount INTEGER',
+    });
 
   it('commits the business write and the ack together', async () => {
     const { broker, queue, name, table, close } = await setup();
