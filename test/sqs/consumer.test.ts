@@ -6,26 +6,18 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { Consumer } from 'sqs-consumer';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { freshName, type SqsTestServer, startSqsServer } from './helpers.js';
+import { expect, it } from 'vitest';
+import { freshName, sqsServer } from './helpers.js';
 
 const MESSAGES = 300;
-let server: SqsTestServer;
-
-beforeAll(async () => {
-  server = await startSqsServer();
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const server = sqsServer();
 
 /** Every seventh message fails on its first delivery. */
 const failsFirstTime = (message: Message) =>
   Number(message.Body) % 7 === 0 && message.Attributes?.ApproximateReceiveCount === '1';
 
 it('sqs-consumer: handlers that throw get the message again; each succeeds exactly once', async () => {
-  const { QueueUrl } = await server.client.send(
+  const { QueueUrl } = await server().client.send(
     new CreateQueueCommand({ QueueName: freshName('consumer') }),
   );
   const queueUrl = QueueUrl as string;
@@ -34,7 +26,7 @@ it('sqs-consumer: handlers that throw get the message again; each succeeds exact
       Id: `m${start + i}`,
       MessageBody: String(start + i),
     }));
-    const sent = await server.client.send(new SendMessageBatchCommand({ QueueUrl, Entries }));
+    const sent = await server().client.send(new SendMessageBatchCommand({ QueueUrl, Entries }));
     expect(sent.Failed).toEqual([]);
   }
 
@@ -82,7 +74,7 @@ it('sqs-consumer: handlers that throw get the message again; each succeeds exact
   });
   const batch = Consumer.create({
     ...common,
-    sqs: server.client,
+    sqs: server().client,
     handleMessageBatch: async (messages) => {
       if (messages.some(failsFirstTime)) {
         failures += 1;
@@ -125,7 +117,7 @@ it('sqs-consumer: handlers that throw get the message again; each succeeds exact
   expect(failures).toBeGreaterThan(0);
   expect(successes.size).toBe(MESSAGES);
   expect([...successes.values()].every((count) => count === 1)).toBe(true);
-  const left = await server.client.send(
+  const left = await server().client.send(
     new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['All'] }),
   );
   expect(left.Attributes).toMatchObject({

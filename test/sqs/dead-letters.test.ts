@@ -12,25 +12,17 @@ import {
   SetQueueAttributesCommand,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call } from '../server/helpers.js';
-import { failure, freshName, type SqsTestServer, startSqsServer } from './helpers.js';
+import { failure, freshName, sqsServer } from './helpers.js';
 
-let server: SqsTestServer;
-
-beforeAll(async () => {
-  server = await startSqsServer();
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const server = sqsServer();
 
 const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
-const send = <T>(command: T) => server.client.send(command as never) as Promise<never>;
+const send = <T>(command: T) => server().client.send(command as never) as Promise<never>;
 
 async function create(name: string, attributes: Record<string, string> = {}): Promise<string> {
-  const { QueueUrl } = await server.client.send(
+  const { QueueUrl } = await server().client.send(
     new CreateQueueCommand({ QueueName: name, Attributes: attributes }),
   );
   return QueueUrl as string;
@@ -41,7 +33,7 @@ const policy = (target: string, maxReceiveCount: number | string) =>
 
 /** Receives the one message of a queue and makes it visible again at once (a receive used up). */
 async function receiveAndReturn(QueueUrl: string) {
-  const { Messages } = await server.client.send(
+  const { Messages } = await server().client.send(
     new ReceiveMessageCommand({
       QueueUrl,
       MessageSystemAttributeNames: ['All'],
@@ -50,7 +42,7 @@ async function receiveAndReturn(QueueUrl: string) {
   );
   const [message] = Messages ?? [];
   if (message !== undefined) {
-    await server.client.send(
+    await server().client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl,
         ReceiptHandle: message.ReceiptHandle,
@@ -76,9 +68,9 @@ describe('RedrivePolicy (R21)', () => {
     const dlqUrl = await create(dlqName);
     const name = freshName('src');
     const url = await create(name, { RedrivePolicy: policy(dlqName, '2') });
-    const v1 = await call(server.baseUrl, 'GET', `/v1/queues/${name}`);
+    const v1 = await call(server().baseUrl, 'GET', `/v1/queues/${name}`);
     expect(v1.body.options).toMatchObject({ deadLetterQueue: dlqName, maxDeliveries: 2 });
-    const { Attributes } = await server.client.send(
+    const { Attributes } = await server().client.send(
       new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['RedrivePolicy'] }),
     );
     expect(JSON.parse(Attributes?.RedrivePolicy as string)).toEqual({
@@ -91,7 +83,7 @@ describe('RedrivePolicy (R21)', () => {
       'QueueNameExists',
     );
 
-    const { MessageId } = await server.client.send(
+    const { MessageId } = await server().client.send(
       new SendMessageCommand({ QueueUrl: url, MessageBody: 'poison' }),
     );
     expect((await receiveAndReturn(url))?.Attributes?.ApproximateReceiveCount).toBe('1');
@@ -104,7 +96,7 @@ describe('RedrivePolicy (R21)', () => {
       DeadLetterQueueSourceArn: arn(name),
     });
 
-    const sources = await server.client.send(
+    const sources = await server().client.send(
       new ListDeadLetterSourceQueuesCommand({ QueueUrl: dlqUrl }),
     );
     expect(sources.queueUrls).toEqual([url]);
@@ -138,10 +130,10 @@ describe('RedrivePolicy (R21)', () => {
     );
     expect(loop.name).toBe('InvalidParameterValue');
     expect(loop.message).toContain('loop');
-    await server.client.send(
+    await server().client.send(
       new SetQueueAttributesCommand({ QueueUrl: dlqUrl, Attributes: { RedrivePolicy: '' } }),
     );
-    const v1 = await call(server.baseUrl, 'GET', `/v1/queues/${dlqName}`);
+    const v1 = await call(server().baseUrl, 'GET', `/v1/queues/${dlqName}`);
     expect(v1.body.options).not.toHaveProperty('deadLetterQueue');
     expect(v1.body.options.maxDeliveries).toBeNull();
   });
@@ -155,15 +147,15 @@ describe('a stale handle of a dead-lettered message', () => {
       VisibilityTimeout: '1',
       RedrivePolicy: policy(dlqName, 1),
     });
-    const { MessageId } = await server.client.send(
+    const { MessageId } = await server().client.send(
       new SendMessageCommand({ QueueUrl: url, MessageBody: 'slow work' }),
     );
     const [late] =
-      (await server.client.send(new ReceiveMessageCommand({ QueueUrl: url }))).Messages ?? [];
+      (await server().client.send(new ReceiveMessageCommand({ QueueUrl: url }))).Messages ?? [];
     // The worker is slow: its visibility runs out and the message dies into the DLQ.
     const dlqCount = async () =>
       (
-        await server.client.send(
+        await server().client.send(
           new GetQueueAttributesCommand({
             QueueUrl: dlqUrl,
             AttributeNames: ['ApproximateNumberOfMessages'],
@@ -172,7 +164,7 @@ describe('a stale handle of a dead-lettered message', () => {
       ).Attributes?.ApproximateNumberOfMessages;
     // A receive of the source settles the lease that ran out (and finds nothing).
     const settled = async () => {
-      await server.client.send(new ReceiveMessageCommand({ QueueUrl: url }));
+      await server().client.send(new ReceiveMessageCommand({ QueueUrl: url }));
       return dlqCount();
     };
     await until(settled, (count) => count === '1');
@@ -181,7 +173,7 @@ describe('a stale handle of a dead-lettered message', () => {
     const refused = await failure(deleteLate());
     expect(refused).toMatchObject({ name: 'InvalidParameterValue', status: 400 });
     expect(refused.message).toContain('The receipt handle has expired.');
-    const batch = await server.client.send(
+    const batch = await server().client.send(
       new DeleteMessageBatchCommand({
         QueueUrl: url,
         Entries: [{ Id: 'late', ReceiptHandle: late?.ReceiptHandle }],
@@ -202,11 +194,11 @@ describe('a stale handle of a dead-lettered message', () => {
     expect(await dlqCount()).toBe('1');
     // Received from the DLQ, a later receive holds it: the old handle is expired there too.
     const [dead] =
-      (await server.client.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl }))).Messages ?? [];
+      (await server().client.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl }))).Messages ?? [];
     expect(dead?.MessageId).toBe(MessageId);
     expect((await failure(changeLate(0))).name).toBe('InvalidParameterValue');
     expect((await failure(deleteLate())).name).toBe('InvalidParameterValue');
-    await server.client.send(
+    await server().client.send(
       new DeleteMessageCommand({ QueueUrl: dlqUrl, ReceiptHandle: dead?.ReceiptHandle }),
     );
     expect(await deleteLate()).toEqual(expect.objectContaining({}));
@@ -221,7 +213,7 @@ describe('message move tasks (R21)', () => {
     const url = await create(name, { RedrivePolicy: policy(dlqName, 1) });
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
-      const sent = await server.client.send(
+      const sent = await server().client.send(
         new SendMessageCommand({ QueueUrl: url, MessageBody: `m${i}` }),
       );
       ids.push(sent.MessageId as string);
@@ -234,7 +226,7 @@ describe('message move tasks (R21)', () => {
     const { dlqName, dlqUrl, url, ids } = await deadLettered(3);
     const counts = async (QueueUrl: string) =>
       (
-        await server.client.send(
+        await server().client.send(
           new GetQueueAttributesCommand({
             QueueUrl,
             AttributeNames: ['ApproximateNumberOfMessages'],
@@ -242,14 +234,14 @@ describe('message move tasks (R21)', () => {
         )
       ).Attributes?.ApproximateNumberOfMessages;
     expect(await counts(dlqUrl)).toBe('3');
-    const { TaskHandle } = await server.client.send(
+    const { TaskHandle } = await server().client.send(
       new StartMessageMoveTaskCommand({ SourceArn: arn(dlqName) }),
     );
     expect(TaskHandle).toEqual(expect.any(String));
     const [task] = await until(
       async () =>
         (
-          await server.client.send(
+          await server().client.send(
             new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName), MaxResults: 10 }),
           )
         ).Results ?? [],
@@ -263,7 +255,7 @@ describe('message move tasks (R21)', () => {
     });
     expect(task?.TaskHandle).toBeUndefined();
     expect(await counts(dlqUrl)).toBe('0');
-    const { Messages } = await server.client.send(
+    const { Messages } = await server().client.send(
       new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }),
     );
     expect((Messages ?? []).map((message) => message.MessageId).sort()).toEqual([...ids].sort());
@@ -277,7 +269,7 @@ describe('message move tasks (R21)', () => {
     const { dlqName, name } = await deadLettered(3);
     const elsewhere = freshName('to');
     await create(elsewhere);
-    const { TaskHandle } = await server.client.send(
+    const { TaskHandle } = await server().client.send(
       new StartMessageMoveTaskCommand({
         SourceArn: arn(dlqName),
         DestinationArn: arn(elsewhere),
@@ -288,13 +280,13 @@ describe('message move tasks (R21)', () => {
       send(new StartMessageMoveTaskCommand({ SourceArn: arn(dlqName) })),
     );
     expect(second.name).toBe('UnsupportedOperation');
-    const cancelled = await server.client.send(
+    const cancelled = await server().client.send(
       new CancelMessageMoveTaskCommand({ TaskHandle: TaskHandle as string }),
     );
     expect(cancelled.ApproximateNumberOfMessagesMoved).toBeLessThan(3);
     const [task] = await until(
       async () =>
-        (await server.client.send(new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName) })))
+        (await server().client.send(new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName) })))
           .Results ?? [],
       (results) => results[0]?.Status === 'CANCELLED',
     );

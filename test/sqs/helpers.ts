@@ -103,17 +103,32 @@ export function sqsServerFor(
   engine: SqsEngine,
   options: TestServerOptions = {},
 ): () => SqsTestServer {
+  return serverOfBlock(
+    () =>
+      engine.skipReason === undefined ? startSqsServer({ url: engine.url, ...options }) : undefined,
+    `over ${engine.name}`,
+  );
+}
+
+/** An SQS server on the default storage for the tests of one file or describe block, as sqsServerFor. */
+export function sqsServer(options: TestServerOptions = {}): () => SqsTestServer {
+  return serverOfBlock(() => startSqsServer(options), 'started');
+}
+
+/** A server `start` makes before the block's tests (none: undefined), closed after them. */
+function serverOfBlock(
+  start: () => Promise<SqsTestServer> | undefined,
+  what: string,
+): () => SqsTestServer {
   let server: SqsTestServer | undefined;
   beforeAll(async () => {
-    if (engine.skipReason === undefined) {
-      server = await startSqsServer({ url: engine.url, ...options });
-    }
+    server = await start();
   });
   afterAll(async () => {
     await server?.close();
   });
   return () => {
-    if (server === undefined) throw new Error(`no SQS server over ${engine.name}`);
+    if (server === undefined) throw new Error(`no SQS server ${what}`);
     return server;
   };
 }

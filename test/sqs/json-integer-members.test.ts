@@ -3,22 +3,14 @@ import {
   GetQueueAttributesCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshName, receiveNow, type SqsTestServer, startSqsServer } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { freshName, receiveNow, sqsServer } from './helpers.js';
 
-let server: SqsTestServer;
-
-beforeAll(async () => {
-  server = await startSqsServer();
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const server = sqsServer();
 
 /** One AWS JSON 1.0 request as written here: the SDK always sends integers as JSON numbers. */
 async function post(action: string, members: object) {
-  const answer = await fetch(`${server.baseUrl}/sqs/`, {
+  const answer = await fetch(`${server().baseUrl}/sqs/`, {
     method: 'POST',
     headers: {
       'content-type': 'application/x-amz-json-1.0',
@@ -43,14 +35,14 @@ function expectSerializationError(answer: Awaited<ReturnType<typeof post>>, memb
 }
 
 async function createQueue(): Promise<string> {
-  const { QueueUrl } = await server.client.send(
+  const { QueueUrl } = await server().client.send(
     new CreateQueueCommand({ QueueName: freshName('json-int') }),
   );
   return QueueUrl as string;
 }
 
 async function counts(QueueUrl: string) {
-  const { Attributes = {} } = await server.client.send(
+  const { Attributes = {} } = await server().client.send(
     new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['All'] }),
   );
   return {
@@ -63,7 +55,7 @@ async function counts(QueueUrl: string) {
 describe('integer members sent as JSON strings in the JSON protocol', () => {
   it('ReceiveMessage refuses each with SerializationException and receives nothing', async () => {
     const QueueUrl = await createQueue();
-    await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'kept' }));
+    await server().client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'kept' }));
     for (const [member, value] of [
       ['MaxNumberOfMessages', '10'],
       ['WaitTimeSeconds', '0'],
@@ -101,9 +93,9 @@ describe('integer members sent as JSON strings in the JSON protocol', () => {
   it('ChangeMessageVisibilityBatch with one entry so is refused whole and changes nothing', async () => {
     const QueueUrl = await createQueue();
     for (const body of ['a', 'b']) {
-      await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: body }));
+      await server().client.send(new SendMessageCommand({ QueueUrl, MessageBody: body }));
     }
-    const received = await receiveNow(server.client, QueueUrl);
+    const received = await receiveNow(server().client, QueueUrl);
     expect(received).toHaveLength(2);
     const [first, second] = received;
     const answer = await post('ChangeMessageVisibilityBatch', {
@@ -142,8 +134,8 @@ describe('integer members sent as JSON strings in the JSON protocol', () => {
 
   it('the query protocol still reads integers as decimal text', async () => {
     const QueueUrl = await createQueue();
-    await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'form' }));
-    const answer = await fetch(`${server.baseUrl}/sqs/`, {
+    await server().client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'form' }));
+    const answer = await fetch(`${server().baseUrl}/sqs/`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
       body: new URLSearchParams({

@@ -10,33 +10,25 @@ import {
   SendMessageBatchCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call } from '../server/helpers.js';
-import { failure, freshName, type SqsTestServer, startSqsServer } from './helpers.js';
+import { failure, freshName, sqsServer } from './helpers.js';
 
-let server: SqsTestServer;
-
-beforeAll(async () => {
-  server = await startSqsServer();
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const server = sqsServer();
 
 async function createQueue(attributes: Record<string, string> = {}): Promise<string> {
-  const answer = await server.client.send(
+  const answer = await server().client.send(
     new CreateQueueCommand({ QueueName: freshName(), Attributes: attributes }),
   );
   return answer.QueueUrl as string;
 }
 
 const send = (QueueUrl: string, MessageBody: string, extra: object = {}) =>
-  server.client.send(new SendMessageCommand({ QueueUrl, MessageBody, ...extra }));
+  server().client.send(new SendMessageCommand({ QueueUrl, MessageBody, ...extra }));
 
 const receive = (QueueUrl: string, extra: object = {}) =>
-  server.client
-    .send(new ReceiveMessageCommand({ QueueUrl, ...extra }))
+  server()
+    .client.send(new ReceiveMessageCommand({ QueueUrl, ...extra }))
     .then((answer) => answer.Messages ?? []);
 
 describe('SendMessage and ReceiveMessage', () => {
@@ -115,13 +107,13 @@ describe('SendMessage and ReceiveMessage', () => {
 
   it('answers no Messages when the queue is empty', async () => {
     const url = await createQueue();
-    const answer = await server.client.send(new ReceiveMessageCommand({ QueueUrl: url }));
+    const answer = await server().client.send(new ReceiveMessageCommand({ QueueUrl: url }));
     expect(answer.Messages).toBeUndefined();
   });
 
   it('batches: entries that fail their checks fail alone', async () => {
     const url = await createQueue();
-    const answer = await server.client.send(
+    const answer = await server().client.send(
       new SendMessageBatchCommand({
         QueueUrl: url,
         Entries: [
@@ -152,7 +144,7 @@ describe('SendMessage and ReceiveMessage', () => {
   it('batches: whole-request errors', async () => {
     const url = await createQueue();
     const batch = (Entries: { Id: string; MessageBody: string }[]) =>
-      failure(server.client.send(new SendMessageBatchCommand({ QueueUrl: url, Entries })));
+      failure(server().client.send(new SendMessageBatchCommand({ QueueUrl: url, Entries })));
     expect(await batch([])).toMatchObject({
       name: 'EmptyBatchRequest',
       code: 'AWS.SimpleQueueService.EmptyBatchRequest',
@@ -188,7 +180,7 @@ describe('long polls', () => {
     const url = await createQueue({ DelaySeconds: '1' });
     const started = Date.now();
     await send(url, 'later');
-    const attributes = await server.client.send(
+    const attributes = await server().client.send(
       new GetQueueAttributesCommand({
         QueueUrl: url,
         AttributeNames: ['ApproximateNumberOfMessagesDelayed', 'ApproximateNumberOfMessages'],
@@ -212,7 +204,7 @@ describe('long polls', () => {
     const [held] = await receive(other);
     const woken = receive(other, { WaitTimeSeconds: 10 });
     await new Promise((resolve) => setTimeout(resolve, 200));
-    await server.client.send(
+    await server().client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: other,
         ReceiptHandle: held?.ReceiptHandle,
@@ -224,7 +216,7 @@ describe('long polls', () => {
     const started = Date.now();
     const waiting = failure(receive(url, { WaitTimeSeconds: 5 }));
     await new Promise((resolve) => setTimeout(resolve, 300));
-    await server.client.send(new DeleteQueueCommand({ QueueUrl: url }));
+    await server().client.send(new DeleteQueueCommand({ QueueUrl: url }));
     expect(await waiting).toMatchObject({
       name: 'QueueDoesNotExist',
       message: 'The specified queue does not exist.',
@@ -240,7 +232,7 @@ describe('long polls', () => {
     const waiting = receive(url, { WaitTimeSeconds: 10, MessageSystemAttributeNames: ['All'] });
     await new Promise((resolve) => setTimeout(resolve, 200));
     const changedAt = Date.now();
-    await server.client.send(
+    await server().client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: url,
         ReceiptHandle: first?.ReceiptHandle,
@@ -252,7 +244,7 @@ describe('long polls', () => {
     expect(second?.Attributes?.ApproximateReceiveCount).toBe('2');
     expect(Date.now() - changedAt).toBeLessThan(5000);
     const next = receive(url, { WaitTimeSeconds: 10 });
-    await server.client.send(
+    await server().client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: url,
         ReceiptHandle: second?.ReceiptHandle,
@@ -279,14 +271,14 @@ describe('receipt handles', () => {
 
     // The stale handle deletes nothing while the message exists …
     const stale = await failure(
-      server.client.send(
+      server().client.send(
         new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: first?.ReceiptHandle }),
       ),
     );
     expect(stale).toMatchObject({ name: 'InvalidParameterValue', status: 400 });
     expect(stale.message).toContain('The receipt handle has expired.');
     const changeStale = await failure(
-      server.client.send(
+      server().client.send(
         new ChangeMessageVisibilityCommand({
           QueueUrl: url,
           ReceiptHandle: first?.ReceiptHandle,
@@ -295,19 +287,19 @@ describe('receipt handles', () => {
       ),
     );
     expect(changeStale.name).toBe('InvalidParameterValue');
-    const counts = await server.client.send(
+    const counts = await server().client.send(
       new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }),
     );
     expect(counts.Attributes?.ApproximateNumberOfMessagesNotVisible).toBe('1');
     // … the live one does; then the stale one answers success: the message is gone.
-    await server.client.send(
+    await server().client.send(
       new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: second?.ReceiptHandle }),
     );
-    await server.client.send(
+    await server().client.send(
       new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: first?.ReceiptHandle }),
     );
     const notInFlight = await failure(
-      server.client.send(
+      server().client.send(
         new ChangeMessageVisibilityCommand({
           QueueUrl: url,
           ReceiptHandle: second?.ReceiptHandle,
@@ -320,7 +312,7 @@ describe('receipt handles', () => {
       code: 'AWS.SimpleQueueService.MessageNotInflight',
     });
     const name = url.split('/').pop() as string;
-    const stats = await call(server.baseUrl, 'GET', `/v1/queues/${name}/stats`);
+    const stats = await call(server().baseUrl, 'GET', `/v1/queues/${name}/stats`);
     expect(stats.body.staleAcks).toBe(2);
     expect(stats.body.acks).toBe(1);
   });
@@ -332,7 +324,7 @@ describe('receipt handles', () => {
     const [foreign] = await receive(other);
     for (const handle of ['garbage', `${foreign?.ReceiptHandle}x`, foreign?.ReceiptHandle]) {
       const refused = await failure(
-        server.client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: handle })),
+        server().client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: handle })),
       );
       expect(refused).toMatchObject({ name: 'ReceiptHandleIsInvalid', status: 404 });
     }
@@ -346,7 +338,7 @@ describe('receipt handles', () => {
     await send(url, 'b');
     const messages = await receive(url, { MaxNumberOfMessages: 10 });
     expect(messages).toHaveLength(2);
-    const answer = await server.client.send(
+    const answer = await server().client.send(
       new DeleteMessageBatchCommand({
         QueueUrl: url,
         Entries: [
@@ -360,7 +352,7 @@ describe('receipt handles', () => {
     expect(answer.Failed).toEqual([
       expect.objectContaining({ Id: 'forged', Code: 'ReceiptHandleIsInvalid', SenderFault: true }),
     ]);
-    const attributes = await server.client.send(
+    const attributes = await server().client.send(
       new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }),
     );
     expect(attributes.Attributes?.ApproximateNumberOfMessages).toBe('0');
@@ -451,7 +443,7 @@ describe('bad parameters change nothing', () => {
 describe('binary message attributes', () => {
   /** A JSON-protocol request as sent, so that a BinaryValue can be any text (the SDK encodes bytes). */
   async function raw(action: string, input: object) {
-    const answer = await fetch(`${server.baseUrl}/sqs/`, {
+    const answer = await fetch(`${server().baseUrl}/sqs/`, {
       method: 'POST',
       headers: {
         'content-type': 'application/x-amz-json-1.0',
@@ -506,12 +498,12 @@ describe('the same queue through /v1', () => {
   it('a leaseq consumer gets the envelope; SQS reads any payload as a body', async () => {
     const url = await createQueue();
     const name = url.split('/').pop() as string;
-    const listed = await call(server.baseUrl, 'GET', '/v1/queues');
+    const listed = await call(server().baseUrl, 'GET', '/v1/queues');
     expect(listed.body.queues.map((queue: { name: string }) => queue.name)).toContain(name);
     await send(url, '{"order":7}', {
       MessageAttributes: { kind: { DataType: 'String', StringValue: 'order' } },
     });
-    const received = await call(server.baseUrl, 'POST', `/v1/queues/${name}/receive`, {
+    const received = await call(server().baseUrl, 'POST', `/v1/queues/${name}/receive`, {
       body: {},
     });
     const [delivery] = received.body.deliveries;
@@ -522,17 +514,17 @@ describe('the same queue through /v1', () => {
         attributes: { kind: { DataType: 'String', StringValue: 'order' } },
       },
     });
-    await call(server.baseUrl, 'POST', `/v1/queues/${name}/ack`, {
+    await call(server().baseUrl, 'POST', `/v1/queues/${name}/ack`, {
       body: { receipt: delivery.receipt },
     });
-    await call(server.baseUrl, 'POST', `/v1/queues/${name}/jobs`, {
+    await call(server().baseUrl, 'POST', `/v1/queues/${name}/jobs`, {
       body: { payload: { from: 'v1' } },
     });
     const [message] = await receive(url, { MessageSystemAttributeNames: ['SentTimestamp'] });
     expect(message?.Body).toBe('{"from":"v1"}');
     expect(Number(message?.Attributes?.SentTimestamp)).toBeGreaterThan(1_600_000_000_000);
     // The handle is a leaseq receipt: /v1 acks it too.
-    const acked = await call(server.baseUrl, 'POST', `/v1/queues/${name}/ack`, {
+    const acked = await call(server().baseUrl, 'POST', `/v1/queues/${name}/ack`, {
       body: { receipt: message?.ReceiptHandle },
     });
     expect(acked.body).toEqual({ acked: true });

@@ -6,23 +6,15 @@ import {
   SendMessageCommand,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { failure, freshName, type SqsTestServer, startSqsServer } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { failure, freshName, sqsServer } from './helpers.js';
 
-let server: SqsTestServer;
-
-beforeAll(async () => {
-  server = await startSqsServer();
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const server = sqsServer();
 
 const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
 
 async function create(name: string, attributes: Record<string, string> = {}): Promise<string> {
-  const { QueueUrl } = await server.client.send(
+  const { QueueUrl } = await server().client.send(
     new CreateQueueCommand({ QueueName: name, Attributes: attributes }),
   );
   return QueueUrl as string;
@@ -44,7 +36,7 @@ async function deadLetterQueue(fifo: boolean): Promise<{ name: string; url: stri
 }
 
 async function count(QueueUrl: string): Promise<string | undefined> {
-  const { Attributes } = await server.client.send(
+  const { Attributes } = await server().client.send(
     new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
   );
   return Attributes?.ApproximateNumberOfMessages;
@@ -55,8 +47,8 @@ describe('message move task edges', () => {
     const dlq = await deadLetterQueue(false);
     const destination = freshName('to');
     const destinationUrl = await create(destination);
-    await server.client.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: 'one' }));
-    const { TaskHandle } = await server.client.send(
+    await server().client.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: 'one' }));
+    const { TaskHandle } = await server().client.send(
       new StartMessageMoveTaskCommand({
         SourceArn: arn(dlq.name),
         DestinationArn: arn(destination),
@@ -65,7 +57,7 @@ describe('message move task edges', () => {
     );
     let task: { Status?: string; ApproximateNumberOfMessagesMoved?: number } | undefined;
     for (let attempt = 0; attempt < 400; attempt++) {
-      const { Results } = await server.client.send(
+      const { Results } = await server().client.send(
         new ListMessageMoveTasksCommand({ SourceArn: arn(dlq.name) }),
       );
       task = Results?.[0];
@@ -74,7 +66,7 @@ describe('message move task edges', () => {
     }
     expect(task).toMatchObject({ ApproximateNumberOfMessagesMoved: 1, Status: 'COMPLETED' });
     const cancel = await failure(
-      server.client.send(new CancelMessageMoveTaskCommand({ TaskHandle: TaskHandle as string })),
+      server().client.send(new CancelMessageMoveTaskCommand({ TaskHandle: TaskHandle as string })),
     );
     expect(cancel.name).toBe('ResourceNotFoundException');
     expect(await count(destinationUrl)).toBe('1');
@@ -83,15 +75,15 @@ describe('message move task edges', () => {
   it('ListMessageMoveTasks of a queue that does not exist is ResourceNotFoundException, as StartMessageMoveTask', async () => {
     const missing = arn(freshName('missing'));
     const list = await failure(
-      server.client.send(new ListMessageMoveTasksCommand({ SourceArn: missing })),
+      server().client.send(new ListMessageMoveTasksCommand({ SourceArn: missing })),
     );
     expect(list).toMatchObject({ name: 'ResourceNotFoundException', status: 404 });
     const start = await failure(
-      server.client.send(new StartMessageMoveTaskCommand({ SourceArn: missing })),
+      server().client.send(new StartMessageMoveTaskCommand({ SourceArn: missing })),
     );
     expect(start.name).toBe('ResourceNotFoundException');
     const dlq = await deadLetterQueue(false);
-    const { Results } = await server.client.send(
+    const { Results } = await server().client.send(
       new ListMessageMoveTasksCommand({ SourceArn: arn(dlq.name) }),
     );
     expect(Results ?? []).toEqual([]);
@@ -99,13 +91,13 @@ describe('message move task edges', () => {
 
   it('a destination of the other queue type is InvalidParameterValue and nothing moves', async () => {
     const standardDlq = await deadLetterQueue(false);
-    await server.client.send(
+    await server().client.send(
       new SendMessageCommand({ QueueUrl: standardDlq.url, MessageBody: 'standard' }),
     );
     const fifoDestination = `${freshName('to')}.fifo`;
     const fifoUrl = await create(fifoDestination, { FifoQueue: 'true' });
     const toFifo = await failure(
-      server.client.send(
+      server().client.send(
         new StartMessageMoveTaskCommand({
           SourceArn: arn(standardDlq.name),
           DestinationArn: arn(fifoDestination),
@@ -115,13 +107,13 @@ describe('message move task edges', () => {
     expect(toFifo).toMatchObject({ name: 'InvalidParameterValue', status: 400 });
 
     const fifoDlq = await deadLetterQueue(true);
-    await server.client.send(
+    await server().client.send(
       new SendMessageCommand({ QueueUrl: fifoDlq.url, MessageBody: 'fifo', MessageGroupId: 'g' }),
     );
     const standardDestination = freshName('to');
     const standardUrl = await create(standardDestination);
     const toStandard = await failure(
-      server.client.send(
+      server().client.send(
         new StartMessageMoveTaskCommand({
           SourceArn: arn(fifoDlq.name),
           DestinationArn: arn(standardDestination),
@@ -132,7 +124,7 @@ describe('message move task edges', () => {
 
     // Nothing started, nothing moved.
     for (const source of [standardDlq.name, fifoDlq.name]) {
-      const { Results } = await server.client.send(
+      const { Results } = await server().client.send(
         new ListMessageMoveTasksCommand({ SourceArn: arn(source) }),
       );
       expect(Results ?? []).toEqual([]);

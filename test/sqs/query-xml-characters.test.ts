@@ -5,25 +5,17 @@ import {
   SetQueueAttributesCommand,
   TagQueueCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshName, type SqsTestServer, startSqsServer } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { freshName, sqsServer } from './helpers.js';
 
-let server: SqsTestServer;
-
-beforeAll(async () => {
-  server = await startSqsServer();
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const server = sqsServer();
 
 /** Characters XML 1.0 cannot carry, not even as character references. */
 const NOT_XML = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 
 /** One query-protocol request, as aws-sdk v2 and older botocore send it. */
 async function query(params: Record<string, string>) {
-  const answer = await fetch(`${server.baseUrl}/sqs/`, {
+  const answer = await fetch(`${server().baseUrl}/sqs/`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
     body: new URLSearchParams({ Version: '2012-11-05', ...params }).toString(),
@@ -56,12 +48,12 @@ describe('query protocol answers holding characters XML cannot carry', () => {
   });
 
   it('a tag and a policy set through the JSON protocol are read back as well-formed XML', async () => {
-    const { QueueUrl } = await server.client.send(
+    const { QueueUrl } = await server().client.send(
       new CreateQueueCommand({ QueueName: freshName('xml') }),
     );
     const policy = '{"note":"\uFFFE"}';
-    await server.client.send(new TagQueueCommand({ QueueUrl, Tags: { team: 'a\u0001b' } }));
-    await server.client.send(
+    await server().client.send(new TagQueueCommand({ QueueUrl, Tags: { team: 'a\u0001b' } }));
+    await server().client.send(
       new SetQueueAttributesCommand({ QueueUrl, Attributes: { Policy: policy } }),
     );
     const tags = await query({ Action: 'ListQueueTags', QueueUrl: QueueUrl as string });
@@ -77,9 +69,9 @@ describe('query protocol answers holding characters XML cannot carry', () => {
     expect(attributes.xml).not.toMatch(NOT_XML);
     expect(attributes.xml).toContain('\\ufffe');
     // The JSON protocol carries them as they are.
-    const jsonTags = await server.client.send(new ListQueueTagsCommand({ QueueUrl }));
+    const jsonTags = await server().client.send(new ListQueueTagsCommand({ QueueUrl }));
     expect(jsonTags.Tags).toEqual({ team: 'a\u0001b' });
-    const jsonAttributes = await server.client.send(
+    const jsonAttributes = await server().client.send(
       new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['Policy'] }),
     );
     expect(jsonAttributes.Attributes?.Policy).toBe(policy);

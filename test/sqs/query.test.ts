@@ -1,21 +1,13 @@
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { md5OfBody } from '../../src/server/sqs/md5.js';
-import { freshName, type SqsTestServer, startSqsServer } from './helpers.js';
+import { freshName, sqsServer } from './helpers.js';
 
-let server: SqsTestServer;
-
-beforeAll(async () => {
-  server = await startSqsServer();
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const server = sqsServer();
 
 /** One query-protocol request, as aws-sdk v2 and older botocore send it. */
 async function query(params: Record<string, string>, path = '/sqs/') {
-  const answer = await fetch(`${server.baseUrl}${path}`, {
+  const answer = await fetch(`${server().baseUrl}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
     body: new URLSearchParams({ Version: '2012-11-05', ...params }).toString(),
@@ -49,7 +41,7 @@ describe('the query protocol (form bodies, XML answers)', () => {
       '<CreateQueueResponse xmlns="http://queue.amazonaws.com/doc/2012-11-05/"><CreateQueueResult>',
     );
     const url = field(created.xml, 'QueueUrl') as string;
-    expect(url).toBe(`${server.baseUrl}/sqs/000000000000/${name}`);
+    expect(url).toBe(`${server().baseUrl}/sqs/000000000000/${name}`);
 
     const sent = await query({
       Action: 'SendMessage',
@@ -232,7 +224,7 @@ describe('a job published through /v1 with text SQS never carries', () => {
     const created = await query({ Action: 'CreateQueue', QueueName: name });
     const url = field(created.xml, 'QueueUrl') as string;
     const payloads = ['a\u0001b', 'nul\u0000\uFFFE', 'plain text'];
-    const published = await fetch(`${server.baseUrl}/v1/queues/${name}/jobs/batch`, {
+    const published = await fetch(`${server().baseUrl}/v1/queues/${name}/jobs/batch`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ jobs: payloads.map((payload) => ({ payload })) }),
@@ -253,7 +245,7 @@ describe('a job published through /v1 with text SQS never carries', () => {
     const md5s = all(received.xml, 'MD5OfBody');
     expect(md5s.sort()).toEqual(bodies.map((body) => md5OfBody(body)).sort());
     // The JSON protocol answers the same bodies.
-    const json = await server.client.send(
+    const json = await server().client.send(
       new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }),
     );
     expect((json.Messages ?? []).map((message) => message.Body).sort()).toEqual(bodies.sort());

@@ -17,33 +17,25 @@ import {
   TagQueueCommand,
   UntagQueueCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call } from '../server/helpers.js';
-import { failure, freshName, type SqsTestServer, startSqsServer } from './helpers.js';
+import { failure, freshName, sqsServer, startSqsServer } from './helpers.js';
 
-let server: SqsTestServer;
-
-beforeAll(async () => {
-  server = await startSqsServer();
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const server = sqsServer();
 
 const create = (QueueName: string, Attributes: Record<string, string> = {}, tags = {}) =>
-  server.client.send(new CreateQueueCommand({ QueueName, Attributes, tags }));
+  server().client.send(new CreateQueueCommand({ QueueName, Attributes, tags }));
 
 const attributesOf = async (QueueUrl: string, AttributeNames: QueueAttributeName[] = ['All']) =>
-  (await server.client.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames })))
+  (await server().client.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames })))
     .Attributes ?? {};
 
 describe('CreateQueue', () => {
   it('makes a leaseq queue with the mapped options; same attributes give the same URL', async () => {
     const name = freshName('create');
     const { QueueUrl } = await create(name, { VisibilityTimeout: '45', DelaySeconds: '3' });
-    expect(QueueUrl).toBe(`${server.baseUrl}/sqs/000000000000/${name}`);
-    const v1 = await call(server.baseUrl, 'GET', `/v1/queues/${name}`);
+    expect(QueueUrl).toBe(`${server().baseUrl}/sqs/000000000000/${name}`);
+    const v1 = await call(server().baseUrl, 'GET', `/v1/queues/${name}`);
     expect(v1.body.options).toMatchObject({
       visibility: 45_000,
       maxDeliveries: null,
@@ -77,7 +69,7 @@ describe('CreateQueue', () => {
       expect((await failure(create(name, attributes))).name, JSON.stringify(attributes)).toBe(
         shape,
       );
-      expect((await call(server.baseUrl, 'GET', `/v1/queues/${name}`)).status).toBe(404);
+      expect((await call(server().baseUrl, 'GET', `/v1/queues/${name}`)).status).toBe(404);
     }
   });
 
@@ -100,7 +92,7 @@ describe('queue attributes', () => {
     const url = (await create(freshName('policy'), { Policy: '{"Version":"2012-10-17"}' }))
       .QueueUrl as string;
     const bad = await failure(
-      server.client.send(
+      server().client.send(
         new SetQueueAttributesCommand({
           QueueUrl: url,
           Attributes: { RedriveAllowPolicy: 'notjson', Policy: '' },
@@ -110,12 +102,12 @@ describe('queue attributes', () => {
     expect(bad).toMatchObject({ name: 'InvalidAttributeValue', status: 400 });
     // Refused whole: the policy is still there.
     expect(await attributesOf(url, ['Policy'])).toEqual({ Policy: '{"Version":"2012-10-17"}' });
-    await server.client.send(
+    await server().client.send(
       new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { Policy: '' } }),
     );
     expect(await attributesOf(url, ['Policy'])).toEqual({});
     expect(Object.keys(await attributesOf(url))).not.toContain('Policy');
-    await server.client.send(
+    await server().client.send(
       new SetQueueAttributesCommand({
         QueueUrl: url,
         Attributes: { RedriveAllowPolicy: '{"redrivePermission":"allowAll"}' },
@@ -129,7 +121,7 @@ describe('queue attributes', () => {
   it('refuses SetQueueAttributes without Attributes with MissingParameter, as SQS does', async () => {
     const url = (await create(freshName('noattrs'), { DelaySeconds: '3' })).QueueUrl as string;
     const missing = await failure(
-      server.client.send(new SetQueueAttributesCommand({ QueueUrl: url } as never)),
+      server().client.send(new SetQueueAttributesCommand({ QueueUrl: url } as never)),
     );
     expect(missing).toMatchObject({
       name: 'MissingParameter',
@@ -157,7 +149,7 @@ describe('queue attributes', () => {
       Policy: '{"Version":"2012-10-17"}',
     });
     expect(Number(before.CreatedTimestamp)).toBeGreaterThan(1_600_000_000);
-    await server.client.send(
+    await server().client.send(
       new SetQueueAttributesCommand({
         QueueUrl: url,
         Attributes: { VisibilityTimeout: '0', MessageRetentionPeriod: '60', KmsMasterKeyId: 'k' },
@@ -167,15 +159,15 @@ describe('queue attributes', () => {
       VisibilityTimeout: '0',
       MessageRetentionPeriod: '60',
     });
-    expect((await call(server.baseUrl, 'GET', `/v1/queues/${name}`)).body.options.visibility).toBe(
-      1,
-    );
-    await server.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x' }));
+    expect(
+      (await call(server().baseUrl, 'GET', `/v1/queues/${name}`)).body.options.visibility,
+    ).toBe(1);
+    await server().client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x' }));
     expect(
       (await attributesOf(url, ['ApproximateNumberOfMessages'])).ApproximateNumberOfMessages,
     ).toBe('1');
     const bad = await failure(
-      server.client.send(
+      server().client.send(
         new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { VisibilityTimeout: 'x' } }),
       ),
     );
@@ -188,8 +180,8 @@ describe('queue attributes', () => {
 
   it('queues made through /v1 answer too', async () => {
     const name = freshName('v1');
-    await call(server.baseUrl, 'PUT', `/v1/queues/${name}`, { body: { visibility: 7000 } });
-    const { QueueUrl } = await server.client.send(new GetQueueUrlCommand({ QueueName: name }));
+    await call(server().baseUrl, 'PUT', `/v1/queues/${name}`, { body: { visibility: 7000 } });
+    const { QueueUrl } = await server().client.send(new GetQueueUrlCommand({ QueueName: name }));
     expect(await attributesOf(QueueUrl as string, ['VisibilityTimeout'])).toEqual({
       VisibilityTimeout: '7',
     });
@@ -200,30 +192,30 @@ describe('GetQueueUrl, ListQueues, DeleteQueue, tags', () => {
   it('lists by prefix, in pages', async () => {
     const prefix = freshName('list');
     for (const suffix of ['a', 'b', 'c']) await create(`${prefix}-${suffix}`);
-    const all = await server.client.send(new ListQueuesCommand({ QueueNamePrefix: prefix }));
+    const all = await server().client.send(new ListQueuesCommand({ QueueNamePrefix: prefix }));
     expect(all.QueueUrls?.map((url) => url.split('/').pop())).toEqual([
       `${prefix}-a`,
       `${prefix}-b`,
       `${prefix}-c`,
     ]);
-    const first = await server.client.send(
+    const first = await server().client.send(
       new ListQueuesCommand({ QueueNamePrefix: prefix, MaxResults: 2 }),
     );
     expect(first.QueueUrls).toHaveLength(2);
-    const second = await server.client.send(
+    const second = await server().client.send(
       new ListQueuesCommand({ QueueNamePrefix: prefix, MaxResults: 2, NextToken: first.NextToken }),
     );
     expect(second.QueueUrls?.map((url) => url.split('/').pop())).toEqual([`${prefix}-c`]);
     expect(second.NextToken).toBeUndefined();
-    const none = await server.client.send(new ListQueuesCommand({ QueueNamePrefix: 'zzz-none' }));
+    const none = await server().client.send(new ListQueuesCommand({ QueueNamePrefix: 'zzz-none' }));
     expect(none.QueueUrls ?? []).toEqual([]);
     expect(
-      (await failure(server.client.send(new ListQueuesCommand({ MaxResults: 1001 })))).name,
+      (await failure(server().client.send(new ListQueuesCommand({ MaxResults: 1001 })))).name,
     ).toBe('InvalidParameterValue');
     // A token this endpoint never made is no place in the list: not read as the end of it.
     for (const NextToken of ['garbage!', 'Zm9vIGJhcg', '']) {
       const bad = await failure(
-        server.client.send(new ListQueuesCommand({ MaxResults: 2, NextToken })),
+        server().client.send(new ListQueuesCommand({ MaxResults: 2, NextToken })),
       );
       expect(bad, NextToken).toMatchObject({ name: 'InvalidParameterValue' });
       expect(bad.message).toContain('NextToken');
@@ -233,20 +225,20 @@ describe('GetQueueUrl, ListQueues, DeleteQueue, tags', () => {
   it('deletes at once; the queue is gone for /v1 too', async () => {
     const name = freshName('del');
     const { QueueUrl } = await create(name);
-    await server.client.send(new DeleteQueueCommand({ QueueUrl }));
-    expect((await call(server.baseUrl, 'GET', `/v1/queues/${name}`)).status).toBe(404);
-    const gone = await failure(server.client.send(new GetQueueUrlCommand({ QueueName: name })));
+    await server().client.send(new DeleteQueueCommand({ QueueUrl }));
+    expect((await call(server().baseUrl, 'GET', `/v1/queues/${name}`)).status).toBe(404);
+    const gone = await failure(server().client.send(new GetQueueUrlCommand({ QueueName: name })));
     expect(gone).toMatchObject({ name: 'QueueDoesNotExist', status: 400 });
-    expect((await failure(server.client.send(new DeleteQueueCommand({ QueueUrl })))).name).toBe(
+    expect((await failure(server().client.send(new DeleteQueueCommand({ QueueUrl })))).name).toBe(
       'QueueDoesNotExist',
     );
   });
 
   it('tags: set at creation, added, removed, listed', async () => {
     const { QueueUrl } = await create(freshName('tags'), {}, { team: 'a' });
-    await server.client.send(new TagQueueCommand({ QueueUrl, Tags: { env: 'prod', team: 'b' } }));
-    await server.client.send(new UntagQueueCommand({ QueueUrl, TagKeys: ['env'] }));
-    const listed = await server.client.send(new ListQueueTagsCommand({ QueueUrl }));
+    await server().client.send(new TagQueueCommand({ QueueUrl, Tags: { env: 'prod', team: 'b' } }));
+    await server().client.send(new UntagQueueCommand({ QueueUrl, TagKeys: ['env'] }));
+    const listed = await server().client.send(new ListQueueTagsCommand({ QueueUrl }));
     expect(listed.Tags).toEqual({ team: 'b' });
   });
 
@@ -254,7 +246,7 @@ describe('GetQueueUrl, ListQueues, DeleteQueue, tags', () => {
     const name = freshName('aws');
     await create(name);
     const awsUrl = `https://sqs.eu-west-1.amazonaws.com/123456789012/${name}`;
-    const sent = await server.client.send(
+    const sent = await server().client.send(
       new SendMessageCommand({ QueueUrl: awsUrl, MessageBody: 'x' }),
     );
     expect(sent.MessageId).toBeDefined();
@@ -265,26 +257,26 @@ describe('PurgeQueue', () => {
   it('removes ready, delayed and in-flight messages at once; their handles then delete nothing', async () => {
     const { QueueUrl } = await create(freshName('purge'));
     for (const body of ['a', 'b', 'c']) {
-      await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: body }));
+      await server().client.send(new SendMessageCommand({ QueueUrl, MessageBody: body }));
     }
-    await server.client.send(
+    await server().client.send(
       new SendMessageCommand({ QueueUrl, MessageBody: 'later', DelaySeconds: 60 }),
     );
     const [held] =
-      (await server.client.send(new ReceiveMessageCommand({ QueueUrl }))).Messages ?? [];
-    await server.client.send(new PurgeQueueCommand({ QueueUrl }));
+      (await server().client.send(new ReceiveMessageCommand({ QueueUrl }))).Messages ?? [];
+    await server().client.send(new PurgeQueueCommand({ QueueUrl }));
     expect(await attributesOf(QueueUrl as string, ['All'])).toMatchObject({
       ApproximateNumberOfMessages: '0',
       ApproximateNumberOfMessagesNotVisible: '0',
       ApproximateNumberOfMessagesDelayed: '0',
     });
     // The purged message is gone: its handle's delete succeeds, deleting nothing.
-    await server.client.send(
+    await server().client.send(
       new DeleteMessageCommand({ QueueUrl, ReceiptHandle: held?.ReceiptHandle }),
     );
-    await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'after' }));
+    await server().client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'after' }));
     const [after] =
-      (await server.client.send(new ReceiveMessageCommand({ QueueUrl }))).Messages ?? [];
+      (await server().client.send(new ReceiveMessageCommand({ QueueUrl }))).Messages ?? [];
     expect(after?.Body).toBe('after');
   });
 });
@@ -292,15 +284,15 @@ describe('PurgeQueue', () => {
 describe('what leaseq does not have', () => {
   it('permissions answer UnsupportedOperation; a move from a queue that is no DLQ is refused, changing nothing', async () => {
     const { QueueUrl } = await create(freshName('dlq'));
-    await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'kept' }));
-    const sources = await server.client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl }));
+    await server().client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'kept' }));
+    const sources = await server().client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl }));
     expect(sources.queueUrls).toEqual([]);
     const move = await failure(
-      server.client.send(new StartMessageMoveTaskCommand({ SourceArn: 'arn:aws:sqs:x:y:z' })),
+      server().client.send(new StartMessageMoveTaskCommand({ SourceArn: 'arn:aws:sqs:x:y:z' })),
     );
     expect(move.name).toBe('ResourceNotFoundException');
     const permission = await failure(
-      server.client.send(
+      server().client.send(
         new AddPermissionCommand({
           QueueUrl,
           Label: 'l',
@@ -314,7 +306,7 @@ describe('what leaseq does not have', () => {
   });
 
   it('an unknown action is InvalidAction', async () => {
-    const answer = await fetch(`${server.baseUrl}/sqs/`, {
+    const answer = await fetch(`${server().baseUrl}/sqs/`, {
       method: 'POST',
       headers: {
         'content-type': 'application/x-amz-json-1.0',
@@ -325,7 +317,7 @@ describe('what leaseq does not have', () => {
     expect(answer.status).toBe(400);
     expect(answer.headers.get('x-amzn-query-error')).toBe('InvalidAction;Sender');
     expect(await answer.json()).toMatchObject({ __type: 'com.amazonaws.sqs#InvalidAction' });
-    const notJson = await fetch(`${server.baseUrl}/sqs/`, {
+    const notJson = await fetch(`${server().baseUrl}/sqs/`, {
       method: 'POST',
       headers: {
         'content-type': 'application/x-amz-json-1.0',
@@ -337,7 +329,7 @@ describe('what leaseq does not have', () => {
     expect(((await notJson.json()) as { __type: string }).__type).toBe(
       'com.amazonaws.sqs#SerializationException',
     );
-    const tooLarge = await fetch(`${server.baseUrl}/sqs/`, {
+    const tooLarge = await fetch(`${server().baseUrl}/sqs/`, {
       method: 'POST',
       headers: {
         'content-type': 'application/x-amz-json-1.0',
@@ -347,17 +339,19 @@ describe('what leaseq does not have', () => {
     });
     expect(tooLarge.status).toBe(413);
     expect(tooLarge.headers.get('x-amzn-query-error')).toBe('RequestEntityTooLarge;Sender');
-    const plainRoot = await fetch(`${server.baseUrl}/`, { method: 'POST', body: 'x' });
+    const plainRoot = await fetch(`${server().baseUrl}/`, { method: 'POST', body: 'x' });
     expect(plainRoot.status).toBe(404);
   });
 });
 
 describe('metrics', () => {
   it('count requests per action and result, with latency', async () => {
-    await failure(server.client.send(new GetQueueUrlCommand({ QueueName: 'missing-for-metrics' })));
+    await failure(
+      server().client.send(new GetQueueUrlCommand({ QueueName: 'missing-for-metrics' })),
+    );
     const { QueueUrl } = await create(freshName('metrics'));
-    await server.client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x' }));
-    const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    await server().client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x' }));
+    const text = await (await fetch(`${server().baseUrl}/metrics`)).text();
     expect(text).toMatch(/leaseq_sqs_requests_total\{action="SendMessage",code="OK"\} [1-9]/);
     expect(text).toMatch(
       /leaseq_sqs_requests_total\{action="GetQueueUrl",code="QueueDoesNotExist"\} [1-9]/,
@@ -396,17 +390,17 @@ describe('names that are Object members', () => {
     }
     const { QueueUrl } = await create(freshName('proto'));
     const attributes = JSON.parse('{"__proto__":{"DataType":"String","StringValue":"p"}}');
-    await server.client.send(
+    await server().client.send(
       new SendMessageCommand({ QueueUrl, MessageBody: 'x', MessageAttributes: attributes }),
     );
     const [message] =
       (
-        await server.client.send(
+        await server().client.send(
           new ReceiveMessageCommand({ QueueUrl, MessageAttributeNames: ['All'] }),
         )
       ).Messages ?? [];
     expect(Object.keys(message?.MessageAttributes ?? {})).toEqual(['__proto__']);
-    const polluting = await fetch(`${server.baseUrl}/sqs/`, {
+    const polluting = await fetch(`${server().baseUrl}/sqs/`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: 'Action=ListQueues&__proto__.polluted=yes',
@@ -418,7 +412,7 @@ describe('names that are Object members', () => {
       'Action=ListQueues&toString.1=yes',
       'Action=ListQueues&hasOwnProperty.x.y=yes',
     ]) {
-      const inherited = await fetch(`${server.baseUrl}/sqs/`, {
+      const inherited = await fetch(`${server().baseUrl}/sqs/`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body,

@@ -6,28 +6,20 @@ import {
   SendMessageCommand,
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { failure, freshName, type SqsTestServer, startSqsServer } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { failure, freshName, sqsServer } from './helpers.js';
 
-let server: SqsTestServer;
-
-beforeAll(async () => {
-  server = await startSqsServer({
-    limits: {
-      maxVisibilityMs: 2000,
-      maxDelayMs: 2000,
-      maxWaitMs: 2000,
-      maxPayloadBytes: 2048,
-      maxBodyBytes: 8192,
-    },
-  });
+const server = sqsServer({
+  limits: {
+    maxVisibilityMs: 2000,
+    maxDelayMs: 2000,
+    maxWaitMs: 2000,
+    maxPayloadBytes: 2048,
+    maxBodyBytes: 8192,
+  },
 });
 
-afterAll(async () => {
-  await server.close();
-});
-
-const urlOf = (name: string) => `${server.baseUrl}/sqs/000000000000/${name}`;
+const urlOf = (name: string) => `${server().baseUrl}/sqs/000000000000/${name}`;
 
 async function refused(promise: Promise<unknown>, parameter: string, setting: string) {
   const error = await failure(promise);
@@ -38,7 +30,7 @@ async function refused(promise: Promise<unknown>, parameter: string, setting: st
 
 describe("the server's limits hold through the SQS endpoint, as through its own routes", () => {
   it('a queue is not made or set with a lease, delay or wait above them', async () => {
-    const { client } = server;
+    const { client } = server();
     const name = freshName('limits');
     await refused(
       client.send(new CreateQueueCommand({ QueueName: name })),
@@ -74,12 +66,12 @@ describe("the server's limits hold through the SQS endpoint, as through its own 
         setting,
       );
     }
-    const queue = await server.broker.queue(name);
+    const queue = await server().broker.queue(name);
     expect((await queue.options()).visibility).toBe(2000);
   });
 
   it('a message is not sent larger or later, nor received or kept invisible longer, than they allow', async () => {
-    const { client } = server;
+    const { client } = server();
     const name = freshName('limits');
     await client.send(
       new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '1' } }),
@@ -95,7 +87,7 @@ describe("the server's limits hold through the SQS endpoint, as through its own 
       'DelaySeconds',
       'maxDelayMs',
     );
-    const queue = await server.broker.queue(name);
+    const queue = await server().broker.queue(name);
     expect(await queue.stats()).toMatchObject({ ready: 0, delayed: 0 });
     await client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x'.repeat(2048) }));
     await refused(
@@ -127,15 +119,15 @@ describe("the server's limits hold through the SQS endpoint, as through its own 
   it("a receive naming no VisibilityTimeout is refused where the queue's own lease is above them", async () => {
     const name = freshName('limits');
     // Made in-process, where the server's limits do not reach.
-    const queue = await server.broker.queue(name, { visibility: 30_000 });
+    const queue = await server().broker.queue(name, { visibility: 30_000 });
     await queue.publish({ id: 'a' });
     await refused(
-      server.client.send(new ReceiveMessageCommand({ QueueUrl: urlOf(name) })),
+      server().client.send(new ReceiveMessageCommand({ QueueUrl: urlOf(name) })),
       'VisibilityTimeout',
       'maxVisibilityMs',
     );
     expect(await queue.stats()).toMatchObject({ ready: 1, active: 0 });
-    const named = await server.client.send(
+    const named = await server().client.send(
       new ReceiveMessageCommand({ QueueUrl: urlOf(name), VisibilityTimeout: 1 }),
     );
     expect(named.Messages).toHaveLength(1);
