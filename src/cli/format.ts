@@ -9,6 +9,8 @@ import type {
 /**
  * A job id as text output shows it: as it is, or as a JSON string where it holds a control
  * character (a newline would break the line, an escape sequence would act on the terminal).
+ * So is other text producers and consumers write: a dead-letter reason (often an error's
+ * message, stack lines and all), a group key.
  */
 export function shownId(id: string): string {
   return CONTROL.test(id) ? JSON.stringify(id) : id;
@@ -68,7 +70,7 @@ export function formatTime(ms: number): string {
 
 /** A dead letter with its history, one attempt a line. */
 export function formatDeadLetter(dead: DeadLetter): string {
-  const head = `${shownId(dead.id)}  reason=${dead.reason} deliveries=${dead.deliveryCount} deadAt=${formatTime(dead.deadAt)}`;
+  const head = `${shownId(dead.id)}  reason=${shownId(dead.reason)} deliveries=${dead.deliveryCount} deadAt=${formatTime(dead.deadAt)}`;
   return `${[head, ...formatAttempts(dead.history)].join('\n')}\n`;
 }
 
@@ -78,11 +80,11 @@ export function formatJob(job: JobView): string {
     `state=${job.state}`,
     `deliveries=${job.deliveryCount}`,
     ...(job.priority === undefined ? [] : [`priority=${job.priority}`]),
-    ...(job.group === undefined ? [] : [`group=${job.group}`]),
+    ...(job.group === undefined ? [] : [`group=${shownId(job.group)}`]),
     ...(job.availableAt === undefined ? [] : [`availableAt=${formatTime(job.availableAt)}`]),
     ...(job.token === undefined ? [] : [`token=${job.token}`]),
     ...(job.deadline === undefined ? [] : [`deadline=${formatTime(job.deadline)}`]),
-    ...(job.reason === undefined ? [] : [`reason=${job.reason}`]),
+    ...(job.reason === undefined ? [] : [`reason=${shownId(job.reason)}`]),
     ...(job.deadAt === undefined ? [] : [`deadAt=${formatTime(job.deadAt)}`]),
     ...(job.expiresAt === undefined ? [] : [`expiresAt=${formatTime(job.expiresAt)}`]),
     ...(job.origin === undefined ? [] : [`from=${job.origin.queue}`]),
@@ -95,6 +97,6 @@ export function formatJob(job: JobView): string {
 function formatAttempts(history: readonly Attempt[]): string[] {
   return history.map(
     (a) =>
-      `  token ${a.token}: ${a.outcome}${a.reason === undefined ? '' : ` (${a.reason})`} after ${a.endedAt - a.deliveredAt}ms`,
+      `  token ${a.token}: ${a.outcome}${a.reason === undefined ? '' : ` (${shownId(a.reason)})`} after ${a.endedAt - a.deliveredAt}ms`,
   );
 }
