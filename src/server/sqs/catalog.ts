@@ -22,6 +22,18 @@ export interface QueueCatalog {
   get(name: string): Promise<QueueMeta | undefined>;
   put(name: string, meta: QueueMeta): Promise<void>;
   delete(name: string): Promise<void>;
+  /**
+   * Reads a queue's metadata (undefined: none yet), changes it and writes it back, with no
+   * other change of it in between, so that concurrent changes (TagQueue, SetQueueAttributes…)
+   * each keep what the others did. What `change` throws changes nothing.
+   */
+  update(name: string, change: (meta: QueueMeta | undefined) => QueueMeta): Promise<QueueMeta>;
+  /**
+   * Runs `work` with no other `exclusive` or `update` of the same queue name in this process
+   * meanwhile: a CreateQueue that makes a queue and then writes its metadata is not seen
+   * half done by another CreateQueue of the name.
+   */
+  exclusive<T>(name: string, work: () => Promise<T>): Promise<T>;
 }
 
 const TABLE = 'leaseq_sqs_queues';
@@ -33,6 +45,8 @@ const TABLE = 'leaseq_sqs_queues';
 export class BrokerCatalog implements QueueCatalog {
   private mode: Promise<'sql' | 'memory'> | undefined;
   private readonly memory = new Map<string, QueueMeta>();
+  /** Per queue name, the end of the last `exclusive` work begun (it never rejects). */
+  private readonly turns = new Map<string, Promise<void>>();
 
   constructor(private readonly broker: Broker) {}
 
@@ -64,6 +78,47 @@ export class BrokerCatalog implements QueueCatalog {
       return;
     }
     await this.broker.transaction((tx) => tx.run(`delete from ${TABLE} where name = ?`, [name]));
+  }
+
+  update(name: string, change: (meta: QueueMeta | undefined) => QueueMeta): Promise<QueueMeta> {
+    return this.exclusive(name, async () => {
+      if ((await this.storage()) === 'memory') {
+        const next = change(this.memory.get(name));
+        this.memory.set(name, structuredClone(next));
+        return next;
+      }
+      return this.broker.transaction(async (tx) => {
+        // Locks the row before reading it (PostgreSQL; SQLite locks the database), so that a
+        // change made through another server of the storage waits rather than being lost.
+        await tx.run(`update ${TABLE} set meta = meta where name = ?`, [name]);
+        const rows = await tx.query<{ meta: string }>(`select meta from ${TABLE} where name = ?`, [
+          name,
+        ]);
+        const text = rows[0]?.meta;
+        const next = change(text === undefined ? undefined : (JSON.parse(text) as QueueMeta));
+        await tx.run(
+          `insert into ${TABLE} (name, meta) values (?, ?) on conflict (name) do update set meta = excluded.meta`,
+          [name, JSON.stringify(next)],
+        );
+        return next;
+      });
+    });
+  }
+
+  async exclusive<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const before = this.turns.get(name) ?? Promise.resolve();
+    const result = before.then(work);
+    const done = result.then(
+      () => {},
+      () => {},
+    );
+    this.turns.set(name, done);
+    try {
+      return await result;
+    } finally {
+      // The last in line leaves no entry behind.
+      if (this.turns.get(name) === done) this.turns.delete(name);
+    }
   }
 
   private storage(): Promise<'sql' | 'memory'> {

@@ -7,6 +7,7 @@ import {
   type QueueFacts,
   readQueueAttributes,
   SQS_QUEUE_OPTIONS,
+  storedAttribute,
 } from '../attributes.js';
 import type { QueueMeta } from '../catalog.js';
 import {
@@ -55,41 +56,52 @@ async function createQueue(call: SqsCall, sqs: SqsServices) {
     );
   }
   const url = queueUrl(call, sqs, name);
-  const existing = (await broker.listQueues()).find((info) => info.name === name);
-  if (existing !== undefined) {
-    await checkSameAttributes(sqs, name, given, change.stored);
-    return { QueueUrl: url };
-  }
-  await checkRedriveTarget(call, sqs, change, fifo);
-  const options: QueueOptions = {
-    ...SQS_QUEUE_OPTIONS,
-    ...change.options,
-    visibility: change.options.visibility ?? DEFAULT_VISIBILITY_MS,
-    // SQS keeps a message 4 days unless told otherwise (R30: it then dies as `expired`).
-    retention: change.options.retention ?? DEFAULT_RETENTION_MS,
-    // A repeated send is a duplicate while its message is in the queue and this long after.
-    ...(fifo ? { dedupWindow: FIFO_DEDUP_WINDOW_MS } : {}),
-  };
-  if (options.deadLetterQueue === null) delete options.deadLetterQueue;
-  try {
-    await hidingForeignLoops(call.principal, () => queues.create(name, options));
-  } catch (error) {
-    if (!(error instanceof ConflictError)) throw error;
-    // Created meanwhile by another caller, or a dead-letter queue that loops back (R26).
-    if ((await broker.listQueues()).some((info) => info.name === name)) {
-      throw nameExists(name, 'its options');
+  // One CreateQueue of a name at a time here: another must not find the queue made but its
+  // attributes not yet written (and refuse them), nor write its own over them.
+  return sqs.catalog.exclusive(name, async () => {
+    const existing = (await broker.listQueues()).find((info) => info.name === name);
+    if (existing !== undefined) {
+      await checkSameAttributes(sqs, name, given, change.stored);
+      return { QueueUrl: url };
     }
-    throw invalidParameter('RedrivePolicy', given.RedrivePolicy, error.message);
-  }
-  const now = Date.now();
-  await sqs.catalog.put(name, {
-    attributes: change.stored,
-    tags,
-    createdMs: now,
-    modifiedMs: now,
-    ...(fifo ? { fifoIdKey: name } : {}),
+    await checkRedriveTarget(call, sqs, change, fifo);
+    const options: QueueOptions = {
+      ...SQS_QUEUE_OPTIONS,
+      ...change.options,
+      visibility: change.options.visibility ?? DEFAULT_VISIBILITY_MS,
+      // SQS keeps a message 4 days unless told otherwise (R30: it then dies as `expired`).
+      retention: change.options.retention ?? DEFAULT_RETENTION_MS,
+      // A repeated send is a duplicate while its message is in the queue and this long after.
+      ...(fifo ? { dedupWindow: FIFO_DEDUP_WINDOW_MS } : {}),
+    };
+    if (options.deadLetterQueue === null) delete options.deadLetterQueue;
+    let created: boolean;
+    try {
+      ({ created } = await hidingForeignLoops(call.principal, () => queues.create(name, options)));
+    } catch (error) {
+      if (!(error instanceof ConflictError)) throw error;
+      // Created meanwhile by another caller, or a dead-letter queue that loops back (R26).
+      if ((await broker.listQueues()).some((info) => info.name === name)) {
+        throw nameExists(name, 'its options');
+      }
+      throw invalidParameter('RedrivePolicy', given.RedrivePolicy, error.message);
+    }
+    if (!created) {
+      // Made meanwhile, with the same options, by another server of the storage: its
+      // attributes are the queue's, to be matched as for any existing queue, not overwritten.
+      await checkSameAttributes(sqs, name, given, change.stored);
+      return { QueueUrl: url };
+    }
+    const now = Date.now();
+    await sqs.catalog.put(name, {
+      attributes: change.stored,
+      tags,
+      createdMs: now,
+      modifiedMs: now,
+      ...(fifo ? { fifoIdKey: name } : {}),
+    });
+    return { QueueUrl: url };
   });
-  return { QueueUrl: url };
 }
 
 /**
@@ -122,7 +134,12 @@ async function checkSameAttributes(
   given: Record<string, string>,
   stored: Record<string, string>,
 ): Promise<void> {
-  const expected: Record<string, string> = { ...stored };
+  // Each value as GetQueueAttributes would answer it; undefined: the queue must not have it
+  // (a policy given as "" is no policy, as SetQueueAttributes reads it).
+  const asStored = { attributes: stored, tags: {}, createdMs: 0, modifiedMs: 0 };
+  const expected: Record<string, string | undefined> = Object.fromEntries(
+    Object.keys(stored).map((attribute) => [attribute, storedAttribute(asStored, attribute)]),
+  );
   for (const name of ['VisibilityTimeout', 'MessageRetentionPeriod']) {
     if (given[name] !== undefined) expected[name] = String(Number(given[name]));
   }
@@ -130,7 +147,9 @@ async function checkSameAttributes(
     given.RedrivePolicy === undefined ? {} : { RedrivePolicy: given.RedrivePolicy },
     false,
   ).options;
-  if (redrive.deadLetterQueue !== undefined && redrive.deadLetterQueue !== null) {
+  if (redrive.deadLetterQueue === null) {
+    expected.RedrivePolicy = undefined;
+  } else if (redrive.deadLetterQueue !== undefined) {
     expected.RedrivePolicy = JSON.stringify({
       deadLetterTargetArn: queueArn(sqs, redrive.deadLetterQueue),
       maxReceiveCount: redrive.maxDeliveries,
@@ -196,8 +215,11 @@ async function listQueues(call: SqsCall, sqs: SqsServices) {
 
 async function deleteQueue(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'admin');
-  await sqs.services.queues.delete(queue.name);
-  await sqs.catalog.delete(queue.name);
+  // Not between another change's read and write of its metadata, which would write it back.
+  await sqs.catalog.exclusive(queue.name, async () => {
+    await sqs.services.queues.delete(queue.name);
+    await sqs.catalog.delete(queue.name);
+  });
   return {};
 }
 
@@ -238,33 +260,39 @@ async function setQueueAttributes(call: SqsCall, sqs: SqsServices) {
   return {};
 }
 
-/** Applies a change to a queue's metadata; a queue made outside SQS starts with none. */
+/**
+ * Applies a change to a queue's metadata (a queue made outside SQS starts with none), read and
+ * written with no other change of it in between: concurrent changes all stay.
+ */
 async function updateMeta(
   sqs: SqsServices,
   name: string,
   change: (meta: QueueMeta) => QueueMeta,
 ): Promise<void> {
-  const now = Date.now();
-  const meta = (await sqs.catalog.get(name)) ?? {
-    attributes: {},
-    tags: {},
-    createdMs: now,
-    modifiedMs: now,
-  };
-  await sqs.catalog.put(name, { ...change(meta), modifiedMs: now });
+  await sqs.catalog.update(name, (stored) => {
+    const now = Date.now();
+    const meta = stored ?? { attributes: {}, tags: {}, createdMs: now, modifiedMs: now };
+    return { ...change(meta), modifiedMs: now };
+  });
 }
 
 async function tagQueue(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'admin');
+  // Required, as SQS has them: a call without them changes nothing, which a caller did not mean.
+  requireMember(call, 'Tags');
   const tags = stringMap(call.input, 'Tags');
-  const meta = await sqs.catalog.get(queue.name);
-  checkTags({ ...meta?.tags, ...tags });
-  await updateMeta(sqs, queue.name, (old) => ({ ...old, tags: { ...old.tags, ...tags } }));
+  checkTags(tags);
+  // The limit counts the tags the queue has when they are added, not when they were read.
+  await updateMeta(sqs, queue.name, (old) => ({
+    ...old,
+    tags: checkTags({ ...old.tags, ...tags }),
+  }));
   return {};
 }
 
 async function untagQueue(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'admin');
+  requireMember(call, 'TagKeys');
   const keys = new Set(stringList(call.input, 'TagKeys'));
   await updateMeta(sqs, queue.name, (old) => ({
     ...old,
@@ -277,6 +305,10 @@ async function listQueueTags(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'read');
   const tags = (await sqs.catalog.get(queue.name))?.tags ?? {};
   return Object.keys(tags).length > 0 ? { Tags: tags } : {};
+}
+
+function requireMember(call: SqsCall, name: string): void {
+  if (call.input[name] === undefined || call.input[name] === null) throw missingParameter(name);
 }
 
 function checkTags(tags: Record<string, string>): Record<string, string> {
