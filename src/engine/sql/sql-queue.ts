@@ -380,6 +380,10 @@ export class SqlQueue extends OperationHandle {
         ? {}
         : {
             direct: async (connection: SqlConnection, batch: BatchContext, args: AckArg[]) => {
+              // Whether the queue bounds its prefetch is known only once this process has read
+              // its options (a queue reached by handle(), as a server's are, never was): until
+              // then the general path acks, reading them, so freed room wakes receivers elsewhere.
+              if (!this.access.boundsPrefetch.has(this.name)) return undefined;
               const lists = args.map((arg) => arg.tokens);
               const live = await oneStatement.ack(connection, {
                 queue: this.name,
