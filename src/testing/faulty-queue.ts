@@ -10,6 +10,8 @@ import type {
   PublishInput,
   SessionOptions,
 } from '../core/index.js';
+import { ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 import { InjectedFaultError, ProcessCrashedError } from './errors.js';
 
 /** One call that went through a FaultyQueue, and what the fault plan did with it. */
@@ -115,11 +117,13 @@ export class FaultyQueue implements Queue {
       applied?: boolean;
     } = {},
   ): void {
+    checkFault('loseNextAck', options);
     this.lostAcks.push({ applied: options.applied ?? false });
   }
 
   /** Makes extends fail: refused (null), throwing or hung, `count` times or until `heal()`. */
   failRenewals(options: FailRenewalsOptions = {}): void {
+    checkFault('failRenewals', options, ['refused', 'error', 'hang', 'late']);
     this.renewalFaults = {
       mode: options.mode ?? 'refused',
       left: options.count ?? Number.POSITIVE_INFINITY,
@@ -140,6 +144,7 @@ export class FaultyQueue implements Queue {
       count?: number;
     } = {},
   ): void {
+    checkFault('failHeartbeats', options, ['error', 'hang', 'late']);
     this.heartbeatFaults = {
       mode: options.mode ?? 'error',
       left: options.count ?? Number.POSITIVE_INFINITY,
@@ -401,4 +406,38 @@ export class FaultyQueue implements Queue {
     if (this.isCrashed) throw new ProcessCrashedError('process crashed: no more calls');
     return call();
   }
+}
+
+/**
+ * The options of a fault, refused before it is armed: a misspelt mode or a count that is not a
+ * number would otherwise arm another fault, or none, and the test would prove nothing.
+ */
+function checkFault(method: string, options: unknown, modes?: readonly string[]): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError(`${method}: options must be an object, got ${show(options)}`);
+  }
+  // With modes, a fault takes `mode` and `count`; without, `applied` (a lost ack).
+  const names = modes === undefined ? ['applied'] : ['mode', 'count'];
+  const issues: string[] = [];
+  for (const name of Object.keys(options)) {
+    if (!names.includes(name)) issues.push(`unknown option ${JSON.stringify(name)}`);
+  }
+  const { mode, count, applied } = options as Record<string, unknown>;
+  if (modes === undefined) {
+    if (applied !== undefined && typeof applied !== 'boolean') {
+      issues.push(`applied must be a boolean, got ${show(applied)}`);
+    }
+  } else {
+    if (mode !== undefined && !modes.includes(mode as string)) {
+      const allowed = modes.map((known) => `'${known}'`).join(', ');
+      issues.push(`mode must be one of ${allowed}, got ${show(mode)}`);
+    }
+    const countValid =
+      count === undefined ||
+      count === Number.POSITIVE_INFINITY ||
+      (Number.isSafeInteger(count) && (count as number) > 0);
+    if (!countValid)
+      issues.push(`count must be a positive integer or Infinity, got ${show(count)}`);
+  }
+  if (issues.length > 0) throw new ValidationError(issues.map((i) => `${method}: ${i}`));
 }

@@ -1,6 +1,7 @@
 import { ManualClock } from '../broker/clock.js';
 import type { Broker, Queue } from '../broker/queue.js';
-import type { QueueOptions } from '../core/index.js';
+import { type QueueOptions, ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 import { open } from '../open.js';
 import type { Handler, OutcomeRecord } from '../worker/job.js';
 import { type Logger, silentLogger } from '../worker/logger.js';
@@ -47,12 +48,20 @@ export class Harness {
 
   /** A harness over a new broker and its queue, on a manual clock at `start` (default 0). */
   static async open(options: HarnessOptions = {}): Promise<Harness> {
+    checkOpenOptions(options);
     const clock = new ManualClock(options.start ?? 0);
     const broker =
       options.connect === undefined
         ? await open(options.url ?? 'memory:', { clock })
         : await options.connect(clock);
-    const queue = await broker.queue(options.queue ?? 'jobs', options.queueOptions);
+    let queue: Queue;
+    try {
+      queue = await broker.queue(options.queue ?? 'jobs', options.queueOptions);
+    } catch (error) {
+      // Refused queue options leave no broker open (a SQLite file held) behind the error.
+      await broker.close().catch(() => undefined);
+      throw error;
+    }
     return new Harness(broker, queue, clock, options.logger ?? silentLogger);
   }
 
@@ -77,7 +86,8 @@ export class Harness {
       step?: number;
     } = {},
   ): Promise<void> {
-    const step = Math.max(1, options.step ?? ms);
+    checkAdvance(ms, options, this.clock.now());
+    const step = options.step ?? Math.max(1, ms);
     let left = ms;
     do {
       // What is under way finishes first, at the old time (a receive about to park, parks).
@@ -175,4 +185,50 @@ export class TestProcess<P = unknown> {
   follow(time: number): void {
     if (!this.paused && time > this.clock.now()) this.clock.set(time);
   }
+}
+
+const OPEN_OPTIONS = new Set(['url', 'queue', 'queueOptions', 'start', 'logger', 'connect']);
+
+/** Refused before a broker is opened: a bad start would leave every clock of the run broken. */
+function checkOpenOptions(options: unknown): asserts options is HarnessOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError(`Harness.open: options must be an object, got ${show(options)}`);
+  }
+  const issues: string[] = [];
+  for (const name of Object.keys(options)) {
+    if (!OPEN_OPTIONS.has(name)) issues.push(`unknown option ${JSON.stringify(name)}`);
+  }
+  const { start, connect } = options as Record<string, unknown>;
+  if (start !== undefined && !isTime(start)) {
+    issues.push(`start must be an integer ≥ 0 (ms), got ${show(start)}`);
+  }
+  if (connect !== undefined && typeof connect !== 'function') {
+    issues.push(`connect must be a function, got ${show(connect)}`);
+  }
+  if (issues.length > 0) throw new ValidationError(issues.map((i) => `Harness.open: ${i}`));
+}
+
+/**
+ * Refused before time moves: NaN, Infinity or a fraction would be set on every clock, and the
+ * broker would then refuse each call (its times are whole milliseconds).
+ */
+function checkAdvance(ms: unknown, options: unknown, now: number): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError(`advance: options must be an object, got ${show(options)}`);
+  }
+  const issues: string[] = [];
+  if (!isTime(ms)) issues.push(`ms must be an integer ≥ 0, got ${show(ms)}`);
+  else if (!isTime(now + ms)) issues.push(`ms must keep the time a safe integer, got ${ms}`);
+  for (const name of Object.keys(options)) {
+    if (name !== 'step') issues.push(`unknown option ${JSON.stringify(name)}`);
+  }
+  const { step } = options as { step?: unknown };
+  if (step !== undefined && !(isTime(step) && step > 0)) {
+    issues.push(`step must be a positive integer (ms), got ${show(step)}`);
+  }
+  if (issues.length > 0) throw new ValidationError(issues.map((i) => `advance: ${i}`));
+}
+
+function isTime(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }

@@ -1,5 +1,6 @@
 import { leaseAge } from '../broker/lease-age.js';
 import { type Delivery, NotFoundError, ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 import type { AckWaiter } from './ack-batcher.js';
 import {
   errorMessage,
@@ -98,8 +99,9 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
 
   async extend(visibility: number = this.leaseMs): Promise<number> {
     if (!Number.isSafeInteger(visibility) || visibility <= 0) {
+      // Shown as the other options are: a Symbol would make the message itself throw.
       throw new ValidationError(
-        `extend: visibility must be a positive integer (ms), got ${visibility}`,
+        `extend: visibility must be a positive integer (ms), got ${show(visibility)}`,
       );
     }
     const lost = () => new LeaseLostError('renewal-refused', this.delivery.id, this.token);

@@ -60,6 +60,6 @@ export interface OutcomeRecord {
   error?: string;
   /** Retry delay, ms. */
   delay?: number;
-  /** Handler start to settlement, ms. */
+  /** Receipt to settlement, ms (as metrics().processingTime counts it). */
   durationMs: number;
 }

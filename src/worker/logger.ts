@@ -33,19 +33,18 @@ export interface JsonLoggerOptions {
 const LOG_LEVELS: readonly LogLevel[] = ['info', 'warn', 'error'];
 const RANK: Record<LogLevel, number> = { info: 0, warn: 1, error: 2 };
 
+const OPTION_NAMES = new Set(['write', 'clock', 'level']);
+
 /**
  * A tiny logger: one JSON object per line, `{level, time?, msg, ...fields}`. Throws a
- * ValidationError for a level it does not know.
+ * ValidationError, listing every problem, for options it cannot write with: not an object, a
+ * name it does not know, a `write` that is not a function, a `clock` without `now()`, or a
+ * level it does not know.
  */
 export function jsonLogger(options: JsonLoggerOptions = {}): Logger {
+  checkOptions(options);
   const write = options.write ?? ((line: string) => process.stderr.write(line));
   const { level = 'info' } = options;
-  // An unknown level has no rank: every comparison with it is false, so every line, errors
-  // too, would be dropped.
-  if (!LOG_LEVELS.includes(level)) {
-    const allowed = LOG_LEVELS.map((known) => `'${known}'`).join(', ');
-    throw new ValidationError(`jsonLogger: level must be one of ${allowed}, got ${show(level)}`);
-  }
   const lowest = RANK[level];
   const line = (level: LogLevel) => (fields: Record<string, unknown>, message: string) => {
     if (RANK[level] < lowest) return;
@@ -73,6 +72,41 @@ export const silentLogger: Logger = {
 /** Whether `logger` wants lines of `level` (true when it cannot say). */
 export function isLevelEnabled(logger: Logger, level: LogLevel): boolean {
   return typeof logger.isLevelEnabled !== 'function' || logger.isLevelEnabled(level) !== false;
+}
+
+/**
+ * Refused here, not at the first line: the worker drops a line its logger fails to write (a
+ * failing logger must not stop it), so a bad `write` or `clock` would lose every line unseen.
+ */
+function checkOptions(options: unknown): asserts options is JsonLoggerOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError(`jsonLogger: options must be an object, got ${show(options)}`);
+  }
+  const issues: string[] = [];
+  for (const name of Object.keys(options)) {
+    if (!OPTION_NAMES.has(name)) issues.push(`unknown option ${JSON.stringify(name)}`);
+  }
+  const { write, clock, level } = options as Record<string, unknown>;
+  if (write !== undefined && typeof write !== 'function') {
+    issues.push(`write must be a function, got ${show(write)}`);
+  }
+  if (
+    clock !== undefined &&
+    (typeof clock !== 'object' ||
+      clock === null ||
+      typeof (clock as { now?: unknown }).now !== 'function')
+  ) {
+    issues.push(`clock must have now(), got ${show(clock)}`);
+  }
+  // An unknown level has no rank: every comparison with it is false, so every line, errors
+  // too, would be dropped.
+  if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) {
+    const allowed = LOG_LEVELS.map((known) => `'${known}'`).join(', ');
+    issues.push(`level must be one of ${allowed}, got ${show(level)}`);
+  }
+  if (issues.length > 0) {
+    throw new ValidationError(issues.map((issue) => `jsonLogger: ${issue}`));
+  }
 }
 
 function safeJson(value: unknown): string {
