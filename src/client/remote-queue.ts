@@ -165,12 +165,13 @@ export class RemoteQueue implements Queue {
     } catch (error) {
       // The server names the session by its own id; the caller knows it by its handle.
       if (error instanceof SessionClosedError && session !== undefined) {
+        this.book.settleSession(session);
         throw new SessionClosedError(session);
       }
       throw error;
     }
     return deliveries.map((wire) => {
-      const delivery = this.remember(wire);
+      const delivery = this.remember(wire, session);
       // The server's part (a reservation answered late there) and the time held here.
       noteLeaseAge(delivery, (wire.leaseAge ?? 0) + heldFor(wire));
       return delivery;
@@ -425,8 +426,8 @@ export class RemoteQueue implements Queue {
     return `${this.path}/schedules/${encodeURIComponent(name)}`;
   }
 
-  private remember(wire: WireDelivery): ReceivedDelivery {
-    this.book.add(wire.token, wire.receipt);
+  private remember(wire: WireDelivery, session: string | undefined): ReceivedDelivery {
+    this.book.add(wire.token, wire.receipt, session);
     return { ...deliveryFromWire(wire), receipt: wire.receipt };
   }
 
@@ -455,13 +456,14 @@ export class RemoteQueue implements Queue {
       // The server names the session by its own id; the caller knows it by its handle.
       const session = 'session' in operation ? operation.session : undefined;
       if (error instanceof SessionClosedError && typeof session === 'string') {
+        this.book.settleSession(session);
         return { ok: false, error: new SessionClosedError(session) };
       }
       return { ok: false, error };
     }
     if (operation.type === 'reserve') {
       const deliveries = (outcome.value as WireDelivery[]).map((wire) =>
-        deliveryFromWire(this.remember(wire)),
+        deliveryFromWire(this.remember(wire, operation.session)),
       );
       return { ok: true, value: deliveries };
     }
@@ -473,6 +475,10 @@ export class RemoteQueue implements Queue {
       (operation.type === 'extend' && outcome.value === null)
     ) {
       this.book.settle(operation.token);
+    } else if (operation.type === 'ackUpTo' || operation.type === 'nackUpTo') {
+      this.book.settleUpTo(operation.session, operation.token);
+    } else if (operation.type === 'closeSession') {
+      this.book.settleSession(operation.session);
     }
     return { ok: true, value: outcome.value as OperationResults[OperationType] };
   }

@@ -190,7 +190,8 @@ export class StreamChannel implements Channel {
     const settled: string[] = [];
     const extended: { receipt: string; deadline: number }[] = [];
     const cancelled = new Set<string>();
-    let all = false;
+    // The sessions whose deliveries an operation ended: only their subscriptions' are over.
+    const sessionsEnded = new Set<unknown>();
     let purged = false;
     operations.forEach((operation, index) => {
       const outcome = outcomes[index];
@@ -213,7 +214,7 @@ export class StreamChannel implements Channel {
         case 'ackUpTo':
         case 'nackUpTo':
         case 'closeSession':
-          all = true;
+          sessionsEnded.add(operation.session);
           break;
         case 'purgeQueue':
           purged = true;
@@ -224,7 +225,13 @@ export class StreamChannel implements Channel {
           break;
       }
     });
-    if (settled.length === 0 && extended.length === 0 && cancelled.size === 0 && !all && !purged) {
+    if (
+      settled.length === 0 &&
+      extended.length === 0 &&
+      cancelled.size === 0 &&
+      sessionsEnded.size === 0 &&
+      !purged
+    ) {
       return;
     }
     for (const prefetch of this.prefetches.values()) {
@@ -232,8 +239,9 @@ export class StreamChannel implements Channel {
       // Held deliveries of purged or cancelled jobs are over: handed out, they would be jobs
       // gone or dead, in place of ready ones.
       if (purged) prefetch.purged();
-      else if (all) prefetch.settledAll();
-      else prefetch.settled(settled);
+      else if (prefetch.session !== undefined && sessionsEnded.has(prefetch.session)) {
+        prefetch.settledAll();
+      } else prefetch.settled(settled);
       if (cancelled.size > 0) prefetch.cancelled(cancelled);
       prefetch.extended(extended);
     }
