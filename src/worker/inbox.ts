@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { UnsupportedError } from '../core/errors.js';
 import { Problems, show } from '../core/validate.js';
 import type { Handler, JobContext } from './job.js';
 
@@ -42,6 +44,10 @@ export interface Inbox<Tx = undefined> {
 export class MemoryInbox implements Inbox<undefined> {
   private readonly processed = new Map<string, Set<string>>();
   private readonly running = new Map<string, Promise<unknown>>();
+  /** The effect of this inbox that the code running now was called from, while it runs. */
+  private readonly effectOf = new AsyncLocalStorage<{ open: boolean }>();
+  /** Effects running now: the store is disabled at none (enabled, it slows every promise). */
+  private effects = 0;
 
   async processOnce<T>(
     consumer: string,
@@ -50,20 +56,34 @@ export class MemoryInbox implements Inbox<undefined> {
   ): Promise<InboxResult<T>> {
     // The keys the SQL inboxes take (tx.claimOnce), so that code tried here runs there too.
     checkProcessOnce(consumer, jobId, effect);
+    // Called from an effect, it would run that job's effect a second time (the same key, before
+    // the first recorded it) or wait for the effect that waits for it; TransactionalInbox
+    // refuses it as a transaction begun inside another.
+    if (this.effectOf.getStore()?.open) {
+      throw new UnsupportedError(
+        'processOnce was called inside the effect of another processOnce of this inbox: it would run an effect twice or wait for ever, and a SQL inbox refuses it (one transaction at a time); do the work in the outer effect',
+      );
+    }
     const key = JSON.stringify([consumer, jobId]);
     // A second call for the same key waits for the first, as a row lock would make it.
     for (let pending = this.running.get(key); pending; pending = this.running.get(key)) {
       await pending.catch(() => undefined);
     }
     if (this.has(consumer, jobId)) return { processed: false };
-    const run = (async () => effect(undefined))();
+    const scope = { open: true };
+    this.effects += 1;
+    const run = this.effectOf.run(scope, async () => effect(undefined));
     this.running.set(key, run);
     try {
       const value = await run;
       this.record(consumer, jobId);
       return { processed: true, value };
     } finally {
+      // Work the effect left behind, still running after it, may call again.
+      scope.open = false;
       this.running.delete(key);
+      this.effects -= 1;
+      if (this.effects === 0) this.effectOf.disable();
     }
   }
 
@@ -110,9 +130,9 @@ function effectProblem(problems: Problems, effect: unknown): void {
 /**
  * Wraps a handler so that its effect runs through the inbox, keyed by the job id: a job whose
  * effect was already applied is acked as a duplicate instead of running again. What the effect
- * returns (`tx.run`'s count of rows, say) is awaited and ignored. A consumer that is not
- * storable text (R18) or an effect that is not a function is refused here, with a
- * ValidationError, rather than failing every job the handler is given.
+ * returns (`tx.run`'s count of rows, say) is awaited and ignored. An inbox without
+ * `processOnce`, a consumer that is not storable text (R18) or an effect that is not a function
+ * is refused here, with a ValidationError, rather than failing every job the handler is given.
  */
 export function inboxHandler<P, Tx = undefined>(
   inbox: Inbox<Tx>,
@@ -120,6 +140,11 @@ export function inboxHandler<P, Tx = undefined>(
   effect: (tx: Tx, ctx: JobContext<P>) => unknown,
 ): Handler<P> {
   const problems = new Problems();
+  if (typeof (inbox as Partial<Inbox<Tx>> | null | undefined)?.processOnce !== 'function') {
+    problems.list.push(
+      `inbox must be an Inbox (MemoryInbox, TransactionalInbox: with processOnce), got ${show(inbox)}`,
+    );
+  }
   problems.id('consumer', consumer);
   effectProblem(problems, effect);
   problems.throwIfAny();

@@ -1,4 +1,6 @@
 import type { Broker, BrokerTransaction } from '../broker/queue.js';
+import { ValidationError } from '../core/errors.js';
+import { show } from '../core/validate.js';
 import { checkProcessOnce, type Inbox, type InboxResult } from './inbox.js';
 
 /**
@@ -9,7 +11,15 @@ import { checkProcessOnce, type Inbox, type InboxResult } from './inbox.js';
  * without transactions (memory, HTTP) every call fails with an UnsupportedError.
  */
 export class TransactionalInbox implements Inbox<BrokerTransaction> {
-  constructor(private readonly database: Pick<Broker, 'transaction'>) {}
+  constructor(private readonly database: Pick<Broker, 'transaction'>) {
+    // Refused here: a queue, or a broker's promise not awaited, would otherwise fail every
+    // processOnce with a TypeError, each job it guards retried until it died.
+    if (typeof (database as Partial<Broker> | null | undefined)?.transaction !== 'function') {
+      throw new ValidationError(
+        `TransactionalInbox needs a broker (what open() resolves to: with transaction()), got ${show(database)}`,
+      );
+    }
+  }
 
   async processOnce<T>(
     consumer: string,
