@@ -1,5 +1,7 @@
 import { type FileHandle, open } from 'node:fs/promises';
+import { UnansweredError } from '../../client/http.js';
 import {
+  ConnectionLostError,
   publishJobBytes,
   publishRoom,
   type RemoteBroker,
@@ -48,7 +50,8 @@ export const publish: Command = {
     "--batch-size N jobs per request (default and most: the server's maxBatch), fewer where",
     "               their JSON is more than one request takes (the server's maxBodyBytes); each",
     '               batch is all or nothing: refused, it stops the command, the batches before',
-    '               it published',
+    '               it published; one whose answer was lost (the connection broke) stops it too,',
+    '               said to be published or not: look before sending its lines again',
     '--progress     draw a progress bar on stderr even when it is not a terminal',
     'The job flags go with payload arguments, --batch-size and --progress with lines: mixed,',
     'exit code 2.',
@@ -190,6 +193,9 @@ async function publishLines(
   const maxBodyBytes = limits.maxBodyBytes ?? Number.POSITIVE_INFINITY;
   // Above the server's maxBatch, every batch would be refused: the first, before anything.
   checkServerLimit('batch-size', batchSize, saidMaxBatch(limits), 'maxBatch');
+  // A queue that is not there (or a key refused on it) is said with its code before any line
+  // is read, as for payload arguments: not "published 0 jobs" to it, nor a refusal of line 1.
+  await queue.options();
   // Batches of --batch-size jobs, fewer where their JSON is more than one request takes: each
   // is one publish the server takes (or refuses) whole.
   const cut = new BatchCut(
@@ -366,7 +372,14 @@ async function publishBatch(
   } catch (error) {
     const first = batch[0]?.number;
     const last = batch.at(-1)?.number;
-    const lines = first === last ? `line ${first} was` : `lines ${first}–${last} were`;
+    const which = first === last ? `line ${first}` : `lines ${first}–${last}`;
+    // No answer came (the connection broke, or none in time): the server may have published
+    // the batch. Said as "not published", its lines would be sent again, and those without an
+    // id published twice.
+    const unknown = error instanceof ConnectionLostError || error instanceof UnansweredError;
+    const outcome = unknown
+      ? `${which} may or may not have been published`
+      : `${which} ${first === last ? 'was' : 'were'} not published`;
     // The batch's jobs[k] is a line of the file: named by its number, as the lines above are,
     // on either transport (the publish is the batch's only operation: `operations[0].jobs[k]`).
     const reason = (error as Error).message.replace(
@@ -378,7 +391,7 @@ async function publishBatch(
       },
     );
     throw new Error(
-      `${lines} not published (${publishedBefore(counts)} ${first === last ? 'it' : 'them'}): ${reason}`,
+      `${outcome} (${publishedBefore(counts)} ${first === last ? 'it' : 'them'}): ${reason}`,
       {
         cause: error,
       },
