@@ -17,6 +17,7 @@ import {
   RemoteError,
   STREAM_CONNECTION_LOST,
 } from './errors.js';
+import { UnansweredError } from './http.js';
 import { type LongTimeout, setLongTimeout } from './long-timeout.js';
 
 export interface StreamLinkOptions {
@@ -131,7 +132,12 @@ export class StreamLink {
             this.listeners.delete(id);
             this.abandoned.set(id, listening);
           }
-          reject(new StorageUnavailableError(`${this.url} did not answer in time`));
+          // Sent already (below): the server may have run it.
+          reject(
+            new UnansweredError(
+              `${this.url} did not answer within ${this.options.timeoutMs} ms: the call may or may not have taken effect`,
+            ),
+          );
         },
         Math.max(0, deadline - performance.now()),
       );

@@ -1,5 +1,6 @@
 import { connect, createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { UnansweredError } from '../../src/client/http.js';
 import { ConnectionLostError, RemoteBroker } from '../../src/client/index.js';
 import { ClosedError, StorageUnavailableError } from '../../src/core/index.js';
 import { freePort } from '../faults/private-postgres.js';
@@ -222,5 +223,28 @@ describe('plain HTTP: close() with calls in flight', () => {
     await broker.close();
     expect(await waiting).toEqual([]);
     expect(performance.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe('the stream: a frame sent whose answer does not come in time', () => {
+  it('says it may have taken effect, as an UnansweredError, not cannot reach', async () => {
+    const target = await server();
+    const holder = await proxy(Number(new URL(target.baseUrl).port));
+    const broker = client(holder.url, { transport: 'stream', timeoutMs: 300 });
+    const queue = broker.handle('jobs');
+    await broker.queue('jobs');
+    await queue.publish({ id: 'warm' });
+    holder.answers = 'hold';
+    const error = await queue.publish({ payload: 'no id' }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(UnansweredError);
+    expect(error).toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
+    expect((error as Error).message).toMatch(
+      /^ws:\/\/127\.0\.0\.1:\d+\/v1\/stream did not answer within 300 ms: the call may or may not have taken effect$/,
+    );
+    // It did: the frame went out and the server ran it.
+    expect((await (await target.broker.queue('jobs')).stats()).ready).toBe(2);
   });
 });
