@@ -74,7 +74,15 @@ export function scheduleRecord(
   const problems: string[] = [];
   const wrongName = scheduleNameProblem(name);
   if (wrongName !== undefined) problems.push(wrongName);
-  const { payload, timezone, ...unknown } = options ?? {};
+  // As every other call's options: a string (a time zone given as the third argument) would
+  // otherwise be read as one unknown option per character, and a number or array as none.
+  const isObject = typeof options === 'object' && options !== null && !Array.isArray(options);
+  if (options !== undefined && !isObject) {
+    problems.push(
+      `schedule options must be an object, as { payload, timezone }, got ${show(options)}`,
+    );
+  }
+  const { payload, timezone, ...unknown } = isObject ? options : {};
   for (const key of Object.keys(unknown)) problems.push(`unknown schedule option ${key}`);
   if (timezone !== undefined && (typeof timezone !== 'string' || !isTimeZone(timezone))) {
     problems.push(`timezone must be an IANA time zone name, got ${show(timezone)}`);

@@ -158,13 +158,16 @@ export class Scheduler {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
       throw new ValidationError('scheduler options must be an object, as { intervalMs: 1000 }');
     }
-    const interval = options.intervalMs;
+    const { intervalMs: interval, ...unknown } = options;
+    const problems = Object.keys(unknown).map(
+      // A misspelt option (`interval`) would otherwise leave the loop at the default, unsaid.
+      (key) => `unknown scheduler option ${JSON.stringify(key)}: the option is intervalMs`,
+    );
     // 0, a negative or NaN would make a loop of passes each listing every schedule.
     if (interval !== undefined && (!Number.isSafeInteger(interval) || interval < 1)) {
-      throw new ValidationError(
-        `intervalMs must be an integer ≥ 1 (ms between passes), got ${String(interval)}`,
-      );
+      problems.push(`intervalMs must be an integer ≥ 1 (ms between passes), got ${show(interval)}`);
     }
+    if (problems.length > 0) throw new ValidationError(problems);
   }
 
   /**
