@@ -87,19 +87,21 @@ export class LongPollGate {
  * A `__proto__` key, or a `constructor` holding `prototype`, is refused too (`prototypeKeys`
  * 'refuse'): merged into an object by whoever reads it, it would change what every object
  * inherits. 'keep' is for a protocol whose keys are names it looks up safely itself.
+ * `subject` names the text in a refusal of a number: the body, or what the CLI read (`line 3`).
  */
 export function checkJsonBody(
   value: unknown,
   maxDepth: number,
   prototypeKeys: 'refuse' | 'keep' = 'refuse',
   text?: string,
+  subject = 'the body',
 ): void {
   let sawZero = false;
   const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     if (typeof item.value === 'number') {
       if (item.value === 0) sawZero = true;
-      else checkExactNumber(item.value, text);
+      else checkExactNumber(item.value, text, subject);
       continue;
     }
     if (typeof item.value !== 'object' || item.value === null) continue;
@@ -114,7 +116,10 @@ export function checkJsonBody(
   if (sawZero && text !== undefined && UNDERFLOW_HINT.test(text)) {
     const written = numbersIn(text).find(underflows);
     if (written !== undefined) {
-      throw inexact(`${shown(written)}, which is not 0 but too small for a double and reads as 0`);
+      throw inexact(
+        subject,
+        `${shown(written)}, which is not 0 but too small for a double and reads as 0`,
+      );
     }
   }
 }
@@ -155,7 +160,7 @@ function underflows(written: string): boolean {
   return Number(written) === 0 && /[1-9]/.test(written.split(/[eE]/)[0] as string);
 }
 
-function checkExactNumber(value: number, text: string | undefined): void {
+function checkExactNumber(value: number, text: string | undefined, subject: string): void {
   if (Number.isFinite(value) && (!Number.isInteger(value) || Number.isSafeInteger(value))) return;
   // Quoted as the client wrote it: the parsed value is not (123456789012345678 reads as
   // 123456789012345680).
@@ -163,12 +168,14 @@ function checkExactNumber(value: number, text: string | undefined): void {
     text === undefined ? undefined : numbersIn(text).find((each) => Number(each) === value);
   if (!Number.isFinite(value)) {
     throw inexact(
+      subject,
       written === undefined
         ? 'a number beyond the doubles (±1.8e308)'
         : `${shown(written)}, beyond the doubles (±1.8e308)`,
     );
   }
   throw inexact(
+    subject,
     `${written === undefined ? String(value) : shown(written)}, a whole number beyond 2^53 - 1`,
   );
 }
@@ -178,9 +185,9 @@ function shown(written: string): string {
   return written.length <= 40 ? written : `${written.slice(0, 32)}… (${written.length} characters)`;
 }
 
-function inexact(what: string): ValidationError {
+function inexact(subject: string, what: string): ValidationError {
   return new ValidationError(
-    `the body holds ${what}: to be kept exactly, a number must be finite, not too small to ` +
+    `${subject} holds ${what}: to be kept exactly, a number must be finite, not too small to ` +
       'tell from 0 and, when whole, at most 2^53 - 1 in magnitude; send others as strings',
   );
 }

@@ -8,7 +8,7 @@ import {
   RemoteError,
   type RemoteQueue,
 } from '../../client/index.js';
-import type { PublishInput, PublishResult } from '../../core/index.js';
+import { type PublishInput, type PublishResult, ValidationError } from '../../core/index.js';
 import { BatchCut } from '../batches.js';
 import {
   type CliContext,
@@ -18,6 +18,7 @@ import {
   UsageError,
   type Values,
 } from '../command.js';
+import { parseExactJson } from '../exact-json.js';
 import { checkServerLimit, integerFlag, positionals, saidMaxBatch, stringFlag } from '../flags.js';
 import { counted, shownId } from '../format.js';
 import { type Line, LineError, readLines } from '../json-lines.js';
@@ -58,7 +59,9 @@ export const publish: Command = {
     'A line that is not JSON, not well-formed UTF-8 (never read as U+FFFD) or longer than',
     '256 MiB, or a job larger than one request takes, is refused with its batch (the lines read',
     'since the last batch published, not sent): exit code 1, saying how many jobs were',
-    'published before it.',
+    'published before it. So is a line holding a number JSON would not keep exactly (1e400,',
+    '1e-400, a whole number beyond 2^53 - 1), as the server refuses it, rather than sent',
+    'changed; in a payload argument it is exit code 2.',
     'SIGINT or SIGTERM (also while waiting for input): the batch in hand is published, nothing',
     'more is read, exit code 1 ("stopped before line N"); a second signal ends it at once.',
   ],
@@ -336,8 +339,12 @@ function publishedBefore(counts: Counts): string {
 function parseJob(line: Line, counts: Counts): LineJob {
   let job: unknown;
   try {
-    job = JSON.parse(line.text);
-  } catch {
+    job = parseExactJson(line.text, `line ${line.number}`);
+  } catch (error) {
+    // A number it would not keep exactly is refused as text that is not JSON is.
+    if (error instanceof ValidationError) {
+      throw new Error(`${error.message} (${publishedBefore(counts)} it)`, { cause: error });
+    }
     throw new Error(`line ${line.number} is not JSON (${publishedBefore(counts)} it)`);
   }
   if (typeof job !== 'object' || job === null || Array.isArray(job)) {
@@ -401,8 +408,9 @@ async function publishBatch(
 
 function parseJson(text: string, what: string): unknown {
   try {
-    return JSON.parse(text);
-  } catch {
+    return parseExactJson(text, what);
+  } catch (error) {
+    if (error instanceof ValidationError) throw new UsageError(error.message);
     throw new UsageError(`${what} is not JSON (quote text: '"hello"'): ${text.slice(0, 60)}`);
   }
 }

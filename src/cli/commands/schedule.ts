@@ -1,5 +1,7 @@
 import type { ScheduleView } from '../../broker/index.js';
+import { ValidationError } from '../../core/index.js';
 import { type Command, EXIT, fromCommandLine, UsageError } from '../command.js';
+import { parseExactJson } from '../exact-json.js';
 import { integerFlag, positionals, stringFlag } from '../flags.js';
 import { formatTime } from '../format.js';
 import { printJson, withClient } from '../remote.js';
@@ -38,8 +40,9 @@ export const scheduleSet: Command = {
     let payload: unknown;
     if (payloadText !== undefined) {
       try {
-        payload = JSON.parse(payloadText);
-      } catch {
+        payload = parseExactJson(payloadText, '--payload');
+      } catch (error) {
+        if (error instanceof ValidationError) throw new UsageError(error.message);
         throw new UsageError(`--payload is not JSON: ${payloadText}`);
       }
     }

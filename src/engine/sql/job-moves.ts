@@ -704,7 +704,7 @@ export class JobMoves {
 }
 
 /** A ready or delayed job that dies in its own queue (R30, R31), with its place in the dead set. */
-interface IdleDeath {
+export interface IdleDeath {
   id: string;
   dead_seq: number;
 }
