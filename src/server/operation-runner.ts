@@ -56,6 +56,11 @@ export async function runOperations(
     log: FastifyBaseLogger;
     /** Looks up another queue: where a nacked job may have moved to (its dead-letter queue). */
     queues: QueueLookup;
+    /**
+     * Resolves when the operations may be handed to the queue: a stream connection's frames
+     * hand theirs in the order they came, whatever their checks awaited.
+     */
+    turn?: Promise<void>;
   },
   inputs: readonly unknown[],
   observe?: (ran: RanOperation) => void,
@@ -100,6 +105,7 @@ export async function runOperations(
     }
   }
   const operations = parsed.map((entry) => entry.operation);
+  if (context.turn !== undefined) await context.turn;
   const running = operations.length === 0 ? undefined : queue.execute(operations);
   if (running !== undefined) submitted?.(operations);
   const outcomes = running === undefined ? [] : await running;

@@ -32,7 +32,7 @@ import { checkJsonBody, checkQueueVisibility } from '../limits.js';
 import type { StreamEndReason } from '../metrics.js';
 import { refused, runOperations } from '../operation-runner.js';
 import type { Services } from '../route.js';
-import { NOT_PUSHED, release, Subscription } from './subscription.js';
+import { CLIENT_GONE, NOT_PUSHED, release, Subscription } from './subscription.js';
 
 /** Frames being executed at once on one connection; more wait in the socket (back-pressure). */
 const MAX_FRAMES_IN_FLIGHT = 64;
@@ -86,6 +86,8 @@ export class StreamConnection {
   private readonly waitingToRun: WaitingFrame[] = [];
   /** The deliveries asked for by the reserves of the batch frames running now. */
   private reserving = 0;
+  /** Resolves once the last batch frame has handed its operations to the storage (or none). */
+  private handedOver: Promise<void> = Promise.resolve();
   /** Bytes of answers made but not yet handed to the socket (reserved deliveries). */
   private owedBytes = 0;
   private readingPaused = false;
@@ -282,6 +284,16 @@ export class StreamConnection {
     const asked = deliveriesAsked(frame.operations, services.limits.maxBatch);
     // Takes its place before any await: frames start in the order they came.
     const admitted = this.roomToRun(asked);
+    // And hand their operations to the storage in that order, whatever their checks await (a
+    // reserve naming no visibility reads the queue's): a publish sent behind a reserve must not
+    // run before it.
+    const turn = this.handedOver;
+    let handOver!: () => void;
+    const handed = new Promise<void>((resolve) => {
+      handOver = resolve;
+    });
+    // Behind the frames before it too, should it be refused before its turn came.
+    this.handedOver = turn.then(() => handed);
     try {
       // Never sent: the connection is gone.
       if (!(await admitted)) throw new ClosedError('the connection closed');
@@ -300,10 +312,14 @@ export class StreamConnection {
           limits: services.limits,
           log,
           queues: services.queues,
+          turn,
         },
         frame.operations,
         ({ operation, outcome }) => this.observe(queue, operation, outcome),
-        (operations) => this.refill(queue, operations, sent),
+        (operations) => {
+          this.refill(queue, operations, sent);
+          handOver();
+        },
       );
       this.count(frame.operations, results);
       await this.fitToRoom(queue, frame.operations, results, sent);
@@ -311,6 +327,8 @@ export class StreamConnection {
     } catch (error) {
       return { type: 'error', id: frame.id, error: refused(error, log).error };
     } finally {
+      // Refused before the storage, or failed: the frames behind it go on.
+      handOver();
       this.reserving -= asked;
       this.startWaiting();
     }
@@ -355,7 +373,8 @@ export class StreamConnection {
    * maxStreamBufferBytes leaves (less what the connection has queued and earlier answers owe;
    * the first one whatever its size), and gives the others back at once, unworked (R33), as
    * pushes do: a reserve answers at most `max` jobs, and no answer queues much more than the
-   * bound for a client. An auto-ack reserve's (`ack: 'auto'`) are no longer in the queue: all
+   * bound for a client; all of them when the connection closed while the frame ran, as its
+   * answer cannot go out. An auto-ack reserve's (`ack: 'auto'`) are no longer in the queue: all
    * kept. The bytes kept are owed until the answer has gone out (`sent`).
    */
   private async fitToRoom(
@@ -370,7 +389,9 @@ export class StreamConnection {
       this.owedBytes;
     let bytes = 0;
     let keptAny = false;
-    let full = false;
+    // Closed meanwhile: this answer can never go out, so nobody holds what its reserves took.
+    const gone = this.ended || this.socket.readyState !== this.socket.OPEN;
+    let full = gone;
     const unsent: WireDelivery[] = [];
     results.forEach((result, index) => {
       const input = inputs[index] as { type?: unknown; ack?: unknown };
@@ -399,7 +420,7 @@ export class StreamConnection {
       this.owedBytes -= bytes;
       this.startWaiting();
     });
-    await release(queue, unsent, this.context.log, NOT_PUSHED);
+    await release(queue, unsent, this.context.log, gone ? CLIENT_GONE : NOT_PUSHED);
   }
 
   /**
@@ -497,7 +518,16 @@ export class StreamConnection {
     let claimed = false;
     let opened = () => {};
     try {
-      if (this.subscriptions.has(frame.id) || this.opening.has(frame.id)) {
+      // Behind a subscribe of the same id still being answered, and the frames that wait for it
+      // (an unsubscribe of it frees the id): frames run in the order they came.
+      for (
+        let pending = this.opening.get(frame.id);
+        pending !== undefined;
+        pending = this.opening.get(frame.id)
+      ) {
+        await pending;
+      }
+      if (this.subscriptions.has(frame.id)) {
         throw new ValidationError(`subscription ${frame.id} exists; use another id`);
       }
       if (this.subscriptions.size + this.opening.size >= limits.maxSubscriptions) {
@@ -574,8 +604,9 @@ export class StreamConnection {
   private async credit(frame: CreditFrame): Promise<ServerFrame> {
     try {
       this.checkPrefetch(frame.prefetch);
-      const subscription = await this.subscription(frame.subscription);
-      subscription.setPrefetch(frame.prefetch);
+      await this.withSubscription(frame.subscription, (subscription) =>
+        subscription.setPrefetch(frame.prefetch),
+      );
       return {
         type: 'subscribed',
         id: frame.id,
@@ -589,8 +620,10 @@ export class StreamConnection {
 
   private async unsubscribe(frame: UnsubscribeFrame): Promise<ServerFrame> {
     try {
-      const subscription = await this.subscription(frame.subscription);
-      this.forget(frame.subscription);
+      const subscription = await this.withSubscription(frame.subscription, (subscription) => {
+        this.forget(frame.subscription);
+        return subscription;
+      });
       await subscription.close();
       return { type: 'unsubscribed', id: frame.id, subscription: frame.subscription };
     } catch (error) {
@@ -635,16 +668,30 @@ export class StreamConnection {
     if (this.subscriptions.delete(id)) this.context.services.metrics.stream.subscriptions(-1);
   }
 
-  /** The subscription `id`, once a subscribe of it still being answered has been. */
-  private async subscription(id: number): Promise<Subscription> {
-    await this.opening.get(id);
+  /**
+   * Runs `act` on the subscription `id`, once a subscribe of it still being answered has been.
+   * The look-up and `act` run in one turn, with no await between them, and at once when no
+   * subscribe is pending: the frames behind this one see what it did (two unsubscribes in a
+   * row, a credit behind an unsubscribe, a subscribe reusing the id of one just ended).
+   */
+  private async withSubscription<T>(
+    id: number,
+    act: (subscription: Subscription) => T,
+  ): Promise<T> {
+    for (
+      let opening = this.opening.get(id);
+      opening !== undefined;
+      opening = this.opening.get(id)
+    ) {
+      await opening;
+    }
     const subscription = this.subscriptions.get(id);
     if (subscription === undefined) {
       // Stopped by the shutdown that began while this frame was on its way.
       if (this.shuttingDown) throw shuttingDownError();
       throw new ValidationError(`no subscription ${id}`);
     }
-    return subscription;
+    return act(subscription);
   }
 
   private checkPrefetch(prefetch: number): void {

@@ -78,6 +78,14 @@ export function registerStream(
     services.metrics.stream.upgradeRefused(error.code);
     refuseUpgrade(socket, status, error);
   };
+  // A handshake ws cannot take (a missing or bad Sec-WebSocket-Key or -Version): refused with the
+  // usual error body, as every other upgrade, rather than ws's own answer in text.
+  server.on('wsClientError', (error, socket) => {
+    refuse(socket, 400, {
+      code: 'INVALID_ARGUMENT',
+      message: `not a WebSocket handshake this server takes (version 13): ${error.message}`,
+    });
+  });
   // Node's parser drops the bytes that came after a request it took for an upgrade, which
   // HttpRequest then serves as plain HTTP (a pipelined request would be lost): its answer closes
   // the connection, so that the client sends any other request again.
@@ -96,7 +104,8 @@ export function registerStream(
       });
       return;
     }
-    if (path !== STREAM_PATH) {
+    // Another method is no route, as over plain HTTP (ws would answer 405 in text).
+    if (path !== STREAM_PATH || request.method !== 'GET') {
       refuse(socket, 404, { code: 'NOT_FOUND', message: 'no such route' });
       return;
     }

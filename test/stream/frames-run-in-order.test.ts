@@ -1,0 +1,173 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Queue } from '../../src/broker/index.js';
+import { open } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
+import { StreamMetrics } from '../../src/server/metrics.js';
+import { call, withWrappedQueues } from '../server/helpers.js';
+import { type Frame, FrameClient } from './frames.js';
+
+// Frames are run in the order they come (docs/stream.md). A frame that awaits something before
+// it acts (a reserve naming no visibility reads the queue's lease; a subscribe opens) must not
+// be overtaken by the frames sent behind it.
+
+const closing: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const close of closing.splice(0).reverse()) await close();
+});
+
+async function until(check: () => boolean): Promise<void> {
+  for (let tries = 0; tries < 250; tries++) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error('condition not met in time');
+}
+
+/**
+ * A server whose queues' option reads wait, once `hold()` is called, until `release()`: a
+ * reserve naming no visibility, and a subscribe naming none, wait there for the queue's lease.
+ */
+async function serveWithHeldOptionReads() {
+  const real = await open('memory:');
+  let held: Promise<void> | undefined;
+  let release = () => {};
+  const broker = withWrappedQueues(real, (queue: Queue) =>
+    Object.assign(Object.create(queue), {
+      options: async () => {
+        if (held !== undefined) await held;
+        return queue.options();
+      },
+    }),
+  );
+  const app = await createApp({ broker, receiptSecret: 'test-secret-of-at-least-32-characters' });
+  closing.push(
+    () => real.close(),
+    () => app.close(),
+  );
+  const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+  return {
+    baseUrl,
+    hold() {
+      held = new Promise((resolve) => {
+        release = resolve;
+      });
+    },
+    release: () => release(),
+  };
+}
+
+/** Counts the frames the server has read, to know that it has read those sent. */
+function countFramesRead(): () => number {
+  const counted = vi.spyOn(StreamMetrics.prototype, 'frameReceived');
+  return () => counted.mock.calls.length;
+}
+
+describe('frames sent one behind the other', () => {
+  it('a reserve naming no visibility runs before a publish sent behind it', async () => {
+    const framesRead = countFramesRead();
+    const server = await serveWithHeldOptionReads();
+    await call(server.baseUrl, 'PUT', '/v1/queues/jobs', { body: {} });
+    const client = await FrameClient.open(server.baseUrl);
+    closing.push(() => client.close());
+
+    server.hold();
+    const before = framesRead();
+    client.send({ type: 'batch', id: 1, queue: 'jobs', operations: [{ type: 'reserve', max: 5 }] });
+    client.send({
+      type: 'batch',
+      id: 2,
+      queue: 'jobs',
+      operations: [{ type: 'publish', jobs: [{ id: 'later' }] }],
+    });
+    await until(() => framesRead() === before + 2);
+    // What the frames do without waiting for anything is done by now.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    server.release();
+
+    const reserved = await client.next((frame) => frame.id === 1);
+    const published = await client.next((frame) => frame.id === 2);
+    expect(published.results).toEqual([{ ok: true, value: [{ id: 'later', duplicate: false }] }]);
+    // The queue was empty when the reserve came: the job published after it stays ready.
+    expect(reserved.results).toEqual([{ ok: true, value: [] }]);
+    const stats = await client.request({
+      type: 'batch',
+      id: 3,
+      queue: 'jobs',
+      operations: [{ type: 'stats' }],
+    });
+    expect(stats.results[0].value).toMatchObject({ ready: 1, active: 0 });
+  });
+
+  it('credit, unsubscribe and subscribe behind a subscribe still opening apply in their order', async () => {
+    const framesRead = countFramesRead();
+    const server = await serveWithHeldOptionReads();
+    await call(server.baseUrl, 'PUT', '/v1/queues/jobs', { body: {} });
+    const client = await FrameClient.open(server.baseUrl);
+    closing.push(() => client.close());
+
+    server.hold();
+    const before = framesRead();
+    const frames = [
+      // Waits for the queue's lease: still opening while the others arrive.
+      { type: 'subscribe', id: 7, queue: 'jobs', prefetch: 1 },
+      { type: 'unsubscribe', id: 8, subscription: 7 },
+      { type: 'unsubscribe', id: 9, subscription: 7 },
+      { type: 'credit', id: 10, subscription: 7, prefetch: 2 },
+      // The id is free again once its unsubscribe ran.
+      { type: 'subscribe', id: 7, queue: 'jobs', prefetch: 1, visibility: 30_000 },
+      { type: 'credit', id: 11, subscription: 7, prefetch: 3 },
+      { type: 'unsubscribe', id: 12, subscription: 7 },
+    ];
+    for (const frame of frames) client.send(frame);
+    await until(() => framesRead() === before + frames.length);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    server.release();
+
+    await client.next((frame) => frame.id === 12);
+    const answers = client.frames
+      .filter((frame: Frame) => frame.type !== 'ready' && frame.type !== 'deliveries')
+      .map((frame: Frame) => ({ type: frame.type, id: frame.id, code: frame.error?.code }));
+    expect(answers).toEqual([
+      { type: 'subscribed', id: 7, code: undefined },
+      { type: 'unsubscribed', id: 8, code: undefined },
+      { type: 'error', id: 9, code: 'INVALID_ARGUMENT' },
+      { type: 'error', id: 10, code: 'INVALID_ARGUMENT' },
+      { type: 'subscribed', id: 7, code: undefined },
+      { type: 'subscribed', id: 11, code: undefined },
+      { type: 'unsubscribed', id: 12, code: undefined },
+    ]);
+    expect(client.frames.find((frame: Frame) => frame.id === 11)?.prefetch).toBe(3);
+  });
+
+  it('a second unsubscribe, or a credit, sent right behind an unsubscribe finds no subscription', async () => {
+    const server = await serveWithHeldOptionReads();
+    await call(server.baseUrl, 'PUT', '/v1/queues/jobs', { body: {} });
+    const client = await FrameClient.open(server.baseUrl);
+    closing.push(() => client.close());
+    const subscribed = await client.request({
+      type: 'subscribe',
+      id: 1,
+      queue: 'jobs',
+      prefetch: 1,
+    });
+    expect(subscribed.type).toBe('subscribed');
+
+    client.send({ type: 'unsubscribe', id: 2, subscription: 1 });
+    client.send({ type: 'unsubscribe', id: 3, subscription: 1 });
+    client.send({ type: 'credit', id: 4, subscription: 1, prefetch: 2 });
+    client.send({ type: 'subscribe', id: 1, queue: 'jobs', prefetch: 1 });
+    await client.next((frame) => frame.id === 1 && frame !== subscribed);
+
+    expect(client.frames.find((frame: Frame) => frame.id === 2)?.type).toBe('unsubscribed');
+    for (const id of [3, 4]) {
+      expect(client.frames.find((frame: Frame) => frame.id === id)).toMatchObject({
+        type: 'error',
+        error: { code: 'INVALID_ARGUMENT', message: 'no subscription 1' },
+      });
+    }
+    expect(
+      client.frames.filter((frame: Frame) => frame.id === 1).map((f: Frame) => f.type),
+    ).toEqual(['subscribed', 'subscribed']);
+  });
+});
