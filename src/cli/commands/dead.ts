@@ -3,6 +3,7 @@ import {
   build,
   checkDeadLetterPage,
   DEFAULT_DEAD_LETTER_PAGE,
+  type DeadLetter,
   type DeadLetterPage,
   MAX_DEAD_LETTER_PAGE,
 } from '../../core/index.js';
@@ -13,23 +14,28 @@ import { ProgressBar } from '../progress.js';
 import { printJson, withClient } from '../remote.js';
 
 /**
- * The ids of every dead job of `queue`, in the order they died, read without payloads: only
- * the ids are needed, and a dead set of large payloads would otherwise all travel here and be
- * held at once (1,000 dead jobs of 200 KB are 200 MB).
+ * What `keep` takes of every dead job of `queue`, in the order they died, page after page.
+ * Without `payloads`, none is read: where they are not shown (ids to redrive, text output), a
+ * dead set of large payloads would otherwise all travel here and be held at once (1,000 dead
+ * jobs of 200 KB are 200 MB).
  */
-async function deadIds(queue: RemoteQueue): Promise<string[]> {
-  const ids: string[] = [];
+async function everyDeadLetter<T>(
+  queue: RemoteQueue,
+  payloads: boolean,
+  keep: (dead: DeadLetter) => T,
+): Promise<T[]> {
+  const kept: T[] = [];
   let after: string | undefined;
   do {
     const page = await queue.deadLetterPage({
       limit: MAX_DEAD_LETTER_PAGE,
-      payloads: false,
+      ...(payloads ? {} : { payloads: false }),
       ...(after === undefined ? {} : { after }),
     });
-    for (const dead of page.deadLetters) ids.push(dead.id);
+    for (const dead of page.deadLetters) kept.push(keep(dead));
     after = page.next;
   } while (after !== undefined);
-  return ids;
+  return kept;
 }
 
 export const deadList: Command = {
@@ -59,14 +65,17 @@ export const deadList: Command = {
       );
     }
     const paged = limit !== undefined || after !== undefined;
+    // Text output shows no payload: none is read for it.
+    const payloads = values.json === true;
     const page: DeadLetterPage = await withClient(values, context, (client) =>
       fromCommandLine(async () =>
         paged
           ? client.handle(name).deadLetterPage({
               ...(limit === undefined ? {} : { limit }),
               ...(after === undefined ? {} : { after }),
+              ...(payloads ? {} : { payloads: false }),
             })
-          : { deadLetters: await client.handle(name).deadLetters() },
+          : { deadLetters: await everyDeadLetter(client.handle(name), payloads, (dead) => dead) },
       ),
     );
     const dead = page.deadLetters;
@@ -129,7 +138,10 @@ export const deadRedrive: Command = {
         // dead job takes first. A stats call is such a step, so that the list has it too.
         await queue.stats();
       }
-      const ids = named.length > 0 ? [...new Set(named)] : await deadIds(queue);
+      const ids =
+        named.length > 0
+          ? [...new Set(named)]
+          : await everyDeadLetter(queue, false, (dead) => dead.id);
       const bar = new ProgressBar(
         context.stderr,
         'redriving',

@@ -89,13 +89,20 @@ export class BrokerCatalog implements QueueCatalog {
       }
       return this.broker.transaction(async (tx) => {
         // Locks the row before reading it (PostgreSQL; SQLite locks the database), so that a
-        // change made through another server of the storage waits rather than being lost.
+        // change made through another server of the storage waits rather than being lost. A
+        // queue made outside SQS has no row yet: one is put first (`null`, none), else two
+        // servers would both read none and the second write over the first.
+        await tx.run(
+          `insert into ${TABLE} (name, meta) values (?, 'null') on conflict (name) do nothing`,
+          [name],
+        );
         await tx.run(`update ${TABLE} set meta = meta where name = ?`, [name]);
         const rows = await tx.query<{ meta: string }>(`select meta from ${TABLE} where name = ?`, [
           name,
         ]);
         const text = rows[0]?.meta;
-        const next = change(text === undefined ? undefined : (JSON.parse(text) as QueueMeta));
+        const stored = text === undefined ? null : (JSON.parse(text) as QueueMeta | null);
+        const next = change(stored ?? undefined);
         await tx.run(
           `insert into ${TABLE} (name, meta) values (?, ?) on conflict (name) do update set meta = excluded.meta`,
           [name, JSON.stringify(next)],

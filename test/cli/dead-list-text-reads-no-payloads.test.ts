@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Broker, Queue } from '../../src/broker/index.js';
+import type { DeadLetterPageOptions } from '../../src/core/index.js';
+import { open } from '../../src/index.js';
+import { createApp } from '../../src/server/index.js';
+import { withWrappedQueues } from '../server/helpers.js';
+import { leaseq } from './context.js';
+
+// `leaseq dead list` shows no payload in text output: it asks the server for none (a dead set
+// of large payloads read whole is hundreds of megabytes through the server and held at once).
+// Its JSON output has them, as before.
+
+const DEAD = 1_200;
+
+let broker: Broker;
+let close: () => Promise<void>;
+let env: Record<string, string>;
+const pages: (DeadLetterPageOptions | undefined)[] = [];
+
+beforeAll(async () => {
+  broker = await open('memory:');
+  const app = await createApp({
+    receiptSecret: 'test-secret-of-at-least-32-characters',
+    broker: withWrappedQueues(broker, (queue: Queue) =>
+      Object.assign(Object.create(queue) as Queue, {
+        deadLetterPage: (options?: DeadLetterPageOptions) => {
+          pages.push(options);
+          return queue.deadLetterPage(options);
+        },
+      }),
+    ),
+  });
+  env = { LEASEQ_SERVER: await app.listen({ host: '127.0.0.1', port: 0 }) };
+  close = () => app.close().finally(() => broker.close());
+  const queue = await broker.queue('listed', { maxDeliveries: 1 });
+  await queue.publishBatch(
+    Array.from({ length: DEAD }, (_, n) => ({ id: `job-${n}`, payload: { body: `p${n}` } })),
+  );
+  for (const delivery of await queue.receive({ max: DEAD })) {
+    await queue.nack(delivery.token, { requeue: false, reason: 'broken' });
+  }
+});
+
+afterAll(async () => {
+  await close?.();
+});
+
+describe('dead list reads payloads only for JSON output', () => {
+  it('lists every dead job in text without their payloads, every page of them', async () => {
+    pages.length = 0;
+    const run = await leaseq(['dead', 'list', 'listed'], { env });
+    expect(run.code).toBe(0);
+    const heads = run.stdout.split('\n').filter((line) => line.startsWith('job-'));
+    expect(heads).toHaveLength(DEAD);
+    expect(heads[0]).toMatch(/^job-0 {2}reason=broken deliveries=1 /);
+    expect(pages.length).toBeGreaterThanOrEqual(2);
+    for (const options of pages) expect(options).toMatchObject({ payloads: false });
+  });
+
+  it('reads one page in text without payloads', async () => {
+    pages.length = 0;
+    const run = await leaseq(['dead', 'list', 'listed', '--limit', '2'], { env });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^job-0 {2}reason=broken/);
+    expect(pages).toEqual([expect.objectContaining({ limit: 2, payloads: false })]);
+  });
+
+  it('keeps the payloads in JSON output', async () => {
+    pages.length = 0;
+    const run = await leaseq(['dead', 'list', 'listed', '--limit', '2', '--json'], { env });
+    expect(run.code).toBe(0);
+    const listed = JSON.parse(run.stdout) as { deadLetters: { id: string; payload: unknown }[] };
+    expect(listed.deadLetters.map((dead) => [dead.id, dead.payload])).toEqual([
+      ['job-0', { body: 'p0' }],
+      ['job-1', { body: 'p1' }],
+    ]);
+    for (const options of pages) expect(options).not.toHaveProperty('payloads', false);
+  });
+});
