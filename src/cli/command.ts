@@ -35,6 +35,11 @@ export interface CliContext {
    * Absent (tests): nothing ends the process for it anyway.
    */
   handleOutputErrors?: () => (said?: boolean) => void;
+  /**
+   * Said by a command whose `hearsStop` is `'once-started'` when it begins to hear the first
+   * signal (`stop`). Absent (tests): nothing to say it to.
+   */
+  started?: () => void;
 }
 
 export type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
@@ -63,8 +68,11 @@ export interface Command {
    * Hears the first SIGINT or SIGTERM (`context.stop`) and finishes what it has in hand, as its
    * help says. Any other command has nothing to finish: the first signal ends it at once, as
    * the default action would, not once a server that does not answer times out.
+   * `'once-started'`: only from its call of `context.started()` on (`serve`, once it listens);
+   * before, it has nothing in hand, and its start may wait for the storage without end (another
+   * process's migration holding the lock), so the first signal ends it at once.
    */
-  hearsStop?: true;
+  hearsStop?: true | 'once-started';
   /**
    * Its requests are HTTP requests whatever --transport says: administration and lookups, which
    * the stream does not carry (it carries operations and receives, docs/stream.md). Its help

@@ -9,7 +9,9 @@ const stop = new AbortController();
 // sent); a second one ends the process at once, as the default action would: whatever the
 // first is waiting for (a read of a quiet FIFO, a storage lock), the user can always get out.
 // Any other command (queue stats, ack) has nothing to finish: the first ends it at once.
-const hears = hearsStop(argv);
+const hearing = hearsStop(argv);
+// `serve` hears it only once it listens (context.started): a start waiting on the storage ends.
+let hears = hearing === true;
 let signalled = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
@@ -64,6 +66,9 @@ const code = await runCli(argv, {
   env: process.env,
   stop: stop.signal,
   handleOutputErrors,
+  started: () => {
+    hears = hearing !== undefined;
+  },
 });
 process.exitCode = code;
 parentWatch?.stop();

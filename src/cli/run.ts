@@ -53,8 +53,8 @@ export const COMMANDS: readonly Command[] = [
 ];
 
 /** Whether the command `argv` names hears the first signal itself (see Command.hearsStop). */
-export function hearsStop(argv: readonly string[]): boolean {
-  return findCommand(argv)?.command.hearsStop === true;
+export function hearsStop(argv: readonly string[]): Command['hearsStop'] {
+  return findCommand(argv)?.command.hearsStop;
 }
 
 /** Runs `leaseq <argv…>` and resolves to the exit code. Never exits the process itself. */

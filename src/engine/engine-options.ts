@@ -36,17 +36,32 @@ export function redactUrl(url: string): string {
 /**
  * The password after the user name replaced. It ends at the last `@` before the query: drivers
  * take a password holding an unencoded `@` or `/` (`user:pa@ss@host`), and the first `@` would
- * leave the rest of it shown. An empty user name (`:secret@host`) has its password too.
+ * leave the rest of it shown. An empty user name (`:secret@host`) has its password too. So has
+ * a URL written without its scheme (`user:secret@host/db`), refused with the URL in the message.
  */
 function redactUserInfo(url: string): string {
-  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0];
+  const scheme =
+    /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0] ?? (/^(sqlite|memory):/i.test(url) ? undefined : '');
   if (scheme === undefined) return url;
   const rest = url.slice(scheme.length);
-  const queryAt = rest.search(/[?#]/);
-  const at = (queryAt === -1 ? rest : rest.slice(0, queryAt)).lastIndexOf('@');
+  const at = passwordEnd(rest);
   const colon = rest.indexOf(':');
   if (at === -1 || colon === -1 || colon > at) return url;
   return `${scheme}${rest.slice(0, colon)}:***${rest.slice(at)}`;
+}
+
+/**
+ * Where a password ends: at the last `@` before the query or fragment; where none is, at the
+ * last `@` of all, so that a password holding an unencoded `?` or `#` (`user:pa#ss@host`, a URL
+ * no driver takes, refused with it in the message) is not shown from there on. A host's port
+ * followed by the path (`db:5432/jobs?note=a@b`) is no password: -1 then, as for none.
+ */
+function passwordEnd(rest: string): number {
+  const queryAt = rest.search(/[?#]/);
+  if (queryAt === -1) return rest.lastIndexOf('@');
+  const before = rest.slice(0, queryAt).lastIndexOf('@');
+  if (before !== -1) return before;
+  return /^(\[[^\]]*\]|[^:/@]*)(:\d*)?(\/|$)/.test(rest) ? -1 : rest.lastIndexOf('@');
 }
 
 export function checkClockMode(mode: unknown): 'strict' | 'follow' {

@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import type { Broker, Clock, Scheduler } from '../broker/index.js';
@@ -74,6 +75,9 @@ export async function startServer(
       ? storageUrlProblem(config.storage, { servers: false })
       : undefined;
   if (wrong !== undefined) throw new ValidationError(`storage: ${wrong}`);
+  // A port in use, or a host not of this machine, is found before the storage is opened: a new
+  // SQLite file and its directories would be made first, and left behind by the failed start.
+  if (options.broker === undefined && config.port !== 0) await checkListen(config);
   const broker =
     options.broker ??
     (await open(config.storage, {
@@ -201,6 +205,16 @@ async function shutDown(
   }
   logger.info('stopped');
   logger.flush(ignore);
+}
+
+/** Listens on `config`'s address for a moment: what would refuse the server refuses this. */
+async function checkListen(config: ServerConfig): Promise<void> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen({ host: config.host, port: config.port, exclusive: true }, resolve);
+  });
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
 }
 
 /** The limits among the settings (a ServerConfig has every other setting too). */

@@ -41,7 +41,8 @@ export const serve: Command = {
   details: [
     'Every setting can come from a JSON config file (--config FILE or LEASEQ_CONFIG), the',
     'environment, or a flag, under the same name; flags win over the environment, which wins',
-    'over the file. Stops cleanly on SIGTERM or SIGINT. Logs are JSON lines on stdout.',
+    'over the file. Stops cleanly on SIGTERM or SIGINT; one before it listens (while it opens',
+    'the storage) ends it at once. Logs are JSON lines on stdout.',
     '',
     ...SETTINGS.map(
       (setting) =>
@@ -50,7 +51,7 @@ export const serve: Command = {
   ],
   options,
   remote: false,
-  hearsStop: true,
+  hearsStop: 'once-started',
   async run({ values, positionals: given, context }) {
     positionals(given, []);
     const sources = await configSources(values, context);
@@ -67,6 +68,7 @@ export const serve: Command = {
     const server = await startServer(config, {
       logDestination: context.stdout as unknown as DestinationStream,
     });
+    context.started?.();
     await stopped(context.stop);
     await server.close();
     return EXIT.ok;

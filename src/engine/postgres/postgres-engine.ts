@@ -154,7 +154,7 @@ export async function openPostgresEngine(
         );
         return Number(result.rows[0]?.ms);
       },
-      translateError: (error) => translate(error, target),
+      translateError: (error) => schemaGone(error, target) ?? translate(error, target),
       retryable: isLostRace,
       beforeWait: () => listener?.ensure(),
       acquire: async () => {
@@ -390,6 +390,23 @@ function translate(error: unknown, target: string): unknown {
     );
   }
   return error;
+}
+
+/**
+ * leaseq's own tables or functions missing from an open database: it was dropped and made again
+ * (or its schema dropped, or replaced by a restore without them) under the process. Not a
+ * statement's failure but the storage's, as for a SQLite file deleted while open; not fixed by
+ * creating them here either: the tokens would start again at 1 under receipts still held.
+ * Undefined for any other error (a caller's own statement naming a table of its own).
+ */
+function schemaGone(error: unknown, target: string): StorageUnavailableError | undefined {
+  const code = sqlState(error);
+  const message = failureText(error);
+  if ((code !== '42P01' && code !== '42883') || !/\bleaseq_\w+/.test(message)) return undefined;
+  return new StorageUnavailableError(
+    `${target} cannot be used: leaseq's tables are gone from the database (${message}): it was dropped and made again, or its schema dropped, while open; nothing was written. Restore it, or restart to create empty ones`,
+    { cause: error },
+  );
 }
 
 /** The SQLSTATE of a database error ('' for others). */
