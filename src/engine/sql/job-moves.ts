@@ -3,7 +3,7 @@ import type { Attempt, AttemptOutcome } from '../../core/index.js';
 import { withAttempt } from '../../core/records.js';
 import { checkNow } from '../../core/validate.js';
 import type { BatchContext } from './executor.js';
-import type { SqlQueueLinks } from './queue-links.js';
+import type { Arrivals, SqlQueueLinks } from './queue-links.js';
 import { expiryInUse, type QueueRow } from './queue-row.js';
 import {
   advanceHead,
@@ -422,15 +422,17 @@ export class JobMoves {
    * with no attempt to record. The caller has taken it out of ready's or delayed's count (and
    * closes the gap it leaves in ready). Answers the next member of its group made ready or
    * delayed, if any. With `deferred`, a job that dies here is added to it for `storeIdleDeaths`
-   * rather than written at once.
+   * rather than written at once; with `arrivals` (its dead-letter queue's, the job looked up
+   * there), one that moves there is judged and written by them.
    */
   async dieIdle(
     row: IdleRow,
     now: number,
     reason: 'expired' | 'maxlen',
     deferred?: IdleDeath[],
+    arrivals?: Arrivals,
   ): Promise<string | undefined> {
-    if (!(await this.routeDead(row, row.history, now, reason, reason))) {
+    if (!(await this.routeDead(row, row.history, now, reason, reason, arrivals))) {
       this.q.deadSeq += 1;
       this.q.dead += 1;
       const death = { id: row.id, dead_seq: this.q.deadSeq };
@@ -476,11 +478,15 @@ export class JobMoves {
     now: number,
     reason: string,
     kind: DeadLetterKind,
+    arrivals?: Arrivals,
   ): Promise<boolean> {
     const counts = this.q.counters.deadLetters;
     counts[kind] = (counts[kind] ?? 0) + 1;
     const target = this.q.options.deadLetterQueue;
     if (target === undefined || this.links === undefined) return false;
+    if (arrivals !== undefined) {
+      return arrivals.take({ id: row.id, target, priority: row.priority, grp: row.grp });
+    }
     const origin = { queue: this.q.name, reason, at: now };
     const transfer = { id: row.id, history, origin, priority: row.priority, grp: row.grp };
     return this.links.admit(this.q, target, now, transfer);

@@ -86,8 +86,9 @@ export class SqlQueueLinks {
   /**
    * The arrivals of one `moveJobs` call from `source` at `now` (R26): each job is judged as
    * `admit` judges it, from look-ups made for many jobs at once, and written many at once.
+   * With `origin`, jobs that die into their dead-letter queue (R31's drops), which keep it.
    */
-  arrivals(source: QueueRow, now: number): Arrivals {
+  arrivals(source: QueueRow, now: number, origin?: DeadLetterOrigin): Arrivals {
     return new Arrivals(
       this.connection,
       this.access.dialect,
@@ -95,6 +96,7 @@ export class SqlQueueLinks {
       now,
       (queue) => this.targetRow(queue),
       this.wakeOnCommit,
+      origin,
     );
   }
 
@@ -194,6 +196,8 @@ export class Arrivals {
     private readonly now: number,
     private readonly targetRow: (queue: string) => Promise<QueueRow | undefined>,
     private readonly wake: (queue: string) => Promise<void>,
+    /** Where and why the jobs died, kept by them (a move by `moveJobs` clears it). */
+    private readonly origin?: DeadLetterOrigin,
   ) {}
 
   /** Looks up what judging these jobs needs, where not yet known. */
@@ -248,25 +252,32 @@ export class Arrivals {
 
   /**
    * Moves the rows of the jobs taken since the last write into their targets, as `admit` does
-   * (the history stays as stored, the origin is cleared), and wakes the targets' receivers.
+   * (the history stays as stored, the origin is set or cleared), and wakes the targets'
+   * receivers.
    */
   async write(): Promise<void> {
     if (this.pending.length === 0) return;
     const rows = this.pending;
     this.pending = [];
+    const { origin } = this;
+    const originColumns =
+      origin === undefined
+        ? 'origin_queue = NULL, origin_reason = NULL, origin_at = NULL'
+        : 'origin_queue = ?, origin_reason = ?, origin_at = ?';
     const set = (value: (column: keyof ArrivalRow) => string, published: string) =>
       `queue = ${value('target')}, seq = ${value('seq')}, group_seq = ${value('group_seq')},
        state = ${value('state')}, delivery_count = 0, available_at = ${value('at')},
        ready_pos = ${value('ready_pos')}, ready_since = ${value('at')}, token = NULL,
        delivered_at = NULL, deadline = NULL, session = NULL, dead_reason = NULL, dead_at = NULL,
-       dead_seq = NULL, origin_queue = NULL, origin_reason = NULL, origin_at = NULL,
+       dead_seq = NULL, ${originColumns},
        expires_at = NULL, expiry_at = ${published} + ${value('retention')}`;
+    const origins = origin === undefined ? [] : [origin.queue, origin.reason, origin.at];
     if (this.dialect.setBased) {
       await this.connection.run(
         `UPDATE leaseq_jobs SET ${set((column) => `r.${column}`, 'leaseq_jobs.published_at')}
          FROM ${this.dialect.jsonRecords(ARRIVAL_COLUMNS)} AS r
          WHERE leaseq_jobs.queue = ? AND leaseq_jobs.id = r.id`,
-        [JSON.stringify(rows), this.source.name],
+        [...origins, JSON.stringify(rows), this.source.name],
       );
     } else {
       await this.connection.runEach(
@@ -279,6 +290,7 @@ export class Arrivals {
           row.at,
           row.ready_pos,
           row.at,
+          ...origins,
           row.retention,
           this.source.name,
           row.id,

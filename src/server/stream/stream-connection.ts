@@ -203,8 +203,8 @@ export class StreamConnection {
       this.refuse(frame.id, shuttingDownError());
       return;
     }
-    let answered!: () => void;
-    const sent = new Promise<void>((resolve) => {
+    let answered!: (delivered: boolean) => void;
+    const sent = new Promise<boolean>((resolve) => {
       answered = resolve;
     });
     this.track(this.answer(frame, sent), answered);
@@ -241,10 +241,11 @@ export class StreamConnection {
   }
 
   /**
-   * `sent`: resolves once the answer has gone out. Async, so that whatever one frame throws
-   * becomes its error frame, never an exception in the socket's listener (which ends the process).
+   * `sent`: resolves once the answer has gone out, or was dropped (false) as the connection
+   * had closed. Async, so that whatever one frame throws becomes its error frame, never an
+   * exception in the socket's listener (which ends the process).
    */
-  private async answer(frame: ClientFrame, sent: Promise<void>): Promise<ServerFrame> {
+  private async answer(frame: ClientFrame, sent: Promise<boolean>): Promise<ServerFrame> {
     switch (frame.type) {
       case 'batch':
         return this.batch(frame, sent);
@@ -258,7 +259,7 @@ export class StreamConnection {
   }
 
   /** Answers go out in the order the frames came in; many frames in flight pause reading. */
-  private track(answer: Promise<ServerFrame>, answered: () => void): void {
+  private track(answer: Promise<ServerFrame>, answered: (delivered: boolean) => void): void {
     this.inFlight += 1;
     this.updateReading();
     const settled = answer.then(
@@ -269,17 +270,18 @@ export class StreamConnection {
       }),
     );
     this.replies = this.replies.then(async () => {
+      let delivered = false;
       try {
-        this.send(await settled);
+        delivered = this.send(await settled);
       } finally {
-        answered();
+        answered(delivered);
         this.inFlight -= 1;
         this.updateReading();
       }
     });
   }
 
-  private async batch(frame: BatchFrame, sent: Promise<void>): Promise<ServerFrame> {
+  private async batch(frame: BatchFrame, sent: Promise<boolean>): Promise<ServerFrame> {
     const { services, principal, log } = this.context;
     const asked = deliveriesAsked(frame.operations, services.limits.maxBatch);
     // Takes its place before any await: frames start in the order they came.
@@ -375,13 +377,15 @@ export class StreamConnection {
    * pushes do: a reserve answers at most `max` jobs, and no answer queues much more than the
    * bound for a client; all of them when the connection closed while the frame ran, as its
    * answer cannot go out. An auto-ack reserve's (`ack: 'auto'`) are no longer in the queue: all
-   * kept. The bytes kept are owed until the answer has gone out (`sent`).
+   * kept. The bytes kept are owed until the answer has gone out (`sent`); those kept are given
+   * back too when the answer is dropped, the connection having closed while it waited behind
+   * the answers of earlier frames.
    */
   private async fitToRoom(
     queue: Queue,
     inputs: readonly unknown[],
     results: WireOutcome[],
-    sent: Promise<void>,
+    sent: Promise<boolean>,
   ): Promise<void> {
     const room =
       this.context.services.limits.maxStreamBufferBytes -
@@ -416,9 +420,11 @@ export class StreamConnection {
     });
     // Owed from now, not after the give-back: frames answered meanwhile leave room for it.
     this.owedBytes += bytes;
-    void sent.then(() => {
+    void sent.then((delivered) => {
       this.owedBytes -= bytes;
       this.startWaiting();
+      // Dropped: nobody received what its reserves kept, leased until their deadlines.
+      if (!delivered) void release(queue, leased(inputs, results), this.context.log, CLIENT_GONE);
     });
     await release(queue, unsent, this.context.log, gone ? CLIENT_GONE : NOT_PUSHED);
   }
@@ -428,7 +434,7 @@ export class StreamConnection {
    * it reserve their next deliveries now, in the storage unit of those acks (one commit for
    * both), to push once the acks are settled and answered (`answered`).
    */
-  private refill(queue: Queue, operations: readonly Operation[], answered: Promise<void>): void {
+  private refill(queue: Queue, operations: readonly Operation[], answered: Promise<unknown>): void {
     if (this.subscriptions.size === 0) return;
     const tokens: number[] = [];
     for (const operation of operations) {
@@ -512,7 +518,7 @@ export class StreamConnection {
   }
 
   /** `sent`: the `subscribed` answer went out; no push goes before it. */
-  private async subscribe(frame: SubscribeFrame, sent: Promise<void>): Promise<ServerFrame> {
+  private async subscribe(frame: SubscribeFrame, sent: Promise<unknown>): Promise<ServerFrame> {
     const { services, principal, log } = this.context;
     const { limits, receipts } = services;
     let claimed = false;
@@ -740,10 +746,11 @@ export class StreamConnection {
     return true;
   }
 
-  /** Sends a frame, unless the socket is no longer open. */
-  private send(frame: ServerFrame): void {
-    if (this.socket.readyState !== this.socket.OPEN) return;
+  /** Sends a frame, unless the socket is no longer open: false then. */
+  private send(frame: ServerFrame): boolean {
+    if (this.socket.readyState !== this.socket.OPEN) return false;
     this.sendText(JSON.stringify(frame));
+    return true;
   }
 
   /** Sends a frame's JSON (the socket is open). */
@@ -850,6 +857,15 @@ export class StreamConnection {
 
 function shuttingDownError(): ClosedError {
   return new ClosedError('the server is shutting down');
+}
+
+/** The deliveries a batch's answer holds under a lease: its reserves' but auto-ack ones. */
+function leased(inputs: readonly unknown[], results: readonly WireOutcome[]): WireDelivery[] {
+  return results.flatMap((result, index) => {
+    const input = inputs[index] as { type?: unknown; ack?: unknown };
+    if (!result.ok || input.type !== 'reserve' || input.ack === 'auto') return [];
+    return result.value as WireDelivery[];
+  });
 }
 
 /** The deliveries a batch's reserves ask for, each at most maxBatch (a larger one is refused). */

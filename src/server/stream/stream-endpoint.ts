@@ -74,17 +74,24 @@ export function registerStream(
   let counter = 0;
   /** Shutdown began: the connections' ends, which closing the app waits for. */
   let shuttingDown: Promise<unknown> | undefined;
-  const refuse: typeof refuseUpgrade = (socket, status, error) => {
+  const refuse: typeof refuseUpgrade = (socket, status, error, headers) => {
     services.metrics.stream.upgradeRefused(error.code);
-    refuseUpgrade(socket, status, error);
+    refuseUpgrade(socket, status, error, headers);
   };
   // A handshake ws cannot take (a missing or bad Sec-WebSocket-Key or -Version): refused with the
   // usual error body, as every other upgrade, rather than ws's own answer in text.
-  server.on('wsClientError', (error, socket) => {
-    refuse(socket, 400, {
-      code: 'INVALID_ARGUMENT',
-      message: `not a WebSocket handshake this server takes (version 13): ${error.message}`,
-    });
+  server.on('wsClientError', (error, socket, request) => {
+    // A version it does not speak is answered with those it does (RFC 6455 §4.4), as ws does.
+    const version = Number(request.headers['sec-websocket-version']);
+    refuse(
+      socket,
+      400,
+      {
+        code: 'INVALID_ARGUMENT',
+        message: `not a WebSocket handshake this server takes (version 13 or 8): ${error.message}`,
+      },
+      version === 13 || version === 8 ? {} : { 'sec-websocket-version': '13, 8' },
+    );
   });
   // Node's parser drops the bytes that came after a request it took for an upgrade, which
   // HttpRequest then serves as plain HTTP (a pipelined request would be lost): its answer closes
@@ -181,6 +188,7 @@ function refuseUpgrade(
   socket: Duplex,
   status: number,
   error: { code: string; message: string },
+  headers: Readonly<Record<string, string>> = {},
 ): void {
   const body = `${JSON.stringify({ error })}\n`;
   socket.end(
@@ -188,6 +196,9 @@ function refuseUpgrade(
       'content-type: application/json; charset=utf-8\r\n' +
       `content-length: ${Buffer.byteLength(body)}\r\n` +
       (status === 401 ? 'www-authenticate: Bearer\r\n' : '') +
+      Object.entries(headers)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('') +
       'connection: close\r\n\r\n' +
       body,
   );

@@ -80,7 +80,7 @@ export class Subscription {
   constructor(
     private readonly settings: SubscriptionSettings,
     private readonly sink: SubscriptionSink,
-    opened: Promise<void> = Promise.resolve(),
+    opened: Promise<unknown> = Promise.resolve(),
   ) {
     this.id = settings.id;
     this.queue = settings.queue;
@@ -141,7 +141,7 @@ export class Subscription {
    * cost a storage write and count as unworked, R33, while the client's consumers take what is
    * pushed). Any that credit does not cover (an ack failed) go back at once.
    */
-  refill(tokens: readonly number[], answered: Promise<void>): void {
+  refill(tokens: readonly number[], answered: Promise<unknown>): void {
     if (!this.waitingForRoom || this.refilling || !this.active || this.sink.backedUp()) return;
     let freed = 0;
     for (const token of tokens) if (this.outstanding.has(token)) freed += 1;
