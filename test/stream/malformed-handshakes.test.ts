@@ -3,7 +3,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../server/helpers.js';
 
 // A refused upgrade is an ordinary HTTP answer with the usual error body (docs/stream.md), also
-// when the handshake itself is malformed: never the WebSocket library's own text answer.
+// when the handshake itself is malformed: never the WebSocket library's own text answer. One in a
+// version the server does not speak names those it does (RFC 6455 §4.4), so that a client can
+// try one of them.
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -82,5 +84,38 @@ describe('a malformed stream handshake', () => {
         body: { error: { code: 'INVALID_ARGUMENT' } },
       });
     }
+  });
+});
+
+function versionsNamed(answer: string): string | undefined {
+  const [head = ''] = answer.split('\r\n\r\n');
+  return /^sec-websocket-version: ([^\r\n]*)/im.exec(head)?.[1];
+}
+
+describe('a stream handshake in a WebSocket version the server does not speak', () => {
+  it('is refused 400 with the error body and a Sec-WebSocket-Version header naming 13 and 8, a wrong key alone without it', async () => {
+    server = await startTestServer();
+    const versions: Record<string, string>[] = [
+      { 'Sec-WebSocket-Key': KEY, 'Sec-WebSocket-Version': '7' },
+      { 'Sec-WebSocket-Key': KEY },
+    ];
+    for (const headers of versions) {
+      const answer = await exchange(server.baseUrl, upgrade('GET', headers));
+      expect(parse(answer)).toMatchObject({
+        status: 400,
+        body: { error: { code: 'INVALID_ARGUMENT' } },
+      });
+      expect(versionsNamed(answer)).toBe('13, 8');
+    }
+    // A wrong key alone is refused without naming versions: the version was one it speaks.
+    const answer = await exchange(
+      server.baseUrl,
+      upgrade('GET', { 'Sec-WebSocket-Key': 'short', 'Sec-WebSocket-Version': '13' }),
+    );
+    expect(parse(answer)).toMatchObject({
+      status: 400,
+      body: { error: { code: 'INVALID_ARGUMENT' } },
+    });
+    expect(versionsNamed(answer)).toBeUndefined();
   });
 });

@@ -6,11 +6,13 @@ import { createApp } from '../../src/server/index.js';
 import { withWrappedQueues } from '../server/helpers.js';
 import { leaseq } from './context.js';
 
-// `leaseq dead list` shows no payload in text output: it asks the server for none (a dead set
-// of large payloads read whole is hundreds of megabytes through the server and held at once).
-// Its JSON output has them, as before.
+// `leaseq dead list` in text output and `leaseq dead redrive <queue>` without ids read the dead
+// set page by page without payloads: text shows none and a redrive needs only the ids (a dead set
+// of large payloads read whole is hundreds of megabytes through the server and held at once by
+// the command). `dead list --json` has them, as before.
 
-const DEAD = 1_200;
+const LISTED = 1_200;
+const REDRIVEN = 2_500;
 
 let broker: Broker;
 let close: () => Promise<void>;
@@ -34,9 +36,9 @@ beforeAll(async () => {
   close = () => app.close().finally(() => broker.close());
   const queue = await broker.queue('listed', { maxDeliveries: 1 });
   await queue.publishBatch(
-    Array.from({ length: DEAD }, (_, n) => ({ id: `job-${n}`, payload: { body: `p${n}` } })),
+    Array.from({ length: LISTED }, (_, n) => ({ id: `job-${n}`, payload: { body: `p${n}` } })),
   );
-  for (const delivery of await queue.receive({ max: DEAD })) {
+  for (const delivery of await queue.receive({ max: LISTED })) {
     await queue.nack(delivery.token, { requeue: false, reason: 'broken' });
   }
 });
@@ -51,7 +53,7 @@ describe('dead list reads payloads only for JSON output', () => {
     const run = await leaseq(['dead', 'list', 'listed'], { env });
     expect(run.code).toBe(0);
     const heads = run.stdout.split('\n').filter((line) => line.startsWith('job-'));
-    expect(heads).toHaveLength(DEAD);
+    expect(heads).toHaveLength(LISTED);
     expect(heads[0]).toMatch(/^job-0 {2}reason=broken deliveries=1 /);
     expect(pages.length).toBeGreaterThanOrEqual(2);
     for (const options of pages) expect(options).toMatchObject({ payloads: false });
@@ -76,4 +78,30 @@ describe('dead list reads payloads only for JSON output', () => {
     ]);
     for (const options of pages) expect(options).not.toHaveProperty('payloads', false);
   });
+});
+
+describe('dead redrive of every dead job', () => {
+  for (const transport of ['stream', 'http']) {
+    it(`lists the dead jobs without their payloads, every page of them (${transport})`, async () => {
+      const name = `unread-${transport}`;
+      const queue = await broker.queue(name, { maxDeliveries: 1 });
+      const ids = Array.from({ length: REDRIVEN }, (_, n) => `job-${n}`);
+      await queue.publishBatch(ids.map((id) => ({ id, payload: { body: 'x'.repeat(100) } })));
+      for (const delivery of await queue.receive({ max: REDRIVEN })) {
+        await queue.nack(delivery.token, { requeue: false });
+      }
+      pages.length = 0;
+      const run = await leaseq(['dead', 'redrive', name, '--transport', transport, '--json'], {
+        env,
+      });
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout)).toEqual({ redriven: REDRIVEN });
+      // Three pages of at most 1,000, none of them with payloads.
+      expect(pages.length).toBeGreaterThanOrEqual(3);
+      for (const options of pages) expect(options).toMatchObject({ payloads: false });
+      expect(await queue.stats()).toMatchObject({ ready: REDRIVEN, dead: 0, redriven: REDRIVEN });
+      // Redriven in the order they died: the back of ready, oldest first.
+      expect((await queue.inspect()).ready).toEqual(ids);
+    });
+  }
 });
