@@ -54,8 +54,11 @@ async function state(queue: QueueHandle): Promise<{ dead: string[]; ready: strin
 }
 
 describe('R31 a publish that drops thousands of jobs beyond maxLength', () => {
+  // Made and removed around this block (made inside a test, it would stay behind).
+  const directory = temporaryDirectory('leaseq-drop-many-');
+
   it('SQLite: reads them by ranges of the ready index, a few statements in all, in the core order', async () => {
-    const file = join(temporaryDirectory('leaseq-drop-many-'), 'drop.db');
+    const file = join(directory, 'drop.db');
     const engine = await openEngine(`sqlite:${file}`);
     const queries: [string, SqlValue[]][] = [];
     try {
