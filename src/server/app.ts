@@ -261,13 +261,27 @@ function installHooks(app: FastifyInstance, services: Services): void {
     countRequest(services.metrics, request, reply);
   });
   app.setErrorHandler((error, request, reply) => {
-    const mapped = mapError(error);
+    const mapped = mapError(mediaTypeRefusal(error, request) ?? error);
     if (mapped.internal) request.log.error({ err: error }, 'request failed');
     if (mapped.status === 401) reply.header('www-authenticate', 'Bearer');
     return reply.status(mapped.status).send(mapped.body);
   });
   app.setNotFoundHandler((_request, reply) =>
     reply.status(404).send({ error: { code: 'NOT_FOUND', message: 'no such route' } }),
+  );
+}
+
+/**
+ * Fastify refuses a body of another type than JSON with a bare "Unsupported Media Type": said
+ * with the type that came and the one to send (`curl -d` sends a form type unless told).
+ */
+function mediaTypeRefusal(error: unknown, request: FastifyRequest): ServerError | undefined {
+  if ((error as { code?: unknown }).code !== 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return undefined;
+  const type = request.headers['content-type'];
+  const sent = type === undefined || type === '' ? 'none' : JSON.stringify(type.slice(0, 64));
+  return new ServerError(
+    'UNSUPPORTED_MEDIA_TYPE',
+    `request bodies are JSON: send Content-Type: application/json (this request's Content-Type: ${sent})`,
   );
 }
 

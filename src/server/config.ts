@@ -233,6 +233,8 @@ export function loadConfig(sources: ConfigSources): ServerConfig {
   }
   /** Where each setting given was given (the last that counts). */
   const given = new Map<string, string>();
+  /** Settings a source gave a value of the wrong form: reported, and kept out of crossChecks. */
+  const refused = new Set<string>();
   for (const setting of SETTINGS) {
     const candidates: [unknown, string, boolean][] = [
       [fileValues[setting.name], sources.file?.path ?? '', false],
@@ -245,10 +247,13 @@ export function loadConfig(sources: ConfigSources): ServerConfig {
       if (parsed.ok) {
         config[setting.name] = parsed.value;
         given.set(setting.name, origin);
-      } else problems.push(`${setting.name}: ${parsed.problem} (from ${origin})`);
+      } else {
+        problems.push(`${setting.name}: ${parsed.problem} (from ${origin})`);
+        refused.add(setting.name);
+      }
     }
   }
-  problems.push(...crossChecks(config as unknown as ServerConfig, given));
+  problems.push(...crossChecks(config as unknown as ServerConfig, given, refused));
   if (problems.length > 0) throw new ValidationError(problems);
   return config as unknown as ServerConfig;
 }
@@ -539,7 +544,15 @@ function grantProblems(grant: unknown, at: string): string[] {
   return problems;
 }
 
-function crossChecks(config: ServerConfig, given: ReadonlyMap<string, string>): string[] {
+/**
+ * Checks of settings against each other. One whose setting was refused is left out: it would
+ * judge the default in its place (keys refused would read as no keys configured at all).
+ */
+function crossChecks(
+  config: ServerConfig,
+  given: ReadonlyMap<string, string>,
+  refused: ReadonlySet<string>,
+): string[] {
   const problems: string[] = [];
   const durability = given.get('durability');
   // Given for a storage it does not apply to, it would be dropped in silence (the library
@@ -552,12 +565,16 @@ function crossChecks(config: ServerConfig, given: ReadonlyMap<string, string>): 
   // Where each value came from, a setting left out included: the one to change may not be the
   // one the problem is named after.
   const from = (name: string) => given.get(name) ?? 'the default';
-  if (config.keys.length === 0 && !isLoopback(config.host)) {
+  if (config.keys.length === 0 && !refused.has('keys') && !isLoopback(config.host)) {
     problems.push(
       `host: ${config.host} is not a loopback address and no API keys are configured; configure keys or listen on 127.0.0.1 (from ${from('host')})`,
     );
   }
-  if (config.maxBodyBytes < config.maxPayloadBytes + 1024) {
+  if (
+    !refused.has('maxBodyBytes') &&
+    !refused.has('maxPayloadBytes') &&
+    config.maxBodyBytes < config.maxPayloadBytes + 1024
+  ) {
     problems.push(
       `maxBodyBytes: ${config.maxBodyBytes} (from ${from('maxBodyBytes')}) must be at least maxPayloadBytes + 1024 (${config.maxPayloadBytes + 1024}; maxPayloadBytes ${config.maxPayloadBytes} from ${from('maxPayloadBytes')}) so that one job of the largest payload fits`,
     );

@@ -247,6 +247,8 @@ const cases = (): Case[] => [
     headers: { 'content-type': 'text/plain' },
     status: 415,
     code: 'UNSUPPORTED_MEDIA_TYPE',
+    message:
+      'request bodies are JSON: send Content-Type: application/json (this request\'s Content-Type: "text/plain")',
   },
   {
     name: 'form encoding',
@@ -255,6 +257,16 @@ const cases = (): Case[] => [
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     status: 415,
     code: 'UNSUPPORTED_MEDIA_TYPE',
+    message: 'send Content-Type: application/json',
+  },
+  {
+    name: 'a body without a content type',
+    path: `${q}/jobs`,
+    raw: '{}',
+    headers: { 'content-type': '' },
+    status: 415,
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    message: "this request's Content-Type: none",
   },
   {
     name: 'a JSON body in another charset than UTF-8',

@@ -218,6 +218,27 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('reports refused keys on a non-loopback host as refused, not as no keys configured', () => {
+    const file = {
+      path: 'leaseq.json',
+      text: JSON.stringify({
+        host: '0.0.0.0',
+        keys: [{ name: 'ops', sha256: 'not hex', allow: [{ queues: '*', actions: ['admin'] }] }],
+      }),
+    };
+    expect(problems(() => loadConfig({ file }))).toEqual([
+      'keys: [0].sha256 must be 64 hex digits (from leaseq.json)',
+    ]);
+  });
+
+  it('leaves out the body limit check when a limit it compares was refused', () => {
+    expect(
+      problems(() => loadConfig({ flags: { maxPayloadBytes: 'x', maxBodyBytes: '2000' } })),
+    ).toEqual([
+      'maxPayloadBytes: must be an integer from 1 to 67108864, got "x" (from --max-payload-bytes)',
+    ]);
+  });
+
   it('refuses an API key a Bearer header can never carry: whitespace, control or non-ASCII characters', () => {
     const grant = [{ queues: '*', actions: ['admin'] }];
     const keys = JSON.stringify([
