@@ -25,6 +25,32 @@ export function checkCharacters(text: string, what: string): void {
 }
 
 /**
+ * Refuses a send (`operation`: SendMessage, or SendMessageBatch for any of its entries) whose
+ * message attributes hold list values, as SQS does: `StringListValues` and `BinaryListValues`
+ * are reserved in its model, refused even empty, and the whole request with them.
+ */
+export function refuseListValues(input: SqsInput, operation: string): void {
+  for (const member of ['MessageAttributes', 'MessageSystemAttributes']) {
+    const attributes = input[member];
+    if (!isRecord(attributes)) continue;
+    if (Object.values(attributes).some((value) => isRecord(value) && hasListValues(value))) {
+      throw listValuesRefused(operation);
+    }
+  }
+}
+
+function hasListValues(value: SqsInput): boolean {
+  return value.StringListValues !== undefined || value.BinaryListValues !== undefined;
+}
+
+function listValuesRefused(operation?: string): SqsError {
+  return new SqsError(
+    'UnsupportedOperation',
+    `Message attribute list values${operation === undefined ? '' : ` in ${operation} operation`} are not supported.`,
+  );
+}
+
+/**
  * The message attributes of a send, checked as SQS checks them: at most 10; names of letters,
  * digits, `_ - .` (no `AWS.`/`Amazon.` prefix, no `..`, no `.` at either end); a DataType of
  * String, Number or Binary with an optional `.custom` suffix; a value of that type.
@@ -60,12 +86,7 @@ function parseOne(name: string, value: SqsInput): MessageAttribute {
       `The message attribute '${name}' has an invalid message attribute type: it must be String, Number or Binary, optionally followed by .label.`,
     );
   }
-  if (value.StringListValues !== undefined || value.BinaryListValues !== undefined) {
-    throw new SqsError(
-      'InvalidParameterValue',
-      `Message attribute '${name}': list values are reserved by SQS and not supported.`,
-    );
-  }
+  if (hasListValues(value)) throw listValuesRefused();
   if (dataType.startsWith('Binary')) {
     const binary = value.BinaryValue;
     if (typeof binary !== 'string' || binary.length === 0) throw emptyValue(name, 'Binary');

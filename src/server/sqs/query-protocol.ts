@@ -12,6 +12,9 @@ const LISTS: Readonly<Record<string, string>> = {
   MessageAttributeName: 'MessageAttributeNames',
   MessageSystemAttributeName: 'MessageSystemAttributeNames',
   TagKey: 'TagKeys',
+  // Message attribute list values: refused, as SQS refuses them, once read.
+  StringListValue: 'StringListValues',
+  BinaryListValue: 'BinaryListValues',
 };
 
 /** Flattened maps (`Attribute.1.Name` / `.Value`): JSON member, key field, value field. */
@@ -21,6 +24,29 @@ const MAPS: Readonly<Record<string, [string, string, string]>> = {
   MessageAttribute: ['MessageAttributes', 'Name', 'Value'],
   MessageSystemAttribute: ['MessageSystemAttributes', 'Name', 'Value'],
 };
+
+/**
+ * What botocore sends for an empty list: the JSON member's name with no value
+ * (`AttributeNames=`, `Entries=`), where a list with items is `AttributeName.1=…`.
+ */
+const EMPTY_LIST_MEMBERS = new Set([...Object.values(LISTS), 'Entries']);
+
+/**
+ * Actions whose answer in SQS's model has no result: their XML holds only the response
+ * metadata. Every other success holds its `<Action>Result`, even when empty (`<ListQueuesResult>`
+ * with no queue): botocore reads the answer from that element and fails without it.
+ */
+const NO_RESULT = new Set([
+  'AddPermission',
+  'ChangeMessageVisibility',
+  'DeleteMessage',
+  'DeleteQueue',
+  'PurgeQueue',
+  'RemovePermission',
+  'SetQueueAttributes',
+  'TagQueue',
+  'UntagQueue',
+]);
 
 type Tree = { [key: string]: Tree | string };
 
@@ -52,7 +78,7 @@ export function queryProtocol(): SqsProtocol {
       return { action, input };
     },
     success(reply, action, output, requestId) {
-      const result = Object.keys(output).length > 0 ? toXml(`${action}Result`, output, action) : '';
+      const result = NO_RESULT.has(action) ? '' : toXml(`${action}Result`, output, action);
       return sendXml(
         reply,
         200,
@@ -116,7 +142,9 @@ function translate(tree: Tree): Record<string, unknown> {
   for (const [key, value] of Object.entries(tree)) {
     const list = Object.hasOwn(LISTS, key) ? LISTS[key] : undefined;
     const map = Object.hasOwn(MAPS, key) ? MAPS[key] : undefined;
-    if (typeof value === 'string') {
+    if (value === '' && EMPTY_LIST_MEMBERS.has(key)) {
+      input[key] = [];
+    } else if (typeof value === 'string') {
       input[key] = value;
     } else if (list !== undefined) {
       input[list] = numbered(value).filter((item): item is string => typeof item === 'string');

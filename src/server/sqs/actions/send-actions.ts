@@ -9,6 +9,7 @@ import {
   type ResolvedSend,
   resolveFifoSend,
 } from '../fifo-dedup.js';
+import { refuseListValues } from '../message-attributes.js';
 import { batchEntries } from '../params.js';
 import { type PreparedSend, prepareSend } from '../send.js';
 import type { ActionTable, FailedEntry } from './action.js';
@@ -18,6 +19,7 @@ const MAX_BATCH_BYTES = 1_048_576;
 
 async function sendMessage(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'publish');
+  refuseListValues(call.input, 'SendMessage');
   const meta = await sqs.catalog.get(queue.name);
   const prepared = prepareSend(
     call.input,
@@ -76,6 +78,8 @@ function logDuplicate(call: SqsCall, queue: string, result: PublishResult): void
 async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
   const queue = await resolveQueue(call, sqs, 'publish');
   const entries = batchEntries(call.input, 'Entries');
+  // Refused for the whole request, as SQS does, not entry by entry.
+  for (const entry of entries) refuseListValues(entry, 'SendMessageBatch');
   const meta = await sqs.catalog.get(queue.name);
   const now = Date.now();
   const accepted: { id: string; prepared: PreparedSend }[] = [];
