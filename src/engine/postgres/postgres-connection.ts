@@ -48,6 +48,8 @@ export class PostgresConnection implements SqlConnection {
     readonly client: pg.PoolClient | pg.Client,
     /** The database, as messages name it. */
     private readonly target = 'PostgreSQL',
+    /** Told of every query of it that fails: the failure may say its connection is gone. */
+    private readonly onFailure: (error: unknown) => void = () => undefined,
   ) {}
 
   async query<Row extends object>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
@@ -63,11 +65,9 @@ export class PostgresConnection implements SqlConnection {
     sql: string,
     params: readonly SqlValue[],
   ): Promise<Row[]> {
-    const result = await this.client.query({
-      name,
-      text: toPostgresPlaceholders(sql),
-      values: params as SqlValue[],
-    });
+    const result = await this.watched(
+      this.client.query({ name, text: toPostgresPlaceholders(sql), values: params as SqlValue[] }),
+    );
     return result.rows as Row[];
   }
 
@@ -106,7 +106,7 @@ export class PostgresConnection implements SqlConnection {
     values?: SqlValue[],
   ): Promise<pg.QueryResult | pg.QueryResult[]> {
     try {
-      return await this.client.query(text, values);
+      return await this.watched(this.client.query(text, values));
     } catch (error) {
       // 25P02 only repeats that an earlier statement failed: that one is the reason.
       if (!isAborted(error)) this.failed = error;
@@ -222,7 +222,17 @@ export class PostgresConnection implements SqlConnection {
       this.beginPending = false;
       return;
     }
-    await this.client.query('ROLLBACK');
+    await this.watched(this.client.query('ROLLBACK'));
+  }
+
+  /** A query's result; its failure told to `onFailure` first. */
+  private async watched<T>(query: Promise<T>): Promise<T> {
+    try {
+      return await query;
+    } catch (error) {
+      this.onFailure(error);
+      throw error;
+    }
   }
 }
 

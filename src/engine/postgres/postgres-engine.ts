@@ -172,7 +172,14 @@ export async function openPostgresEngine(
           checked.add(pooled);
         }
         return {
-          connection: new PostgresConnection(pooled, target),
+          // A failure that ends the backend (terminated, the server shutting down) comes before
+          // the socket's close: released before it, the client would go back to the pool as
+          // sound, and the next call, run at once, would fail on it too.
+          connection: new PostgresConnection(pooled, target, (error) => {
+            if (isConnectionFailure(error) && !broken.has(pooled)) {
+              broken.set(pooled, error as Error);
+            }
+          }),
           release: () => {
             inUse.delete(pooled);
             pooled.release(broken.get(pooled));
