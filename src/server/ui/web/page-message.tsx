@@ -1,6 +1,6 @@
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
-import { parseRoute, type Route } from './router.js';
+import { pageKey, parseRoute, type Route } from './router.js';
 
 /**
  * Opens the page at `hash` and says `text` on it: an action whose page is gone once done (a
@@ -18,7 +18,8 @@ export function useGoWithMessage(): GoWithMessage {
   return go;
 }
 
-const routeKey = (route: Route) => JSON.stringify(route);
+/** The page, whatever it is showing: a message stays while its filter or page of queues changes. */
+const routeKey = pageKey;
 
 interface Message {
   text: string;

@@ -43,11 +43,11 @@ function Page(props: { route: Route }) {
   const { route } = props;
   switch (route.page) {
     case 'overview':
-      return <OverviewPage />;
+      return <OverviewPage filter={route.filter} at={route.at} />;
     case 'queue':
       return <QueuePage queue={route.queue} key={route.queue} />;
     case 'deadLetters':
-      return <DeadLettersPage queue={route.queue} key={route.queue} />;
+      return <DeadLettersPage queue={route.queue} reason={route.reason} key={route.queue} />;
     case 'job':
       return <JobPage queue={route.queue} id={route.id} key={`${route.queue}/${route.id}`} />;
     case 'notFound':

@@ -5,6 +5,7 @@ import { type ActionState, ActionStatus, useActions } from '../parts/action-stat
 import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
 import { JobLink } from '../parts/job-link.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
+import { href, replaceRoute } from '../router.js';
 import { can, useSession, useTopic } from '../session.js';
 import type { DeadLetter } from '../wire.js';
 import { QueueTabs } from './queue-tabs.js';
@@ -137,13 +138,17 @@ function Row(props: {
   );
 }
 
-/** A queue's dead letters: filter by reason, redrive or purge one, the selected, or all. */
-export function DeadLettersPage(props: { queue: string }) {
-  const { queue } = props;
+/**
+ * A queue's dead letters: filter by reason, redrive or purge one, the selected, or all. The reason
+ * filtered by is in the address (`href.deadLetters`), so that Back from a job opened here, a
+ * reload or a link filters by it again.
+ */
+export function DeadLettersPage(props: { queue: string; reason: string }) {
+  const { queue, reason } = props;
   const { me } = useSession();
   const admin = can(me, 'admin', queue);
   const update = useTopic({ kind: 'deadLetters', queue });
-  const [reason, setReason] = useState('');
+  const setReason = (chosen: string) => replaceRoute(href.deadLetters(queue, chosen));
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [confirmation, setConfirmation] = useState<Confirmation>();
   const actions = useActions(update);

@@ -4,7 +4,7 @@ import { formatCount, formatDuration, formatRate } from '../format.js';
 import { RATE_COUNTERS, type RateCounter } from '../history.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
 import { Sparkline } from '../parts/sparkline.js';
-import { href } from '../router.js';
+import { href, MAX_FILTER_LENGTH, replaceRoute } from '../router.js';
 import { can, useSession } from '../session.js';
 import type { AllStats, StatsQuery } from '../wire.js';
 
@@ -20,9 +20,6 @@ const SHOWN_RATES = RATE_COUNTERS.filter((name) => RATE_HEADERS[name] !== undefi
 
 /** How many queues the overview lists at once: drawing 5,000 rows every 2 s stalls the page. */
 export const QUEUES_PER_PAGE = 50;
-
-/** The longest queue name: the server refuses a longer filter, which could match none. */
-const MAX_FILTER_LENGTH = 80;
 
 /** A page of the overview as the server answered it, with the page asked for. */
 interface ShownPage {
@@ -52,11 +49,17 @@ function useStatsPage(page: StatsQuery): { shown?: ShownPage; error?: Error } {
   return { ...(shown === undefined ? {} : { shown }), ...(error === undefined ? {} : { error }) };
 }
 
-/** Every queue the key can see, one row each, a page of QUEUES_PER_PAGE at a time. */
-export function OverviewPage() {
+/**
+ * Every queue the key can see, one row each, a page of QUEUES_PER_PAGE at a time: the page `at`
+ * (from 0) of those whose name contains `filter`. Both are in the address (`href.overview`), so
+ * that Back from a queue opened here, a reload or a link shows them again.
+ */
+export function OverviewPage(props: { filter: string; at: number }) {
+  const { filter, at: pageAsked } = props;
   const { history, me } = useSession();
-  const [filter, setFilter] = useState('');
-  const [pageAsked, setPage] = useState(0);
+  // In place of the address's own: a new entry for each key typed would make Back retype them.
+  const setPage = (at: number) => replaceRoute(href.overview({ filter, at }));
+  const setFilter = (typed: string) => replaceRoute(href.overview({ filter: typed, at: 0 }));
   const needle = filter.trim();
   // The server filters and cuts the page: only the rows shown are read, every 2 s.
   const { shown, error } = useStatsPage({
@@ -93,10 +96,7 @@ export function OverviewPage() {
               placeholder="part of a queue's name"
               spellcheck={false}
               maxLength={MAX_FILTER_LENGTH}
-              onInput={(event) => {
-                setFilter(event.currentTarget.value);
-                setPage(0);
-              }}
+              onInput={(event) => setFilter(event.currentTarget.value)}
             />
           </label>
           <Pager
