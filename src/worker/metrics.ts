@@ -10,7 +10,11 @@ export interface WorkerMetricsSnapshot {
   outcomes: Record<OutcomeKind, number>;
   /** Retryable failures requeued with a backoff (= outcomes.retried). */
   retries: number;
-  /** Dead-letters by reason ('retries-exhausted', 'permanent', 'ambiguous', …). */
+  /**
+   * Dead-letters by reason ('retries-exhausted', 'permanent', 'ambiguous', …). At most
+   * MAX_OWN_DEAD_LETTER_REASONS reasons of the handlers' own are counted apart; the dead letters
+   * of any reason past them are counted under OTHER_DEAD_LETTER_REASONS.
+   */
   deadLetters: Record<string, number>;
   /** Successful lease extensions, automatic and through ctx.extend. */
   renewals: number;
@@ -50,6 +54,23 @@ export interface WorkerMetricsSnapshot {
     | undefined;
 }
 
+/**
+ * Most distinct dead-letter reasons of the handlers' own (a PermanentError's `reason`) counted
+ * apart: a reason that carries a job's own text (its id, the field it lacked) would otherwise
+ * grow the counts, and every snapshot of them, with every job that died of it.
+ */
+export const MAX_OWN_DEAD_LETTER_REASONS = 100;
+
+/** Where the dead letters of the reasons past MAX_OWN_DEAD_LETTER_REASONS are counted. */
+export const OTHER_DEAD_LETTER_REASONS = '(other reasons)';
+
+/** The reasons the worker itself dead-letters with: always counted apart. */
+const WORKER_REASONS: ReadonlySet<string> = new Set([
+  'permanent',
+  'retries-exhausted',
+  'ambiguous',
+]);
+
 /** The counters behind `worker.metrics()`. */
 export class WorkerMetrics {
   received = 0;
@@ -67,16 +88,27 @@ export class WorkerMetrics {
   >;
   /** By the reasons handlers chose, any text: kept in a Map, as `constructor` or `__proto__` are reasons too. */
   private readonly deadLetters = new Map<string, number>();
+  /** Distinct reasons of the handlers' own in `deadLetters`. */
+  private ownReasons = 0;
   private readonly processingTime = { count: 0, sum: 0, max: 0 };
 
   recordOutcome(kind: OutcomeKind, durationMs: number, deadReason?: string): void {
     this.outcomes[kind] += 1;
     if (deadReason !== undefined) {
-      this.deadLetters.set(deadReason, (this.deadLetters.get(deadReason) ?? 0) + 1);
+      const key = this.deadLetterKey(deadReason);
+      this.deadLetters.set(key, (this.deadLetters.get(key) ?? 0) + 1);
     }
     this.processingTime.count += 1;
     this.processingTime.sum += durationMs;
     this.processingTime.max = Math.max(this.processingTime.max, durationMs);
+  }
+
+  /** Where a dead letter of `reason` is counted: under it, or past the bound under the others. */
+  private deadLetterKey(reason: string): string {
+    if (this.deadLetters.has(reason) || WORKER_REASONS.has(reason)) return reason;
+    if (this.ownReasons >= MAX_OWN_DEAD_LETTER_REASONS) return OTHER_DEAD_LETTER_REASONS;
+    this.ownReasons += 1;
+    return reason;
   }
 
   snapshot(inHand: number): WorkerMetricsSnapshot {

@@ -30,8 +30,10 @@ export interface CloseOptions {
 export type WorkerErrorSource = 'fetch' | 'renew' | 'settle' | 'heartbeat';
 
 /**
- * How often at most (worker clock, ms) a worker that asks for the queue's visibility reads it
- * again, so that `updateQueue` of a running queue reaches its workers' new reservations.
+ * How often at most (worker clock, ms) a worker reads its queue's options again, so that
+ * `updateQueue` of a running queue reaches its workers' new reservations: the queue's visibility
+ * (for a worker that asks for it) and its maxLease (for every worker: a lease cut shorter than
+ * the worker believes would end while its handler runs unaware).
  */
 export const VISIBILITY_READ_EVERY_MS = 30_000;
 
@@ -105,10 +107,15 @@ export class Worker<P = unknown> {
   private readonly keeping = new AbortController();
   /** A loop held this long by jobs started back to back turns before the next one starts. */
   private readonly turns = new TurnWatch(LOOP_TURN_MS);
-  private readonly listeners = {
-    outcome: new Set<WorkerEvents['outcome']>(),
-    error: new Set<WorkerEvents['error']>(),
-    closed: new Set<WorkerEvents['closed']>(),
+  /**
+   * Each event's listeners. A list is replaced, never changed in place, when one is added or
+   * removed: an event goes to the listeners there were as it began, as with an EventEmitter, so
+   * a listener added by another is not called with the event that added it.
+   */
+  private readonly listeners: { [E in keyof WorkerEvents]: readonly WorkerEvents[E][] } = {
+    outcome: [],
+    error: [],
+    closed: [],
   };
   private readonly session: SessionKeeper | undefined;
   /** The one timer of every lease in hand. */
@@ -275,9 +282,14 @@ export class Worker<P = unknown> {
     if (typeof listener !== 'function') {
       throw new ValidationError(`on: listener must be a function, got ${show(listener)}`);
     }
-    const set = this.listeners[event] as Set<WorkerEvents[E]>;
-    set.add(listener);
-    return () => set.delete(listener);
+    const listeners = this.listeners as unknown as Record<E, readonly WorkerEvents[E][]>;
+    const current: readonly WorkerEvents[E][] = listeners[event];
+    // The same function added twice is called once, and removed by either removal.
+    if (!current.includes(listener)) listeners[event] = [...current, listener];
+    return () => {
+      const now: readonly WorkerEvents[E][] = listeners[event];
+      listeners[event] = now.filter((known) => known !== listener);
+    };
   }
 
   /** Reads the queue's options at start; what every job run of this worker shares. */
@@ -459,22 +471,21 @@ export class Worker<P = unknown> {
   }
 
   /**
-   * The lease length to ask for now. Where the worker sets no visibility of its own, the
-   * queue's is read again once VISIBILITY_READ_EVERY_MS passed since the last read, and the
-   * reservation waits for that read (one per interval, shared by concurrent fetches). A
-   * failed read keeps the last value and is reported as a fetch error.
+   * The lease length to ask for now: the worker's visibility, or the queue's. The queue's
+   * options are read again once VISIBILITY_READ_EVERY_MS passed since the last read, and the
+   * reservation waits for that read (one per interval, shared by concurrent fetches): its
+   * visibility, and its maxLease, which cuts every lease asked longer, the worker's own
+   * visibility too. A failed read keeps the last values and is reported as a fetch error.
    */
   private leaseMsToAsk(): number | Promise<number> {
     const { options } = this;
     if (this.leaseMsRead !== undefined) return this.leaseMsRead;
     const now = options.clock.now();
-    if (options.visibility !== undefined || now - this.leaseMsReadAt < VISIBILITY_READ_EVERY_MS) {
-      return this.leaseMs;
-    }
+    if (now - this.leaseMsReadAt < VISIBILITY_READ_EVERY_MS) return this.leaseMs;
     this.leaseMsReadAt = now;
     const read = this.queue.options().then(
       (queueOptions) => {
-        this.leaseMs = queueOptions.visibility;
+        this.leaseMs = options.visibility ?? queueOptions.visibility;
         this.maxLeaseMs = queueOptions.maxLease;
         return this.leaseMs;
       },

@@ -40,3 +40,34 @@ it('closeOnSignals refuses what has no close(), before it takes any signal', asy
   }
   expect(process.listenerCount('SIGTERM')).toBe(before);
 });
+
+it('an outcome goes to the listeners there were as it began: one added by a listener gets the next, one removed still gets this one', async () => {
+  const w = await worker();
+  const seen: string[] = [];
+  let removeLast: () => void = () => {};
+  let added = false;
+  w.on('outcome', (record) => {
+    seen.push(`first ${record.id}`);
+    if (added) return;
+    added = true;
+    w.on('outcome', (next) => seen.push(`added ${next.id}`));
+    removeLast();
+  });
+  removeLast = w.on('outcome', (record) => seen.push(`removed ${record.id}`));
+  await w.queue.publish({ id: 'a' });
+  await w.queue.publish({ id: 'b' });
+  const outcome = () =>
+    new Promise<void>((resolve) => {
+      const off = w.on('outcome', () => {
+        off();
+        resolve();
+      });
+    });
+  for (const _id of ['a', 'b']) {
+    const settled = outcome();
+    expect(await w.runOnce()).toBe(1);
+    await settled;
+  }
+  expect(seen).toEqual(['first a', 'removed a', 'first b', 'added b']);
+  await w.close({ timeout: 0 });
+});

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ValidationError } from '../../src/core/index.js';
 import { Gate, Harness } from '../../src/testing/index.js';
-import { LeaseLostError, type WorkerOptions } from '../../src/worker/index.js';
+import { type JobContext, LeaseLostError, type WorkerOptions } from '../../src/worker/index.js';
 import { VISIBILITY_READ_EVERY_MS } from '../../src/worker/worker.js';
 import { describeEngines, holding, QUEUE, workerEngines } from './engines.js';
 
@@ -396,7 +396,7 @@ describeEngines(engines, 'lease renewal', (open) => {
     expect(errors).toHaveLength(1);
   });
 
-  it("a worker with its own visibility never reads the queue's again", async () => {
+  it("a worker with its own visibility keeps asking for it when the queue's changes", async () => {
     const h = await open();
     const deadlines: number[] = [];
     const consumer = h.process(
@@ -409,13 +409,46 @@ describeEngines(engines, 'lease renewal', (open) => {
     expect(await consumer.worker.runOnce()).toBe(1);
     await consumer.nextOutcome();
     await h.broker.updateQueue(h.queue.name, { visibility: 5000 });
-    const reads = vi.spyOn(consumer.faults, 'options');
     await h.advance(VISIBILITY_READ_EVERY_MS);
     await h.queue.publish({ id: 'b' });
     expect(await consumer.worker.runOnce()).toBe(1);
     await consumer.nextOutcome();
-    expect(reads).not.toHaveBeenCalled();
     expect(deadlines).toEqual([2000, VISIBILITY_READ_EVERY_MS + 2000]);
+  });
+
+  it('R10 a maxLease lowered while a worker with its own visibility runs: the handler signal fires when the shorter lease ends', async () => {
+    const h = await open();
+    const gate = new Gate();
+    const contexts: JobContext[] = [];
+    const consumer = h.process(
+      async (job, ctx) => {
+        contexts.push(ctx);
+        if (job.id === 'b') await gate.pass(ctx.signal);
+      },
+      { visibility: 1000 },
+    );
+    await h.queue.publish({ id: 'a' });
+    expect(await consumer.worker.runOnce()).toBe(1);
+    expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', outcome: 'acked' });
+    await h.broker.updateQueue(h.queue.name, { maxLease: 300 });
+    await h.advance(VISIBILITY_READ_EVERY_MS);
+    await h.queue.publish({ id: 'b' });
+    expect(await consumer.worker.runOnce()).toBe(1);
+    await gate.arrivedAt(1);
+    const now = VISIBILITY_READ_EVERY_MS;
+    expect((await h.queue.inspect()).active).toMatchObject([{ id: 'b', deadline: now + 300 }]);
+    const ctx = contexts[1] as JobContext;
+    await h.advance(299);
+    expect(ctx.signal.aborted).toBe(false);
+    // The queue hands the job out again from here on: its holder must know by then.
+    await h.advance(1);
+    expect(ctx.signal.aborted).toBe(true);
+    expect(ctx.signal.reason).toMatchObject({ code: 'LEASE_LOST', reason: 'expired' });
+    expect(await consumer.nextOutcome()).toMatchObject({
+      id: 'b',
+      outcome: 'lease-lost',
+      reason: 'expired',
+    });
   });
 });
 
