@@ -109,10 +109,39 @@ function checkOptions(options: unknown): asserts options is JsonLoggerOptions {
   }
 }
 
-function safeJson(value: unknown): string {
+/**
+ * The line as JSON. A field that cannot be written (a cycle, a BigInt, a toJSON that throws: a
+ * progress report kept for a lease-lost line, say) is written as UNSERIALISABLE, and the rest of
+ * the line as it is: its level, message, queue and job stay there to be read and alerted on.
+ */
+function safeJson(line: Record<string, unknown>): string {
   try {
-    return JSON.stringify(value);
+    return JSON.stringify(line);
+  } catch {
+    // Field by field, below.
+  }
+  const written: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(line)) {
+    let field: unknown = value;
+    try {
+      JSON.stringify(value);
+    } catch {
+      field = UNSERIALISABLE;
+    }
+    // A field named __proto__ is a field like any other.
+    Object.defineProperty(written, name, {
+      value: field,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  try {
+    return JSON.stringify(written);
   } catch {
     return JSON.stringify({ level: 'error', msg: 'log line could not be serialised' });
   }
 }
+
+/** What a field that cannot be written as JSON is written as. */
+const UNSERIALISABLE = '[unserialisable]';
