@@ -8,6 +8,9 @@ import { type EngineOptions, openEngine } from './engine/open-engine.js';
 /** What `open` takes: the broker's clock, the storage's options, or a server's (by the URL). */
 export interface OpenOptions extends BrokerOptions, EngineOptions, RemoteOptions {}
 
+/** The latest time a Date holds (ms). */
+const LATEST_DATE_MS = 8.64e15;
+
 /** Which storage each option of `open` is read for (the compiler checks the list is whole). */
 const OPTION_USE = {
   clock: 'storage',
@@ -85,16 +88,23 @@ export async function open(url?: string, options: OpenOptions = {}): Promise<Bro
   const engine = await openEngine(url, { clockMode: 'follow', ...engineOptions });
   if (clock !== undefined) return new EngineBroker(engine, { clock });
   const system = new SystemClock();
-  if (engine.storageTime !== undefined) {
-    const storageTime = engine.storageTime.bind(engine);
-    try {
-      await system.syncTo(storageTime);
-    } catch (error) {
-      // Opened, but no broker is made of it: closed here, or its connections would be left
-      // open, keeping the process alive.
-      await engine.close().catch(() => undefined);
-      throw error;
+  try {
+    if (engine.storageTime !== undefined) {
+      await system.syncTo(engine.storageTime.bind(engine));
+    } else {
+      // On this machine's clock, not behind what the storage recorded: a process that ran on
+      // while the wall clock stepped back (SystemClock goes on at its pace) left its queues'
+      // clocks ahead of it. Time goes on from there, rather than standing still until the wall
+      // clock catches up (every lease, delay and timeout held that long), or every call being a
+      // ClockError (`clockMode: 'strict'`). A time no Date holds is no broker's.
+      const recorded = await engine.recordedTime?.();
+      if (recorded !== undefined && recorded <= LATEST_DATE_MS) system.raiseTo(recorded);
     }
+  } catch (error) {
+    // Opened, but no broker is made of it: closed here, or its connections would be left
+    // open, keeping the process alive.
+    await engine.close().catch(() => undefined);
+    throw error;
   }
   return new EngineBroker(engine, { clock: system });
 }

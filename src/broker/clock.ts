@@ -85,6 +85,20 @@ export class SystemClock implements Clock {
     this.anchor = { time: remote, monotonic: this.sources.monotonic() };
   }
 
+  /**
+   * Never answers less than `time` from now on: from it, time goes on at the monotonic clock's
+   * pace (and follows the wall clock, or the storage's, once that passes it). For a time the
+   * storage recorded before this clock was made: a process that ran on while the wall clock
+   * stepped back left its queues' clocks ahead of it, and a broker opened after it starts there,
+   * rather than hand the storage a `now` behind them until the wall clock catches up (time
+   * standing still for the size of the step: no lease, delay or timeout running out).
+   */
+  raiseTo(time: number): void {
+    if (!Number.isFinite(time) || time <= this.now()) return;
+    this.last = time;
+    this.lastMonotonic = this.sources.monotonic();
+  }
+
   now(): number {
     const monotonic = this.sources.monotonic();
     const target =

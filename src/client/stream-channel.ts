@@ -354,11 +354,13 @@ export class StreamChannel implements Channel {
     wait: number,
     signal: AbortSignal | undefined,
   ): Promise<WireDelivery[]> {
-    const until = Date.now() + wait;
+    // Measured on the monotonic clock: on the wall clock, one stepped back an hour made the
+    // receive try again for an hour more than its wait.
+    const until = performance.now() + wait;
     const wire = reserveToWire(reserve);
     for (;;) {
       const deliveries = unwrap((await this.execute(queue, [wire]))[0]);
-      const left = until - Date.now();
+      const left = until - performance.now();
       if (deliveries.length > 0 || left <= 0 || signal?.aborted) return deliveries;
       await delay(Math.min(left, AUTO_ACK_RETRY_MS), signal);
     }

@@ -235,9 +235,14 @@ export async function checkQueueVisibility(queue: Queue, limits: Limits): Promis
 const LEASE_READ_MS = 1000;
 const leases = new WeakMap<Queue, { visibility: number; readAt: number }>();
 
-/** The queue's visibility, read at most once a second per queue handle. */
+/**
+ * The queue's visibility, read at most once a second per queue handle. A second measured on the
+ * monotonic clock: on the wall clock, one stepped back kept the value read before the step for
+ * as long as the step (an hour back: a visibility the operator changed meanwhile unseen for an
+ * hour, receives refused or allowed by the old one).
+ */
 export async function leaseOf(queue: Queue): Promise<number> {
-  const now = Date.now();
+  const now = performance.now();
   const known = leases.get(queue);
   if (known !== undefined && now - known.readAt < LEASE_READ_MS) return known.visibility;
   const { visibility } = await queue.options();

@@ -337,6 +337,16 @@ export class SqlEngine implements Engine {
     });
   }
 
+  recordedTime(): Promise<number | undefined> {
+    this.checkOpen();
+    return this.executor.submit(async (connection) => {
+      const [row] = await connection.query<{ clock: number | string | null }>(
+        'SELECT MAX(clock) AS clock FROM leaseq_queues',
+      );
+      return row?.clock === null || row?.clock === undefined ? undefined : Number(row.clock);
+    }, 'lease');
+  }
+
   readSecret(name: string): Promise<StoredSecret> {
     this.checkOpen();
     checkSecretName(name);
