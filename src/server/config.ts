@@ -556,8 +556,12 @@ function crossChecks(
   const problems: string[] = [];
   const durability = given.get('durability');
   // Given for a storage it does not apply to, it would be dropped in silence (the library
-  // refuses the same).
-  if (durability !== undefined && !config.storage.startsWith('sqlite:')) {
+  // refuses the same). A storage refused leaves an earlier source's in its place: not judged.
+  if (
+    durability !== undefined &&
+    !refused.has('storage') &&
+    !config.storage.startsWith('sqlite:')
+  ) {
     problems.push(
       `durability: applies to SQLite storage only, and storage is ${redactUrl(config.storage)} (from ${durability})`,
     );

@@ -239,6 +239,15 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('leaves out the durability check when the storage it judges was refused', () => {
+    const file = { path: 'leaseq.json', text: JSON.stringify({ storage: 'postgres://h/db' }) };
+    expect(
+      problems(() => loadConfig({ file, flags: { storage: 'sqlit:./x.db', durability: 'os' } })),
+    ).toEqual([
+      'storage: unsupported storage URL "sqlit:./x.db": use memory:, sqlite:path/to.db or postgres://… (from --storage)',
+    ]);
+  });
+
   it('refuses an API key a Bearer header can never carry: whitespace, control or non-ASCII characters', () => {
     const grant = [{ queues: '*', actions: ['admin'] }];
     const keys = JSON.stringify([

@@ -93,4 +93,48 @@ describe('message attribute list values, which SQS does not support', () => {
     );
     expect(await messagesIn(QueueUrl)).toBe('0');
   });
+
+  it('sent empty as botocore sends them, the item name with no value, are refused the same way', async () => {
+    const QueueUrl = await createQueue();
+    const sends: Record<string, string>[] = [
+      {
+        Action: 'SendMessage',
+        MessageBody: 'x',
+        'MessageAttribute.1.Name': 'a',
+        'MessageAttribute.1.Value.DataType': 'String',
+        'MessageAttribute.1.Value.StringValue': 'v',
+        'MessageAttribute.1.Value.StringListValue': '',
+      },
+      {
+        Action: 'SendMessage',
+        MessageBody: 'x',
+        'MessageAttribute.1.Name': 'a',
+        'MessageAttribute.1.Value.DataType': 'Binary',
+        'MessageAttribute.1.Value.BinaryValue': 'AQ==',
+        'MessageAttribute.1.Value.BinaryListValue': '',
+      },
+      {
+        Action: 'SendMessageBatch',
+        'SendMessageBatchRequestEntry.1.Id': 'plain',
+        'SendMessageBatchRequestEntry.1.MessageBody': 'x',
+        'SendMessageBatchRequestEntry.2.Id': 'listed',
+        'SendMessageBatchRequestEntry.2.MessageBody': 'y',
+        'SendMessageBatchRequestEntry.2.MessageAttribute.1.Name': 'a',
+        'SendMessageBatchRequestEntry.2.MessageAttribute.1.Value.DataType': 'String',
+        'SendMessageBatchRequestEntry.2.MessageAttribute.1.Value.StringValue': 'v',
+        'SendMessageBatchRequestEntry.2.MessageAttribute.1.Value.StringListValue': '',
+      },
+    ];
+    for (const params of sends) {
+      const answer = await fetch(`${server().baseUrl}/sqs/`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
+        body: new URLSearchParams({ Version: '2012-11-05', QueueUrl, ...params }).toString(),
+      });
+      const xml = await answer.text();
+      expect(answer.status, xml).toBe(400);
+      expect(xml).toContain('<Code>AWS.SimpleQueueService.UnsupportedOperation</Code>');
+    }
+    expect(await messagesIn(QueueUrl)).toBe('0');
+  });
 });

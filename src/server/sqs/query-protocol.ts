@@ -26,10 +26,15 @@ const MAPS: Readonly<Record<string, [string, string, string]>> = {
 };
 
 /**
- * What botocore sends for an empty list: the JSON member's name with no value
- * (`AttributeNames=`, `Entries=`), where a list with items is `AttributeName.1=…`.
+ * What botocore sends for an empty list, by the JSON member it becomes: the member's name with
+ * no value (`AttributeNames=`, `Entries=`), where a list with items is `AttributeName.1=…`; but
+ * a message attribute's list values are named after their items (`….Value.StringListValue=`).
  */
-const EMPTY_LIST_MEMBERS = new Set([...Object.values(LISTS), 'Entries']);
+const EMPTY_LISTS: Readonly<Record<string, string>> = {
+  ...Object.fromEntries([...Object.values(LISTS), 'Entries'].map((name) => [name, name])),
+  StringListValue: 'StringListValues',
+  BinaryListValue: 'BinaryListValues',
+};
 
 /**
  * Actions whose answer in SQS's model has no result: their XML holds only the response
@@ -142,8 +147,9 @@ function translate(tree: Tree): Record<string, unknown> {
   for (const [key, value] of Object.entries(tree)) {
     const list = Object.hasOwn(LISTS, key) ? LISTS[key] : undefined;
     const map = Object.hasOwn(MAPS, key) ? MAPS[key] : undefined;
-    if (value === '' && EMPTY_LIST_MEMBERS.has(key)) {
-      input[key] = [];
+    const empty = value === '' && Object.hasOwn(EMPTY_LISTS, key) ? EMPTY_LISTS[key] : undefined;
+    if (empty !== undefined) {
+      input[empty] = [];
     } else if (typeof value === 'string') {
       input[key] = value;
     } else if (list !== undefined) {
