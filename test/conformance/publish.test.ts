@@ -148,6 +148,24 @@ describeEngines(engines, (h) => {
       expect(await q.inspect()).toEqual(core.inspect());
     });
 
+    it('R4 R24 publishing the id of a job waiting in its group changes nothing: duplicate true, as the core answers', async () => {
+      const q = await h.queue();
+      const core = new LeaseQueue();
+      for (const queue of [q, core]) {
+        await queue.publishBatch(0, [
+          { id: 'head', group: 'g', payload: 1 },
+          { id: 'next', group: 'g', payload: 2 },
+        ]);
+      }
+      expect(await q.inspect()).toMatchObject({ ready: ['head'], waiting: ['next'] });
+      const again = [{ id: 'next', group: 'g', payload: 'other' }, { id: 'next' }];
+      const answers = await q.publishBatch(1, again);
+      expect(answers).toEqual(core.publishBatch(1, again));
+      expect(answers.map((answer) => answer.duplicate)).toEqual([true, true]);
+      expect(await q.inspect()).toEqual(core.inspect());
+      expect((await q.job('next'))?.payload).toBe(2);
+    });
+
     it('R4 publishing an id still present (ready, delayed, active or dead) changes nothing: duplicate true', async () => {
       const q = await h.queue({ visibility: 5 });
       await q.publish(0, { id: 'ready', payload: 1 });

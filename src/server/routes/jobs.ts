@@ -52,7 +52,7 @@ export function jobRoutes(services: Services): RouteSpec[] {
     route<unknown, { name: string; id: string }>({
       method: 'GET',
       url: '/v1/queues/:name/jobs/:id',
-      summary: 'One job by id (ready, delayed, active or dead) with its attempt history',
+      summary: 'One job by id (ready, delayed, waiting, active or dead) with its attempt history',
       tag: TAG,
       access: 'consume',
       params: jobParams,
