@@ -1,3 +1,4 @@
+import { markMayHaveTakenEffect } from '../core/errors.js';
 import {
   ClockError,
   ClosedError,
@@ -87,6 +88,14 @@ function withDoneCount<E extends Error>(error: E, wire: Partial<WireError> | und
   });
 }
 
+/**
+ * `error` with `mayHaveTakenEffect` where the server sent it (the storage failed while the
+ * call's commit was under way), as the engine's own error has it in-process.
+ */
+function withMaybe<E extends Error>(error: E, wire: Partial<WireError> | undefined): E {
+  return wire?.mayHaveTakenEffect === true ? markMayHaveTakenEffect(error) : error;
+}
+
 /** The error an error answer stands for: the same core class as in-process, by code. */
 export function errorFromResponse(status: number, body: unknown): Error {
   const error = (body as { error?: Partial<WireError> } | undefined)?.error;
@@ -94,8 +103,11 @@ export function errorFromResponse(status: number, body: unknown): Error {
   const message =
     typeof error?.message === 'string' ? error.message : `the server answered ${status}`;
   const core = CORE_ERRORS[code as LeaseqErrorCode];
-  return withDoneCount(
-    core === undefined ? new RemoteError(code, status, message) : core(message, error),
+  return withMaybe(
+    withDoneCount(
+      core === undefined ? new RemoteError(code, status, message) : core(message, error),
+      error,
+    ),
     error,
   );
 }
@@ -200,18 +212,27 @@ function shownUrl(location: string | undefined): string {
  */
 export function errorFromWire(error: WireError): CodedError<string> {
   const core = CORE_ERRORS[error.code as LeaseqErrorCode];
-  if (core !== undefined) return withDoneCount(core(error.message, error), error);
+  if (core !== undefined) return withMaybe(withDoneCount(core(error.message, error), error), error);
   const status = (STATUS_BY_CODE as Readonly<Record<string, number>>)[error.code] ?? 0;
-  return withDoneCount(new RemoteError(error.code, status, error.message), error);
+  return withMaybe(withDoneCount(new RemoteError(error.code, status, error.message), error), error);
 }
+
+/**
+ * The message of the ClosedError of a call in flight when the client was closed (its request or
+ * frame sent, its answer not yet come), which has `mayHaveTakenEffect`.
+ */
+export const CLOSED_IN_FLIGHT =
+  'the client was closed while this call was in flight: it may or may not have taken effect';
 
 /** The message of a ConnectionLostError for a stream connection that dropped. */
 export const STREAM_CONNECTION_LOST = 'the stream connection to the server was lost';
 
 /**
  * The connection to the server dropped while a call was in flight (the stream, or an HTTP
- * request that went out and got no answer): the call may or may not have taken effect.
- * Retryable: the client connects again (over the stream, with backoff) at the next call.
+ * request that went out and got no answer): the call may or may not have taken effect
+ * (`mayHaveTakenEffect`, always true). Retryable: the client connects again (over the stream,
+ * with backoff) at the next call; a call that is not idempotent (a publish without an id) may
+ * be done twice by a retry.
  */
 export class ConnectionLostError extends CodedError<'CONNECTION_LOST'> {
   readonly code = 'CONNECTION_LOST' as const;
@@ -224,6 +245,6 @@ export class ConnectionLostError extends CodedError<'CONNECTION_LOST'> {
       cause?: unknown;
     },
   ) {
-    super(message, options);
+    super(message, { ...options, mayHaveTakenEffect: true });
   }
 }

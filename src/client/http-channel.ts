@@ -1,5 +1,5 @@
 import { onAbort } from '../broker/on-abort.js';
-import { build, ClosedError } from '../core/index.js';
+import { build, ClosedError, StorageUnavailableError, ValidationError } from '../core/index.js';
 import {
   operationToWire,
   type WireDelivery,
@@ -7,7 +7,7 @@ import {
   type WireOutcome,
 } from '../wire/index.js';
 import type { Channel, ChannelReceive } from './channel.js';
-import { errorFromWire } from './errors.js';
+import { ConnectionLostError, errorFromWire, RemoteError } from './errors.js';
 import { type HttpTransport, RequestAborted } from './http.js';
 import { BATCH_ENVELOPE_BYTES, OperationBatcher } from './operation-batcher.js';
 import { withoutTooDeep } from './payload-checks.js';
@@ -41,17 +41,15 @@ export class HttpChannel implements Channel {
     this.batcher = new OperationBatcher({
       send: async (queue, operations) =>
         (
-          await this.http.request<{ results: WireOutcome[] }>(
-            'POST',
-            `${queuePath(queue)}/operations`,
-            {
+          await this.http
+            .request<{ results: WireOutcome[] }>('POST', `${queuePath(queue)}/operations`, {
               body: { operations },
               answer: { results: 'array' },
               // An outcome per operation, as a leaseq server answers (another API's `results`
               // list is not taken for one).
               accepts: (answer) => isOutcomeList(answer.results, operations.length),
-            },
-          )
+            })
+            .catch((error: unknown) => this.failed(error))
         ).results,
       limits: async () => {
         const { maxBatch, maxBodyBytes } = await this.serverLimits();
@@ -74,6 +72,26 @@ export class HttpChannel implements Channel {
       },
     );
     return this.loweredLimits;
+  }
+
+  /**
+   * A request the server refused whole (400, 413), or that got no answer from it (the server
+   * gone or shutting down, a proxy's 5xx in its place; maybe restarted with other settings): the
+   * limits it was shaped by are read again before the next one, as the stream's next connection
+   * is told them afresh. Rethrows `error`.
+   */
+  private failed(error: unknown): never {
+    if (
+      error instanceof ValidationError ||
+      error instanceof StorageUnavailableError ||
+      error instanceof ConnectionLostError ||
+      error instanceof ClosedError ||
+      (error instanceof RemoteError && (error.code === 'PAYLOAD_TOO_LARGE' || error.status >= 500))
+    ) {
+      this.loweredLimits = undefined;
+      this.limits.forget();
+    }
+    throw error;
   }
 
   private lowered(server: ServerLimits): ServerLimits {
@@ -140,7 +158,7 @@ export class HttpChannel implements Channel {
         // (RemoteBroker.close); a receive made after the close fails with CLOSED.
         if (error instanceof RequestAborted) return [];
         if (error instanceof ClosedError && open && this.http.closed) return [];
-        throw error;
+        this.failed(error);
       }
       // An empty answer before the wait ran out means the server stopped waiting (shutdown).
       const now = Date.now();

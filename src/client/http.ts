@@ -6,6 +6,7 @@ import {
   ValidationError,
 } from '../core/index.js';
 import {
+  CLOSED_IN_FLIGHT,
   ConnectionLostError,
   errorFromResponse,
   isLeaseqErrorBody,
@@ -123,7 +124,7 @@ export class HttpTransport {
   /**
    * Sends `method` to `baseUrl` + `path` and answers the JSON body of a 2xx response, which
    * must be an object (as every leaseq route answers). Fails with the leaseq error class of an error response; ClosedError after
-   * `close()`; RequestAborted when `signal` cut it; UnansweredError with no answer within the
+   * `close()` (`mayHaveTakenEffect` for a request it cut in flight); RequestAborted when `signal` cut it; UnansweredError with no answer within the
    * timeout; ConnectionLostError when the connection broke after the request went out;
    * StorageUnavailableError when the server could not be reached otherwise; a RemoteError
    * `HTTP_<status>` saying so for an answer that is not a leaseq server's (an HTML page, a
@@ -160,7 +161,10 @@ export class HttpTransport {
         response = await exchange();
       }
     } catch (error) {
-      if (this.closed) throw new ClosedError('the client is closed');
+      // Cut by the close: it may have gone out and run, as over a connection that broke.
+      if (this.closed) {
+        throw new ClosedError(CLOSED_IN_FLIGHT, { cause: error, mayHaveTakenEffect: true });
+      }
       if (link.aborted()) throw new RequestAborted();
       if (link.timedOut()) {
         // Not "cannot reach": the request may have gone out and run, as over the stream.
@@ -356,5 +360,18 @@ function linkSignals(signals: (AbortSignal | undefined)[], timeoutMs: number) {
   };
 }
 
-/** A request that got no answer within the client's timeoutMs: it may have gone out and run. */
-export class UnansweredError extends StorageUnavailableError {}
+/**
+ * A request that got no answer within the client's timeoutMs: it may have gone out and run
+ * (`mayHaveTakenEffect`, always true).
+ */
+export class UnansweredError extends StorageUnavailableError {
+  constructor(
+    message: string,
+    options?: {
+      /** What caused it, kept as the error's `cause`. */
+      cause?: unknown;
+    },
+  ) {
+    super(message, { ...options, mayHaveTakenEffect: true });
+  }
+}

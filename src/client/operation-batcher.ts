@@ -313,7 +313,8 @@ function splitEntries(operation: WireOperation, maxBatch: number): WireOperation
 
 /**
  * The answers of a split operation as its one answer: the values in order, or the first
- * refusal, which tells what the parts not refused did (they are not undone).
+ * refusal, which tells what the parts not refused did (they are not undone): the call took
+ * effect in part, so not one to retry blindly (`mayHaveTakenEffect`).
  */
 function joinOutcomes(answers: readonly WireOutcome[]): WireOutcome {
   const refused = answers.find((answer) => !answer.ok);
@@ -325,6 +326,7 @@ function joinOutcomes(answers: readonly WireOutcome[]): WireOutcome {
       error: {
         ...refused.error,
         message: `${refused.error.message} (this call went as ${answers.length} entries of at most the server's maxBatch; ${done} of them, not refused, took effect)`,
+        mayHaveTakenEffect: true,
       },
     };
   }

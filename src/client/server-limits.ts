@@ -1,4 +1,4 @@
-import { NotFoundError, StorageUnavailableError } from '../core/index.js';
+import { ClosedError, NotFoundError, StorageUnavailableError } from '../core/index.js';
 import { ConnectionLostError } from './errors.js';
 import { type HttpTransport, UnansweredError } from './http.js';
 
@@ -37,11 +37,22 @@ const FALLBACK_LIMITS: ServerLimits = {
   maxJsonDepth: Number.POSITIVE_INFINITY,
 };
 
-/** The server's limits, asked once for a client at its first need (again after a failed ask). */
+/**
+ * The server's limits, asked once for a client at its first need, and again after a failed ask
+ * or once `forget` was called.
+ */
 export class ServerLimitsReader {
   private asked: Promise<ServerLimits> | undefined;
 
   constructor(private readonly http: Pick<HttpTransport, 'request'>) {}
+
+  /**
+   * The limits read may no longer be the server's (it refused a request whole, or went away and
+   * may have come back with other settings): they are asked again at the next need.
+   */
+  forget(): void {
+    this.asked = undefined;
+  }
 
   /** The server's limits, read at the first call; a failed read is tried again at the next. */
   read(): Promise<ServerLimits> {
@@ -65,6 +76,8 @@ export class ServerLimitsReader {
             { cause: error },
           );
         }
+        // The client closed as it asked: closed before the call went out.
+        if (error instanceof ClosedError) throw new ClosedError('the client is closed');
         throw error;
       },
     );

@@ -21,7 +21,10 @@ export interface StreamChannelOptions extends StreamLinkOptions {
   prefetchIdleMs: number;
 }
 
-/** Given back held deliveries may wait this long for the server when the client closes. */
+/**
+ * The client's close waits this long at most for the server: for the held deliveries it gives
+ * back, then for the answer to its close of the connection.
+ */
 const CLOSE_TIMEOUT_MS = 2000;
 /** How often a waiting at-most-once receive over the stream tries again. */
 const AUTO_ACK_RETRY_MS = 100;
@@ -366,9 +369,13 @@ export class StreamChannel implements Channel {
     }
   }
 
-  /** Gives back held deliveries (bounded in time), then closes the connection. */
+  /**
+   * Gives back held deliveries, then closes the connection: all within CLOSE_TIMEOUT_MS, the
+   * server's answer to the close included, or at once once `signal` aborts.
+   */
   async close(signal?: AbortSignal): Promise<void> {
     this.closing = true;
+    const until = performance.now() + CLOSE_TIMEOUT_MS;
     const ends = [...this.prefetches.values()].map((prefetch) => prefetch.close());
     this.prefetches.clear();
     let timer: NodeJS.Timeout | undefined;
@@ -384,7 +391,7 @@ export class StreamChannel implements Channel {
     ]);
     clearTimeout(timer);
     signal?.removeEventListener('abort', stop);
-    this.link.close();
+    await this.link.close(Math.max(0, until - performance.now()), signal);
   }
 
   /**

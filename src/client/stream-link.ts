@@ -1,5 +1,6 @@
 import type { WebSocket } from 'ws';
 import { MAX_TIMER_MS } from '../broker/clock.js';
+import { onAbort } from '../broker/on-abort.js';
 import { ClosedError, StorageUnavailableError } from '../core/index.js';
 import type {
   ClientFrame,
@@ -9,6 +10,7 @@ import type {
   UnsubscribedFrame,
 } from '../wire/index.js';
 import {
+  CLOSED_IN_FLIGHT,
   ConnectionLostError,
   errorFromResponse,
   isLeaseqErrorBody,
@@ -57,8 +59,9 @@ const BACKOFF_MAX_MS = 5000;
 /** A connection that lived this long before dropping starts the backoff afresh. */
 const HEALTHY_MS = 5000;
 
-/** WebSocket.OPEN, without loading ws to read it. */
+/** WebSocket.OPEN and WebSocket.CLOSED, without loading ws to read them. */
 const OPEN = 1;
+const CLOSED = 3;
 
 /**
  * One WebSocket to a leaseq server's stream, opened at the first frame and again (after a
@@ -181,20 +184,36 @@ export class StreamLink {
   }
 
   /**
-   * Closes the connection, or ends the one being opened; frames in flight, those waiting for a
-   * connection and later ones fail with CLOSED.
+   * Closes the connection, or ends the one being opened; frames in flight (which may or may not
+   * have taken effect: `mayHaveTakenEffect`), those waiting for a connection and later ones fail
+   * with CLOSED. Resolves once the socket is gone: the server's answer to the close is waited
+   * for `withinMs` at most (none once `signal` aborts), then the socket is ended without it.
    */
-  close(): void {
+  close(withinMs = 0, signal?: AbortSignal): Promise<void> {
     this.closed = true;
     const socket = this.socket;
     const error = new ClosedError('the client is closed');
-    this.lose(error);
+    // A frame in flight was sent: the server may have run it. One waiting for a connection was not.
+    this.lose(new ClosedError(CLOSED_IN_FLIGHT, { mayHaveTakenEffect: true }));
     for (const fail of [...this.waiting]) fail(error);
-    socket?.close(1000);
     // Left to its handshake, the socket would hold the process (and the server's count) open.
     this.handshaking?.terminate();
     // So would the backoff's timer, for up to its 5 s.
     this.endBackoff?.();
+    if (socket === undefined || socket.readyState === CLOSED) return Promise.resolve();
+    // A server (or a link) that never answers the close would leave the socket open, and ws's
+    // wait for that answer (30 s) would hold the process as long.
+    return new Promise<void>((resolve) => {
+      const end = () => socket.terminate();
+      const timer = setLongTimeout(end, signal?.aborted ? 0 : withinMs);
+      const unwatch = signal === undefined ? undefined : onAbort(signal, end);
+      socket.once('close', () => {
+        timer.clear();
+        unwatch?.();
+        resolve();
+      });
+      socket.close(1000);
+    });
   }
 
   /**
@@ -308,17 +327,27 @@ export class StreamLink {
       };
       socket.once('unexpected-response', (_request, response) => {
         const chunks: Buffer[] = [];
+        const status = response.statusCode ?? 0;
+        // Named by the server's URL, as the user gave it, when the stream's is built from it.
+        const base = /^ws(s?):\/\/(.+)\/v1\/stream$/i.exec(this.url);
+        const server = base === null ? this.url : `http${base[1]}://${base[2]}`;
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        // An answer cut short by the connection's end (a proxy's error page, say) has no 'end':
+        // it fails the call now, not once timeoutMs has passed.
+        response.on('close', () => {
+          if (response.complete) return;
+          fail(
+            new StorageUnavailableError(
+              `${server} answered the stream's WebSocket upgrade (GET /v1/stream) with ${status}, and the connection broke before the answer ended: nothing was sent`,
+            ),
+          );
+        });
         response.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          const status = response.statusCode ?? 0;
           let body: unknown;
           try {
             body = JSON.parse(text);
           } catch {}
-          // Named by the server's URL, as the user gave it, when the stream's is built from it.
-          const base = /^ws(s?):\/\/(.+)\/v1\/stream$/i.exec(this.url);
-          const server = base === null ? this.url : `http${base[1]}://${base[2]}`;
           if (isLeaseqErrorBody(body)) {
             fail(
               noSuchRouteError(server, 'GET /v1/stream', status, body) ??

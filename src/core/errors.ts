@@ -19,16 +19,54 @@ export type LeaseqErrorCode =
 export abstract class CodedError<Code extends string> extends Error {
   /** The stable code to branch on; it never changes once released. */
   abstract readonly code: Code;
+  /**
+   * `true` when the call that failed may or may not have taken effect: the storage or the
+   * connection failed while its commit, or its request, was under way (a publish without an id
+   * retried blindly could then be published twice). Absent otherwise: the call took no effect
+   * (see `mayHaveTakenEffect()` for the errors this does not cover).
+   */
+  declare readonly mayHaveTakenEffect?: true;
   constructor(
     message: string,
     options?: {
       /** What caused it, kept as the error's `cause`. */
       cause?: unknown;
+      /** The call may or may not have taken effect: sets `mayHaveTakenEffect`. */
+      mayHaveTakenEffect?: boolean;
     },
   ) {
     super(message, options);
     this.name = new.target.name;
+    if (options?.mayHaveTakenEffect === true) markMayHaveTakenEffect(this);
   }
+}
+
+/**
+ * Whether the call that failed with `error` may or may not have taken effect (its
+ * `mayHaveTakenEffect`): its commit or request was under way when the storage or the connection
+ * failed, so a call that is not idempotent (a publish without an id) must not be retried
+ * blindly. False otherwise: an error of a leaseq call without it says the call took no effect (a
+ * redrive, purge or moveJobs taking steps: none beyond its `doneCount`), except an `INTERNAL`
+ * error (a bug) and an answer no leaseq server gave (`RemoteError` `HTTP_<status>`), which say
+ * nothing either way.
+ */
+export function mayHaveTakenEffect(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  return (error as { mayHaveTakenEffect?: unknown }).mayHaveTakenEffect === true;
+}
+
+/**
+ * Gives `error` `mayHaveTakenEffect: true` (enumerable, as the other fields an error carries).
+ * Internal: not exported from the package.
+ */
+export function markMayHaveTakenEffect<E extends Error>(error: E): E {
+  Object.defineProperty(error, 'mayHaveTakenEffect', {
+    value: true,
+    enumerable: true,
+    writable: false,
+    configurable: true,
+  });
+  return error;
 }
 
 /** An error of the queue's contract (SPEC.md), by `LeaseqErrorCode`. */
@@ -100,7 +138,12 @@ export class DeadLetterLoopError extends ConflictError {
   }
 }
 
-/** The storage cannot be reached or read (file unreadable, database down, wrong URL). */
+/**
+ * The storage cannot be reached or read (file unreadable, database down, wrong URL). With
+ * `mayHaveTakenEffect`, it failed while the call's commit was under way (a connection broken
+ * after its COMMIT went out, a sync of the committed WAL failing): the call may or may not have
+ * taken effect. Without, it failed before: nothing of the call was written.
+ */
 export class StorageUnavailableError extends LeaseqError {
   readonly code = 'STORAGE_UNAVAILABLE' as const;
 }

@@ -7,6 +7,7 @@ export {
   DeadLetterLoopError,
   LeaseqError,
   type LeaseqErrorCode,
+  mayHaveTakenEffect,
   NotFoundError,
   QueueFullError,
   SchemaTooNewError,

@@ -307,9 +307,9 @@ export interface StorageCloseOptions {
   /**
    * When it aborts, calls still waiting for the storage are abandoned rather than waited for:
    * a transaction not yet committed is rolled back and its call fails with ClosedError; a
-   * commit under way fails with StorageUnavailableError (it may or may not have taken effect).
-   * Without it, close waits for them however long another transaction's locks hold them
-   * (PostgreSQL). SQLite's calls end within its lock wait anyway.
+   * commit under way fails with StorageUnavailableError, `mayHaveTakenEffect` true (it may or
+   * may not have taken effect). Without it, close waits for them however long another
+   * transaction's locks hold them (PostgreSQL). SQLite's calls end within its lock wait anyway.
    */
   signal?: AbortSignal;
 }

@@ -3,6 +3,7 @@ import {
   doneCountToWire,
   type ErrorCode,
   errorToWire,
+  maybeToWire,
   type ServerErrorCode,
   STATUS_BY_CODE,
   type WireError,
@@ -32,7 +33,10 @@ export class ServerError extends CodedError<ServerErrorCode> {
 
 /** The body of every error answer of the HTTP API. */
 export interface ErrorBody {
-  /** The error: its code and message (and a ClockError's fields, or a stepped call's doneCount). */
+  /**
+   * The error: its code and message (and a ClockError's fields, a stepped call's doneCount, and
+   * mayHaveTakenEffect where the call may or may not have taken effect).
+   */
   error: WireError & {
     /** The error's code. */
     code: ErrorCode;
@@ -88,14 +92,22 @@ export function mapError(error: unknown): MappedError {
   }
   const code = codeOf(error);
   const publicMessage = PUBLIC_MESSAGE[code];
-  const message = publicMessage ?? (error instanceof Error ? error.message : 'internal error');
+  const maybe = maybeToWire(error);
+  const message =
+    publicMessage === undefined
+      ? error instanceof Error
+        ? error.message
+        : 'internal error'
+      : // Behind a public message too, the call's outcome is the caller's to know.
+        `${publicMessage}${maybe.mayHaveTakenEffect ? ' while this call was under way: it may or may not have taken effect' : ''}`;
   const internal = publicMessage !== undefined && code !== 'CLOSED';
   // doneCount even behind a public message: the storage failing or the server closing between
-  // the steps of a redrive, purge or moveJobs (R20) leaves the jobs of the steps done.
+  // the steps of a redrive, purge or moveJobs (R20) leaves the jobs of the steps done. So with
+  // mayHaveTakenEffect: the storage failing at a commit leaves the call perhaps done.
   const body =
     error instanceof LeaseqError && publicMessage === undefined
       ? { error: { ...errorToWire(error, message), code } }
-      : { error: { code, message, ...doneCountToWire(error) } };
+      : { error: { code, message, ...doneCountToWire(error), ...maybe } };
   return { status: STATUS_BY_CODE[code], body, internal };
 }
 

@@ -93,6 +93,11 @@ export const errorBody = object(
           description:
             'the error ended a redrive, purge or moveJobs taking steps (R20): how many jobs the steps before it took',
         },
+        mayHaveTakenEffect: {
+          type: 'boolean',
+          description:
+            'the call may or may not have taken effect: the storage failed while its commit was under way (absent: it took no effect)',
+        },
       },
       ['code', 'message'],
     ),

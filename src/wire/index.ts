@@ -12,6 +12,7 @@ export {
   doneCountOf,
   doneCountToWire,
   errorToWire,
+  maybeToWire,
   operationFromWire,
   operationToWire,
   outcomeToWire,

@@ -1,6 +1,7 @@
 import {
   ClockError,
   type CodedError,
+  mayHaveTakenEffect,
   type Operation,
   type OperationResults,
   type OperationType,
@@ -55,6 +56,11 @@ export interface WireError {
    * committed before it took (0: none, nothing changed). Absent for any other error.
    */
   doneCount?: number;
+  /**
+   * `true`: the call may or may not have taken effect (the storage failed while its commit was
+   * under way), whatever its code. Absent: it took no effect (beyond a `doneCount`).
+   */
+  mayHaveTakenEffect?: true;
 }
 
 /** Turns what the wire carries back into tokens and session ids; throws on a forged one. */
@@ -201,7 +207,7 @@ export function outcomeToWire(
 }
 
 export function errorToWire(error: CodedError<string>, message = error.message): WireError {
-  const done = doneCountToWire(error);
+  const done = { ...doneCountToWire(error), ...maybeToWire(error) };
   if (!(error instanceof ClockError)) return { code: error.code, message, ...done };
   const now = typeof error.now === 'number' && Number.isFinite(error.now) ? error.now : undefined;
   return {
@@ -232,4 +238,13 @@ export function doneCountOf(error: unknown): number | undefined {
 export function doneCountToWire(error: unknown): { doneCount?: number } {
   const count = doneCountOf(error);
   return count === undefined ? {} : { doneCount: count };
+}
+
+/**
+ * `{ mayHaveTakenEffect: true }` for an error that says its call may or may not have taken
+ * effect, to spread into a WireError; `{}` otherwise. Any error, also one answered with a public
+ * message only (STORAGE_UNAVAILABLE): whether to retry blindly is the caller's to know.
+ */
+export function maybeToWire(error: unknown): { mayHaveTakenEffect?: true } {
+  return mayHaveTakenEffect(error) ? { mayHaveTakenEffect: true } : {};
 }

@@ -55,3 +55,63 @@ describe('publish of JSON lines whose answer was lost', () => {
     expect(stats.ready).toBe(2);
   });
 });
+
+/** Forwards every request; the one that publishes `marker` is answered 503 with `error`. */
+function refusingWith503(marker: string, error: Record<string, unknown>): typeof fetch {
+  return async (input, init) => {
+    if (typeof init?.body === 'string' && init.body.includes(marker)) {
+      return new Response(JSON.stringify({ error }), {
+        status: 503,
+        headers: { 'content-type': 'application/json' },
+      });
+    }
+    return fetch(input, init);
+  };
+}
+
+describe('publish of JSON lines answered 503 STORAGE_UNAVAILABLE', () => {
+  it('says the batch may or may not have been published when the storage failed at its commit', async () => {
+    const name = 'storage-failed-at-commit';
+    await server.broker.queue(name);
+    const { context, stderr } = fakeContext({
+      env: { LEASEQ_SERVER: server.baseUrl },
+      stdin: '{"payload":1}\n{"payload":"at-commit"}\n',
+    });
+    context.fetch = refusingWith503('at-commit', {
+      code: 'STORAGE_UNAVAILABLE',
+      message:
+        'the storage is unavailable while this call was under way: it may or may not have taken effect',
+      mayHaveTakenEffect: true,
+    });
+    const code = await runCli(
+      ['publish', name, '--batch-size', '1', '--transport', 'http'],
+      context,
+    );
+    expect(code).toBe(1);
+    expect(stderr.text).toMatch(
+      /^leaseq publish: line 2 may or may not have been published \(1 job was published before it\)/,
+    );
+    expect(stderr.text).not.toContain('not published');
+  });
+
+  it('says the batch was not published when the storage failed before any commit', async () => {
+    const name = 'storage-failed-before';
+    await server.broker.queue(name);
+    const { context, stderr } = fakeContext({
+      env: { LEASEQ_SERVER: server.baseUrl },
+      stdin: '{"payload":1}\n{"payload":"before"}\n',
+    });
+    context.fetch = refusingWith503('before', {
+      code: 'STORAGE_UNAVAILABLE',
+      message: 'the storage is unavailable',
+    });
+    const code = await runCli(
+      ['publish', name, '--batch-size', '1', '--transport', 'http'],
+      context,
+    );
+    expect(code).toBe(1);
+    expect(stderr.text).toMatch(
+      /^leaseq publish: line 2 was not published \(1 job was published before it\)/,
+    );
+  });
+});

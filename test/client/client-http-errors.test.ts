@@ -2,7 +2,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UnansweredError } from '../../src/client/http.js';
 import { ConnectionLostError, RemoteBroker } from '../../src/client/index.js';
-import { ClosedError, StorageUnavailableError } from '../../src/core/index.js';
+import { ClosedError, mayHaveTakenEffect, StorageUnavailableError } from '../../src/core/index.js';
 import { freePort } from '../faults/private-postgres.js';
 import { startTestServer, type TestServer } from '../server/helpers.js';
 
@@ -93,7 +93,11 @@ describe('plain HTTP: a lost answer is not a server out of reach', () => {
       );
       expect(cutter.cut).toBeGreaterThan(0);
       expect(error).toBeInstanceOf(ConnectionLostError);
-      expect(error).toMatchObject({ code: 'CONNECTION_LOST', retryable: true });
+      expect(error).toMatchObject({
+        code: 'CONNECTION_LOST',
+        retryable: true,
+        mayHaveTakenEffect: true,
+      });
       expect((error as Error).message).toContain('may or may not have taken effect');
       // It did take effect: the publish is in the queue.
       expect((await (await target.broker.queue('jobs')).stats()).ready).toBe(2);
@@ -116,6 +120,7 @@ describe('plain HTTP: a lost answer is not a server out of reach', () => {
     expect((error as Error).message).toMatch(
       /^http:\/\/127\.0\.0\.1:\d+ did not answer within 300 ms: the request may or may not have taken effect$/,
     );
+    expect(mayHaveTakenEffect(error)).toBe(true);
     expect((await (await target.broker.queue('jobs')).stats()).ready).toBe(2);
     // Held while the client first reads the server's limits: the call itself was never sent.
     const fresh = client(holder.url, { timeoutMs: 300 });
@@ -129,6 +134,7 @@ describe('plain HTTP: a lost answer is not a server out of reach', () => {
     expect(unsent).toBeInstanceOf(StorageUnavailableError);
     expect((unsent as Error).message).toContain('nothing was sent');
     expect((unsent as Error).message).not.toContain('may or may not');
+    expect(mayHaveTakenEffect(unsent)).toBe(false);
     expect((await (await target.broker.queue('jobs')).stats()).ready).toBe(2);
   });
 
@@ -146,6 +152,7 @@ describe('plain HTTP: a lost answer is not a server out of reach', () => {
       );
     expect(error).toBeInstanceOf(StorageUnavailableError);
     expect((error as Error).message).toContain('nothing was sent');
+    expect(mayHaveTakenEffect(error)).toBe(false);
     expect(await target.broker.listQueues()).toEqual([]);
   });
 
@@ -161,6 +168,7 @@ describe('plain HTTP: a lost answer is not a server out of reach', () => {
         );
       expect(error).toBeInstanceOf(StorageUnavailableError);
       expect((error as Error).message).toMatch(/^cannot reach http:\/\/127\.0\.0\.1:\d+: /);
+      expect(mayHaveTakenEffect(error)).toBe(false);
     }
   });
 
@@ -182,7 +190,7 @@ describe('plain HTTP: a lost answer is not a server out of reach', () => {
 });
 
 describe('plain HTTP: close() with calls in flight', () => {
-  it('a call in flight fails with ClosedError (CLOSED), as over the stream', async () => {
+  it('a call in flight fails with ClosedError (CLOSED) saying it may or may not have taken effect, as over the stream', async () => {
     const target = await server();
     const holder = await proxy(Number(new URL(target.baseUrl).port));
     const broker = client(holder.url);
@@ -200,12 +208,39 @@ describe('plain HTTP: close() with calls in flight', () => {
     );
     await expect.poll(() => holder.forwarded > sentBefore).toBe(true);
     await broker.close();
+    // Sent: the server may have run them (the publish did, its answer held).
     for (const error of [await publish, await stats]) {
       expect(error).toBeInstanceOf(ClosedError);
-      expect(error).toMatchObject({ code: 'CLOSED', message: 'the client is closed' });
+      expect(error).toMatchObject({
+        code: 'CLOSED',
+        message:
+          'the client was closed while this call was in flight: it may or may not have taken effect',
+        mayHaveTakenEffect: true,
+      });
     }
     await expect(queue.publish({ id: 'b' })).rejects.toBeInstanceOf(ClosedError);
     await expect(queue.receive({ wait: 1000 })).rejects.toBeInstanceOf(ClosedError);
+  });
+
+  it('a call whose read of the server limits was cut by close() was never sent: CLOSED, not maybe done', async () => {
+    const target = await server();
+    const holder = await proxy(Number(new URL(target.baseUrl).port));
+    const broker = client(holder.url);
+    holder.answers = 'hold';
+    // The first call reads the server's limits (GET /v1/limits) before it goes: held.
+    const publish = broker
+      .handle('jobs')
+      .publish({ payload: 'unsent' })
+      .then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+    await expect.poll(() => holder.forwarded > 0).toBe(true);
+    await broker.close();
+    const error = await publish;
+    expect(error).toBeInstanceOf(ClosedError);
+    expect(error).toMatchObject({ code: 'CLOSED', message: 'the client is closed' });
+    expect(mayHaveTakenEffect(error)).toBe(false);
   });
 
   it('a waiting receive answers empty on close(), and on its own signal', async () => {
@@ -240,11 +275,45 @@ describe('the stream: a frame sent whose answer does not come in time', () => {
       (caught: unknown) => caught,
     );
     expect(error).toBeInstanceOf(UnansweredError);
-    expect(error).toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
+    expect(error).toMatchObject({ code: 'STORAGE_UNAVAILABLE', mayHaveTakenEffect: true });
     expect((error as Error).message).toMatch(
       /^ws:\/\/127\.0\.0\.1:\d+\/v1\/stream did not answer within 300 ms: the call may or may not have taken effect$/,
     );
     // It did: the frame went out and the server ran it.
     expect((await (await target.broker.queue('jobs')).stats()).ready).toBe(2);
+  });
+});
+
+describe('the stream: close() with a frame in flight', () => {
+  it('fails it with ClosedError (CLOSED) saying it may or may not have taken effect, and a later call as never sent', async () => {
+    const target = await server();
+    const holder = await proxy(Number(new URL(target.baseUrl).port));
+    const broker = client(holder.url, { transport: 'stream' });
+    const queue = await broker.queue('jobs');
+    await queue.publish({ id: 'warm' });
+    holder.answers = 'hold';
+    const sentBefore = holder.forwarded;
+    const publish = queue.publish({ payload: 'no id' }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    await expect.poll(() => holder.forwarded > sentBefore).toBe(true);
+    await broker.close({ signal: AbortSignal.abort() });
+    const error = await publish;
+    expect(error).toBeInstanceOf(ClosedError);
+    expect(error).toMatchObject({
+      code: 'CLOSED',
+      message:
+        'the client was closed while this call was in flight: it may or may not have taken effect',
+      mayHaveTakenEffect: true,
+    });
+    // It did: the frame went out and the server ran it.
+    await expect.poll(async () => (await target.broker.handle('jobs').stats()).ready).toBe(2);
+    const later = await queue.publish({ id: 'b' }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(later).toBeInstanceOf(ClosedError);
+    expect(mayHaveTakenEffect(later)).toBe(false);
   });
 });

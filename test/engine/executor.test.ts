@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { mayHaveTakenEffect, StorageUnavailableError } from '../../src/core/index.js';
 import {
   type BatchContext,
   GroupCommitExecutor,
@@ -240,13 +241,24 @@ describe('R32 group commit: answers before a later sync', () => {
     const syncs: (() => void)[] = [];
     const failure = new Error('EIO: the disk is gone');
     const run = executor(laterSyncConnection(log, syncs, failure));
-    const published = run.submit(handingOver(log).call);
+    const published = run.submit(handingOver(log).call).catch((error: unknown) => error);
     await until(() => syncs.length === 1);
-    const queued = run.submit(async () => 'after');
+    const queued = run.submit(async () => 'after').catch((error: unknown) => error);
     syncs[0]?.();
-    await expect(published).rejects.toBe(failure);
-    await expect(queued).rejects.toBe(failure);
-    await expect(run.submit(async () => 'later')).rejects.toBe(failure);
+    // Committed, perhaps not on disk: it may or may not have taken effect.
+    const unsynced = await published;
+    expect(unsynced).toBeInstanceOf(StorageUnavailableError);
+    expect(unsynced).toMatchObject({ mayHaveTakenEffect: true, cause: failure });
+    expect((unsynced as Error).message).toMatch(
+      /^EIO: the disk is gone \(after this call's commit: it may or may not have taken effect/,
+    );
+    // Never run: they took no effect, and say nothing of the kind.
+    const later = await run.submit(async () => 'later').catch((error: unknown) => error);
+    for (const notRun of [await queued, later]) {
+      expect(notRun).toBeInstanceOf(StorageUnavailableError);
+      expect(mayHaveTakenEffect(notRun)).toBe(false);
+      expect((notRun as Error).message).toMatch(/^EIO: the disk is gone \(.*this call was not run/);
+    }
     expect(log.filter((entry) => entry === 'commit')).toHaveLength(1);
   });
 });

@@ -71,6 +71,7 @@ describe('PostgreSQL: a close that cannot wait abandons the calls a lock holds',
       const error = await publish;
       expect(error).toBeInstanceOf(ClosedError);
       expect((error as Error).message).toMatch(/nothing of it was written/);
+      expect(error).not.toHaveProperty('mayHaveTakenEffect');
     } finally {
       await lock.release();
     }
@@ -171,6 +172,7 @@ describe('PostgreSQL: a close that cannot wait abandons the calls a lock holds',
       const error = await ack;
       expect(error).toBeInstanceOf(StorageUnavailableError);
       expect((error as Error).message).toMatch(/closed while this call's commit was under way/);
+      expect(error).toMatchObject({ mayHaveTakenEffect: true });
     } finally {
       await lock.release();
     }

@@ -1,6 +1,6 @@
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { StorageUnavailableError } from '../../src/core/index.js';
+import { mayHaveTakenEffect, StorageUnavailableError } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
 import { POSTGRES_URL, postgresSkipReason, uniqueQueueName } from '../crash/postgres.js';
 
@@ -97,6 +97,7 @@ describe('PostgreSQL: a commit whose answer is lost', () => {
       for (const answer of answers) {
         expect(answer.status).toBe('rejected');
         expect((answer as PromiseRejectedResult).reason).toBeInstanceOf(StorageUnavailableError);
+        expect(mayHaveTakenEffect((answer as PromiseRejectedResult).reason)).toBe(true);
       }
       // The commit took effect or not, whole: each payload is stored once at most.
       const stored = (await queue.inspect()).ready.length - 1;
@@ -122,6 +123,7 @@ describe('PostgreSQL: a commit whose answer is lost', () => {
       for (const answer of answers) {
         expect(answer.status).toBe('rejected');
         expect((answer as PromiseRejectedResult).reason).toBeInstanceOf(StorageUnavailableError);
+        expect(mayHaveTakenEffect((answer as PromiseRejectedResult).reason)).toBe(true);
       }
       const stats = await queue.stats();
       expect(stats.staleAcks).toBe(0);

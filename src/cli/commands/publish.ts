@@ -1,14 +1,17 @@
 import { type FileHandle, open } from 'node:fs/promises';
-import { UnansweredError } from '../../client/http.js';
 import {
-  ConnectionLostError,
   publishJobBytes,
   publishRoom,
   type RemoteBroker,
   RemoteError,
   type RemoteQueue,
 } from '../../client/index.js';
-import { type PublishInput, type PublishResult, ValidationError } from '../../core/index.js';
+import {
+  mayHaveTakenEffect,
+  type PublishInput,
+  type PublishResult,
+  ValidationError,
+} from '../../core/index.js';
 import { BatchCut } from '../batches.js';
 import {
   type CliContext,
@@ -380,10 +383,10 @@ async function publishBatch(
     const first = batch[0]?.number;
     const last = batch.at(-1)?.number;
     const which = first === last ? `line ${first}` : `lines ${first}–${last}`;
-    // No answer came (the connection broke, or none in time): the server may have published
-    // the batch. Said as "not published", its lines would be sent again, and those without an
-    // id published twice.
-    const unknown = error instanceof ConnectionLostError || error instanceof UnansweredError;
+    // No answer came (the connection broke, or none in time), or the server's storage failed
+    // at the commit: the server may have published the batch. Said as "not published", its
+    // lines would be sent again, and those without an id published twice.
+    const unknown = mayHaveTakenEffect(error);
     const outcome = unknown
       ? `${which} may or may not have been published`
       : `${which} ${first === last ? 'was' : 'were'} not published`;

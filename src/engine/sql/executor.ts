@@ -379,7 +379,7 @@ export class GroupCommitExecutor {
     if (this.closedError === undefined) this.refuse(notRunError);
     const underWayError = new StorageUnavailableError(
       `the storage stopped taking calls after an unexpected failure (${reason}) while this call was under way: it may or may not have taken effect`,
-      { cause: error },
+      { cause: error, mayHaveTakenEffect: true },
     );
     for (const pending of underWay) pending.reject(underWayError);
     for (const { context, waiting } of [...syncing, ...this.unsynced.splice(0)]) {
@@ -397,14 +397,26 @@ export class GroupCommitExecutor {
       await sync();
     } catch (error) {
       // Committed and perhaps seen, but perhaps never on disk: nothing may build on it, so this
-      // executor takes no more calls (the storage is reopened, and recovered, to go on).
+      // executor takes no more calls (the storage is reopened, and recovered, to go on). The
+      // calls of the batches committed may or may not have taken effect; those queued behind
+      // them, and later ones, were never run.
       const failure = this.translate(error);
-      this.refuse(failure instanceof Error ? failure : new Error(String(failure)));
+      const reason = failureText(failure);
+      const options = { cause: error };
+      const notRun = new StorageUnavailableError(
+        `${reason} (the storage stopped taking calls after it: this call was not run; reopen the engine to go on)`,
+        options,
+      );
+      this.refuse(notRun);
+      const unsynced = new StorageUnavailableError(
+        `${reason} (after this call's commit: it may or may not have taken effect, committed but perhaps not on disk)`,
+        { ...options, mayHaveTakenEffect: true },
+      );
       for (const { context, waiting } of batches) {
         context.rolledBack();
-        for (const { pending } of waiting) pending.reject(failure);
+        for (const { pending } of waiting) pending.reject(unsynced);
       }
-      for (const pending of this.queue.splice(0)) pending.reject(failure);
+      for (const pending of this.queue.splice(0)) pending.reject(notRun);
       return;
     }
     for (const { context, waiting } of batches) {
@@ -600,16 +612,17 @@ export class GroupCommitExecutor {
   }
 
   /**
-   * The storage went away while a commit was on its way (a connection cut): whether it took
-   * effect cannot be known, so every call of the batch fails with that error, as a lone call
-   * does. Run again, alone, they could do twice what is already done (a publish of generated
-   * ids stored twice, acks answered false). True when that is what happened.
+   * The storage went away while a commit was on its way (a connection cut after its COMMIT
+   * went out, or under a statement that commits by itself): whether it took effect cannot be
+   * known, so every call of the batch fails with that error, saying so (`mayHaveTakenEffect`),
+   * as a lone call does. Run again, alone, they could do twice what is already done (a publish
+   * of generated ids stored twice, acks answered false). True when that is what happened.
    */
   private outcomeUnknown(batch: Pending[], error: unknown): boolean {
     const translated = this.translate(error);
     if (!(translated instanceof StorageUnavailableError)) return false;
     // Cut by the abandon, not lost: said so, rather than as a storage that cannot be reached.
-    const failure = this.abandonedCommit ?? translated;
+    const failure = commitUnderWay(this.abandonedCommit ?? translated);
     for (const pending of batch) pending.reject(failure);
     return true;
   }
@@ -636,6 +649,18 @@ class NothingRan extends Error {
   constructor(cause: unknown) {
     super('the batch failed before any of its calls ran', { cause });
   }
+}
+
+/**
+ * `error` (the storage failing while a commit was under way) as the error of a call whose outcome
+ * is unknown: its words, and then that it may or may not have taken effect; `mayHaveTakenEffect`.
+ */
+function commitUnderWay(error: StorageUnavailableError): StorageUnavailableError {
+  if (error.mayHaveTakenEffect === true) return error;
+  return new StorageUnavailableError(
+    `${error.message} (while this call's commit was under way: it may or may not have taken effect)`,
+    { cause: error.cause ?? error, mayHaveTakenEffect: true },
+  );
 }
 
 function settle(pending: Pending, outcome: Outcome | undefined): void {

@@ -430,6 +430,7 @@ export class SqlEngine implements Engine {
         ),
         new StorageUnavailableError(
           `engine ${this.target} was closed while this call's commit was under way: it may or may not have taken effect`,
+          { mayHaveTakenEffect: true },
         ),
       );
       this.parts.abandon?.();
