@@ -8,8 +8,14 @@ import { type EngineOptions, openEngine } from './engine/open-engine.js';
 /** What `open` takes: the broker's clock, the storage's options, or a server's (by the URL). */
 export interface OpenOptions extends BrokerOptions, EngineOptions, RemoteOptions {}
 
-/** The latest time a Date holds (ms). */
-const LATEST_DATE_MS = 8.64e15;
+/**
+ * How far ahead of the wall clock a queue's stored clock may be for a broker `open` makes over
+ * SQLite to start there (ms): a clock stepped back, even by a time zone's offset, is less. A
+ * queue further ahead was driven at times of its own through the engine's API (a test, a tool)
+ * and is left to stand still as before: starting there would move every other queue of the
+ * file that far ahead, for good (their delays, leases and expiries ended at once).
+ */
+const RAISE_LIMIT_MS = 86_400_000;
 
 /** Which storage each option of `open` is read for (the compiler checks the list is whole). */
 const OPTION_USE = {
@@ -96,9 +102,9 @@ export async function open(url?: string, options: OpenOptions = {}): Promise<Bro
       // while the wall clock stepped back (SystemClock goes on at its pace) left its queues'
       // clocks ahead of it. Time goes on from there, rather than standing still until the wall
       // clock catches up (every lease, delay and timeout held that long), or every call being a
-      // ClockError (`clockMode: 'strict'`). A time no Date holds is no broker's.
-      const recorded = await engine.recordedTime?.();
-      if (recorded !== undefined && recorded <= LATEST_DATE_MS) system.raiseTo(recorded);
+      // ClockError (`clockMode: 'strict'`). Not to a queue further ahead than RAISE_LIMIT_MS.
+      const recorded = await engine.recordedTime?.(system.now() + RAISE_LIMIT_MS);
+      if (recorded !== undefined) system.raiseTo(recorded);
     }
   } catch (error) {
     // Opened, but no broker is made of it: closed here, or its connections would be left

@@ -261,12 +261,12 @@ export interface Engine extends ScheduleStore {
    */
   storageTime?(): Promise<number>;
   /**
-   * The latest time the storage recorded: the largest of its queues' clocks (ms), or undefined
-   * when it holds no queue. A broker opened over storage without a clock of its own (no
-   * `storageTime`) starts its clock there at the earliest, so that time goes on from what an
-   * earlier process recorded (R2) whatever this machine's wall clock says.
+   * The latest time the storage recorded: the largest of its queues' clocks (ms) no later than
+   * `atMost`, or undefined when none is. A broker opened over storage without a clock of its
+   * own (no `storageTime`) starts its clock there at the earliest, so that time goes on from
+   * what an earlier process recorded (R2) whatever this machine's wall clock says.
    */
-  recordedTime?(): Promise<number | undefined>;
+  recordedTime?(atMost: number): Promise<number | undefined>;
   /**
    * Runs `work` in one database transaction (engines with `capabilities.transactions`): the
    * caller's statements and the acks, nacks and publishes made through `tx` commit together,

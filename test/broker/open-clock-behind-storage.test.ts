@@ -65,6 +65,60 @@ describe('open() over a SQLite file whose queue clocks are ahead of the wall clo
     }
   });
 
+  it('R2 a queue driven years ahead through the engine does not move the other queues there', async () => {
+    const file = join(directory, 'far-ahead.db');
+    const before = await open(`sqlite:${file}`);
+    try {
+      const orders = await before.queue('orders', { retention: 7 * 24 * HOUR });
+      await orders.publish({ id: 'kept' });
+      await orders.publish({ id: 'tomorrow', delay: 24 * HOUR });
+    } finally {
+      await before.close();
+    }
+    // A tool drove another queue of the file at its own time, in the year 2286.
+    const far = new EngineBroker(await openEngine(`sqlite:${file}`), {
+      clock: new ManualClock(10_000_000_000_000),
+    });
+    try {
+      await (await far.queue('scratch')).publish({ id: 'far' });
+    } finally {
+      await far.close();
+    }
+    const broker = await open(`sqlite:${file}`);
+    try {
+      expect((broker as EngineBroker).clock.now()).toBeLessThan(Date.now() + HOUR);
+      const stats = await broker.handle('orders').stats();
+      expect({ ready: stats.ready, delayed: stats.delayed, expired: stats.expired }).toEqual({
+        ready: 1,
+        delayed: 1,
+        expired: 0,
+      });
+    } finally {
+      await broker.close();
+    }
+  });
+
+  it('R2 a queue at the latest time there is does not keep the broker from the latest of the others', async () => {
+    const ahead = await ranAhead('latest-time.db');
+    const latest = new EngineBroker(
+      await openEngine(`sqlite:${join(directory, 'latest-time.db')}`),
+      { clock: new ManualClock(Number.MAX_SAFE_INTEGER) },
+    );
+    try {
+      await (await latest.queue('edge')).publish({ id: 'edge' });
+    } finally {
+      await latest.close();
+    }
+    const broker = await open(`sqlite:${join(directory, 'latest-time.db')}`);
+    try {
+      const now = (broker as EngineBroker).clock.now();
+      expect(now).toBeGreaterThanOrEqual(ahead);
+      expect(now).toBeLessThan(ahead + HOUR);
+    } finally {
+      await broker.close();
+    }
+  });
+
   it('R2 over a file without queues, its clock is the wall clock', async () => {
     const before = Date.now();
     const broker = await open(`sqlite:${join(directory, 'empty.db')}`);

@@ -337,11 +337,12 @@ export class SqlEngine implements Engine {
     });
   }
 
-  recordedTime(): Promise<number | undefined> {
+  recordedTime(atMost: number): Promise<number | undefined> {
     this.checkOpen();
     return this.executor.submit(async (connection) => {
       const [row] = await connection.query<{ clock: number | string | null }>(
-        'SELECT MAX(clock) AS clock FROM leaseq_queues',
+        'SELECT MAX(clock) AS clock FROM leaseq_queues WHERE clock <= ?',
+        [atMost],
       );
       return row?.clock === null || row?.clock === undefined ? undefined : Number(row.clock);
     }, 'lease');
