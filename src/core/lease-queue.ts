@@ -288,6 +288,9 @@ export class LeaseQueue {
    * (R3) and acts. State errors (an ended session) are thrown after R3, as the rules say.
    */
   apply<O extends Operation>(now: number, operation: O): ResultOf<O> {
+    // The clock first (R2): a batch at a refused now is refused whole (R20), whatever its first
+    // operation names.
+    checkNow(now, this.clockValue);
     const session = sessionOf(operation);
     if (session !== undefined) checkSessionKnown(session, this.nextSessionNumber);
     // A payload the codec refuses refuses its publish before anything changes, R3 included.
@@ -717,9 +720,15 @@ export class LeaseQueue {
       return null;
     }
     delivery.deadline = Math.min(now + visibility, delivery.deliveredAt + this.settings.maxLease);
+    this.counters.extensions += 1;
+    if (delivery.deadline <= now) {
+      // A maxLease lowered since the delivery, already passed: the lease ends at this call, as
+      // R3 ends any lease at its deadline (R10), not at the next call.
+      this.release([{ delivery, outcome: 'expired' }], now);
+      return delivery.deadline;
+    }
     this.deadlines.update(delivery);
     this.scheduleAckTimer(delivery);
-    this.counters.extensions += 1;
     return delivery.deadline;
   }
 

@@ -195,6 +195,36 @@ describeEngines(engines, (h) => {
       expect(await q.inspect()).toEqual(view(15, { ready: ['a'] }));
       expect(await q.reserve(15)).toMatchObject([{ id: 'a', token: 2, deadline: 25 }]);
     });
+
+    it('R10 the lease ended by that bound is over when the extend returns: ready at once, no live delivery left', async () => {
+      const q = await h.queue({ visibility: 60 });
+      await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
+      await q.reserve(0, { max: 2 }); // 1 a, 2 b
+      await h.engine().updateQueue(q.name, { maxLease: 10 });
+      expect(await q.extend(15, 1, 60)).toBe(10);
+      // Read without taking time: no later call has run R3.
+      expect(await q.inspect()).toEqual(
+        view(15, { ready: ['a'], active: [{ token: 2, id: 'b', deadline: 60, deliveryCount: 1 }] }),
+      );
+      expect((await q.deliveries()).map((delivery) => delivery.token)).toEqual([2]);
+      expect(await q.job('a')).toMatchObject({
+        state: 'ready',
+        deliveryCount: 1,
+        history: [{ token: 1, deliveredAt: 0, endedAt: 15, outcome: 'expired' }],
+      });
+      expect(await q.stats(15)).toMatchObject({ ready: 1, active: 1, expiries: 1, extensions: 1 });
+    });
+
+    it('R10 R13 a job out of deliveries whose lease that bound ended dies at that call', async () => {
+      const q = await h.queue({ visibility: 60, maxDeliveries: 1 });
+      await q.publish(0, { id: 'a' });
+      await q.reserve(0);
+      await h.engine().updateQueue(q.name, { maxLease: 10 });
+      expect(await q.extend(15, 1, 60)).toBe(10);
+      expect(await q.inspect()).toEqual(
+        view(15, { dead: [{ id: 'a', reason: 'max-deliveries', deliveryCount: 1 }] }),
+      );
+    });
   });
 
   describe('R11 bulk', () => {

@@ -132,6 +132,41 @@ describeEngines(engines, (h) => {
       });
     });
 
+    it('R20 R22 R24 an auto-ack reserve of a batch takes the member its group went on to at the reserve before it', async () => {
+      const q = await h.queue();
+      await q.publishBatch(0, [
+        { id: 'g1', group: 'G' },
+        { id: 'g2', group: 'G' },
+        { id: 'g3', group: 'G' },
+        { id: 'x' },
+      ]);
+      const taken = await q.execute(1, [
+        build.reserve({ max: 2, ack: 'auto' }),
+        build.reserve({ max: 2, ack: 'auto' }),
+      ]);
+      expect(
+        taken.map((outcome) =>
+          outcome.ok ? (outcome.value as { id: string }[]).map((d) => d.id) : outcome.error,
+        ),
+      ).toEqual([['g1', 'x'], ['g2']]);
+      expect(await q.inspect()).toEqual(view(1, { ready: ['g3'] }));
+    });
+
+    it('R3 R20 R30 a member an ack of a batch lets go on past its expiry dies at the next ack of the batch', async () => {
+      const q = await h.queue({ retention: 5 });
+      await q.publishBatch(0, [{ id: 'g1', group: 'G' }, { id: 'g2', group: 'G' }, { id: 'x' }]);
+      await q.reserve(0, { max: 2 }); // 1 g1, 2 x
+      const acks = await q.execute(6, [build.ack(1), build.ack(2)]);
+      expect(acks).toEqual([
+        { ok: true, value: [true] },
+        { ok: true, value: [true] },
+      ]);
+      // g2 went on at the first ack, past its retention: the second ack's R3 ended it.
+      expect(await q.inspect()).toEqual(
+        view(6, { dead: [{ id: 'g2', reason: 'expired', deliveryCount: 0 }] }),
+      );
+    });
+
     it('R20 one refused operation does not fail the others, and changes nothing itself', async () => {
       const q = await h.queue({ visibility: 5 });
       const session = await q.openSession(0);
@@ -160,6 +195,32 @@ describeEngines(engines, (h) => {
         await expectRejection(() => q.execute(2, []), ClockError, 'INVALID_CLOCK');
       }
     });
+
+    // Through a server, a session handle it never signed is refused where the call enters.
+    it.skipIf(h.viaClient)(
+      'R2 R20 a refused now is a ClockError before a session the queue never opened is looked at',
+      async () => {
+        const q = await h.queue({ visibility: 5 });
+        await q.publish(3, { id: 'a' });
+        const never = 's99';
+        for (const operations of [
+          [build.heartbeat(never)],
+          [build.reserve({ session: never }), build.publish({ id: 'b' })],
+          [build.closeSession(never), build.ackUpTo(never, 1)],
+          // A payload that is no JSON is refused by the storage, after the clock too.
+          [build.publish({ id: 'c', payload: { list: [1n] } })],
+        ]) {
+          await expectRejection(() => q.execute(2, operations), ClockError, 'INVALID_CLOCK');
+          await expectRejection(() => q.execute(1.5, operations), ClockError, 'INVALID_CLOCK');
+        }
+        await expectRejection(() => q.heartbeat(2, never), ClockError, 'INVALID_CLOCK');
+        await expectRejection(() => q.reserve(2, { session: never }), ClockError, 'INVALID_CLOCK');
+        await expectRejection(() => q.nackUpTo(2, never, 1), ClockError, 'INVALID_CLOCK');
+        expect(await q.inspect()).toEqual(view(3, { ready: ['a'] }));
+        // At an accepted now, the session is what is refused.
+        await expectRejection(() => q.heartbeat(3, never), ValidationError, 'INVALID_ARGUMENT');
+      },
+    );
   });
 
   describe('R19 purgeQueue', () => {

@@ -123,11 +123,19 @@ export class JobMoves {
   // --- R3 -----------------------------------------------------------------------------------
 
   /**
+   * R2: a ClockError for a `now` the queue does not accept, before anything else of a call is
+   * looked at (a batch at a refused now is refused whole, R20).
+   */
+  checkClock(requested: number): void {
+    checkNow(requested, this.followClock ? 0 : this.q.queueTime);
+  }
+
+  /**
    * Checks `now` (R2) and lets time pass: ends sessions, reclaims leases, promotes delays.
    * Returns the time the call happens at: `now`, or the clock when following it.
    */
   async advance(requested: number): Promise<number> {
-    checkNow(requested, this.followClock ? 0 : this.q.queueTime);
+    this.checkClock(requested);
     const now = Math.max(requested, this.q.queueTime);
     this.q.queueTime = now;
     if (now < this.q.nextEventAt) return now;

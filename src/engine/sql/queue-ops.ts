@@ -377,6 +377,7 @@ export class QueueOps extends JobMoves {
   }
 
   async reserve(now: number, args: ReserveArgs): Promise<Delivery[]> {
+    this.checkClock(now);
     if (args.session !== undefined) checkSessionKnown(args.session, this.q.nextSession);
     now = await this.advance(now);
     if (this.q.options.paused) {
@@ -561,6 +562,14 @@ export class QueueOps extends JobMoves {
       return null;
     }
     const deadline = Math.min(now + visibility, row.delivered_at + this.q.options.maxLease);
+    if (deadline <= now) {
+      // A maxLease lowered since the delivery, already passed: the lease ends at this call, as
+      // R3 ends any lease at its deadline (R10), not at the next call.
+      this.q.counters.extensions += 1;
+      this.leaseShortened = true;
+      await this.release([{ row, outcome: 'expired' }], now);
+      return deadline;
+    }
     await this.c.run('UPDATE leaseq_jobs SET deadline = ? WHERE queue = ? AND token = ?', [
       deadline,
       this.q.name,
@@ -602,6 +611,7 @@ export class QueueOps extends JobMoves {
   }
 
   async heartbeat(now: number, sessionId: string): Promise<void> {
+    this.checkClock(now);
     checkSessionKnown(sessionId, this.q.nextSession);
     now = await this.advance(now);
     await this.openSession(sessionId);
@@ -613,6 +623,7 @@ export class QueueOps extends JobMoves {
   }
 
   async closeSession(now: number, sessionId: string): Promise<number> {
+    this.checkClock(now);
     checkSessionKnown(sessionId, this.q.nextSession);
     now = await this.advance(now);
     await this.openSession(sessionId);
@@ -623,6 +634,7 @@ export class QueueOps extends JobMoves {
 
   /** R11: every live delivery of the session with a token ≤ `token`, in token order. */
   async upTo(now: number, sessionId: string, token: number): Promise<DeliveryRow[]> {
+    this.checkClock(now);
     checkSessionKnown(sessionId, this.q.nextSession);
     now = await this.advance(now);
     await this.openSession(sessionId);

@@ -10,6 +10,8 @@ export async function runOperation(
 ): Promise<OperationResults[OperationType]> {
   switch (operation.type) {
     case 'publish':
+      // The clock before the payloads (R2): a batch at a refused now is refused whole (R20).
+      ops.checkClock(now);
       return ops.publish(
         now,
         encodeJobs(operation.jobs).map((job) => ({

@@ -26,6 +26,7 @@ import { commitKindOf } from './commit-kind.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
 import { type DeadPage, deliveryOf, type QueueOps } from './queue-ops.js';
+import { expiryInUse } from './queue-row.js';
 import { runOperation } from './run-operation.js';
 import type { SqlConnection } from './sql-connection.js';
 
@@ -60,7 +61,7 @@ export class SqlQueue extends OperationHandle {
     if (operations.every((operation) => operation.type === 'ack')) {
       const lists = operations.map((operation) => operation.tokens);
       return spread(
-        this.ackTokens(now, lists.flat()),
+        this.ackTokens(now, lists),
         lists.map((list) => list.length),
       );
     }
@@ -358,23 +359,37 @@ export class SqlQueue extends OperationHandle {
     return this.access.followClock ? 'follow' : String(now);
   }
 
-  /** Concurrent acks at one tick are settled in one statement. */
-  private ackTokens(now: number, tokens: readonly number[]): Promise<boolean[]> {
+  /**
+   * Concurrent acks at one tick are settled in one statement. `lists`: the tokens of each ack
+   * of the call (a batch's acks, one list each); the answer is theirs one after the other.
+   */
+  private ackTokens(now: number, lists: readonly (readonly number[])[]): Promise<boolean[]> {
     const oneStatement = this.access.dialect.oneStatement;
     return this.executor.submitMerged({
       key: `ack\u0000${this.name}\u0000${this.mergeTime(now)}`,
-      arg: { now, tokens },
+      arg: { now, lists },
       run: async (connection, batch, args: AckArg[]) => {
         const ops = await this.ops(connection, batch);
-        const lists = args.map((arg) => arg.tokens);
-        const results = await ops.ack(latest(args), lists.flat());
+        const lists = args.flatMap((arg) => arg.lists);
+        let results: boolean[][];
+        if (lists.length > 1 && expiryInUse(ops.q)) {
+          // One ack after the other, each after its R3: a group member an ack lets go on past
+          // its expiry ends at the next ack's (R3, R30), as when each runs alone.
+          results = [];
+          for (const list of lists) results.push(await ops.ack(latest(args), list));
+        } else {
+          results = inParts(
+            await ops.ack(latest(args), lists.flat()),
+            lists.map((list) => list.length),
+          );
+        }
         if (ops.othersMayGoOn()) {
           await wakeOnCommit(this.access, connection, batch, this.name);
         } else wakeLocallyOnCommit(this.access, batch, this.name);
         return inParts(
           results,
-          lists.map((list) => list.length),
-        );
+          args.map((arg) => arg.lists.length),
+        ).map((parts) => parts.flat());
       },
       ...(oneStatement === undefined || !isTime(now)
         ? {}
@@ -384,7 +399,9 @@ export class SqlQueue extends OperationHandle {
               // its options (a queue reached by handle(), as a server's are, never was): until
               // then the general path acks, reading them, so freed room wakes receivers elsewhere.
               if (!this.access.boundsPrefetch.has(this.name)) return undefined;
-              const lists = args.map((arg) => arg.tokens);
+              // Acks of jobs in no group (the statement answers a fallback for any other) let
+              // no job go on: one statement for them all is as each ack alone.
+              const lists = args.map((arg) => arg.lists.flat());
               const live = await oneStatement.ack(connection, {
                 queue: this.name,
                 now: latest(args),
@@ -504,6 +521,10 @@ async function spread(answer: Promise<unknown[]>, sizes: readonly number[]): Pro
 function sameReserves(operations: readonly Operation[]): ReserveOperation[] | undefined {
   const first = operations[0];
   if (first?.type !== 'reserve') return undefined;
+  // Auto-acked ones take their jobs one after the other: a group head taken by one lets its
+  // next member go on for the reserve after it (R22, R24), which one reserve of them all, taking
+  // ready as it found it, would not hand out.
+  if (first.ack === 'auto' && operations.length > 1) return undefined;
   const same = (operation: Operation): operation is ReserveOperation =>
     operation.type === 'reserve' &&
     operation.visibility === first.visibility &&
@@ -534,7 +555,8 @@ interface ReserveArg {
 /** One call's part of a merged ack: its time and its tokens. */
 interface AckArg {
   now: number;
-  tokens: readonly number[];
+  /** The tokens of each ack of the call. */
+  lists: readonly (readonly number[])[];
 }
 
 /** The time a merged call runs at: the latest of its calls' (all equal on a strict queue). */
