@@ -1,7 +1,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRemote } from '../../src/client/index.js';
-import { mayHaveTakenEffect, open, StorageUnavailableError } from '../../src/index.js';
+import {
+  mayHaveTakenEffect,
+  open,
+  type PublishInput,
+  StorageUnavailableError,
+} from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
 import { postgresSkipReason } from '../crash/postgres.js';
 import { TcpProxy } from '../faults/tcp-proxy.js';
@@ -81,6 +86,30 @@ async function heldBackend(admin: pg.Client): Promise<{ pid: number; query: stri
   }
 }
 
+/**
+ * Publishes `input` to `queue` (named `name`) while the trigger holds it (at the commit when
+ * `deferred`), terminates the backend where it waits, and answers what the publish threw.
+ * `where` checks the statement the backend was held in.
+ */
+async function publishTerminated(
+  queue: { publish(input: PublishInput): Promise<unknown> },
+  name: string,
+  deferred: boolean,
+  input: PublishInput,
+  where: (query: string) => void = () => undefined,
+): Promise<unknown> {
+  const hold = await holdJobsOf(name, deferred);
+  try {
+    const publish = queue.publish(input).catch((failure: unknown) => failure);
+    const backend = await heldBackend(hold.admin);
+    where(backend.query);
+    await hold.admin.query('SELECT pg_terminate_backend($1)', [backend.pid]);
+    return await publish;
+  } finally {
+    await hold.release();
+  }
+}
+
 /** Resolves once the backend `pid` has ended. */
 async function ended(admin: pg.Client, pid: number): Promise<void> {
   for (;;) {
@@ -96,18 +125,15 @@ describe('PostgreSQL: a connection broken under a call, at its commit or before 
     const broker = await open(url());
     try {
       const queue = await broker.queue('at-commit');
-      const hold = await holdJobsOf('at-commit', true);
-      let error: unknown;
-      try {
-        const publish = queue.publish({ payload: 'no id' }).catch((failure: unknown) => failure);
-        const backend = await heldBackend(hold.admin);
-        // Held inside the message that ends with the COMMIT, not in a statement before it.
-        expect(backend.query).toMatch(/COMMIT$/);
-        await hold.admin.query('SELECT pg_terminate_backend($1)', [backend.pid]);
-        error = await publish;
-      } finally {
-        await hold.release();
-      }
+      const error = await publishTerminated(
+        queue,
+        'at-commit',
+        true,
+        { payload: 'no id' },
+        (query) =>
+          // Held inside the message that ends with the COMMIT, not in a statement before it.
+          expect(query).toMatch(/COMMIT$/),
+      );
       expect(error).toBeInstanceOf(StorageUnavailableError);
       expect((error as Error).message).toMatch(/may or may not have taken effect/);
       expect((error as StorageUnavailableError).mayHaveTakenEffect).toBe(true);
@@ -165,16 +191,7 @@ describe('PostgreSQL: a connection broken under a call, at its commit or before 
       const name = `remote-${transport}`;
       try {
         const queue = await remote.queue(name);
-        const hold = await holdJobsOf(name, true);
-        let error: unknown;
-        try {
-          const publish = queue.publish({ payload: 'no id' }).catch((failure: unknown) => failure);
-          const backend = await heldBackend(hold.admin);
-          await hold.admin.query('SELECT pg_terminate_backend($1)', [backend.pid]);
-          error = await publish;
-        } finally {
-          await hold.release();
-        }
+        const error = await publishTerminated(queue, name, true, { payload: 'no id' });
         expect(error).toBeInstanceOf(StorageUnavailableError);
         expect((error as Error).message).toMatch(/may or may not have taken effect/);
         expect(mayHaveTakenEffect(error)).toBe(true);
@@ -191,17 +208,9 @@ describe('PostgreSQL: a connection broken under a call, at its commit or before 
     const broker = await open(url());
     try {
       const queue = await broker.queue('before-commit');
-      const hold = await holdJobsOf('before-commit', false);
-      let error: unknown;
-      try {
-        const publish = queue.publish({ id: 'cut' }).catch((failure: unknown) => failure);
-        const backend = await heldBackend(hold.admin);
-        expect(backend.query).not.toMatch(/COMMIT/);
-        await hold.admin.query('SELECT pg_terminate_backend($1)', [backend.pid]);
-        error = await publish;
-      } finally {
-        await hold.release();
-      }
+      const error = await publishTerminated(queue, 'before-commit', false, { id: 'cut' }, (query) =>
+        expect(query).not.toMatch(/COMMIT/),
+      );
       expect(error).toBeInstanceOf(StorageUnavailableError);
       expect((error as Error).message).not.toMatch(/may or may not/);
       expect((error as StorageUnavailableError).mayHaveTakenEffect).toBeUndefined();
