@@ -157,3 +157,28 @@ export function giveBack(client: SQSClient, QueueUrl: string, message: Message) 
     }),
   );
 }
+
+/**
+ * One query-protocol request to `baseUrl` (a form body, an XML answer), as aws-sdk v2 and
+ * botocore before its JSON protocol send it.
+ */
+export async function queryRequest(
+  baseUrl: string,
+  params: Record<string, string>,
+  path = '/sqs/',
+): Promise<{ status: number; type: string | null; xml: string }> {
+  const answer = await fetch(`${baseUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
+    body: new URLSearchParams({ Version: '2012-11-05', ...params }).toString(),
+  });
+  return {
+    status: answer.status,
+    type: answer.headers.get('content-type'),
+    xml: await answer.text(),
+  };
+}
+
+/** The text of the first `<name>` element of an XML answer. */
+export const xmlField = (xml: string, name: string): string | undefined =>
+  new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1];

@@ -5,7 +5,7 @@ import {
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { failure, freshName, sqsServer } from './helpers.js';
+import { failure, freshName, queryRequest, sqsServer } from './helpers.js';
 
 const server = sqsServer();
 
@@ -74,23 +74,16 @@ describe('message attribute list values, which SQS does not support', () => {
 
   it('sent as flattened query members are refused the same way', async () => {
     const QueueUrl = await createQueue();
-    const answer = await fetch(`${server().baseUrl}/sqs/`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
-      body: new URLSearchParams({
-        Version: '2012-11-05',
-        Action: 'SendMessage',
-        QueueUrl,
-        MessageBody: 'x',
-        'MessageAttribute.1.Name': 'a',
-        'MessageAttribute.1.Value.DataType': 'String',
-        'MessageAttribute.1.Value.StringListValue.1': 'first',
-      }).toString(),
+    const answer = await queryRequest(server().baseUrl, {
+      Action: 'SendMessage',
+      QueueUrl,
+      MessageBody: 'x',
+      'MessageAttribute.1.Name': 'a',
+      'MessageAttribute.1.Value.DataType': 'String',
+      'MessageAttribute.1.Value.StringListValue.1': 'first',
     });
     expect(answer.status).toBe(400);
-    expect(await answer.text()).toContain(
-      '<Code>AWS.SimpleQueueService.UnsupportedOperation</Code>',
-    );
+    expect(answer.xml).toContain('<Code>AWS.SimpleQueueService.UnsupportedOperation</Code>');
     expect(await messagesIn(QueueUrl)).toBe('0');
   });
 
@@ -126,13 +119,8 @@ describe('message attribute list values, which SQS does not support', () => {
       },
     ];
     for (const params of sends) {
-      const answer = await fetch(`${server().baseUrl}/sqs/`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
-        body: new URLSearchParams({ Version: '2012-11-05', QueueUrl, ...params }).toString(),
-      });
-      const xml = await answer.text();
-      expect(answer.status, xml).toBe(400);
+      const { status, xml } = await queryRequest(server().baseUrl, { QueueUrl, ...params });
+      expect(status, xml).toBe(400);
       expect(xml).toContain('<Code>AWS.SimpleQueueService.UnsupportedOperation</Code>');
     }
     expect(await messagesIn(QueueUrl)).toBe('0');

@@ -1,24 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { freshName, sqsServer } from './helpers.js';
+import { freshName, queryRequest, sqsServer, xmlField } from './helpers.js';
 
 const server = sqsServer();
 
-/** One query-protocol request, as botocore (boto3 before its JSON protocol) sends it. */
-async function query(params: Record<string, string>) {
-  const answer = await fetch(`${server().baseUrl}/sqs/`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
-    body: new URLSearchParams({ Version: '2012-11-05', ...params }).toString(),
-  });
-  return { status: answer.status, xml: await answer.text() };
-}
-
-const field = (xml: string, name: string) =>
-  new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1];
+const query = (params: Record<string, string>) => queryRequest(server().baseUrl, params);
 
 async function createQueue(): Promise<string> {
   const created = await query({ Action: 'CreateQueue', QueueName: freshName('qempty') });
-  return field(created.xml, 'QueueUrl') as string;
+  return xmlField(created.xml, 'QueueUrl') as string;
 }
 
 describe('query protocol answers with nothing to list', () => {
@@ -96,7 +85,7 @@ describe('query protocol list members sent empty', () => {
     ]) {
       const answer = await query({ Action: action, QueueUrl: url, Entries: '' });
       expect(answer.status, action).toBe(400);
-      expect(field(answer.xml, 'Code'), action).toBe('AWS.SimpleQueueService.EmptyBatchRequest');
+      expect(xmlField(answer.xml, 'Code'), action).toBe('AWS.SimpleQueueService.EmptyBatchRequest');
     }
   });
 });

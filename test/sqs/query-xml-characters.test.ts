@@ -6,33 +6,22 @@ import {
   TagQueueCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { freshName, sqsServer } from './helpers.js';
+import { freshName, queryRequest, sqsServer, xmlField } from './helpers.js';
 
 const server = sqsServer();
 
 /** Characters XML 1.0 cannot carry, not even as character references. */
 const NOT_XML = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 
-/** One query-protocol request, as aws-sdk v2 and older botocore send it. */
-async function query(params: Record<string, string>) {
-  const answer = await fetch(`${server().baseUrl}/sqs/`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
-    body: new URLSearchParams({ Version: '2012-11-05', ...params }).toString(),
-  });
-  return { status: answer.status, xml: await answer.text() };
-}
-
-const field = (xml: string, name: string) =>
-  new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1];
+const query = (params: Record<string, string>) => queryRequest(server().baseUrl, params);
 
 describe('query protocol answers holding characters XML cannot carry', () => {
   it('an error quoting such a parameter is well-formed XML naming its code', async () => {
     const answer = await query({ Action: 'CreateQueue', QueueName: 'a\u0001b\uFFFE' });
     expect(answer.status).toBe(400);
     expect(answer.xml).not.toMatch(NOT_XML);
-    expect(field(answer.xml, 'Code')).toBe('InvalidParameterValue');
-    expect(field(answer.xml, 'Message')).toContain(
+    expect(xmlField(answer.xml, 'Code')).toBe('InvalidParameterValue');
+    expect(xmlField(answer.xml, 'Message')).toContain(
       'Value a\\u0001b\\ufffe for parameter QueueName',
     );
     const attribute = await query({
@@ -43,8 +32,8 @@ describe('query protocol answers holding characters XML cannot carry', () => {
     });
     expect(attribute.status).toBe(400);
     expect(attribute.xml).not.toMatch(NOT_XML);
-    expect(field(attribute.xml, 'Code')).toBe('InvalidAttributeName');
-    expect(field(attribute.xml, 'Message')).toContain('Bad\\u0002Name');
+    expect(xmlField(attribute.xml, 'Code')).toBe('InvalidAttributeName');
+    expect(xmlField(attribute.xml, 'Message')).toContain('Bad\\u0002Name');
   });
 
   it('a tag and a policy set through the JSON protocol are read back as well-formed XML', async () => {

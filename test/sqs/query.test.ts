@@ -1,26 +1,13 @@
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { md5OfBody } from '../../src/server/sqs/md5.js';
-import { freshName, sqsServer } from './helpers.js';
+import { freshName, queryRequest, sqsServer, xmlField } from './helpers.js';
 
 const server = sqsServer();
 
-/** One query-protocol request, as aws-sdk v2 and older botocore send it. */
-async function query(params: Record<string, string>, path = '/sqs/') {
-  const answer = await fetch(`${server().baseUrl}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
-    body: new URLSearchParams({ Version: '2012-11-05', ...params }).toString(),
-  });
-  return {
-    status: answer.status,
-    type: answer.headers.get('content-type'),
-    xml: await answer.text(),
-  };
-}
+const query = (params: Record<string, string>, path?: string) =>
+  queryRequest(server().baseUrl, params, path);
 
-const field = (xml: string, name: string) =>
-  new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1];
 const all = (xml: string, name: string) =>
   [...xml.matchAll(new RegExp(`<${name}>([^<]*)</${name}>`, 'g'))].map((match) => match[1]);
 
@@ -40,7 +27,7 @@ describe('the query protocol (form bodies, XML answers)', () => {
     expect(created.xml).toContain(
       '<CreateQueueResponse xmlns="http://queue.amazonaws.com/doc/2012-11-05/"><CreateQueueResult>',
     );
-    const url = field(created.xml, 'QueueUrl') as string;
+    const url = xmlField(created.xml, 'QueueUrl') as string;
     expect(url).toBe(`${server().baseUrl}/sqs/000000000000/${name}`);
 
     const sent = await query({
@@ -51,8 +38,8 @@ describe('the query protocol (form bodies, XML answers)', () => {
       'MessageAttribute.1.Value.DataType': 'String',
       'MessageAttribute.1.Value.StringValue': 'attribValue 1',
     });
-    expect(field(sent.xml, 'MD5OfMessageBody')).toBe(md5OfBody('a < b & c'));
-    expect(field(sent.xml, 'MD5OfMessageAttributes')).toBe('19e27d4e946b072f3f58da80d94fd778');
+    expect(xmlField(sent.xml, 'MD5OfMessageBody')).toBe(md5OfBody('a < b & c'));
+    expect(xmlField(sent.xml, 'MD5OfMessageAttributes')).toBe('19e27d4e946b072f3f58da80d94fd778');
 
     const received = await query({
       Action: 'ReceiveMessage',
@@ -60,14 +47,14 @@ describe('the query protocol (form bodies, XML answers)', () => {
       'AttributeName.1': 'All',
       'MessageAttributeName.1': 'All',
     });
-    expect(field(received.xml, 'Body')).toBe('a &#60; b &#38; c');
+    expect(xmlField(received.xml, 'Body')).toBe('a &#60; b &#38; c');
     expect(received.xml).toContain(
       '<MessageAttribute><Name>attribName1</Name><Value><DataType>String</DataType><StringValue>attribValue 1</StringValue></Value></MessageAttribute>',
     );
     expect(received.xml).toContain(
       '<Attribute><Name>ApproximateReceiveCount</Name><Value>1</Value></Attribute>',
     );
-    const handle = field(received.xml, 'ReceiptHandle') as string;
+    const handle = xmlField(received.xml, 'ReceiptHandle') as string;
 
     // Posted to the QueueUrl's path, without a QueueUrl parameter.
     const deleted = await query(
@@ -89,7 +76,7 @@ describe('the query protocol (form bodies, XML answers)', () => {
 
   it('batches carry their entries and per-entry failures', async () => {
     const name = freshName('qbatch');
-    const url = field((await query({ Action: 'CreateQueue', QueueName: name })).xml, 'QueueUrl');
+    const url = xmlField((await query({ Action: 'CreateQueue', QueueName: name })).xml, 'QueueUrl');
     const batch = await query({
       Action: 'SendMessageBatch',
       QueueUrl: url as string,
@@ -116,7 +103,7 @@ describe('the query protocol (form bodies, XML answers)', () => {
       'Attribute.2.Name': 'ContentBasedDeduplication',
       'Attribute.2.Value': 'true',
     });
-    const url = field(created.xml, 'QueueUrl') as string;
+    const url = xmlField(created.xml, 'QueueUrl') as string;
     const first = await query({
       Action: 'SendMessage',
       QueueUrl: url,
@@ -129,9 +116,9 @@ describe('the query protocol (form bodies, XML answers)', () => {
       MessageBody: 'one',
       MessageGroupId: 'g',
     });
-    expect(field(first.xml, 'SequenceNumber')).toMatch(/^\d{20}$/);
-    expect(field(repeat.xml, 'MessageId')).toBe(field(first.xml, 'MessageId'));
-    expect(field(repeat.xml, 'SequenceNumber')).toBe(field(first.xml, 'SequenceNumber'));
+    expect(xmlField(first.xml, 'SequenceNumber')).toMatch(/^\d{20}$/);
+    expect(xmlField(repeat.xml, 'MessageId')).toBe(xmlField(first.xml, 'MessageId'));
+    expect(xmlField(repeat.xml, 'SequenceNumber')).toBe(xmlField(first.xml, 'SequenceNumber'));
     const batch = await query({
       Action: 'SendMessageBatch',
       QueueUrl: url,
@@ -150,11 +137,11 @@ describe('the query protocol (form bodies, XML answers)', () => {
       'MessageSystemAttributeName.2': 'SequenceNumber',
     });
     expect(all(received.xml, 'Body')).toEqual(['one']);
-    expect(all(received.xml, 'Value')).toEqual(['g', field(first.xml, 'SequenceNumber')]);
+    expect(all(received.xml, 'Value')).toEqual(['g', xmlField(first.xml, 'SequenceNumber')]);
   });
 
   it('a Binary attribute that is not canonical base64 is refused naming it, in a send and in a batch entry', async () => {
-    const url = field(
+    const url = xmlField(
       (await query({ Action: 'CreateQueue', QueueName: freshName('qbin') })).xml,
       'QueueUrl',
     ) as string;
@@ -171,8 +158,8 @@ describe('the query protocol (form bodies, XML answers)', () => {
         ...attribute('', malformed),
       });
       expect(sent.status, malformed).toBe(400);
-      expect(field(sent.xml, 'Code'), malformed).toBe('InvalidParameterValue');
-      expect(field(sent.xml, 'Message'), malformed).toContain('message attribute &#39;bin&#39;');
+      expect(xmlField(sent.xml, 'Code'), malformed).toBe('InvalidParameterValue');
+      expect(xmlField(sent.xml, 'Message'), malformed).toContain('message attribute &#39;bin&#39;');
     }
     const batch = await query({
       Action: 'SendMessageBatch',
@@ -196,7 +183,7 @@ describe('the query protocol (form bodies, XML answers)', () => {
       'MessageAttributeName.1': 'All',
     });
     expect(all(received.xml, 'Body')).toEqual(['y']);
-    expect(field(received.xml, 'BinaryValue')).toBe('AAA+');
+    expect(xmlField(received.xml, 'BinaryValue')).toBe('AAA+');
   });
 
   it('errors are ErrorResponse documents with the legacy code', async () => {
@@ -209,9 +196,9 @@ describe('the query protocol (form bodies, XML answers)', () => {
       '<ErrorResponse xmlns="http://queue.amazonaws.com/doc/2012-11-05/"><Error><Type>Sender</Type><Code>AWS.SimpleQueueService.NonExistentQueue</Code>',
     );
     const noAction = await query({});
-    expect(field(noAction.xml, 'Code')).toBe('MissingParameter');
+    expect(xmlField(noAction.xml, 'Code')).toBe('MissingParameter');
     const unknown = await query({ Action: 'Teleport' });
-    expect(field(unknown.xml, 'Code')).toBe('InvalidAction');
+    expect(xmlField(unknown.xml, 'Code')).toBe('InvalidAction');
   });
 });
 
@@ -222,7 +209,7 @@ describe('a job published through /v1 with text SQS never carries', () => {
   it('is received as JSON text on both protocols, the XML well formed, its MD5 that of the text', async () => {
     const name = freshName('controls');
     const created = await query({ Action: 'CreateQueue', QueueName: name });
-    const url = field(created.xml, 'QueueUrl') as string;
+    const url = xmlField(created.xml, 'QueueUrl') as string;
     const payloads = ['a\u0001b', 'nul\u0000\uFFFE', 'plain text'];
     const published = await fetch(`${server().baseUrl}/v1/queues/${name}/jobs/batch`, {
       method: 'POST',
