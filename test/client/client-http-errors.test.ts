@@ -77,6 +77,25 @@ function client(url: string, options: ConstructorParameters<typeof RemoteBroker>
   return broker;
 }
 
+/**
+ * A publish without an id whose request (or frame) goes out through a proxy that then holds
+ * every answer, with a client timeout of 300 ms: what it failed with, and the server behind.
+ */
+async function publishHeld(transport: 'http' | 'stream') {
+  const target = await server();
+  const holder = await proxy(Number(new URL(target.baseUrl).port));
+  const broker = client(holder.url, { transport, timeoutMs: 300 });
+  const queue = broker.handle('jobs');
+  await broker.queue('jobs');
+  await queue.publish({ id: 'warm' });
+  holder.answers = 'hold';
+  const error = await queue.publish({ payload: 'no id' }).then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  return { target, holder, error };
+}
+
 describe('plain HTTP: a lost answer is not a server out of reach', () => {
   for (const sender of ['node:http', 'fetch'] as const) {
     it(`a request sent whose answer never came fails CONNECTION_LOST, retryable (${sender})`, async () => {
@@ -105,17 +124,7 @@ describe('plain HTTP: a lost answer is not a server out of reach', () => {
   }
 
   it('a request sent whose answer is held past timeoutMs says it may have taken effect, not cannot reach', async () => {
-    const target = await server();
-    const holder = await proxy(Number(new URL(target.baseUrl).port));
-    const broker = client(holder.url, { timeoutMs: 300 });
-    const queue = broker.handle('jobs');
-    await broker.queue('jobs');
-    await queue.publish({ id: 'warm' });
-    holder.answers = 'hold';
-    const error = await queue.publish({ payload: 'no id' }).then(
-      () => undefined,
-      (caught: unknown) => caught,
-    );
+    const { target, holder, error } = await publishHeld('http');
     expect(error).toBeInstanceOf(StorageUnavailableError);
     expect((error as Error).message).toMatch(
       /^http:\/\/127\.0\.0\.1:\d+ did not answer within 300 ms: the request may or may not have taken effect$/,
@@ -263,17 +272,7 @@ describe('plain HTTP: close() with calls in flight', () => {
 
 describe('the stream: a frame sent whose answer does not come in time', () => {
   it('says it may have taken effect, as an UnansweredError, not cannot reach', async () => {
-    const target = await server();
-    const holder = await proxy(Number(new URL(target.baseUrl).port));
-    const broker = client(holder.url, { transport: 'stream', timeoutMs: 300 });
-    const queue = broker.handle('jobs');
-    await broker.queue('jobs');
-    await queue.publish({ id: 'warm' });
-    holder.answers = 'hold';
-    const error = await queue.publish({ payload: 'no id' }).then(
-      () => undefined,
-      (caught: unknown) => caught,
-    );
+    const { target, error } = await publishHeld('stream');
     expect(error).toBeInstanceOf(UnansweredError);
     expect(error).toMatchObject({ code: 'STORAGE_UNAVAILABLE', mayHaveTakenEffect: true });
     expect((error as Error).message).toMatch(
