@@ -73,15 +73,24 @@ async function servers() {
   return { before, after };
 }
 
+/**
+ * An HTTP client through the proxy to the server before its restart, which took a first tick of
+ * ten publishes whole (its limits read, 100 a batch).
+ */
+async function clientOfFirstServer() {
+  const { before, after } = await servers();
+  const proxy = await switchingProxy(before);
+  const client = new RemoteBroker(proxy.url, { transport: 'http' });
+  cleanups.push(() => client.close());
+  await client.queue('jobs');
+  const first = await tenPublishes(client, 'first');
+  expect(first.filter((result) => result.status === 'rejected')).toEqual([]);
+  return { after, proxy, client };
+}
+
 describe('the HTTP client reads the server limits again', () => {
   it('after a request the server refused whole: one restarted with a lower maxBatch is then met', async () => {
-    const { before, after } = await servers();
-    const proxy = await switchingProxy(before);
-    const client = new RemoteBroker(proxy.url, { transport: 'http' });
-    cleanups.push(() => client.close());
-    await client.queue('jobs');
-    const first = await tenPublishes(client, 'first');
-    expect(first.filter((result) => result.status === 'rejected')).toEqual([]);
+    const { after, proxy, client } = await clientOfFirstServer();
     proxy.restartAs(after);
     // Shaped by the limits read before the restart, this tick's request is refused whole.
     for (const result of await tenPublishes(client, 'refused')) {
@@ -94,13 +103,7 @@ describe('the HTTP client reads the server limits again', () => {
   });
 
   it('after a request that got no answer: the server back with a lower maxBatch is met at once', async () => {
-    const { before, after } = await servers();
-    const proxy = await switchingProxy(before);
-    const client = new RemoteBroker(proxy.url, { transport: 'http' });
-    cleanups.push(() => client.close());
-    await client.queue('jobs');
-    const first = await tenPublishes(client, 'first');
-    expect(first.filter((result) => result.status === 'rejected')).toEqual([]);
+    const { after, proxy, client } = await clientOfFirstServer();
     proxy.restartAs(undefined);
     await expect(client.handle('jobs').publish({ id: 'down' })).rejects.toMatchObject({
       code: expect.stringMatching(/^(CONNECTION_LOST|STORAGE_UNAVAILABLE)$/),
