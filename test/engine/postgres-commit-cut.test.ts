@@ -75,13 +75,23 @@ async function holdJobsOf(
 /** The pid of the backend waiting for HOLD_KEY, and the statement it runs, once it waits. */
 async function heldBackend(admin: pg.Client): Promise<{ pid: number; query: string }> {
   for (;;) {
-    const { rows } = await admin.query<{ pid: number; query: string }>(
-      `SELECT a.pid, a.query FROM pg_stat_activity AS a JOIN pg_locks AS l ON l.pid = a.pid
+    const { rows } = await admin.query<{ pid: number }>(
+      `SELECT l.pid FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
        WHERE a.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted
          AND l.objid = $1`,
       [HOLD_KEY],
     );
-    if (rows[0] !== undefined) return rows[0];
+    const pid = rows[0]?.pid;
+    if (pid !== undefined) {
+      // Its statement read again, after the wait was seen: one query reads pg_stat_activity at
+      // its first access and pg_locks later, so the same query may pair the wait with the
+      // statement before the one that waits.
+      const { rows: running } = await admin.query<{ query: string }>(
+        'SELECT query FROM pg_stat_activity WHERE pid = $1',
+        [pid],
+      );
+      return { pid, query: running[0]?.query ?? '' };
+    }
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
