@@ -85,6 +85,9 @@ export async function runOperations(
   let parsed: { index: number; operation: Operation }[] = [];
   inputs.forEach((input, index) => {
     try {
+      // The right first, as the single routes check it: a key without it is refused whatever
+      // its receipts or session handles, which it would otherwise learn to be genuine or not.
+      authorizeType(principal, input, queue.name);
       const operation = operationFromWire(input, verifier);
       authorizeOperation(principal, operation, queue.name);
       checkLimits(operation, limits, `operations[${index}]`);
@@ -136,6 +139,15 @@ function defaultLease(operation: Operation): boolean {
   return (
     operation.type === 'reserve' && operation.visibility === undefined && operation.ack !== 'auto'
   );
+}
+
+/** Refuses an operation of a known `type` that the key may not do, before the rest is read. */
+function authorizeType(principal: Principal, input: unknown, queue: string): void {
+  if (typeof input !== 'object' || input === null) return;
+  const type = (input as { type?: unknown }).type;
+  if (typeof type === 'string' && Object.hasOwn(ACCESS, type)) {
+    authorize(principal, ACCESS[type as OperationType], queue);
+  }
 }
 
 export function authorizeOperation(

@@ -144,6 +144,37 @@ describe('API keys', () => {
     expect([own.status, own.body.error.code]).toEqual([404, 'NOT_FOUND']);
   });
 
+  it('refuses a batch operation the key may not do with FORBIDDEN before reading its receipt or session handle', async () => {
+    const operations = [
+      { type: 'ack', receipts: ['bm90LWEtcmVjZWlwdA'] },
+      { type: 'nack', receipt: 'bm90LWEtcmVjZWlwdA' },
+      { type: 'extend', receipt: 'bm90LWEtcmVjZWlwdA', visibility: 1000 },
+      { type: 'heartbeat', session: 'bm90LWEtc2Vzc2lvbg' },
+      { type: 'reserve', session: 'bm90LWEtc2Vzc2lvbg' },
+    ];
+    const codes = (results: { ok: boolean; error?: { code: string } }[]) =>
+      results.map((result) => result.error?.code);
+    const forbidden = operations.map(() => 'FORBIDDEN');
+    const http = await as(PRODUCER, 'POST', '/v1/queues/orders-eu/operations', { operations });
+    expect(codes(http.body.results)).toEqual(forbidden);
+    const stream = await FrameClient.open(server.baseUrl, PRODUCER);
+    try {
+      const batch = await stream.request({ type: 'batch', id: 1, queue: 'orders-eu', operations });
+      expect(codes(batch.results)).toEqual(forbidden);
+    } finally {
+      await stream.close();
+    }
+    // A key with the right is told what is wrong with them.
+    const own = await as(CONSUMER, 'POST', '/v1/queues/orders-eu/operations', { operations });
+    expect(codes(own.body.results)).toEqual([
+      'INVALID_RECEIPT',
+      'INVALID_RECEIPT',
+      'INVALID_RECEIPT',
+      'INVALID_ARGUMENT',
+      'INVALID_ARGUMENT',
+    ]);
+  });
+
   it('lists only the queues a key can see', async () => {
     const names = async (key: string) =>
       (await as(key, 'GET', '/v1/queues')).body.queues.map((q: { name: string }) => q.name);
