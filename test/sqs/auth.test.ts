@@ -17,6 +17,7 @@ const ADMIN = { id: 'admin', secret: 'admin-secret-0123456789' };
 const PRODUCER = { id: 'producer', secret: 'producer-secret-0123456' };
 const OWNER = { id: 'owner', secret: 'owner-secret-0123456789' };
 const MOVER = { id: 'mover', secret: 'mover-secret-0123456789' };
+const WATCHER = { id: 'watcher', secret: 'watcher-secret-01234567' };
 let server: SqsTestServer;
 let admin: SQSClient;
 let producer: SQSClient;
@@ -41,6 +42,14 @@ beforeAll(async () => {
         allow: [
           { queues: 'own-*', actions: ['admin'] },
           { queues: 'billing-*', actions: ['publish'] },
+        ],
+      },
+      {
+        name: WATCHER.id,
+        key: WATCHER.secret,
+        allow: [
+          { queues: 'own-*', actions: ['admin'] },
+          { queues: 'billing-*', actions: ['read'] },
         ],
       },
       {
@@ -169,7 +178,7 @@ describe('SigV4 with keys configured', () => {
     expect((await (await server.broker.queue('own-1')).options()).deadLetterQueue).toBeUndefined();
   });
 
-  it('moves messages back to their source queues only for a key that may send to each (else AccessDenied, nothing moved)', async () => {
+  it('moves messages back to their source queues only for a key that may send to each (else AccessDenied naming no source the key may not see, nothing moved)', async () => {
     const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
     await admin.send(new CreateQueueCommand({ QueueName: 'own-dlq' }));
     await admin.send(
@@ -194,7 +203,15 @@ describe('SigV4 with keys configured', () => {
       owner.send(new StartMessageMoveTaskCommand({ SourceArn: arn('own-dlq') })),
     );
     expect(denied).toMatchObject({ name: 'AccessDenied', status: 403 });
-    expect(denied.message).toContain('billing-1');
+    // The owner may not see billing-1 (ListDeadLetterSourceQueues leaves it out): not named.
+    expect(denied.message).not.toContain('billing-1');
+    expect(denied.message).toContain('own-dlq');
+    const watcher = server.clientWith(WATCHER.id, WATCHER.secret);
+    const seen = await failure(
+      watcher.send(new StartMessageMoveTaskCommand({ SourceArn: arn('own-dlq') })),
+    );
+    expect(seen).toMatchObject({ name: 'AccessDenied', status: 403 });
+    expect(seen.message).toContain('billing-1');
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect((await dlq.stats()).ready).toBe(1);
     expect((await billing.stats()).ready).toBe(0);

@@ -84,7 +84,7 @@ async function startMessageMoveTask(call: SqsCall, sqs: SqsServices) {
   // everywhere moves only those of the source queues, and needs the right on each.
   let origins: string[] | undefined;
   if (destination === undefined && !call.principal.canEverywhere('publish')) {
-    for (const name of sources) authorizeQueue(call, name, 'publish');
+    authorizeMoveBack(call, source, sources);
     origins = sources;
   }
   if (sqs.moveTasks.running(source) !== undefined) {
@@ -100,6 +100,22 @@ async function startMessageMoveTask(call: SqsCall, sqs: SqsServices) {
   const task = sqs.moveTasks.start(queue, { destination, origins, perSecond, toMove }, sourceArn);
   call.log.info({ queue: source, destination, toMove: task.toMove }, 'message move task started');
   return { TaskHandle: task.handle };
+}
+
+/**
+ * Refuses a move back unless the key may publish on every source queue of the dead-letter
+ * queue. A source the key may not see is not named, as ListDeadLetterSourceQueues leaves it out:
+ * its name is not the key's to learn.
+ */
+function authorizeMoveBack(call: SqsCall, source: string, sources: readonly string[]): void {
+  const denied = sources.filter((name) => !call.principal.can('publish', name));
+  if (denied.length === 0) return;
+  const named = denied.find((name) => call.principal.canSee(name));
+  if (named !== undefined) authorizeQueue(call, named, 'publish');
+  throw new SqsError(
+    'AccessDenied',
+    `Access to the resource ${source} is denied: key ${call.principal.name} may not publish on every queue whose RedrivePolicy names it, where messages moved back are sent; give a DestinationArn the key may publish on.`,
+  );
 }
 
 async function listMessageMoveTasks(call: SqsCall, sqs: SqsServices) {
