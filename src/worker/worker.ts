@@ -689,17 +689,20 @@ function checkWithinLimits(
   // At most once there is no lease and no retry.
   if (options.ack === 'auto') return;
   const { maxVisibilityMs, maxDelayMs } = limits;
+  // Every setting above its limit at once, as the options' own problems are listed.
+  const issues: string[] = [];
   if (leaseMs > maxVisibilityMs) {
     const whose = options.visibility === undefined ? "the queue's visibility" : 'visibility';
-    throw new ValidationError(
+    issues.push(
       `${whose} is ${leaseMs} ms, above the longest lease the queue takes (maxVisibilityMs ${maxVisibilityMs}): every receive would be refused`,
     );
   }
   if (options.backoff.maxDelay > maxDelayMs) {
-    throw new ValidationError(
+    issues.push(
       `backoff.maxDelay is ${options.backoff.maxDelay} ms, above the longest delay the queue takes (maxDelayMs ${maxDelayMs}): retries would be refused`,
     );
   }
+  if (issues.length > 0) throw new ValidationError(issues);
 }
 
 /** The `wait` of `runOnce`'s options (default 0), or a ValidationError naming what is wrong. */

@@ -141,3 +141,24 @@ it('work() fails when the queue cannot be read, and the worker does not run', as
     'queue unreachable',
   );
 });
+
+it('work() lists every setting above the queue limits in one error, and nothing is received', async () => {
+  const q = await queue();
+  await q.publish({ id: 'a' });
+  const bounded: Queue = Object.create(q, {
+    limits: {
+      value: async () => ({ maxDelayMs: 10_000, maxVisibilityMs: 10_000, maxBatch: 100 }),
+    },
+  });
+  const refused = await work(bounded, async () => {}, {
+    visibility: 20_000,
+    backoff: { baseDelay: 1000, maxDelay: 30_000 },
+    logger: silentLogger,
+  }).catch((error: unknown) => error);
+  expect(refused).toBeInstanceOf(ValidationError);
+  expect((refused as ValidationError).issues).toEqual([
+    'visibility is 20000 ms, above the longest lease the queue takes (maxVisibilityMs 10000): every receive would be refused',
+    'backoff.maxDelay is 30000 ms, above the longest delay the queue takes (maxDelayMs 10000): retries would be refused',
+  ]);
+  expect(await q.stats()).toMatchObject({ ready: 1, deliveries: 0 });
+});
