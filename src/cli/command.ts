@@ -101,6 +101,11 @@ export const EXIT = {
    * jobs named to move stayed.
    */
   stale: 3,
+  /**
+   * The reader of standard output went away (EPIPE, `| head -1`): the shell's code for a
+   * process ended by SIGPIPE (128 + 13), so that pipefail still sees it.
+   */
+  readerGone: 141,
 } as const;
 
 /** A mistake in the command line: printed with a pointer to --help, exit code 2. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { EXIT } from './command.js';
 import { ParentWatch, startedByNpm } from './parent-watch.js';
 import { hearsStop, runCli } from './run.js';
 
@@ -29,13 +30,12 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 // Standard error too (`leaseq publish q --file f 2>&1 | head -1`): not an uncaught EPIPE.
 // A command that handles standard output's failures itself (receive --auto-ack gives back the
 // jobs it did not write, then says so) hears them through its writes' callbacks meanwhile.
-const SIGPIPE_EXIT = 141;
 let outputErrorsHandled = 0;
 let outputErrorsSaid = false;
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (error: NodeJS.ErrnoException) => {
     if (stream === process.stdout && outputErrorsHandled > 0) return;
-    if (error.code === 'EPIPE') process.exit(SIGPIPE_EXIT);
+    if (error.code === 'EPIPE') process.exit(EXIT.readerGone);
     // Any other failure (a full disk, `> /dev/full`): one line, not a stack trace, and exit 1;
     // none when a command that handled output failures has said so already.
     if (stream === process.stdout && !outputErrorsSaid) {

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Operation } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
-import { withWrappedQueues } from '../server/helpers.js';
+import { call, withWrappedQueues } from '../server/helpers.js';
 
 // src/cli/main.ts as a real process, run from the sources (no build needed): what it does with
 // signals and with a standard error nobody reads. Each child is killed by pid if a test fails.
@@ -182,5 +182,42 @@ describe('leaseq as a process (from the sources)', () => {
     } finally {
       closeSync(full);
     }
+  }, 30_000);
+
+  /** `leaseq serve` on a free port over memory:, once it listens: the process and its URL. */
+  async function listeningServer() {
+    const cli = leaseqProcess(['serve', '--storage', 'memory:', '--port', '0']);
+    const stdout = text(cli.stdout);
+    const listening = /leaseq listening on (http:\/\/[^"]+)"/;
+    await until(() => listening.test(stdout()), 'the server to listen');
+    const base = listening.exec(stdout())?.[1] as string;
+    expect((await call(base, 'PUT', '/v1/queues/q', { body: {} })).status).toBe(201);
+    expect((await call(base, 'PUT', '/v1/queues/idle', { body: {} })).status).toBe(201);
+    return { cli, base };
+  }
+
+  it('serve whose log reader goes away stops as on SIGTERM: a waiting long poll is answered, then 141', async () => {
+    const { cli, base } = await listeningServer();
+    const exit = exited(cli);
+    const poll = call(base, 'POST', '/v1/queues/idle/receive', { body: { wait: 15_000 } });
+    await sleep(200);
+    // `leaseq serve | head -2`: the reader has gone; the next log line (a delivery) fails.
+    cli.stdout?.destroy();
+    await call(base, 'POST', '/v1/queues/q/jobs', { body: { id: 'logged' } });
+    await call(base, 'POST', '/v1/queues/q/receive', { body: {} });
+    // Stopped cleanly, not cut: the waiting long poll gets its empty answer.
+    expect((await poll).body).toEqual({ deliveries: [] });
+    expect(await exit).toEqual({ code: 141, signal: null });
+  }, 30_000);
+
+  it('serve stopped by SIGTERM while its log reader goes too (| pino-pretty, Ctrl-C) exits 0', async () => {
+    const { cli, base } = await listeningServer();
+    const exit = exited(cli);
+    const poll = call(base, 'POST', '/v1/queues/idle/receive', { body: { wait: 15_000 } });
+    await sleep(200);
+    cli.stdout?.destroy();
+    cli.kill('SIGTERM');
+    expect((await poll).body).toEqual({ deliveries: [] });
+    expect(await exit).toEqual({ code: 0, signal: null });
   }, 30_000);
 });

@@ -15,6 +15,7 @@ import {
   type Command,
   EXIT,
   type OptionsConfig,
+  type Output,
   UsageError,
   type Values,
 } from '../command.js';
@@ -42,7 +43,8 @@ export const serve: Command = {
     'Every setting can come from a JSON config file (--config FILE or LEASEQ_CONFIG), the',
     'environment, or a flag, under the same name; flags win over the environment, which wins',
     'over the file. Stops cleanly on SIGTERM or SIGINT; one before it listens (while it opens',
-    'the storage) ends it at once. Logs are JSON lines on stdout.',
+    'the storage) ends it at once. Logs are JSON lines on stdout; a reader of them that goes',
+    'away (| head) stops it as SIGTERM does, then it exits 141.',
     '',
     ...SETTINGS.map(
       (setting) =>
@@ -65,15 +67,51 @@ export const serve: Command = {
       );
       return EXIT.usage;
     }
+    // Its log lines are standard output. A reader of them that goes away (`| head -2`, a
+    // `| pino-pretty` ended by the same Ctrl-C) or another failure of it (a full disk) stops the
+    // server as SIGTERM does, cleanly, not in the middle of requests as for a command that has
+    // nothing in flight; the lines logged from then on have nowhere to go. Heard here for as
+    // long as the process lives: a line of the shutdown may fail after the server has closed.
+    context.handleOutputErrors?.();
+    const logs = new StdoutLog(context.stdout);
     const server = await startServer(config, {
-      logDestination: context.stdout as unknown as DestinationStream,
+      logDestination: logs as unknown as DestinationStream,
     });
     context.started?.();
-    await stopped(context.stop);
+    const cause = await stopped(context.stop, logs.failed);
     await server.close();
-    return EXIT.ok;
+    // Stopped by a signal as asked: done, whatever became of the lines of the shutdown.
+    if (cause === 'signal') return EXIT.ok;
+    const failure = logs.failure as NodeJS.ErrnoException;
+    if (failure.code === 'EPIPE') return EXIT.readerGone;
+    context.stderr.write(`leaseq: cannot write standard output: ${failure.message}\n`);
+    return EXIT.failed;
   },
 };
+
+/**
+ * Standard output as the server's log destination: the first write that fails (its reader gone,
+ * a full disk) is kept and aborts `failed`; nothing more is written after it.
+ */
+class StdoutLog {
+  private readonly failing = new AbortController();
+  failure: Error | undefined;
+
+  constructor(private readonly output: Output) {}
+
+  get failed(): AbortSignal {
+    return this.failing.signal;
+  }
+
+  write(text: string): void {
+    if (this.failure !== undefined) return;
+    this.output.write(text, (error) => {
+      if (!error || this.failure !== undefined) return;
+      this.failure = error;
+      this.failing.abort();
+    });
+  }
+}
 
 async function configSources(values: Values, context: CliContext): Promise<ConfigSources> {
   const flags: Record<string, string> = {};
@@ -90,9 +128,12 @@ async function configSources(values: Values, context: CliContext): Promise<Confi
   }
 }
 
-function stopped(signal: AbortSignal): Promise<void> {
+/** Whether a signal (`stop`) or a failure of the log output (`failed`) came first. */
+function stopped(stop: AbortSignal, failed: AbortSignal): Promise<'signal' | 'output'> {
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    signal.addEventListener('abort', () => resolve(), { once: true });
+    if (stop.aborted) return resolve('signal');
+    if (failed.aborted) return resolve('output');
+    stop.addEventListener('abort', () => resolve('signal'), { once: true });
+    failed.addEventListener('abort', () => resolve('output'), { once: true });
   });
 }
