@@ -53,7 +53,9 @@ export class HttpChannel implements Channel {
         ).results,
       limits: async () => {
         const { maxBatch, maxBodyBytes } = await this.serverLimits();
-        return { maxBatch, maxBytes: maxBodyBytes };
+        // Lowered to the option (see lowered): a refusal names the option, not the server.
+        const maxBatchIsOption = this.settings.maxBatch === maxBatch;
+        return { maxBatch, maxBytes: maxBodyBytes, maxBatchIsOption };
       },
       envelopeBytes: BATCH_ENVELOPE_BYTES.http,
     });

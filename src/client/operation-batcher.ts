@@ -20,6 +20,8 @@ export interface BatchLimits {
   maxBatch: number;
   /** Most bytes of one batch's request body or frame, its envelope included. */
   maxBytes: number;
+  /** `maxBatch` is the client's own option (`open`'s `maxBatch`), not the server's. */
+  maxBatchIsOption?: boolean;
 }
 
 export interface BatcherSettings {
@@ -104,12 +106,12 @@ export class OperationBatcher {
     this.limits = limits;
     const { maxBatch } = limits;
     if (!operations.some((operation) => entriesOf(operation) > maxBatch)) {
-      if (whole) refuseOverBatch(operations.length, operations.length, maxBatch);
+      if (whole) refuseOverBatch(operations.length, operations.length, limits);
       return this.enqueue(queue, operations, limits, whole);
     }
     const parts = operations.map((operation) => splitEntries(operation, maxBatch));
     const flat = parts.flat();
-    if (whole) refuseOverBatch(operations.length, flat.length, maxBatch);
+    if (whole) refuseOverBatch(operations.length, flat.length, limits);
     const outcomes = await this.enqueue(queue, flat, limits, whole);
     let at = 0;
     return parts.map((part) => {
@@ -252,14 +254,19 @@ export class OperationBatcher {
 }
 
 /** An execute's operations run as one unit, so one batch must hold them all (`entries` of them, split acks and reserves counted). */
-function refuseOverBatch(operations: number, entries: number, maxBatch: number): void {
+function refuseOverBatch(operations: number, entries: number, limits: BatchLimits): void {
+  const { maxBatch } = limits;
   if (entries <= maxBatch) return;
+  const whose =
+    limits.maxBatchIsOption === true
+      ? `this client sends at most ${maxBatch} in one (its maxBatch option)`
+      : `the server takes at most ${maxBatch} in one (its maxBatch)`;
   const counted =
     entries === operations
       ? ''
       : ` (${entries} entries, its acks and reserves counted in entries of at most maxBatch)`;
   throw new ValidationError(
-    `execute runs its ${operations} operations${counted} as one unit, sent in one batch, and the server takes at most ${maxBatch} in one (its maxBatch): run them as several executes, or raise maxBatch`,
+    `execute runs its ${operations} operations${counted} as one unit, sent in one batch, and ${whose}: run them as several executes, or raise maxBatch`,
   );
 }
 

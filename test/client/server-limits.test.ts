@@ -131,6 +131,23 @@ describe('an execute of more operations than the server’s maxBatch', () => {
   }
 });
 
+describe('an execute of more operations than the client’s own maxBatch option (HTTP)', () => {
+  it('is refused whole and unsent, naming the option that set the limit, not the server', async () => {
+    server = await startTestServer({ limits: { maxBatch: 10 } });
+    client = await openRemote(server.baseUrl, { transport: 'http', maxBatch: 2 });
+    const q = await client.queue('own-limit');
+    const error = await q
+      .execute([0, 1, 2].map((i) => build.publish({ id: `o${i}` })))
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as Error).message).toContain(
+      'execute runs its 3 operations as one unit, sent in one batch, and this client sends at most 2 in one (its maxBatch option)',
+    );
+    expect((error as Error).message).not.toContain('the server takes');
+    expect(await q.stats()).toMatchObject({ ready: 0, published: 0 });
+  });
+});
+
 describe('an ack of more receipts than the server’s maxBatch', () => {
   for (const transport of ['stream', 'http'] as const) {
     it(`goes as entries of maxBatch; one refused fails the call and says what the others did (${transport})`, async () => {
