@@ -230,4 +230,31 @@ describe('PostgreSQL: a connection broken under a call, at its commit or before 
       await broker.close();
     }
   });
+
+  it('a transaction whose backend ended before its COMMIT fails saying nothing of the kind, and took no effect', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const broker = await open(url());
+    try {
+      const queue = await broker.queue('tx-before-commit');
+      const error = await broker
+        .transaction(async (tx) => {
+          await tx.publish('tx-before-commit', { id: 'in-tx' });
+          // The backend ends under a statement of the work, which catches that and goes on.
+          await tx.run('SELECT pg_terminate_backend(pg_backend_pid())').catch(() => undefined);
+        })
+        .then(
+          () => undefined,
+          (failure: unknown) => failure,
+        );
+      expect(error).toBeInstanceOf(StorageUnavailableError);
+      expect((error as Error).message).not.toMatch(/may or may not/);
+      expect((error as StorageUnavailableError).mayHaveTakenEffect).toBeUndefined();
+      expect(mayHaveTakenEffect(error)).toBe(false);
+      expect(await queue.job('in-tx')).toBeUndefined();
+      // The broker goes on, on another connection.
+      await expect(queue.publish({ id: 'after' })).resolves.toMatchObject({ duplicate: false });
+    } finally {
+      await broker.close();
+    }
+  });
 });

@@ -1,6 +1,11 @@
 import type pg from 'pg';
 import { ConflictError } from '../../core/index.js';
-import type { CommitKind, SqlConnection, SqlValue } from '../sql/sql-connection.js';
+import {
+  type CommitKind,
+  markNeverSent,
+  type SqlConnection,
+  type SqlValue,
+} from '../sql/sql-connection.js';
 import { type ScannedStatement, scanPlaceholders } from './placeholders.js';
 
 /** Statements scanned, by text: the engine's are few and hot; callers' may be many, so capped. */
@@ -43,6 +48,8 @@ export class PostgresConnection implements SqlConnection {
   private readonly beforeCommit: (string | BoundStatement)[] = [];
   /** The transaction's latest failed statement's error: why a COMMIT may be answered ROLLBACK. */
   private failed: unknown;
+  /** The failure that showed this connection gone (its backend ended, its socket closed). */
+  private lost: unknown;
 
   constructor(
     readonly client: pg.PoolClient | pg.Client,
@@ -65,10 +72,18 @@ export class PostgresConnection implements SqlConnection {
     sql: string,
     params: readonly SqlValue[],
   ): Promise<Row[]> {
-    const result = await this.watched(
-      this.client.query({ name, text: toPostgresPlaceholders(sql), values: params as SqlValue[] }),
-    );
-    return result.rows as Row[];
+    try {
+      const result = await this.watched(
+        this.client.query({
+          name,
+          text: toPostgresPlaceholders(sql),
+          values: params as SqlValue[],
+        }),
+      );
+      return result.rows as Row[];
+    } catch (error) {
+      throw isRefusedUnsent(error) ? markNeverSent(error) : error;
+    }
   }
 
   async run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
@@ -189,7 +204,13 @@ export class PostgresConnection implements SqlConnection {
    */
   async commit(): Promise<void> {
     let committed: pg.QueryResult;
+    // Until the message with the COMMIT is handed to the client, a failure (a statement kept for
+    // the commit, the connection found broken) means the COMMIT never went out.
+    let commitSent = false;
     try {
+      // Gone under an earlier statement (whose failure the caller caught and went on): the
+      // transaction was rolled back with its backend, and a COMMIT now could not reach it.
+      if (this.lost !== undefined) throw this.lost;
       const script: string[] = [];
       for (const statement of this.beforeCommit.splice(0)) {
         if (typeof statement === 'string') {
@@ -201,9 +222,11 @@ export class PostgresConnection implements SqlConnection {
         await this.send(statement.sql, statement.params);
       }
       script.push('COMMIT');
+      commitSent = true;
       committed = await this.script(script.join('; '));
     } catch (error) {
-      throw isAborted(error) ? this.rolledBack() : error;
+      if (isAborted(error)) throw this.rolledBack();
+      throw !commitSent || isRefusedUnsent(error) ? markNeverSent(error) : error;
     }
     if (committed.command !== 'COMMIT') throw this.rolledBack();
   }
@@ -230,6 +253,7 @@ export class PostgresConnection implements SqlConnection {
     try {
       return await query;
     } catch (error) {
+      if (this.lost === undefined && endsConnection(error)) this.lost = error;
       this.onFailure(error);
       throw error;
     }
@@ -239,6 +263,29 @@ export class PostgresConnection implements SqlConnection {
 /** A script of several statements answers a result for each. */
 function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
   return (Array.isArray(result) ? result.at(-1) : result) as pg.QueryResult;
+}
+
+/**
+ * node-postgres refusing a query of a client whose connection already failed or ended: the
+ * query was never sent.
+ */
+function isRefusedUnsent(error: unknown): boolean {
+  return /^Client (has encountered a connection error|was closed) and is not queryable$/.test(
+    (error as Error | null)?.message ?? '',
+  );
+}
+
+/**
+ * A failure after which the connection is certainly gone: its backend ended (terminated, the
+ * server shutting down or crashed: 57P01–57P03), its socket closed, or a query refused for that.
+ */
+function endsConnection(error: unknown): boolean {
+  const code = String((error as { code?: unknown } | null)?.code ?? '');
+  return (
+    /^57P0[123]$/.test(code) ||
+    isRefusedUnsent(error) ||
+    /^Connection terminated/.test((error as Error | null)?.message ?? '')
+  );
 }
 
 /** 25P02: the transaction is aborted, an earlier statement of it having failed. */

@@ -1,7 +1,7 @@
 import { LeaseqError, StorageLockedError, StorageUnavailableError } from '../../core/index.js';
 import { failureText } from '../failure-text.js';
 import { reportLater } from '../report-later.js';
-import type { CommitKind, SqlConnection } from './sql-connection.js';
+import { type CommitKind, isNeverSent, type SqlConnection } from './sql-connection.js';
 
 /** One unit of work inside a transaction. It may run again if its batch is retried. */
 export type Work<T> = (connection: SqlConnection, batch: BatchContext) => Promise<T>;
@@ -512,8 +512,8 @@ export class GroupCommitExecutor {
         );
       } catch (error) {
         lease.release();
-        // The statement commits by itself: cut off, it may have.
-        if (this.outcomeUnknown(batch, error)) return true;
+        // The statement commits by itself: cut off, it may have (unless it never went out).
+        if (!isNeverSent(error) && this.outcomeUnknown(batch, error)) return true;
         if (this.failAbandoned(batch)) return true;
         if (batch.length > 1) return false;
         return this.failAlone(batch[0] as Pending, error, attempt);
@@ -558,7 +558,7 @@ export class GroupCommitExecutor {
         context.rolledBack();
         lease.release();
       }
-      if (committing && this.outcomeUnknown(batch, error)) return true;
+      if (committing && !isNeverSent(error) && this.outcomeUnknown(batch, error)) return true;
       if (error instanceof StorageLockedError) {
         this.refuseLocked(batch, error);
         return true;

@@ -34,6 +34,7 @@ export interface SqlConnection {
    * statements too: a dialect then leaves how they are planned as its database's default.
    */
   begin(kind?: CommitKind, forCaller?: boolean): Promise<void>;
+  /** A failure before the COMMIT went out is marked so (`markNeverSent`): nothing committed. */
   commit(): Promise<void>;
   rollback(): Promise<void>;
   /**
@@ -46,6 +47,24 @@ export interface SqlConnection {
     begin(): Promise<void>;
     sync(): Promise<void>;
   };
+}
+
+/** Failures that came before the statement that commits reached the storage (see below). */
+const neverSent = new WeakSet<object>();
+
+/**
+ * Marks `error`, thrown by a commit or by a statement that commits by itself, as having come
+ * before that statement reached the storage (its connection broken before it went out): nothing
+ * of the transaction was committed, so its calls took no effect. Answers `error`.
+ */
+export function markNeverSent(error: unknown): unknown {
+  if (typeof error === 'object' && error !== null) neverSent.add(error);
+  return error;
+}
+
+/** True for an error that `markNeverSent` marked. */
+export function isNeverSent(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && neverSent.has(error);
 }
 
 /** What differs between SQL dialects, beyond the connection. */
