@@ -52,6 +52,11 @@ export interface ConnectionContext {
   sessionClosed(queue: string, session: string): void;
 }
 
+/** What `read` makes of a message: a frame, or why it is none. */
+type Read =
+  | { frame: ClientFrame }
+  | { frame?: undefined; id: number | undefined; error: unknown; json: boolean };
+
 /** A batch frame waiting to run (see roomToRun). */
 interface WaitingFrame {
   /** The deliveries its reserves ask for. */
@@ -82,6 +87,8 @@ export class StreamConnection {
   private readonly sessions = new Map<string, { queue: Queue; ids: Set<string> }>();
   private replies: Promise<void> = Promise.resolve();
   private inFlight = 0;
+  /** Frames read while MAX_FRAMES_IN_FLIGHT ran, waiting for room, in the order they came. */
+  private readonly held: Read[] = [];
   /** Batch frames waiting for room to run, in the order they came. */
   private readonly waitingToRun: WaitingFrame[] = [];
   /** The deliveries asked for by the reserves of the batch frames running now. */
@@ -192,6 +199,17 @@ export class StreamConnection {
     );
     // Came after the close began: not run, and no answer could go out.
     if (this.ending !== undefined) return;
+    // Pausing the socket stops its reads, not the frames of a chunk it has read (one read holds
+    // up to 64 KiB: hundreds of small frames). Those past the bound wait here, in their order.
+    if (this.inFlight >= MAX_FRAMES_IN_FLIGHT || this.held.length > 0) {
+      this.held.push(read);
+      return;
+    }
+    this.run(read);
+  }
+
+  /** Runs a frame that was read (or refuses it), its answer behind those of the frames before. */
+  private run(read: Read): void {
     if (read.frame === undefined) {
       // JSON but not a frame, during shutdown: CLOSED, as a frame would be answered.
       this.refuse(read.id, read.json && this.shuttingDown ? shuttingDownError() : read.error);
@@ -214,12 +232,7 @@ export class StreamConnection {
    * A message as a frame, or why it is none: `json` when it was JSON text, `id` the frame's when
    * it has a readable one.
    */
-  private read(
-    data: unknown,
-    isBinary: boolean,
-  ):
-    | { frame: ClientFrame }
-    | { frame?: undefined; id: number | undefined; error: unknown; json: boolean } {
+  private read(data: unknown, isBinary: boolean): Read {
     let value: unknown;
     let text: string;
     try {
@@ -258,6 +271,15 @@ export class StreamConnection {
     }
   }
 
+  /** Runs the frames held back by the bound on frames in flight, in order, as room comes. */
+  private runHeld(): void {
+    while (this.ending === undefined && this.inFlight < MAX_FRAMES_IN_FLIGHT) {
+      const read = this.held.shift();
+      if (read === undefined) return;
+      this.run(read);
+    }
+  }
+
   /** Answers go out in the order the frames came in; many frames in flight pause reading. */
   private track(answer: Promise<ServerFrame>, answered: (delivered: boolean) => void): void {
     this.inFlight += 1;
@@ -276,6 +298,7 @@ export class StreamConnection {
       } finally {
         answered(delivered);
         this.inFlight -= 1;
+        this.runHeld();
         this.updateReading();
       }
     });
@@ -828,6 +851,8 @@ export class StreamConnection {
 
   private async cleanUp(): Promise<void> {
     this.ended = true;
+    // Frames held back are not run: their connection is gone.
+    this.held.length = 0;
     clearInterval(this.heartbeat);
     if (this.drainTimer !== undefined) clearInterval(this.drainTimer);
     // Frames waiting to run do not: their connection is gone.
