@@ -196,13 +196,19 @@ describe('leaseq as a process (from the sources)', () => {
     return { cli, base };
   }
 
-  it('serve whose log reader goes away stops as on SIGTERM: a waiting long poll is answered, then 141', async () => {
+  /** A listening server with a receive waiting on the empty queue `idle`, its log reader gone. */
+  async function serverWhoseReaderWent() {
     const { cli, base } = await listeningServer();
     const exit = exited(cli);
     const poll = call(base, 'POST', '/v1/queues/idle/receive', { body: { wait: 15_000 } });
     await sleep(200);
-    // `leaseq serve | head -2`: the reader has gone; the next log line (a delivery) fails.
     cli.stdout?.destroy();
+    return { cli, base, exit, poll };
+  }
+
+  it('serve whose log reader goes away stops as on SIGTERM: a waiting long poll is answered, then 141', async () => {
+    // `leaseq serve | head -2`: the reader has gone; the next log line (a delivery) fails.
+    const { base, exit, poll } = await serverWhoseReaderWent();
     await call(base, 'POST', '/v1/queues/q/jobs', { body: { id: 'logged' } });
     await call(base, 'POST', '/v1/queues/q/receive', { body: {} });
     // Stopped cleanly, not cut: the waiting long poll gets its empty answer.
@@ -211,11 +217,7 @@ describe('leaseq as a process (from the sources)', () => {
   }, 30_000);
 
   it('serve stopped by SIGTERM while its log reader goes too (| pino-pretty, Ctrl-C) exits 0', async () => {
-    const { cli, base } = await listeningServer();
-    const exit = exited(cli);
-    const poll = call(base, 'POST', '/v1/queues/idle/receive', { body: { wait: 15_000 } });
-    await sleep(200);
-    cli.stdout?.destroy();
+    const { cli, exit, poll } = await serverWhoseReaderWent();
     cli.kill('SIGTERM');
     expect((await poll).body).toEqual({ deliveries: [] });
     expect(await exit).toEqual({ code: 0, signal: null });

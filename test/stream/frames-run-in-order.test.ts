@@ -25,18 +25,28 @@ async function until(check: () => boolean): Promise<void> {
 }
 
 /**
- * A server whose queues' option reads wait, once `hold()` is called, until `release()`: a
- * reserve naming no visibility, and a subscribe naming none, wait there for the queue's lease.
+ * A server whose queues' `method` waits, once `hold()` is called, until `release()`: with
+ * `options`, a reserve naming no visibility, and a subscribe naming none, wait there for the
+ * queue's lease; with `execute`, every batch frame waits for the storage. `counts` says how
+ * many calls of it started, and the most under way at once.
  */
-async function serveWithHeldOptionReads() {
+async function serveHolding(method: 'options' | 'execute' = 'options') {
   const real = await open('memory:');
   let held: Promise<void> | undefined;
   let release = () => {};
+  const counts = { started: 0, running: 0, most: 0 };
   const broker = withWrappedQueues(real, (queue: Queue) =>
     Object.assign(Object.create(queue), {
-      options: async () => {
-        if (held !== undefined) await held;
-        return queue.options();
+      [method]: async (...args: unknown[]) => {
+        counts.started += 1;
+        counts.running += 1;
+        counts.most = Math.max(counts.most, counts.running);
+        try {
+          if (held !== undefined) await held;
+          return await (queue[method] as (...given: unknown[]) => Promise<unknown>)(...args);
+        } finally {
+          counts.running -= 1;
+        }
       },
     }),
   );
@@ -48,6 +58,7 @@ async function serveWithHeldOptionReads() {
   const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
     baseUrl,
+    counts,
     hold() {
       held = new Promise((resolve) => {
         release = resolve;
@@ -66,7 +77,7 @@ function countFramesRead(): () => number {
 describe('frames sent one behind the other', () => {
   it('a reserve naming no visibility runs before a publish sent behind it', async () => {
     const framesRead = countFramesRead();
-    const server = await serveWithHeldOptionReads();
+    const server = await serveHolding();
     await call(server.baseUrl, 'PUT', '/v1/queues/jobs', { body: {} });
     const client = await FrameClient.open(server.baseUrl);
     closing.push(() => client.close());
@@ -101,7 +112,7 @@ describe('frames sent one behind the other', () => {
 
   it('credit, unsubscribe and subscribe behind a subscribe still opening apply in their order', async () => {
     const framesRead = countFramesRead();
-    const server = await serveWithHeldOptionReads();
+    const server = await serveHolding();
     await call(server.baseUrl, 'PUT', '/v1/queues/jobs', { body: {} });
     const client = await FrameClient.open(server.baseUrl);
     closing.push(() => client.close());
@@ -141,7 +152,7 @@ describe('frames sent one behind the other', () => {
   });
 
   it('a second unsubscribe, or a credit, sent right behind an unsubscribe finds no subscription', async () => {
-    const server = await serveWithHeldOptionReads();
+    const server = await serveHolding();
     await call(server.baseUrl, 'PUT', '/v1/queues/jobs', { body: {} });
     const client = await FrameClient.open(server.baseUrl);
     closing.push(() => client.close());
@@ -169,5 +180,40 @@ describe('frames sent one behind the other', () => {
     expect(
       client.frames.filter((frame: Frame) => frame.id === 1).map((f: Frame) => f.type),
     ).toEqual(['subscribed', 'subscribed']);
+  });
+});
+
+// The server executes at most 64 frames of one connection at a time (docs/stream.md, Flooding).
+// Pausing the socket stops its reads, but one read may hold hundreds of small frames: those
+// past the bound must wait for room, not run at once.
+describe('a flood of small frames read at once', () => {
+  it('runs at most 64 of them at a time and answers every one in order', async () => {
+    const framesRead = countFramesRead();
+    const server = await serveHolding('execute');
+    await call(server.baseUrl, 'PUT', '/v1/queues/jobs', { body: {} });
+    const client = await FrameClient.open(server.baseUrl);
+    closing.push(() => client.close());
+    // Should the test fail holding them, the connection must still close.
+    closing.push(async () => server.release());
+
+    server.hold();
+    const count = 200;
+    const before = framesRead();
+    // Sent in one turn: the server, in this process, reads them together (one read of ~20 KB).
+    for (let id = 1; id <= count; id++) {
+      client.send({ type: 'batch', id, queue: 'jobs', operations: [{ type: 'stats' }] });
+    }
+    await until(() => framesRead() - before >= count);
+    // Every frame read has gone as far as it goes without the storage.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(server.counts.started).toBe(64);
+    server.release();
+
+    await client.next((frame) => frame.id === count, 10_000);
+    const ids = client.frames
+      .filter((frame: Frame) => frame.type === 'results')
+      .map((frame: Frame) => frame.id);
+    expect(ids).toEqual(Array.from({ length: count }, (_, index) => index + 1));
+    expect(server.counts.most).toBeLessThanOrEqual(64);
   });
 });
