@@ -257,4 +257,27 @@ describe('PostgreSQL: a connection broken under a call, at its commit or before 
       await broker.close();
     }
   });
+
+  it('a transaction that went on after a statement failing with a connection-ending code, its connection alive, commits', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const broker = await open(url());
+    try {
+      const queue = await broker.queue('tx-relayed-code');
+      await broker.transaction(async (tx) => {
+        await tx.publish('tx-relayed-code', { id: 'before' });
+        await tx.run('SAVEPOINT s');
+        // As dblink or postgres_fdw relay a remote backend's end: an ERROR with its code, this
+        // connection alive. The work rolls back to the savepoint, as the docs say, and goes on.
+        await tx
+          .run(`DO $$ BEGIN RAISE EXCEPTION 'remote gone' USING ERRCODE = '57P01'; END $$`)
+          .catch(() => undefined);
+        await tx.run('ROLLBACK TO SAVEPOINT s');
+        await tx.publish('tx-relayed-code', { id: 'after' });
+      });
+      expect(await queue.job('before')).toBeDefined();
+      expect(await queue.job('after')).toBeDefined();
+    } finally {
+      await broker.close();
+    }
+  });
 });

@@ -48,7 +48,10 @@ export class PostgresConnection implements SqlConnection {
   private readonly beforeCommit: (string | BoundStatement)[] = [];
   /** The transaction's latest failed statement's error: why a COMMIT may be answered ROLLBACK. */
   private failed: unknown;
-  /** The failure that showed this connection gone (its backend ended, its socket closed). */
+  /**
+   * The failure that showed this connection gone (its backend ended, its socket closed); cleared
+   * when the server answers a later query, which a connection gone could not.
+   */
   private lost: unknown;
 
   constructor(
@@ -251,9 +254,14 @@ export class PostgresConnection implements SqlConnection {
   /** A query's result; its failure told to `onFailure` first. */
   private async watched<T>(query: Promise<T>): Promise<T> {
     try {
-      return await query;
+      const result = await query;
+      // Answered: the connection is alive after all (the code came at ERROR level, as dblink
+      // and postgres_fdw relay a remote backend's end, and the work went on past it).
+      this.lost = undefined;
+      return result;
     } catch (error) {
-      if (this.lost === undefined && endsConnection(error)) this.lost = error;
+      if (endsConnection(error)) this.lost ??= error;
+      else if (answeredByServer(error)) this.lost = undefined;
       this.onFailure(error);
       throw error;
     }
@@ -286,6 +294,11 @@ function endsConnection(error: unknown): boolean {
     isRefusedUnsent(error) ||
     /^Connection terminated/.test((error as Error | null)?.message ?? '')
   );
+}
+
+/** An error the server sent (node-postgres gives those its severity): it was there to answer. */
+function answeredByServer(error: unknown): boolean {
+  return typeof (error as { severity?: unknown } | null)?.severity === 'string';
 }
 
 /** 25P02: the transaction is aborted, an earlier statement of it having failed. */
