@@ -288,6 +288,16 @@ describe('the stream: bad frames get a typed error frame and change nothing', ()
     });
     expect(await client.closed).toBe(1009);
   });
+
+  it('closes the connection with 1008 on a message in more than 16,384 fragments', async () => {
+    const client = await connect(await serve());
+    // Empty fragments: the count is what is bounded, not the size.
+    for (let fragment = 0; fragment <= 16_384; fragment++) {
+      client.socket.send('', { fin: false });
+    }
+    client.socket.send('', { fin: true });
+    expect(await client.closed).toBe(1008);
+  });
 });
 
 function nest(depth: number): unknown {
