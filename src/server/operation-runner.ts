@@ -89,7 +89,7 @@ export async function runOperations(
       // its receipts or session handles, which it would otherwise learn to be genuine or not.
       authorizeType(principal, input, queue.name);
       const operation = operationFromWire(input, verifier);
-      authorizeOperation(principal, operation, queue.name);
+      authorizeDestination(principal, operation);
       checkLimits(operation, limits, `operations[${index}]`);
       parsed.push({ index, operation });
     } catch (error) {
@@ -150,14 +150,11 @@ function authorizeType(principal: Principal, input: unknown, queue: string): voi
   }
 }
 
-export function authorizeOperation(
-  principal: Principal,
-  operation: Operation,
-  queue: string,
-): void {
-  const needed = ACCESS[operation.type];
-  authorize(principal, needed, queue);
-  // Jobs moved are published where they go: that needs the right to publish there.
+/**
+ * Beyond the right on the queue (authorizeType, checked before the operation was read): jobs
+ * moved are published where they go, which needs the right to publish there.
+ */
+function authorizeDestination(principal: Principal, operation: Operation): void {
   if (operation.type === 'moveJobs') {
     if (operation.to !== undefined) authorize(principal, 'publish', operation.to);
     else authorizeMoveToOrigins(principal, operation.origins);
