@@ -120,6 +120,14 @@ async function publishTerminated(
   }
 }
 
+/** A failure that says nothing of a commit under way: the storage unavailable, and no more. */
+function expectNotTaken(error: unknown): void {
+  expect(error).toBeInstanceOf(StorageUnavailableError);
+  expect((error as Error).message).not.toMatch(/may or may not/);
+  expect((error as StorageUnavailableError).mayHaveTakenEffect).toBeUndefined();
+  expect(mayHaveTakenEffect(error)).toBe(false);
+}
+
 /** Resolves once the backend `pid` has ended. */
 async function ended(admin: pg.Client, pid: number): Promise<void> {
   for (;;) {
@@ -221,10 +229,7 @@ describe('PostgreSQL: a connection broken under a call, at its commit or before 
       const error = await publishTerminated(queue, 'before-commit', false, { id: 'cut' }, (query) =>
         expect(query).not.toMatch(/COMMIT/),
       );
-      expect(error).toBeInstanceOf(StorageUnavailableError);
-      expect((error as Error).message).not.toMatch(/may or may not/);
-      expect((error as StorageUnavailableError).mayHaveTakenEffect).toBeUndefined();
-      expect(mayHaveTakenEffect(error)).toBe(false);
+      expectNotTaken(error);
       expect(await queue.job('cut')).toBeUndefined();
     } finally {
       await broker.close();
@@ -246,10 +251,7 @@ describe('PostgreSQL: a connection broken under a call, at its commit or before 
           () => undefined,
           (failure: unknown) => failure,
         );
-      expect(error).toBeInstanceOf(StorageUnavailableError);
-      expect((error as Error).message).not.toMatch(/may or may not/);
-      expect((error as StorageUnavailableError).mayHaveTakenEffect).toBeUndefined();
-      expect(mayHaveTakenEffect(error)).toBe(false);
+      expectNotTaken(error);
       expect(await queue.job('in-tx')).toBeUndefined();
       // The broker goes on, on another connection.
       await expect(queue.publish({ id: 'after' })).resolves.toMatchObject({ duplicate: false });
