@@ -1,5 +1,6 @@
 import { ClosedError, ValidationError } from '../../core/index.js';
 import { inspectToWire, MAX_INSPECT_LIMIT } from '../../wire/index.js';
+import { encodeForRequest } from '../content-coding.js';
 import { type QueueParams, type RouteSpec, route, type Services } from '../route.js';
 import { inspectView, object, queryCount, queueParams, stats } from '../schemas.js';
 
@@ -96,8 +97,11 @@ export function observabilityRoutes(services: Services, openApi: () => unknown):
         const text = await metrics.render(() =>
           queues.visibleStats((name) => principal.canSee(name)),
         );
-        reply.type(metrics.contentType);
-        return text;
+        reply.type(metrics.contentType).header('vary', 'accept-encoding');
+        // Thousands of queues write megabytes of text; Prometheus asks for gzip.
+        const encoded = await encodeForRequest(text, reply.request.headers['accept-encoding']);
+        if (encoded.encoding !== undefined) reply.header('content-encoding', encoded.encoding);
+        return encoded.body;
       },
     }),
     route<unknown, unknown>({

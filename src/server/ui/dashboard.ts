@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { acceptsGzip } from '../content-coding.js';
 
 /** Where the dashboard is served. */
 export const DASHBOARD_PATH = '/ui/';
@@ -83,7 +84,7 @@ function send(request: FastifyRequest, reply: FastifyReply, asset: Asset, immuta
     .header('referrer-policy', 'no-referrer')
     .header('x-frame-options', 'DENY');
   if (request.headers['if-none-match'] === asset.etag) return reply.status(304).send();
-  if (/\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))) {
+  if (acceptsGzip(request.headers['accept-encoding'])) {
     return reply.header('content-encoding', 'gzip').send(asset.gzipped);
   }
   return reply.send(asset.body);
