@@ -13,6 +13,8 @@ export class ForeignWriteWatch {
   });
   private timer: NodeJS.Timeout | undefined;
   private version: number | undefined;
+  /** The read as the wait began failed: the first read that succeeds wakes every watched queue. */
+  private unknown = false;
 
   constructor(
     private readonly readVersion: () => number,
@@ -28,7 +30,8 @@ export class ForeignWriteWatch {
   /** One look: wakes every watched queue when another connection committed since the last. */
   runOnce(): boolean {
     const version = this.readVersion();
-    const changed = this.version !== undefined && version !== this.version;
+    const changed = this.unknown || (this.version !== undefined && version !== this.version);
+    this.unknown = false;
     this.version = version;
     if (changed) for (const queue of this.watched.queues()) this.wake(queue);
     return changed;
@@ -41,7 +44,16 @@ export class ForeignWriteWatch {
   }
 
   private begin(): void {
-    this.version = this.readVersion();
+    try {
+      this.version = this.readVersion();
+    } catch {
+      // Unreadable for a moment (SQLite answers SQLITE_BUSY_RECOVERY while another process
+      // recovers the file after a crash): the receiver waits all the same, rather than its
+      // receive failing with the driver's untyped error, and since a commit meanwhile would go
+      // unseen, the first read that succeeds wakes every watched queue.
+      this.version = undefined;
+      this.unknown = true;
+    }
     this.timer = setInterval(() => {
       try {
         this.runOnce();
@@ -55,6 +67,7 @@ export class ForeignWriteWatch {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
     this.version = undefined;
+    this.unknown = false;
   }
 }
 
