@@ -18,6 +18,12 @@ export interface Waiter {
 /** How long each delivery handed out had been held, pushed ahead with its lease running. */
 const heldAges = new WeakMap<WireDelivery, number>();
 
+/**
+ * The subscription (its id on the connection) each delivery was pushed to: the server counts a
+ * delivery against that subscription's prefetch alone, not against one opened after it.
+ */
+const pushedTo = new WeakMap<WireDelivery, number>();
+
 /** How long `delivery` waited in a subscription's buffer before a receive took it (ms). */
 export function heldFor(delivery: WireDelivery): number {
   return heldAges.get(delivery) ?? 0;
@@ -112,10 +118,13 @@ export class Prefetch implements PushListener {
   private closed = false;
   /**
    * Receipts handed to receives and not yet settled through this client → when their lease
-   * ends (this client's time). The server counts a delivery against the prefetch until then,
-   * so this client counts it as long; a dropped one stops counting when its lease ends.
+   * ends (this client's time) and the subscription they were pushed to. The server counts a
+   * delivery against that subscription's prefetch until then, so this client counts it as long
+   * while that subscription is open; a dropped one stops counting when its lease ends. A
+   * subscription opened again (on this connection or the next) starts from zero on the server,
+   * and counts none of them.
    */
-  private readonly inHand = new Map<string, number>();
+  private readonly inHand = new Map<string, { until: number; subscription: number | undefined }>();
   /** Signals of the consumers that received through this subscription, until they abort. */
   private readonly consumers = new Map<AbortSignal, () => void>();
 
@@ -307,7 +316,8 @@ export class Prefetch implements PushListener {
   /** Deliveries in hand whose leases were extended through this client (server deadlines). */
   extended(leases: readonly { receipt: string; deadline: number }[]): void {
     for (const { receipt, deadline } of leases) {
-      if (this.inHand.has(receipt)) this.inHand.set(receipt, deadline - this.serverAhead);
+      const held = this.inHand.get(receipt);
+      if (held !== undefined) held.until = deadline - this.serverAhead;
     }
   }
 
@@ -335,9 +345,7 @@ export class Prefetch implements PushListener {
    */
   cancelled(ids: ReadonlySet<string>): void {
     const dropped = this.dropHeld((each) => ids.has(each.id));
-    for (const delivery of dropped) {
-      this.inHand.set(delivery.receipt, delivery.deadline - this.serverAhead);
-    }
+    for (const delivery of dropped) this.countInHand(delivery);
     this.giveBack(dropped);
   }
 
@@ -383,11 +391,16 @@ export class Prefetch implements PushListener {
   }
 
   private handOut(deliveries: WireDelivery[]): WireDelivery[] {
-    for (const delivery of deliveries) {
-      this.inHand.set(delivery.receipt, delivery.deadline - this.serverAhead);
-    }
+    for (const delivery of deliveries) this.countInHand(delivery);
     this.lowerIfHoarding();
     return deliveries;
+  }
+
+  private countInHand(delivery: WireDelivery): void {
+    this.inHand.set(delivery.receipt, {
+      until: delivery.deadline - this.serverAhead,
+      subscription: pushedTo.get(delivery),
+    });
   }
 
   /**
@@ -413,11 +426,17 @@ export class Prefetch implements PushListener {
       .catch(() => {});
   }
 
-  /** The deliveries in hand (lease not over) plus what the waiting receives ask for. */
+  /**
+   * The deliveries in hand (lease not over) that the open subscription was pushed, plus what
+   * the waiting receives ask for.
+   */
   private demand(): number {
     const now = performance.now();
-    for (const [receipt, until] of this.inHand) if (until <= now) this.inHand.delete(receipt);
-    let demand = this.inHand.size;
+    let demand = 0;
+    for (const [receipt, { until, subscription }] of this.inHand) {
+      if (until <= now) this.inHand.delete(receipt);
+      else if (subscription !== undefined && subscription === this.subscription) demand += 1;
+    }
     for (const waiter of this.waiters) demand += waiter.max;
     return demand;
   }
@@ -441,6 +460,7 @@ export class Prefetch implements PushListener {
     const since = performance.now();
     for (const delivery of frame.deliveries) {
       this.held.set(delivery.receipt, { deadline: delivery.deadline, since });
+      pushedTo.set(delivery, frame.subscription);
     }
     this.buffer.push(...frame.deliveries);
     const handed = new Set<string>();
@@ -468,10 +488,16 @@ export class Prefetch implements PushListener {
     this.giveBack(frame.deliveries);
   }
 
-  /** The connection dropped: the server ended the subscription; held deliveries stay leased. */
+  /**
+   * The connection dropped: the server ended the subscription; held deliveries stay leased. The
+   * one the next connection opens starts from what its receives then ask for, as after `end`:
+   * the server counts none of the deliveries this one was pushed against it.
+   */
   lost(): void {
     this.subscription = undefined;
     this.opening = undefined;
+    this.prefetch = 0;
+    this.mostAsked = 0;
     this.failWaiters(new ConnectionLostError(STREAM_CONNECTION_LOST));
   }
 
