@@ -448,6 +448,9 @@ export class Prefetch implements PushListener {
         return;
       }
       this.subscription = undefined;
+      // As after a dropped connection: the one opened next starts from what its receives ask.
+      this.prefetch = 0;
+      this.mostAsked = 0;
       if (frame.error !== undefined) {
         // Ended by a refusal (its queue deleted, its session closed): what it pushed is not
         // handed out, its job gone or given back by the server; the nacks are stale, or go back.
@@ -490,8 +493,9 @@ export class Prefetch implements PushListener {
 
   /**
    * The connection dropped: the server ended the subscription; held deliveries stay leased. The
-   * one the next connection opens starts from what its receives then ask for, as after `end`:
-   * the server counts none of the deliveries this one was pushed against it.
+   * one the next connection opens starts from what its receives then ask for, as after `end`
+   * or an `unsubscribed`: the server counts none of the deliveries this one was pushed against
+   * it.
    */
   lost(): void {
     this.subscription = undefined;

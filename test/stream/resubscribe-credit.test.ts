@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Broker, Queue } from '../../src/broker/index.js';
+import type { Broker, Queue, ReceiveOptions } from '../../src/broker/index.js';
 import { RemoteBroker } from '../../src/client/index.js';
+import { StorageUnavailableError } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
+import { withWrappedQueues } from '../server/helpers.js';
 
 const closing: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -28,12 +30,12 @@ async function serve(broker: Broker, port = 0) {
  * A consumer that received `old0`…`old3` one at a time (as loops of `receive({ max: 1 })` do)
  * and holds them, unsettled, with six more jobs published behind them.
  */
-async function consumerHoldingFour() {
+async function consumerHoldingFour(served: (broker: Broker) => Broker = (broker) => broker) {
   const broker = await open('memory:');
   closing.push(() => broker.close());
   const jobs = await broker.queue('jobs', { visibility: 60_000 });
   await jobs.publishBatch(Array.from({ length: 4 }, (_, n) => ({ id: `old${n}` })));
-  const server = await serve(broker);
+  const server = await serve(served(broker));
   const client = new RemoteBroker(server.baseUrl, { transport: 'stream', prefetchIdleMs: 60_000 });
   closing.push(() => client.close());
   const queue = await client.queue('jobs');
@@ -83,6 +85,29 @@ describe('a subscription opened again asks for what its receives want', () => {
     await queue.stats();
     const next = new AbortController();
     const stats = await receiveOneMore(jobs, queue, next.signal);
+    expect(stats).toMatchObject({ active: 5, ready: 5 });
+  });
+
+  it('after the server ended it for a storage failure, the same holds', async () => {
+    let failing = false;
+    // The server's receives fail while `failing`, as over a storage that is down.
+    const served = (broker: Broker) =>
+      withWrappedQueues(broker, (queue) =>
+        Object.assign(Object.create(queue), {
+          receive: (options: ReceiveOptions) =>
+            failing
+              ? Promise.reject(new StorageUnavailableError('the storage is down (test)'))
+              : queue.receive(options),
+        }),
+      );
+    const { jobs, queue, consumer } = await consumerHoldingFour(served);
+    failing = true;
+    // A fifth receive raises the credit; the server's receive fails and it ends the subscription.
+    await expect(
+      queue.receive({ max: 1, wait: 5000, signal: consumer.signal }),
+    ).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
+    failing = false;
+    const stats = await receiveOneMore(jobs, queue, consumer.signal);
     expect(stats).toMatchObject({ active: 5, ready: 5 });
   });
 });
