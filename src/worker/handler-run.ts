@@ -122,8 +122,11 @@ export abstract class HandlerRun implements HeldRun, ContextOwner {
   protected abstract handlerReturned(): void;
   /** The handler threw (or its promise rejected) and its error decides the job. */
   protected abstract handlerThrew(error: unknown): void;
-  /** The settlement was claimed (e.g. the lease need not be kept any longer). */
-  protected claimedHook(): void {}
+  /**
+   * The settlement was claimed: by the handler's end (`byHandler`, its result settles the job),
+   * or by shutdown or a lost lease (e.g. the lease need not be kept any longer).
+   */
+  protected claimedHook(_byHandler: boolean): void {}
 
   /** Calls the handler once; its end goes to handlerReturned or handlerThrew if still unclaimed. */
   protected runHandler(): void {
@@ -170,11 +173,14 @@ export abstract class HandlerRun implements HeldRun, ContextOwner {
     this.controller?.abort(reason);
   }
 
-  /** Takes the settlement; false when something else already did. */
-  protected claim(): boolean {
+  /**
+   * Takes the settlement (`byHandler`: for the handler's result); false when something else
+   * already did.
+   */
+  protected claim(byHandler = false): boolean {
     if (this.claimed) return false;
     this.claimed = true;
-    this.claimedHook();
+    this.claimedHook(byHandler);
     if (this.handlerRunning) {
       this.abandoned = true;
       this.deps.metrics.abandonedHandlers += 1;
@@ -197,7 +203,7 @@ export abstract class HandlerRun implements HeldRun, ContextOwner {
   private handlerEnded(): boolean {
     this.handlerRunning = false;
     if (this.abandoned) this.deps.metrics.abandonedHandlers -= 1;
-    if (!this.claim()) return false;
+    if (!this.claim(true)) return false;
     this.deps.onHandlerEnded(this);
     return true;
   }

@@ -152,10 +152,14 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
 
   protected handlerReturned(): void {
     this.ackSettlement = this.duplicateMarked ? DUPLICATE : ACKED;
-    this.deps.acks.add(this);
+    this.renewer.whenExtended(() => this.deps.acks.add(this));
   }
 
   protected handlerThrew(error: unknown): void {
+    this.renewer.whenExtended(() => this.settleByThrown(error));
+  }
+
+  private settleByThrown(error: unknown): void {
     const limit = this.deps.maxDeliveries;
     const decision = this.decideThrown(error, limit.value);
     if (decision.action !== 'dead-letter' || decision.reason !== 'retries-exhausted') {
@@ -237,7 +241,9 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
     this.finish({ outcome: 'lease-lost', reason: 'settle-failed', error: failure });
   }
 
-  protected override claimedHook(): void {
-    this.renewer.stop();
+  protected override claimedHook(byHandler: boolean): void {
+    // The handler's result settles the job once the extensions it asked for were answered.
+    if (byHandler) this.renewer.handlerEnded();
+    else this.renewer.stop();
   }
 }

@@ -61,6 +61,15 @@ export class LeaseRenewer implements Scheduled {
   private reports = 0;
   private capped = false;
   private stopped = false;
+  /**
+   * The handler ended, and its result settles the job: no more automatic renewals, but the
+   * extensions it asked for (ctx.extend) still go out and are answered (see whenExtended).
+   */
+  private handlerOver = false;
+  /** Extensions the handler asked for (ctx.extend) and whose answer has not come. */
+  private handlerExtends = 0;
+  /** What waits for those answers: the job's settlement (see whenExtended). */
+  private afterExtends: (() => void)[] = [];
   private retryAt = 0;
   private busy: Promise<unknown> | undefined;
   /** An automatic renewal is on its way: the next wake-up is the deadline, whatever it answers. */
@@ -116,10 +125,34 @@ export class LeaseRenewer implements Scheduled {
     if (this.config.policy === 'on-progress') this.reschedule();
   }
 
-  /** The job was settled or given up: no more renewals. */
+  /** The job was given up (released, or its lease lost): no more renewals, nor answers read. */
   stop(): void {
     this.stopped = true;
     this.config.scheduler.cancel(this);
+    this.extended();
+  }
+
+  /**
+   * The handler ended, and its result settles the job: no more automatic renewals. The
+   * extensions it asked for and has not seen answered still count: each resolves with what the
+   * queue granted (see whenExtended). The deadline's wake-up stays set while they are on their
+   * way.
+   */
+  handlerEnded(): void {
+    this.handlerOver = true;
+    this.reschedule();
+  }
+
+  /**
+   * Calls `then` once the extensions the handler asked for were answered: at once when none is
+   * on its way. The job's ack or nack goes after them, so that an extension granted before it
+   * is answered as granted, not refused for a settlement that overtook it (over the network, or
+   * on another connection of the storage's pool). One whose answer has not come by the lease's
+   * deadline holds it no longer: the lease was not kept past it (see runOnce).
+   */
+  whenExtended(then: () => void): void {
+    if (this.handlerExtends === 0 || this.stopped) then();
+    else this.afterExtends.push(then);
   }
 
   /** The scheduler's call: one step, then the next wake-up. */
@@ -170,7 +203,14 @@ export class LeaseRenewer implements Scheduled {
    * null when the lease is lost; throws what the queue threw.
    */
   async extend(visibility: number): Promise<number | null> {
-    const step = await this.extendBy(visibility, false);
+    this.handlerExtends += 1;
+    let step: RenewalStep;
+    try {
+      step = await this.extendBy(visibility, false);
+    } finally {
+      this.handlerExtends -= 1;
+      if (this.handlerExtends === 0) this.extended();
+    }
     this.reschedule();
     if (step === 'lost' || step === 'stopped') return null;
     if (step === 'error') throw this.lastError;
@@ -180,6 +220,11 @@ export class LeaseRenewer implements Scheduled {
   /** Wakes at the deadline or at the next renewal, whichever comes first. */
   private reschedule(): void {
     if (this.stopped) return;
+    if (this.handlerOver && this.handlerExtends === 0) {
+      // Nothing more to keep: the settlement is on its way.
+      this.config.scheduler.cancel(this);
+      return;
+    }
     const renewal = this.renewing ? Number.POSITIVE_INFINITY : this.renewalDueAt;
     this.config.scheduler.schedule(this, Math.min(this.localDeadline, renewal));
   }
@@ -277,6 +322,7 @@ export class LeaseRenewer implements Scheduled {
   private mayRenew(): boolean {
     return (
       !this.stopped &&
+      !this.handlerOver &&
       !this.capped &&
       this.config.policy !== 'never' &&
       this.renewals < this.config.maxRenewals
@@ -288,7 +334,16 @@ export class LeaseRenewer implements Scheduled {
       this.stopped = true;
       this.config.scheduler.cancel(this);
       this.holder.leaseLost(reason);
+      this.extended();
     }
     return 'lost';
+  }
+
+  /** The handler's extensions were answered, or will not be waited for: what waited goes on. */
+  private extended(): void {
+    const waiting = this.afterExtends;
+    if (waiting.length === 0) return;
+    this.afterExtends = [];
+    for (const then of waiting) then();
   }
 }
