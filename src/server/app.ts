@@ -21,7 +21,13 @@ import { browserRefusal } from './browser-guard.js';
 import { checkAppOptions } from './config.js';
 import { mapError, ServerError } from './errors.js';
 import { answerClientError, answerExpectation, answerFrameworkError } from './framework-errors.js';
-import { checkJsonBody, DEFAULT_LIMITS, type Limits, LongPollGate } from './limits.js';
+import {
+  checkJsonBody,
+  DEFAULT_LIMITS,
+  type Limits,
+  LongPollGate,
+  REQUEST_TIMEOUT_MARGIN_MS,
+} from './limits.js';
 import { ServerMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { QueueDirectory } from './queue-directory.js';
@@ -65,12 +71,9 @@ export interface AppOptions {
   sqs?: Partial<SqsSettings>;
 }
 
-/** Extra time a request may take beyond the longest long poll before Node cuts it. */
-const REQUEST_TIMEOUT_MARGIN_MS = 15_000;
-const HEADERS_TIMEOUT_MS = 10_000;
 /**
- * How often Node looks for requests past those times: its default, 30 s, let a request that
- * stalled its headers hold its connection 34 s, not 10.
+ * How often Node looks for requests past those times and past `headersTimeoutMs`: its default,
+ * 30 s, let a request that stalled its headers hold its connection 34 s, not 10.
  */
 const TIMEOUT_CHECK_MS = 1000;
 
@@ -143,7 +146,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
     },
     clientErrorHandler: answerClientError,
   });
-  app.server.headersTimeout = HEADERS_TIMEOUT_MS;
+  app.server.headersTimeout = limits.headersTimeoutMs;
   app.server.on('checkExpectation', answerExpectation);
   // JSON only: any other content type is 415.
   app.removeContentTypeParser('text/plain');

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { ValidationError } from '../core/index.js';
 import { DEFAULT_URL, redactUrl, storageUrlProblem } from '../engine/index.js';
 import { ACTIONS, type ApiKeyConfig } from './auth.js';
-import { DEFAULT_LIMITS, type Limits } from './limits.js';
+import { DEFAULT_LIMITS, type Limits, REQUEST_TIMEOUT_MARGIN_MS } from './limits.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -125,6 +125,11 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'maxBodyBytes', kind: int(1024, 256 * 1024 * 1024), help: 'largest request body' },
   { name: 'maxBatch', kind: int(1, 10_000), help: 'most entries in one batch' },
   { name: 'maxWaitMs', kind: int(0, 300_000), help: 'longest long-poll wait' },
+  {
+    name: 'headersTimeoutMs',
+    kind: int(100, 300_000),
+    help: 'time a client has to send request headers; then 408',
+  },
   { name: 'maxLongPolls', kind: int(1, 1_000_000), help: 'most waiting receives at once' },
   { name: 'maxVisibilityMs', kind: int(1), help: 'longest lease a request may ask for' },
   { name: 'maxDelayMs', kind: int(0), help: 'longest publish or nack delay' },
@@ -581,6 +586,16 @@ function crossChecks(
   ) {
     problems.push(
       `maxBodyBytes: ${config.maxBodyBytes} (from ${from('maxBodyBytes')}) must be at least maxPayloadBytes + 1024 (${config.maxPayloadBytes + 1024}; maxPayloadBytes ${config.maxPayloadBytes} from ${from('maxPayloadBytes')}) so that one job of the largest payload fits`,
+    );
+  }
+  const requestTimeout = config.maxWaitMs + REQUEST_TIMEOUT_MARGIN_MS;
+  if (
+    !refused.has('headersTimeoutMs') &&
+    !refused.has('maxWaitMs') &&
+    config.headersTimeoutMs > requestTimeout
+  ) {
+    problems.push(
+      `headersTimeoutMs: ${config.headersTimeoutMs} (from ${from('headersTimeoutMs')}) must be at most maxWaitMs + ${REQUEST_TIMEOUT_MARGIN_MS} (${requestTimeout}; maxWaitMs ${config.maxWaitMs} from ${from('maxWaitMs')}), the time a whole request may take`,
     );
   }
   return problems;

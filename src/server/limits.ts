@@ -12,6 +12,11 @@ export interface Limits {
   maxBatch: number;
   /** Longest long-poll `wait` of one receive. Default 20 s. */
   maxWaitMs: number;
+  /**
+   * How long a client may take to send a request's headers; past it the server answers 408 and
+   * closes the connection (a client that holds connections open by stalling). Default 10 s.
+   */
+  headersTimeoutMs: number;
   /** Most receives waiting at once; one more is refused with 429. Default 1000. */
   maxLongPolls: number;
   /** Longest visibility (lease) a receive, extend or queue may ask for. Default 12 h. */
@@ -33,12 +38,16 @@ export interface Limits {
   streamHeartbeatMs: number;
 }
 
+/** Extra time a request may take beyond the longest long poll before Node cuts it (408). */
+export const REQUEST_TIMEOUT_MARGIN_MS = 15_000;
+
 /** Each limit a server keeps where its options or configuration give none. */
 export const DEFAULT_LIMITS: Readonly<Limits> = {
   maxPayloadBytes: 256 * 1024,
   maxBodyBytes: 1024 * 1024,
   maxBatch: 100,
   maxWaitMs: 20_000,
+  headersTimeoutMs: 10_000,
   maxLongPolls: 1000,
   maxVisibilityMs: 12 * 60 * 60 * 1000,
   maxDelayMs: 12 * 60 * 60 * 1000,

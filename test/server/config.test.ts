@@ -218,6 +218,18 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('keeps the headers timeout within the time a whole request may take', () => {
+    expect(
+      problems(() => loadConfig({ flags: { headersTimeoutMs: '40000', maxWaitMs: '20000' } })),
+    ).toEqual([
+      'headersTimeoutMs: 40000 (from --headers-timeout-ms) must be at most maxWaitMs + 15000 (35000; maxWaitMs 20000 from --max-wait-ms), the time a whole request may take',
+    ]);
+    expect(problems(() => loadConfig({ env: { LEASEQ_HEADERS_TIMEOUT_MS: '36000' } }))).toEqual([
+      'headersTimeoutMs: 36000 (from LEASEQ_HEADERS_TIMEOUT_MS) must be at most maxWaitMs + 15000 (35000; maxWaitMs 20000 from the default), the time a whole request may take',
+    ]);
+    expect(loadConfig({ flags: { headersTimeoutMs: '35000' } }).headersTimeoutMs).toBe(35_000);
+  });
+
   it('reports refused keys on a non-loopback host as refused, not as no keys configured', () => {
     const file = {
       path: 'leaseq.json',

@@ -1,6 +1,8 @@
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { open } from '../../src/index.js';
+import { createApp, DEFAULT_LIMITS } from '../../src/server/index.js';
 import { FrameClient } from '../stream/frames.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 
@@ -273,23 +275,44 @@ describe('long polls', () => {
 });
 
 describe('slow clients', () => {
-  it('answers 408 to a request whose headers stall, within about the 10 s documented', async () => {
-    const { port } = new URL(server.baseUrl);
-    const started = Date.now();
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(port), '127.0.0.1', () => {
-        socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+  it('gives a client 10 s to send its headers by default (headersTimeoutMs)', async () => {
+    expect(DEFAULT_LIMITS.headersTimeoutMs).toBe(10_000);
+    const broker = await open('memory:');
+    try {
+      const app = await createApp({
+        broker,
+        receiptSecret: 'test-secret-of-at-least-32-characters',
       });
-      let text = '';
-      socket.on('data', (chunk: Buffer) => {
-        text += chunk.toString();
+      expect(app.server.headersTimeout).toBe(10_000);
+      await app.close();
+    } finally {
+      await broker.close();
+    }
+  });
+
+  it('answers 408 to a request whose headers stall, within about its headersTimeoutMs', async () => {
+    const headersTimeoutMs = 1000;
+    const slow = await startTestServer({ limits: { headersTimeoutMs } });
+    try {
+      const { port } = new URL(slow.baseUrl);
+      const started = Date.now();
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1', () => {
+          socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+        });
+        let text = '';
+        socket.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
       });
-      socket.on('close', () => resolve(text));
-      socket.on('error', reject);
-    });
-    const waited = Date.now() - started;
-    expect(answer).toMatch(/^HTTP\/1\.1 408/);
-    expect(waited).toBeGreaterThanOrEqual(9_900);
-    expect(waited).toBeLessThan(13_000);
-  }, 20_000);
+      const waited = Date.now() - started;
+      expect(answer).toMatch(/^HTTP\/1\.1 408/);
+      expect(waited).toBeGreaterThanOrEqual(headersTimeoutMs - 100);
+      expect(waited).toBeLessThan(headersTimeoutMs + 3_000);
+    } finally {
+      await slow.close();
+    }
+  });
 });
