@@ -90,9 +90,11 @@ export function scheduleRecord(
   let cron: string | undefined;
   let every: number | undefined;
   if (typeof when === 'number') {
-    if (!Number.isSafeInteger(when) || when < 1000) {
+    if (!Number.isInteger(when) || when < 1000) {
       problems.push(`every must be an integer of at least 1000 ms, got ${when}`);
-    } else if (now + when > LATEST_TIME) {
+    } else if (!Number.isSafeInteger(when) || now + when > LATEST_TIME) {
+      // A whole number too large to be exact (2 ** 60, 1e300) is one of at least 1000: what it
+      // exceeds is the longest interval, as a safe integer beyond it does.
       problems.push(
         `every must be at most ${LATEST_TIME - now} ms (its first occurrence a time a date can hold), got ${when}`,
       );
