@@ -63,6 +63,13 @@ export function checkScheduleName(name: unknown): asserts name is string {
   if (problem !== undefined) throw new ValidationError(problem);
 }
 
+/**
+ * The longest cron expression a schedule takes (R25): beyond any real one (every value of all
+ * six fields listed one by one is 526 characters), and short enough that a list of schedules
+ * stays small.
+ */
+export const MAX_CRON_LENGTH = 1024;
+
 /** Checks a schedule's definition; every problem named at once (a ValidationError). */
 export function scheduleRecord(
   queue: string,
@@ -103,8 +110,13 @@ export function scheduleRecord(
     every = when;
   } else if (typeof when === 'string') {
     const fields = when.trim().split(/\s+/).length;
-    // R25's form: croner would take a seventh field (a year) and nicknames too.
-    if (fields !== 5 && fields !== 6) {
+    if (when.length > MAX_CRON_LENGTH) {
+      // Not echoed: the message would be as long as the text.
+      problems.push(
+        `cron must be at most ${MAX_CRON_LENGTH} characters, got ${when.length} starting ${JSON.stringify(when.slice(0, 40))}`,
+      );
+    } else if (fields !== 5 && fields !== 6) {
+      // R25's form: croner would take a seventh field (a year) and nicknames too.
       problems.push(`cron ${JSON.stringify(when)} must have 5 or 6 fields, got ${fields}`);
     } else {
       // Only a cron of R25's form is parsed: croner's words for another count (it takes
