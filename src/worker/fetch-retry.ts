@@ -1,7 +1,10 @@
 import { backoffDelay } from '../core/index.js';
 
-/** Fetch-loop retry delays after failed receives, ms: the step doubles from base to max. */
-export const FETCH_RETRY = { baseDelay: 100, maxDelay: 30_000 };
+/**
+ * Fetch-loop retry delays after failed receives, ms: the step doubles from base to max. The max
+ * bounds how long a worker stays idle once its storage or server is back: at most 5 s after it.
+ */
+export const FETCH_RETRY = { baseDelay: 100, maxDelay: 5_000 };
 
 /**
  * Where the fetch loop's jitter comes from: `Math.random`, read at each retry. Tests put a
