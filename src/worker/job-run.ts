@@ -73,7 +73,10 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
   /** Shutdown: gives the job back for immediate redelivery and fires the handler's signal. */
   async release(): Promise<void> {
     if (!this.claim()) {
-      // Settled or settling another way: wait until that has landed.
+      // Settled or settling another way: wait until that has landed. A settlement still waiting
+      // for the handler's extensions goes now: the close's grace period is over, and the worker
+      // stops keeping the lease once closed, so the job would be neither settled nor released.
+      this.renewer.settleNow();
       await this.done();
       return;
     }
@@ -152,11 +155,14 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
 
   protected handlerReturned(): void {
     this.ackSettlement = this.duplicateMarked ? DUPLICATE : ACKED;
-    this.renewer.whenExtended(() => this.deps.acks.add(this));
+    // Checked first: the common path (no extension on its way) allocates no callback.
+    if (this.renewer.extensionsPending) this.renewer.whenExtended(() => this.deps.acks.add(this));
+    else this.deps.acks.add(this);
   }
 
   protected handlerThrew(error: unknown): void {
-    this.renewer.whenExtended(() => this.settleByThrown(error));
+    if (this.renewer.extensionsPending) this.renewer.whenExtended(() => this.settleByThrown(error));
+    else this.settleByThrown(error);
   }
 
   private settleByThrown(error: unknown): void {

@@ -68,8 +68,8 @@ export class LeaseRenewer implements Scheduled {
   private handlerOver = false;
   /** Extensions the handler asked for (ctx.extend) and whose answer has not come. */
   private handlerExtends = 0;
-  /** What waits for those answers: the job's settlement (see whenExtended). */
-  private afterExtends: (() => void)[] = [];
+  /** What waits for those answers: the job's settlement, one at most (see whenExtended). */
+  private afterExtends: (() => void) | undefined;
   private retryAt = 0;
   private busy: Promise<unknown> | undefined;
   /** An automatic renewal is on its way: the next wake-up is the deadline, whatever it answers. */
@@ -151,8 +151,21 @@ export class LeaseRenewer implements Scheduled {
    * deadline holds it no longer: the lease was not kept past it (see runOnce).
    */
   whenExtended(then: () => void): void {
-    if (this.handlerExtends === 0 || this.stopped) then();
-    else this.afterExtends.push(then);
+    if (this.extensionsPending) this.afterExtends = then;
+    else then();
+  }
+
+  /** Whether the handler's extensions hold its settlement (see whenExtended). */
+  get extensionsPending(): boolean {
+    return this.handlerExtends > 0 && !this.stopped;
+  }
+
+  /**
+   * Shutdown, its grace period over: the settlement waiting for the handler's extensions goes
+   * now. Their answers are still read, as the lease is still kept until the worker closes.
+   */
+  settleNow(): void {
+    this.extended();
   }
 
   /** The scheduler's call: one step, then the next wake-up. */
@@ -342,8 +355,8 @@ export class LeaseRenewer implements Scheduled {
   /** The handler's extensions were answered, or will not be waited for: what waited goes on. */
   private extended(): void {
     const waiting = this.afterExtends;
-    if (waiting.length === 0) return;
-    this.afterExtends = [];
-    for (const then of waiting) then();
+    if (waiting === undefined) return;
+    this.afterExtends = undefined;
+    waiting();
   }
 }

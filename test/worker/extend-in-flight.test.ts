@@ -73,6 +73,33 @@ describeEngines(engines, 'a ctx.extend() still on its way as the handler ends', 
     consumer.faults.heal();
     await expect(extension).rejects.toBeInstanceOf(LeaseLostError);
   });
+
+  it('a close past its grace period does not wait for an unanswered extension: the job is acked', async () => {
+    const h = await open();
+    let extension: Promise<number> | undefined;
+    // A lease longer than the close's wait for the jobs it gives back.
+    const consumer = h.process(
+      (_job, ctx) => {
+        extension = ctx.extend(3000);
+        extension.catch(() => undefined);
+      },
+      { visibility: 5000 },
+    );
+    consumer.faults.failRenewals({ mode: 'hang', count: 1 });
+    await h.queue.publish({ id: 'a' });
+    expect(await consumer.worker.runOnce()).toBe(1);
+    await h.flush();
+    expect(consumer.outcomes).toEqual([]);
+    const closing = consumer.worker.close({ timeout: 0 });
+    await h.advance(1000, { step: 100 });
+    await closing;
+    // Settled as it ended, not left in hand once the worker stopped keeping its lease.
+    expect(consumer.outcomes).toMatchObject([{ id: 'a', outcome: 'acked' }]);
+    expect(consumer.faults.calls.map((call) => call.op)).toEqual(['receive', 'extend', 'ack']);
+    expect(consumer.worker.metrics().inHand).toBe(0);
+    await h.advance(5000, { step: 1000 });
+    expect(await h.queue.stats()).toMatchObject({ acks: 1, ready: 0, active: 0, expiries: 0 });
+  });
 });
 
 const reachable = await open(postgresUrl())
