@@ -61,6 +61,21 @@ export function postgresUrl(): string {
 }
 
 /**
+ * Whether PostgreSQL answers at postgresUrl(), for a `describe.skipIf`: under CI=true one that
+ * does not fails the file instead, never skipping silently.
+ */
+export async function postgresReachable(): Promise<boolean> {
+  try {
+    const engine = await openEngine(postgresUrl());
+    await engine.close();
+    return true;
+  } catch (error) {
+    if (process.env.CI === 'true') throw error;
+    return false;
+  }
+}
+
+/**
  * The factories, fresh: each call makes its own SQLite temp file, so call it once per test
  * file. PostgreSQL shares one database; tests keep apart by unique queue names (`queueName`).
  */

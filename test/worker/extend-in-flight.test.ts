@@ -6,7 +6,7 @@ import {
   type OutcomeRecord,
   Worker,
 } from '../../src/worker/index.js';
-import { postgresUrl, queueName } from '../conformance/engines.js';
+import { postgresReachable, postgresUrl, queueName } from '../conformance/engines.js';
 import { describeEngines, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
@@ -102,15 +102,7 @@ describeEngines(engines, 'a ctx.extend() still on its way as the handler ends', 
   });
 });
 
-const reachable = await open(postgresUrl())
-  .then(async (broker) => {
-    await broker.close();
-    return true;
-  })
-  .catch((error: unknown) => {
-    if (process.env.CI === 'true') throw error;
-    return false;
-  });
+const reachable = await postgresReachable();
 
 describe.skipIf(!reachable)(
   'a ctx.extend() on its way as the handler ends, over PostgreSQL',

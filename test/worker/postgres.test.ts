@@ -7,19 +7,11 @@ import {
   ValidationError,
   work,
 } from '../../src/index.js';
-import { postgresUrl, queueName } from '../conformance/engines.js';
+import { postgresReachable, postgresUrl, queueName } from '../conformance/engines.js';
 
 // The worker over PostgreSQL on the wall clock: the manual-clock suites run over memory and
 // SQLite; here the real fetch loop, outcomes and the transactional inbox meet a shared database.
-const reachable = await open(postgresUrl())
-  .then(async (broker) => {
-    await broker.close();
-    return true;
-  })
-  .catch((error: unknown) => {
-    if (process.env.CI === 'true') throw error;
-    return false;
-  });
+const reachable = await postgresReachable();
 
 describe.skipIf(!reachable)(
   'the worker over PostgreSQL (skipped only when unreachable outside CI)',
