@@ -1,8 +1,14 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll } from 'vitest';
+import {
+  type Browser,
+  type BrowserContextOptions,
+  chromium,
+  type Locator,
+  type Page,
+} from 'playwright-core';
+import { afterAll, beforeAll, expect } from 'vitest';
 import {
   type ApiKeyConfig,
   loadConfig,
@@ -217,6 +223,9 @@ export async function signIn(
     viewport: { width: 1366, height: 900 },
     ...options.context,
   });
+  // The page's timers and Date, faked: they run as the wall clock does until a test runs them
+  // ahead (`nextPoll`).
+  await context.clock.install();
   const page = await context.newPage();
   await page.goto(`${url}/ui/${options.hash ?? '#/'}`);
   await page.getByLabel('API key').fill(key);
@@ -235,4 +244,42 @@ export const go = (page: Page, hash: string) =>
 export async function openQueuePage(page: Page, queue: string): Promise<void> {
   await go(page, `#/queues/${encodeURIComponent(queue)}`);
   await page.getByRole('heading', { name: `Queue ${queue}`, exact: true }).waitFor();
+}
+
+/** How often the dashboard reads what a page shows (INTERVAL_MS in src/server/ui/web/main.tsx). */
+export const POLL_MS = 2000;
+
+/**
+ * Runs the clock of a page `signIn` opened one interval ahead at once: the page polls now, as it
+ * would have 2 s later, reading every topic that has no read on its way (the page's countdowns
+ * and times move on by as much).
+ */
+export const nextPoll = (page: Page, ms = POLL_MS) => page.clock.runFor(ms);
+
+/**
+ * `read` run after a poll brought forward (`nextPoll`): for `expect.poll`, so that each check
+ * comes after a reading of its own rather than waiting out the interval.
+ */
+export const afterPoll =
+  <T>(page: Page, read: () => T | Promise<T>) =>
+  async (): Promise<T> => {
+    await nextPoll(page);
+    return read();
+  };
+
+/** How long `expect.poll(afterPoll(…))` looks, and how often: a poll each time. */
+export const POLLED = { timeout: 10_000, interval: 100 } as const;
+
+/** Waits for `locator` to be shown, polling (`nextPoll`) before each look. */
+export async function shownAfterPolls(
+  page: Page,
+  locator: Locator,
+  options: { timeout?: number } = {},
+): Promise<void> {
+  await expect
+    .poll(
+      afterPoll(page, () => locator.isVisible()),
+      { ...POLLED, ...options },
+    )
+    .toBe(true);
 }

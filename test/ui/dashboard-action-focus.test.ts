@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { go, openQueuePage, signIn, skipBrowser, useAdminDashboard } from './browser.js';
+import { go, nextPoll, openQueuePage, signIn, skipBrowser, useAdminDashboard } from './browser.js';
 
 /** Pause, Resume, Delete and Check again from the keyboard alone: the focus stays where it was. */
 
@@ -118,7 +118,7 @@ describe.skipIf(skipBrowser)('queue actions and Check again from the keyboard (C
     const check = page.getByRole('button', { name: 'Check again', exact: true });
     await check.focus();
     // A second apart, so the time it says changes.
-    await page.waitForTimeout(1_100);
+    await nextPoll(page, 1_100);
     const readsBefore = reads.length;
     await page.keyboard.press('Enter');
     await expect.poll(() => reads.length).toBe(readsBefore + 1);

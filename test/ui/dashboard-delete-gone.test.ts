@@ -3,9 +3,12 @@ import type { Browser, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server/index.js';
 import {
+  afterPoll,
   callApi,
   launchChromium,
   openQueuePage,
+  POLLED,
+  shownAfterPolls,
   signIn,
   skipBrowser,
   startDashboardServer,
@@ -59,9 +62,7 @@ describe.skipIf(skipBrowser)(
       const page = await signIn(browser, server.url, ADMIN);
       await deleteWhileAsked(page, 'leave');
       const dialog = page.getByRole('alertdialog');
-      await dialog
-        .getByRole('heading', { name: 'Queue leave is gone' })
-        .waitFor({ timeout: 8_000 });
+      await shownAfterPolls(page, dialog.getByRole('heading', { name: 'Queue leave is gone' }));
       await expect(dialog.isVisible()).resolves.toBe(true);
       await expect(dialog.getByRole('alert').textContent()).resolves.toContain(
         'It was deleted elsewhere',
@@ -91,7 +92,7 @@ describe.skipIf(skipBrowser)(
       const page = await signIn(browser, server.url, ADMIN);
       await deleteWhileAsked(page, 'stay');
       const dialog = page.getByRole('alertdialog');
-      await dialog.getByRole('heading', { name: 'Queue stay is gone' }).waitFor({ timeout: 8_000 });
+      await shownAfterPolls(page, dialog.getByRole('heading', { name: 'Queue stay is gone' }));
       await dialog.getByRole('button', { name: 'Stay on this page' }).click();
       await expect.poll(() => page.locator('dialog[open]').count(), { timeout: 10_000 }).toBe(0);
       await page.getByText('No queue named stay that this key can see.').waitFor();
@@ -103,15 +104,11 @@ describe.skipIf(skipBrowser)(
       const page = await signIn(browser, server.url, ADMIN);
       await deleteWhileAsked(page, 'again');
       const dialog = page.getByRole('alertdialog');
-      await dialog
-        .getByRole('heading', { name: 'Queue again is gone' })
-        .waitFor({ timeout: 8_000 });
+      await shownAfterPolls(page, dialog.getByRole('heading', { name: 'Queue again is gone' }));
       await api('PUT', '/v1/queues/again', {});
       // The page reads the new queue behind the dialog; the dialog does not turn back into a
       // question about it, with the figures of the queue that was deleted.
-      await page
-        .getByRole('heading', { name: 'Queue again', exact: true })
-        .waitFor({ timeout: 8_000 });
+      await shownAfterPolls(page, page.getByRole('heading', { name: 'Queue again', exact: true }));
       await expect(
         dialog.getByRole('heading', { name: 'Queue again is gone' }).count(),
       ).resolves.toBe(1);
@@ -148,7 +145,7 @@ describe.skipIf(skipBrowser)('the delete dialog of a queue gone, once closed (Ch
     await openDeleteDialog(page, 'stays');
     await api('DELETE', '/v1/queues/stays');
     const dialog = page.getByRole('alertdialog');
-    await dialog.getByRole('heading', { name: 'Queue stays is gone' }).waitFor({ timeout: 8_000 });
+    await shownAfterPolls(page, dialog.getByRole('heading', { name: 'Queue stays is gone' }));
     await page.keyboard.press('Shift+Tab');
     await expect(focused(page)).resolves.toEqual({ tag: 'BUTTON', text: 'Stay on this page' });
     await page.keyboard.press('Enter');
@@ -163,13 +160,9 @@ describe.skipIf(skipBrowser)('the delete dialog of a queue gone, once closed (Ch
     await openDeleteDialog(page, 'returns');
     await api('DELETE', '/v1/queues/returns');
     const dialog = page.getByRole('alertdialog');
-    await dialog
-      .getByRole('heading', { name: 'Queue returns is gone' })
-      .waitFor({ timeout: 8_000 });
+    await shownAfterPolls(page, dialog.getByRole('heading', { name: 'Queue returns is gone' }));
     await api('PUT', '/v1/queues/returns', {});
-    await page
-      .getByRole('heading', { name: 'Queue returns', exact: true })
-      .waitFor({ timeout: 8_000 });
+    await shownAfterPolls(page, page.getByRole('heading', { name: 'Queue returns', exact: true }));
     await page.keyboard.press('Escape');
     await expect
       .poll(() => focused(page), { timeout: 8_000 })
@@ -185,15 +178,21 @@ describe.skipIf(skipBrowser)('the delete dialog of a queue gone, once closed (Ch
     await page.route('**/v1/queues/remade/stats', (route) => {
       held.push(route);
     });
-    await expect.poll(() => held.length, { timeout: 8_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(
+        afterPoll(page, () => held.length),
+        POLLED,
+      )
+      .toBeGreaterThan(0);
     expect((await api('DELETE', '/v1/queues/remade')).body).toEqual({ deleted: true });
     await api('PUT', '/v1/queues/remade', {});
     for (const route of held) await route.continue();
     await page.unroute('**/v1/queues/remade/stats');
     const dialog = page.getByRole('alertdialog');
-    await dialog
-      .getByRole('heading', { name: 'Queue remade was deleted and made again' })
-      .waitFor({ timeout: 8_000 });
+    await shownAfterPolls(
+      page,
+      dialog.getByRole('heading', { name: 'Queue remade was deleted and made again' }),
+    );
     await expect(dialog.getByRole('textbox').count()).resolves.toBe(0);
     await expect(dialog.getByRole('button', { name: 'Delete queue' }).count()).resolves.toBe(0);
     await dialog.getByRole('button', { name: 'Stay on this page' }).click();

@@ -3,10 +3,12 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server/index.js';
 import {
+  afterPoll,
   artifactPath,
   callApi,
   launchChromium,
   openQueuePage,
+  POLLED,
   signIn,
   skipBrowser,
   startDashboardServer,
@@ -76,7 +78,12 @@ describe.skipIf(skipBrowser)('the deliveries in flight on a queue page (Chromium
     const card = page.locator('dl.cards > div').filter({ has: page.getByText('In flight') });
     await expect(card.locator('dd').textContent()).resolves.toBe(String(IN_FLIGHT));
     // Every read asked for one page: never the whole list, at every poll.
-    await expect.poll(() => reads.length, { timeout: 6_000 }).toBeGreaterThan(1);
+    await expect
+      .poll(
+        afterPoll(page, () => reads.length),
+        POLLED,
+      )
+      .toBeGreaterThan(1);
     expect(new Set(reads.map((read) => read.search))).toEqual(new Set(['?limit=100']));
     const whole = (await api('GET', '/v1/queues/busy/deliveries?limit=1000')).body;
     expect(whole.deliveries).toHaveLength(IN_FLIGHT);

@@ -1,13 +1,17 @@
 /// <reference lib="dom" />
-import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server/index.js';
 import {
+  afterPoll,
   artifactPath,
   callApi,
   go,
   launchChromium,
+  nextPoll,
   openQueuePage,
+  POLLED,
+  shownAfterPolls,
   signIn,
   skipBrowser,
   startDashboardServer,
@@ -84,12 +88,23 @@ async function open(key = ADMIN): Promise<{ context: BrowserContext; page: Page 
   return { context: page.context(), page };
 }
 
-/** The paths of the API reads `page` makes while `during` runs. */
-async function readsDuring(page: Page, during: () => Promise<void>): Promise<string[]> {
+/**
+ * The paths of the API reads `page` makes over a poll and a half (`nextPoll`): up to a request
+ * of the test's own made in the page after them, so every read the poll started is counted.
+ * Counted once `drawn` is shown: the figures the page opened with are in, so that no read of
+ * them is still on its way, made before the count and not made again by the poll.
+ */
+async function readsOverAPoll(page: Page, drawn: Locator): Promise<string[]> {
+  await drawn.first().waitFor();
   const paths: string[] = [];
   const listen = (request: { url(): string }) => paths.push(new URL(request.url()).pathname);
   page.on('request', listen);
-  await during();
+  await nextPoll(page, 2_500);
+  const fence = page.waitForRequest((request) => request.url().endsWith('/ui/favicon.svg?fence'));
+  await page.evaluate(() => {
+    void fetch('/ui/favicon.svg?fence');
+  });
+  await fence;
   page.off('request', listen);
   return paths;
 }
@@ -116,7 +131,12 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
       true,
     );
     // Two readings later the rows have their sparklines and stay a page long.
-    await page.waitForFunction(() => document.querySelectorAll('svg.sparkline').length === 10);
+    await expect
+      .poll(
+        afterPoll(page, () => page.locator('svg.sparkline').count()),
+        POLLED,
+      )
+      .toBe(10);
     await page.getByLabel('Filter by name').fill('');
     await page.getByText(`1–50 of ${QUEUES + 2} queues`).waitFor();
   });
@@ -143,7 +163,12 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     page.on('request', onRequest);
     page.on('response', onResponse);
     const rows = page.locator('table.figures tbody tr');
-    await expect.poll(() => answers.size, { timeout: 5_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(
+        afterPoll(page, () => answers.size),
+        POLLED,
+      )
+      .toBeGreaterThan(0);
     expect(new Set(asked)).toEqual(new Set(['?offset=0&limit=50']));
     expect(answers.get('?offset=0&limit=50')).toEqual({ queues: 50, total });
 
@@ -159,7 +184,12 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
       .toEqual({ queues: 10, total: 10 });
     await expect(rows.count()).resolves.toBe(10);
     // The sparklines draw from the readings of the page.
-    await page.waitForFunction(() => document.querySelectorAll('svg.sparkline').length === 10);
+    await expect
+      .poll(
+        afterPoll(page, () => page.locator('svg.sparkline').count()),
+        POLLED,
+      )
+      .toBe(10);
 
     // Queues deleted while the last page is open: it goes back within what there is.
     const extra = Array.from({ length: 30 }, (_, n) => `zz${String(n).padStart(2, '0')}`);
@@ -173,7 +203,7 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     expect(asked.at(-1)).toBe('?offset=150&limit=50');
     await expect(rows.count()).resolves.toBe(2);
     await Promise.all(extra.map((name) => api('DELETE', `/v1/queues/${name}`)));
-    await page.getByText(`101–${total} of ${total} queues`).waitFor({ timeout: 6_000 });
+    await shownAfterPolls(page, page.getByText(`101–${total} of ${total} queues`));
     expect(asked.at(-1)).toBe('?offset=100&limit=50');
     await expect(rows.count()).resolves.toBe(total - 100);
     await expect(page.getByRole('button', { name: 'Next page' }).isDisabled()).resolves.toBe(true);
@@ -189,15 +219,14 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
   it('reads every queue’s figures on the overview only: a queue or job page reads its own', async () => {
     const { page } = admin;
     await openQueuePage(page, 'q000');
-    const onQueue = await readsDuring(page, () => page.waitForTimeout(2_500));
+    const onQueue = await readsOverAPoll(page, page.locator('dl.cards'));
     expect(onQueue).toContain('/v1/queues/q000/stats');
     expect(onQueue).not.toContain('/v1/stats');
     await go(page, '#/queues/q001/jobs/none');
-    await page.getByRole('heading', { name: /Job\s+none/ }).waitFor();
-    const onJob = await readsDuring(page, () => page.waitForTimeout(2_500));
+    const onJob = await readsOverAPoll(page, page.getByRole('heading', { name: /Job\s+none/ }));
     expect(onJob.filter((path) => path.endsWith('/stats'))).toEqual([]);
     await go(page, '#/');
-    const onOverview = await readsDuring(page, () => page.waitForTimeout(2_500));
+    const onOverview = await readsOverAPoll(page, page.locator('table.figures tbody tr'));
     expect(onOverview).toContain('/v1/stats');
   });
 
@@ -205,11 +234,17 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     const { page } = admin;
     await go(page, '#/queues/q000');
     await page.waitForFunction(() => document.querySelectorAll('.chart canvas').length === 4);
-    // Nothing drawn in the canvas's first columns: a label wider than its axis is cut there.
+    // Nothing drawn in the canvas's first columns beside the plot: a y label wider than its axis
+    // is cut there. Not below the plot, where the time axis centres the date and time under its
+    // first tick, which reaches the edge when that tick falls near the plot's left side.
     const inkAtLeftEdge = await page.evaluate(() => {
       const canvas = document.querySelector('.chart canvas') as HTMLCanvasElement;
+      const plot = canvas.parentElement?.querySelector('.u-over') as HTMLElement;
       const context = canvas.getContext('2d') as CanvasRenderingContext2D;
-      const { data } = context.getImageData(0, 0, 2, canvas.height);
+      // Down to the plot's bottom and half a line below it (the lowest y label, centred there).
+      const below =
+        (plot.offsetTop + plot.offsetHeight + 8) * (canvas.height / canvas.clientHeight);
+      const { data } = context.getImageData(0, 0, 2, Math.min(canvas.height, Math.ceil(below)));
       let ink = 0;
       for (let at = 3; at < data.length; at += 4) if ((data[at] ?? 0) > 0) ink += 1;
       return ink;
@@ -305,21 +340,31 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     await expect(dialog.getByRole('heading').textContent()).resolves.toBe('Purge all 5 jobs?');
     // Three more die while the dialog is open; the list behind it shows them.
     await kill('mixed', ['c1', 'c2', 'c3'], () => 'gamma');
-    await expect.poll(() => rows.count(), { timeout: 6_000 }).toBe(8);
+    await expect
+      .poll(
+        afterPoll(page, () => rows.count()),
+        POLLED,
+      )
+      .toBe(8);
     await dialog.getByRole('button', { name: 'Purge 5 jobs' }).click();
     const said = page.getByRole('status').filter({ hasText: /^Purged: / });
     await said.waitFor();
     await expect(said.textContent()).resolves.toBe('Purged: 5 jobs.');
     const dead = (await api('GET', '/v1/queues/mixed/dead-letters')).body.deadLetters;
     expect(dead.map((letter: { id: string }) => letter.id)).toEqual(['c1', 'c2', 'c3']);
-    await expect.poll(() => rows.count(), { timeout: 6_000 }).toBe(3);
+    await expect
+      .poll(
+        afterPoll(page, () => rows.count()),
+        POLLED,
+      )
+      .toBe(3);
   });
 
   it('takes no other action while one is on its way, and says it is', async () => {
     const { page } = admin;
     await kill('mixed', ['e1'], () => 'epsilon');
     const redriveOne = page.getByRole('button', { name: 'Redrive e1', exact: true });
-    await redriveOne.waitFor({ timeout: 6_000 });
+    await shownAfterPolls(page, redriveOne);
     const held: Route[] = [];
     await page.route('**/dead-letters/redrive', (route) => {
       held.push(route);
@@ -393,7 +438,12 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     );
     await expect(page.locator('main').textContent()).resolves.not.toContain('Failed to fetch');
     await page.unroute('**/v1/**');
-    await expect.poll(() => unreachable.count(), { timeout: 8_000 }).toBe(0);
+    await expect
+      .poll(
+        afterPoll(page, () => unreachable.count()),
+        POLLED,
+      )
+      .toBe(0);
   });
 
   it('shows a purged job gone, and a deleted queue without its dead letters', async () => {
@@ -405,16 +455,26 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     await page.getByRole('alertdialog').getByRole('button', { name: 'Purge 1 job' }).click();
     await page.getByRole('status').filter({ hasText: 'Purged.' }).waitFor();
     // No old state, no button left to press.
-    await page.getByText('No job d1 in gone now').waitFor({ timeout: 6_000 });
+    await shownAfterPolls(page, page.getByText('No job d1 in gone now'));
     await expect(redrive.count()).resolves.toBe(0);
     await expect(purge.count()).resolves.toBe(0);
     await expect(page.locator('.facts').count()).resolves.toBe(0);
 
     await go(page, '#/queues/gone/dead-letters');
     const rows = page.locator('table tbody tr');
-    await expect.poll(() => rows.count(), { timeout: 6_000 }).toBe(1);
+    await expect
+      .poll(
+        afterPoll(page, () => rows.count()),
+        POLLED,
+      )
+      .toBe(1);
     await api('DELETE', '/v1/queues/gone');
-    await expect.poll(() => rows.count(), { timeout: 6_000 }).toBe(0);
+    await expect
+      .poll(
+        afterPoll(page, () => rows.count()),
+        POLLED,
+      )
+      .toBe(0);
     await expect(page.getByRole('button', { name: /Purge|Redrive/ }).count()).resolves.toBe(0);
     await page.getByText('No queue named gone that this key can see.').waitFor();
   });
@@ -425,25 +485,48 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     const live = page.locator('.live-text');
     await expect.poll(() => live.textContent()).toMatch(/^Live · /);
     await page.route('**/v1/**', (route) => route.abort());
-    await expect.poll(() => live.textContent(), { timeout: 6_000 }).toMatch(/^Not updating/);
+    await expect
+      .poll(
+        afterPoll(page, () => live.textContent()),
+        POLLED,
+      )
+      .toMatch(/^Not updating/);
     const stopped = await live.textContent();
-    await page.waitForTimeout(2_200);
+    // One more poll, 2.2 s on, fails too: the time of the last answer stays.
+    const failed = page.waitForEvent('requestfailed');
+    await nextPoll(page, 2_200);
+    await failed;
     await expect(live.textContent()).resolves.toBe(stopped);
     await page.unroute('**/v1/**');
-    await expect.poll(() => live.textContent(), { timeout: 6_000 }).toMatch(/^Live · /);
+    await expect
+      .poll(
+        afterPoll(page, () => live.textContent()),
+        POLLED,
+      )
+      .toMatch(/^Live · /);
     // A stopped server (SIGSTOP) takes each request and never answers: not updating either.
     const held: Route[] = [];
     await page.route('**/v1/**', (route) => {
       held.push(route);
     });
-    await expect.poll(() => live.textContent(), { timeout: 9_000 }).toMatch(/^Not updating/);
+    await expect
+      .poll(
+        afterPoll(page, () => live.textContent()),
+        POLLED,
+      )
+      .toMatch(/^Not updating/);
     await expect(live.getAttribute('title')).resolves.toMatch(
       /^The latest read failed: the server has (not answered for \d+ s|not answered within 6 s)$/,
     );
     await page.unroute('**/v1/**');
     // What is still held was given up by the page: answering it changes nothing.
     await Promise.all(held.map((route) => route.abort().catch(() => {})));
-    await expect.poll(() => live.textContent(), { timeout: 6_000 }).toMatch(/^Live · /);
+    await expect
+      .poll(
+        afterPoll(page, () => live.textContent()),
+        POLLED,
+      )
+      .toMatch(/^Live · /);
     await admin.context.close();
   });
 

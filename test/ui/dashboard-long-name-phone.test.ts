@@ -8,6 +8,7 @@ import {
   go,
   launchChromium,
   openQueuePage,
+  shownAfterPolls,
   signIn,
   skipBrowser,
   startDashboardServer,
@@ -74,7 +75,7 @@ describe.skipIf(skipBrowser)(
       await page.getByRole('link', { name: LONG_QUEUE, exact: true }).waitFor();
       await expect(overflow(page)).resolves.toBeLessThanOrEqual(0);
       await api('DELETE', `/v1/queues/${LONG_QUEUE}`);
-      await page.getByText(`No job first in ${LONG_QUEUE} now`).waitFor({ timeout: 8_000 });
+      await shownAfterPolls(page, page.getByText(`No job first in ${LONG_QUEUE} now`));
       await expect(overflow(page)).resolves.toBeLessThanOrEqual(0);
       await go(page, `#/queues/${LONG_QUEUE}`);
       await page.getByText(`No queue named ${LONG_QUEUE} that this key can see.`).waitFor();

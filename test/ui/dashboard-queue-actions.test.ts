@@ -7,7 +7,9 @@ import {
   callApi,
   go,
   launchChromium,
+  nextPoll,
   openQueuePage,
+  shownAfterPolls,
   signIn,
   skipBrowser,
   startDashboardServer,
@@ -214,11 +216,11 @@ describe.skipIf(skipBrowser)('a job page once the job is gone (Chromium)', () =>
     await expect.poll(() => state.textContent()).toBe('ready');
     const taken = (await api('POST', '/v1/queues/jobs/receive', {})).body.deliveries[0];
     await api('POST', '/v1/queues/jobs/ack', { receipt: taken.receipt });
-    await page.getByText('No job once in jobs now').waitFor({ timeout: 6_000 });
+    await shownAfterPolls(page, page.getByText('No job once in jobs now'));
     await page.getByText('The page no longer reads it.').waitFor();
     // Three intervals (2 s each) later, it was not asked for again.
     const readsWhenGone = reads.length;
-    await page.waitForTimeout(6_500);
+    await nextPoll(page, 6_500);
     expect(reads.length).toBe(readsWhenGone);
 
     // Published again under the same id: Check again reads it once more, and it is back.

@@ -4,10 +4,14 @@ import type { Browser, BrowserContext, ConsoleMessage, Page } from 'playwright-c
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server/index.js';
 import {
+  afterPoll,
   artifactPath,
   callApi,
   DOC_IMAGES,
   launchChromium,
+  nextPoll,
+  POLLED,
+  shownAfterPolls,
   skipBrowser,
   startDashboardServer,
 } from './browser.js';
@@ -97,6 +101,8 @@ const go = (page: Page, hash: string) =>
 
 async function openAs(key: string, options: Parameters<Browser['newContext']>[0] = {}) {
   const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, ...options });
+  // The page's timers and Date, faked: a test may bring its polls forward (`nextPoll`).
+  await context.clock.install();
   const page = await context.newPage();
   page.on('request', (request) => requests.push(request.url()));
   page.on('response', (response) => {
@@ -161,13 +167,12 @@ describe.skipIf(skipBrowser)(
       const { page } = admin;
       expect(new URL(page.url()).pathname).toBe('/ui/');
       // Two readings, so that rates and sparklines are drawn.
-      await page.waitForFunction(
-        () => document.querySelectorAll('svg.sparkline').length >= 3,
-        null,
-        {
-          timeout: 10_000,
-        },
-      );
+      await expect
+        .poll(
+          afterPoll(page, () => page.locator('svg.sparkline').count()),
+          POLLED,
+        )
+        .toBeGreaterThanOrEqual(3);
       const stats = (await api('GET', '/v1/stats')).body.queues;
       expect(stats.map((q: { name: string }) => q.name)).toEqual(['emails', 'orders', 'reports']);
       // Grouped jobs behind the first of their group are counted, not left out.
@@ -240,7 +245,12 @@ describe.skipIf(skipBrowser)(
         '10000 ready (oldest dies)',
       );
       await page.waitForFunction(() => document.querySelectorAll('.chart canvas').length === 4);
-      await page.waitForTimeout(2_200); // one more reading for the charts
+      // One more reading for the charts.
+      const read = page.waitForResponse(
+        (response) => new URL(response.url()).pathname === '/v1/queues/orders/stats',
+      );
+      await nextPoll(page, 2_200);
+      await read;
       // Deliveries given back unworked (R33) beside the deliveries and acks.
       const deliveriesChart = page.getByRole('img', {
         name: /^Deliveries and acks per second: latest Deliveries .*, Acks .*, Given back unworked /,
@@ -297,8 +307,8 @@ describe.skipIf(skipBrowser)(
       // Never the whole state: a queue of 200,000 jobs would be megabytes at every poll.
       expect(reads.length).toBeGreaterThan(0);
       expect(reads.filter((search) => search !== '?limit=20')).toEqual([]);
-      await ready.getByText('and 5 more').waitFor({ timeout: 10_000 });
-      await delayed.getByText('and 2 more').waitFor({ timeout: 10_000 });
+      await shownAfterPolls(page, ready.getByText('and 5 more'));
+      await shownAfterPolls(page, delayed.getByText('and 2 more'));
       await expect(ready.getByRole('listitem').allTextContents()).resolves.toEqual(ids('r', 20));
       await expect(delayed.getByRole('link').allTextContents()).resolves.toEqual(ids('d', 20));
       page.off('request', listen);
