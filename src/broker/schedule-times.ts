@@ -111,9 +111,16 @@ export function scheduleRecord(
   } else if (typeof when === 'string') {
     const fields = when.trim().split(/\s+/).length;
     if (when.length > MAX_CRON_LENGTH) {
-      // Not echoed: the message would be as long as the text.
+      // Not echoed: the message would be as long as the text. Counted as R18 counts text, in
+      // UTF-16 code units, which the message says where that is not the count of characters.
+      // The string's iterator goes by code points: a surrogate pair is one character.
+      const characters = [...when].length;
+      const counted =
+        characters === when.length
+          ? `${when.length}`
+          : `${when.length} (in UTF-16 code units, where an emoji counts two: ${characters} characters)`;
       problems.push(
-        `cron must be at most ${MAX_CRON_LENGTH} characters, got ${when.length} starting ${JSON.stringify(when.slice(0, 40))}`,
+        `cron must be at most ${MAX_CRON_LENGTH} characters, got ${counted} starting ${JSON.stringify(wholeStart(when, 40))}`,
       );
     } else if (fields !== 5 && fields !== 6) {
       // R25's form: croner would take a seventh field (a year) and nicknames too.
@@ -156,6 +163,14 @@ export function scheduleRecord(
     createdAt: now,
     lastAt: null,
   };
+}
+
+/** The first `units` UTF-16 code units of `text`, one fewer where that would split a pair. */
+function wholeStart(text: string, units: number): string {
+  const last = text.charCodeAt(units - 1);
+  const next = text.charCodeAt(units);
+  const splits = last >= 0xd800 && last <= 0xdbff && next >= 0xdc00 && next <= 0xdfff;
+  return text.slice(0, splits ? units - 1 : units);
 }
 
 function isTimeZone(zone: unknown): zone is string {

@@ -49,6 +49,24 @@ describe('R25 the length of a cron expression', () => {
     }
   });
 
+  it('R25 counts a cron in UTF-16 code units, says so, and shows no half character', async () => {
+    const broker = new EngineBroker(await openEngine('memory:'), { clock: new ManualClock(T0) });
+    try {
+      const queue = await broker.queue('reports');
+      // 601 characters, 1201 code units: the 40th unit is the first half of an emoji.
+      const emoji = `0${'\u{1F600}'.repeat(600)}`;
+      const error = await queue.schedule('smiles', emoji).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as ValidationError).issues).toEqual([
+        `cron must be at most ${MAX_CRON_LENGTH} characters, got 1201 (in UTF-16 code units, where an emoji counts two: 601 characters) starting ${JSON.stringify(emoji.slice(0, 39))}`,
+      ]);
+      expect((error as ValidationError).message).not.toContain('\\ud83d');
+      expect(await queue.schedules()).toEqual([]);
+    } finally {
+      await broker.close();
+    }
+  });
+
   it('R25 refuses it over HTTP with 400, storing nothing', async () => {
     server = await startTestServer();
     const queue = await server.broker.queue('reports');
