@@ -9,6 +9,7 @@ import {
   type Page,
 } from 'playwright-core';
 import { afterAll, beforeAll, expect } from 'vitest';
+import type { Clock } from '../../src/broker/index.js';
 import {
   type ApiKeyConfig,
   loadConfig,
@@ -57,13 +58,14 @@ export function artifactPath(name: string): string {
 
 /**
  * A server on 127.0.0.1 at a free port with the API `keys`, storing in SQLite in a directory of
- * its own (`leaseq-ui-<name>-…`); `flags` adds settings or overrides these. Its `close()` also
- * removes that directory.
+ * its own (`leaseq-ui-<name>-…`); `flags` adds settings or overrides these, and `clock` is the
+ * broker's (the queues' times the dashboard charts). Its `close()` also removes that directory.
  */
 export async function startDashboardServer(options: {
   name: string;
   keys: ApiKeyConfig[];
   flags?: Record<string, string>;
+  clock?: Clock;
 }): Promise<RunningServer> {
   const dir = mkdtempSync(join(tmpdir(), `leaseq-ui-${options.name}-`));
   const removeDir = () => rmSync(dir, { recursive: true, force: true });
@@ -82,6 +84,7 @@ export async function startDashboardServer(options: {
           ...options.flags,
         },
       }),
+      options.clock === undefined ? {} : { clock: options.clock },
     );
   } catch (error) {
     removeDir();

@@ -235,8 +235,7 @@ describe.skipIf(skipBrowser)('the dashboard at its limits (Chromium)', () => {
     await go(page, '#/queues/q000');
     await page.waitForFunction(() => document.querySelectorAll('.chart canvas').length === 4);
     // Nothing drawn in the canvas's first columns beside the plot: a y label wider than its axis
-    // is cut there. Not below the plot, where the time axis centres the date and time under its
-    // first tick, which reaches the edge when that tick falls near the plot's left side.
+    // is cut there. (The time labels below the plot: dashboard-chart-edges.test.ts.)
     const inkAtLeftEdge = await page.evaluate(() => {
       const canvas = document.querySelector('.chart canvas') as HTMLCanvasElement;
       const plot = canvas.parentElement?.querySelector('.u-over') as HTMLElement;

@@ -45,6 +45,116 @@ function axisSize(u: uPlot, values: string[] | null, axisIdx: number, cycleNum: 
   return Math.max(32, Math.ceil(size));
 }
 
+/** Ticks under a minute apart tell the second; a day or more apart, the date (see timeLabel). */
+const withSeconds = new Intl.DateTimeFormat(undefined, {
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+});
+const withMinutes = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
+const dayOnly = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
+
+const MINUTE = 60;
+const HOUR = 3600;
+const DAY = 86_400;
+/** The time axis's steps (s): whole seconds, so that no two labels tell the same time. */
+const TIME_STEPS = [
+  1,
+  2,
+  5,
+  10,
+  15,
+  30,
+  MINUTE,
+  2 * MINUTE,
+  5 * MINUTE,
+  10 * MINUTE,
+  15 * MINUTE,
+  30 * MINUTE,
+  HOUR,
+  2 * HOUR,
+  3 * HOUR,
+  6 * HOUR,
+  12 * HOUR,
+  DAY,
+  2 * DAY,
+  7 * DAY,
+  14 * DAY,
+];
+
+/**
+ * A time axis label: the time of day alone, to the second when ticks are under a minute apart.
+ * The charts hold the readings since the page opened (10 minutes at most, at one every 2 s), so
+ * a date on the axis tells nothing the reader needs, and its width ran past the canvas.
+ */
+export function timeLabel(seconds: number, step: number): string {
+  const format = step < MINUTE ? withSeconds : step < DAY ? withMinutes : dayOnly;
+  return format.format(seconds * 1000);
+}
+
+/** The widest time labels in a font, in CSS px: [to the second, to the minute]. */
+const widestTimes = new Map<string, [number, number]>();
+
+/**
+ * The widest label the time axis can write, to the second and to the minute: measured over every
+ * hour and every minute and second figure (digits differ in width in some fonts), and the dates.
+ */
+function widestTimeLabels(u: uPlot): [number, number] {
+  const axis = u.axes[0] as (uPlot.Axis & { font?: unknown }) | undefined;
+  const font = Array.isArray(axis?.font) ? String(axis.font[0]) : '';
+  let widest = widestTimes.get(font);
+  if (widest === undefined) {
+    u.ctx.save();
+    if (font !== '') u.ctx.font = font;
+    const width = (text: string) => u.ctx.measureText(text).width / devicePixelRatio;
+    let seconds = 0;
+    let minutes = 0;
+    for (let hour = 0; hour < 24; hour += 1) {
+      for (let minute = 0; minute < 60; minute += 1) {
+        const at = new Date(2000, 0, 1, hour, minute, minute);
+        seconds = Math.max(seconds, width(withSeconds.format(at)));
+        minutes = Math.max(minutes, width(withMinutes.format(at)));
+      }
+    }
+    for (let month = 0; month < 12; month += 1) {
+      for (let day = 1; day <= 31; day += 1) {
+        minutes = Math.max(minutes, width(dayOnly.format(new Date(2000, month, day))));
+      }
+    }
+    u.ctx.restore();
+    widest = [seconds, minutes];
+    widestTimes.set(font, widest);
+  }
+  return widest;
+}
+
+/** Clear space between a label and the canvas's side (px). */
+const EDGE_GAP = 4;
+
+/**
+ * The plot's padding on one side, so that a time label centred under a tick on that side of the
+ * plot stays within the canvas: on the right, half the widest label; on the left, what the y
+ * axis beside it leaves of that.
+ */
+function timeLabelRoom(u: uPlot, side: number): number {
+  const half = Math.ceil(widestTimeLabels(u)[0] / 2) + EDGE_GAP;
+  if (side === 1) return half;
+  // At run time uPlot keeps the axis's size so far as _size.
+  const yAxis = u.axes[1] as (uPlot.Axis & { _size?: number }) | undefined;
+  return Math.max(0, half - (yAxis?._size ?? 0));
+}
+
+/**
+ * The least room between two time ticks (px): the widest label and a gap, to the second where
+ * the ticks a minute-wide label allows would be under a minute apart.
+ */
+function timeTickSpace(u: uPlot, min: number, max: number, plotWidth: number): number {
+  const [seconds, minutes] = widestTimeLabels(u);
+  const minuteSpace = Math.ceil(minutes) + 16;
+  const shortestStep = ((max - min) * minuteSpace) / Math.max(1, plotWidth);
+  return shortestStep > 30 ? minuteSpace : Math.ceil(seconds) + 16;
+}
+
 function options(title: string, series: ChartSeries[], width: number, unit: string): uPlot.Options {
   const grid = cssVar('--grid');
   const text = cssVar('--muted');
@@ -60,8 +170,15 @@ function options(title: string, series: ChartSeries[], width: number, unit: stri
     legend: { live: true },
     cursor: { drag: { x: false, y: false } },
     scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
+    // Room beside the plot for a time label on either side (the y axis's on the left).
+    padding: [null, timeLabelRoom, null, timeLabelRoom],
     axes: [
-      axis,
+      {
+        ...axis,
+        space: (u, _axis, min, max, plotWidth) => timeTickSpace(u, min, max, plotWidth),
+        incrs: TIME_STEPS,
+        values: (_u, ticks, _axis, _space, step) => ticks.map((tick) => timeLabel(tick, step)),
+      },
       {
         ...axis,
         size: axisSize,
