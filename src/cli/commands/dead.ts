@@ -138,10 +138,13 @@ export const deadRedrive: Command = {
         // dead job takes first. A stats call is such a step, so that the list has it too.
         await queue.stats();
       }
-      const ids =
-        named.length > 0
-          ? [...new Set(named)]
-          : await everyDeadLetter(queue, false, (dead) => dead.id);
+      // A job redriven by another client and dead again while the pages are read is on a
+      // later page too (R34: it takes its new place); it is redriven once, as the others.
+      const ids = [
+        ...new Set(
+          named.length > 0 ? named : await everyDeadLetter(queue, false, (dead) => dead.id),
+        ),
+      ];
       const bar = new ProgressBar(
         context.stderr,
         'redriving',
