@@ -99,8 +99,8 @@ export class JobMoves {
   protected leaseShortened = false;
 
   /**
-   * A delivery of a session was acked: a receive of that session (R16), bounded by its own
-   * prefetch, may wait elsewhere for the room it freed.
+   * A delivery of a session was acked or cancelled (R28): a receive of that session (R16),
+   * bounded by its own prefetch, may wait elsewhere for the room it freed.
    */
   protected sessionDeliveryAcked = false;
 
@@ -108,7 +108,8 @@ export class JobMoves {
    * Whether the calls made since these operations began let receivers elsewhere go on, as a
    * publish would: a group went on (a member left waiting, R24: its head acked, cancelled or
    * moved), deliveries ended under a finite prefetch (room for more), a session's delivery was
-   * acked (room under the session's prefetch), or a lease will end sooner than it would have.
+   * acked or cancelled (room under the session's prefetch), or a lease will end sooner than it
+   * would have.
    */
   othersMayGoOn(): boolean {
     const { q, before } = this;

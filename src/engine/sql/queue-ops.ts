@@ -1037,6 +1037,8 @@ export class QueueOps extends JobMoves {
     else if (row.state === 'waiting') this.q.waiting -= 1;
     else {
       this.q.active -= 1;
+      // Its session's prefetch room is free again (R28), as after an ack.
+      if (row.session !== null) this.sessionDeliveryAcked = true;
       history = appendHistory(row.history, attemptOf(row, now, 'cancelled'));
       this.links?.deliveryCancelled(this.q.name, row.token);
     }
