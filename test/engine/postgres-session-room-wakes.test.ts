@@ -75,6 +75,10 @@ describe('PostgreSQL: room under a session prefetch wakes its receive in another
       'a reject that dead-letters the held delivery',
       (other, now, _session, token) => other.reject(now, token, { requeue: false }),
     ],
+    ...[false, true].map((remove): [string, Settle] => [
+      `R28 a cancel with remove ${remove} of the held job`,
+      async (other, now) => expect(await other.cancel(now, 'a', { remove })).toBe(true),
+    ]),
   ];
   for (const [label, settle] of settles) {
     it(`${label} lets the waiting receive take the next job`, async (context) => {
