@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Broker, Queue } from '../../src/broker/index.js';
 import type { DeadLetterPageOptions } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
-import { createApp } from '../../src/server/index.js';
 import { withWrappedQueues } from '../server/helpers.js';
 import { leaseq } from './context.js';
+import { deadLetterReady, serveForCommands } from './dead-set.js';
 
 // `leaseq dead list` in text output and `leaseq dead redrive <queue>` without ids read the dead
 // set page by page without payloads: text shows none and a redrive needs only the ids (a dead set
@@ -21,9 +21,9 @@ const pages: (DeadLetterPageOptions | undefined)[] = [];
 
 beforeAll(async () => {
   broker = await open('memory:');
-  const app = await createApp({
-    receiptSecret: 'test-secret-of-at-least-32-characters',
-    broker: withWrappedQueues(broker, (queue: Queue) =>
+  ({ env, close } = await serveForCommands(
+    broker,
+    withWrappedQueues(broker, (queue: Queue) =>
       Object.assign(Object.create(queue) as Queue, {
         deadLetterPage: (options?: DeadLetterPageOptions) => {
           pages.push(options);
@@ -31,16 +31,12 @@ beforeAll(async () => {
         },
       }),
     ),
-  });
-  env = { LEASEQ_SERVER: await app.listen({ host: '127.0.0.1', port: 0 }) };
-  close = () => app.close().finally(() => broker.close());
+  ));
   const queue = await broker.queue('listed', { maxDeliveries: 1 });
   await queue.publishBatch(
     Array.from({ length: LISTED }, (_, n) => ({ id: `job-${n}`, payload: { body: `p${n}` } })),
   );
-  for (const delivery of await queue.receive({ max: LISTED })) {
-    await queue.nack(delivery.token, { requeue: false, reason: 'broken' });
-  }
+  await deadLetterReady(queue, 'broken');
 });
 
 afterAll(async () => {
@@ -87,9 +83,7 @@ describe('dead redrive of every dead job', () => {
       const queue = await broker.queue(name, { maxDeliveries: 1 });
       const ids = Array.from({ length: REDRIVEN }, (_, n) => `job-${n}`);
       await queue.publishBatch(ids.map((id) => ({ id, payload: { body: 'x'.repeat(100) } })));
-      for (const delivery of await queue.receive({ max: REDRIVEN })) {
-        await queue.nack(delivery.token, { requeue: false });
-      }
+      await deadLetterReady(queue);
       pages.length = 0;
       const run = await leaseq(['dead', 'redrive', name, '--transport', transport, '--json'], {
         env,

@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Broker, Queue } from '../../src/broker/index.js';
 import type { DeadLetterPageOptions, Operation } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
-import { createApp } from '../../src/server/index.js';
 import { withWrappedQueues } from '../server/helpers.js';
 import { leaseq } from './context.js';
+import { deadLetterReady, serveForCommands } from './dead-set.js';
 
 // `leaseq dead redrive <queue>` without ids reads the dead set page by page, then redrives the
 // ids in batches. A job redriven by another client and dead again while the pages are read comes
@@ -21,17 +21,14 @@ let killed = 0;
 
 /** A worker that fails every ready job at once. */
 async function failEveryReady(queue: Queue): Promise<void> {
-  for (const delivery of await queue.receive({ max: 1000 })) {
-    await queue.nack(delivery.token, { requeue: false, reason: 'failed again' });
-    killed += 1;
-  }
+  killed += await deadLetterReady(queue, 'failed again');
 }
 
 beforeAll(async () => {
   broker = await open('memory:');
-  const app = await createApp({
-    receiptSecret: 'test-secret-of-at-least-32-characters',
-    broker: withWrappedQueues(broker, (queue: Queue) =>
+  ({ env, close } = await serveForCommands(
+    broker,
+    withWrappedQueues(broker, (queue: Queue) =>
       Object.assign(Object.create(queue) as Queue, {
         deadLetterPage: async (options?: DeadLetterPageOptions) => {
           const page = await queue.deadLetterPage(options);
@@ -57,14 +54,10 @@ beforeAll(async () => {
         },
       }),
     ),
-  });
-  env = { LEASEQ_SERVER: await app.listen({ host: '127.0.0.1', port: 0 }) };
-  close = () => app.close().finally(() => broker.close());
+  ));
   const queue = await broker.queue('again', { maxDeliveries: 1 });
   await queue.publishBatch(Array.from({ length: DEAD }, (_, n) => ({ id: `job-${n}` })));
-  for (const delivery of await queue.receive({ max: DEAD })) {
-    await queue.nack(delivery.token, { requeue: false, reason: 'broken' });
-  }
+  await deadLetterReady(queue, 'broken');
 });
 
 afterAll(async () => {
