@@ -448,9 +448,7 @@ export class Prefetch implements PushListener {
         return;
       }
       this.subscription = undefined;
-      // As after a dropped connection: the one opened next starts from what its receives ask.
-      this.prefetch = 0;
-      this.mostAsked = 0;
+      this.startAfresh();
       if (frame.error !== undefined) {
         // Ended by a refusal (its queue deleted, its session closed): what it pushed is not
         // handed out, its job gone or given back by the server; the nacks are stale, or go back.
@@ -492,6 +490,18 @@ export class Prefetch implements PushListener {
   }
 
   /**
+   * The subscription ended (its consumers stopped, the server ended it, or the connection
+   * dropped): the one opened next starts from what its receives then ask for, since the server
+   * counts none of this one's deliveries against it. Kept, a prefetch its consumers no longer
+   * take would be pushed, held and given back, over and over, each time one more delivery of
+   * those jobs (R13).
+   */
+  private startAfresh(): void {
+    this.prefetch = 0;
+    this.mostAsked = 0;
+  }
+
+  /**
    * The connection dropped: the server ended the subscription; held deliveries stay leased. The
    * one the next connection opens starts from what its receives then ask for, as after `end`
    * or an `unsubscribed`: the server counts none of the deliveries this one was pushed against
@@ -500,8 +510,7 @@ export class Prefetch implements PushListener {
   lost(): void {
     this.subscription = undefined;
     this.opening = undefined;
-    this.prefetch = 0;
-    this.mostAsked = 0;
+    this.startAfresh();
     this.failWaiters(new ConnectionLostError(STREAM_CONNECTION_LOST));
   }
 
@@ -540,11 +549,7 @@ export class Prefetch implements PushListener {
 
   private async finish(): Promise<void> {
     this.disarmIdle();
-    // A subscription opened again starts from what its receives then ask for: kept, a prefetch
-    // its consumers no longer take would be pushed, held and given back, over and over, each
-    // time one more delivery of those jobs (R13).
-    this.prefetch = 0;
-    this.mostAsked = 0;
+    this.startAfresh();
     for (const waiter of [...this.waiters]) waiter.resolve([]);
     // A subscribe on its way is ended once answered: left open, it would take jobs for nobody
     // until their leases ran out, again and again (each time a delivery, R13).
