@@ -277,7 +277,7 @@ function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
  * node-postgres refusing a query of a client whose connection already failed or ended: the
  * query was never sent.
  */
-function isRefusedUnsent(error: unknown): boolean {
+export function isRefusedUnsent(error: unknown): boolean {
   return /^Client (has encountered a connection error|was closed) and is not queryable$/.test(
     (error as Error | null)?.message ?? '',
   );
@@ -285,12 +285,13 @@ function isRefusedUnsent(error: unknown): boolean {
 
 /**
  * A failure after which the connection is certainly gone: its backend ended (terminated, the
- * server shutting down or crashed: 57P01–57P03), its socket closed, or a query refused for that.
+ * server shutting down or crashed: 57P01–57P03; idle in a transaction for longer than
+ * idle_in_transaction_session_timeout: 25P03), its socket closed, or a query refused for that.
  */
 function endsConnection(error: unknown): boolean {
   const code = String((error as { code?: unknown } | null)?.code ?? '');
   return (
-    /^57P0[123]$/.test(code) ||
+    /^(57P0[123]|25P03)$/.test(code) ||
     isRefusedUnsent(error) ||
     /^Connection terminated/.test((error as Error | null)?.message ?? '')
   );

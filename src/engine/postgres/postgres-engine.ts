@@ -17,7 +17,7 @@ import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
 import { fenceTokens, POSTGRES_ONE_STATEMENT } from './one-statement.js';
-import { isAborted, PostgresConnection } from './postgres-connection.js';
+import { isAborted, isRefusedUnsent, PostgresConnection } from './postgres-connection.js';
 
 const WAKE_CHANNEL = 'leaseq_wake';
 
@@ -117,7 +117,8 @@ export async function openPostgresEngine(
   const broken = new WeakMap<pg.ClientBase, Error>();
   pool.on('connect', (client) => {
     client.on('error', (error: Error) => {
-      broken.set(client, error);
+      // The first says why (PostgreSQL's FATAL); the socket's close that follows does not.
+      if (!broken.has(client)) broken.set(client, error);
     });
   });
   let listener: WakeListener | undefined;
@@ -125,6 +126,8 @@ export async function openPostgresEngine(
   const checked = new WeakSet<pg.PoolClient>();
   // Clients handed out for a transaction, whose connections a close that cannot wait cuts.
   const inUse = new Set<pg.PoolClient>();
+  // Queries the driver refused because their connection had failed: that failure, as the reason.
+  const refusedFor = new WeakMap<object, Error>();
   try {
     const client = await connect(pool, target);
     try {
@@ -148,13 +151,24 @@ export async function openPostgresEngine(
       capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: true },
       dialect: POSTGRES_DIALECT,
       followClock: checkClockMode(options.clockMode) === 'follow',
+      // Typed as any call's failure: the database unreachable is StorageUnavailableError.
       storageTime: async () => {
-        const result = await pool.query<{ ms: string }>(
-          'SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint AS ms',
-        );
-        return Number(result.rows[0]?.ms);
+        const client = await connect(pool, target);
+        let failure: Error | undefined;
+        try {
+          const result = await client.query<{ ms: string }>(
+            'SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint AS ms',
+          );
+          return Number(result.rows[0]?.ms);
+        } catch (error) {
+          if (isConnectionFailure(error)) failure = error as Error;
+          throw translate(error, target);
+        } finally {
+          client.release(failure ?? broken.get(client));
+        }
       },
-      translateError: (error) => schemaGone(error, target) ?? translate(error, target),
+      translateError: (error) =>
+        schemaGone(error, target) ?? translate(refusedFor.get(error as object) ?? error, target),
       retryable: isLostRace,
       beforeWait: () => listener?.ensure(),
       acquire: async () => {
@@ -178,6 +192,12 @@ export async function openPostgresEngine(
           connection: new PostgresConnection(pooled, target, (error) => {
             if (isConnectionFailure(error) && !broken.has(pooled)) {
               broken.set(pooled, error as Error);
+            }
+            // Refused unsent, the connection having failed while idle (PostgreSQL ended the
+            // session: idle_in_transaction_session_timeout, terminated): that failure says why.
+            const reason = broken.get(pooled);
+            if (isRefusedUnsent(error) && reason !== undefined && reason !== error) {
+              refusedFor.set(error as object, reason);
             }
           }),
           release: () => {
@@ -447,6 +467,9 @@ function isConnectionFailure(error: unknown): boolean {
     // 08P01 (protocol_violation) is most often a statement's own: values that do not match its
     // placeholders. A connection it breaks ends, and is seen as such.
     (/^(08|28|3D|53|57P)/.test(code) && code !== '08P01') ||
+    // The session ended for idling in a transaction (idle_in_transaction_session_timeout): the
+    // answer to a statement that went out as the FATAL came back.
+    code === '25P03' ||
     /Connection terminated|is not queryable|timeout exceeded when trying to connect/i.test(message)
   );
 }
