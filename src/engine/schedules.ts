@@ -123,18 +123,49 @@ function cronMeaning(cron: string): string {
     .join(' ');
 }
 
-/** A JSON value with the keys of each object in one order: JSON's objects have none. */
-function keysSorted(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(keysSorted);
-  if (value === null || typeof value !== 'object') return value;
-  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return Object.fromEntries(entries.map(([key, item]) => [key, keysSorted(item)]));
+/**
+ * The JSON text of a value read from JSON, the keys of each object in one order (JSON's objects
+ * have none). Written without recursion: a payload a publish takes may be nested thousands of
+ * levels deep, deeper than a recursive walk (or JSON.stringify of a tree made again) can go.
+ */
+function keysSortedJson(value: unknown): string {
+  const parts: string[] = [];
+  // Texts to write as they are, and values to write, in the order they are taken off the end.
+  const stack: (string | { value: unknown })[] = [{ value }];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    if (typeof item === 'string') {
+      parts.push(item);
+      continue;
+    }
+    const current = item.value;
+    if (current === null || typeof current !== 'object') {
+      parts.push(JSON.stringify(current));
+    } else if (Array.isArray(current)) {
+      parts.push('[');
+      stack.push(']');
+      for (let index = current.length - 1; index >= 0; index--) {
+        stack.push({ value: current[index] });
+        if (index > 0) stack.push(',');
+      }
+    } else {
+      parts.push('{');
+      stack.push('}');
+      const entries = Object.entries(current).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      for (let index = entries.length - 1; index >= 0; index--) {
+        const [key, member] = entries[index] as [string, unknown];
+        stack.push({ value: member });
+        stack.push(`${JSON.stringify(key)}:`);
+        if (index > 0) stack.push(',');
+      }
+    }
+  }
+  return parts.join('');
 }
 
 /** A payload as its job's JSON means it: the same text for the same keys in another order. */
 function payloadMeaning(payload: unknown): string | null {
   const text = encodePayload(payload, 'schedule');
-  return text === null ? null : JSON.stringify(keysSorted(JSON.parse(text)));
+  return text === null ? null : keysSortedJson(JSON.parse(text));
 }
 
 /** What a schedule's definition means, as one text: equal for any two spellings of one. */

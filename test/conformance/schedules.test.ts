@@ -119,6 +119,28 @@ describeEngines(engines, (h) => {
       expect((await q.schedules())[0]).toMatchObject({ lastAt: T0 + 10_000 });
     });
 
+    it('R25 a schedule whose payload is nested thousands of levels deep, set again with it (its keys in another order), stays as it was', async (context) => {
+      // Over a server a payload is nested at most its maxJsonDepth levels: the client refuses more.
+      if (h.viaClient) return context.skip();
+      const name = h.deleteAfter(h.queueName('sched'));
+      const clock = new ManualClock(T0);
+      const broker = new EngineBroker(h.engine(), { clock });
+      const q = await broker.queue(name);
+      // Deep, but well within what JSON.stringify (and so a publish) takes here.
+      const depth = Math.floor(deepestJson() * 0.85);
+      await q.schedule('deep', 10_000, { payload: nestedArrays(depth, { a: 1, b: 2 }) });
+      clock.set(T0 + 8_000);
+      expect(
+        await q.schedule('deep', 10_000, { payload: nestedArrays(depth, { b: 2, a: 1 }) }),
+      ).toMatchObject({ createdAt: T0, nextAt: T0 + 10_000 });
+      clock.set(T0 + 10_000);
+      expect(await broker.scheduler().runOnce()).toHaveLength(1);
+      const [job] = await q.receive();
+      expect(JSON.stringify(job?.payload)).toBe(
+        JSON.stringify(nestedArrays(depth, { a: 1, b: 2 })),
+      );
+    });
+
     it('R25 a schedule of a queue that does not exist (deleted by another handle) is refused with NotFoundError and stores nothing', async () => {
       const name = h.queueName('sched');
       const broker = new EngineBroker(h.engine(), { clock: new ManualClock(T0) });
@@ -297,3 +319,33 @@ describeEngines(engines, (h) => {
     });
   });
 });
+
+/** `inner` inside `depth` arrays, each holding the next. */
+function nestedArrays(depth: number, inner: unknown): unknown {
+  let value = inner;
+  for (let level = 0; level < depth; level++) value = [value];
+  return value;
+}
+
+let deepest: number | undefined;
+
+/** The deepest nesting of arrays JSON.stringify writes here, as this process's stack allows. */
+function deepestJson(): number {
+  deepest ??= searchDeepestJson();
+  return deepest;
+}
+
+function searchDeepestJson(): number {
+  let low = 1;
+  let high = 100_000;
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    try {
+      JSON.stringify(nestedArrays(middle, 1));
+      low = middle;
+    } catch {
+      high = middle - 1;
+    }
+  }
+  return low;
+}
