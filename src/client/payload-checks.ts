@@ -1,5 +1,5 @@
 import { ValidationError } from '../core/index.js';
-import type { WireOperation, WireOutcome } from '../wire/index.js';
+import type { WireError, WireOperation, WireOutcome } from '../wire/index.js';
 
 /**
  * The levels around a job's payload in what carries it: an HTTP batch body or a stream batch
@@ -125,6 +125,19 @@ export function checkPayloadsKept(jobs: readonly { payload?: unknown }[]): void 
       );
     }
   }
+}
+
+/**
+ * A publish's refusal with its jobs named as the caller's publish names them (`job.payload`, or
+ * `jobs[1].payload` in a batch), as the client's own checks name them: the server names a job by
+ * the place of its publish among the operations of the request or frame
+ * (`operations[2].jobs[1].payload`), which holds the calls of other callers coalesced with it.
+ */
+export function inOwnPublish(error: WireError, jobs: number): WireError {
+  const message = error.message.replace(/\boperations\[\d+\]\.jobs\[(\d+)\]/g, (_, index) =>
+    jobs === 1 ? 'job' : `jobs[${index}]`,
+  );
+  return message === error.message ? error : { ...error, message };
 }
 
 /**

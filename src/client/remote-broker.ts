@@ -15,7 +15,7 @@ import {
   ValidationError,
 } from '../core/index.js';
 import { resolveQueueOptions, show } from '../core/validate.js';
-import { boundsFromWire, serverUrlProblem } from '../wire/index.js';
+import { apiKeyProblem, boundsFromWire, serverUrlProblem } from '../wire/index.js';
 import type { Channel } from './channel.js';
 import { type AnswerShape, type Fetch, HttpTransport } from './http.js';
 import { HttpChannel } from './http-channel.js';
@@ -278,6 +278,14 @@ function checkRemoteOptions(options: unknown): void {
   const { apiKey, transport, fetch } = given;
   if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey === '')) {
     issues.push(`apiKey must be a non-empty string, got ${show(apiKey)}`);
+  } else if (typeof apiKey === 'string') {
+    // No header carries it: every call would fail as if the server could not be reached.
+    const problem = apiKeyProblem(apiKey);
+    if (problem !== undefined) {
+      issues.push(
+        `apiKey is not an API key: ${problem}; a key is printable ASCII without spaces (letters, digits and punctuation)`,
+      );
+    }
   }
   if (transport !== undefined && transport !== 'stream' && transport !== 'http') {
     issues.push(`transport must be 'stream' or 'http', got ${show(transport)}`);

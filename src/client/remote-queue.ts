@@ -63,7 +63,7 @@ import {
 import type { Channel } from './channel.js';
 import { errorFromWire, UnknownDeliveryError } from './errors.js';
 import type { AnswerShape, HttpTransport } from './http.js';
-import { checkPayloadsKept } from './payload-checks.js';
+import { checkPayloadsKept, inOwnPublish } from './payload-checks.js';
 import { heldFor } from './prefetch.js';
 import type { ReceiptBook } from './receipt-book.js';
 import type { ServerLimitsReader } from './server-limits.js';
@@ -452,7 +452,11 @@ export class RemoteQueue implements Queue {
 
   private fromWire(operation: Operation, outcome: WireOutcome): Outcome {
     if (!outcome.ok) {
-      const error = errorFromWire(outcome.error);
+      const error = errorFromWire(
+        operation.type === 'publish'
+          ? inOwnPublish(outcome.error, operation.jobs.length)
+          : outcome.error,
+      );
       // The server names the session by its own id; the caller knows it by its handle.
       const session = 'session' in operation ? operation.session : undefined;
       if (error instanceof SessionClosedError && typeof session === 'string') {

@@ -24,7 +24,7 @@ export {
   type WireVerifier,
   type WireWrapper,
 } from './operations.js';
-export { serverUrlProblem } from './server-url.js';
+export { apiKeyProblem, serverUrlProblem } from './server-url.js';
 export {
   type BatchFrame,
   type ClientFrame,

@@ -23,3 +23,19 @@ export function serverUrlProblem(url: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * What keeps `key` from being an API key, or undefined. The server takes only printable ASCII
+ * without spaces; a line break (a key read from a file with its newline) or another control
+ * character cannot even go in a header, and would be taken for a server that cannot be reached.
+ * The key itself is not shown: it is a secret.
+ */
+export function apiKeyProblem(key: string): string | undefined {
+  if (key === '') return 'it is empty';
+  if (/[\r\n]/.test(key)) return 'it has a line break (read from a file with its newline?)';
+  const control = (char: string) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f;
+  if ([...key].some(control)) return 'it has a control character';
+  if (/\s/.test(key)) return 'it has a space';
+  if (/[^!-~]/.test(key)) return 'it has a character outside ASCII';
+  return undefined;
+}

@@ -118,6 +118,27 @@ describe('open(url, options): every option is one open reads for that URL', () =
     await fine.close();
   });
 
+  it('an API key no Authorization header can carry is refused at open, unshown, not taken for a server that cannot be reached', async () => {
+    const url = 'http://127.0.0.1:7700';
+    const keys: [string, string][] = [
+      ['secret-key-of-a-file\n', 'it has a line break (read from a file with its newline?)'],
+      ['secret\u0000key', 'it has a control character'],
+      ['secret key', 'it has a space'],
+      ['geheimer-schlüssel', 'it has a character outside ASCII'],
+    ];
+    for (const transport of ['http', 'stream'] as const) {
+      for (const [apiKey, problem] of keys) {
+        const error = await refusal(url, { apiKey, transport });
+        expect(error.issues).toEqual([
+          `apiKey is not an API key: ${problem}; a key is printable ASCII without spaces (letters, digits and punctuation)`,
+        ]);
+        expect(error.message).not.toContain('secret');
+      }
+    }
+    const fine = await open(url, { apiKey: 'printable!ASCII~key', transport: 'http' });
+    await fine.close();
+  });
+
   it('options left undefined are not given, and the known ones are taken', async () => {
     const memory = await open('memory:', { apiKey: undefined, clock: new ManualClock(5) });
     const q = await memory.queue('clocked');

@@ -239,4 +239,22 @@ describe('leaseq publish from lines', () => {
     }
     expect(await ids(name)).toEqual([]);
   });
+
+  it('names the line of a one-line batch refused by the client as by the server, not as job', async () => {
+    const name = await created();
+    const file = join(dir, 'one-deep.jsonl');
+    let deep: unknown = 'leaf';
+    for (let level = 0; level < 70; level++) deep = [deep];
+    writeFileSync(file, `${JSON.stringify({ id: 'deep', payload: deep })}\n`);
+    for (const transport of ['stream', 'http']) {
+      const refused = await leaseq(['publish', name, '--file', file, '--transport', transport], {
+        env,
+      });
+      expect(refused.code, transport).toBe(1);
+      expect(refused.stderr, transport).toBe(
+        'leaseq publish: line 1 was not published (0 jobs were published before it): line 1: payload is nested 70 levels deep; the server takes requests nested at most 64 levels deep (its maxJsonDepth), 59 of them for a payload\n',
+      );
+    }
+    expect(await ids(name)).toEqual([]);
+  });
 });

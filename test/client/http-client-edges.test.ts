@@ -204,6 +204,37 @@ describe.each(['http', 'stream'] as const)(
   },
 );
 
+describe.each(['http', 'stream'] as const)(
+  'a payload over the server maxPayloadBytes, over %s',
+  (transport) => {
+    it('fails its own publish, its job named as the call names it, not by its place among the calls sent together', async () => {
+      const target = await server({ limits: { maxPayloadBytes: 1024 } });
+      const broker = await client(target.baseUrl, { transport });
+      const queue = await broker.queue('jobs');
+      // Calls of one tick travel together: the batch is the third operation of what is sent.
+      const [first, second, batch, single] = await Promise.all([
+        settled(queue.publish({ id: 'a' })),
+        settled(queue.publish({ id: 'b' })),
+        settled(queue.publishBatch([{ id: 'c' }, { id: 'd', payload: 'x'.repeat(1023) }])),
+        settled(queue.publish({ id: 'e', payload: 'x'.repeat(1023) })),
+      ]);
+      expect([first, second]).toEqual([
+        { id: 'a', duplicate: false },
+        { id: 'b', duplicate: false },
+      ]);
+      expect(batch).toBeInstanceOf(RemoteError);
+      expect((batch as RemoteError).code).toBe('PAYLOAD_TOO_LARGE');
+      expect((batch as Error).message).toBe(
+        'jobs[1].payload is 1025 bytes of JSON; the limit is 1024',
+      );
+      expect((single as Error).message).toBe(
+        'job.payload is 1025 bytes of JSON; the limit is 1024',
+      );
+      expect((await queue.inspect()).ready).toEqual(['a', 'b']);
+    });
+  },
+);
+
 /** `JSON.rawJSON`, where the runtime has it (Node 21 and later): a value JSON writes as its text. */
 const rawJSON = (JSON as { rawJSON?: (text: string) => unknown }).rawJSON;
 

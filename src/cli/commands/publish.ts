@@ -390,12 +390,12 @@ async function publishBatch(
     const outcome = unknown
       ? `${which} may or may not have been published`
       : `${which} ${first === last ? 'was' : 'were'} not published`;
-    // The batch's jobs[k] is a line of the file: named by its number, as the lines above are,
-    // on either transport (the publish is the batch's only operation: `operations[0].jobs[k]`).
+    // The batch's jobs[k] (its one job: job) is a line of the file: named by its number, as
+    // the lines above are, on either transport.
     const reason = (error as Error).message.replace(
-      /(?:\boperations\[\d+\]\.)?\bjobs\[(\d+)\](\.)?/g,
-      (whole, index: string, dot: string | undefined) => {
-        const line = batch[Number(index)];
+      /(?:\boperations\[\d+\]\.)?\b(?:jobs\[(\d+)\]|job(?=\.\w))(\.)?/g,
+      (whole, index: string | undefined, dot: string | undefined) => {
+        const line = batch[Number(index ?? 0)];
         if (line === undefined) return whole;
         return dot === undefined ? `line ${line.number}` : `line ${line.number}: `;
       },
