@@ -226,9 +226,10 @@ export class Subscription {
 
   /**
    * Pushes deliveries, counted against the credit, in frames of at most `maxFrameBytes` (one
-   * delivery whatever its size). Frames after the first go only while the connection is not
-   * backed up: `unsent` are what is left then, or everything when the connection is `gone`, for
-   * the caller to give back.
+   * delivery whatever its size). Each frame, the first too, goes only while the connection is
+   * not backed up: a receive that waited while the buffer filled (another subscription's
+   * pushes) would otherwise add its frame past the bound, one per subscription. `unsent` are
+   * what is left then, or everything when the connection is `gone`, for the caller to give back.
    */
   private deliver(deliveries: Delivery[]): { unsent: Delivery[]; gone: boolean } {
     const { queue, signer, log, maxFrameBytes } = this.settings;
@@ -251,7 +252,7 @@ export class Subscription {
     };
     let start = 0;
     while (start < deliveries.length) {
-      if (start > 0 && this.sink.backedUp()) break;
+      if (this.sink.backedUp()) break;
       const now = this.sink.now();
       // The frame without its deliveries; `deliveries` is its last key, so its JSON ends in
       // `[]}` and the deliveries' texts go between the brackets, as JSON.stringify puts them.
