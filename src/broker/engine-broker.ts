@@ -33,7 +33,7 @@ import type {
   StorageCloseOptions,
 } from '../engine/engine.js';
 import type { ScheduleStore } from '../engine/schedules.js';
-import { statsByStep } from '../engine/stats-by-step.js';
+import { statsOfMany } from '../engine/stats-by-step.js';
 import { type Clock, SystemClock } from './clock.js';
 import { noteLeaseAge } from './lease-age.js';
 import { onAbort } from './on-abort.js';
@@ -163,7 +163,22 @@ export class EngineBroker implements Broker {
     for (const name of names) checkQueueName(name);
     const now = this.clock.now();
     if (this.engine.statsOfQueues !== undefined) return this.engine.statsOfQueues(now, names);
-    return statsByStep((name) => this.engine.handle(name), now, names);
+    const deadLetterQueues = new Map<string, string>();
+    for (const { name, options } of await this.engine.listQueues()) {
+      if (options.deadLetterQueue !== undefined)
+        deadLetterQueues.set(name, options.deadLetterQueue);
+    }
+    // Every queue takes its step: none is read as it stands.
+    return statsOfMany(
+      (name) => this.engine.handle(name),
+      now,
+      names,
+      async (some) => ({
+        stats: new Map(),
+        due: some,
+        deadLetterQueues,
+      }),
+    );
   }
 
   async transaction<T>(work: (tx: BrokerTransaction) => Promise<T>): Promise<T> {

@@ -28,3 +28,54 @@ export async function statsByStep(
   });
   return stats;
 }
+
+/** What a read of the figures of many queues found (see statsOfMany). */
+export interface FiguresRead {
+  /** The figures of the queues where time alone changes nothing by `now`, as they stand. */
+  readonly stats: ReadonlyMap<string, QueueStats>;
+  /** The queues whose figures need a step of their own. */
+  readonly due: readonly string[];
+  /** The dead-letter queue (R26) of each queue read that has one. */
+  readonly deadLetterQueues: ReadonlyMap<string, string>;
+}
+
+/**
+ * The figures at `now` of those of `names` that are queues, in the order given: as `read`
+ * finds them, and by a step each (statsByStep) for those it finds due. A step dead-letters
+ * the jobs whose time has come (R3, R13, R30), moving them into the queue's dead-letter queue
+ * (R26): that queue's figures, read before the step, would count them nowhere. So the
+ * dead-letter queues of the queues that took a step are read again after it (taking a step
+ * of their own when something is due there now), and so on down the chain. Chains never loop
+ * (R26): a queue is at most every named queue down one.
+ */
+export async function statsOfMany(
+  handle: (name: string) => QueueHandle,
+  now: number,
+  names: readonly string[],
+  read: (names: readonly string[]) => Promise<FiguresRead>,
+): Promise<Map<string, QueueStats>> {
+  const named = new Set(names);
+  const first = await read(names);
+  const stats = new Map(first.stats);
+  const deadLetterQueues = new Map(first.deadLetterQueues);
+  let due = first.due;
+  for (let round = 0; due.length > 0 && round <= named.size; round += 1) {
+    for (const [name, figures] of await statsByStep(handle, now, due)) stats.set(name, figures);
+    const targets = new Set<string>();
+    for (const name of due) {
+      const target = deadLetterQueues.get(name);
+      if (target !== undefined && named.has(target)) targets.add(target);
+    }
+    if (targets.size === 0) break;
+    const again = await read([...targets]);
+    for (const [name, figures] of again.stats) stats.set(name, figures);
+    for (const [name, target] of again.deadLetterQueues) deadLetterQueues.set(name, target);
+    due = again.due;
+  }
+  const ordered = new Map<string, QueueStats>();
+  for (const name of names) {
+    const figures = stats.get(name);
+    if (figures !== undefined) ordered.set(name, figures);
+  }
+  return ordered;
+}

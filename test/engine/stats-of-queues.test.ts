@@ -106,6 +106,38 @@ describe.each(engines)('statsOfQueues on $name', (target) => {
     await done();
   });
 
+  it('R17 R26 a job that dies into a dead-letter queue at the step of its queue is counted there, in any order named', async () => {
+    const clock = new ManualClock(1_000);
+    const broker = new EngineBroker(await target.open(), { clock });
+    const names = {
+      end: queueName('end'),
+      middle: queueName('middle'),
+      source: queueName('source'),
+    };
+    await broker.queue(names.end);
+    // A job that arrives here is past its retention (R30) at once: it goes on to the end.
+    await broker.queue(names.middle, { retention: 100, deadLetterQueue: names.end });
+    const source = await broker.queue(names.source, {
+      visibility: 50,
+      maxDeliveries: 1,
+      deadLetterQueue: names.middle,
+    });
+    await source.publish({ id: 'a' });
+    await source.receive();
+    // Its lease ran out at 1,050: the source's step at 1,200 dead-letters it (R13).
+    clock.advance(200);
+    const asked = [names.end, names.middle, names.source];
+    const together = await broker.statsOfQueues(asked);
+    expect(together.get(names.source)).toMatchObject({ active: 0, dead: 0 });
+    expect(together.get(names.middle)).toMatchObject({ ready: 0, deadLetters: { expired: 1 } });
+    expect(together.get(names.end)).toMatchObject({ ready: 1 });
+    const each = new Map<string, QueueStats>();
+    for (const name of asked) each.set(name, await broker.handle(name).stats());
+    expect(together).toEqual(each);
+    for (const name of asked) await broker.deleteQueue(name);
+    await broker.close();
+  });
+
   it('a bad name is a ValidationError and reads nothing', async () => {
     const engine = await target.open();
     const broker = new EngineBroker(engine, { clock: new ManualClock(1_000) });

@@ -25,7 +25,7 @@ import type {
 } from '../engine.js';
 import type { ScheduleRecord } from '../schedules.js';
 import { checkSecretName, type StoredSecret } from '../secrets.js';
-import { statsByStep } from '../stats-by-step.js';
+import { type FiguresRead, statsOfMany } from '../stats-by-step.js';
 import { WakeHub } from '../wake-hub.js';
 import { deleteInSteps } from './delete-in-steps.js';
 import { type BatchContext, GroupCommitExecutor } from './executor.js';
@@ -227,35 +227,39 @@ export class SqlEngine implements Engine {
 
   async statsOfQueues(now: number, names: readonly string[]): Promise<Map<string, QueueStats>> {
     this.checkOpen();
-    const read = { stats: new Map<string, QueueStats>(), due: [] as string[] };
-    if (this.access.followClock) {
-      // In reads of a few hundred queues, so that other calls go on between them.
-      for (let start = 0; start < names.length; start += STATS_READ_QUEUES) {
-        const part = await this.executor.submit(
-          (connection) =>
-            readQueueStats(
-              connection,
-              this.access.dialect,
-              names.slice(start, start + STATS_READ_QUEUES),
-              now,
-            ),
-          'lease',
-        );
-        for (const [name, stats] of part.stats) read.stats.set(name, stats);
-        read.due.push(...part.due);
-      }
-    } else {
-      // A strict engine refuses a call behind a queue's time (R2), which a step checks and
-      // moves: every queue takes its own step there.
-      read.due.push(...new Set(names));
+    return statsOfMany(
+      (name) => this.handle(name),
+      now,
+      names,
+      (some) => this.readStats(some, now),
+    );
+  }
+
+  /**
+   * The figures of `names` as they stand, and which of them need a step (see readQueueStats):
+   * in reads of a few hundred queues, so that other calls go on between them.
+   */
+  private async readStats(names: readonly string[], now: number): Promise<FiguresRead> {
+    const stats = new Map<string, QueueStats>();
+    const due: string[] = [];
+    const deadLetterQueues = new Map<string, string>();
+    for (let start = 0; start < names.length; start += STATS_READ_QUEUES) {
+      const part = await this.executor.submit(
+        (connection) =>
+          readQueueStats(
+            connection,
+            this.access.dialect,
+            names.slice(start, start + STATS_READ_QUEUES),
+            now,
+            this.access.followClock,
+          ),
+        'lease',
+      );
+      for (const [name, figures] of part.stats) stats.set(name, figures);
+      due.push(...part.due);
+      for (const [name, target] of part.deadLetterQueues) deadLetterQueues.set(name, target);
     }
-    const stepped = await statsByStep((name) => this.handle(name), now, read.due);
-    const ordered = new Map<string, QueueStats>();
-    for (const name of names) {
-      const stats = read.stats.get(name) ?? stepped.get(name);
-      if (stats !== undefined) ordered.set(name, stats);
-    }
-    return ordered;
+    return { stats, due, deadLetterQueues };
   }
 
   async deleteQueue(name: string): Promise<boolean> {

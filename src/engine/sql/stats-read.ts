@@ -1,5 +1,6 @@
 import { copyCounters } from '../../core/counters.js';
 import type { QueueStats } from '../../core/index.js';
+import type { FiguresRead } from '../stats-by-step.js';
 import { type QueueRow, readQueueRows } from './queue-row.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
 
@@ -24,23 +25,29 @@ export function statsOfRow(q: QueueRow, now: number, oldestReadySince: number | 
 }
 
 /**
- * The figures of many queues in two statements, for a clock-following engine (a call behind
- * a queue's time runs at it): each queue where time alone changes nothing by `now` — no lease,
- * delay, session or expiry due, so that a step would only move its time — is read as it
+ * The figures of many queues in two statements, for a clock-following engine (`follow`: a call
+ * behind a queue's time runs at it): each queue where time alone changes nothing by `now` — no
+ * lease, delay, session or expiry due, so that a step would only move its time — is read as it
  * stands, without a lock or a write. The others are named in `due`: their figures need a step
- * of their own. Names of no queue are in neither.
+ * of their own (on a strict engine, every queue: a step refuses a `now` behind its time, R2).
+ * Names of no queue are in neither. With them, the dead-letter queue of each queue read.
  */
 export async function readQueueStats(
   connection: SqlConnection,
   dialect: SqlDialect,
   names: readonly string[],
   now: number,
-): Promise<{ stats: Map<string, QueueStats>; due: string[] }> {
+  follow: boolean,
+): Promise<FiguresRead> {
   const rows = await readQueueRows(connection, dialect, names);
   const due: string[] = [];
   const quiet: QueueRow[] = [];
+  const deadLetterQueues = new Map<string, string>();
   for (const row of rows) {
-    if (Math.max(now, row.queueTime) >= row.nextEventAt) due.push(row.name);
+    if (row.options.deadLetterQueue !== undefined) {
+      deadLetterQueues.set(row.name, row.options.deadLetterQueue);
+    }
+    if (!follow || Math.max(now, row.queueTime) >= row.nextEventAt) due.push(row.name);
     else quiet.push(row);
   }
   const withReady = quiet.filter((row) => row.ready > 0).map((row) => row.name);
@@ -58,5 +65,5 @@ export async function readQueueStats(
     const at = Math.max(now, row.queueTime);
     stats.set(row.name, statsOfRow({ ...row, queueTime: at }, at, since.get(row.name) ?? null));
   }
-  return { stats, due };
+  return { stats, due, deadLetterQueues };
 }
