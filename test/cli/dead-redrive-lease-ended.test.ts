@@ -5,7 +5,8 @@ import { leaseq } from './context.js';
 
 // A job whose last delivery's lease ran out is dead from then on (R3, R13): the queue's next
 // step dead-letters it. `leaseq dead redrive <queue>` without ids redrives every job dead when
-// it starts, as the server's redrive of every dead job does, also one no step has seen dead yet.
+// it starts, as the server's redrive of every dead job does, also one no step has seen dead yet;
+// `leaseq dead list` lists it.
 
 let server: TestServer;
 let clock: ManualClock;
@@ -48,5 +49,35 @@ describe('dead redrive of every dead job', () => {
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({ redriven: 1 });
     expect(await queue.stats()).toMatchObject({ ready: 1, dead: 0 });
+  });
+});
+
+describe('dead list', () => {
+  /** A queue whose one job's last lease ran out, with nothing done on the queue since. */
+  async function leaseEnded(): Promise<string> {
+    const name = fresh();
+    const queue = await server.broker.queue(name, { maxDeliveries: 1 });
+    await queue.publish({ id: 'd' });
+    expect(await queue.receive({ visibility: 1000 })).toHaveLength(1);
+    clock.advance(5000);
+    return name;
+  }
+
+  for (const transport of ['stream', 'http']) {
+    it(`lists the jobs whose last lease ran out since the last step (${transport})`, async () => {
+      const run = await leaseq(['dead', 'list', await leaseEnded(), '--transport', transport], {
+        env,
+      });
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/^d {2}reason=max-deliveries deliveries=1 /);
+    });
+  }
+
+  it('lists them in a page too', async () => {
+    const run = await leaseq(['dead', 'list', await leaseEnded(), '--limit', '1', '--json'], {
+      env,
+    });
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ deadLetters: [{ id: 'd' }], next: null });
   });
 });

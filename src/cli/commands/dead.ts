@@ -68,15 +68,20 @@ export const deadList: Command = {
     // Text output shows no payload: none is read for it.
     const payloads = values.json === true;
     const page: DeadLetterPage = await withClient(values, context, (client) =>
-      fromCommandLine(async () =>
-        paged
-          ? client.handle(name).deadLetterPage({
+      fromCommandLine(async () => {
+        const queue = client.handle(name);
+        // The pages are a look-up, which takes no step: a job whose last lease ran out is
+        // dead-lettered by the queue's next step (R3, R13). A stats call is such a step, so
+        // that the list has it too, as `dead redrive` redrives it.
+        await queue.stats();
+        return paged
+          ? queue.deadLetterPage({
               ...(limit === undefined ? {} : { limit }),
               ...(after === undefined ? {} : { after }),
               ...(payloads ? {} : { payloads: false }),
             })
-          : { deadLetters: await everyDeadLetter(client.handle(name), payloads, (dead) => dead) },
-      ),
+          : { deadLetters: await everyDeadLetter(queue, payloads, (dead) => dead) };
+      }),
     );
     const dead = page.deadLetters;
     // One shape with or without paging flags: a script reads `next` either way.
