@@ -105,15 +105,21 @@ export class StreamChannel implements Channel {
   }
 
   private async submit(queue: string, operations: readonly WireOperation[], whole = false) {
+    // timeoutMs counts from the call: one made while no connection is open waits for one, and
+    // has what is left of it for its answer (its frame's own timer starts only when it is sent).
+    const deadline = this.link.connected ? undefined : performance.now() + this.options.timeoutMs;
     const closing =
       this.prefetches.size > 0 ? await this.giveBackSessionHeld(queue, operations) : undefined;
     let outcomes: WireOutcome[];
     try {
       // Every call waits for the limits alike, so the calls of one tick keep their order.
-      const { maxJsonDepth = Number.POSITIVE_INFINITY } = await this.link.knownLimits();
-      outcomes = await withoutTooDeep(operations, maxJsonDepth, (sent) =>
+      const { maxJsonDepth = Number.POSITIVE_INFINITY } = await this.link.knownLimits(deadline);
+      const answered = withoutTooDeep(operations, maxJsonDepth, (sent) =>
         this.batcher.submit(queue, sent, whole),
       );
+      outcomes = await (deadline === undefined
+        ? answered
+        : this.link.answeredBy(answered, deadline));
     } catch (error) {
       closing?.(operations, undefined);
       throw error;
@@ -309,9 +315,24 @@ export class StreamChannel implements Channel {
   /**
    * A session the server said had ended, over the connection it was opened over: nothing to
    * close later. One opened over an earlier connection stays until closeEnded has closed it.
+   * Its subscriptions are over either way.
    */
   private forgetEnded(session: string, connection: number | undefined): void {
     if (this.sessions.get(session)?.connection === connection) this.sessions.delete(session);
+    this.endSubscriptionsOf(session);
+  }
+
+  /**
+   * The subscriptions of a session that has ended: nothing can receive in it any more, and a
+   * worker opens a session anew each time one ends (its connection lost, say), so kept, they
+   * would pile up for as long as the client lives.
+   */
+  private endSubscriptionsOf(session: string): void {
+    for (const [key, prefetch] of this.prefetches) {
+      if (prefetch.session !== session) continue;
+      this.prefetches.delete(key);
+      void prefetch.end();
+    }
   }
 
   /** One `reserve` operation: what is ready now. */
@@ -525,6 +546,7 @@ export class StreamChannel implements Channel {
       const outcome = outcomes[index];
       if (outcome === undefined || (!outcome.ok && CLOSE_AGAIN.has(outcome.error.code))) return;
       this.sessions.delete(operation.session as string);
+      this.endSubscriptionsOf(operation.session as string);
     });
   }
 }

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { MAX_TIMER_MS } from '../broker/clock.js';
 import { onAbort } from '../broker/on-abort.js';
@@ -136,11 +137,7 @@ export class StreamLink {
             this.abandoned.set(id, listening);
           }
           // Sent already (below): the server may have run it.
-          reject(
-            new UnansweredError(
-              `${this.url} did not answer within ${this.options.timeoutMs} ms: the call may or may not have taken effect`,
-            ),
-          );
+          reject(this.unanswered());
         },
         Math.max(0, deadline - performance.now()),
       );
@@ -150,12 +147,45 @@ export class StreamLink {
     });
   }
 
-  /** The server's limits, as its ready frame gave them; connects first when not connected. */
-  async knownLimits(): Promise<StreamLimits> {
+  /**
+   * The server's limits, as its ready frame gave them; connects first when not connected, or
+   * fails with STORAGE_UNAVAILABLE (nothing sent) at `deadline`.
+   */
+  async knownLimits(deadline = performance.now() + this.options.timeoutMs): Promise<StreamLimits> {
     if (this.socket === undefined || this.closed || this.limits === undefined) {
-      await this.openBy(performance.now() + this.options.timeoutMs);
+      await this.openBy(deadline);
     }
     return this.limits as StreamLimits;
+  }
+
+  /**
+   * `answer`, or the error of a frame left unanswered once `deadline` passes: a call that waited
+   * for a connection has what is left of its timeoutMs for its answer, not a timeoutMs afresh.
+   */
+  answeredBy<T>(answer: Promise<T>, deadline: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setLongTimeout(
+        () => reject(this.unanswered()),
+        Math.max(0, deadline - performance.now()),
+      );
+      answer.then(
+        (value) => {
+          timer.clear();
+          resolve(value);
+        },
+        (error: unknown) => {
+          timer.clear();
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** The error of a frame sent and not answered within timeoutMs: it may have been run. */
+  private unanswered(): UnansweredError {
+    return new UnansweredError(
+      `${this.url} did not answer within ${this.options.timeoutMs} ms: the call may or may not have taken effect`,
+    );
   }
 
   /**
@@ -284,9 +314,18 @@ export class StreamLink {
       headers:
         this.options.apiKey === undefined ? {} : { authorization: `Bearer ${this.options.apiKey}` },
       perMessageDeflate: false,
+      // Any size, as an HTTP answer is read: ws's default (100 MiB) closed the connection on a
+      // larger answer, such as a reserve with ack 'auto' of large payloads, whose jobs were then
+      // gone from the queue and lost with it, unanswered.
+      maxPayload: 0,
       // A Node timer (the request's): a longer one would end the handshake at once. The wait
       // for the ready frame (handshake) times the whole of timeoutMs.
       handshakeTimeout: Math.min(this.options.timeoutMs, MAX_TIMER_MS),
+    });
+    // Its TCP socket, whose bytes are heard as they come (see attach).
+    let bytes: Socket | undefined;
+    socket.once('upgrade', (response) => {
+      bytes = response.socket;
     });
     this.handshaking = socket;
     try {
@@ -300,7 +339,7 @@ export class StreamLink {
       socket.terminate();
       throw new ClosedError('the client is closed');
     }
-    this.attach(socket, (this.limits as StreamLimits).heartbeatMs);
+    this.attach(socket, (this.limits as StreamLimits).heartbeatMs, bytes);
     return socket;
   }
 
@@ -404,7 +443,7 @@ export class StreamLink {
     });
   }
 
-  private attach(socket: WebSocket, heartbeatMs: number): void {
+  private attach(socket: WebSocket, heartbeatMs: number, bytes: Socket | undefined): void {
     this.socket = socket;
     this.connections += 1;
     const openedAt = performance.now();
@@ -422,6 +461,11 @@ export class StreamLink {
     ); // longer: Node would fire it every millisecond
     heartbeat.unref();
     socket.on('pong', () => {
+      alive = true;
+    });
+    // The bytes of a frame on its way are heard too: a large one over a slow link takes longer
+    // than an interval to come whole, and the server's pong waits behind it.
+    bytes?.on('data', () => {
       alive = true;
     });
     socket.on('message', (data) => {

@@ -1,12 +1,14 @@
 import { createServer, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { type WebSocket, WebSocketServer } from 'ws';
 import { RemoteBroker } from '../../src/client/index.js';
 import { ClosedError } from '../../src/core/index.js';
 import { freePort } from '../faults/private-postgres.js';
-import { fakeStreamServer, READY_FRAME } from './fake-stream-server.js';
+import { fakeStreamServer, READY_FRAME, READY_LIMITS } from './fake-stream-server.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
+  vi.useRealTimers();
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
@@ -70,6 +72,48 @@ describe('the stream link', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('counts the time a call waited for the connection to open against its timeoutMs', async () => {
+    // The client's timers and clock only: the sockets and the batcher's tick stay real.
+    vi.useFakeTimers({
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'],
+    });
+    let opened!: (socket: WebSocket) => void;
+    const connection = new Promise<WebSocket>((resolve) => {
+      opened = resolve;
+    });
+    let received!: () => void;
+    const frame = new Promise<void>((resolve) => {
+      received = resolve;
+    });
+    // A server slow to start the stream, which then never answers a frame.
+    const url = await fakeStreamServer((socket) => {
+      socket.once('message', () => received());
+      opened(socket);
+    }, cleanups);
+    const client = new RemoteBroker(url, { transport: 'stream', timeoutMs: 1000 });
+    cleanups.push(() => client.close({ signal: AbortSignal.abort() }));
+    let failure: unknown;
+    const published = client
+      .handle('jobs')
+      .publish({ id: 'a' })
+      .catch((error: unknown) => {
+        failure = error;
+      });
+    const socket = await connection;
+    // 600 of the call's 1000 ms go by before the stream starts.
+    await vi.advanceTimersByTimeAsync(600);
+    socket.send(READY_FRAME);
+    await frame;
+    // The call's 1000 ms are over: it has failed, sent and unanswered, not waited 1000 ms more.
+    await vi.advanceTimersByTimeAsync(400);
+    expect(failure).toMatchObject({
+      code: 'STORAGE_UNAVAILABLE',
+      mayHaveTakenEffect: true,
+      message: expect.stringContaining('did not answer within 1000 ms'),
+    });
+    await published;
   });
 
   it('close() during the handshake fails the waiting calls with CLOSED at once and ends the socket', async () => {
@@ -151,6 +195,81 @@ describe('the stream link', () => {
     });
     withLimits = true;
     await expect(client.handle('jobs').stats()).rejects.toMatchObject({ code: 'CONNECTION_LOST' });
+  });
+
+  it('takes an answer larger than 100 MiB, as an HTTP answer of any size is read', async () => {
+    // ws's default bound on a message read (100 MiB), and a little more.
+    const length = 100 * 1024 * 1024 + 1024;
+    const url = await fakeStreamServer((socket) => {
+      socket.send(READY_FRAME);
+      socket.on('message', (data) => {
+        const { id } = JSON.parse(String(data)) as { id: number };
+        // A results frame of one outcome whose value holds a string of `length` x's.
+        const head = Buffer.from(
+          `{"type":"results","id":${id},"results":[{"ok":true,"value":{"note":"`,
+        );
+        const tail = Buffer.from('"}}]}');
+        socket.send(Buffer.concat([head, Buffer.alloc(length, 'x'), tail]), { binary: false });
+      });
+    }, cleanups);
+    const client = new RemoteBroker(url, { transport: 'stream', timeoutMs: 30_000 });
+    cleanups.push(() => client.close());
+    const stats = (await client.handle('jobs').stats()) as unknown as { note: string };
+    expect(stats.note).toHaveLength(length);
+  });
+
+  it('hears the bytes of an answer that comes slowly, so a link slower than a frame per heartbeat does not end the connection', async () => {
+    // A server that answers no ping (its pong would wait behind the frame anyway), and writes
+    // its answer in 100 parts 25 ms apart: 2.5 s, five of its heartbeat intervals.
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0, autoPong: false });
+    const writers: NodeJS.Timeout[] = [];
+    server.on('connection', (socket) => {
+      socket.send(
+        JSON.stringify({
+          type: 'ready',
+          version: '1',
+          limits: { ...READY_LIMITS, heartbeatMs: 500 },
+        }),
+      );
+      socket.on('message', (data) => {
+        const { id } = JSON.parse(String(data)) as { id: number };
+        const text = Buffer.from(
+          `{"type":"results","id":${id},"results":[{"ok":true,"value":{"note":"${'x'.repeat(100_000)}"}}]}`,
+        );
+        // A text frame, whole (FIN), unmasked, its length in the 8 bytes after 127.
+        const header = Buffer.alloc(10);
+        header[0] = 0x81;
+        header[1] = 127;
+        header.writeBigUInt64BE(BigInt(text.length), 2);
+        const raw = (socket as unknown as { _socket: Socket })._socket;
+        raw.write(header);
+        const part = Math.ceil(text.length / 100);
+        let at = 0;
+        const writer = setInterval(() => {
+          raw.write(text.subarray(at, at + part));
+          at += part;
+          if (at >= text.length) clearInterval(writer);
+        }, 25);
+        writers.push(writer);
+      });
+    });
+    await new Promise<void>((resolve) => server.once('listening', resolve));
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const writer of writers) clearInterval(writer);
+          for (const client of server.clients) client.terminate();
+          server.close(() => resolve());
+        }),
+    );
+    const { port } = server.address() as { port: number };
+    const client = new RemoteBroker(`http://127.0.0.1:${port}`, {
+      transport: 'stream',
+      timeoutMs: 30_000,
+    });
+    cleanups.push(() => client.close());
+    const stats = (await client.handle('jobs').stats()) as unknown as { note: string };
+    expect(stats.note).toHaveLength(100_000);
   });
 
   it('close() fails at once a call waiting out the backoff before reconnecting', async () => {

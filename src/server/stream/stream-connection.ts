@@ -136,6 +136,15 @@ export class StreamConnection {
   }
 
   /**
+   * Bytes came from the client: a sign of life, as a whole frame or a pong is. A large frame
+   * over a slow link takes longer than a heartbeat to come whole, and the client's pong waits
+   * behind it.
+   */
+  heard(): void {
+    this.alive = true;
+  }
+
+  /**
    * Ends the connection with a close code (shutdown, slow consumer). Its subscriptions stop and
    * its sessions close now, not at the end of the close handshake: at shutdown the storage
    * closes next, and a session left open would hold its deliveries until their deadlines.

@@ -137,11 +137,11 @@ export function registerStream(
       refuse(socket, mapped.status, mapped.body.error);
       return;
     }
-    server.handleUpgrade(request, socket, head, (socket) => {
+    server.handleUpgrade(request, socket, head, (webSocket) => {
       counter += 1;
       const log = logger.child({ stream: counter, key: principal.name });
       log.debug('stream connected');
-      const connection = new StreamConnection(socket, {
+      const connection = new StreamConnection(webSocket, {
         services,
         principal,
         log,
@@ -154,6 +154,8 @@ export function registerStream(
           for (const each of connections) each.sessionClosed(queue, session);
         },
       });
+      // The bytes of a frame on its way are heard too (see StreamConnection.heard).
+      socket.on('data', () => connection.heard());
       connections.add(connection);
       services.metrics.stream.connectionOpened();
       // Upgraded as shutdown began: it owes nothing yet, and ends like the others.
