@@ -68,6 +68,13 @@ export interface PrefetchSettings {
   othersWaiting?(): boolean;
   /** A receive began to wait here with nothing held (the others may share theirs). */
   waiting?(): void;
+  /**
+   * Nothing is left of it (see letGoIfIdle): the channel forgets it, so that a client receiving
+   * from queue after queue (one made and deleted per tenant or task) does not keep one per queue
+   * it ever waited on. The next receive makes another, which starts as this one would have (see
+   * startAfresh).
+   */
+  idle?(): void;
 }
 
 /**
@@ -116,6 +123,14 @@ export class Prefetch implements PushListener {
   private ending: Promise<void> | undefined;
   /** The client closed: nothing subscribes again (see close). */
   private closed = false;
+  /** Receives under way here, from their call to their answer. */
+  private taking = 0;
+  /**
+   * Nothing was left of it (see letGoIfIdle): a credit raise still on its way opens no
+   * subscription, which no receive would reach once the channel forgot this one. A receive here
+   * takes it up again.
+   */
+  private letGo = false;
   /**
    * Receipts handed to receives and not yet settled through this client → when their lease
    * ends (this client's time) and the subscription they were pushed to. The server counts a
@@ -141,6 +156,21 @@ export class Prefetch implements PushListener {
    * while jobs were ready.
    */
   async take(max: number, wait: number, signal: AbortSignal | undefined): Promise<WireDelivery[]> {
+    this.letGo = false;
+    this.taking += 1;
+    try {
+      return await this.takeOrWait(max, wait, signal);
+    } finally {
+      this.taking -= 1;
+      this.letGoIfIdle();
+    }
+  }
+
+  private async takeOrWait(
+    max: number,
+    wait: number,
+    signal: AbortSignal | undefined,
+  ): Promise<WireDelivery[]> {
     // What an ending gives back is not handed out meanwhile: its end first, then subscribe anew.
     if (this.ending !== undefined) await this.ending;
     if (this.closed) return [];
@@ -455,6 +485,7 @@ export class Prefetch implements PushListener {
         this.giveBack(this.dropHeld(() => true));
         this.failWaiters(errorFromWire(frame.error));
       }
+      this.letGoIfIdle();
       return;
     }
     this.serverAhead = frame.now - performance.now();
@@ -512,6 +543,7 @@ export class Prefetch implements PushListener {
     this.opening = undefined;
     this.startAfresh();
     this.failWaiters(new ConnectionLostError(STREAM_CONNECTION_LOST));
+    this.letGoIfIdle();
   }
 
   /**
@@ -540,7 +572,9 @@ export class Prefetch implements PushListener {
       // Cleared once settled, by the promise itself: a finish that ran to its end at once would
       // otherwise be stored after it cleared, and every later end would do nothing.
       const ending: Promise<void> = this.finish().finally(() => {
-        if (this.ending === ending) this.ending = undefined;
+        if (this.ending !== ending) return;
+        this.ending = undefined;
+        this.letGoIfIdle();
       });
       this.ending = ending;
     }
@@ -582,7 +616,7 @@ export class Prefetch implements PushListener {
     const { maxPrefetch } = await this.link.knownLimits();
     if (this.ending !== undefined) await this.ending;
     if (this.opening !== undefined) await this.opening;
-    if (signal?.aborted || this.closed) return;
+    if (signal?.aborted || this.closed || this.letGo) return;
     // After the waits: the prefetch may have changed meanwhile (raised, or lowered).
     const wanted = Math.min(Math.max(max, this.prefetch), maxPrefetch);
     if (this.subscription !== undefined) {
@@ -637,6 +671,28 @@ export class Prefetch implements PushListener {
     }
     this.subscription = answer.subscription;
     this.prefetch = prefetch;
+  }
+
+  /**
+   * Once no subscription is open, opening or ending, no receive is under way, no consumer is
+   * watched and nothing is held, the channel is told it may forget this one (settings.idle).
+   */
+  private letGoIfIdle(): void {
+    if (
+      this.closed ||
+      this.letGo ||
+      this.subscription !== undefined ||
+      this.opening !== undefined ||
+      this.ending !== undefined ||
+      this.taking > 0 ||
+      this.waiters.size > 0 ||
+      this.consumers.size > 0 ||
+      this.buffer.length > 0
+    ) {
+      return;
+    }
+    this.letGo = true;
+    this.settings.idle?.();
   }
 
   private failWaiters(error: unknown): void {

@@ -292,6 +292,9 @@ export class StreamChannel implements Channel {
             if (other !== created && other.queue === queue) other.othersBeganToWait();
           }
         },
+        idle: () => {
+          if (this.prefetches.get(key) === created) this.prefetches.delete(key);
+        },
       });
       prefetch = created;
       this.prefetches.set(key, prefetch);
