@@ -114,12 +114,17 @@ export class Api {
     this.get<DeliveryPage>(`${path(name)}/deliveries?limit=${DELIVERIES_SHOWN}`);
   /**
    * The oldest DEAD_LETTERS_SHOWN dead letters, without their payloads (a job's page reads its
-   * own): a page, whose `next` says more follow.
+   * own): a page, whose `next` says more follow. The page is a look-up, which takes no step
+   * (R34): a job whose last lease ran out is dead-lettered by the queue's next step (R3, R13).
+   * The queue's figures are read first, a step, so that the page lists it as the figures count
+   * it and a redrive of every dead job takes it (as `leaseq dead list` does).
    */
-  deadLetters = (name: string) =>
-    this.get<DeadLetterPage>(
+  deadLetters = async (name: string) => {
+    await this.queueStats(name);
+    return this.get<DeadLetterPage>(
       `${path(name)}/dead-letters?limit=${DEAD_LETTERS_SHOWN}&payload=false`,
     );
+  };
   job = (name: string, id: string) =>
     this.get<JobView>(`${path(name)}/jobs/${encodeURIComponent(id)}`);
 

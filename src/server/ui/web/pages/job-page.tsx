@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { isGone } from '../api.js';
+import { type AttemptLabels, attemptLabels } from '../attempts.js';
 import {
   formatDuration,
   formatRelative,
@@ -18,15 +19,20 @@ import type { Attempt, JobView } from '../wire.js';
 
 const PAYLOAD_CHARS = 20_000;
 
-function Timeline(props: { history: Attempt[] }) {
-  const { history } = props;
+function Timeline(props: { history: Attempt[]; labels: AttemptLabels }) {
+  const { history, labels } = props;
   if (history.length === 0) return <p class="empty">No attempt has ended yet.</p>;
   return (
     <ol class="timeline">
-      {history.map((attempt, index) => (
+      {history.map((attempt, index) => [
+        index === 1 && labels.gap !== undefined ? (
+          <li key="gap" class="timeline-gap">
+            {labels.gap}
+          </li>
+        ) : null,
         <li key={attempt.token} class={`outcome-${attempt.outcome}`}>
           <div class="timeline-head">
-            <strong>Attempt {index + 1}</strong>
+            <strong>{labels.labels[index]}</strong>
             <span class={`badge outcome-${attempt.outcome}`}>{attempt.outcome}</span>
             <span class="mono">token {attempt.token}</span>
           </div>
@@ -56,8 +62,8 @@ function Timeline(props: { history: Attempt[] }) {
               </div>
             ) : null}
           </dl>
-        </li>
-      ))}
+        </li>,
+      ])}
     </ol>
   );
 }
@@ -172,6 +178,10 @@ export function JobPage(props: { queue: string; id: string }) {
   const shownId = visibleId(id);
   // A payload's text may hold bidirectional controls too; escaped, it is the same JSON.
   const payload = job === undefined ? undefined : prettyJson(job.payload, PAYLOAD_CHARS, visible);
+  const labels =
+    job === undefined
+      ? undefined
+      : attemptLabels(job.history, job.deliveryCount, job.token !== undefined);
   return (
     <section aria-labelledby="job-title">
       <p class="crumbs">
@@ -251,8 +261,10 @@ export function JobPage(props: { queue: string; id: string }) {
             </section>
           </div>
           <section class="panel" aria-labelledby="attempts-title">
-            <h2 id="attempts-title">Attempts ({job.history.length})</h2>
-            <Timeline history={job.history} />
+            <h2 id="attempts-title">
+              {`Attempts (${job.history.length}${labels?.gap === undefined ? '' : ' kept'})`}
+            </h2>
+            <Timeline history={job.history} labels={labels ?? { labels: [] }} />
           </section>
         </>
       )}
