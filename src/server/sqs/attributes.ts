@@ -11,6 +11,8 @@ import { isFifo } from './fifo.js';
 import { checkSecondsWithin } from './server-limits.js';
 
 const MS = 1000;
+/** SQS's bounds on a RedrivePolicy's maxReceiveCount. */
+export const MAX_RECEIVE_COUNT = 1000;
 /** SQS's bound on a message's total invisibility after a receive (12 h), as the queue's maxLease. */
 export const MAX_VISIBILITY_SECONDS = 43_200;
 export const SQS_QUEUE_OPTIONS = {
@@ -221,10 +223,22 @@ function redrivePolicy(value: string): Pick<AttributeChange, 'options' | 'redriv
     typeof rawCount === 'number' || (typeof rawCount === 'string' && /^\d{1,4}$/.test(rawCount))
       ? Number(rawCount)
       : Number.NaN;
-  if (!(Number.isInteger(count) && count >= 1 && count <= 1000)) {
-    throw bad('Value for maxReceiveCount must be an integer from 1 to 1000.');
+  if (!(Number.isInteger(count) && count >= 1 && count <= MAX_RECEIVE_COUNT)) {
+    throw bad(`Value for maxReceiveCount must be an integer from 1 to ${MAX_RECEIVE_COUNT}.`);
   }
   return { options: { deadLetterQueue: target, maxDeliveries: count }, redriveTarget: target };
+}
+
+/**
+ * The options of a SetQueueAttributes for a queue whose maxDeliveries is `current`: a
+ * RedrivePolicy's maxReceiveCount of SQS's largest, 1000, leaves a larger limit (or none, set
+ * through /v1) as it is, since GetQueueAttributes shows such a limit as 1000 — a policy read
+ * and set back changes nothing.
+ */
+export function keepingLargerLimit(options: QueueOptions, current: number): QueueOptions {
+  if (options.maxDeliveries !== MAX_RECEIVE_COUNT || current <= MAX_RECEIVE_COUNT) return options;
+  const { maxDeliveries: _kept, ...rest } = options;
+  return rest;
 }
 
 export interface QueueFacts {
@@ -316,12 +330,14 @@ function attributeValue(
       // its messages without a bound, and SQS has no word for that: its default is shown.
       return seconds(facts.options.retention) ?? storedAttribute(facts.meta, name);
     case 'RedrivePolicy':
-      // The queue's options are the truth: they may also have been set through /v1.
+      // The queue's options are the truth: they may also have been set through /v1, where a
+      // limit above SQS's largest count, or none, is shown as that count (see
+      // `keepingLargerLimit`): always a count SQS could answer and SetQueueAttributes takes.
       return facts.options.deadLetterQueue === undefined
         ? undefined
         : JSON.stringify({
             deadLetterTargetArn: facts.arnOf(facts.options.deadLetterQueue),
-            maxReceiveCount: facts.options.maxDeliveries,
+            maxReceiveCount: Math.min(facts.options.maxDeliveries, MAX_RECEIVE_COUNT),
           });
     default:
       return storedAttribute(facts.meta, name);

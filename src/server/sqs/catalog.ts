@@ -15,6 +15,18 @@ export interface QueueMeta {
    * they always had.
    */
   fifoIdKey?: string;
+  /**
+   * The dead-letter queues a SetQueueAttributes replaced or removed, newest first: the
+   * messages that died into one stay there (R26) and are still the queue's, for a stale
+   * receipt handle and for FIFO de-duplication.
+   */
+  formerDeadLetterQueues?: FormerDeadLetterQueue[];
+}
+
+/** A queue that was a queue's dead-letter queue until `until` (the broker's time, ms). */
+export interface FormerDeadLetterQueue {
+  queue: string;
+  until: number;
 }
 
 /** Where queue metadata lives: a table beside the queues on SQL engines, memory otherwise. */

@@ -1,19 +1,29 @@
 import type { Queue } from '../../broker/index.js';
-import { type JobView, NotFoundError, type PublishResult } from '../../core/index.js';
+import type { JobView, PublishResult } from '../../core/index.js';
+import type { QueueMeta } from './catalog.js';
 import type { SqsServices } from './context.js';
+import { existingQueue, formerDeadLetterQueues, jobOf } from './dead-letter-history.js';
 import { messageIdOf } from './envelope.js';
 import { SqsError } from './errors.js';
-import { deletedMessageId, FIFO_DEDUP_WINDOW_MS, FIFO_GENERATIONS, fifoMessageId } from './fifo.js';
+import {
+  deletedMessageId,
+  FIFO_DEDUP_WINDOW_MS,
+  FIFO_GENERATIONS,
+  fifoMessageId,
+  isFifo,
+} from './fifo.js';
 import type { PreparedSend } from './send.js';
 
 /**
  * Where a FIFO queue's job ids are held: the queue itself and, when it has one, its
- * dead-letter queue (where its messages go on dying, R26, with their ids); and the time of the
- * sends, on the broker's clock (publish times are on it).
+ * dead-letter queue (where its messages go on dying, R26, with their ids), and the dead-letter
+ * queues it had until less than the de-duplication interval ago (a message sent within it may
+ * have died there); and the time of the sends, on the broker's clock (publish times are on it).
  */
 export interface DedupPlace {
   queue: Queue;
   deadLetterQueue: Queue | undefined;
+  formerDeadLetterQueues: readonly Queue[];
   now: number;
 }
 
@@ -25,23 +35,30 @@ export type ResolvedSend =
   | { publish: PreparedSend['publish']; duplicate?: undefined }
   | { duplicate: PublishResult & { messageId: string }; publish?: undefined };
 
-/** The queue's place, read once per request (its dead-letter queue only on a FIFO queue). */
+/** The queue's place, read once per request (its dead-letter queues only on a FIFO queue). */
 export async function dedupPlace(
   sqs: SqsServices,
   queue: Queue,
-  fifo: boolean,
+  meta: QueueMeta | undefined,
 ): Promise<DedupPlace> {
   const now = sqs.services.now();
-  if (!fifo) return { queue, deadLetterQueue: undefined, now };
-  const { deadLetterQueue } = await queue.options();
-  if (deadLetterQueue === undefined) return { queue, deadLetterQueue: undefined, now };
-  try {
-    return { queue, deadLetterQueue: await sqs.services.queues.existing(deadLetterQueue), now };
-  } catch (error) {
-    // Deleted: it holds nothing, and a message that dies stays in the queue's dead set (R26).
-    if (error instanceof NotFoundError) return { queue, deadLetterQueue: undefined, now };
-    throw error;
+  if (!isFifo(meta)) {
+    return { queue, deadLetterQueue: undefined, formerDeadLetterQueues: [], now };
   }
+  const { deadLetterQueue } = await queue.options();
+  const former: Queue[] = [];
+  for (const name of formerDeadLetterQueues(meta, deadLetterQueue, now - FIFO_DEDUP_WINDOW_MS)) {
+    const place = await existingQueue(sqs, name);
+    if (place !== undefined) former.push(place);
+  }
+  return {
+    queue,
+    // Deleted: it holds nothing, and a message that dies stays in the queue's dead set (R26).
+    deadLetterQueue:
+      deadLetterQueue === undefined ? undefined : await existingQueue(sqs, deadLetterQueue),
+    formerDeadLetterQueues: former,
+    now,
+  };
 }
 
 /**
@@ -50,7 +67,7 @@ export async function dedupPlace(
  * message is in the queue). The de-duplication id names one id per generation k = 0, 1, …
  * (`fifoMessageId`); the send takes the first that is free:
  *
- * - free (neither the queue nor its dead-letter queue holds it): published under it — a
+ * - free (neither the queue nor its dead-letter queues hold it): published under it — a
  *   publish the queue answers as a duplicate (an id deleted within its `dedupWindow`, R4) is a
  *   duplicate send;
  * - held by the queue alive (ready, delayed, in flight, waiting in its group): a duplicate;
@@ -60,11 +77,15 @@ export async function dedupPlace(
  *   another id a later send would be a duplicate forever, or, the dead-letter queue holding the
  *   id, would die into the queue's own dead set where no SQS call sees it;
  * - held by the dead-letter queue for another queue (or sent to it directly): not this
- *   queue's message, but its id is taken where this queue's messages die: the next generation.
+ *   queue's message, but its id is taken where this queue's messages die: the next generation;
+ * - held by a dead-letter queue the queue had until less than the interval ago (a
+ *   SetQueueAttributes replaced or removed it): as by its dead-letter queue when it is a
+ *   message of this queue, else free (this queue's messages no longer die there).
  *
- * So the first send of a fresh id costs one lookup in the queue and one in its dead-letter
- * queue. An id freed out of order (a dead message removed through /v1 while a later one of
- * its de-duplication id is in the queue) is taken again first: the later one is not seen.
+ * So the first send of a fresh id costs one lookup in the queue and one in each of those
+ * dead-letter queues. An id freed out of order (a dead message removed through /v1 while a
+ * later one of its de-duplication id is in the queue) is taken again first: the later one is
+ * not seen.
  */
 export async function resolveFifoSend(
   place: DedupPlace,
@@ -116,17 +137,17 @@ type Held = { view: JobView; alive: boolean } | 'elsewhere' | undefined;
 async function holder(place: DedupPlace, id: string): Promise<Held> {
   const here = await place.queue.job(id);
   if (here !== undefined) return { view: here, alive: here.state !== 'dead' };
-  if (place.deadLetterQueue === undefined) return undefined;
-  let there: JobView | undefined;
-  try {
-    there = await place.deadLetterQueue.job(id);
-  } catch (error) {
-    // Deleted meanwhile: it holds nothing.
-    if (error instanceof NotFoundError) return undefined;
-    throw error;
+  const mine = (view: JobView | undefined) => view?.origin?.queue === place.queue.name;
+  if (place.deadLetterQueue !== undefined) {
+    const there = await jobOf(place.deadLetterQueue, id);
+    if (there !== undefined) return mine(there) ? { view: there, alive: false } : 'elsewhere';
   }
-  if (there === undefined) return undefined;
-  return there.origin?.queue === place.queue.name ? { view: there, alive: false } : 'elsewhere';
+  // Where this queue's messages no longer die, only its own dead messages count.
+  for (const former of place.formerDeadLetterQueues) {
+    const there = await jobOf(former, id);
+    if (there !== undefined && mine(there)) return { view: there, alive: false };
+  }
+  return undefined;
 }
 
 /**

@@ -3,6 +3,7 @@ import { hidingForeignLoops } from '../../auth.js';
 import {
   type AttributeChange,
   fifoRequested,
+  keepingLargerLimit,
   parseQueueAttributes,
   type QueueFacts,
   readQueueAttributes,
@@ -18,6 +19,7 @@ import {
   type SqsCall,
   type SqsServices,
 } from '../context.js';
+import { rememberFormerDeadLetterQueue } from '../dead-letter-history.js';
 import { invalidParameter, missingParameter, queueDoesNotExist, SqsError } from '../errors.js';
 import { FIFO_DEDUP_WINDOW_MS, isFifo } from '../fifo.js';
 import {
@@ -243,20 +245,37 @@ async function setQueueAttributes(call: SqsCall, sqs: SqsServices) {
   const fifo = isFifo(await sqs.catalog.get(queue.name));
   const change = parseQueueAttributes(given, fifo, sqs.services.limits);
   await checkRedriveTarget(call, sqs, change, fifo);
-  if (Object.keys(change.options).length > 0) {
+  // A RedrivePolicy given: the dead-letter queue and limit it replaces.
+  const before = change.redriveTarget === undefined ? undefined : await queue.options();
+  const options =
+    before === undefined
+      ? change.options
+      : keepingLargerLimit(change.options, before.maxDeliveries);
+  if (Object.keys(options).length > 0) {
     try {
       await hidingForeignLoops(call.principal, () =>
-        sqs.services.broker.updateQueue(queue.name, change.options),
+        sqs.services.broker.updateQueue(queue.name, options),
       );
     } catch (error) {
       if (!(error instanceof ConflictError)) throw error;
       throw invalidParameter('RedrivePolicy', given.RedrivePolicy, error.message);
     }
   }
-  await updateMeta(sqs, queue.name, (meta) => ({
-    ...meta,
-    attributes: { ...meta.attributes, ...change.stored },
-  }));
+  // Its messages that died into a dead-letter queue replaced or removed stay there (R26): the
+  // queue still looks for them there.
+  const replaced =
+    before?.deadLetterQueue === change.redriveTarget ? undefined : before?.deadLetterQueue;
+  const until = sqs.services.now();
+  const existing =
+    replaced === undefined
+      ? new Set<string>()
+      : new Set((await sqs.services.broker.listQueues()).map((info) => info.name));
+  await updateMeta(sqs, queue.name, (meta) => {
+    const next = { ...meta, attributes: { ...meta.attributes, ...change.stored } };
+    return replaced === undefined
+      ? next
+      : rememberFormerDeadLetterQueue(next, replaced, until, existing);
+  });
   return {};
 }
 

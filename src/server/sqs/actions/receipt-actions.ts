@@ -1,7 +1,8 @@
 import type { Queue } from '../../../broker/index.js';
-import { type JobView, NotFoundError } from '../../../core/index.js';
+import type { JobView } from '../../../core/index.js';
 import { MAX_VISIBILITY_SECONDS } from '../attributes.js';
 import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
+import { existingQueue, formerDeadLetterQueues, jobOf } from '../dead-letter-history.js';
 import { invalidParameter, missingParameter, SqsError } from '../errors.js';
 import { isFifo } from '../fifo.js';
 import { batchEntries, requiredInteger, type SqsInput } from '../params.js';
@@ -35,8 +36,9 @@ function verifyHandle(sqs: SqsServices, queue: Queue, input: SqsInput): Handle {
 }
 
 /**
- * The message a handle of this queue names, wherever it still is: in the queue, or moved to
- * the queue's dead-letter queue from this queue (the job keeps its id there).
+ * The message a handle of this queue names, wherever it still is: in the queue, or moved from
+ * this queue (the job keeps its id and records its origin there, R26) to its dead-letter
+ * queue or to one it had before (replaced or removed by SetQueueAttributes meanwhile).
  */
 async function findMessage(
   sqs: SqsServices,
@@ -46,15 +48,13 @@ async function findMessage(
   const here = await queue.job(id);
   if (here !== undefined) return here;
   const { deadLetterQueue } = await queue.options();
-  if (deadLetterQueue === undefined) return undefined;
-  try {
-    const dead = await (await sqs.services.queues.existing(deadLetterQueue)).job(id);
-    return dead?.origin?.queue === queue.name ? dead : undefined;
-  } catch (error) {
-    // Deleted meanwhile: what it held is gone with it.
-    if (error instanceof NotFoundError) return undefined;
-    throw error;
+  const former = formerDeadLetterQueues(await sqs.catalog.get(queue.name), deadLetterQueue);
+  for (const name of deadLetterQueue === undefined ? former : [deadLetterQueue, ...former]) {
+    const place = await existingQueue(sqs, name);
+    const dead = place === undefined ? undefined : await jobOf(place, id);
+    if (dead?.origin?.queue === queue.name) return dead;
   }
+  return undefined;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Queue } from '../../../broker/index.js';
 import { type PublishResult, QueueFullError } from '../../../core/index.js';
 import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { SqsError, toSqsError } from '../errors.js';
-import { isFifo, sequenceNumber } from '../fifo.js';
+import { sequenceNumber } from '../fifo.js';
 import {
   dedupPlace,
   duplicateMessageId,
@@ -29,7 +29,7 @@ async function sendMessage(call: SqsCall, sqs: SqsServices) {
     sqs.services.limits,
   );
   // A FIFO send takes the first free job id of its de-duplication id, or is a duplicate.
-  const resolved = await resolveFifoSend(await dedupPlace(sqs, queue, prepared.fifo), prepared);
+  const resolved = await resolveFifoSend(await dedupPlace(sqs, queue, meta), prepared);
   if (resolved.duplicate !== undefined) {
     logDuplicate(call, queue.name, resolved.duplicate);
     return answer(prepared, resolved.duplicate, resolved.duplicate.messageId);
@@ -101,7 +101,7 @@ async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
       `Batch requests cannot be longer than ${MAX_BATCH_BYTES} bytes. You have sent ${total} bytes.`,
     );
   }
-  const place = await dedupPlace(sqs, queue, isFifo(meta));
+  const place = await dedupPlace(sqs, queue, meta);
   const resolved = await Promise.all(accepted.map((item) => resolveFifoSend(place, item.prepared)));
   // Entries of one de-duplication id in the batch take the same job id: the publish answers
   // the later ones as duplicates of the first (R4), and they answer its MessageId.
