@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -229,6 +229,35 @@ describe('SQLite storage errors', () => {
       await expect(engine.listQueues()).rejects.toBeInstanceOf(StorageUnavailableError);
     } finally {
       await engine.close();
+    }
+  });
+
+  it('a database file replaced by a backup while open: after the close the backup is read as it was', async () => {
+    const file = join(dir, 'replaced.db');
+    const backup = join(dir, 'replaced-backup.db');
+    const engine = await openEngine(`sqlite:${file}`);
+    try {
+      const queue = await engine.queue('restored');
+      await queue.publish(1, { id: 'in-backup' });
+      const copier = new Database(file);
+      try {
+        copier.prepare('VACUUM INTO ?').run(backup);
+      } finally {
+        copier.close();
+      }
+      // Written after the backup, into the WAL beside the file.
+      await queue.publish(2, { id: 'after-backup' });
+      // Put in place while the engine still has the file open, and closed before the watch
+      // of the file looked again.
+      renameSync(backup, file);
+    } finally {
+      await engine.close();
+    }
+    const restored = await openEngine(`sqlite:${file}`);
+    try {
+      expect((await (await restored.queue('restored')).inspect()).ready).toEqual(['in-backup']);
+    } finally {
+      await restored.close();
     }
   });
 

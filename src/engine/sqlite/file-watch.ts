@@ -12,28 +12,36 @@ const CHECK_EVERY_MS = 1000;
  * call: a descriptor of the file has no links left once its name is gone.
  */
 export class FileWatch {
+  private readonly absolute: string;
   private readonly fd: number;
   private readonly timer: NodeJS.Timeout;
   private lostError: StorageUnavailableError | undefined;
 
-  constructor(path: string, target: string) {
-    const absolute = resolve(path);
-    this.fd = openSync(absolute, 'r');
-    this.timer = setInterval(() => {
-      if (this.lostError !== undefined) return;
-      try {
-        if (fstatSync(this.fd).nlink > 0) return;
-      } catch {
-        // A descriptor that cannot be read says as much as one without links.
-      }
-      this.lostError = new StorageUnavailableError(
-        `${target}: the database file ${absolute} was deleted or replaced while open; nothing written from now on would be kept, so nothing more is taken: restart on the file that should be there`,
-      );
-    }, CHECK_EVERY_MS).unref();
+  constructor(
+    path: string,
+    private readonly target: string,
+  ) {
+    this.absolute = resolve(path);
+    this.fd = openSync(this.absolute, 'r');
+    this.timer = setInterval(() => this.check(), CHECK_EVERY_MS).unref();
   }
 
   /** The error every call meets once the file is gone, else undefined. */
   get lost(): StorageUnavailableError | undefined {
+    return this.lostError;
+  }
+
+  /** `lost`, the file looked at now rather than at the last check of the timer. */
+  check(): StorageUnavailableError | undefined {
+    if (this.lostError !== undefined) return this.lostError;
+    try {
+      if (fstatSync(this.fd).nlink > 0) return undefined;
+    } catch {
+      // A descriptor that cannot be read says as much as one without links.
+    }
+    this.lostError = new StorageUnavailableError(
+      `${this.target}: the database file ${this.absolute} was deleted or replaced while open; nothing written from now on would be kept, so nothing more is taken: restart on the file that should be there`,
+    );
     return this.lostError;
   }
 

@@ -108,8 +108,20 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
         return { connection, release: () => (busy = false) };
       },
       shutdown: async () => {
-        // Best effort: if it fails, the next open skips ahead (a gap in tokens, never a repeat).
-        if (fsync) await inTransaction(connection, lowerHighWater).catch(() => undefined);
+        if (file?.check() === undefined) {
+          // Best effort: if it fails, the next open skips ahead (a gap in tokens, never a repeat).
+          if (fsync) await inTransaction(connection, lowerHighWater).catch(() => undefined);
+        } else {
+          // The path names another file now (a backup put in its place), or none, but the WAL
+          // beside it is still this database's, and SQLite leaves it there at a close: the next
+          // open of the path would read its pages as that file's. Emptied into this database's
+          // own file, unlinked, it leaves the file at the path as it was put there.
+          try {
+            db.pragma('wal_checkpoint(TRUNCATE)');
+          } catch {
+            // Best effort, as the rest of a close.
+          }
+        }
         connection.close();
         db.close();
         file?.close();
