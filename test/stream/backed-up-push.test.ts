@@ -58,6 +58,9 @@ describe('a subscription whose connection is backed up', () => {
           return true;
         },
         backedUp: () => backedUp,
+        // The only subscription of its connection: no other waits for a turn.
+        mayPush: () => !backedUp,
+        passed: () => {},
         ended: () => {},
         now: () => Date.now(),
       },

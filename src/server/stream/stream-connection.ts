@@ -101,6 +101,13 @@ export class StreamConnection {
   private alive = true;
   private ended = false;
   private backedUpSince: number | undefined;
+  /**
+   * Subscriptions that gave deliveries back for want of room, the longest waiting first: each
+   * time the connection is backed up, the first of them may push one frame (see mayPush).
+   */
+  private readonly waitingForRoom = new Set<Subscription>();
+  /** That frame went since the connection last drained. */
+  private turnTaken = false;
   private drainTimer: NodeJS.Timeout | undefined;
   private readonly heartbeat: NodeJS.Timeout;
   /** Why the server ended the connection; a close it did not start is the client's. */
@@ -611,6 +618,8 @@ export class StreamConnection {
         {
           push: (frame, text) => this.push(frame, text),
           backedUp: () => this.backedUp(),
+          mayPush: (sub) => this.mayPush(sub),
+          passed: (sub) => this.waitingForRoom.delete(sub),
           ended: (sub, error) => this.subscriptionEnded(sub, error),
           now: this.context.now,
         },
@@ -703,7 +712,11 @@ export class StreamConnection {
   }
 
   private forget(id: number): void {
-    if (this.subscriptions.delete(id)) this.context.services.metrics.stream.subscriptions(-1);
+    const subscription = this.subscriptions.get(id);
+    if (subscription === undefined) return;
+    this.subscriptions.delete(id);
+    this.waitingForRoom.delete(subscription);
+    this.context.services.metrics.stream.subscriptions(-1);
   }
 
   /**
@@ -796,6 +809,31 @@ export class StreamConnection {
   }
 
   /**
+   * Whether a subscription's first frame of deliveries may go (SubscriptionSink.mayPush). Not
+   * backed up, it may. Backed up, only the subscription that has waited longest for room may,
+   * once until the connection drains: else, the drained connection waking its subscriptions in
+   * one order, the one whose receive is answered first would back it up again every time, and
+   * the others give theirs back every time, for as long as it had jobs (R33).
+   */
+  private mayPush(subscription: Subscription): boolean {
+    // One that ended pushes nothing (it sees that itself), and takes no place.
+    if (!this.backedUp() || this.subscriptions.get(subscription.id) !== subscription) {
+      this.waitingForRoom.delete(subscription);
+      return true;
+    }
+    const [first] = this.waitingForRoom;
+    if (first === subscription && !this.turnTaken) {
+      this.turnTaken = true;
+      // Behind the others waiting: theirs are the next turns.
+      this.waitingForRoom.delete(subscription);
+      this.waitingForRoom.add(subscription);
+      return true;
+    }
+    this.waitingForRoom.add(subscription);
+    return false;
+  }
+
+  /**
    * A client that does not read fills the server's buffer: pushing, reading and starting batch
    * frames stop until it drains, and a connection that stays backed up for two heartbeats is
    * closed.
@@ -817,6 +855,7 @@ export class StreamConnection {
       clearInterval(this.drainTimer);
       this.drainTimer = undefined;
       this.backedUpSince = undefined;
+      this.turnTaken = false;
       this.updateReading();
       this.startWaiting();
       for (const subscription of this.subscriptions.values()) subscription.wake();

@@ -13,6 +13,15 @@ export interface SubscriptionSink {
   push(frame: DeliveriesFrame, text: string): boolean;
   /** true while the connection has more unsent bytes than it may queue. */
   backedUp(): boolean;
+  /**
+   * Whether the first frame of `subscription`'s deliveries may go now: while the connection is
+   * not backed up, and while it is, for the subscription that has waited longest for room
+   * (having given deliveries back for want of it), once until the connection drains. Otherwise
+   * the subscription waits for room, keeping its place.
+   */
+  mayPush(subscription: Subscription): boolean;
+  /** `subscription` waits for room no more: it has nothing to push (no job came, no credit). */
+  passed(subscription: Subscription): void;
   /** The subscription ended by itself (its session closed, the storage failed). */
   ended(subscription: Subscription, error: unknown): void;
   /** The broker's time, which lease deadlines are in. */
@@ -194,6 +203,7 @@ export class Subscription {
     while (this.active) {
       if (this.leaseDue()) await this.recheckLeases();
       const room = this.prefetch - this.unsettled;
+      if (room <= 0) this.sink.passed(this);
       if (room <= 0 || this.refilling || this.sink.backedUp()) {
         // No receive runs now, which would notice that the session ended: look for it.
         if (session !== undefined && room <= 0 && performance.now() >= this.nextSessionCheck) {
@@ -218,6 +228,7 @@ export class Subscription {
         this.end(error);
         return;
       }
+      if (deliveries.length === 0) this.sink.passed(this);
       const { unsent, gone } = this.deliver(deliveries);
       await release(queue, unsent, log, gone ? CLIENT_GONE : NOT_PUSHED);
       if (gone) return;
@@ -228,8 +239,11 @@ export class Subscription {
    * Pushes deliveries, counted against the credit, in frames of at most `maxFrameBytes` (one
    * delivery whatever its size). Each frame, the first too, goes only while the connection is
    * not backed up: a receive that waited while the buffer filled (another subscription's
-   * pushes) would otherwise add its frame past the bound, one per subscription. `unsent` are
-   * what is left then, or everything when the connection is `gone`, for the caller to give back.
+   * pushes) would otherwise add its frame past the bound, one per subscription. The first may
+   * go when it is this subscription's turn (SubscriptionSink.mayPush): else another whose
+   * pushes fill the buffer again as it drains would push every time, and this one give its
+   * deliveries back every time. `unsent` are what is left, or everything when the connection
+   * is `gone`, for the caller to give back.
    */
   private deliver(deliveries: Delivery[]): { unsent: Delivery[]; gone: boolean } {
     const { queue, signer, log, maxFrameBytes } = this.settings;
@@ -252,7 +266,7 @@ export class Subscription {
     };
     let start = 0;
     while (start < deliveries.length) {
-      if (this.sink.backedUp()) break;
+      if (start === 0 ? !this.sink.mayPush(this) : this.sink.backedUp()) break;
       const now = this.sink.now();
       // The frame without its deliveries; `deliveries` is its last key, so its JSON ends in
       // `[]}` and the deliveries' texts go between the brackets, as JSON.stringify puts them.

@@ -1,0 +1,69 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { WebSocket } from 'ws';
+import { startTestServer } from '../server/helpers.js';
+import { FrameClient } from './frames.js';
+
+const closing: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const close of closing.splice(0).reverse()) await close();
+});
+
+/** Polls `check` every 10 ms, for at most `ms`. */
+async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`not so within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('subscriptions of one connection that each push fills', () => {
+  it('R33 take turns: the one that gave its jobs back for want of room pushes while the other still has a backlog', async () => {
+    // A slow link: each push fills the connection's buffer past maxStreamBufferBytes, and it
+    // drains a moment later, as the client reads it.
+    let buffered = 0;
+    vi.spyOn(WebSocket.prototype, 'bufferedAmount', 'get').mockImplementation(() => buffered);
+    const send = WebSocket.prototype.send;
+    vi.spyOn(WebSocket.prototype, 'send').mockImplementation(function (
+      this: WebSocket,
+      ...args: Parameters<WebSocket['send']>
+    ) {
+      if (String(args[0]).startsWith('{"type":"deliveries"')) {
+        buffered = 1024 * 1024;
+        setTimeout(() => {
+          buffered = 0;
+        }, 5);
+      }
+      return send.apply(this, args);
+    });
+    // One job a push: each receive takes at most maxBatch.
+    const server = await startTestServer({
+      limits: { maxBatch: 1, maxStreamBufferBytes: 64 * 1024 },
+    });
+    closing.push(() => server.close());
+    const busy = await server.broker.queue('busy', { visibility: 60_000 });
+    const other = await server.broker.queue('other', { visibility: 60_000 });
+    const backlog = 100;
+    for (let index = 0; index < backlog; index++) await busy.publish({ id: `busy-${index}` });
+    const client = await FrameClient.open(server.baseUrl);
+    closing.push(() => client.close());
+    const subscribed = await client.request({
+      type: 'subscribe',
+      id: 1,
+      queue: 'busy',
+      prefetch: backlog,
+    });
+    expect(subscribed.type).toBe('subscribed');
+    await until(() => client.pushed(1).length > 0);
+    await other.publish({ id: 'other-1' });
+    client.send({ type: 'subscribe', id: 2, queue: 'other', prefetch: 10 });
+
+    // Pushed while the busy queue still has jobs to push, not once it has none left: given
+    // back, unworked, at most once (R33), not at every drain.
+    await until(() => client.pushed(2).length > 0 || client.pushed(1).length === backlog, 30_000);
+    expect(client.pushed(2).map((delivery) => delivery.id)).toEqual(['other-1']);
+    expect(client.pushed(1).length).toBeLessThan(backlog);
+    expect((await other.stats()).unworked).toBeLessThanOrEqual(1);
+  });
+});
