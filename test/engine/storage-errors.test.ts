@@ -261,6 +261,56 @@ describe('SQLite storage errors', () => {
     }
   });
 
+  it('a database file replaced while open: an engine opened on the file put in place keeps its writes when the first one closes', async () => {
+    const file = join(dir, 'replaced-running.db');
+    const backup = join(dir, 'replaced-running-backup.db');
+    const left = await openEngine(`sqlite:${file}`);
+    let leftOpen = true;
+    const restored: { engine?: Awaited<ReturnType<typeof openEngine>> } = {};
+    try {
+      const queue = await left.queue('restored');
+      await queue.publish(1, { id: 'in-backup' });
+      const copier = new Database(file);
+      try {
+        copier.prepare('VACUUM INTO ?').run(backup);
+      } finally {
+        copier.close();
+      }
+      await queue.publish(2, { id: 'after-backup' });
+      renameSync(backup, file);
+      // The engine left running notices and refuses every call from then on.
+      await expect
+        .poll(
+          () =>
+            queue.inspect().then(
+              () => 'served',
+              (error: unknown) => (error as { code?: string }).code,
+            ),
+          { timeout: 10_000, interval: 50 },
+        )
+        .toBe('STORAGE_UNAVAILABLE');
+      restored.engine = await openEngine(`sqlite:${file}`);
+      const again = await restored.engine.queue('restored');
+      expect((await again.inspect()).ready).toEqual(['in-backup']);
+      await again.publish(3, { id: 'after-restore' });
+      await left.close();
+      leftOpen = false;
+      expect((await again.inspect()).ready).toEqual(['in-backup', 'after-restore']);
+    } finally {
+      if (leftOpen) await left.close();
+      await restored.engine?.close();
+    }
+    const reopened = await openEngine(`sqlite:${file}`);
+    try {
+      expect((await (await reopened.queue('restored')).inspect()).ready).toEqual([
+        'in-backup',
+        'after-restore',
+      ]);
+    } finally {
+      await reopened.close();
+    }
+  });
+
   it('two engines on one file migrate safely and share the queues', async () => {
     const path = join(dir, 'shared.db');
     const [first, second] = await Promise.all([

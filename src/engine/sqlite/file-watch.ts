@@ -17,13 +17,17 @@ export class FileWatch {
   private readonly timer: NodeJS.Timeout;
   private lostError: StorageUnavailableError | undefined;
 
+  /** `lost` is called at each check once the file is gone, the first one included. */
   constructor(
     path: string,
     private readonly target: string,
+    lost?: () => void,
   ) {
     this.absolute = resolve(path);
     this.fd = openSync(this.absolute, 'r');
-    this.timer = setInterval(() => this.check(), CHECK_EVERY_MS).unref();
+    this.timer = setInterval(() => {
+      if (this.check() !== undefined) lost?.();
+    }, CHECK_EVERY_MS).unref();
   }
 
   /** The error every call meets once the file is gone, else undefined. */

@@ -89,8 +89,26 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
     }
     if (fsync) await inTransaction(connection, continueAboveHighWater);
     let busy = false;
+    let walEmptied = false;
+    /**
+     * The path names another file now (a backup put in its place), or none, but the WAL beside
+     * it is still this database's, and SQLite leaves it there at a close: an open of the path
+     * would read its pages as that file's. Emptied into this database's own file, unlinked, it
+     * leaves the file at the path as it was put there. Done as soon as the loss is seen (calls
+     * are refused from then on: nothing more is written), not at the close: by then a server
+     * may have opened the file put in place, and its commits in that WAL would go with it.
+     */
+    const emptyWal = () => {
+      if (walEmptied || busy) return;
+      try {
+        const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+        walEmptied = result?.busy === 0;
+      } catch {
+        // Tried again at the next check, and at the close.
+      }
+    };
     // A database in memory has no file to lose.
-    const file = path === ':memory:' ? undefined : new FileWatch(path, target);
+    const file = path === ':memory:' ? undefined : new FileWatch(path, target, emptyWal);
     return new SqlEngine({
       target,
       capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: true },
@@ -102,7 +120,10 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       translateError: (error) => translateSqliteError(error, target),
       acquire: async () => {
         const lost = file?.lost;
-        if (lost !== undefined) throw lost;
+        if (lost !== undefined) {
+          emptyWal();
+          throw lost;
+        }
         if (busy) throw new Error('sqlite connection used by two transactions at once');
         busy = true;
         return { connection, release: () => (busy = false) };
@@ -112,15 +133,8 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
           // Best effort: if it fails, the next open skips ahead (a gap in tokens, never a repeat).
           if (fsync) await inTransaction(connection, lowerHighWater).catch(() => undefined);
         } else {
-          // The path names another file now (a backup put in its place), or none, but the WAL
-          // beside it is still this database's, and SQLite leaves it there at a close: the next
-          // open of the path would read its pages as that file's. Emptied into this database's
-          // own file, unlinked, it leaves the file at the path as it was put there.
-          try {
-            db.pragma('wal_checkpoint(TRUNCATE)');
-          } catch {
-            // Best effort, as the rest of a close.
-          }
+          // Unless that was done as the loss was seen (best effort, as the rest of a close).
+          emptyWal();
         }
         connection.close();
         db.close();
