@@ -87,6 +87,20 @@ describe.each(engines)('RedrivePolicy changes over $name', (engine) => {
     }
   });
 
+  it('maxReceiveCount 1000 given to a queue without a dead-letter queue is its limit', async (context) => {
+    if (engine.skipReason !== undefined) context.skip(engine.skipReason);
+    const dlq = freshName('dlq');
+    await create(dlq);
+    const name = freshName('src');
+    const url = await create(name);
+    // No policy yet (unbounded), then one removed (unbounded again).
+    for (const before of [undefined, '']) {
+      if (before !== undefined) await setPolicy(url, before);
+      await setPolicy(url, policy(dlq, 1000));
+      expect(await maxDeliveriesOf(name)).toBe(1000);
+    }
+  });
+
   it('DeleteMessage with the handle of a message in a dead-letter queue the RedrivePolicy no longer names is refused as expired and deletes nothing', async (context) => {
     if (engine.skipReason !== undefined) context.skip(engine.skipReason);
     const dlqName = freshName('dlq');

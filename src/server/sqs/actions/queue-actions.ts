@@ -247,8 +247,10 @@ async function setQueueAttributes(call: SqsCall, sqs: SqsServices) {
   await checkRedriveTarget(call, sqs, change, fifo);
   // A RedrivePolicy given: the dead-letter queue and limit it replaces.
   const before = change.redriveTarget === undefined ? undefined : await queue.options();
+  // Only a queue with a dead-letter queue shows its limit as a policy (1000 for a larger one):
+  // one without (no policy, or one removed) has an unbounded limit, and takes 1000 as given.
   const options =
-    before === undefined
+    before?.deadLetterQueue === undefined
       ? change.options
       : keepingLargerLimit(change.options, before.maxDeliveries);
   if (Object.keys(options).length > 0) {
