@@ -335,7 +335,10 @@ export class Prefetch implements PushListener {
   /** Held deliveries, taken without waiting (a receive with wait 0); none while it ends. */
   takeHeld(max: number): WireDelivery[] {
     if (this.ending !== undefined) return [];
-    return this.handOut(this.takeLive(max));
+    const taken = this.handOut(this.takeLive(max));
+    // Its last held ones, of a subscription already ended (its connection lost): nothing left.
+    this.letGoIfIdle();
+    return taken;
   }
 
   /** Deliveries settled through this client (ack, nack, a refused extend): out of hand. */
@@ -365,6 +368,7 @@ export class Prefetch implements PushListener {
   purged(): void {
     this.inHand.clear();
     this.giveBack(this.dropHeld(() => true));
+    this.letGoIfIdle();
   }
 
   /**
@@ -377,6 +381,7 @@ export class Prefetch implements PushListener {
     const dropped = this.dropHeld((each) => ids.has(each.id));
     for (const delivery of dropped) this.countInHand(delivery);
     this.giveBack(dropped);
+    this.letGoIfIdle();
   }
 
   /** Takes the held deliveries that `ended` says ended out of the buffer; returns them. */
@@ -719,7 +724,8 @@ export class Prefetch implements PushListener {
         // The ones it was set for may have been taken since, by a consumer still at work:
         // only a delivery that is itself due sends everything back.
         const next = this.giveBackDue();
-        if (next === undefined) return;
+        // None left: their leases ran out while held (a subscription already ended).
+        if (next === undefined) return this.letGoIfIdle();
         if (next <= performance.now()) void this.end();
         else this.armIdle();
       },

@@ -114,6 +114,55 @@ describe('the client side of a subscription that ended', () => {
     await expect.poll(() => idle).toBe(1);
   });
 
+  /** A subscription that was pushed two deliveries, one taken by its receive, then lost. */
+  async function holdingAfterLost(idle: () => void): Promise<Prefetch> {
+    const requests: string[] = [];
+    const prefetch = prefetchOn(answeringLink(requests), idle);
+    const receiving = prefetch.take(1, 60_000, undefined);
+    await expect.poll(() => requests).toEqual(['subscribe']);
+    const now = Date.now();
+    const delivery = (id: string) => ({
+      receipt: id,
+      token: 1,
+      id,
+      deadline: now + 60_000,
+      deliveryCount: 1,
+      redelivered: false,
+      payload: null,
+    });
+    prefetch.push({
+      type: 'deliveries',
+      subscription: 1,
+      now,
+      deliveries: [delivery('a'), delivery('b')],
+    } as Parameters<Prefetch['push']>[0]);
+    expect(await receiving).toHaveLength(1);
+    // The connection dropped: the subscription is over, the other delivery still held.
+    prefetch.lost();
+    expect(prefetch.holding).toBe(true);
+    return prefetch;
+  }
+
+  it('says it may be let go once the last delivery it held after its connection dropped is taken', async () => {
+    let idle = 0;
+    const prefetch = await holdingAfterLost(() => {
+      idle += 1;
+    });
+    expect(idle).toBe(0);
+    expect(prefetch.takeHeld(1)).toHaveLength(1);
+    expect(idle).toBe(1);
+  });
+
+  it('says it may be let go once the queue purged what it held after its connection dropped', async () => {
+    let idle = 0;
+    const prefetch = await holdingAfterLost(() => {
+      idle += 1;
+    });
+    prefetch.purged();
+    expect(prefetch.holding).toBe(false);
+    expect(idle).toBe(1);
+  });
+
   it('is not let go while a receive that came as it ended subscribes again', async () => {
     const requests: string[] = [];
     let idle = 0;
