@@ -75,6 +75,13 @@ export interface PrefetchSettings {
    * startAfresh).
    */
   idle?(): void;
+  /**
+   * Called as this one is about to subscribe, with the server's maxSubscriptions (its ready
+   * frame's): when the client's subscriptions would otherwise exceed it, the channel ends some
+   * that nothing uses (see unused), least recently received through first, and answers once
+   * they have ended, so that the subscribe is not refused for them.
+   */
+  makeRoom?(maxSubscriptions: number | undefined): Promise<unknown> | undefined;
 }
 
 /**
@@ -307,6 +314,36 @@ export class Prefetch implements PushListener {
    */
   get idleOneOff(): boolean {
     return this.waiters.size === 0 && this.consumers.size === 0;
+  }
+
+  /**
+   * Open on the server, and nothing uses it: no receive under way or waiting, no consumer
+   * watched (a one-off receive's, kept for the next receive of it). Ending it loses nothing: what
+   * it holds goes back unworked (R33), and its next receive subscribes again.
+   */
+  get unused(): boolean {
+    return (
+      this.subscription !== undefined &&
+      this.opening === undefined &&
+      this.ending === undefined &&
+      !this.closed &&
+      this.taking === 0 &&
+      this.waiters.size === 0 &&
+      this.consumers.size === 0
+    );
+  }
+
+  /** Its subscription is being ended (end): its unsubscribe, or what it held, on its way. */
+  get leaving(): boolean {
+    return this.ending !== undefined;
+  }
+
+  /**
+   * Whether it holds one of the connection's subscriptions or is opening one (its subscribe,
+   * or the room made for it, on its way); see leaving for one being ended.
+   */
+  get subscribed(): boolean {
+    return this.subscription !== undefined || this.opening !== undefined;
   }
 
   /** A receive waits here and nothing is held for it. */
@@ -618,7 +655,7 @@ export class Prefetch implements PushListener {
    */
   private async ensure(max: number, signal?: AbortSignal): Promise<void> {
     // The server's maxPrefetch, not a guess: a subscribe above it would be refused.
-    const { maxPrefetch } = await this.link.knownLimits();
+    const { maxPrefetch, maxSubscriptions } = await this.link.knownLimits();
     if (this.ending !== undefined) await this.ending;
     if (this.opening !== undefined) await this.opening;
     if (signal?.aborted || this.closed || this.letGo) return;
@@ -635,7 +672,7 @@ export class Prefetch implements PushListener {
       if (answer.type === 'error') throw errorFromWire(answer.error);
       return;
     }
-    this.opening = this.subscribe(wanted);
+    this.opening = this.subscribe(wanted, maxSubscriptions);
     try {
       await this.opening;
     } finally {
@@ -643,7 +680,12 @@ export class Prefetch implements PushListener {
     }
   }
 
-  private async subscribe(prefetch: number): Promise<void> {
+  private async subscribe(prefetch: number, maxSubscriptions: number | undefined): Promise<void> {
+    // Room first, decided now (this one counts as opening from here): the subscriptions of
+    // one-off receives, kept open for their next receive, would otherwise have the server
+    // refuse this one (TOO_MANY_REQUESTS) while no receive uses them.
+    const room = this.settings.makeRoom?.(maxSubscriptions);
+    if (room !== undefined) await room;
     const { queue, visibility, session } = this.settings;
     this.subscribing = true;
     this.endedWhileOpening = undefined;

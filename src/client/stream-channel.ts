@@ -295,10 +295,14 @@ export class StreamChannel implements Channel {
         idle: () => {
           if (this.prefetches.get(key) === created) this.prefetches.delete(key);
         },
+        makeRoom: (maxSubscriptions) => this.makeRoom(created, maxSubscriptions),
       });
       prefetch = created;
-      this.prefetches.set(key, prefetch);
+    } else {
+      // Kept in the order they were last received through: the first is the least recent.
+      this.prefetches.delete(key);
     }
+    this.prefetches.set(key, prefetch);
     if (!prefetch.holding) this.freeHeldElsewhere(queue, prefetch);
     const connection = this.link.connection;
     try {
@@ -361,6 +365,42 @@ export class StreamChannel implements Channel {
       // again each time; what it holds goes back SHARE_AFTER_MS after its push if untaken.
       if (other.idleOneOff) void other.end();
     }
+  }
+
+  /**
+   * `opening` is about to subscribe: when that would take the client past the server's
+   * `maxSubscriptions`, subscriptions that nothing uses (a one-off receive's, left open for the
+   * next receive of it) are ended first, those holding nothing before the others, least
+   * recently received through first; answers once they have ended (what they held, or were
+   * pushed meanwhile, given back unworked), undefined when none need be. Those in use stay:
+   * past them the server refuses the subscribe, as docs/stream.md says.
+   */
+  private makeRoom(
+    opening: Prefetch,
+    maxSubscriptions: number | undefined,
+  ): Promise<unknown> | undefined {
+    if (maxSubscriptions === undefined) return undefined;
+    // Those being ended count as gone (each ended to make room is another subscribe's room),
+    // but still hold theirs on the server until their unsubscribe is answered.
+    let open = 0;
+    const leaving: Promise<void>[] = [];
+    for (const prefetch of this.prefetches.values()) {
+      if (prefetch === opening) continue;
+      if (prefetch.leaving) leaving.push(prefetch.end());
+      else if (prefetch.subscribed) open += 1;
+    }
+    if (open + leaving.length < maxSubscriptions) return undefined;
+    let over = open + 1 - maxSubscriptions;
+    // Those holding nothing first: the others' held deliveries would go back unworked (R33).
+    for (const holding of [false, true]) {
+      for (const prefetch of this.prefetches.values()) {
+        if (over <= 0) break;
+        if (prefetch === opening || !prefetch.unused || prefetch.holding !== holding) continue;
+        leaving.push(prefetch.end());
+        over -= 1;
+      }
+    }
+    return leaving.length === 0 ? undefined : Promise.all(leaving);
   }
 
   /** Whether a receive of another subscription of this client waits on `queue` with nothing. */
