@@ -66,4 +66,69 @@ describe('subscriptions of one connection that each push fills', () => {
     expect(client.pushed(1).length).toBeLessThan(backlog);
     expect((await other.stats()).unworked).toBeLessThanOrEqual(1);
   });
+
+  it('R33 one whose given back job went elsewhere gives up its turn: another is pushed while the busy one still has a backlog', async () => {
+    // Drained by hand at first, then a moment after each push, as the client reads.
+    let buffered = 0;
+    let drains = false;
+    vi.spyOn(WebSocket.prototype, 'bufferedAmount', 'get').mockImplementation(() => buffered);
+    const send = WebSocket.prototype.send;
+    vi.spyOn(WebSocket.prototype, 'send').mockImplementation(function (
+      this: WebSocket,
+      ...args: Parameters<WebSocket['send']>
+    ) {
+      if (String(args[0]).startsWith('{"type":"deliveries"')) {
+        buffered = 1024 * 1024;
+        if (drains) {
+          setTimeout(() => {
+            buffered = 0;
+          }, 5);
+        }
+      }
+      return send.apply(this, args);
+    });
+    const server = await startTestServer({
+      limits: { maxBatch: 1, maxStreamBufferBytes: 64 * 1024 },
+    });
+    closing.push(() => server.close());
+    const busy = await server.broker.queue('busy', { visibility: 60_000 });
+    const quiet = await server.broker.queue('quiet', { visibility: 60_000 });
+    const other = await server.broker.queue('other', { visibility: 60_000 });
+    const backlog = 100;
+    for (let index = 0; index < backlog; index++) await busy.publish({ id: `busy-${index}` });
+    const client = await FrameClient.open(server.baseUrl);
+    closing.push(() => client.close());
+    // Waits on its empty queue while the busy one backs the connection up.
+    const quietSubscribed = await client.request({
+      type: 'subscribe',
+      id: 2,
+      queue: 'quiet',
+      prefetch: 10,
+    });
+    expect(quietSubscribed.type).toBe('subscribed');
+    const busySubscribed = await client.request({
+      type: 'subscribe',
+      id: 1,
+      queue: 'busy',
+      prefetch: backlog,
+    });
+    expect(busySubscribed.type).toBe('subscribed');
+    await until(() => client.pushed(1).length > 0);
+    // Its job comes while the connection is backed up: given back, it waits for its turn...
+    await quiet.publish({ id: 'quiet-1' });
+    await until(async () => (await quiet.stats()).unworked === 1);
+    // ...and another consumer takes that job: nothing is left for it.
+    expect((await quiet.receive({ max: 1, wait: 0 })).map((delivery) => delivery.id)).toEqual([
+      'quiet-1',
+    ]);
+    await other.publish({ id: 'other-1' });
+    client.send({ type: 'subscribe', id: 3, queue: 'other', prefetch: 10 });
+    drains = true;
+    buffered = 0;
+
+    await until(() => client.pushed(3).length > 0 || client.pushed(1).length === backlog, 30_000);
+    expect(client.pushed(3).map((delivery) => delivery.id)).toEqual(['other-1']);
+    expect(client.pushed(1).length).toBeLessThan(backlog);
+    expect((await other.stats()).unworked).toBeLessThanOrEqual(1);
+  });
 });

@@ -824,9 +824,9 @@ export class StreamConnection {
     const [first] = this.waitingForRoom;
     if (first === subscription && !this.turnTaken) {
       this.turnTaken = true;
-      // Behind the others waiting: theirs are the next turns.
+      // Out of the line (as the subscription sees itself): the others' are the next turns, and
+      // it joins behind them when it gives deliveries back again.
       this.waitingForRoom.delete(subscription);
-      this.waitingForRoom.add(subscription);
       return true;
     }
     this.waitingForRoom.add(subscription);

@@ -74,6 +74,12 @@ export class Subscription {
   private bytesPerDelivery: number | undefined;
   /** The pump waits for credit (not for jobs, not in a receive). */
   private waitingForRoom = false;
+  /**
+   * Its deliveries went back for want of room and it waits for its turn (SubscriptionSink
+   * mayPush): its next receive only looks, not waits, lest it hold the turn while its queue has
+   * nothing for it.
+   */
+  private waitingForTurn = false;
   /** A refill reserved with acks is on its way: the pump lets it push first. */
   private refilling = false;
   /** The pump started (after `opened`). */
@@ -189,6 +195,12 @@ export class Subscription {
     })();
   }
 
+  /** It has nothing to push (no job came, no credit): it waits for no turn. */
+  private passed(): void {
+    this.waitingForTurn = false;
+    this.sink.passed(this);
+  }
+
   /** Stops pushing; deliveries already pushed stay leased to the client. */
   async close(): Promise<void> {
     this.stop.abort();
@@ -203,7 +215,7 @@ export class Subscription {
     while (this.active) {
       if (this.leaseDue()) await this.recheckLeases();
       const room = this.prefetch - this.unsettled;
-      if (room <= 0) this.sink.passed(this);
+      if (room <= 0) this.passed();
       if (room <= 0 || this.refilling || this.sink.backedUp()) {
         // No receive runs now, which would notice that the session ended: look for it.
         if (session !== undefined && room <= 0 && performance.now() >= this.nextSessionCheck) {
@@ -219,7 +231,9 @@ export class Subscription {
       try {
         deliveries = await queue.receive({
           max: this.take(room, maxBatch),
-          wait: PUMP_WAIT_MS,
+          // One that waits for its turn gives it up at once when nothing is ready for it: else
+          // it kept the turn from the others for the whole wait, theirs given back at each drain.
+          wait: this.waitingForTurn ? 0 : PUMP_WAIT_MS,
           signal: this.stop.signal,
           ...(visibility === undefined ? {} : { visibility }),
           ...(session === undefined ? {} : { session }),
@@ -228,7 +242,7 @@ export class Subscription {
         this.end(error);
         return;
       }
-      if (deliveries.length === 0) this.sink.passed(this);
+      if (deliveries.length === 0) this.passed();
       const { unsent, gone } = this.deliver(deliveries);
       await release(queue, unsent, log, gone ? CLIENT_GONE : NOT_PUSHED);
       if (gone) return;
@@ -266,7 +280,10 @@ export class Subscription {
     };
     let start = 0;
     while (start < deliveries.length) {
-      if (start === 0 ? !this.sink.mayPush(this) : this.sink.backedUp()) break;
+      if (start === 0) {
+        this.waitingForTurn = !this.sink.mayPush(this);
+        if (this.waitingForTurn) break;
+      } else if (this.sink.backedUp()) break;
       const now = this.sink.now();
       // The frame without its deliveries; `deliveries` is its last key, so its JSON ends in
       // `[]}` and the deliveries' texts go between the brackets, as JSON.stringify puts them.
