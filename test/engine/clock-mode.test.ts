@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { LeaseQueue } from '../../src/core/index.js';
 import { ClockError, openEngine, ValidationError } from '../../src/index.js';
 import { engineFactories, postgresUrl, queueName } from '../conformance/engines.js';
 
@@ -26,6 +27,35 @@ describe.each(factories)('clockMode on $name', (factory) => {
     await strict.deleteQueue(name);
     await follower.close();
     await strict.close();
+  });
+
+  it('clockMode follow runs a nackUpTo behind the clock at the queue time: its delay and deaths count from there, as in the core', async () => {
+    const strict = await factory.open();
+    const follower = await openEngine(urlOf(factory.name, strict.target), { clockMode: 'follow' });
+    await strict.close();
+    const name = queueName('follow-nackupto');
+    const queue = await follower.queue(name, { visibility: 50 });
+    const core = new LeaseQueue({ visibility: 50 });
+    const session = await queue.openSession(0);
+    const coreSession = core.openSession(0);
+    await queue.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
+    core.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
+    await queue.reserve(100, { max: 2, session });
+    core.reserve(100, { max: 2, session: coreSession });
+    // The core takes the time the follower raises each `now` to: the queue's clock, 100.
+    expect(await queue.nackUpTo(90, session, 1, { delay: 5 })).toBe(
+      core.nackUpTo(100, coreSession, 1, { delay: 5 }),
+    );
+    const dead = { requeue: false, reason: 'poison' };
+    expect(await queue.nackUpTo(95, session, 2, dead)).toBe(
+      core.nackUpTo(100, coreSession, 2, dead),
+    );
+    expect(await queue.inspect()).toEqual(core.inspect());
+    expect((await queue.inspect()).delayed).toEqual([{ id: 'a', availableAt: 105 }]);
+    expect(await queue.job('a')).toEqual(core.job('a'));
+    expect(await queue.deadLetters()).toEqual(core.deadLetters());
+    await follower.deleteQueue(name);
+    await follower.close();
   });
 
   it('an unknown clockMode is a ValidationError', async () => {

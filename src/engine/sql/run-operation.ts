@@ -40,12 +40,11 @@ export async function runOperation(
       return ops.closeSession(now, operation.session);
     case 'ackUpTo':
       return ops.ackRows(now, await ops.upTo(now, operation.session, operation.token));
-    case 'nackUpTo':
-      return ops.settleNacks(
-        await ops.upTo(now, operation.session, operation.token),
-        now,
-        operation,
-      );
+    case 'nackUpTo': {
+      const rows = await ops.upTo(now, operation.session, operation.token);
+      // At the time upTo advanced the clock to: a `now` behind it ('follow') runs at the queue's.
+      return ops.settleNacks(rows, ops.q.queueTime, operation);
+    }
     case 'redrive':
       return ops.redrive(now, operation.ids);
     case 'purge':
