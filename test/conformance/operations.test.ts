@@ -3,6 +3,7 @@ import { UnknownDeliveryError } from '../../src/client/index.js';
 import {
   build,
   ClockError,
+  NotFoundError,
   type Operation,
   parseOperation,
   SessionClosedError,
@@ -193,6 +194,25 @@ describeEngines(engines, (h) => {
       // The HTTP client sends no request for an empty batch: nothing reaches the server's clock.
       if (!h.viaClient) {
         await expectRejection(() => q.execute(2, []), ClockError, 'INVALID_CLOCK');
+      }
+    });
+
+    it('R20 a batch of a queue that does not exist is refused whole with NOT_FOUND, whatever its operations', async () => {
+      const name = h.queueName('gone');
+      const q = await h.engine().queue(name, { visibility: 5 });
+      await q.publish(0, { id: 'a' });
+      await q.reserve(0);
+      expect(await h.engine().deleteQueue(name)).toBe(true);
+      const gone = h.engine().handle(name);
+      const batches: Operation[][] = [
+        // Reserves with the same options, as acks alone, run as one call on the SQL engines.
+        [build.reserve(), build.reserve({ max: 2 })],
+        [build.publish({ id: 'b' }), build.reserve()],
+      ];
+      // The HTTP client forgets the receipts of a queue it deleted: it refuses those tokens itself.
+      if (!h.viaClient) batches.push([build.ack(1), build.ack(1)], [build.ack(1), build.stats()]);
+      for (const operations of batches) {
+        await expectRejection(() => gone.execute(1, operations), NotFoundError, 'NOT_FOUND');
       }
     });
 

@@ -506,13 +506,20 @@ function stepsOf(operation: SteppedOperation): Step {
 
 /**
  * The answer of a merged call as the outcomes of its parts, `sizes[i]` values each; a typed
- * refusal is every part's outcome, not a throw.
+ * refusal is every part's outcome, not a throw. A bad clock (R2) and a queue that does not
+ * exist refuse the whole batch, as they do any other batch.
  */
 async function spread(answer: Promise<unknown[]>, sizes: readonly number[]): Promise<Outcome[]> {
   try {
     return inParts(await answer, sizes).map((value) => ({ ok: true, value }) as Outcome);
   } catch (error) {
-    if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;
+    if (
+      error instanceof ClockError ||
+      error instanceof NotFoundError ||
+      !(error instanceof LeaseqError)
+    ) {
+      throw error;
+    }
     return sizes.map(() => ({ ok: false, error }));
   }
 }
