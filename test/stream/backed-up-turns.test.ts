@@ -18,34 +18,53 @@ async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Prom
   }
 }
 
+/**
+ * A slow link: each push of deliveries fills the connection's buffer past maxStreamBufferBytes,
+ * and, while `link.drains`, it drains a moment later, as the client reads it.
+ */
+function slowLink(drains: boolean): { drains: boolean; drainNow(): void } {
+  let buffered = 0;
+  const link = {
+    drains,
+    drainNow() {
+      buffered = 0;
+    },
+  };
+  vi.spyOn(WebSocket.prototype, 'bufferedAmount', 'get').mockImplementation(() => buffered);
+  const send = WebSocket.prototype.send;
+  vi.spyOn(WebSocket.prototype, 'send').mockImplementation(function (
+    this: WebSocket,
+    ...args: Parameters<WebSocket['send']>
+  ) {
+    if (String(args[0]).startsWith('{"type":"deliveries"')) {
+      buffered = 1024 * 1024;
+      if (link.drains) setTimeout(() => link.drainNow(), 5);
+    }
+    return send.apply(this, args);
+  });
+  return link;
+}
+
+/**
+ * A server that pushes one job a push (a receive takes at most maxBatch), with `backlog` jobs
+ * ready in its queue `busy`.
+ */
+async function serverWithBacklog(backlog: number) {
+  const server = await startTestServer({
+    limits: { maxBatch: 1, maxStreamBufferBytes: 64 * 1024 },
+  });
+  closing.push(() => server.close());
+  const busy = await server.broker.queue('busy', { visibility: 60_000 });
+  for (let index = 0; index < backlog; index++) await busy.publish({ id: `busy-${index}` });
+  return server;
+}
+
 describe('subscriptions of one connection that each push fills', () => {
   it('R33 take turns: the one that gave its jobs back for want of room pushes while the other still has a backlog', async () => {
-    // A slow link: each push fills the connection's buffer past maxStreamBufferBytes, and it
-    // drains a moment later, as the client reads it.
-    let buffered = 0;
-    vi.spyOn(WebSocket.prototype, 'bufferedAmount', 'get').mockImplementation(() => buffered);
-    const send = WebSocket.prototype.send;
-    vi.spyOn(WebSocket.prototype, 'send').mockImplementation(function (
-      this: WebSocket,
-      ...args: Parameters<WebSocket['send']>
-    ) {
-      if (String(args[0]).startsWith('{"type":"deliveries"')) {
-        buffered = 1024 * 1024;
-        setTimeout(() => {
-          buffered = 0;
-        }, 5);
-      }
-      return send.apply(this, args);
-    });
-    // One job a push: each receive takes at most maxBatch.
-    const server = await startTestServer({
-      limits: { maxBatch: 1, maxStreamBufferBytes: 64 * 1024 },
-    });
-    closing.push(() => server.close());
-    const busy = await server.broker.queue('busy', { visibility: 60_000 });
-    const other = await server.broker.queue('other', { visibility: 60_000 });
+    slowLink(true);
     const backlog = 100;
-    for (let index = 0; index < backlog; index++) await busy.publish({ id: `busy-${index}` });
+    const server = await serverWithBacklog(backlog);
+    const other = await server.broker.queue('other', { visibility: 60_000 });
     const client = await FrameClient.open(server.baseUrl);
     closing.push(() => client.close());
     const subscribed = await client.request({
@@ -69,33 +88,11 @@ describe('subscriptions of one connection that each push fills', () => {
 
   it('R33 one whose given back job went elsewhere gives up its turn: another is pushed while the busy one still has a backlog', async () => {
     // Drained by hand at first, then a moment after each push, as the client reads.
-    let buffered = 0;
-    let drains = false;
-    vi.spyOn(WebSocket.prototype, 'bufferedAmount', 'get').mockImplementation(() => buffered);
-    const send = WebSocket.prototype.send;
-    vi.spyOn(WebSocket.prototype, 'send').mockImplementation(function (
-      this: WebSocket,
-      ...args: Parameters<WebSocket['send']>
-    ) {
-      if (String(args[0]).startsWith('{"type":"deliveries"')) {
-        buffered = 1024 * 1024;
-        if (drains) {
-          setTimeout(() => {
-            buffered = 0;
-          }, 5);
-        }
-      }
-      return send.apply(this, args);
-    });
-    const server = await startTestServer({
-      limits: { maxBatch: 1, maxStreamBufferBytes: 64 * 1024 },
-    });
-    closing.push(() => server.close());
-    const busy = await server.broker.queue('busy', { visibility: 60_000 });
+    const link = slowLink(false);
+    const backlog = 100;
+    const server = await serverWithBacklog(backlog);
     const quiet = await server.broker.queue('quiet', { visibility: 60_000 });
     const other = await server.broker.queue('other', { visibility: 60_000 });
-    const backlog = 100;
-    for (let index = 0; index < backlog; index++) await busy.publish({ id: `busy-${index}` });
     const client = await FrameClient.open(server.baseUrl);
     closing.push(() => client.close());
     // Waits on its empty queue while the busy one backs the connection up.
@@ -123,8 +120,8 @@ describe('subscriptions of one connection that each push fills', () => {
     ]);
     await other.publish({ id: 'other-1' });
     client.send({ type: 'subscribe', id: 3, queue: 'other', prefetch: 10 });
-    drains = true;
-    buffered = 0;
+    link.drains = true;
+    link.drainNow();
 
     await until(() => client.pushed(3).length > 0 || client.pushed(1).length === backlog, 30_000);
     expect(client.pushed(3).map((delivery) => delivery.id)).toEqual(['other-1']);
