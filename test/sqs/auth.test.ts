@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureLogs } from '../server/helpers.js';
-import { failure, type SqsTestServer, startSqsServer } from './helpers.js';
+import { arn, failure, type SqsTestServer, startSqsServer } from './helpers.js';
 
 const ADMIN = { id: 'admin', secret: 'admin-secret-0123456789' };
 const PRODUCER = { id: 'producer', secret: 'producer-secret-0123456' };
@@ -179,7 +179,6 @@ describe('SigV4 with keys configured', () => {
   });
 
   it('moves messages back to their source queues only for a key that may send to each (else AccessDenied naming no source the key may not see, nothing moved)', async () => {
-    const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
     await admin.send(new CreateQueueCommand({ QueueName: 'own-dlq' }));
     await admin.send(
       new CreateQueueCommand({

@@ -14,11 +14,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { call } from '../server/helpers.js';
-import { failure, freshName, sqsServer } from './helpers.js';
+import { arn, failure, freshName, sqsServer } from './helpers.js';
 
 const server = sqsServer();
 
-const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
 const send = <T>(command: T) => server().client.send(command as never) as Promise<never>;
 
 async function create(name: string, attributes: Record<string, string> = {}): Promise<string> {

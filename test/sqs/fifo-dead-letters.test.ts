@@ -9,6 +9,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import {
+  arn,
   failure,
   freshName,
   giveBack as giveBackNow,
@@ -18,7 +19,6 @@ import {
 } from './helpers.js';
 
 const engines = await useSqsEngines();
-const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
 
 describe.each(engines)('FIFO dead-letter queues over $name', (engine) => {
   const server = sqsServerFor(engine);

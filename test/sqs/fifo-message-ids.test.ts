@@ -9,10 +9,9 @@ import {
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
 import { call } from '../server/helpers.js';
-import { giveBack, receiveNow, sqsServerFor, useSqsEngines } from './helpers.js';
+import { arn, giveBack, receiveNow, sqsServerFor, useSqsEngines } from './helpers.js';
 
 const engines = await useSqsEngines();
-const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
 const FIVE_MINUTES = 300_000;
 /** A random UUID, as SQS's MessageIds are. */
 const RANDOM_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -182,3 +182,6 @@ export async function queryRequest(
 /** The text of the first `<name>` element of an XML answer. */
 export const xmlField = (xml: string, name: string): string | undefined =>
   new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1];
+
+/** The ARN the SQS endpoint gives the queue `name` (its region and account are fixed). */
+export const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;

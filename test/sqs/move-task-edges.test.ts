@@ -7,11 +7,9 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { failure, freshName, sqsServer } from './helpers.js';
+import { arn, failure, freshName, sqsServer } from './helpers.js';
 
 const server = sqsServer();
-
-const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
 
 async function create(name: string, attributes: Record<string, string> = {}): Promise<string> {
   const { QueueUrl } = await server().client.send(

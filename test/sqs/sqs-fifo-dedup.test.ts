@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
 import { FIFO_GENERATIONS, fifoMessageId } from '../../src/server/sqs/fifo.js';
 import {
+  arn,
   failure,
   freshName,
   giveBack as giveBackNow,
@@ -20,7 +21,6 @@ import {
 } from './helpers.js';
 
 const engines = await useSqsEngines();
-const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
 const FIVE_MINUTES = 300_000;
 
 describe.each(engines)('FIFO de-duplication after a message died, over $name', (engine) => {

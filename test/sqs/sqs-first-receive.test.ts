@@ -6,10 +6,9 @@ import {
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
-import { freshName, giveBack as giveBackNow, sqsServerFor, useSqsEngines } from './helpers.js';
+import { arn, freshName, giveBack as giveBackNow, sqsServerFor, useSqsEngines } from './helpers.js';
 
 const engines = await useSqsEngines();
-const arn = (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`;
 
 describe.each(engines)('ApproximateFirstReceiveTimestamp over $name', (engine) => {
   // The broker's time: each receive comes at a time of the test's.
