@@ -232,25 +232,37 @@ describe('SQLite storage errors', () => {
     }
   });
 
+  /**
+   * Publishes `in-backup` to the queue `restored` of `engine` (open on `file`), backs `file` up
+   * into `backup` (VACUUM INTO), publishes `after-backup` (into the WAL beside the file), then
+   * puts the backup in the file's place while the engine still has it open.
+   */
+  async function replaceByBackup(
+    engine: Awaited<ReturnType<typeof openEngine>>,
+    file: string,
+    backup: string,
+  ) {
+    const queue = await engine.queue('restored');
+    await queue.publish(1, { id: 'in-backup' });
+    const copier = new Database(file);
+    try {
+      copier.prepare('VACUUM INTO ?').run(backup);
+    } finally {
+      copier.close();
+    }
+    await queue.publish(2, { id: 'after-backup' });
+    renameSync(backup, file);
+    return queue;
+  }
+
   it('a database file replaced by a backup while open: after the close the backup is read as it was', async () => {
     const file = join(dir, 'replaced.db');
     const backup = join(dir, 'replaced-backup.db');
     const engine = await openEngine(`sqlite:${file}`);
     try {
-      const queue = await engine.queue('restored');
-      await queue.publish(1, { id: 'in-backup' });
-      const copier = new Database(file);
-      try {
-        copier.prepare('VACUUM INTO ?').run(backup);
-      } finally {
-        copier.close();
-      }
-      // Written after the backup, into the WAL beside the file.
-      await queue.publish(2, { id: 'after-backup' });
-      // Put in place while the engine still has the file open, and closed before the watch
-      // of the file looked again.
-      renameSync(backup, file);
+      await replaceByBackup(engine, file, backup);
     } finally {
+      // Closed before the watch of the file looked again.
       await engine.close();
     }
     const restored = await openEngine(`sqlite:${file}`);
@@ -268,16 +280,7 @@ describe('SQLite storage errors', () => {
     let leftOpen = true;
     const restored: { engine?: Awaited<ReturnType<typeof openEngine>> } = {};
     try {
-      const queue = await left.queue('restored');
-      await queue.publish(1, { id: 'in-backup' });
-      const copier = new Database(file);
-      try {
-        copier.prepare('VACUUM INTO ?').run(backup);
-      } finally {
-        copier.close();
-      }
-      await queue.publish(2, { id: 'after-backup' });
-      renameSync(backup, file);
+      const queue = await replaceByBackup(left, file, backup);
       // The engine left running notices and refuses every call from then on.
       await expect
         .poll(
