@@ -4,6 +4,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { RemoteBroker } from '../../src/client/index.js';
 import { ClosedError } from '../../src/core/index.js';
 import { freePort } from '../faults/private-postgres.js';
+import { writeTextFrameSlowly } from '../stream/frames.js';
 import { fakeStreamServer, READY_FRAME, READY_LIMITS } from './fake-stream-server.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -236,21 +237,8 @@ describe('the stream link', () => {
         const text = Buffer.from(
           `{"type":"results","id":${id},"results":[{"ok":true,"value":{"note":"${'x'.repeat(100_000)}"}}]}`,
         );
-        // A text frame, whole (FIN), unmasked, its length in the 8 bytes after 127.
-        const header = Buffer.alloc(10);
-        header[0] = 0x81;
-        header[1] = 127;
-        header.writeBigUInt64BE(BigInt(text.length), 2);
-        const raw = (socket as unknown as { _socket: Socket })._socket;
-        raw.write(header);
-        const part = Math.ceil(text.length / 100);
-        let at = 0;
-        const writer = setInterval(() => {
-          raw.write(text.subarray(at, at + part));
-          at += part;
-          if (at >= text.length) clearInterval(writer);
-        }, 25);
-        writers.push(writer);
+        // A server's frame: unmasked.
+        writers.push(writeTextFrameSlowly(socket, text, false));
       });
     });
     await new Promise<void>((resolve) => server.once('listening', resolve));

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { WebSocket } from 'ws';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read frames loosely
@@ -75,4 +76,31 @@ export class FrameClient {
     this.socket.close();
     return this.closed;
   }
+}
+
+/**
+ * Writes `text` as one WebSocket text frame (whole, FIN; its length in the 8 bytes after 127)
+ * straight to `socket`'s TCP socket, in 100 parts 25 ms apart: 2.5 s for the frame to come
+ * whole. `masked` (a client's frame) masks it with a key of zeros, which leaves the bytes as
+ * they are. Returns the writer's timer, for the test to clear.
+ */
+export function writeTextFrameSlowly(
+  socket: WebSocket,
+  text: Buffer,
+  masked: boolean,
+): NodeJS.Timeout {
+  const header = Buffer.alloc(masked ? 14 : 10);
+  header[0] = 0x81;
+  header[1] = (masked ? 0x80 : 0) | 127;
+  header.writeBigUInt64BE(BigInt(text.length), 2);
+  const raw = (socket as unknown as { _socket: Socket })._socket;
+  raw.write(header);
+  const part = Math.ceil(text.length / 100);
+  let at = 0;
+  const writer = setInterval(() => {
+    raw.write(text.subarray(at, at + part));
+    at += part;
+    if (at >= text.length) clearInterval(writer);
+  }, 25);
+  return writer;
 }

@@ -1,7 +1,7 @@
-import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { call, captureLogs, startTestServer } from '../server/helpers.js';
+import { writeTextFrameSlowly } from './frames.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -27,9 +27,8 @@ describe('the stream heartbeat', () => {
     });
     await new Promise((resolve) => socket.once('message', resolve));
 
-    // A batch frame written by hand in 100 parts 25 ms apart (2.5 s, five heartbeat intervals):
-    // a text frame, whole (FIN), its length in the 8 bytes after 127, masked with a key of zeros
-    // (which leaves the bytes as they are).
+    // A batch frame written by hand in 100 parts 25 ms apart (2.5 s, five heartbeat intervals),
+    // masked as a client's frame is.
     const text = Buffer.from(
       JSON.stringify({
         type: 'batch',
@@ -38,19 +37,7 @@ describe('the stream heartbeat', () => {
         operations: [{ type: 'publish', jobs: [{ id: 'big', payload: 'x'.repeat(100_000) }] }],
       }),
     );
-    const header = Buffer.alloc(14);
-    header[0] = 0x81;
-    header[1] = 0x80 | 127;
-    header.writeBigUInt64BE(BigInt(text.length), 2);
-    const raw = (socket as unknown as { _socket: Socket })._socket;
-    raw.write(header);
-    const part = Math.ceil(text.length / 100);
-    let at = 0;
-    const writer = setInterval(() => {
-      raw.write(text.subarray(at, at + part));
-      at += part;
-      if (at >= text.length) clearInterval(writer);
-    }, 25);
+    const writer = writeTextFrameSlowly(socket, text, true);
     cleanups.push(() => clearInterval(writer));
 
     const answered = () => frames.some((frame) => frame.id === 1);
