@@ -1,6 +1,7 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Engine, openEngine } from '../../src/engine/index.js';
+import { scanPlaceholders } from '../../src/engine/postgres/placeholders.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
 import { POSTGRES_DIALECT } from '../../src/engine/postgres/postgres-engine.js';
 import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
@@ -281,6 +282,57 @@ describe('R21 PostgreSQL: the one-statement path keeps to its indexes', () => {
       expect(plan).not.toContain('Sort');
       expect(plan).not.toContain('Aggregate');
       expect((await queue.stats(300)).oldestReadyAge).toBe(200);
+    });
+  });
+});
+
+describe('PostgreSQL: pruneInbox reads the entries it deletes, not every entry of the consumer', () => {
+  it('the prune statement takes leaseq_inbox_processed by consumer and time, and deletes only the old entries', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    await withEngineAndClient(async (engine, client) => {
+      await withPostgresClient(async (admin) => {
+        await admin.query(
+          `INSERT INTO leaseq_inbox (consumer, job_id, processed_at)
+           SELECT 'ledger', 'job-' || n, 1000 + n FROM generate_series(0, 19999) AS n`,
+        );
+        await admin.query(
+          "INSERT INTO leaseq_inbox (consumer, job_id, processed_at) VALUES ('other', 'job-0', 0)",
+        );
+        await admin.query('ANALYZE leaseq_inbox');
+      }, url);
+      const statements: string[] = [];
+      const run = PostgresConnection.prototype.run;
+      const spy = vi.spyOn(PostgresConnection.prototype, 'run').mockImplementation(function (
+        this: PostgresConnection,
+        sql: string,
+        params?: readonly (string | number | null)[],
+      ) {
+        statements.push(sql);
+        return run.call(this, sql, params);
+      });
+      const transaction = engine.transaction?.bind(engine);
+      if (transaction === undefined) throw new Error('the PostgreSQL engine takes transactions');
+      try {
+        expect(await transaction((tx) => tx.pruneInbox('ledger', 1100))).toBe(100);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(await transaction((tx) => tx.claimOnce('ledger', 'job-99', 2000))).toBe(true);
+      expect(await transaction((tx) => tx.claimOnce('ledger', 'job-100', 2000))).toBe(false);
+      expect(await transaction((tx) => tx.claimOnce('other', 'job-0', 2000))).toBe(false);
+
+      const prune = statements.filter((sql) => /DELETE FROM leaseq_inbox/.test(sql));
+      expect(prune).toHaveLength(1);
+      await client.connect();
+      const { rows } = await client.query(
+        `EXPLAIN ${scanPlaceholders(prune[0] as string).numbered}`,
+        ['ledger', 1100],
+      );
+      const plan = rows.map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN']).join('\n');
+      // A range of the index for the consumer before the time, not every entry of the consumer.
+      expect(plan).toMatch(
+        /Index Cond: \(\(consumer = 'ledger'::text\) AND \(processed_at < '1100'::bigint\)\)/,
+      );
     });
   });
 });

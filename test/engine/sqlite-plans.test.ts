@@ -231,3 +231,50 @@ describe('R34 SQLite: a dead letter page without payloads reads one index, not t
     expect(deadListingPlans(file, pages)).toEqual([COVERED_PAGE]);
   });
 });
+
+describe('SQLite: pruneInbox reads the entries it deletes, not every entry of the consumer', () => {
+  it('the prune statement searches leaseq_inbox_processed by consumer and time, and deletes only the old entries', async () => {
+    const file = join(dir, 'inbox.db');
+    const prepared: string[] = [];
+    const prepare = Database.prototype.prepare;
+    const spy = vi.spyOn(Database.prototype, 'prepare').mockImplementation(function (
+      this: Database.Database,
+      source: string,
+    ) {
+      prepared.push(source);
+      return prepare.call(this, source);
+    });
+    const engine = await openEngine(`sqlite:${file}`);
+    try {
+      const transaction = engine.transaction?.bind(engine);
+      if (transaction === undefined) throw new Error('the SQLite engine takes transactions');
+      await transaction(async (tx) => {
+        for (let index = 0; index < 500; index += 1) {
+          await tx.claimOnce('ledger', `job-${index}`, 1000 + index);
+        }
+        await tx.claimOnce('other', 'job-0', 0);
+      });
+      prepared.length = 0;
+      expect(await transaction((tx) => tx.pruneInbox('ledger', 1100))).toBe(100);
+      expect(await transaction((tx) => tx.claimOnce('ledger', 'job-99', 2000))).toBe(true);
+      expect(await transaction((tx) => tx.claimOnce('ledger', 'job-100', 2000))).toBe(false);
+      expect(await transaction((tx) => tx.claimOnce('other', 'job-0', 2000))).toBe(false);
+    } finally {
+      spy.mockRestore();
+      await engine.close();
+    }
+    const prune = prepared.filter((sql) => /DELETE FROM leaseq_inbox/.test(sql));
+    expect(prune).toHaveLength(1);
+    const db = new Database(file, { readonly: true });
+    try {
+      const plan = (
+        db.prepare(`EXPLAIN QUERY PLAN ${prune[0]}`).all('ledger', 1100) as { detail: string }[]
+      ).map((row) => row.detail);
+      expect(plan).toEqual([
+        'SEARCH leaseq_inbox USING INDEX leaseq_inbox_processed (consumer=? AND processed_at<?)',
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+});

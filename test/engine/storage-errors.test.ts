@@ -150,7 +150,7 @@ describe('SQLite storage errors', () => {
     const versions = after.prepare('SELECT version FROM leaseq_schema ORDER BY version').all();
     after.close();
     expect(versions.map((row) => (row as { version: number }).version)).toEqual([
-      1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+      1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
     ]);
   });
 
