@@ -110,7 +110,8 @@ async function deleteMessageBatch(call: SqsCall, sqs: SqsServices) {
 
 /**
  * VisibilityTimeout 0 gives the message back at once (nack, requeue); more sets the deadline
- * that many seconds from now, never past 12 h after the receive (the queue's maxLease).
+ * that many seconds from now, never past the queue's maxLease after the receive (12 h for a
+ * queue made through SQS).
  */
 async function changeOne(call: SqsCall, sqs: SqsServices, queue: Queue, input: SqsInput) {
   const handle = verifyHandle(sqs, queue, input);
@@ -128,10 +129,13 @@ async function changeOne(call: SqsCall, sqs: SqsServices, queue: Queue, input: S
     const deadline = await queue.extend(handle.token, seconds * 1000);
     if (deadline !== null) {
       if (deadline >= wantedDeadline - CLOCK_SLACK_MS) return;
+      // The queue's own limit: a queue made through /v1 may have a maxLease below SQS's 12 h.
+      const { maxLease } = await queue.options();
+      const limit = Number.isFinite(maxLease) ? maxLease / 1000 : MAX_VISIBILITY_SECONDS;
       throw invalidParameter(
         'VisibilityTimeout',
         seconds,
-        `Total VisibilityTimeout for the message is beyond the limit [${MAX_VISIBILITY_SECONDS} seconds]; the message stays invisible until that limit.`,
+        `Total VisibilityTimeout for the message is beyond the limit [${limit} seconds]; the message stays invisible until that limit.`,
       );
     }
   }

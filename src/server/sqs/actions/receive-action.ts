@@ -57,14 +57,22 @@ async function receiveMessage(call: SqsCall, sqs: SqsServices) {
     await queue.execute(build.giveBack(deliveries.map((delivery) => delivery.token)));
     return {};
   }
-  const visibilityMs = request.visibilityMs ?? (await queue.options()).visibility;
+  // The lease the deliveries got (R6): the visibility asked for or the queue's, cut to the
+  // queue's maxLease. Read once, and only when an answer needs it.
+  let lease: Promise<number> | undefined;
+  const leaseMs = () => {
+    lease ??= queue
+      .options()
+      .then((options) => Math.min(request.visibilityMs ?? options.visibility, options.maxLease));
+    return lease;
+  };
   const messages = [];
   for (const delivery of deliveries) {
     call.log.info(
       { queue: queue.name, jobId: delivery.id, token: delivery.token, via: 'sqs' },
       'delivered',
     );
-    messages.push(await toMessage(sqs, queue, delivery, visibilityMs, request));
+    messages.push(await toMessage(sqs, queue, delivery, leaseMs, request));
   }
   return messages.length > 0 ? { Messages: messages } : {};
 }
@@ -128,7 +136,7 @@ async function toMessage(
   sqs: SqsServices,
   queue: Queue,
   delivery: Delivery,
-  visibilityMs: number,
+  leaseMs: () => Promise<number>,
   request: ReceiveRequest,
 ) {
   const content = fromPayload(delivery.payload);
@@ -138,7 +146,7 @@ async function toMessage(
     ),
   );
   const attributesMd5 = md5OfMessageAttributes(chosen);
-  const system = await systemAttributes(sqs, queue, delivery, visibilityMs, content, request);
+  const system = await systemAttributes(sqs, queue, delivery, leaseMs, content, request);
   return {
     // A FIFO message's own (its job id names its de-duplication id); else the job id.
     MessageId: messageIdOf(delivery.id, delivery.payload),
@@ -167,7 +175,7 @@ async function systemAttributes(
   sqs: SqsServices,
   queue: Queue,
   delivery: Delivery,
-  visibilityMs: number,
+  leaseMs: () => Promise<number>,
   content: MessageContent,
   request: ReceiveRequest,
 ): Promise<Record<string, string>> {
@@ -193,7 +201,7 @@ async function systemAttributes(
     values.SentTimestamp = (await job())?.publishedAt?.toString();
   }
   if (wanted.has('ApproximateFirstReceiveTimestamp')) {
-    const first = firstReceive(delivery.deadline - visibilityMs, await job());
+    const first = await firstReceive(delivery, leaseMs, await job());
     values.ApproximateFirstReceiveTimestamp = String(first);
   }
   if (wanted.has('SequenceNumber') && request.fifo) {
@@ -220,11 +228,15 @@ async function systemAttributes(
  * gives), whatever queue it is in now. Not `deliveryCount`, which starts again in a dead-letter
  * queue and at a redrive: the job's attempt history, which it keeps across those (R14, R26) and
  * which always keeps its first attempt, begins with its first delivery. A message with no
- * attempt recorded yet is at its first receive: this one, which began at its deadline −
- * visibility (its attempt will say the same time).
+ * attempt recorded yet is at its first receive: this one, which began at its deadline − its
+ * lease (its attempt will say the same time).
  */
-function firstReceive(thisDelivery: number, view: JobView | undefined): number {
-  return view?.history[0]?.deliveredAt ?? thisDelivery;
+async function firstReceive(
+  delivery: Delivery,
+  leaseMs: () => Promise<number>,
+  view: JobView | undefined,
+): Promise<number> {
+  return view?.history[0]?.deliveredAt ?? delivery.deadline - (await leaseMs());
 }
 
 export const RECEIVE_ACTIONS: ActionTable = { ReceiveMessage: receiveMessage };
