@@ -1,6 +1,6 @@
 import type { Queue } from '../broker/queue.js';
 import { backoffDelay } from '../core/index.js';
-import { Problems } from '../core/validate.js';
+import { Problems, show } from '../core/validate.js';
 import {
   AmbiguousError,
   DuplicateError,
@@ -115,13 +115,22 @@ export function decide(result: HandlerResult, input: DecisionInput): Decision {
     return { action: 'ack', kind: 'duplicate', reason: message };
   }
   if (isInstance(error, PermanentError)) {
-    const refused = reasonProblem(error.reason);
-    if (refused === undefined) {
-      return { action: 'dead-letter', kind: 'dead', reason: error.reason, error: message };
+    // Read once, and never thrown from: a getter of a subclass's own that throws must not leave
+    // the job unsettled, its lease held and its handler run again when the lease ends.
+    const reason = fieldOf(error, 'reason');
+    const refused = reason.unreadable === undefined ? reasonProblem(reason.value) : undefined;
+    if (reason.unreadable === undefined && refused === undefined) {
+      return {
+        action: 'dead-letter',
+        kind: 'dead',
+        reason: reason.value as string,
+        error: message,
+      };
     }
     // A reason the queue would refuse must not turn "dead at once" into a lease left to run out
     // and a handler run again on every delivery: the job dies with the default reason.
-    const error_ = `${message} (its reason was refused: ${refused}; dead-lettered as permanent)`;
+    const why = reason.unreadable ?? `its reason was refused: ${refused}`;
+    const error_ = `${message} (${why}; dead-lettered as permanent)`;
     return { action: 'dead-letter', kind: 'dead', reason: 'permanent', error: error_ };
   }
   if (isInstance(error, AmbiguousError)) {
@@ -130,15 +139,20 @@ export function decide(result: HandlerResult, input: DecisionInput): Decision {
   if (input.deliveryCount >= input.maxDeliveries) {
     return { action: 'dead-letter', kind: 'dead', reason: 'retries-exhausted', error: message };
   }
-  const chosen = isInstance(error, RetryableError) ? error.delay : undefined;
-  const usable = chosen === undefined || (Number.isSafeInteger(chosen) && chosen >= 0);
-  const delay = usable
-    ? (chosen ?? backoffDelay({ id: input.id, attempt: input.deliveryCount, ...input.backoff }))
-    : backoffDelay({ id: input.id, attempt: input.deliveryCount, ...input.backoff });
+  const own = isInstance(error, RetryableError) ? fieldOf(error, 'delay') : { value: undefined };
+  const chosen = own.value;
+  const usable =
+    own.unreadable === undefined &&
+    (chosen === undefined || (Number.isSafeInteger(chosen) && (chosen as number) >= 0));
+  const backoff = () =>
+    backoffDelay({ id: input.id, attempt: input.deliveryCount, ...input.backoff });
+  const delay = usable ? ((chosen as number | undefined) ?? backoff()) : backoff();
   // Not dropped in silence: a Retry-After read wrongly would otherwise never be noticed.
   const said = usable
     ? message
-    : `${message} (its delay of ${String(chosen)} is not an integer ≥ 0 ms: retried after the backoff's ${delay} ms)`;
+    : own.unreadable === undefined
+      ? `${message} (its delay of ${show(chosen)} is not an integer ≥ 0 ms: retried after the backoff's ${delay} ms)`
+      : `${message} (${own.unreadable}: retried after the backoff's ${delay} ms)`;
   // A delay the queue refuses would leave the job leased until its lease ran out, and run it
   // again then: far sooner than asked. The longest the queue takes is the nearest to the ask.
   const { maxDelay = Number.POSITIVE_INFINITY } = input;
@@ -167,6 +181,21 @@ export function applyDecision(queue: Queue, token: number, decision: Decision): 
  */
 export function release(queue: Queue, token: number, worked: boolean): Promise<boolean> {
   return queue.nack(token, { requeue: true, delay: 0, ...(worked ? {} : { attempted: false }) });
+}
+
+/**
+ * A field of what the handler threw, read once; `unreadable` says why when its getter threw
+ * (a subclass of the handler's own), so that deciding never throws.
+ */
+function fieldOf(error: object, name: 'reason' | 'delay'): { value: unknown; unreadable?: string } {
+  try {
+    return { value: (error as Record<typeof name, unknown>)[name] };
+  } catch (thrown) {
+    return {
+      value: undefined,
+      unreadable: `its ${name} could not be read: ${errorMessage(thrown)}`,
+    };
+  }
 }
 
 /** Why the queue would refuse `reason` as a dead-letter reason (R18), or undefined. */
