@@ -27,6 +27,11 @@ export interface JobRunDeps {
   maxDeliveries: QueueLimit;
   /** The longest retry delay the queue takes (ms); Infinity where it has no bound. */
   maxDelay: number;
+  /**
+   * The longest lease the queue takes (ms; a server's maxVisibilityMs); Infinity where it has no
+   * bound. A ctx.extend asking for more asks for this.
+   */
+  maxVisibility: number;
   renewal: RenewalConfig;
   acks: AckBatcher;
   /** The handler ended and its result decides the job: its settlement (ack, nack) is under way. */

@@ -109,7 +109,9 @@ export class JobRun extends HandlerRun implements AckWaiter, LeaseHolder {
     }
     const lost = () => new LeaseLostError('renewal-refused', this.delivery.id, this.token);
     if (this.claimed) throw this.abortReason ?? lost();
-    const deadline = await this.renewer.extend(visibility);
+    // Longer than the queue takes (a server's maxVisibilityMs), it would be refused, and the
+    // lease left as it was: the longest it takes is the nearest to the ask, as a maxLease cuts it.
+    const deadline = await this.renewer.extend(Math.min(visibility, this.deps.maxVisibility));
     if (deadline === null) throw this.abortReason ?? lost();
     return deadline;
   }

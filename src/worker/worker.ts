@@ -310,6 +310,7 @@ export class Worker<P = unknown> {
           metrics: this.counters,
           maxDeliveries: maxDeliveriesOf(queue, queueOptions.maxDeliveries),
           maxDelay: limits?.maxDelayMs ?? Number.POSITIVE_INFINITY,
+          maxVisibility: limits?.maxVisibilityMs ?? Number.POSITIVE_INFINITY,
           renewal: {
             queue,
             clock: options.clock,
