@@ -88,9 +88,12 @@ export async function runOperations(
       // The right first, as the single routes check it: a key without it is refused whatever
       // its receipts or session handles, which it would otherwise learn to be genuine or not.
       authorizeType(principal, input, queue.name);
-      const operation = operationFromWire(input, verifier);
-      authorizeDestination(principal, operation);
-      checkLimits(operation, limits, `operations[${index}]`);
+      // Receipts and session handles are refused only once the rest has passed, as on the
+      // single routes: the same bad input gets the same refusal at every door.
+      const operation = operationFromWire(input, verifier, (checked) => {
+        authorizeDestination(principal, checked);
+        checkLimits(checked, limits, `operations[${index}]`);
+      });
       parsed.push({ index, operation });
     } catch (error) {
       results[index] = refused(error, log);

@@ -1,4 +1,5 @@
 import { MAX_ID_LENGTH, OPERATION_TYPES, QUEUE_NAME, type QueueStats } from '../core/index.js';
+import { MAX_RECEIPT_LENGTH } from '../wire/index.js';
 import type { Limits } from './limits.js';
 
 /** A JSON Schema (draft 7, as Ajv and OpenAPI 3.1 read it). */
@@ -58,7 +59,7 @@ export const jobId: JsonSchema = {
 export const receipt: JsonSchema = {
   type: 'string',
   minLength: 1,
-  maxLength: 2048,
+  maxLength: MAX_RECEIPT_LENGTH,
   pattern: OPAQUE,
   description: 'the opaque receipt of one delivery, as receive returned it',
 };

@@ -12,6 +12,7 @@ export {
   doneCountOf,
   doneCountToWire,
   errorToWire,
+  MAX_RECEIPT_LENGTH,
   maybeToWire,
   operationFromWire,
   operationToWire,

@@ -84,34 +84,86 @@ const DELIVERY_FIELDS: ReadonlyMap<unknown, { wire: string; core: string }> = ne
   ['extend', { wire: 'receipt', core: 'token' }],
 ]);
 
-/** Parses one wire operation (the server's edge): the same checks and errors as in-process. */
-export function operationFromWire(input: unknown, verify: WireVerifier): Operation {
+/**
+ * What a receipt is on the wire, as the HTTP routes' schema has it: base64url text of 1 to
+ * `MAX_RECEIPT_LENGTH` characters. Anything else is no receipt at all (INVALID_ARGUMENT), where a
+ * receipt of that form that this server did not sign is INVALID_RECEIPT.
+ */
+export const MAX_RECEIPT_LENGTH = 2048;
+const RECEIPT_TEXT = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Parses one wire operation (the server's edge): the same checks and errors as in-process.
+ * Signatures come last, as on the single routes, whose schema refuses a bad field before a
+ * receipt or session handle is read: an operation with a bad field is refused for that field
+ * (INVALID_ARGUMENT) whatever its receipt, and a forged receipt (INVALID_RECEIPT) or session
+ * handle is refused only once every field has passed, and `check` (the server's limits) too.
+ */
+export function operationFromWire(
+  input: unknown,
+  verify: WireVerifier,
+  check?: (operation: Operation) => void,
+): Operation {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     return parseOperation(input);
   }
   const wire = input as Record<string, unknown>;
   const type = wire.type;
   const fields = copyFields(wire, DELIVERY_FIELDS.get(type)?.wire);
-  if (typeof fields.session === 'string') fields.session = verify.sessionId(fields.session);
+  const refusal: { error?: unknown } = {};
+  if (typeof fields.session === 'string') {
+    const handle = fields.session;
+    fields.session = signed(refusal, () => verify.sessionId(handle), STAND_IN_SESSION);
+  }
   switch (type) {
     case 'ack':
-      fields.tokens = receiptList(wire.receipts).map((receipt) => verify.token(receipt));
+      fields.tokens = receiptList(wire.receipts).map((receipt) =>
+        signed(refusal, () => verify.token(receipt), STAND_IN_TOKEN),
+      );
       break;
     case 'nack':
-    case 'extend':
+    case 'extend': {
       // Only a receipt names a delivery on the wire: a bare token would skip its signature.
-      if (typeof wire.receipt !== 'string') {
-        throw new ValidationError(`receipt must be a receipt string, got ${typeof wire.receipt}`);
+      const receipt = wire.receipt;
+      if (typeof receipt !== 'string') {
+        throw new ValidationError(`receipt must be a receipt string, got ${typeof receipt}`);
       }
-      fields.token = verify.token(wire.receipt);
+      checkReceiptText(receipt, 'receipt');
+      fields.token = signed(refusal, () => verify.token(receipt), STAND_IN_TOKEN);
       break;
+    }
     case 'openSession':
       for (const name of SESSION_LIMITS) {
         if (fields[name] === null) fields[name] = Number.POSITIVE_INFINITY;
       }
       break;
   }
-  return parseOperation(fields);
+  const operation = parseOperation(fields);
+  check?.(operation);
+  if ('error' in refusal) throw refusal.error;
+  return operation;
+}
+
+/** What stands for a receipt's token or a handle's session while the other fields are parsed. */
+const STAND_IN_TOKEN = 1;
+const STAND_IN_SESSION = 's';
+
+/** What `verify` answers, or, when it refuses, `standIn`, the first refusal kept in `refusal`. */
+function signed<T>(refusal: { error?: unknown }, verify: () => T, standIn: T): T {
+  try {
+    return verify();
+  } catch (error) {
+    if (!('error' in refusal)) refusal.error = error;
+    return standIn;
+  }
+}
+
+function checkReceiptText(text: string, name: string): void {
+  if (text.length === 0 || text.length > MAX_RECEIPT_LENGTH || !RECEIPT_TEXT.test(text)) {
+    throw new ValidationError(
+      `${name} must be a receipt as receive returned it: 1 to ${MAX_RECEIPT_LENGTH} characters of letters, digits, '-' and '_', got ${text.length === 0 ? 'an empty string' : `${text.length} characters`}`,
+    );
+  }
 }
 
 /**
@@ -148,6 +200,9 @@ function receiptList(value: unknown): string[] {
   if (!Array.isArray(value) || !value.every((each) => typeof each === 'string')) {
     throw new ValidationError('receipts must be an array of receipt strings');
   }
+  value.forEach((receipt, index) => {
+    checkReceiptText(receipt, `receipts[${index}]`);
+  });
   return value;
 }
 

@@ -150,6 +150,7 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
       response: object({ nacked: { type: 'boolean' } }, ['nacked']),
       async handle({ params, body, log }) {
         const queue = await queues.existing(params.name);
+        checkNackOptions(body);
         const claim = receipts.verify(queue.name, body.receipt);
         return { nacked: await nackOne(queue, queues, claim, body, log) };
       },
@@ -173,6 +174,7 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
         for (const entry of body.entries) {
           results.push(
             await perEntry(log, async () => {
+              checkNackOptions(entry);
               const claim = receipts.verify(queue.name, entry.receipt);
               return { nacked: await nackOne(queue, queues, claim, entry, log) };
             }),
@@ -229,6 +231,15 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
       },
     }),
   ];
+}
+
+/**
+ * A nack's options checked before its receipt is read, as an operation's fields are: a reason
+ * the schema cannot refuse (U+0000, a lone surrogate, over 1024 UTF-16 code units, R18) is
+ * INVALID_ARGUMENT whatever the receipt, at every door.
+ */
+function checkNackOptions({ requeue, delay, reason, attempted }: NackOptions): void {
+  build.nack(1, { requeue, delay, reason, attempted });
 }
 
 async function nackOne(
