@@ -93,6 +93,28 @@ describe('SQLite fsync: a power loss after commits made without sync', () => {
     expect((await again.stats(6)).staleAcks).toBe(1);
   });
 
+  it('R21 R7 a file opened with durability os after a power loss still fences off the tokens handed out before', async () => {
+    const { dir, path, q } = await freshQueue();
+    await q.publishBatch(0, [{ id: 'a' }, { id: 'b' }]);
+    const [first] = await q.reserve(1);
+    expect(await q.ack(2, first?.token as number)).toBe(true);
+    const synced = statSync(`${path}-wal`).size;
+    const [lost] = await q.reserve(3); // committed without a sync
+    expect(lost).toMatchObject({ id: 'b', token: 2 });
+
+    const after = join(dir, 'after.db');
+    powerLossCopy(path, synced, after);
+    const restarted = await openEngine(`sqlite:${after}`, { durability: 'os' });
+    engines.push(restarted);
+    const again = await restarted.queue('jobs');
+    const [fresh] = await again.reserve(5);
+    expect(fresh).toMatchObject({ id: 'b', deliveryCount: 1 });
+    expect(fresh?.token).toBeGreaterThan(2);
+    // The holder of token 2 from before the power loss cannot complete the new delivery.
+    expect(await again.ack(6, 2)).toBe(false);
+    expect(await again.ack(6, fresh?.token as number)).toBe(true);
+  });
+
   it('R21 R6 tokens after a power loss start above every token handed out before, across blocks', async () => {
     const { dir, path, q } = await freshQueue();
     const count = 2.5 * TOKEN_BLOCK;

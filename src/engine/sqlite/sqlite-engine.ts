@@ -87,7 +87,9 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       }
       throw error;
     }
-    if (fsync) await inTransaction(connection, continueAboveHighWater);
+    // In either mode: a file used with 'fsync' until a power loss may be opened with 'os', and
+    // the tokens handed out before the loss must stay fenced off all the same (R21).
+    await inTransaction(connection, continueAboveHighWater);
     let busy = false;
     let walEmptied = false;
     /**
