@@ -158,4 +158,19 @@ describe.skipIf(skipBrowser)('ids that would look alike, or like nothing (Chromi
     }
     await page.context().close();
   });
+
+  it('shows the characters of a payload that would show as nothing escaped, as JSON does', async () => {
+    const payload = { user: 'admin\u200B', lines: 'a\u2028b', bidi: 'rtl-\u202Eevil' };
+    await api('POST', '/v1/queues/grouped/jobs', { id: 'unseen-payload', payload });
+    const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
+    await go(page, '#/queues/grouped/jobs/unseen-payload');
+    const text = page.locator('pre.payload');
+    await text.waitFor();
+    const shown = await text.textContent();
+    expect(shown).toBe(
+      '{\n  "user": "admin\\u200B",\n  "lines": "a\\u2028b",\n  "bidi": "rtl-\\u202Eevil"\n}',
+    );
+    expect(JSON.parse(shown ?? '')).toEqual(payload);
+    await page.context().close();
+  });
 });

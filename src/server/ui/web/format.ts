@@ -57,16 +57,19 @@ export function formatRelative(epochMs: number, nowMs: number): string {
   return delta >= 0 ? `in ${formatDuration(delta)}` : `${formatDuration(-delta)} ago`;
 }
 
-/** Pretty JSON, cut to `maxChars` (the page says when it is cut), its text passed through `shown`. */
+/**
+ * Pretty JSON, cut to `maxChars` (the page says when it is cut), its text passed through `shown`.
+ * The cut never splits a surrogate pair: the last character shown is one that was there.
+ */
 export function prettyJson(
   value: unknown,
   maxChars: number,
   shown: (text: string) => string = (text) => text,
 ): { text: string; cut: boolean } {
   const text = value === undefined ? '(no payload)' : shown(JSON.stringify(value, null, 2));
-  return text.length > maxChars
-    ? { text: text.slice(0, maxChars), cut: true }
-    : { text, cut: false };
+  if (text.length <= maxChars) return { text, cut: false };
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(maxChars - 1)) ? maxChars - 1 : maxChars;
+  return { text: text.slice(0, end), cut: true };
 }
 
 /**
@@ -97,6 +100,26 @@ const escapeChar = (char: string): string => {
     ? `\\u{${code.toString(16).toUpperCase()}}`
     : `\\u${code.toString(16).toUpperCase().padStart(4, '0')}`;
 };
+
+/** `char` as JSON escapes it: `\u200B`, and a character beyond U+FFFF as its surrogate pair. */
+const jsonEscape = (char: string): string => {
+  let escaped = '';
+  for (let at = 0; at < char.length; at += 1) {
+    escaped += `\\u${char.charCodeAt(at).toString(16).toUpperCase().padStart(4, '0')}`;
+  }
+  return escaped;
+};
+
+/**
+ * A payload's JSON text (`JSON.stringify`) as the page shows it. JSON escapes C0 controls and
+ * lone surrogates; every other character that shows as nothing or as a plain space (`UNSEEN`:
+ * zero-width and other format characters, bidi controls, DEL and C1 controls, line and
+ * paragraph separators, spaces other than U+0020) is escaped the same way, `\u200B`, so that
+ * "admin\u200B" does not read "admin" nor U+2028 as a line break. It can only stand inside a
+ * string, so the text is still the JSON of the same value; its own line breaks stay.
+ */
+export const visibleJson = (text: string): string =>
+  text.replace(UNSEEN_ALL, (char) => (char === '\n' ? char : jsonEscape(char)));
 
 /**
  * A job id (or a group key) as the page shows it as text. Ids are any text a producer stored:

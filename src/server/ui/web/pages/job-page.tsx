@@ -9,6 +9,7 @@ import {
   prettyJson,
   visible,
   visibleId,
+  visibleJson,
 } from '../format.js';
 import { ActionStatus, useActions } from '../parts/action-status.js';
 import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
@@ -176,8 +177,10 @@ export function JobPage(props: { queue: string; id: string }) {
   };
   // Quoted where it would look like another id, or like none ("job-1\n", " "): `visibleId`.
   const shownId = visibleId(id);
-  // A payload's text may hold bidirectional controls too; escaped, it is the same JSON.
-  const payload = job === undefined ? undefined : prettyJson(job.payload, PAYLOAD_CHARS, visible);
+  // A payload's text may hold characters that show as nothing (a zero-width space, a bidi
+  // control): escaped, it is the same JSON.
+  const payload =
+    job === undefined ? undefined : prettyJson(job.payload, PAYLOAD_CHARS, visibleJson);
   const labels =
     job === undefined
       ? undefined
