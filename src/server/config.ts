@@ -227,6 +227,8 @@ export interface ConfigSources {
  * Every problem is reported at once, each naming the setting and where its value came from.
  */
 export function loadConfig(sources: ConfigSources): ServerConfig {
+  const wrong = sourcesProblems(sources);
+  if (wrong.length > 0) throw new ValidationError(wrong);
   const problems: string[] = [];
   const config: Record<string, unknown> = { ...DEFAULT_CONFIG };
   const fileValues = readFile(sources.file, problems);
@@ -340,6 +342,50 @@ function unknownSetting(name: string, where: string): string {
   );
   const hint = meant === undefined ? '' : ` (settings go by name here: ${meant.name})`;
   return `unknown setting ${JSON.stringify(name)} in ${where}${hint}`;
+}
+
+const SOURCES = new Set(['flags', 'env', 'file']);
+
+/**
+ * Sources not of the shape `ConfigSources` names (an embedding process's mistake), each refused by
+ * name: a misspelt source (`flag`) would be read as no source at all, its settings left at their
+ * defaults, and a `file` given as the file's text failed untyped. A value is described by its type
+ * alone: a config file's text holds the receipt secret and keys.
+ */
+function sourcesProblems(sources: unknown): string[] {
+  if (!isRecord(sources)) {
+    return [`loadConfig takes an object { flags?, env?, file? }, got ${kindOf(sources)}`];
+  }
+  const problems = Object.keys(sources)
+    .filter((key) => !SOURCES.has(key))
+    .map((key) => `unknown source ${JSON.stringify(key)}: loadConfig reads flags, env and file`);
+  for (const name of ['flags', 'env'] as const) {
+    const value = sources[name];
+    if (value !== undefined && !isRecord(value)) {
+      problems.push(`${name} must be an object of values by name, got ${kindOf(value)}`);
+    }
+  }
+  const { file } = sources;
+  if (
+    file !== undefined &&
+    !(isRecord(file) && typeof file.path === 'string' && typeof file.text === 'string')
+  ) {
+    problems.push(
+      `file must be { path, text }: the config file's path (as messages name it) and its text, got ${kindOf(file)}`,
+    );
+  }
+  return problems;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object of another shape';
+  return `a value of type ${typeof value}`;
 }
 
 /**
