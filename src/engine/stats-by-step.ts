@@ -2,19 +2,27 @@ import { build, NotFoundError, type QueueStats } from '../core/index.js';
 import type { QueueHandle } from './engine.js';
 
 /**
+ * When the steps of a read of many queues run: at one time, or at a clock's reading as each
+ * step begins. The latter where the engine is strict and applies a call as it is made (memory):
+ * a time read before the awaits of the read would be behind a call of the queue made meanwhile,
+ * a ClockError (R2), where the broker's own calls read the clock as they apply.
+ */
+export type StepTime = number | (() => number);
+
+/**
  * The figures at `now` of those of `names` that are queues, each by a step of its own (its
  * `stats` operation), by name in the order given: a queue deleted since it was named, or never
  * one, is left out.
  */
 export async function statsByStep(
   handle: (name: string) => QueueHandle,
-  now: number,
+  now: StepTime,
   names: readonly string[],
 ): Promise<Map<string, QueueStats>> {
   const read = await Promise.all(
     names.map((name) =>
       handle(name)
-        .run(now, build.stats())
+        .run(typeof now === 'number' ? now : now(), build.stats())
         .catch((error: unknown) => {
           if (error instanceof NotFoundError) return undefined;
           throw error;
@@ -50,7 +58,7 @@ export interface FiguresRead {
  */
 export async function statsOfMany(
   handle: (name: string) => QueueHandle,
-  now: number,
+  now: StepTime,
   names: readonly string[],
   read: (names: readonly string[]) => Promise<FiguresRead>,
 ): Promise<Map<string, QueueStats>> {
