@@ -53,13 +53,16 @@ export function storageUrlProblem(
   url: unknown,
   {
     servers = true,
+    memory = true,
   }: {
     /** false: a server URL is a problem (a server's own storage). Default true. */
     servers?: boolean;
+    /** false: `memory:` is a problem, and not offered (what must outlive the process). Default true. */
+    memory?: boolean;
   } = {},
 ): string | undefined {
   if (typeof url !== 'string') return `a storage URL must be a string, got ${typeof url}`;
-  const engines = 'memory:, sqlite:path/to.db';
+  const engines = memory ? 'memory:, sqlite:path/to.db' : 'sqlite:path/to.db';
   const forms = servers
     ? `use ${engines}, postgres://… or a server http(s)://…`
     : `use ${engines} or postgres://…`;
@@ -68,7 +71,9 @@ export function storageUrlProblem(
       ? undefined
       : `storage URL ${JSON.stringify(redactUrl(url))} names a leaseq server, and a server cannot store in another server: ${forms}`;
   }
-  if (url === 'memory:') return undefined;
+  if (url === 'memory:') {
+    return memory ? undefined : `memory: keeps nothing between processes: ${forms}`;
+  }
   if (url.startsWith('sqlite://')) {
     // Not a path: `sqlite://x.db` would be /x.db, at the root of the file system.
     return `storage URL ${JSON.stringify(url)}: a SQLite URL is sqlite: and a path (sqlite:./x.db, sqlite:/abs/x.db), without //`;

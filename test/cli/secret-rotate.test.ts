@@ -32,18 +32,24 @@ describe('leaseq secret rotate', () => {
   });
 
   it('refuses a storage that keeps no secrets across processes, and a bad grace period', async () => {
-    expect((await leaseq(['secret', 'rotate', '--storage', 'memory:'])).code).toBe(2);
+    const memory = await leaseq(['secret', 'rotate', '--storage', 'memory:']);
+    expect(memory.code).toBe(2);
+    expect(memory.stderr).toContain('memory: keeps nothing between processes');
     expect((await leaseq(['secret', 'rotate', '--grace-ms', 'soon'])).code).toBe(2);
   });
 
-  it('refuses a storage URL that names no storage as a usage error, offering no server', async () => {
+  it('refuses a storage URL that names no storage as a usage error, offering neither a server nor memory:', async () => {
     const typo = await leaseq(['secret', 'rotate', '--storage', 'foo']);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain('unsupported storage URL "foo"');
     expect(typo.stderr).not.toContain('http');
+    // Nor memory:, which it refuses.
+    expect(typo.stderr).not.toContain('memory:');
     const server = await leaseq(['secret', 'rotate', '--storage', 'http://127.0.0.1:1']);
     expect(server.code).toBe(2);
     expect(server.stderr).toContain('names a leaseq server');
+    expect(server.stderr).toContain('use sqlite:path/to.db or postgres://…');
+    expect(server.stderr).not.toContain('memory:');
     expect(server.stderr).toContain('see leaseq secret rotate --help');
   });
 

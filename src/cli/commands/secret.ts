@@ -31,12 +31,10 @@ export const secretRotate: Command = {
     const storage =
       stringFlag(values, 'storage') ?? context.env.LEASEQ_STORAGE ?? DEFAULT_CONFIG.storage;
     // Checked as serve checks its storage, before anything is opened: open() would take a
-    // server's URL for a client and offer one for a mistyped storage.
-    const problem = storageUrlProblem(storage, { servers: false });
+    // server's URL for a client and offer one for a mistyped storage; memory: keeps no secret
+    // that a server could read, so it is neither taken nor offered.
+    const problem = storageUrlProblem(storage, { servers: false, memory: false });
     if (problem !== undefined) throw new UsageError(problem);
-    if (storage === 'memory:') {
-      throw new UsageError('memory: keeps nothing between processes; name a SQL storage');
-    }
     // Opening a SQLite path that does not exist would make a new, empty database and rotate
     // its secret: no server would see it, while the operator believes they rotated theirs.
     const file = storage.startsWith('sqlite:') ? storage.slice('sqlite:'.length) : undefined;
