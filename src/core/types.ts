@@ -440,7 +440,7 @@ export interface JobView {
   group?: string;
   /** Its group sequence number (R29), when it has a group. */
   groupSeq?: number;
-  /** R31: the expiry it was published with, when it has one. */
+  /** R30: the expiry it was published with, when it has one. */
   expiresAt?: number;
   /** When a delayed job becomes ready; present only while it is delayed. */
   availableAt?: number;
