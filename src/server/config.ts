@@ -361,7 +361,8 @@ function sourcesProblems(sources: unknown): string[] {
     .map((key) => `unknown source ${JSON.stringify(key)}: loadConfig reads flags, env and file`);
   for (const name of ['flags', 'env'] as const) {
     const value = sources[name];
-    if (value !== undefined && !isRecord(value)) {
+    // null, as undefined, is no source (what it was before sources were checked).
+    if (value !== undefined && value !== null && !isRecord(value)) {
       problems.push(`${name} must be an object of values by name, got ${kindOf(value)}`);
     }
   }

@@ -54,4 +54,9 @@ describe('loadConfig refuses sources of another shape, typed', () => {
     });
     expect(config).toMatchObject({ maxBatch: 9, port: 0, storage: 'memory:' });
   });
+
+  it('takes null flags or env as no source, as it always did', () => {
+    const sources = { flags: null, env: null } as unknown as ConfigSources;
+    expect(loadConfig(sources)).toMatchObject({ maxBatch: loadConfig({}).maxBatch });
+  });
 });
