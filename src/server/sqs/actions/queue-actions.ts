@@ -49,6 +49,11 @@ async function createQueue(call: SqsCall, sqs: SqsServices) {
   authorizeQueue(call, name, 'admin');
   const tags = checkTags(stringMap(call.input, 'tags'));
   const change = parseQueueAttributes(given, fifo, sqs.services.limits);
+  // Naming a dead-letter queue takes the right to send there whether the queue exists or not,
+  // as PUT /v1/queues/{name} has it: refused before an existing queue's attributes are matched.
+  if (typeof change.redriveTarget === 'string') {
+    authorizeQueue(call, change.redriveTarget, 'publish');
+  }
   const { broker, queues, limits } = sqs.services;
   if (change.options.visibility === undefined && DEFAULT_VISIBILITY_MS > limits.maxVisibilityMs) {
     throw invalidParameter(
