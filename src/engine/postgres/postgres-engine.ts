@@ -51,7 +51,11 @@ export const POSTGRES_DIALECT: SqlDialect = {
       FROM leaseq_tallies WHERE queue = q.name) AS s ON TRUE
     WHERE q.name IN ${names}`,
   wakeStatement: (queue) => ({ sql: 'SELECT pg_notify(?, ?)', params: [WAKE_CHANNEL, queue] }),
-  migrationLock: 'SELECT pg_advisory_xact_lock(744501)',
+  // Read committed whatever the database's default_transaction_isolation: under repeatable read
+  // or serializable the snapshot is taken by the wait for the lock, and a process that waited
+  // for another's migration would not see the versions it recorded, and apply them again.
+  migrationLock:
+    'SET TRANSACTION ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock(744501)',
   jsonList: (type) =>
     `(SELECT value::${type === 'text' ? 'text' : 'bigint'} FROM json_array_elements_text(?::json) AS value)`,
   jsonRecords: (columns) =>
