@@ -181,7 +181,12 @@ export function show(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
-  return Array.isArray(value) ? 'an array' : typeof value;
+  try {
+    if (Array.isArray(value)) return 'an array';
+  } catch {
+    // A revoked Proxy: Array.isArray throws on it, and showing a value must not throw.
+  }
+  return typeof value;
 }
 
 /** The engine or transport cannot do this (e.g. transactions on the memory engine). */
