@@ -161,20 +161,20 @@ export class EngineBroker implements Broker {
       throw new ValidationError(`statsOfQueues takes an array of queue names, got ${typeof names}`);
     }
     for (const name of names) checkQueueName(name);
-    if (this.engine.statsOfQueues !== undefined) {
-      return this.engine.statsOfQueues(this.clock.now(), names);
-    }
+    // Each read and step at the clock's reading as it is made, as every call of the broker:
+    // calls of the queues made while this read awaits run at a later time, and a step at a time
+    // read before them would be refused (R2) by an engine that applies times strictly.
+    const now = () => this.clock.now();
+    if (this.engine.statsOfQueues !== undefined) return this.engine.statsOfQueues(now, names);
     const deadLetterQueues = new Map<string, string>();
     for (const { name, options } of await this.engine.listQueues()) {
       if (options.deadLetterQueue !== undefined)
         deadLetterQueues.set(name, options.deadLetterQueue);
     }
-    // Every queue takes its step: none is read as it stands. Each at the clock's reading as it
-    // runs, as every call of the broker: calls of the queue made during the awaits above ran at
-    // a later time, and a step at the time read before them would be refused (R2).
+    // Every queue takes its step: none is read as it stands.
     return statsOfMany(
       (name) => this.engine.handle(name),
-      () => this.clock.now(),
+      now,
       names,
       async (some) => ({
         stats: new Map(),

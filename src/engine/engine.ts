@@ -26,6 +26,7 @@ import type {
 } from '../core/index.js';
 import type { ScheduleRecord, ScheduleStore } from './schedules.js';
 import type { StoredSecret } from './secrets.js';
+import type { StepTime } from './stats-by-step.js';
 
 /** What an engine can do beyond the contract every engine keeps. */
 export interface EngineCapabilities {
@@ -250,9 +251,12 @@ export interface Engine extends ScheduleStore {
    * The figures (R17) at `now` of those of `names` that are queues, by name in the order
    * given, as each queue's `stats` answers them, read together: one read of the storage for
    * the queues where time alone changes nothing by `now` (not moving their time), a step each
-   * for the others. Where it is absent, the caller asks each queue.
+   * for the others. Where it is absent, the caller asks each queue. `now` may be a clock, read
+   * as each read or step is made (see StepTime): calls of the queues made while this read is
+   * under way run at the clock's later time, and a step at a time read before them would be
+   * refused on a strict engine (R2).
    */
-  statsOfQueues?(now: number, names: readonly string[]): Promise<Map<string, QueueStats>>;
+  statsOfQueues?(now: StepTime, names: readonly string[]): Promise<Map<string, QueueStats>>;
   /** Deletes the queue and every job in it. Returns false when there was none. */
   deleteQueue(name: string): Promise<boolean>;
   /**

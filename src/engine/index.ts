@@ -20,3 +20,4 @@ export {
 } from './open-engine.js';
 export type { ScheduleRecord, ScheduleStore } from './schedules.js';
 export type { StoredSecret } from './secrets.js';
+export type { StepTime } from './stats-by-step.js';

@@ -3,9 +3,10 @@ import type { QueueHandle } from './engine.js';
 
 /**
  * When the steps of a read of many queues run: at one time, or at a clock's reading as each
- * step begins. The latter where the engine is strict and applies a call as it is made (memory):
- * a time read before the awaits of the read would be behind a call of the queue made meanwhile,
- * a ClockError (R2), where the broker's own calls read the clock as they apply.
+ * step begins. The latter where the engine is strict and applies a call as it is made (memory,
+ * a SQL engine opened with clockMode 'strict'): a time read before the awaits of the read would
+ * be behind a call of the queue made meanwhile, a ClockError (R2), where the broker's own calls
+ * read the clock as they apply.
  */
 export type StepTime = number | (() => number);
 

@@ -25,7 +25,7 @@ import type {
 } from '../engine.js';
 import type { ScheduleRecord } from '../schedules.js';
 import { checkSecretName, type StoredSecret } from '../secrets.js';
-import { type FiguresRead, statsOfMany } from '../stats-by-step.js';
+import { type FiguresRead, type StepTime, statsOfMany } from '../stats-by-step.js';
 import { WakeHub } from '../wake-hub.js';
 import { deleteInSteps } from './delete-in-steps.js';
 import { type BatchContext, GroupCommitExecutor } from './executor.js';
@@ -225,13 +225,13 @@ export class SqlEngine implements Engine {
     }, 'lease');
   }
 
-  async statsOfQueues(now: number, names: readonly string[]): Promise<Map<string, QueueStats>> {
+  async statsOfQueues(now: StepTime, names: readonly string[]): Promise<Map<string, QueueStats>> {
     this.checkOpen();
     return statsOfMany(
       (name) => this.handle(name),
       now,
       names,
-      (some) => this.readStats(some, now),
+      (some) => this.readStats(some, typeof now === 'number' ? now : now()),
     );
   }
 
