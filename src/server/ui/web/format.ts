@@ -110,16 +110,96 @@ const jsonEscape = (char: string): string => {
   return escaped;
 };
 
+/** An emoji, with its presentation selector or skin tone, just before a joiner. */
+const EMOJI_BEFORE = /\p{Extended_Pictographic}(?:[\uFE0E\uFE0F]|\p{Emoji_Modifier})?$/u;
+const EMOJI = /^\p{Extended_Pictographic}$/u;
+const KEYCAP_BASE = /^[0-9#*]$/;
+const IDEOGRAPH = /^\p{Ideographic}$/u;
+const MONGOLIAN_LETTER = /^(?=\p{L})\p{scx=Mong}$/u;
+/** A letter or mark, itself seen, of a script whose letters join or form conjuncts. */
+const JOINING = new RegExp(
+  String.raw`^(?!${UNSEEN.source})(?=[\p{L}\p{M}])[\p{scx=Arab}\p{scx=Syrc}\p{scx=Nkoo}\p{scx=Mong}\p{scx=Deva}\p{scx=Beng}\p{scx=Guru}\p{scx=Gujr}\p{scx=Orya}\p{scx=Taml}\p{scx=Telu}\p{scx=Knda}\p{scx=Mlym}\p{scx=Sinh}]$`,
+  'u',
+);
+const TAG = /^[\u{E0020}-\u{E007E}]$/u;
+/** The most tag characters looked at around one: a flag's spell its region (ISO 3166-2), a few. */
+const MOST_TAGS = 32;
+
+/** The code point of `text` that ends at `at` ('' at the start). */
+function pointBefore(text: string, at: number): string {
+  if (at <= 0) return '';
+  const low = text.charCodeAt(at - 1);
+  const high = at >= 2 ? text.charCodeAt(at - 2) : 0;
+  const pair = low >= 0xdc00 && low <= 0xdfff && high >= 0xd800 && high <= 0xdbff;
+  return text.slice(pair ? at - 2 : at - 1, at);
+}
+
+/** The code point of `text` that begins at `at` ('' at the end). */
+function pointAt(text: string, at: number): string {
+  const code = text.codePointAt(at);
+  return code === undefined ? '' : String.fromCodePoint(code);
+}
+
+/** Whether the tag character at `at` is one of a flag of tags: U+1F3F4, tags, U+E007F. */
+function inTagFlag(text: string, at: number): boolean {
+  let start = at;
+  for (let count = 0; count < MOST_TAGS && TAG.test(pointBefore(text, start)); count += 1) {
+    start -= 2;
+  }
+  if (pointBefore(text, start) !== '\u{1F3F4}') return false;
+  let end = at;
+  for (let count = 0; count <= MOST_TAGS; count += 1) {
+    const point = pointAt(text, end);
+    if (point === '\u{E007F}') return end > start;
+    if (!TAG.test(point)) return false;
+    end += 2;
+  }
+  return false;
+}
+
+/**
+ * Whether `char`, a character of `UNSEEN` at `at` of `text`, is part of how ordinary text is
+ * drawn there, not nothing: the joiners and selectors of an emoji ("\u2764\uFE0F",
+ * "\u{1F469}\u200D\u{1F4BB}", a keycap "1\uFE0F\u20E3", a flag of tags), a variation
+ * selector after a CJK ideograph or a Mongolian letter, and a zero-width joiner or non-joiner
+ * between two letters (or marks) of a script whose letters join or form conjuncts (Persian
+ * "\u0645\u06CC\u200C\u062E", Devanagari "\u0915\u094D\u200D\u0937"). After an ASCII
+ * letter, or alone, none is.
+ */
+function drawn(char: string, at: number, text: string): boolean {
+  const code = char.codePointAt(0) ?? 0;
+  const before = pointBefore(text, at);
+  const after = pointAt(text, at + char.length);
+  if (code === 0xfe0e || code === 0xfe0f) {
+    return EMOJI.test(before) || (KEYCAP_BASE.test(before) && after === '\u20E3');
+  }
+  if (code === 0x200c || code === 0x200d) {
+    if (JOINING.test(before) && JOINING.test(after)) return true;
+    return (
+      code === 0x200d && EMOJI.test(after) && EMOJI_BEFORE.test(text.slice(Math.max(0, at - 4), at))
+    );
+  }
+  if ((code >= 0xfe00 && code <= 0xfe02) || (code >= 0xe0100 && code <= 0xe01ef)) {
+    return IDEOGRAPH.test(before);
+  }
+  if ((code >= 0x180b && code <= 0x180d) || code === 0x180f) return MONGOLIAN_LETTER.test(before);
+  if (code >= 0xe0020 && code <= 0xe007f) return inTagFlag(text, at);
+  return false;
+}
+
 /**
  * A payload's JSON text (`JSON.stringify`) as the page shows it. JSON escapes C0 controls and
  * lone surrogates; every other character that shows as nothing or as a plain space (`UNSEEN`:
  * zero-width and other format characters, bidi controls, DEL and C1 controls, line and
  * paragraph separators, spaces other than U+0020) is escaped the same way, `\u200B`, so that
- * "admin\u200B" does not read "admin" nor U+2028 as a line break. It can only stand inside a
+ * "admin\u200B" does not read "admin" nor U+2028 as a line break, unless ordinary text draws
+ * it there (`drawn`: an emoji's joiners, a Persian non-joiner). It can only stand inside a
  * string, so the text is still the JSON of the same value; its own line breaks stay.
  */
 export const visibleJson = (text: string): string =>
-  text.replace(UNSEEN_ALL, (char) => (char === '\n' ? char : jsonEscape(char)));
+  text.replace(UNSEEN_ALL, (char: string, at: number) =>
+    char === '\n' || drawn(char, at, text) ? char : jsonEscape(char),
+  );
 
 /**
  * A job id (or a group key) as the page shows it as text. Ids are any text a producer stored:
