@@ -20,6 +20,15 @@ import type { ServerLimits, ServerLimitsReader } from './server-limits.js';
  */
 const MIN_POLL_MS = 100;
 
+/**
+ * The longest the close waits for the answers of the long polls it ended (a healthy server
+ * answers at once), to give back the jobs they carry.
+ */
+const CLOSE_WAIT_MS = 2000;
+
+/** The body of one long poll: a receive's reserve and the wait it asks for. */
+type WireOperationBody = Omit<ChannelReceive, 'wait' | 'signal'> & { wait: number };
+
 export interface HttpChannelSettings {
   /** The longest wait one receive request carries, at most; the server's maxWaitMs when lower. */
   maxWaitPerRequestMs: number | undefined;
@@ -128,8 +137,13 @@ export class HttpChannel implements Channel {
    * maxBatch), so concurrent consumers cost one request, not one each. Waits longer than one
    * request may carry (the server's maxWaitMs) are several long polls; a long poll answers with
    * what is ready when it wakes, at most the server's maxBatch.
+   *
+   * Its signal ends a long poll's wait, not the request: the server, told its client has gone,
+   * gives back what it reserves from then on, and an answer it sent before is still read and
+   * answered, so that the caller works or gives back its jobs rather than leave them leased.
    */
   async receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]> {
+    if (this.closing) throw new ClosedError('the client is closed');
     const { wait, signal, ...asked } = request;
     // An aborted signal waits for nothing: what is ready, as in-process.
     if (wait === 0 || signal?.aborted) {
@@ -137,7 +151,11 @@ export class HttpChannel implements Channel {
     }
     // Its own signal, or closing the client, ends the wait for the server's limits too (read at
     // the first call): as a long poll cut, with an empty answer.
-    const ends = [signal, this.http.closed ? undefined : this.http.closingSignal];
+    const ends = [
+      signal,
+      this.ending.signal,
+      this.http.closed ? undefined : this.http.closingSignal,
+    ];
     const limits = await unlessEnded(this.serverLimits(), ends);
     if (limits === undefined) return [];
     const { maxBatch, maxWaitMs } = limits;
@@ -146,22 +164,18 @@ export class HttpChannel implements Channel {
     for (;;) {
       const chunk = Math.min(Math.max(0, until - Date.now()), maxWaitMs);
       const started = Date.now();
-      let answer: { deliveries: WireDelivery[] };
-      const open = !this.http.closed;
+      const poll = this.poll(queue, { ...reserve, wait: chunk }, signal);
+      this.polls.add(poll);
+      let answer: { deliveries: WireDelivery[] } | undefined;
       try {
-        answer = await this.http.request('POST', `${queuePath(queue)}/receive`, {
-          body: { ...reserve, wait: chunk },
-          answer: { deliveries: 'array' },
-          waitMs: chunk,
-          ...(signal === undefined ? {} : { signal }),
-        });
-      } catch (error) {
-        // Its own signal, or closing the client, ends a waiting receive with an empty answer
-        // (RemoteBroker.close); a receive made after the close fails with CLOSED.
-        if (error instanceof RequestAborted) return [];
-        if (error instanceof ClosedError && open && this.http.closed) return [];
-        this.failed(error);
+        answer = await poll;
+      } finally {
+        this.polls.delete(poll);
       }
+      // Ended by its own signal or by the close, with no answer: an empty one; answered as the
+      // close began, with what the close did not give back.
+      if (answer === undefined) return [];
+      if (this.closing) return answer.deliveries;
       // An empty answer before the wait ran out means the server stopped waiting (shutdown).
       const now = Date.now();
       const endedEarly = now - started < chunk;
@@ -169,17 +183,96 @@ export class HttpChannel implements Channel {
         return answer.deliveries;
       }
       const rest = Math.min(MIN_POLL_MS - (now - started), until - now);
-      if (rest > 0 && (await pause(rest, [signal, open ? this.http.closingSignal : undefined]))) {
-        return [];
-      }
+      if (rest > 0 && (await pause(rest, ends))) return [];
     }
+  }
+
+  /**
+   * One long poll, ended by `signal` or by the close (undefined when it then got no answer); an
+   * answer the server sent as it ended still comes (HttpTransport.request). Answered as the close
+   * began, its jobs are given back before it settles (givenBackAtClose).
+   */
+  private async poll(
+    queue: string,
+    body: WireOperationBody,
+    signal: AbortSignal | undefined,
+  ): Promise<{ deliveries: WireDelivery[] } | undefined> {
+    if (this.ending.signal.aborted) return undefined;
+    const ended = new AbortController();
+    const end = () => ended.abort();
+    const unwatches = [signal, this.ending.signal].flatMap((each) =>
+      each === undefined ? [] : [onAbort(each, end)],
+    );
+    if (signal?.aborted) end();
+    const open = !this.http.closed;
+    let answer: { deliveries: WireDelivery[] };
+    try {
+      answer = await this.http.request('POST', `${queuePath(queue)}/receive`, {
+        body,
+        answer: { deliveries: 'array' },
+        waitMs: body.wait,
+        signal: ended.signal,
+      });
+    } catch (error) {
+      // Its own signal, or closing the client, ends a waiting receive with an empty answer
+      // (RemoteBroker.close), a failure that came once it ended too (nothing was handed out);
+      // a receive made after the close fails with CLOSED.
+      if (error instanceof RequestAborted || ended.signal.aborted) return undefined;
+      if (error instanceof ClosedError && open && this.http.closed) return undefined;
+      this.failed(error);
+    } finally {
+      for (const unwatch of unwatches) unwatch();
+    }
+    if (!this.closing) return answer;
+    return { deliveries: await this.givenBackAtClose(queue, answer.deliveries, body.ack) };
+  }
+
+  /**
+   * Deliveries answered to a long poll as the close began: the client cannot settle them once
+   * closed, so they are given back unworked (R33), the last first so that they go back in the
+   * order they were reserved, and none is answered. Auto-acked ones (R22) cannot go back: they
+   * are answered, their only chance to be worked.
+   */
+  private async givenBackAtClose(
+    queue: string,
+    deliveries: WireDelivery[],
+    ack: ChannelReceive['ack'],
+  ): Promise<WireDelivery[]> {
+    if (deliveries.length === 0 || ack === 'auto') return deliveries;
+    const nacks = [...deliveries].reverse().map(
+      (delivery): WireOperation => ({
+        type: 'nack',
+        receipt: delivery.receipt,
+        attempted: false,
+      }),
+    );
+    // Not given back (the server gone as well): left to their leases.
+    await this.execute(queue, nacks).catch(() => undefined);
+    return [];
   }
 
   /** See Channel.closing. */
   closing = false;
+  /** Aborted as the close begins: ends the long polls in flight. */
+  private readonly ending = new AbortController();
+  /** The long polls in flight: the close waits for their answers, to give them back. */
+  private readonly polls = new Set<Promise<unknown>>();
 
-  async close(): Promise<void> {
+  /**
+   * Refuses receives from now on and ends the long polls in flight; waits for their answers
+   * (what a server sent as they ended is given back), at most CLOSE_WAIT_MS, or until `signal`
+   * aborts.
+   */
+  async close(signal?: AbortSignal): Promise<void> {
     this.closing = true;
+    this.ending.abort();
+    if (this.polls.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CLOSE_WAIT_MS);
+    });
+    await unlessEnded(Promise.race([Promise.allSettled([...this.polls]), waited]), [signal]);
+    clearTimeout(timer);
   }
 }
 

@@ -36,7 +36,12 @@ export interface TransportOptions {
 export interface RequestOptions {
   /** Sent as the JSON body; a request without one has no body. */
   body?: unknown;
-  /** Ends the request early; the caller decides what an aborted request means. */
+  /**
+   * Ends the request early; the caller decides what an aborted request means. Over node:http
+   * (no `fetch` option) it ends the server's wait rather than cutting the request: an answer
+   * the server sent as it ended is still read and answered (ExchangeRequest.endWait); with a
+   * `fetch` of one's own the request is cut, and such an answer lost.
+   */
   signal?: AbortSignal;
   /** Added to the timeout: the long-poll wait the request asks the server for. */
   waitMs?: number;
@@ -53,8 +58,8 @@ export interface RequestOptions {
 export type AnswerShape = NonNullable<RequestOptions['answer']>;
 
 /**
- * Thrown when a request was cut by the caller's own signal (a receive's); closing the client
- * fails its requests in flight with ClosedError instead.
+ * Thrown when a request was ended by the caller's own signal (a receive's) with no answer;
+ * closing the client fails its requests in flight with ClosedError instead.
  */
 export class RequestAborted extends CodedError<'ABORTED'> {
   readonly code = 'ABORTED' as const;
@@ -124,7 +129,7 @@ export class HttpTransport {
   /**
    * Sends `method` to `baseUrl` + `path` and answers the JSON body of a 2xx response, which
    * must be an object (as every leaseq route answers). Fails with the leaseq error class of an error response; ClosedError after
-   * `close()` (`mayHaveTakenEffect` for a request it cut in flight); RequestAborted when `signal` cut it; UnansweredError with no answer within the
+   * `close()` (`mayHaveTakenEffect` for a request it cut in flight); RequestAborted when `signal` ended it with no answer; UnansweredError with no answer within the
    * timeout; ConnectionLostError when the connection broke after the request went out;
    * StorageUnavailableError when the server could not be reached otherwise; a RemoteError
    * `HTTP_<status>` saying so for an answer that is not a leaseq server's (an HTML page, a
@@ -134,10 +139,15 @@ export class HttpTransport {
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     if (this.closed) throw new ClosedError('the client is closed');
     const text = options.body === undefined ? undefined : requestJson(options.body);
+    const { signal } = options;
+    if (signal?.aborted) throw new RequestAborted();
+    // node:http ends the server's wait on the signal, and still reads an answer already sent.
+    const endWait = this.nodeSender === undefined ? undefined : signal;
     const link = linkSignals(
-      [this.closing.signal, options.signal],
+      [this.closing.signal, endWait === undefined ? signal : undefined],
       this.timeoutMs + (options.waitMs ?? 0),
     );
+    const ended = () => link.aborted() || signal?.aborted === true;
     const exchange = () =>
       this.send(`${this.baseUrl}${path}`, {
         method,
@@ -147,6 +157,7 @@ export class HttpTransport {
             : { ...this.headers, 'content-type': 'application/json' },
         ...(text === undefined ? {} : { body: text }),
         signal: link.signal,
+        ...(endWait === undefined ? {} : { endWait }),
       });
     let response: Exchange;
     try {
@@ -155,7 +166,7 @@ export class HttpTransport {
       } catch (error) {
         // A read changes nothing, so it is sent again once when its answer was lost: a
         // keep-alive connection the server closed as the request went out fails that way.
-        if (method !== 'GET' || link.aborted() || link.timedOut() || !answerLost(error)) {
+        if (method !== 'GET' || ended() || link.timedOut() || !answerLost(error)) {
           throw error;
         }
         response = await exchange();
@@ -165,7 +176,7 @@ export class HttpTransport {
       if (this.closed) {
         throw new ClosedError(CLOSED_IN_FLIGHT, { cause: error, mayHaveTakenEffect: true });
       }
-      if (link.aborted()) throw new RequestAborted();
+      if (ended()) throw new RequestAborted();
       if (link.timedOut()) {
         // Not "cannot reach": the request may have gone out and run, as over the stream.
         throw new UnansweredError(

@@ -215,8 +215,9 @@ export class RemoteBroker implements Broker {
 
   /**
    * Gives back deliveries pushed ahead and not yet received (waiting at most 2 s for the server,
-   * less if `options.signal` aborts), ends waiting receives (empty answers over HTTP) and
-   * refuses later calls with CLOSED.
+   * less if `options.signal` aborts), ends waiting receives (empty answers over HTTP, whose
+   * server's answer as they ended is given back within the same 2 s) and refuses later calls
+   * with CLOSED.
    */
   async close(options?: StorageCloseOptions): Promise<void> {
     const { signal } = checkCloseOptions(options);

@@ -373,13 +373,22 @@ export async function withSignals<T>(
     }
   };
   reply.raw.once('close', onClose);
+  // A client that ends its side of the connection (a leaseq client ending a long poll) is gone
+  // from then on: Node ends the connection at once, and nothing written after reaches it. Its
+  // close comes a turn or two later, too late for an answer written in between.
+  const { socket } = reply.raw;
+  socket?.once('end', onClose);
   // Every request in flight watches `shutdown`: one listener on it for all of them.
   const unwatchShutdown = onAbort(shutdown, () => controller.abort());
   if (shutdown.aborted) controller.abort();
   try {
-    return await run(controller.signal, () => gone);
+    return await run(
+      controller.signal,
+      () => gone || (socket !== null && (socket.writableEnded || socket.destroyed)),
+    );
   } finally {
     reply.raw.off('close', onClose);
+    socket?.off('end', onClose);
     unwatchShutdown();
   }
 }
