@@ -9,6 +9,20 @@ import { temporaryDirectory } from '../temporary-directory.js';
 
 const dir = temporaryDirectory('leaseq-sqlite-plans-');
 
+/** Every statement SQLite connections prepare from now on, until `spy` is restored. */
+function spyOnPrepare() {
+  const prepared: string[] = [];
+  const prepare = Database.prototype.prepare;
+  const spy = vi.spyOn(Database.prototype, 'prepare').mockImplementation(function (
+    this: Database.Database,
+    source: string,
+  ) {
+    prepared.push(source);
+    return prepare.call(this, source);
+  });
+  return { prepared, spy };
+}
+
 describe('R17 SQLite: stats reads the age of the oldest ready job from one index entry', () => {
   it('the oldest ready job is the first entry of the queue in leaseq_jobs_ready_since, requeued jobs at the front included', async () => {
     const file = join(dir, 'oldest.db');
@@ -53,15 +67,7 @@ describe('R17 SQLite: stats reads the age of the oldest ready job from one index
 describe('R17 SQLite: inspect and deliveries read the live deliveries by their token index', () => {
   it('the statements that list live deliveries search leaseq_jobs_token, not every job of the queue', async () => {
     const file = join(dir, 'active.db');
-    const prepared: string[] = [];
-    const prepare = Database.prototype.prepare;
-    const spy = vi.spyOn(Database.prototype, 'prepare').mockImplementation(function (
-      this: Database.Database,
-      source: string,
-    ) {
-      prepared.push(source);
-      return prepare.call(this, source);
-    });
+    const { prepared, spy } = spyOnPrepare();
     const engine = await openEngine(`sqlite:${file}`);
     try {
       const queue = await engine.queue('active', { visibility: 30_000 });
@@ -235,15 +241,7 @@ describe('R34 SQLite: a dead letter page without payloads reads one index, not t
 describe('SQLite: pruneInbox reads the entries it deletes, not every entry of the consumer', () => {
   it('the prune statement searches leaseq_inbox_processed by consumer and time, and deletes only the old entries', async () => {
     const file = join(dir, 'inbox.db');
-    const prepared: string[] = [];
-    const prepare = Database.prototype.prepare;
-    const spy = vi.spyOn(Database.prototype, 'prepare').mockImplementation(function (
-      this: Database.Database,
-      source: string,
-    ) {
-      prepared.push(source);
-      return prepare.call(this, source);
-    });
+    const { prepared, spy } = spyOnPrepare();
     const engine = await openEngine(`sqlite:${file}`);
     try {
       const transaction = engine.transaction?.bind(engine);
