@@ -89,7 +89,9 @@ describe('PostgreSQL: a commit whose answer is lost', () => {
     try {
       const queue = await broker.queue(name);
       await queue.publish({ payload: 'warm-up' });
-      cutter.armed = 'COMMIT';
+      // The message that ends with the COMMIT (its text's NUL terminator after it): not the
+      // first statement's, whose BEGIN names READ COMMITTED.
+      cutter.armed = 'COMMIT\0';
       const answers = await Promise.allSettled(
         [0, 1, 2, 3, 4].map((n) => queue.publish({ payload: n })),
       );

@@ -60,6 +60,11 @@ export class PostgresConnection implements SqlConnection {
     private readonly target = 'PostgreSQL',
     /** Told of every query of it that fails: the failure may say its connection is gone. */
     private readonly onFailure: (error: unknown) => void = () => undefined,
+    /**
+     * The isolation level a caller's transaction begins at: the database's default, read when
+     * the session began (see SESSION_SETUP). Undefined: the session's default as it is.
+     */
+    private readonly callerIsolation?: Isolation,
   ) {}
 
   async query<Row extends object>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
@@ -182,6 +187,12 @@ export class PostgresConnection implements SqlConnection {
   }
 
   /**
+   * The engine's transactions run at read committed whatever the database's default: its row
+   * locks, SKIP LOCKED and counters read then written assume each statement sees what committed
+   * before it, where repeatable read or serializable would fail them on every race for a queue
+   * row (40001). A caller's transaction begins at the database's default, as its own statements
+   * would elsewhere.
+   *
    * A `lease` commit need not wait for the WAL flush (R21). Statements with parameters get a
    * plan for any values, not one for each call's: planned for a queue the table's statistics do
    * not know yet (created or filled since the last ANALYZE), PostgreSQL expects a row or so of
@@ -191,8 +202,12 @@ export class PostgresConnection implements SqlConnection {
    */
   async begin(kind: CommitKind = 'durable', forCaller = false): Promise<void> {
     this.beginPending = true;
+    // A caller's at read committed begins at the session's default, which SESSION_SETUP made that.
+    const isolation = forCaller ? this.callerIsolation : 'read committed';
     this.beginScript = [
-      'BEGIN',
+      isolation === undefined || (forCaller && isolation === 'read committed')
+        ? 'BEGIN'
+        : `BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`,
       ...(kind === 'lease' ? ['SET LOCAL synchronous_commit = off'] : []),
       ...(forCaller ? [] : ['SET LOCAL plan_cache_mode = force_generic_plan']),
     ].join('; ');
@@ -266,6 +281,37 @@ export class PostgresConnection implements SqlConnection {
       throw error;
     }
   }
+}
+
+/** PostgreSQL's transaction isolation levels, as `default_transaction_isolation` spells them. */
+export type Isolation = 'read uncommitted' | 'read committed' | 'repeatable read' | 'serializable';
+
+const ISOLATIONS: ReadonlySet<string> = new Set<Isolation>([
+  'read uncommitted',
+  'read committed',
+  'repeatable read',
+  'serializable',
+]);
+
+/**
+ * Run once on each new connection, before its first transaction, as one message: reads the
+ * database's default isolation (its own, its role's, or the URL's `options`), for the caller's
+ * transactions, then makes read committed the session's default, so that the one-statement
+ * reserves and acks, which commit themselves, run at it with no statement more; and runs the
+ * after-crash check (migration 0013), at read committed too (SET TRANSACTION, first in the
+ * message's transaction: the default set after it applies from the next one).
+ */
+export const SESSION_SETUP = [
+  'SET TRANSACTION ISOLATION LEVEL READ COMMITTED',
+  "SELECT current_setting('default_transaction_isolation') AS isolation",
+  "SELECT set_config('default_transaction_isolation', 'read committed', false), leaseq_continue_after_crash()",
+].join('; ');
+
+/** The database's default isolation, from SESSION_SETUP's results (undefined if unknown). */
+export function sessionIsolation(result: pg.QueryResult | pg.QueryResult[]): Isolation | undefined {
+  const results = Array.isArray(result) ? result : [result];
+  const value = (results[1]?.rows[0] as { isolation?: unknown } | undefined)?.isolation;
+  return typeof value === 'string' && ISOLATIONS.has(value) ? (value as Isolation) : undefined;
 }
 
 /** A script of several statements answers a result for each. */

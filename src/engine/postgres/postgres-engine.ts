@@ -17,7 +17,14 @@ import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
 import { fenceTokens, POSTGRES_ONE_STATEMENT } from './one-statement.js';
-import { isAborted, isRefusedUnsent, PostgresConnection } from './postgres-connection.js';
+import {
+  type Isolation,
+  isAborted,
+  isRefusedUnsent,
+  PostgresConnection,
+  SESSION_SETUP,
+  sessionIsolation,
+} from './postgres-connection.js';
 
 const WAKE_CHANNEL = 'leaseq_wake';
 
@@ -126,8 +133,9 @@ export async function openPostgresEngine(
     });
   });
   let listener: WakeListener | undefined;
-  // Clients that ran the after-crash check (it must come before a client's first transaction).
-  const checked = new WeakSet<pg.PoolClient>();
+  // Clients that ran SESSION_SETUP (with the after-crash check, it must come before a client's
+  // first transaction), with the database's default isolation it read for callers' transactions.
+  const checked = new WeakMap<pg.PoolClient, Isolation | undefined>();
   // Clients handed out for a transaction, whose connections a close that cannot wait cuts.
   const inUse = new Set<pg.PoolClient>();
   // Queries the driver refused because their connection had failed: that failure, as the reason.
@@ -181,29 +189,33 @@ export async function openPostgresEngine(
         inUse.add(pooled);
         if (!checked.has(pooled)) {
           try {
-            await pooled.query('SELECT leaseq_continue_after_crash()');
+            checked.set(pooled, sessionIsolation(await pooled.query(SESSION_SETUP)));
           } catch (error) {
             inUse.delete(pooled);
             pooled.release(error as Error);
             throw isConnectionFailure(error) ? unavailable(error, target) : error;
           }
-          checked.add(pooled);
         }
         return {
           // A failure that ends the backend (terminated, the server shutting down) comes before
           // the socket's close: released before it, the client would go back to the pool as
           // sound, and the next call, run at once, would fail on it too.
-          connection: new PostgresConnection(pooled, target, (error) => {
-            if (isConnectionFailure(error) && !broken.has(pooled)) {
-              broken.set(pooled, error as Error);
-            }
-            // Refused unsent, the connection having failed while idle (PostgreSQL ended the
-            // session: idle_in_transaction_session_timeout, terminated): that failure says why.
-            const reason = broken.get(pooled);
-            if (isRefusedUnsent(error) && reason !== undefined && reason !== error) {
-              refusedFor.set(error as object, reason);
-            }
-          }),
+          connection: new PostgresConnection(
+            pooled,
+            target,
+            (error) => {
+              if (isConnectionFailure(error) && !broken.has(pooled)) {
+                broken.set(pooled, error as Error);
+              }
+              // Refused unsent, the connection having failed while idle (PostgreSQL ended the
+              // session: idle_in_transaction_session_timeout, terminated): that failure says why.
+              const reason = broken.get(pooled);
+              if (isRefusedUnsent(error) && reason !== undefined && reason !== error) {
+                refusedFor.set(error as object, reason);
+              }
+            },
+            checked.get(pooled),
+          ),
           release: () => {
             inUse.delete(pooled);
             pooled.release(broken.get(pooled));
@@ -456,6 +468,14 @@ function isLostRace(error: unknown): boolean {
 
 function lockedOut(error: unknown, target: string): Error {
   const message = failureText(error);
+  // A caller's transaction at repeatable read or serializable, the database's default (the
+  // engine's own run at read committed, where a race for a row is no such failure).
+  if (sqlState(error) === '40001') {
+    return new StorageLockedError(
+      `${target}: the transaction was rolled back, nothing of it was committed: another transaction changed what it read or meant to change since it began (${message}), which its isolation level (repeatable read or serializable, the database's default_transaction_isolation) does not allow; run it again, or make SET TRANSACTION ISOLATION LEVEL READ COMMITTED its first statement where its own statements do not need that level`,
+      { cause: error },
+    );
+  }
   return new StorageLockedError(
     `${target}: the transaction was rolled back, waiting for locks another transaction held (${message}); run it again`,
     { cause: error },
