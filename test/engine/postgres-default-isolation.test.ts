@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type Broker, open } from '../../src/index.js';
-import { postgresSkipReason } from '../crash/postgres.js';
-import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
+import { scratchDatabasesOfFile } from './postgres-scratch.js';
 
 /**
  * A database (or a connection's URL) may make repeatable read or serializable the default
@@ -9,23 +8,13 @@ import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
  * then written) assumes read committed, and must run at it whatever that default: a caller's
  * own transaction keeps the default, since it runs the caller's statements.
  */
-let skip: string | undefined;
-const scratches: ScratchDatabase[] = [];
-
-beforeAll(async () => {
-  skip = await postgresSkipReason();
-});
-
-afterAll(async () => {
-  for (const scratch of scratches) await scratch.drop();
-});
+const databases = scratchDatabasesOfFile('default_isolation');
 
 type Isolation = 'repeatable read' | 'serializable';
 
 /** A database of its own whose transactions default to `isolation`, by its setting or the URL. */
 async function strictDatabase(isolation: Isolation, by: 'database' | 'url'): Promise<string> {
-  const db = await scratchDatabase('default_isolation');
-  scratches.push(db);
+  const db = await databases.make();
   if (by === 'url') return db.url({ options: `-c default_transaction_isolation=${isolation}` });
   await db.admin(`ALTER DATABASE ${db.name} SET default_transaction_isolation = '${isolation}'`);
   return db.url();
@@ -53,6 +42,7 @@ describe('PostgreSQL whose transactions default to a stricter isolation', () => 
   ];
   for (const [isolation, by] of cases) {
     it(`runs the calls of the engine at read committed and a transaction of the caller at ${isolation} (set by the ${by})`, async (context) => {
+      const skip = databases.skip();
       if (skip !== undefined) context.skip(skip);
       const url = await strictDatabase(isolation, by);
       const broker = await open(url);
@@ -85,6 +75,7 @@ describe('PostgreSQL whose transactions default to a stricter isolation', () => 
 
   for (const isolation of ['repeatable read', 'serializable'] as const) {
     it(`drains a queue through four brokers at once on a database at ${isolation}, every job acked once and no call failing`, async (context) => {
+      const skip = databases.skip();
       if (skip !== undefined) context.skip(skip);
       const url = await strictDatabase(isolation, 'database');
       const jobs = 400;

@@ -1,11 +1,10 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openEngine } from '../../src/engine/index.js';
 import { PostgresConnection } from '../../src/engine/postgres/postgres-connection.js';
 import { POSTGRES_DIALECT } from '../../src/engine/postgres/postgres-engine.js';
 import { loadMigrations, migrate } from '../../src/engine/sql/migrate.js';
-import { postgresSkipReason } from '../crash/postgres.js';
-import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
+import { scratchDatabasesOfFile } from './postgres-scratch.js';
 
 /**
  * Two processes upgrading one database at once wait for each other on the migration lock: the
@@ -13,16 +12,7 @@ import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
  * gives its transactions by default. Under repeatable read or serializable a transaction reads
  * from a snapshot taken at its first query, which is the wait for the lock itself.
  */
-let skip: string | undefined;
-const scratches: ScratchDatabase[] = [];
-
-beforeAll(async () => {
-  skip = await postgresSkipReason();
-});
-
-afterAll(async () => {
-  for (const scratch of scratches) await scratch.drop();
-});
+const databases = scratchDatabasesOfFile('migration_isolation');
 
 const MIGRATION_LOCK = 744501;
 
@@ -58,9 +48,9 @@ async function waitingForLock(admin: pg.Client, database: string): Promise<numbe
 describe('PostgreSQL migration race under a stricter default isolation', () => {
   for (const isolation of ['repeatable read', 'serializable']) {
     it(`two engines upgrading a database whose transactions default to ${isolation} both open it, each migration applied once`, async (context) => {
+      const skip = databases.skip();
       if (skip !== undefined) context.skip(skip);
-      const db = await scratchDatabase('migration_isolation');
-      scratches.push(db);
+      const db = await databases.make();
       await migrateAsOlderVersion(db.url(), 12);
       await db.admin(
         `ALTER DATABASE ${db.name} SET default_transaction_isolation = '${isolation}'`,

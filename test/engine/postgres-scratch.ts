@@ -58,6 +58,33 @@ export async function scratchDatabase(label: string): Promise<ScratchDatabase> {
   };
 }
 
+/**
+ * For one test file (call at its top): `make` creates databases of the file's own (see
+ * scratchDatabase), all dropped after its tests; `skip()` is why PostgreSQL does not run
+ * (unreachable outside CI), undefined when it does.
+ */
+export function scratchDatabasesOfFile(label: string): {
+  skip(): string | undefined;
+  make(): Promise<ScratchDatabase>;
+} {
+  let skip: string | undefined;
+  const made: ScratchDatabase[] = [];
+  beforeAll(async () => {
+    skip = await postgresSkipReason();
+  });
+  afterAll(async () => {
+    for (const scratch of made.splice(0)) await scratch.drop();
+  });
+  return {
+    skip: () => skip,
+    make: async () => {
+      const scratch = await scratchDatabase(label);
+      made.push(scratch);
+      return scratch;
+    },
+  };
+}
+
 /** A storage a test file runs on: its name, and its URL once the file's setup made it. */
 export interface StorageTarget {
   name: 'sqlite' | 'postgres';
