@@ -323,14 +323,14 @@ function readFile(file: ConfigSources['file'], problems: string[]): Record<strin
     );
     return {};
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+  if (!isRecord(parsed)) {
     problems.push(`config file ${file.path} must hold a JSON object`);
     return {};
   }
   for (const key of Object.keys(parsed)) {
     if (!SETTING_NAMES.has(key)) problems.push(unknownSetting(key, file.path));
   }
-  return parsed as Record<string, unknown>;
+  return parsed;
 }
 
 const SETTING_NAMES: ReadonlySet<string> = new Set(SETTINGS.map((setting) => setting.name));
@@ -545,9 +545,8 @@ function sharedKeyProblems(keys: readonly ApiKeyConfig[]): string[] {
 const BEARER_TOKEN = /^[!-~]+$/;
 
 function keyProblems(key: unknown, at: string): string[] {
-  if (typeof key !== 'object' || key === null || Array.isArray(key))
-    return [`${at} must be an object`];
-  const { name, key: secret, sha256, allow, ...rest } = key as Record<string, unknown>;
+  if (!isRecord(key)) return [`${at} must be an object`];
+  const { name, key: secret, sha256, allow, ...rest } = key;
   const problems = Object.keys(rest).map(
     (field) => `${at} has an unknown field ${JSON.stringify(field)}`,
   );
