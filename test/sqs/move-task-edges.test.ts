@@ -1,14 +1,16 @@
 import {
   CancelMessageMoveTaskCommand,
   CreateQueueCommand,
+  DeleteQueueCommand,
   GetQueueAttributesCommand,
   ListMessageMoveTasksCommand,
   SendMessageCommand,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { arn, failure, freshName, sqsServer } from './helpers.js';
+import { arn, failure, freshName, sqsServer, sqsServerFor, useSqsEngines } from './helpers.js';
 
+const engines = await useSqsEngines();
 const server = sqsServer();
 
 async function create(name: string, attributes: Record<string, string> = {}): Promise<string> {
@@ -68,6 +70,58 @@ describe('message move task edges', () => {
     );
     expect(cancel.name).toBe('ResourceNotFoundException');
     expect(await count(destinationUrl)).toBe('1');
+  });
+
+  it('a task whose source queue is deleted is FAILED and moves nothing of a queue made again under that name', async () => {
+    const dlq = await deadLetterQueue(false);
+    const destination = freshName('to');
+    const destinationUrl = await create(destination);
+    for (const body of ['one', 'two', 'three', 'four', 'five']) {
+      await server().client.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: body }));
+    }
+    await server().client.send(
+      new StartMessageMoveTaskCommand({
+        SourceArn: arn(dlq.name),
+        DestinationArn: arn(destination),
+        MaxNumberOfMessagesPerSecond: 1,
+      }),
+    );
+    const tasks = async () =>
+      (
+        await server().client.send(
+          new ListMessageMoveTasksCommand({ SourceArn: arn(dlq.name), MaxResults: 10 }),
+        )
+      ).Results ?? [];
+    for (let attempt = 0; attempt < 400; attempt++) {
+      if (((await tasks())[0]?.ApproximateNumberOfMessagesMoved ?? 0) > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    await server().client.send(new DeleteQueueCommand({ QueueUrl: dlq.url }));
+    await create(dlq.name);
+    await server().client.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: 'new' }));
+    const [old] = await tasks();
+    expect(old).toMatchObject({ Status: 'FAILED' });
+    expect(old?.FailureReason).toContain('deleted');
+    expect(old?.TaskHandle).toBeUndefined();
+
+    // The queue made again runs a task of its own, which alone takes its message.
+    await server().client.send(
+      new StartMessageMoveTaskCommand({
+        SourceArn: arn(dlq.name),
+        DestinationArn: arn(destination),
+      }),
+    );
+    for (let attempt = 0; attempt < 400; attempt++) {
+      if ((await tasks())[0]?.Status !== 'RUNNING') break;
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    const [fresh, failed] = await tasks();
+    expect(fresh).toMatchObject({ Status: 'COMPLETED', ApproximateNumberOfMessagesMoved: 1 });
+    expect(failed).toMatchObject({ Status: 'FAILED' });
+    const movedBefore = failed?.ApproximateNumberOfMessagesMoved ?? 0;
+    expect(movedBefore).toBeLessThan(5);
+    expect(await count(dlq.url)).toBe('0');
+    expect(await count(destinationUrl)).toBe(String(movedBefore + 1));
   });
 
   it('ListMessageMoveTasks of a queue that does not exist is ResourceNotFoundException, as StartMessageMoveTask', async () => {
@@ -131,5 +185,48 @@ describe('message move task edges', () => {
     expect(await count(fifoDlq.url)).toBe('1');
     expect(await count(fifoUrl)).toBe('0');
     expect(await count(standardUrl)).toBe('0');
+  });
+});
+
+describe.each(engines)('message move tasks over $name', (engine) => {
+  const storageServer = sqsServerFor(engine);
+
+  it('starts of one source at once: one task runs, every other start is UnsupportedOperation', async () => {
+    const { client } = storageServer();
+    const dlq = freshName('dlq');
+    const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: dlq }));
+    await client.send(
+      new CreateQueueCommand({
+        QueueName: freshName('src'),
+        Attributes: {
+          RedrivePolicy: JSON.stringify({ deadLetterTargetArn: arn(dlq), maxReceiveCount: 1 }),
+        },
+      }),
+    );
+    const destination = freshName('to');
+    await client.send(new CreateQueueCommand({ QueueName: destination }));
+    for (const body of ['one', 'two', 'three']) {
+      await client.send(new SendMessageCommand({ QueueUrl, MessageBody: body }));
+    }
+    const starts = await Promise.allSettled(
+      [1, 2, 3].map(() =>
+        client.send(
+          new StartMessageMoveTaskCommand({
+            SourceArn: arn(dlq),
+            DestinationArn: arn(destination),
+            MaxNumberOfMessagesPerSecond: 1,
+          }),
+        ),
+      ),
+    );
+    expect(starts.filter((start) => start.status === 'fulfilled')).toHaveLength(1);
+    for (const start of starts) {
+      if (start.status === 'rejected') expect(start.reason.name).toBe('UnsupportedOperation');
+    }
+    const { Results } = await client.send(
+      new ListMessageMoveTasksCommand({ SourceArn: arn(dlq), MaxResults: 10 }),
+    );
+    expect(Results).toHaveLength(1);
+    await client.send(new CancelMessageMoveTaskCommand({ TaskHandle: Results?.[0]?.TaskHandle }));
   });
 });

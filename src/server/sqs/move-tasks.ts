@@ -92,6 +92,19 @@ export class MoveTasks {
     return true;
   }
 
+  /**
+   * The queue `source` was deleted: its running task is FAILED and stops after the step in
+   * hand, so that it never moves the messages of a queue made again under that name, nor keeps
+   * that queue from a task of its own.
+   */
+  sourceDeleted(source: string): void {
+    const task = this.running(source);
+    if (task === undefined) return;
+    task.status = 'FAILED';
+    task.failureReason = `The queue ${source} was deleted.`;
+    this.stops.get(task.handle)?.abort();
+  }
+
   private async run(queue: Queue, task: MoveTask, stop: AbortSignal): Promise<void> {
     const step = task.perSecond ?? STEP;
     try {
@@ -110,10 +123,13 @@ export class MoveTasks {
         if (moved === 0 || task.moved >= task.toMove) break;
         await pause(task.perSecond === undefined ? 0 : 1000, stop);
       }
-      task.status = task.status === 'CANCELLING' || stop.aborted ? 'CANCELLED' : 'COMPLETED';
+      if (task.status !== 'FAILED') {
+        task.status = task.status === 'CANCELLING' || stop.aborted ? 'CANCELLED' : 'COMPLETED';
+      }
     } catch (error) {
       task.status = 'FAILED';
-      task.failureReason = error instanceof Error ? error.message : String(error);
+      // A step cut by its source's delete fails for that reason (sourceDeleted).
+      task.failureReason ??= error instanceof Error ? error.message : String(error);
     }
   }
 

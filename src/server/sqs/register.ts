@@ -34,6 +34,11 @@ export function registerSqs(
     catalog: new BrokerCatalog(services.broker),
     moveTasks: new MoveTasks(services.shutdown),
   };
+  // A task ends with its source queue: a queue made again under that name is another queue.
+  const stopWatchingDeletes = services.queues.onDeleted((name) =>
+    sqs.moveTasks.sourceDeleted(name),
+  );
+  app.addHook('onClose', async () => stopWatchingDeletes());
   const metrics = new SqsMetrics(services.metrics.registry, new Set(Object.keys(SQS_ACTIONS)));
   const protocols = { json: jsonProtocol(services.limits.maxJsonDepth), query: queryProtocol() };
   const bodyLimit = Math.max(services.limits.maxBodyBytes, SQS_BODY_BYTES);

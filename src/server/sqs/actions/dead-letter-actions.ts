@@ -87,16 +87,17 @@ async function startMessageMoveTask(call: SqsCall, sqs: SqsServices) {
     authorizeMoveBack(call, source, sources);
     origins = sources;
   }
+  const queue = await sqs.services.queues.existing(source);
+  const stats = await queue.stats();
+  // Messages behind another of their group (R24) move too, each once the one before it has.
+  const toMove = stats.ready + stats.delayed + stats.waiting;
+  // Checked with no wait before the start: two starts at once would each find none running.
   if (sqs.moveTasks.running(source) !== undefined) {
     throw new SqsError(
       'UnsupportedOperation',
       `A message move task is already running for ${source}; cancel it or wait for it to end.`,
     );
   }
-  const queue = await sqs.services.queues.existing(source);
-  const stats = await queue.stats();
-  // Messages behind another of their group (R24) move too, each once the one before it has.
-  const toMove = stats.ready + stats.delayed + stats.waiting;
   const task = sqs.moveTasks.start(queue, { destination, origins, perSecond, toMove }, sourceArn);
   call.log.info({ queue: source, destination, toMove: task.toMove }, 'message move task started');
   return { TaskHandle: task.handle };
