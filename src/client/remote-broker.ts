@@ -1,4 +1,5 @@
 import { MAX_TIMER_MS } from '../broker/clock.js';
+import { onAbort } from '../broker/on-abort.js';
 import {
   type Broker,
   type BrokerTransaction,
@@ -6,6 +7,7 @@ import {
   type StorageCloseOptions,
 } from '../broker/queue.js';
 import {
+  ClosedError,
   checkQueueName,
   checkSameOptions,
   NotFoundError,
@@ -87,6 +89,10 @@ export class RemoteBroker implements Broker {
   private readonly maxReceipts: number;
   /** Aborted as `close()` begins: its queues' `watchClose` listeners hear of it. */
   private readonly closing = new AbortController();
+  /** The close, shared by every call of close(). */
+  private ending: Promise<void> | undefined;
+  /** Aborted by any close's signal: the close waits no longer for the server. */
+  private readonly cutClose = new AbortController();
   /** How operations and receives travel (see RemoteOptions.transport). */
   readonly transport: 'stream' | 'http';
 
@@ -158,8 +164,12 @@ export class RemoteBroker implements Broker {
     return { ...view, options: boundsFromWire(view.options) };
   }
 
-  /** A handle on a queue without asking the server; calls answer NOT_FOUND if it is missing. */
+  /**
+   * A handle on a queue without asking the server; calls answer NOT_FOUND if it is missing.
+   * Refused with CLOSED once the client's close began, as every other call of it.
+   */
   handle(name: string): RemoteQueue {
+    if (this.closing.signal.aborted) throw new ClosedError('the client is closed');
     checkQueueName(name);
     return new RemoteQueue(
       name,
@@ -217,13 +227,25 @@ export class RemoteBroker implements Broker {
    * Gives back deliveries pushed ahead and not yet received (waiting at most 2 s for the server,
    * less if `options.signal` aborts), ends waiting receives (empty answers over HTTP, whose
    * server's answer as they ended is given back within the same 2 s) and refuses later calls
-   * with CLOSED.
+   * with CLOSED. Every close shares the first's, and any one's signal cuts what they all wait
+   * for.
    */
   async close(options?: StorageCloseOptions): Promise<void> {
     const { signal } = checkCloseOptions(options);
+    // A second close of its own would end the connection under the first's give-back.
+    this.ending ??= this.closeOnce();
+    if (signal?.aborted) this.cutClose.abort();
+    else if (signal !== undefined) {
+      const unwatch = onAbort(signal, () => this.cutClose.abort());
+      this.ending.then(unwatch, unwatch);
+    }
+    await this.ending;
+  }
+
+  private async closeOnce(): Promise<void> {
     // The channel refuses receives from the moment its close begins (the queues' `closed`);
     // then the queues' watchers are told, while held deliveries are still being given back.
-    const closingChannel = this.channel.close(signal);
+    const closingChannel = this.channel.close(this.cutClose.signal);
     if (!this.closing.signal.aborted) this.closing.abort();
     await closingChannel;
     this.http.close();

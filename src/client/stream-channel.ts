@@ -1,5 +1,5 @@
 import { onAbort } from '../broker/on-abort.js';
-import { ClosedError } from '../core/index.js';
+import { ClosedError, mayHaveTakenEffect } from '../core/index.js';
 import type {
   ServerFrame,
   StreamLimits,
@@ -40,16 +40,19 @@ const CLOSE_AGAIN = new Set([
   'TOO_MANY_REQUESTS',
 ]);
 
-function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or until one of `signals` aborts. */
+function delay(ms: number, signals: readonly (AbortSignal | undefined)[]): Promise<void> {
   return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
+    if (signals.some((signal) => signal?.aborted)) return resolve();
     const done = () => {
       clearTimeout(timer);
-      unwatch?.();
+      for (const unwatch of unwatches) unwatch();
       resolve();
     };
     const timer = setTimeout(done, ms);
-    const unwatch = signal === undefined ? undefined : onAbort(signal, done);
+    const unwatches = signals.flatMap((signal) =>
+      signal === undefined ? [] : [onAbort(signal, done)],
+    );
   });
 }
 
@@ -64,6 +67,10 @@ export class StreamChannel implements Channel {
   private readonly prefetches = new Map<string, Prefetch>();
   /** See Channel.closing. */
   closing = false;
+  /** Aborted as the close begins: ends the waits of at-most-once receives. */
+  private readonly ending = new AbortController();
+  /** The looks of at-most-once receives on their way: the close waits for their answers. */
+  private readonly autoAckLooks = new Set<Promise<unknown>>();
   /**
    * Sessions opened through this client and not closed, by handle: their queue and the
    * connection each was opened over. A session ends with its connection (R16, docs/stream.md),
@@ -426,21 +433,39 @@ export class StreamChannel implements Channel {
     const until = performance.now() + wait;
     const wire = reserveToWire(reserve);
     for (;;) {
-      const deliveries = unwrap((await this.execute(queue, [wire]))[0]);
+      // The close waits for its answer: the jobs it took cannot go back (R22), and are answered.
+      const look = this.execute(queue, [wire]);
+      this.autoAckLooks.add(look);
+      let deliveries: WireDelivery[];
+      try {
+        deliveries = unwrap((await look)[0]);
+      } catch (error) {
+        // Closed before this look could be sent: a waiting receive answers empty (see close).
+        if (this.closing && error instanceof ClosedError && !mayHaveTakenEffect(error)) return [];
+        throw error;
+      } finally {
+        this.autoAckLooks.delete(look);
+      }
       const left = until - performance.now();
       if (deliveries.length > 0 || left <= 0 || signal?.aborted) return deliveries;
-      await delay(Math.min(left, AUTO_ACK_RETRY_MS), signal);
+      await delay(Math.min(left, AUTO_ACK_RETRY_MS), [signal, this.ending.signal]);
+      if (this.closing) return [];
     }
   }
 
   /**
-   * Gives back held deliveries, then closes the connection: all within CLOSE_TIMEOUT_MS, the
-   * server's answer to the close included, or at once once `signal` aborts.
+   * Gives back held deliveries and waits for the answers of at-most-once looks on their way,
+   * then closes the connection: all within CLOSE_TIMEOUT_MS, the server's answer to the close
+   * included, or at once once `signal` aborts.
    */
   async close(signal?: AbortSignal): Promise<void> {
     this.closing = true;
+    this.ending.abort();
     const until = performance.now() + CLOSE_TIMEOUT_MS;
-    const ends = [...this.prefetches.values()].map((prefetch) => prefetch.close());
+    const ends = [
+      ...[...this.prefetches.values()].map((prefetch) => prefetch.close()),
+      ...this.autoAckLooks,
+    ];
     this.prefetches.clear();
     let timer: NodeJS.Timeout | undefined;
     let stop = () => {};

@@ -10,6 +10,7 @@ import {
 } from '../../src/client/index.js';
 import {
   build,
+  ClosedError,
   ConflictError,
   NotFoundError,
   SessionClosedError,
@@ -380,6 +381,16 @@ describe.each(['stream', 'http'] as const)(
       ]);
       expect(await client.deleteQueue('a')).toBe(true);
       expect(await client.deleteQueue('a')).toBe(false);
+    });
+
+    it('once closed refuses handle() at once with CLOSED, as the in-process broker does', async () => {
+      const local = await open('memory:');
+      await local.close();
+      await client.close();
+      for (const broker of [local, client]) {
+        expect(() => broker.handle('jobs')).toThrow(ClosedError);
+        await expect(broker.queue('jobs')).rejects.toBeInstanceOf(ClosedError);
+      }
     });
   },
 );

@@ -350,6 +350,51 @@ describe('a stream receive waiting as the client closes', () => {
       expect(ms).toBeLessThan(5_000);
     }
   });
+
+  it('answers empty at the close when it receives at most once, its look on its way or between two', async () => {
+    for (const pause of [0, 150]) {
+      const { client } = await streamClient();
+      const queue = await client.queue(`auto-closing-${pause}`);
+      const answered = queue.receive({ wait: 20_000, ack: 'auto' }).catch((error) => error);
+      // 0: closed as its first look travels; 150: after a look found nothing.
+      await sleep(pause);
+      await client.close();
+      expect(await answered).toEqual([]);
+    }
+  });
+
+  it('answers the job its at-most-once look took as the client closed: it is not lost', async () => {
+    const { server, client } = await streamClient();
+    const jobs = await server.broker.queue('taken');
+    const queue = await client.queue('taken');
+    await queue.stats(); // the connection is open
+    await queue.publish({ id: 'a' });
+    const answered = queue.receive({ wait: 20_000, ack: 'auto' }).catch((error) => error);
+    // Its look is sent (the calls of a tick go out as the tick ends), its answer not in yet.
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    await client.close();
+    expect(await answered).toMatchObject([{ id: 'a' }]);
+    expect(await jobs.stats()).toMatchObject({ ready: 0, autoAcked: 1 });
+  });
+});
+
+describe('held deliveries as the client closes twice at once', () => {
+  it('go back before either close resolves: the second close shares the first, not cut it short', async () => {
+    const { server, client } = await streamClient();
+    const jobs = await server.broker.queue('jobs', { visibility: 60_000 });
+    const queue = await client.queue('jobs');
+    await queue.publishBatch([{ id: 'a' }, { id: 'b' }]);
+    const [a] = await queue.receive({ wait: 2000 });
+    expect(a?.id).toBe('a');
+    expect(await queue.ack(a?.token ?? 0)).toBe(true);
+    // The credit the ack gave back brings `b`, held for the next receive.
+    await until(async () => (await jobs.stats()).active === 1);
+    await Promise.all([client.close(), client.close()]);
+    // Given back unworked by the close, not left leased for its minute.
+    expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0 });
+    expect(await jobs.job('b')).toMatchObject({ state: 'ready', deliveryCount: 0 });
+  });
 });
 
 describe('held deliveries of a subscription the server ended with an error', () => {
