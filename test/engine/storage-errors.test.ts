@@ -1,8 +1,17 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import type { QueueHandle } from '../../src/engine/index.js';
 import { translateSqliteError } from '../../src/engine/sqlite/sqlite-engine.js';
 import {
   openEngine,
@@ -26,6 +35,36 @@ describe('SQLite storage errors', () => {
     await expect(failure).rejects.toThrow(path);
   });
 
+  it('a path that is a directory, or a -wal beside the file that is one: StorageUnavailableError naming it', async () => {
+    const path = join(dir, 'a-directory.db');
+    mkdirSync(path);
+    const failure = openEngine(`sqlite:${path}`);
+    await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(failure).rejects.toThrow(`(${path} is a directory)`);
+    const file = join(dir, 'wal-a-directory.db');
+    await (await openEngine(`sqlite:${file}`)).close();
+    mkdirSync(`${file}-wal`);
+    const beside = openEngine(`sqlite:${file}`);
+    await expect(beside).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(beside).rejects.toThrow(
+      `unable to open database file (${file}-wal is a directory)`,
+    );
+  });
+
+  // root reads every file, so this case only means something for other users.
+  it.skipIf(process.getuid?.() === 0)(
+    'a -wal beside the file that this process may not read: StorageUnavailableError naming it',
+    async () => {
+      const file = join(dir, 'wal-unreadable.db');
+      await (await openEngine(`sqlite:${file}`)).close();
+      writeFileSync(`${file}-wal`, '');
+      chmodSync(`${file}-wal`, 0o000);
+      await expect(openEngine(`sqlite:${file}`)).rejects.toThrow(
+        `(${file}-wal is not readable by this process)`,
+      );
+    },
+  );
+
   it('a damaged file (pages overwritten): refused at open, never served', async () => {
     const path = join(dir, 'damaged.db');
     const engine = await openEngine(`sqlite:${path}`);
@@ -43,6 +82,37 @@ describe('SQLite storage errors', () => {
     const failure = openEngine(`sqlite:${path}`);
     await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
     await expect(failure).rejects.toThrow(/damaged.*restore it from a backup/);
+  });
+
+  it('a damaged file with the -wal of a process that was killed: refused, the file and its -wal left as they were', async () => {
+    const path = join(dir, 'damaged-with-wal.db');
+    const payload = { filler: 'z'.repeat(500) };
+    const first = await openEngine(`sqlite:${path}`);
+    const jobs = Array.from({ length: 1000 }, (_, at) => ({ id: `j${at}`, payload }));
+    await (await first.queue('jobs')).publishBatch(0, jobs);
+    await first.close();
+    // What a kill leaves: the file, and a WAL with commits not yet copied into it.
+    const killed = join(dir, 'damaged-with-wal-killed.db');
+    const engine = await openEngine(`sqlite:${path}`);
+    try {
+      await (await engine.queue('jobs')).publish(1, { id: 'in-the-wal', payload });
+      copyFileSync(path, killed);
+      copyFileSync(`${path}-wal`, `${killed}-wal`);
+    } finally {
+      await engine.close();
+    }
+    const bytes = readFileSync(killed);
+    const middle = Math.floor(bytes.length / 2);
+    for (let at = middle; at < middle + 8192; at++) bytes[at] = (at * 7919) & 0xff;
+    writeFileSync(killed, bytes);
+    const wal = readFileSync(`${killed}-wal`);
+    expect(wal.length).toBeGreaterThan(0);
+    const failure = openEngine(`sqlite:${killed}`);
+    await expect(failure).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(failure).rejects.toThrow(/damaged.*nothing was read or written/);
+    // Not merged into the damaged file at the close, nor deleted.
+    expect(readFileSync(killed).equals(bytes)).toBe(true);
+    expect(readFileSync(`${killed}-wal`).equals(wal)).toBe(true);
   });
 
   it('a full disk (SQLITE_FULL): StorageUnavailableError saying so', () => {
@@ -229,6 +299,85 @@ describe('SQLite storage errors', () => {
       await expect(engine.listQueues()).rejects.toBeInstanceOf(StorageUnavailableError);
     } finally {
       await engine.close();
+    }
+  });
+
+  /**
+   * Publishes to `queue` every 100 ms until one fails, for up to 3 s: that error (undefined if
+   * none failed) and the ids of the publishes that returned.
+   */
+  async function publishUntilRefused(
+    queue: QueueHandle,
+  ): Promise<{ error: unknown; published: string[] }> {
+    const published: string[] = [];
+    let error: unknown;
+    for (let at = 0, until = Date.now() + 3000; error === undefined && Date.now() < until; at++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const id = `after-${at}`;
+      error = await queue.publish(2, { id }).then(
+        () => void published.push(id),
+        (caught: unknown) => caught,
+      );
+    }
+    return { error, published };
+  }
+
+  it('a -wal file deleted while open: every call is refused within a second, and what was committed is copied into the database file', async () => {
+    const file = join(dir, 'wal-deleted.db');
+    const engine = await openEngine(`sqlite:${file}`);
+    let error: unknown;
+    let published: string[] = [];
+    try {
+      const queue = await engine.queue('jobs');
+      await queue.publish(1, { id: 'kept' });
+      // SQLite writes on into the unlinked WAL: all of it since the last checkpoint is lost at
+      // a crash, the publishes that returned before the deletion too.
+      rmSync(`${file}-wal`);
+      ({ error, published } = await publishUntilRefused(queue));
+      expect(error).toBeInstanceOf(StorageUnavailableError);
+      expect(String((error as Error).message)).toContain(
+        `its write-ahead log ${file}-wal was deleted or replaced while open`,
+      );
+      // The database file alone, as a crash now would leave it, holds the publish.
+      copyFileSync(file, join(dir, 'wal-deleted-copy.db'));
+    } finally {
+      await engine.close();
+    }
+    const copy = await openEngine(`sqlite:${join(dir, 'wal-deleted-copy.db')}`);
+    try {
+      expect((await (await copy.queue('jobs')).inspect()).ready).toEqual(['kept', ...published]);
+    } finally {
+      await copy.close();
+    }
+  });
+
+  it('a -shm file deleted while open: every call is refused within a second', async () => {
+    const file = join(dir, 'shm-deleted.db');
+    const engine = await openEngine(`sqlite:${file}`);
+    let error: unknown;
+    let published: string[] = [];
+    try {
+      const queue = await engine.queue('jobs');
+      await queue.publish(1, { id: 'kept' });
+      // A process opening the file now makes a new index: the two would write the one WAL
+      // without seeing each other.
+      rmSync(`${file}-shm`);
+      ({ error, published } = await publishUntilRefused(queue));
+      expect(error).toBeInstanceOf(StorageUnavailableError);
+      expect(String((error as Error).message)).toContain(
+        `its shared-memory index ${file}-shm was deleted or replaced while open`,
+      );
+    } finally {
+      await engine.close();
+    }
+    const reopened = await openEngine(`sqlite:${file}`);
+    try {
+      expect((await (await reopened.queue('jobs')).inspect()).ready).toEqual([
+        'kept',
+        ...published,
+      ]);
+    } finally {
+      await reopened.close();
     }
   });
 

@@ -145,7 +145,7 @@ export class SqliteConnection implements SqlConnection {
  * SQLite names the WAL after it, so a database opened through a symlink (`link.db` to
  * `real.db`) has its WAL at `real.db-wal`: `link.db-wal` is no file, or another one.
  */
-function databaseFile(db: Database.Database): string {
+export function databaseFile(db: Database.Database): string {
   const files = db.pragma('database_list') as { name: string; file: string }[];
   return files.find((each) => each.name === 'main')?.file || db.name;
 }

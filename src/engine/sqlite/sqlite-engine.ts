@@ -1,4 +1,12 @@
-import { existsSync, mkdirSync, rmdirSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  realpathSync,
+  rmdirSync,
+  statSync,
+} from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { LeaseqError, StorageLockedError, StorageUnavailableError } from '../../core/index.js';
@@ -10,7 +18,7 @@ import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
 import { FileWatch } from './file-watch.js';
 import { DEFAULT_BUSY_TIMEOUT_MS, isBusy, type LockWait, whenNotBusy } from './lock-wait.js';
-import { SqliteConnection } from './sqlite-connection.js';
+import { databaseFile, SqliteConnection } from './sqlite-connection.js';
 import { continueAboveHighWater, lowerHighWater, tokenFence } from './token-fence.js';
 
 export const SQLITE_DIALECT: SqlDialect = {
@@ -40,6 +48,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
   const target = `sqlite:${path}`;
   const lockWait: LockWait = { target, timeoutMs: busyTimeoutMs };
+  const walBefore = walBeside(path);
   const { db, made } = openDatabase(path, target);
   // A file leaseq does not make its own (a clash with its tables) is left in the journal mode
   // it had, as if never opened.
@@ -99,6 +108,8 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
      * leaves the file at the path as it was put there. Done as soon as the loss is seen (calls
      * are refused from then on: nothing more is written), not at the close: by then a server
      * may have opened the file put in place, and its commits in that WAL would go with it.
+     * Where the WAL is what went (its path names no file), emptied into the database, still at
+     * its path, it keeps what was committed since the last checkpoint, which a crash would lose.
      */
     const emptyWal = () => {
       if (walEmptied || busy) return;
@@ -110,7 +121,7 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       }
     };
     // A database in memory has no file to lose.
-    const file = path === ':memory:' ? undefined : new FileWatch(path, target, emptyWal);
+    const file = path === ':memory:' ? undefined : watchFiles(db, path, target, emptyWal);
     return new SqlEngine({
       target,
       capabilities: { durable: true, shared: true, transactions: true, crossProcessWakeups: true },
@@ -121,22 +132,18 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       leaseCommitsFaster: fenced,
       translateError: (error) => translateSqliteError(error, target),
       acquire: async () => {
-        const lost = file?.lost;
-        if (lost !== undefined) {
-          emptyWal();
-          throw lost;
-        }
+        // Looked at again (and the WAL emptied, where it should be) only once lost.
+        if (file?.lost !== undefined) throw file.check();
         if (busy) throw new Error('sqlite connection used by two transactions at once');
         busy = true;
         return { connection, release: () => (busy = false) };
       },
       shutdown: async () => {
+        // Once a file is lost, its check empties the WAL where it should, unless that was done
+        // as the loss was seen (best effort, as the rest of a close).
         if (file?.check() === undefined) {
           // Best effort: if it fails, the next open skips ahead (a gap in tokens, never a repeat).
           if (fsync) await inTransaction(connection, lowerHighWater).catch(() => undefined);
-        } else {
-          // Unless that was done as the loss was seen (best effort, as the rest of a close).
-          emptyWal();
         }
         connection.close();
         db.close();
@@ -144,10 +151,82 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
       },
     });
   } catch (error) {
-    db.close();
+    closeRefused(db, path, walBefore);
     removeDirectories(made);
     throw translateSqliteError(error, target);
   }
+}
+
+/** Whether a `-wal` file is beside the database file at `path` (its symlinks followed). */
+function walBeside(path: string): boolean {
+  if (path === ':memory:') return false;
+  try {
+    return existsSync(`${realpathSync(path)}-wal`);
+  } catch {
+    // No file there yet: nor a WAL of it.
+    return false;
+  }
+}
+
+/**
+ * Closes the connection of a refused open. SQLite's close copies the WAL into the database file
+ * and deletes it, where no other connection has the file open: a WAL left by a process that did
+ * not close the file (killed) would be merged into one the open refused (damaged, of a newer
+ * schema, of another program), which is to be left as it was found. A read-only connection
+ * open meanwhile keeps the close from doing so, and cannot do it at its own close. A WAL this
+ * open made (`walBefore` false) is deleted at the close, as SQLite does.
+ */
+function closeRefused(db: Database.Database, path: string, walBefore: boolean): void {
+  let holder: Database.Database | undefined;
+  if (walBefore) {
+    try {
+      holder = new Database(path, { readonly: true, fileMustExist: true, timeout: 0 });
+      // Its first read takes the lock on the file it keeps while open.
+      holder.pragma('schema_version');
+    } catch {
+      // Best effort: the refusal is what the caller needs.
+    }
+  }
+  db.close();
+  holder?.close();
+}
+
+/**
+ * Watches the database file and the two SQLite keeps open beside it while in WAL mode, named
+ * after the file it opened (see databaseFile). Once the database or its WAL is gone, `emptyWal`
+ * copies the WAL into the database file; not once only the `-shm` is: another process may have
+ * made a new one and written into the WAL since, which that copy, going by this process's index,
+ * would cut off. The WAL, still at its path, keeps everything then.
+ */
+function watchFiles(
+  db: Database.Database,
+  path: string,
+  target: string,
+  emptyWal: () => void,
+): FileWatch {
+  const file = databaseFile(db);
+  return new FileWatch(
+    target,
+    {
+      path,
+      gone: (absolute) =>
+        `the database file ${absolute} was deleted or replaced while open; nothing written from now on would be kept, so nothing more is taken: restart on the file that should be there`,
+      lost: emptyWal,
+    },
+    [
+      {
+        path: `${file}-wal`,
+        gone: (absolute) =>
+          `its write-ahead log ${absolute} was deleted or replaced while open; what was committed is copied into the database file, but nothing written from now on would survive a crash, so nothing more is taken: restart`,
+        lost: emptyWal,
+      },
+      {
+        path: `${file}-shm`,
+        gone: (absolute) =>
+          `its shared-memory index ${absolute} was deleted or replaced while open; a process opening the file from now on would write without seeing this one's writes, so nothing more is taken: restart every process that has the file open`,
+      },
+    ],
+  );
 }
 
 /** Runs `work` in a durable transaction of its own. */
@@ -278,7 +357,7 @@ export function translateSqliteError(error: unknown, target: string): unknown {
     code === 'ENOTDIR' ||
     code === 'EEXIST'
   ) {
-    const why = readOnlyCause(code, target);
+    const why = fileCause(code, target);
     return new StorageUnavailableError(`${target} cannot be used: ${message}${why}`, {
       cause: error,
     });
@@ -290,9 +369,10 @@ export function translateSqliteError(error: unknown, target: string): unknown {
  * What SQLite's "attempt to write a readonly database" means, said where its code tells: in
  * WAL mode SQLite writes two files beside the database (`-wal`, `-shm`), so a file this process
  * may write is still read-only to it in a directory it may not write, or where those two were
- * left by another user.
+ * left by another user. And which file its "unable to open database file" is about: it does not
+ * say whether the database or one of those two (left by another user, unreadable to this one).
  */
-function readOnlyCause(code: string, target: string): string {
+function fileCause(code: string, target: string): string {
   if (!target.startsWith('sqlite:') || target === 'sqlite::memory:') return '';
   const file = resolve(target.slice('sqlite:'.length));
   if (code === 'SQLITE_READONLY_DIRECTORY') {
@@ -301,5 +381,37 @@ function readOnlyCause(code: string, target: string): string {
   if (code === 'SQLITE_READONLY') {
     return ` (${file}, or its -wal or -shm file beside it, is not writable by this process)`;
   }
+  if (code.startsWith('SQLITE_CANTOPEN')) {
+    const found = unopenable(file);
+    return found.length > 0 ? ` (${found.join('; ')})` : '';
+  }
   return '';
+}
+
+/**
+ * Why the database `file`, or the `-wal` or `-shm` file beside it (beside the file a symlink
+ * points to), cannot be opened, as far as can be told: a directory, or a file this process may
+ * not read (one it may not write SQLite opens read-only).
+ */
+function unopenable(file: string): string[] {
+  let real = file;
+  try {
+    real = realpathSync(file);
+  } catch {
+    // Not there (or not to be looked at): the files beside are named after the path.
+  }
+  const found: string[] = [];
+  for (const each of [file, `${real}-wal`, `${real}-shm`]) {
+    try {
+      const stats = statSync(each, { throwIfNoEntry: false });
+      if (stats?.isDirectory()) {
+        found.push(`${each} is a directory`);
+      } else if (stats !== undefined) {
+        accessSync(each, constants.R_OK);
+      }
+    } catch {
+      found.push(`${each} is not readable by this process`);
+    }
+  }
+  return found;
 }
