@@ -27,10 +27,14 @@ export interface EngineOptions {
 
 /**
  * A URL fit for messages and logs: any password replaced, the one after the user name and
- * those given as parameters (`?password=…`, `sslpassword=…`, which PostgreSQL URLs take too).
+ * those given as parameters (`?password=…`, `sslpassword=…`, which PostgreSQL URLs take too),
+ * also in a keyword/value connection string (`host=db password='…'`, libpq's other form), which
+ * is refused with the text given in the message.
  */
 export function redactUrl(url: string): string {
-  return redactUserInfo(url).replace(/([?&](?:ssl)?password=)[^&#]*/gi, '$1***');
+  return redactUserInfo(url)
+    .replace(/([?&](?:ssl)?password=)[^&#]*/gi, '$1***')
+    .replace(/((?:^|\s)(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|\S*)/gi, '$1***');
 }
 
 /**

@@ -76,7 +76,7 @@ export function storageUrlProblem(
   }
   if (url.startsWith('sqlite://')) {
     // Not a path: `sqlite://x.db` would be /x.db, at the root of the file system.
-    return `storage URL ${JSON.stringify(url)}: a SQLite URL is sqlite: and a path (sqlite:./x.db, sqlite:/abs/x.db), without //`;
+    return `storage URL ${JSON.stringify(redactUrl(url))}: a SQLite URL is sqlite: and a path (sqlite:./x.db, sqlite:/abs/x.db), without //`;
   }
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);

@@ -124,7 +124,10 @@ export async function startServer(
   if (config.keys.length === 0) {
     logger.warn('no API keys configured: every request is allowed, so only loopback is served');
   }
-  logger.info(
+  // Where it listens (port 0 picks the port) and its pid, which supervisors and scripts wait
+  // for: written at every level but silent, a server at warn included.
+  const startLine = config.logLevel === 'silent' ? logger : logger.child({}, { level: 'info' });
+  startLine.info(
     {
       url,
       storage: redactUrl(config.storage),

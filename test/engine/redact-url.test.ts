@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactUrl } from '../../src/engine/index.js';
+import { redactUrl, storageUrlProblem } from '../../src/engine/index.js';
 
 describe('redactUrl: a storage URL fit for messages and logs', () => {
   it('hides the password after the user name, and password parameters', () => {
@@ -16,6 +16,18 @@ describe('redactUrl: a storage URL fit for messages and logs', () => {
 
   it('hides the password of an empty user name', () => {
     expect(redactUrl('postgres://:s3cret@db/jobs')).toBe('postgres://:***@db/jobs');
+  });
+
+  it('hides the password of a keyword/value connection string, refused with its text', () => {
+    expect(redactUrl("host=db user=app password='pa ss' dbname=jobs sslpassword=k3y")).toBe(
+      'host=db user=app password=*** dbname=jobs sslpassword=***',
+    );
+    for (const given of ['host=db password=s3cr@t dbname=jobs', 'password = s3cr@t host=db']) {
+      const problem = storageUrlProblem(given, { servers: false });
+      expect(problem).toMatch(/^unsupported storage URL/);
+      expect(problem).not.toContain('s3cr');
+    }
+    expect(storageUrlProblem('sqlite://app:s3cret@x.db')).not.toContain('s3cret');
   });
 
   it('leaves a URL without a password as it is', () => {

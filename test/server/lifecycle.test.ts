@@ -67,6 +67,19 @@ describe('startServer', () => {
     expect(messages.at(-1)).toBe('stopped');
   });
 
+  it('writes its start-up line, with the port picked and its pid, at every level but silent', async () => {
+    for (const logLevel of ['warn', 'error', 'fatal', 'silent'] as const) {
+      const { lines, destination } = logSink();
+      const server = await startServer(config({ logLevel }), { logDestination: destination });
+      await server.close();
+      const started = lines.filter((line) => line.msg === `leaseq listening on ${server.url}`);
+      expect(started).toEqual(
+        logLevel === 'silent' ? [] : [expect.objectContaining({ pid: process.pid, level: 30 })],
+      );
+      expect(lines.some((line) => (line.level as number) < 40 && line !== started[0])).toBe(false);
+    }
+  });
+
   it('on close answers waiting long polls empty, finishes requests in flight, refuses new ones, then closes the storage', async () => {
     const { broker, real, release, publishing } = await heldBroker();
     const { destination } = logSink();

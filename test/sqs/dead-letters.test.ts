@@ -12,9 +12,9 @@ import {
   SetQueueAttributesCommand,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { describe, expect, it } from 'vitest';
-import { call } from '../server/helpers.js';
-import { arn, failure, freshName, sqsServer } from './helpers.js';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { call, captureLogs } from '../server/helpers.js';
+import { arn, failure, freshName, sqsServer, startSqsServer } from './helpers.js';
 
 const server = sqsServer();
 
@@ -135,6 +135,66 @@ describe('RedrivePolicy (R21)', () => {
     const v1 = await call(server().baseUrl, 'GET', `/v1/queues/${dlqName}`);
     expect(v1.body.options).not.toHaveProperty('deadLetterQueue');
     expect(v1.body.options.maxDeliveries).toBeNull();
+  });
+});
+
+describe('the log of settlements through SQS', () => {
+  it('says each with the job id and token as /v1 does: a batch delete acked, a visibility change extended, a visibility of 0 on the last receive dead-lettered', async () => {
+    const { lines, logger } = captureLogs();
+    const own = await startSqsServer({ logger });
+    onTestFinished(() => own.close());
+    const make = async (QueueName: string, Attributes: Record<string, string> = {}) =>
+      (await own.client.send(new CreateQueueCommand({ QueueName, Attributes }))).QueueUrl as string;
+    await make('logged-dlq');
+    const url = await make('logged', { RedrivePolicy: policy('logged-dlq', 1) });
+    for (const id of ['a', 'b']) {
+      await own.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: id }));
+    }
+    const { Messages = [] } = await own.client.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 2 }),
+    );
+    const [first, second] = Messages.map((message) => message.ReceiptHandle as string);
+    await own.client.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: url,
+        ReceiptHandle: first,
+        VisibilityTimeout: 60,
+      }),
+    );
+    await own.client.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: url,
+        Entries: [{ Id: '1', ReceiptHandle: first }],
+      }),
+    );
+    await own.client.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: url,
+        ReceiptHandle: second,
+        VisibilityTimeout: 0,
+      }),
+    );
+    const settled = lines
+      .filter((line) => line.queue === 'logged' && line.msg !== 'delivered')
+      .map(({ msg, jobId, token, reason, deadLetterQueue }) => ({
+        msg,
+        jobId,
+        token,
+        reason,
+        deadLetterQueue,
+      }));
+    const [a, b] = Messages.map((message) => message.MessageId);
+    expect(settled).toEqual([
+      { msg: 'extended', jobId: a, token: 1 },
+      { msg: 'acked', jobId: a, token: 1 },
+      {
+        msg: 'dead-lettered',
+        jobId: b,
+        token: 2,
+        reason: 'max-deliveries',
+        deadLetterQueue: 'logged-dlq',
+      },
+    ]);
   });
 });
 

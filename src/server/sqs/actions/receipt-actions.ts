@@ -1,5 +1,6 @@
 import type { Queue } from '../../../broker/index.js';
 import type { JobView } from '../../../core/index.js';
+import { nackFate } from '../../operation-runner.js';
 import { MAX_VISIBILITY_SECONDS } from '../attributes.js';
 import { resolveQueue, type SqsCall, type SqsServices } from '../context.js';
 import { existingQueue, formerDeadLetterQueues, jobOf } from '../dead-letter-history.js';
@@ -99,7 +100,10 @@ async function deleteMessageBatch(call: SqsCall, sqs: SqsServices) {
   const successful: { Id: string }[] = [];
   for (const [index, item] of valid.entries()) {
     try {
-      if (!acked[index]) await staleDelete(call, sqs, queue, item.handle);
+      const { handle } = item;
+      if (acked[index]) {
+        call.log.info({ queue: queue.name, jobId: handle.id, token: handle.token }, 'acked');
+      } else await staleDelete(call, sqs, queue, handle);
       successful.push({ Id: item.id });
     } catch (error) {
       failed.push(failedEntry(item.id, error));
@@ -119,7 +123,12 @@ async function changeOne(call: SqsCall, sqs: SqsServices, queue: Queue, input: S
   checkSecondsWithin(sqs.services.limits, 'visibility', 'VisibilityTimeout', seconds);
   if (seconds === 0) {
     if (await queue.nack(handle.token)) {
-      call.log.info({ queue: queue.name, jobId: handle.id, token: handle.token }, 'requeued');
+      // Its last receive dead-letters the message instead (R13), as a nack over /v1 says.
+      const fate = await nackFate(call.log, queue, sqs.services.queues, handle, true);
+      call.log.info(
+        { queue: queue.name, jobId: handle.id, token: handle.token, ...fate.fields },
+        fate.msg,
+      );
       return;
     }
   } else {
@@ -128,6 +137,10 @@ async function changeOne(call: SqsCall, sqs: SqsServices, queue: Queue, input: S
     const wantedDeadline = sqs.services.now() + seconds * 1000;
     const deadline = await queue.extend(handle.token, seconds * 1000);
     if (deadline !== null) {
+      call.log.info(
+        { queue: queue.name, jobId: handle.id, token: handle.token, deadline },
+        'extended',
+      );
       if (deadline >= wantedDeadline - CLOCK_SLACK_MS) return;
       // The queue's own limit: a queue made through /v1 may have a maxLease below SQS's 12 h.
       const { maxLease } = await queue.options();
