@@ -102,7 +102,18 @@ const int = (min: number, max = MAX_SAFE): SettingKind => ({ type: 'integer', mi
 
 /** Every setting, by the name a config file uses. Flags and environment derive from it. */
 export const SETTINGS: readonly Setting[] = [
-  { name: 'host', kind: { type: 'string', minLength: 1 }, help: 'address to listen on' },
+  {
+    name: 'host',
+    // An address or name as listen takes it: one in a URL's form (`[::1]`, `127.0.0.1:7700`)
+    // would fail to resolve at start, and `[::1]` be said not to be loopback.
+    kind: {
+      type: 'pattern',
+      pattern:
+        /^(?:[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?|[0-9a-f.]*:[0-9a-f.]*:[0-9a-f:.]*(?:%[\w.-]+)?)$/i,
+      form: 'an IP address or host name, without brackets or a port (::1, not [::1])',
+    },
+    help: 'address to listen on',
+  },
   { name: 'port', kind: int(0, 65535), help: 'port to listen on (0: any free port)' },
   { name: 'storage', kind: { type: 'storage' }, help: 'engine URL' },
   {
@@ -620,7 +631,12 @@ function crossChecks(
   // Where each value came from, a setting left out included: the one to change may not be the
   // one the problem is named after.
   const from = (name: string) => given.get(name) ?? 'the default';
-  if (config.keys.length === 0 && !refused.has('keys') && !isLoopback(config.host)) {
+  if (
+    config.keys.length === 0 &&
+    !refused.has('keys') &&
+    !refused.has('host') &&
+    !isLoopback(config.host)
+  ) {
     problems.push(
       `host: ${config.host} is not a loopback address and no API keys are configured; configure keys or listen on 127.0.0.1 (from ${from('host')})`,
     );

@@ -879,6 +879,8 @@ describe('errors', () => {
       ['http://', 'is not a valid URL'],
       ['127.0.0.1:7700', 'a server URL is http(s)://host:port'],
       ['http://u:hunter2@127.0.0.1:7700', 'must not carry credentials'],
+      ['ftp://u:hunter2@127.0.0.1:7700', 'a server URL is http(s)://host:port, got "ftp://***@'],
+      ['http://u:hunter2@127.0.0.1:99999', 'server URL "http://***@127.0.0.1:99999" is not'],
     ]) {
       const bad = await leaseq(['queue', 'list', '--server', server as string], { env: {} });
       expect(bad.code).toBe(2);

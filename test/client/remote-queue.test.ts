@@ -424,6 +424,12 @@ describe('a server URL that cannot name a server', () => {
     ['http://127.0.0.1:7700/leaseq?x=1', 'must not carry a ?query or #fragment'],
     ['http://127.0.0.1:7700/#top', 'must not carry a ?query or #fragment'],
     ['http://admin:s3cret@127.0.0.1:7700', 'must not carry credentials'],
+    ['http://admin:s3cret@127.0.0.1:99999', 'server URL "http://***@127.0.0.1:99999" is not'],
+    ['http://admin:s3#cret@127.0.0.1:7700', 'server URL "http://***@127.0.0.1:7700" is not'],
+    ['http://127.0.0.1:99999/?token=s3cret', 'server URL "http://127.0.0.1:99999/…" is not'],
+    ['http://127.0.0.1:7700 ', 'has a space, a line break or another control character'],
+    ['http://127.0.0.1:7700/\t', 'has a space, a line break or another control character'],
+    ['http://127.0.0.1:7700/leaseq\n', 'has a space, a line break or another control character'],
   ])('open(%j) is refused at once, before any request', async (url, problem) => {
     let requests = 0;
     const counting: typeof fetch = (input, init) => {

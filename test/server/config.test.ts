@@ -243,6 +243,17 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('refuses a host in the form of a URL, naming the setting, before anything listens', () => {
+    const host = (value: string) => problems(() => loadConfig({ flags: { host: value } }));
+    const form = 'must be an IP address or host name, without brackets or a port (::1, not [::1])';
+    // As the server writes its own URL: not said to be other than loopback, nor left to listen.
+    expect(host('[::1]')).toEqual([`host: ${form}, got "[::1]" (from --host)`]);
+    expect(host('127.0.0.1:7700')).toEqual([`host: ${form}, got "127.0.0.1:7700" (from --host)`]);
+    for (const good of ['127.0.0.1', '::1', 'localhost']) {
+      expect(loadConfig({ flags: { host: good } }).host).toBe(good);
+    }
+  });
+
   it('leaves out the body limit check when a limit it compares was refused', () => {
     expect(
       problems(() => loadConfig({ flags: { maxPayloadBytes: 'x', maxBodyBytes: '2000' } })),

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/server/index.js';
 import { DASHBOARD_CSP } from '../../src/server/ui/dashboard.js';
+import { Api } from '../../src/server/ui/web/api.js';
 import { startTestServer, type TestServer } from './helpers.js';
 
 let server: TestServer;
@@ -20,11 +21,15 @@ afterAll(async () => {
 const get = (path: string, headers: Record<string, string> = {}) =>
   fetch(`${server.baseUrl}${path}`, { headers, redirect: 'manual' });
 
+/** Where the redirect answered to GET `path` leads, as a browser that asked `base` + `path` follows it. */
+const redirectOf = async (path: string, base = server.baseUrl) =>
+  new URL((await get(path)).headers.get('location') ?? '', `${base}${path}`).pathname;
+
 describe('the dashboard’s files (built by npm run build)', () => {
   it('GET / redirects to /ui/, which serves the page without a key, under a strict CSP', async () => {
     const root = await get('/');
     expect(root.status).toBe(302);
-    expect(root.headers.get('location')).toBe('/ui/');
+    expect(await redirectOf('/')).toBe('/ui/');
     const named = await get('/ui/index.html');
     expect(named.status).toBe(301);
     const page = await get('/ui/');
@@ -61,7 +66,36 @@ describe('the dashboard’s files (built by npm run build)', () => {
     expect((await get('/ui/nothing.js')).status).toBe(404);
     expect((await get('/ui/..%2Fpackage.json')).status).toBe(404);
     // The page is never served under a cached asset's address: its name leads to /ui/.
-    expect((await get('/ui/index.html')).headers.get('location')).toBe('/ui/');
+    expect(await redirectOf('/ui/index.html')).toBe('/ui/');
+  });
+
+  it('under a path prefix of a proxy, leads to its page and calls the API under that prefix', async () => {
+    // A proxy serving leaseq at https://example.com/leaseq/ passes each path on without it.
+    const proxied = 'https://example.com/leaseq';
+    expect(await redirectOf('/', proxied)).toBe('/leaseq/ui/');
+    expect(await redirectOf('/ui', proxied)).toBe('/leaseq/ui/');
+    expect(await redirectOf('/ui/index.html', proxied)).toBe('/leaseq/ui/');
+    // The page at https://example.com/leaseq/ui/ fetches what it reads as the browser does.
+    const asked: string[] = [];
+    vi.stubGlobal('fetch', async (url: string) => {
+      asked.push(new URL(url, `${proxied}/ui/`).pathname);
+      return new Response(JSON.stringify({ maxBatch: 100 }), { status: 200 });
+    });
+    try {
+      const api = new Api(() => undefined);
+      await api.me();
+      await api.allStats();
+      await api.queueStats('orders');
+      await api.maxBatch();
+    } finally {
+      vi.unstubAllGlobals();
+    }
+    expect(asked).toEqual([
+      '/leaseq/v1/me',
+      '/leaseq/v1/stats',
+      '/leaseq/v1/queues/orders/stats',
+      '/leaseq/v1/limits',
+    ]);
   });
 
   it('with ui false nothing is served at / or /ui/', async () => {

@@ -117,6 +117,50 @@ describe('SigV4 with keys configured', () => {
     expect(expired.message).toContain('15 minutes');
   });
 
+  it('says a signature that no longer matches may come from a proxy that changed the Host or the path', async () => {
+    const { host, hostname, port } = new URL(server.baseUrl);
+    /** A client whose requests go out as a proxy in front of the server passes them on. */
+    const proxied = (endpoint: string, passOn: (request: Record<string, unknown>) => void) => {
+      const client = new SQSClient({
+        endpoint,
+        region: 'us-east-1',
+        credentials: { accessKeyId: ADMIN.id, secretAccessKey: ADMIN.secret },
+        maxAttempts: 1,
+      });
+      type Middleware = Parameters<typeof client.middlewareStack.addRelativeTo>[0];
+      const proxy = (next: (args: unknown) => Promise<unknown>) => async (args: unknown) => {
+        passOn((args as { request: Record<string, unknown> }).request);
+        return next(args);
+      };
+      client.middlewareStack.addRelativeTo(proxy as unknown as Middleware, {
+        relation: 'after',
+        toMiddleware: 'httpSigningMiddleware',
+        name: 'proxy',
+      });
+      return client;
+    };
+    // One serving the server under a path prefix, one passing the upstream's name as Host.
+    const prefixed = proxied(`${server.baseUrl}/leaseq/sqs`, (request) => {
+      request.path = String(request.path).replace(/^\/leaseq/, '');
+    });
+    const renamed = proxied('http://queues.example.com/sqs', (request) => {
+      Object.assign(request, { hostname, port: Number(port) });
+      (request.headers as Record<string, string>).host = host;
+    });
+    try {
+      for (const client of [prefixed, renamed]) {
+        const refused = await failure(client.send(new ListQueuesCommand({})));
+        expect(refused).toMatchObject({ name: 'SignatureDoesNotMatch', status: 403 });
+        expect(refused.message).toContain(
+          'no proxy on the way changed the Host header or the path',
+        );
+      }
+    } finally {
+      prefixed.destroy();
+      renamed.destroy();
+    }
+  });
+
   it('signed requests to the QueueUrl origin (path /) verify too', async () => {
     const origin = new SQSClient({
       region: 'eu-west-1',

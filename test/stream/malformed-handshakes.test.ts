@@ -68,6 +68,20 @@ describe('a malformed stream handshake', () => {
     });
   });
 
+  it('without its Upgrade header, as a proxy that does not pass upgrades on sends it, is 501 UNSUPPORTED saying so, not no route', async () => {
+    server = await startTestServer();
+    const head = ['GET /v1/stream HTTP/1.1', 'Host: 127.0.0.1', 'Connection: close'];
+    const answer = parse(await exchange(server.baseUrl, `${head.join('\r\n')}\r\n\r\n`));
+    expect(answer).toMatchObject({
+      status: 501,
+      type: 'application/json',
+      body: { error: { code: 'UNSUPPORTED' } },
+    });
+    const { message } = (answer.body as { error: { message: string } }).error;
+    expect(message).toContain('asked for no upgrade');
+    expect(message).toContain('a proxy in front must pass the Upgrade and Connection headers on');
+  });
+
   it('without a valid key or version is 400 INVALID_ARGUMENT with the usual error body', async () => {
     server = await startTestServer();
     const handshakes: Record<string, string>[] = [

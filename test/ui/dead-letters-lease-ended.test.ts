@@ -38,10 +38,10 @@ async function leaseEnded(): Promise<string> {
 describe('the dashboard reading dead letters', () => {
   it('lists a job whose last lease ran out since the last step of its queue', async () => {
     const name = await leaseEnded();
-    // The page asks the API under its own origin.
+    // The page asks the API relative to its own address.
     const fetchFromPage = globalThis.fetch;
     vi.stubGlobal('fetch', (url: string, init?: RequestInit) =>
-      fetchFromPage(`${server.baseUrl}${url}`, init),
+      fetchFromPage(new URL(url, `${server.baseUrl}/ui/`), init),
     );
     const page = await new Api(() => undefined).deadLetters(name);
     expect(page.deadLetters).toMatchObject([{ id: 'd', reason: 'max-deliveries' }]);

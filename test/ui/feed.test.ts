@@ -238,7 +238,9 @@ describe('the dashboard’s API calls', () => {
   it('ask the dead letters without their payloads', async () => {
     const asked: string[] = [];
     globalThis.fetch = (async (url: string) => {
-      asked.push(url);
+      // As the page at /ui/ asks it.
+      const asking = new URL(url, 'http://127.0.0.1:7700/ui/');
+      asked.push(`${asking.pathname}${asking.search}`);
       return new Response(JSON.stringify({ deadLetters: [] }), { status: 200 });
     }) as typeof fetch;
     await new Api(() => undefined).deadLetters('orders');

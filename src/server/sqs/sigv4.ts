@@ -67,7 +67,9 @@ export function authenticateSigV4(
   if (!timingSafeEqual(expected, given)) {
     throw new SqsError(
       'SignatureDoesNotMatch',
-      'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.',
+      // AWS's words, and what else a signature that does not match may come from here: a
+      // proxy in front that rewrote the Host header (nginx's default) or took off a path prefix.
+      'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method, and that no proxy on the way changed the Host header or the path, which the signature covers.',
     );
   }
   return key.principal;

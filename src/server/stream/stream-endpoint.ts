@@ -2,6 +2,7 @@ import { IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
+import { UnsupportedError } from '../../core/index.js';
 import { browserRefusal } from '../browser-guard.js';
 import { mapError } from '../errors.js';
 import type { Services } from '../route.js';
@@ -161,6 +162,14 @@ export function registerStream(
       // Upgraded as shutdown began: it owes nothing yet, and ends like the others.
       if (shuttingDown !== undefined) void connection.shutDown();
     });
+  });
+  // The stream's path asked for without an upgrade: what reaches the server through a proxy that
+  // does not pass upgrades on. Said as such, not as a route this server lacks, nor as a mistake
+  // in the call the client was making (which a CLI would take for one of its command line).
+  app.get(STREAM_PATH, async () => {
+    throw new UnsupportedError(
+      `GET ${STREAM_PATH} opens the stream, a WebSocket, and this request asked for no upgrade (Upgrade: websocket): a proxy in front must pass the Upgrade and Connection headers on (nginx: proxy_http_version 1.1 and both headers set), or use the HTTP transport`,
+    );
   });
   // Not awaited here: the hooks run one after another, and the app's own (answering waiting long
   // polls) comes next. Closing the app waits for these connections' ends below (onClose), after

@@ -104,15 +104,17 @@ export function registerDashboard(app: FastifyInstance, log: FastifyBaseLogger):
     reply.status(503).send({
       error: { code: 'UNSUPPORTED', message: 'the dashboard is not built: run npm run build' },
     });
-  app.get('/', (_request, reply) => reply.redirect(DASHBOARD_PATH, 302));
-  app.get('/ui', (_request, reply) => reply.redirect(DASHBOARD_PATH, 301));
+  // Relative, as the page's own links: behind a proxy that serves leaseq under a path prefix
+  // (`/leaseq/` to `/`), they lead to `/leaseq/ui/`, not to a `/ui/` of the proxy's.
+  app.get('/', (_request, reply) => reply.redirect('ui/', 302));
+  app.get('/ui', (_request, reply) => reply.redirect('ui/', 301));
   app.get(DASHBOARD_PATH, (request, reply) => {
     const index = assets?.get('index.html');
     return index === undefined ? notBuilt(reply) : send(request, reply, index, false);
   });
   app.get<{ Params: { file: string } }>(`${DASHBOARD_PATH}:file`, (request, reply) => {
     // The page has one address, served uncached; the hashed assets beside it are cached for good.
-    if (request.params.file === 'index.html') return reply.redirect(DASHBOARD_PATH, 301);
+    if (request.params.file === 'index.html') return reply.redirect('./', 301);
     const asset = assets?.get(request.params.file);
     if (asset === undefined) {
       return reply.status(404).send({ error: { code: 'NOT_FOUND', message: 'no such file' } });

@@ -50,7 +50,13 @@ export interface Timeouts {
 
 const TIMEOUTS: Timeouts = { readMs: 6000, actionMs: 30_000 };
 
-const path = (queue: string) => `/v1/queues/${encodeURIComponent(queue)}`;
+/**
+ * The API, relative to the page's own address (`…/ui/`): a proxy that serves leaseq under a
+ * path prefix (`https://example.com/leaseq/ui/`) has the calls under that prefix too.
+ */
+const V1 = '../v1';
+
+const path = (queue: string) => `${V1}/queues/${encodeURIComponent(queue)}`;
 
 /** How many dead letters the dashboard reads and lists: the oldest, one page of the API's. */
 export const DEAD_LETTERS_SHOWN = 1000;
@@ -92,16 +98,16 @@ export class Api {
     this.timeouts = { ...TIMEOUTS, ...timeouts };
   }
 
-  me = () => this.get<Me>('/v1/me');
+  me = () => this.get<Me>(`${V1}/me`);
   /**
    * The figures of a page of the queues (the overview reads the rows it shows), or of every
    * queue without `page`.
    */
   allStats = (page?: StatsQuery) => {
-    if (page === undefined) return this.get<AllStats>('/v1/stats');
+    if (page === undefined) return this.get<AllStats>(`${V1}/stats`);
     const query = new URLSearchParams({ offset: String(page.offset), limit: String(page.limit) });
     if (page.contains !== '') query.set('contains', page.contains);
-    return this.get<AllStats>(`/v1/stats?${query}`);
+    return this.get<AllStats>(`${V1}/stats?${query}`);
   };
   /** One queue's figures: what a page about one queue reads, rather than every queue's. */
   queueStats = (name: string) => this.get<QueueStats>(`${path(name)}/stats`);
@@ -130,7 +136,7 @@ export class Api {
 
   /** The most ids one redrive or purge may name on this server. */
   maxBatch = (): Promise<number> => {
-    this.maxBatchAsked ??= this.get<{ maxBatch: number }>('/v1/limits').then(
+    this.maxBatchAsked ??= this.get<{ maxBatch: number }>(`${V1}/limits`).then(
       (limits) => limits.maxBatch,
       (error: unknown) => {
         this.maxBatchAsked = undefined;
