@@ -200,6 +200,49 @@ describe('the query protocol (form bodies, XML answers)', () => {
     const unknown = await query({ Action: 'Teleport' });
     expect(xmlField(unknown.xml, 'Code')).toBe('InvalidAction');
   });
+
+  it('an attribute or a name without an index is set and read, as boto 2 sends them; an entry missing its value is refused', async () => {
+    const name = freshName('qunindexed');
+    const url = xmlField((await query({ Action: 'CreateQueue', QueueName: name })).xml, 'QueueUrl');
+    const set = await query({
+      Action: 'SetQueueAttributes',
+      QueueUrl: url as string,
+      'Attribute.Name': 'VisibilityTimeout',
+      'Attribute.Value': '35',
+    });
+    expect(set.status).toBe(200);
+    const read = await query({
+      Action: 'GetQueueAttributes',
+      QueueUrl: url as string,
+      AttributeName: 'VisibilityTimeout',
+    });
+    expect(read.xml).toContain('<Attribute><Name>VisibilityTimeout</Name><Value>35</Value>');
+
+    for (const [entry, missing] of [
+      [{ 'Attribute.2.Name': 'DelaySeconds' }, 'Attribute.2.Value'],
+      [{ 'Attribute.2.Value': '5' }, 'Attribute.2.Name'],
+    ] as const) {
+      const refused = await query({
+        Action: 'SetQueueAttributes',
+        QueueUrl: url as string,
+        'Attribute.1.Name': 'VisibilityTimeout',
+        'Attribute.1.Value': '10',
+        ...entry,
+      });
+      expect(refused.status).toBe(400);
+      expect(xmlField(refused.xml, 'Code')).toBe('MissingParameter');
+      expect(xmlField(refused.xml, 'Message')).toBe(
+        `The request must contain the parameter ${missing}.`,
+      );
+    }
+    const unchanged = await query({
+      Action: 'GetQueueAttributes',
+      QueueUrl: url as string,
+      'AttributeName.1': 'VisibilityTimeout',
+      'AttributeName.2': 'DelaySeconds',
+    });
+    expect(all(unchanged.xml, 'Value')).toEqual(['35', '0']);
+  });
 });
 
 describe('a job published through /v1 with text SQS never carries', () => {

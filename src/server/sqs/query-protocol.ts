@@ -1,4 +1,4 @@
-import { SqsError } from './errors.js';
+import { missingParameter, SqsError } from './errors.js';
 import { isRecord, type SqsInput } from './params.js';
 import type { SqsProtocol } from './protocol.js';
 import { toXml } from './xml.js';
@@ -150,20 +150,17 @@ function translate(tree: Tree): Record<string, unknown> {
     const empty = value === '' && Object.hasOwn(EMPTY_LISTS, key) ? EMPTY_LISTS[key] : undefined;
     if (empty !== undefined) {
       input[empty] = [];
+    } else if (list !== undefined) {
+      // One item may come without an index (`AttributeName=All`), as SQS's older API versions
+      // took it and boto 2 still sends it: dropped, it answered as if nothing was named.
+      input[list] =
+        typeof value === 'string'
+          ? [value]
+          : numbered(value).filter((item): item is string => typeof item === 'string');
     } else if (typeof value === 'string') {
       input[key] = value;
-    } else if (list !== undefined) {
-      input[list] = numbered(value).filter((item): item is string => typeof item === 'string');
     } else if (map !== undefined) {
-      const [member, keyField, valueField] = map;
-      input[member] = Object.fromEntries(
-        numbered(value)
-          .filter((entry): entry is Tree => isRecord(entry))
-          .map((entry) => {
-            const item = entry[valueField];
-            return [String(entry[keyField]), isRecord(item) ? translate(item as Tree) : item];
-          }),
-      );
+      input[map[0]] = mapEntries(key, value, map);
     } else if (key.endsWith('BatchRequestEntry')) {
       input.Entries = numbered(value)
         .filter(isRecord)
@@ -175,12 +172,42 @@ function translate(tree: Tree): Record<string, unknown> {
   return input;
 }
 
-/** The members of `x.1`, `x.2`, … in index order. */
-function numbered(tree: Tree): (Tree | string)[] {
+/**
+ * A flattened map (`Attribute.1.Name=…&Attribute.1.Value=…`) as its JSON object. One entry may
+ * come without an index (`Attribute.Name=…&Attribute.Value=…`), as SQS's older API versions took
+ * it and boto 2's set_queue_attribute still sends it: dropped, a SetQueueAttributes answered
+ * success having set nothing. An entry without its name or its value is refused, naming it.
+ */
+function mapEntries(
+  key: string,
+  tree: Tree,
+  [, keyField, valueField]: readonly [string, string, string],
+): Record<string, unknown> {
+  const entries = indexed(tree).map(([index, entry]) => [`${key}.${index}`, entry] as const);
+  const unindexed = Object.hasOwn(tree, keyField) || Object.hasOwn(tree, valueField);
+  return Object.fromEntries(
+    [...(unindexed ? [[key, tree] as const] : []), ...entries].map(([prefix, entry]) => {
+      const field = (name: string) =>
+        typeof entry !== 'string' && Object.hasOwn(entry, name) ? entry[name] : undefined;
+      const name = field(keyField);
+      const item = field(valueField);
+      if (typeof name !== 'string') throw missingParameter(`${prefix}.${keyField}`);
+      if (item === undefined) throw missingParameter(`${prefix}.${valueField}`);
+      return [name, typeof item === 'string' ? item : translate(item)];
+    }),
+  );
+}
+
+/** The members of `x.1`, `x.2`, … with their indexes, in index order. */
+function indexed(tree: Tree): [string, Tree | string][] {
   return Object.entries(tree)
     .filter(([index]) => /^\d+$/.test(index))
-    .sort(([a], [b]) => Number(a) - Number(b))
-    .map(([, value]) => value);
+    .sort(([a], [b]) => Number(a) - Number(b));
+}
+
+/** The members of `x.1`, `x.2`, … in index order. */
+function numbered(tree: Tree): (Tree | string)[] {
+  return indexed(tree).map(([, value]) => value);
 }
 
 export type { SqsInput };
