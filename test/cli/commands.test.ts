@@ -764,6 +764,23 @@ describe('publish, receive, ack and nack', () => {
       stderr: 'stopped before a job came\n',
     });
   });
+
+  it('says that a paused queue hands out nothing, not that no job is ready', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    await run(['publish', name, '1']);
+    await run(['queue', 'pause', name]);
+    for (const flags of [[], ['--auto-ack']]) {
+      expect(await run(['receive', name, ...flags])).toMatchObject({
+        code: 0,
+        stdout: '',
+        stderr: `no job handed out: queue ${name} is paused (leaseq queue resume ${name})\n`,
+      });
+    }
+    expect((await run(['receive', name, '--json'])).stdout).toBe('[]\n');
+    await run(['queue', 'resume', name]);
+    expect((await run(['receive', name])).stdout).toMatch(/^id /);
+  });
 });
 
 describe('dead letters', () => {

@@ -54,14 +54,16 @@ export const receive: Command = {
       return withClient(values, context, async (client) => {
         const queue = await fromCommandLine(() => client.handle(name));
         const deliveries = await receiveFrom(queue);
-        if (deliveries.length === 0) return nothingReceived(json, context);
+        if (deliveries.length === 0) return nothingReceived(queue, json, context);
         return writeThenAck(queue, deliveries, json, context);
       });
     }
-    const deliveries = await withClient(values, context, async (client) =>
-      receiveFrom(await fromCommandLine(() => client.handle(name))),
-    );
-    if (deliveries.length === 0) return nothingReceived(json, context);
+    const deliveries = await withClient(values, context, async (client) => {
+      const queue = await fromCommandLine(() => client.handle(name));
+      const received = await receiveFrom(queue);
+      return received.length === 0 ? nothingReceived(queue, json, context) : received;
+    });
+    if (typeof deliveries === 'number') return deliveries;
     if (json)
       printJson(
         context,
@@ -74,15 +76,33 @@ export const receive: Command = {
 
 /**
  * `[]` with --json; and why on stderr: a signal stopped the wait (with --json too: exit code 1
- * needs its word), or, without --json, nothing was ready.
+ * needs its word), or, without --json, nothing was ready, or the queue is paused (R27: its
+ * ready jobs are there, but none is handed out).
  */
-function nothingReceived(json: boolean, context: CliContext): number {
+async function nothingReceived(
+  queue: RemoteQueue,
+  json: boolean,
+  context: CliContext,
+): Promise<number> {
   // Stopped by a signal before a job came: not "no job ready" (a script would go on).
   const stopped = context.stop.aborted;
   if (json) printJson(context, []);
   if (stopped) context.stderr.write('stopped before a job came\n');
-  else if (!json) context.stderr.write('no job ready\n');
+  else if (!json && (await isPaused(queue))) {
+    context.stderr.write(
+      `no job handed out: queue ${queue.name} is paused (leaseq queue resume ${queue.name})\n`,
+    );
+  } else if (!json) context.stderr.write('no job ready\n');
   return stopped ? EXIT.failed : EXIT.ok;
+}
+
+/** Whether the queue is paused; false when its options cannot be read (nothing more to say). */
+async function isPaused(queue: RemoteQueue): Promise<boolean> {
+  try {
+    return (await queue.options()).paused === true;
+  } catch {
+    return false;
+  }
 }
 
 /**
