@@ -330,30 +330,47 @@ export async function nackFate(
   live: boolean,
 ): Promise<NackFate> {
   if (!live) return { msg: 'stale nack', fields: {} };
+  const logged = INFO_LOGGED.has(log.level);
   if (nack.requeue === false) {
-    return { msg: 'dead-lettered', fields: { reason: nack.reason ?? 'rejected' } };
+    const reason = nack.reason ?? 'rejected';
+    // Where it went, as for a last delivery's requeue: its dead-letter queue, or its own dead set.
+    // (A job of that id already there is another: this one stayed, R26.)
+    const moved = logged ? await movedOn(queue, queues, nack) : undefined;
+    const there = moved?.job.history.at(-1)?.token === nack.token;
+    return {
+      msg: 'dead-lettered',
+      fields: { reason, ...(there ? { deadLetterQueue: moved?.to } : {}) },
+    };
   }
   // One given back unworked records no delivery, so it is never a job's last (R33).
   if (nack.attempted === false) return { msg: 'given back unworked', fields: {} };
-  if (!INFO_LOGGED.has(log.level)) return { msg: 'requeued', fields: {} };
+  if (!logged) return { msg: 'requeued', fields: {} };
   const here = await queue.job(nack.id);
   if (here !== undefined) {
     return diedOfThisNack(here, nack.token, here.reason)
       ? { msg: 'dead-lettered', fields: { reason: here.reason } }
       : { msg: 'requeued', fields: {} };
   }
-  const target = (await queue.options()).deadLetterQueue;
-  const moved = target === undefined ? undefined : await jobIn(queues, target, nack.id);
-  if (
-    moved?.origin?.queue === queue.name &&
-    diedOfThisNack(moved, nack.token, moved.origin.reason)
-  ) {
-    return {
-      msg: 'dead-lettered',
-      fields: { reason: moved.origin.reason, deadLetterQueue: target },
-    };
+  const moved = await movedOn(queue, queues, nack);
+  if (moved !== undefined && diedOfThisNack(moved.job, nack.token, moved.reason)) {
+    return { msg: 'dead-lettered', fields: { reason: moved.reason, deadLetterQueue: moved.to } };
   }
   return { msg: 'requeued', fields: {} };
+}
+
+/**
+ * The job in its queue's dead-letter queue, moved there from this queue (R26), or undefined
+ * (still here, in its own dead set where that queue is gone, or moved on since).
+ */
+async function movedOn(
+  queue: Queue,
+  queues: QueueLookup,
+  nack: { id: string },
+): Promise<{ to: string; job: JobView; reason: string } | undefined> {
+  const to = (await queue.options()).deadLetterQueue;
+  const job = to === undefined ? undefined : await jobIn(queues, to, nack.id);
+  if (to === undefined || job?.origin?.queue !== queue.name) return undefined;
+  return { to, job, reason: job.origin.reason };
 }
 
 /** The levels at which info lines are written. */

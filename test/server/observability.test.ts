@@ -228,6 +228,41 @@ describe('logs', () => {
     },
   );
 
+  it('names the dead-letter queue a rejected job moved to, and none where it stayed (R26)', async () => {
+    const { lines, logger } = captureLogs();
+    server = await startTestServer({ logger });
+    const api = (path: string, body: unknown, method = 'POST') =>
+      call((server as TestServer).baseUrl, method, path, { body });
+    await api('/v1/queues/dlq', {}, 'PUT');
+    await api('/v1/queues/plain', {}, 'PUT');
+    await api('/v1/queues/moved', { deadLetterQueue: 'dlq' }, 'PUT');
+    // An id the dead-letter queue already holds: the job cannot move there and stays.
+    await api('/v1/queues/dlq/jobs', { id: 'taken' });
+    for (const [name, id] of [
+      ['plain', 'p'],
+      ['moved', 'm'],
+      ['moved', 'taken'],
+    ] as const) {
+      await api(`/v1/queues/${name}/jobs`, { id });
+      const receipt = (await api(`/v1/queues/${name}/receive`, {})).body.deliveries[0].receipt;
+      await api(`/v1/queues/${name}/nack`, { receipt, requeue: false, reason: 'bad input' });
+    }
+    expect((await api('/v1/queues/dlq/jobs/m', undefined, 'GET')).status).toBe(200);
+    const rejects = lines
+      .filter((line) => line.msg === 'dead-lettered')
+      .map(({ queue, jobId, reason, deadLetterQueue }) => ({
+        queue,
+        jobId,
+        reason,
+        deadLetterQueue,
+      }));
+    expect(rejects).toEqual([
+      { queue: 'plain', jobId: 'p', reason: 'bad input' },
+      { queue: 'moved', jobId: 'm', reason: 'bad input', deadLetterQueue: 'dlq' },
+      { queue: 'moved', jobId: 'taken', reason: 'bad input' },
+    ]);
+  });
+
   it('logs internal errors in full but tells the client only "internal error"', async () => {
     const { lines, logger } = captureLogs();
     const real = await open('memory:');
