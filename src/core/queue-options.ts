@@ -43,24 +43,30 @@ export function checkSameOptions(
   stored: ResolvedQueueOptions,
   requested: QueueOptions | undefined,
 ): void {
-  const differing = Object.entries(requested ?? {})
-    .filter(
-      ([key, value]) =>
-        value !== undefined &&
-        // `deadLetterQueue: null`, `paused: false`, `retention: Infinity` … ask for what an
-        // absent option means.
-        !(meansAbsent(key, value) && stored[key as keyof ResolvedQueueOptions] === undefined) &&
-        stored[key as keyof ResolvedQueueOptions] !== value,
-    )
-    .map(
-      ([key, value]) =>
-        `${key}: stored ${stored[key as keyof ResolvedQueueOptions] ?? 'unset'}, asked ${value}`,
-    );
-  if (differing.length > 0) {
-    throw new ConflictError(
-      `queue ${name} exists with other options (${differing.join('; ')}); update the queue to change them (updateQueue, PATCH /v1/queues/${name}, leaseq queue update)`,
-    );
-  }
+  const asked = Object.entries(requested ?? {}).filter(
+    ([key, value]) =>
+      value !== undefined &&
+      // `deadLetterQueue: null`, `paused: false`, `retention: Infinity` … ask for what an
+      // absent option means.
+      !(meansAbsent(key, value) && stored[key as keyof ResolvedQueueOptions] === undefined) &&
+      stored[key as keyof ResolvedQueueOptions] !== value,
+  );
+  if (asked.length === 0) return;
+  const differing = asked.map(
+    ([key, value]) =>
+      `${key}: stored ${stored[key as keyof ResolvedQueueOptions] ?? 'unset'}, asked ${value}`,
+  );
+  // The CLI pauses and resumes by commands of their own: `queue update` has no flag for it.
+  const paused = asked.find(([key]) => key === 'paused');
+  const pause =
+    paused === undefined ? '' : `leaseq queue ${paused[1] ? 'pause' : 'resume'} ${name}`;
+  const cli =
+    asked.length === 1 && paused !== undefined
+      ? pause
+      : `leaseq queue update${pause === '' ? '' : `, ${pause}`}`;
+  throw new ConflictError(
+    `queue ${name} exists with other options (${differing.join('; ')}); update the queue to change them (updateQueue, PATCH /v1/queues/${name}, ${cli})`,
+  );
 }
 
 /**
