@@ -104,25 +104,3 @@ describe.each(factories)('a queue used, deleted and made again at once on $name'
     }
   });
 });
-
-describe.each(factories.filter((factory) => factory.name !== 'memory'))(
-  'queues made and deleted under ever new names, on $name',
-  (factory) => {
-    it('leave nothing behind in the process: its per-queue state goes with each', async () => {
-      const engine = await factory.open();
-      const kept = (engine as unknown as { access: { boundsPrefetch: Map<string, boolean> } })
-        .access.boundsPrefetch;
-      const before = kept.size;
-      for (let round = 0; round < 5; round++) {
-        const name = queueName('churn');
-        const queue = await engine.queue(name, { prefetch: 2 });
-        await queue.publish(1, { id: 'a' });
-        const [delivery] = await queue.reserve(1);
-        await queue.ack(1, delivery?.token ?? 0);
-        await engine.deleteQueue(name);
-      }
-      expect(kept.size).toBe(before);
-      await engine.close();
-    });
-  },
-);

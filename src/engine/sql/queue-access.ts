@@ -13,12 +13,6 @@ export interface QueueAccess {
   /** Receivers of this process waiting for jobs, served by the transactions that make them ready. */
   handoffs: Handoffs;
   followClock: boolean;
-  /**
-   * Per queue, whether its prefetch was finite when this process last read its options (opened,
-   * updated, or its row loaded): the acks that take no row (one statement) read nothing, and
-   * tell receivers elsewhere of the room they free only where this says so.
-   */
-  boundsPrefetch: Map<string, boolean>;
 }
 
 /** The operations on `queue`, over its row loaded (and locked) once per transaction. */
@@ -29,7 +23,6 @@ export async function queueOps(
   queue: string,
 ): Promise<QueueOps> {
   const row = await loadQueueRow(connection, batch, access.dialect, queue);
-  access.boundsPrefetch.set(queue, Number.isFinite(row.options.prefetch));
   const links = new SqlQueueLinks(access, connection, batch, (target) =>
     wakeOnCommit(access, connection, batch, target),
   );

@@ -127,7 +127,6 @@ export class SqlEngine implements Engine {
       wakes: this.wakes,
       handoffs: new Handoffs(),
       followClock: parts.followClock,
-      boundsPrefetch: new Map(),
     };
     this.foreignWrites =
       parts.foreignWriteVersion === undefined
@@ -181,7 +180,6 @@ export class SqlEngine implements Engine {
       const existing = inserted ? resolved : await readQueueOptions(connection, batch, name);
       if (existing === undefined) return false;
       if (!inserted) checkSameOptions(name, existing, options);
-      this.access.boundsPrefetch.set(name, Number.isFinite(existing.prefetch));
       return inserted;
     });
     return { handle: this.handle(name), created };
@@ -206,7 +204,6 @@ export class SqlEngine implements Engine {
         row.nextEventAt = Math.min(row.nextEventAt, row.queueTime);
       }
       row.options = next;
-      this.access.boundsPrefetch.set(name, Number.isFinite(next.prefetch));
       // A queue resumed (R27) or given more room has jobs to hand out: receivers look again.
       await wakeOnCommit(this.access, connection, batch, name);
       return { ...row.options };
@@ -280,10 +277,7 @@ export class SqlEngine implements Engine {
       await wakeOnCommit(this.access, connection, batch, name);
       // What this process keeps per queue goes with it: unique names made and deleted all day
       // (a queue per tenant or per task) must not grow the process.
-      batch.afterCommit(() => {
-        this.access.boundsPrefetch.delete(name);
-        dialect.forgetQueue?.(name);
-      });
+      batch.afterCommit(() => dialect.forgetQueue?.(name));
       for (const table of ['leaseq_jobs', 'leaseq_sessions', 'leaseq_acked']) {
         await deleteInSteps(connection, dialect, batch, table, name);
       }

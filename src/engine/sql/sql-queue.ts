@@ -395,12 +395,10 @@ export class SqlQueue extends OperationHandle {
         ? {}
         : {
             direct: async (connection: SqlConnection, batch: BatchContext, args: AckArg[]) => {
-              // Whether the queue bounds its prefetch is known only once this process has read
-              // its options (a queue reached by handle(), as a server's are, never was): until
-              // then the general path acks, reading them, so freed room wakes receivers elsewhere.
-              if (!this.access.boundsPrefetch.has(this.name)) return undefined;
               // Acks of jobs in no group (the statement answers a fallback for any other) let
-              // no job go on: one statement for them all is as each ack alone.
+              // no job go on: one statement for them all is as each ack alone. Room they free
+              // under the queue's prefetch or a session's, the statement itself tells receivers
+              // elsewhere of, going by the options stored now (migrations 0024, 0027).
               const lists = args.map((arg) => arg.lists.flat());
               const live = await oneStatement.ack(connection, {
                 queue: this.name,
@@ -409,17 +407,6 @@ export class SqlQueue extends OperationHandle {
                 followClock: this.access.followClock,
               });
               if (live === undefined) return undefined;
-              // Acks of a queue that bounds its active deliveries free room for receivers
-              // elsewhere. No transaction here: the notification is a statement of its own.
-              // (Room under a session's prefetch, the statement itself notifies: migration 0024.)
-              const wake = this.access.dialect.wakeStatement?.(this.name);
-              if (
-                wake !== undefined &&
-                live.size > 0 &&
-                this.access.boundsPrefetch.get(this.name)
-              ) {
-                await connection.run(wake.sql, wake.params);
-              }
               wakeLocallyOnCommit(this.access, batch, this.name);
               // A token named twice is acked once: the second naming is stale, as in `ack`.
               return lists.map((list) => list.map((token) => live.delete(token)));
