@@ -1,3 +1,5 @@
+import { ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
 import { onAbort } from './on-abort.js';
 
 /**
@@ -146,12 +148,22 @@ export class SystemClock implements Clock {
   }
 }
 
-/** A clock that moves only when told to: deterministic tests of anything above the core. */
+/**
+ * A clock that moves only when told to: deterministic tests of anything above the core. Its
+ * times are whole milliseconds ≥ 0, as the broker's: a start, a step or a time that is not
+ * (NaN, 1.5, "10", -1), or a time behind the clock, is refused with a ValidationError and the
+ * clock stays where it was, rather than hand the broker a time it refuses at every call.
+ */
 export class ManualClock implements Clock {
   private time: number;
   private sleepers: { until: number; resolve: () => void }[] = [];
 
   constructor(start = 0) {
+    if (!isWholeMs(start)) {
+      throw new ValidationError(
+        `ManualClock: start must be an integer ≥ 0 (ms), got ${show(start)}`,
+      );
+    }
     this.time = start;
   }
 
@@ -161,13 +173,27 @@ export class ManualClock implements Clock {
 
   /** Moves time forward by `ms` and wakes every sleeper whose time came. */
   advance(ms: number): void {
+    if (!isWholeMs(ms)) {
+      throw new ValidationError(`ManualClock.advance: ms must be an integer ≥ 0, got ${show(ms)}`);
+    }
+    if (!isWholeMs(this.time + ms)) {
+      throw new ValidationError(
+        `ManualClock.advance: ms must keep the time a safe integer, got ${ms}`,
+      );
+    }
     this.set(this.time + ms);
   }
 
   /** Moves time to `time` (never back) and wakes every sleeper whose time came. */
   set(time: number): void {
-    if (time < this.time)
-      throw new RangeError(`ManualClock cannot go back from ${this.time} to ${time}`);
+    if (!isWholeMs(time)) {
+      throw new ValidationError(
+        `ManualClock.set: time must be an integer ≥ 0 (ms), got ${show(time)}`,
+      );
+    }
+    if (time < this.time) {
+      throw new ValidationError(`ManualClock cannot go back from ${this.time} to ${time}`);
+    }
     this.time = time;
     const due = this.sleepers.filter((sleeper) => sleeper.until <= time);
     this.sleepers = this.sleepers.filter((sleeper) => sleeper.until > time);
@@ -176,7 +202,8 @@ export class ManualClock implements Clock {
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
-      if (signal?.aborted || ms <= 0) return resolve();
+      // As a timer given NaN: at once (a sleeper due at NaN would never be woken).
+      if (signal?.aborted || !(ms > 0)) return resolve();
       const aborted = () => {
         this.sleepers = this.sleepers.filter((other) => other !== sleeper);
         resolve();
@@ -197,4 +224,9 @@ export class ManualClock implements Clock {
   get waiting(): number {
     return this.sleepers.length;
   }
+}
+
+/** A time or a step of ManualClock: a whole number of ms ≥ 0 (the broker refuses others). */
+function isWholeMs(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }

@@ -1,3 +1,6 @@
+import { ValidationError } from '../core/index.js';
+import { show } from '../core/validate.js';
+
 /**
  * Holds handlers until the test opens it, and tells the test when they have arrived: a slow
  * or stuck handler without any real waiting.
@@ -34,8 +37,17 @@ export class Gate {
     });
   }
 
-  /** Resolves once `count` callers in all have arrived. */
+  /**
+   * Resolves once `count` callers in all have arrived. A `count` that is not an integer ≥ 0
+   * (NaN, 1.5, "2") is refused with a ValidationError: it would never be reached, or not when
+   * meant, and the test would wait for ever.
+   */
   arrivedAt(count = 1): Promise<void> {
+    if (!(typeof count === 'number' && Number.isSafeInteger(count) && count >= 0)) {
+      return Promise.reject(
+        new ValidationError(`arrivedAt: count must be an integer ≥ 0, got ${show(count)}`),
+      );
+    }
     if (this.arrivals >= count) return Promise.resolve();
     return new Promise((resolve) => this.watchers.push({ count, resolve }));
   }

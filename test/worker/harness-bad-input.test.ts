@@ -2,7 +2,7 @@ import { afterEach, expect, it } from 'vitest';
 import type { Broker } from '../../src/broker/queue.js';
 import { ValidationError } from '../../src/core/index.js';
 import { open } from '../../src/open.js';
-import { Harness } from '../../src/testing/index.js';
+import { Gate, Harness, ManualClock } from '../../src/testing/index.js';
 
 const harnesses: Harness[] = [];
 afterEach(async () => {
@@ -75,4 +75,77 @@ it('Harness.open closes the broker it opened when the queue options are refused'
   await expect(opening).rejects.toBeInstanceOf(ValidationError);
   // Closed: its calls fail as a closed broker's do.
   await expect(broker?.listQueues()).rejects.toMatchObject({ code: 'CLOSED' });
+});
+
+it('ManualClock refuses a time or step that is not a whole number of ms, and stays where it was', async () => {
+  const refused: [() => unknown, string][] = [
+    [() => new ManualClock(Number.NaN), 'ManualClock: start must be an integer ≥ 0 (ms), got NaN'],
+    [() => new ManualClock(-5), 'ManualClock: start must be an integer ≥ 0 (ms), got -5'],
+    [
+      () => new ManualClock('10' as never),
+      'ManualClock: start must be an integer ≥ 0 (ms), got "10"',
+    ],
+  ];
+  const clock = new ManualClock(10);
+  const woken: number[] = [];
+  void clock.sleep(5).then(() => woken.push(clock.now()));
+  refused.push(
+    [() => clock.advance(Number.NaN), 'ManualClock.advance: ms must be an integer ≥ 0, got NaN'],
+    [() => clock.advance(1.5), 'ManualClock.advance: ms must be an integer ≥ 0, got 1.5'],
+    [() => clock.advance(-1), 'ManualClock.advance: ms must be an integer ≥ 0, got -1'],
+    [() => clock.advance('5' as never), 'ManualClock.advance: ms must be an integer ≥ 0, got "5"'],
+    [
+      () => clock.advance(Number.MAX_SAFE_INTEGER),
+      'ManualClock.advance: ms must keep the time a safe integer',
+    ],
+    [
+      () => clock.set(Number.POSITIVE_INFINITY),
+      'ManualClock.set: time must be an integer ≥ 0 (ms), got Infinity',
+    ],
+    [() => clock.set(5), 'ManualClock cannot go back from 10 to 5'],
+  );
+  for (const [call, message] of refused) {
+    expect(call).toThrow(ValidationError);
+    expect(call).toThrow(message);
+  }
+  expect(clock.now()).toBe(10);
+  expect(clock.waiting).toBe(1);
+  clock.advance(5);
+  await Promise.resolve();
+  expect(woken).toEqual([15]);
+});
+
+it('ManualClock: a sleep of NaN ms ends at once, as a timer does, instead of never', async () => {
+  const clock = new ManualClock(0);
+  let slept = false;
+  const sleeping = clock.sleep(Number.NaN).then(() => {
+    slept = true;
+  });
+  clock.advance(1000);
+  await Promise.race([sleeping, new Promise((resolve) => setImmediate(resolve))]);
+  expect(slept).toBe(true);
+  expect(clock.waiting).toBe(0);
+});
+
+it('Gate.arrivedAt refuses a count that is not a whole number instead of waiting for ever', async () => {
+  const gate = new Gate();
+  for (const count of [Number.NaN, 1.5, -1, '2']) {
+    const settled = await Promise.race([
+      gate.arrivedAt(count as number).then(
+        () => 'resolved',
+        (error: unknown) => error,
+      ),
+      new Promise((resolve) => setImmediate(() => resolve('still waiting'))),
+    ]);
+    expect(settled).toBeInstanceOf(ValidationError);
+    expect(settled).toMatchObject({
+      message: expect.stringContaining('arrivedAt: count must be an integer ≥ 0, got'),
+    });
+  }
+  const arrived = gate.arrivedAt(2);
+  void gate.pass();
+  void gate.pass();
+  await arrived;
+  expect(gate.arrived).toBe(2);
+  await gate.arrivedAt(0);
 });
