@@ -464,7 +464,8 @@ export class StreamChannel implements Channel {
     const until = performance.now() + CLOSE_TIMEOUT_MS;
     const ends = [
       ...[...this.prefetches.values()].map((prefetch) => prefetch.close()),
-      ...this.autoAckLooks,
+      // Without an open connection none was sent: the link's close fails them at once, unrun.
+      ...(this.link.connected ? this.autoAckLooks : []),
     ];
     this.prefetches.clear();
     let timer: NodeJS.Timeout | undefined;

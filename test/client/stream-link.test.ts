@@ -141,6 +141,26 @@ describe('the stream link', () => {
     await expect(queue.publish({ id: 'b' })).rejects.toBeInstanceOf(ClosedError);
   });
 
+  it('close() during the handshake does not wait for an at-most-once receive that could not be sent, which answers empty', async () => {
+    const server = await stalledServer();
+    const client = new RemoteBroker(server.url, { transport: 'stream', timeoutMs: 10_000 });
+    cleanups.push(() => client.close({ signal: AbortSignal.abort() }));
+    const receiving = client.handle('jobs').receive({ wait: 5000, ack: 'auto' });
+    await expect
+      .poll(() => server.sockets[0]?.received.includes('\r\n\r\n'), { timeout: 5000 })
+      .toBe(true);
+    // Its look never went out: the close has nothing to wait for. With the client's timers
+    // stopped, a close that waited for its answers (2 s at most) would not end.
+    const realTimeout = setTimeout;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const closed = await Promise.race([
+      client.close().then(() => 'closed'),
+      new Promise((resolve) => realTimeout(() => resolve('still closing'), 3000)),
+    ]);
+    expect(closed).toBe('closed');
+    expect(await receiving).toEqual([]);
+  });
+
   it('a stream closed by the server before it started fails its waiting call as never sent', async () => {
     // A WebSocket server that accepts the upgrade and closes before its ready frame.
     const url = await fakeStreamServer((socket) => socket.close(), cleanups);
