@@ -3,12 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Broker,
   ConflictError,
+  mayHaveTakenEffect,
   open,
   openEngine,
   StorageLockedError,
   StorageUnavailableError,
 } from '../../src/index.js';
-import { postgresSkipReason } from '../crash/postgres.js';
+import { postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
 import { call, startTestServer } from '../server/helpers.js';
 import { type ScratchDatabase, scratchDatabase } from './postgres-scratch.js';
 
@@ -89,7 +90,93 @@ async function readAgain(broker: Broker): Promise<void> {
   }
 }
 
+/**
+ * A role of its own that may use leaseq's tables in the scratch database (migrated by its owner
+ * first), as an application's role is granted; its URL is passed to `use`, with `sql` to run
+ * statements there as the owner. Dropped after. 'no-role-rights' when the tests' user may not
+ * create roles.
+ */
+async function withAppRole(
+  use: (url: string, password: string, sql: (text: string) => Promise<void>) => Promise<void>,
+): Promise<'no-role-rights' | undefined> {
+  const db = database();
+  const sql = async (text: string) => {
+    await withPostgresClient((client) => client.query(text), db.url());
+  };
+  await (await openEngine(db.url())).close();
+  const role = `lq_app_${process.pid}_${Math.floor(Math.random() * 36 ** 6).toString(36)}`;
+  const password = `pw_${Math.floor(Math.random() * 36 ** 8).toString(36)}`;
+  try {
+    await sql(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+  } catch (error) {
+    if ((error as { code?: unknown }).code === '42501') return 'no-role-rights';
+    throw error;
+  }
+  try {
+    await sql(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`);
+    const url = new URL(db.url());
+    url.username = role;
+    url.password = password;
+    await use(url.toString(), password, sql);
+  } finally {
+    await sql(`DROP OWNED BY ${role}`);
+    await sql(`DROP ROLE ${role}`);
+  }
+  return undefined;
+}
+
 describe('PostgreSQL: refusals for the database state are typed', () => {
+  it('privileges revoked from the role while open: StorageUnavailableError naming them, nothing written, 503 over HTTP and on /readyz, and calls go on once granted back', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const refused = await withAppRole(async (url, password, sql) => {
+      const server = await startTestServer({ url });
+      const broker = await open(url);
+      try {
+        const queue = await broker.queue('revoked');
+        await queue.publish({ id: 'held' });
+        const [held] = await queue.receive();
+        const role = new URL(url).username;
+        await sql(`REVOKE ALL ON ALL TABLES IN SCHEMA public FROM ${role}`);
+        for (const refusal of [
+          await queue.publish({ id: 'during' }).catch((error: unknown) => error),
+          // A reserve or ack commits by itself: refused, it did not, and says so.
+          await queue.ack(held?.token ?? 0).catch((error: unknown) => error),
+        ]) {
+          expect(refusal).toBeInstanceOf(StorageUnavailableError);
+          expect((refusal as Error).message).toMatch(
+            /refuses leaseq's role a privilege \(permission denied for \w+ leaseq_\w+\).*grant them back; nothing was written$/,
+          );
+          expect((refusal as Error).message).not.toContain(password);
+          expect(mayHaveTakenEffect(refusal)).toBe(false);
+        }
+        const answer = await call(server.baseUrl, 'POST', '/v1/queues/revoked/jobs', {
+          body: { id: 'over-http' },
+        });
+        expect(answer.status).toBe(503);
+        expect(answer.body.error).toEqual({
+          code: 'STORAGE_UNAVAILABLE',
+          message: 'the storage is unavailable',
+        });
+        const ready = await call(server.baseUrl, 'GET', '/readyz');
+        expect(ready.status).toBe(503);
+        expect(ready.body.error.code).toBe('STORAGE_UNAVAILABLE');
+        // Granted back: the same processes go on, with no restart.
+        await sql(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`);
+        expect((await call(server.baseUrl, 'GET', '/readyz')).status).toBe(200);
+        expect(await queue.ack(held?.token ?? 0)).toBe(true);
+        const after = await call(server.baseUrl, 'POST', '/v1/queues/revoked/jobs', {
+          body: { id: 'after' },
+        });
+        expect(after.status).toBe(200);
+        expect((await queue.inspect()).ready).toEqual(['after']);
+      } finally {
+        await broker.close();
+        await server.close();
+      }
+    });
+    if (refused !== undefined) context.skip('the tests user may not create roles');
+  });
+
   for (const name of ['statement_timeout', 'lock_timeout'] as const) {
     it(`a statement the database timed out (${name}): StorageLockedError, and 503 over HTTP`, async (context) => {
       if (skip !== undefined) context.skip(skip);
@@ -172,6 +259,89 @@ describe('PostgreSQL: refusals for the database state are typed', () => {
       await db.terminate();
       await readAgain(server.broker);
       expect((await publish('after')).status).toBe(200);
+    } finally {
+      await db.admin(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`);
+      await broker.close();
+      await server.close();
+    }
+  });
+
+  it('the role dropped and made again under the same name while open: calls go on as the new role, with no restart', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const refused = await withAppRole(async (url, password, sql) => {
+      const broker = await open(url);
+      try {
+        const queue = await broker.queue('role-made-again');
+        await queue.publish({ id: 'before' });
+        const role = new URL(url).username;
+        // Its sessions stay open, under the role that is gone: every privilege is refused there.
+        await sql(`DROP OWNED BY ${role}`);
+        await sql(`DROP ROLE ${role}`);
+        await sql(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+        await sql(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`);
+        const refusal = await queue.publish({ id: 'refused' }).catch((error: unknown) => error);
+        expect(refusal).toBeInstanceOf(StorageUnavailableError);
+        expect(mayHaveTakenEffect(refusal)).toBe(false);
+        // A connection refused so is not used again: a call opens one as the new role (after
+        // at most as many refusals as the pool had connections: four).
+        for (let attempt = 1; ; attempt++) {
+          const failure = await queue.publish({ id: 'after' }).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
+          if (failure === undefined) break;
+          if (attempt >= 4) throw failure;
+        }
+        expect((await queue.inspect()).ready).toEqual(['before', 'after']);
+      } finally {
+        await broker.close();
+      }
+    });
+    if (refused !== undefined) context.skip('the tests user may not create roles');
+  });
+
+  it('an ack while the database takes no writes: refused as not done, not as one that may have taken effect; acked once it takes writes again', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const db = database();
+    const server = await startTestServer({ url: db.url() });
+    const broker = await open(db.url());
+    try {
+      const queue = await broker.queue('read-only-ack');
+      await queue.publish({ id: 'in-process' });
+      await queue.publish({ id: 'over-http' });
+      const [held] = await queue.receive();
+      const received = await call(server.baseUrl, 'POST', '/v1/queues/read-only-ack/receive', {
+        body: {},
+      });
+      const receipt = received.body.deliveries[0].receipt;
+      await db.admin(`ALTER DATABASE ${db.name} SET default_transaction_read_only = on`);
+      await db.terminate();
+      await readAgain(broker);
+      await readAgain(server.broker);
+      // An ack commits by itself: the database refused it, so it did not.
+      const refusal = await queue.ack(held?.token ?? 0).catch((error: unknown) => error);
+      expect(refusal).toBeInstanceOf(StorageUnavailableError);
+      expect((refusal as Error).message).toMatch(/takes no writes/);
+      expect((refusal as Error).message).not.toMatch(/may or may not have taken effect/);
+      expect(mayHaveTakenEffect(refusal)).toBe(false);
+      const refused = await call(server.baseUrl, 'POST', '/v1/queues/read-only-ack/ack', {
+        body: { receipt },
+      });
+      expect(refused.status).toBe(503);
+      expect(refused.body.error).toEqual({
+        code: 'STORAGE_UNAVAILABLE',
+        message: 'the storage is unavailable',
+      });
+      await db.admin(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`);
+      await db.terminate();
+      await readAgain(broker);
+      await readAgain(server.broker);
+      expect(await queue.ack(held?.token ?? 0)).toBe(true);
+      const acked = await call(server.baseUrl, 'POST', '/v1/queues/read-only-ack/ack', {
+        body: { receipt },
+      });
+      expect(acked.body).toEqual({ acked: true });
+      expect((await queue.stats()).acks).toBe(2);
     } finally {
       await db.admin(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`);
       await broker.close();

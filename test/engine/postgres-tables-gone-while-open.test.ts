@@ -60,4 +60,36 @@ describe('PostgreSQL: leaseq tables gone from a database while open', () => {
       await server.close();
     }
   });
+
+  it('the search_path changed under the process: the error names it rather than only a database made again, and calls go on once it is put back', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const db = database();
+    const broker = await open(db.url());
+    try {
+      const queue = await broker.queue('search-path');
+      await queue.publish({ id: 'before' });
+      // New sessions no longer find leaseq's tables; they are where they were.
+      await db.admin(`ALTER DATABASE ${db.name} SET search_path = leaseq_elsewhere`);
+      await db.terminate();
+      const refusal = await queue.publish({ id: 'during' }).catch((error: unknown) => error);
+      expect(refusal).toBeInstanceOf(StorageUnavailableError);
+      expect((refusal as Error).message).toMatch(/tables are gone/);
+      expect((refusal as Error).message).toMatch(/search_path changed/);
+      await db.admin(`ALTER DATABASE ${db.name} RESET search_path`);
+      await db.terminate();
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await queue.publish({ id: 'after' });
+          break;
+        } catch (error) {
+          if (attempt >= 20) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+      expect((await queue.inspect()).ready).toEqual(['before', 'after']);
+    } finally {
+      await db.admin(`ALTER DATABASE ${db.name} RESET search_path`);
+      await broker.close();
+    }
+  });
 });

@@ -90,7 +90,7 @@ export class PostgresConnection implements SqlConnection {
       );
       return result.rows as Row[];
     } catch (error) {
-      throw isRefusedUnsent(error) ? markNeverSent(error) : error;
+      throw isRefusedUnsent(error) || refusedByServer(error) ? markNeverSent(error) : error;
     }
   }
 
@@ -244,7 +244,9 @@ export class PostgresConnection implements SqlConnection {
       committed = await this.script(script.join('; '));
     } catch (error) {
       if (isAborted(error)) throw this.rolledBack();
-      throw !commitSent || isRefusedUnsent(error) ? markNeverSent(error) : error;
+      throw !commitSent || isRefusedUnsent(error) || refusedByServer(error)
+        ? markNeverSent(error)
+        : error;
     }
     if (committed.command !== 'COMMIT') throw this.rolledBack();
   }
@@ -346,6 +348,17 @@ function endsConnection(error: unknown): boolean {
 /** An error the server sent (node-postgres gives those its severity): it was there to answer. */
 function answeredByServer(error: unknown): boolean {
   return typeof (error as { severity?: unknown } | null)?.severity === 'string';
+}
+
+/**
+ * An error the server answered at ERROR level, its session going on: PostgreSQL rolled back the
+ * transaction it failed (a COMMIT after it in the same message is not run; a statement that
+ * commits by itself commits nothing), so nothing of it was committed. Not a FATAL or PANIC one,
+ * which ends the session and may come after the commit (nor one in another language, whose
+ * level cannot be read: such a failure stays one whose outcome is unknown).
+ */
+function refusedByServer(error: unknown): boolean {
+  return (error as { severity?: unknown } | null)?.severity === 'ERROR' && !endsConnection(error);
 }
 
 /** 25P02: the transaction is aborted, an earlier statement of it having failed. */

@@ -173,7 +173,7 @@ export async function openPostgresEngine(
           );
           return Number(result.rows[0]?.ms);
         } catch (error) {
-          if (isConnectionFailure(error)) failure = error as Error;
+          if (retiresConnection(error)) failure = error as Error;
           throw translate(error, target);
         } finally {
           client.release(failure ?? broken.get(client));
@@ -204,7 +204,7 @@ export async function openPostgresEngine(
             pooled,
             target,
             (error) => {
-              if (isConnectionFailure(error) && !broken.has(pooled)) {
+              if (retiresConnection(error) && !broken.has(pooled)) {
                 broken.set(pooled, error as Error);
               }
               // Refused unsent, the connection having failed while idle (PostgreSQL ended the
@@ -426,6 +426,14 @@ function translate(error: unknown, target: string): unknown {
       { cause: error },
     );
   }
+  // The role lacks a privilege leaseq needs (revoked from it on leaseq's tables, functions or
+  // schema, or a role that may only read): the database's grants refuse it, not the statement.
+  if (code === '42501') {
+    return new StorageUnavailableError(
+      `${target} refuses leaseq's role a privilege (${message}): the role it connects as needs SELECT, INSERT, UPDATE and DELETE on leaseq's tables, EXECUTE on its functions and USAGE of their schema; grant them back; nothing was written`,
+      { cause: error },
+    );
+  }
   if (isAborted(error)) {
     return new ConflictError(
       `${target}: the transaction was rolled back, nothing of it was committed: a statement of it failed before this one (${message}), and PostgreSQL runs nothing of a transaction after a failed statement; let that error end the transaction, or roll back to a savepoint`,
@@ -437,17 +445,19 @@ function translate(error: unknown, target: string): unknown {
 
 /**
  * leaseq's own tables or functions missing from an open database: it was dropped and made again
- * (or its schema dropped, or replaced by a restore without them) under the process. Not a
- * statement's failure but the storage's, as for a SQLite file deleted while open; not fixed by
- * creating them here either: the tokens would start again at 1 under receipts still held.
- * Undefined for any other error (a caller's own statement naming a table of its own).
+ * (or its schema dropped, or replaced by a restore without them) under the process, or they are
+ * out of the role's sight (its search_path changed, its USAGE of their schema revoked: PostgreSQL
+ * then finds no such table). Not a statement's failure but the storage's, as for a SQLite file
+ * deleted while open; not fixed by creating them here either: the tokens would start again at 1
+ * under receipts still held. Undefined for any other error (a caller's own statement naming a
+ * table of its own).
  */
 function schemaGone(error: unknown, target: string): StorageUnavailableError | undefined {
   const code = sqlState(error);
   const message = failureText(error);
   if ((code !== '42P01' && code !== '42883') || !/\bleaseq_\w+/.test(message)) return undefined;
   return new StorageUnavailableError(
-    `${target} cannot be used: leaseq's tables are gone from the database (${message}): it was dropped and made again, or its schema dropped, while open; nothing was written. Restore it, or restart to create empty ones`,
+    `${target} cannot be used: leaseq's tables are gone from the database (${message}): it was dropped and made again, or its schema dropped, while open, or the role no longer finds their schema (its search_path changed, its USAGE of the schema revoked); nothing was written. Put the search_path or the grant back, or restore the database (a restart creates empty tables where the search_path points)`,
     { cause: error },
   );
 }
@@ -480,6 +490,16 @@ function lockedOut(error: unknown, target: string): Error {
     `${target}: the transaction was rolled back, waiting for locks another transaction held (${message}); run it again`,
     { cause: error },
   );
+}
+
+/**
+ * A failure after which a pooled connection is dropped rather than used again: the connection
+ * failed, or the role was refused a privilege (42501). A session keeps the role it began as: one
+ * whose role was dropped and made again (under the same name) is refused everything for as long
+ * as it lives, where a new session of the role made again is not.
+ */
+function retiresConnection(error: unknown): boolean {
+  return isConnectionFailure(error) || sqlState(error) === '42501';
 }
 
 /** Errors that say the database cannot be used, as opposed to a statement's own failure. */

@@ -34,7 +34,10 @@ export interface SqlConnection {
    * statements too: a dialect then leaves how they are planned as its database's default.
    */
   begin(kind?: CommitKind, forCaller?: boolean): Promise<void>;
-  /** A failure before the COMMIT went out is marked so (`markNeverSent`): nothing committed. */
+  /**
+   * A failure before the COMMIT went out, or one the storage answered having rolled back, is
+   * marked so (`markNeverSent`): nothing committed.
+   */
   commit(): Promise<void>;
   rollback(): Promise<void>;
   /**
@@ -54,7 +57,8 @@ const neverSent = new WeakSet<object>();
 
 /**
  * Marks `error`, thrown by a commit or by a statement that commits by itself, as having come
- * before that statement reached the storage (its connection broken before it went out): nothing
+ * before that statement reached the storage (its connection broken before it went out), or as
+ * the storage's refusal of it (an error it answered, having rolled the transaction back): nothing
  * of the transaction was committed, so its calls took no effect. Answers `error`.
  */
 export function markNeverSent(error: unknown): unknown {
