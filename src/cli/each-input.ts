@@ -1,3 +1,4 @@
+import { answeredByServer } from '../client/index.js';
 import { type CliContext, EXIT, type Values } from './command.js';
 import { printJson } from './remote.js';
 
@@ -9,6 +10,9 @@ export interface Refusal {
   code: string;
   message: string;
 }
+
+/** Refusals a server answered (see answeredByServer): their hints say it was reached. */
+const answered = new WeakSet<Refusal>();
 
 /**
  * Acts on each input on its own (receipts to settle, ids to cancel): one refused leaves the
@@ -27,7 +31,9 @@ export async function eachInput<I, T>(
       } catch (error) {
         errors.push(error);
         const { code = 'ERROR', message = String(error) } = error as Partial<Refusal>;
-        return { code, message };
+        const refusal = { code, message };
+        if (answeredByServer(error)) answered.add(refusal);
+        return refusal;
       }
     }),
   );
@@ -59,11 +65,14 @@ function exitForEach<T>(
 /**
  * What to do about an error of this code when talking to a server, for someone at a terminal;
  * undefined when there is nothing to add. The server's own words name HTTP headers.
+ * `answered`: the server sent the error (it was reached), rather than this client making it.
  */
-export function hintFor(code: string): string | undefined {
+export function hintFor(code: string, answered: boolean): string | undefined {
   switch (code) {
     case 'STORAGE_UNAVAILABLE':
-      return 'is `leaseq serve` running there? --server or LEASEQ_SERVER names it';
+      return answered
+        ? "the server answered, but its storage failed: see the server's log and GET /readyz"
+        : 'is `leaseq serve` running there? --server or LEASEQ_SERVER names it';
     case 'UNAUTHENTICATED':
       return 'give a valid API key: --api-key KEY or LEASEQ_API_KEY';
     case 'FORBIDDEN':
@@ -79,7 +88,9 @@ export function hintFor(code: string): string | undefined {
  */
 function writeHints(results: readonly unknown[], values: Values, context: CliContext): void {
   if (values.json) return;
-  const hints = new Set(results.filter(isRefusal).map((refusal) => hintFor(refusal.code)));
+  const hints = new Set(
+    results.filter(isRefusal).map((refusal) => hintFor(refusal.code, answered.has(refusal))),
+  );
   for (const hint of hints) if (hint !== undefined) context.stderr.write(`(${hint})\n`);
 }
 

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConnectionLostError, RemoteError } from '../client/index.js';
+import { answeredByServer, ConnectionLostError, RemoteError } from '../client/index.js';
 import { LeaseqError } from '../core/index.js';
 import { VERSION } from '../server/index.js';
 import { type CliContext, type Command, doneBefore, EXIT, UsageError } from './command.js';
@@ -216,7 +216,7 @@ function report(command: Command, error: unknown, context: CliContext): number {
     error instanceof ConnectionLostError
   ) {
     // What to do, in the CLI's terms: the server's message names HTTP headers.
-    const hint = command.remote ? hintFor(error.code) : undefined;
+    const hint = command.remote ? hintFor(error.code, answeredByServer(error)) : undefined;
     context.stderr.write(
       `${prefix} ${error.code}: ${error.message}\n${after}${hint === undefined ? '' : `(${hint})\n`}`,
     );

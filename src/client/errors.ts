@@ -96,6 +96,23 @@ function withMaybe<E extends Error>(error: E, wire: Partial<WireError> | undefin
   return wire?.mayHaveTakenEffect === true ? markMayHaveTakenEffect(error) : error;
 }
 
+/** Errors made from a server's answer, not by this client (which could not reach it, say). */
+const answered = new WeakSet<object>();
+
+function fromServer<E extends Error>(error: E): E {
+  answered.add(error);
+  return error;
+}
+
+/**
+ * Whether `error` is one a server answered (an HTTP error answer, a stream error frame or an
+ * operation's refusal), rather than one this client made: a STORAGE_UNAVAILABLE it answered
+ * means the server is up and its storage failed, not that there was no server to reach.
+ */
+export function answeredByServer(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && answered.has(error);
+}
+
 /** The error an error answer stands for: the same core class as in-process, by code. */
 export function errorFromResponse(status: number, body: unknown): Error {
   const error = (body as { error?: Partial<WireError> } | undefined)?.error;
@@ -103,12 +120,14 @@ export function errorFromResponse(status: number, body: unknown): Error {
   const message =
     typeof error?.message === 'string' ? error.message : `the server answered ${status}`;
   const core = CORE_ERRORS[code as LeaseqErrorCode];
-  return withMaybe(
-    withDoneCount(
-      core === undefined ? new RemoteError(code, status, message) : core(message, error),
+  return fromServer(
+    withMaybe(
+      withDoneCount(
+        core === undefined ? new RemoteError(code, status, message) : core(message, error),
+        error,
+      ),
       error,
     ),
-    error,
   );
 }
 
@@ -212,9 +231,13 @@ function shownUrl(location: string | undefined): string {
  */
 export function errorFromWire(error: WireError): CodedError<string> {
   const core = CORE_ERRORS[error.code as LeaseqErrorCode];
-  if (core !== undefined) return withMaybe(withDoneCount(core(error.message, error), error), error);
+  if (core !== undefined) {
+    return fromServer(withMaybe(withDoneCount(core(error.message, error), error), error));
+  }
   const status = (STATUS_BY_CODE as Readonly<Record<string, number>>)[error.code] ?? 0;
-  return withMaybe(withDoneCount(new RemoteError(error.code, status, error.message), error), error);
+  return fromServer(
+    withMaybe(withDoneCount(new RemoteError(error.code, status, error.message), error), error),
+  );
 }
 
 /**

@@ -5,6 +5,7 @@
 
 export type { WireDelivery } from '../wire/index.js';
 export {
+  answeredByServer,
   ConnectionLostError,
   errorFromResponse,
   RemoteError,
