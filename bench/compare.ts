@@ -30,6 +30,7 @@ import { benchArgs, wholeNumber, wholeNumbers } from './lib/args.js';
 import {
   ALL_PHASES,
   chart,
+  chartLink,
   cutNotes,
   figures,
   growthTable,
@@ -448,7 +449,7 @@ function writeReport(seconds: number) {
       `- **W1 enqueue:** ${jobCount.toLocaleString('en-US')} jobs of 100 bytes of JSON, with each system's batch API (batches of 1000, or 100 over leaseq's HTTP API, its default limit; 4 batches in flight).`,
       `- **W2 drain:** those jobs received and acked one by one, by 1 and by 32 concurrent consumers (a prefetch of 1 or 32 on RabbitMQ, a Worker's concurrency on BullMQ); each drain stops after ${Number(values['drain-ms']) / 1000} s.`,
       `- **W3 latency:** one idle consumer; ${latencyJobs.toLocaleString('en-US')} jobs (after ${warmUpJobs.toLocaleString('en-US')} not counted: a process that just started pauses while V8 compiles its hot code, in every system's client, which is start-up and not per-job latency) published one at a time, each once the previous one was acked and 1 ms more passed; the time from the publish call to the handler, in one process.`,
-      `- **W4 consumer library:** the same backlog drained through each system's own consumer library with an empty handler, at most 1 and 32 handlers (or unacked messages) at once: leaseq's \`work()\` (in-process on each engine, and through \`leaseq serve\` by the remote client, on the stream and on plain HTTP), BullMQ's \`Worker\`, an amqplib consumer with a prefetch of 1 or 32 (as in W2), pg-boss's \`work\` with a batch size of 1 or 32; each drain stops after ${Number(values['drain-ms']) / 1000} s. **÷ W2** is the library's figure over the same system's W2 drain: what the library costs on top of the raw calls.`,
+      `- **W4 consumer library:** the same backlog drained through each system's own consumer library with an empty handler, at most 1 and 32 handlers (or unacked messages) at once: leaseq's \`work()\` (in-process on each engine, and through \`leaseq serve\` by the remote client, on the stream and on plain HTTP), BullMQ's \`Worker\`, an amqplib consumer with a prefetch of 1 or 32 (as in W2), pg-boss's \`work\` with a batch size of 1 or 32. leaseq's \`work()\` counts only its running handlers: the jobs whose ack is on its way (up to 8 times the concurrency, at least 48) are in hand besides, so that at a concurrency of 1 its next handler runs before the last ack has returned, while a RabbitMQ prefetch counts every unacked message and BullMQ's \`Worker\` and pg-boss's \`work\` take a slot's next job only once its last one is completed. Each drain stops after ${Number(values['drain-ms']) / 1000} s. **÷ W2** is the library's figure over the same system's W2 drain: what the library costs on top of the raw calls. RabbitMQ's and BullMQ's W2 drain already is their library (the amqplib consumer, the \`Worker\`), so their W4 is the same drain once more and their ÷ W2 only shows how much it varies within a run.`,
       '',
       `Each figure is the median of ${runCount} runs (one child process per system and run, the systems taking turns), ± half the min–max range. **× best other** is the leaseq figure divided by the best figure of the systems that are not leaseq, in this same run: above 1× is better for throughput, below 1× is better for latency.`,
       '',
@@ -461,7 +462,7 @@ function writeReport(seconds: number) {
       resultsTable(all, latencyJobs, LIBRARY_WORKLOADS),
       '',
       ...cutNotes(all, latencyJobs).map((note) => `${note}\n`),
-      '![W1 to W4 per system](latest.svg)',
+      chartLink(values.out),
       '',
       '## Targets',
       '',
@@ -475,9 +476,9 @@ function writeReport(seconds: number) {
       '## How each system is driven',
       '',
       '- **leaseq**: the built package (`dist/`), through `open(url)` and the `Queue` interface: `publishBatch`, `publish`, `receive({ max: 1 })` then `ack(token)`; the idle consumer waits in `receive({ wait: 20000 })`. Memory, SQLite (`durability: fsync` and `os`, a fresh file per run), PostgreSQL, and the HTTP client against `leaseq serve` (default settings, SQLite fsync, logs at info to a file) in another process.',
-      '- **RabbitMQ**: amqplib; a durable classic queue or a quorum queue; persistent messages on a confirm channel, a publish counting once confirmed; manual acks, one per message; publisher and consumer on separate connections.',
-      '- **BullMQ**: `addBulk` and `add` with `removeOnComplete`; a `Worker` with concurrency 1 or 32, its job counted at its `completed` event.',
-      "- **pg-boss**: its defaults (`insert`, `send`; pool of 10), the drain by `fetch` and `complete` one job at a time, since its worker's default polling takes one job per 2 s interval; for W3 the queue has `notify: true` and the instance `useListenNotify`, pg-boss's low-latency delivery, with a `work` handler. For W4 its `work` fetches batches of 1 or 32 (completed together after the handler), fetching again at once while batches come back full (`burstWhenBatchFull`, which pg-boss ignores for a batch of 1) and otherwise after its shortest polling interval, 0.5 s.",
+      "- **RabbitMQ**: amqplib; a durable classic queue or a quorum queue; persistent messages on a confirm channel, a publish counting once confirmed; manual acks, one per message; publisher and consumer on separate connections, with Nagle's algorithm off (`noDelay`) as in every other system's client.",
+      '- **BullMQ**: `addBulk` and `add` with `removeOnComplete`; a `Worker` with concurrency 1 or 32, its job counted at its `completed` event. Redis as the machine line says it runs: with its append-only file (AOF) off, a job added or completed is in memory only when the call returns; only the AOF with `appendfsync always` has it on disk then.',
+      "- **pg-boss**: its defaults (`insert`, `send`; pool of 10), the drain by `fetch` and `complete` one job at a time, since its worker's default polling takes one job per 2 s interval; for W3 the queue has `notify: true` and the instance `useListenNotify`, pg-boss's low-latency delivery, with a `work` handler, each job settled (and the next one sent) once `getJobById` reads it back completed, since pg-boss completes it after the handler returns and tells no one. For W4 its `work` fetches batches of 1 or 32 (completed together after the handler), fetching again at once while batches come back full (`burstWhenBatchFull`, which pg-boss ignores for a batch of 1) and otherwise after its shortest polling interval, 0.5 s.",
       '- **leaseq W4**: `work(queue, async () => {}, { concurrency, logger: silentLogger })`, a job counted at its `acked` outcome (after its ack returned).',
       ...(autovacuum === undefined
         ? []

@@ -1,4 +1,5 @@
 /** Turns the runs into the markdown report, the chart and the targets' verdicts. */
+import { basename } from 'node:path';
 import type { GrowthResult } from '../growth.js';
 import { SUBJECTS, type SubjectName } from '../subjects/index.js';
 import { formatInteger, markdownTable } from '../table.js';
@@ -442,6 +443,11 @@ function comparedWith(
   if (target.againstWorkload !== undefined) return at(target.subject, target.againstWorkload);
   if (target.against !== undefined) return at(target.against, target.workload);
   return bestOther(all, workload);
+}
+
+/** The chart in the report: its SVG is written beside the markdown, `out` + `.svg`. */
+export function chartLink(out: string): string {
+  return `![W1 to W4 per system](${encodeURI(basename(out))}.svg)`;
 }
 
 export function chart(all: Figures, latencyJobs: number, subtitle: string): string {

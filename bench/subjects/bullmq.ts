@@ -54,8 +54,8 @@ class BullmqSubject implements Subject {
     private readonly connection: Connection,
   ) {}
 
-  async server(): Promise<string> {
-    return `Redis ${await redisVersion(this.connection)}`;
+  server(): Promise<string> {
+    return redisServer(this.connection);
   }
 
   private async queue(name: string): Promise<BullQueue> {
@@ -141,23 +141,38 @@ class BullmqSubject implements Subject {
   }
 }
 
-/** The server's version, from INFO over a plain socket. */
-async function redisVersion(connection: Connection): Promise<string> {
+/**
+ * The server's version and whether it writes what it is told to disk (its append-only file,
+ * and how often that is synced), from INFO and CONFIG GET over a plain socket: with the AOF
+ * off, a job added or completed is in memory only when BullMQ's call returns.
+ */
+async function redisServer(connection: Connection): Promise<string> {
   const { createConnection } = await import('node:net');
   return new Promise((resolve) => {
     const socket = createConnection({ host: connection.host, port: connection.port });
     let text = '';
-    const finish = (version: string) => {
+    const finish = () => {
       socket.destroy();
-      resolve(version);
+      resolve(describeRedis(text));
     };
-    socket.setTimeout(2000, () => finish('?'));
-    socket.on('error', () => finish('?'));
-    socket.on('connect', () => socket.write('INFO server\r\n'));
+    socket.setTimeout(2000, finish);
+    socket.on('error', finish);
+    socket.on('connect', () =>
+      socket.write('INFO server\r\nINFO persistence\r\nCONFIG GET appendfsync\r\nPING\r\n'),
+    );
     socket.on('data', (chunk) => {
       text += chunk.toString();
-      const match = /redis_version:([^\r\n]+)/.exec(text);
-      if (match?.[1] !== undefined) finish(match[1]);
+      // The last reply: every one before it is in.
+      if (text.endsWith('+PONG\r\n')) finish();
     });
   });
+}
+
+/** `Redis 7.0.15 with the AOF off`, from the replies to INFO and CONFIG GET appendfsync. */
+export function describeRedis(replies: string): string {
+  const version = /redis_version:([^\r\n]+)/.exec(replies)?.[1] ?? '?';
+  const aof = /aof_enabled:(\d)/.exec(replies)?.[1];
+  const fsync = /appendfsync\r\n\$\d+\r\n([^\r\n]+)/.exec(replies)?.[1] ?? '?';
+  if (aof === undefined) return `Redis ${version}`;
+  return `Redis ${version} with the AOF ${aof === '1' ? `on (appendfsync ${fsync})` : 'off'}`;
 }

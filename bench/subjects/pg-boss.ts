@@ -21,6 +21,7 @@ interface Boss {
   send(name: string, data: Payload): Promise<string | null>;
   fetch(name: string): Promise<Job[]>;
   complete(name: string, id: string): Promise<unknown>;
+  getJobById(name: string, id: string): Promise<{ state: string } | null>;
   work(name: string, handler: (jobs: Job[]) => Promise<void>): Promise<string>;
   work(
     name: string,
@@ -48,7 +49,7 @@ export async function openPgBoss(postgresUrl: string): Promise<Subject> {
   return new PgBossSubject(boss, postgresUrl);
 }
 
-class PgBossSubject implements Subject {
+export class PgBossSubject implements Subject {
   readonly batchSize = 1000;
   constructor(
     private readonly boss: Boss,
@@ -126,10 +127,23 @@ class PgBossSubject implements Subject {
     const id = await this.boss.work(name, async ([job]) => {
       if (job === undefined) return;
       onJob(job.data);
-      // pg-boss completes the job after the handler returns; no event tells when.
-      onSettled(job.data);
+      // pg-boss completes the job after the handler returns, and no event tells when: the job
+      // is settled once pg-boss reads it back completed. Settled any sooner, the next job would
+      // be sent while the worker still completes this one, and wait for it.
+      this.completed(name, job.id).then(
+        () => onSettled(job.data),
+        (error) => console.error(`pg-boss: job ${job.id} not read back: ${String(error)}`),
+      );
     });
     return () => this.boss.offWork(name, { id, wait: true });
+  }
+
+  /** Resolves once the job is no longer active: completed (or failed, or gone). */
+  private async completed(name: string, id: string): Promise<void> {
+    for (;;) {
+      const job = await this.boss.getJobById(name, id);
+      if (job === null || job.state !== 'active') return;
+    }
   }
 
   async remove(name: string): Promise<void> {

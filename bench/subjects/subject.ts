@@ -87,11 +87,15 @@ async function withPostgres<T>(url: string, use: (client: PgClient) => Promise<T
   }
 }
 
-/** `SHOW server_version` of a PostgreSQL server. */
+/**
+ * `SHOW server_version` of a PostgreSQL server, and the settings that decide whether a commit
+ * is on disk when it returns (`fsync`, `synchronous_commit`).
+ */
 export function postgresVersion(url: string): Promise<string> {
   return withPostgres(url, async (client) => {
-    const version = (await client.query('SHOW server_version')).rows[0]?.server_version;
-    return `PostgreSQL ${version ?? '?'}`;
+    const show = async (setting: string) =>
+      (await client.query(`SHOW ${setting}`)).rows[0]?.[setting] ?? '?';
+    return `PostgreSQL ${await show('server_version')} with fsync ${await show('fsync')} and synchronous_commit ${await show('synchronous_commit')}`;
   });
 }
 

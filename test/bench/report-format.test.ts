@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatRatio, formatRatioAgainst } from '../../bench/lib/report.js';
+import { chartLink, formatRatio, formatRatioAgainst } from '../../bench/lib/report.js';
 
 describe('the benchmark report prints a ratio that agrees with its PASS or FAIL', () => {
   it('a ratio that misses its bound by less than the rounding is not printed as the bound', () => {
@@ -16,5 +16,13 @@ describe('the benchmark report prints a ratio that agrees with its PASS or FAIL'
     expect(formatRatioAgainst(13.6, 2)).toBe('13.6×');
     expect(formatRatioAgainst(0.82, undefined)).toBe('0.82×');
     expect(formatRatioAgainst(Number.NaN, 1)).toBe('–');
+  });
+});
+
+describe('the benchmark report links its chart', () => {
+  it('by the name --out gave it, beside the markdown', () => {
+    expect(chartLink('/work/bench/results/latest')).toBe('![W1 to W4 per system](latest.svg)');
+    expect(chartLink('/tmp/run 2/profile')).toBe('![W1 to W4 per system](profile.svg)');
+    expect(chartLink('/tmp/my run')).toBe('![W1 to W4 per system](my%20run.svg)');
   });
 });
