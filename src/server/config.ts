@@ -663,10 +663,18 @@ function crossChecks(
   return problems;
 }
 
-/** 127.0.0.0/8, ::1 and localhost. */
+/**
+ * 127.0.0.0/8, ::1 and localhost, in any spelling listen takes: `LOCALHOST`, `127.1`,
+ * `0:0:0:0:0:0:0:1`, and 127.0.0.0/8 mapped to IPv6 (`::ffff:127.0.0.1`).
+ */
 export function isLoopback(host: string): boolean {
-  if (host === 'localhost' || host === '::1') return true;
-  return isIP(host) === 4 && host.startsWith('127.');
+  const url = `http://${host.includes(':') ? `[${host}]` : host}/`;
+  if (!URL.canParse(url)) return false;
+  // The URL parser writes each address one way: `localhost`, `127.0.0.1`, `[::ffff:7f00:1]`.
+  const { hostname } = new URL(url);
+  if (hostname === 'localhost') return true;
+  if (isIP(hostname) === 4) return hostname.startsWith('127.');
+  return hostname === '[::1]' || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(hostname);
 }
 
 function show(value: unknown): string {

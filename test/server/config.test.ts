@@ -254,6 +254,23 @@ describe('loadConfig', () => {
     }
   });
 
+  it('takes every spelling of a loopback address for loopback on a server without keys', () => {
+    for (const loopback of [
+      'LOCALHOST',
+      '127.1',
+      '0:0:0:0:0:0:0:1',
+      '::ffff:127.0.0.1',
+      '::FFFF:7f00:1',
+    ]) {
+      expect(loadConfig({ flags: { host: loopback } }).host).toBe(loopback);
+    }
+    for (const other of ['0.0.0.0', '::', '127.example.com', '::ffff:10.0.0.1', 'fe80::1%lo']) {
+      expect(problems(() => loadConfig({ flags: { host: other } }))).toEqual([
+        `host: ${other} is not a loopback address and no API keys are configured; configure keys or listen on 127.0.0.1 (from --host)`,
+      ]);
+    }
+  });
+
   it('leaves out the body limit check when a limit it compares was refused', () => {
     expect(
       problems(() => loadConfig({ flags: { maxPayloadBytes: 'x', maxBodyBytes: '2000' } })),
