@@ -243,6 +243,25 @@ describe('the query protocol (form bodies, XML answers)', () => {
     });
     expect(all(unchanged.xml, 'Value')).toEqual(['35', '0']);
   });
+
+  it('names a message attribute of a batch entry missing its value by its whole parameter name', async () => {
+    const name = freshName('qbatchmissing');
+    const url = xmlField((await query({ Action: 'CreateQueue', QueueName: name })).xml, 'QueueUrl');
+    const refused = await query({
+      Action: 'SendMessageBatch',
+      QueueUrl: url as string,
+      'SendMessageBatchRequestEntry.1.Id': 'a',
+      'SendMessageBatchRequestEntry.1.MessageBody': 'x',
+      'SendMessageBatchRequestEntry.2.Id': 'b',
+      'SendMessageBatchRequestEntry.2.MessageBody': 'y',
+      'SendMessageBatchRequestEntry.2.MessageAttribute.1.Name': 'color',
+    });
+    expect(refused.status).toBe(400);
+    expect(xmlField(refused.xml, 'Code')).toBe('MissingParameter');
+    expect(xmlField(refused.xml, 'Message')).toBe(
+      'The request must contain the parameter SendMessageBatchRequestEntry.2.MessageAttribute.1.Value.',
+    );
+  });
 });
 
 describe('a job published through /v1 with text SQS never carries', () => {

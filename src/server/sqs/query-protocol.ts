@@ -141,8 +141,11 @@ function unflatten(params: [string, string][]): Tree {
   return tree;
 }
 
-/** The unflattened form as the JSON protocol's members. */
-function translate(tree: Tree): Record<string, unknown> {
+/**
+ * The unflattened form as the JSON protocol's members. `path`: the parameters' prefix in the
+ * request (`SendMessageBatchRequestEntry.2.`), which a refusal names them with.
+ */
+function translate(tree: Tree, path = ''): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(tree)) {
     const list = Object.hasOwn(LISTS, key) ? LISTS[key] : undefined;
@@ -160,13 +163,13 @@ function translate(tree: Tree): Record<string, unknown> {
     } else if (typeof value === 'string') {
       input[key] = value;
     } else if (map !== undefined) {
-      input[map[0]] = mapEntries(key, value, map);
+      input[map[0]] = mapEntries(`${path}${key}`, value, map);
     } else if (key.endsWith('BatchRequestEntry')) {
-      input.Entries = numbered(value)
-        .filter(isRecord)
-        .map((entry) => translate(entry as Tree));
+      input.Entries = indexed(value)
+        .filter(([, entry]) => isRecord(entry))
+        .map(([index, entry]) => translate(entry as Tree, `${path}${key}.${index}.`));
     } else {
-      input[key] = translate(value);
+      input[key] = translate(value, `${path}${key}.`);
     }
   }
   return input;
@@ -193,7 +196,7 @@ function mapEntries(
       const item = field(valueField);
       if (typeof name !== 'string') throw missingParameter(`${prefix}.${keyField}`);
       if (item === undefined) throw missingParameter(`${prefix}.${valueField}`);
-      return [name, typeof item === 'string' ? item : translate(item)];
+      return [name, typeof item === 'string' ? item : translate(item, `${prefix}.${valueField}.`)];
     }),
   );
 }
