@@ -320,9 +320,28 @@ export interface NackFate {
  * How a nack ended (options as given: absent ones have their defaults). A live nack that asked
  * for a requeue dead-letters its job instead when that delivery was its last (R13), and its
  * answer does not say which: then the job is read after it, in this queue or, moved on (R26),
- * in its dead-letter queue. That read is made only when the line will be written (info).
+ * in its dead-letter queue. That read is made only when the line will be written (info). The
+ * nack has committed by then: a read that fails (the queue deleted meanwhile) leaves the line
+ * without what it would have found, and the nack's answer as it is.
  */
 export async function nackFate(
+  log: FastifyBaseLogger,
+  queue: Queue,
+  queues: QueueLookup,
+  nack: Pick<NackOptions, 'requeue' | 'attempted' | 'reason'> & { id: string; token: number },
+  live: boolean,
+): Promise<NackFate> {
+  try {
+    return await readNackFate(log, queue, queues, nack, live);
+  } catch (error) {
+    log.warn({ err: error, queue: queue.name, jobId: nack.id }, 'nack outcome not read');
+    return nack.requeue === false
+      ? { msg: 'dead-lettered', fields: { reason: nack.reason ?? 'rejected' } }
+      : { msg: 'nacked', fields: {} };
+  }
+}
+
+async function readNackFate(
   log: FastifyBaseLogger,
   queue: Queue,
   queues: QueueLookup,

@@ -263,6 +263,40 @@ describe('logs', () => {
     ]);
   });
 
+  it('answers a nack that committed even when the read for its log line fails', async () => {
+    const { lines, logger } = captureLogs();
+    const real = await open('memory:');
+    // The job read after the nack fails, as when its queue is deleted meanwhile.
+    const broker = withWrappedQueues(real, (queue) =>
+      Object.assign(Object.create(queue), {
+        job: () => Promise.reject(new Error('queue deleted meanwhile')),
+      }),
+    );
+    const app = await createApp({ broker, logger });
+    const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const api = (path: string, body: unknown, method = 'POST') =>
+        call(baseUrl, method, path, { body });
+      await api('/v1/queues/q', {}, 'PUT');
+      await api('/v1/queues/q/jobs', { id: 'a' });
+      const { receipt } = (await api('/v1/queues/q/receive', {})).body.deliveries[0];
+      const single = await api('/v1/queues/q/nack', { receipt });
+      expect(single.status).toBe(200);
+      const again = (await api('/v1/queues/q/receive', {})).body.deliveries[0];
+      const batch = await api('/v1/queues/q/operations', {
+        operations: [{ type: 'nack', receipt: again.receipt }],
+      });
+      expect(batch.status).toBe(200);
+      expect(batch.body.results[0].ok).toBe(true);
+      expect(
+        lines.filter((line) => line.jobId === 'a' && line.msg !== 'delivered').map((l) => l.msg),
+      ).toEqual(['nack outcome not read', 'nacked', 'nack outcome not read', 'nacked']);
+    } finally {
+      await app.close();
+      await real.close();
+    }
+  });
+
   it('logs internal errors in full but tells the client only "internal error"', async () => {
     const { lines, logger } = captureLogs();
     const real = await open('memory:');
