@@ -72,11 +72,14 @@ export class SessionKeeper {
     return Number.isFinite(timeout) ? Math.max(1, Math.floor(timeout / 3)) : timeout;
   }
 
-  /** One heartbeat of the live session, if any. */
+  /**
+   * One heartbeat of the live session, if any. Sent even when the session looks outlived: its
+   * open may have waited in the client (reconnecting to a restarted server) long after it was
+   * asked for, so only a heartbeat that fails, or gets no answer, counts it ended (R16).
+   */
   async heartbeatOnce(): Promise<HeartbeatStep> {
     const id = this.id;
     if (id === undefined) return 'none';
-    if (this.outlived(id)) return 'ended';
     const sentAt = this.params.clock.now();
     try {
       await this.params.queue.heartbeat(id);

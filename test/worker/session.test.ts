@@ -125,6 +125,40 @@ describeEngines(engines, 'consumer sessions', (open) => {
     expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', token: 1, outcome: 'acked' });
   });
 
+  it('a session whose open was answered late (a client reconnecting to a restarted server) is heartbeaten, not counted ended at once', async () => {
+    const h = await open();
+    const { consumer, contexts, gate } = gated(h, {
+      session: { timeout: 3000 },
+      visibility: 60_000,
+      renew: 'never',
+    });
+    // The open waits in the client (its reconnect backoff) and reaches the broker at 2900.
+    const faults = consumer.faults;
+    const openSession = faults.openSession.bind(faults);
+    let send = () => {};
+    const sent = new Promise<void>((resolve) => {
+      send = resolve;
+    });
+    faults.openSession = async (options) => {
+      await sent;
+      return openSession(options);
+    };
+    await h.queue.publish({ id: 'a' });
+    await consumer.worker.start();
+    await h.advance(2900, { step: 100 });
+    send();
+    await gate.arrivedAt(1);
+    const [held] = (await h.queue.inspect()).active;
+    // The broker keeps the session until 5900 without a heartbeat; the worker heartbeats it.
+    await h.advance(1000, { step: 100 });
+    expect(contexts[0]?.signal.aborted).toBe(false);
+    expect((await h.queue.inspect()).active.map((delivery) => delivery.session)).toEqual([
+      held?.session,
+    ]);
+    gate.open();
+    expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', token: 1, outcome: 'acked' });
+  });
+
   it('a paused process misses its heartbeats: the broker ends its session and redelivers', async () => {
     const h = await open();
     const gate = new Gate();
