@@ -54,11 +54,30 @@ function withMessage<T extends Error>(error: T, message: string): T {
   return error;
 }
 
+/**
+ * How a server refuses a field, an operation type or a value it does not know: as an operation
+ * (`unknown field "x" of nack`, `type must be one of …`), a request body (`body has an unknown
+ * field "x"`) or its schema's list of values (`… must be equal to one of the allowed values`).
+ */
+const NOT_KNOWN = /unknown field "|type must be one of |must be equal to one of the allowed values/;
+
+/**
+ * The message of the server's INVALID_ARGUMENT. This client checks what it sends as the server
+ * does, so a field, type or value the server says it does not know is one this client knows:
+ * the server is older than the client. The message says so, and which side to upgrade, rather
+ * than read as the caller's typo.
+ */
+function invalidArgument(message: string): string {
+  return NOT_KNOWN.test(message)
+    ? `${message} (this client knows it: is the server older than the client? Upgrade the server)`
+    : message;
+}
+
 const CORE_ERRORS: Record<
   LeaseqErrorCode,
   (message: string, error?: Partial<WireError>) => LeaseqError
 > = {
-  INVALID_ARGUMENT: (message) => new ValidationError(message),
+  INVALID_ARGUMENT: (message) => new ValidationError(invalidArgument(message)),
   INVALID_CLOCK: (message, error) =>
     withMessage(new ClockError(error?.now, error?.queueTime ?? 0), message),
   SESSION_CLOSED: (message) => withMessage(new SessionClosedError(''), message),

@@ -580,11 +580,11 @@ export class Prefetch implements PushListener {
    * or an `unsubscribed`: the server counts none of the deliveries this one was pushed against
    * it.
    */
-  lost(): void {
+  lost(refused?: Error): void {
     this.subscription = undefined;
     this.opening = undefined;
     this.startAfresh();
-    this.failWaiters(new ConnectionLostError(STREAM_CONNECTION_LOST));
+    this.failWaiters(refused ?? new ConnectionLostError(STREAM_CONNECTION_LOST));
     this.letGoIfIdle();
   }
 

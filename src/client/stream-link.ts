@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { MAX_TIMER_MS } from '../broker/clock.js';
 import { onAbort } from '../broker/on-abort.js';
-import { ClosedError, StorageUnavailableError } from '../core/index.js';
+import { ClosedError, StorageUnavailableError, UnsupportedError } from '../core/index.js';
 import type {
   ClientFrame,
   DeliveriesFrame,
@@ -35,7 +35,11 @@ export interface StreamLinkOptions {
 /** What a subscription is told: its pushes, its end by the server, and a lost connection. */
 export interface PushListener {
   push(frame: DeliveriesFrame | UnsubscribedFrame): void;
-  lost(): void;
+  /**
+   * The connection ended; `refused` when it was for a server this client cannot use (its
+   * waiting receives fail with that, not as a connection lost).
+   */
+  lost(refused?: Error): void;
   /**
    * Pushes of a subscribe this listener gave up on (it was not answered in time, and is ended
    * once it is): not its to hand out, they go back unworked.
@@ -90,6 +94,12 @@ export class StreamLink {
   /** Connections made so far: the current one's number, while it is open. */
   private connections = 0;
   private closed = false;
+  /**
+   * Set once the server showed it is older than this client can use (see olderServer): every
+   * later call fails with it at once, and no connection is opened again, since each would be
+   * pushed jobs only to leave them leased.
+   */
+  private refused: UnsupportedError | undefined;
   /** Ends the wait of a reconnect's backoff at once (close). */
   private endBackoff: (() => void) | undefined;
   /**
@@ -278,6 +288,7 @@ export class StreamLink {
 
   private open(): Promise<WebSocket> {
     if (this.closed) return Promise.reject(new ClosedError('the client is closed'));
+    if (this.refused !== undefined) return Promise.reject(this.refused);
     if (this.socket !== undefined) return Promise.resolve(this.socket);
     this.connecting ??= this.connect().then(
       (socket) => {
@@ -477,6 +488,11 @@ export class StreamLink {
         socket.terminate();
         return;
       }
+      if (frame.type === 'deliveries' && typeof frame.now !== 'number') {
+        this.refused = olderServer(this.url);
+        socket.terminate();
+        return;
+      }
       try {
         this.dispatch(frame);
       } catch {
@@ -489,7 +505,14 @@ export class StreamLink {
       if (this.socket !== socket) return;
       if (performance.now() - openedAt >= HEALTHY_MS) this.failures = 0;
       this.failed();
-      this.lose(new ConnectionLostError(STREAM_CONNECTION_LOST));
+      // A frame in flight may have run all the same: it fails as on any drop, saying why.
+      this.lose(
+        new ConnectionLostError(
+          this.refused === undefined
+            ? STREAM_CONNECTION_LOST
+            : `this client ended the stream connection: ${this.refused.message}`,
+        ),
+      );
     });
     this.opened?.(this.limits as StreamLimits);
   }
@@ -555,8 +578,19 @@ export class StreamLink {
       entry.timer.clear();
       entry.reject(error);
     }
-    for (const listener of listeners) listener.lost();
+    for (const listener of listeners) listener.lost(this.refused);
   }
+}
+
+/**
+ * A server whose stream pushes deliveries without `now`, its time as it pushed them (servers
+ * before it was sent): this client tells by it whether a held delivery's lease is still on, and
+ * without it would hand out leases that ran out, or drop live ones. Refused, saying what to do.
+ */
+function olderServer(url: string): UnsupportedError {
+  return new UnsupportedError(
+    `the server at ${url} is older than this client: its stream pushes deliveries without the server's time (now), which this client needs. Upgrade the server, or open the client with transport 'http' (--transport http) until then; the jobs pushed on the refused connection are delivered again once their leases end`,
+  );
 }
 
 /**

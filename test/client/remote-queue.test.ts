@@ -492,6 +492,74 @@ describe('open(url) reaches a server', () => {
     ]);
   });
 
+  it('nacks through a server from before R33 that knows no attempted field; one that asks for it is refused', async () => {
+    // Such a server refuses an unknown field of an operation, whatever its value.
+    const older: typeof fetch = (input, init) => {
+      const body = typeof init?.body === 'string' ? init.body : '';
+      const operations = (JSON.parse(body || '{}') as { operations?: object[] }).operations ?? [];
+      if (operations.some((operation) => 'attempted' in operation)) {
+        const error = { code: 'INVALID_ARGUMENT', message: 'unknown field "attempted" of nack' };
+        return Promise.resolve(Response.json({ error }, { status: 400 }));
+      }
+      return fetch(input, init);
+    };
+    const broker = await open(server.baseUrl, { fetch: older });
+    const q = await broker.queue('before-r33', { maxDeliveries: 5 });
+    await q.publishBatch([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
+    const [a, b, c] = await q.receive({ max: 3 });
+    expect(await q.nack(a?.token as number, { delay: 10 })).toBe(true);
+    expect(await q.nack(b?.token as number, { requeue: false, reason: 'bad-input' })).toBe(true);
+    expect((await q.deadLetters()).map((dead) => [dead.id, dead.reason])).toEqual([
+      ['b', 'bad-input'],
+    ]);
+    // Given back unworked is a meaning such a server does not have: refused, never dropped.
+    await expect(q.nack(c?.token as number, { attempted: false })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
+    expect(await q.stats()).toMatchObject({ active: 1, nacks: 2, unworked: 0 });
+    await broker.close();
+  });
+
+  it('a field or operation an older server does not know is refused saying to upgrade the server', async () => {
+    // The answers of a server from before dead-letter queues and cancel.
+    const older: typeof fetch = (input, init) => {
+      const body = JSON.parse(typeof init?.body === 'string' ? init.body : '{}') as {
+        deadLetterQueue?: string;
+        operations?: { type: string }[];
+      };
+      if (body.deadLetterQueue !== undefined) {
+        const error = {
+          code: 'INVALID_ARGUMENT',
+          message: 'body has an unknown field "deadLetterQueue"',
+        };
+        return Promise.resolve(Response.json({ error }, { status: 400 }));
+      }
+      if (body.operations?.[0]?.type === 'cancel') {
+        const message = 'type must be one of publish, reserve, ack, nack, extend, got "cancel"';
+        const results = [{ ok: false, error: { code: 'INVALID_ARGUMENT', message } }];
+        return Promise.resolve(Response.json({ results }));
+      }
+      return fetch(input, init);
+    };
+    const broker = await open(server.baseUrl, { fetch: older });
+    const upgrade =
+      /\(this client knows it: is the server older than the client\? Upgrade the server\)$/;
+    await expect(broker.queue('with-dlq', { deadLetterQueue: 'dlq' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(upgrade),
+    });
+    const q = await broker.queue('plain');
+    await expect(q.cancel('a')).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(upgrade),
+    });
+    // What the caller got wrong is said as before: checked here, never sent.
+    await expect(q.publish({ delay: -1 })).rejects.toMatchObject({
+      message: expect.not.stringMatching(/Upgrade/),
+    });
+    await broker.close();
+  });
+
   it('sends concurrent receives that do not wait as one batch request, and long polls as receives', async () => {
     const { seen, counting } = countingFetch();
     const broker = await open(server.baseUrl, { fetch: counting });

@@ -218,6 +218,61 @@ describe('the stream link', () => {
     await expect(client.handle('jobs').stats()).rejects.toMatchObject({ code: 'CONNECTION_LOST' });
   });
 
+  it('a server whose pushes carry no now (older than the client) is refused once, saying to upgrade it, and not connected to again', async () => {
+    // The stream as it first was: deliveries pushed without the server's time.
+    let connections = 0;
+    const url = await fakeStreamServer((socket) => {
+      connections += 1;
+      socket.send(READY_FRAME);
+      socket.on('message', (data) => {
+        const frame = JSON.parse(String(data)) as { type: string; id: number; prefetch?: number };
+        if (frame.type === 'subscribe') {
+          socket.send(
+            JSON.stringify({
+              type: 'subscribed',
+              id: frame.id,
+              subscription: frame.id,
+              prefetch: frame.prefetch,
+            }),
+          );
+          socket.send(
+            JSON.stringify({
+              type: 'deliveries',
+              subscription: frame.id,
+              deliveries: [
+                {
+                  receipt: 'r1',
+                  token: 1,
+                  id: 'a',
+                  payload: null,
+                  deadline: Date.now() + 30_000,
+                  deliveryCount: 1,
+                  redelivered: false,
+                },
+              ],
+            }),
+          );
+        } else if (frame.type === 'batch') {
+          const { operations } = frame as unknown as { operations: unknown[] };
+          const results = operations.map(() => ({ ok: true, value: [] }));
+          socket.send(JSON.stringify({ type: 'results', id: frame.id, results }));
+        }
+      });
+    }, cleanups);
+    const client = new RemoteBroker(url, { transport: 'stream', timeoutMs: 5_000 });
+    cleanups.push(() => client.close());
+    const queue = client.handle('jobs');
+    const refused = {
+      code: 'UNSUPPORTED',
+      message: expect.stringMatching(/older than this client.*Upgrade the server/),
+    };
+    await expect(queue.receive({ wait: 1000 })).rejects.toMatchObject(refused);
+    // Refused for good: no connection again, whose subscribe would be pushed jobs once more.
+    await expect(queue.receive({ wait: 1000 })).rejects.toMatchObject(refused);
+    await expect(queue.publish({ id: 'b' })).rejects.toMatchObject(refused);
+    expect(connections).toBe(1);
+  });
+
   it('takes an answer larger than 100 MiB, as an HTTP answer of any size is read', async () => {
     // ws's default bound on a message read (100 MiB), and a little more.
     const length = 100 * 1024 * 1024 + 1024;
