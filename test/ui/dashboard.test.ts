@@ -483,6 +483,27 @@ describe.skipIf(skipBrowser)(
       await api('DELETE', '/v1/queues/floods');
     });
 
+    it('R34 counts each reason among the dead letters listed when more died than are listed', async () => {
+      const { page } = admin;
+      await api('PUT', '/v1/queues/overflows', { maxLength: 1, overflow: 'dead-letter-oldest' });
+      for (let at = 0; at < 1002; at += 100) {
+        const jobs = Array.from({ length: Math.min(100, 1002 - at) }, (_, n) => ({
+          id: `o-${String(at + n).padStart(4, '0')}`,
+        }));
+        await api('POST', '/v1/queues/overflows/jobs/batch', { jobs });
+      }
+      await go(page, '#/queues/overflows/dead-letters');
+      await page.getByText('Listed: the 1,000 oldest of 1,001 dead letters.').waitFor();
+      // 1,001 died of maxlen: the 1,000 are those listed, not every one of that reason.
+      await expect(page.getByLabel('Reason').locator('option').allTextContents()).resolves.toEqual([
+        'All reasons (1,001)',
+        'maxlen (1,000 listed)',
+      ]);
+      await go(page, '#/queues/orders');
+      await page.getByRole('heading', { name: /Queue\s+orders/ }).waitFor();
+      await api('DELETE', '/v1/queues/overflows');
+    });
+
     it('refuses a key no header can carry at sign-in, and forgets one kept in the tab', async () => {
       const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
       const page = await context.newPage();

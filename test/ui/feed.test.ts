@@ -235,6 +235,28 @@ describe('the dashboard’s API calls', () => {
     expect((down as Error).message).toMatch(/^the server could not be reached/);
   });
 
+  it('say that an action given up may still have been done, and not of the maxBatch read first', async () => {
+    // The server stopped: nothing it is asked is answered.
+    globalThis.fetch = ((_url: string, init: RequestInit) =>
+      new Promise((_resolve, reject) => {
+        init.signal?.addEventListener('abort', () => reject(init.signal?.reason));
+      })) as typeof fetch;
+    const api = new Api(() => undefined, { readMs: 50, actionMs: 80 });
+    // Selected ids are sent no more than maxBatch at a time: the limits are read first, and
+    // given up so, the redrive was never sent.
+    const limits = await api.maxBatch().catch((error: unknown) => error);
+    expect(limits).toMatchObject({
+      code: 'TIMEOUT',
+      message: 'the server has not answered within 0.05 s',
+    });
+    const redrive = await api.redrive('a', ['x']).catch((error: unknown) => error);
+    expect(redrive).toMatchObject({
+      code: 'TIMEOUT',
+      message:
+        'the server has not answered within 0.08 s; it may still have been done, as the page shows once read again',
+    });
+  });
+
   it('ask the dead letters without their payloads', async () => {
     const asked: string[] = [];
     globalThis.fetch = (async (url: string) => {

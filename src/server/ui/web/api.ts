@@ -183,9 +183,16 @@ export class Api {
     const ms = method === 'GET' ? this.timeouts.readMs : this.timeouts.actionMs;
     // A server that is stopped (not down) never answers: without a bound, the call never ends.
     const signal = AbortSignal.timeout(ms);
+    // An action given up may still have been carried out; a read given up changed nothing
+    // (the maxBatch an action asks first included: the action itself was never sent).
+    const mayBeDone =
+      method === 'GET' ? '' : '; it may still have been done, as the page shows once read again';
     const noAnswer = (error: unknown): Error =>
       signal.aborted
-        ? new NoAnswerError('TIMEOUT', `the server has not answered within ${ms / 1000} s`)
+        ? new NoAnswerError(
+            'TIMEOUT',
+            `the server has not answered within ${ms / 1000} s${mayBeDone}`,
+          )
         : error instanceof TypeError
           ? new NoAnswerError(
               'UNREACHABLE',

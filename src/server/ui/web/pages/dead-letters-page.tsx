@@ -290,9 +290,12 @@ export function DeadLettersPage(props: { queue: string; reason: string }) {
               Reason{' '}
               <select value={current} onChange={(event) => setReason(event.currentTarget.value)}>
                 <option value="">All reasons ({formatCount(deadCount)})</option>
+                {/* Counted among the dead letters listed: with more dead than listed, a reason's
+                    count is not how many died of it, and says so. */}
                 {reasons.map(([name, count]) => (
                   <option value={name} key={name} title={visible(name)}>
-                    {cut(visible(name), REASON_CHARS)} ({formatCount(count)})
+                    {cut(visible(name), REASON_CHARS)} ({formatCount(count)}
+                    {more ? ' listed' : ''})
                   </option>
                 ))}
               </select>

@@ -29,13 +29,12 @@ export interface ActionState {
   ): Promise<boolean>;
 }
 
-/** Why an action failed, in an operator's words. */
+/**
+ * Why an action failed, in an operator's words: an action the server did not answer in time
+ * says that it may still have been done (`Api`), a read it asked first that nothing was.
+ */
 function failure(error: unknown): string {
-  const message = visible((error as Error).message);
-  // Timed out, the call may still have been carried out: the next reading says.
-  return error instanceof NoAnswerError && error.code === 'TIMEOUT'
-    ? `${message}; it may still have been done, as the page shows once read again`
-    : message;
+  return visible((error as Error).message);
 }
 
 /**
