@@ -300,6 +300,44 @@ describe('PostgreSQL: refusals for the database state are typed', () => {
     if (refused !== undefined) context.skip('the tests user may not create roles');
   });
 
+  it('a caller transaction refused a privilege on a table of its own: its error as PostgreSQL gave it, and its connection used again', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const refused = await withAppRole(async (url, _password, sql) => {
+      // Made after the role's grants: the role may not use it.
+      await sql('CREATE TABLE own_secret (x INTEGER)');
+      const broker = await open(url);
+      try {
+        const queue = await broker.queue('own-refusal');
+        const backends: number[] = [];
+        for (let round = 0; round < 2; round++) {
+          await broker.transaction(async (tx) => {
+            await tx.run('SAVEPOINT attempt');
+            const error = await tx
+              .run('INSERT INTO own_secret VALUES (1)')
+              .catch((caught: unknown) => caught);
+            expect((error as { code?: string }).code).toBe('42501');
+            await tx.run('ROLLBACK TO SAVEPOINT attempt');
+            await tx.publish('own-refusal', { id: `after-${round}` });
+            const [row] = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+            backends.push(Number(row?.pid));
+          });
+        }
+        // The statement's own refusal, not the role's on leaseq's tables: the session goes on.
+        expect(backends[1]).toBe(backends[0]);
+        const thrown = await broker
+          .transaction((tx) => tx.query('SELECT * FROM own_secret'))
+          .catch((error: unknown) => error);
+        expect(thrown).not.toBeInstanceOf(StorageUnavailableError);
+        expect((thrown as { code?: string }).code).toBe('42501');
+        expect((thrown as Error).message).toBe('permission denied for table own_secret');
+        expect((await queue.inspect()).ready).toEqual(['after-0', 'after-1']);
+      } finally {
+        await broker.close();
+      }
+    });
+    if (refused !== undefined) context.skip('the tests user may not create roles');
+  });
+
   it('an ack while the database takes no writes: refused as not done, not as one that may have taken effect; acked once it takes writes again', async (context) => {
     if (skip !== undefined) context.skip(skip);
     const db = database();

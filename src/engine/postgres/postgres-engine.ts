@@ -428,7 +428,7 @@ function translate(error: unknown, target: string): unknown {
   }
   // The role lacks a privilege leaseq needs (revoked from it on leaseq's tables, functions or
   // schema, or a role that may only read): the database's grants refuse it, not the statement.
-  if (code === '42501') {
+  if (refusesLeaseq(error)) {
     return new StorageUnavailableError(
       `${target} refuses leaseq's role a privilege (${message}): the role it connects as needs SELECT, INSERT, UPDATE and DELETE on leaseq's tables, EXECUTE on its functions and USAGE of their schema; grant them back; nothing was written`,
       { cause: error },
@@ -494,12 +494,21 @@ function lockedOut(error: unknown, target: string): Error {
 
 /**
  * A failure after which a pooled connection is dropped rather than used again: the connection
- * failed, or the role was refused a privilege (42501). A session keeps the role it began as: one
- * whose role was dropped and made again (under the same name) is refused everything for as long
- * as it lives, where a new session of the role made again is not.
+ * failed, or the role was refused a privilege on leaseq's objects. A session keeps the role it
+ * began as: one whose role was dropped and made again (under the same name) is refused everything
+ * for as long as it lives, where a new session of the role made again is not.
  */
 function retiresConnection(error: unknown): boolean {
-  return isConnectionFailure(error) || sqlState(error) === '42501';
+  return isConnectionFailure(error) || refusesLeaseq(error);
+}
+
+/**
+ * The role refused a privilege (42501) on one of leaseq's tables or functions. Not a caller's
+ * own statement refused on a table of its own (a grant it lacks, a row-level security policy):
+ * that one is its statement's failure, as it is, whose session goes on.
+ */
+function refusesLeaseq(error: unknown): boolean {
+  return sqlState(error) === '42501' && /\bleaseq_\w+/.test(failureText(error));
 }
 
 /** Errors that say the database cannot be used, as opposed to a statement's own failure. */

@@ -47,6 +47,8 @@ export async function migrate(
     () => false,
   );
   let step = 'read its schema version';
+  // Making or changing leaseq's tables and functions, not only writing their rows.
+  let creating = !made;
   await connection.begin();
   try {
     if (dialect.migrationLock !== undefined) await connection.exec(dialect.migrationLock);
@@ -74,6 +76,7 @@ export async function migrate(
     for (const migration of migrations) {
       if (applied.has(migration.version)) continue;
       step = `migrate its schema to version ${migration.version} (${String(migration.version).padStart(4, '0')}_${migration.name}.sql)`;
+      creating = true;
       await connection.exec(migration.script);
       await connection.run('INSERT INTO leaseq_schema (version) VALUES (?)', [migration.version]);
     }
@@ -81,12 +84,17 @@ export async function migrate(
     return supported;
   } catch (error) {
     await connection.rollback().catch(() => undefined);
-    const typed = translate(error);
+    // Refused the right to make or change the schema (a role that may only use it): named with
+    // the step, since what it lacks is not what the engine's calls need.
+    const refused = creating && isPrivilegeRefused(error);
+    const typed = refused ? error : translate(error);
     if (typed !== error || error instanceof LeaseqError) throw typed;
     const message = error instanceof Error ? error.message : String(error);
     const hint = isSchemaClash(error)
       ? " Its leaseq_* tables or functions are not as leaseq made them: another program's objects of those names, or a schema written by an unreleased build"
-      : '';
+      : refused
+        ? " The role it connects as may not create or change leaseq's tables and functions there: open it once as a role that may (the schema's owner), which applies the migrations; a role granted SELECT, INSERT, UPDATE and DELETE on the tables opens it after that"
+        : '';
     throw new StorageUnavailableError(
       `${target} cannot be used: could not ${step}: ${message}. Nothing of it was kept (rolled back).${hint}`,
       { cause: error },
@@ -108,6 +116,11 @@ const CLASH_STATES = new Set([
   '42883',
   '42804',
 ]);
+
+/** PostgreSQL's insufficient_privilege: the role may not do what the statement does. */
+function isPrivilegeRefused(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '42501';
+}
 
 /** A migration refused because objects of its names are there already, or otherwise. */
 function isSchemaClash(error: unknown): boolean {
