@@ -45,19 +45,19 @@ async function run(argv: string[]): Promise<Run> {
 }
 
 describe('a server whose storage fails', () => {
-  it.each([
-    [['queue', 'stats', 'q']],
-    [['cancel', 'q', 'a', 'b', '--transport', 'http']],
-  ])('%j: the hint says the server answered, not to start one', async (argv) => {
-    const result = await run(argv);
-    expect(result.code).toBe(1);
-    // The server does not pass its storage's words on (they name the storage); its log has them.
-    expect(result.stderr).toContain('STORAGE_UNAVAILABLE: the storage is unavailable');
-    expect(result.stderr).toContain(
-      "(the server answered, but its storage failed: see the server's log and GET /readyz)",
-    );
-    expect(result.stderr).not.toContain('running there');
-  });
+  it.each([[['queue', 'stats', 'q']], [['cancel', 'q', 'a', 'b', '--transport', 'http']]])(
+    '%j: the hint says the server answered, not to start one',
+    async (argv) => {
+      const result = await run(argv);
+      expect(result.code).toBe(1);
+      // The server does not pass its storage's words on (they name the storage); its log has them.
+      expect(result.stderr).toContain('STORAGE_UNAVAILABLE: the storage is unavailable');
+      expect(result.stderr).toContain(
+        "(the server answered, but its storage failed: see the server's log and GET /readyz)",
+      );
+      expect(result.stderr).not.toContain('running there');
+    },
+  );
 
   it('a server that cannot be reached still gets the hint to check it runs', async () => {
     const { context, stderr } = fakeContext({ env: { LEASEQ_SERVER: 'http://127.0.0.1:1' } });
