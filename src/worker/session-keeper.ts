@@ -35,6 +35,12 @@ export class SessionKeeper {
    * the queue keeps the session at least `timeout` from then, and need not keep it longer.
    */
   private aliveSince = 0;
+  /**
+   * When the last answer that kept it (a heartbeat's, or the open's) came in, on the worker's
+   * clock: the queue heard that call no later, so once `timeout` has passed since, it has
+   * ended the session (but for a heartbeat whose answer was lost, which fails here too).
+   */
+  private answeredAt = 0;
   /** The heartbeat on its way, if any: one at a time, however long one takes. */
   private beating: Promise<HeartbeatStep> | undefined;
 
@@ -48,6 +54,7 @@ export class SessionKeeper {
       (id) => {
         this.id = id;
         this.aliveSince = sentAt;
+        this.answeredAt = this.params.clock.now();
         this.opening = undefined;
         return id;
       },
@@ -75,15 +82,22 @@ export class SessionKeeper {
   /**
    * One heartbeat of the live session, if any. Sent even when the session looks outlived: its
    * open may have waited in the client (reconnecting to a restarted server) long after it was
-   * asked for, so only a heartbeat that fails, or gets no answer, counts it ended (R16).
+   * asked for, so only a heartbeat that fails, or gets no answer, counts it ended (R16). Not
+   * sent once a whole timeout passed since the last answer came in (the process was paused):
+   * the queue has ended the session then, and a link that stays silent would keep its jobs
+   * running beside their next consumers until the next wake-up.
    */
   async heartbeatOnce(): Promise<HeartbeatStep> {
     const id = this.id;
     if (id === undefined) return 'none';
+    if (this.outlived(id, this.answeredAt)) return 'ended';
     const sentAt = this.params.clock.now();
     try {
       await this.params.queue.heartbeat(id);
-      if (this.id === id) this.aliveSince = Math.max(this.aliveSince, sentAt);
+      if (this.id === id) {
+        this.aliveSince = Math.max(this.aliveSince, sentAt);
+        this.answeredAt = this.params.clock.now();
+      }
       return 'beat';
     } catch (error) {
       if (isSessionClosed(error)) {
@@ -119,12 +133,13 @@ export class SessionKeeper {
 
   /**
    * True, and the session ended here, when `id` went a whole timeout without an answered
-   * heartbeat: its deliveries are the queue's again. It is closed too, at best effort, in case
-   * the queue heard heartbeats whose answers were lost (then it releases them now, not later).
+   * heartbeat (counted from `since`: when the last answered one was sent, by default): its
+   * deliveries are the queue's again. It is closed too, at best effort, in case the queue heard
+   * heartbeats whose answers were lost (then it releases them now, not later).
    */
-  private outlived(id: string): boolean {
+  private outlived(id: string, since = this.aliveSince): boolean {
     const timeout = this.params.options.timeout ?? Number.POSITIVE_INFINITY;
-    if (this.id !== id || this.params.clock.now() - this.aliveSince < timeout) return false;
+    if (this.id !== id || this.params.clock.now() - since < timeout) return false;
     this.ended(id);
     this.params.queue.closeSession(id).catch(() => undefined);
     return true;

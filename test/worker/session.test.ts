@@ -159,6 +159,34 @@ describeEngines(engines, 'consumer sessions', (open) => {
     expect(await consumer.nextOutcome()).toMatchObject({ id: 'a', token: 1, outcome: 'acked' });
   });
 
+  it('a process paused past its session timeout counts the session ended as it resumes, without waiting for a heartbeat that gets no answer', async () => {
+    const h = await open();
+    const { consumer, contexts } = await heldUnderSession(h);
+    consumer.pause();
+    // The broker ends the session 3000 ms after its last heartbeat (R16) and hands the job out.
+    await h.advance(4000, { step: 100 });
+    expect((await h.queue.stats()).sessions).toBe(0);
+    const [again] = await h.queue.receive();
+    expect(again).toMatchObject({ id: 'a', token: 2 });
+    // Resumed with its link silent (a heartbeat is never answered): no answer for a whole
+    // timeout came in before the pause, so the queue has ended the session already.
+    consumer.faults.failHeartbeats({ mode: 'hang' });
+    consumer.resume();
+    await h.flush();
+    expect(contexts[0]?.signal.reason).toMatchObject({
+      code: 'LEASE_LOST',
+      reason: 'session-ended',
+    });
+    expect(await consumer.nextOutcome()).toMatchObject({
+      id: 'a',
+      token: 1,
+      outcome: 'lease-lost',
+      reason: 'session-ended',
+    });
+    consumer.faults.heal();
+    await h.queue.ack(again?.token as number);
+  });
+
   it('a paused process misses its heartbeats: the broker ends its session and redelivers', async () => {
     const h = await open();
     const gate = new Gate();
