@@ -316,15 +316,13 @@ export class RemoteQueue implements Queue {
 
   /** `nack` (R9) of a delivery by receipt (from any process); false when it is stale. */
   async nackReceipt(receipt: string, options: NackOptions = {}): Promise<boolean> {
-    const { requeue, delay, reason, attempted } = options;
-    return (await this.runWire({
-      type: 'nack',
-      receipt,
-      ...(requeue === undefined ? {} : { requeue }),
-      ...(delay === undefined ? {} : { delay }),
-      ...(reason === undefined ? {} : { reason }),
-      ...(attempted === undefined ? {} : { attempted }),
-    })) as boolean;
+    // Checked and sent as `nack` is: a misspelt option refused (never dropped, which would
+    // requeue a job meant for the dead letters), and `attempted` only when false.
+    const nack = operationToWire(build.nack(1, options), {
+      ...this.wrapper,
+      receipt: () => receipt,
+    });
+    return (await this.runWire(nack)) as boolean;
   }
 
   /**

@@ -12,6 +12,7 @@ import {
   build,
   ClosedError,
   ConflictError,
+  type NackOptions,
   NotFoundError,
   SessionClosedError,
   UnsupportedError,
@@ -360,6 +361,25 @@ describe.each(['stream', 'http'] as const)(
         status: 400,
       });
       await expect(q.ackReceipts(['Zm9yZ2Vk'])).rejects.toBeInstanceOf(RemoteError);
+    });
+
+    it('refuses a misspelt option of nackReceipt as nack does, never dropping it', async () => {
+      const q = await client.queue('nack-by-receipt');
+      await q.publish({ id: 'a' });
+      const [held] = await q.receiveWithReceipts();
+      const receipt = held?.receipt as string;
+      await expect(
+        q.nackReceipt(receipt, { requeu: false } as unknown as NackOptions),
+      ).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: 'unknown field "requeu" of nack',
+      });
+      // Nothing was sent: the job is still held, and the option spelt right dead-letters it.
+      expect(await q.stats()).toMatchObject({ active: 1, nacks: 0 });
+      expect(await q.nackReceipt(receipt, { requeue: false, reason: 'bad-input' })).toBe(true);
+      expect((await q.deadLetters()).map((dead) => [dead.id, dead.reason])).toEqual([
+        ['a', 'bad-input'],
+      ]);
     });
 
     it('lists, updates and deletes queues with unbounded options as Infinity', async () => {
