@@ -455,7 +455,7 @@ function translate(error: unknown, target: string): unknown {
 function schemaGone(error: unknown, target: string): StorageUnavailableError | undefined {
   const code = sqlState(error);
   const message = failureText(error);
-  if ((code !== '42P01' && code !== '42883') || !/\bleaseq_\w+/.test(message)) return undefined;
+  if ((code !== '42P01' && code !== '42883') || !namesLeaseqObject(message)) return undefined;
   return new StorageUnavailableError(
     `${target} cannot be used: leaseq's tables are gone from the database (${message}): it was dropped and made again, or its schema dropped, while open, or the role no longer finds their schema (its search_path changed, its USAGE of the schema revoked); nothing was written. Put the search_path or the grant back, or restore the database (a restart creates empty tables where the search_path points)`,
     { cause: error },
@@ -508,7 +508,15 @@ function retiresConnection(error: unknown): boolean {
  * that one is its statement's failure, as it is, whose session goes on.
  */
 function refusesLeaseq(error: unknown): boolean {
-  return sqlState(error) === '42501' && /\bleaseq_\w+/.test(failureText(error));
+  return sqlState(error) === '42501' && namesLeaseqObject(failureText(error));
+}
+
+/**
+ * Whether a database error's text names one of leaseq's tables or functions (`leaseq_jobs`):
+ * leaseq's own statement failed there, not one of a caller's `transaction` on its own tables.
+ */
+function namesLeaseqObject(message: string): boolean {
+  return /\bleaseq_\w+/.test(message);
 }
 
 /** Errors that say the database cannot be used, as opposed to a statement's own failure. */
