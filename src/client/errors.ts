@@ -4,6 +4,7 @@ import {
   ClosedError,
   CodedError,
   ConflictError,
+  DeadLetterLoopError,
   type LeaseqError,
   type LeaseqErrorCode,
   NotFoundError,
@@ -15,7 +16,7 @@ import {
   UnsupportedError,
   ValidationError,
 } from '../core/index.js';
-import { doneCountOf, STATUS_BY_CODE, type WireError } from '../wire/index.js';
+import { chainOf, doneCountOf, STATUS_BY_CODE, type WireError } from '../wire/index.js';
 
 /**
  * An error only the HTTP edge produces (UNAUTHENTICATED, FORBIDDEN, INVALID_RECEIPT,
@@ -82,7 +83,13 @@ const CORE_ERRORS: Record<
     withMessage(new ClockError(error?.now, error?.queueTime ?? 0), message),
   SESSION_CLOSED: (message) => withMessage(new SessionClosedError(''), message),
   NOT_FOUND: (message) => new NotFoundError(message),
-  CONFLICT: (message) => new ConflictError(message),
+  // A dead-letter loop (R26) with its way round, as in-process: a DeadLetterLoopError.
+  CONFLICT: (message, error) => {
+    const chain = chainOf(error);
+    return chain === undefined
+      ? new ConflictError(message)
+      : withMessage(new DeadLetterLoopError(chain), message);
+  },
   STORAGE_UNAVAILABLE: (message) => new StorageUnavailableError(message),
   STORAGE_LOCKED: (message) => new StorageLockedError(message),
   SCHEMA_TOO_NEW: (message) => withMessage(new SchemaTooNewError(0, 0, ''), message),

@@ -1,5 +1,5 @@
 import { MAX_ID_LENGTH, OPERATION_TYPES, QUEUE_NAME, type QueueStats } from '../core/index.js';
-import { MAX_RECEIPT_LENGTH } from '../wire/index.js';
+import { type ErrorCode, MAX_RECEIPT_LENGTH, STATUS_BY_CODE } from '../wire/index.js';
 import type { Limits } from './limits.js';
 
 /** A JSON Schema (draft 7, as Ajv and OpenAPI 3.1 read it). */
@@ -80,11 +80,23 @@ const reason: JsonSchema = {
 export const queueParams = object({ name: queueName }, ['name']);
 export const jobParams = object({ name: queueName, id: jobId }, ['name', 'id']);
 
+/**
+ * Every code an error answer may carry, by its status: the OpenAPI document's enum of `code`
+ * (serializing does not apply it).
+ */
+const ERROR_CODES = Object.keys(STATUS_BY_CODE) as ErrorCode[];
+
+const errorCode: JsonSchema = {
+  type: 'string',
+  enum: ERROR_CODES,
+  description: `stable, to branch on; its HTTP status: ${ERROR_CODES.map((code) => `${code} ${STATUS_BY_CODE[code]}`).join(', ')} (INVALID_ARGUMENT is 417 for an Expect header other than 100-continue). An operation refused in a batch has the code the same refusal has as a request. A later server may add codes: take one not listed here by its status`,
+};
+
 export const errorBody = object(
   {
     error: object(
       {
-        code: text,
+        code: errorCode,
         message: text,
         // queueTime and now: on INVALID_CLOCK, the queue's time and the refused now (ms).
         queueTime: integer(0),
@@ -98,6 +110,11 @@ export const errorBody = object(
           type: 'boolean',
           description:
             'the call may or may not have taken effect: the storage failed while its commit was under way (absent: it took no effect)',
+        },
+        chain: {
+          ...arrayOf(text),
+          description:
+            'CONFLICT of a deadLetterQueue that would loop back (R26): the way round, from the queue refused back to it; absent when the key may not see every queue on it',
         },
       },
       ['code', 'message'],

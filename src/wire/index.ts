@@ -9,6 +9,7 @@ export {
 } from './delivery.js';
 export { type ErrorCode, type ServerErrorCode, STATUS_BY_CODE } from './errors.js';
 export {
+  chainOf,
   doneCountOf,
   doneCountToWire,
   errorToWire,

@@ -1,6 +1,7 @@
 import {
   ClockError,
   type CodedError,
+  DeadLetterLoopError,
   mayHaveTakenEffect,
   type Operation,
   type OperationResults,
@@ -61,6 +62,12 @@ export interface WireError {
    * under way), whatever its code. Absent: it took no effect (beyond a `doneCount`).
    */
   mayHaveTakenEffect?: true;
+  /**
+   * CONFLICT of a dead-letter chain that would loop back (R26, a DeadLetterLoopError): the way
+   * round, the queue refused first, in dead-letter order. Absent for any other error, and when
+   * the key may not see every queue on the way.
+   */
+  chain?: string[];
 }
 
 /** Turns what the wire carries back into tokens and session ids; throws on a forged one. */
@@ -298,6 +305,9 @@ export function outcomeToWire(
 
 export function errorToWire(error: CodedError<string>, message = error.message): WireError {
   const done = { ...doneCountToWire(error), ...maybeToWire(error) };
+  if (error instanceof DeadLetterLoopError) {
+    return { code: error.code, message, chain: [...error.chain], ...done };
+  }
   if (!(error instanceof ClockError)) return { code: error.code, message, ...done };
   const now = typeof error.now === 'number' && Number.isFinite(error.now) ? error.now : undefined;
   return {
@@ -328,6 +338,19 @@ export function doneCountOf(error: unknown): number | undefined {
 export function doneCountToWire(error: unknown): { doneCount?: number } {
   const count = doneCountOf(error);
   return count === undefined ? {} : { doneCount: count };
+}
+
+/**
+ * The `chain` of a DeadLetterLoopError on the wire (see WireError): two or more queue names,
+ * as the core gives it; undefined for anything else.
+ */
+export function chainOf(error: Partial<WireError> | undefined): string[] | undefined {
+  const chain = error?.chain as unknown;
+  return Array.isArray(chain) &&
+    chain.length >= 2 &&
+    chain.every((name) => typeof name === 'string' && name !== '')
+    ? (chain as string[])
+    : undefined;
 }
 
 /**

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
 import { openRemote, type RemoteBroker } from '../../src/client/index.js';
-import { ConflictError } from '../../src/core/index.js';
+import { ConflictError, DeadLetterLoopError } from '../../src/core/index.js';
+import { open } from '../../src/index.js';
 import { call, startTestServer, type TestServer } from './helpers.js';
 
 const ADMIN_OF_DLQ = 'dlq-admin-key-0123456789';
@@ -151,9 +152,65 @@ describe('R21 dead-letter queues over HTTP and the remote client', () => {
     expect(hidden.body.error.message).toBe(
       'deadLetterQueue of orders-a would loop back to it, by way of queues this key may not see',
     );
+    expect(hidden.body.error.chain).toBeUndefined();
     const shown = await patch('orders-a', 'admin-key-0123456789', 'orders-b');
     expect(shown.status).toBe(409);
     expect(shown.body.error.message).toContain('(orders-a → orders-b → billing → orders-a)');
+    expect(shown.body.error.chain).toEqual(['orders-a', 'orders-b', 'billing', 'orders-a']);
+  });
+
+  it('R26 the remote client refuses a loop with the DeadLetterLoopError in-process calls throw, its chain included', async () => {
+    const refusal = async (broker: {
+      queue(name: string, options?: object): Promise<unknown>;
+      updateQueue(name: string, options: object): Promise<unknown>;
+    }) => {
+      await broker.queue('loop-a');
+      await broker.queue('loop-b', { deadLetterQueue: 'loop-a' });
+      const error = await broker.updateQueue('loop-a', { deadLetterQueue: 'loop-b' }).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toBeInstanceOf(DeadLetterLoopError);
+      expect(error).toBeInstanceOf(ConflictError);
+      const { code, chain, message } = error as DeadLetterLoopError;
+      return { code, chain, message };
+    };
+    const inProcess = await open('memory:');
+    const expected = await refusal(inProcess);
+    await inProcess.close();
+    expect(expected.chain).toEqual(['loop-a', 'loop-b', 'loop-a']);
+    expect(await refusal(client)).toEqual(expected);
+    const overHttp = await openRemote(server.baseUrl, {
+      apiKey: 'admin-key-0123456789',
+      transport: 'http',
+    });
+    try {
+      await overHttp.queue('self');
+      const error = await overHttp.updateQueue('self', { deadLetterQueue: 'self' }).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toBeInstanceOf(DeadLetterLoopError);
+      expect((error as DeadLetterLoopError).chain).toEqual(['self', 'self']);
+    } finally {
+      await overHttp.close();
+    }
+    // To a key that may not see every queue on the way, a ConflictError naming none.
+    const orders = await openRemote(server.baseUrl, { apiKey: ORDERS_ADMIN });
+    try {
+      await client.queue('orders-x');
+      await client.queue('billing-x', { deadLetterQueue: 'orders-x' });
+      await client.queue('orders-y', { deadLetterQueue: 'billing-x' });
+      const hidden = await orders.updateQueue('orders-x', { deadLetterQueue: 'orders-y' }).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(hidden).toBeInstanceOf(ConflictError);
+      expect(hidden).not.toBeInstanceOf(DeadLetterLoopError);
+      expect(hidden).not.toHaveProperty('chain');
+    } finally {
+      await orders.close();
+    }
   });
 
   it('R21 a rejected job reaches the dead-letter queue with its origin; moveJobs sends it back', async () => {

@@ -63,6 +63,23 @@ describe('every error answer keeps the {error:{code,message}} shape', () => {
     expectShape(answer.body, 'INVALID_ARGUMENT');
   });
 
+  it('the OpenAPI document names every code an error may carry, with its status', async () => {
+    const doc = (await call(server.baseUrl, 'GET', '/openapi.json')).body;
+    const error =
+      doc.components.responses.Error.content['application/json'].schema.properties.error;
+    expect(error.properties.code.enum).toEqual(Object.keys(STATUS_BY_CODE));
+    for (const [code, status] of Object.entries(STATUS_BY_CODE)) {
+      expect(error.properties.code.description).toContain(`${code} ${status}`);
+    }
+    // An operation refused in a batch carries the same codes.
+    const batch =
+      doc.paths['/v1/queues/{name}/operations'].post.responses['200'].content['application/json']
+        .schema;
+    expect(batch.properties.results.items.properties.error.properties.code.enum).toEqual(
+      Object.keys(STATUS_BY_CODE),
+    );
+  });
+
   it('docs/http-api.md lists every status and code the server answers with', () => {
     const doc = readFileSync(new URL('../../docs/http-api.md', import.meta.url), 'utf8');
     for (const [code, status] of Object.entries(STATUS_BY_CODE)) {
