@@ -38,6 +38,9 @@ const SHAPES = {
 
 export type SqsErrorShape = keyof typeof SHAPES;
 
+/** Every shape an SQS error answer may have (docs/sqs.md lists each with its status). */
+export const SQS_ERROR_SHAPES = Object.keys(SHAPES) as SqsErrorShape[];
+
 /** An error answered in SQS's shape. `code` is the shape's name (the SDK's error class). */
 export class SqsError extends CodedError<SqsErrorShape> {
   constructor(

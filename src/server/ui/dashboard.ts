@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { acceptsGzip } from '../content-coding.js';
+import { STATUS_BY_CODE } from '../errors.js';
 
 /** Where the dashboard is served. */
 export const DASHBOARD_PATH = '/ui/';
@@ -94,14 +95,19 @@ function send(request: FastifyRequest, reply: FastifyReply, asset: Asset, immuta
  * The web dashboard: static files at /ui/ (no key needed; the page asks for one and sends it
  * with each API call), and / redirecting there. Every figure it shows comes from the public API.
  */
-export function registerDashboard(app: FastifyInstance, log: FastifyBaseLogger): void {
-  const dir = bundleDirectory();
-  const assets = dir === undefined ? undefined : loadAssets(dir);
+export function registerDashboard(
+  app: FastifyInstance,
+  log: FastifyBaseLogger,
+  /** The built bundle's directory; null: none was built. Default: where the build writes it. */
+  dir: URL | null = bundleDirectory() ?? null,
+): void {
+  const assets = dir === null ? undefined : loadAssets(dir);
   if (assets === undefined) {
-    log.warn('the dashboard bundle is missing (npm run build makes it): /ui/ answers 503');
+    log.warn('the dashboard bundle is missing (npm run build makes it): /ui/ answers 501');
   }
+  // UNSUPPORTED with its status everywhere (501): this server cannot serve the page.
   const notBuilt = (reply: FastifyReply) =>
-    reply.status(503).send({
+    reply.status(STATUS_BY_CODE.UNSUPPORTED).send({
       error: { code: 'UNSUPPORTED', message: 'the dashboard is not built: run npm run build' },
     });
   // Relative, as the page's own links: behind a proxy that serves leaseq under a path prefix
