@@ -31,7 +31,7 @@ import {
 import { ServerMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { QueueDirectory } from './queue-directory.js';
-import { receiptSigningKey, useStoredReceiptKeys } from './receipt-keys.js';
+import { receiptSigningKeys, useStoredReceiptKeys } from './receipt-keys.js';
 import { Receipts } from './receipts.js';
 import type { RouteSpec, Services } from './route.js';
 import { deadLetterRoutes } from './routes/dead-letters.js';
@@ -87,9 +87,9 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   const given = Object.entries(options.limits ?? {}).filter(([, value]) => value !== undefined);
   const limits: Limits = { ...DEFAULT_LIMITS, ...Object.fromEntries(given) };
   const logger = options.logger ?? pino({ level: 'silent' });
-  const receipts = new Receipts(
-    await receiptSigningKey(options.broker, options.receiptSecret, logger),
-  );
+  const receiptKeys = await receiptSigningKeys(options.broker, options.receiptSecret, logger);
+  const receipts = new Receipts(receiptKeys[0] as string | Buffer);
+  if (receiptKeys.length > 1) receipts.useKeys(receiptKeys);
   const stopReceiptKeys =
     options.receiptSecret === undefined
       ? await useStoredReceiptKeys(options.broker, receipts, logger)

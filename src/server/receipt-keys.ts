@@ -101,25 +101,32 @@ export class SigningKeyChoice {
 }
 
 /**
- * The key receipts are first signed with: the configured secret, or a random one until the
- * stored one is read (useStoredReceiptKeys). A configured secret over a storage that forgets its
- * jobs on restart (memory) is bound to this life of the storage: there tokens and generated ids
- * start again at 1, so a receipt kept from before a restart would name a new delivery of another
- * job, and a late ack with it would complete a job nobody worked on. Several servers over one
- * such storage (in one process) share its life, and so their receipts.
+ * The keys receipts are signed with (the first) and verified with (each): the configured secret,
+ * or a random one until the stored one is read (useStoredReceiptKeys). A configured secret is
+ * bound to the storage it is used over, through a value made at the first start on it and kept
+ * there: tokens and generated ids are those of one storage, and start again at 1 on another, so
+ * a receipt kept from a storage the server no longer uses (a new SQLite file, a move to
+ * PostgreSQL, a storage kept in memory and restarted) would name a new delivery of another job
+ * there, and a late ack with it would complete a job nobody worked on. Several servers over one
+ * storage share that value, and so their receipts. Over a durable storage the configured secret
+ * itself still verifies, never signs: what a server that signed with it alone issued before it
+ * was upgraded settles its delivery while its lease lasts.
  */
-export async function receiptSigningKey(
+export async function receiptSigningKeys(
   broker: Broker,
   configured: string | undefined,
   logger: FastifyBaseLogger,
-): Promise<string | Buffer> {
-  if (configured === undefined) return Receipts.randomSecret();
-  if (broker.durable !== false) return configured;
+): Promise<(string | Buffer)[]> {
+  if (configured === undefined) return [Receipts.randomSecret()];
   const [incarnation] = (await broker.secretValues?.(INCARNATION_SECRET_NAME)) ?? [];
-  logger.info(
-    'the storage keeps nothing across a restart: receipts signed with receiptSecret are refused after one',
-  );
-  return createHmac('sha256', configured)
-    .update(incarnation ?? Receipts.randomSecret().toString('hex'))
-    .digest();
+  const bound = (value: string) => createHmac('sha256', configured).update(value).digest();
+  if (broker.durable === false) {
+    logger.info(
+      'the storage keeps nothing across a restart: receipts signed with receiptSecret are refused after one',
+    );
+    return [bound(incarnation ?? Receipts.randomSecret().toString('hex'))];
+  }
+  // A storage that keeps no secrets (a broker over HTTP): the configured secret as it is.
+  if (incarnation === undefined) return [configured];
+  return [bound(incarnation), configured];
 }

@@ -191,7 +191,7 @@ describe('receipts over HTTP', () => {
   });
 });
 
-describe('R8 a configured receiptSecret over a storage that forgets its jobs on restart (memory)', () => {
+describe('R8 a configured receiptSecret is bound to its storage (memory restarted, another storage)', () => {
   /** A job published without an id and received: on a fresh memory storage, token 1 of job-1. */
   const firstDelivery = async (baseUrl: string) => {
     await call(baseUrl, 'PUT', '/v1/queues/orders', { body: {} });
@@ -263,6 +263,65 @@ describe('R8 a configured receiptSecret over a storage that forgets its jobs on 
         expect(acked.body).toEqual({ acked: true });
       } finally {
         await after.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a receipt of another durable storage: a new one starts its tokens and ids at 1 again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-receipts-'));
+    try {
+      const before = await startTestServer({
+        url: `sqlite:${join(dir, 'old.db')}`,
+        receiptSecret: SECRET,
+      });
+      const old = await firstDelivery(before.baseUrl);
+      await before.close();
+      // The move: the same configured secret over a new storage (another file, PostgreSQL).
+      const after = await startTestServer({
+        url: `sqlite:${join(dir, 'new.db')}`,
+        receiptSecret: SECRET,
+      });
+      try {
+        const fresh = await firstDelivery(after.baseUrl);
+        expect([fresh.token, fresh.id]).toEqual([old.token, old.id]);
+        const late = await call(after.baseUrl, 'POST', '/v1/queues/orders/ack', {
+          body: { receipt: old.receipt },
+        });
+        expect(late.status).toBe(400);
+        expect(late.body.error.code).toBe('INVALID_RECEIPT');
+        const queue = await after.broker.queue('orders');
+        expect((await queue.inspect()).active.map((lease) => lease.token)).toEqual([fresh.token]);
+        const acked = await call(after.baseUrl, 'POST', '/v1/queues/orders/ack', {
+          body: { receipt: fresh.receipt },
+        });
+        expect(acked.body).toEqual({ acked: true });
+      } finally {
+        await after.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('still takes a receipt signed with the configured secret alone, as servers issued them before', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-receipts-'));
+    try {
+      const server = await startTestServer({
+        url: `sqlite:${join(dir, 'q.db')}`,
+        receiptSecret: SECRET,
+      });
+      try {
+        const delivery = await firstDelivery(server.baseUrl);
+        const earlier = new Receipts(SECRET).issue('orders', delivery.token, delivery.id);
+        expect(earlier).not.toBe(delivery.receipt);
+        const acked = await call(server.baseUrl, 'POST', '/v1/queues/orders/ack', {
+          body: { receipt: earlier },
+        });
+        expect(acked.body).toEqual({ acked: true });
+      } finally {
+        await server.close();
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

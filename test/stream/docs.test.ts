@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
+import { open } from '../../src/index.js';
+import { INCARNATION_SECRET_NAME } from '../../src/server/receipt-keys.js';
 import { call, startTestServer, type TestServer } from '../server/helpers.js';
 import { temporaryDirectory } from '../temporary-directory.js';
 import { FrameClient } from './frames.js';
@@ -23,10 +26,17 @@ describe('docs/stream.md', () => {
     const lines = SESSION.trim().split('\n');
     expect(lines.length).toBeGreaterThan(10);
     // The doc's deadlines are 30 s after this clock; its receipts are signed with the test secret
-    // alone, as on a storage that keeps its jobs (on memory: the secret is bound to the run).
+    // bound to a storage whose value for it is fixed here (made at random at a first start).
+    const file = join(dir, 'doc.db');
+    await (await open(`sqlite:${file}`)).close();
+    const raw = new Database(file);
+    raw
+      .prepare('INSERT INTO leaseq_secrets (name, current) VALUES (?, ?)')
+      .run(INCARNATION_SECRET_NAME, '00'.repeat(32));
+    raw.close();
     server = await startTestServer({
       clock: new ManualClock(1_767_225_600_000),
-      url: `sqlite:${join(dir, 'doc.db')}`,
+      url: `sqlite:${file}`,
     });
     await call(server.baseUrl, 'PUT', '/v1/queues/emails', { body: {} });
     const client = await FrameClient.open(server.baseUrl);
