@@ -9,11 +9,12 @@ import { type EngineOptions, openEngine } from './engine/open-engine.js';
 export interface OpenOptions extends BrokerOptions, EngineOptions, RemoteOptions {}
 
 /**
- * How far ahead of the wall clock a queue's stored clock may be for a broker `open` makes over
- * SQLite to start there (ms): a clock stepped back, even by a time zone's offset, is less. A
- * queue further ahead was driven at times of its own through the engine's API (a test, a tool)
- * and is left to stand still as before: starting there would move every other queue of the
- * file that far ahead, for good (their delays, leases and expiries ended at once).
+ * How far ahead of the broker's clock (the wall clock, or the database's) a queue's stored clock
+ * may be for a broker `open` makes to start there (ms): a clock stepped back, even by a time
+ * zone's offset, is less. A queue further ahead was driven at times of its own through the
+ * engine's API (a test, a tool) and is left to stand still as before: starting there would move
+ * every other queue of the storage that far ahead, for good (their delays, leases and expiries
+ * ended at once).
  */
 const RAISE_LIMIT_MS = 86_400_000;
 
@@ -95,17 +96,14 @@ export async function open(url?: string, options: OpenOptions = {}): Promise<Bro
   if (clock !== undefined) return new EngineBroker(engine, { clock });
   const system = new SystemClock();
   try {
-    if (engine.storageTime !== undefined) {
-      await system.syncTo(engine.storageTime.bind(engine));
-    } else {
-      // On this machine's clock, not behind what the storage recorded: a process that ran on
-      // while the wall clock stepped back (SystemClock goes on at its pace) left its queues'
-      // clocks ahead of it. Time goes on from there, rather than standing still until the wall
-      // clock catches up (every lease, delay and timeout held that long), or every call being a
-      // ClockError (`clockMode: 'strict'`). Not to a queue further ahead than RAISE_LIMIT_MS.
-      const recorded = await engine.recordedTime?.(system.now() + RAISE_LIMIT_MS);
-      if (recorded !== undefined) system.raiseTo(recorded);
-    }
+    if (engine.storageTime !== undefined) await system.syncTo(engine.storageTime.bind(engine));
+    // On this machine's clock (or the database's), not behind what the storage recorded: a
+    // process that ran on while that clock stepped back (SystemClock goes on at its pace) left
+    // its queues' clocks ahead of it. Time goes on from there, rather than standing still until
+    // the clock catches up (every lease, delay and timeout held that long), or every call being
+    // a ClockError (`clockMode: 'strict'`). Not to a queue further ahead than RAISE_LIMIT_MS.
+    const recorded = await engine.recordedTime?.(system.now() + RAISE_LIMIT_MS);
+    if (recorded !== undefined) system.raiseTo(recorded);
   } catch (error) {
     // Opened, but no broker is made of it: closed here, or its connections would be left
     // open, keeping the process alive.

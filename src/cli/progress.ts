@@ -8,19 +8,24 @@ const REDRAW_MS = 100;
  * total it shows only the count. Draws nothing when disabled (not a terminal).
  */
 export class ProgressBar {
-  private lastDraw = 0;
+  private lastDraw = Number.NEGATIVE_INFINITY;
   private drawn = false;
 
   constructor(
     private readonly out: Output,
     private readonly label: string,
     private readonly enabled: boolean,
+    /**
+     * Ms on a clock that never steps: on the wall clock, a step back stopped the redraws for
+     * its size (the bar stood still for an hour).
+     */
+    private readonly clock: () => number = () => performance.now(),
   ) {}
 
   /** `done` of `total` units (bytes, jobs), and what to say about it (`1,234 jobs`). */
   update(done: number, total: number | undefined, note: string): void {
     if (!this.enabled) return;
-    const now = Date.now();
+    const now = this.clock();
     if (now - this.lastDraw < REDRAW_MS && done !== total) return;
     this.lastDraw = now;
     this.drawn = true;

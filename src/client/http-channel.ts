@@ -160,10 +160,12 @@ export class HttpChannel implements Channel {
     if (limits === undefined) return [];
     const { maxBatch, maxWaitMs } = limits;
     const reserve = { ...asked, max: Math.min(asked.max ?? 1, maxBatch) };
-    const until = Date.now() + wait;
+    // Measured on the monotonic clock: a step of the wall clock neither ends the wait early
+    // nor makes it go on (polling) for the size of the step. A poll's wait is whole ms.
+    const until = performance.now() + wait;
     for (;;) {
-      const chunk = Math.min(Math.max(0, until - Date.now()), maxWaitMs);
-      const started = Date.now();
+      const chunk = Math.min(Math.ceil(Math.max(0, until - performance.now())), maxWaitMs);
+      const started = performance.now();
       const poll = this.poll(queue, { ...reserve, wait: chunk }, signal);
       this.polls.add(poll);
       let answer: { deliveries: WireDelivery[] } | undefined;
@@ -177,7 +179,7 @@ export class HttpChannel implements Channel {
       if (answer === undefined) return [];
       if (this.closing) return answer.deliveries;
       // An empty answer before the wait ran out means the server stopped waiting (shutdown).
-      const now = Date.now();
+      const now = performance.now();
       const endedEarly = now - started < chunk;
       if (answer.deliveries.length > 0 || now >= until || endedEarly || signal?.aborted) {
         return answer.deliveries;

@@ -266,9 +266,9 @@ export interface Engine extends ScheduleStore {
   storageTime?(): Promise<number>;
   /**
    * The latest time the storage recorded: the largest of its queues' clocks (ms) no later than
-   * `atMost`, or undefined when none is. A broker opened over storage without a clock of its
-   * own (no `storageTime`) starts its clock there at the earliest, so that time goes on from
-   * what an earlier process recorded (R2) whatever this machine's wall clock says.
+   * `atMost`, or undefined when none is. A broker `open` makes starts its clock there at the
+   * earliest, so that time goes on from what an earlier process recorded (R2) whatever this
+   * machine's wall clock, or the database's (`storageTime`), says.
    */
   recordedTime?(atMost: number): Promise<number | undefined>;
   /**
