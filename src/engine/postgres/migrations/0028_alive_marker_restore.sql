@@ -8,8 +8,10 @@
 -- file in use does. A physical backup restores an unlogged table empty, as a crash leaves it.
 ALTER TABLE leaseq_alive ADD COLUMN table_oid OID;
 
--- The row of the database being migrated is its own.
-UPDATE leaseq_alive SET table_oid = tableoid;
+-- The row there now is taken for no table's: the database being migrated may be one restored
+-- from a dump of an earlier version, whose row names no table either. So the first connection
+-- after this migration continues above the marks, once (a gap of at most a block per queue,
+-- never a repeat), and the row it writes is this table's from then on.
 
 CREATE OR REPLACE FUNCTION leaseq_continue_after_crash() RETURNS VOID LANGUAGE plpgsql AS $fn$
 BEGIN
