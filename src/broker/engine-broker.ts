@@ -108,6 +108,11 @@ export class EngineBroker implements Broker {
     return this.wrap(this.engine.handle(name));
   }
 
+  pinnedHandle(name: string): Queue {
+    this.checkOpen();
+    return this.wrap(this.engine.pinnedHandle?.(name) ?? this.engine.handle(name));
+  }
+
   private wrap(handle: QueueHandle): Queue {
     return new EngineQueue(
       handle,

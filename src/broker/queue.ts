@@ -280,6 +280,14 @@ export interface Broker {
    * queue of that name exists (for code that must not create one, as a server's lookups).
    */
   handle(name: string): Queue;
+  /**
+   * `handle`, but on one queue rather than its name: the queue of that name its first call
+   * finds. Once that queue is deleted its calls answer NOT_FOUND, also when another queue was
+   * made under the name since (by this process or another sharing the storage), so work begun
+   * on one queue never goes on in its successor. In-process brokers only; over a storage that
+   * cannot tell one queue of a name from the next, the same as `handle`.
+   */
+  pinnedHandle?(name: string): Queue;
   /** Changes the named queue's options (those given; the others stay); returns them all. */
   updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;
   /** Every queue of the storage, by name, with its options. */

@@ -243,6 +243,13 @@ export interface Engine extends ScheduleStore {
    * queue of that name when they run, and answer NOT_FOUND while there is none.
    */
   handle(name: string): QueueHandle;
+  /**
+   * A handle on one queue rather than on its name: the queue of that name its first call
+   * finds. Once that queue is deleted, every call answers NOT_FOUND, also when another queue
+   * was made under the name since, so work begun on one queue (a run of `moveJobs` calls)
+   * never goes on in its successor. Where it is absent, only `handle` is.
+   */
+  pinnedHandle?(name: string): QueueHandle;
   /** Changes stored options; what is already delivered keeps its deadlines. */
   updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;
   /** Every queue of the storage, by name. */

@@ -9,6 +9,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/broker/index.js';
+import { BrokerCatalog } from '../../src/server/sqs/catalog.js';
 import { FIFO_GENERATIONS, fifoMessageId } from '../../src/server/sqs/fifo.js';
 import {
   arn,
@@ -68,6 +69,9 @@ describe.each(engines)('FIFO de-duplication after a message died, over $name', (
       }),
     );
   const seq = (text: string | undefined) => BigInt(text as string);
+  /** The key the queue's job ids are derived with (a queue made again gets another). */
+  const keyOf = async (name: string) =>
+    (await new BrokerCatalog(server().broker).get(name))?.fifoIdKey;
 
   it('the first MessageId of a de-duplication id is the one it always was', () => {
     // Messages stored before ids had generations keep de-duplicating their sends.
@@ -103,7 +107,8 @@ describe.each(engines)('FIFO de-duplication after a message died, over $name', (
     const fresh = await order(url, 'v3');
     expect(fresh.MessageId).not.toBe(first.MessageId);
     // Under the next job id of its de-duplication id.
-    const jobId = (generation: number) => fifoMessageId('queue', 'g', 'order-1', generation, name);
+    const key = await keyOf(name);
+    const jobId = (generation: number) => fifoMessageId('queue', 'g', 'order-1', generation, key);
     expect((await queue.job(jobId(1)))?.state).toBe('ready');
     expect(seq(fresh.SequenceNumber)).toBeGreaterThan(seq(first.SequenceNumber));
     // While it is in the queue it holds the id, whatever the time.
@@ -156,8 +161,9 @@ describe.each(engines)('FIFO de-duplication after a message died, over $name', (
     expect(died).toMatchObject({ Body: 'v2', MessageId: v2.MessageId });
     // Both are in the dead-letter queue, none stays in the source's dead set.
     const dlqQueue = await server().broker.queue(dlqName);
+    const sourceKey = await keyOf(sourceName);
     for (const generation of [0, 1]) {
-      const id = fifoMessageId('queue', 'g', 'order-1', generation, sourceName);
+      const id = fifoMessageId('queue', 'g', 'order-1', generation, sourceKey);
       expect((await dlqQueue.job(id))?.origin?.queue).toBe(sourceName);
     }
     const sourceQueue = await server().broker.queue(sourceName);
@@ -225,7 +231,7 @@ describe.each(engines)('FIFO de-duplication after a message died, over $name', (
     const byId = Object.fromEntries((answer.Successful ?? []).map((each) => [each.Id, each]));
     expect(byId.renewed?.MessageId).not.toBe(old.MessageId);
     const renewedJob = await (await server().broker.queue(name)).job(
-      fifoMessageId('queue', 'g', 'order-1', 1, name),
+      fifoMessageId('queue', 'g', 'order-1', 1, await keyOf(name)),
     );
     expect(renewedJob?.state).toBe('ready');
     expect(byId.renewedAgain).toMatchObject({
@@ -248,8 +254,9 @@ describe.each(engines)('FIFO de-duplication after a message died, over $name', (
     if (engine.name !== 'memory') context.skip('the bound is checked over memory');
     const [name, url] = await fifoQueue();
     const queue = await server().broker.queue(name);
+    const key = await keyOf(name);
     const ids = Array.from({ length: FIFO_GENERATIONS }, (_, k) =>
-      fifoMessageId('queue', 'g', 'full', k, name),
+      fifoMessageId('queue', 'g', 'full', k, key),
     );
     for (let start = 0; start < ids.length; start += 100) {
       await queue.publishBatch(ids.slice(start, start + 100).map((id) => ({ id, payload: id })));

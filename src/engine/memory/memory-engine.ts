@@ -34,6 +34,7 @@ import type {
   WakeListener,
 } from '../engine.js';
 import { OperationHandle } from '../operation-handle.js';
+import { pinnedQueueGone } from '../pinned.js';
 import type { ScheduleRecord } from '../schedules.js';
 import { checkSecretName, newSecretValue, type StoredSecret } from '../secrets.js';
 import { WakeHub } from '../wake-hub.js';
@@ -102,6 +103,19 @@ export class MemoryEngine implements Engine, QueueLinks {
       this.checkOpen();
       // The name was checked above: per call a lookup, not the check again.
       return this.found(name);
+    });
+  }
+
+  pinnedHandle(name: string): QueueHandle {
+    this.checkOpen();
+    checkQueueName(name);
+    let pinned: LeaseQueue | undefined;
+    return new MemoryQueue(name, this.wakes, () => {
+      this.checkOpen();
+      const core = this.found(name);
+      pinned ??= core;
+      if (core !== pinned) throw pinnedQueueGone(name);
+      return core;
     });
   }
 

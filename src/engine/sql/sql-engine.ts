@@ -191,6 +191,12 @@ export class SqlEngine implements Engine {
     return new SqlQueue(name, this.executor, this.access);
   }
 
+  pinnedHandle(name: string): QueueHandle {
+    this.checkOpen();
+    checkQueueName(name);
+    return new SqlQueue(name, this.executor, this.access, true);
+  }
+
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
     this.checkOpen();
     checkQueueName(name);

@@ -21,6 +21,7 @@ import {
 import { checkLookedUpId } from '../../core/text.js';
 import { checkNow, isTime } from '../../core/validate.js';
 import { OperationHandle } from '../operation-handle.js';
+import { pinnedQueueGone } from '../pinned.js';
 import { BULK_STEP, MoveRun, withDoneCount } from './bulk-steps.js';
 import { commitKindOf } from './commit-kind.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
@@ -36,10 +37,18 @@ import type { SqlConnection } from './sql-connection.js';
  * the same tick into one statement.
  */
 export class SqlQueue extends OperationHandle {
+  /** Of a pinned handle: the making of the queue its first call found (QueueRow.incarnation). */
+  private making: number | undefined;
+
   constructor(
     readonly name: string,
     private readonly executor: GroupCommitExecutor,
     private readonly access: QueueAccess,
+    /**
+     * A handle on one queue, not its name (Engine.pinnedHandle): each call checks the queue's
+     * making in its own transaction, so none takes the paths that read no queue row.
+     */
+    private readonly pinned = false,
   ) {
     super();
   }
@@ -58,14 +67,14 @@ export class SqlQueue extends OperationHandle {
     }
     // Acks, or reserves with the same options (a stream frame of many consumers' calls), are
     // one merged call: one statement where the storage has one, in one unit as the batch.
-    if (operations.every((operation) => operation.type === 'ack')) {
+    if (!this.pinned && operations.every((operation) => operation.type === 'ack')) {
       const lists = operations.map((operation) => operation.tokens);
       return spread(
         this.ackTokens(now, lists),
         lists.map((list) => list.length),
       );
     }
-    const reserves = sameReserves(operations);
+    const reserves = this.pinned ? undefined : sameReserves(operations);
     if (reserves !== undefined) {
       const maxes = reserves.map((operation) => operation.max);
       return spread(
@@ -179,6 +188,7 @@ export class SqlQueue extends OperationHandle {
    * committed with it; none when `signal` aborts first.
    */
   reserveOnReady(now: number, operation: ReserveOperation, signal: AbortSignal) {
+    if (this.pinned) return this.reserveThenPark(now, operation, signal);
     if (this.access.dialect.oneStatement !== undefined) {
       return this.reserveThenWait(now, operation, signal);
     }
@@ -224,6 +234,21 @@ export class SqlQueue extends OperationHandle {
         throw error;
       },
     );
+    return { deliveries, armed };
+  }
+
+  /**
+   * A pinned handle's receive that waits: a reserve of its own, then none until `signal`
+   * aborts (the broker looks again when woken). Jobs a publish hands to waiting receivers are
+   * handed by the name the publish acts on, which may be another making's.
+   */
+  private reserveThenPark(now: number, operation: ReserveOperation, signal: AbortSignal) {
+    const reserved = this.run(now, operation);
+    const deliveries = reserved.then(
+      (taken) => (taken.length > 0 ? taken : untilAborted(signal)),
+      () => [],
+    );
+    const armed = reserved.then((taken) => (taken.length > 0 ? undefined : this.nextEventAt()));
     return { deliveries, armed };
   }
 
@@ -430,8 +455,14 @@ export class SqlQueue extends OperationHandle {
     await wakeOnCommit(this.access, connection, batch, this.name);
   }
 
-  private ops(connection: SqlConnection, batch: BatchContext): Promise<QueueOps> {
-    return queueOps(this.access, connection, batch, this.name);
+  private async ops(connection: SqlConnection, batch: BatchContext): Promise<QueueOps> {
+    const ops = await queueOps(this.access, connection, batch, this.name);
+    if (this.pinned) {
+      // The first call pins the queue it finds; a transaction that rolls back found it too.
+      this.making ??= ops.q.incarnation;
+      if (ops.q.incarnation !== this.making) throw pinnedQueueGone(this.name);
+    }
+    return ops;
   }
 }
 
@@ -509,6 +540,14 @@ async function spread(answer: Promise<unknown[]>, sizes: readonly number[]): Pro
     }
     return sizes.map(() => ({ ok: false, error }));
   }
+}
+
+/** Resolves with no deliveries once `signal` aborts. */
+function untilAborted(signal: AbortSignal): Promise<Delivery[]> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve([]);
+    else signal.addEventListener('abort', () => resolve([]), { once: true });
+  });
 }
 
 /** The operations when they are all reserves with the same options; else undefined. */

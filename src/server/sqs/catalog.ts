@@ -9,10 +9,12 @@ export interface QueueMeta {
   createdMs: number;
   modifiedMs: number;
   /**
-   * A FIFO queue's key (its name) that its job ids are derived with besides the de-duplication
-   * id (`fifoMessageId`), so no two queues' messages share a job id (a dead-letter queue two
-   * queues share takes the messages of both). FIFO queues created without one keep the ids
-   * they always had.
+   * A FIFO queue's key that its job ids are derived with besides the de-duplication id
+   * (`fifoMessageId`), so no two queues' messages share a job id (a dead-letter queue two
+   * queues share takes the messages of both): its name and a random part, so that a queue made
+   * again under a deleted one's name does not take the ids of that one's messages, which may
+   * still be in a dead-letter queue (queues created by an earlier leaseq have the name alone).
+   * FIFO queues created without one keep the ids they always had.
    */
   fifoIdKey?: string;
   /**
@@ -51,16 +53,29 @@ export interface QueueCatalog {
 const TABLE = 'leaseq_sqs_queues';
 
 /**
+ * The metadata of brokers without transactions (memory), per broker: every catalog of one
+ * broker (several servers over one storage in one process) sees the same, as over SQL.
+ */
+const IN_MEMORY = new WeakMap<Broker, Map<string, QueueMeta>>();
+
+/**
  * The catalog of a broker: in its database when it has transactions (so metadata is as
  * durable and as shared as the queues), else in this process (the memory engine's lifetime).
  */
 export class BrokerCatalog implements QueueCatalog {
   private mode: Promise<'sql' | 'memory'> | undefined;
-  private readonly memory = new Map<string, QueueMeta>();
+  private readonly memory: Map<string, QueueMeta>;
   /** Per queue name, the end of the last `exclusive` work begun (it never rejects). */
   private readonly turns = new Map<string, Promise<void>>();
 
-  constructor(private readonly broker: Broker) {}
+  constructor(private readonly broker: Broker) {
+    let memory = IN_MEMORY.get(broker);
+    if (memory === undefined) {
+      memory = new Map();
+      IN_MEMORY.set(broker, memory);
+    }
+    this.memory = memory;
+  }
 
   async get(name: string): Promise<QueueMeta | undefined> {
     if ((await this.storage()) === 'memory') return this.memory.get(name);

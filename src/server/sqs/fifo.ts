@@ -68,9 +68,10 @@ export function fifoMessageId(
   /** The queue's `fifoIdKey`; a queue created without one has the ids it always had. */
   queueKey?: string,
 ): string {
-  // Neither id nor a queue name can hold a NUL (FIFO_ID, QUEUE_NAME), so the parts cannot run
-  // into each other, and a generation's text has one part more than generation 0's. A keyed
-  // text has `key` where one without a key has its scope, `queue` or `messageGroup`.
+  // Neither id nor a queue key (a queue name, with `#` and a UUID) can hold a NUL (FIFO_ID,
+  // QUEUE_NAME), so the parts cannot run into each other, and a generation's text has one part
+  // more than generation 0's. A keyed text has `key` where one without a key has its scope,
+  // `queue` or `messageGroup`.
   const prefix = queueKey === undefined ? 'leaseq-sqs-fifo' : `leaseq-sqs-fifo\0key\0${queueKey}`;
   const key =
     scope === 'queue'

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from '../../broker/index.js';
+import { NotFoundError } from '../../core/index.js';
 
 export type MoveTaskStatus = 'RUNNING' | 'COMPLETED' | 'CANCELLING' | 'CANCELLED' | 'FAILED';
 
@@ -101,7 +102,7 @@ export class MoveTasks {
     const task = this.running(source);
     if (task === undefined) return;
     task.status = 'FAILED';
-    task.failureReason = `The queue ${source} was deleted.`;
+    task.failureReason = deletedReason(source);
     this.stops.get(task.handle)?.abort();
   }
 
@@ -128,8 +129,14 @@ export class MoveTasks {
       }
     } catch (error) {
       task.status = 'FAILED';
-      // A step cut by its source's delete fails for that reason (sourceDeleted).
-      task.failureReason ??= error instanceof Error ? error.message : String(error);
+      // A step cut by its source's delete fails for that reason (sourceDeleted), and so does a
+      // step that finds the source gone, deleted elsewhere (StartMessageMoveTask pins it).
+      task.failureReason ??=
+        error instanceof NotFoundError
+          ? deletedReason(task.source)
+          : error instanceof Error
+            ? error.message
+            : String(error);
     }
   }
 
@@ -141,6 +148,11 @@ export class MoveTasks {
       this.tasks.splice(this.tasks.indexOf(task), 1);
     }
   }
+}
+
+/** Why a task whose source queue was deleted failed. */
+function deletedReason(source: string): string {
+  return `The queue ${source} was deleted.`;
 }
 
 /** Waits `ms` (0: lets other work run first), or until `stop` aborts. */

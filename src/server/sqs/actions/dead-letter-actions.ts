@@ -87,7 +87,10 @@ async function startMessageMoveTask(call: SqsCall, sqs: SqsServices) {
     authorizeMoveBack(call, source, sources);
     origins = sources;
   }
-  const queue = await sqs.services.queues.existing(source);
+  // This queue, not its name: a task never goes on in a queue made again under the name once
+  // this one is deleted, by this server or any other process sharing the storage.
+  const { broker, queues } = sqs.services;
+  const queue = broker.pinnedHandle?.(source) ?? (await queues.existing(source));
   const stats = await queue.stats();
   // Messages behind another of their group (R24) move too, each once the one before it has.
   const toMove = stats.ready + stats.delayed + stats.waiting;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConflictError, type QueueOptions } from '../../../core/index.js';
 import { hidingForeignLoops } from '../../auth.js';
 import {
@@ -105,7 +106,9 @@ async function createQueue(call: SqsCall, sqs: SqsServices) {
       tags,
       createdMs: now,
       modifiedMs: now,
-      ...(fifo ? { fifoIdKey: name } : {}),
+      // Its own, not the name alone: messages of a queue deleted before under this name may
+      // still be in a dead-letter queue, and a send here must not meet their job ids.
+      ...(fifo ? { fifoIdKey: `${name}#${randomUUID()}` } : {}),
     });
     return { QueueUrl: url };
   });
