@@ -11,6 +11,14 @@ import type { QueueHandle } from './engine.js';
 export type StepTime = number | (() => number);
 
 /**
+ * Steps a read of many queues asks for at once. The event loop turns between two such runs: on
+ * SQLite and memory a step runs in this process, and the steps of thousands of queues asked for
+ * together ran one batch after another, every request, timer and socket of the process held
+ * until the last (5,000 queues with a job come due: 1.2 s on SQLite).
+ */
+const STEPS_AT_ONCE = 100;
+
+/**
  * The figures at `now` of those of `names` that are queues, each by a step of its own (its
  * `stats` operation), by name in the order given: a queue deleted since it was named, or never
  * one, is left out.
@@ -20,21 +28,25 @@ export async function statsByStep(
   now: StepTime,
   names: readonly string[],
 ): Promise<Map<string, QueueStats>> {
-  const read = await Promise.all(
-    names.map((name) =>
-      handle(name)
-        .run(typeof now === 'number' ? now : now(), build.stats())
-        .catch((error: unknown) => {
-          if (error instanceof NotFoundError) return undefined;
-          throw error;
-        }),
-    ),
-  );
   const stats = new Map<string, QueueStats>();
-  names.forEach((name, index) => {
-    const figures = read[index];
-    if (figures !== undefined) stats.set(name, figures);
-  });
+  for (let start = 0; start < names.length; start += STEPS_AT_ONCE) {
+    if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    const some = names.slice(start, start + STEPS_AT_ONCE);
+    const read = await Promise.all(
+      some.map((name) =>
+        handle(name)
+          .run(typeof now === 'number' ? now : now(), build.stats())
+          .catch((error: unknown) => {
+            if (error instanceof NotFoundError) return undefined;
+            throw error;
+          }),
+      ),
+    );
+    some.forEach((name, index) => {
+      const figures = read[index];
+      if (figures !== undefined) stats.set(name, figures);
+    });
+  }
   return stats;
 }
 

@@ -1,5 +1,6 @@
 import type { Broker, Queue } from '../broker/index.js';
 import {
+  checkQueueName,
   checkSameOptions,
   NotFoundError,
   type QueueOptions,
@@ -33,11 +34,24 @@ export class QueueDirectory {
   async existing(name: string, listed?: ReadonlySet<string>): Promise<Queue> {
     const cached = this.open.get(name);
     if (cached !== undefined) return cached;
-    // Another process sharing the storage may have created it since.
-    const names = listed ?? new Set((await this.broker.listQueues()).map((info) => info.name));
-    if (!names.has(name)) throw new NotFoundError(`queue ${name} does not exist`);
-    // Not broker.queue: a queue deleted since the list was read must not be created again.
-    return this.remember(this.broker.handle(name));
+    const missing = () => new NotFoundError(`queue ${name} does not exist`);
+    if (listed !== undefined) {
+      if (!listed.has(name)) throw missing();
+      // Not broker.queue: a queue deleted since the list was read must not be created again.
+      return this.remember(this.broker.handle(name));
+    }
+    // A name no queue can have is no queue (an SQS QueueUrl's, say), as it was never listed.
+    try {
+      checkQueueName(name);
+    } catch {
+      throw missing();
+    }
+    // Another process sharing the storage may have created it since: its row is read, that
+    // one alone (NOT_FOUND while there is none). Not the list of every queue: with thousands
+    // of them, the first request to each after a start read them all, one after the other.
+    const queue = this.broker.handle(name);
+    await queue.options();
+    return this.remember(queue);
   }
 
   /**

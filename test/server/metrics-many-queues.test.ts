@@ -1,5 +1,7 @@
+import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { DEAD_LETTER_KINDS, type QueueStats } from '../../src/core/index.js';
+import { encodeForRequest } from '../../src/server/content-coding.js';
 import { ServerMetrics } from '../../src/server/metrics.js';
 
 function stats(index: number): QueueStats {
@@ -110,5 +112,37 @@ describe('/metrics over many queues', () => {
     // Families are separated by a blank line, and the text ends with one line break.
     expect(text).toContain('\n\n# HELP leaseq_jobs ');
     expect(text.endsWith(' 1.25\n')).toBe(true);
+  });
+
+  it('hands the text of many queues to the connection a piece at a time, never joined whole', async () => {
+    const queues = 3000;
+    const all = Array.from({ length: queues }, (_, index): [string, QueueStats] => [
+      `q-${index}`,
+      stats(index),
+    ]);
+    const metrics = new ServerMetrics();
+    const pieces = await metrics.renderPieces(async () => all);
+    const text = pieces.join('');
+    expect(text.match(/^leaseq_jobs\{/gm)).toHaveLength(queues * 5);
+    expect(text).toContain('\n\n# HELP leaseq_jobs ');
+    expect(text.endsWith('\n')).toBe(true);
+    // At most a thousand queues of one family in a piece: eight series each at most (a
+    // leaseq_dead_letters_total per reason kind).
+    const longest = Math.max(...pieces.map((piece) => piece.split('\n').length));
+    expect(longest).toBeLessThanOrEqual(DEAD_LETTER_KINDS.length * 1000 + 4);
+    // Sent as they come, each turned into bytes on its own: never the whole text at once.
+    for (const acceptEncoding of [undefined, 'gzip']) {
+      const { body, encoding } = encodeForRequest(pieces, acceptEncoding);
+      const chunks: Buffer[] = [];
+      for await (const chunk of body) chunks.push(chunk as Buffer);
+      const sent = Buffer.concat(chunks);
+      if (encoding === 'gzip') {
+        expect(gunzipSync(sent).toString('utf8')).toBe(text);
+      } else {
+        expect(sent.toString('utf8')).toBe(text);
+        expect(chunks.length).toBeGreaterThan(1);
+        expect(Math.max(...chunks.map((chunk) => chunk.length))).toBeLessThan(sent.length / 10);
+      }
+    }
   });
 });

@@ -32,4 +32,21 @@ describe('QueueDirectory: the server looks queues up and never creates one by lo
     expect((await queue.publish({ id: 'a' })).id).toBe('a');
     expect((await queue.options()).visibility).toBe(5000);
   });
+
+  it('a lookup reads the queue it names, not the list of every queue', async () => {
+    broker = await open('memory:');
+    for (const name of ['a', 'b', 'c']) await broker.queue(name);
+    let lists = 0;
+    const listQueues = broker.listQueues.bind(broker);
+    broker.listQueues = () => {
+      lists += 1;
+      return listQueues();
+    };
+    const directory = new QueueDirectory(broker);
+    expect((await (await directory.existing('b')).publish({ id: 'x' })).id).toBe('x');
+    await expect(directory.existing('missing')).rejects.toBeInstanceOf(NotFoundError);
+    // A name no queue can have is not found either, as when the list was read.
+    await expect(directory.existing('no such/name')).rejects.toBeInstanceOf(NotFoundError);
+    expect(lists).toBe(0);
+  });
 });

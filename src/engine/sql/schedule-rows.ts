@@ -83,7 +83,48 @@ export async function listScheduleRows(
            ORDER BY name`,
           [queue],
         );
-  rows.sort((a, b) => byCodeUnits(a.queue, b.queue) || byCodeUnits(a.name, b.name));
+  return recordsOf(rows);
+}
+
+/** Where a page of every schedule begins: after this queue and name (none: the first). */
+export interface SchedulePlace {
+  readonly queue: string;
+  readonly name: string;
+}
+
+/**
+ * A page of every schedule: the first `limit` after `after`, in the storage's order of queue and
+ * name (not sorted as listScheduleRows sorts: a caller reading every page sorts them all), and
+ * where the next page begins, undefined after the last.
+ */
+export async function listScheduleRowsPage(
+  connection: SqlConnection,
+  after: SchedulePlace | undefined,
+  limit: number,
+): Promise<{ records: ScheduleRecord[]; next: SchedulePlace | undefined }> {
+  const rows =
+    after === undefined
+      ? await connection.query<ScheduleRow>(
+          'SELECT queue, name, spec, created_at, last_at FROM leaseq_schedules ORDER BY queue, name LIMIT ?',
+          [limit],
+        )
+      : await connection.query<ScheduleRow>(
+          `SELECT queue, name, spec, created_at, last_at FROM leaseq_schedules
+           WHERE queue > ? OR (queue = ? AND name > ?) ORDER BY queue, name LIMIT ?`,
+          [after.queue, after.queue, after.name, limit],
+        );
+  const last = rows.at(-1);
+  return {
+    records: recordsOf(rows, false),
+    next:
+      rows.length < limit || last === undefined
+        ? undefined
+        : { queue: last.queue, name: last.name },
+  };
+}
+
+function recordsOf(rows: ScheduleRow[], sort = true): ScheduleRecord[] {
+  if (sort) rows.sort((a, b) => byCodeUnits(a.queue, b.queue) || byCodeUnits(a.name, b.name));
   return rows.map((row) => {
     const spec = JSON.parse(row.spec) as ScheduleSpec;
     return {

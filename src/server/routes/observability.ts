@@ -94,12 +94,13 @@ export function observabilityRoutes(services: Services, openApi: () => unknown):
       contentType: 'text/plain',
       rawResponse: true,
       async handle({ reply, principal }) {
-        const text = await metrics.render(() =>
+        const pieces = await metrics.renderPieces(() =>
           queues.visibleStats((name) => principal.canSee(name)),
         );
         reply.type(metrics.contentType).header('vary', 'accept-encoding');
-        // Thousands of queues write megabytes of text; Prometheus asks for gzip.
-        const encoded = await encodeForRequest(text, reply.request.headers['accept-encoding']);
+        // Thousands of queues write megabytes of text, sent a piece at a time; Prometheus asks
+        // for gzip.
+        const encoded = encodeForRequest(pieces, reply.request.headers['accept-encoding']);
         if (encoded.encoding !== undefined) reply.header('content-encoding', encoded.encoding);
         return encoded.body;
       },
