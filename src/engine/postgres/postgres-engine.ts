@@ -57,6 +57,10 @@ export const POSTGRES_DIALECT: SqlDialect = {
         MAX(clock) AS clock
       FROM leaseq_tallies WHERE queue = q.name) AS s ON TRUE
     WHERE q.name IN ${names}`,
+  // A queue's time is its row's clock or a later one its one-statement acks tallied apart.
+  recordedClock: `SELECT MAX(clock) AS clock FROM (SELECT GREATEST(q.clock,
+      (SELECT MAX(t.clock) FROM leaseq_tallies AS t WHERE t.queue = q.name)) AS clock
+    FROM leaseq_queues AS q) AS c WHERE clock <= ?`,
   wakeStatement: (queue) => ({ sql: 'SELECT pg_notify(?, ?)', params: [WAKE_CHANNEL, queue] }),
   // Read committed whatever the database's default_transaction_isolation: under repeatable read
   // or serializable the snapshot is taken by the wait for the lock, and a process that waited

@@ -120,6 +120,12 @@ export interface SqlDialect {
    * Absent: the rows as stored.
    */
   readQueueRows?(columns: string, names: string): string;
+  /**
+   * A statement answering as `clock` the latest of the queues' clocks (their tallies added,
+   * as readQueueRows) no later than the parameter `?`, or null when none is. Absent: the
+   * queue rows' clocks as stored.
+   */
+  readonly recordedClock?: string;
   /** A subquery of one column `value` listing the elements of a JSON array parameter `?`. */
   jsonList(type: 'text' | 'integer'): string;
   /**

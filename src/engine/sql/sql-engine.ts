@@ -353,7 +353,8 @@ export class SqlEngine implements Engine {
     this.checkOpen();
     return this.executor.submit(async (connection) => {
       const [row] = await connection.query<{ clock: number | string | null }>(
-        'SELECT MAX(clock) AS clock FROM leaseq_queues WHERE clock <= ?',
+        this.parts.dialect.recordedClock ??
+          'SELECT MAX(clock) AS clock FROM leaseq_queues WHERE clock <= ?',
         [atMost],
       );
       return row?.clock === null || row?.clock === undefined ? undefined : Number(row.clock);
