@@ -110,8 +110,8 @@ export async function listScheduleRowsPage(
         )
       : await connection.query<ScheduleRow>(
           `SELECT queue, name, spec, created_at, last_at FROM leaseq_schedules
-           WHERE queue > ? OR (queue = ? AND name > ?) ORDER BY queue, name LIMIT ?`,
-          [after.queue, after.queue, after.name, limit],
+           WHERE (queue, name) > (?, ?) ORDER BY queue, name LIMIT ?`,
+          [after.queue, after.name, limit],
         );
   const last = rows.at(-1);
   return {
