@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
-import { ValidationError } from '../core/index.js';
+import { isMainThread } from 'node:worker_threads';
+import { UnsupportedError, ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 import type { Worker } from './worker.js';
 
@@ -19,7 +20,9 @@ export interface CloseOnSignalsOptions {
  * listeners are installed the signals no longer end the process by themselves: the process
  * ends when its work is done (or when `onClosed` ends it). Bad options are a ValidationError
  * here, before any listener is installed: found only at the signal, they would leave the
- * process running with its signals taken and its worker not closing.
+ * process running with its signals taken and its worker not closing. In a worker thread it
+ * throws UnsupportedError: Node delivers signals to the main thread only, so its listeners would
+ * never fire, and the thread's jobs would be cut off with the process instead of given back.
  */
 export function closeOnSignals(
   worker: Pick<Worker, 'close'>,
@@ -30,6 +33,11 @@ export function closeOnSignals(
     throw new ValidationError(`closeOnSignals: worker must have close(), got ${show(worker)}`);
   }
   checkOptions(options);
+  if (!isMainThread) {
+    throw new UnsupportedError(
+      'closeOnSignals: a worker thread gets no signals (Node delivers them to the main thread only), so its worker would never be closed by one: call closeOnSignals in the main thread, and have it tell each thread to close its worker (a postMessage the thread answers with worker.close())',
+    );
+  }
   const { timeout = 30_000, onClosed } = options;
   // Each once: a signal named twice would count one delivery of it as a second signal.
   const signals = [...new Set(options.signals ?? ['SIGTERM', 'SIGINT'])];

@@ -9,6 +9,14 @@ const FIRST_PAUSE_MS = 1;
 /** The longest pause between two tries, in ms. */
 const LONGEST_PAUSE_MS = 50;
 
+/**
+ * Who may hold the lock a call waited for, as errors say it: not only another process, since each
+ * `open()` of a file is a connection of its own (a second one in this process, or one in each of
+ * its worker threads, waits for the others' locks as another process's would).
+ */
+export const LOCK_HOLDER =
+  'another connection to it (another process, or another open() of the file in this process or in one of its worker threads)';
+
 /** Where a wait for a lock fails, and how long it may last. */
 export interface LockWait {
   /** The storage, as messages name it (`sqlite:/data/q.db`). */
@@ -45,7 +53,7 @@ export async function retryWhileBusy<T>(
     if (left <= 0) {
       const message = (refusal as Error | undefined)?.message ?? String(refusal);
       throw new StorageLockedError(
-        `${wait.target} is locked by another process: its lock was not free within busyTimeoutMs (${wait.timeoutMs} ms; ${message}); nothing was written`,
+        `${wait.target} is locked by ${LOCK_HOLDER}: its lock was not free within busyTimeoutMs (${wait.timeoutMs} ms; ${message}); nothing was written`,
         { cause: refusal },
       );
     }

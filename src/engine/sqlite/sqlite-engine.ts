@@ -17,7 +17,13 @@ import { loadMigrations, migrate } from '../sql/migrate.js';
 import type { SqlDialect } from '../sql/sql-connection.js';
 import { SqlEngine } from '../sql/sql-engine.js';
 import { FileWatch } from './file-watch.js';
-import { DEFAULT_BUSY_TIMEOUT_MS, isBusy, type LockWait, whenNotBusy } from './lock-wait.js';
+import {
+  DEFAULT_BUSY_TIMEOUT_MS,
+  isBusy,
+  LOCK_HOLDER,
+  type LockWait,
+  whenNotBusy,
+} from './lock-wait.js';
 import { databaseFile, SqliteConnection } from './sqlite-connection.js';
 import { continueAboveHighWater, lowerHighWater, tokenFence } from './token-fence.js';
 
@@ -336,7 +342,7 @@ export function translateSqliteError(error: unknown, target: string): unknown {
   const code = typeof rawCode === 'string' ? rawCode : '';
   const message = failureText(error);
   if (isBusy(error) || code.startsWith('SQLITE_LOCKED')) {
-    return new StorageLockedError(`${target} is locked by another process: ${message}`, {
+    return new StorageLockedError(`${target} is locked by ${LOCK_HOLDER}: ${message}`, {
       cause: error,
     });
   }
