@@ -54,7 +54,7 @@ import {
   scheduleView,
 } from './schedule-times.js';
 import { Scheduler, type SchedulerOptions } from './scheduler.js';
-import { WakeSignal } from './wake-signal.js';
+import { takePlace, WakeSignal } from './wake-signal.js';
 
 /** Options of an EngineBroker. */
 export interface BrokerOptions {
@@ -406,12 +406,16 @@ export class EngineQueue implements Queue {
     // may take depends on its session (its prefetch) and its ack mode (at most once, no
     // prefetch bound applies: R22).
     const lane = `${operation.ack}:${operation.session ?? ''}`;
+    // First come, first served: its place in line, kept for the whole wait (see takePlace).
+    const place = takePlace();
+    let lastParked: { wokenInLook: boolean } | undefined;
     let answer: Delivery[] | undefined;
     try {
       for (let first = true; ; first = false) {
         // Woken by the caller's signal or by closing: answer empty, touch nothing more.
         if (!first && (signal?.aborted || this.closing.aborted)) return [];
-        const parked = this.parkOnWake(signal, lane);
+        const parked = this.parkOnWake(signal, lane, place);
+        lastParked = parked;
         let handedOver: Promise<Delivery[]> | undefined;
         let failure: { error: unknown } | undefined;
         try {
@@ -419,16 +423,25 @@ export class EngineQueue implements Queue {
           if (this.handle.reserveOnReady !== undefined) {
             // The engine reserves for us now or, once we wait, in the publish that makes a job
             // ready, committed with it.
-            const waiting = this.handle.reserveOnReady(this.clock.now(), operation, parked.stop);
+            const waiting = this.handle.reserveOnReady(
+              this.clock.now(),
+              operation,
+              parked.stop,
+              place,
+            );
             handedOver = waiting.deliveries;
+            parked.looking = true;
             try {
               nextEvent = await waiting.armed;
             } catch (error) {
               // Thrown once what a publish may have handed over meanwhile is ours (below).
               failure = { error };
             }
+            parked.looking = false;
           } else {
+            parked.looking = true;
             const deliveries = await this.reserveNow(operation);
+            parked.looking = false;
             if (deliveries.length > 0 || this.clock.now() >= until) {
               answer = deliveries;
               return deliveries;
@@ -473,11 +486,13 @@ export class EngineQueue implements Queue {
     } finally {
       // Leaving without jobs (its wait over, aborted, failed) or with all it asked for, this
       // receiver may leave a wake-up or jobs unlooked at: the next of its lane looks. One that
-      // took fewer than it asked for found the queue dry for its lane. (Jobs handed over count
+      // took fewer than it asked for found the queue dry for its lane (jobs handed over count
       // too: on PostgreSQL the receiver's own statement, woken by another process's publish,
-      // takes them, and serves no other receiver.)
+      // takes them, and serves no other receiver), unless a wake-up reached it during its last
+      // look (its own take let a group go on, R24): first of its lane, as it keeps its place,
+      // it had that wake-up in place of the next one, which looks now.
       const dry = answer !== undefined && answer.length > 0 && answer.length < operation.max;
-      if (!dry) this.wakes.relay(this.name, lane);
+      if (!dry || lastParked?.wokenInLook === true) this.wakes.relay(this.name, lane);
     }
   }
 
@@ -634,15 +649,18 @@ export class EngineQueue implements Queue {
    * Listens for wake-ups of this queue from now on, so a publish that lands between an empty
    * reserve and the wait is not missed. `stop` ends the wait (caller's signal, broker closing).
    */
-  private parkOnWake(signal: AbortSignal | undefined, lane: string) {
+  private parkOnWake(signal: AbortSignal | undefined, lane: string, place: number) {
     const stop = new AbortController();
     const abort = () => stop.abort();
     if (signal?.aborted || this.closing.aborted) abort();
     const unwatchCaller = signal === undefined ? undefined : onAbort(signal, abort);
     const unwatchClose = onAbort(this.closing, abort);
-    const woken = this.wakes.next(this.name, lane, stop.signal);
-    return {
-      woken,
+    const parked = {
+      woken: Promise.resolve(),
+      /** Its look is under way (set by the caller). */
+      looking: false,
+      /** A wake-up reached it while its look was under way. */
+      wokenInLook: false,
       stop: stop.signal,
       release: () => {
         stop.abort();
@@ -650,5 +668,9 @@ export class EngineQueue implements Queue {
         unwatchClose();
       },
     };
+    parked.woken = this.wakes.next(this.name, lane, stop.signal, place, () => {
+      if (parked.looking) parked.wokenInLook = true;
+    });
+    return parked;
   }
 }

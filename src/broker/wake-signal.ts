@@ -1,7 +1,26 @@
 import { onAbort } from './on-abort.js';
 
-/** Parked receivers of one queue that can take the same jobs, first parked first. */
-type Lane = Set<() => void>;
+/** A parked receiver: its place in line (see takePlace) and what wakes it. */
+interface Parked {
+  readonly place: number;
+  readonly done: () => void;
+}
+
+/** Parked receivers of one queue that can take the same jobs, in order of their places. */
+type Lane = Parked[];
+
+let lastPlace = 0;
+
+/**
+ * A receive's place in line among the receivers waiting in this process, taken once as it
+ * begins to wait and kept for the whole wait: one woken that finds nothing (another took the
+ * job) parks again at its place, not behind those that came after it, so it is not passed over
+ * wake-up after wake-up until its wait ends.
+ */
+export function takePlace(): number {
+  lastPlace += 1;
+  return lastPlace;
+}
 
 /**
  * Parks receivers of a queue until something may have made a job ready there.
@@ -10,7 +29,10 @@ type Lane = Set<() => void>;
  * of one session and ack mode, or of none and one ack mode) can take the same jobs, so when
  * the first finds nothing the others would find nothing too. One that takes all it asked for, or leaves without
  * taking any, passes the wake-up on to the next of its lane (`relay`). A thousand parked
- * receives then cost a publish one look, not a thousand.
+ * receives then cost a publish one look, not a thousand. Receivers are first come, first
+ * served: a lane's first is the one with the earliest place, and the lanes look in the order
+ * of their firsts' places, so of receivers of several lanes the one that waited longest looks
+ * first.
  */
 export class WakeSignal {
   private readonly parked = new Map<string, Map<string, Lane>>();
@@ -19,10 +41,17 @@ export class WakeSignal {
   constructor(private readonly watch?: (queue: string) => () => void) {}
 
   /**
-   * Resolves when a wake-up of `queue` reaches this receiver in `lane`, or when the returned
-   * promise is abandoned (`signal` aborts).
+   * Resolves when a wake-up of `queue` reaches this receiver in `lane` (`woken` is called then,
+   * at once), or when the returned promise is abandoned (`signal` aborts). `place` (see
+   * takePlace) orders it among the lane's receivers; without one it parks behind them all.
    */
-  next(queue: string, lane: string, signal: AbortSignal): Promise<void> {
+  next(
+    queue: string,
+    lane: string,
+    signal: AbortSignal,
+    place = takePlace(),
+    woken?: () => void,
+  ): Promise<void> {
     return new Promise((resolve) => {
       if (signal.aborted) return resolve();
       let lanes = this.parked.get(queue);
@@ -32,36 +61,52 @@ export class WakeSignal {
       }
       let waiters = lanes.get(lane);
       if (waiters === undefined) {
-        waiters = new Set();
+        waiters = [];
         lanes.set(lane, waiters);
       }
       const ofQueue = lanes;
       const ofLane = waiters;
       const unwatchQueue = this.watch?.(queue);
       const done = () => {
+        const index = ofLane.indexOf(entry);
+        if (index < 0) return;
+        ofLane.splice(index, 1);
         unwatchQueue?.();
-        ofLane.delete(done);
-        if (ofLane.size === 0 && ofQueue.get(lane) === ofLane) ofQueue.delete(lane);
+        if (ofLane.length === 0 && ofQueue.get(lane) === ofLane) ofQueue.delete(lane);
         if (ofQueue.size === 0 && this.parked.get(queue) === ofQueue) this.parked.delete(queue);
         unwatchSignal();
         resolve();
       };
-      ofLane.add(done);
+      const entry: Parked = {
+        place,
+        done: () => {
+          if (ofLane.includes(entry)) woken?.();
+          done();
+        },
+      };
+      // Mostly at the back (a new receive); one parking again goes back to its place.
+      let at = ofLane.length;
+      while (at > 0 && (ofLane[at - 1] as Parked).place > place) at -= 1;
+      ofLane.splice(at, 0, entry);
       const unwatchSignal = onAbort(signal, done);
     });
   }
 
-  /** Something may have made jobs of `queue` ready: the first receiver of each lane looks. */
+  /**
+   * Something may have made jobs of `queue` ready: the first receiver of each lane looks, the
+   * one that waited longest first.
+   */
   wake(queue: string): void {
     const lanes = this.parked.get(queue);
     if (lanes === undefined) return;
-    for (const waiters of [...lanes.values()]) first(waiters)?.();
+    const firsts = [...lanes.values()].flatMap((waiters) => waiters.slice(0, 1));
+    firsts.sort((a, b) => a.place - b.place);
+    for (const { done } of firsts) done();
   }
 
   /** The next receiver of `queue`'s `lane` looks (see the class comment). */
   relay(queue: string, lane: string): void {
-    const waiters = this.parked.get(queue)?.get(lane);
-    if (waiters !== undefined) first(waiters)?.();
+    this.parked.get(queue)?.get(lane)?.[0]?.done();
   }
 
   /** Every receiver of `queue` looks (its queue deleted), or of every queue (shutdown). */
@@ -69,13 +114,8 @@ export class WakeSignal {
     const queues = queue === undefined ? [...this.parked.keys()] : [queue];
     for (const name of queues) {
       for (const waiters of [...(this.parked.get(name)?.values() ?? [])]) {
-        for (const done of [...waiters]) done();
+        for (const { done } of [...waiters]) done();
       }
     }
   }
-}
-
-function first(waiters: Lane): (() => void) | undefined {
-  for (const done of waiters) return done;
-  return undefined;
 }

@@ -148,12 +148,15 @@ export interface QueueHandle {
    * already made still comes, with its commit). `armed` resolves once the receiver waits, with
    * the queue's next event (see nextEventAt) or a time before it (a bound the engine keeps: the
    * receiver then looks again early, at the cost of a reserve), or rejects when the storage
-   * fails.
+   * fails. `place` orders the receivers a transaction serves (the smallest first, as they
+   * began to wait: a receiver that waits again keeps its place); without one it is served
+   * after those waiting before it.
    */
   reserveOnReady?(
     now: number,
     operation: ReserveOperation,
     signal: AbortSignal,
+    place?: number,
   ): {
     /** The deliveries made for `operation`; none when `signal` aborted first. */
     deliveries: Promise<Delivery[]>;

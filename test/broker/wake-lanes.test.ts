@@ -21,10 +21,17 @@ afterAll(async () => {
  * Counts the reserves receivers make through the engine's handles of `name`; `afterLook`, when
  * set, runs (once) as a look has gone to the storage.
  */
-function countLooks(engine: Engine, name: string): { looks: number; afterLook?: () => void } {
-  const count: { looks: number; afterLook?: () => void } = { looks: 0 };
-  const looked = <T>(look: T): T => {
+function countLooks(
+  engine: Engine,
+  name: string,
+): { looks: number; autoLooks: number; afterLook?: () => void } {
+  const count: { looks: number; autoLooks: number; afterLook?: () => void } = {
+    looks: 0,
+    autoLooks: 0,
+  };
+  const looked = <T>(look: T, auto = false): T => {
     count.looks += 1;
+    if (auto) count.autoLooks += 1;
     const after = count.afterLook;
     count.afterLook = undefined;
     after?.();
@@ -36,9 +43,11 @@ function countLooks(engine: Engine, name: string): { looks: number; afterLook?: 
     if (queue !== name) return handle;
     const wrapped: QueueHandle = Object.create(handle);
     const isReserve = (operation: Operation | undefined) => operation?.type === 'reserve';
+    const isAuto = (operation: Operation) =>
+      operation.type === 'reserve' && operation.ack === 'auto';
     wrapped.run = ((now: number, operation: Operation) => {
       const running = handle.run(now, operation);
-      return isReserve(operation) ? looked(running) : running;
+      return isReserve(operation) ? looked(running, isAuto(operation)) : running;
     }) as QueueHandle['run'];
     wrapped.execute = (now, operations) => {
       const running = handle.execute(now, operations);
@@ -47,8 +56,8 @@ function countLooks(engine: Engine, name: string): { looks: number; afterLook?: 
     wrapped.reserve = (now, options, allowed) => looked(handle.reserve(now, options, allowed));
     if (handle.reserveOnReady !== undefined) {
       const reserveOnReady = handle.reserveOnReady.bind(handle);
-      wrapped.reserveOnReady = (now, operation, signal) =>
-        looked(reserveOnReady(now, operation, signal));
+      wrapped.reserveOnReady = (now, operation, signal, place) =>
+        looked(reserveOnReady(now, operation, signal, place), isAuto(operation));
     }
     return wrapped;
   };
@@ -123,6 +132,38 @@ describe.each(factories)('parked receivers on $name', (factory) => {
     expect(clock.now()).toBe(1_000);
     await done();
     expect((await Promise.all(receiving)).flat().map((delivery) => delivery.id)).toEqual(['a']);
+  });
+
+  it('a receiver woken for a job that another lane took keeps its place in line, not parks behind those after it', async () => {
+    const { clock, queue, count, done } = await setup();
+    const first = queue.receive({ wait: 20_000 });
+    await parked(clock, 1);
+    const auto = queue.receive({ wait: 20_000, ack: 'auto' });
+    await parked(clock, 2);
+    const second = queue.receive({ wait: 20_000 });
+    await parked(clock, 3);
+    const third = queue.receive({ wait: 20_000 });
+    await parked(clock, 4);
+    await settle();
+    count.autoLooks = 0;
+    await queue.publish({ id: 'a' });
+    expect((await first).map((delivery) => delivery.id)).toEqual(['a']);
+    // The at-most-once receiver (a lane of its own) was woken too, looked, found nothing, and
+    // is parked again, as are the other two.
+    const deadline = Date.now() + 5_000;
+    while ((count.autoLooks === 0 || clock.waiting < 3) && Date.now() < deadline) await settle();
+    expect(count.autoLooks).toBeGreaterThan(0);
+    expect(clock.waiting).toBe(3);
+    // It waited longest: the next job is its, then one each for the others, in their order.
+    await queue.publish({ id: 'b' });
+    expect(await answeredBy([auto, second, third], 1)).toEqual([0]);
+    expect((await auto).map((delivery) => delivery.id)).toEqual(['b']);
+    await queue.publish({ id: 'c' });
+    expect((await second).map((delivery) => delivery.id)).toEqual(['c']);
+    await queue.publish({ id: 'd' });
+    expect((await third).map((delivery) => delivery.id)).toEqual(['d']);
+    expect(clock.now()).toBe(1_000);
+    await done();
   });
 
   it('a batch published to parked receivers reaches as many of them as it has jobs', async () => {

@@ -96,3 +96,52 @@ describe.each(factories)('a pinned handle on $name', (factory) => {
     }
   });
 });
+
+describe.each(factories)('a waiting receive through a pinned handle on $name', (factory) => {
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('is served in its turn, before a receive by name that began to wait after it', async () => {
+    const broker = new EngineBroker(await factory.open());
+    const name = queueName('pinned-turn');
+    try {
+      await broker.queue(name);
+      const pinned = broker.pinnedHandle(name);
+      // Pinned by a first call, as a move task's look at the queue.
+      await pinned.stats();
+      const first = pinned.receive({ wait: 5_000 });
+      await pause(200);
+      const controller = new AbortController();
+      const second = broker.handle(name).receive({ wait: 5_000, signal: controller.signal });
+      await pause(200);
+      await broker.handle(name).publish({ id: 'one' });
+      expect((await first).map((delivery) => delivery.id)).toEqual(['one']);
+      controller.abort();
+      expect(await second).toEqual([]);
+    } finally {
+      await broker.deleteQueue(name);
+      await broker.close();
+    }
+  });
+
+  it('is never handed a job of a queue made again under the name by the same process', async () => {
+    const broker = new EngineBroker(await factory.open());
+    const name = queueName('pinned-again');
+    try {
+      await broker.queue(name);
+      const pinned = broker.pinnedHandle(name);
+      await pinned.stats();
+      const waiting = pinned.receive({ wait: 5_000 }).then(
+        (deliveries) => deliveries,
+        (error: unknown) => error,
+      );
+      await pause(200);
+      expect(await broker.deleteQueue(name)).toBe(true);
+      await (await broker.queue(name)).publish({ id: 'new' });
+      expect(await waiting).toBeInstanceOf(NotFoundError);
+      expect((await broker.handle(name).inspect()).ready).toEqual(['new']);
+    } finally {
+      await broker.deleteQueue(name);
+      await broker.close();
+    }
+  });
+});

@@ -5,6 +5,10 @@ import type { QueueOps } from './queue-ops.js';
 /** A receiver of this process waiting for a job of one queue. */
 interface Waiting {
   readonly operation: ReserveOperation;
+  /** Its place in line: the smallest is served first (see QueueHandle.reserveOnReady). */
+  readonly place: number;
+  /** A pinned handle's (Engine.pinnedHandle): the making of the queue it takes jobs of. */
+  readonly making: number | undefined;
   /** Set while a transaction that reserved for it has not yet committed or rolled back. */
   heldBy: BatchContext | undefined;
   /** Its receiver stopped waiting: answered at once, or when the holding transaction ends. */
@@ -30,20 +34,33 @@ export class Handoffs {
   /**
    * Resolves with the deliveries a transaction reserved for `operation` once it committed, or
    * with none when `signal` aborts first (a reservation already made still comes with its
-   * commit: it is never dropped).
+   * commit: it is never dropped). Served in the order of `place`; without one, after those
+   * waiting now. With a `making` (QueueRow.incarnation), only by a transaction on that making
+   * of the queue, not on one made again under its name.
    */
-  wait(queue: string, operation: ReserveOperation, signal: AbortSignal): Promise<Delivery[]> {
+  wait(
+    queue: string,
+    operation: ReserveOperation,
+    signal: AbortSignal,
+    place = Number.POSITIVE_INFINITY,
+    making?: number,
+  ): Promise<Delivery[]> {
     return new Promise((resolve) => {
       if (signal.aborted) return resolve([]);
       const entry: Waiting = {
         operation,
+        place,
+        making,
         heldBy: undefined,
         stopped: false,
         done: false,
         resolve,
       };
       const list = this.receivers.get(queue) ?? [];
-      list.push(entry);
+      // Mostly at the back (a new receive); one waiting again goes back to its place.
+      let at = list.length;
+      while (at > 0 && (list[at - 1] as Waiting).place > place) at -= 1;
+      list.splice(at, 0, entry);
       this.receivers.set(queue, list);
       signal.addEventListener(
         'abort',
@@ -58,14 +75,16 @@ export class Handoffs {
 
   /**
    * Inside a transaction that made jobs of `ops`' queue ready: reserves for the waiting
-   * receivers, first come first served, while jobs are ready. Each is answered when the
-   * transaction commits; on rollback it waits again (or ends, if its wait ended meanwhile).
+   * receivers, first come first served (in the order of their places), while jobs are ready.
+   * Each is answered when the transaction commits; on rollback it waits again (or ends, if its
+   * wait ended meanwhile).
    */
   async serve(ops: QueueOps, now: number, batch: BatchContext): Promise<void> {
     const queue = ops.q.name;
     for (const entry of [...(this.receivers.get(queue) ?? [])]) {
       if (ops.q.ready === 0) return;
       if (entry.heldBy !== undefined || entry.stopped || entry.done) continue;
+      if (entry.making !== undefined && entry.making !== ops.q.incarnation) continue;
       // Held from before the reserve: a receiver that stops waiting while it runs (a round
       // trip on PostgreSQL) is answered by this transaction, never left out of a reservation
       // made for it (its job would stay leased to nobody until the lease ran out).

@@ -187,16 +187,16 @@ export class SqlQueue extends OperationHandle {
    * jobs ready at `now`, or by the transaction of this engine that makes jobs ready later,
    * committed with it; none when `signal` aborts first.
    */
-  reserveOnReady(now: number, operation: ReserveOperation, signal: AbortSignal) {
-    if (this.pinned) return this.reserveThenPark(now, operation, signal);
+  reserveOnReady(now: number, operation: ReserveOperation, signal: AbortSignal, place?: number) {
+    if (this.pinned) return this.reserveThenPark(now, operation, signal, place);
     if (this.access.dialect.oneStatement !== undefined) {
-      return this.reserveThenWait(now, operation, signal);
+      return this.reserveThenWait(now, operation, signal, place);
     }
     // The receiver waits first; then a transaction of its own serves it from the jobs ready
     // now. A publish committed before that transaction finds it waiting and hands it its job
     // in the publish's own transaction, rather than committing (and syncing) first and leaving
     // the receiver to reserve in another transaction after it.
-    const deliveries = this.access.handoffs.wait(this.name, operation, signal);
+    const deliveries = this.access.handoffs.wait(this.name, operation, signal, place);
     const armed = this.executor.submit(async (connection, batch) => {
       const ops = await this.ops(connection, batch);
       const at = await ops.advance(now);
@@ -214,7 +214,12 @@ export class SqlQueue extends OperationHandle {
    * Where a reserve is one statement that locks no queue row (PostgreSQL, shared by nodes), it
    * runs as that statement, merged with its neighbours; the receiver waits if it took nothing.
    */
-  private reserveThenWait(now: number, operation: ReserveOperation, signal: AbortSignal) {
+  private reserveThenWait(
+    now: number,
+    operation: ReserveOperation,
+    signal: AbortSignal,
+    place: number | undefined,
+  ) {
     let answer!: (deliveries: Delivery[] | Promise<Delivery[]>) => void;
     const deliveries = new Promise<Delivery[]>((resolve) => {
       answer = resolve;
@@ -225,7 +230,7 @@ export class SqlQueue extends OperationHandle {
           answer(reserved.deliveries);
           return undefined;
         }
-        answer(this.access.handoffs.wait(this.name, operation, signal));
+        answer(this.access.handoffs.wait(this.name, operation, signal, place));
         // Learnt with the reserve where it could be: no transaction of its own.
         return reserved.next === undefined ? this.nextEventAt() : reserved.next.at;
       },
@@ -238,14 +243,22 @@ export class SqlQueue extends OperationHandle {
   }
 
   /**
-   * A pinned handle's receive that waits: a reserve of its own, then none until `signal`
-   * aborts (the broker looks again when woken). Jobs a publish hands to waiting receivers are
-   * handed by the name the publish acts on, which may be another making's.
+   * A pinned handle's receive that waits: a reserve of its own (which checks the queue's
+   * making), then it waits among the receivers of this process in its place, served only by a
+   * transaction on the making it pinned, not on a queue made again under the name.
    */
-  private reserveThenPark(now: number, operation: ReserveOperation, signal: AbortSignal) {
+  private reserveThenPark(
+    now: number,
+    operation: ReserveOperation,
+    signal: AbortSignal,
+    place: number | undefined,
+  ) {
     const reserved = this.run(now, operation);
     const deliveries = reserved.then(
-      (taken) => (taken.length > 0 ? taken : untilAborted(signal)),
+      (taken) =>
+        taken.length > 0
+          ? taken
+          : this.access.handoffs.wait(this.name, operation, signal, place, this.making),
       () => [],
     );
     const armed = reserved.then((taken) => (taken.length > 0 ? undefined : this.nextEventAt()));
@@ -540,14 +553,6 @@ async function spread(answer: Promise<unknown[]>, sizes: readonly number[]): Pro
     }
     return sizes.map(() => ({ ok: false, error }));
   }
-}
-
-/** Resolves with no deliveries once `signal` aborts. */
-function untilAborted(signal: AbortSignal): Promise<Delivery[]> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve([]);
-    else signal.addEventListener('abort', () => resolve([]), { once: true });
-  });
 }
 
 /** The operations when they are all reserves with the same options; else undefined. */
