@@ -45,6 +45,21 @@ const LOWER_AFTER_MS = 100;
  */
 const SHARE_AFTER_MS = 100;
 
+/** A delivery handed to a receive and not yet settled through this client. */
+interface InHand {
+  /** When its lease ends (this client's time). */
+  until: number;
+  /** The subscription it was pushed to (the server counts it against that one alone). */
+  subscription: number | undefined;
+  /** When it was handed out (this client's time). */
+  handedAt: number;
+  /**
+   * Its ack or nack is on its way, sent LOWER_AFTER_MS or more after it was handed out (its
+   * handler was slow): it no longer counts in the demand (see demand).
+   */
+  slowSettle: boolean;
+}
+
 /** Consumers' signals watched at most per subscription; past it, the oldest is let go. */
 const MAX_WATCHED_SIGNALS = 64;
 
@@ -146,7 +161,7 @@ export class Prefetch implements PushListener {
    * subscription opened again (on this connection or the next) starts from zero on the server,
    * and counts none of them.
    */
-  private readonly inHand = new Map<string, { until: number; subscription: number | undefined }>();
+  private readonly inHand = new Map<string, InHand>();
   /** Signals of the consumers that received through this subscription, until they abort. */
   private readonly consumers = new Map<AbortSignal, () => void>();
 
@@ -383,6 +398,18 @@ export class Prefetch implements PushListener {
     for (const receipt of receipts) this.inHand.delete(receipt);
   }
 
+  /**
+   * The acks or nacks of these deliveries are on their way (`sent`), or were refused or lost
+   * (`!sent`: they count in hand again, as the server counts them until their lease ends).
+   */
+  settling(receipts: readonly string[], sent: boolean): void {
+    const now = performance.now();
+    for (const receipt of receipts) {
+      const inHand = this.inHand.get(receipt);
+      if (inHand !== undefined) inHand.slowSettle = sent && now - inHand.handedAt >= LOWER_AFTER_MS;
+    }
+  }
+
   /** Deliveries in hand whose leases were extended through this client (server deadlines). */
   extended(leases: readonly { receipt: string; deadline: number }[]): void {
     for (const { receipt, deadline } of leases) {
@@ -464,7 +491,7 @@ export class Prefetch implements PushListener {
 
   private handOut(deliveries: WireDelivery[]): WireDelivery[] {
     for (const delivery of deliveries) this.countInHand(delivery);
-    this.lowerIfHoarding();
+    this.lowerIfHoarding(deliveries);
     return deliveries;
   }
 
@@ -472,6 +499,8 @@ export class Prefetch implements PushListener {
     this.inHand.set(delivery.receipt, {
       until: delivery.deadline - this.serverAhead,
       subscription: pushedTo.get(delivery),
+      handedAt: performance.now(),
+      slowSettle: false,
     });
   }
 
@@ -479,17 +508,18 @@ export class Prefetch implements PushListener {
    * The prefetch rose while acks were on their way (each counts until answered); once the
    * handlers slow down, that credit would keep the buffer topped up with jobs that wait here,
    * leased, while other consumers of the queue have none. When the oldest held delivery has
-   * waited LOWER_AFTER_MS, the prefetch falls to the deliveries in hand (at least the largest
-   * `max` asked): the server pushes nothing more until the consumers catch up, and a receive
-   * that then waits with nothing held raises it again.
+   * waited LOWER_AFTER_MS, or one of those just `taken` had (a consumer that takes all it holds
+   * at each receive, one of concurrency 1), the prefetch falls to the deliveries in hand (at
+   * least the largest `max` asked; see demand for acks on their way): the server pushes nothing
+   * more until the consumers catch up, and a receive that then waits with nothing held raises
+   * it again.
    */
-  private lowerIfHoarding(): void {
+  private lowerIfHoarding(taken: readonly WireDelivery[]): void {
+    if (this.subscription === undefined || this.opening !== undefined) return;
     const oldest = this.buffer[0];
-    if (oldest === undefined || this.subscription === undefined || this.opening !== undefined) {
-      return;
-    }
-    const since = this.held.get(oldest.receipt)?.since;
-    if (since === undefined || performance.now() - since < LOWER_AFTER_MS) return;
+    const since = oldest === undefined ? undefined : this.held.get(oldest.receipt)?.since;
+    const waited = since !== undefined && performance.now() - since >= LOWER_AFTER_MS;
+    if (!waited && !taken.some((delivery) => heldFor(delivery) >= LOWER_AFTER_MS)) return;
     const wanted = Math.max(this.mostAsked, this.demand(), 1);
     if (wanted >= this.prefetch) return;
     this.prefetch = wanted;
@@ -500,13 +530,18 @@ export class Prefetch implements PushListener {
 
   /**
    * The deliveries in hand (lease not over) that the open subscription was pushed, plus what
-   * the waiting receives ask for.
+   * the waiting receives ask for. One whose ack or nack is on its way counts until answered,
+   * so that a quick consumer's next jobs come while its acks travel, but not when it was in
+   * hand LOWER_AFTER_MS or more before that ack went out: for a handler that slow the round
+   * trip saved is small, and the job pushed for it would wait in the buffer, leased, for the
+   * whole of the next handler while other consumers of the queue may have none.
    */
   private demand(): number {
     const now = performance.now();
     let demand = 0;
-    for (const [receipt, { until, subscription }] of this.inHand) {
+    for (const [receipt, { until, subscription, slowSettle }] of this.inHand) {
       if (until <= now) this.inHand.delete(receipt);
+      else if (slowSettle) continue;
       else if (subscription !== undefined && subscription === this.subscription) demand += 1;
     }
     for (const waiter of this.waiters) demand += waiter.max;

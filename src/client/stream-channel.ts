@@ -115,6 +115,8 @@ export class StreamChannel implements Channel {
     // timeoutMs counts from the call: one made while no connection is open waits for one, and
     // has what is left of it for its answer (its frame's own timer starts only when it is sent).
     const deadline = this.link.connected ? undefined : performance.now() + this.options.timeoutMs;
+    // Before anything waits: a worker's next receive follows its ack within the same tick.
+    const settling = this.prefetches.size > 0 ? this.noteSettling(queue, operations) : undefined;
     const closing =
       this.prefetches.size > 0 ? await this.giveBackSessionHeld(queue, operations) : undefined;
     let outcomes: WireOutcome[];
@@ -128,12 +130,41 @@ export class StreamChannel implements Channel {
         ? answered
         : this.link.answeredBy(answered, deadline));
     } catch (error) {
+      settling?.(() => true);
       closing?.(operations, undefined);
       throw error;
     }
+    settling?.((index) => outcomes[index]?.ok !== true);
     closing?.(operations, outcomes);
     this.noteSettles(queue, operations, outcomes);
     return outcomes;
+  }
+
+  /**
+   * Tells the queue's subscriptions which deliveries they handed out have an ack or nack on its
+   * way (see Prefetch.settling); answers what to call with the operations that then failed (their
+   * deliveries count in hand again).
+   */
+  private noteSettling(
+    queue: string,
+    operations: readonly WireOperation[],
+  ): ((failed: (index: number) => boolean) => void) | undefined {
+    const receiptsOf = (operation: WireOperation): string[] => {
+      if (operation.type === 'ack') return operation.receipts as string[];
+      if (operation.type === 'nack') return [operation.receipt as string];
+      return [];
+    };
+    const receipts = operations.flatMap(receiptsOf);
+    if (receipts.length === 0) return undefined;
+    const prefetches = [...this.prefetches.values()].filter((each) => each.queue === queue);
+    for (const prefetch of prefetches) prefetch.settling(receipts, true);
+    return (failed) => {
+      const unsettled = operations.flatMap((operation, index) =>
+        failed(index) ? receiptsOf(operation) : [],
+      );
+      if (unsettled.length === 0) return;
+      for (const prefetch of prefetches) prefetch.settling(unsettled, false);
+    };
   }
 
   /**

@@ -241,6 +241,32 @@ describe('a prefetch raised by acks on their way', () => {
     expect(await taken(waiting)).toEqual(['k']);
   });
 
+  it('falls to the deliveries in hand when a receive takes the last held one after it waited 100 ms', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const { link, requests } = fakeLink();
+    const prefetch = prefetchOn(link);
+    const push = (...ids: string[]) => pushNow(prefetch, 60_000, ids);
+    const credits = () => requests.filter((request) => request.type === 'credit');
+    // One receive at a time (concurrency 1); the second waits while `a` is still in hand.
+    const first = prefetch.take(1, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    push('a');
+    await first;
+    const second = prefetch.take(1, 5000, undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    push('b');
+    await second;
+    expect(credits().map((credit) => credit.prefetch)).toEqual([2]);
+    // `a` is acked and the server pushes `c`, which waits while `b` is worked on.
+    prefetch.settled(['receipt-a']);
+    push('c');
+    await vi.advanceTimersByTimeAsync(150);
+    prefetch.settled(['receipt-b']);
+    // Taking `c` leaves nothing held, but `c` waited 150 ms: the prefetch falls to one.
+    expect(prefetch.takeHeld(1).map((d) => d.id)).toEqual(['c']);
+    expect(credits().map((credit) => credit.prefetch)).toEqual([2, 1]);
+  });
+
   it('never falls below the largest max a receive asked for', async () => {
     vi.useFakeTimers({ now: 1_000_000 });
     const { link, requests } = fakeLink();
