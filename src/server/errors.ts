@@ -15,7 +15,7 @@ export { type ErrorCode, type ServerErrorCode, STATUS_BY_CODE };
 const PUBLIC_MESSAGE: Partial<Record<ErrorCode, string>> = {
   INTERNAL: 'internal error',
   STORAGE_UNAVAILABLE: 'the storage is unavailable',
-  STORAGE_LOCKED: 'the storage is locked by another process',
+  STORAGE_LOCKED: 'the storage is locked by another writer',
   SCHEMA_TOO_NEW: 'the storage was written by a newer leaseq',
   CLOSED: 'the server is shutting down',
 };
