@@ -2,6 +2,7 @@ import { NotFoundError, QueueFullError, ValidationError } from '../core/index.js
 import { show } from '../core/validate.js';
 import type { EngineTransaction } from '../engine/engine.js';
 import type { Engine, ScheduleRecord } from '../engine/index.js';
+import { nextTurn } from '../engine/next-turn.js';
 import type { Clock } from './clock.js';
 import { onAbort } from './on-abort.js';
 import { dueOccurrence, nextOccurrence, occurrenceId } from './schedule-times.js';
@@ -83,9 +84,6 @@ const MS_PER_TURN = 10;
  * the rows of the queues it published into until it commits, and their receivers wait for it.
  */
 const OCCURRENCES_PER_TRANSACTION = 100;
-
-/** Lets timers, I/O and the callbacks already waiting run before the pass goes on. */
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * A schedule a pass found with nothing due at `from`. Its times depend on these fields only, and

@@ -1,5 +1,6 @@
 import { build, NotFoundError, type QueueStats } from '../core/index.js';
 import type { QueueHandle } from './engine.js';
+import { nextTurn } from './next-turn.js';
 
 /**
  * When the steps of a read of many queues run: at one time, or at a clock's reading as each
@@ -30,7 +31,7 @@ export async function statsByStep(
 ): Promise<Map<string, QueueStats>> {
   const stats = new Map<string, QueueStats>();
   for (let start = 0; start < names.length; start += STEPS_AT_ONCE) {
-    if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (start > 0) await nextTurn();
     const some = names.slice(start, start + STEPS_AT_ONCE);
     const read = await Promise.all(
       some.map((name) =>

@@ -1,5 +1,6 @@
 import { LeaseqError, StorageLockedError, StorageUnavailableError } from '../../core/index.js';
 import { failureText } from '../failure-text.js';
+import { nextTurn } from '../next-turn.js';
 import { reportLater } from '../report-later.js';
 import { type CommitKind, isNeverSent, type SqlConnection } from './sql-connection.js';
 
@@ -33,7 +34,7 @@ export class BatchContext {
    * were abandoned: the transaction then rolls back, nothing of it written.
    */
   async turn(): Promise<void> {
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
     const error = this.cut();
     if (error !== undefined) throw error;
   }
@@ -335,7 +336,7 @@ export class GroupCommitExecutor {
         } else if (!yielded && !due) {
           // Let the continuations of the answers given so far add their calls to this sync.
           yielded = true;
-          await new Promise<void>((resolve) => setImmediate(resolve));
+          await nextTurn();
         } else {
           syncing = this.unsynced.splice(0);
           await this.syncCommitted(syncing);

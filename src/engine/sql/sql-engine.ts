@@ -23,6 +23,7 @@ import type {
   StorageCloseOptions,
   WakeListener,
 } from '../engine.js';
+import { nextTurn } from '../next-turn.js';
 import type { ScheduleRecord } from '../schedules.js';
 import { checkSecretName, type StoredSecret } from '../secrets.js';
 import { type FiguresRead, type StepTime, statsOfMany } from '../stats-by-step.js';
@@ -254,7 +255,7 @@ export class SqlEngine implements Engine {
     const due: string[] = [];
     const deadLetterQueues = new Map<string, string>();
     for (let start = 0; start < names.length; start += STATS_READ_QUEUES) {
-      if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (start > 0) await nextTurn();
       const part = await this.executor.submit(
         (connection) =>
           readQueueStats(
@@ -401,7 +402,7 @@ export class SqlEngine implements Engine {
     const all: ScheduleRecord[] = [];
     let after: SchedulePlace | undefined;
     do {
-      if (after !== undefined) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (after !== undefined) await nextTurn();
       const from = after;
       const page = await this.executor.submit(
         (connection) => listScheduleRowsPage(connection, from, SCHEDULES_PER_READ),

@@ -20,6 +20,7 @@ import {
 } from '../../core/index.js';
 import { checkLookedUpId } from '../../core/text.js';
 import { checkNow, isTime } from '../../core/validate.js';
+import { nextTurn } from '../next-turn.js';
 import { OperationHandle } from '../operation-handle.js';
 import { pinnedQueueGone } from '../pinned.js';
 import { BULK_STEP, MoveRun, withDoneCount } from './bulk-steps.js';
@@ -130,7 +131,7 @@ export class SqlQueue extends OperationHandle {
     let incarnation: number | undefined;
     try {
       for (let first = true; ; first = false) {
-        if (!first) await new Promise<void>((resolve) => setImmediate(resolve));
+        if (!first) await nextTurn();
         const { count, done } = await this.executor.submit(
           async (connection, batch) => {
             const ops = await this.sameQueueOps(connection, batch, incarnation);
