@@ -149,18 +149,13 @@ export class StreamChannel implements Channel {
     queue: string,
     operations: readonly WireOperation[],
   ): ((failed: (index: number) => boolean) => void) | undefined {
-    const receiptsOf = (operation: WireOperation): string[] => {
-      if (operation.type === 'ack') return operation.receipts as string[];
-      if (operation.type === 'nack') return [operation.receipt as string];
-      return [];
-    };
-    const receipts = operations.flatMap(receiptsOf);
+    const receipts = operations.flatMap(settledReceipts);
     if (receipts.length === 0) return undefined;
     const prefetches = [...this.prefetches.values()].filter((each) => each.queue === queue);
     for (const prefetch of prefetches) prefetch.settling(receipts, true);
     return (failed) => {
       const unsettled = operations.flatMap((operation, index) =>
-        failed(index) ? receiptsOf(operation) : [],
+        failed(index) ? settledReceipts(operation) : [],
       );
       if (unsettled.length === 0) return;
       for (const prefetch of prefetches) prefetch.settling(unsettled, false);
@@ -245,10 +240,8 @@ export class StreamChannel implements Channel {
       if (outcome === undefined || !outcome.ok) return;
       switch (operation.type) {
         case 'ack':
-          settled.push(...(operation.receipts as string[]));
-          break;
         case 'nack':
-          settled.push(operation.receipt as string);
+          settled.push(...settledReceipts(operation));
           break;
         case 'extend':
           if (outcome.value === null) settled.push(operation.receipt as string);
@@ -661,4 +654,11 @@ type SessionCloseAnswer = (
 function onWholeSession(operation: WireOperation): boolean {
   const { type } = operation;
   return type === 'closeSession' || type === 'ackUpTo' || type === 'nackUpTo';
+}
+
+/** The receipts of the deliveries an ack or nack settles; none for any other operation. */
+function settledReceipts(operation: WireOperation): string[] {
+  if (operation.type === 'ack') return operation.receipts as string[];
+  if (operation.type === 'nack') return [operation.receipt as string];
+  return [];
 }
