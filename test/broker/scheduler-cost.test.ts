@@ -2,6 +2,7 @@ import { CronPattern } from 'croner';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EngineBroker, ManualClock } from '../../src/broker/index.js';
 import { MemoryEngine } from '../../src/engine/memory/memory-engine.js';
+import { countingTurns } from '../event-loop-turns.js';
 
 const T0 = Date.UTC(2026, 10, 30, 8, 30);
 const HOUR = 3_600_000;
@@ -102,15 +103,7 @@ describe('R25 the cost of a scheduler pass', () => {
       const scheduler = broker.scheduler();
       clock.set(T0 + 1000);
       // Nothing is due, so the pass waits on no storage call: only its own turns let these run.
-      let turns = 0;
-      let passing = true;
-      const turn = () => {
-        turns += 1;
-        if (passing) setImmediate(turn);
-      };
-      setImmediate(turn);
-      const published = await scheduler.runOnce();
-      passing = false;
+      const { value: published, turns } = await countingTurns(() => scheduler.runOnce());
       expect(published).toEqual([]);
       // Not once at the end: every few hundred schedules.
       expect(turns).toBeGreaterThanOrEqual(2);

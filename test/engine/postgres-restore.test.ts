@@ -1,8 +1,9 @@
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openEngine } from '../../src/engine/index.js';
 import { TOKEN_BLOCK } from '../../src/engine/sql/token-block.js';
-import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/postgres.js';
+import { withPostgresClient } from '../crash/postgres.js';
+import { schemaUrl, usePostgresSchema } from './scaling-helpers.js';
 
 /**
  * R6, R7 on PostgreSQL across a restore: a logical backup (pg_dump) copies every table, the
@@ -12,23 +13,12 @@ import { POSTGRES_URL, postgresSkipReason, withPostgresClient } from '../crash/p
  * file in use does). The tests run in a schema of their own (through search_path).
  */
 const SCHEMA = `leaseq_restore_${process.pid}`;
-const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${SCHEMA}`)}`;
-let skip: string | undefined;
+const url = schemaUrl(SCHEMA);
+const skipReason = usePostgresSchema(SCHEMA);
 
 function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
   return withPostgresClient(work, url);
 }
-
-beforeAll(async () => {
-  skip = await postgresSkipReason();
-  if (skip !== undefined) return;
-  await admin((client) => client.query(`CREATE SCHEMA IF NOT EXISTS ${SCHEMA}`));
-});
-
-afterAll(async () => {
-  if (skip !== undefined) return;
-  await admin((client) => client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`));
-});
 
 type Row = Record<string, unknown>;
 
@@ -88,6 +78,7 @@ async function restore(queue: string, id: string, saved: { job: Row; queue: Row 
 
 describe('R7 PostgreSQL: a restored database never hands out again a token reserved after its backup', () => {
   it('a clean reopen goes on with the next token, with no gap', async (context) => {
+    const skip = skipReason();
     if (skip !== undefined) context.skip(skip);
     const engine = await openEngine(url);
     const queue = await engine.queue('steady', { visibility: 1000 });
@@ -104,6 +95,7 @@ describe('R7 PostgreSQL: a restored database never hands out again a token reser
   });
 
   it('after a restore, the job reserved since the backup gets a token above the mark; the token it had is refused', async (context) => {
+    const skip = skipReason();
     if (skip !== undefined) context.skip(skip);
     const engine = await openEngine(url);
     const queue = await engine.queue('restored', { visibility: 60_000 });
@@ -133,6 +125,7 @@ describe('R7 PostgreSQL: a restored database never hands out again a token reser
   });
 
   it('a dump of a database before migration 0028, restored and upgraded, goes on above the mark too; later starts leave no gap', async (context) => {
+    const skip = skipReason();
     if (skip !== undefined) context.skip(skip);
     const engine = await openEngine(url);
     const queue = await engine.queue('earlier', { visibility: 60_000 });

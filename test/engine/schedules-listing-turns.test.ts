@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { byCodeUnits } from '../../src/core/index.js';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import { postgresUrl, queueName } from '../conformance/engines.js';
+import { countingTurns } from '../event-loop-turns.js';
 import { temporaryDirectory } from '../temporary-directory.js';
 
 // Every scheduler pass (each second, in every server) lists every schedule. On SQLite a read runs
@@ -40,15 +41,7 @@ describe.each(engines)('listSchedules of every queue on $name', (target) => {
           ),
         ),
       );
-      let turns = 0;
-      let listing = true;
-      const turn = () => {
-        turns += 1;
-        if (listing) setImmediate(turn);
-      };
-      setImmediate(turn);
-      const all = await engine.listSchedules();
-      listing = false;
+      const { value: all, turns } = await countingTurns(() => engine.listSchedules());
       const ours = all.filter((schedule) => queues.includes(schedule.queue));
       const expected = queues
         .flatMap((queue) => names.map((name) => [queue, name] as const))

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, open } from '../../src/index.js';
+import { countingTurns } from '../event-loop-turns.js';
 import { temporaryDirectory } from '../temporary-directory.js';
 
 // broker.statsOfQueues (what /metrics and GET /v1/stats read) reads a few hundred queues at a
@@ -15,15 +16,9 @@ describe('statsOfQueues on SQLite over many queues', () => {
       const names = Array.from({ length: 1_600 }, (_, index) => `q-${index}`);
       await Promise.all(names.map((name) => broker.queue(name)));
       await broker.handle('q-7').publish({ id: 'a' });
-      let turns = 0;
-      let reading = true;
-      const turn = () => {
-        turns += 1;
-        if (reading) setImmediate(turn);
-      };
-      setImmediate(turn);
-      const figures = await broker.statsOfQueues?.(names);
-      reading = false;
+      const { value: figures, turns } = await countingTurns(async () =>
+        broker.statsOfQueues?.(names),
+      );
       expect(figures?.size).toBe(names.length);
       expect(figures?.get('q-7')).toMatchObject({ ready: 1, published: 1 });
       // One turn before the first read (the engine's calls start on the next turn); more only
@@ -43,15 +38,9 @@ describe('statsOfQueues on SQLite over many queues', () => {
       await Promise.all(names.map((name) => broker.handle(name).publish({ delay: 10 })));
       // Every queue has a delay ended: each takes a step of its own to count its job ready.
       clock.advance(20);
-      let turns = 0;
-      let reading = true;
-      const turn = () => {
-        turns += 1;
-        if (reading) setImmediate(turn);
-      };
-      setImmediate(turn);
-      const figures = await broker.statsOfQueues?.(names);
-      reading = false;
+      const { value: figures, turns } = await countingTurns(async () =>
+        broker.statsOfQueues?.(names),
+      );
       expect([...(figures?.values() ?? [])].map((stats) => [stats.ready, stats.delayed])).toEqual(
         names.map(() => [1, 0]),
       );
