@@ -370,10 +370,11 @@ export function buildSchemas(limits: Limits) {
     entryError: errorBody,
     operations: object(
       {
+        // Any value: each entry is read on its own (runOperations), so one that is no
+        // operation (not an object, an unknown type) is refused in its place, as over the
+        // stream, and does not fail the others.
         operations: batch({
-          type: 'object',
-          required: ['type'],
-          properties: { type: { type: 'string', enum: [...OPERATION_TYPES] } },
+          description: `an operation, {"type": …, …its fields}, type one of ${OPERATION_TYPES.join(', ')}; an entry that is none is refused in its place`,
         }),
       },
       ['operations'],
