@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import {
   ConflictError,
@@ -27,6 +28,8 @@ import {
 } from './postgres-connection.js';
 
 const WAKE_CHANNEL = 'leaseq_wake';
+/** The channel of the check at open that the listener hears what other connections notify. */
+const HEARING_CHANNEL = 'leaseq_hearing';
 
 export const POSTGRES_DIALECT: SqlDialect = {
   // The queue row lock serializes a queue's reservations and general transactions across
@@ -242,6 +245,7 @@ export async function openPostgresEngine(
       reopened: () => engine.wakeWaiting(),
     });
     await listener.open();
+    await listener.checkHearing(pool);
     return engine;
   } catch (error) {
     await listener?.close();
@@ -294,6 +298,8 @@ class WakeListener {
   private reopenDelay = REOPEN_FIRST_MS;
   /** No attempt before this (performance.now()): set by a loss or a failed attempt. */
   private retryAt = 0;
+  /** What to call when the check of that name (checkHearing) is heard. */
+  private readonly heard = new Map<string, () => void>();
 
   constructor(
     private readonly url: string,
@@ -320,11 +326,12 @@ class WakeListener {
     });
     client.on('notification', (message) => {
       if (message.channel === WAKE_CHANNEL && message.payload) this.hooks.wake(message.payload);
+      if (message.channel === HEARING_CHANNEL) this.heard.get(message.payload ?? '')?.();
     });
     this.connecting = client;
     try {
       await client.connect();
-      await client.query(`LISTEN ${WAKE_CHANNEL}`);
+      await client.query(`LISTEN ${WAKE_CHANNEL}; LISTEN ${HEARING_CHANNEL}`);
     } catch (error) {
       // Not end(): its goodbye waits for the server to close, which a hung link never does.
       client.connection.stream.destroy();
@@ -342,6 +349,53 @@ class WakeListener {
     if (this.lost) {
       this.lost = false;
       this.hooks.reopened();
+    }
+  }
+
+  /**
+   * Sends a NOTIFY through a connection of the pool and waits up to CONNECT_TIMEOUT_MS for the
+   * listener to hear it. A pooler that hands each transaction a server connection of its own
+   * (PgBouncer's pool_mode = transaction or statement) keeps the LISTEN on none of them: the
+   * listener would hear no other process's publish, and its receivers would wait out their
+   * waits. Such a pooler keeps no prepared statement or session setting either, which the
+   * engine's connections rely on: refused at open, naming it.
+   */
+  async checkHearing(pool: pg.Pool): Promise<void> {
+    const name = randomUUID();
+    let heard!: (yes: boolean) => void;
+    const hearing = new Promise<boolean>((resolve) => {
+      heard = resolve;
+    });
+    this.heard.set(name, () => heard(true));
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const client = await connect(pool, this.target);
+      let failure: Error | undefined;
+      try {
+        await client.query('SELECT pg_notify($1, $2)', [HEARING_CHANNEL, name]);
+      } catch (error) {
+        failure = error as Error;
+        throw translate(error, this.target);
+      } finally {
+        client.release(failure);
+      }
+      // From its commit: the wait for a connection (a busy pool in session mode) is not counted.
+      // Decided after the loop's next read of the sockets, so that a loop blocked past the
+      // timeout reads a notification that arrived meanwhile first.
+      timer = setTimeout(() => setImmediate(() => heard(false)), CONNECT_TIMEOUT_MS);
+      if (!(await hearing)) {
+        if (this.client === undefined) {
+          throw new StorageUnavailableError(
+            `${this.target} cannot be reached: the wake-up listener's connection ended as it opened`,
+          );
+        }
+        throw new StorageUnavailableError(
+          `${this.target} does not carry leaseq's LISTEN: a NOTIFY sent through another connection was not heard within ${CONNECT_TIMEOUT_MS / 1000} s. A connection pooler in transaction or statement mode (PgBouncer's pool_mode = transaction) keeps no session's LISTEN, prepared statements or settings, which leaseq needs: connect leaseq to PostgreSQL directly or through a pooler in session mode`,
+        );
+      }
+    } finally {
+      clearTimeout(timer);
+      this.heard.delete(name);
     }
   }
 
