@@ -219,3 +219,47 @@ describe('a flood of small frames read at once', () => {
     expect(server.counts.most).toBeLessThanOrEqual(64);
   });
 });
+
+// Frames the server refuses unread (not JSON, not a frame) are answered in order too, so their
+// answers wait behind those of the frames before them: they count among the 64, or a client
+// sending them behind one frame that runs long would have the server read and queue them
+// without bound.
+describe('a flood of refused frames behind a frame that runs long', () => {
+  it('stops reading once 64 answers are owed and answers every one in order', async () => {
+    const framesRead = countFramesRead();
+    const server = await serveHolding('execute');
+    await call(server.baseUrl, 'PUT', '/v1/queues/jobs', { body: {} });
+    const client = await FrameClient.open(server.baseUrl);
+    closing.push(() => client.close());
+    closing.push(async () => server.release());
+
+    server.hold();
+    const before = framesRead();
+    client.send({ type: 'batch', id: 1, queue: 'jobs', operations: [{ type: 'stats' }] });
+    await until(() => server.counts.started === 1);
+    // Each is refused (no type) with its id; a few hundred KiB, which the kernel's buffers take
+    // whole, so the server reads every one unless it stops reading.
+    const count = 20_000;
+    for (let id = 2; id <= count; id++) client.send({ id });
+    // Read as far as the server reads while the first frame runs: at least the 63 behind it.
+    await until(() => framesRead() - before >= 64);
+    let seen = -1;
+    while (framesRead() !== seen) {
+      seen = framesRead();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // 64 owed, then what was left of the socket read that held the 64th (64 KiB at most).
+    expect(framesRead() - before).toBeLessThan(64 + 65_536 / 8);
+    server.release();
+
+    await client.next((frame) => frame.id === count, 30_000);
+    const answers = client.frames.filter((frame: Frame) => frame.id !== undefined);
+    expect(answers.map((frame: Frame) => frame.id)).toEqual(
+      Array.from({ length: count }, (_, index) => index + 1),
+    );
+    expect(answers[0].type).toBe('results');
+    expect(answers.slice(1).every((frame: Frame) => frame.error?.code === 'INVALID_ARGUMENT')).toBe(
+      true,
+    );
+  });
+});

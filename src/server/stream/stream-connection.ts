@@ -97,6 +97,10 @@ export class StreamConnection {
   private handedOver: Promise<void> = Promise.resolve();
   /** Bytes of answers made but not yet handed to the socket (reserved deliveries). */
   private owedBytes = 0;
+  /** Batch frames with reserves being run: the end of the connection waits for them (cleanUp). */
+  private readonly reservesRunning = new Set<Promise<unknown>>();
+  /** Deliveries kept for answers not yet out: given back if they never go (see fitToRoom). */
+  private readonly unanswered = new Set<{ queue: Queue; deliveries: WireDelivery[] }>();
   private readingPaused = false;
   private alive = true;
   private ended = false;
@@ -276,8 +280,15 @@ export class StreamConnection {
    */
   private async answer(frame: ClientFrame, sent: Promise<boolean>): Promise<ServerFrame> {
     switch (frame.type) {
-      case 'batch':
-        return this.batch(frame, sent);
+      case 'batch': {
+        const answer = this.batch(frame, sent);
+        if (deliveriesAsked(frame.operations, this.context.services.limits.maxBatch) > 0) {
+          this.reservesRunning.add(answer);
+          const done = () => this.reservesRunning.delete(answer);
+          answer.then(done, done);
+        }
+        return answer;
+      }
       case 'subscribe':
         return this.subscribe(frame, sent);
       case 'credit':
@@ -459,11 +470,16 @@ export class StreamConnection {
     });
     // Owed from now, not after the give-back: frames answered meanwhile leave room for it.
     this.owedBytes += bytes;
+    const owed = { queue, deliveries: leased(inputs, results) };
+    if (owed.deliveries.length > 0) this.unanswered.add(owed);
     void sent.then((delivered) => {
       this.owedBytes -= bytes;
       this.startWaiting();
-      // Dropped: nobody received what its reserves kept, leased until their deadlines.
-      if (!delivered) void release(queue, leased(inputs, results), this.context.log, CLIENT_GONE);
+      // Dropped: nobody received what its reserves kept, leased until their deadlines (unless
+      // the end of the connection gave them back already).
+      if (this.unanswered.delete(owed) && !delivered) {
+        void release(queue, owed.deliveries, this.context.log, CLIENT_GONE);
+      }
     });
     await release(queue, unsent, this.context.log, gone ? CLIENT_GONE : NOT_PUSHED);
   }
@@ -778,7 +794,14 @@ export class StreamConnection {
       ...(id === undefined ? {} : { id }),
       error: refused(error, this.context.log).error,
     };
-    // In order with the answers of earlier frames.
+    // In order with the answers of earlier frames, and so, waiting behind them, counted among
+    // the frames in flight: else refused frames sent behind one that runs long were read and
+    // their answers queued without bound. Not at shutdown: the close goes out once the frames
+    // being run are answered, after the refusals queued by then (shutdownTimeoutMs bounds it).
+    if (!this.shuttingDown) {
+      this.track(Promise.resolve(frame), () => {});
+      return;
+    }
     this.replies = this.replies.then(() => {
       this.send(frame);
     });
@@ -909,6 +932,17 @@ export class StreamConnection {
     for (const subscription of subscriptions) this.forget(subscription.id);
     this.context.services.metrics.stream.connectionEnded(this.endReason);
     await Promise.all(subscriptions.map((subscription) => subscription.close()));
+    // The reserves being run come back from the storage, and what they took for answers that
+    // cannot go out now goes back unworked (R33), before the sessions close: closed first, they
+    // would release those deliveries as received ones (R12), counted toward maxDeliveries.
+    await Promise.all(this.reservesRunning);
+    const unanswered = [...this.unanswered];
+    this.unanswered.clear();
+    await Promise.all(
+      unanswered.map(({ queue, deliveries }) =>
+        release(queue, deliveries, this.context.log, CLIENT_GONE),
+      ),
+    );
     for (const { queue, ids } of this.sessions.values()) {
       for (const sessionId of ids) {
         try {

@@ -68,6 +68,10 @@ export class Subscription {
   /** Unsettled pushed deliveries by token. Replaced, never changed, so a look-up can tell. */
   private readonly outstanding = new Map<number, Pushed>();
   private readonly stop = new AbortController();
+  /** Resolves once the subscription has stopped. */
+  private readonly stopped: Promise<void>;
+  /** The latest refill (see refill), which close waits for. */
+  private refilled: Promise<void> = Promise.resolve();
   private creditReturned: (() => void) | undefined;
   private readonly done: Promise<void>;
   /** Bytes per delivery in the last push; unknown until the first one. */
@@ -102,6 +106,9 @@ export class Subscription {
     this.session = settings.session;
     this.prefetch = settings.prefetch;
     this.nextSessionCheck = performance.now() + settings.sessionCheckMs;
+    this.stopped = new Promise((resolve) => {
+      this.stop.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
     this.done = opened.then(() => {
       this.pumping = true;
       return this.pump();
@@ -172,7 +179,7 @@ export class Subscription {
         ...(session === undefined ? {} : { session }),
       }),
     ]);
-    void (async () => {
+    this.refilled = (async () => {
       let deliveries: Delivery[] = [];
       try {
         const [outcome] = await reserved;
@@ -181,7 +188,10 @@ export class Subscription {
         log.debug({ err: error, queue: queue.name }, 'refill with acks failed');
       }
       try {
-        await answered;
+        // Stopped meanwhile (the connection ended, say): they go back now, unworked, not once
+        // the answer they wait behind is dropped, after the session the end closes released
+        // them as received ones (R12).
+        await Promise.race([answered, this.stopped]);
         // Nothing was pushed meanwhile (the pump waits while refilling): the unsettled only fell.
         const credit = Math.max(reservedUnder, this.prefetch);
         const room = this.active ? Math.max(0, credit - this.unsettled) : 0;
@@ -201,13 +211,17 @@ export class Subscription {
     this.sink.passed(this);
   }
 
-  /** Stops pushing; deliveries already pushed stay leased to the client. */
+  /**
+   * Stops pushing; deliveries already pushed stay leased to the client, and what a refill took
+   * but did not push has gone back once this resolves.
+   */
   async close(): Promise<void> {
     this.stop.abort();
     this.wake();
     // Not started: it will not, and its `opened` may wait for the caller (a subscribe that is
     // closing it before its answer), so there is nothing to wait for.
     if (this.pumping) await this.done;
+    await this.refilled;
   }
 
   private async pump(): Promise<void> {
