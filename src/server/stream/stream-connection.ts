@@ -943,8 +943,10 @@ export class StreamConnection {
         release(queue, deliveries, this.context.log, CLIENT_GONE),
       ),
     );
-    for (const { queue, ids } of this.sessions.values()) {
-      for (const sessionId of ids) {
+    // All at once, not one after the other: the storage takes them together (the group
+    // commit), so a connection with many sessions releases their deliveries at once too (R12).
+    const closes = [...this.sessions.values()].flatMap(({ queue, ids }) =>
+      [...ids].map(async (sessionId) => {
         try {
           const released = await queue.closeSession(sessionId);
           this.context.sessionClosed(queue.name, sessionId);
@@ -955,9 +957,10 @@ export class StreamConnection {
         } catch (error) {
           this.context.log.debug({ err: error, queue: queue.name }, 'session already ended');
         }
-      }
-    }
+      }),
+    );
     this.sessions.clear();
+    await Promise.all(closes);
     this.context.onEnded();
   }
 }
