@@ -300,6 +300,30 @@ describe('PostgreSQL: refusals for the database state are typed', () => {
     if (refused !== undefined) context.skip('the tests user may not create roles');
   });
 
+  it('a role refused EXECUTE on pg_notify: open() fails with StorageUnavailableError naming it, not a raw driver error', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const refused = await withAppRole(async (url, password, sql) => {
+      await sql('REVOKE EXECUTE ON FUNCTION pg_notify(text, text) FROM PUBLIC');
+      try {
+        const failure = await openEngine(url).then(
+          async (engine) => {
+            await engine.close();
+            return undefined;
+          },
+          (error: unknown) => error,
+        );
+        expect(failure).toBeInstanceOf(StorageUnavailableError);
+        expect((failure as Error).message).toMatch(
+          /refuses leaseq's role a privilege \(permission denied for function pg_notify\).*pg_notify/,
+        );
+        expect((failure as Error).message).not.toContain(password);
+      } finally {
+        await sql('GRANT EXECUTE ON FUNCTION pg_notify(text, text) TO PUBLIC');
+      }
+    });
+    if (refused !== undefined) context.skip('the tests user may not create roles');
+  });
+
   it('a caller transaction refused a privilege on a table of its own: its error as PostgreSQL gave it, and its connection used again', async (context) => {
     if (skip !== undefined) context.skip(skip);
     const refused = await withAppRole(async (url, _password, sql) => {

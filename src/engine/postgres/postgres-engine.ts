@@ -488,7 +488,7 @@ function translate(error: unknown, target: string): unknown {
   // schema, or a role that may only read): the database's grants refuse it, not the statement.
   if (refusesLeaseq(error)) {
     return new StorageUnavailableError(
-      `${target} refuses leaseq's role a privilege (${message}): the role it connects as needs SELECT, INSERT, UPDATE and DELETE on leaseq's tables, EXECUTE on its functions and USAGE of their schema; grant them back; nothing was written`,
+      `${target} refuses leaseq's role a privilege (${message}): the role it connects as needs SELECT, INSERT, UPDATE and DELETE on leaseq's tables, EXECUTE on its functions and on pg_notify, and USAGE of their schema; grant them back; nothing was written`,
       { cause: error },
     );
   }
@@ -561,12 +561,16 @@ function retiresConnection(error: unknown): boolean {
 }
 
 /**
- * The role refused a privilege (42501) on one of leaseq's tables or functions. Not a caller's
+ * The role refused a privilege (42501) on one of leaseq's tables or functions, or on pg_notify,
+ * which its wake-ups (and the check at open that its listener hears them) call. Not a caller's
  * own statement refused on a table of its own (a grant it lacks, a row-level security policy):
  * that one is its statement's failure, as it is, whose session goes on.
  */
 function refusesLeaseq(error: unknown): boolean {
-  return sqlState(error) === '42501' && namesLeaseqObject(failureText(error));
+  const message = failureText(error);
+  return (
+    sqlState(error) === '42501' && (namesLeaseqObject(message) || /\bpg_notify\b/.test(message))
+  );
 }
 
 /**
