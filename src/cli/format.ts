@@ -1,6 +1,7 @@
 import type {
   Attempt,
   DeadLetter,
+  DeadLetterOrigin,
   JobView,
   QueueStats,
   ResolvedQueueOptions,
@@ -70,7 +71,10 @@ export function formatTime(ms: number): string {
 
 /** A dead letter with its history, one attempt a line. */
 export function formatDeadLetter(dead: DeadLetter): string {
-  const head = `${shownId(dead.id)}  reason=${shownId(dead.reason)} deliveries=${dead.deliveryCount} deadAt=${formatTime(dead.deadAt)}`;
+  const head = [
+    `${shownId(dead.id)}  reason=${shownId(dead.reason)} deliveries=${dead.deliveryCount} deadAt=${formatTime(dead.deadAt)}`,
+    ...originFacts(dead.origin),
+  ].join(' ');
   return `${[head, ...formatAttempts(dead.history)].join('\n')}\n`;
 }
 
@@ -87,10 +91,23 @@ export function formatJob(job: JobView): string {
     ...(job.reason === undefined ? [] : [`reason=${shownId(job.reason)}`]),
     ...(job.deadAt === undefined ? [] : [`deadAt=${formatTime(job.deadAt)}`]),
     ...(job.expiresAt === undefined ? [] : [`expiresAt=${formatTime(job.expiresAt)}`]),
-    ...(job.origin === undefined ? [] : [`from=${job.origin.queue}`]),
+    ...originFacts(job.origin),
   ];
   const payload = job.payload === undefined ? [] : [`  payload ${JSON.stringify(job.payload)}`];
   return `${[`${shownId(job.id)}  ${facts.join(' ')}`, ...payload, ...formatAttempts(job.history)].join('\n')}\n`;
+}
+
+/**
+ * R26: where, why and when a job that came by dead-lettering died, as its JSON has it: its
+ * history alone may not say why (a lease that ran out, a requeue on its last delivery).
+ */
+function originFacts(origin: DeadLetterOrigin | undefined): string[] {
+  if (origin === undefined) return [];
+  return [
+    `from=${origin.queue}`,
+    `originReason=${shownId(origin.reason)}`,
+    `originAt=${formatTime(origin.at)}`,
+  ];
 }
 
 /** One line an attempt: its token, how it ended and after how long. */

@@ -10,8 +10,9 @@ export const job: Command = {
   usage: '<queue> <id>',
   details: [
     'Prints the job as it stands: ready, delayed (until when), active (token and deadline) or',
-    'dead (reason), its payload, and one line per attempt. An id with no job is exit code 3',
-    '(an acked job is gone). Needs the consume right on the queue.',
+    'dead (reason), where, why and when it died when it came by dead-lettering (from=,',
+    'originReason=, originAt=), its payload, and one line per attempt. An id with no job is',
+    'exit code 3 (an acked job is gone). Needs the consume right on the queue.',
   ],
   options: {},
   remote: true,
@@ -20,7 +21,13 @@ export const job: Command = {
     const [name, id] = positionals(given, ['queue', 'id']) as [string, string];
     await fromCommandLine(() => checkLookedUpId(id));
     const view = await withClient(values, context, (client) =>
-      fromCommandLine(() => client.handle(name).job(id)),
+      fromCommandLine(async () => {
+        const queue = client.handle(name);
+        // A look-up takes no step: a lease that ran out, the job's last (R3, R13), would show
+        // as still active, its deadline past. A stats call is such a step, as for `dead list`.
+        await queue.stats();
+        return queue.job(id);
+      }),
     );
     if (view === undefined) {
       if (values.json) printJson(context, null);
