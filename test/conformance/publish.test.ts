@@ -260,6 +260,32 @@ describeEngines(engines, (h) => {
       for (const d of deliveries) await q.reject(1, d.token, { requeue: false });
       expect((await q.deadLetters()).map((dead) => dead.payload)).toEqual([...PAYLOADS, undefined]);
     });
+
+    it('R4 a payload is stored as it was when publish was called: changing it before the answer changes nothing', async (context) => {
+      // The remote client writes its request's JSON after the tick of the call (calls of one
+      // tick travel together): what it sends is the payload as it is then.
+      if (h.viaClient) return context.skip();
+      const q = await h.queue({ visibility: 5 });
+      const one = { n: 1, list: [1] };
+      const many = [{ n: 1 }, { n: 1 }];
+      const published = Promise.all([
+        q.publish(0, { id: 'one', payload: one }),
+        q.publishBatch(0, [
+          { id: 'a', payload: many[0] },
+          { id: 'b', payload: many[1] },
+        ]),
+      ]);
+      one.n = 2;
+      one.list.push(2);
+      for (const payload of many) payload.n = 2;
+      await published;
+      const deliveries = await q.reserve(0, { max: 3 });
+      expect(deliveries.map((d) => [d.id, d.payload])).toEqual([
+        ['one', { n: 1, list: [1] }],
+        ['a', { n: 1 }],
+        ['b', { n: 1 }],
+      ]);
+    });
   });
 
   describe('R5 commit', () => {

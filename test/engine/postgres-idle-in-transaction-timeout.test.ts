@@ -157,4 +157,36 @@ describe('PostgreSQL: a session ended for idling in a transaction', () => {
       await broker.close();
     }
   });
+
+  it('a big statement being sent as the session ends for idling fails naming that timeout, nothing written', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const db = scratch as ScratchDatabase;
+    const broker = await open(db.url({ options: '-c idle_in_transaction_session_timeout=100' }));
+    try {
+      const queue = await broker.queue('idle-write');
+      const failure = await broker
+        .transaction(async (tx) => {
+          await tx.publish('idle-write', { id: 'in-tx' });
+          // Work between two statements that holds the event loop, far past the timeout: the
+          // database ends the session meanwhile, and this process reads nothing of it before it
+          // writes the next statement, too big for the socket to take at once.
+          const until = Date.now() + 1_000;
+          while (Date.now() < until) {}
+          await tx.query('SELECT length(?) AS length', ['x'.repeat(32 * 1024 * 1024)]);
+        })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      expect(failure).toBeInstanceOf(StorageUnavailableError);
+      // (The URL in the message names the setting too: the words around it are the reason.)
+      expect((failure as Error).message).toMatch(
+        /longer than its idle_in_transaction_session_timeout|idle-in-transaction timeout/,
+      );
+      expect(mayHaveTakenEffect(failure)).toBe(false);
+      expect(await queue.job('in-tx')).toBeUndefined();
+    } finally {
+      await broker.close();
+    }
+  });
 });

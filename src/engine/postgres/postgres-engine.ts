@@ -457,6 +457,14 @@ class WakeListener {
 function unavailable(error: unknown, target: string): Error {
   if (error instanceof LeaseqError) return error;
   const message = failureText(error);
+  // The database closed the session as a statement was being written to it: its reason (as the
+  // FATAL of an idle_in_transaction_session_timeout) was never read, the socket failing first.
+  if (sqlState(error) === 'EPIPE') {
+    return new StorageUnavailableError(
+      `${target} closed the connection while a statement was being sent (${message}): the database ended the session, as it does when a transaction waits between two statements for longer than its idle_in_transaction_session_timeout (a publishBatch of very many jobs prepares its rows so), when the backend is terminated or the server restarts`,
+      { cause: error },
+    );
+  }
   return new StorageUnavailableError(`${target} cannot be reached: ${message}`, { cause: error });
 }
 

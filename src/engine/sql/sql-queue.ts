@@ -29,7 +29,7 @@ import type { BatchContext, GroupCommitExecutor } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
 import { type DeadPage, deliveryOf, type QueueOps } from './queue-ops.js';
 import { expiryInUse } from './queue-row.js';
-import { runOperation } from './run-operation.js';
+import { prepareOperation, runOperation } from './run-operation.js';
 import type { SqlConnection } from './sql-connection.js';
 
 /**
@@ -85,14 +85,19 @@ export class SqlQueue extends OperationHandle {
         maxes,
       );
     }
+    // Before the transaction, which holds the queue from its first statement on.
+    const prepared = operations.map(prepareOperation);
     return this.executor.submit(async (connection, batch) => {
       const ops = await this.ops(connection, batch);
       const outcomes: Outcome[] = [];
       let ready = false;
       let freed = false;
-      for (const operation of operations) {
+      for (const [index, operation] of operations.entries()) {
         try {
-          outcomes.push({ ok: true, value: await runOperation(ops, now, operation) });
+          outcomes.push({
+            ok: true,
+            value: await runOperation(ops, now, operation, prepared[index]),
+          });
           ready ||= makesJobsReady(operation);
           freed ||= reschedulesReceivers(operation);
         } catch (error) {

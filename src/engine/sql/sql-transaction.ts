@@ -16,7 +16,7 @@ import type { EngineTransaction, ScheduleMove } from '../engine.js';
 import type { ScheduleRecord } from '../schedules.js';
 import type { BatchContext } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
-import { runOperation } from './run-operation.js';
+import { prepareOperation, runOperation } from './run-operation.js';
 import { advanceScheduleRow, advanceScheduleRows } from './schedule-rows.js';
 import type { SqlConnection, SqlValue } from './sql-connection.js';
 
@@ -112,10 +112,12 @@ export class SqlTransaction implements EngineTransaction {
 
   /** The same operations as a queue's, parsed the same way, in this transaction. */
   private apply<O extends Operation>(queue: string, now: number, operation: O) {
+    // As the call is made: the payloads kept are as they were then.
+    const prepared = prepareOperation(operation);
     return this.serial(async () => {
       checkQueueName(queue);
       const ops = await queueOps(this.access, this.connection, this.batch, queue);
-      const result = (await runOperation(ops, now, operation)) as ResultOf<O>;
+      const result = (await runOperation(ops, now, operation, prepared)) as ResultOf<O>;
       if (makesJobsReady(operation) || ops.othersMayGoOn()) {
         await wakeOnCommit(this.access, this.connection, this.batch, queue);
       } else if (reschedulesReceivers(operation)) {
