@@ -329,7 +329,10 @@ export interface Broker {
    * (`leaseq serve` runs one).
    */
   scheduler?(options?: SchedulerOptions): Scheduler;
-  /** Replaces a stored secret with a new random one; the old one stays valid for `graceMs`. */
+  /**
+   * Replaces a stored secret with a new random one; the old one stays valid for `graceMs`.
+   * NotFoundError when the storage keeps none yet (no `secretValues` read it): nothing is made.
+   */
   rotateSecret?(name: string, graceMs: number): Promise<void>;
   /**
    * Closes the storage (or the connection); the broker and its queues are unusable afterwards.

@@ -300,7 +300,10 @@ export interface Engine extends ScheduleStore {
    * (32 random bytes) at its first read: every process sharing the storage reads the same one.
    */
   readSecret(name: string): Promise<StoredSecret>;
-  /** Replaces the secret with a new random one; the old one stays `previous` until `previousUntil` (ms). */
+  /**
+   * Replaces the secret with a new random one; the old one stays `previous` until
+   * `previousUntil` (ms). One not kept yet (never read) is not made: NotFoundError.
+   */
   rotateSecret(name: string, previousUntil: number): Promise<StoredSecret>;
   /**
    * A receiver of `queue` waits from now until the returned release: an engine whose storage

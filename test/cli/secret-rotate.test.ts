@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { open } from '../../src/index.js';
 import { temporaryDirectory } from '../temporary-directory.js';
@@ -60,5 +61,24 @@ describe('leaseq secret rotate', () => {
     expect(result.stderr).toContain(`no storage at ${missing}`);
     expect(result.stdout).toBe('');
     expect(existsSync(join(dir, 'typo'))).toBe(false);
+  });
+
+  it('refuses a storage that keeps no receipt secret, making none there', async () => {
+    // A database no server without receiptSecret has started on (another one than the
+    // servers use, or a backup restored into the wrong place): rotating would make a secret no
+    // server reads, while the operator believes the servers' receipts are refused from now on.
+    const file = join(dir, 'never-served.db');
+    const broker = await open(`sqlite:${file}`);
+    await broker.close();
+    const result = await leaseq(['secret', 'rotate', '--storage', `sqlite:${file}`]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`sqlite:${file} keeps no receipt secret`);
+    expect(result.stdout).toBe('');
+    const db = new Database(file, { readonly: true });
+    try {
+      expect(db.prepare('SELECT COUNT(*) AS n FROM leaseq_secrets').get()).toEqual({ n: 0 });
+    } finally {
+      db.close();
+    }
   });
 });

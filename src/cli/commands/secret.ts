@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { storageUrlProblem } from '../../engine/index.js';
+import { NotFoundError } from '../../core/index.js';
+import { redactUrl, storageUrlProblem } from '../../engine/index.js';
 import { open } from '../../open.js';
 import { DEFAULT_CONFIG } from '../../server/config.js';
 import {
@@ -48,7 +49,14 @@ export const secretRotate: Command = {
       if (broker.rotateSecret === undefined) {
         throw new UsageError(`${storage} keeps no secrets; name a SQL storage`);
       }
-      await broker.rotateSecret(RECEIPT_SECRET_NAME, graceMs);
+      await broker.rotateSecret(RECEIPT_SECRET_NAME, graceMs).catch((error: unknown) => {
+        // No server without receiptSecret ever started on it: not the storage the servers use
+        // (or they sign with a configured secret, which this does not change).
+        if (!(error instanceof NotFoundError)) throw error;
+        throw new UsageError(
+          `${redactUrl(storage)} keeps no receipt secret: no server without receiptSecret has started on it; name the storage your servers use (--storage or LEASEQ_STORAGE), or give servers with a configured receiptSecret a new one`,
+        );
+      });
     } finally {
       await broker.close();
     }

@@ -182,8 +182,11 @@ export class MemoryEngine implements Engine, QueueLinks {
   }
 
   async rotateSecret(name: string, previousUntil: number): Promise<StoredSecret> {
-    const { current } = await this.readSecret(name);
-    this.secrets.set(name, { current: newSecretValue(), previous: current, previousUntil });
+    this.checkOpen();
+    checkSecretName(name);
+    const kept = this.secrets.get(name);
+    if (kept === undefined) throw new NotFoundError(`no secret ${name} is kept in this storage`);
+    this.secrets.set(name, { current: newSecretValue(), previous: kept.current, previousUntil });
     return this.readSecret(name);
   }
 

@@ -1,3 +1,4 @@
+import { NotFoundError } from '../../core/index.js';
 import { newSecretValue, type StoredSecret } from '../secrets.js';
 import type { SqlConnection } from './sql-connection.js';
 
@@ -24,17 +25,20 @@ export async function readOrCreateSecret(
   return fromRow(row);
 }
 
-/** A new current value; the old one stays accepted until `previousUntil` (ms). */
+/**
+ * A new current value; the old one stays accepted until `previousUntil` (ms). A secret not
+ * kept yet is not made: NotFoundError (nobody signed with it, so there is nothing to replace).
+ */
 export async function rotateStoredSecret(
   connection: SqlConnection,
   name: string,
   previousUntil: number,
 ): Promise<StoredSecret> {
-  await readOrCreateSecret(connection, name);
-  await connection.run(
+  const changed = await connection.run(
     'UPDATE leaseq_secrets SET previous = current, previous_until = ?, current = ? WHERE name = ?',
     [previousUntil, newSecretValue(), name],
   );
+  if (changed === 0) throw new NotFoundError(`no secret ${name} is kept in this storage`);
   return readOrCreateSecret(connection, name);
 }
 
