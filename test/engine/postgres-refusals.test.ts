@@ -266,6 +266,39 @@ describe('PostgreSQL: refusals for the database state are typed', () => {
     }
   });
 
+  it('a database that takes writes again: writes go on over the pool, with no restart, though its sessions were opened while it took none', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const db = database();
+    const broker = await open(db.url());
+    try {
+      await broker.queue('read-only-sessions');
+      const publish = (id: string) => broker.handle('read-only-sessions').publish({ id });
+      await publish('before');
+      // A failover: the sessions the pool opens meanwhile reach a database that takes no
+      // writes (a standby), and stay read-only for as long as they live.
+      await db.admin(`ALTER DATABASE ${db.name} SET default_transaction_read_only = on`);
+      await db.terminate();
+      await readAgain(broker);
+      await expect(publish('during')).rejects.toThrow(/takes no writes/);
+      // The database takes writes again (the new primary), and no connection is ended: a
+      // session refused a write is not used again, so a new one, which takes them, is made.
+      await db.admin(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`);
+      const outcomes: string[] = [];
+      for (let attempt = 0; attempt < 10 && outcomes.at(-1) !== 'published'; attempt += 1) {
+        outcomes.push(
+          await publish(`after-${attempt}`).then(
+            () => 'published',
+            (error: Error) => error.message,
+          ),
+        );
+      }
+      expect(outcomes.at(-1)).toBe('published');
+    } finally {
+      await db.admin(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`);
+      await broker.close();
+    }
+  });
+
   it('the role dropped and made again under the same name while open: calls go on as the new role, with no restart', async (context) => {
     if (skip !== undefined) context.skip(skip);
     const refused = await withAppRole(async (url, password, sql) => {

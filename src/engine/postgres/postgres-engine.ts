@@ -560,12 +560,15 @@ function lockedOut(error: unknown, target: string): Error {
 
 /**
  * A failure after which a pooled connection is dropped rather than used again: the connection
- * failed, or the role was refused a privilege on leaseq's objects. A session keeps the role it
- * began as: one whose role was dropped and made again (under the same name) is refused everything
- * for as long as it lives, where a new session of the role made again is not.
+ * failed, the role was refused a privilege on leaseq's objects, or the database took no writes
+ * (25006). A session keeps the role it began as: one whose role was dropped and made again
+ * (under the same name) is refused everything for as long as it lives, where a new session of
+ * the role made again is not. So does a session opened on a standby, or while
+ * default_transaction_read_only was on: after a failover (or the setting turned off) only a new
+ * session reaches a database that takes writes.
  */
 function retiresConnection(error: unknown): boolean {
-  return isConnectionFailure(error) || refusesLeaseq(error);
+  return isConnectionFailure(error) || refusesLeaseq(error) || sqlState(error) === '25006';
 }
 
 /**
