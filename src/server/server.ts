@@ -189,16 +189,15 @@ async function shutDown(
     abandon.abort();
     timedOut();
     // The app's close may still wait on the storage then: stream frames and the sessions of the
-    // connections it closes, queued behind a call another transaction's lock holds (the stream's
-    // connections begin to close only once the scheduler stopped, maybe after the cut). Only the
+    // connections it closes, queued behind a call another transaction's lock holds. Only the
     // broker's close abandons such calls: it does not wait for the app's beyond a moment.
     late = setTimeout(() => void closeBroker().catch(() => undefined), AFTER_CUT_MS);
   }, timeoutMs);
   try {
     // No occurrence published after this; a pass under way may wait for the storage (a lock
-    // another transaction holds): no longer than the shutdown timeout.
-    await Promise.race([scheduler?.stop(), deadline]);
-    await app.close();
+    // another transaction holds): no longer than the shutdown timeout. The app closes meanwhile:
+    // no new connections, waiting long polls answered, /readyz 503 from the first moment.
+    await Promise.all([Promise.race([scheduler?.stop(), deadline]), app.close()]);
   } finally {
     // Storage calls may outlive their requests (a socket cut, a stream gone): the close waits
     // for them until the timeout, then cuts them.

@@ -151,6 +151,38 @@ describe('startServer', () => {
     await expectCutAtTimeout(scheduled, publishing);
   });
 
+  it('on close answers waiting long polls and refuses new connections at once, though a scheduler pass still waits for the storage', async () => {
+    const real = await open('memory:');
+    // The scheduler's pass under way waits for the storage (a lock another transaction holds)
+    // until the shutdown timeout.
+    const schedulerOf = real.scheduler?.bind(real);
+    const broker = Object.assign(Object.create(real), {
+      scheduler: () => {
+        const scheduler = schedulerOf?.();
+        if (scheduler === undefined) throw new Error('an in-process broker has a scheduler');
+        return Object.assign(scheduler, { stop: () => new Promise<void>(() => {}) });
+      },
+    });
+    const { lines, destination } = logSink();
+    const server = await startServer(config({ shutdownTimeoutMs: 1000 }), {
+      broker,
+      logDestination: destination,
+    });
+    const { url } = server;
+    await call(url, 'PUT', '/v1/queues/q', { body: {} });
+    const poll = call(url, 'POST', '/v1/queues/q/receive', { body: { wait: 10_000 } });
+    // The long poll is waiting once a receive without wait has been answered after it.
+    await call(url, 'POST', '/v1/queues/q/receive', { body: {} });
+    const closing = server.close();
+    const answer = await poll;
+    const cutBefore = lines.some((line) => String(line.msg).includes('cutting them'));
+    await expect(call(url, 'GET', '/healthz')).rejects.toThrow();
+    await closing;
+    expect([answer.status, answer.body]).toEqual([200, { deliveries: [] }]);
+    // Answered as the shutdown began, not only once the timeout cut what still waited.
+    expect(cutBefore).toBe(false);
+  });
+
   it('fails to start on a port in use, and closes the storage it opened', async () => {
     const first = await startServer(config(), { logDestination: logSink().destination });
     const real = await open('memory:');
