@@ -1,4 +1,4 @@
-import { ValidationError } from './errors.js';
+import { show, ValidationError } from './errors.js';
 import type { PublishJob } from './operations.js';
 
 /**
@@ -67,12 +67,26 @@ function encodeAt(
     text = JSON.stringify(payload);
   } catch (error) {
     throw new ValidationError(
-      `${label(at, index, count)}.payload is not JSON: ${(error as Error).message}`,
+      `${label(at, index, count)}.payload is not JSON: ${thrownText(error)}`,
     );
   }
   if (text === undefined)
     throw new ValidationError(`${label(at, index, count)}.payload is not JSON`);
   return text;
+}
+
+/**
+ * What JSON.stringify threw: its message, else what was thrown (a payload's toJSON, a getter or
+ * a Proxy may throw anything: null, a string, an object without a prototype). Never throws.
+ */
+function thrownText(error: unknown): string {
+  try {
+    const message = (error as { message?: unknown } | null | undefined)?.message;
+    if (typeof message === 'string') return message;
+  } catch {
+    // A getter or Proxy trap of `message` that throws: said by its kind below.
+  }
+  return `${show(error)} was thrown`;
 }
 
 function label(at: string | undefined, index: number, count: number): string {

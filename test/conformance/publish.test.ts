@@ -288,6 +288,41 @@ describeEngines(engines, (h) => {
     });
   });
 
+  describe('R4 a payload that is not JSON', () => {
+    it('R4 a payload whose toJSON throws something that is not an Error is refused with a ValidationError that says what was thrown', async () => {
+      const q = await h.queue({ visibility: 5 });
+      await q.publish(0, { id: 'a' });
+      const thrown: [unknown, RegExp][] = [
+        [null, /payload is not JSON: null was thrown/],
+        [undefined, /payload is not JSON: undefined was thrown/],
+        ['no payload today', /payload is not JSON: "no payload today" was thrown/],
+        [Object.create(null), /payload is not JSON: object was thrown/],
+      ];
+      for (const [value, message] of thrown) {
+        const payload = {
+          toJSON: () => {
+            throw value;
+          },
+        };
+        const alone = await expectRefusedUnchanged(
+          q,
+          () => q.publish(1, { id: 'b', payload }),
+          ValidationError,
+          'INVALID_ARGUMENT',
+        );
+        expect(alone.message).toMatch(message);
+        const inBatch = await expectRefusedUnchanged(
+          q,
+          () => q.publishBatch(1, [{ id: 'c' }, { id: 'd', payload }]),
+          ValidationError,
+          'INVALID_ARGUMENT',
+        );
+        expect(inBatch.message).toMatch(/^jobs\[1\]\.payload is not JSON: /);
+      }
+      expect(await q.inspect()).toEqual(view(0, { ready: ['a'] }));
+    });
+  });
+
   describe('R5 commit', () => {
     it('R5 a publish that returned is committed: later changes to the caller’s objects do not reach the queue', async () => {
       const q = await h.queue({ visibility: 5 });
