@@ -283,8 +283,11 @@ describe('PostgreSQL: refusals for the database state are typed', () => {
       // The database takes writes again (the new primary), and no connection is ended: a
       // session refused a write is not used again, so a new one, which takes them, is made.
       await db.admin(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`);
+      // A session opened within the last second is kept (see the next test): tried again
+      // until the pool's sessions are older than that.
       const outcomes: string[] = [];
-      for (let attempt = 0; attempt < 10 && outcomes.at(-1) !== 'published'; attempt += 1) {
+      for (let attempt = 0; attempt < 40 && outcomes.at(-1) !== 'published'; attempt += 1) {
+        if (attempt > 0) await sleep(100);
         outcomes.push(
           await publish(`after-${attempt}`).then(
             () => 'published',
@@ -293,6 +296,42 @@ describe('PostgreSQL: refusals for the database state are typed', () => {
         );
       }
       expect(outcomes.at(-1)).toBe('published');
+    } finally {
+      await db.admin(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`);
+      await broker.close();
+    }
+  });
+
+  it('a database that takes no writes: each refused write does not open a new session', async (context) => {
+    if (skip !== undefined) context.skip(skip);
+    const db = database();
+    const sessions = () =>
+      withPostgresClient(async (client) => {
+        const { rows } = await client.query<{ sessions: string }>(
+          'SELECT sessions FROM pg_stat_database WHERE datname = $1',
+          [db.name],
+        );
+        return Number(rows[0]?.sessions);
+      });
+    const broker = await open(db.url());
+    try {
+      await broker.queue('refused-writes');
+      await db.admin(`ALTER DATABASE ${db.name} SET default_transaction_read_only = on`);
+      await db.terminate();
+      await readAgain(broker);
+      const before = await sessions();
+      // A standby during a failover, with writes coming in: each refused write replacing its
+      // session made PostgreSQL start a backend per write, and every call waited for one.
+      const refused: unknown[] = [];
+      for (let index = 0; index < 40; index += 1) {
+        await broker
+          .handle('refused-writes')
+          .publish({ id: `w-${index}` })
+          .catch((error: unknown) => refused.push(error));
+      }
+      expect(refused).toHaveLength(40);
+      expect(refused.every((error) => error instanceof StorageUnavailableError)).toBe(true);
+      expect((await sessions()) - before).toBeLessThan(20);
     } finally {
       await db.admin(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`);
       await broker.close();

@@ -110,6 +110,15 @@ const KEEPALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 10_000 } as co
 const CONNECT_TIMEOUT_MS = 5000;
 
 /**
+ * A session refused a write (25006) is kept if it began less than this long ago (ms): it reached
+ * the database as it is now, and a new one would be refused too. Replaced at once, a standby
+ * taking writes made PostgreSQL start a backend for each (every call waiting for one: 45 ms a
+ * write instead of 1.4, reads slowed as much); so a pool's session is replaced at most once a
+ * second, and writes resume within a second of the database taking them.
+ */
+const READ_ONLY_SESSION_KEPT_MS = 1000;
+
+/**
  * Opens a PostgreSQL database shared by any number of processes and machines. Time comes from
  * the database's clock (`storageTime`), so nodes with skewed clocks agree.
  */
@@ -133,7 +142,10 @@ export async function openPostgresEngine(
   // next statement, not the process with an unhandled 'error'. The broken client is dropped on
   // release.
   const broken = new WeakMap<pg.ClientBase, Error>();
+  // When each client's session began (performance.now()), for retiresConnection.
+  const began = new WeakMap<pg.ClientBase, number>();
   pool.on('connect', (client) => {
+    began.set(client, performance.now());
     client.on('error', (error: Error) => {
       // The first says why (PostgreSQL's FATAL); the socket's close that follows does not.
       if (!broken.has(client)) broken.set(client, error);
@@ -180,7 +192,7 @@ export async function openPostgresEngine(
           );
           return Number(result.rows[0]?.ms);
         } catch (error) {
-          if (retiresConnection(error)) failure = error as Error;
+          if (retiresConnection(error, began.get(client))) failure = error as Error;
           throw translate(error, target);
         } finally {
           client.release(failure ?? broken.get(client));
@@ -211,7 +223,7 @@ export async function openPostgresEngine(
             pooled,
             target,
             (error) => {
-              if (retiresConnection(error) && !broken.has(pooled)) {
+              if (retiresConnection(error, began.get(pooled)) && !broken.has(pooled)) {
                 broken.set(pooled, error as Error);
               }
               // Refused unsent, the connection having failed while idle (PostgreSQL ended the
@@ -565,10 +577,15 @@ function lockedOut(error: unknown, target: string): Error {
  * (under the same name) is refused everything for as long as it lives, where a new session of
  * the role made again is not. So does a session opened on a standby, or while
  * default_transaction_read_only was on: after a failover (or the setting turned off) only a new
- * session reaches a database that takes writes.
+ * session reaches a database that takes writes; one that began within READ_ONLY_SESSION_KEPT_MS
+ * (`began`, performance.now()) reached it as it is now, and is kept.
  */
-function retiresConnection(error: unknown): boolean {
-  return isConnectionFailure(error) || refusesLeaseq(error) || sqlState(error) === '25006';
+function retiresConnection(error: unknown, began: number | undefined): boolean {
+  if (isConnectionFailure(error) || refusesLeaseq(error)) return true;
+  return (
+    sqlState(error) === '25006' &&
+    (began === undefined || performance.now() - began >= READ_ONLY_SESSION_KEPT_MS)
+  );
 }
 
 /**
