@@ -43,9 +43,11 @@ describe('open() over PostgreSQL whose queue clocks are ahead of the database cl
       const queue = broker.handle('jobs');
       await queue.publish({ id: 'soon', delay: 50 });
       // Due in 50 ms and 1 s of the queue's time; the queue stood still for the hour before.
+      // Each taken on a lease long enough to outlast the test: one that ran out while the loop
+      // waited (an event loop late under load) would hand its job out again.
       const received: string[] = [];
       while (received.length < 2) {
-        const got = await queue.receive({ max: 2, wait: 20_000 });
+        const got = await queue.receive({ max: 2, wait: 20_000, visibility: 60_000 });
         if (got.length === 0) break;
         received.push(...got.map(({ id }) => id));
       }
