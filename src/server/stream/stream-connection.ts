@@ -281,8 +281,9 @@ export class StreamConnection {
   private async answer(frame: ClientFrame, sent: Promise<boolean>): Promise<ServerFrame> {
     switch (frame.type) {
       case 'batch': {
-        const answer = this.batch(frame, sent);
-        if (deliveriesAsked(frame.operations, this.context.services.limits.maxBatch) > 0) {
+        const asked = deliveriesAsked(frame.operations, this.context.services.limits.maxBatch);
+        const answer = this.batch(frame, sent, asked);
+        if (asked > 0) {
           this.reservesRunning.add(answer);
           const done = () => this.reservesRunning.delete(answer);
           answer.then(done, done);
@@ -331,9 +332,13 @@ export class StreamConnection {
     });
   }
 
-  private async batch(frame: BatchFrame, sent: Promise<boolean>): Promise<ServerFrame> {
+  /** `asked`: the deliveries its reserves ask for (deliveriesAsked). */
+  private async batch(
+    frame: BatchFrame,
+    sent: Promise<boolean>,
+    asked: number,
+  ): Promise<ServerFrame> {
     const { services, principal, log } = this.context;
-    const asked = deliveriesAsked(frame.operations, services.limits.maxBatch);
     // Takes its place before any await: frames start in the order they came.
     const admitted = this.roomToRun(asked);
     // And hand their operations to the storage in that order, whatever their checks await (a
