@@ -201,3 +201,56 @@ export class UnsupportedError extends LeaseqError {
 export class QueueFullError extends LeaseqError {
   readonly code = 'QUEUE_FULL' as const;
 }
+
+/** At most this many unknown names (fields, options) are named in one error; the rest are counted. */
+export const MAX_UNKNOWN_NAMES_SHOWN = 10;
+
+/** The most of an unknown name an error shows, in characters (UTF-16 code units). */
+export const MAX_NAME_SHOWN = 64;
+
+/**
+ * A name the caller gave that nothing knows, as an error shows it: quoted (`quote`) or as it is,
+ * and past MAX_NAME_SHOWN characters cut (never inside a surrogate pair), followed by how long it
+ * was — a name of a megabyte is not echoed whole.
+ */
+export function showName(name: string, quote = true): string {
+  if (name.length <= MAX_NAME_SHOWN) return quote ? JSON.stringify(name) : name;
+  let end = MAX_NAME_SHOWN;
+  const last = name.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  const cut = `${name.slice(0, end)}…`;
+  return `${quote ? JSON.stringify(cut) : cut} (${groupDigits(name.length)} characters)`;
+}
+
+/**
+ * Adds the issues of unknown names to `issues`: the first MAX_UNKNOWN_NAMES_SHOWN as they come,
+ * the rest counted in one issue where the next would have stood (`and 4990 more unknown
+ * fields`), so a body or frame of thousands of them is not echoed whole. Every door that refuses
+ * unknown names (the library's operations and options, HTTP bodies, stream frames) counts them so.
+ */
+export class UnknownNames {
+  private count = 0;
+  private summaryAt = -1;
+
+  constructor(private readonly issues: string[]) {}
+
+  /** One unknown name; `issue` (which should show it by `showName`) is built only if it is shown. */
+  add(what: string, issue: () => string): void {
+    this.count += 1;
+    if (this.count <= MAX_UNKNOWN_NAMES_SHOWN) {
+      this.issues.push(issue());
+      return;
+    }
+    const more = this.count - MAX_UNKNOWN_NAMES_SHOWN;
+    const summary = `and ${groupDigits(more)} more ${what}${more === 1 ? '' : 's'}`;
+    if (this.summaryAt === -1) {
+      this.summaryAt = this.issues.length;
+      this.issues.push(summary);
+    } else this.issues[this.summaryAt] = summary;
+  }
+}
+
+/** 4993123 → "4,993,123", whatever the process's locale. */
+export function groupDigits(count: number): string {
+  return String(count).replace(/\B(?=(\d{3})+$)/g, ',');
+}

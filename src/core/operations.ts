@@ -673,7 +673,7 @@ function unknownFields(
   problems: Problems,
 ): void {
   for (const name of Object.keys(fields)) {
-    if (!isKnown(name)) problems.list.push(`unknown field ${show(name)} of ${of}`);
+    if (!isKnown(name)) problems.unknown('unknown field', name, of);
   }
 }
 

@@ -1,4 +1,4 @@
-import { ClockError, show, ValidationError } from './errors.js';
+import { ClockError, show, showName, UnknownNames, ValidationError } from './errors.js';
 
 export { show };
 
@@ -30,6 +30,7 @@ export function checkNow(now: unknown, clock: number): asserts now is number {
 /** Collects every problem of one call, so the error reports them all at once. */
 export class Problems {
   readonly list: string[] = [];
+  private unknownNames: UnknownNames | undefined;
 
   positiveInteger(name: string, value: unknown): void {
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
@@ -96,6 +97,19 @@ export class Problems {
     return true;
   }
 
+  /**
+   * A name nothing knows (`what`: `unknown field`, `unknown queue option`…), of `of` where
+   * given: the first few named, each cut to its first characters, the rest counted (see
+   * UnknownNames).
+   */
+  unknown(what: string, name: string, of?: string): void {
+    this.unknownNames ??= new UnknownNames(this.list);
+    this.unknownNames.add(
+      what,
+      () => `${what} ${showName(name)}${of === undefined ? '' : ` of ${of}`}`,
+    );
+  }
+
   throwIfAny(): void {
     if (this.list.length > 0) throw new ValidationError(this.list);
   }
@@ -148,7 +162,7 @@ export function resolveQueueOptions(options: QueueOptions | undefined): Resolved
   const problems = new Problems();
   if (!problems.object('options', options)) problems.throwIfAny();
   for (const name of Object.keys(options ?? {})) {
-    if (!QUEUE_OPTION_NAMES.has(name)) problems.list.push(`unknown queue option ${show(name)}`);
+    if (!QUEUE_OPTION_NAMES.has(name)) problems.unknown('unknown queue option', name);
   }
   const resolved: Record<string, unknown> = { ...DEFAULT_QUEUE_OPTIONS };
   for (const [name, value] of Object.entries(options ?? {})) {
@@ -228,8 +242,7 @@ export function checkDeadLetterPage(options: unknown): {
     payloads = true,
     ...rest
   } = options as DeadLetterPageOptions;
-  for (const name of Object.keys(rest))
-    problems.list.push(`unknown dead letter page option ${show(name)}`);
+  for (const name of Object.keys(rest)) problems.unknown('unknown dead letter page option', name);
   checkPageLimit(problems, limit, MAX_DEAD_LETTER_PAGE);
   const position = pagePosition(problems, after);
   problems.boolean('payloads', payloads);
@@ -251,8 +264,7 @@ export function checkDeliveryPage(options: unknown): {
   if (options === undefined) return { limit: DEFAULT_DELIVERY_PAGE, after: 0 };
   if (!problems.object('delivery page options', options)) problems.throwIfAny();
   const { limit = DEFAULT_DELIVERY_PAGE, after, ...rest } = options as DeliveryPageOptions;
-  for (const name of Object.keys(rest))
-    problems.list.push(`unknown delivery page option ${show(name)}`);
+  for (const name of Object.keys(rest)) problems.unknown('unknown delivery page option', name);
   checkPageLimit(problems, limit, MAX_DELIVERY_PAGE);
   const position = pagePosition(problems, after);
   problems.throwIfAny();
@@ -283,7 +295,7 @@ export function checkInspectOptions(options: unknown): number | undefined {
   const problems = new Problems();
   if (!problems.object('inspect options', options)) problems.throwIfAny();
   const { limit, ...rest } = options as InspectOptions;
-  for (const name of Object.keys(rest)) problems.list.push(`unknown inspect option ${show(name)}`);
+  for (const name of Object.keys(rest)) problems.unknown('unknown inspect option', name);
   if (limit !== undefined) problems.positiveInteger('limit', limit);
   problems.throwIfAny();
   return limit;

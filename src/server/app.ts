@@ -9,6 +9,7 @@ import Fastify, {
 import { pino } from 'pino';
 import type { Broker } from '../broker/index.js';
 import { onAbort } from '../broker/on-abort.js';
+import { showName, UnknownNames } from '../core/errors.js';
 import { ClosedError, ValidationError } from '../core/index.js';
 import {
   AccessControl,
@@ -457,18 +458,20 @@ function formatValidation(
   where: string,
   limits: Limits,
 ): Error {
-  return new ValidationError(
-    errors.map((error) => {
-      const path = `${where}${error.instancePath.replaceAll('/', '.')}`;
-      const unknown = (error.params as { additionalProperty?: unknown }).additionalProperty;
-      if (typeof unknown === 'string') {
-        return `${path} has an unknown field ${JSON.stringify(unknown.slice(0, 64))}`;
-      }
-      const setting = limitBehind(error, limits);
-      const because = setting === undefined ? '' : ` (this server's ${setting})`;
-      return `${path} ${error.message ?? 'is not valid'}${because}`;
-    }),
-  );
+  const issues: string[] = [];
+  const unknownNames = new UnknownNames(issues);
+  for (const error of errors) {
+    const path = `${where}${error.instancePath.replaceAll('/', '.')}`;
+    const unknown = (error.params as { additionalProperty?: unknown }).additionalProperty;
+    if (typeof unknown === 'string') {
+      unknownNames.add('unknown field', () => `${path} has an unknown field ${showName(unknown)}`);
+      continue;
+    }
+    const setting = limitBehind(error, limits);
+    const because = setting === undefined ? '' : ` (this server's ${setting})`;
+    issues.push(`${path} ${error.message ?? 'is not valid'}${because}`);
+  }
+  return new ValidationError(issues);
 }
 
 /** The broker's clock, read where it has one (an in-process broker); else the wall clock. */

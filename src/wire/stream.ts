@@ -1,3 +1,4 @@
+import { showName, UnknownNames } from '../core/errors.js';
 import { QUEUE_NAME, ValidationError } from '../core/index.js';
 import type { WireDelivery } from './delivery.js';
 import type { WireError, WireOutcome } from './operations.js';
@@ -143,9 +144,10 @@ export function clientFrameFromWire(value: unknown): ClientFrame {
       `type must be one of ${Object.keys(FIELDS).join(', ')}, got ${JSON.stringify(frame.type)}`,
     );
   }
+  const unknown = new UnknownNames(problems);
   for (const key of Object.keys(frame)) {
     if (key !== 'type' && !Object.hasOwn(allowed, key))
-      problems.push(`unknown field ${key.slice(0, 64)}`);
+      unknown.add('unknown field', () => `unknown field ${showName(key, false)}`);
   }
   for (const [key, spec] of Object.entries(allowed)) {
     const field = frame[key];

@@ -1,3 +1,4 @@
+import { showName } from '../../core/errors.js';
 import {
   QUEUE_NAME,
   type QueueOptions,
@@ -118,7 +119,9 @@ export function parseQueueAttributes(
     if (rule === undefined) {
       throw new SqsError(
         'InvalidAttributeName',
-        READ_ONLY.includes(name) ? `Attribute ${name} is read-only.` : `Unknown Attribute ${name}.`,
+        READ_ONLY.includes(name)
+          ? `Attribute ${name} is read-only.`
+          : `Unknown Attribute ${showName(name, false)}.`,
       );
     }
     switch (rule.kind) {
@@ -212,7 +215,9 @@ function redrivePolicy(value: string): Pick<AttributeChange, 'options' | 'redriv
     ...rest
   } = policy as Record<string, unknown>;
   if (Object.keys(rest).length > 0) {
-    throw bad(`Unknown field ${Object.keys(rest)[0]} in the redrive policy.`);
+    throw bad(
+      `Unknown field ${showName(Object.keys(rest)[0] ?? '', false)} in the redrive policy.`,
+    );
   }
   if (typeof arn !== 'string' || arn === '') {
     throw bad('Redrive policy does not contain mandatory attribute: deadLetterTargetArn.');
@@ -258,7 +263,7 @@ export async function readQueueAttributes(
 ): Promise<Record<string, string>> {
   for (const name of names) {
     if (name !== 'All' && !ALL_ATTRIBUTE_NAMES.includes(name)) {
-      throw new SqsError('InvalidAttributeName', `Unknown Attribute ${name}.`);
+      throw new SqsError('InvalidAttributeName', `Unknown Attribute ${showName(name, false)}.`);
     }
   }
   const wanted = names.includes('All') ? ALL_ATTRIBUTE_NAMES : names;
