@@ -1,4 +1,4 @@
-import { CodedError } from '../core/errors.js';
+import { CodedError, groupDigits } from '../core/errors.js';
 /**
  * The errors of the worker library. A handler throws the outcome errors to choose what happens
  * to its job; the worker raises the others. Callers branch on `code`, which never changes once
@@ -112,21 +112,42 @@ export class WorkerClosingError extends WorkerError {
 }
 
 /**
- * The message of anything thrown. Never throws itself: a value that cannot be shown (a message
- * getter that throws, a Proxy, an object with neither JSON nor toString) gets a fixed text.
+ * The most of a thrown value's message the worker writes (log lines, outcomes,
+ * `metrics().lastError`), in characters (UTF-16 code units): a message built from a large
+ * payload must not make every line and snapshot as large.
+ */
+export const MAX_ERROR_MESSAGE_LENGTH = 8192;
+
+/**
+ * The message of anything thrown, its first MAX_ERROR_MESSAGE_LENGTH characters and, past them,
+ * how many more there were. Never throws itself: a value that cannot be shown (a message getter
+ * that throws, a Proxy, an object with neither JSON nor toString) gets a fixed text.
  */
 export function errorMessage(error: unknown): string {
   try {
-    if (isInstance(error, Error)) return String(error.message);
-    if (typeof error === 'string') return error;
-    try {
-      return JSON.stringify(error) ?? String(error);
-    } catch {
-      return String(error);
-    }
+    return boundedMessage(fullMessage(error));
   } catch {
     return 'a thrown value that cannot be shown';
   }
+}
+
+function fullMessage(error: unknown): string {
+  if (isInstance(error, Error)) return String(error.message);
+  if (typeof error === 'string') return error;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+}
+
+/** `text` cut to MAX_ERROR_MESSAGE_LENGTH, never inside a surrogate pair, saying how much was cut. */
+function boundedMessage(text: string): string {
+  if (text.length <= MAX_ERROR_MESSAGE_LENGTH) return text;
+  let end = MAX_ERROR_MESSAGE_LENGTH;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${text.slice(0, end)}… (${groupDigits(text.length - end)} more characters)`;
 }
 
 /** `value instanceof type`, false when the value's prototype cannot be read (a throwing Proxy). */
