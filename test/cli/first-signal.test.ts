@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { until } from '../until.js';
 
 // src/cli/main.ts as a real process, run from the sources, against a server that takes the
 // connection and never answers: a command with nothing to finish ends at the first signal.
@@ -42,14 +43,6 @@ function exited(child: ChildProcess): Promise<{ code: number | null; signal: str
   });
 }
 
-async function until(check: () => boolean, what: string, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('the first signal', () => {
@@ -70,7 +63,11 @@ describe('the first signal', () => {
       children.push(cli);
       const exit = exited(cli);
       // The request is out: the command waits for the answer (30 s before it gives up).
-      await until(() => (silent?.sockets.length ?? 0) > 0, 'the connection of the command');
+      await until(() => (silent?.sockets.length ?? 0) > 0, {
+        what: 'the connection of the command',
+        timeout: 15_000,
+        interval: 25,
+      });
       await sleep(200);
       cli.kill(signal);
       const ended = await Promise.race([exit, sleep(5_000).then(() => 'still running')]);

@@ -8,6 +8,7 @@ import type { Operation } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
 import { call, withWrappedQueues } from '../server/helpers.js';
+import { until } from '../until.js';
 
 // src/cli/main.ts as a real process, run from the sources (no build needed): what it does with
 // signals and with a standard error nobody reads. Each child is killed by pid if a test fails.
@@ -46,14 +47,6 @@ function text(stream: NodeJS.ReadableStream | null): () => string {
     read += chunk.toString();
   });
   return () => read;
-}
-
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -102,12 +95,20 @@ describe('leaseq as a process (from the sources)', () => {
     const stderr = text(cli.stderr);
     const exit = exited(cli);
     cli.stdin?.write('{"id":"a"}\n{"id":"b"}\n');
-    await until(async () => (await ready()).length === 2, 'the first batch');
+    await until(async () => (await ready()).length === 2, {
+      what: 'the first batch',
+      timeout: 15_000,
+      interval: 25,
+    });
     // Read, but in hand: a batch of 2 is not full. Then the pipe stays open and idle.
     cli.stdin?.write('{"id":"held"}\n');
     await sleep(300);
     cli.kill('SIGINT');
-    await until(() => holding, 'the batch in hand to be sent after SIGINT', 5000);
+    await until(() => holding, {
+      what: 'the batch in hand to be sent after SIGINT',
+      timeout: 5000,
+      interval: 25,
+    });
     await sleep(300);
     // Still sending what it had read: it waits for the server's answer.
     expect(cli.exitCode, stderr()).toBe(null);
@@ -118,7 +119,11 @@ describe('leaseq as a process (from the sources)', () => {
     expect(stdout()).toBe('');
     // The request was sent: the server still stores the batch once it may.
     release();
-    await until(async () => (await ready()).length === 3, 'the batch sent before the second');
+    await until(async () => (await ready()).length === 3, {
+      what: 'the batch sent before the second',
+      timeout: 15_000,
+      interval: 25,
+    });
     expect(await ready()).toEqual(['a', 'b', 'held']);
   }, 30_000);
 
@@ -145,10 +150,18 @@ describe('leaseq as a process (from the sources)', () => {
       const exit = exited(cli);
       // Published as read (a batch of one): the process is up, and reads the quiet FIFO on.
       const queue = await broker.queue('fifo');
-      await until(async () => (await queue.inspect()).ready.length === 1, 'the line written');
+      await until(async () => (await queue.inspect()).ready.length === 1, {
+        what: 'the line written',
+        timeout: 15_000,
+        interval: 25,
+      });
       cli.kill('SIGINT');
       // It says so; then the close of the FIFO waits on the read of it.
-      await until(() => stdout().includes('published 1 job'), 'its answer to SIGINT');
+      await until(() => stdout().includes('published 1 job'), {
+        what: 'its answer to SIGINT',
+        timeout: 15_000,
+        interval: 25,
+      });
       expect(cli.exitCode).toBe(null);
       cli.kill('SIGINT');
       const ended = await Promise.race([exit, sleep(5_000).then(() => 'still running')]);
@@ -177,7 +190,11 @@ describe('leaseq as a process (from the sources)', () => {
       children.push(cli);
       const stderr = text(cli.stderr);
       expect(await exited(cli)).toEqual({ code: 1, signal: null });
-      await until(() => stderr().endsWith('\n'), 'the message');
+      await until(() => stderr().endsWith('\n'), {
+        what: 'the message',
+        timeout: 15_000,
+        interval: 25,
+      });
       expect(stderr()).toMatch(/^leaseq: cannot write standard output: ENOSPC[^\n]*\n$/);
     } finally {
       closeSync(full);
@@ -189,7 +206,11 @@ describe('leaseq as a process (from the sources)', () => {
     const cli = leaseqProcess(['serve', '--storage', 'memory:', '--port', '0']);
     const stdout = text(cli.stdout);
     const listening = /leaseq listening on (http:\/\/[^"]+)"/;
-    await until(() => listening.test(stdout()), 'the server to listen');
+    await until(() => listening.test(stdout()), {
+      what: 'the server to listen',
+      timeout: 15_000,
+      interval: 25,
+    });
     const base = listening.exec(stdout())?.[1] as string;
     expect((await call(base, 'PUT', '/v1/queues/q', { body: {} })).status).toBe(201);
     expect((await call(base, 'PUT', '/v1/queues/idle', { body: {} })).status).toBe(201);

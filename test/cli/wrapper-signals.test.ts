@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { temporaryDirectory } from '../temporary-directory.js';
+import { until } from '../until.js';
 
 // SIGTERM sent to a wrapper (npm start, npx leaseq serve) must stop the server it started:
 // real process trees, each run on port 0 over a temp SQLite file, bounded in time.
@@ -83,20 +84,15 @@ function portRefuses(port: number): Promise<boolean> {
   });
 }
 
-async function until(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return check();
-}
-
 async function expectStopsOnWrapperSigterm(cwd: string): Promise<void> {
   const { npm, serverPid, port } = await npmStart(cwd);
   expect(serverPid).not.toBe(npm.pid);
   npm.kill('SIGTERM');
-  expect(await until(() => !alive(serverPid), 10_000), `server ${serverPid} still runs`).toBe(true);
+  await until(() => !alive(serverPid), {
+    what: `server ${serverPid} to stop`,
+    timeout: 10_000,
+    interval: 50,
+  });
   expect(await portRefuses(port)).toBe(true);
 }
 

@@ -5,6 +5,7 @@ import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
 import { silentLogger, work } from '../../src/worker/index.js';
 import { startTestServer, withWrappedQueues } from '../server/helpers.js';
+import { until } from '../until.js';
 
 /**
  * What the stream client holds for its next receive (pushed ahead, leased to it) and what a
@@ -17,14 +18,6 @@ afterEach(async () => {
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`not so within ${ms} ms`);
-    await sleep(10);
-  }
-}
 
 /** A stream client of a fresh server; held deliveries wait a minute before going back. */
 async function streamClient() {
@@ -95,7 +88,7 @@ describe('held deliveries of jobs that ended through this client', () => {
     expect(a?.id).toBe('a');
     expect(await queue.ack(a?.token ?? 0)).toBe(true);
     // The credit the ack gave back brings `b`, held for the next receive.
-    await until(async () => (await jobs.stats()).active === 1);
+    await until(async () => (await jobs.stats()).active === 1, { what: 'one active job' });
     expect(await queue.purgeQueue()).toMatchObject({ ready: 1, active: 1 });
     await queue.publish({ id: 'd' });
     const started = Date.now();
@@ -104,7 +97,7 @@ describe('held deliveries of jobs that ended through this client', () => {
     expect(Date.now() - started).toBeLessThan(1000);
     expect(await queue.ack(next[0]?.token ?? 0)).toBe(true);
     // `b` went back, its nack stale (its lease ended with the purge); it changed nothing.
-    await until(async () => (await jobs.stats()).staleNacks === 1);
+    await until(async () => (await jobs.stats()).staleNacks === 1, { what: 'the stale nack' });
     expect(await jobs.stats()).toMatchObject({ nacks: 0, acks: 2, ready: 0, active: 0 });
   });
 
@@ -116,7 +109,7 @@ describe('held deliveries of jobs that ended through this client', () => {
     const [a] = await queue.receive({ wait: 2000 });
     expect(a?.id).toBe('a');
     expect(await queue.ack(a?.token ?? 0)).toBe(true);
-    await until(async () => (await jobs.stats()).active === 1);
+    await until(async () => (await jobs.stats()).active === 1, { what: 'one active job' });
     expect(await queue.cancel('b')).toBe(true);
     expect(await jobs.job('b')).toMatchObject({ state: 'dead', reason: 'cancelled' });
     // The server counts `b` against the prefetch until its lease would have ended (a minute):
@@ -127,7 +120,7 @@ describe('held deliveries of jobs that ended through this client', () => {
     expect(Date.now() - started).toBeLessThan(1000);
     expect(await queue.ack(next[0]?.token ?? 0)).toBe(true);
     // A cancel of another job leaves what is held alone: `d`, pushed after that ack.
-    await until(async () => (await jobs.stats()).active === 1);
+    await until(async () => (await jobs.stats()).active === 1, { what: 'one active job' });
     await queue.publish({ id: 'e' });
     expect(await queue.cancel('e')).toBe(true);
     const [d] = await queue.receive({ wait: 2000 });
@@ -136,6 +129,7 @@ describe('held deliveries of jobs that ended through this client', () => {
     // `b` and `e` (if it was pushed before its cancel) went back, their nacks stale.
     await until(
       async () => (await jobs.stats()).staleNacks === (await jobs.stats()).deliveries - 3,
+      { what: 'a stale nack for each delivery that went back' },
     );
     expect(await jobs.stats()).toMatchObject({ nacks: 0, acks: 3, ready: 0, active: 0 });
     expect(await jobs.job('b')).toMatchObject({ state: 'dead', reason: 'cancelled' });
@@ -200,7 +194,7 @@ describe('a short wait with jobs ready', () => {
     const taken = await queue.receive({ wait: 10 });
     expect(taken.map((delivery) => [delivery.id, delivery.deliveryCount])).toEqual([['a', 1]]);
     expect(await queue.ack(taken[0]?.token ?? 0)).toBe(true);
-    await until(async () => (await queue.stats()).active === 0);
+    await until(async () => (await queue.stats()).active === 0, { what: 'no active job' });
     expect(await queue.stats()).toMatchObject({ ready: 1, acks: 1, dead: 0 });
   });
 
@@ -256,7 +250,7 @@ describe('a receive of other settings before a work() on the same queue', () => 
     await sleep(300);
     const publishedAt = Date.now();
     await jobs.publish({ id: 'second' });
-    await until(async () => handled.length === 1, 10_000);
+    await until(async () => handled.length === 1, { what: 'the job handled', timeout: 10_000 });
     expect(handled[0]?.id).toBe('second');
     expect((handled[0]?.at ?? Number.POSITIVE_INFINITY) - publishedAt).toBeLessThan(3000);
   });
@@ -286,7 +280,7 @@ describe('a receive with a signal before a work() on the same queue', () => {
     await jobs.publish({ id: 'second' });
     await sleep(50);
     await startWorker();
-    await until(async () => handled.length === 1, 10_000);
+    await until(async () => handled.length === 1, { what: 'the job handled', timeout: 10_000 });
     expect(handled[0]?.id).toBe('second');
     expect((handled[0]?.at ?? Number.POSITIVE_INFINITY) - publishedAt).toBeLessThan(1500);
   });
@@ -298,7 +292,7 @@ describe('a receive with a signal before a work() on the same queue', () => {
     // Five, so that some land on the receive's subscription whichever the server picks first.
     const publishedAt = Date.now();
     await jobs.publishBatch(Array.from({ length: 5 }, (_, n) => ({ id: `next-${n}` })));
-    await until(async () => handled.length === 5, 10_000);
+    await until(async () => handled.length === 5, { what: 'five jobs handled', timeout: 10_000 });
     const last = Math.max(...handled.map((each) => each.at));
     expect(last - publishedAt).toBeLessThan(1500);
   });
@@ -389,7 +383,7 @@ describe('held deliveries as the client closes twice at once', () => {
     expect(a?.id).toBe('a');
     expect(await queue.ack(a?.token ?? 0)).toBe(true);
     // The credit the ack gave back brings `b`, held for the next receive.
-    await until(async () => (await jobs.stats()).active === 1);
+    await until(async () => (await jobs.stats()).active === 1, { what: 'one active job' });
     await Promise.all([client.close(), client.close()]);
     // Given back unworked by the close, not left leased for its minute.
     expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0 });
@@ -407,7 +401,7 @@ describe('held deliveries of a subscription the server ended with an error', () 
     // Acked, a gives its credit back: b is pushed and held for the next receive.
     expect(await queue.ack(first?.token ?? 0)).toBe(true);
     const jobs = await server.broker.queue('deleted');
-    await until(async () => (await jobs.stats()).active === 1);
+    await until(async () => (await jobs.stats()).active === 1, { what: 'one active job' });
     // Deleted by another client of the server: it ends the subscription, NOT_FOUND.
     const other = new RemoteBroker(server.baseUrl, { transport: 'http' });
     closing.push(() => other.close());

@@ -7,6 +7,7 @@ import {
   postgresSkipReason,
   uniqueQueueName,
 } from '../crash/postgres.js';
+import { until } from '../until.js';
 
 /**
  * A queue's own prefetch bounds its active deliveries across every process. An ack that frees
@@ -21,10 +22,6 @@ let skip: string | undefined;
 beforeAll(async () => {
   skip = await postgresSkipReason();
 });
-
-async function until(condition: () => Promise<boolean>): Promise<void> {
-  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 10));
-}
 
 describe('PostgreSQL: room under a queue prefetch wakes receives in other processes', () => {
   it('an ack through a process that reached the queue only by handle lets the waiting receive take the next job', async (context) => {
@@ -43,7 +40,10 @@ describe('PostgreSQL: room under a queue prefetch wakes receives in other proces
       const [held] = await other.reserve(now);
       expect(held?.id).toBe('a');
       const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
-      await until(async () => clock.waiting > 0 && (await listeningBackends(APP)).length === 1);
+      await until(async () => clock.waiting > 0 && (await listeningBackends(APP)).length === 1, {
+        what: 'the receive to wait, with one listener',
+        timeout: 30_000,
+      });
       expect(await other.ack(now, held?.token as number)).toBe(true);
       const bound = new Promise<'not woken'>((resolve) => {
         setTimeout(() => resolve('not woken'), 5_000).unref();
@@ -76,7 +76,10 @@ describe('PostgreSQL: room under a queue prefetch wakes receives in other proces
       const [held] = await other.reserve(now);
       expect(held?.id).toBe('a');
       const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
-      await until(async () => clock.waiting > 0 && (await listeningBackends(APP)).length === 1);
+      await until(async () => clock.waiting > 0 && (await listeningBackends(APP)).length === 1, {
+        what: 'the receive to wait, with one listener',
+        timeout: 30_000,
+      });
       expect(await other.ack(now, held?.token as number)).toBe(true);
       const bound = new Promise<'not woken'>((resolve) => {
         setTimeout(() => resolve('not woken'), 5_000).unref();

@@ -7,6 +7,7 @@ import {
   postgresSkipReason,
   uniqueQueueName,
 } from '../crash/postgres.js';
+import { until } from '../until.js';
 
 /**
  * A session's prefetch (R16) bounds only its own deliveries, and its receives may wait in one
@@ -22,10 +23,6 @@ let skip: string | undefined;
 beforeAll(async () => {
   skip = await postgresSkipReason();
 });
-
-async function until(condition: () => Promise<boolean>): Promise<void> {
-  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 10));
-}
 
 type Settle = (other: QueueHandle, now: number, session: string, token: number) => Promise<unknown>;
 
@@ -50,7 +47,10 @@ async function receivedAfter(settle: Settle): Promise<unknown> {
     const [held] = await other.reserve(now, { session });
     expect(held?.id).toBe('a');
     const receiving = queue.receive({ session, wait: 20_000, signal: stop.signal });
-    await until(async () => clock.waiting > 0 && (await listeningBackends(APP)).length === 1);
+    await until(async () => clock.waiting > 0 && (await listeningBackends(APP)).length === 1, {
+      what: 'the receive to wait, with one listener',
+      timeout: 30_000,
+    });
     await settle(other, now, session, held?.token as number);
     const bound = new Promise<'not woken'>((resolve) => {
       setTimeout(() => resolve('not woken'), 5_000).unref();

@@ -10,6 +10,7 @@ import {
   postgresSkipReason,
   withPostgresClient,
 } from '../crash/postgres.js';
+import { until } from '../until.js';
 
 /**
  * Receivers of one process hear other processes' publishes over a connection of its own
@@ -27,10 +28,6 @@ beforeAll(async () => {
 
 /** The backends of this test's engine that listen for wake-ups. */
 const listeners = () => listeningBackends(APP);
-
-async function until(condition: () => Promise<boolean>): Promise<void> {
-  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 10));
-}
 
 /** Another process's engine and its handle of the queue. */
 interface Elsewhere {
@@ -59,7 +56,10 @@ async function receivedElsewhere(
     const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
     // Taken as handled at once: a delete elsewhere may end it (NOT_FOUND) before act() returns.
     receiving.catch(() => undefined);
-    await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
+    await until(async () => clock.waiting > 0 && (await listeners()).length === 1, {
+      what: 'the receive to wait, with one listener',
+      timeout: 30_000,
+    });
     await act();
     const bound = new Promise<'not woken'>((resolve) => {
       setTimeout(() => resolve('not woken'), 5_000).unref();
@@ -87,9 +87,15 @@ describe('PostgreSQL: wake-ups from other processes', () => {
       const [lost] = await listeners();
       expect(lost).toBeDefined();
       await withPostgresClient((client) => client.query('SELECT pg_terminate_backend($1)', [lost]));
-      await until(async () => (await listeners()).length === 0);
+      await until(async () => (await listeners()).length === 0, {
+        what: 'no listener',
+        timeout: 30_000,
+      });
       const receiving = queue.receive({ wait: 20_000, signal: stop.signal });
-      await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
+      await until(async () => clock.waiting > 0 && (await listeners()).length === 1, {
+        what: 'the receive to wait, with one listener',
+        timeout: 30_000,
+      });
       await other.publish(clock.now(), { id: 'from-elsewhere' });
       // Woken by the notification: the manual clock never moves, so its wait never ends.
       expect(await receiving).toMatchObject([{ id: 'from-elsewhere', token: 1 }]);
@@ -111,10 +117,16 @@ describe('PostgreSQL: wake-ups from other processes', () => {
       const queue = await here.queue(name);
       const other = await elsewhere.queue(name);
       const receiving = queue.receive({ wait: 5_000 });
-      await until(async () => clock.waiting > 0 && (await listeners()).length === 1);
+      await until(async () => clock.waiting > 0 && (await listeners()).length === 1, {
+        what: 'the receive to wait, with one listener',
+        timeout: 30_000,
+      });
       const [lost] = await listeners();
       await withPostgresClient((client) => client.query('SELECT pg_terminate_backend($1)', [lost]));
-      await until(async () => (await listeners()).length === 0);
+      await until(async () => (await listeners()).length === 0, {
+        what: 'no listener',
+        timeout: 30_000,
+      });
       // Published while this process may not hear it; the manual clock never moves, so only a
       // wake-up (the notification, or the look owed once the listener is back) ends the wait.
       await other.publish(clock.now(), { id: 'unheard' });
@@ -122,7 +134,10 @@ describe('PostgreSQL: wake-ups from other processes', () => {
         setTimeout(() => resolve('not woken'), 5_000).unref();
       });
       expect(await Promise.race([receiving, bound])).toMatchObject([{ id: 'unheard', token: 1 }]);
-      await until(async () => (await listeners()).length === 1);
+      await until(async () => (await listeners()).length === 1, {
+        what: 'one listener',
+        timeout: 30_000,
+      });
     } finally {
       await here.deleteQueue(name).catch(() => undefined);
       await here.close();
@@ -211,7 +226,10 @@ describe('PostgreSQL: wake-ups from other processes', () => {
       refusing = true;
       const [lost] = await listeners();
       await withPostgresClient((client) => client.query('SELECT pg_terminate_backend($1)', [lost]));
-      await until(async () => (await listeners()).length === 0);
+      await until(async () => (await listeners()).length === 0, {
+        what: 'no listener',
+        timeout: 30_000,
+      });
       const started = performance.now();
       while (performance.now() - started < 1_500) await queue.receive({ wait: 20 });
       // 0.1 s, then doubling: a handful in 1.5 s, not one per wait.
@@ -220,7 +238,10 @@ describe('PostgreSQL: wake-ups from other processes', () => {
       // Let through again: the listener is back within the backoff, receivers as before.
       refusing = false;
       const receiving = queue.receive({ wait: 10_000 });
-      await until(async () => (await listeners()).length === 1);
+      await until(async () => (await listeners()).length === 1, {
+        what: 'one listener',
+        timeout: 30_000,
+      });
       await queue.publish({ id: 'after' });
       expect((await receiving).map((delivery) => delivery.id)).toEqual(['after']);
     } finally {

@@ -14,6 +14,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { call, captureLogs } from '../server/helpers.js';
+import { until } from '../until.js';
 import { arn, failure, freshName, sqsServer, startSqsServer } from './helpers.js';
 
 const server = sqsServer();
@@ -50,15 +51,6 @@ async function receiveAndReturn(QueueUrl: string) {
     );
   }
   return message;
-}
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('the condition never held');
 }
 
 describe('RedrivePolicy (R21)', () => {
@@ -226,7 +218,10 @@ describe('a stale handle of a dead-lettered message', () => {
       await server().client.send(new ReceiveMessageCommand({ QueueUrl: url }));
       return dlqCount();
     };
-    await until(settled, (count) => count === '1');
+    await until(async () => (await settled()) === '1', {
+      what: 'the message in the DLQ',
+      tries: 200,
+    });
     const deleteLate = () =>
       send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: late?.ReceiptHandle }));
     const refused = await failure(deleteLate());
@@ -298,13 +293,16 @@ describe('message move tasks (R21)', () => {
     );
     expect(TaskHandle).toEqual(expect.any(String));
     const [task] = await until(
-      async () =>
-        (
-          await server().client.send(
-            new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName), MaxResults: 10 }),
-          )
-        ).Results ?? [],
-      (results) => results[0]?.Status === 'COMPLETED',
+      async () => {
+        const results =
+          (
+            await server().client.send(
+              new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName), MaxResults: 10 }),
+            )
+          ).Results ?? [];
+        return results[0]?.Status === 'COMPLETED' ? results : undefined;
+      },
+      { what: 'the move task to complete', tries: 200 },
     );
     expect(task).toMatchObject({
       Status: 'COMPLETED',
@@ -344,10 +342,13 @@ describe('message move tasks (R21)', () => {
     );
     expect(cancelled.ApproximateNumberOfMessagesMoved).toBeLessThan(3);
     const [task] = await until(
-      async () =>
-        (await server().client.send(new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName) })))
-          .Results ?? [],
-      (results) => results[0]?.Status === 'CANCELLED',
+      async () => {
+        const results =
+          (await server().client.send(new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName) })))
+            .Results ?? [];
+        return results[0]?.Status === 'CANCELLED' ? results : undefined;
+      },
+      { what: 'the move task to be cancelled', tries: 200 },
     );
     expect(task).toMatchObject({ DestinationArn: arn(elsewhere), MaxNumberOfMessagesPerSecond: 1 });
     const notDlq = await failure(send(new StartMessageMoveTaskCommand({ SourceArn: arn(name) })));

@@ -8,6 +8,7 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
+import { until } from '../until.js';
 import {
   arn,
   failure,
@@ -87,8 +88,13 @@ describe.each(engines)('FIFO dead-letter queues over $name', (engine) => {
     );
     await server().client.send(new StartMessageMoveTaskCommand({ SourceArn: arn(dlqName) }));
     const tasks = await until(
-      () => server().client.send(new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName) })),
-      (answer) => answer.Results?.[0]?.Status === 'COMPLETED',
+      async () => {
+        const answer = await server().client.send(
+          new ListMessageMoveTasksCommand({ SourceArn: arn(dlqName) }),
+        );
+        return answer.Results?.[0]?.Status === 'COMPLETED' ? answer : undefined;
+      },
+      { what: 'the move task to complete', tries: 500 },
     );
     expect(tasks.Results?.[0]).toMatchObject({
       ApproximateNumberOfMessagesMoved: 2,
@@ -147,12 +153,3 @@ describe.each(engines)('FIFO dead-letter queues over $name', (engine) => {
     await deleteLate();
   });
 });
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  for (let attempt = 0; attempt < 500; attempt++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('the condition never held');
-}

@@ -4,20 +4,12 @@ import type { Queue, ReceiveOptions } from '../../src/broker/index.js';
 import { open } from '../../src/index.js';
 import { Subscription } from '../../src/server/stream/subscription.js';
 import type { DeliveriesFrame } from '../../src/wire/index.js';
+import { until } from '../until.js';
 
 const closing: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const close of closing.splice(0).reverse()) await close();
 });
-
-/** Polls `check` every 10 ms, for at most `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`not so within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe('a subscription whose connection is backed up', () => {
   it('R33 pushes nothing, not even the first frame of a receive that waited while the buffer filled, and gives it back unworked', async () => {
@@ -71,14 +63,16 @@ describe('a subscription whose connection is backed up', () => {
     // Another subscription's pushes fill the buffer while this one waits for a job.
     backedUp = true;
     await real.publish({ id: 'a' });
-    await until(async () => pushed.length > 0 || (await real.stats()).unworked > 0);
+    await until(async () => pushed.length > 0 || (await real.stats()).unworked > 0, {
+      what: 'a push, or the job given back',
+    });
     expect(pushed).toEqual([]);
     expect(await real.stats()).toMatchObject({ ready: 1, active: 0, unworked: 1 });
 
     // Drained: the job is pushed, as one delivery.
     backedUp = false;
     subscription.wake();
-    await until(() => pushed.length > 0);
+    await until(() => pushed.length > 0, { what: 'a push' });
     expect(pushed.flatMap((frame) => frame.deliveries.map((delivery) => delivery.id))).toEqual([
       'a',
     ]);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WebSocket } from 'ws';
 import { startTestServer } from '../server/helpers.js';
+import { until } from '../until.js';
 import { FrameClient } from './frames.js';
 
 const closing: (() => Promise<unknown>)[] = [];
@@ -8,15 +9,6 @@ afterEach(async () => {
   vi.restoreAllMocks();
   for (const close of closing.splice(0).reverse()) await close();
 });
-
-/** Polls `check` every 10 ms, for at most `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`not so within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 /**
  * A slow link: each push of deliveries fills the connection's buffer past maxStreamBufferBytes,
@@ -74,13 +66,19 @@ describe('subscriptions of one connection that each push fills', () => {
       prefetch: backlog,
     });
     expect(subscribed.type).toBe('subscribed');
-    await until(() => client.pushed(1).length > 0);
+    await until(() => client.pushed(1).length > 0, {
+      what: 'a push to subscription 1',
+      timeout: 10_000,
+    });
     await other.publish({ id: 'other-1' });
     client.send({ type: 'subscribe', id: 2, queue: 'other', prefetch: 10 });
 
     // Pushed while the busy queue still has jobs to push, not once it has none left: given
     // back, unworked, at most once (R33), not at every drain.
-    await until(() => client.pushed(2).length > 0 || client.pushed(1).length === backlog, 30_000);
+    await until(() => client.pushed(2).length > 0 || client.pushed(1).length === backlog, {
+      what: 'a push to subscription 2, or the whole backlog to 1',
+      timeout: 30_000,
+    });
     expect(client.pushed(2).map((delivery) => delivery.id)).toEqual(['other-1']);
     expect(client.pushed(1).length).toBeLessThan(backlog);
     expect((await other.stats()).unworked).toBeLessThanOrEqual(1);
@@ -110,10 +108,16 @@ describe('subscriptions of one connection that each push fills', () => {
       prefetch: backlog,
     });
     expect(busySubscribed.type).toBe('subscribed');
-    await until(() => client.pushed(1).length > 0);
+    await until(() => client.pushed(1).length > 0, {
+      what: 'a push to subscription 1',
+      timeout: 10_000,
+    });
     // Its job comes while the connection is backed up: given back, it waits for its turn...
     await quiet.publish({ id: 'quiet-1' });
-    await until(async () => (await quiet.stats()).unworked === 1);
+    await until(async () => (await quiet.stats()).unworked === 1, {
+      what: 'the quiet job given back',
+      timeout: 10_000,
+    });
     // ...and another consumer takes that job: nothing is left for it.
     expect((await quiet.receive({ max: 1, wait: 0 })).map((delivery) => delivery.id)).toEqual([
       'quiet-1',
@@ -123,7 +127,10 @@ describe('subscriptions of one connection that each push fills', () => {
     link.drains = true;
     link.drainNow();
 
-    await until(() => client.pushed(3).length > 0 || client.pushed(1).length === backlog, 30_000);
+    await until(() => client.pushed(3).length > 0 || client.pushed(1).length === backlog, {
+      what: 'a push to subscription 3, or the whole backlog to 1',
+      timeout: 30_000,
+    });
     expect(client.pushed(3).map((delivery) => delivery.id)).toEqual(['other-1']);
     expect(client.pushed(1).length).toBeLessThan(backlog);
     expect((await other.stats()).unworked).toBeLessThanOrEqual(1);

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StreamMetrics } from '../../src/server/metrics.js';
 import { StreamConnection } from '../../src/server/stream/stream-connection.js';
 import { call, startTestServer } from '../server/helpers.js';
+import { until } from '../until.js';
 import { FrameClient } from './frames.js';
 
 // leaseq_stream_frames_received_total counts every frame that arrived, by type: also those that
@@ -10,14 +11,6 @@ import { FrameClient } from './frames.js';
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-async function until(check: () => boolean): Promise<void> {
-  for (let tries = 0; tries < 250; tries++) {
-    if (check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error('condition not met in time');
-}
 
 describe('frames that arrive once the server closes the connection', () => {
   it('are counted by type in the frame metrics, and neither run nor answered', async () => {
@@ -42,7 +35,11 @@ describe('frames that arrive once the server closes the connection', () => {
       ._socket;
     raw.pause();
     const shutDown = server.close();
-    await until(() => closing.mock.calls.length > 0);
+    await until(() => closing.mock.calls.length > 0, {
+      what: 'the server to close the connection',
+      tries: 250,
+      interval: 20,
+    });
     client.send({
       type: 'batch',
       id: 2,

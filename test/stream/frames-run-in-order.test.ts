@@ -4,6 +4,7 @@ import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
 import { StreamMetrics } from '../../src/server/metrics.js';
 import { call, withWrappedQueues } from '../server/helpers.js';
+import { until } from '../until.js';
 import { type Frame, FrameClient } from './frames.js';
 
 // Frames are run in the order they come (docs/stream.md). A frame that awaits something before
@@ -15,14 +16,6 @@ afterEach(async () => {
   vi.restoreAllMocks();
   for (const close of closing.splice(0).reverse()) await close();
 });
-
-async function until(check: () => boolean): Promise<void> {
-  for (let tries = 0; tries < 250; tries++) {
-    if (check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error('condition not met in time');
-}
 
 /**
  * A server whose queues' `method` waits, once `hold()` is called, until `release()`: with
@@ -91,7 +84,11 @@ describe('frames sent one behind the other', () => {
       queue: 'jobs',
       operations: [{ type: 'publish', jobs: [{ id: 'later' }] }],
     });
-    await until(() => framesRead() === before + 2);
+    await until(() => framesRead() === before + 2, {
+      what: 'both frames read',
+      tries: 250,
+      interval: 20,
+    });
     // What the frames do without waiting for anything is done by now.
     await new Promise((resolve) => setTimeout(resolve, 0));
     server.release();
@@ -131,7 +128,11 @@ describe('frames sent one behind the other', () => {
       { type: 'unsubscribe', id: 12, subscription: 7 },
     ];
     for (const frame of frames) client.send(frame);
-    await until(() => framesRead() === before + frames.length);
+    await until(() => framesRead() === before + frames.length, {
+      what: 'every frame read',
+      tries: 250,
+      interval: 20,
+    });
     await new Promise((resolve) => setTimeout(resolve, 0));
     server.release();
 
@@ -204,7 +205,11 @@ describe('a flood of small frames read at once', () => {
     for (let id = 1; id <= count; id++) {
       client.send({ type: 'batch', id, queue: 'jobs', operations: [{ type: 'stats' }] });
     }
-    await until(() => server.counts.started >= 64);
+    await until(() => server.counts.started >= 64, {
+      what: '64 calls started',
+      tries: 250,
+      interval: 20,
+    });
     // Every frame read has gone as far as it goes without the storage.
     await new Promise((resolve) => setImmediate(resolve));
     expect(framesRead() - before).toBeGreaterThanOrEqual(64);
@@ -236,13 +241,21 @@ describe('a flood of refused frames behind a frame that runs long', () => {
     server.hold();
     const before = framesRead();
     client.send({ type: 'batch', id: 1, queue: 'jobs', operations: [{ type: 'stats' }] });
-    await until(() => server.counts.started === 1);
+    await until(() => server.counts.started === 1, {
+      what: 'the first call started',
+      tries: 250,
+      interval: 20,
+    });
     // Each is refused (no type) with its id; a few hundred KiB, which the kernel's buffers take
     // whole, so the server reads every one unless it stops reading.
     const count = 20_000;
     for (let id = 2; id <= count; id++) client.send({ id });
     // Read as far as the server reads while the first frame runs: at least the 63 behind it.
-    await until(() => framesRead() - before >= 64);
+    await until(() => framesRead() - before >= 64, {
+      what: '64 frames read',
+      tries: 250,
+      interval: 20,
+    });
     let seen = -1;
     while (framesRead() !== seen) {
       seen = framesRead();

@@ -3,19 +3,12 @@ import type { Queue } from '../../src/broker/index.js';
 import { RemoteBroker } from '../../src/client/index.js';
 import { work } from '../../src/worker/index.js';
 import { startTestServer } from '../server/helpers.js';
+import { until } from '../until.js';
 
 const closing: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const close of closing.splice(0).reverse()) await close();
 });
-
-async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`not so within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 /** A queue whose job dies of its second lease ending, and a stream client of it. */
 async function shortLeases() {
@@ -52,8 +45,10 @@ describe('deliveries the stream client held and gave back', () => {
       expect(taken.map((d) => d.id)).toEqual([0, 1, 2, 3].map((k) => `j${4 * round + k}`));
       expect(taken.map((d) => d.deliveryCount)).toEqual([1, 1, 1, 1]);
       for (const delivery of taken) expect(await queue.ack(delivery.token)).toBe(true);
-      await until(async () => (await jobs.stats()).nacks >= 4 * (round + 1));
-      await until(async () => (await jobs.stats()).active === 0);
+      await until(async () => (await jobs.stats()).nacks >= 4 * (round + 1), {
+        what: 'the nacks of the round',
+      });
+      await until(async () => (await jobs.stats()).active === 0, { what: 'no active job' });
     }
     expect(await jobs.stats()).toMatchObject({
       ready: 4,
@@ -83,17 +78,17 @@ describe('deliveries the stream client held and gave back', () => {
     expect(first?.id).toBe('first');
     expect(await queue.ack(first?.token ?? 0)).toBe(true);
     // The credit that ack gave back brings `second` to the receive's subscription, held there.
-    await until(async () => (await jobs.stats()).active === 1);
+    await until(async () => (await jobs.stats()).active === 1, { what: 'one active job' });
     // The worker's receives name the queue's visibility: a subscription of their own.
     const ran: string[] = [];
     const worker = await work(queue, async (job) => {
       ran.push(`${job.id} #${job.deliveryCount}`);
     });
     closing.push(() => worker.close());
-    await until(async () => ran.length === 1, 3000);
+    await until(async () => ran.length === 1, { what: 'the job run by the worker', timeout: 3000 });
     // Given back unworked (R33): its delivery to the worker is its first.
     expect(ran).toEqual(['second #1']);
-    await until(async () => (await jobs.stats()).acks === 2);
+    await until(async () => (await jobs.stats()).acks === 2, { what: 'two acks' });
     expect(await jobs.stats()).toMatchObject({ ready: 0, active: 0, unworked: 1 });
   });
 
@@ -132,7 +127,7 @@ describe('deliveries the stream client held and gave back', () => {
       ran.push(`${job.id} #${job.deliveryCount}`);
     });
     closing.push(() => next.close());
-    await until(async () => ran.length === 1);
+    await until(async () => ran.length === 1, { what: 'the job run' });
     expect(ran).toEqual(['later #1']);
   });
 

@@ -8,6 +8,7 @@ import { openRemote, type RemoteBroker } from '../../src/client/index.js';
 import { silentLogger, work } from '../../src/index.js';
 import { ServerProcess } from '../faults/server-process.js';
 import { call } from '../server/helpers.js';
+import { until } from '../until.js';
 
 const CONSUMER = fileURLToPath(new URL('./consumer-child.mjs', import.meta.url));
 
@@ -33,14 +34,6 @@ async function client(url: string): Promise<RemoteBroker> {
   const broker = await openRemote(url);
   cleanups.push(() => broker.close());
   return broker;
-}
-
-async function until(test: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await test())) {
-    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** A consumer child process; resolves with its first line once it holds its deliveries. */
@@ -83,11 +76,19 @@ describe('a stream connection killed mid-stream loses nothing and leaks no lease
     consumer.child.kill('SIGKILL');
     await consumer.exited;
     // R12: the connection's session ends with it, and its two deliveries are ready again.
-    await until(async () => (await queue.stats()).sessions === 0, 5000);
+    await until(async () => (await queue.stats()).sessions === 0, {
+      what: 'the session of the killed consumer to end',
+      timeout: 5000,
+      interval: 50,
+    });
     const afterKill = await queue.stats();
     expect(afterKill.active).toBeLessThanOrEqual(4);
     // The worker's own leases end at their deadline (it renewed them while alive), not later.
-    await until(async () => (await queue.stats()).active === 0, lastDeadline - Date.now() + 5000);
+    await until(async () => (await queue.stats()).active === 0, {
+      what: 'its leases to end',
+      timeout: lastDeadline - Date.now() + 5000,
+      interval: 50,
+    });
     expect(Date.now()).toBeLessThan(
       Math.max(...(await queue.deliveries()).map((d) => d.deadline), lastDeadline) + 5000,
     );
@@ -97,7 +98,11 @@ describe('a stream connection killed mid-stream loses nothing and leaks no lease
       concurrency: 4,
       logger: silentLogger,
     });
-    await until(() => seen.size === ids.length, 15_000);
+    await until(() => seen.size === ids.length, {
+      what: 'every job seen',
+      timeout: 15_000,
+      interval: 50,
+    });
     await worker.close();
     expect([...seen].sort()).toEqual([...ids].sort());
     expect(await queue.stats()).toMatchObject({ ready: 0, active: 0 });
@@ -122,7 +127,7 @@ describe('a stream connection killed mid-stream loses nothing and leaks no lease
       { concurrency: 4, logger: silentLogger },
     );
     worker.on('error', (error: unknown) => errors.push((error as { code?: string }).code ?? ''));
-    await until(() => seen.size >= 10, 15_000);
+    await until(() => seen.size >= 10, { what: 'ten jobs seen', timeout: 15_000, interval: 50 });
     // A call in flight when the server dies fails with a typed error, never a silent answer.
     const inFlight = queue.stats().then(
       () => 'answered',
@@ -134,11 +139,16 @@ describe('a stream connection killed mid-stream loses nothing and leaks no lease
       code: expect.stringMatching(/^(CONNECTION_LOST|STORAGE_UNAVAILABLE)$/),
     });
     await serve({ storage: path, port: first.port });
-    await until(() => seen.size === ids.length, 30_000);
-    await until(
-      async () => (await queue.stats()).ready + (await queue.stats()).active === 0,
-      15_000,
-    );
+    await until(() => seen.size === ids.length, {
+      what: 'every job seen',
+      timeout: 30_000,
+      interval: 50,
+    });
+    await until(async () => (await queue.stats()).ready + (await queue.stats()).active === 0, {
+      what: 'the queue to be empty',
+      timeout: 15_000,
+      interval: 50,
+    });
     await worker.close();
     expect([...seen].sort()).toEqual([...ids].sort());
     const answer = await call(url, 'GET', '/v1/queues/kill-server/stats');

@@ -4,6 +4,7 @@ import type { Operation, Outcome } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
 import { withWrappedQueues } from '../server/helpers.js';
+import { until } from '../until.js';
 import { FrameClient } from './frames.js';
 
 const closing: (() => Promise<unknown>)[] = [];
@@ -51,15 +52,6 @@ async function serveWithHeldRefill() {
   return { real, baseUrl, decided, release };
 }
 
-/** Polls `check` every 10 ms, for at most `ms`. */
-async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`not so within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 describe('the next deliveries a subscription reserves with acks', () => {
   it('R33 are pushed when a credit frame lowers the prefetch before they are, and none go back unworked', async () => {
     const { real, baseUrl, decided, release } = await serveWithHeldRefill();
@@ -96,7 +88,9 @@ describe('the next deliveries a subscription reserves with acks', () => {
 
     // Reserved under the credit then standing, they are pushed, as a receive's in flight are,
     // rather than given back: nothing was given back unworked (R33).
-    await until(async () => client.pushed(1).length === 6 || (await jobs.stats()).unworked > 0);
+    await until(async () => client.pushed(1).length === 6 || (await jobs.stats()).unworked > 0, {
+      what: 'six pushed, or one given back',
+    });
     expect(await jobs.stats()).toMatchObject({
       active: 4,
       ready: 4,

@@ -5,6 +5,7 @@ import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
 import { StreamMetrics } from '../../src/server/metrics.js';
 import { call, withWrappedQueues } from '../server/helpers.js';
+import { until } from '../until.js';
 import { FrameClient } from './frames.js';
 
 // A batch frame whose reserves took jobs for a connection that closed before their answer went
@@ -17,14 +18,6 @@ afterEach(async () => {
   vi.restoreAllMocks();
   for (const close of closing.splice(0).reverse()) await close();
 });
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let tries = 0; tries < 250; tries++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error('condition not met in time');
-}
 
 describe('a reserve frame running when its connection closes', () => {
   it('R33 gives back what it reserved at once, unworked, when its answer cannot go out', async () => {
@@ -68,7 +61,11 @@ describe('a reserve frame running when its connection closes', () => {
     release();
 
     // The reserve ran once the connection was gone: its job is ready again, no attempt counted.
-    await until(async () => (await jobs.stats()).unworked === 1);
+    await until(async () => (await jobs.stats()).unworked === 1, {
+      what: 'the job given back unworked',
+      tries: 250,
+      interval: 20,
+    });
     expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0, deliveries: 1, unworked: 1 });
     const [again] = await jobs.receive({ max: 1 });
     expect(again).toMatchObject({ id: 'a', deliveryCount: 1, redelivered: false });
@@ -113,13 +110,25 @@ describe('a reserve answered after its connection closed', () => {
       operations: [{ type: 'reserve', max: 1, visibility: 3_600_000 }],
     });
     // The reserve ran and its answer was made while the connection was open.
-    await until(async () => operations.mock.calls.some(([type]) => type === 'reserve'));
+    await until(async () => operations.mock.calls.some(([type]) => type === 'reserve'), {
+      what: 'the reserve to run',
+      tries: 250,
+      interval: 20,
+    });
     expect(await jobs.stats()).toMatchObject({ ready: 0, active: 1 });
     await client.close();
-    await until(async () => ended.mock.calls.length === 1);
+    await until(async () => ended.mock.calls.length === 1, {
+      what: 'the connection to end',
+      tries: 250,
+      interval: 20,
+    });
     release();
 
-    await until(async () => (await jobs.stats()).unworked === 1);
+    await until(async () => (await jobs.stats()).unworked === 1, {
+      what: 'the job given back unworked',
+      tries: 250,
+      interval: 20,
+    });
     expect(await jobs.stats()).toMatchObject({ ready: 1, active: 0, deliveries: 1, unworked: 1 });
     const [again] = await jobs.receive({ max: 1 });
     expect(again).toMatchObject({ id: 'a', deliveryCount: 1, redelivered: false });

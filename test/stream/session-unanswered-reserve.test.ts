@@ -4,6 +4,7 @@ import type { Operation, Outcome } from '../../src/core/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
 import { withWrappedQueues } from '../server/helpers.js';
+import { until } from '../until.js';
 import { FrameClient } from './frames.js';
 
 // A connection that ends closes the sessions opened over it, releasing their deliveries (R12):
@@ -15,14 +16,6 @@ const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-async function until(test: () => Promise<boolean> | boolean): Promise<void> {
-  for (let tries = 0; tries < 500; tries++) {
-    if (await test()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('condition not met in time');
-}
 
 /** A server whose `stats` batches are applied at once but answered only once released. */
 async function serveHoldingStats() {
@@ -70,11 +63,20 @@ describe('a session closed by the end of its connection', () => {
       queue: 'jobs',
       operations: [{ type: 'reserve', max: 1, session }],
     });
-    await until(async () => (await server.queue.stats()).active === 1);
+    await until(async () => (await server.queue.stats()).active === 1, {
+      what: 'one active job',
+      tries: 500,
+    });
     client.socket.terminate();
-    await until(async () => (await server.queue.stats()).sessions === 0);
+    await until(async () => (await server.queue.stats()).sessions === 0, {
+      what: 'no session',
+      tries: 500,
+    });
     server.release();
-    await until(async () => (await server.queue.job('a'))?.state !== 'active');
+    await until(async () => (await server.queue.job('a'))?.state !== 'active', {
+      what: 'job a no longer active',
+      tries: 500,
+    });
     // Nobody received it: ready again, no delivery counted, so not dead at maxDeliveries 1.
     expect(await server.queue.job('a')).toMatchObject({ state: 'ready', deliveryCount: 0 });
   });
@@ -105,11 +107,20 @@ describe('a session closed by the end of its connection', () => {
       queue: 'jobs',
       operations: [{ type: 'ack', receipts: [a.receipt] }],
     });
-    await until(async () => (await server.queue.job('b'))?.state === 'active');
+    await until(async () => (await server.queue.job('b'))?.state === 'active', {
+      what: 'job b active',
+      tries: 500,
+    });
     client.socket.terminate();
-    await until(async () => (await server.queue.stats()).sessions === 0);
+    await until(async () => (await server.queue.stats()).sessions === 0, {
+      what: 'no session',
+      tries: 500,
+    });
     server.release();
-    await until(async () => (await server.queue.job('b'))?.state !== 'active');
+    await until(async () => (await server.queue.job('b'))?.state !== 'active', {
+      what: 'job b no longer active',
+      tries: 500,
+    });
     expect(await server.queue.job('b')).toMatchObject({ state: 'ready', deliveryCount: 0 });
   });
 });

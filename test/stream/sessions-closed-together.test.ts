@@ -4,6 +4,7 @@ import { RemoteBroker } from '../../src/client/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
 import { withWrappedQueues } from '../server/helpers.js';
+import { until } from '../until.js';
 
 // R12 over the stream: a connection that ends closes every session opened over it, and their
 // deliveries are ready again at once. The closes go to the storage together, so a close that
@@ -13,14 +14,6 @@ const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-async function until(test: () => boolean): Promise<void> {
-  for (let tries = 0; tries < 300; tries++) {
-    if (test()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('condition not met in time');
-}
 
 describe('the sessions of a stream connection that ends', () => {
   it('R12 are closed together, none waiting for the close of another', async () => {
@@ -61,7 +54,7 @@ describe('the sessions of a stream connection that ends', () => {
     await client.close();
 
     // Both closes are under way while the first is still held.
-    await until(() => closing.length === 2);
+    await until(() => closing.length === 2, { what: 'both sessions closing', tries: 300 });
     expect(closing).toHaveLength(2);
     release();
     for (let tries = 0; tries < 300 && (await jobs.stats()).sessions > 0; tries++) {

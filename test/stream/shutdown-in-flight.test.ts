@@ -9,6 +9,7 @@ import { open, silentLogger, work } from '../../src/index.js';
 import { createApp, DEFAULT_CONFIG, startServer } from '../../src/server/index.js';
 import type { OutcomeRecord } from '../../src/worker/job.js';
 import { startTestServer, withWrappedQueues } from '../server/helpers.js';
+import { until } from '../until.js';
 import { type Frame, FrameClient } from './frames.js';
 
 // Shutdown of a stream connection (docs/stream.md, docs/operations.md "Shutdown"): frames in
@@ -21,14 +22,6 @@ afterEach(async () => {
 });
 
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(test: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!test()) {
-    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms`);
-    await settle(5);
-  }
-}
 
 function tempStorage(): string {
   const dir = mkdtempSync(join(tmpdir(), 'leaseq-stream-shutdown-'));
@@ -137,7 +130,11 @@ describe('a stream connection at shutdown', () => {
     gate.hold((operations) => operations.some((operation) => operation.type === 'publish'));
     const inFlight = Array.from({ length: 10 }, (_, k) => k + 2);
     for (const id of inFlight) client.send(publishFrame(id, [`in-${id}-a`, `in-${id}-b`]));
-    await until(() => gate.held.length === inFlight.length);
+    await until(() => gate.held.length === inFlight.length, {
+      what: 'every batch held',
+      timeout: 10_000,
+      interval: 5,
+    });
 
     const closing = server.close();
     await settle(50);
@@ -198,7 +195,11 @@ describe('a stream connection at shutdown', () => {
         await new Promise((resolve) => setImmediate(resolve));
       }
     })();
-    await until(() => client.frames.filter((frame) => frame.type === 'results').length >= 20);
+    await until(() => client.frames.filter((frame) => frame.type === 'results').length >= 20, {
+      what: '20 results',
+      timeout: 10_000,
+      interval: 5,
+    });
     await server.close();
     sending = false;
     await pump;
@@ -246,10 +247,14 @@ describe('a stream connection at shutdown', () => {
     });
     cleanups.push(() => worker.close());
     worker.on('outcome', (record) => records.push(record));
-    await until(() => records.length >= 20);
+    await until(() => records.length >= 20, { what: '20 outcomes', timeout: 10_000, interval: 5 });
     // Ack batches from now on are applied but held unanswered.
     gate.hold((operations) => operations.some((operation) => operation.type === 'ack'));
-    await until(() => gate.held.length >= 2);
+    await until(() => gate.held.length >= 2, {
+      what: 'two ack batches held',
+      timeout: 10_000,
+      interval: 5,
+    });
     const closing = server.close();
     await settle(100);
     gate.release();
@@ -292,7 +297,11 @@ describe('a stream connection at shutdown', () => {
     cleanups.push(() => client.close());
     gate.hold(() => true);
     client.send(publishFrame(1, ['stuck']));
-    await until(() => gate.held.length === 1);
+    await until(() => gate.held.length === 1, {
+      what: 'the batch held',
+      timeout: 10_000,
+      interval: 5,
+    });
     const started = Date.now();
     await server.close();
     const elapsed = Date.now() - started;

@@ -3,6 +3,7 @@ import { openRemote, type RemoteBroker } from '../../src/client/index.js';
 import { silentLogger, work } from '../../src/index.js';
 import { MIN_SETTLING, SETTLING_PER_SLOT } from '../../src/worker/worker.js';
 import { call, startTestServer, type TestServer } from '../server/helpers.js';
+import { until } from '../until.js';
 
 const open: { close(): Promise<unknown> }[] = [];
 afterEach(async () => {
@@ -16,14 +17,6 @@ async function setUp(): Promise<{ server: TestServer; client: RemoteBroker }> {
   open.push(client);
   expect(client.transport).toBe('stream');
   return { server, client };
-}
-
-async function until(test: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await test())) {
-    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 describe('the worker over the stream', () => {
@@ -55,7 +48,7 @@ describe('the worker over the stream', () => {
       const answer = await call(server.baseUrl, 'GET', '/v1/queues/flow/stats');
       mostActive = Math.max(mostActive, answer.body.active ?? 0);
     }, 5);
-    await until(() => done.size === count);
+    await until(() => done.size === count, { what: 'every job done', timeout: 10_000 });
     clearInterval(watch);
     await worker.close();
     expect(mostRunning).toBeLessThanOrEqual(8);
@@ -87,14 +80,14 @@ describe('the worker over the stream', () => {
       { concurrency: 4, logger: silentLogger },
     );
     // Leased jobs (the server's count) while the last 80 slow jobs run, well after the change.
-    await until(() => handled >= fast + slow - 80, 20_000);
+    await until(() => handled >= fast + slow - 80, { what: 'all but 80 handled', timeout: 20_000 });
     let mostActive = 0;
     while (handled < fast + slow - 8) {
       const answer = await call(server.baseUrl, 'GET', '/v1/queues/slowing/stats');
       mostActive = Math.max(mostActive, answer.body.active ?? 0);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
-    await until(() => handled === fast + slow);
+    await until(() => handled === fast + slow, { what: 'every job handled', timeout: 10_000 });
     await worker.close();
     // 4 running, a few settling, and what the freed slots ask for: not the dozens that the
     // fast phase's acks in flight once had in hand.
@@ -119,7 +112,7 @@ describe('the worker over the stream', () => {
     worker.on('outcome', (record) => {
       outcomes.push(`${record.id} ${record.outcome} #${record.deliveryCount}`);
     });
-    await until(() => outcomes.length === 3);
+    await until(() => outcomes.length === 3, { what: 'three outcomes', timeout: 10_000 });
     await worker.close();
     expect(outcomes).toEqual(['a acked #1', 'b acked #1', 'c acked #1']);
   });
@@ -137,7 +130,10 @@ describe('the worker over the stream', () => {
       },
       { concurrency: 2, logger: silentLogger, backoff: { baseDelay: 10, maxDelay: 20 } },
     );
-    await until(async () => (await queue.stats()).dead === 1);
+    await until(async () => (await queue.stats()).dead === 1, {
+      what: 'the job dead',
+      timeout: 10_000,
+    });
     await worker.close();
     expect(attempts).toBe(3);
     expect((await queue.deadLetters())[0]).toMatchObject({ id: 'bad', deliveryCount: 3 });
@@ -157,7 +153,7 @@ describe('the worker over the stream', () => {
       },
       { concurrency: 4, logger: silentLogger },
     );
-    await until(() => started === 4);
+    await until(() => started === 4, { what: 'four jobs started', timeout: 10_000 });
     expect(await queue.stats()).toMatchObject({ active: 4, ready: 6 });
     await worker.close({ timeout: 0 });
     await client.close();

@@ -17,6 +17,7 @@ import {
 import { injectFetch } from '../conformance/remote-engine.js';
 import { TcpProxy } from '../faults/tcp-proxy.js';
 import { temporaryDirectory } from '../temporary-directory.js';
+import { until } from '../until.js';
 
 const dir = temporaryDirectory('leaseq-broker-closed-');
 let files = 0;
@@ -276,29 +277,23 @@ describe('a worker over a server', () => {
       worker.on('error', (error) => codes.push((error as { code?: unknown }).code));
       worker.on('closed', (cause) => closed.push(cause));
       await inner.handle('restarts').publish({ id: 'before' });
-      await until(() => done.includes('before'));
+      await until(() => done.includes('before'), { what: 'job before done', timeout: 10_000 });
       const stopping = first.app.close();
       // Shutting down, it answers CLOSED: the worker retries.
-      await until(() => codes.includes('CLOSED'));
+      await until(() => codes.includes('CLOSED'), { what: 'a CLOSED error', timeout: 10_000 });
       first.held.open();
       await stopping;
       // Down a while: its receives fail, and are retried.
       const down = codes.length;
-      await until(() => codes.length > down);
+      await until(() => codes.length > down, {
+        what: 'a receive failing while down',
+        timeout: 10_000,
+      });
       await serve();
       await inner.handle('restarts').publish({ id: 'after' });
-      await until(() => done.includes('after'));
+      await until(() => done.includes('after'), { what: 'job after done', timeout: 10_000 });
       expect(worker.state).toBe('running');
       expect(closed).toEqual([]);
     });
   }
 });
-
-/** Waits (real time, at most 10 s) until `test` holds. */
-async function until(test: () => boolean): Promise<void> {
-  const end = Date.now() + 10_000;
-  while (!test()) {
-    if (Date.now() > end) throw new Error('not reached within 10 s');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

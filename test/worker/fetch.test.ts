@@ -5,6 +5,7 @@ import { open as openBroker } from '../../src/index.js';
 import { Gate, silentLogger } from '../../src/testing/index.js';
 import { jsonLogger, type OutcomeRecord, Worker, work } from '../../src/worker/index.js';
 import { MIN_SETTLING, SETTLING_PER_SLOT } from '../../src/worker/worker.js';
+import { until } from '../until.js';
 import { describeEngines, workerEngines } from './engines.js';
 
 const engines = await workerEngines();
@@ -201,21 +202,23 @@ it.each([
       concurrency,
       logger: silentLogger,
     });
-    const until = async (test: () => boolean) => {
-      for (let tries = 0; !test(); tries++) {
-        if (tries > 500) throw new Error('not reached');
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-    };
     // Every handler ends at once and its ack is held: the next jobs start without waiting for
     // those answers, up to the bound, and no further.
-    await until(() => started.length === mostInHand);
+    await until(() => started.length === mostInHand, {
+      what: 'the jobs in hand started',
+      tries: 502,
+      interval: 2,
+    });
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(started).toEqual(ids.slice(0, mostInHand));
     expect(worker.metrics().inHand).toBe(mostInHand);
     expect(await inner.stats()).toMatchObject({ active: mostInHand, ready: 3 });
     acks.open();
-    await until(() => worker.metrics().outcomes.acked === ids.length);
+    await until(() => worker.metrics().outcomes.acked === ids.length, {
+      what: 'every job acked',
+      tries: 502,
+      interval: 2,
+    });
     expect(started).toEqual(ids);
     await worker.close();
     await broker.close();

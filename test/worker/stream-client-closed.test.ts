@@ -3,6 +3,7 @@ import { RemoteBroker } from '../../src/client/index.js';
 import { open } from '../../src/index.js';
 import { createApp } from '../../src/server/index.js';
 import { silentLogger, work } from '../../src/worker/index.js';
+import { until } from '../until.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -24,15 +25,6 @@ async function streamClient() {
   return { inner, client };
 }
 
-/** Waits (real time, at most 5 s) until `test` holds. */
-async function until(test: () => boolean): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!test()) {
-    if (Date.now() > end) throw new Error('not reached within 5 s');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 it('a worker over the stream whose client is closed under it takes no job published as the close begins, and closes with CLOSED', async () => {
   const { inner, client } = await streamClient();
   const queue = await client.queue('closing', { visibility: 60_000 });
@@ -50,7 +42,7 @@ it('a worker over the stream whose client is closed under it takes no job publis
   const closing = client.close();
   for (let i = 0; i < 5; i++) await jobs.publish({ id: `job-${i}` });
   await closing;
-  await until(() => worker.state === 'closed');
+  await until(() => worker.state === 'closed', { what: 'the worker to close' });
   expect(closed).toEqual(['CLOSED']);
   // None went to a worker that could no longer settle it: all still ready, none leased.
   expect(ran).toEqual([]);
@@ -68,7 +60,7 @@ it('a worker over the stream waiting for work when its client is closed closes w
   worker.on('closed', (cause) => closed.push((cause as { code?: unknown }).code));
   await new Promise((resolve) => setTimeout(resolve, 100));
   await client.close();
-  await until(() => worker.state === 'closed');
+  await until(() => worker.state === 'closed', { what: 'the worker to close' });
   expect(errors.every((code) => code === 'CLOSED')).toBe(true);
   expect(closed).toEqual(['CLOSED']);
 });
