@@ -210,7 +210,10 @@ export class SqlQueue extends OperationHandle {
       // rather than leaving it parked to the end of its wait: its end wakes the receiver.
       if (operation.session !== undefined) await ops.checkSessionOpen(operation.session);
       await this.access.handoffs.serve(ops, at, batch);
-      const next = await ops.computeNextEventAt();
+      // The bound the queue keeps (exact, or a time before the next event; after `advance`, past
+      // `at`), not the exact time read again: that read walks every open session, and each of
+      // many receivers in sessions of their own looks at every publish.
+      const next = ops.q.nextEventAt;
       return next === Number.POSITIVE_INFINITY ? undefined : next;
     }, 'lease');
     return { deliveries, armed };
@@ -354,7 +357,18 @@ export class SqlQueue extends OperationHandle {
           // ready for the other receivers, not for this call (a receiver that takes fewer than it
           // asked for passes no wake-up on), as after an ack of that member.
           if (ops.othersMayGoOn()) await this.letReceiversGoOn(ops, at, connection, batch);
-          return parts.map((part): Reserved => ({ deliveries: part }));
+          // A call that took nothing and waits next learns the bound the queue keeps (past `at`,
+          // see reserveOnReady), not the exact time in a transaction of its own, which walks
+          // every open session: each of many receivers in sessions of their own looks at every
+          // publish.
+          const kept = ops.q.nextEventAt;
+          const next = { at: kept === Number.POSITIVE_INFINITY ? undefined : kept };
+          return parts.map(
+            (part, index): Reserved =>
+              part.length === 0 && args[index]?.withNextEvent === true
+                ? { deliveries: part, next }
+                : { deliveries: part },
+          );
         },
         // A `now` that is no time at all takes the general path, which refuses it (R2).
         ...(oneStatement === undefined || session !== undefined || ack === 'auto' || !isTime(now)
