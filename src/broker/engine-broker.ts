@@ -77,7 +77,11 @@ export class EngineBroker implements Broker {
   ) {
     this.clock = options.clock ?? new SystemClock();
     this.wakes = new WakeSignal(engine.watchWakes?.bind(engine));
-    this.stopListening = engine.onWake((queue) => this.wakes.wake(queue));
+    this.stopListening = engine.onWake((queue, served) =>
+      served === undefined
+        ? this.wakes.wake(queue)
+        : this.wakes.wakeServed(queue, served.nextEventAt, served.unseen),
+    );
   }
 
   get durable(): boolean {
@@ -414,7 +418,7 @@ export class EngineQueue implements Queue {
       for (let first = true; ; first = false) {
         // Woken by the caller's signal or by closing: answer empty, touch nothing more.
         if (!first && (signal?.aborted || this.closing.aborted)) return [];
-        const parked = this.parkOnWake(signal, lane, place);
+        const parked = this.parkOnWake(signal, lane, place, operation.session !== undefined);
         lastParked = parked;
         let handedOver: Promise<Delivery[]> | undefined;
         let failure: { error: unknown } | undefined;
@@ -450,12 +454,13 @@ export class EngineQueue implements Queue {
             nextEvent = await this.handle.nextEventAt();
           }
           const now = this.clock.now();
-          const sleepMs = Math.min(until, nextEvent ?? Number.POSITIVE_INFINITY) - now;
+          parked.sleepsUntil = Math.min(until, nextEvent ?? Number.POSITIVE_INFINITY);
+          const sleepMs = parked.sleepsUntil - now;
           // A lease or delay already due: the next reserve handles it (R3), no need to sleep.
           if (failure === undefined && sleepMs > 0 && !signal?.aborted && !this.closing.aborted) {
             await Promise.race([
               parked.woken,
-              this.clock.sleep(sleepMs, parked.stop),
+              this.sleepWhileParked(parked),
               ...(handedOver === undefined ? [] : [handedOver]),
             ]);
           }
@@ -649,7 +654,12 @@ export class EngineQueue implements Queue {
    * Listens for wake-ups of this queue from now on, so a publish that lands between an empty
    * reserve and the wait is not missed. `stop` ends the wait (caller's signal, broker closing).
    */
-  private parkOnWake(signal: AbortSignal | undefined, lane: string, place: number) {
+  private parkOnWake(
+    signal: AbortSignal | undefined,
+    lane: string,
+    place: number,
+    session: boolean,
+  ) {
     const stop = new AbortController();
     const abort = () => stop.abort();
     if (signal?.aborted || this.closing.aborted) abort();
@@ -661,6 +671,10 @@ export class EngineQueue implements Queue {
       looking: false,
       /** A wake-up reached it while its look was under way. */
       wokenInLook: false,
+      /** Once its look is over: when it looks again if nothing wakes it (the queue's time). */
+      sleepsUntil: Number.POSITIVE_INFINITY,
+      /** Its sleep under way (see sleepWhileParked). */
+      sleeping: undefined as AbortController | undefined,
       stop: stop.signal,
       release: () => {
         stop.abort();
@@ -668,9 +682,51 @@ export class EngineQueue implements Queue {
         unwatchClose();
       },
     };
-    parked.woken = this.wakes.next(this.name, lane, stop.signal, place, () => {
-      if (parked.looking) parked.wokenInLook = true;
-    });
+    parked.woken = this.wakes.next(
+      this.name,
+      lane,
+      stop.signal,
+      place,
+      () => {
+        if (parked.looking) parked.wokenInLook = true;
+      },
+      // In a session (a lane of its own), a served wake-up makes it look only if its look was
+      // under way; otherwise it sleeps no later than the queue's next event, as its look would
+      // have learnt: a job handed out meanwhile may come back when its lease runs out (R3).
+      session
+        ? (nextEventAt) => {
+            if (parked.looking) return true;
+            if (nextEventAt < parked.sleepsUntil) {
+              parked.sleepsUntil = nextEventAt;
+              parked.sleeping?.abort();
+            }
+            return false;
+          }
+        : undefined,
+    );
     return parked;
+  }
+
+  /**
+   * Sleeps until `parked.sleepsUntil` of the clock, or until it is stopped; a served wake-up
+   * that brings that time forward meanwhile (see parkOnWake) cuts the sleep short to the new
+   * time.
+   */
+  private async sleepWhileParked(parked: {
+    sleepsUntil: number;
+    sleeping: AbortController | undefined;
+    stop: AbortSignal;
+  }): Promise<void> {
+    for (;;) {
+      const ms = parked.sleepsUntil - this.clock.now();
+      if (ms <= 0 || parked.stop.aborted) return;
+      const sleeping = new AbortController();
+      parked.sleeping = sleeping;
+      const unwatch = onAbort(parked.stop, () => sleeping.abort());
+      await this.clock.sleep(ms, sleeping.signal);
+      unwatch();
+      parked.sleeping = undefined;
+      if (!sleeping.signal.aborted) return;
+    }
   }
 }

@@ -4,6 +4,8 @@ import { onAbort } from './on-abort.js';
 interface Parked {
   readonly place: number;
   readonly done: () => void;
+  /** Told of a served wake-up (see wakeServed): true when it must look. None: as after any. */
+  readonly served?: (nextEventAt: number) => boolean;
 }
 
 /** Parked receivers of one queue that can take the same jobs, in order of their places. */
@@ -44,6 +46,7 @@ export class WakeSignal {
    * Resolves when a wake-up of `queue` reaches this receiver in `lane` (`woken` is called then,
    * at once), or when the returned promise is abandoned (`signal` aborts). `place` (see
    * takePlace) orders it among the lane's receivers; without one it parks behind them all.
+   * `served`: see wakeServed.
    */
   next(
     queue: string,
@@ -51,6 +54,7 @@ export class WakeSignal {
     signal: AbortSignal,
     place = takePlace(),
     woken?: () => void,
+    served?: (nextEventAt: number) => boolean,
   ): Promise<void> {
     return new Promise((resolve) => {
       if (signal.aborted) return resolve();
@@ -83,6 +87,7 @@ export class WakeSignal {
           if (ofLane.includes(entry)) woken?.();
           done();
         },
+        served,
       };
       // Mostly at the back (a new receive); one parking again goes back to its place.
       let at = ofLane.length;
@@ -102,6 +107,30 @@ export class WakeSignal {
     const firsts = [...lanes.values()].flatMap((waiters) => waiters.slice(0, 1));
     firsts.sort((a, b) => a.place - b.place);
     for (const { done } of firsts) done();
+  }
+
+  /**
+   * Something may have made jobs of `queue` ready, and the engine already offered them to the
+   * receivers waiting on it (a WakeListener's `served`), the queue's next event then being at
+   * `nextEventAt` or later. A receiver that takes such a wake-up itself (`served`) looks only
+   * if it says it must (its look was under way), and otherwise sleeps no later than that time;
+   * in a lane of others, the first looks, as at any wake-up. Those at the places `unseen` began
+   * to wait unseen by the engine: they look. Receivers in sessions of their own, a lane each,
+   * would otherwise all look at every publish and ack.
+   */
+  wakeServed(queue: string, nextEventAt: number, unseen: readonly number[]): void {
+    const lanes = this.parked.get(queue);
+    if (lanes === undefined) return;
+    const looking: Parked[] = [];
+    for (const waiters of lanes.values()) {
+      const first = waiters[0];
+      for (const entry of [...waiters]) {
+        const looks = entry.served === undefined ? entry === first : entry.served(nextEventAt);
+        if (looks || unseen.includes(entry.place)) looking.push(entry);
+      }
+    }
+    looking.sort((a, b) => a.place - b.place);
+    for (const { done } of looking) done();
   }
 
   /** The next receiver of `queue`'s `lane` looks (see the class comment). */

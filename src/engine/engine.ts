@@ -214,8 +214,26 @@ export interface QueueInfo {
   options: ResolvedQueueOptions;
 }
 
-/** Called when jobs of a queue may have become ready (published, requeued, released). */
-export type WakeListener = (queue: string) => void;
+/**
+ * Told that jobs of `queue` may have become ready (published, requeued, released). With `served`, the transaction that made them
+ * ready already offered them to every receive of this process that waits through
+ * QueueHandle.reserveOnReady and is not in the middle of a look, in the order of their places,
+ * as far as each could take; `served.nextEventAt` is the queue's next event as it committed (a
+ * time at or before it). A waiting receive must then look again only if its look was under way,
+ * or it is one of `served.unseen`, and sleep no later than that time.
+ */
+export type WakeListener = (queue: string, served?: ServedWake) => void;
+
+/** What a wake-up after a transaction that served the waiting receives says (see WakeListener). */
+export interface ServedWake {
+  /** The queue's next event as the transaction committed: a time at or before it (ms). */
+  nextEventAt: number;
+  /**
+   * The places (see QueueHandle.reserveOnReady) of receives that began to wait while it served
+   * the others, unseen by it: each looks.
+   */
+  unseen: readonly number[];
+}
 
 /** Called when a live delivery of a queue was cancelled (R28): its holder should stop. */
 export type CancelListener = (queue: string, token: number) => void;

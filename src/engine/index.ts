@@ -6,6 +6,7 @@ export type {
   QueueHandle,
   QueueInfo,
   ScheduleMove,
+  ServedWake,
   SqlParameter,
   StorageCloseOptions,
   WakeListener,

@@ -1,4 +1,4 @@
-import type { CancelListener, WakeListener } from './engine.js';
+import type { CancelListener, ServedWake, WakeListener } from './engine.js';
 import { reportLater } from './report-later.js';
 
 /**
@@ -33,11 +33,11 @@ export class WakeHub {
     return () => this.listeners.delete(listener);
   }
 
-  /** Tells every wake-up listener that jobs of `queue` may have become ready. */
-  wake(queue: string): void {
+  /** Tells every wake-up listener that jobs of `queue` may have become ready (see WakeListener). */
+  wake(queue: string, served?: ServedWake): void {
     for (const listener of this.listeners) {
       try {
-        listener(queue);
+        listener(queue, served);
       } catch (error) {
         reportLater(error);
       }

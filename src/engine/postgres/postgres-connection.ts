@@ -305,7 +305,7 @@ const ISOLATIONS: ReadonlySet<string> = new Set<Isolation>([
  */
 export const SESSION_SETUP = [
   'SET TRANSACTION ISOLATION LEVEL READ COMMITTED',
-  "SELECT current_setting('default_transaction_isolation') AS isolation",
+  "SELECT current_setting('default_transaction_isolation') AS isolation, pg_backend_pid() AS backend",
   "SELECT set_config('default_transaction_isolation', 'read committed', false), leaseq_continue_after_crash()",
 ].join('; ');
 
@@ -314,6 +314,13 @@ export function sessionIsolation(result: pg.QueryResult | pg.QueryResult[]): Iso
   const results = Array.isArray(result) ? result : [result];
   const value = (results[1]?.rows[0] as { isolation?: unknown } | undefined)?.isolation;
   return typeof value === 'string' && ISOLATIONS.has(value) ? (value as Isolation) : undefined;
+}
+
+/** The server process of the session, from SESSION_SETUP's results (undefined if unknown). */
+export function sessionBackend(result: pg.QueryResult | pg.QueryResult[]): number | undefined {
+  const results = Array.isArray(result) ? result : [result];
+  const value = (results[1]?.rows[0] as { backend?: unknown } | undefined)?.backend;
+  return typeof value === 'number' ? value : undefined;
 }
 
 /** A script of several statements answers a result for each. */

@@ -24,6 +24,7 @@ import {
   isRefusedUnsent,
   PostgresConnection,
   SESSION_SETUP,
+  sessionBackend,
   sessionIsolation,
 } from './postgres-connection.js';
 
@@ -157,6 +158,20 @@ export async function openPostgresEngine(
   const checked = new WeakMap<pg.PoolClient, Isolation | undefined>();
   // Clients handed out for a transaction, whose connections a close that cannot wait cuts.
   const inUse = new Set<pg.PoolClient>();
+  // The server processes of the pool's sessions (from SESSION_SETUP): a wake-up one of them
+  // notified is this engine's own, told here already when its transaction committed.
+  const backends = new WeakMap<pg.ClientBase, number>();
+  const ownBackends = new Set<number>();
+  // Every waiting receive looks (set once the engine is made).
+  let wakeWaiting: (() => void) | undefined;
+  pool.on('remove', (client) => {
+    const backend = backends.get(client);
+    if (backend !== undefined) ownBackends.delete(backend);
+    // Lost under a commit whose outcome is unknown, a transaction may have made jobs ready
+    // and told no one here: its own notification is not heard (above), and it was answered
+    // with an error, not committed.
+    if (broken.has(client)) wakeWaiting?.();
+  });
   // Queries the driver refused because their connection had failed: that failure, as the reason.
   const refusedFor = new WeakMap<object, Error>();
   try {
@@ -208,7 +223,13 @@ export async function openPostgresEngine(
         inUse.add(pooled);
         if (!checked.has(pooled)) {
           try {
-            checked.set(pooled, sessionIsolation(await pooled.query(SESSION_SETUP)));
+            const setup = await pooled.query(SESSION_SETUP);
+            checked.set(pooled, sessionIsolation(setup));
+            const backend = sessionBackend(setup);
+            if (backend !== undefined) {
+              backends.set(pooled, backend);
+              ownBackends.add(backend);
+            }
           } catch (error) {
             inUse.delete(pooled);
             pooled.release(error as Error);
@@ -251,8 +272,11 @@ export async function openPostgresEngine(
         for (const client of inUse) (client as unknown as pg.Client).connection.stream.destroy();
       },
     });
+    wakeWaiting = () => engine.wakeWaiting();
     listener = new WakeListener(url, target, {
-      wake: (queue) => engine.wakes.wake(queue),
+      wake: (queue, backend) => {
+        if (!ownBackends.has(backend)) engine.wakes.wake(queue);
+      },
       receiversWaiting: () => engine.receiversWaiting,
       reopened: () => engine.wakeWaiting(),
     });
@@ -276,8 +300,11 @@ async function connect(pool: pg.Pool, target: string): Promise<pg.PoolClient> {
 
 /** What the wake listener tells the engine, and asks it. */
 interface WakeListenerHooks {
-  /** Another process's commit may have made jobs of `queue` ready. */
-  wake(queue: string): void;
+  /**
+   * A commit may have made jobs of `queue` ready; `backend` is the server process of the session
+   * that notified it (another process's, or this engine's own).
+   */
+  wake(queue: string, backend: number): void;
   receiversWaiting(): boolean;
   /** Heard again after a loss: what was notified meanwhile was missed. */
   reopened(): void;
@@ -337,7 +364,9 @@ class WakeListener {
       if (this.hooks.receiversWaiting()) this.reopenLater();
     });
     client.on('notification', (message) => {
-      if (message.channel === WAKE_CHANNEL && message.payload) this.hooks.wake(message.payload);
+      if (message.channel === WAKE_CHANNEL && message.payload) {
+        this.hooks.wake(message.payload, message.processId);
+      }
       if (message.channel === HEARING_CHANNEL) this.heard.get(message.payload ?? '')?.();
     });
     this.connecting = client;

@@ -104,6 +104,16 @@ export class JobMoves {
    */
   protected sessionDeliveryAcked = false;
 
+  private sessionEnded = false;
+
+  /**
+   * Whether a session ended in these operations (closed, timed out): a receive of it that waits
+   * must look, to learn so (R16), though no job is ready for it.
+   */
+  endedSessions(): boolean {
+    return this.sessionEnded;
+  }
+
   /**
    * Whether the calls made since these operations began let receivers elsewhere go on, as a
    * publish would: a group went on (a member left waiting, R24: its head acked, cancelled or
@@ -184,6 +194,7 @@ export class JobMoves {
 
   /** Deletes the session and returns its live deliveries, labelled by what ended them. */
   async endSession(sessionId: string, endedAt: number): Promise<Release[]> {
+    this.sessionEnded = true;
     await this.c.run('DELETE FROM leaseq_sessions WHERE queue = ? AND id = ?', [
       this.q.name,
       sessionId,

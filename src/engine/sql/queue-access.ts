@@ -1,3 +1,4 @@
+import type { ServedWake } from '../engine.js';
 import type { WakeHub } from '../wake-hub.js';
 import type { BatchContext } from './executor.js';
 import type { Handoffs } from './handoffs.js';
@@ -32,25 +33,41 @@ export async function queueOps(
 /**
  * Once the transaction commits, receivers of `queue` wake: in this process at once, in others
  * through the dialect's notification, sent with the COMMIT. Once per queue per transaction.
+ * `served`: see wakeLocallyOnCommit.
  */
 export async function wakeOnCommit(
   access: QueueAccess,
   connection: SqlConnection,
   batch: BatchContext,
   queue: string,
+  served?: () => ServedWake,
 ): Promise<void> {
+  wakeLocallyOnCommit(access, batch, queue, served);
   const key = `wake:${queue}`;
   if (batch.cache.has(key)) return;
   batch.cache.set(key, true);
-  batch.afterCommit(() => access.wakes.wake(queue));
   const statement = access.dialect.wakeStatement?.(queue);
   if (statement !== undefined) await connection.runBeforeCommit(statement.sql, statement.params);
 }
 
-/** Once the transaction commits, this process's receivers of `queue` look again (no notify). */
-export function wakeLocallyOnCommit(access: QueueAccess, batch: BatchContext, queue: string): void {
+/**
+ * Once the transaction commits, this process's receivers of `queue` look again (no notify).
+ * `served`: the transaction served them (Handoffs.serve); it reads what the wake-up says as the
+ * transaction commits (see WakeListener). One call of the transaction without it wakes them all.
+ */
+export function wakeLocallyOnCommit(
+  access: QueueAccess,
+  batch: BatchContext,
+  queue: string,
+  served?: () => ServedWake,
+): void {
   const key = `wake-local:${queue}`;
-  if (batch.cache.has(key) || batch.cache.has(`wake:${queue}`)) return;
-  batch.cache.set(key, true);
-  batch.afterCommit(() => access.wakes.wake(queue));
+  const known = batch.cache.get(key) as { served: (() => ServedWake) | undefined } | undefined;
+  if (known !== undefined) {
+    if (served === undefined) known.served = undefined;
+    return;
+  }
+  const wake = { served };
+  batch.cache.set(key, wake);
+  batch.afterCommit(() => access.wakes.wake(queue, wake.served?.()));
 }

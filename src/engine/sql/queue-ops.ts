@@ -1353,6 +1353,23 @@ export class QueueOps extends JobMoves {
     await this.openSession(sessionId);
   }
 
+  /**
+   * How many more deliveries each of `sessions` may hold (its prefetch less the live deliveries
+   * it holds), for those of them that are open and have a prefetch: one statement for them all,
+   * where a reserve asks two per session.
+   */
+  async sessionRoom(sessions: readonly string[]): Promise<Map<string, number>> {
+    if (sessions.length === 0) return new Map();
+    const rows = await this.c.query<{ id: string; room: number | string }>(
+      `SELECT s.id, s.prefetch - (SELECT COUNT(*) FROM leaseq_jobs AS j
+         WHERE j.queue = s.queue AND j.state = 'active' AND j.session = s.id) AS room
+       FROM leaseq_sessions AS s
+       WHERE s.queue = ? AND s.prefetch IS NOT NULL AND s.id IN ${this.dialect.jsonList('text')}`,
+      [this.q.name, JSON.stringify(sessions)],
+    );
+    return new Map(rows.map((row) => [row.id, Number(row.room)]));
+  }
+
   private async openSession(
     sessionId: string,
   ): Promise<{ prefetch: number | null; ack_timeout: number | null }> {

@@ -20,6 +20,7 @@ import {
 } from '../../core/index.js';
 import { checkLookedUpId } from '../../core/text.js';
 import { checkNow, isTime } from '../../core/validate.js';
+import type { ServedWake } from '../engine.js';
 import { nextTurn } from '../next-turn.js';
 import { OperationHandle } from '../operation-handle.js';
 import { pinnedQueueGone } from '../pinned.js';
@@ -111,7 +112,7 @@ export class SqlQueue extends OperationHandle {
       // receivers go on: receivers elsewhere must hear of it too.
       if (ready || ops.othersMayGoOn()) {
         await this.letReceiversGoOn(ops, now, connection, batch);
-      } else if (freed) wakeLocallyOnCommit(this.access, batch, this.name);
+      } else if (freed) await this.serveReceiversHere(ops, now, batch);
       return outcomes;
     }, commitKindOf(operations));
   }
@@ -239,7 +240,7 @@ export class SqlQueue extends OperationHandle {
           answer(reserved.deliveries);
           return undefined;
         }
-        answer(this.access.handoffs.wait(this.name, operation, signal, place));
+        answer(this.access.handoffs.wait(this.name, operation, signal, place, undefined, true));
         // Learnt with the reserve where it could be: no transaction of its own.
         return reserved.next === undefined ? this.nextEventAt() : reserved.next.at;
       },
@@ -267,7 +268,7 @@ export class SqlQueue extends OperationHandle {
       (taken) =>
         taken.length > 0
           ? taken
-          : this.access.handoffs.wait(this.name, operation, signal, place, this.making),
+          : this.access.handoffs.wait(this.name, operation, signal, place, this.making, true),
       () => [],
     );
     const armed = reserved.then((taken) => (taken.length > 0 ? undefined : this.nextEventAt()));
@@ -442,8 +443,8 @@ export class SqlQueue extends OperationHandle {
           );
         }
         if (ops.othersMayGoOn()) {
-          await wakeOnCommit(this.access, connection, batch, this.name);
-        } else wakeLocallyOnCommit(this.access, batch, this.name);
+          await this.letReceiversGoOn(ops, latest(args), connection, batch);
+        } else await this.serveReceiversHere(ops, latest(args), batch);
         return inParts(
           results,
           args.map((arg) => arg.lists.length),
@@ -457,6 +458,9 @@ export class SqlQueue extends OperationHandle {
               // no job go on: one statement for them all is as each ack alone. Room they free
               // under the queue's prefetch or a session's, the statement itself tells receivers
               // elsewhere of, going by the options stored now (migrations 0024, 0027).
+              // Receivers of this process wait on the queue: the room the acks free is theirs in
+              // this transaction (see serveReceiversHere), which the statement cannot do.
+              if (this.access.handoffs.sessionWaitingFor(this.name)) return undefined;
               const lists = args.map((arg) => arg.lists.flat());
               const live = await oneStatement.ack(connection, {
                 queue: this.name,
@@ -484,8 +488,34 @@ export class SqlQueue extends OperationHandle {
     connection: SqlConnection,
     batch: BatchContext,
   ): Promise<void> {
-    await this.access.handoffs.serve(ops, now, batch);
-    await wakeOnCommit(this.access, connection, batch, this.name);
+    const served = await this.access.handoffs.serve(ops, now, batch);
+    await wakeOnCommit(this.access, connection, batch, this.name, this.servedBy(ops, served));
+  }
+
+  /**
+   * What a wake-up after a serve says (see wakeLocallyOnCommit), read as the transaction commits:
+   * the queue's next event as its row holds it then, and the receivers that began to wait unseen
+   * by the serve (`served`: its mark); undefined, every receiver looking, when the serve left
+   * one to look on its own or a session ended (its receives learn so by looking).
+   */
+  private servedBy(ops: QueueOps, served: number | undefined): (() => ServedWake) | undefined {
+    if (served === undefined || ops.endedSessions()) return undefined;
+    const { handoffs } = this.access;
+    return () => ({
+      nextEventAt: ops.q.nextEventAt,
+      unseen: handoffs.unseenSince(this.name, served),
+    });
+  }
+
+  /**
+   * Room freed under the queue's prefetch or a session's (an ack, a nack, a session closed) may
+   * let receivers of this process take jobs that were ready: they are served in this
+   * transaction, and once it commits only those whose look was under way look again. Woken
+   * instead, every receiver in a session of its own would look at every ack.
+   */
+  private async serveReceiversHere(ops: QueueOps, now: number, batch: BatchContext) {
+    const served = await this.access.handoffs.serve(ops, now, batch);
+    wakeLocallyOnCommit(this.access, batch, this.name, this.servedBy(ops, served));
   }
 
   private async ops(connection: SqlConnection, batch: BatchContext): Promise<QueueOps> {
