@@ -399,6 +399,30 @@ describe.each(factories.filter((factory) => factory.name !== 'memory'))(
       await done();
     });
 
+    it('R22 R16 what an at-most-once receive of a session takes leaves its session room to a receive of it that acks', async () => {
+      const { clock, queue, ids, done } = await setup(3);
+      const [full1, full2, shared] = ids as [string, string, string];
+      await queue.publishBatch([{ id: 'h1' }, { id: 'h2' }]);
+      expect(await queue.receive({ session: full1 })).toHaveLength(1);
+      expect(await queue.receive({ session: full2 })).toHaveLength(1);
+      const blocked = [
+        queue.receive({ session: full1, wait: 20_000 }),
+        queue.receive({ session: full2, wait: 20_000 }),
+      ];
+      await parked(clock, 2);
+      const auto = queue.receive({ session: shared, ack: 'auto', wait: 20_000 });
+      await parked(clock, 3);
+      const manual = queue.receive({ session: shared, wait: 20_000 });
+      await parked(clock, 4);
+      await queue.publishBatch([{ id: 'x' }, { id: 'y' }]);
+      expect((await auto).map((delivery) => delivery.id)).toEqual(['x']);
+      expect(await answeredBy([manual], 1)).toEqual([0]);
+      expect((await manual).map((delivery) => delivery.id)).toEqual(['y']);
+      expect(await answered(blocked)).toEqual([]);
+      expect(clock.now()).toBe(1_000);
+      await done();
+    });
+
     it('R3 a job whose lease runs out reaches a session receiver that was parked before it was handed out', async () => {
       const { clock, queue, ids, done } = await setup(2);
       const [first, second] = ids as [string, string];

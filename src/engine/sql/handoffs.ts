@@ -162,7 +162,8 @@ export class Handoffs {
         if (bounded) sessionTookNothing = true;
         continue;
       }
-      const left = session === undefined ? undefined : room?.get(session);
+      // What an at-most-once receive takes is not held (R22): its session's room stays.
+      const left = bounded ? room?.get(session as string) : undefined;
       if (left !== undefined) room?.set(session as string, left - deliveries.length);
       if (entry.operation.ack === 'auto') {
         // Removed as handed out (R22): a change of the job, on disk before it is answered
