@@ -37,27 +37,30 @@ describe('deliveries the stream client held and gave back', () => {
     const client = new RemoteBroker(server.baseUrl, { transport: 'stream', prefetchIdleMs: 30 });
     closing.push(() => client.close());
     const queue = await client.queue('jobs');
-    // Each round: 4 taken and acked; the credit they give back brings 4 more, which nobody
-    // takes and which go back after 30 ms. With maxDeliveries 1, any of those counted as a
-    // delivery would then be dead of it.
+    // Each round: 4 taken and acked; the credit they give back brings more (4, or fewer once
+    // the client lowered its prefetch to what its consumers take, as it may on a busy machine),
+    // which nobody takes and which go back after 30 ms. With maxDeliveries 1, any of those
+    // counted as a delivery would then be dead of it.
+    let givenBack = 0;
     for (let round = 0; round < 3; round += 1) {
       const taken = await queue.receive({ max: 4, wait: 2000 });
       expect(taken.map((d) => d.id)).toEqual([0, 1, 2, 3].map((k) => `j${4 * round + k}`));
       expect(taken.map((d) => d.deliveryCount)).toEqual([1, 1, 1, 1]);
       for (const delivery of taken) expect(await queue.ack(delivery.token)).toBe(true);
-      await until(async () => (await jobs.stats()).nacks >= 4 * (round + 1), {
-        what: 'the nacks of the round',
-      });
-      await until(async () => (await jobs.stats()).active === 0, { what: 'no active job' });
+      const after = await until(
+        async () => {
+          const stats = await jobs.stats();
+          return stats.nacks > givenBack && stats.active === 0 ? stats : undefined;
+        },
+        { what: 'the deliveries of the round given back' },
+      );
+      givenBack = after.nacks;
     }
-    expect(await jobs.stats()).toMatchObject({
-      ready: 4,
-      active: 0,
-      dead: 0,
-      acks: 12,
-      nacks: 12,
-      unworked: 12,
-    });
+    const stats = await jobs.stats();
+    expect(stats).toMatchObject({ ready: 4, active: 0, dead: 0, acks: 12 });
+    // Every delivery given back went back unworked, however many there were.
+    expect(stats.unworked).toBe(stats.nacks);
+    expect(stats.nacks).toBeGreaterThanOrEqual(3);
     expect((await jobs.inspect()).ready).toEqual(['j12', 'j13', 'j14', 'j15']);
     expect(await jobs.job('j12')).toMatchObject({ state: 'ready', deliveryCount: 0, history: [] });
   });
