@@ -112,7 +112,7 @@ export class Handoffs {
    * Each is answered when the transaction commits; on rollback it waits again (or ends, if its
    * wait ended meanwhile). When every receiver waiting for the queue was served as far as it
    * could be (each took what it may, or none could take more: nothing was left ready, or its
-   * session was at its prefetch bound), the answer is a mark for joinedSince; undefined when one
+   * session was at its prefetch bound), the answer is a mark for unseenSince; undefined when one
    * was passed over (another transaction holds it, or its reserve was refused): it must look
    * again itself.
    */
