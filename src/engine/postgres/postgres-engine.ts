@@ -71,13 +71,22 @@ export const POSTGRES_DIALECT: SqlDialect = {
   // for another's migration would not see the versions it recorded, and apply them again.
   migrationLock:
     'SET TRANSACTION ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock(744501)',
-  jsonList: (type) =>
-    `(SELECT value::${type === 'text' ? 'text' : 'bigint'} FROM json_array_elements_text(?::json) AS value)`,
+  jsonList,
+  // The elements as one array, compared through the index: `IN` a list is planned as a join,
+  // which statistics that know few jobs of the queue (none gathered since a backlog came) make
+  // one of every job of the queue with the list. A publish's check for duplicates at a backlog
+  // of 20,000 read them all (4.5 ms a statement, 18 the first time, against 0.1 with this), an
+  // ack on the general path every active job.
+  inJsonList: (column, type) => `${column} = ANY(ARRAY${jsonList(type)})`,
   jsonRecords: (columns) =>
     `(SELECT * FROM json_to_recordset(?::json) AS r(${columns
       .map(([name, type]) => `${name} ${type === 'text' ? 'text' : 'bigint'}`)
       .join(', ')}))`,
 };
+
+function jsonList(type: 'text' | 'integer'): string {
+  return `(SELECT value::${type === 'text' ? 'text' : 'bigint'} FROM json_array_elements_text(?::json) AS value)`;
+}
 
 /**
  * The queue row's columns that the one-statement acks tally apart (leaseq_tallies), as

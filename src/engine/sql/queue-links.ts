@@ -320,10 +320,10 @@ export class Arrivals {
   private async takenIn(place: Destination, ids: readonly string[]): Promise<string[]> {
     const queue = (place.row as QueueRow).name;
     if (this.dialect.setBased) {
-      const list = this.dialect.jsonList('text');
+      const inList = this.dialect.inJsonList('id', 'text');
       const rows = await this.connection.query<{ id: string }>(
-        `SELECT id FROM leaseq_jobs WHERE queue = ? AND id IN ${list}
-         UNION SELECT id FROM leaseq_acked WHERE queue = ? AND id IN ${list} AND forget_at > ?`,
+        `SELECT id FROM leaseq_jobs WHERE queue = ? AND ${inList}
+         UNION SELECT id FROM leaseq_acked WHERE queue = ? AND ${inList} AND forget_at > ?`,
         [queue, JSON.stringify(ids), queue, JSON.stringify(ids), place.at],
       );
       return rows.map((row) => row.id);

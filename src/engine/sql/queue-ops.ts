@@ -381,10 +381,10 @@ export class QueueOps extends JobMoves {
       }
       return taken;
     }
-    const list = this.dialect.jsonList('text');
+    const inList = this.dialect.inJsonList('id', 'text');
     return this.c.query<TakenId>(
-      `SELECT id, group_seq FROM leaseq_jobs WHERE queue = ? AND id IN ${list}
-       UNION SELECT id, group_seq FROM leaseq_acked WHERE queue = ? AND id IN ${list} AND forget_at > ?`,
+      `SELECT id, group_seq FROM leaseq_jobs WHERE queue = ? AND ${inList}
+       UNION SELECT id, group_seq FROM leaseq_acked WHERE queue = ? AND ${inList} AND forget_at > ?`,
       [this.q.name, JSON.stringify(ids), this.q.name, JSON.stringify(ids), now],
     );
   }
@@ -526,7 +526,7 @@ export class QueueOps extends JobMoves {
       group_seq: number | null;
       session: string | null;
     }>(
-      `DELETE FROM ${this.dialect.jobsByToken} WHERE queue = ? AND token IN ${this.dialect.jsonList('integer')}
+      `DELETE FROM ${this.dialect.jobsByToken} WHERE queue = ? AND ${this.dialect.inJsonList('token', 'integer')}
        RETURNING id, token, delivered_at, grp, group_seq, session`,
       [this.q.name, JSON.stringify(tokens)],
     );
@@ -807,7 +807,7 @@ export class QueueOps extends JobMoves {
     if (ids.length === 0) return 0;
     if (this.dialect.setBased) {
       await this.c.run(
-        `DELETE FROM leaseq_jobs WHERE queue = ? AND id IN ${this.dialect.jsonList('text')}`,
+        `DELETE FROM leaseq_jobs WHERE queue = ? AND ${this.dialect.inJsonList('id', 'text')}`,
         [this.q.name, JSON.stringify(ids)],
       );
     } else {
@@ -1092,7 +1092,7 @@ export class QueueOps extends JobMoves {
       for (let start = 0; start < distinct.length; start += MOVE_CHUNK) {
         const rows = await this.c.query<Omit<MovableRow, 'state'> & { state: JobState }>(
           `SELECT ${MOVABLE_COLUMNS} FROM leaseq_jobs
-           WHERE queue = ? AND id IN ${this.dialect.jsonList('text')}`,
+           WHERE queue = ? AND ${this.dialect.inJsonList('id', 'text')}`,
           [this.q.name, JSON.stringify(distinct.slice(start, start + MOVE_CHUNK))],
         );
         for (const row of rows) {
@@ -1312,7 +1312,7 @@ export class QueueOps extends JobMoves {
         rows.push(
           ...(await this.c.query<DeadJobRow & { state: JobState }>(
             `SELECT ${DEAD_JOB_COLUMNS}, state FROM leaseq_jobs
-             WHERE queue = ? AND id IN ${this.dialect.jsonList('text')}`,
+             WHERE queue = ? AND ${this.dialect.inJsonList('id', 'text')}`,
             [this.q.name, JSON.stringify(named.slice(start, start + BULK_STEP))],
           )),
         );

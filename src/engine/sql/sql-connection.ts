@@ -129,6 +129,12 @@ export interface SqlDialect {
   /** A subquery of one column `value` listing the elements of a JSON array parameter `?`. */
   jsonList(type: 'text' | 'integer'): string;
   /**
+   * A condition that `column` is one of the elements of a JSON array parameter `?` (as
+   * `column IN jsonList`), written so that an index on the columns compared before it and
+   * `column` finds each element by itself, whatever the table's statistics say.
+   */
+  inJsonList(column: string, type: 'text' | 'integer'): string;
+  /**
    * A subquery whose rows are the objects of a JSON array parameter `?`, with the named
    * columns (text or integer).
    */

@@ -37,6 +37,7 @@ export const SQLITE_DIALECT: SqlDialect = {
   oldestReadyOf: (queue) => `SELECT MIN(ready_since) AS since FROM leaseq_jobs
     INDEXED BY leaseq_jobs_ready_since WHERE queue = ${queue} AND state = 'ready'`,
   jsonList: () => '(SELECT value FROM json_each(?))',
+  inJsonList: (column) => `${column} IN (SELECT value FROM json_each(?))`,
   jsonRecords: (columns) =>
     `(SELECT ${columns.map(([name]) => `json_extract(value, '$.${name}') AS ${name}`).join(', ')} FROM json_each(?))`,
 };
