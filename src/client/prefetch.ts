@@ -200,12 +200,20 @@ export class Prefetch implements PushListener {
     this.mostAsked = Math.max(this.mostAsked, max);
     if (this.buffer.length === 0 || this.subscription === undefined) {
       try {
-        await this.ensure(max, signal);
-        // Ended meanwhile (another consumer stopped, a wait elsewhere ran out): this receive
-        // still waits, and waits on a subscription of its own.
-        if (this.subscription === undefined && wait > 0 && !signal?.aborted && !this.closed) {
-          await this.ensure(max, signal);
-        }
+        // The signal ends this wait too, as it ends a wait for pushes: a connection being opened
+        // (after a backoff, to a server that may never answer) can take up to timeoutMs, and a
+        // stopping worker would wait that long. What goes on without it subscribes nothing.
+        await untilAborted(
+          (async () => {
+            await this.ensure(max, signal);
+            // Ended meanwhile (another consumer stopped, a wait elsewhere ran out): this receive
+            // still waits, and waits on a subscription of its own.
+            if (this.subscription === undefined && wait > 0 && !signal?.aborted && !this.closed) {
+              await this.ensure(max, signal);
+            }
+          })(),
+          signal,
+        );
       } catch (error) {
         // The subscribe failed as the client closed (its connection ended): empty, as below.
         if (!this.closed) throw error;
@@ -841,4 +849,32 @@ export class Prefetch implements PushListener {
     this.idleTimer.clear();
     this.idleTimer = undefined;
   }
+}
+
+/**
+ * Waits for `work`, or until `signal` aborts, whichever comes first; `work` goes on either way,
+ * and a failure of it after the abort is its own (never unhandled).
+ */
+function untilAborted(work: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return work;
+  if (signal.aborted) {
+    work.catch(() => {});
+    return Promise.resolve();
+  }
+  return new Promise<void>((resolve, reject) => {
+    const unwatch = onAbort(signal, () => {
+      work.catch(() => {});
+      resolve();
+    });
+    work.then(
+      () => {
+        unwatch();
+        resolve();
+      },
+      (error: unknown) => {
+        unwatch();
+        reject(error);
+      },
+    );
+  });
 }

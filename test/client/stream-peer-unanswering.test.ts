@@ -128,3 +128,21 @@ describe('a refused stream upgrade whose answer is cut short', () => {
     expect(message).not.toContain('within 20000 ms');
   });
 });
+
+describe('a stream server that never answers the upgrade', () => {
+  it('a waiting receive whose signal aborts while the connection opens answers empty at once', async () => {
+    // The TCP connection is made (a server that hangs, a balancer whose backend is gone): the
+    // handshake would wait out timeoutMs, and fail the receive with STORAGE_UNAVAILABLE then.
+    const server = await rawServer(() => {});
+    const client = new RemoteBroker(server.url, { transport: 'stream', timeoutMs: 10_000 });
+    cleanups.push(() => client.close({ signal: AbortSignal.abort() }));
+    const stop = new AbortController();
+    const receive = settled(client.handle('jobs').receive({ wait: 60_000, signal: stop.signal }));
+    await expect.poll(() => server.seen[0]?.received.length ?? 0).toBeGreaterThan(0);
+    // A worker stopping: its receive waits for nothing more, as while it waits for pushes.
+    stop.abort();
+    expect(await receive).toEqual([]);
+    // The connection still opening is not given up with it: the client's other calls may use it.
+    expect(server.seen[0]?.closed).toBe(false);
+  });
+});
