@@ -127,13 +127,16 @@ describe.each(sqlEngines)('work of a publish before its transaction on $name', (
       const named = [...ids].reverse();
       const lookups = await statementsOf(
         factory.name === 'postgres' ? PostgresConnection : SqliteConnection,
-        /\bid (= \?|IN \()/,
+        /\bid (= \?|IN \(|= ANY\()/,
         async () => {
           expect(await queue.redrive(300, [...named, 'missing', named[0] as string])).toBe(count);
         },
       );
       // A step of at most 1,000 jobs each: one lookup a step, not one a job.
-      if (factory.name === 'postgres') expect(lookups.length).toBeLessThanOrEqual(2);
+      if (factory.name === 'postgres') {
+        expect(lookups.length).toBeGreaterThan(0);
+        expect(lookups.length).toBeLessThanOrEqual(2);
+      }
       expect((await queue.inspect()).ready).toEqual(named);
     } finally {
       await engine.deleteQueue(name);

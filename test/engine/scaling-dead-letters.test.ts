@@ -21,7 +21,7 @@ import {
  * job by id for each one (10,000 redriven: 31.7 s, every queue of the process waiting). And a
  * redrive or purge of all of them is a few statements, not one per job.
  */
-const BY_ID = /\bid (= \?|IN \()/;
+const BY_ID = /\bid (= \?|IN \(|= ANY\()/;
 
 const dir = temporaryDirectory('leaseq-scaling-dead-');
 afterEach(() => {
