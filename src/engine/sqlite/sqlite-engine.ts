@@ -42,6 +42,9 @@ export const SQLITE_DIALECT: SqlDialect = {
     `(SELECT ${columns.map(([name]) => `json_extract(value, '$.${name}') AS ${name}`).join(', ')} FROM json_each(?))`,
 };
 
+/** The size the WAL file is cut back to once reused, where it grew past it (bytes). */
+const WAL_SIZE_LIMIT = 16 * 1024 * 1024;
+
 /**
  * Opens (creating when missing) a SQLite file in WAL mode. `durability: 'fsync'` (default)
  * answers publishes, acks and every other durable change only once the WAL is synced after
@@ -68,6 +71,12 @@ export async function openSqliteEngine(path: string, options: EngineOptions = {}
     await whenNotBusy(() => checkIntact(db, target), lockWait);
     journalBefore = db.pragma('journal_mode', { simple: true });
     await whenNotBusy(() => db.pragma('journal_mode = WAL'), lockWait);
+    // SQLite reuses the WAL from its start once a checkpoint copied all of it, but leaves the
+    // file at the largest size it ever reached: after a reader held a snapshot for a while (a
+    // backup, a shell left in a transaction) or a large batch, hundreds of MB for as long as the
+    // file is open. Past this size it is cut back as it is reused; below it, as the WAL is in
+    // steady use (about 4 MiB between checkpoints of 1000 pages), it is never cut.
+    db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
     const fsync = durability === 'fsync';
     db.pragma(`synchronous = ${fsync ? 'FULL' : 'NORMAL'}`);
     // A statement that changes many rows inside a transaction (a reserve or ack of hundreds of
