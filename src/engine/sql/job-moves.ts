@@ -166,7 +166,14 @@ export class JobMoves {
       this.q.name,
       now,
     ]);
-    this.q.nextEventAt = await this.computeNextEventAt(open);
+    const { next, forgetAt } = await this.nextTimes(open);
+    // R4: a step also forgets the acked ids whose window ended, the only thing that deletes them:
+    // a queue with no leases (received with ack: 'auto'), delays, expiries or sessions would
+    // otherwise keep every id it remembered. Not sooner than a window from now, so that a steady
+    // flow of acks brings a step once a window, not one per ack.
+    const forgetting =
+      forgetAt === INF ? INF : Math.max(forgetAt, now + this.q.options.dedupWindow);
+    this.q.nextEventAt = Math.min(next, forgetting);
     return now;
   }
 
@@ -253,10 +260,26 @@ export class JobMoves {
    * sessions end, where the caller knows (read from the storage otherwise).
    */
   async computeNextEventAt(sessionEnds?: readonly SessionEnd[]): Promise<number> {
-    const [times] = await this.c.query<{ deadline: number | null; available: number | null }>(
+    return (await this.nextTimes(sessionEnds)).next;
+  }
+
+  /**
+   * `next`: the exact next tick at which time alone changes the queue (computeNextEventAt);
+   * `forgetAt`: when the first acked id it remembers is forgotten (R4), read in the same
+   * statement, or INF.
+   */
+  private async nextTimes(
+    sessionEnds?: readonly SessionEnd[],
+  ): Promise<{ next: number; forgetAt: number }> {
+    const [times] = await this.c.query<{
+      deadline: number | null;
+      available: number | null;
+      forget: number | null;
+    }>(
       `SELECT (SELECT MIN(deadline) FROM leaseq_jobs WHERE queue = ? AND state = 'active') AS deadline,
-              (SELECT MIN(available_at) FROM leaseq_jobs WHERE queue = ? AND state = 'delayed') AS available`,
-      [this.q.name, this.q.name],
+              (SELECT MIN(available_at) FROM leaseq_jobs WHERE queue = ? AND state = 'delayed') AS available,
+              (SELECT MIN(forget_at) FROM leaseq_acked WHERE queue = ?) AS forget`,
+      [this.q.name, this.q.name, this.q.name],
     );
     let next = Math.min(times?.deadline ?? INF, times?.available ?? INF);
     if (expiryInUse(this.q)) {
@@ -272,7 +295,7 @@ export class JobMoves {
         next = Math.min(next, endsAt);
       }
     }
-    return next;
+    return { next, forgetAt: times?.forget ?? INF };
   }
 
   /** R12: released deliveries return together, in token order, to the front of ready. */

@@ -1272,7 +1272,9 @@ export class QueueOps extends JobMoves {
    */
   private async remember(now: number, jobs: readonly TakenId[]): Promise<void> {
     const window = this.q.options.dedupWindow;
-    if (window === 0) return;
+    if (window === 0 || jobs.length === 0) return;
+    // The step that forgets them (see JobMoves.advance) comes by then at the latest.
+    this.q.nextEventAt = Math.min(this.q.nextEventAt, now + window);
     await this.c.runEach(
       `INSERT INTO leaseq_acked (queue, id, forget_at, group_seq) VALUES (?, ?, ?, ?)
        ON CONFLICT (queue, id) DO UPDATE SET forget_at = excluded.forget_at,
