@@ -78,12 +78,26 @@ describe('R16 SQLite: a step reads when every session ends in one statement, thr
       );
       // A session's live deliveries, counted for its prefetch and released when it ends, are
       // found through its index too.
-      const held = await statementsOf(SqliteConnection, /AND session = \?/, async () => {
-        expect(await queue.reserve(70, { session: prefetching, max: 20 })).toHaveLength(10);
-        expect(await queue.closeSession(70, prefetching)).toBe(10);
-      });
+      const held = await statementsOf(
+        SqliteConnection,
+        /AND (j\.)?session = (\?|s\.id)/,
+        async () => {
+          expect(await queue.reserve(70, { session: prefetching, max: 20 })).toHaveLength(10);
+          expect(await queue.closeSession(70, prefetching)).toBe(10);
+        },
+      );
       expect(held.length).toBeGreaterThanOrEqual(2);
-      for (const statement of held) {
+      // The count a reserve bounds its take by, read with the session's row.
+      const counted = held.filter(({ sql }) => sql.includes('j.session = s.id'));
+      expect(counted).toHaveLength(1);
+      expect(sqlitePlan(counted[0] as Seen)).toEqual([
+        'SEARCH s USING PRIMARY KEY (queue=? AND id=?)',
+        'CORRELATED SCALAR SUBQUERY 1',
+        expect.stringMatching(
+          /^SEARCH j USING (COVERING )?INDEX leaseq_jobs_session(_delivered)? \(queue=\? AND session=\?\)$/,
+        ),
+      ]);
+      for (const statement of held.filter((seen) => !counted.includes(seen))) {
         expect(sqlitePlan(statement)).toEqual([
           expect.stringMatching(
             /^SEARCH leaseq_jobs USING (COVERING )?INDEX leaseq_jobs_session(_delivered)? \(queue=\? AND session=\?\)$/,

@@ -409,15 +409,12 @@ export class QueueOps extends JobMoves {
     let count = Math.min(args.max, this.q.options.prefetch - this.q.active, this.q.ready);
     let ackTimeout: number | null = null;
     if (args.session !== undefined) {
-      const session = await this.openSession(args.session);
+      // Still refused when closed (R16) with nothing to take; what the session holds is counted
+      // only where it bounds a take, in the same statement: each of many receivers in sessions
+      // of their own that looks and finds nothing ready costs one round trip.
+      const session = await this.openSessionHolding(args.session, count > 0);
       ackTimeout = session.ack_timeout;
-      if (session.prefetch !== null) {
-        const [held] = await this.c.query<{ n: number }>(
-          `SELECT COUNT(*) AS n FROM leaseq_jobs WHERE queue = ? AND state = 'active' AND session = ?`,
-          [this.q.name, args.session],
-        );
-        count = Math.min(count, session.prefetch - (held?.n ?? 0));
-      }
+      if (session.prefetch !== null) count = Math.min(count, session.prefetch - session.held);
     }
     if (count <= 0) return [];
     const visibility = args.visibility ?? this.q.options.visibility;
@@ -1370,6 +1367,34 @@ export class QueueOps extends JobMoves {
       [this.q.name, JSON.stringify(sessions)],
     );
     return new Map(rows.map((row) => [row.id, Number(row.room)]));
+  }
+
+  /**
+   * As openSession, with the jobs the session holds (`held`, R16) where `counted` and its
+   * prefetch bounds it; 0 otherwise.
+   */
+  private async openSessionHolding(
+    sessionId: string,
+    counted: boolean,
+  ): Promise<{ prefetch: number | null; ack_timeout: number | null; held: number }> {
+    if (!counted) return { ...(await this.openSession(sessionId)), held: 0 };
+    const [session] = await this.c.query<{
+      prefetch: number | null;
+      ack_timeout: number | null;
+      held: number | string;
+    }>(
+      `SELECT s.prefetch, s.ack_timeout, CASE WHEN s.prefetch IS NULL THEN 0 ELSE
+         (SELECT COUNT(*) FROM leaseq_jobs AS j
+          WHERE j.queue = s.queue AND j.state = 'active' AND j.session = s.id) END AS held
+       FROM leaseq_sessions AS s WHERE s.queue = ? AND s.id = ?`,
+      [this.q.name, sessionId],
+    );
+    if (session === undefined) throw new SessionClosedError(sessionId);
+    return {
+      prefetch: session.prefetch,
+      ack_timeout: session.ack_timeout,
+      held: Number(session.held),
+    };
   }
 
   private async openSession(
