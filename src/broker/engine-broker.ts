@@ -434,6 +434,7 @@ export class EngineQueue implements Queue {
               place,
             );
             handedOver = waiting.deliveries;
+            parked.inPlaceBefore = waiting.inPlaceBefore === true;
             parked.looking = true;
             try {
               nextEvent = await waiting.armed;
@@ -454,7 +455,12 @@ export class EngineQueue implements Queue {
             nextEvent = await this.handle.nextEventAt();
           }
           const now = this.clock.now();
-          parked.sleepsUntil = Math.min(until, nextEvent ?? Number.POSITIVE_INFINITY);
+          // Or earlier, if a served wake-up during its look said so (see parkOnWake).
+          parked.sleepsUntil = Math.min(
+            until,
+            nextEvent ?? Number.POSITIVE_INFINITY,
+            parked.sleepsUntil,
+          );
           const sleepMs = parked.sleepsUntil - now;
           // A lease or delay already due: the next reserve handles it (R3), no need to sleep.
           if (failure === undefined && sleepMs > 0 && !signal?.aborted && !this.closing.aborted) {
@@ -669,6 +675,8 @@ export class EngineQueue implements Queue {
       woken: Promise.resolve(),
       /** Its look is under way (set by the caller). */
       looking: false,
+      /** It waits among the engine's receivers from before its look (set by the caller). */
+      inPlaceBefore: false,
       /** A wake-up reached it while its look was under way. */
       wokenInLook: false,
       /** Once its look is over: when it looks again if nothing wakes it (the queue's time). */
@@ -691,11 +699,12 @@ export class EngineQueue implements Queue {
         if (parked.looking) parked.wokenInLook = true;
       },
       // In a session (a lane of its own), a served wake-up makes it look only if its look was
-      // under way; otherwise it sleeps no later than the queue's next event, as its look would
-      // have learnt: a job handed out meanwhile may come back when its lease runs out (R3).
+      // under way and may have missed what the serve left (it was not yet in place); otherwise
+      // it sleeps no later than the queue's next event, as its look would have learnt: a job
+      // handed out meanwhile may come back when its lease runs out (R3).
       session
         ? (nextEventAt) => {
-            if (parked.looking) return true;
+            if (parked.looking && !parked.inPlaceBefore) return true;
             if (nextEventAt < parked.sleepsUntil) {
               parked.sleepsUntil = nextEventAt;
               parked.sleeping?.abort();

@@ -162,6 +162,12 @@ export interface QueueHandle {
     deliveries: Promise<Delivery[]>;
     /** Resolves once the receiver waits, with when to look again at the latest (ms). */
     armed: Promise<number | undefined>;
+    /**
+     * The receiver was in place before its reserve at `now` ran, in the engine's order of
+     * transactions: a transaction that served the waiting receivers during its look either saw
+     * it or committed before that reserve, so the look needs no second one (see WakeListener).
+     */
+    inPlaceBefore?: boolean;
   };
 }
 
@@ -219,8 +225,9 @@ export interface QueueInfo {
  * ready already offered them to every receive of this process that waits through
  * QueueHandle.reserveOnReady and is not in the middle of a look, in the order of their places,
  * as far as each could take; `served.nextEventAt` is the queue's next event as it committed (a
- * time at or before it). A waiting receive must then look again only if its look was under way,
- * or it is one of `served.unseen`, and sleep no later than that time.
+ * time at or before it). A waiting receive must then look again only if its look was under way
+ * (and it was not in place before it: see QueueHandle.reserveOnReady), or it is one of
+ * `served.unseen`, and sleep no later than that time.
  */
 export type WakeListener = (queue: string, served?: ServedWake) => void;
 

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Engine, QueueHandle } from '../../src/engine/index.js';
 import {
+  build,
   type Delivery,
   EngineBroker,
   ManualClock,
@@ -421,6 +422,34 @@ describe.each(factories.filter((factory) => factory.name !== 'memory'))(
       expect(await answered(blocked)).toEqual([]);
       expect(clock.now()).toBe(1_000);
       await done();
+    });
+
+    it('R16 a session receive is in place before its look: a publish that commits during the look reaches it with no look again', async () => {
+      // What lets a served wake-up during the look pass it by (see QueueHandle.reserveOnReady):
+      // whichever commits first, the publish or the look, the job is handed to the receive.
+      const engine = await factory.open();
+      const name = queueName('in-place');
+      try {
+        const handle = await engine.queue(name, { visibility: 100 });
+        const session = await handle.openSession(1_000, { prefetch: 1 });
+        for (let round = 0; round < 10; round++) {
+          const stop = new AbortController();
+          const waiting = handle.reserveOnReady?.(1_000, build.reserve({ session }), stop.signal);
+          expect(waiting?.inPlaceBefore).toBe(true);
+          const published = handle.run(1_000, build.publish({ id: `job-${round}` }));
+          await waiting?.armed;
+          await published;
+          const [taken] = await answeredBy([waiting?.deliveries as Promise<Delivery[]>], 1).then(
+            async (done) => (done.length === 1 ? await waiting?.deliveries : []) ?? [],
+          );
+          expect(taken?.id).toBe(`job-${round}`);
+          stop.abort();
+          expect(await handle.ack(1_000, (taken as Delivery).token)).toBe(true);
+        }
+      } finally {
+        await engine.deleteQueue(name).catch(() => false);
+        await engine.close();
+      }
     });
 
     it('R3 a job whose lease runs out reaches a session receiver that was parked before it was handed out', async () => {

@@ -196,7 +196,12 @@ export class SqlQueue extends OperationHandle {
    */
   reserveOnReady(now: number, operation: ReserveOperation, signal: AbortSignal, place?: number) {
     if (this.pinned) return this.reserveThenPark(now, operation, signal, place);
-    if (this.access.dialect.oneStatement !== undefined) {
+    // A reserve in a session or at most once takes a transaction that holds the queue's row on
+    // every engine: it serves as below, so that no transaction that serves the waiting receivers
+    // passes it over unseen (each of many in sessions of their own would otherwise look again
+    // at every publish and ack that came during its look).
+    const { session, ack } = operation;
+    if (this.access.dialect.oneStatement !== undefined && session === undefined && ack !== 'auto') {
       return this.reserveThenWait(now, operation, signal, place);
     }
     // The receiver waits first; then a transaction of its own serves it from the jobs ready
@@ -217,7 +222,7 @@ export class SqlQueue extends OperationHandle {
       const next = ops.q.nextEventAt;
       return next === Number.POSITIVE_INFINITY ? undefined : next;
     }, 'lease');
-    return { deliveries, armed };
+    return { deliveries, armed, inPlaceBefore: true };
   }
 
   /**
