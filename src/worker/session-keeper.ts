@@ -11,6 +11,11 @@ export interface SessionKeeperParams {
   queue: Queue;
   clock: Clock;
   options: SessionOptions;
+  /**
+   * Aborts as the worker stops fetching. A session not open by then is not waited for, and one
+   * whose open answers later is closed at once: no receive is made under it, so it holds nothing.
+   */
+  stopping: AbortSignal;
   /** The session ended under the worker (R16): its deliveries are released, their tokens void. */
   onEnded: (sessionId: string) => void;
   onError: (error: unknown) => void;
@@ -29,7 +34,7 @@ export function isSessionClosed(error: unknown): boolean {
  */
 export class SessionKeeper {
   private id: string | undefined;
-  private opening: Promise<string> | undefined;
+  private opening: Promise<string | undefined> | undefined;
   /**
    * When the last heartbeat the queue answered (or the open) was sent, on the worker's clock:
    * the queue keeps the session at least `timeout` from then, and need not keep it longer.
@@ -46,16 +51,49 @@ export class SessionKeeper {
 
   constructor(private readonly params: SessionKeeperParams) {}
 
-  /** The live session's id, opening one when there is none. */
-  current(): Promise<string> {
+  /**
+   * The live session's id, opening one when there is none; undefined once the worker stops
+   * fetching with none open. Its open may wait long (a client reconnecting to a server that
+   * accepts connections and never answers, up to its timeoutMs): a stopping worker waits for it
+   * no longer, and the open goes on without it.
+   */
+  current(): Promise<string | undefined> {
     if (this.id !== undefined) return Promise.resolve(this.id);
+    const { stopping } = this.params;
+    if (stopping.aborted) return Promise.resolve(undefined);
+    const opening = this.open();
+    return new Promise((resolve, reject) => {
+      const stopped = () => resolve(undefined);
+      stopping.addEventListener('abort', stopped, { once: true });
+      // Settled once: an open that answers (or fails) after the stop is its own.
+      opening.then(
+        (id) => {
+          stopping.removeEventListener('abort', stopped);
+          resolve(id);
+        },
+        (error: unknown) => {
+          stopping.removeEventListener('abort', stopped);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** Opens the session, one open at a time; undefined when it answered after the stop. */
+  private open(): Promise<string | undefined> {
     const sentAt = this.params.clock.now();
     this.opening ??= this.params.queue.openSession(this.params.options).then(
       (id) => {
+        this.opening = undefined;
+        if (this.params.stopping.aborted) {
+          // Opened late, as the worker stops: it holds nothing (R16), and would otherwise stay
+          // open on the queue, unheartbeaten, for its whole timeout.
+          this.params.queue.closeSession(id).catch(() => undefined);
+          return undefined;
+        }
         this.id = id;
         this.aliveSince = sentAt;
         this.answeredAt = this.params.clock.now();
-        this.opening = undefined;
         return id;
       },
       (error: unknown) => {

@@ -160,6 +160,7 @@ export class Worker<P = unknown> {
         queue,
         clock: this.options.clock,
         options: this.options.session,
+        stopping: this.stopping.signal,
         onEnded: (id) => this.sessionEnded(id),
         onError: (error) => this.reportError(error, 'heartbeat'),
       });
@@ -401,7 +402,11 @@ export class Worker<P = unknown> {
         const asked = this.leaseMsToAsk();
         leaseMs = typeof asked === 'number' ? asked : await asked;
       }
-      session = await this.session?.current();
+      if (this.session !== undefined) {
+        session = await this.session.current();
+        // Stopped while the session opened: no receive, so nothing is reserved to give back.
+        if (session === undefined) return 0;
+      }
       deliveries = await this.queue.receive({
         max: free,
         wait,
