@@ -45,3 +45,36 @@ export function onAbort(signal: AbortSignal, listener: () => void): () => void {
     if (fanouts.get(signal)?.listeners === listeners) fanouts.delete(signal);
   };
 }
+
+/**
+ * What `work` resolves to, or undefined once `signal` aborts, whichever comes first: `work` goes
+ * on either way, and a failure of it after the abort is dropped here (never unhandled). For a
+ * caller that stops waiting (a worker closing, a receive aborted) for what it cannot cancel (a
+ * connection being opened, a read a server may never answer).
+ */
+export function untilAborted<T>(
+  work: Promise<T>,
+  signal: AbortSignal | undefined,
+): Promise<T | undefined> {
+  if (signal === undefined) return work;
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.resolve(undefined);
+  }
+  return new Promise((resolve, reject) => {
+    const unwatch = onAbort(signal, () => {
+      work.catch(() => undefined);
+      resolve(undefined);
+    });
+    work.then(
+      (value) => {
+        unwatch();
+        resolve(value);
+      },
+      (error: unknown) => {
+        unwatch();
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,4 +1,4 @@
-import { onAbort } from '../broker/on-abort.js';
+import { onAbort, untilAborted } from '../broker/on-abort.js';
 import type {
   DeliveriesFrame,
   ServerFrame,
@@ -849,32 +849,4 @@ export class Prefetch implements PushListener {
     this.idleTimer.clear();
     this.idleTimer = undefined;
   }
-}
-
-/**
- * Waits for `work`, or until `signal` aborts, whichever comes first; `work` goes on either way,
- * and a failure of it after the abort is its own (never unhandled).
- */
-function untilAborted(work: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
-  if (signal === undefined) return work;
-  if (signal.aborted) {
-    work.catch(() => {});
-    return Promise.resolve();
-  }
-  return new Promise<void>((resolve, reject) => {
-    const unwatch = onAbort(signal, () => {
-      work.catch(() => {});
-      resolve();
-    });
-    work.then(
-      () => {
-        unwatch();
-        resolve();
-      },
-      (error: unknown) => {
-        unwatch();
-        reject(error);
-      },
-    );
-  });
 }

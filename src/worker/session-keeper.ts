@@ -1,4 +1,5 @@
 import type { Clock } from '../broker/clock.js';
+import { untilAborted } from '../broker/on-abort.js';
 import type { Queue } from '../broker/queue.js';
 import type { SessionOptions } from '../core/index.js';
 import { abortableSleep } from './abortable-sleep.js';
@@ -61,22 +62,7 @@ export class SessionKeeper {
     if (this.id !== undefined) return Promise.resolve(this.id);
     const { stopping } = this.params;
     if (stopping.aborted) return Promise.resolve(undefined);
-    const opening = this.open();
-    return new Promise((resolve, reject) => {
-      const stopped = () => resolve(undefined);
-      stopping.addEventListener('abort', stopped, { once: true });
-      // Settled once: an open that answers (or fails) after the stop is its own.
-      opening.then(
-        (id) => {
-          stopping.removeEventListener('abort', stopped);
-          resolve(id);
-        },
-        (error: unknown) => {
-          stopping.removeEventListener('abort', stopped);
-          reject(error);
-        },
-      );
-    });
+    return untilAborted(this.open(), stopping);
   }
 
   /** Opens the session, one open at a time; undefined when it answered after the stop. */
