@@ -1,3 +1,4 @@
+import { untilAborted } from '../broker/on-abort.js';
 import type { Queue, QueueLimits } from '../broker/queue.js';
 import { ClosedError, ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
@@ -388,7 +389,10 @@ export class Worker<P = unknown> {
   }
 
   private async reserveAndStart(wait: number): Promise<number> {
-    const deps = await this.ready();
+    // Read at start; a step made before it (runOnce) reads them here, and a stopping worker
+    // waits for that read no longer (it goes on; a start awaiting it gets its answer).
+    const deps = await untilAborted(this.ready(), this.stopping.signal);
+    if (deps === undefined) return 0;
     const free = this.freeSlots();
     if (free === 0) return 0;
     this.reserving += free;
@@ -400,7 +404,13 @@ export class Worker<P = unknown> {
     try {
       if (!atMostOnce) {
         const asked = this.leaseMsToAsk();
-        leaseMs = typeof asked === 'number' ? asked : await asked;
+        if (typeof asked === 'number') leaseMs = asked;
+        else {
+          const read = await untilAborted(asked, this.stopping.signal);
+          // Stopped while the queue's options were read: no receive, so nothing is reserved.
+          if (read === undefined) return 0;
+          leaseMs = read;
+        }
       }
       if (this.session !== undefined) {
         session = await this.session.current();
@@ -481,7 +491,10 @@ export class Worker<P = unknown> {
    * options are read again once VISIBILITY_READ_EVERY_MS passed since the last read, and the
    * reservation waits for that read (one per interval, shared by concurrent fetches): its
    * visibility, and its maxLease, which cuts every lease asked longer, the worker's own
-   * visibility too. A failed read keeps the last values and is reported as a fetch error.
+   * visibility too. A failed read keeps the last values and is reported as a fetch error. A
+   * stopping worker waits for the read no longer (a server that accepts connections and never
+   * answers would hold it up to the client's timeoutMs): the read goes on, and a failure of it
+   * that comes once the worker stops is not reported.
    */
   private leaseMsToAsk(): number | Promise<number> {
     const { options } = this;
@@ -496,7 +509,7 @@ export class Worker<P = unknown> {
         return this.leaseMs;
       },
       (error: unknown) => {
-        this.reportError(error, 'fetch');
+        if (!this.stopping.signal.aborted) this.reportError(error, 'fetch');
         return this.leaseMs;
       },
     );
