@@ -215,7 +215,12 @@ export class SqlQueue extends OperationHandle {
       // A session that ended (closed, timed out) refuses its receive, as a reserve would (R16),
       // rather than leaving it parked to the end of its wait: its end wakes the receiver.
       if (operation.session !== undefined) await ops.checkSessionOpen(operation.session);
-      await this.access.handoffs.serve(ops, at, batch);
+      const served = await this.access.handoffs.serve(ops, at, batch);
+      // A group's head taken at most once let its next member go on (R24): receivers of other
+      // processes learn of it as of a publish.
+      if (ops.othersMayGoOn()) {
+        await wakeOnCommit(this.access, connection, batch, this.name, this.servedBy(ops, served));
+      }
       // The bound the queue keeps (exact, or a time before the next event; after `advance`, past
       // `at`), not the exact time read again: that read walks every open session, and each of
       // many receivers in sessions of their own looks at every publish.
