@@ -56,6 +56,13 @@ import {
 import { Scheduler, type SchedulerOptions } from './scheduler.js';
 import { takePlace, WakeSignal } from './wake-signal.js';
 
+/**
+ * The reason the broker's own waits are ended with (a look's park, a sleep cut short), made
+ * once: `abort()` without one makes an AbortError with its stack trace each time, and a look
+ * ends such a wait or two, many times a second per waiting receive.
+ */
+const WAIT_ENDED = new DOMException('the wait ended', 'AbortError');
+
 /** Options of an EngineBroker. */
 export interface BrokerOptions {
   /** Where `now` comes from. Default: the system clock, monotonic. */
@@ -667,7 +674,7 @@ export class EngineQueue implements Queue {
     session: boolean,
   ) {
     const stop = new AbortController();
-    const abort = () => stop.abort();
+    const abort = () => stop.abort(WAIT_ENDED);
     if (signal?.aborted || this.closing.aborted) abort();
     const unwatchCaller = signal === undefined ? undefined : onAbort(signal, abort);
     const unwatchClose = onAbort(this.closing, abort);
@@ -685,7 +692,7 @@ export class EngineQueue implements Queue {
       sleeping: undefined as AbortController | undefined,
       stop: stop.signal,
       release: () => {
-        stop.abort();
+        stop.abort(WAIT_ENDED);
         unwatchCaller?.();
         unwatchClose();
       },
@@ -707,7 +714,7 @@ export class EngineQueue implements Queue {
             if (parked.looking && !parked.inPlaceBefore) return true;
             if (nextEventAt < parked.sleepsUntil) {
               parked.sleepsUntil = nextEventAt;
-              parked.sleeping?.abort();
+              parked.sleeping?.abort(WAIT_ENDED);
             }
             return false;
           }
@@ -731,7 +738,7 @@ export class EngineQueue implements Queue {
       if (ms <= 0 || parked.stop.aborted) return;
       const sleeping = new AbortController();
       parked.sleeping = sleeping;
-      const unwatch = onAbort(parked.stop, () => sleeping.abort());
+      const unwatch = onAbort(parked.stop, () => sleeping.abort(WAIT_ENDED));
       await this.clock.sleep(ms, sleeping.signal);
       unwatch();
       parked.sleeping = undefined;
