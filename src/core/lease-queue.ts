@@ -90,6 +90,8 @@ export class LeaseQueue {
   private nextSeq = 1;
   private nextSessionNumber = 1;
   private nextGeneratedId = 1;
+  /** How many sessions ended so far, closed or timed out (see sessionsEnded). */
+  private endedSessionCount = 0;
   /**
    * Whether an id of the generated form (`job-…`) came from a caller or another queue: until
    * one does, a generated id is unique by construction and needs no look-up.
@@ -276,6 +278,23 @@ export class LeaseQueue {
         : heartbeat.lastHeartbeat + heartbeat.timeout,
     );
     return at === Number.POSITIVE_INFINITY ? undefined : at;
+  }
+
+  /**
+   * How many jobs are ready to be handed out now, as the last operation left them (no R3 here):
+   * group members waiting behind their group's head (R24) and delayed jobs not counted. Takes
+   * no time.
+   */
+  get readyCount(): number {
+    return this.ready.length;
+  }
+
+  /**
+   * How many sessions of this queue have ended so far, closed or timed out (R16): an engine
+   * compares it across an operation to learn whether that operation ended one. Takes no time.
+   */
+  get sessionsEnded(): number {
+    return this.endedSessionCount;
   }
 
   /** The queue's time (ms): the largest `now` it has accepted (R2). Takes no time. */
@@ -1012,6 +1031,7 @@ export class LeaseQueue {
   }
 
   private endSession(session: SessionRecord, endedAt: number, released: Release[]): void {
+    this.endedSessionCount += 1;
     this.sessions.delete(session.id);
     this.heartbeats.remove(session);
     for (const delivery of session.deliveries.values()) {

@@ -138,8 +138,9 @@ export interface QueueHandle {
   /** See `LeaseQueue.nextEventAt`. */
   nextEventAt(): Promise<number | undefined>;
   /**
-   * Optional: a receive that waits, for engines with costly commits, so that a waiting
-   * receiver's job costs one commit, not two. Reserves for `operation` from the jobs ready at
+   * Optional: a receive that waits, handed its job by the operation that makes it ready, so
+   * that a waiting receiver's job costs one commit, not two, and receivers that could not take
+   * it need not look (see WakeListener's `served`). Reserves for `operation` from the jobs ready at
    * `now` (leases due by then reclaimed, as a reserve does), or else in the transaction of this
    * engine that later makes jobs of this queue ready (a publish, a nack, a redrive), answered
    * once that committed. Where it can, the receiver is in place before the reserve at `now`

@@ -317,162 +317,159 @@ describe.each(factories.filter((factory) => factory.name !== 'memory'))(
   },
 );
 
-// Receivers in sessions of their own are a lane each. Where the engine hands jobs over in the
-// transaction that makes them ready (SQLite, PostgreSQL), that transaction has already offered
-// them to every waiting receiver: the others look again only if they would otherwise sleep past
-// the queue's next event, so a publish or an ack costs them no look each.
-describe.each(factories.filter((factory) => factory.name !== 'memory'))(
-  'receivers parked in sessions of their own on $name',
-  (factory) => {
-    async function setup(sessions: number) {
-      const engine = await factory.open();
-      const name = queueName('session-lanes');
-      const count = countLooks(engine, name);
-      const clock = new ManualClock(1_000);
-      const broker = new EngineBroker(engine, { clock });
-      const queue = await broker.queue(name, { visibility: 100 });
-      const ids: string[] = [];
-      for (let i = 0; i < sessions; i++) ids.push(await queue.openSession({ prefetch: 1 }));
-      const done = async () => {
-        await broker.close();
-        const storage = await factory.open();
-        await storage.deleteQueue(name).catch(() => false);
-        await storage.close();
-      };
-      return { clock, queue, count, ids, done };
-    }
+// Receivers in sessions of their own are a lane each. Every engine hands jobs over in the
+// transaction (on memory, the step) that makes them ready, which has then already offered them
+// to every waiting receiver: the others look again only if they would otherwise sleep past the
+// queue's next event, so a publish or an ack costs them no look each.
+describe.each(factories)('receivers parked in sessions of their own on $name', (factory) => {
+  async function setup(sessions: number) {
+    const engine = await factory.open();
+    const name = queueName('session-lanes');
+    const count = countLooks(engine, name);
+    const clock = new ManualClock(1_000);
+    const broker = new EngineBroker(engine, { clock });
+    const queue = await broker.queue(name, { visibility: 100 });
+    const ids: string[] = [];
+    for (let i = 0; i < sessions; i++) ids.push(await queue.openSession({ prefetch: 1 }));
+    const done = async () => {
+      await broker.close();
+      const storage = await factory.open();
+      await storage.deleteQueue(name).catch(() => false);
+      await storage.close();
+    };
+    return { clock, queue, count, ids, done };
+  }
 
-    it('a publish and its ack with 30 session receivers parked have none of the others look', async () => {
-      const { clock, queue, count, ids, done } = await setup(30);
-      const receiving = ids.map((session) => queue.receive({ session, wait: 20_000 }));
-      await parked(clock, 30);
-      await settle();
-      count.looks = 0;
-      await queue.publish({ id: 'a' });
-      const taken = await Promise.race(receiving);
-      expect(taken.map((delivery) => delivery.id)).toEqual(['a']);
-      await settle();
-      expect(count.looks).toBeLessThanOrEqual(1);
-      count.looks = 0;
-      expect(await queue.ack((taken[0] as Delivery).token)).toBe(true);
-      await settle();
-      expect(count.looks).toBeLessThanOrEqual(1);
-      expect(clock.waiting).toBe(29);
-      expect(clock.now()).toBe(1_000);
-      await done();
-    });
+  it('a publish and its ack with 30 session receivers parked have none of the others look', async () => {
+    const { clock, queue, count, ids, done } = await setup(30);
+    const receiving = ids.map((session) => queue.receive({ session, wait: 20_000 }));
+    await parked(clock, 30);
+    await settle();
+    count.looks = 0;
+    await queue.publish({ id: 'a' });
+    const taken = await Promise.race(receiving);
+    expect(taken.map((delivery) => delivery.id)).toEqual(['a']);
+    await settle();
+    expect(count.looks).toBeLessThanOrEqual(1);
+    count.looks = 0;
+    expect(await queue.ack((taken[0] as Delivery).token)).toBe(true);
+    await settle();
+    expect(count.looks).toBeLessThanOrEqual(1);
+    expect(clock.waiting).toBe(29);
+    expect(clock.now()).toBe(1_000);
+    await done();
+  });
 
-    it('R16 a job published while the first session is at its prefetch goes to the next, and an ack lets the first take the one after', async () => {
-      const { clock, queue, ids, done } = await setup(2);
-      const [full, free] = ids as [string, string];
-      await queue.publish({ id: 'held' });
-      const [held] = await queue.receive({ session: full });
-      const blocked = queue.receive({ session: full, wait: 20_000 });
-      await parked(clock, 1);
-      const other = queue.receive({ session: free, wait: 20_000 });
-      await parked(clock, 2);
-      await queue.publish({ id: 'b' });
-      expect((await other).map((delivery) => delivery.id)).toEqual(['b']);
-      expect(await answered([blocked])).toEqual([]);
-      // The ack frees room in the first session; the job published next is its.
-      expect(await queue.ack((held as Delivery).token)).toBe(true);
-      await queue.publish({ id: 'c' });
-      expect((await answeredBy([blocked], 1)).length).toBe(1);
-      expect((await blocked).map((delivery) => delivery.id)).toEqual(['c']);
-      expect(clock.now()).toBe(1_000);
-      await done();
-    });
+  it('R16 a job published while the first session is at its prefetch goes to the next, and an ack lets the first take the one after', async () => {
+    const { clock, queue, ids, done } = await setup(2);
+    const [full, free] = ids as [string, string];
+    await queue.publish({ id: 'held' });
+    const [held] = await queue.receive({ session: full });
+    const blocked = queue.receive({ session: full, wait: 20_000 });
+    await parked(clock, 1);
+    const other = queue.receive({ session: free, wait: 20_000 });
+    await parked(clock, 2);
+    await queue.publish({ id: 'b' });
+    expect((await other).map((delivery) => delivery.id)).toEqual(['b']);
+    expect(await answered([blocked])).toEqual([]);
+    // The ack frees room in the first session; the job published next is its.
+    expect(await queue.ack((held as Delivery).token)).toBe(true);
+    await queue.publish({ id: 'c' });
+    expect((await answeredBy([blocked], 1)).length).toBe(1);
+    expect((await blocked).map((delivery) => delivery.id)).toEqual(['c']);
+    expect(clock.now()).toBe(1_000);
+    await done();
+  });
 
-    it('R16 a session receiver parked with nothing ready is refused as soon as its session closes', async () => {
-      const { clock, queue, ids, done } = await setup(2);
-      const [closed, other] = ids as [string, string];
-      const refused = queue.receive({ session: closed, wait: 20_000 }).then(
-        () => undefined,
-        (error: unknown) => error,
-      );
-      await parked(clock, 1);
-      const waiting = queue.receive({ session: other, wait: 20_000 });
-      await parked(clock, 2);
-      await queue.closeSession(closed);
-      expect(await refused).toBeInstanceOf(SessionClosedError);
-      expect(await answered([waiting])).toEqual([]);
-      expect(clock.now()).toBe(1_000);
-      await done();
-    });
+  it('R16 a session receiver parked with nothing ready is refused as soon as its session closes', async () => {
+    const { clock, queue, ids, done } = await setup(2);
+    const [closed, other] = ids as [string, string];
+    const refused = queue.receive({ session: closed, wait: 20_000 }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await parked(clock, 1);
+    const waiting = queue.receive({ session: other, wait: 20_000 });
+    await parked(clock, 2);
+    await queue.closeSession(closed);
+    expect(await refused).toBeInstanceOf(SessionClosedError);
+    expect(await answered([waiting])).toEqual([]);
+    expect(clock.now()).toBe(1_000);
+    await done();
+  });
 
-    it('R22 R16 what an at-most-once receive of a session takes leaves its session room to a receive of it that acks', async () => {
-      const { clock, queue, ids, done } = await setup(3);
-      const [full1, full2, shared] = ids as [string, string, string];
-      await queue.publishBatch([{ id: 'h1' }, { id: 'h2' }]);
-      expect(await queue.receive({ session: full1 })).toHaveLength(1);
-      expect(await queue.receive({ session: full2 })).toHaveLength(1);
-      const blocked = [
-        queue.receive({ session: full1, wait: 20_000 }),
-        queue.receive({ session: full2, wait: 20_000 }),
-      ];
-      await parked(clock, 2);
-      const auto = queue.receive({ session: shared, ack: 'auto', wait: 20_000 });
-      await parked(clock, 3);
-      const manual = queue.receive({ session: shared, wait: 20_000 });
-      await parked(clock, 4);
-      await queue.publishBatch([{ id: 'x' }, { id: 'y' }]);
-      expect((await auto).map((delivery) => delivery.id)).toEqual(['x']);
-      expect(await answeredBy([manual], 1)).toEqual([0]);
-      expect((await manual).map((delivery) => delivery.id)).toEqual(['y']);
-      expect(await answered(blocked)).toEqual([]);
-      expect(clock.now()).toBe(1_000);
-      await done();
-    });
+  it('R22 R16 what an at-most-once receive of a session takes leaves its session room to a receive of it that acks', async () => {
+    const { clock, queue, ids, done } = await setup(3);
+    const [full1, full2, shared] = ids as [string, string, string];
+    await queue.publishBatch([{ id: 'h1' }, { id: 'h2' }]);
+    expect(await queue.receive({ session: full1 })).toHaveLength(1);
+    expect(await queue.receive({ session: full2 })).toHaveLength(1);
+    const blocked = [
+      queue.receive({ session: full1, wait: 20_000 }),
+      queue.receive({ session: full2, wait: 20_000 }),
+    ];
+    await parked(clock, 2);
+    const auto = queue.receive({ session: shared, ack: 'auto', wait: 20_000 });
+    await parked(clock, 3);
+    const manual = queue.receive({ session: shared, wait: 20_000 });
+    await parked(clock, 4);
+    await queue.publishBatch([{ id: 'x' }, { id: 'y' }]);
+    expect((await auto).map((delivery) => delivery.id)).toEqual(['x']);
+    expect(await answeredBy([manual], 1)).toEqual([0]);
+    expect((await manual).map((delivery) => delivery.id)).toEqual(['y']);
+    expect(await answered(blocked)).toEqual([]);
+    expect(clock.now()).toBe(1_000);
+    await done();
+  });
 
-    it('R16 a session receive is in place before its look: a publish that commits during the look reaches it with no look again', async () => {
-      // What lets a served wake-up during the look pass it by (see QueueHandle.reserveOnReady):
-      // whichever commits first, the publish or the look, the job is handed to the receive.
-      const engine = await factory.open();
-      const name = queueName('in-place');
-      try {
-        const handle = await engine.queue(name, { visibility: 100 });
-        const session = await handle.openSession(1_000, { prefetch: 1 });
-        for (let round = 0; round < 10; round++) {
-          const stop = new AbortController();
-          const waiting = handle.reserveOnReady?.(1_000, build.reserve({ session }), stop.signal);
-          expect(waiting?.inPlaceBefore).toBe(true);
-          const published = handle.run(1_000, build.publish({ id: `job-${round}` }));
-          await waiting?.armed;
-          await published;
-          const [taken] = await answeredBy([waiting?.deliveries as Promise<Delivery[]>], 1).then(
-            async (done) => (done.length === 1 ? await waiting?.deliveries : []) ?? [],
-          );
-          expect(taken?.id).toBe(`job-${round}`);
-          stop.abort();
-          expect(await handle.ack(1_000, (taken as Delivery).token)).toBe(true);
-        }
-      } finally {
-        await engine.deleteQueue(name).catch(() => false);
-        await engine.close();
+  it('R16 a session receive is in place before its look: a publish that commits during the look reaches it with no look again', async () => {
+    // What lets a served wake-up during the look pass it by (see QueueHandle.reserveOnReady):
+    // whichever commits first, the publish or the look, the job is handed to the receive.
+    const engine = await factory.open();
+    const name = queueName('in-place');
+    try {
+      const handle = await engine.queue(name, { visibility: 100 });
+      const session = await handle.openSession(1_000, { prefetch: 1 });
+      for (let round = 0; round < 10; round++) {
+        const stop = new AbortController();
+        const waiting = handle.reserveOnReady?.(1_000, build.reserve({ session }), stop.signal);
+        expect(waiting?.inPlaceBefore).toBe(true);
+        const published = handle.run(1_000, build.publish({ id: `job-${round}` }));
+        await waiting?.armed;
+        await published;
+        const [taken] = await answeredBy([waiting?.deliveries as Promise<Delivery[]>], 1).then(
+          async (done) => (done.length === 1 ? await waiting?.deliveries : []) ?? [],
+        );
+        expect(taken?.id).toBe(`job-${round}`);
+        stop.abort();
+        expect(await handle.ack(1_000, (taken as Delivery).token)).toBe(true);
       }
-    });
+    } finally {
+      await engine.deleteQueue(name).catch(() => false);
+      await engine.close();
+    }
+  });
 
-    it('R3 a job whose lease runs out reaches a session receiver that was parked before it was handed out', async () => {
-      const { clock, queue, ids, done } = await setup(2);
-      const [first, second] = ids as [string, string];
-      const taking = queue.receive({ session: first, wait: 20_000 });
-      await parked(clock, 1);
-      const waiting = queue.receive({ session: second, wait: 20_000 });
-      await parked(clock, 2);
-      await settle();
-      // Handed to the first, never acked: its lease ends at 1,100, which the second, parked
-      // with nothing to wait for, must learn of, or it sleeps to the end of its wait.
-      await queue.publish({ id: 'lost' });
-      expect((await taking).map((delivery) => delivery.id)).toEqual(['lost']);
-      await settle();
-      const deadline = Date.now() + 5_000;
-      while (clock.waiting < 1 && Date.now() < deadline) await settle();
-      clock.advance(100);
-      const [again] = await waiting;
-      expect(again?.id).toBe('lost');
-      expect(again?.deliveryCount).toBe(2);
-      expect(clock.now()).toBe(1_100);
-      await done();
-    });
-  },
-);
+  it('R3 a job whose lease runs out reaches a session receiver that was parked before it was handed out', async () => {
+    const { clock, queue, ids, done } = await setup(2);
+    const [first, second] = ids as [string, string];
+    const taking = queue.receive({ session: first, wait: 20_000 });
+    await parked(clock, 1);
+    const waiting = queue.receive({ session: second, wait: 20_000 });
+    await parked(clock, 2);
+    await settle();
+    // Handed to the first, never acked: its lease ends at 1,100, which the second, parked
+    // with nothing to wait for, must learn of, or it sleeps to the end of its wait.
+    await queue.publish({ id: 'lost' });
+    expect((await taking).map((delivery) => delivery.id)).toEqual(['lost']);
+    await settle();
+    const deadline = Date.now() + 5_000;
+    while (clock.waiting < 1 && Date.now() < deadline) await settle();
+    clock.advance(100);
+    const [again] = await waiting;
+    expect(again?.id).toBe('lost');
+    expect(again?.deliveryCount).toBe(2);
+    expect(clock.now()).toBe(1_100);
+    await done();
+  });
+});

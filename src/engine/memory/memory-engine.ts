@@ -21,6 +21,7 @@ import {
   type Outcome,
   type QueueLinks,
   type QueueOptions,
+  type ReserveOperation,
   type ResolvedQueueOptions,
   reschedulesReceivers,
 } from '../../core/index.js';
@@ -38,6 +39,7 @@ import { pinnedQueueGone } from '../pinned.js';
 import type { ScheduleRecord } from '../schedules.js';
 import { checkSecretName, newSecretValue, type StoredSecret } from '../secrets.js';
 import { WakeHub } from '../wake-hub.js';
+import { MemoryHandoffs, type Served } from './memory-handoffs.js';
 import { MemorySchedules } from './memory-schedules.js';
 
 /**
@@ -56,6 +58,8 @@ export class MemoryEngine implements Engine, QueueLinks {
   /** Counters of deleted queues, continued when the name is used again (R6). */
   private readonly floors = new Map<string, { nextToken: number; nextSession: number }>();
   private readonly wakes = new WakeHub();
+  /** Receives waiting for jobs, handed them in the step that makes them ready. */
+  private readonly handoffs = new MemoryHandoffs();
   /** Kept in this process's memory only, like everything else here. */
   private readonly secrets = new Map<string, StoredSecret>();
   private readonly schedules = new MemorySchedules();
@@ -99,7 +103,7 @@ export class MemoryEngine implements Engine, QueueLinks {
     checkQueueName(name);
     // By name, as the SQL engines' handles: after deleteQueue a call fails NOT_FOUND, and a
     // queue made again under the name is the one the handle reaches.
-    return new MemoryQueue(name, this.wakes, () => {
+    return new MemoryQueue(name, this.wakes, this.handoffs, () => {
       this.checkOpen();
       // The name was checked above: per call a lookup, not the check again.
       return this.found(name);
@@ -110,7 +114,7 @@ export class MemoryEngine implements Engine, QueueLinks {
     this.checkOpen();
     checkQueueName(name);
     let pinned: LeaseQueue | undefined;
-    return new MemoryQueue(name, this.wakes, () => {
+    return new MemoryQueue(name, this.wakes, this.handoffs, () => {
       this.checkOpen();
       const core = this.found(name);
       pinned ??= core;
@@ -241,11 +245,16 @@ export class MemoryEngine implements Engine, QueueLinks {
   }
 }
 
-/** The core's operations as promises, with wake-ups after anything that frees or readies jobs. */
+/**
+ * The core's operations as promises. An operation that may let receivers take jobs (it makes
+ * jobs ready or frees room) hands them to the receives waiting on the queue in its own step
+ * (see MemoryHandoffs), then wakes them as served (see WakeListener).
+ */
 class MemoryQueue extends OperationHandle {
   constructor(
     readonly name: string,
     private readonly wakes: WakeHub,
+    private readonly handoffs: MemoryHandoffs,
     /** The queue's core as it stands now; throws when the engine closed or the queue is gone. */
     private readonly current: () => LeaseQueue,
   ) {
@@ -256,6 +265,7 @@ class MemoryQueue extends OperationHandle {
     try {
       const core = this.current();
       if (operations.length === 0) return Promise.resolve(core.applyBatch(now, operations));
+      const sessionsEnded = core.sessionsEnded;
       const outcomes: Outcome[] = new Array(operations.length);
       let wakes = false;
       for (let i = 0; i < operations.length; i++) {
@@ -272,7 +282,7 @@ class MemoryQueue extends OperationHandle {
         outcomes[i] = { ok: true, value };
         wakes ||= wakesReceivers(operation, value);
       }
-      if (wakes) this.wakes.wake(this.name);
+      if (wakes) this.letReceiversGoOn(core, now, sessionsEnded);
       return Promise.resolve(outcomes);
     } catch (error) {
       return Promise.reject(error);
@@ -282,8 +292,10 @@ class MemoryQueue extends OperationHandle {
   /** A batch of one without the batch: the same checks, answer and wake-ups (see execute). */
   protected override executeOne(now: number, operation: Operation): Promise<unknown> {
     try {
-      const value = this.applyOne(this.current(), now, operation);
-      if (wakesReceivers(operation, value)) this.wakes.wake(this.name);
+      const core = this.current();
+      const sessionsEnded = core.sessionsEnded;
+      const value = this.applyOne(core, now, operation);
+      if (wakesReceivers(operation, value)) this.letReceiversGoOn(core, now, sessionsEnded);
       return Promise.resolve(value);
     } catch (error) {
       return Promise.reject(error);
@@ -293,11 +305,55 @@ class MemoryQueue extends OperationHandle {
   /** The same for an operation on a list of one: its one answer, without a further promise. */
   protected override executeFirst(now: number, operation: Operation): Promise<unknown> {
     try {
-      const value = this.applyOne(this.current(), now, operation) as readonly unknown[];
-      if (wakesReceivers(operation, value)) this.wakes.wake(this.name);
+      const core = this.current();
+      const sessionsEnded = core.sessionsEnded;
+      const value = this.applyOne(core, now, operation) as readonly unknown[];
+      if (wakesReceivers(operation, value)) this.letReceiversGoOn(core, now, sessionsEnded);
       return Promise.resolve(value[0]);
     } catch (error) {
       return Promise.reject(error);
+    }
+  }
+
+  /**
+   * A receive that waits (see QueueHandle.reserveOnReady): in place among the queue's waiting
+   * receives, then served with them from the jobs ready at `now`, all in one step; later, by
+   * the operation that makes jobs ready. Nothing runs between its look and its being in place.
+   */
+  reserveOnReady(now: number, operation: ReserveOperation, signal: AbortSignal, place?: number) {
+    let core: LeaseQueue;
+    try {
+      core = this.current();
+    } catch (error) {
+      return { deliveries: Promise.resolve([]), armed: Promise.reject(error), inPlaceBefore: true };
+    }
+    const { entry, deliveries } = this.handoffs.wait(core, operation, signal, place);
+    let served: Served;
+    try {
+      served = this.handoffs.serve(core, now, entry);
+    } catch (error) {
+      return { deliveries, armed: Promise.reject(error), inPlaceBefore: true };
+    }
+    // A group's member it took at most once let the next go on (R24), or another receive was
+    // refused: the others look, as after a reserve of its own; once its look is under way, so
+    // that it passes the wake-up on to the next of its lane if it takes fewer than it asked for.
+    if (!served.complete) queueMicrotask(() => this.wakes.wake(this.name));
+    return { deliveries, armed: Promise.resolve(core.nextEventAt()), inPlaceBefore: true };
+  }
+
+  /**
+   * After an operation that may let receivers take jobs: the waiting receives are served now,
+   * then woken as served, unless one must look itself (see MemoryHandoffs.serve) or a session
+   * ended meanwhile (its receives learn so by looking, R16): then all are woken.
+   */
+  private letReceiversGoOn(core: LeaseQueue, now: number, sessionsEnded: number): void {
+    const served = this.handoffs.serve(core, now);
+    if (!served.complete || core.sessionsEnded !== sessionsEnded) this.wakes.wake(this.name);
+    else {
+      this.wakes.wake(this.name, {
+        nextEventAt: core.nextEventAt() ?? Number.POSITIVE_INFINITY,
+        unseen: [],
+      });
     }
   }
 
