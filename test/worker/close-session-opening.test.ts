@@ -1,98 +1,22 @@
-import { createServer, Socket } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
 import type { Queue } from '../../src/broker/queue.js';
 import { RemoteBroker } from '../../src/client/index.js';
 import { ManualClock, open } from '../../src/index.js';
-import { createApp } from '../../src/server/index.js';
 import { silentLogger, Worker, work } from '../../src/worker/index.js';
 import { until } from '../until.js';
+import { memoryServer, unansweringProxy } from './unanswering-proxy.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/**
- * A TCP proxy on 127.0.0.1 in front of `target`. `drop()` ends every connection made so far; a
- * connection made while `holding` is accepted but goes nowhere (what it sends is kept, nothing
- * is answered: a server gone behind a balancer) until `release()` passes it on.
- */
-async function proxy(target: string) {
-  const { hostname, port: targetPort } = new URL(target);
-  const state = { holding: false };
-  const held: (() => void)[] = [];
-  const sockets: Socket[] = [];
-  let heldBytes = 0;
-  const server = createServer((client) => {
-    sockets.push(client);
-    const kept: Buffer[] = [];
-    let upstream: Socket | undefined;
-    const holding = state.holding;
-    client.on('data', (chunk: Buffer) => {
-      if (upstream !== undefined) upstream.write(chunk);
-      else {
-        kept.push(chunk);
-        if (holding) heldBytes += chunk.length;
-      }
-    });
-    const connect = () => {
-      const socket = new Socket();
-      upstream = socket;
-      sockets.push(socket);
-      socket.connect(Number(targetPort), hostname);
-      for (const chunk of kept.splice(0)) socket.write(chunk);
-      socket.on('data', (chunk: Buffer) => client.write(chunk));
-      socket.on('error', () => client.destroy());
-      socket.on('close', () => client.destroy());
-      client.on('close', () => socket.destroy());
-    };
-    client.on('error', () => upstream?.destroy());
-    if (holding) held.push(connect);
-    else connect();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  );
-  const { port } = server.address() as { port: number };
-  return {
-    url: `http://127.0.0.1:${port}`,
-    state,
-    /** Bytes sent over the connections held so far. */
-    heldBytes: () => heldBytes,
-    drop() {
-      for (const socket of sockets.splice(0)) socket.destroy();
-    },
-    release() {
-      state.holding = false;
-      for (const connect of held.splice(0)) connect();
-    },
-  };
-}
-
-/** A memory broker behind a server. */
-async function memoryServer() {
-  const inner = await open('memory:');
-  cleanups.push(() => inner.close());
-  const app = await createApp({
-    broker: inner,
-    receiptSecret: 'worker-suite-secret-of-32-characters',
-  });
-  cleanups.push(() => app.close());
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  return { inner, url };
-}
-
 it('a worker over the stream stops waiting for a session open its server never answers as it closes; a session opened late is closed and runs nothing', {
   timeout: 20_000,
 }, async () => {
-  const server = await memoryServer();
+  const server = await memoryServer(cleanups);
   const jobs = await server.inner.queue('jobs', { visibility: 60_000 });
-  const link = await proxy(server.url);
+  const link = await unansweringProxy(server.url, cleanups);
   // Far longer than the test: a close that waited for the open would not end within it.
   const client = new RemoteBroker(link.url, { transport: 'stream', timeoutMs: 60_000 });
   cleanups.push(() => client.close({ signal: AbortSignal.abort() }));
@@ -128,9 +52,9 @@ it('a worker over the stream stops waiting for a session open its server never a
   });
   // The connection drops, and the server is then out of reach: connections are accepted,
   // never answered. The server ends the first session with its connection.
-  link.state.holding = true;
+  link.cut();
   link.drop();
-  await until(() => opens === 2 && openPending && link.heldBytes() > 0, {
+  await until(() => opens === 2 && openPending && link.unanswered() > 0, {
     what: 'the worker to open its session again over a connection that gets no answer',
   });
   await until(async () => (await sessions()) === 0, {
