@@ -47,25 +47,35 @@ export function onAbort(signal: AbortSignal, listener: () => void): () => void {
 }
 
 /**
- * What `work` resolves to, or undefined once `signal` aborts, whichever comes first: `work` goes
- * on either way, and a failure of it after the abort is dropped here (never unhandled). For a
- * caller that stops waiting (a worker closing, a receive aborted) for what it cannot cancel (a
- * connection being opened, a read a server may never answer).
+ * What `work` resolves to, or undefined once one of `signals` aborts (or one already had),
+ * whichever comes first: `work` goes on either way, and a failure of it after the abort is
+ * dropped here (never unhandled). For a caller that stops waiting (a worker closing, a receive
+ * aborted, a client closing) for what it cannot cancel (a connection being opened, a read a
+ * server may never answer).
  */
 export function untilAborted<T>(
   work: Promise<T>,
-  signal: AbortSignal | undefined,
+  signals: AbortSignal | undefined | readonly (AbortSignal | undefined)[],
 ): Promise<T | undefined> {
-  if (signal === undefined) return work;
-  if (signal.aborted) {
+  const watched = (Array.isArray(signals) ? signals : [signals]).filter(
+    (signal): signal is AbortSignal => signal !== undefined,
+  );
+  if (watched.length === 0) return work;
+  if (watched.some((signal) => signal.aborted)) {
     work.catch(() => undefined);
     return Promise.resolve(undefined);
   }
   return new Promise((resolve, reject) => {
-    const unwatch = onAbort(signal, () => {
-      work.catch(() => undefined);
-      resolve(undefined);
-    });
+    const unwatch = () => {
+      for (const each of unwatches) each();
+    };
+    const unwatches = watched.map((signal) =>
+      onAbort(signal, () => {
+        unwatch();
+        work.catch(() => undefined);
+        resolve(undefined);
+      }),
+    );
     work.then(
       (value) => {
         unwatch();

@@ -1,4 +1,4 @@
-import { onAbort } from '../broker/on-abort.js';
+import { onAbort, untilAborted } from '../broker/on-abort.js';
 import { build, ClosedError, StorageUnavailableError, ValidationError } from '../core/index.js';
 import {
   operationToWire,
@@ -156,7 +156,7 @@ export class HttpChannel implements Channel {
       this.ending.signal,
       this.http.closed ? undefined : this.http.closingSignal,
     ];
-    const limits = await unlessEnded(this.serverLimits(), ends);
+    const limits = await untilAborted(this.serverLimits(), ends);
     if (limits === undefined) return [];
     const { maxBatch, maxWaitMs } = limits;
     const reserve = { ...asked, max: Math.min(asked.max ?? 1, maxBatch) };
@@ -273,7 +273,7 @@ export class HttpChannel implements Channel {
     const waited = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, CLOSE_WAIT_MS);
     });
-    await unlessEnded(Promise.race([Promise.allSettled([...this.polls]), waited]), [signal]);
+    await untilAborted(Promise.race([Promise.allSettled([...this.polls]), waited]), [signal]);
     clearTimeout(timer);
   }
 }
@@ -309,36 +309,6 @@ function isOutcomeList(results: unknown, count: number): boolean {
         typeof (outcome as { ok?: unknown }).ok === 'boolean',
     )
   );
-}
-
-/** `work`'s value, or undefined once one of `signals` aborts first (its failure then ignored). */
-function unlessEnded<T>(
-  work: Promise<T>,
-  signals: readonly (AbortSignal | undefined)[],
-): Promise<T | undefined> {
-  const watched = signals.filter((signal) => signal !== undefined);
-  if (watched.length === 0) return work;
-  return new Promise<T | undefined>((resolve, reject) => {
-    const unwatch = () => {
-      for (const each of unwatches) each();
-    };
-    const unwatches = watched.map((signal) =>
-      onAbort(signal, () => {
-        unwatch();
-        resolve(undefined);
-      }),
-    );
-    work.then(
-      (value) => {
-        unwatch();
-        resolve(value);
-      },
-      (error: unknown) => {
-        unwatch();
-        reject(error);
-      },
-    );
-  });
 }
 
 /** Waits `ms`; true when one of `signals` aborted first (the wait then ends at once). */

@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { onAbort } from '../../src/broker/on-abort.js';
+import { onAbort, untilAborted } from '../../src/broker/on-abort.js';
 
 // Many calls waiting on one signal: the signal holds one listener for all of them.
 describe('onAbort', () => {
@@ -79,5 +79,36 @@ describe('onAbort', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(called).toBe(false);
     remove();
+  });
+});
+
+describe('untilAborted', () => {
+  it('answers what the work resolves to while no signal aborted', async () => {
+    expect(await untilAborted(Promise.resolve(7), [undefined, new AbortController().signal])).toBe(
+      7,
+    );
+    await expect(untilAborted(Promise.reject(new Error('failed')), undefined)).rejects.toThrow(
+      'failed',
+    );
+  });
+
+  it('answers undefined once any of its signals aborts, and a later failure of the work is its own', async () => {
+    const first = new AbortController();
+    const second = new AbortController();
+    let fail!: (error: Error) => void;
+    const work = new Promise<number>((_resolve, reject) => {
+      fail = reject;
+    });
+    const waiting = untilAborted(work, [first.signal, second.signal]);
+    second.abort();
+    expect(await waiting).toBeUndefined();
+    // Unhandled, this would fail the run.
+    fail(new Error('late'));
+    await new Promise((resolve) => setImmediate(resolve));
+  });
+
+  it('answers undefined at once on a signal aborted already', async () => {
+    const never = new Promise<number>(() => {});
+    expect(await untilAborted(never, AbortSignal.abort())).toBeUndefined();
   });
 });
