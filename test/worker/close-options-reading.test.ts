@@ -5,7 +5,7 @@ import { ManualClock, open } from '../../src/index.js';
 import { silentLogger, Worker, work } from '../../src/worker/index.js';
 import { GIVE_BACK_WAIT_MS, VISIBILITY_READ_EVERY_MS } from '../../src/worker/worker.js';
 import { until } from '../until.js';
-import { memoryServer, unansweringProxy } from './unanswering-proxy.js';
+import { memoryServer, unansweringProxy } from './remote-harness.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {

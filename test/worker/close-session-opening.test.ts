@@ -4,7 +4,7 @@ import { RemoteBroker } from '../../src/client/index.js';
 import { ManualClock, open } from '../../src/index.js';
 import { silentLogger, Worker, work } from '../../src/worker/index.js';
 import { until } from '../until.js';
-import { memoryServer, unansweringProxy } from './unanswering-proxy.js';
+import { memoryServer, unansweringProxy } from './remote-harness.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {

@@ -1,9 +1,8 @@
 import { afterEach, expect, it } from 'vitest';
 import { RemoteBroker } from '../../src/client/index.js';
-import { open } from '../../src/index.js';
-import { createApp } from '../../src/server/index.js';
 import { silentLogger, work } from '../../src/worker/index.js';
 import { until } from '../until.js';
+import { memoryServer } from './remote-harness.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -12,14 +11,7 @@ afterEach(async () => {
 
 /** A memory broker behind a server, and a remote client of it over the stream. */
 async function streamClient() {
-  const inner = await open('memory:');
-  cleanups.push(() => inner.close());
-  const app = await createApp({
-    broker: inner,
-    receiptSecret: 'worker-suite-secret-of-32-characters',
-  });
-  cleanups.push(() => app.close());
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  const { inner, url } = await memoryServer(cleanups);
   const client = new RemoteBroker(url, { transport: 'stream' });
   cleanups.push(() => client.close());
   return { inner, client };
