@@ -1,5 +1,6 @@
 import { type Broker, type BrokerOptions, EngineBroker, SystemClock } from './broker/index.js';
 import type { RemoteOptions } from './client/remote-broker.js';
+import { addUnknownOptions } from './core/errors.js';
 import { ValidationError } from './core/index.js';
 import { show } from './core/validate.js';
 import { checkEngineOptions } from './engine/engine-options.js';
@@ -45,15 +46,17 @@ function checkOpenOptions(options: unknown, server: boolean): void {
     throw new ValidationError(`open options must be an object, got ${show(options)}`);
   }
   const issues: string[] = [];
+  addUnknownOptions(issues, Object.keys(options), (name) => Object.hasOwn(OPTION_USE, name), {
+    describe: (shown) => `unknown option ${shown} of open`,
+  });
   for (const [name, value] of Object.entries(options)) {
     const use = Object.hasOwn(OPTION_USE, name)
       ? (OPTION_USE as Record<string, 'storage' | 'server'>)[name]
       : undefined;
-    if (use === undefined) {
-      issues.push(`unknown option ${JSON.stringify(name)} of open`);
-    } else if (value === undefined) {
-      // Not given, as `{ apiKey: process.env.KEY }` with no key set: nothing is dropped.
-    } else if (server && use === 'storage') {
+    // Unknown (counted above), or not given, as `{ apiKey: process.env.KEY }` with no key set:
+    // nothing is dropped.
+    if (use === undefined || value === undefined) continue;
+    if (server && use === 'storage') {
       issues.push(
         `option ${name} applies to storage opened in-process, not to a server URL (the server's own settings hold there)`,
       );

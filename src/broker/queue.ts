@@ -1,3 +1,4 @@
+import { addUnknownOptions } from '../core/errors.js';
 import type {
   DeadLetter,
   DeadLetterPage,
@@ -61,14 +62,13 @@ export function checkCloseOptions(options: unknown): StorageCloseOptions {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new ValidationError(`close: options must be an object, got ${show(options)}`);
   }
-  const issues = Object.keys(options)
-    .filter((name) => name !== 'signal')
-    .map((name) => `close: unknown option ${JSON.stringify(name)}`);
+  const issues: string[] = [];
+  addUnknownOptions(issues, Object.keys(options), (name) => name === 'signal');
   const { signal } = options as { signal?: unknown };
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    issues.push(`close: signal must be an AbortSignal, got ${show(signal)}`);
+    issues.push(`signal must be an AbortSignal, got ${show(signal)}`);
   }
-  if (issues.length > 0) throw new ValidationError(issues);
+  if (issues.length > 0) throw new ValidationError(issues.map((issue) => `close: ${issue}`));
   return options as StorageCloseOptions;
 }
 

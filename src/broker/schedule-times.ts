@@ -1,4 +1,5 @@
 import { Cron } from 'croner';
+import { addUnknownOptions } from '../core/errors.js';
 import { encodePayload, QUEUE_NAME, ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 import type { ScheduleRecord } from '../engine/index.js';
@@ -90,7 +91,10 @@ export function scheduleRecord(
     );
   }
   const { payload, timezone, ...unknown } = isObject ? options : {};
-  for (const key of Object.keys(unknown)) problems.push(`unknown schedule option ${key}`);
+  addUnknownOptions(problems, Object.keys(unknown), () => false, {
+    what: 'unknown schedule option',
+    quote: false,
+  });
   if (timezone !== undefined && (typeof timezone !== 'string' || !isTimeZone(timezone))) {
     problems.push(`timezone must be an IANA time zone name, got ${show(timezone)}`);
   }

@@ -1,3 +1,4 @@
+import { addUnknownOptions } from '../core/errors.js';
 import { NotFoundError, QueueFullError, ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 import type { EngineTransaction } from '../engine/engine.js';
@@ -157,10 +158,12 @@ export class Scheduler {
       throw new ValidationError('scheduler options must be an object, as { intervalMs: 1000 }');
     }
     const { intervalMs: interval, ...unknown } = options;
-    const problems = Object.keys(unknown).map(
-      // A misspelt option (`interval`) would otherwise leave the loop at the default, unsaid.
-      (key) => `unknown scheduler option ${JSON.stringify(key)}: the option is intervalMs`,
-    );
+    const problems: string[] = [];
+    // A misspelt option (`interval`) would otherwise leave the loop at the default, unsaid.
+    addUnknownOptions(problems, Object.keys(unknown), () => false, {
+      what: 'unknown scheduler option',
+      describe: (shown) => `unknown scheduler option ${shown}: the option is intervalMs`,
+    });
     // 0, a negative or NaN would make a loop of passes each listing every schedule.
     if (interval !== undefined && (!Number.isSafeInteger(interval) || interval < 1)) {
       problems.push(`intervalMs must be an integer ≥ 1 (ms between passes), got ${show(interval)}`);

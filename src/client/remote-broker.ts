@@ -6,6 +6,7 @@ import {
   checkCloseOptions,
   type StorageCloseOptions,
 } from '../broker/queue.js';
+import { addUnknownOptions } from '../core/errors.js';
 import {
   ClosedError,
   checkQueueName,
@@ -293,11 +294,11 @@ function checkRemoteOptions(options: unknown): void {
       );
     }
   };
-  for (const name of Object.keys(given)) {
-    if (given[name] !== undefined && !REMOTE_OPTIONS.has(name)) {
-      issues.push(`unknown option ${JSON.stringify(name)}`);
-    }
-  }
+  addUnknownOptions(
+    issues,
+    Object.keys(given),
+    (name) => given[name] === undefined || REMOTE_OPTIONS.has(name),
+  );
   const { apiKey, transport, fetch } = given;
   if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey === '')) {
     issues.push(`apiKey must be a non-empty string, got ${show(apiKey)}`);

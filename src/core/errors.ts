@@ -250,6 +250,33 @@ export class UnknownNames {
   }
 }
 
+/** How `addUnknownOptions` words an unknown name. */
+export interface UnknownOptionWords {
+  /** What one is called, `unknown option` by default (the count says `and 4 more …s`). */
+  what?: string;
+  /** The issue of one, given the name as shown; by default `${what} ${shown}`. */
+  describe?: (shown: string) => string;
+  /** Whether the name is shown quoted, as JSON (default true). */
+  quote?: boolean;
+}
+
+/**
+ * Adds to `issues` one for each of `names` that `isKnown` refuses, counted as UnknownNames
+ * does: the options of a library call, refused as every door refuses unknown names.
+ */
+export function addUnknownOptions(
+  issues: string[],
+  names: Iterable<string>,
+  isKnown: (name: string) => boolean,
+  words: UnknownOptionWords = {},
+): void {
+  const { what = 'unknown option', describe = (shown) => `${what} ${shown}`, quote = true } = words;
+  const unknownNames = new UnknownNames(issues);
+  for (const name of names) {
+    if (!isKnown(name)) unknownNames.add(what, () => describe(showName(name, quote)));
+  }
+}
+
 /** 4993123 → "4,993,123", whatever the process's locale. */
 export function groupDigits(count: number): string {
   return String(count).replace(/\B(?=(\d{3})+$)/g, ',');

@@ -1,5 +1,6 @@
 import type { Queue, ReceiveOptions } from '../broker/queue.js';
 import type { ScheduleOptions, ScheduleWhen } from '../broker/schedule-times.js';
+import { addUnknownOptions } from '../core/errors.js';
 import type {
   DeadLetterPageOptions,
   DeliveryPageOptions,
@@ -427,9 +428,7 @@ function checkFault(method: string, options: unknown, modes?: readonly string[])
   // With modes, a fault takes `mode` and `count`; without, `applied` (a lost ack).
   const names = modes === undefined ? ['applied'] : ['mode', 'count'];
   const issues: string[] = [];
-  for (const name of Object.keys(options)) {
-    if (!names.includes(name)) issues.push(`unknown option ${JSON.stringify(name)}`);
-  }
+  addUnknownOptions(issues, Object.keys(options), (name) => names.includes(name));
   const { mode, count, applied } = options as Record<string, unknown>;
   if (modes === undefined) {
     if (applied !== undefined && typeof applied !== 'boolean') {

@@ -1,5 +1,6 @@
 import { ManualClock } from '../broker/clock.js';
 import type { Broker, Queue } from '../broker/queue.js';
+import { addUnknownOptions } from '../core/errors.js';
 import { type QueueOptions, ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 import { open } from '../open.js';
@@ -195,9 +196,7 @@ function checkOpenOptions(options: unknown): asserts options is HarnessOptions {
     throw new ValidationError(`Harness.open: options must be an object, got ${show(options)}`);
   }
   const issues: string[] = [];
-  for (const name of Object.keys(options)) {
-    if (!OPEN_OPTIONS.has(name)) issues.push(`unknown option ${JSON.stringify(name)}`);
-  }
+  addUnknownOptions(issues, Object.keys(options), (name) => OPEN_OPTIONS.has(name));
   const { start, connect } = options as Record<string, unknown>;
   if (start !== undefined && !isTime(start)) {
     issues.push(`start must be an integer ≥ 0 (ms), got ${show(start)}`);
@@ -219,9 +218,7 @@ function checkAdvance(ms: unknown, options: unknown, now: number): void {
   const issues: string[] = [];
   if (!isTime(ms)) issues.push(`ms must be an integer ≥ 0, got ${show(ms)}`);
   else if (!isTime(now + ms)) issues.push(`ms must keep the time a safe integer, got ${ms}`);
-  for (const name of Object.keys(options)) {
-    if (name !== 'step') issues.push(`unknown option ${JSON.stringify(name)}`);
-  }
+  addUnknownOptions(issues, Object.keys(options), (name) => name === 'step');
   const { step } = options as { step?: unknown };
   if (step !== undefined && !(isTime(step) && step > 0)) {
     issues.push(`step must be a positive integer (ms), got ${show(step)}`);

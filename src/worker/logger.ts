@@ -1,4 +1,5 @@
 import type { Clock } from '../broker/clock.js';
+import { addUnknownOptions } from '../core/errors.js';
 import { ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 
@@ -83,9 +84,7 @@ function checkOptions(options: unknown): asserts options is JsonLoggerOptions {
     throw new ValidationError(`jsonLogger: options must be an object, got ${show(options)}`);
   }
   const issues: string[] = [];
-  for (const name of Object.keys(options)) {
-    if (!OPTION_NAMES.has(name)) issues.push(`unknown option ${JSON.stringify(name)}`);
-  }
+  addUnknownOptions(issues, Object.keys(options), (name) => OPTION_NAMES.has(name));
   const { write, clock, level } = options as Record<string, unknown>;
   if (write !== undefined && typeof write !== 'function') {
     issues.push(`write must be a function, got ${show(write)}`);

@@ -1,4 +1,5 @@
 import { type Clock, SystemClock } from '../broker/clock.js';
+import { addUnknownOptions } from '../core/errors.js';
 import { build, type SessionOptions, ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 import { jsonLogger, type Logger } from './logger.js';
@@ -128,7 +129,9 @@ export function resolveWorkerOptions(
   const check = (ok: boolean, issue: string) => {
     if (!ok) issues.push(issue);
   };
-  for (const key of Object.keys(options)) check(KNOWN_OPTIONS.has(key), `unknown option ${key}`);
+  addUnknownOptions(issues, Object.keys(options), (key) => KNOWN_OPTIONS.has(key), {
+    quote: false,
+  });
   const {
     concurrency = 1,
     ack = 'manual',
@@ -211,9 +214,10 @@ function resolveBackoff(options: BackoffOptions, issues: string[]): ResolvedBack
     issues.push('backoff must be an object');
     return { baseDelay: 1000, maxDelay: 60_000, factor: 2, jitter: 0.5 };
   }
-  for (const key of Object.keys(options)) {
-    if (!BACKOFF_OPTIONS.has(key)) issues.push(`unknown option backoff.${key}`);
-  }
+  addUnknownOptions(issues, Object.keys(options), (key) => BACKOFF_OPTIONS.has(key), {
+    describe: (shown) => `unknown option backoff.${shown}`,
+    quote: false,
+  });
   const {
     baseDelay = 1000,
     maxDelay = Math.max(60_000, baseDelay),

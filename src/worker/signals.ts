@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
 import { isMainThread } from 'node:worker_threads';
+import { addUnknownOptions } from '../core/errors.js';
 import { UnsupportedError, ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 import type { Worker } from './worker.js';
@@ -74,9 +75,7 @@ function checkOptions(options: unknown): asserts options is CloseOnSignalsOption
     throw new ValidationError(`closeOnSignals: options must be an object, got ${show(options)}`);
   }
   const issues: string[] = [];
-  for (const name of Object.keys(options)) {
-    if (!OPTION_NAMES.has(name)) issues.push(`unknown option ${JSON.stringify(name)}`);
-  }
+  addUnknownOptions(issues, Object.keys(options), (name) => OPTION_NAMES.has(name));
   const { signals, timeout, onClosed } = options as Record<string, unknown>;
   if (timeout !== undefined && (!Number.isSafeInteger(timeout) || (timeout as number) < 0)) {
     issues.push(`timeout must be an integer ≥ 0 (ms), got ${show(timeout)}`);

@@ -1,5 +1,6 @@
 import { untilAborted } from '../broker/on-abort.js';
 import type { Queue, QueueLimits } from '../broker/queue.js';
+import { addUnknownOptions } from '../core/errors.js';
 import { ClosedError, ValidationError } from '../core/index.js';
 import { show } from '../core/validate.js';
 import { abortableSleep } from './abortable-sleep.js';
@@ -240,11 +241,9 @@ export class Worker<P = unknown> {
         new ValidationError(`close: options must be an object, got ${show(options)}`),
       );
     }
-    const unknown = Object.keys(options).filter((name) => name !== 'timeout');
+    const unknown = unknownOptionIssues(options, ['timeout']);
     if (unknown.length > 0) {
-      return Promise.reject(
-        new ValidationError(unknown.map((name) => `close: unknown option ${JSON.stringify(name)}`)),
-      );
+      return Promise.reject(new ValidationError(unknown.map((issue) => `close: ${issue}`)));
     }
     const { timeout = 30_000 } = options;
     if (!Number.isSafeInteger(timeout) || timeout < 0) {
@@ -724,17 +723,23 @@ function checkWithinLimits(
   if (issues.length > 0) throw new ValidationError(issues);
 }
 
+/**
+ * `unknown option "…"` for each name of `options` not in `known`, counted as every door counts
+ * unknown names (the first few named, each cut, the rest counted).
+ */
+function unknownOptionIssues(options: object, known: readonly string[]): string[] {
+  const issues: string[] = [];
+  addUnknownOptions(issues, Object.keys(options), (name) => known.includes(name));
+  return issues;
+}
+
 /** The `wait` of `runOnce`'s options (default 0), or a ValidationError naming what is wrong. */
 function runOnceWait(options: unknown): number {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new ValidationError(`runOnce: options must be an object, got ${show(options)}`);
   }
-  const unknown = Object.keys(options).filter((name) => name !== 'wait');
-  if (unknown.length > 0) {
-    throw new ValidationError(
-      unknown.map((name) => `runOnce: unknown option ${JSON.stringify(name)}`),
-    );
-  }
+  const unknown = unknownOptionIssues(options, ['wait']);
+  if (unknown.length > 0) throw new ValidationError(unknown.map((issue) => `runOnce: ${issue}`));
   const { wait = 0 } = options as { wait?: unknown };
   if (!Number.isSafeInteger(wait) || (wait as number) < 0) {
     throw new ValidationError(`runOnce: wait must be an integer ≥ 0 (ms), got ${show(wait)}`);
