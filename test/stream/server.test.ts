@@ -752,6 +752,37 @@ describe('the stream: a session or a lease changed elsewhere', () => {
     expect(await stats(server)).toMatchObject({ active: 0, sessions: 0 });
   });
 
+  it('ends a subscription whose credit is in use once its session is closed over HTTP, its pushed delivery acked over HTTP first (R16)', async () => {
+    // The queue's time stands still: the lease never ends, so only the look for the session's
+    // end can give the credit back.
+    const clock = new ManualClock(0);
+    const server = await serve({ clock, limits: { streamHeartbeatMs: 200 } });
+    const client = await connect(server);
+    await batch(client, 1, [publish(['a', 'b'])]);
+    const session = (await call(server.baseUrl, 'POST', '/v1/queues/jobs/sessions', { body: {} }))
+      .body.session;
+    await client.request({
+      type: 'subscribe',
+      id: 2,
+      queue: 'jobs',
+      prefetch: 1,
+      visibility: 60_000,
+      session,
+    });
+    await client.next(() => client.pushed(2).length === 1);
+    const [a] = client.pushed(2);
+    const acked = await call(server.baseUrl, 'POST', '/v1/queues/jobs/ack', {
+      body: { receipt: a.receipt },
+    });
+    expect(acked.body).toEqual({ acked: true });
+    await call(server.baseUrl, 'POST', '/v1/queues/jobs/sessions/close', { body: { session } });
+    expect(
+      await client.next((frame) => frame.type === 'unsubscribed' && frame.subscription === 2),
+    ).toMatchObject({ error: { code: 'SESSION_CLOSED' } });
+    expect(client.pushed(2)).toHaveLength(1);
+    expect(await stats(server)).toMatchObject({ ready: 1, active: 0, sessions: 0 });
+  });
+
   it('ends at once a subscription in a session that another connection opened and ended', async () => {
     const server = await serve();
     const opener = await connect(server);

@@ -430,6 +430,7 @@ export class Subscription {
     this.nextSessionCheck = performance.now() + sessionCheckMs;
     try {
       await queue.execute([build.stats()]);
+      const over: [number, Pushed][] = [];
       for (const [token, pushed] of [...this.outstanding]) {
         const job = await queue.job(pushed.id);
         if (job?.state === 'active' && job.token === token) return false;
@@ -437,6 +438,13 @@ export class Subscription {
           (attempt) => attempt.token === token && attempt.outcome === 'session-ended',
         );
         if (released === true) return true;
+        over.push([token, pushed]);
+      }
+      // Every pushed delivery ended otherwise (settled elsewhere, over HTTP or another
+      // connection): none tells whether the session ended, and none holds credit any more. Given
+      // back, the next receive in the session finds out (SESSION_CLOSED), or pushes as it may.
+      for (const [token, pushed] of over) {
+        if (this.outstanding.get(token) === pushed) this.outstanding.delete(token);
       }
     } catch (error) {
       log.debug({ err: error, queue: queue.name }, 'could not look for the end of a session');
