@@ -42,7 +42,8 @@ describe('simulation: memory engine and core under simulated time and faults', (
   }
 
   it(`${SEEDS} seeds of ${STEPS} events: every checker passes, every edge is reached`, {
-    timeout: 120_000,
+    // A run widened by the variables above takes longer: half a millisecond an event is ample.
+    timeout: Math.max(120_000, (SEEDS * STEPS) / 2),
   }, async () => {
     const coverage = new Coverage();
     const failures: string[] = [];

@@ -35,7 +35,11 @@ export interface SimOptions {
   wrap?: (handle: QueueHandle) => QueueHandle;
 }
 
-/** Most events the drain may take before the run counts as stuck. */
+/**
+ * Most events the drain may take before the run counts as stuck, per event of the safety phase
+ * (whose backlog the drain works off), and at least.
+ */
+const DRAIN_STEPS_PER_STEP = 70;
 const DRAIN_STEP_LIMIT = 200_000;
 
 /**
@@ -92,7 +96,7 @@ export async function simulate(
   for (;;) {
     await runOne();
     if (step % 100 === 0 && retries.pending === 0 && (await drained(sim))) break;
-    if (step - drainStart > DRAIN_STEP_LIMIT) break;
+    if (step - drainStart > Math.max(DRAIN_STEP_LIMIT, steps * DRAIN_STEPS_PER_STEP)) break;
   }
   for (const worker of workers) await worker.settleSession();
 
