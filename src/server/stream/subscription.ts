@@ -166,7 +166,8 @@ export class Subscription {
   refill(tokens: readonly number[], answered: Promise<unknown>): void {
     if (!this.waitingForRoom || this.refilling || !this.active || this.sink.backedUp()) return;
     let freed = 0;
-    for (const token of tokens) if (this.outstanding.has(token)) freed += 1;
+    // Each delivery once: a token named twice (in one ack, or in two of the frame) frees one.
+    for (const token of new Set(tokens)) if (this.outstanding.has(token)) freed += 1;
     const room = this.prefetch - this.unsettled + freed;
     if (freed === 0 || room <= 0) return;
     const { queue, maxBatch, visibility, session, log } = this.settings;
