@@ -600,6 +600,11 @@ export class EngineQueue implements Queue {
     );
   }
 
+  watchWakes(listener: () => void): () => void {
+    if (this.closing.aborted) return () => {};
+    return this.wakes.listen(this.name, listener);
+  }
+
   watchClose(listener: (cause: Error) => void): () => void {
     if (this.closing.aborted) return () => {};
     return onAbort(this.closing, () => listener(new ClosedError('broker is closed')));

@@ -183,6 +183,15 @@ export interface Queue {
    */
   watchCancels?(listener: (token: number) => void): () => void;
   /**
+   * Calls `listener` at each wake-up of this queue that its waiting receives all look at:
+   * something may have made jobs ready, or ended a session (R16), through this process's
+   * storage or, where the storage tells, another process's (PostgreSQL's notifications). Not
+   * at one whose jobs the storage handed to the waiting receives itself, in which no session
+   * ended. Returns the removal. What a server watches for the end of a session in which no
+   * receive waits; absent where no such news can come (over HTTP).
+   */
+  watchWakes?(listener: () => void): () => void;
+  /**
    * Calls `listener` once when the broker this handle came from is closed in this process
    * (`closed` turns true), with the error its calls fail with from then on; returns the removal.
    * Not called for a broker closed already: read `closed` first. Absent where the handle cannot

@@ -38,6 +38,8 @@ export function takePlace(): number {
  */
 export class WakeSignal {
   private readonly parked = new Map<string, Map<string, Lane>>();
+  /** What hears every wake-up of a queue that its receivers all look at (see listen). */
+  private readonly listeners = new Map<string, Set<() => void>>();
 
   /** `watch(queue)` is told while a receiver of `queue` is parked (see Engine.watchWakes). */
   constructor(private readonly watch?: (queue: string) => () => void) {}
@@ -103,10 +105,47 @@ export class WakeSignal {
    */
   wake(queue: string): void {
     const lanes = this.parked.get(queue);
-    if (lanes === undefined) return;
-    const firsts = [...lanes.values()].flatMap((waiters) => waiters.slice(0, 1));
-    firsts.sort((a, b) => a.place - b.place);
-    for (const { done } of firsts) done();
+    if (lanes !== undefined) {
+      const firsts = [...lanes.values()].flatMap((waiters) => waiters.slice(0, 1));
+      firsts.sort((a, b) => a.place - b.place);
+      for (const { done } of firsts) done();
+    }
+    this.tell(queue);
+  }
+
+  /**
+   * Calls `listener` at each wake-up of `queue` that its receivers all look at (`wake`):
+   * something may have made jobs ready or ended a session (R16), in this process or in another
+   * one that tells. Not at a served one (`wakeServed`): the storage offered its jobs to the
+   * waiting receivers then, and no session ended in it. Returns the removal. While it listens,
+   * the engine watches for other processes' wake-ups of `queue` as for a parked receiver.
+   */
+  listen(queue: string, listener: () => void): () => void {
+    let listeners = this.listeners.get(queue);
+    if (listeners === undefined) {
+      listeners = new Set();
+      this.listeners.set(queue, listeners);
+    }
+    const ofQueue = listeners;
+    // Its own function each time: one listener added twice is removed twice.
+    const entry = () => listener();
+    ofQueue.add(entry);
+    const unwatchQueue = this.watch?.(queue);
+    let removed = false;
+    return () => {
+      if (removed) return;
+      removed = true;
+      ofQueue.delete(entry);
+      if (ofQueue.size === 0 && this.listeners.get(queue) === ofQueue) this.listeners.delete(queue);
+      unwatchQueue?.();
+    };
+  }
+
+  /** Tells `queue`'s listeners (see listen). */
+  private tell(queue: string): void {
+    const listeners = this.listeners.get(queue);
+    if (listeners === undefined) return;
+    for (const listener of [...listeners]) listener();
   }
 
   /**

@@ -97,6 +97,11 @@ export interface PrefetchSettings {
    * they have ended, so that the subscribe is not refused for them.
    */
   makeRoom?(maxSubscriptions: number | undefined): Promise<unknown> | undefined;
+  /**
+   * The server ended this subscription as its session has ended (SESSION_CLOSED): the
+   * session's other subscriptions of this client are over too, and hand out nothing they hold.
+   */
+  sessionEnded?(): void;
 }
 
 /**
@@ -569,6 +574,7 @@ export class Prefetch implements PushListener {
         // handed out, its job gone or given back by the server; the nacks are stale, or go back.
         this.giveBack(this.dropHeld(() => true));
         this.failWaiters(errorFromWire(frame.error));
+        if (frame.error.code === 'SESSION_CLOSED') this.settings.sessionEnded?.();
       }
       this.letGoIfIdle();
       return;

@@ -80,6 +80,8 @@ export class StreamChannel implements Channel {
    * forgotten once it is closed on the server.
    */
   private readonly sessions = new Map<string, { queue: string; connection: number }>();
+  /** The closes of ended sessions on their way (see closeEnded): the client's close waits. */
+  private readonly endedClosing = new Set<Promise<unknown>>();
 
   constructor(
     url: string,
@@ -327,6 +329,11 @@ export class StreamChannel implements Channel {
           if (this.prefetches.get(key) === created) this.prefetches.delete(key);
         },
         makeRoom: (maxSubscriptions) => this.makeRoom(created, maxSubscriptions),
+        sessionEnded: () => {
+          if (reserve.session !== undefined) {
+            this.forgetEnded(reserve.session, this.link.connection);
+          }
+        },
       });
       prefetch = created;
     } else {
@@ -486,10 +493,15 @@ export class StreamChannel implements Channel {
     this.closing = true;
     this.ending.abort();
     const until = performance.now() + CLOSE_TIMEOUT_MS;
+    // Sessions of a lost connection are closed over one opened for them (closeLeftSessions): the
+    // calls that wait for a connection fail now, unsent, as the link's close would fail them.
+    const reconnect = this.sessionsLeft() && !this.link.connected && !signal?.aborted;
+    if (reconnect) this.link.refuseWaiting();
     const ends = [
       ...[...this.prefetches.values()].map((prefetch) => prefetch.close()),
       // Without an open connection none was sent: the link's close fails them at once, unrun.
       ...(this.link.connected ? this.autoAckLooks : []),
+      this.closeLeftSessions(until, reconnect),
     ];
     this.prefetches.clear();
     let timer: NodeJS.Timeout | undefined;
@@ -506,6 +518,32 @@ export class StreamChannel implements Channel {
     clearTimeout(timer);
     signal?.removeEventListener('abort', stop);
     await this.link.close(Math.max(0, until - performance.now()), signal);
+  }
+
+  /** Whether a session is remembered that was opened over a connection that has ended since. */
+  private sessionsLeft(): boolean {
+    const current = this.link.connection;
+    for (const { connection } of this.sessions.values()) if (connection !== current) return true;
+    return false;
+  }
+
+  /**
+   * The client's close: sessions opened over a connection that has ended (a server that died
+   * did not close them, and holds their deliveries until the session's timeout) are closed as
+   * the next call would close them, in the first frames of a connection opened for it
+   * (`reconnect`) at once, whatever backoff is under way. Resolves once the server answered
+   * those frames (or the ones an open connection sent), or when the server cannot be reached by
+   * `until`: the sessions then end at their timeout.
+   */
+  private async closeLeftSessions(until: number, reconnect: boolean): Promise<void> {
+    if (reconnect) {
+      try {
+        await this.link.connectNow(until);
+      } catch {
+        return;
+      }
+    }
+    await Promise.allSettled([...this.endedClosing]);
   }
 
   /**
@@ -603,11 +641,13 @@ export class StreamChannel implements Channel {
       let bytes = envelope;
       const send = () => {
         const operations = chunk;
-        void this.link.request({ type: 'batch', queue, operations }).then(
+        const closed = this.link.request({ type: 'batch', queue, operations }).then(
           (answer) => this.notedClosed(operations, answer),
           // Not answered (the connection dropped again): closed at the next connection.
           () => {},
         );
+        this.endedClosing.add(closed);
+        void closed.then(() => this.endedClosing.delete(closed));
       };
       for (const session of sessions) {
         const operation: WireOperation = { type: 'closeSession', session };

@@ -169,6 +169,25 @@ export class StreamLink {
   }
 
   /**
+   * Fails the calls waiting for a connection with CLOSED (never sent), as `close` does, while the
+   * connection being opened goes on: a client's close opens one for frames of its own.
+   */
+  refuseWaiting(): void {
+    const error = new ClosedError('the client is closed');
+    for (const fail of [...this.waiting]) fail(error);
+  }
+
+  /**
+   * Connects now if not connected, a backoff under way cut short (a client's close, which waits
+   * for nothing longer than its own bound), or fails with STORAGE_UNAVAILABLE at `deadline`.
+   */
+  async connectNow(deadline: number): Promise<void> {
+    this.retryAt = 0;
+    this.endBackoff?.();
+    await this.knownLimits(deadline);
+  }
+
+  /**
    * `answer`, or the error of a frame left unanswered once `deadline` passes: a call that waited
    * for a connection has what is left of its timeoutMs for its answer, not a timeoutMs afresh.
    */

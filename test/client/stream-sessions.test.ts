@@ -114,6 +114,32 @@ describe('sessions over the stream', () => {
     60_000,
   );
 
+  it('R16 after a server crash, a close with no call before it closes the sessions of the lost connection: their deliveries are ready again at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-client-sessions-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const storage = `sqlite:${join(dir, 'leaseq.db')}`;
+    const first = await serve(storage, undefined, undefined);
+    const closing = await openRemote(first.url as string, { transport: 'stream', timeoutMs: 5000 });
+    cleanups.push(() => closing.close());
+    const q = await closing.queue('jobs', { visibility: 60_000 });
+    const admin = await openRemote(first.url as string, { transport: 'http' });
+    cleanups.push(() => admin.close());
+    const counts = admin.handle('jobs');
+    await q.publish({ id: 'a' });
+    const session = await q.openSession({ timeout: 60_000 });
+    expect(await q.receive({ session })).toHaveLength(1);
+    // SIGKILL: the server closes nothing; its session stays open in the file.
+    await first.kill();
+    // The client sees its connection end (a private part of its stream channel).
+    const link = (closing as unknown as { channel: { link: { connected: boolean } } }).channel.link;
+    await expect.poll(() => link.connected).toBe(false);
+    await serve(storage, first.port, undefined);
+    expect(await counts.stats()).toMatchObject({ ready: 0, active: 1, sessions: 1 });
+    // The close is the client's next call: it closes them there, and answers once it has.
+    await closing.close();
+    expect(await counts.stats()).toMatchObject({ ready: 1, active: 0, sessions: 0 });
+  }, 60_000);
+
   it('a worker whose server shut down fires session-ended at its next heartbeat, not at its lease or session end', async () => {
     server = await startTestServer();
     client = await openRemote(server.baseUrl, { transport: 'stream', timeoutMs: 5000 });

@@ -48,7 +48,10 @@ export interface ConnectionContext {
   now(): number;
   /** Called once when the connection has ended and cleaned up. */
   onEnded(): void;
-  /** A session was closed through this connection: subscriptions in it end, on every connection. */
+  /**
+   * A session was closed through this connection, or a subscription of it found it ended:
+   * subscriptions in it end, on every connection.
+   */
   sessionClosed(queue: string, session: string): void;
 }
 
@@ -641,7 +644,7 @@ export class StreamConnection {
           backedUp: () => this.backedUp(),
           mayPush: (sub) => this.mayPush(sub),
           passed: (sub) => this.waitingForRoom.delete(sub),
-          ended: (sub, error) => this.subscriptionEnded(sub, error),
+          ended: (sub, error) => this.subscriptionEndedByItself(sub, error),
           now: this.context.now,
         },
         sent,
@@ -714,8 +717,10 @@ export class StreamConnection {
 
   /**
    * A session closed through a connection of this server (a closeSession, a connection that
-   * ended) ends its subscriptions here at once (`unsubscribed`, SESSION_CLOSED), even those
-   * whose credit is all in use. A session that ends otherwise is noticed by the subscription.
+   * ended), or found ended by one of its subscriptions, ends its subscriptions here at once
+   * (`unsubscribed`, SESSION_CLOSED), even those whose credit is all in use. A session that ends
+   * otherwise is noticed by the subscription (Subscription: a wake-up of its queue, a look within
+   * each heartbeat).
    */
   sessionClosed(name: string, session: string): void {
     for (const subscription of [...this.subscriptions.values()]) {
@@ -772,6 +777,19 @@ export class StreamConnection {
       throw new ValidationError(
         `prefetch must be at most ${maxPrefetch}, got ${prefetch} (this server's maxPrefetch)`,
       );
+    }
+  }
+
+  /**
+   * A subscription ended by itself. One that found its session ended (its receive refused, its
+   * look for the session's end) takes the session's other subscriptions on this server with it:
+   * nothing else may tell them soon (a session that timed out wakes no receiver), and their
+   * clients would hand out what they hold of a session that has ended (R16).
+   */
+  private subscriptionEndedByItself(subscription: Subscription, error: unknown): void {
+    this.subscriptionEnded(subscription, error);
+    if (error instanceof SessionClosedError && subscription.session !== undefined) {
+      this.context.sessionClosed(subscription.queue.name, subscription.session);
     }
   }
 
