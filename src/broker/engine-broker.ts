@@ -162,6 +162,11 @@ export class EngineBroker implements Broker {
     return this.engine.listQueues();
   }
 
+  async checkStorage(): Promise<void> {
+    this.checkOpen();
+    await this.engine.checkStorage();
+  }
+
   async deleteQueue(name: string): Promise<boolean> {
     this.checkOpen();
     const deleted = await this.engine.deleteQueue(name);

@@ -308,6 +308,12 @@ export interface Broker {
       options: ResolvedQueueOptions;
     }[]
   >;
+  /**
+   * Resolves once the storage answers a read of at most one row; fails as any call does when
+   * it cannot (StorageUnavailableError, ClosedError). What a readiness probe asks: its cost does
+   * not grow with the queues, as listQueues' does. In-process brokers only.
+   */
+  checkStorage?(): Promise<void>;
   /** Deletes the named queue and its jobs; false when there was none. */
   deleteQueue(name: string): Promise<boolean>;
   /**

@@ -284,6 +284,11 @@ export interface Engine extends ScheduleStore {
   /** Every queue of the storage, by name. */
   listQueues(): Promise<QueueInfo[]>;
   /**
+   * Resolves once the storage answers a read of at most one row (a readiness probe); fails as
+   * any call does when it cannot. Its cost does not grow with the queues, as listQueues' does.
+   */
+  checkStorage(): Promise<void>;
+  /**
    * The figures (R17) at `now` of those of `names` that are queues, by name in the order
    * given, as each queue's `stats` answers them, read together: one read of the storage for
    * the queues where time alone changes nothing by `now` (not moving their time), a step each

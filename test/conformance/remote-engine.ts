@@ -206,6 +206,10 @@ export class RemoteEngine implements Engine {
     return this.read(() => this.client.listQueues());
   }
 
+  async checkStorage(): Promise<void> {
+    await this.read(() => this.client.listQueues());
+  }
+
   deleteQueue(name: string): Promise<boolean> {
     return this.read(() => this.client.deleteQueue(name));
   }

@@ -92,6 +92,34 @@ describe('health and readiness', () => {
     expect(answer.body.error.code).toBe('CLOSED');
     expect((await call(baseUrl, 'GET', '/healthz')).status).toBe(200);
   });
+
+  it.each(['memory:', 'sqlite'])(
+    '/readyz reads one row of the storage (%s), never the list of every queue',
+    async (kind) => {
+      let url = kind;
+      if (kind === 'sqlite') {
+        const dir = mkdtempSync(join(tmpdir(), 'leaseq-readyz-'));
+        onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+        url = `sqlite:${join(dir, 'q.db')}`;
+      }
+      server = await startTestServer({ url });
+      const { baseUrl, broker } = server;
+      for (let n = 0; n < 20; n++) await broker.queue(`q${n}`);
+      let listed = 0;
+      const listQueues = broker.listQueues.bind(broker);
+      broker.listQueues = async () => {
+        listed += 1;
+        return listQueues();
+      };
+      expect((await call(baseUrl, 'GET', '/readyz')).body).toEqual({ status: 'ready' });
+      expect(listed).toBe(0);
+      await broker.close();
+      const answer = await call(baseUrl, 'GET', '/readyz');
+      expect(answer.status).toBe(503);
+      expect(answer.body.error.code).toBe('CLOSED');
+      expect(listed).toBe(0);
+    },
+  );
 });
 
 describe('logs', () => {

@@ -161,6 +161,10 @@ export class MemoryEngine implements Engine, QueueLinks {
       .map((name) => ({ name, options: (this.queues.get(name) as LeaseQueue).options }));
   }
 
+  async checkStorage(): Promise<void> {
+    this.checkOpen();
+  }
+
   async deleteQueue(name: string): Promise<boolean> {
     this.checkOpen();
     checkQueueName(name);

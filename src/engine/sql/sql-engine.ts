@@ -234,6 +234,13 @@ export class SqlEngine implements Engine {
     }, 'lease');
   }
 
+  async checkStorage(): Promise<void> {
+    this.checkOpen();
+    await this.executor.submit(async (connection) => {
+      await connection.query('SELECT name FROM leaseq_queues LIMIT 1');
+    }, 'lease');
+  }
+
   async statsOfQueues(now: StepTime, names: readonly string[]): Promise<Map<string, QueueStats>> {
     this.checkOpen();
     return statsOfMany(
