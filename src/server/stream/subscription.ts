@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Queue } from '../../broker/index.js';
+import { untilAborted } from '../../broker/on-abort.js';
 import { build, type Delivery, SessionClosedError } from '../../core/index.js';
 import { type DeliveriesFrame, deliveryToWire, type WireSigner } from '../../wire/index.js';
 
@@ -76,8 +77,6 @@ export class Subscription {
   /** Unsettled pushed deliveries by token. Replaced, never changed, so a look-up can tell. */
   private readonly outstanding = new Map<number, Pushed>();
   private readonly stop = new AbortController();
-  /** Resolves once the subscription has stopped. */
-  private readonly stopped: Promise<void>;
   /** The latest refill (see refill), which close waits for. */
   private refilled: Promise<void> = Promise.resolve();
   private creditReturned: (() => void) | undefined;
@@ -121,9 +120,6 @@ export class Subscription {
     this.session = settings.session;
     this.prefetch = settings.prefetch;
     this.nextSessionCheck = performance.now() + settings.sessionCheckMs;
-    this.stopped = new Promise((resolve) => {
-      this.stop.signal.addEventListener('abort', () => resolve(), { once: true });
-    });
     this.done = opened.then(() => {
       this.pumping = true;
       return this.pump();
@@ -206,8 +202,9 @@ export class Subscription {
       try {
         // Stopped meanwhile (the connection ended, say): they go back now, unworked, not once
         // the answer they wait behind is dropped, after the session the end closes released
-        // them as received ones (R12).
-        await Promise.race([answered, this.stopped]);
+        // them as received ones (R12). Not a race with a promise of the stop: each refill would
+        // leave a reaction on it for the subscription's life.
+        await untilAborted(answered, this.stop.signal);
         // Nothing was pushed meanwhile (the pump waits while refilling): the unsettled only fell.
         const credit = Math.max(reservedUnder, this.prefetch);
         const room = this.active ? Math.max(0, credit - this.unsettled) : 0;
