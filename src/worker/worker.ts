@@ -241,7 +241,8 @@ export class Worker<P = unknown> {
         new ValidationError(`close: options must be an object, got ${show(options)}`),
       );
     }
-    const unknown = unknownOptionIssues(options, ['timeout']);
+    const unknown: string[] = [];
+    addUnknownOptions(unknown, Object.keys(options), (name) => name === 'timeout');
     if (unknown.length > 0) {
       return Promise.reject(new ValidationError(unknown.map((issue) => `close: ${issue}`)));
     }
@@ -723,22 +724,13 @@ function checkWithinLimits(
   if (issues.length > 0) throw new ValidationError(issues);
 }
 
-/**
- * `unknown option "…"` for each name of `options` not in `known`, counted as every door counts
- * unknown names (the first few named, each cut, the rest counted).
- */
-function unknownOptionIssues(options: object, known: readonly string[]): string[] {
-  const issues: string[] = [];
-  addUnknownOptions(issues, Object.keys(options), (name) => known.includes(name));
-  return issues;
-}
-
 /** The `wait` of `runOnce`'s options (default 0), or a ValidationError naming what is wrong. */
 function runOnceWait(options: unknown): number {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new ValidationError(`runOnce: options must be an object, got ${show(options)}`);
   }
-  const unknown = unknownOptionIssues(options, ['wait']);
+  const unknown: string[] = [];
+  addUnknownOptions(unknown, Object.keys(options), (name) => name === 'wait');
   if (unknown.length > 0) throw new ValidationError(unknown.map((issue) => `runOnce: ${issue}`));
   const { wait = 0 } = options as { wait?: unknown };
   if (!Number.isSafeInteger(wait) || (wait as number) < 0) {
