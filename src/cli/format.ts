@@ -110,10 +110,10 @@ function originFacts(origin: DeadLetterOrigin | undefined): string[] {
   ];
 }
 
-/** One line an attempt: its token, how it ended and after how long. */
+/** One line an attempt: its token, how it ended and after how long, and what went wrong. */
 function formatAttempts(history: readonly Attempt[]): string[] {
   return history.map(
     (a) =>
-      `  token ${a.token}: ${a.outcome}${a.reason === undefined ? '' : ` (${shownId(a.reason)})`} after ${a.endedAt - a.deliveredAt}ms`,
+      `  token ${a.token}: ${a.outcome}${a.reason === undefined ? '' : ` (${shownId(a.reason)})`} after ${a.endedAt - a.deliveredAt}ms${a.error === undefined ? '' : `: ${JSON.stringify(a.error)}`}`,
   );
 }

@@ -75,6 +75,8 @@ export {
   generatedId,
   hasGeneratedForm,
   isStorableText,
+  MAX_REASON_LENGTH,
+  storableText,
 } from './text.js';
 export type * from './types.js';
 export {

@@ -1232,7 +1232,9 @@ export class LeaseQueue {
     const outcome = nack.requeue ? 'requeued' : 'rejected';
     const reason = nack.requeue ? undefined : nack.reason;
     const jobs = deliveries.map((delivery) =>
-      nack.attempted ? this.endDelivery(delivery, now, outcome, reason) : this.unworked(delivery),
+      nack.attempted
+        ? this.endDelivery(delivery, now, outcome, reason, nack.error)
+        : this.unworked(delivery),
     );
     this.counters.nacks += jobs.length;
     if (!nack.attempted) this.counters.unworked += jobs.length;
@@ -1267,6 +1269,7 @@ export class LeaseQueue {
     now: number,
     outcome: AttemptOutcome,
     reason: string | undefined,
+    error?: string,
   ): JobRecord {
     const job = this.unlinkDelivery(delivery);
     // An acked job is gone (R8): nobody can read its history, so none is written.
@@ -1277,6 +1280,7 @@ export class LeaseQueue {
       endedAt: now,
       outcome,
       ...(reason === undefined ? {} : { reason }),
+      ...(error === undefined ? {} : { error }),
     });
     return job;
   }

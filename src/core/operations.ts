@@ -91,6 +91,8 @@ export interface NackDisposition {
   readonly delay: number;
   /** With requeue false: the dead-letter reason (`rejected` unless given). */
   readonly reason: string;
+  /** What went wrong in the attempt, kept in its history entry; undefined when none was given. */
+  readonly error: string | undefined;
   /** false: given back unworked, no delivery of the job (R33). */
   readonly attempted: boolean;
 }
@@ -298,7 +300,7 @@ const PARSERS: { [K in OperationType]: { fields: readonly string[]; parse: Parse
   reserve: { fields: ['max', 'visibility', 'session', 'ack'], parse: reserveFields },
   ack: { fields: ['tokens'], parse: (f, p) => ({ tokens: tokenList(f.tokens, p) }) },
   nack: {
-    fields: ['token', 'requeue', 'delay', 'reason', 'attempted'],
+    fields: ['token', 'requeue', 'delay', 'reason', 'error', 'attempted'],
     parse: (f, p) => ({ token: token(f.token, p), ...nackFields(f, p) }),
   },
   extend: {
@@ -317,7 +319,7 @@ const PARSERS: { [K in OperationType]: { fields: readonly string[]; parse: Parse
     parse: (f, p) => ({ session: sessionId(f.session, p), token: token(f.token, p) }),
   },
   nackUpTo: {
-    fields: ['session', 'token', 'requeue', 'delay', 'reason', 'attempted'],
+    fields: ['session', 'token', 'requeue', 'delay', 'reason', 'error', 'attempted'],
     parse: (f, p) => ({
       session: sessionId(f.session, p),
       token: token(f.token, p),
@@ -468,7 +470,7 @@ export const build = {
     const problems = new Problems();
     return finish('ack', { tokens: tokenList(tokens, problems) }, problems);
   },
-  /** A nack (R9) of one token with its options: requeue, delay, reason, attempted. */
+  /** A nack (R9) of one token with its options: requeue, delay, reason, error, attempted. */
   nack(tokenValue: unknown, options?: unknown): NackOperation {
     const problems = new Problems();
     const fields = optionsObject(options, problems, 'nack', ['token']);
@@ -733,10 +735,16 @@ function nackFields(fields: Fields, problems: Problems): NackDisposition {
   problems.boolean('requeue', requeue);
   problems.nonNegativeInteger('delay', delay);
   problems.reason('reason', reason);
+  if (fields.error !== undefined) problems.reason('error', fields.error);
   problems.boolean('attempted', attempted);
   if (attempted === false && requeue === false) {
     problems.list.push(
       'attempted false gives a job back unworked, to ready: it needs requeue true',
+    );
+  }
+  if (attempted === false && fields.error !== undefined) {
+    problems.list.push(
+      'error describes an attempt, and attempted false records none (R33): leave one of them out',
     );
   }
   if (requeue === false && typeof delay === 'number' && delay > 0) {
@@ -746,6 +754,7 @@ function nackFields(fields: Fields, problems: Problems): NackDisposition {
     requeue: requeue as boolean,
     delay: delay as number,
     reason: reason as string,
+    error: fields.error as string | undefined,
     attempted: attempted as boolean,
   };
 }

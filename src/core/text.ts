@@ -16,6 +16,27 @@ export function isStorableText(text: string): boolean {
 
 export const STORABLE_TEXT_RULE = 'well-formed Unicode without U+0000';
 
+/** The longest dead-letter reason or attempt error, in UTF-16 code units (R18). */
+export const MAX_REASON_LENGTH = 1024;
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is what is replaced
+const UNSTORABLE_ALL = /[\u0000\ud800-\udfff]/gu;
+
+/**
+ * Free text (an error message) made storable (R18) within `max` UTF-16 code units: U+0000 and
+ * lone surrogates become U+FFFD, and longer text is cut, never inside a surrogate pair, ending
+ * in `…`. Undefined for empty text, which no text field takes.
+ */
+export function storableText(text: string, max: number): string | undefined {
+  const clean = isStorableText(text) ? text : text.replace(UNSTORABLE_ALL, '\ufffd');
+  if (clean.length === 0) return undefined;
+  if (clean.length <= max) return clean;
+  let end = max - 1;
+  const last = clean.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${clean.slice(0, end)}…`;
+}
+
 /** R18: a job id looked up that no engine could have stored is a bad argument, not a miss. */
 export function checkLookedUpId(id: unknown): void {
   if (typeof id !== 'string' || id.length === 0 || id.length > LONGEST_ID) {

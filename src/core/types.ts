@@ -151,6 +151,12 @@ export interface NackOptions {
   /** With requeue false: the dead-letter reason. Default 'rejected'. */
   reason?: string;
   /**
+   * What went wrong in this attempt (a handler's error message), kept with the attempt in the
+   * job's history (R9, R14), with or without requeue: 1 to 1024 characters. Needs an attempt:
+   * refused with `attempted: false`. Default none.
+   */
+  error?: string;
+  /**
    * false: the delivery was never worked on (a prefetched job given back unseen), so it is no
    * delivery of the job (R33): `deliveryCount` returns to what it was and no attempt is
    * recorded. Needs requeue. Default true.
@@ -266,6 +272,8 @@ export interface Attempt {
   outcome: AttemptOutcome;
   /** The dead-letter reason of a nack with requeue false (`rejected` unless given). */
   reason?: string;
+  /** What went wrong in this attempt, as its nack said (R9): a worker's handler error. */
+  error?: string;
 }
 
 /** Where a job that arrived through dead-lettering died (R26). */

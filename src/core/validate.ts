@@ -3,7 +3,7 @@ import { ClockError, show, showName, UnknownNames, ValidationError } from './err
 export { show };
 
 import { meansAbsent, OVERFLOW_MODES, QUEUE_NAME } from './queue-options.js';
-import { isStorableText, STORABLE_TEXT_RULE } from './text.js';
+import { isStorableText, MAX_REASON_LENGTH, STORABLE_TEXT_RULE } from './text.js';
 import type {
   DeadLetterPageOptions,
   DeliveryPageOptions,
@@ -75,8 +75,10 @@ export class Problems {
   }
 
   reason(name: string, value: unknown): void {
-    if (typeof value !== 'string' || value.length === 0 || value.length > 1024) {
-      this.list.push(`${name} must be a string of 1 to 1024 characters, got ${show(value)}`);
+    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_REASON_LENGTH) {
+      this.list.push(
+        `${name} must be a string of 1 to ${MAX_REASON_LENGTH} characters, got ${show(value)}`,
+      );
     } else if (!isStorableText(value)) {
       this.list.push(`${name} must be ${STORABLE_TEXT_RULE} (R18), got ${show(value)}`);
     }

@@ -239,6 +239,10 @@ export function buildSchemas(limits: Limits) {
     requeue: boolean,
     delay,
     reason,
+    error: {
+      ...reason,
+      description: `what went wrong in this attempt, kept with it in the job's history (R9, R14); ${reason.description}`,
+    },
     attempted: {
       ...boolean,
       description:
@@ -302,6 +306,7 @@ export function buildSchemas(limits: Limits) {
         enum: ['acked', 'requeued', 'rejected', 'expired', 'session-ended', 'cancelled'],
       },
       reason: text,
+      error: text,
     },
     ['token', 'deliveredAt', 'endedAt', 'outcome'],
   );

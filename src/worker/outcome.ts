@@ -1,5 +1,5 @@
 import type { Queue } from '../broker/queue.js';
-import { backoffDelay } from '../core/index.js';
+import { backoffDelay, MAX_REASON_LENGTH, storableText } from '../core/index.js';
 import { Problems, show } from '../core/validate.js';
 import {
   AmbiguousError,
@@ -169,10 +169,20 @@ export function applyDecision(queue: Queue, token: number, decision: Decision): 
     case 'ack':
       return queue.ack(token);
     case 'retry':
-      return queue.nack(token, { requeue: true, delay: decision.delay });
+      return queue.nack(token, { requeue: true, delay: decision.delay, ...attemptError(decision) });
     case 'dead-letter':
-      return queue.nack(token, { requeue: false, reason: decision.reason });
+      return queue.nack(token, {
+        requeue: false,
+        reason: decision.reason,
+        ...attemptError(decision),
+      });
   }
+}
+
+/** What the handler threw, as the nack's `error` kept with the attempt in the job's history. */
+function attemptError(decision: { error: string }): { error?: string } {
+  const error = storableText(decision.error, MAX_REASON_LENGTH);
+  return error === undefined ? {} : { error };
 }
 
 /**

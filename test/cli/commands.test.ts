@@ -479,6 +479,29 @@ describe('publish, receive, ack and nack', () => {
     expect((await run(['job', name, 'x'.repeat(257)])).code).not.toBe(0);
   });
 
+  it('nack --error keeps what went wrong with the attempt, and job shows it', async () => {
+    const name = fresh();
+    await run(['queue', 'create', name]);
+    await run(['publish', name, '--id', 'e1', '{}']);
+    const [first] = JSON.parse((await run(['receive', name, '--json'])).stdout);
+    expect(await run(['nack', name, first.receipt, '--unworked', '--error', 'boom'])).toMatchObject(
+      { code: 2, stderr: expect.stringContaining('--error describes an attempt') },
+    );
+    expect(await run(['nack', name, first.receipt, '--error', ''])).toMatchObject({ code: 2 });
+    expect((await run(['nack', name, first.receipt, '--error', 'disk full\nretry'])).code).toBe(0);
+    const [second] = JSON.parse((await run(['receive', name, '--json'])).stdout);
+    const dead = ['--dead', '--reason', 'poison', '--error', 'bad input'];
+    expect((await run(['nack', name, second.receipt, ...dead])).code).toBe(0);
+    const shown = await run(['job', name, 'e1']);
+    expect(shown.stdout).toMatch(/\n {2}token 1: requeued after \d+ms: "disk full\\nretry"\n/);
+    expect(shown.stdout).toMatch(/\n {2}token 2: rejected \(poison\) after \d+ms: "bad input"\n$/);
+    const json = JSON.parse((await run(['job', name, 'e1', '--json'])).stdout);
+    expect(json.history.map((a: { error?: string }) => a.error)).toEqual([
+      'disk full\nretry',
+      'bad input',
+    ]);
+  });
+
   it('gives a delivery back unworked (R33): to the front, not counted as a delivery', async () => {
     const name = fresh();
     await run(['queue', 'create', name]);

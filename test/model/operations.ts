@@ -48,6 +48,7 @@ export interface NackSpec {
   requeue?: boolean;
   delay?: number;
   reason?: string;
+  error?: string;
   attempted?: boolean;
 }
 
@@ -231,6 +232,8 @@ const nackSpec: fc.Arbitrary<NackSpec | undefined> = fc.option(
       requeue: fc.boolean(),
       delay: mostly(fc.constantFrom(0, 0, 2, 5), fc.constant(-1)),
       reason: fc.constantFrom('boom', 'poison'),
+      // R9: kept with the attempt; with attempted false, a refused call (R33 records none).
+      error: fc.constantFrom('TypeError: x is undefined', 'timed out'),
       // R33; with requeue false, a refused call (as is a delay above 0 with it, R9).
       attempted: fc.boolean(),
     },

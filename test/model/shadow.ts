@@ -147,6 +147,8 @@ export class Shadow {
           okDelay(call.options?.delay) &&
           // R33: unworked goes back to ready, never to the dead set.
           !(call.options?.attempted === false && call.options.requeue === false) &&
+          // R9, R33: an error describes an attempt, and unworked records none.
+          !(call.options?.attempted === false && call.options.error !== undefined) &&
           // R9: a dead job is never ready later.
           !(call.options?.requeue === false && (call.options.delay ?? 0) > 0)
         );

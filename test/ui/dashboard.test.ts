@@ -66,7 +66,10 @@ async function seed(): Promise<void> {
   await api('POST', '/v1/queues/orders/jobs', { id: 'order-later', delay: 3_600_000 });
   // order-1: requeued once, then rejected; order-2 and order-3 rejected at once.
   const first = (await api('POST', '/v1/queues/orders/receive', {})).body.deliveries[0];
-  await api('POST', '/v1/queues/orders/nack', { receipt: first.receipt });
+  await api('POST', '/v1/queues/orders/nack', {
+    receipt: first.receipt,
+    error: 'payment gateway timed out',
+  });
   const three = (await api('POST', '/v1/queues/orders/receive', { max: 3 })).body.deliveries;
   const reasons = ['card declined', 'card declined', 'address not found'];
   for (const [index, delivery] of three.entries()) {
@@ -418,6 +421,9 @@ describe.skipIf(skipBrowser)(
         expect(text).toContain(attempt.outcome);
       }
       await expect(items.nth(1).textContent()).resolves.toContain('card declined');
+      // What went wrong in an attempt is shown with it (R9, R14).
+      expect(job.history[0].error).toBe('payment gateway timed out');
+      await expect(items.nth(0).textContent()).resolves.toContain('payment gateway timed out');
       await page.getByText('"total": 19.5').waitFor();
       await shoot(page, 'job', true);
       await page.goBack();

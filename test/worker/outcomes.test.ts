@@ -137,10 +137,11 @@ describeEngines(engines, 'outcomes', (open) => {
     });
     const [dead] = await h.queue.deadLetters();
     expect(dead).toMatchObject({ id: 'a', reason: 'retries-exhausted', deliveryCount: 3 });
-    expect(dead?.history.map((attempt) => attempt.outcome)).toEqual([
-      'requeued',
-      'requeued',
-      'rejected',
+    // Each attempt keeps what its handler threw (R9, R14): why the job died is in the history.
+    expect(dead?.history.map((attempt) => [attempt.outcome, attempt.error])).toEqual([
+      ['requeued', 'failure 1'],
+      ['requeued', 'failure 2'],
+      ['rejected', 'failure 3'],
     ]);
     expect(logger.lines.at(-1)).toMatchObject({
       level: 'error',
@@ -293,7 +294,34 @@ describeEngines(engines, 'outcomes', (open) => {
       ['a', 'invalid-payload', 1],
       ['b', 'permanent', 1],
     ]);
+    expect(dead.map((d) => [d.id, d.history[0]?.error]).sort()).toEqual([
+      ['a', 'bad payload'],
+      ['b', 'no such account'],
+    ]);
     expect(consumer.worker.metrics().deadLetters).toEqual({ 'invalid-payload': 1, permanent: 1 });
+  });
+
+  it('a thrown message is kept in the history made storable: cut to 1024 characters, U+0000 and lone surrogates replaced', async () => {
+    const h = await open();
+    await h.queue.publishBatch([{ id: 'long' }, { id: 'odd' }, { id: 'empty' }]);
+    const consumer = h.process(
+      async (job) => {
+        if (job.id === 'long') throw new Error(`${'x'.repeat(1022)}🙂 and more`);
+        if (job.id === 'odd') throw new Error('nul \u0000 and \ud800 half');
+        throw new Error('');
+      },
+      { concurrency: 3 },
+    );
+    expect(await consumer.worker.runOnce()).toBe(3);
+    for (let n = 0; n < 3; n += 1) {
+      expect(await consumer.nextOutcome()).toMatchObject({ outcome: 'retried' });
+    }
+    const errorOf = async (id: string) => (await h.queue.job(id))?.history[0]?.error;
+    // Never inside the surrogate pair: the cut falls before it, then the ellipsis.
+    expect(await errorOf('long')).toBe(`${'x'.repeat(1022)}…`);
+    expect(await errorOf('odd')).toBe('nul \ufffd and \ufffd half');
+    expect((await h.queue.job('empty'))?.history[0]).toMatchObject({ outcome: 'requeued' });
+    expect(await errorOf('empty')).toBeUndefined();
   });
 
   it('dead letters are counted by any reason, constructor and __proto__ too', async () => {

@@ -53,12 +53,14 @@ export const ack: Command = {
 export const nack: Command = {
   name: 'nack',
   summary: 'Give deliveries back: requeue them (optionally after a delay) or dead-letter them',
-  usage: '<queue> <receipt> [receipt ...] [--delay MS] [--unworked] [--dead [--reason TEXT]]',
+  usage:
+    '<queue> <receipt> [receipt ...] [--delay MS] [--unworked] [--dead [--reason TEXT]] [--error TEXT]',
   details: [
     '--delay MS       requeue after this many milliseconds (default: at once, at the front)',
     '--unworked       never worked on: not counted as a delivery of the job (R33)',
     '--dead           dead-letter instead of requeueing',
     '--reason TEXT    the dead-letter reason (default rejected)',
+    "--error TEXT     what went wrong, kept with this attempt in the job's history (job, dead)",
     'Without --dead a job goes back to the queue, or dies (reason max-deliveries) when that',
     'delivery was its last (maxDeliveries): "nacked" says it was given back, either way.',
     'Exit code 3 when any delivery was no longer live; 1 when a receipt was refused (the others',
@@ -68,6 +70,7 @@ export const nack: Command = {
     delay: { type: 'string' },
     dead: { type: 'boolean' },
     reason: { type: 'string' },
+    error: { type: 'string' },
     unworked: { type: 'boolean' },
   },
   remote: true,
@@ -78,6 +81,7 @@ export const nack: Command = {
     ];
     const delay = integerFlag(values, 'delay');
     const reason = stringFlag(values, 'reason');
+    const error = stringFlag(values, 'error');
     if (values.unworked === true && values.dead === true) {
       throw new UsageError(
         '--unworked gives deliveries back to the queue: it cannot go with --dead',
@@ -86,6 +90,9 @@ export const nack: Command = {
     // Refused here, not dropped or left to fail per receipt: each says what it goes with.
     if (reason !== undefined && values.dead !== true) {
       throw new UsageError('--reason is the dead-letter reason: it goes with --dead');
+    }
+    if (error !== undefined && values.unworked === true) {
+      throw new UsageError('--error describes an attempt, and --unworked records none: not both');
     }
     if (delay !== undefined && values.dead === true) {
       throw new UsageError(
@@ -96,6 +103,7 @@ export const nack: Command = {
       requeue: values.dead !== true,
       ...(delay === undefined ? {} : { delay }),
       ...(reason === undefined ? {} : { reason }),
+      ...(error === undefined ? {} : { error }),
       ...(values.unworked === true ? { attempted: false } : {}),
     };
     const results = await withClient(values, context, async (client) => {

@@ -819,6 +819,7 @@ export function attemptOf(
   now: number,
   outcome: AttemptOutcome,
   reason?: string,
+  error?: string,
 ): Attempt {
   return {
     token: row.token,
@@ -826,6 +827,7 @@ export function attemptOf(
     endedAt: now,
     outcome,
     ...(reason === undefined ? {} : { reason }),
+    ...(error === undefined ? {} : { error }),
   };
 }
 

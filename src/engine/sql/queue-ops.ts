@@ -679,7 +679,7 @@ export class QueueOps extends JobMoves {
       for (const row of rows) {
         await this.deadLetter(
           row,
-          attemptOf(row, now, 'rejected', nack.reason),
+          attemptOf(row, now, 'rejected', nack.reason, nack.error),
           now,
           nack.reason,
           nackKind(nack.reason),
@@ -690,7 +690,7 @@ export class QueueOps extends JobMoves {
     // R33: one given back unworked records no attempt and takes back its count.
     const ended = rows.map((row) =>
       nack.attempted
-        ? { row, attempt: attemptOf(row, now, 'requeued') }
+        ? { row, attempt: attemptOf(row, now, 'requeued', undefined, nack.error) }
         : { row: { ...row, delivery_count: row.delivery_count - 1 }, attempt: undefined },
     );
     await this.requeue(ended, now, nack.delay);

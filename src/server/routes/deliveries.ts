@@ -238,8 +238,8 @@ export function deliveryRoutes(services: Services): RouteSpec[] {
  * the schema cannot refuse (U+0000, a lone surrogate, over 1024 UTF-16 code units, R18) is
  * INVALID_ARGUMENT whatever the receipt, at every door.
  */
-function checkNackOptions({ requeue, delay, reason, attempted }: NackOptions): void {
-  build.nack(1, { requeue, delay, reason, attempted });
+function checkNackOptions({ requeue, delay, reason, error, attempted }: NackOptions): void {
+  build.nack(1, { requeue, delay, reason, error, attempted });
 }
 
 async function nackOne(
@@ -249,8 +249,8 @@ async function nackOne(
   options: NackOptions,
   log: FastifyBaseLogger,
 ): Promise<boolean> {
-  const { requeue, delay, reason, attempted } = options;
-  const nacked = await queue.nack(claim.token, { requeue, delay, reason, attempted });
+  const { requeue, delay, reason, error, attempted } = options;
+  const nacked = await queue.nack(claim.token, { requeue, delay, reason, error, attempted });
   const fate = await nackFate(log, queue, queues, { ...options, ...claim }, nacked);
   logOutcome(log, queue, claim, fate.msg, fate.fields);
   return nacked;

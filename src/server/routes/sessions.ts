@@ -100,11 +100,12 @@ export function sessionRoutes(services: Services): RouteSpec[] {
       response: object({ nacked: integer(0) }, ['nacked']),
       async handle({ params, body, log }) {
         const { queue, sessionId } = await open(params.name, body.session);
-        const { requeue, delay, reason, attempted } = body;
+        const { requeue, delay, reason, error, attempted } = body;
         const nacked = await queue.nackUpTo(sessionId, body.token, {
           requeue,
           delay,
           reason,
+          error,
           attempted,
         });
         log.info(

@@ -108,6 +108,14 @@ function Row(props: {
                 </span>
               </>
             ) : null}
+            {last.error ? (
+              <>
+                {' '}
+                <span class="muted clip attempt-error" title={visible(last.error)}>
+                  {visible(last.error)}
+                </span>
+              </>
+            ) : null}
           </>
         )}
       </td>

@@ -62,6 +62,12 @@ function Timeline(props: { history: Attempt[]; labels: AttemptLabels }) {
                 <dd class="reason-text">{visible(attempt.reason)}</dd>
               </div>
             ) : null}
+            {attempt.error ? (
+              <div>
+                <dt>Error</dt>
+                <dd class="reason-text">{visible(attempt.error)}</dd>
+              </div>
+            ) : null}
           </dl>
         </li>,
       ])}
