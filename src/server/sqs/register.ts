@@ -15,8 +15,12 @@ import { authenticateSigV4 } from './sigv4.js';
 
 /** Room for a batch of SQS's largest messages in any encoding (JSON escapes, base64, forms). */
 const SQS_BODY_BYTES = 4 * 1024 * 1024;
-/** Where SQS requests are answered: the endpoint, a QueueUrl, and `/` (QueueUrl origins). */
-const PATHS = ['/', '/sqs', '/sqs/', '/sqs/:account/:queue'];
+/**
+ * Where SQS requests are answered: the endpoint, a QueueUrl, and `/` (QueueUrl origins). A
+ * QueueUrl with a `/` after it too: the AWS SDK for JavaScript v3 given a QueueUrl as its
+ * endpoint posts to the endpoint's path with `/` added, as it does to `/sqs/`.
+ */
+const PATHS = ['/', '/sqs', '/sqs/', '/sqs/:account/:queue', '/sqs/:account/:queue/'];
 
 /**
  * The SQS endpoint on the API's port: AWS JSON 1.0 (current SDKs) and the query protocol
@@ -90,7 +94,8 @@ async function serve(
     if (handle === undefined || !Object.hasOwn(SQS_ACTIONS, action)) {
       throw new SqsError('InvalidAction', `The action ${action} is not valid for this endpoint.`);
     }
-    const pathQueue = (request.params as { queue?: string }).queue;
+    // `/sqs/<account>/` names no queue: the request's QueueUrl must.
+    const pathQueue = (request.params as { queue?: string }).queue || undefined;
     const output = await withSignals(reply, sqs.services.shutdown, (signal, clientGone) =>
       handle(
         {
