@@ -56,6 +56,10 @@ function parsePath(path: string, query: URLSearchParams): Route {
   } catch {
     return { page: 'notFound' };
   }
+  // The API is called at paths made of these (`../v1/queues/{queue}/jobs/{id}`), where a URL
+  // resolves `.` and `..` away: the page would read, and its buttons act on, other routes.
+  // No queue has such a name, and no job with such an id can be read by its URL.
+  if (decoded.some((segment) => segment === '.' || segment === '..')) return { page: 'notFound' };
   const [first, queue, section, id] = decoded;
   if (first === undefined) {
     const page = query.get('page') ?? '';
