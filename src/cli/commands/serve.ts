@@ -45,6 +45,8 @@ export const serve: Command = {
     'over the file. Stops cleanly on SIGTERM or SIGINT; one before it listens (while it opens',
     'the storage) ends it at once. Logs are JSON lines on stdout; a reader of them that goes',
     'away (| head) stops it as SIGTERM does, then it exits 141.',
+    'Flags show in ps and /proc to every user of the machine: give secrets (--keys,',
+    '--receipt-secret) in the environment or the config file, or keys by their sha256.',
     '',
     ...SETTINGS.map(
       (setting) =>
