@@ -1,5 +1,5 @@
 // The transactional ack: the debit and the ack commit together, or neither does.
-// Run: npx tsx examples/transactional-ack.ts [sqlite:./data/example.db | postgres://…]
+// Run: npx tsx examples/transactional-ack.ts [sqlite:./data/transactional-ack.db | postgres://…]
 import { open } from 'leaseq';
 
 const broker = await open(process.argv[2] ?? 'sqlite:./data/transactional-ack.db');

@@ -1,13 +1,15 @@
-// The acceptance case of SPEC.md, step by step, on the pure core.
+// The acceptance case of docs/spec.md, step by step, on the pure core.
 import { ClockError, LeaseQueue } from 'leaseq';
 
 const queue = new LeaseQueue({ visibility: 5 });
 const step = (what: string, result: unknown) =>
-  console.log(`${what.padEnd(34)} → ${JSON.stringify(result)}`);
+  console.log(`${what.padEnd(38)} → ${JSON.stringify(result)}`);
 
 step("publish(0, { id: 'a' })", queue.publish(0, { id: 'a' }));
 step('reserve(0)', queue.reserve(0));
-step('inspect() at 4: token 1 is live', queue.inspect().active);
+// stats is an operation: it lets time pass to 4 (inspect takes no time, it reads).
+step('stats(4).queueTime', queue.stats(4).queueTime);
+step('inspect().active at 4: token 1 is live', queue.inspect().active);
 step('ack(5, 1): deadline 5 ≤ 5, reclaimed', queue.ack(5, 1));
 step('inspect().ready', queue.inspect().ready);
 step('reserve(5)', queue.reserve(5));

@@ -1,6 +1,7 @@
 // A production consumer: 8 jobs at a time, leases renewed, retries with backoff, poison jobs
 // dead-lettered, graceful shutdown on SIGTERM/SIGINT. Run: npx tsx examples/worker.ts [url]
-// (DEMO=1 publishes three jobs first; MAIL_API_URL sends for real, else the mail is printed.)
+// (DEMO=1 publishes three jobs first; MAIL_API_URL sends for real, else the mail is printed;
+// a leaseq server's URL, http://…, takes its API key from LEASEQ_API_KEY, as the CLI does.)
 import { closeOnSignals, open, PermanentError, work } from 'leaseq';
 
 interface Email {
@@ -8,10 +9,14 @@ interface Email {
   subject: string;
 }
 
-const broker = await open(process.argv[2] ?? 'sqlite:./data/leaseq.db');
+const url = process.argv[2] ?? 'sqlite:./data/leaseq.db';
+const server = /^https?:\/\//i.test(url);
+const broker = await open(url, server ? { apiKey: process.env.LEASEQ_API_KEY || undefined } : {});
 const emails = await broker.queue('emails', { visibility: 30_000, maxDeliveries: 5 });
 if (process.env.DEMO) {
-  await emails.publishBatch([1, 2, 3].map((n) => ({ payload: { to: `u${n}@example.com` } })));
+  await emails.publishBatch(
+    [1, 2, 3].map((n) => ({ payload: { to: `u${n}@example.com`, subject: 'Welcome' } })),
+  );
 }
 
 const worker = await work<Email>(

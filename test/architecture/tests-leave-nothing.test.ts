@@ -45,6 +45,7 @@ const FILES = [
   'test/engine/stats-of-queues.test.ts',
   'test/engine/storage-errors.test.ts',
   'test/engine/wal-sync.test.ts',
+  'test/examples/run.test.ts',
   'test/server/dead-letters-payload-reads.test.ts',
   'test/server/metrics-refused-publishes.test.ts',
   'test/server/queue-create.test.ts',
