@@ -13,6 +13,8 @@ import {
   NotFoundError,
   type Operation,
   type Outcome,
+  type PublishOperation,
+  type PublishResult,
   type PurgeOperation,
   type RedriveOperation,
   type ReserveOperation,
@@ -28,9 +30,9 @@ import { BULK_STEP, MoveRun, withDoneCount } from './bulk-steps.js';
 import { commitKindOf } from './commit-kind.js';
 import type { BatchContext, GroupCommitExecutor } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
-import { type DeadPage, deliveryOf, type QueueOps } from './queue-ops.js';
+import { type DeadPage, deliveryOf, type EncodedPublish, type QueueOps } from './queue-ops.js';
 import { expiryInUse } from './queue-row.js';
-import { prepareOperation, runOperation } from './run-operation.js';
+import { type Prepared, prepareOperation, runOperation } from './run-operation.js';
 import type { SqlConnection } from './sql-connection.js';
 
 /**
@@ -85,6 +87,9 @@ export class SqlQueue extends OperationHandle {
         ),
         maxes,
       );
+    }
+    if (!this.pinned && operations.every((operation) => operation.type === 'publish')) {
+      return this.publishMerged(now, operations as readonly PublishOperation[]);
     }
     // Before the transaction, which holds the queue from its first statement on.
     const prepared = operations.map(prepareOperation);
@@ -419,6 +424,50 @@ export class SqlQueue extends OperationHandle {
   }
 
   /**
+   * Publishes, alone in their call, merge with the publishes of neighbouring calls (concurrent
+   * producers in this process, a stream frame's publishes) into one publish of all their jobs:
+   * a few statements for them all rather than a few for each, which on PostgreSQL are a round
+   * trip each. One after the other they would do the same: every job goes in in call order, an
+   * id published earlier in the merge is a duplicate of it (R4), and each call's results are its
+   * own jobs'. Where that could differ, or where the merged publish is refused (a payload, a
+   * full queue: R5 refuses a whole publish, and each call is one), each call runs on its own as
+   * any batch does: a queue with a `maxLength` (R31 makes room after each publish).
+   */
+  private publishMerged(now: number, operations: readonly PublishOperation[]): Promise<Outcome[]> {
+    // Before the transaction, which holds the queue from its first statement on.
+    const prepared = operations.map(prepareOperation);
+    return this.executor.submitMerged({
+      key: `publish\u0000${this.name}\u0000${this.mergeTime(now)}`,
+      arg: { now, operations, prepared },
+      run: async (connection, batch, args: PublishArg[]) => {
+        const ops = await this.ops(connection, batch);
+        const at = latest(args);
+        let outcomes = await publishedTogether(ops, at, args);
+        if (outcomes === undefined) {
+          outcomes = [];
+          for (const arg of args) {
+            const own: Outcome[] = [];
+            for (const [index, operation] of arg.operations.entries()) {
+              try {
+                own.push({
+                  ok: true,
+                  value: await runOperation(ops, arg.now, operation, arg.prepared[index]),
+                });
+              } catch (error) {
+                if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;
+                own.push({ ok: false, error });
+              }
+            }
+            outcomes.push(own);
+          }
+        }
+        await this.letReceiversGoOn(ops, at, connection, batch);
+        return outcomes;
+      },
+    });
+  }
+
+  /**
    * The time part of a merge key. A queue that follows its time runs every call at the queue's
    * time or later anyway, so concurrent calls of different `now` merge and run at the latest
    * of them; a strict queue (and a `now` that is no time, refused on its own) keeps each `now`.
@@ -648,6 +697,49 @@ interface ReserveArg {
   now: number;
   max: number;
   withNextEvent: boolean;
+}
+
+/** One call's part of a merged publish: its time, its publishes and what was made of them. */
+interface PublishArg {
+  now: number;
+  operations: readonly PublishOperation[];
+  prepared: readonly Prepared[];
+}
+
+/**
+ * The outcomes of merged publishes as one publish of all their jobs at `at`, or undefined,
+ * having written nothing, where each must run on its own (see SqlQueue.publishMerged).
+ */
+async function publishedTogether(
+  ops: QueueOps,
+  at: number,
+  args: readonly PublishArg[],
+): Promise<Outcome[][] | undefined> {
+  if (ops.q.options.maxLength !== undefined) return undefined;
+  const jobs: EncodedPublish[] = [];
+  const sizes: number[] = [];
+  for (const arg of args) {
+    for (const prepared of arg.prepared) {
+      if (prepared === undefined || 'error' in prepared) return undefined;
+      for (const job of prepared.jobs) jobs.push(job);
+      sizes.push(prepared.jobs.length);
+    }
+  }
+  ops.checkClock(at);
+  let results: PublishResult[];
+  try {
+    results = await ops.publish(at, jobs);
+  } catch (error) {
+    // A refusal has written nothing (a publish checks before it writes); the calls then run
+    // one by one, each refused or not on its own.
+    if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;
+    return undefined;
+  }
+  const perPublish = inParts(results, sizes).map((value) => ({ ok: true, value }) as Outcome);
+  return inParts(
+    perPublish,
+    args.map((arg) => arg.operations.length),
+  );
 }
 
 /** One call's part of a merged ack: its time and its tokens. */
