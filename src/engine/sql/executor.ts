@@ -132,8 +132,18 @@ export interface Merge<A, R> {
   direct?: (connection: SqlConnection, batch: BatchContext, args: A[]) => Promise<R[] | undefined>;
 }
 
+/** What the calls of one queue are submitted through: the executor, each call marked as that queue's. */
+export interface QueueExecutor {
+  /** `GroupCommitExecutor.submit`, as a call of the queue. */
+  submit<T>(work: Work<T>, kind?: CommitKind): Promise<T>;
+  /** `GroupCommitExecutor.submitMerged`, as a call of the queue. */
+  submitMerged<A, R>(merge: Merge<A, R>, kind?: CommitKind): Promise<R>;
+}
+
 interface Pending {
   work: Work<unknown>;
+  /** The queue whose lock the call takes, when it is a call of one (see lockQueues). */
+  queue?: string;
   /** `lease` when the call only moves leases and its commit need not wait for a sync (R21). */
   kind: CommitKind;
   merge?: Merge<unknown, unknown>;
@@ -223,12 +233,36 @@ export class GroupCommitExecutor {
      * that is not a caller's own transaction runs again, up to MAX_RETRIES times.
      */
     private readonly retryable: (error: unknown) => boolean = () => false,
+    /**
+     * Takes the locks of the named queues (those of a batch holding calls of several) first, in
+     * one order every process keeps, where the storage keeps a lock per queue that transactions
+     * of other processes wait for (PostgreSQL). Taken as each call came to them, the batches of
+     * two processes holding calls of the same two queues in opposite orders deadlocked: one was
+     * rolled back after the database's deadlock_timeout (a second by default), and its calls ran
+     * again one by one.
+     */
+    private readonly lockQueues?: (
+      connection: SqlConnection,
+      names: readonly string[],
+    ) => Promise<void>,
   ) {}
 
-  submit<T>(work: Work<T>, kind: CommitKind = 'durable'): Promise<T> {
+  /**
+   * Runs `work` in the next batch's transaction; `queue`: the queue whose lock it takes, when
+   * it is a call of one (see lockQueues).
+   */
+  submit<T>(work: Work<T>, kind: CommitKind = 'durable', queue?: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.push({ work, kind, resolve: resolve as (value: unknown) => void, reject });
+      this.push({ work, kind, queue, resolve: resolve as (value: unknown) => void, reject });
     });
+  }
+
+  /** The executor as the calls of `queue` use it: each call marked as one of that queue. */
+  forQueue(queue: string): QueueExecutor {
+    return {
+      submit: (work, kind) => this.submit(work, kind, queue),
+      submitMerged: (merge, kind) => this.submitMerged(merge, kind, queue),
+    };
   }
 
   /**
@@ -248,13 +282,14 @@ export class GroupCommitExecutor {
   }
 
   /** Like `submit`, but merged with neighbouring calls of the same key (see Merge). */
-  submitMerged<A, R>(merge: Merge<A, R>, kind: CommitKind = 'durable'): Promise<R> {
+  submitMerged<A, R>(merge: Merge<A, R>, kind: CommitKind = 'durable', queue?: string): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       const work: Work<unknown> = async (connection, batch) =>
         ((await merge.run(connection, batch, [merge.arg])) as unknown[])[0];
       this.push({
         work,
         kind,
+        queue,
         merge: merge as Merge<unknown, unknown>,
         resolve: resolve as (value: unknown) => void,
         reject,
@@ -536,7 +571,7 @@ export class GroupCommitExecutor {
         : connection.begin(context.kind, batch[0]?.exclusive === true));
       if (batch[0]?.exclusive) {
         outcomes.push({ ok: true, value: await batch[0].work(connection, context) });
-      }
+      } else await this.lockBatchQueues(connection, batch);
       for (let index = outcomes.length; index < batch.length; ) {
         const group = mergeGroup(batch, index);
         outcomes.push(...(await runGroup(group, connection, context)));
@@ -626,6 +661,14 @@ export class GroupCommitExecutor {
     const failure = commitUnderWay(this.abandonedCommit ?? translated);
     for (const pending of batch) pending.reject(failure);
     return true;
+  }
+
+  /** The queues of the batch's calls, locked first where it holds calls of several. */
+  private async lockBatchQueues(connection: SqlConnection, batch: Pending[]): Promise<void> {
+    if (this.lockQueues === undefined) return;
+    const queues = new Set<string>();
+    for (const pending of batch) if (pending.queue !== undefined) queues.add(pending.queue);
+    if (queues.size > 1) await this.lockQueues(connection, [...queues]);
   }
 
   /**

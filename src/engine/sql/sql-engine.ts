@@ -32,6 +32,7 @@ import { deleteInSteps } from './delete-in-steps.js';
 import { type BatchContext, GroupCommitExecutor } from './executor.js';
 import { ForeignWriteWatch } from './foreign-write-watch.js';
 import { Handoffs } from './handoffs.js';
+import { lockOrder } from './lock-order.js';
 import { type QueueAccess, wakeOnCommit } from './queue-access.js';
 import {
   decodeOptions,
@@ -127,6 +128,9 @@ export class SqlEngine implements Engine {
       undefined,
       undefined,
       parts.retryable,
+      parts.dialect.lockQueueName === undefined
+        ? undefined
+        : (connection, names) => this.lockQueuesInOrder(connection, names),
     );
     this.access = {
       dialect: parts.dialect,
@@ -174,7 +178,7 @@ export class SqlEngine implements Engine {
     this.checkOpen();
     checkQueueName(name);
     const resolved = resolveQueueOptions(options);
-    const created = await this.executor.submit(async (connection, batch) => {
+    const created = await this.executor.forQueue(name).submit(async (connection, batch) => {
       // After a deletion of the same name under way elsewhere has committed: the new row then
       // continues the counters that deletion left (R6), not older ones.
       await this.lockQueueName(connection, name);
@@ -194,19 +198,19 @@ export class SqlEngine implements Engine {
   handle(name: string): QueueHandle {
     this.checkOpen();
     checkQueueName(name);
-    return new SqlQueue(name, this.executor, this.access);
+    return new SqlQueue(name, this.executor.forQueue(name), this.access);
   }
 
   pinnedHandle(name: string): QueueHandle {
     this.checkOpen();
     checkQueueName(name);
-    return new SqlQueue(name, this.executor, this.access, true);
+    return new SqlQueue(name, this.executor.forQueue(name), this.access, true);
   }
 
   async updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions> {
     this.checkOpen();
     checkQueueName(name);
-    return this.executor.submit(async (connection, batch) => {
+    return this.executor.forQueue(name).submit(async (connection, batch) => {
       const row = await loadQueueRow(connection, batch, this.parts.dialect, name);
       const next = updatedQueueOptions(row.options, options);
       await checkChain(connection, batch, this.parts.dialect, name, next.deadLetterQueue);
@@ -285,7 +289,7 @@ export class SqlEngine implements Engine {
     this.checkOpen();
     checkQueueName(name);
     const { dialect } = this.parts;
-    return this.executor.submit(async (connection, batch) => {
+    return this.executor.forQueue(name).submit(async (connection, batch) => {
       // Locked first, as every transaction of the queue locks it: a publish or reserve of another
       // process cannot commit between the statements below, leaving its jobs behind in no queue
       // or its tokens above the counters kept for the name (R6).
@@ -315,6 +319,27 @@ export class SqlEngine implements Engine {
       );
       return (await connection.run('DELETE FROM leaseq_queues WHERE name = ?', [name])) > 0;
     });
+  }
+
+  /**
+   * Takes the locks of `names`, the queues of one batch, in lockOrder: their dead-letter queues
+   * are read first, without a lock (one changed meanwhile only puts this batch in another order,
+   * a deadlock the storage breaks and the executor runs its calls again after).
+   */
+  private async lockQueuesInOrder(
+    connection: SqlConnection,
+    names: readonly string[],
+  ): Promise<void> {
+    const rows = await connection.query<{ name: string; options: string }>(
+      `SELECT name, options FROM leaseq_queues WHERE name IN (${names.map(() => '?').join(', ')})`,
+      names,
+    );
+    const deadLetterQueueOf = new Map(
+      rows.map((row) => [row.name, decodeOptions(row.options).deadLetterQueue]),
+    );
+    for (const name of lockOrder(names, deadLetterQueueOf)) {
+      await this.lockQueueName(connection, name);
+    }
   }
 
   /** The dialect's lock of a queue's name (taken before its row), where it has one. */
@@ -385,7 +410,7 @@ export class SqlEngine implements Engine {
 
   putSchedule(schedule: ScheduleRecord): Promise<void> {
     this.checkOpen();
-    return this.executor.submit(async (connection) => {
+    return this.executor.forQueue(schedule.queue).submit(async (connection) => {
       // Only for a queue that exists, after a deletion of it under way elsewhere: deleting the
       // queue removes its schedules, and one left behind would come back with the name (R25).
       await this.lockQueueName(connection, schedule.queue);

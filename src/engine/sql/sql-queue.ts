@@ -28,7 +28,7 @@ import { OperationHandle } from '../operation-handle.js';
 import { pinnedQueueGone } from '../pinned.js';
 import { BULK_STEP, MoveRun, withDoneCount } from './bulk-steps.js';
 import { commitKindOf } from './commit-kind.js';
-import type { BatchContext, GroupCommitExecutor } from './executor.js';
+import type { BatchContext, QueueExecutor } from './executor.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
 import { type DeadPage, deliveryOf, type EncodedPublish, type QueueOps } from './queue-ops.js';
 import { expiryInUse } from './queue-row.js';
@@ -46,7 +46,7 @@ export class SqlQueue extends OperationHandle {
 
   constructor(
     readonly name: string,
-    private readonly executor: GroupCommitExecutor,
+    private readonly executor: QueueExecutor,
     private readonly access: QueueAccess,
     /**
      * A handle on one queue, not its name (Engine.pinnedHandle): each call checks the queue's

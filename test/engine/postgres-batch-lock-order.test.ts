@@ -1,0 +1,157 @@
+import pg from 'pg';
+import { afterEach, beforeAll, expect, it } from 'vitest';
+import { type Engine, openEngine } from '../../src/engine/index.js';
+import { lockOrder } from '../../src/engine/sql/lock-order.js';
+import { POSTGRES_URL, postgresSkipReason, uniqueQueueName } from '../crash/postgres.js';
+
+/**
+ * Two processes on one PostgreSQL database, each committing calls of the same two queues in
+ * one transaction (group commit), in opposite orders. Each engine here is another process's:
+ * its own pool of connections. A plain client holds both queues' locks until both batches
+ * wait, then lets them go at once.
+ */
+let skip: string | undefined;
+const engines: Engine[] = [];
+const clients: pg.Client[] = [];
+const names: string[] = [];
+
+beforeAll(async () => {
+  skip = await postgresSkipReason();
+});
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) await client.end().catch(() => undefined);
+  const [first] = engines;
+  for (const name of names.splice(0)) await first?.deleteQueue(name);
+  await Promise.all(engines.splice(0).map((engine) => engine.close()));
+});
+
+async function engine(): Promise<Engine> {
+  const opened = await openEngine(POSTGRES_URL, { clockMode: 'follow' });
+  engines.push(opened);
+  return opened;
+}
+
+async function client(): Promise<pg.Client> {
+  const opened = new pg.Client({ connectionString: POSTGRES_URL });
+  await opened.connect();
+  clients.push(opened);
+  return opened;
+}
+
+/** Resolves once `count` backends of this database wait for a lock. */
+async function lockWaiters(observer: pg.Client, count: number): Promise<void> {
+  for (;;) {
+    const { rows } = await observer.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    );
+    if (Number(rows[0]?.n) >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+it('PostgreSQL: batches of two processes holding calls of the same two queues in opposite orders commit whole, neither rolled back for a deadlock', {
+  timeout: 20_000,
+}, async (context) => {
+  if (skip !== undefined) context.skip(skip);
+  const first = uniqueQueueName('lock-order-a');
+  const second = uniqueQueueName('lock-order-b');
+  names.push(first, second);
+  const one = await engine();
+  const other = await engine();
+  const holder = await client();
+  const observer = await client();
+  const [oneFirst, oneSecond] = [await one.queue(first), await one.queue(second)];
+  const [otherFirst, otherSecond] = [await other.queue(first), await other.queue(second)];
+  await holder.query('BEGIN');
+  for (const name of [first, second]) {
+    await holder.query('SELECT pg_advisory_xact_lock(744503, hashtext($1))', [name]);
+  }
+  // Each engine's two calls, made in one turn of the event loop, are one transaction.
+  const ones = Promise.all([
+    oneFirst.publish(1, { id: 'one-a' }),
+    oneSecond.publish(1, { id: 'one-b' }),
+  ]);
+  await lockWaiters(observer, 1);
+  const others = Promise.all([
+    otherSecond.publish(1, { id: 'other-b' }),
+    otherFirst.publish(1, { id: 'other-a' }),
+  ]);
+  await lockWaiters(observer, 2);
+  // Both locks go at once: a batch that took its second queue's lock first would now hold it
+  // while waiting for its first queue's, held by the other batch, waiting for that one.
+  await holder.query('COMMIT');
+  await Promise.all([ones, others]);
+  // The jobs one transaction wrote carry its id: each batch committed as one.
+  const { rows } = await observer.query<{ id: string; xmin: string }>(
+    'SELECT id, xmin::text AS xmin FROM leaseq_jobs WHERE queue = ANY($1) ORDER BY id',
+    [[first, second]],
+  );
+  const transactionOf = new Map(rows.map((row) => [row.id, row.xmin]));
+  expect(transactionOf.size).toBe(4);
+  expect(transactionOf.get('one-a')).toBe(transactionOf.get('one-b'));
+  expect(transactionOf.get('other-a')).toBe(transactionOf.get('other-b'));
+});
+
+it('PostgreSQL: a batch holding calls of a queue and of its dead-letter queue takes them in the order a job dying there does', {
+  timeout: 20_000,
+}, async (context) => {
+  if (skip !== undefined) context.skip(skip);
+  // The dead-letter queue's name sorts first: name order alone would take it before its source.
+  const target = uniqueQueueName('lock-order-a-dead');
+  const source = uniqueQueueName('lock-order-b-source');
+  names.push(source, target);
+  const one = await engine();
+  const other = await engine();
+  const holder = await client();
+  const observer = await client();
+  await one.queue(target);
+  const [oneSource, oneTarget] = [
+    await one.queue(source, { deadLetterQueue: target }),
+    await one.queue(target),
+  ];
+  const otherSource = await other.queue(source);
+  await otherSource.publish(1, { id: 'dies' });
+  const [delivery] = await otherSource.reserve(1);
+  await holder.query('BEGIN');
+  for (const name of [source, target]) {
+    await holder.query('SELECT pg_advisory_xact_lock(744503, hashtext($1))', [name]);
+  }
+  const ones = Promise.all([
+    oneTarget.publish(2, { id: 'one-dead' }),
+    oneSource.publish(2, { id: 'one-source' }),
+  ]);
+  await lockWaiters(observer, 1);
+  // A job dying into the dead-letter queue holds its source's lock while it takes that one's.
+  const rejected = otherSource.nack(2, delivery?.token ?? 0, { requeue: false });
+  await lockWaiters(observer, 2);
+  await holder.query('COMMIT');
+  await Promise.all([ones, rejected]);
+  expect(await rejected).toBe(true);
+  const { rows } = await observer.query<{ id: string; xmin: string }>(
+    'SELECT id, xmin::text AS xmin FROM leaseq_jobs WHERE queue = ANY($1) ORDER BY id',
+    [[source, target]],
+  );
+  const transactionOf = new Map(rows.map((row) => [row.id, row.xmin]));
+  expect([...transactionOf.keys()]).toEqual(['dies', 'one-dead', 'one-source']);
+  expect(transactionOf.get('one-dead')).toBe(transactionOf.get('one-source'));
+});
+
+it('lockOrder: a queue before the queue it dead-letters into, the others by name, a loop by name', () => {
+  const links = new Map([
+    ['z-source', 'b-dead'],
+    ['b-dead', 'a-last'],
+    ['x', 'y'],
+    ['y', 'x'],
+  ]);
+  expect(lockOrder(['m', 'a-last', 'b-dead', 'z-source'], links)).toEqual([
+    'm',
+    'z-source',
+    'b-dead',
+    'a-last',
+  ]);
+  // Links through a queue outside the batch do not count; nor does one to a queue not in it.
+  expect(lockOrder(['a-last', 'z-source'], links)).toEqual(['a-last', 'z-source']);
+  expect(lockOrder(['y', 'x', 'c'], links)).toEqual(['c', 'x', 'y']);
+});
