@@ -6,6 +6,14 @@ import { WalSync } from './wal-sync.js';
 /** SQLite's `synchronous` levels used here. */
 export type SyncLevel = 'FULL' | 'NORMAL';
 
+/**
+ * Most prepared statements a connection keeps, by text; past it, they are prepared again as they
+ * come. The engine's own are about a hundred, and hot; those of callers' transactions
+ * (`tx.query`, `tx.run`) may each be new (values written into the text), and each kept one holds
+ * about 3 kB of SQLite's memory for as long as the connection lives.
+ */
+export const STATEMENTS_KEPT = 2000;
+
 /** The one connection of a SQLite file; better-sqlite3 is synchronous, so calls resolve at once. */
 export class SqliteConnection implements SqlConnection {
   private readonly statements = new Map<string, Database.Statement>();
@@ -52,6 +60,9 @@ export class SqliteConnection implements SqlConnection {
   private prepare(sql: string): Database.Statement {
     let statement = this.statements.get(sql);
     if (statement === undefined) {
+      // A statement let go is finalized once collected; one in use (a busy BEGIN waiting to be
+      // run again) is held by its user until then.
+      if (this.statements.size >= STATEMENTS_KEPT) this.statements.clear();
       statement = this.db.prepare(sql);
       this.statements.set(sql, statement);
     }
