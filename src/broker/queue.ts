@@ -141,6 +141,8 @@ export interface Queue {
   /**
    * A page of the dead letters, in the order they died: at most `limit` (1 to 1000, default
    * 100), starting after the page whose `next` is `after`; `next` is absent on the last page.
+   * With payloads the page also ends at the job whose payload text reaches
+   * DEAD_LETTER_PAGE_CHARS (8 Mi characters of JSON).
    * `payloads: false` (default true) leaves every `payload` out, neither asked of the storage
    * nor sent by a server: the page to list many dead jobs by, `job(id)` reading one's payload.
    */

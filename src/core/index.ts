@@ -83,6 +83,7 @@ export {
   checkDeadLetterPage,
   checkDeliveryPage,
   checkInspectOptions,
+  DEAD_LETTER_PAGE_CHARS,
   DEFAULT_DEAD_LETTER_PAGE,
   DEFAULT_DELIVERY_PAGE,
   DEFAULT_QUEUE_OPTIONS,

@@ -66,6 +66,7 @@ import {
   checkInspectOptions,
   checkNow,
   checkSessionKnown,
+  DEAD_LETTER_PAGE_CHARS,
   deadLetterCursor,
   deliveryCursor,
   resolveQueueOptions,
@@ -547,15 +548,21 @@ export class LeaseQueue {
   /**
    * A page of the dead jobs, in the order they died: at most `limit`, those that died after
    * the page whose `next` is `after`; with `payloads: false`, without payloads (none is
-   * loaded). A job redriven and dead again is at its new place. Takes no time.
+   * loaded). With them, the page ends at the job whose payload text reaches
+   * DEAD_LETTER_PAGE_CHARS (counted where the queue keeps payloads as JSON text, as every
+   * engine does). A job redriven and dead again is at its new place. Takes no time.
    */
   deadLetterPage(options?: DeadLetterPageOptions): DeadLetterPage {
     const { limit, after, payloads } = checkDeadLetterPage(options);
     const deadLetters: DeadLetter[] = [];
     let last = after;
+    let chars = 0;
     for (const job of this.deadOrder.after(after)) {
-      if (deadLetters.length === limit) return { deadLetters, next: deadLetterCursor(last) };
+      if (deadLetters.length === limit || chars >= DEAD_LETTER_PAGE_CHARS) {
+        return { deadLetters, next: deadLetterCursor(last) };
+      }
       deadLetters.push(this.deadLetterView(job, payloads));
+      if (payloads && typeof job.payload === 'string') chars += job.payload.length;
       last = this.deadSeqs.get(job) as number;
     }
     return { deadLetters };

@@ -309,14 +309,17 @@ export interface DeadLetter {
 
 /** What `deadLetterPage` takes. */
 export interface DeadLetterPageOptions {
-  /** At most this many dead letters, 1 to 1000. Default 100. */
+  /**
+   * At most this many dead letters, 1 to 1000. Default 100. With payloads, fewer where their
+   * JSON text reaches DEAD_LETTER_PAGE_CHARS (8 Mi characters) first: follow `next`.
+   */
   limit?: number;
   /** The `next` of the page before: only the dead letters that died after that page's. */
   after?: string;
   /**
    * false: the dead letters come without their `payload`, and none is asked of the storage (a
-   * page of large payloads is megabytes; `job(id)` reads one job's). Otherwise the same page.
-   * Default true.
+   * page of large payloads is megabytes; `job(id)` reads one job's). Otherwise the same jobs,
+   * but for a page that payloads end early (see `limit`). Default true.
    */
   payloads?: boolean;
 }

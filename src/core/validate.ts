@@ -216,6 +216,14 @@ export function checkSessionKnown(sessionId: unknown, nextSessionNumber: number)
 export const MAX_DEAD_LETTER_PAGE = 1000;
 /** How many dead letters a page holds when the caller does not say. */
 export const DEFAULT_DEAD_LETTER_PAGE = 100;
+/**
+ * Characters of payload JSON text past which a page of dead letters read with their payloads
+ * ends, whatever its `limit` (R34): the job that reaches it is the page's last, so a page holds
+ * at least one job. A page of 1,000 jobs of 100 KB was 100 MB read, parsed and sent in one
+ * piece (a server's event loop held for seconds), and of 600 jobs of 1 MB longer than a
+ * JavaScript string can be (a server answered `INTERNAL`).
+ */
+export const DEAD_LETTER_PAGE_CHARS = 8 * 1024 * 1024;
 
 /** The most live deliveries one page holds (as many as a page of dead letters). */
 export const MAX_DELIVERY_PAGE = MAX_DEAD_LETTER_PAGE;

@@ -3,39 +3,90 @@ import {
   build,
   checkDeadLetterPage,
   DEFAULT_DEAD_LETTER_PAGE,
-  type DeadLetter,
   type DeadLetterPage,
   MAX_DEAD_LETTER_PAGE,
 } from '../../core/index.js';
-import { type Command, EXIT, fromCommandLine, sayingDoneBefore, UsageError } from '../command.js';
+import {
+  type CliContext,
+  type Command,
+  EXIT,
+  fromCommandLine,
+  type Output,
+  sayingDoneBefore,
+  UsageError,
+} from '../command.js';
 import { checkServerLimit, integerFlag, positionals, saidMaxBatch } from '../flags.js';
 import { counted, formatDeadLetter, shownId } from '../format.js';
 import { ProgressBar } from '../progress.js';
 import { printJson, withClient } from '../remote.js';
 
 /**
- * What `keep` takes of every dead job of `queue`, in the order they died, page after page.
- * Without `payloads`, none is read: where they are not shown (ids to redrive, text output), a
- * dead set of large payloads would otherwise all travel here and be held at once (1,000 dead
- * jobs of 200 KB are 200 MB).
+ * The id of every dead job of `queue`, in the order they died, page after page. No payload is
+ * read: a dead set of large payloads would otherwise all travel here (1,000 dead jobs of 200 KB
+ * are 200 MB).
  */
-async function everyDeadLetter<T>(
-  queue: RemoteQueue,
-  payloads: boolean,
-  keep: (dead: DeadLetter) => T,
-): Promise<T[]> {
-  const kept: T[] = [];
+async function everyDeadId(queue: RemoteQueue): Promise<string[]> {
+  const ids: string[] = [];
   let after: string | undefined;
   do {
     const page = await queue.deadLetterPage({
       limit: MAX_DEAD_LETTER_PAGE,
-      ...(payloads ? {} : { payloads: false }),
+      payloads: false,
       ...(after === undefined ? {} : { after }),
     });
-    for (const dead of page.deadLetters) kept.push(keep(dead));
+    for (const dead of page.deadLetters) ids.push(dead.id);
     after = page.next;
   } while (after !== undefined);
-  return kept;
+  return ids;
+}
+
+/**
+ * Writes `text` to `output`; resolves once it was handed to the system, or failed to be (a
+ * reader gone away: the process hears of it as of any write).
+ */
+function written(output: Output, text: string): Promise<void> {
+  return new Promise((resolve) => {
+    output.write(text, () => resolve());
+  });
+}
+
+/**
+ * Writes every dead job of `queue`, in the order they died, each page as it is read (the next
+ * read once the page was written): as text, or with `json` as `{"deadLetters": […], "next":
+ * null}`, the payloads in it. Nothing holds the dead set whole: read whole first, 10,000 dead
+ * jobs of 100 KB were one JSON text longer than a JavaScript string can be (`RangeError:
+ * Invalid string length`, nothing printed), and a million small ones were all held at once.
+ * Answers how many it wrote. An error part-way ends the output where it stands.
+ */
+async function writeEveryDeadLetter(
+  queue: RemoteQueue,
+  json: boolean,
+  context: CliContext,
+): Promise<number> {
+  let count = 0;
+  let after: string | undefined;
+  if (json) await written(context.stdout, '{"deadLetters":[');
+  do {
+    const page = await queue.deadLetterPage({
+      limit: MAX_DEAD_LETTER_PAGE,
+      // Text output shows no payload: none is read for it.
+      ...(json ? {} : { payloads: false }),
+      ...(after === undefined ? {} : { after }),
+    });
+    const texts = page.deadLetters.map((dead) =>
+      json ? JSON.stringify(dead) : formatDeadLetter(dead),
+    );
+    if (texts.length > 0) {
+      await written(
+        context.stdout,
+        `${json && count > 0 ? ',' : ''}${texts.join(json ? ',' : '')}`,
+      );
+    }
+    count += texts.length;
+    after = page.next;
+  } while (after !== undefined);
+  if (json) await written(context.stdout, '],"next":null}\n');
+  return count;
 }
 
 export const deadList: Command = {
@@ -67,7 +118,7 @@ export const deadList: Command = {
     const paged = limit !== undefined || after !== undefined;
     // Text output shows no payload: none is read for it.
     const payloads = values.json === true;
-    const page: DeadLetterPage = await withClient(values, context, (client) =>
+    const page: DeadLetterPage | { written: number } = await withClient(values, context, (client) =>
       fromCommandLine(async () => {
         const queue = client.handle(name);
         // The pages are a look-up, which takes no step: a job whose last lease ran out is
@@ -80,9 +131,13 @@ export const deadList: Command = {
               ...(after === undefined ? {} : { after }),
               ...(payloads ? {} : { payloads: false }),
             })
-          : { deadLetters: await everyDeadLetter(queue, payloads, (dead) => dead) };
+          : { written: await writeEveryDeadLetter(queue, payloads, context) };
       }),
     );
+    if ('written' in page) {
+      if (page.written === 0 && !payloads) context.stderr.write('no dead jobs\n');
+      return EXIT.ok;
+    }
     const dead = page.deadLetters;
     // One shape with or without paging flags: a script reads `next` either way.
     if (values.json) printJson(context, { deadLetters: dead, next: page.next ?? null });
@@ -145,11 +200,7 @@ export const deadRedrive: Command = {
       }
       // A job redriven by another client and dead again while the pages are read is on a
       // later page too (R34: it takes its new place); it is redriven once, as the others.
-      const ids = [
-        ...new Set(
-          named.length > 0 ? named : await everyDeadLetter(queue, false, (dead) => dead.id),
-        ),
-      ];
+      const ids = [...new Set(named.length > 0 ? named : await everyDeadId(queue))];
       const bar = new ProgressBar(
         context.stderr,
         'redriving',

@@ -44,3 +44,29 @@ export class NewRowSteps<Row extends { readonly id: string; readonly payload: st
     return rows;
   }
 }
+
+/**
+ * `rows` in consecutive steps of at most `rowsPerStep` rows and about `charsPerStep` characters
+ * (as `charsOf` counts a row's text; a step ends with the row that reaches the bound), never
+ * fewer than one row a step. Lazy: a row is taken from `rows` only as the step it joins is
+ * made, so that what maps `rows` runs a step at a time.
+ */
+export function* rowSteps<Row>(
+  rows: Iterable<Row>,
+  rowsPerStep: number,
+  charsOf: (row: Row) => number = () => 0,
+  charsPerStep = PUBLISH_STEP_CHARS,
+): Generator<Row[]> {
+  let step: Row[] = [];
+  let chars = 0;
+  for (const row of rows) {
+    step.push(row);
+    chars += charsOf(row);
+    if (step.length >= rowsPerStep || chars >= charsPerStep) {
+      yield step;
+      step = [];
+      chars = 0;
+    }
+  }
+  if (step.length > 0) yield step;
+}
