@@ -95,23 +95,10 @@ export class SqlQueue extends OperationHandle {
     const prepared = operations.map(prepareOperation);
     return this.executor.submit(async (connection, batch) => {
       const ops = await this.ops(connection, batch);
-      const outcomes: Outcome[] = [];
-      let ready = false;
-      let freed = false;
-      for (const [index, operation] of operations.entries()) {
-        try {
-          outcomes.push({
-            ok: true,
-            value: await runOperation(ops, now, operation, prepared[index]),
-          });
-          ready ||= makesJobsReady(operation);
-          freed ||= reschedulesReceivers(operation);
-        } catch (error) {
-          // A bad clock refuses the whole batch (R2); nothing has changed yet.
-          if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;
-          outcomes.push({ ok: false, error });
-        }
-      }
+      const outcomes = await runEach(ops, now, operations, prepared);
+      const done = operations.filter((_, index) => outcomes[index]?.ok);
+      const ready = done.some(makesJobsReady);
+      const freed = done.some(reschedulesReceivers);
       // A group that went on (its head acked, cancelled or moved: R24) made its next member
       // ready (or delayed) as a publish would, and room freed under the queue's prefetch lets
       // receivers go on: receivers elsewhere must hear of it too.
@@ -446,19 +433,7 @@ export class SqlQueue extends OperationHandle {
         if (outcomes === undefined) {
           outcomes = [];
           for (const arg of args) {
-            const own: Outcome[] = [];
-            for (const [index, operation] of arg.operations.entries()) {
-              try {
-                own.push({
-                  ok: true,
-                  value: await runOperation(ops, arg.now, operation, arg.prepared[index]),
-                });
-              } catch (error) {
-                if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;
-                own.push({ ok: false, error });
-              }
-            }
-            outcomes.push(own);
+            outcomes.push(await runEach(ops, arg.now, arg.operations, arg.prepared));
           }
         }
         await this.letReceiversGoOn(ops, at, connection, batch);
@@ -712,6 +687,32 @@ interface ReserveArg {
   now: number;
   max: number;
   withNextEvent: boolean;
+}
+
+/**
+ * Runs a batch's operations one after the other in its transaction: each answered by its value
+ * or its typed refusal (which has changed nothing). A bad clock refuses the whole batch (R2),
+ * and any other error rolls it back: both are thrown.
+ */
+async function runEach(
+  ops: QueueOps,
+  now: number,
+  operations: readonly Operation[],
+  prepared: readonly Prepared[],
+): Promise<Outcome[]> {
+  const outcomes: Outcome[] = [];
+  for (const [index, operation] of operations.entries()) {
+    try {
+      outcomes.push({
+        ok: true,
+        value: await runOperation(ops, now, operation, prepared[index]),
+      });
+    } catch (error) {
+      if (error instanceof ClockError || !(error instanceof LeaseqError)) throw error;
+      outcomes.push({ ok: false, error });
+    }
+  }
+  return outcomes;
 }
 
 /** One call's part of a merged publish: its time, its publishes and what was made of them. */
