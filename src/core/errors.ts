@@ -1,3 +1,5 @@
+import { cutBefore } from './cut.js';
+
 /**
  * The closed set of leaseq errors. Callers branch on `code`, which never changes once
  * released; messages are for people and may be reworded.
@@ -215,10 +217,7 @@ export const MAX_NAME_SHOWN = 64;
  */
 export function showName(name: string, quote = true): string {
   if (name.length <= MAX_NAME_SHOWN) return quote ? JSON.stringify(name) : name;
-  let end = MAX_NAME_SHOWN;
-  const last = name.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
-  const cut = `${name.slice(0, end)}…`;
+  const cut = `${name.slice(0, cutBefore(name, MAX_NAME_SHOWN))}…`;
   return `${quote ? JSON.stringify(cut) : cut} (${groupDigits(name.length)} characters)`;
 }
 

@@ -1,3 +1,4 @@
+import { cutBefore } from './cut.js';
 import { ValidationError } from './errors.js';
 
 /**
@@ -31,10 +32,7 @@ export function storableText(text: string, max: number): string | undefined {
   const clean = isStorableText(text) ? text : text.replace(UNSTORABLE_ALL, '\ufffd');
   if (clean.length === 0) return undefined;
   if (clean.length <= max) return clean;
-  let end = max - 1;
-  const last = clean.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
-  return `${clean.slice(0, end)}…`;
+  return `${clean.slice(0, cutBefore(clean, max - 1))}…`;
 }
 
 /** R18: a job id looked up that no engine could have stored is a bad argument, not a miss. */

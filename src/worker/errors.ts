@@ -1,3 +1,4 @@
+import { cutBefore } from '../core/cut.js';
 import { CodedError, groupDigits } from '../core/errors.js';
 /**
  * The errors of the worker library. A handler throws the outcome errors to choose what happens
@@ -144,9 +145,7 @@ function fullMessage(error: unknown): string {
 /** `text` cut to MAX_ERROR_MESSAGE_LENGTH, never inside a surrogate pair, saying how much was cut. */
 function boundedMessage(text: string): string {
   if (text.length <= MAX_ERROR_MESSAGE_LENGTH) return text;
-  let end = MAX_ERROR_MESSAGE_LENGTH;
-  const last = text.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  const end = cutBefore(text, MAX_ERROR_MESSAGE_LENGTH);
   return `${text.slice(0, end)}… (${groupDigits(text.length - end)} more characters)`;
 }
 
