@@ -1,10 +1,11 @@
-import { formatTime } from './format.js';
+import { useEffect } from 'preact/hooks';
+import { formatTime, visible, visibleId } from './format.js';
 import { PageMessage, PageMessageContext, usePageMessage } from './page-message.js';
 import { DeadLettersPage } from './pages/dead-letters-page.js';
 import { JobPage } from './pages/job-page.js';
 import { OverviewPage } from './pages/overview-page.js';
 import { QueuePage } from './pages/queue-page.js';
-import { href, type Route, useRoute } from './router.js';
+import { href, pageKey, type Route, useRoute } from './router.js';
 import { type Session, SessionContext, useFeedState, useSession } from './session.js';
 
 function LiveControl() {
@@ -59,11 +60,44 @@ function Page(props: { route: Route }) {
   }
 }
 
+/** The name of the page (index.html's alone, at sign-in). */
+const APP_TITLE = 'leaseq dashboard';
+
+/**
+ * The document's title for `route`: each page its own, so that a tab, the history and a screen
+ * reader name the page shown rather than the dashboard alone.
+ */
+function pageTitle(route: Route): string {
+  switch (route.page) {
+    case 'overview':
+      return `Queues · ${APP_TITLE}`;
+    case 'queue':
+      return `Queue ${visible(route.queue)} · ${APP_TITLE}`;
+    case 'deadLetters':
+      return `Dead letters of ${visible(route.queue)} · ${APP_TITLE}`;
+    case 'job':
+      return `Job ${visibleId(route.id)} in ${visible(route.queue)} · ${APP_TITLE}`;
+    case 'notFound':
+      return `No such page · ${APP_TITLE}`;
+  }
+}
+
 /** The frame around every page: brand, live control, who is signed in. */
 export function Shell(props: { session: Session }) {
   const { session } = props;
   const route = useRoute();
   const { message, go } = usePageMessage(route);
+  const page = pageKey(route);
+  useEffect(() => {
+    document.title = pageTitle(route);
+  }, [page]);
+  // Signed out: the sign-in form is no page of queues.
+  useEffect(
+    () => () => {
+      document.title = APP_TITLE;
+    },
+    [],
+  );
   return (
     <SessionContext.Provider value={session}>
       {/* biome-ignore lint/a11y/useValidAnchor: a skip link, which moves the focus itself */}

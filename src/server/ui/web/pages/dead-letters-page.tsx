@@ -264,6 +264,14 @@ export function DeadLettersPage(props: { queue: string; reason: string }) {
     else confirmEvery(verb);
   };
 
+  // The toolbar's buttons take nothing while an action is on its way or they have nothing to act
+  // on, yet keep the focus (as a row's do): confirmed from the keyboard, the dialog gives it back
+  // to its button, which a `disabled` would lose to the body, and the next Tab would start the
+  // page over.
+  const unless = (off: boolean, act: () => void) => () => {
+    if (!off) act();
+  };
+
   return (
     <section aria-labelledby="dead-title">
       <h1 id="dead-title">
@@ -312,31 +320,35 @@ export function DeadLettersPage(props: { queue: string; reason: string }) {
               <div class="toolbar-actions">
                 <button
                   type="button"
-                  disabled={busy || chosen.length === 0}
-                  onClick={() => confirm('Redrive', chosen, `Redrive ${jobs(chosen.length)}?`)}
+                  aria-disabled={busy || chosen.length === 0}
+                  onClick={unless(busy || chosen.length === 0, () =>
+                    confirm('Redrive', chosen, `Redrive ${jobs(chosen.length)}?`),
+                  )}
                 >
                   Redrive selected ({chosen.length})
                 </button>
                 <button
                   type="button"
                   class="danger-quiet"
-                  disabled={busy || chosen.length === 0}
-                  onClick={() => confirm('Purge', chosen, `Purge ${jobs(chosen.length)}?`)}
+                  aria-disabled={busy || chosen.length === 0}
+                  onClick={unless(busy || chosen.length === 0, () =>
+                    confirm('Purge', chosen, `Purge ${jobs(chosen.length)}?`),
+                  )}
                 >
                   Purge selected ({chosen.length})
                 </button>
                 <button
                   type="button"
-                  disabled={busy || shown.length === 0}
-                  onClick={() => all('Redrive')}
+                  aria-disabled={busy || shown.length === 0}
+                  onClick={unless(busy || shown.length === 0, () => all('Redrive'))}
                 >
                   {current === '' ? 'Redrive all' : 'Redrive all shown'}
                 </button>
                 <button
                   type="button"
                   class="danger"
-                  disabled={busy || shown.length === 0}
-                  onClick={() => all('Purge')}
+                  aria-disabled={busy || shown.length === 0}
+                  onClick={unless(busy || shown.length === 0, () => all('Purge'))}
                 >
                   {current === '' ? 'Purge all' : 'Purge all shown'}
                 </button>

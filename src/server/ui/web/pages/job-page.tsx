@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { isGone } from '../api.js';
 import { type AttemptLabels, attemptLabels } from '../attempts.js';
 import {
@@ -159,6 +159,11 @@ export function JobPage(props: { queue: string; id: string }) {
   const [confirmation, setConfirmation] = useState<Confirmation>();
   const actions = useActions(update);
   const busy = actions.busy !== undefined;
+  // Redrive or Purge, once done, takes the buttons away (the job is dead no more, or gone), and
+  // with them the focus: the page's heading takes it rather than the body, where the next Tab
+  // would start the page over. While on its way, they take nothing yet keep it.
+  const heading = useRef<HTMLHeadingElement>(null);
+  const followFocus = useRef(false);
   const job = update?.data;
   // Acked, purged, moved, or its queue deleted: the feed keeps no state of a job that is gone,
   // and the page stops reading it.
@@ -167,7 +172,8 @@ export function JobPage(props: { queue: string; id: string }) {
   // it. Nothing else is read for a job page (never every queue's figures).
   useTopic(job?.deadline === undefined ? undefined : { kind: 'queueStats', queue });
   const act = async (verb: 'Redrive' | 'Purge') => {
-    await actions.run(
+    followFocus.current = true;
+    const done = await actions.run(
       verb === 'Redrive' ? 'Redriving…' : 'Purging…',
       async () => {
         const count = await (verb === 'Redrive'
@@ -179,6 +185,8 @@ export function JobPage(props: { queue: string; id: string }) {
       },
       (why) => `${verb} failed: ${why}`,
     );
+    // Failed, it leaves the buttons, and the focus, where they are.
+    if (!done) followFocus.current = false;
     feed.refresh();
   };
   // Quoted where it would look like another id, or like none ("job-1\n", " "): `visibleId`.
@@ -191,6 +199,16 @@ export function JobPage(props: { queue: string; id: string }) {
     job === undefined
       ? undefined
       : attemptLabels(job.history, job.deliveryCount, job.token !== undefined);
+  const canAct = job?.state === 'dead' && can(me, 'admin', queue);
+  useEffect(() => {
+    if (canAct || !followFocus.current) return;
+    followFocus.current = false;
+    const active = document.activeElement;
+    if (active === null || active === document.body) heading.current?.focus();
+  });
+  const unlessBusy = (then: () => void) => () => {
+    if (!busy) then();
+  };
   return (
     <section aria-labelledby="job-title">
       <p class="crumbs">
@@ -202,7 +220,7 @@ export function JobPage(props: { queue: string; id: string }) {
           </>
         ) : null}
       </p>
-      <h1 id="job-title">
+      <h1 id="job-title" tabIndex={-1} ref={heading}>
         <span class="muted">Job</span> <span class="mono id-text">{shownId}</span>
       </h1>
       <ActionStatus state={actions} />
@@ -232,29 +250,29 @@ export function JobPage(props: { queue: string; id: string }) {
             <section class="panel" aria-labelledby="facts-title">
               <h2 id="facts-title">State</h2>
               <Facts job={job} />
-              {job.state === 'dead' && can(me, 'admin', queue) ? (
+              {canAct ? (
                 <div class="toolbar-actions">
                   <button
                     type="button"
                     class="primary"
-                    disabled={busy}
-                    onClick={() => void act('Redrive')}
+                    aria-disabled={busy}
+                    onClick={unlessBusy(() => void act('Redrive'))}
                   >
                     Redrive
                   </button>
                   <button
                     type="button"
                     class="danger"
-                    disabled={busy}
-                    onClick={() =>
+                    aria-disabled={busy}
+                    onClick={unlessBusy(() =>
                       setConfirmation({
                         title: `Purge ${shownId}?`,
                         body: 'The job is removed for good, with its history. This cannot be undone.',
                         verb: 'Purge 1 job',
                         danger: true,
                         onConfirm: () => void act('Purge'),
-                      })
-                    }
+                      }),
+                    )}
                   >
                     Purge
                   </button>

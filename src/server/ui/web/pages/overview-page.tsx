@@ -240,10 +240,25 @@ function Pager(props: {
       <span role="status">
         {`${range} of ${formatCount(total)} ${total === 1 ? 'queue' : 'queues'}`}
       </span>
-      <button type="button" disabled={page === 0} onClick={() => onPage(page - 1)}>
+      {/* At the first or last page the button takes nothing, yet keeps the focus: pressed to
+          reach that page, a `disabled` would lose it to the body, and the next Tab would start
+          the page over. */}
+      <button
+        type="button"
+        aria-disabled={page === 0}
+        onClick={() => {
+          if (page > 0) onPage(page - 1);
+        }}
+      >
         Previous page
       </button>
-      <button type="button" disabled={page >= pages - 1} onClick={() => onPage(page + 1)}>
+      <button
+        type="button"
+        aria-disabled={page >= pages - 1}
+        onClick={() => {
+          if (page < pages - 1) onPage(page + 1);
+        }}
+      >
         Next page
       </button>
     </nav>
