@@ -328,7 +328,8 @@ export class EngineQueue implements Queue {
   async schedule(name: string, when: ScheduleWhen, options?: ScheduleOptions) {
     const now = this.clock.now();
     await this.scheduleStore.putSchedule(scheduleRecord(this.name, name, when, options, now));
-    const stored = (await this.scheduleStore.listSchedules(this.name)).find(
+    // That schedule only: a queue may have many, and one set reads none of the others.
+    const stored = (await this.scheduleStore.listSchedules(this.name, name)).find(
       (schedule) => schedule.name === name,
     );
     // Removed (or its queue deleted) by another caller between the write and this read.

@@ -32,8 +32,11 @@ export interface ScheduleRecord {
 export interface ScheduleStore {
   /** Creates or replaces the schedule `queue`/`name` (its lastAt is kept when replaced). */
   putSchedule(schedule: ScheduleRecord): Promise<void>;
-  /** The schedules of `queue` (of every queue when undefined), by queue then name. */
-  listSchedules(queue?: string): Promise<ScheduleRecord[]>;
+  /**
+   * The schedules of `queue` (of every queue when undefined), by queue then name; with `name`,
+   * that one only (an engine may ignore `name` and list the queue's: callers pick it out).
+   */
+  listSchedules(queue?: string, name?: string): Promise<ScheduleRecord[]>;
   /** Removes one; false when there was none. */
   removeSchedule(queue: string, name: string): Promise<boolean>;
   /**

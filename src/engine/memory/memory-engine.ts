@@ -206,9 +206,9 @@ export class MemoryEngine implements Engine, QueueLinks {
     await this.schedules.putSchedule(schedule);
   }
 
-  async listSchedules(queue?: string): Promise<ScheduleRecord[]> {
+  async listSchedules(queue?: string, name?: string): Promise<ScheduleRecord[]> {
     this.checkOpen();
-    return this.schedules.listSchedules(queue);
+    return this.schedules.listSchedules(queue, name);
   }
 
   async removeSchedule(queue: string, name: string): Promise<boolean> {

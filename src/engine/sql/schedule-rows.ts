@@ -69,21 +69,18 @@ function fromSpec(text: string): ScheduleRecord {
   };
 }
 
-export async function listScheduleRows(
+/** The schedule `queue`/`name`, in a list of none or one. */
+export async function listScheduleRow(
   connection: SqlConnection,
-  queue: string | undefined,
+  queue: string,
+  name: string,
 ): Promise<ScheduleRecord[]> {
-  const rows =
-    queue === undefined
-      ? await connection.query<ScheduleRow>(
-          'SELECT queue, name, spec, created_at, last_at FROM leaseq_schedules ORDER BY queue, name',
-        )
-      : await connection.query<ScheduleRow>(
-          `SELECT queue, name, spec, created_at, last_at FROM leaseq_schedules WHERE queue = ?
-           ORDER BY name`,
-          [queue],
-        );
-  return recordsOf(rows);
+  return recordsOf(
+    await connection.query<ScheduleRow>(
+      'SELECT queue, name, spec, created_at, last_at FROM leaseq_schedules WHERE queue = ? AND name = ?',
+      [queue, name],
+    ),
+  );
 }
 
 /** Where a page of every schedule begins: after this queue and name (none: the first). */
@@ -93,26 +90,39 @@ export interface SchedulePlace {
 }
 
 /**
- * A page of every schedule: the first `limit` after `after`, in the storage's order of queue and
- * name (not sorted as listScheduleRows sorts: a caller reading every page sorts them all), and
- * where the next page begins, undefined after the last.
+ * A page of every schedule (of `queue` only, when given): the first `limit` after `after`, in
+ * the storage's order of queue and name (not sorted in code units: a caller reading every page
+ * sorts them all), and where the next page begins, undefined after the last.
  */
 export async function listScheduleRowsPage(
   connection: SqlConnection,
   after: SchedulePlace | undefined,
   limit: number,
+  queue?: string,
 ): Promise<{ records: ScheduleRecord[]; next: SchedulePlace | undefined }> {
-  const rows =
-    after === undefined
-      ? await connection.query<ScheduleRow>(
-          'SELECT queue, name, spec, created_at, last_at FROM leaseq_schedules ORDER BY queue, name LIMIT ?',
-          [limit],
-        )
-      : await connection.query<ScheduleRow>(
-          `SELECT queue, name, spec, created_at, last_at FROM leaseq_schedules
-           WHERE (queue, name) > (?, ?) ORDER BY queue, name LIMIT ?`,
-          [after.queue, after.name, limit],
-        );
+  const columns = 'SELECT queue, name, spec, created_at, last_at FROM leaseq_schedules';
+  let rows: ScheduleRow[];
+  if (queue !== undefined) {
+    // One queue: its names in order, which the (queue, name) key serves.
+    rows =
+      after === undefined
+        ? await connection.query<ScheduleRow>(`${columns} WHERE queue = ? ORDER BY name LIMIT ?`, [
+            queue,
+            limit,
+          ])
+        : await connection.query<ScheduleRow>(
+            `${columns} WHERE queue = ? AND name > ? ORDER BY name LIMIT ?`,
+            [queue, after.name, limit],
+          );
+  } else {
+    rows =
+      after === undefined
+        ? await connection.query<ScheduleRow>(`${columns} ORDER BY queue, name LIMIT ?`, [limit])
+        : await connection.query<ScheduleRow>(
+            `${columns} WHERE (queue, name) > (?, ?) ORDER BY queue, name LIMIT ?`,
+            [after.queue, after.name, limit],
+          );
+  }
   const last = rows.at(-1);
   return {
     records: recordsOf(rows, false),
