@@ -33,8 +33,9 @@ export interface Channel {
   /** Reserves deliveries, waiting up to `wait` ms for the first one. */
   receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]>;
   /**
-   * Gives back what is held and not handed out, and ends the channel; the give-back is waited
-   * for no longer once `signal` aborts.
+   * Gives back what is held and not handed out, ends the sessions opened through the channel and
+   * not closed (R16), and ends the channel; the server is waited for no longer once `signal`
+   * aborts.
    */
   close(signal?: AbortSignal): Promise<void>;
   /** true from the moment close() began: receives are refused with CLOSED from then on. */

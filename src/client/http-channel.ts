@@ -21,10 +21,23 @@ import type { ServerLimits, ServerLimitsReader } from './server-limits.js';
 const MIN_POLL_MS = 100;
 
 /**
- * The longest the close waits for the answers of the long polls it ended (a healthy server
- * answers at once), to give back the jobs they carry.
+ * The longest the close waits for the server, a healthy one answering at once: for the answers
+ * of the long polls it ended, to give back the jobs they carry, then for its closes of the
+ * sessions left open.
  */
 const CLOSE_WAIT_MS = 2000;
+
+/**
+ * Refusals of a closeSession that say the server could not do it now: the session may still be
+ * open there. Any other answer (closed, or SESSION_CLOSED, NOT_FOUND: it already was, or its
+ * queue is gone) means it has ended.
+ */
+const NOT_CLOSED = new Set([
+  'STORAGE_UNAVAILABLE',
+  'STORAGE_LOCKED',
+  'CLOSED',
+  'TOO_MANY_REQUESTS',
+]);
 
 /** The body of one long poll: a receive's reserve and the wait it asks for. */
 type WireOperationBody = Omit<ChannelReceive, 'wait' | 'signal'> & { wait: number };
@@ -124,11 +137,73 @@ export class HttpChannel implements Channel {
     operations: Parameters<Channel['execute']>[1],
     whole = false,
   ): Promise<WireOutcome[]> {
+    // Answered here, unsent: the client is closed, and the server may be gone too.
+    const ended = this.endedAtClose.size === 0 ? undefined : this.endedByClose(operations);
+    if (ended === undefined) return this.submit(queue, operations, whole);
+    const sent = operations.filter((_, index) => ended[index] === undefined);
+    const answers = sent.length === 0 ? [] : await this.submit(queue, sent, whole);
+    let next = 0;
+    return ended.map((outcome) => outcome ?? (answers[next++] as WireOutcome));
+  }
+
+  private async submit(
+    queue: string,
+    operations: readonly WireOperation[],
+    whole: boolean,
+  ): Promise<WireOutcome[]> {
     // Every call waits the same way, so the calls of one tick keep their order in the batch.
     const { maxJsonDepth } = await this.serverLimits();
-    return withoutTooDeep(operations, maxJsonDepth, (sent) =>
+    const outcomes = await withoutTooDeep(operations, maxJsonDepth, (sent) =>
       this.batcher.submit(queue, sent, whole),
     );
+    this.noteSessions(queue, operations, outcomes);
+    return outcomes;
+  }
+
+  /**
+   * Remembers the sessions opened (a session the close has begun closing is closed at once);
+   * forgets those closed, and those the server answered as ended.
+   */
+  private noteSessions(
+    queue: string,
+    operations: readonly WireOperation[],
+    outcomes: readonly WireOutcome[],
+  ): void {
+    operations.forEach((operation, index) => {
+      const outcome = outcomes[index];
+      const session = operation.session;
+      if (operation.type === 'openSession' && outcome?.ok === true) {
+        const opened = outcome.value as string;
+        this.sessions.set(opened, queue);
+        if (this.closingSessions) this.closeSessions(queue, [opened]);
+      } else if (typeof session !== 'string' || outcome === undefined) {
+        return;
+      } else if (operation.type === 'closeSession') {
+        if (outcome.ok || !NOT_CLOSED.has(outcome.error.code)) this.sessions.delete(session);
+      } else if (!outcome.ok && outcome.error.code === 'SESSION_CLOSED') {
+        this.sessions.delete(session);
+      }
+    });
+  }
+
+  /**
+   * Per operation, SESSION_CLOSED when it names a session the close ended (not sent), else
+   * undefined (sent); undefined when none does.
+   */
+  private endedByClose(
+    operations: readonly WireOperation[],
+  ): (WireOutcome | undefined)[] | undefined {
+    let ended: (WireOutcome | undefined)[] | undefined;
+    operations.forEach((operation, index) => {
+      const { session } = operation;
+      if (typeof session !== 'string' || !this.endedAtClose.has(session)) return;
+      ended ??= new Array(operations.length);
+      ended[index] = {
+        ok: false,
+        error: { code: 'SESSION_CLOSED', message: `session ${session} ended as the client closed` },
+      };
+    });
+    return ended;
   }
 
   /**
@@ -144,6 +219,22 @@ export class HttpChannel implements Channel {
    */
   async receive(queue: string, request: ChannelReceive): Promise<WireDelivery[]> {
     if (this.closing) throw new ClosedError('the client is closed');
+    try {
+      return await this.receiveOnce(queue, request);
+    } catch (error) {
+      // An ended session: nothing for the close to close.
+      if (
+        (error as { code?: unknown }).code === 'SESSION_CLOSED' &&
+        request.session !== undefined
+      ) {
+        this.sessions.delete(request.session);
+      }
+      throw error;
+    }
+  }
+
+  /** See receive. */
+  private async receiveOnce(queue: string, request: ChannelReceive): Promise<WireDelivery[]> {
     const { wait, signal, ...asked } = request;
     // An aborted signal waits for nothing: what is ready, as in-process.
     if (wait === 0 || signal?.aborted) {
@@ -259,23 +350,87 @@ export class HttpChannel implements Channel {
   private readonly ending = new AbortController();
   /** The long polls in flight: the close waits for their answers, to give them back. */
   private readonly polls = new Set<Promise<unknown>>();
+  /**
+   * Sessions opened through this client and not known to have ended, by handle: their queue.
+   * The close closes them, so that their deliveries are ready again at once rather than at the
+   * session's timeout (R16), as a stream connection's sessions end with it.
+   */
+  private readonly sessions = new Map<string, string>();
+  /** true once the close began closing the sessions left open. */
+  private closingSessions = false;
+  /** The closes of sessions the close sent, on their way: the close waits for them. */
+  private readonly sessionCloses = new Set<Promise<void>>();
+  /** Sessions the close ended: a call naming one afterwards is answered SESSION_CLOSED. */
+  private readonly endedAtClose = new Set<string>();
 
   /**
    * Refuses receives from now on and ends the long polls in flight; waits for their answers
-   * (what a server sent as they ended is given back), at most CLOSE_WAIT_MS, or until `signal`
-   * aborts.
+   * (what a server sent as they ended is given back), then closes the sessions opened through
+   * this client and left open (their deliveries are released at once, R16): all within
+   * CLOSE_WAIT_MS, or until `signal` aborts. A session the server could not close ends at its
+   * timeout.
    */
   async close(signal?: AbortSignal): Promise<void> {
     this.closing = true;
     this.ending.abort();
-    if (this.polls.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, CLOSE_WAIT_MS);
-    });
-    await untilAborted(Promise.race([Promise.allSettled([...this.polls]), waited]), [signal]);
-    clearTimeout(timer);
+    const until = performance.now() + CLOSE_WAIT_MS;
+    if (this.polls.size > 0 && !(await within(until, signal, [...this.polls]))) return;
+    if (signal?.aborted) return;
+    this.closingSessions = true;
+    const byQueue = new Map<string, string[]>();
+    for (const [session, queue] of this.sessions) {
+      const sessions = byQueue.get(queue);
+      if (sessions === undefined) byQueue.set(queue, [session]);
+      else sessions.push(session);
+    }
+    for (const [queue, sessions] of byQueue) this.closeSessions(queue, sessions);
+    // Sessions whose open is answered meanwhile are closed too, within the same time.
+    while (this.sessionCloses.size > 0) {
+      if (!(await within(until, signal, [...this.sessionCloses]))) return;
+    }
   }
+
+  /**
+   * Closes `sessions` of `queue` (as many to a request as the server's maxBatch lets through);
+   * those the server answers as ended are answered SESSION_CLOSED from then on (endedByClose).
+   * A failure is not thrown: the session ends at its timeout.
+   */
+  private closeSessions(queue: string, sessions: readonly string[]): void {
+    const operations = sessions.map(
+      (session): WireOperation => ({ type: 'closeSession', session }),
+    );
+    const closed = this.execute(queue, operations).then(
+      (outcomes) => {
+        outcomes.forEach((outcome, index) => {
+          if (outcome.ok || !NOT_CLOSED.has(outcome.error.code)) {
+            this.endedAtClose.add(sessions[index] as string);
+          }
+        });
+      },
+      () => {},
+    );
+    this.sessionCloses.add(closed);
+    void closed.then(() => this.sessionCloses.delete(closed));
+  }
+}
+
+/**
+ * Waits for `promises` to settle, until `until` (on performance.now()) or until `signal`
+ * aborts; true when they settled first.
+ */
+async function within(
+  until: number,
+  signal: AbortSignal | undefined,
+  promises: readonly Promise<unknown>[],
+): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = Promise.allSettled(promises).then(() => true);
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, until - performance.now()));
+  });
+  const done = await untilAborted(Promise.race([settled, timedOut]), [signal]);
+  clearTimeout(timer);
+  return done === true;
 }
 
 export function queuePath(queue: string): string {

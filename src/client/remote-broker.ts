@@ -227,9 +227,11 @@ export class RemoteBroker implements Broker {
   /**
    * Gives back deliveries pushed ahead and not yet received (waiting at most 2 s for the server,
    * less if `options.signal` aborts), ends waiting receives (empty answers over HTTP, whose
-   * server's answer as they ended is given back within the same 2 s) and refuses later calls
-   * with CLOSED. Every close shares the first's, and any one's signal cuts what they all wait
-   * for.
+   * server's answer as they ended is given back within the same 2 s), ends the sessions opened
+   * through this client and not closed (with the stream's connection; over HTTP by closing them
+   * within the same 2 s), so that their deliveries are ready again at once, and refuses later
+   * calls with CLOSED (SESSION_CLOSED for a session the close ended). Every close shares the
+   * first's, and any one's signal cuts what they all wait for.
    */
   async close(options?: StorageCloseOptions): Promise<void> {
     const { signal } = checkCloseOptions(options);
