@@ -95,36 +95,37 @@ export class EngineBroker implements Broker {
     return this.engine.capabilities.durable;
   }
 
-  async queue(name: string, options?: QueueOptions): Promise<Queue> {
+  async queue<P = unknown>(name: string, options?: QueueOptions): Promise<Queue<P>> {
     this.checkOpen();
-    return this.wrap(await this.engine.queue(name, options));
+    return this.wrap<P>(await this.engine.queue(name, options));
   }
 
-  async ensureQueue(
+  async ensureQueue<P = unknown>(
     name: string,
     options?: QueueOptions,
   ): Promise<{
     /** The queue. */
-    queue: Queue;
+    queue: Queue<P>;
     /** true when this call created it. */
     created: boolean;
   }> {
     this.checkOpen();
     const { handle, created } = await this.engine.ensureQueue(name, options);
-    return { queue: this.wrap(handle), created };
+    return { queue: this.wrap<P>(handle), created };
   }
 
-  handle(name: string): Queue {
+  handle<P = unknown>(name: string): Queue<P> {
     this.checkOpen();
-    return this.wrap(this.engine.handle(name));
+    return this.wrap<P>(this.engine.handle(name));
   }
 
-  pinnedHandle(name: string): Queue {
+  pinnedHandle<P = unknown>(name: string): Queue<P> {
     this.checkOpen();
-    return this.wrap(this.engine.pinnedHandle?.(name) ?? this.engine.handle(name));
+    return this.wrap<P>(this.engine.pinnedHandle?.(name) ?? this.engine.handle(name));
   }
 
-  private wrap(handle: QueueHandle): Queue {
+  /** The handle with the broker's clock; `P` is the caller's claim, never checked (see Queue). */
+  private wrap<P>(handle: QueueHandle): Queue<P> {
     return new EngineQueue(
       handle,
       this.clock,
@@ -132,7 +133,7 @@ export class EngineBroker implements Broker {
       this.closing.signal,
       this.engine,
       this.engine.onCancel?.bind(this.engine),
-    );
+    ) as Queue as Queue<P>;
   }
 
   /**

@@ -90,8 +90,15 @@ export interface QueueLimits {
 /**
  * One queue as users see it, in-process or over HTTP: the operations of SPEC.md with time
  * supplied by the broker. Times and durations are milliseconds.
+ *
+ * `P` is the type of the queue's payloads (`broker.queue<P>(name)`), unknown by default. It is
+ * a claim the compiler checks where payloads go in (`publish`, `publishBatch`, `schedule`) and
+ * trusts where they come out (`receive`, `job`, dead letters): nothing is checked at run time,
+ * and a job published by another program, an older version, `curl` or the SQS endpoint may not
+ * match it. Validate payloads where they arrive when that matters. `execute` takes operations
+ * of any payload. A `Queue<P>` may be passed where a `Queue` (of unknown payloads) is taken.
  */
-export interface Queue {
+export interface Queue<P = unknown> {
   /** The queue's name. */
   readonly name: string;
   /**
@@ -108,11 +115,11 @@ export interface Queue {
    */
   execute(operations: readonly Operation[]): Promise<Outcome[]>;
   /** Publishes one job (R4); a duplicate id changes nothing and says `duplicate: true`. */
-  publish(input?: PublishInput): Promise<PublishResult>;
+  publish(input?: PublishInput<P>): Promise<PublishResult>;
   /** All-or-nothing (R5). */
-  publishBatch(inputs: readonly PublishInput[]): Promise<PublishResult[]>;
+  publishBatch(inputs: readonly PublishInput<P>[]): Promise<PublishResult[]>;
   /** Reserves up to `max` jobs, waiting up to `wait` ms for the first one. */
-  receive(options?: ReceiveOptions): Promise<Delivery[]>;
+  receive(options?: ReceiveOptions): Promise<Delivery<P>[]>;
   /** R8: completes the delivery; false when the token is stale (nothing changes). */
   ack(token: number): Promise<boolean>;
   /** R8 for each token, in order, in one step. */
@@ -137,7 +144,7 @@ export interface Queue {
   /** R11: nacks every live delivery of the session with a token ≤ `token`; returns how many. */
   nackUpTo(sessionId: string, token: number, options?: NackOptions): Promise<number>;
   /** Every dead letter, in the order they died (for a queue with many, see deadLetterPage). */
-  deadLetters(): Promise<DeadLetter[]>;
+  deadLetters(): Promise<DeadLetter<P>[]>;
   /**
    * A page of the dead letters, in the order they died: at most `limit` (1 to 1000, default
    * 100), starting after the page whose `next` is `after`; `next` is absent on the last page.
@@ -146,7 +153,7 @@ export interface Queue {
    * `payloads: false` (default true) leaves every `payload` out, neither asked of the storage
    * nor sent by a server: the page to list many dead jobs by, `job(id)` reading one's payload.
    */
-  deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage>;
+  deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage<P>>;
   /** R14: moves dead jobs (all, or those named) to the back of ready; returns how many. */
   redrive(ids?: readonly string[]): Promise<number>;
   /** Removes dead jobs (all, or those named) for good; returns how many. */
@@ -226,7 +233,7 @@ export interface Queue {
    */
   deliveryPage(options?: DeliveryPageOptions): Promise<DeliveryPage>;
   /** One job by id, with its history; undefined when no such job exists. */
-  job(id: string): Promise<JobView | undefined>;
+  job(id: string): Promise<JobView<P> | undefined>;
   /**
    * Creates or replaces the periodic job `name` of this queue (R25), stored in the engine:
    * `when` is a cron expression (read in `timezone`, default UTC) or an interval in ms (at least
@@ -235,9 +242,13 @@ export interface Queue {
    * occurrence is published. Set again with the same definition, it stays as it is (its phase
    * and the occurrence published last): a deploy may set its schedules at every start.
    */
-  schedule(name: string, when: ScheduleWhen, options?: ScheduleOptions): Promise<ScheduleView>;
+  schedule(
+    name: string,
+    when: ScheduleWhen,
+    options?: ScheduleOptions<P>,
+  ): Promise<ScheduleView<P>>;
   /** This queue's schedules, by name, with their next occurrence. */
-  schedules(): Promise<ScheduleView[]>;
+  schedules(): Promise<ScheduleView<P>[]>;
   /** Removes a schedule; false when there was none. */
   removeSchedule(name: string): Promise<boolean>;
 }
@@ -270,19 +281,22 @@ export interface Broker {
    * undefined where the broker cannot tell (over HTTP).
    */
   readonly durable?: boolean;
-  /** Opens (creating when missing) the named queue. See Engine.queue for options. */
-  queue(name: string, options?: QueueOptions): Promise<Queue>;
+  /**
+   * Opens (creating when missing) the named queue. See Engine.queue for options. `P`, the type
+   * of its payloads, is the caller's claim (see Queue): default unknown.
+   */
+  queue<P = unknown>(name: string, options?: QueueOptions): Promise<Queue<P>>;
   /**
    * `queue`, saying whether this call created the queue: the storage decides, so of two
    * processes creating one queue at once exactly one hears `created: true`. In-process brokers
    * only (over HTTP, `PUT /v1/queues/{name}` answers the same).
    */
-  ensureQueue?(
+  ensureQueue?<P = unknown>(
     name: string,
     options?: QueueOptions,
   ): Promise<{
     /** The queue. */
-    queue: Queue;
+    queue: Queue<P>;
     /** true when this call created it. */
     created: boolean;
   }>;
@@ -290,7 +304,7 @@ export interface Broker {
    * The named queue without reading or creating anything: its calls answer NOT_FOUND while no
    * queue of that name exists (for code that must not create one, as a server's lookups).
    */
-  handle(name: string): Queue;
+  handle<P = unknown>(name: string): Queue<P>;
   /**
    * `handle`, but on one queue rather than its name: the queue of that name its first call
    * finds. Once that queue is deleted its calls answer NOT_FOUND, also when another queue was
@@ -298,7 +312,7 @@ export interface Broker {
    * on one queue never goes on in its successor. In-process brokers only; over a storage that
    * cannot tell one queue of a name from the next, the same as `handle`.
    */
-  pinnedHandle?(name: string): Queue;
+  pinnedHandle?<P = unknown>(name: string): Queue<P>;
   /** Changes the named queue's options (those given; the others stay); returns them all. */
   updateQueue(name: string, options: QueueOptions): Promise<ResolvedQueueOptions>;
   /** Every queue of the storage, by name, with its options. */

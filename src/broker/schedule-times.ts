@@ -7,16 +7,16 @@ import type { ScheduleRecord } from '../engine/index.js';
 /** When a schedule fires: a cron expression (string) or an interval in ms (number). */
 export type ScheduleWhen = string | number;
 
-/** Options of `Queue.schedule`. */
-export interface ScheduleOptions {
+/** Options of `Queue.schedule`; `P` is the payload's type as the queue declares it. */
+export interface ScheduleOptions<P = unknown> {
   /** The payload of every occurrence's job (JSON). */
-  payload?: unknown;
+  payload?: P;
   /** IANA time zone a cron expression is read in (e.g. 'Europe/Paris'). Default UTC. */
   timezone?: string;
 }
 
-/** A schedule as users see it (R25). Times in ms. */
-export interface ScheduleView {
+/** A schedule as users see it (R25). Times in ms. `P` as in ScheduleOptions. */
+export interface ScheduleView<P = unknown> {
   /** The schedule's name, unique within its queue. */
   name: string;
   /** The queue its occurrences are published into. */
@@ -28,7 +28,7 @@ export interface ScheduleView {
   /** The IANA time zone `cron` is read in; absent means UTC. */
   timezone?: string;
   /** The payload of every occurrence's job; absent when there is none. */
-  payload?: unknown;
+  payload?: P;
   /** When the schedule was set: only occurrences after it are published. */
   createdAt: number;
   /** The occurrence published last; absent before the first. */

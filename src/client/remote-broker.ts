@@ -126,9 +126,10 @@ export class RemoteBroker implements Broker {
 
   /**
    * Opens the named queue, creating it when missing. An existing queue is only read (a key with
-   * consume or publish rights is enough); creating one needs admin rights.
+   * consume or publish rights is enough); creating one needs admin rights. `P`, the type of its
+   * payloads, is the caller's claim (see Queue): default unknown.
    */
-  async queue(name: string, options: QueueOptions = {}): Promise<RemoteQueue> {
+  async queue<P = unknown>(name: string, options: QueueOptions = {}): Promise<RemoteQueue<P>> {
     checkQueueName(name);
     // Checked here as in-process: JSON would send a NaN or -Infinity as null, "none".
     resolveQueueOptions(options);
@@ -141,7 +142,7 @@ export class RemoteBroker implements Broker {
       if (!(error instanceof NotFoundError)) throw error;
       await this.createQueue(name, options);
     }
-    return this.handle(name);
+    return this.handle<P>(name);
   }
 
   /** Creates the queue, or opens it when it exists with the same options (admin). */
@@ -169,10 +170,10 @@ export class RemoteBroker implements Broker {
    * A handle on a queue without asking the server; calls answer NOT_FOUND if it is missing.
    * Refused with CLOSED once the client's close began, as every other call of it.
    */
-  handle(name: string): RemoteQueue {
+  handle<P = unknown>(name: string): RemoteQueue<P> {
     if (this.closing.signal.aborted) throw new ClosedError('the client is closed');
     checkQueueName(name);
-    return new RemoteQueue(
+    return new RemoteQueue<P>(
       name,
       this.http,
       this.channel,

@@ -68,8 +68,11 @@ import { heldFor } from './prefetch.js';
 import type { ReceiptBook } from './receipt-book.js';
 import type { ServerLimitsReader } from './server-limits.js';
 
-/** A delivery with the receipt that settles it (what `receiveWithReceipts` returns). */
-export interface ReceivedDelivery extends Delivery {
+/**
+ * A delivery with the receipt that settles it (what `receiveWithReceipts` returns); `P` as in
+ * Delivery.
+ */
+export interface ReceivedDelivery<P = unknown> extends Delivery<P> {
   /** The delivery's receipt, which settles it from any process (`ackReceipts` and friends). */
   receipt: string;
 }
@@ -79,9 +82,10 @@ export interface ReceivedDelivery extends Delivery {
  * everywhere; this client keeps the receipt of every delivery it received and sends that, so
  * a settled delivery's token is answered by the server as stale (R8). A token it holds no
  * receipt for is refused with an UnknownDeliveryError. Operations travel as values (see
- * `execute`), coalesced per tick into one request.
+ * `execute`), coalesced per tick into one request. `P` is the type of its payloads, the
+ * caller's claim (see Queue): what the server answers is not checked against it.
  */
-export class RemoteQueue implements Queue {
+export class RemoteQueue<P = unknown> implements Queue<P> {
   private readonly path: string;
   private readonly wrapper: WireWrapper;
 
@@ -135,7 +139,7 @@ export class RemoteQueue implements Queue {
     return { maxDelayMs, maxVisibilityMs, maxBatch, maxBodyBytes };
   }
 
-  async receive(options: ReceiveOptions = {}): Promise<Delivery[]> {
+  async receive(options: ReceiveOptions = {}): Promise<Delivery<P>[]> {
     const received = await this.receiveWithReceipts(options);
     return received.map((withReceipt) => {
       const { receipt: _receipt, ...delivery } = withReceipt;
@@ -148,7 +152,7 @@ export class RemoteQueue implements Queue {
    * `receive`, with each delivery's receipt: for handing a delivery to another process, which
    * can settle it with `ackReceipt` and friends.
    */
-  async receiveWithReceipts(options: ReceiveOptions = {}): Promise<ReceivedDelivery[]> {
+  async receiveWithReceipts(options: ReceiveOptions = {}): Promise<ReceivedDelivery<P>[]> {
     build.reserve(options, RECEIVE_ONLY_OPTIONS);
     const { wait = 0, signal, max, visibility, session, ack } = options;
     checkReceiveOnly(wait, signal);
@@ -219,11 +223,11 @@ export class RemoteQueue implements Queue {
     return outcomes;
   }
 
-  async publish(input: PublishInput = {}): Promise<PublishResult> {
+  async publish(input: PublishInput<P> = {}): Promise<PublishResult> {
     return (await this.run(build.publish(input)))[0] as PublishResult;
   }
 
-  async publishBatch(inputs: readonly PublishInput[]): Promise<PublishResult[]> {
+  async publishBatch(inputs: readonly PublishInput<P>[]): Promise<PublishResult[]> {
     return this.run(build.publishBatch(inputs));
   }
 
@@ -334,20 +338,20 @@ export class RemoteQueue implements Queue {
   }
 
   /** Every dead letter, page after page of the most the server answers with at once. */
-  async deadLetters(): Promise<DeadLetter[]> {
+  async deadLetters(): Promise<DeadLetter<P>[]> {
     return everyPage(async (after) => {
       const page = await this.deadLetterPage({ limit: MAX_DEAD_LETTER_PAGE, ...after });
       return { entries: page.deadLetters, next: page.next };
     });
   }
 
-  async deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage> {
+  async deadLetterPage(options?: DeadLetterPageOptions): Promise<DeadLetterPage<P>> {
     // Checked here too: a bad value is said as the library says it, not as a query string.
     const { limit, after, payloads } = checkDeadLetterPage(options);
     const query = new URLSearchParams({ limit: String(limit) });
     if (after > 0) query.set('after', deadLetterCursor(after));
     if (!payloads) query.set('payload', 'false');
-    return this.get<DeadLetterPage>(`/dead-letters?${query}`, { deadLetters: 'array' });
+    return this.get<DeadLetterPage<P>>(`/dead-letters?${query}`, { deadLetters: 'array' });
   }
 
   /** With `limit`, the server's storage reads only the first `limit` of each list. */
@@ -380,13 +384,13 @@ export class RemoteQueue implements Queue {
    * One job, or undefined. The ids `.` and `..` cannot be one URL path segment (URLs resolve
    * them), so they are refused here.
    */
-  async job(id: string): Promise<JobView | undefined> {
+  async job(id: string): Promise<JobView<P> | undefined> {
     if (id === '.' || id === '..') {
       throw new ValidationError('the job ids "." and ".." cannot be looked up over HTTP');
     }
     checkLookedUpId(id);
     try {
-      return await this.get<JobView>(`/jobs/${encodeURIComponent(id)}`, { id: 'string' });
+      return await this.get<JobView<P>>(`/jobs/${encodeURIComponent(id)}`, { id: 'string' });
     } catch (error) {
       if ((error as { code?: string }).code !== 'NOT_FOUND') throw error;
       // No such job, or no such queue: the second is NOT_FOUND, as in-process, not "no job".
@@ -396,18 +400,18 @@ export class RemoteQueue implements Queue {
   }
 
   /** R25: sets the periodic job `name` of this queue on the server (see Queue.schedule). */
-  async schedule(name: string, when: ScheduleWhen, options: ScheduleOptions = {}) {
+  async schedule(name: string, when: ScheduleWhen, options: ScheduleOptions<P> = {}) {
     // Refused here as in-process, in the same words (the server checks again, with its limits).
     scheduleRecord(this.name, name, when, options, Date.now());
     const body = { ...options, ...(typeof when === 'number' ? { every: when } : { cron: when }) };
-    return this.http.request<ScheduleView>('PUT', this.schedulePath(name), {
+    return this.http.request<ScheduleView<P>>('PUT', this.schedulePath(name), {
       body,
       answer: { name: 'string' },
     });
   }
 
-  async schedules(): Promise<ScheduleView[]> {
-    return (await this.get<{ schedules: ScheduleView[] }>('/schedules', { schedules: 'array' }))
+  async schedules(): Promise<ScheduleView<P>[]> {
+    return (await this.get<{ schedules: ScheduleView<P>[] }>('/schedules', { schedules: 'array' }))
       .schedules;
   }
 
@@ -424,9 +428,10 @@ export class RemoteQueue implements Queue {
     return `${this.path}/schedules/${encodeURIComponent(name)}`;
   }
 
-  private remember(wire: WireDelivery, session: string | undefined): ReceivedDelivery {
+  private remember(wire: WireDelivery, session: string | undefined): ReceivedDelivery<P> {
     this.book.add(wire.token, wire.receipt, session);
-    return { ...deliveryFromWire(wire), receipt: wire.receipt };
+    // The payload as the server sent it: of type P by the caller's word alone (see Queue).
+    return { ...(deliveryFromWire(wire) as Delivery<P>), receipt: wire.receipt };
   }
 
   /**

@@ -67,12 +67,15 @@ export type ResolvedQueueOptions = Required<Omit<QueueOptions, SparseOption>> & 
   overflow?: 'dead-letter-oldest';
 };
 
-/** A job to publish: its id, payload, delay, priority, group and expiry. */
-export interface PublishInput {
+/**
+ * A job to publish: its id, payload, delay, priority, group and expiry. `P` is the payload's
+ * type as the queue declares it (`Queue<P>`), unknown by default: checked by the compiler only.
+ */
+export interface PublishInput<P = unknown> {
   /** The job id: the name of the work. Generated when omitted. 1..256 characters (R18). */
   id?: string;
   /** Opaque JSON. */
-  payload?: unknown;
+  payload?: P;
   /** Ticks until the job becomes ready. Integer ≥ 0, default 0. */
   delay?: number;
   /**
@@ -124,14 +127,17 @@ export interface ReserveOptions {
   ack?: 'manual' | 'auto';
 }
 
-/** One ownership interval of a job. `token` names the interval, `id` names the work. */
-export interface Delivery {
+/**
+ * One ownership interval of a job. `token` names the interval, `id` names the work. `P` is the
+ * payload's type as the queue declares it: a claim of the caller's, not checked at receive.
+ */
+export interface Delivery<P = unknown> {
   /** The delivery's token: larger than every earlier token of the queue (R6, R7). */
   token: number;
   /** The job's id. */
   id: string;
   /** The job's payload, as published. */
-  payload: unknown;
+  payload: P;
   /** When the lease ends, on the queue's clock: now + visibility (R6). */
   deadline: number;
   /** The job's deliveries so far, this one included (R6, R33). */
@@ -286,12 +292,15 @@ export interface DeadLetterOrigin {
   at: number;
 }
 
-/** A dead job (R14): its payload, why and when it died, and its history. */
-export interface DeadLetter {
+/**
+ * A dead job (R14): its payload, why and when it died, and its history. `P` is the payload's
+ * type as the queue declares it (see Delivery).
+ */
+export interface DeadLetter<P = unknown> {
   /** The job's id. */
   id: string;
   /** Undefined when the job has none; absent from a page read with `payloads: false`. */
-  payload?: unknown;
+  payload?: P;
   /** The reason it died with: `max-deliveries`, `cancelled`, `expired`, a nack's reason … */
   reason: string;
   /** Its deliveries when it died. */
@@ -324,10 +333,10 @@ export interface DeadLetterPageOptions {
   payloads?: boolean;
 }
 
-/** A page of a queue's dead letters, in the order they died. */
-export interface DeadLetterPage {
+/** A page of a queue's dead letters, in the order they died; `P` as in DeadLetter. */
+export interface DeadLetterPage<P = unknown> {
   /** The dead letters, in the order they died. */
-  deadLetters: DeadLetter[];
+  deadLetters: DeadLetter<P>[];
   /** Where the next page starts (give it as `after`); absent when no dead letter follows. */
   next?: string;
 }
@@ -433,12 +442,12 @@ export interface QueueStats {
 /** The states of a job that still exists (an acked job no longer does). */
 export type JobState = 'ready' | 'delayed' | 'active' | 'dead' | 'waiting';
 
-/** One job by id, with its attempt history. */
-export interface JobView {
+/** One job by id, with its attempt history; `P` is the payload's type (see Delivery). */
+export interface JobView<P = unknown> {
   /** The job's id. */
   id: string;
   /** The job's payload, as published. */
-  payload: unknown;
+  payload: P;
   /** The state it is in. */
   state: JobState;
   /** Its deliveries so far. */

@@ -49,9 +49,10 @@ export interface FailRenewalsOptions {
 /**
  * A Queue that passes calls to a real one, except where a fault was armed: lost acks, a crash
  * before the ack, failing renewals, a session closed under the consumer. Give it to the
- * worker under test; keep the real queue for the test's own checks.
+ * worker under test; keep the real queue for the test's own checks. `P` is the real queue's
+ * payload type.
  */
-export class FaultyQueue implements Queue {
+export class FaultyQueue<P = unknown> implements Queue<P> {
   /** Every settle, extend and receive call, in order. */
   readonly calls: FaultyCall[] = [];
   private crashArmed = false;
@@ -70,7 +71,7 @@ export class FaultyQueue implements Queue {
   private isCrashed = false;
 
   constructor(
-    private readonly inner: Queue,
+    private readonly inner: Queue<P>,
     private readonly onCrash: () => void = () => {},
   ) {}
 
@@ -198,11 +199,11 @@ export class FaultyQueue implements Queue {
     return this.pass(() => this.inner.execute(operations));
   }
 
-  publish(input?: PublishInput) {
+  publish(input?: PublishInput<P>) {
     return this.pass(() => this.inner.publish(input));
   }
 
-  publishBatch(inputs: readonly PublishInput[]) {
+  publishBatch(inputs: readonly PublishInput<P>[]) {
     return this.pass(() => this.inner.publishBatch(inputs));
   }
 
@@ -379,7 +380,7 @@ export class FaultyQueue implements Queue {
     return this.pass(() => this.inner.job(id));
   }
 
-  schedule(name: string, when: ScheduleWhen, options?: ScheduleOptions) {
+  schedule(name: string, when: ScheduleWhen, options?: ScheduleOptions<P>) {
     return this.pass(() => this.inner.schedule(name, when, options));
   }
 

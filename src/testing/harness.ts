@@ -29,35 +29,41 @@ export interface HarnessOptions {
   connect?: (clock: ManualClock) => Promise<Broker>;
 }
 
+/** What the harness does with each of its processes, whatever their payload type. */
+type Followed = Pick<TestProcess, 'faults' | 'follow'> & {
+  readonly worker: Pick<Worker, 'close'>;
+};
+
 /**
  * A broker on a manual clock and any number of simulated consumer processes, each a Worker
  * over its own FaultyQueue with its own clock. Time moves only through `advance`; a paused or
- * crashed process's clock stays behind, as its timers would.
+ * crashed process's clock stays behind, as its timers would. `P` is the type of the queue's
+ * payloads (`Harness.open<P>()`), a claim as `Queue<P>`'s is; unknown by default.
  */
-export class Harness {
-  private readonly processes: TestProcess<never>[] = [];
+export class Harness<P = unknown> {
+  private readonly processes: Followed[] = [];
 
   private constructor(
     /** The broker, on the harness's clock. */
     readonly broker: Broker,
     /** The queue the processes work on. */
-    readonly queue: Queue,
+    readonly queue: Queue<P>,
     /** The harness's clock: time moves only through `advance`. */
     readonly clock: ManualClock,
     private readonly logger: Logger,
   ) {}
 
   /** A harness over a new broker and its queue, on a manual clock at `start` (default 0). */
-  static async open(options: HarnessOptions = {}): Promise<Harness> {
+  static async open<P = unknown>(options: HarnessOptions = {}): Promise<Harness<P>> {
     checkOpenOptions(options);
     const clock = new ManualClock(options.start ?? 0);
     const broker =
       options.connect === undefined
         ? await open(options.url ?? 'memory:', { clock })
         : await options.connect(clock);
-    let queue: Queue;
+    let queue: Queue<P>;
     try {
-      queue = await broker.queue(options.queue ?? 'jobs', options.queueOptions);
+      queue = await broker.queue<P>(options.queue ?? 'jobs', options.queueOptions);
     } catch (error) {
       // Refused queue options leave no broker open (a SQLite file held) behind the error.
       await broker.close().catch(() => undefined);
@@ -66,13 +72,16 @@ export class Harness {
     return new Harness(broker, queue, clock, options.logger ?? silentLogger);
   }
 
-  /** A new consumer process running `handler` (not started: call `worker.start()` or `runOnce()`). */
-  process<P = unknown>(handler: Handler<P>, options: WorkerOptions = {}): TestProcess<P> {
-    const consumer = new TestProcess<P>(this.queue, this.clock, handler, {
+  /**
+   * A new consumer process running `handler` (not started: call `worker.start()` or
+   * `runOnce()`). `Q`, the payloads' type its handler sees, is the harness's unless given.
+   */
+  process<Q = P>(handler: Handler<Q>, options: WorkerOptions = {}): TestProcess<Q> {
+    const consumer = new TestProcess<Q>(this.queue, this.clock, handler, {
       logger: this.logger,
       ...options,
     });
-    this.processes.push(consumer as TestProcess<never>);
+    this.processes.push(consumer);
     return consumer;
   }
 
@@ -125,7 +134,7 @@ export class TestProcess<P = unknown> {
   /** The process's clock: it follows the harness's unless the process is paused or crashed. */
   readonly clock: ManualClock;
   /** The queue as the process reaches it, faults injected there. */
-  readonly faults: FaultyQueue;
+  readonly faults: FaultyQueue<P>;
   /** Every final outcome, in order. */
   readonly outcomes: OutcomeRecord[] = [];
   private taken = 0;
@@ -139,7 +148,8 @@ export class TestProcess<P = unknown> {
     options: WorkerOptions,
   ) {
     this.clock = new ManualClock(brokerClock.now());
-    this.faults = new FaultyQueue(queue, () => {
+    // Its payloads are what the handler says they are (see `Harness.process`).
+    this.faults = new FaultyQueue(queue as Queue<P>, () => {
       this.paused = true;
     });
     this.worker = new Worker(this.faults, handler, { clock: this.clock, ...options });

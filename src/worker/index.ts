@@ -38,6 +38,7 @@ export { type CloseOnSignalsOptions, closeOnSignals } from './signals.js';
 export { TransactionalInbox } from './transactional-inbox.js';
 export {
   type CloseOptions,
+  type UntypedQueue,
   Worker,
   type WorkerErrorSource,
   type WorkerEvents,

@@ -1,7 +1,12 @@
 import { untilAborted } from '../broker/on-abort.js';
 import type { Queue, QueueLimits } from '../broker/queue.js';
 import { addUnknownOptions } from '../core/errors.js';
-import { ClosedError, ValidationError } from '../core/index.js';
+import {
+  ClosedError,
+  type PublishInput,
+  type PublishResult,
+  ValidationError,
+} from '../core/index.js';
 import { show } from '../core/validate.js';
 import { abortableSleep } from './abortable-sleep.js';
 import { AckBatcher } from './ack-batcher.js';
@@ -17,6 +22,19 @@ import { WorkerMetrics, type WorkerMetricsSnapshot } from './metrics.js';
 import { type ResolvedWorkerOptions, resolveWorkerOptions, type WorkerOptions } from './options.js';
 import { type HeartbeatStep, isSessionClosed, SessionKeeper } from './session-keeper.js';
 import { WakeScheduler } from './wake-scheduler.js';
+
+/**
+ * A `Queue` whose payloads are not typed (unknown), and no `Queue<P>` of another P: what `work`
+ * and `Worker` take with a handler typed on its own (`work<Email>(queue, handler)`), the type
+ * of the payloads then being the handler's claim. A typed queue's handler must fit its type.
+ */
+export type UntypedQueue = Queue & {
+  /**
+   * `Queue.publish`, of any payload. A function-typed property is checked strictly: the publish
+   * of a `Queue<P>`, which refuses other payloads, does not fit it.
+   */
+  publish: (input?: PublishInput<unknown>) => Promise<PublishResult>;
+};
 
 /** What `Worker.close` takes. */
 export interface CloseOptions {
@@ -85,10 +103,14 @@ export const SETTLING_PER_SLOT = 8;
  * runs the handler on each under a kept lease, and settles every job by its outcome
  * (docs/worker.md) — or, with `ack: 'auto'`, receives each at most once and runs it with no
  * lease and nothing to settle (R22). Talks to the queue only through the `Queue` interface.
+ *
+ * `P` is the type of the payloads: the queue's (`Queue<P>`), so that a handler's `job.payload`
+ * is typed without annotations; or, over a queue of unknown payloads, the handler's own. A
+ * claim the compiler trusts, not checked at run time (see Queue).
  */
 export class Worker<P = unknown> {
   /** The queue it works on. */
-  readonly queue: Queue;
+  readonly queue: Queue<P>;
   private readonly options: ResolvedWorkerOptions;
   private readonly counters = new WorkerMetrics();
   private readonly inHand = new Set<HeldRun>();
@@ -144,8 +166,12 @@ export class Worker<P = unknown> {
   /** A read of the queue's visibility under way. */
   private leaseMsRead: Promise<number> | undefined;
 
+  /** A worker over a queue of payloads of type `P`, which its handler's jobs carry. */
+  constructor(queue: Queue<P>, handler: Handler<P>, options?: WorkerOptions);
+  /** A worker over a queue of unknown payloads, whose handler says what they are. */
+  constructor(queue: UntypedQueue, handler: Handler<P>, options?: WorkerOptions);
   constructor(
-    queue: Queue,
+    queue: Queue<P> | UntypedQueue,
     private readonly handler: Handler<P>,
     options: WorkerOptions = {},
   ) {
@@ -155,7 +181,8 @@ export class Worker<P = unknown> {
     }
     if (typeof handler !== 'function') issues.push('handler must be a function');
     this.options = resolveWorkerOptions(options, issues);
-    this.queue = queue;
+    // The handler's claim over a queue of unknown payloads (see UntypedQueue).
+    this.queue = queue as Queue<P>;
     this.scheduler = new WakeScheduler(this.options.clock);
     if (this.options.session !== undefined) {
       this.session = new SessionKeeper({
@@ -685,13 +712,30 @@ export class Worker<P = unknown> {
   }
 }
 
-/** Creates a worker over `queue` and starts it; resolves once it runs. */
+/**
+ * Creates a worker over `queue` and starts it; resolves once it runs. The handler's jobs carry
+ * the queue's payload type: `work(broker.queue<Email>('emails'), (job) => send(job.payload))`.
+ */
+export function work<P = unknown>(
+  queue: Queue<P>,
+  handler: Handler<P>,
+  options?: WorkerOptions,
+): Promise<Worker<P>>;
+/**
+ * Creates a worker over a queue of unknown payloads and starts it: the handler says what the
+ * payloads are (`work<Email>(queue, handler)`), a claim nothing checks.
+ */
+export function work<P = unknown>(
+  queue: UntypedQueue,
+  handler: Handler<P>,
+  options?: WorkerOptions,
+): Promise<Worker<P>>;
 export async function work<P = unknown>(
-  queue: Queue,
+  queue: Queue<P> | UntypedQueue,
   handler: Handler<P>,
   options?: WorkerOptions,
 ): Promise<Worker<P>> {
-  const worker = new Worker(queue, handler, options);
+  const worker = new Worker<P>(queue as Queue<P>, handler, options);
   await worker.start();
   return worker;
 }
