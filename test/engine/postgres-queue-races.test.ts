@@ -129,19 +129,20 @@ describe('PostgreSQL: processes whose calls lock the same queues in opposite ord
     await queue.publish(1, { id: 'a' });
     const [delivery] = await queue.reserve(1);
     await queue.nack(1, delivery?.token ?? 0, { requeue: false });
-    // A caller's transaction holds the source queue; moving the job back locks the target
-    // queue, then waits for the source; the transaction then wants the target: a deadlock,
-    // which PostgreSQL breaks by rolling one of the two back.
+    // A caller's transaction holds the target queue; moving the job back locks the source
+    // queue, then waits for the target; the transaction then wants the source: a deadlock,
+    // which PostgreSQL breaks by rolling one of the two back. (A caller's transaction takes its
+    // queues in the order of its calls, not in the one every other transaction keeps.)
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => {
       release = resolve;
     });
     let locked = false;
     const transaction = writing.transaction?.(async (tx) => {
-      await tx.publish(source, 2, { id: 'b' });
+      await tx.publish(target, 2, { id: 'c' });
       locked = true;
       await held;
-      await tx.publish(target, 2, { id: 'c' });
+      await tx.publish(source, 2, { id: 'b' });
     });
     await expect.poll(() => locked).toBe(true);
     const moved = dead.moveJobs(2);

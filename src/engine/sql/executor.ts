@@ -132,10 +132,16 @@ export interface Merge<A, R> {
   direct?: (connection: SqlConnection, batch: BatchContext, args: A[]) => Promise<R[] | undefined>;
 }
 
+/**
+ * The queues besides its own whose locks a call takes (a move's targets, R26), read before any
+ * lock is taken: the batch takes them with its own (see GroupCommitExecutor's lockQueues).
+ */
+export type AlsoLocks = (connection: SqlConnection) => Promise<readonly string[]>;
+
 /** What the calls of one queue are submitted through: the executor, each call marked as that queue's. */
 export interface QueueExecutor {
   /** `GroupCommitExecutor.submit`, as a call of the queue. */
-  submit<T>(work: Work<T>, kind?: CommitKind): Promise<T>;
+  submit<T>(work: Work<T>, kind?: CommitKind, alsoLocks?: AlsoLocks): Promise<T>;
   /** `GroupCommitExecutor.submitMerged`, as a call of the queue. */
   submitMerged<A, R>(merge: Merge<A, R>, kind?: CommitKind): Promise<R>;
 }
@@ -144,6 +150,8 @@ interface Pending {
   work: Work<unknown>;
   /** The queue whose lock the call takes, when it is a call of one (see lockQueues). */
   queue?: string;
+  /** The other queues whose locks the call takes, taken with the batch's (see lockQueues). */
+  alsoLocks?: AlsoLocks;
   /** `lease` when the call only moves leases and its commit need not wait for a sync (R21). */
   kind: CommitKind;
   merge?: Merge<unknown, unknown>;
@@ -239,7 +247,9 @@ export class GroupCommitExecutor {
      * of other processes wait for (PostgreSQL). Taken as each call came to them, the batches of
      * two processes holding calls of the same two queues in opposite orders deadlocked: one was
      * rolled back after the database's deadlock_timeout (a second by default), and its calls ran
-     * again one by one.
+     * again one by one. The queues a call also locks (`AlsoLocks`) are among them: a move of dead
+     * letters back to their origins took its own queue first, then each origin, while a job dying
+     * there held the origin and waited for its dead-letter queue.
      */
     private readonly lockQueues?: (
       connection: SqlConnection,
@@ -249,18 +259,30 @@ export class GroupCommitExecutor {
 
   /**
    * Runs `work` in the next batch's transaction; `queue`: the queue whose lock it takes, when
-   * it is a call of one (see lockQueues).
+   * it is a call of one; `alsoLocks`: the other queues whose locks it takes (see lockQueues).
    */
-  submit<T>(work: Work<T>, kind: CommitKind = 'durable', queue?: string): Promise<T> {
+  submit<T>(
+    work: Work<T>,
+    kind: CommitKind = 'durable',
+    queue?: string,
+    alsoLocks?: AlsoLocks,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.push({ work, kind, queue, resolve: resolve as (value: unknown) => void, reject });
+      this.push({
+        work,
+        kind,
+        queue,
+        alsoLocks,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
     });
   }
 
   /** The executor as the calls of `queue` use it: each call marked as one of that queue. */
   forQueue(queue: string): QueueExecutor {
     return {
-      submit: (work, kind) => this.submit(work, kind, queue),
+      submit: (work, kind, alsoLocks) => this.submit(work, kind, queue, alsoLocks),
       submitMerged: (merge, kind) => this.submitMerged(merge, kind, queue),
     };
   }
@@ -663,11 +685,19 @@ export class GroupCommitExecutor {
     return true;
   }
 
-  /** The queues of the batch's calls, locked first where it holds calls of several. */
+  /**
+   * The queues of the batch's calls, and those they also lock (a move's targets), locked first
+   * where there are several.
+   */
   private async lockBatchQueues(connection: SqlConnection, batch: Pending[]): Promise<void> {
     if (this.lockQueues === undefined) return;
     const queues = new Set<string>();
-    for (const pending of batch) if (pending.queue !== undefined) queues.add(pending.queue);
+    for (const pending of batch) {
+      if (pending.queue !== undefined) queues.add(pending.queue);
+      if (pending.alsoLocks !== undefined) {
+        for (const name of await pending.alsoLocks(connection)) queues.add(name);
+      }
+    }
     if (queues.size > 1) await this.lockQueues(connection, [...queues]);
   }
 

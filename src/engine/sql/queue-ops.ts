@@ -921,7 +921,8 @@ export class QueueOps extends JobMoves {
     while (moves.moved < max) {
       const budget = whole ? MOVE_CHUNK : MOVE_CHUNK - lookedHere;
       // No more than `max` leaves room for: looking a job's target up locks the target's row
-      // (as admit does), and a queue no job goes to is not to be held up, nor deadlock with it.
+      // (as admit does), and a queue no job goes to is not to be held up. (Where the storage
+      // keeps a lock per queue, the targets the call may have were locked first: queuesMovesLock.)
       const room = max - moves.moved;
       const chunk = await moves.upcoming(this, Math.min(budget, room));
       if (chunk.length === 0) break;

@@ -28,7 +28,8 @@ import { OperationHandle } from '../operation-handle.js';
 import { pinnedQueueGone } from '../pinned.js';
 import { BULK_STEP, MoveRun, withDoneCount } from './bulk-steps.js';
 import { commitKindOf } from './commit-kind.js';
-import type { BatchContext, QueueExecutor } from './executor.js';
+import type { AlsoLocks, BatchContext, QueueExecutor, Work } from './executor.js';
+import { queuesMovesLock } from './move-locks.js';
 import { type QueueAccess, queueOps, wakeLocallyOnCommit, wakeOnCommit } from './queue-access.js';
 import { type DeadPage, deliveryOf, type EncodedPublish, type QueueOps } from './queue-ops.js';
 import { expiryInUse } from './queue-row.js';
@@ -93,7 +94,7 @@ export class SqlQueue extends OperationHandle {
     }
     // Before the transaction, which holds the queue from its first statement on.
     const prepared = operations.map(prepareOperation);
-    return this.executor.submit(async (connection, batch) => {
+    return this.submitFor(operations, async (connection, batch) => {
       const ops = await this.ops(connection, batch);
       const outcomes = await runEach(ops, now, operations, prepared);
       const done = operations.filter((_, index) => outcomes[index]?.ok);
@@ -106,7 +107,22 @@ export class SqlQueue extends OperationHandle {
         await this.letReceiversGoOn(ops, now, connection, batch);
       } else if (freed) await this.serveReceiversHere(ops, now, batch);
       return outcomes;
-    }, commitKindOf(operations));
+    });
+  }
+
+  /** Submits `work`, the call of `operations`: as their commit kind, with the queues they lock. */
+  private submitFor<T>(operations: readonly Operation[], work: Work<T>): Promise<T> {
+    return this.executor.submit(work, commitKindOf(operations), this.movesLock(operations));
+  }
+
+  /**
+   * The other queues the moves among `operations` lock (R26: see queuesMovesLock), taken with
+   * this queue's before anything else in the transaction; undefined when there are none.
+   */
+  private movesLock(operations: readonly Operation[]): AlsoLocks | undefined {
+    const moves = operations.filter((operation) => operation.type === 'moveJobs');
+    if (moves.length === 0) return undefined;
+    return (connection) => queuesMovesLock(connection, this.name, moves);
   }
 
   /**
@@ -148,6 +164,7 @@ export class SqlQueue extends OperationHandle {
             return result;
           },
           commitKindOf([operation]),
+          this.movesLock([operation]),
         );
         total += count;
         if (done) return [{ ok: true, value: total }];
