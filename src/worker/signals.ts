@@ -19,14 +19,16 @@ export interface CloseOnSignalsOptions {
  * Closes the worker gracefully on the first of `signals`; a second signal while it closes
  * releases the remaining jobs at once. Returns the removal of the listeners. While the
  * listeners are installed the signals no longer end the process by themselves: the process
- * ends when its work is done (or when `onClosed` ends it). Bad options are a ValidationError
+ * ends when its work is done (or when `onClosed` ends it). Once the worker has closed (by a
+ * signal, its own `close()`, or its broker's), they are removed: a signal then does what it
+ * did before, rather than nothing for the rest of the process's life. Bad options are a ValidationError
  * here, before any listener is installed: found only at the signal, they would leave the
  * process running with its signals taken and its worker not closing. In a worker thread it
  * throws UnsupportedError: Node delivers signals to the main thread only, so its listeners would
  * never fire, and the thread's jobs would be cut off with the process instead of given back.
  */
 export function closeOnSignals(
-  worker: Pick<Worker, 'close'>,
+  worker: Pick<Worker, 'close'> & Partial<Pick<Worker, 'on' | 'state'>>,
   options: CloseOnSignalsOptions = {},
 ): () => void {
   // Found only at the signal, a worker without close() would throw from the listener.
@@ -49,12 +51,20 @@ export function closeOnSignals(
     if (!first) return;
     first = false;
     closing.then(
-      () => onClosed?.(),
-      (error: unknown) => onClosed?.(error),
+      () => {
+        remove();
+        onClosed?.();
+      },
+      (error: unknown) => {
+        remove();
+        onClosed?.(error);
+      },
     );
   };
+  let stopWatching: (() => void) | undefined;
   const remove = () => {
     for (const signal of signals) process.off(signal, listener);
+    stopWatching?.();
   };
   try {
     for (const signal of signals) process.on(signal, listener);
@@ -63,6 +73,9 @@ export function closeOnSignals(
     remove();
     throw error;
   }
+  // Closed otherwise (its own close(), its broker's): nothing is left for a signal to close.
+  if (typeof worker.on === 'function') stopWatching = worker.on('closed', remove);
+  if (worker.state === 'closed') remove();
   return remove;
 }
 

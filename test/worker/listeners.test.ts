@@ -1,4 +1,4 @@
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Queue } from '../../src/broker/queue.js';
 import { ValidationError } from '../../src/core/index.js';
 import { ManualClock, open } from '../../src/index.js';
@@ -70,4 +70,43 @@ it('an outcome goes to the listeners there were as it began: one added by a list
   }
   expect(seen).toEqual(['first a', 'removed a', 'first b', 'added b']);
   await w.close({ timeout: 0 });
+});
+
+describe('closeOnSignals gives the signals back once the worker has closed', () => {
+  const taken = () => process.listenerCount('SIGTERM') + process.listenerCount('SIGINT');
+
+  it('after a close of its own, not by a signal', async () => {
+    const w = await worker();
+    await w.start();
+    const before = taken();
+    closeOnSignals(w);
+    expect(taken()).toBe(before + 2);
+    await w.close();
+    expect(taken()).toBe(before);
+  });
+
+  it('after the close a signal began, once it is done, with onClosed called', async () => {
+    const w = await worker();
+    await w.start();
+    const before = taken();
+    const closed = new Promise<unknown>((resolve) => {
+      closeOnSignals(w, { signals: ['SIGTERM'], onClosed: resolve });
+    });
+    expect(taken()).toBe(before + 1);
+    process.emit('SIGTERM', 'SIGTERM');
+    expect(await closed).toBeUndefined();
+    expect(w.state).toBe('closed');
+    expect(taken()).toBe(before);
+  });
+
+  it('for a worker closed already, none is taken', async () => {
+    const w = await worker();
+    await w.start();
+    await w.close();
+    const before = taken();
+    const remove = closeOnSignals(w);
+    expect(taken()).toBe(before);
+    remove();
+    expect(taken()).toBe(before);
+  });
 });
