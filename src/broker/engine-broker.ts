@@ -87,7 +87,7 @@ export class EngineBroker implements Broker {
     this.stopListening = engine.onWake((queue, served) =>
       served === undefined
         ? this.wakes.wake(queue)
-        : this.wakes.wakeServed(queue, served.nextEventAt, served.unseen),
+        : this.wakes.wakeServed(queue, served.nextEventAt, served.unseen, served.sessionsEnded),
     );
   }
 
@@ -432,7 +432,7 @@ export class EngineQueue implements Queue {
       for (let first = true; ; first = false) {
         // Woken by the caller's signal or by closing: answer empty, touch nothing more.
         if (!first && (signal?.aborted || this.closing.aborted)) return [];
-        const parked = this.parkOnWake(signal, lane, place, operation.session !== undefined);
+        const parked = this.parkOnWake(signal, lane, place, operation.session);
         lastParked = parked;
         let handedOver: Promise<Delivery[]> | undefined;
         let failure: { error: unknown } | undefined;
@@ -683,7 +683,7 @@ export class EngineQueue implements Queue {
     signal: AbortSignal | undefined,
     lane: string,
     place: number,
-    session: boolean,
+    session: string | undefined,
   ) {
     const stop = new AbortController();
     const abort = () => stop.abort(WAIT_ENDED);
@@ -721,7 +721,7 @@ export class EngineQueue implements Queue {
       // under way and may have missed what the serve left (it was not yet in place); otherwise
       // it sleeps no later than the queue's next event, as its look would have learnt: a job
       // handed out meanwhile may come back when its lease runs out (R3).
-      session
+      session !== undefined
         ? (nextEventAt) => {
             if (parked.looking && !parked.inPlaceBefore) return true;
             if (nextEventAt < parked.sleepsUntil) {
@@ -731,6 +731,8 @@ export class EngineQueue implements Queue {
             return false;
           }
         : undefined,
+      // A served wake-up that ended its session makes it look, to learn so (R16).
+      session,
     );
     return parked;
   }

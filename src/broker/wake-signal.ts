@@ -6,6 +6,8 @@ interface Parked {
   readonly done: () => void;
   /** Told of a served wake-up (see wakeServed): true when it must look. None: as after any. */
   readonly served?: (nextEventAt: number) => boolean;
+  /** The session it receives in, if any: it looks at a served wake-up that ended it. */
+  readonly session?: string;
 }
 
 /** Parked receivers of one queue that can take the same jobs, in order of their places. */
@@ -48,7 +50,7 @@ export class WakeSignal {
    * Resolves when a wake-up of `queue` reaches this receiver in `lane` (`woken` is called then,
    * at once), or when the returned promise is abandoned (`signal` aborts). `place` (see
    * takePlace) orders it among the lane's receivers; without one it parks behind them all.
-   * `served`: see wakeServed.
+   * `served` and `session`: see wakeServed.
    */
   next(
     queue: string,
@@ -57,6 +59,7 @@ export class WakeSignal {
     place = takePlace(),
     woken?: () => void,
     served?: (nextEventAt: number) => boolean,
+    session?: string,
   ): Promise<void> {
     return new Promise((resolve) => {
       if (signal.aborted) return resolve();
@@ -90,6 +93,7 @@ export class WakeSignal {
           done();
         },
         served,
+        ...(session === undefined ? {} : { session }),
       };
       // Mostly at the back (a new receive); one parking again goes back to its place.
       let at = ofLane.length;
@@ -116,8 +120,8 @@ export class WakeSignal {
   /**
    * Calls `listener` at each wake-up of `queue` that its receivers all look at (`wake`):
    * something may have made jobs ready or ended a session (R16), in this process or in another
-   * one that tells. Not at a served one (`wakeServed`): the storage offered its jobs to the
-   * waiting receivers then, and no session ended in it. Returns the removal. While it listens,
+   * one that tells. At a served one (`wakeServed`) only when it ended sessions: the storage
+   * offered its jobs to the waiting receivers then. Returns the removal. While it listens,
    * the engine watches for other processes' wake-ups of `queue` as for a parked receiver.
    */
   listen(queue: string, listener: () => void): () => void {
@@ -155,21 +159,37 @@ export class WakeSignal {
    * if it says it must (its look was under way), and otherwise sleeps no later than that time;
    * in a lane of others, the first looks, as at any wake-up. Those at the places `unseen` began
    * to wait unseen by the engine: they look. Receivers in sessions of their own, a lane each,
-   * would otherwise all look at every publish and ack.
+   * would otherwise all look at every publish and ack. Those in a session of `sessionsEnded`
+   * look, to learn of its end (R16), and the queue's listeners are told (see listen): with a
+   * thousand receives waiting in sessions of their own, a session's end made each of them look.
    */
-  wakeServed(queue: string, nextEventAt: number, unseen: readonly number[]): void {
+  wakeServed(
+    queue: string,
+    nextEventAt: number,
+    unseen: readonly number[],
+    sessionsEnded: readonly string[] = [],
+  ): void {
     const lanes = this.parked.get(queue);
-    if (lanes === undefined) return;
-    const looking: Parked[] = [];
-    for (const waiters of lanes.values()) {
-      const first = waiters[0];
-      for (const entry of [...waiters]) {
-        const looks = entry.served === undefined ? entry === first : entry.served(nextEventAt);
-        if (looks || unseen.includes(entry.place)) looking.push(entry);
+    if (lanes !== undefined) {
+      const ended = sessionsEnded.length === 0 ? undefined : new Set(sessionsEnded);
+      const looking: Parked[] = [];
+      for (const waiters of lanes.values()) {
+        const first = waiters[0];
+        for (const entry of [...waiters]) {
+          const looks = entry.served === undefined ? entry === first : entry.served(nextEventAt);
+          if (
+            looks ||
+            unseen.includes(entry.place) ||
+            (entry.session !== undefined && ended?.has(entry.session) === true)
+          ) {
+            looking.push(entry);
+          }
+        }
       }
+      looking.sort((a, b) => a.place - b.place);
+      for (const { done } of looking) done();
     }
-    looking.sort((a, b) => a.place - b.place);
-    for (const { done } of looking) done();
+    if (sessionsEnded.length > 0) this.tell(queue);
   }
 
   /** The next receiver of `queue`'s `lane` looks (see the class comment). */

@@ -79,6 +79,9 @@ interface Release {
   outcome: AttemptOutcome;
 }
 
+/** How many ids of ended sessions a queue keeps for its engine's wake-ups (see endedSince). */
+const RECENT_ENDS = 64;
+
 /**
  * The semantics of SPEC.md as a pure state machine: no I/O, no timers, no wall clock. Every
  * operation takes `now`, validates its arguments, then advances the clock (R3) and acts.
@@ -93,6 +96,8 @@ export class LeaseQueue {
   private nextGeneratedId = 1;
   /** How many sessions ended so far, closed or timed out (see sessionsEnded). */
   private endedSessionCount = 0;
+  /** The ids of the latest sessions to end, at most RECENT_ENDS, oldest first (see endedSince). */
+  private readonly recentEnds: string[] = [];
   /**
    * Whether an id of the generated form (`job-…`) came from a caller or another queue: until
    * one does, a generated id is unique by construction and needs no look-up.
@@ -296,6 +301,16 @@ export class LeaseQueue {
    */
   get sessionsEnded(): number {
     return this.endedSessionCount;
+  }
+
+  /**
+   * The ids of the sessions that ended since `sessionsEnded` read `count`, in the order they
+   * ended; undefined when more ended than this queue keeps ids of (the last 64). Takes no time.
+   */
+  endedSince(count: number): string[] | undefined {
+    const ended = this.endedSessionCount - count;
+    if (ended > this.recentEnds.length) return undefined;
+    return this.recentEnds.slice(this.recentEnds.length - ended);
   }
 
   /** The queue's time (ms): the largest `now` it has accepted (R2). Takes no time. */
@@ -1039,6 +1054,8 @@ export class LeaseQueue {
 
   private endSession(session: SessionRecord, endedAt: number, released: Release[]): void {
     this.endedSessionCount += 1;
+    if (this.recentEnds.length === RECENT_ENDS) this.recentEnds.shift();
+    this.recentEnds.push(session.id);
     this.sessions.delete(session.id);
     this.heartbeats.remove(session);
     for (const delivery of session.deliveries.values()) {

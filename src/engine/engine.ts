@@ -227,8 +227,9 @@ export interface QueueInfo {
  * QueueHandle.reserveOnReady and is not in the middle of a look, in the order of their places,
  * as far as each could take; `served.nextEventAt` is the queue's next event as it committed (a
  * time at or before it). A waiting receive must then look again only if its look was under way
- * (and it was not in place before it: see QueueHandle.reserveOnReady), or it is one of
- * `served.unseen`, and sleep no later than that time.
+ * (and it was not in place before it: see QueueHandle.reserveOnReady), it is one of
+ * `served.unseen`, or its session is one of `served.sessionsEnded`, and sleep no later than
+ * that time.
  */
 export type WakeListener = (queue: string, served?: ServedWake) => void;
 
@@ -241,6 +242,13 @@ export interface ServedWake {
    * the others, unseen by it: each looks.
    */
   unseen: readonly number[];
+  /**
+   * The sessions of the queue it ended (closed, timed out: R16), if any: the receives waiting
+   * in them look, to learn so, and what watches the queue's wake-ups is told, as at a wake-up
+   * without `served`. The receives of other sessions need not look for it: what the ends
+   * released was offered to them.
+   */
+  sessionsEnded?: readonly string[];
 }
 
 /** Called when a live delivery of a queue was cancelled (R28): its holder should stop. */

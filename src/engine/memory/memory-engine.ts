@@ -32,6 +32,7 @@ import type {
   EngineCapabilities,
   QueueHandle,
   QueueInfo,
+  ServedWake,
   WakeListener,
 } from '../engine.js';
 import { OperationHandle } from '../operation-handle.js';
@@ -286,7 +287,10 @@ class MemoryQueue extends OperationHandle {
         outcomes[i] = { ok: true, value };
         wakes ||= wakesReceivers(operation, value);
       }
-      if (wakes) this.letReceiversGoOn(core, now, sessionsEnded);
+      // A session its step ended (R3: timed out, in a call that failed too) is as a close.
+      if (wakes || core.sessionsEnded !== sessionsEnded) {
+        this.letReceiversGoOn(core, now, sessionsEnded);
+      }
       return Promise.resolve(outcomes);
     } catch (error) {
       return Promise.reject(error);
@@ -298,8 +302,10 @@ class MemoryQueue extends OperationHandle {
     try {
       const core = this.current();
       const sessionsEnded = core.sessionsEnded;
-      const value = this.applyOne(core, now, operation);
-      if (wakesReceivers(operation, value)) this.letReceiversGoOn(core, now, sessionsEnded);
+      const value = this.applyOneTold(core, now, operation, sessionsEnded);
+      if (wakesReceivers(operation, value) || core.sessionsEnded !== sessionsEnded) {
+        this.letReceiversGoOn(core, now, sessionsEnded);
+      }
       return Promise.resolve(value);
     } catch (error) {
       return Promise.reject(error);
@@ -311,8 +317,10 @@ class MemoryQueue extends OperationHandle {
     try {
       const core = this.current();
       const sessionsEnded = core.sessionsEnded;
-      const value = this.applyOne(core, now, operation) as readonly unknown[];
-      if (wakesReceivers(operation, value)) this.letReceiversGoOn(core, now, sessionsEnded);
+      const value = this.applyOneTold(core, now, operation, sessionsEnded) as readonly unknown[];
+      if (wakesReceivers(operation, value) || core.sessionsEnded !== sessionsEnded) {
+        this.letReceiversGoOn(core, now, sessionsEnded);
+      }
       return Promise.resolve(value[0]);
     } catch (error) {
       return Promise.reject(error);
@@ -332,32 +340,73 @@ class MemoryQueue extends OperationHandle {
       return { deliveries: Promise.resolve([]), armed: Promise.reject(error), inPlaceBefore: true };
     }
     const { entry, deliveries } = this.handoffs.wait(core, operation, signal, place);
+    const sessionsEnded = core.sessionsEnded;
     let served: Served;
     try {
       served = this.handoffs.serve(core, now, entry);
     } catch (error) {
       return { deliveries, armed: Promise.reject(error), inPlaceBefore: true };
     }
-    // A group's member it took at most once let the next go on (R24), or another receive was
-    // refused: the others look, as after a reserve of its own; once its look is under way, so
-    // that it passes the wake-up on to the next of its lane if it takes fewer than it asked for.
-    if (!served.complete) queueMicrotask(() => this.wakes.wake(this.name));
+    // Its look ended sessions (R3, timed out; its own perhaps, which refused it): the receives
+    // it had passed over are offered what they released too, and those of the sessions learn of
+    // the end (R16). A group's member it took at most once let the next go on (R24), or another
+    // receive was refused: the others look, as after a reserve of its own. Woken once its look
+    // is under way, so that it passes the wake-up on to the next of its lane if it takes fewer
+    // than it asked for.
+    if (core.sessionsEnded !== sessionsEnded) {
+      const complete = served.complete && this.handoffs.serve(core, now).complete;
+      const wake = this.servedWake(core, complete, sessionsEnded);
+      queueMicrotask(() => this.wakes.wake(this.name, wake));
+    } else if (!served.complete) queueMicrotask(() => this.wakes.wake(this.name));
+    if (served.refused !== undefined) {
+      return { deliveries, armed: Promise.reject(served.refused), inPlaceBefore: true };
+    }
     return { deliveries, armed: Promise.resolve(core.nextEventAt()), inPlaceBefore: true };
   }
 
   /**
    * After an operation that may let receivers take jobs: the waiting receives are served now,
-   * then woken as served, unless one must look itself (see MemoryHandoffs.serve) or a session
-   * ended meanwhile (its receives learn so by looking, R16): then all are woken.
+   * then woken as served (see servedWake).
    */
   private letReceiversGoOn(core: LeaseQueue, now: number, sessionsEnded: number): void {
     const served = this.handoffs.serve(core, now);
-    if (!served.complete || core.sessionsEnded !== sessionsEnded) this.wakes.wake(this.name);
-    else {
-      this.wakes.wake(this.name, {
-        nextEventAt: core.nextEventAt() ?? Number.POSITIVE_INFINITY,
-        unseen: [],
-      });
+    this.wakes.wake(this.name, this.servedWake(core, served.complete, sessionsEnded));
+  }
+
+  /**
+   * What the wake-up after a serve of every waiting receive says (see WakeListener), the serve
+   * `complete` or not (see MemoryHandoffs.serve), `sessionsEnded` having been the queue's count
+   * of ended sessions before the operation: the sessions it ended, whose receives look (R16).
+   * Undefined, every receiver looking, when one must look itself, or when more sessions ended
+   * than the queue keeps the ids of.
+   */
+  private servedWake(
+    core: LeaseQueue,
+    complete: boolean,
+    sessionsEnded: number,
+  ): ServedWake | undefined {
+    if (!complete) return undefined;
+    const nextEventAt = core.nextEventAt() ?? Number.POSITIVE_INFINITY;
+    if (core.sessionsEnded === sessionsEnded) return { nextEventAt, unseen: [] };
+    const ended = core.endedSince(sessionsEnded);
+    return ended === undefined ? undefined : { nextEventAt, unseen: [], sessionsEnded: ended };
+  }
+
+  /**
+   * `applyOne`, but a refusal after a step that ended sessions (R3: a heartbeat of a session
+   * that timed out, say) wakes the queue's receivers before it is thrown, as a close does.
+   */
+  private applyOneTold(
+    core: LeaseQueue,
+    now: number,
+    operation: Operation,
+    sessionsEnded: number,
+  ): OperationResults[OperationType] {
+    try {
+      return this.applyOne(core, now, operation);
+    } catch (error) {
+      if (core.sessionsEnded !== sessionsEnded) this.letReceiversGoOn(core, now, sessionsEnded);
+      throw error;
     }
   }
 

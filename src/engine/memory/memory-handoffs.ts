@@ -4,6 +4,7 @@ import {
   type LeaseQueue,
   LeaseqError,
   type ReserveOperation,
+  SessionClosedError,
 } from '../../core/index.js';
 
 /** A receive waiting for a job of one queue (see QueueHandle.reserveOnReady). */
@@ -19,11 +20,16 @@ export interface MemoryWaiting {
 /** What a serve did (see MemoryHandoffs.serve). */
 export interface Served {
   /**
-   * Every receive it passed over could take nothing more; false when one was refused (its
-   * session ended: it learns so by its own look) or one took a group's member at most once, so
-   * that the next member went on (R24): those must look themselves.
+   * Every receive it passed over could take nothing more; false when one was refused (but not
+   * for its session's end, whose wake-up makes it look) or one took a group's member at most
+   * once, so that the next member went on (R24): those must look themselves.
    */
   complete: boolean;
+  /**
+   * Why the receive whose look it was (`own`) was refused after the step (R3) ran: its session
+   * ended, say. It waits no more; the others were served all the same.
+   */
+  refused?: LeaseqError;
 }
 
 /**
@@ -74,7 +80,8 @@ export class MemoryHandoffs {
    * Reserves at `now` for the receives waiting on `core`, in the order of their places, while
    * jobs are ready; each served is answered and waits no more. `own`, the receive whose look
    * this is, reserves even when nothing is ready, as a reserve of its own would: its refusal
-   * (its session ended, R16; a clock behind the queue's, R2) is thrown, as is a bad clock.
+   * (its session ended, R16) is `refused`, the others served all the same; a clock behind the
+   * queue's (R2), refused before any step, is thrown, as is any other error.
    */
   serve(core: LeaseQueue, now: number, own?: MemoryWaiting): Served {
     const served: Served = { complete: true };
@@ -91,11 +98,17 @@ export class MemoryHandoffs {
       try {
         deliveries = core.apply(now, entry.operation);
       } catch (error) {
+        if (mine && error instanceof LeaseqError && !(error instanceof ClockError)) {
+          this.end(core, entry, []);
+          served.refused = error;
+          continue;
+        }
         if (mine || !(error instanceof LeaseqError) || error instanceof ClockError) {
           if (mine) this.end(core, entry, []);
           throw error;
         }
-        served.complete = false;
+        // Its session ended: the wake-up of that end makes it look (ServedWake.sessionsEnded).
+        if (!(error instanceof SessionClosedError)) served.complete = false;
         continue;
       }
       if (deliveries.length === 0) continue;

@@ -1,4 +1,10 @@
-import { ClockError, type Delivery, LeaseqError, type ReserveOperation } from '../../core/index.js';
+import {
+  ClockError,
+  type Delivery,
+  LeaseqError,
+  type ReserveOperation,
+  SessionClosedError,
+} from '../../core/index.js';
 import type { BatchContext } from './executor.js';
 import type { QueueOps } from './queue-ops.js';
 
@@ -150,9 +156,10 @@ export class Handoffs {
         deliveries = await ops.reserve(now, entry.operation);
       } catch (error) {
         this.letGo(queue, entry);
-        // Refused for this receiver (its session ended): it learns why at its own next call.
+        // Refused for this receiver: it learns why at its own next call. Its session ended: the
+        // wake-up of that end makes it look (see ServedWake.sessionsEnded), no other need.
         if (error instanceof LeaseqError && !(error instanceof ClockError)) {
-          complete = false;
+          if (!(error instanceof SessionClosedError)) complete = false;
           continue;
         }
         throw error;

@@ -106,14 +106,15 @@ export class JobMoves {
    */
   protected sessionDeliveryAcked = false;
 
-  private sessionEnded = false;
+  /** The sessions ended in these operations, in the order they ended. */
+  private readonly sessionsEnded: string[] = [];
 
   /**
-   * Whether a session ended in these operations (closed, timed out): a receive of it that waits
+   * The sessions ended in these operations (closed, timed out): a receive of one that waits
    * must look, to learn so (R16), though no job is ready for it.
    */
-  endedSessions(): boolean {
-    return this.sessionEnded;
+  endedSessions(): readonly string[] {
+    return this.sessionsEnded;
   }
 
   /**
@@ -192,19 +193,30 @@ export class JobMoves {
     const released: Release[] = [];
     const open: SessionEnd[] = [];
     if (this.q.sessions === 0) return { released, open };
+    const ended: string[] = [];
     for (const end of await this.sessionEnds()) {
       if (end.endsAt > now) open.push(end);
       else {
+        ended.push(end.id);
         // One push each: spread as arguments, a session's 200,000 deliveries overflow the stack.
         for (const release of await this.endSession(end.id, end.endsAt)) released.push(release);
       }
+    }
+    // Whatever call's step this is (a receive, a stats read, a refused heartbeat), the queue's
+    // receivers wake as at a close: those of the sessions learn of the end by looking (R16).
+    if (ended.length > 0) {
+      await this.links?.sessionsTimedOut(this.q.name, {
+        ids: ended,
+        released: released.length > 0,
+        nextEventAt: () => this.q.nextEventAt,
+      });
     }
     return { released, open };
   }
 
   /** Deletes the session and returns its live deliveries, labelled by what ended them. */
   async endSession(sessionId: string, endedAt: number): Promise<Release[]> {
-    this.sessionEnded = true;
+    this.sessionsEnded.push(sessionId);
     await this.c.run('DELETE FROM leaseq_sessions WHERE queue = ? AND id = ?', [
       this.q.name,
       sessionId,

@@ -1,7 +1,7 @@
 import { type DeadLetterOrigin, NotFoundError } from '../../core/index.js';
 import { hasGeneratedForm } from '../../core/text.js';
 import type { BatchContext } from './executor.js';
-import type { QueueAccess } from './queue-access.js';
+import { type QueueAccess, wakeForTimedOutSessions } from './queue-access.js';
 import { loadQueueRow, type QueueRow } from './queue-row.js';
 import { backPosition } from './ready-bands.js';
 import type { SqlConnection, SqlDialect } from './sql-connection.js';
@@ -98,6 +98,14 @@ export class SqlQueueLinks {
       this.wakeOnCommit,
       origin,
     );
+  }
+
+  /** Sessions of `queue` timed out in this transaction's step (R3): see wakeForTimedOutSessions. */
+  async sessionsTimedOut(
+    queue: string,
+    ended: { ids: readonly string[]; released: boolean; nextEventAt: () => number },
+  ): Promise<void> {
+    await wakeForTimedOutSessions(this.access, this.connection, this.batch, queue, ended);
   }
 
   /** R28: once the transaction commits, this process hears that the delivery was cancelled. */

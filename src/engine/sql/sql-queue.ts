@@ -98,7 +98,8 @@ export class SqlQueue extends OperationHandle {
       const ops = await this.ops(connection, batch);
       const outcomes = await runEach(ops, now, operations, prepared);
       const done = operations.filter((_, index) => outcomes[index]?.ok);
-      const ready = done.some(makesJobsReady);
+      // Sessions that timed out at the step (R3) may have released jobs, as a close does.
+      const ready = done.some(makesJobsReady) || ops.endedSessions().length > 0;
       const freed = done.some(reschedulesReceivers);
       // A group that went on (its head acked, cancelled or moved: R24) made its next member
       // ready (or delayed) as a publish would, and room freed under the queue's prefetch lets
@@ -226,8 +227,9 @@ export class SqlQueue extends OperationHandle {
       if (operation.session !== undefined) await ops.checkSessionOpen(operation.session);
       const served = await this.access.handoffs.serve(ops, at, batch);
       // A group's head taken at most once let its next member go on (R24): receivers of other
-      // processes learn of it as of a publish.
-      if (ops.othersMayGoOn()) {
+      // processes learn of it as of a publish; sessions that timed out at the step (R3) may have
+      // released jobs, as a close does.
+      if (ops.othersMayGoOn() || ops.endedSessions().length > 0) {
         await wakeOnCommit(this.access, connection, batch, this.name, this.servedBy(ops, served));
       }
       // The bound the queue keeps (exact, or a time before the next event; after `advance`, past
@@ -375,8 +377,11 @@ export class SqlQueue extends OperationHandle {
           }
           // A group whose first member was taken at most once went on (R24): its next member is
           // ready for the other receivers, not for this call (a receiver that takes fewer than it
-          // asked for passes no wake-up on), as after an ack of that member.
-          if (ops.othersMayGoOn()) await this.letReceiversGoOn(ops, at, connection, batch);
+          // asked for passes no wake-up on), as after an ack of that member; sessions that timed
+          // out at the step (R3) may have released jobs, as a close does.
+          if (ops.othersMayGoOn() || ops.endedSessions().length > 0) {
+            await this.letReceiversGoOn(ops, at, connection, batch);
+          }
           // A call that took nothing and waits next learns the bound the queue keeps (past `at`,
           // see reserveOnReady), not the exact time in a transaction of its own, which walks
           // every open session: each of many receivers in sessions of their own looks at every
@@ -493,7 +498,7 @@ export class SqlQueue extends OperationHandle {
             lists.map((list) => list.length),
           );
         }
-        if (ops.othersMayGoOn()) {
+        if (ops.othersMayGoOn() || ops.endedSessions().length > 0) {
           await this.letReceiversGoOn(ops, latest(args), connection, batch);
         } else await this.serveReceiversHere(ops, latest(args), batch);
         return inParts(
@@ -546,15 +551,17 @@ export class SqlQueue extends OperationHandle {
   /**
    * What a wake-up after a serve says (see wakeLocallyOnCommit), read as the transaction commits:
    * the queue's next event as its row holds it then, and the receivers that began to wait unseen
-   * by the serve (`served`: its mark); undefined, every receiver looking, when the serve left
-   * one to look on its own or a session ended (its receives learn so by looking).
+   * by the serve (`served`: its mark), and the sessions ended, whose receives learn so by
+   * looking (R16); undefined, every receiver looking, when the serve left one to look on its own.
    */
   private servedBy(ops: QueueOps, served: number | undefined): (() => ServedWake) | undefined {
-    if (served === undefined || ops.endedSessions()) return undefined;
+    if (served === undefined) return undefined;
     const { handoffs } = this.access;
+    const ended = ops.endedSessions();
     return () => ({
       nextEventAt: ops.q.nextEventAt,
       unseen: handoffs.unseenSince(this.name, served),
+      ...(ended.length === 0 ? {} : { sessionsEnded: ended }),
     });
   }
 
