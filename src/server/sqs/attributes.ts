@@ -53,7 +53,9 @@ const SETTABLE: Readonly<Record<string, Rule>> = {
   Policy: { kind: 'policy' },
   RedriveAllowPolicy: { kind: 'policy' },
   KmsMasterKeyId: { kind: 'text' },
-  SqsManagedSseEnabled: { kind: 'boolean', default: 'false' },
+  // SQS encrypts a new queue with its own keys (SSE-SQS) unless told otherwise or given a KMS
+  // key: see `storedAttribute`.
+  SqsManagedSseEnabled: { kind: 'boolean', default: 'true' },
   RedrivePolicy: { kind: 'redrive' },
   FifoQueue: { kind: 'fifo-flag' },
   ContentBasedDeduplication: {
@@ -295,6 +297,11 @@ export function storedAttribute(meta: QueueMeta | undefined, name: string): stri
   const stored = meta?.attributes[name];
   // A policy set to "" was removed: SQS no longer lists it.
   if (rule?.kind === 'policy' && stored === '') return undefined;
+  // A queue has one kind of server-side encryption: one that names a KMS key (SSE-KMS, or none
+  // once the key is set to "") does not have SQS's own unless it was set so.
+  if (name === 'SqsManagedSseEnabled' && stored === undefined) {
+    return meta?.attributes.KmsMasterKeyId === undefined ? fallback : 'false';
+  }
   return stored ?? fallback;
 }
 

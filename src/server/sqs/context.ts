@@ -48,6 +48,11 @@ export interface SqsCall {
   baseUrl: string;
   /** The queue the request was posted to (query protocol at a QueueUrl), if any. */
   pathQueue?: string;
+  /**
+   * The request's `X-Amzn-Trace-Id` header, if any (the AWS SDKs send it inside AWS Lambda):
+   * the AWSTraceHeader of each message a send carries without one of its own, as SQS keeps it.
+   */
+  traceHeader?: string;
   log: FastifyBaseLogger;
   /** Aborts when the client goes away or the server shuts down. */
   signal: AbortSignal;

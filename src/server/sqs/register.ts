@@ -13,6 +13,12 @@ import type { SqsProtocol } from './protocol.js';
 import { queryProtocol } from './query-protocol.js';
 import { authenticateSigV4 } from './sigv4.js';
 
+/**
+ * The longest X-Amzn-Trace-Id kept as a message's AWSTraceHeader (an X-Ray header is about 100
+ * characters): one a proxy or client made longer is not stored with every message it sends.
+ */
+const MAX_TRACE_HEADER_CHARS = 1024;
+
 /** Room for a batch of SQS's largest messages in any encoding (JSON escapes, base64, forms). */
 const SQS_BODY_BYTES = 4 * 1024 * 1024;
 /**
@@ -96,6 +102,7 @@ async function serve(
     }
     // `/sqs/<account>/` names no queue: the request's QueueUrl must.
     const pathQueue = (request.params as { queue?: string }).queue || undefined;
+    const traceHeader = request.headers['x-amzn-trace-id'];
     const output = await withSignals(reply, sqs.services.shutdown, (signal, clientGone) =>
       handle(
         {
@@ -104,6 +111,11 @@ async function serve(
           principal,
           baseUrl: sqs.settings.baseUrl ?? `${request.protocol}://${request.headers.host}`,
           ...(pathQueue === undefined ? {} : { pathQueue }),
+          ...(typeof traceHeader === 'string' &&
+          traceHeader !== '' &&
+          traceHeader.length <= MAX_TRACE_HEADER_CHARS
+            ? { traceHeader }
+            : {}),
           log: request.log,
           signal,
           clientGone,

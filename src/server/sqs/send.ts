@@ -51,6 +51,8 @@ export function prepareSend(
   senderId: string,
   now: number,
   limits: Limits,
+  /** The request's X-Amzn-Trace-Id: the AWSTraceHeader of a message that names none itself. */
+  requestTrace?: string,
 ): PreparedSend {
   const body = input.MessageBody;
   if (body === undefined || body === null || body === '') throw missingParameter('MessageBody');
@@ -60,7 +62,9 @@ export function prepareSend(
   const delaySeconds = delayOf(input, meta, fifo);
   checkSecondsWithin(limits, 'delay', 'DelaySeconds', delaySeconds);
   const attributes = parseMessageAttributes(recordMap(input, 'MessageAttributes'));
-  const traceHeader = parseSystemAttributes(recordMap(input, 'MessageSystemAttributes'));
+  const ownTrace = parseSystemAttributes(recordMap(input, 'MessageSystemAttributes'));
+  // The message's own AWSTraceHeader comes before the request's header, as in SQS.
+  const traceHeader = ownTrace ?? requestTrace;
   const { groupId, deduplicationId, id, fifoKey } = fifo
     ? fifoIdentity(input, body, meta)
     : standardIdentity(input);
@@ -87,11 +91,12 @@ export function prepareSend(
     ...(fifo ? { messageId } : {}),
   });
   const attributesMd5 = md5OfMessageAttributes(attributes);
+  // Of the system attributes the message itself sent, which a client can check.
   const systemMd5 =
-    traceHeader === undefined
+    ownTrace === undefined
       ? undefined
       : md5OfMessageAttributes({
-          AWSTraceHeader: { DataType: 'String', StringValue: traceHeader },
+          AWSTraceHeader: { DataType: 'String', StringValue: ownTrace },
         });
   return {
     publish: {
@@ -167,7 +172,9 @@ function fifoIdentity(input: SqsInput, body: string, meta: QueueMeta | undefined
   checkFifoId('MessageGroupId', groupId);
   const given = optionalString(input, 'MessageDeduplicationId');
   let deduplicationId: string;
-  if (given !== undefined && given !== '') {
+  // An empty one is given, and invalid (1 to 128 characters), as SQS answers it: not absent,
+  // so ContentBasedDeduplication does not stand in for it.
+  if (given !== undefined) {
     deduplicationId = checkFifoId('MessageDeduplicationId', given);
   } else if (storedAttribute(meta, 'ContentBasedDeduplication') === 'true') {
     deduplicationId = contentDeduplicationId(body);

@@ -27,6 +27,7 @@ async function sendMessage(call: SqsCall, sqs: SqsServices) {
     call.principal.name,
     Date.now(),
     sqs.services.limits,
+    call.traceHeader,
   );
   // A FIFO send takes the first free job id of its de-duplication id, or is a duplicate.
   const resolved = await resolveFifoSend(await dedupPlace(sqs, queue, meta), prepared);
@@ -88,7 +89,14 @@ async function sendMessageBatch(call: SqsCall, sqs: SqsServices) {
     try {
       accepted.push({
         id: entry.Id,
-        prepared: prepareSend(entry, meta, call.principal.name, now, sqs.services.limits),
+        prepared: prepareSend(
+          entry,
+          meta,
+          call.principal.name,
+          now,
+          sqs.services.limits,
+          call.traceHeader,
+        ),
       });
     } catch (error) {
       failed.push(failedEntry(entry.Id, error));
