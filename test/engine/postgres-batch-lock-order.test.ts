@@ -138,7 +138,7 @@ it('PostgreSQL: a batch holding calls of a queue and of its dead-letter queue ta
   expect(transactionOf.get('one-dead')).toBe(transactionOf.get('one-source'));
 });
 
-it('lockOrder: a queue before the queue it dead-letters into, the others by name, a loop by name', () => {
+it('lockOrder: with their dead-letter queues, the queues furthest from the end of their chain first, then by name, a loop by name', () => {
   const links = new Map([
     ['z-source', 'b-dead'],
     ['b-dead', 'a-last'],
@@ -146,12 +146,14 @@ it('lockOrder: a queue before the queue it dead-letters into, the others by name
     ['y', 'x'],
   ]);
   expect(lockOrder(['m', 'a-last', 'b-dead', 'z-source'], links)).toEqual([
-    'm',
     'z-source',
     'b-dead',
     'a-last',
+    'm',
   ]);
-  // Links through a queue outside the batch do not count; nor does one to a queue not in it.
-  expect(lockOrder(['a-last', 'z-source'], links)).toEqual(['a-last', 'z-source']);
-  expect(lockOrder(['y', 'x', 'c'], links)).toEqual(['c', 'x', 'y']);
+  // A queue's dead-letter queue is taken with it, and a chain counts beyond the batch: two
+  // batches over any of these queues take them in one order.
+  expect(lockOrder(['a-last', 'z-source'], links)).toEqual(['z-source', 'b-dead', 'a-last']);
+  expect(lockOrder(['m', 'b-dead'], links)).toEqual(['b-dead', 'a-last', 'm']);
+  expect(lockOrder(['y', 'x', 'c'], links)).toEqual(['x', 'y', 'c']);
 });

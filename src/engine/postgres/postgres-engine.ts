@@ -41,6 +41,13 @@ export const POSTGRES_DIALECT: SqlDialect = {
   loadQueueRow: (columns) => `SELECT ${columns} FROM leaseq_load_queue(?)`,
   lockQueueName: 'SELECT pg_advisory_xact_lock(744503, hashtext(?))',
   lockDeadLetterChains: 'SELECT pg_advisory_xact_lock(744504)',
+  // UNION, not UNION ALL: a loop read half-way (R26) ends where a row comes round again.
+  deadLetterChains: (names) => `WITH RECURSIVE chain (name, options) AS (
+      SELECT name, options FROM leaseq_queues WHERE name IN ${names}
+      UNION
+      SELECT q.name, q.options FROM chain AS c
+      JOIN leaseq_queues AS q ON q.name = c.options::jsonb ->> 'deadLetterQueue')
+    SELECT name, options FROM chain`,
   oneStatement: POSTGRES_ONE_STATEMENT,
   fenceTokens,
   durableCommit: "SELECT set_config('synchronous_commit', 'on', true)",

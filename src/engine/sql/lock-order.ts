@@ -1,42 +1,37 @@
 import { byCodeUnits } from '../../core/text.js';
 
 /**
- * The order in which a transaction holding calls of several queues takes their locks, where the
- * storage keeps a lock per queue (PostgreSQL): a queue before the queue it dead-letters into, as
- * a job dying there takes them (R26); otherwise by name. Every process takes the queues of its
- * batches in this order, so that two batches never each hold a queue the other waits for.
- * `deadLetterQueueOf`: each queue's `deadLetterQueue`, as last read.
+ * The queues a transaction holding calls of several queues locks first, and the order it takes
+ * them in, where the storage keeps a lock per queue (PostgreSQL): `names`, and the queue each
+ * of them dead-letters into (R26), which a job dying there takes (a nack or a lease end past
+ * its retries, an expiry, a drop past `maxLength`). Taken then, after the batch's other queues,
+ * it could be held by another process's batch waiting for one of those. A job arriving there
+ * runs no R3 (R26): nothing dies on into the queue after it.
+ *
+ * The order is one every process keeps whatever its batch: the queues furthest from the end of
+ * their chain of dead-letter queues first (so a queue before the queue it dead-letters into, as
+ * a job dying there takes them, and as a transaction of one queue does), then by name.
+ * `deadLetterQueueOf`: each queue's `deadLetterQueue`, as last read, for `names` and every queue
+ * their chains lead to (a queue missing from it has none). A loop (refused when configured, but
+ * two updates may be read half-way) ends where a queue comes round again.
  */
 export function lockOrder(
   names: readonly string[],
   deadLetterQueueOf: ReadonlyMap<string, string | undefined>,
 ): string[] {
   const queues = new Set(names);
-  const targetOf = (name: string) => {
+  for (const name of names) {
     const target = deadLetterQueueOf.get(name);
-    return target !== undefined && target !== name && queues.has(target) ? target : undefined;
-  };
-  /** How many queues of the batch dead-letter into each one. */
-  const sources = new Map<string, number>([...queues].map((name) => [name, 0]));
+    if (target !== undefined) queues.add(target);
+  }
+  const steps = new Map<string, number>();
   for (const name of queues) {
-    const target = targetOf(name);
-    if (target !== undefined) sources.set(target, (sources.get(target) ?? 0) + 1);
-  }
-  const order: string[] = [];
-  const free = [...queues].filter((name) => sources.get(name) === 0).sort(byCodeUnits);
-  for (let name = free.shift(); name !== undefined; name = free.shift()) {
-    order.push(name);
-    const target = targetOf(name);
-    if (target === undefined) continue;
-    const left = (sources.get(target) ?? 1) - 1;
-    sources.set(target, left);
-    if (left === 0) {
-      free.push(target);
-      free.sort(byCodeUnits);
+    const seen = new Set([name]);
+    for (let next = deadLetterQueueOf.get(name); next !== undefined && !seen.has(next); ) {
+      seen.add(next);
+      next = deadLetterQueueOf.get(next);
     }
+    steps.set(name, seen.size);
   }
-  // A loop (refused when configured, R26, but two updates may be read half-way): by name.
-  const placed = new Set(order);
-  for (const name of [...queues].sort(byCodeUnits)) if (!placed.has(name)) order.push(name);
-  return order;
+  return [...queues].sort((a, b) => (steps.get(b) ?? 0) - (steps.get(a) ?? 0) || byCodeUnits(a, b));
 }

@@ -98,6 +98,12 @@ export interface SqlDialect {
    * commit, where transactions do not run one at a time: two that close a loop wait in turn.
    */
   lockDeadLetterChains?: string;
+  /**
+   * The rows (`name`, `options`) of the queues in `names` (a list of `?`, one a name) and of
+   * every queue their chains of dead-letter queues lead to (R26), in one statement, read
+   * without a lock. Absent: read a link of the chains at a time.
+   */
+  deadLetterChains?: (names: string) => string;
   /** Statement(s) run inside a transaction that made jobs of `queue` ready (cross-process wake). */
   wakeStatement?: (queue: string) => { sql: string; params: SqlValue[] };
   /**

@@ -322,21 +322,34 @@ export class SqlEngine implements Engine {
   }
 
   /**
-   * Takes the locks of `names`, the queues of one batch, in lockOrder: their dead-letter queues
-   * are read first, without a lock (one changed meanwhile only puts this batch in another order,
-   * a deadlock the storage breaks and the executor runs its calls again after).
+   * Takes the locks of `names`, the queues of one batch, and of their dead-letter queues, in
+   * lockOrder. The chains of dead-letter queues are read first, without a lock (one changed
+   * meanwhile only puts this batch in another order, a deadlock the storage breaks and the
+   * executor runs its calls again after): in one statement where the dialect has one.
    */
   private async lockQueuesInOrder(
     connection: SqlConnection,
     names: readonly string[],
   ): Promise<void> {
-    const rows = await connection.query<{ name: string; options: string }>(
-      `SELECT name, options FROM leaseq_queues WHERE name IN (${names.map(() => '?').join(', ')})`,
-      names,
-    );
-    const deadLetterQueueOf = new Map(
-      rows.map((row) => [row.name, decodeOptions(row.options).deadLetterQueue]),
-    );
+    const deadLetterQueueOf = new Map<string, string | undefined>();
+    const chains = this.parts.dialect.deadLetterChains;
+    for (let unread = [...names]; unread.length > 0; ) {
+      const list = `(${unread.map(() => '?').join(', ')})`;
+      const rows = await connection.query<{ name: string; options: string }>(
+        chains?.(list) ?? `SELECT name, options FROM leaseq_queues WHERE name IN ${list}`,
+        unread,
+      );
+      for (const name of unread) deadLetterQueueOf.set(name, undefined);
+      for (const row of rows) {
+        deadLetterQueueOf.set(row.name, decodeOptions(row.options).deadLetterQueue);
+      }
+      if (chains !== undefined) break;
+      const next = new Set<string>();
+      for (const target of deadLetterQueueOf.values()) {
+        if (target !== undefined && !deadLetterQueueOf.has(target)) next.add(target);
+      }
+      unread = [...next];
+    }
     for (const name of lockOrder(names, deadLetterQueueOf)) {
       await this.lockQueueName(connection, name);
     }
