@@ -71,7 +71,7 @@ describe.skipIf(skipBrowser)('the dashboard from the keyboard (Chromium)', () =>
     await expect.poll(() => page.title()).toBe('No such page · leaseq dashboard');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
-    await expect(page.title()).resolves.toBe('leaseq dashboard');
+    await expect.poll(() => page.title()).toBe('leaseq dashboard');
     await page.context().close();
   });
 

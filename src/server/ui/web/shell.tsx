@@ -1,10 +1,11 @@
-import { useEffect } from 'preact/hooks';
+import { useEffect, useRef } from 'preact/hooks';
 import { formatTime, visible, visibleId } from './format.js';
 import { PageMessage, PageMessageContext, usePageMessage } from './page-message.js';
 import { DeadLettersPage } from './pages/dead-letters-page.js';
 import { JobPage } from './pages/job-page.js';
 import { OverviewPage } from './pages/overview-page.js';
 import { QueuePage } from './pages/queue-page.js';
+import { type Arrival, ArrivalContext, PageTitle } from './parts/page-title.js';
 import { href, pageKey, type Route, useRoute } from './router.js';
 import { type Session, SessionContext, useFeedState, useSession } from './session.js';
 
@@ -53,9 +54,13 @@ function Page(props: { route: Route }) {
       return <JobPage queue={route.queue} id={route.id} key={`${route.queue}/${route.id}`} />;
     case 'notFound':
       return (
-        <p class="notice">
-          No such page. <a href={href.overview()}>Back to the queues</a>.
-        </p>
+        <section aria-labelledby="missing-title">
+          <PageTitle id="missing-title">No such page</PageTitle>
+          <p class="notice">
+            The dashboard has no page at this address.{' '}
+            <a href={href.overview()}>Back to the queues</a>.
+          </p>
+        </section>
       );
   }
 }
@@ -91,6 +96,26 @@ export function Shell(props: { session: Session }) {
   useEffect(() => {
     document.title = pageTitle(route);
   }, [page]);
+  // Another page opened (a link followed, Back or Forward; not the first one shown): its heading
+  // takes the focus once drawn, unless the page says what the action that opened it did, which
+  // takes it itself. The live readings of a page draw it again without opening it.
+  const arrival = useRef<Arrival>({ pending: false, heading: undefined }).current;
+  const shownPage = useRef(page);
+  if (shownPage.current !== page) {
+    shownPage.current = page;
+    arrival.pending = message?.focus !== true;
+    arrival.heading = undefined;
+  }
+  // The focus moved meanwhile (a Tab, a click, the skip link): it stays where it was put.
+  useEffect(() => {
+    const moved = (event: FocusEvent) => {
+      if (event.target === arrival.heading) return;
+      arrival.pending = false;
+      arrival.heading = undefined;
+    };
+    document.addEventListener('focusin', moved);
+    return () => document.removeEventListener('focusin', moved);
+  }, []);
   // Signed out: the sign-in form is no page of queues.
   useEffect(
     () => () => {
@@ -137,7 +162,9 @@ export function Shell(props: { session: Session }) {
       <main id="main" tabIndex={-1}>
         <PageMessage message={message} />
         <PageMessageContext.Provider value={go}>
-          <Page route={route} />
+          <ArrivalContext.Provider value={arrival}>
+            <Page route={route} />
+          </ArrivalContext.Provider>
         </PageMessageContext.Provider>
       </main>
     </SessionContext.Provider>

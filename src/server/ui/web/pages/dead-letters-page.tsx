@@ -5,6 +5,7 @@ import { type ActionState, ActionStatus, useActions } from '../parts/action-stat
 import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
 import { JobLink } from '../parts/job-link.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
+import { PageTitle } from '../parts/page-title.js';
 import { href, replaceRoute } from '../router.js';
 import { can, useSession, useTopic } from '../session.js';
 import type { DeadLetter } from '../wire.js';
@@ -274,9 +275,9 @@ export function DeadLettersPage(props: { queue: string; reason: string }) {
 
   return (
     <section aria-labelledby="dead-title">
-      <h1 id="dead-title">
+      <PageTitle id="dead-title">
         <span class="muted">Dead letters of</span> {queue}
-      </h1>
+      </PageTitle>
       <QueueTabs
         queue={queue}
         current="deadLetters"

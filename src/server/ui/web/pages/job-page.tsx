@@ -14,6 +14,7 @@ import {
 import { ActionStatus, useActions } from '../parts/action-status.js';
 import { type Confirmation, ConfirmDialog } from '../parts/confirm-dialog.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
+import { PageTitle } from '../parts/page-title.js';
 import { href } from '../router.js';
 import { can, useServerNow, useSession, useTopic } from '../session.js';
 import type { Attempt, JobView } from '../wire.js';
@@ -220,9 +221,9 @@ export function JobPage(props: { queue: string; id: string }) {
           </>
         ) : null}
       </p>
-      <h1 id="job-title" tabIndex={-1} ref={heading}>
+      <PageTitle id="job-title" headingRef={heading}>
         <span class="muted">Job</span> <span class="mono id-text">{shownId}</span>
-      </h1>
+      </PageTitle>
       <ActionStatus state={actions} />
       {gone ? (
         <div class="notice">

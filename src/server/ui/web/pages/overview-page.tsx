@@ -3,6 +3,7 @@ import { type Topic, topicKey } from '../feed.js';
 import { formatCount, formatDuration, formatRate } from '../format.js';
 import { RATE_COUNTERS, type RateCounter } from '../history.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
+import { PageTitle } from '../parts/page-title.js';
 import { Sparkline } from '../parts/sparkline.js';
 import { href, MAX_FILTER_LENGTH, replaceRoute } from '../router.js';
 import { can, useSession } from '../session.js';
@@ -84,7 +85,7 @@ export function OverviewPage(props: { filter: string; at: number }) {
   const paged = total > QUEUES_PER_PAGE || needle !== '' || shown.page.contains !== '';
   return (
     <section aria-labelledby="overview-title">
-      <h1 id="overview-title">Queues</h1>
+      <PageTitle id="overview-title">Queues</PageTitle>
       <ErrorNotice error={error} what="the latest figures" />
       {paged ? (
         <div class="toolbar">

@@ -17,6 +17,7 @@ import { Chart, type ChartSeries } from '../parts/chart.js';
 import { type Confirmation, ConfirmDialog, type Withdrawn } from '../parts/confirm-dialog.js';
 import { JobLink } from '../parts/job-link.js';
 import { ErrorNotice, Loading } from '../parts/notice.js';
+import { PageTitle } from '../parts/page-title.js';
 import { href } from '../router.js';
 import { can, useServerNow, useSession, useTopic } from '../session.js';
 import type { LiveDelivery, QueueStats, WireQueueOptions } from '../wire.js';
@@ -505,9 +506,9 @@ function QueueHead(props: {
   return (
     <>
       <div class="page-head">
-        <h1 id="queue-title" tabIndex={-1}>
+        <PageTitle id="queue-title">
           <span class="muted">Queue</span> {queue}
-        </h1>
+        </PageTitle>
         {admin && stats !== undefined ? (
           <div class="toolbar-actions">
             {stats.paused ? (
@@ -660,9 +661,12 @@ export function QueuePage(props: { queue: string }) {
   if (missing !== undefined) {
     return (
       <>
-        <p class="notice" id="queue-missing" tabIndex={-1}>
-          No queue named {queue} that this key can see.
-        </p>
+        <section aria-labelledby="queue-missing-title">
+          <PageTitle id="queue-missing-title">No such queue</PageTitle>
+          <p class="notice" id="queue-missing" tabIndex={-1}>
+            No queue named {queue} that this key can see.
+          </p>
+        </section>
         {dialog}
       </>
     );
