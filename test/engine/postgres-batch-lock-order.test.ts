@@ -1,8 +1,7 @@
-import pg from 'pg';
-import { afterEach, beforeAll, expect, it } from 'vitest';
-import { type Engine, openEngine } from '../../src/engine/index.js';
+import { expect, it } from 'vitest';
 import { lockOrder } from '../../src/engine/sql/lock-order.js';
-import { POSTGRES_URL, postgresSkipReason, uniqueQueueName } from '../crash/postgres.js';
+import { uniqueQueueName } from '../crash/postgres.js';
+import { lockWaiters, postgresProcesses } from './postgres-processes.js';
 
 /**
  * Two processes on one PostgreSQL database, each committing calls of the same two queues in
@@ -10,51 +9,13 @@ import { POSTGRES_URL, postgresSkipReason, uniqueQueueName } from '../crash/post
  * its own pool of connections. A plain client holds both queues' locks until both batches
  * wait, then lets them go at once.
  */
-let skip: string | undefined;
-const engines: Engine[] = [];
-const clients: pg.Client[] = [];
-const names: string[] = [];
-
-beforeAll(async () => {
-  skip = await postgresSkipReason();
-});
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) await client.end().catch(() => undefined);
-  const [first] = engines;
-  for (const name of names.splice(0)) await first?.deleteQueue(name);
-  await Promise.all(engines.splice(0).map((engine) => engine.close()));
-});
-
-async function engine(): Promise<Engine> {
-  const opened = await openEngine(POSTGRES_URL, { clockMode: 'follow' });
-  engines.push(opened);
-  return opened;
-}
-
-async function client(): Promise<pg.Client> {
-  const opened = new pg.Client({ connectionString: POSTGRES_URL });
-  await opened.connect();
-  clients.push(opened);
-  return opened;
-}
-
-/** Resolves once `count` backends of this database wait for a lock. */
-async function lockWaiters(observer: pg.Client, count: number): Promise<void> {
-  for (;;) {
-    const { rows } = await observer.query<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_stat_activity
-       WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-    );
-    if (Number(rows[0]?.n) >= count) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const processes = postgresProcesses({ clockMode: 'follow' });
+const { client, engine, names } = processes;
 
 it('PostgreSQL: batches of two processes holding calls of the same two queues in opposite orders commit whole, neither rolled back for a deadlock', {
   timeout: 20_000,
 }, async (context) => {
-  if (skip !== undefined) context.skip(skip);
+  if (processes.skip !== undefined) context.skip(processes.skip);
   const first = uniqueQueueName('lock-order-a');
   const second = uniqueQueueName('lock-order-b');
   names.push(first, second);
@@ -97,7 +58,7 @@ it('PostgreSQL: batches of two processes holding calls of the same two queues in
 it('PostgreSQL: a batch holding calls of a queue and of its dead-letter queue takes them in the order a job dying there does', {
   timeout: 20_000,
 }, async (context) => {
-  if (skip !== undefined) context.skip(skip);
+  if (processes.skip !== undefined) context.skip(processes.skip);
   // The dead-letter queue's name sorts first: name order alone would take it before its source.
   const target = uniqueQueueName('lock-order-a-dead');
   const source = uniqueQueueName('lock-order-b-source');

@@ -1,8 +1,7 @@
-import pg from 'pg';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConflictError, StorageLockedError } from '../../src/core/index.js';
-import { type Engine, openEngine } from '../../src/engine/index.js';
-import { POSTGRES_URL, postgresSkipReason, uniqueQueueName } from '../crash/postgres.js';
+import { uniqueQueueName } from '../crash/postgres.js';
+import { lockWaiters, postgresProcesses } from './postgres-processes.js';
 
 /**
  * Processes whose calls meet on the same queues: a queue deleted while others use it (R6, R26),
@@ -10,43 +9,8 @@ import { POSTGRES_URL, postgresSkipReason, uniqueQueueName } from '../crash/post
  * own pool of connections. A plain client holds a lock to stop a call half-way, where another
  * process's call then comes.
  */
-let skip: string | undefined;
-const engines: Engine[] = [];
-const clients: pg.Client[] = [];
-
-beforeAll(async () => {
-  skip = await postgresSkipReason();
-});
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) await client.end().catch(() => undefined);
-  await Promise.all(engines.splice(0).map((engine) => engine.close()));
-});
-
-async function engine(): Promise<Engine> {
-  const opened = await openEngine(POSTGRES_URL);
-  engines.push(opened);
-  return opened;
-}
-
-async function client(): Promise<pg.Client> {
-  const opened = new pg.Client({ connectionString: POSTGRES_URL });
-  await opened.connect();
-  clients.push(opened);
-  return opened;
-}
-
-/** Resolves once `count` backends of this database wait for a lock. */
-async function lockWaiters(observer: pg.Client, count: number): Promise<void> {
-  for (;;) {
-    const { rows } = await observer.query<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_stat_activity
-       WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-    );
-    if (Number(rows[0]?.n) >= count) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const processes = postgresProcesses();
+const { client, engine } = processes;
 
 /** Whether `promise` settles within `ms`. */
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
@@ -61,7 +25,7 @@ describe('PostgreSQL: a queue deleted while another process uses it', () => {
   it('R6: a publish of another process lands before the deletion or is refused, never left behind in no queue', {
     timeout: 20_000,
   }, async (context) => {
-    if (skip !== undefined) context.skip(skip);
+    if (processes.skip !== undefined) context.skip(processes.skip);
     const name = uniqueQueueName('delete-race');
     const deleting = await engine();
     const publishing = await engine();
@@ -91,7 +55,7 @@ describe('PostgreSQL: a queue deleted while another process uses it', () => {
   it('R26: a job dying into a dead-letter queue deleted meanwhile stays dead in its own queue', {
     timeout: 20_000,
   }, async (context) => {
-    if (skip !== undefined) context.skip(skip);
+    if (processes.skip !== undefined) context.skip(processes.skip);
     const source = uniqueQueueName('dlq-source');
     const target = uniqueQueueName('dlq-target');
     const consuming = await engine();
@@ -118,7 +82,7 @@ describe('PostgreSQL: processes whose calls lock the same queues in opposite ord
   it('a call that deadlocks with another process is run again; a transaction that does fails with STORAGE_LOCKED', {
     timeout: 20_000,
   }, async (context) => {
-    if (skip !== undefined) context.skip(skip);
+    if (processes.skip !== undefined) context.skip(processes.skip);
     const source = uniqueQueueName('deadlock-source');
     const target = uniqueQueueName('deadlock-target');
     const moving = await engine();
@@ -161,7 +125,7 @@ describe('PostgreSQL: processes whose calls lock the same queues in opposite ord
   it('R26: two processes that each name the other queue as dead-letter queue at once do not both succeed', {
     timeout: 30_000,
   }, async (context) => {
-    if (skip !== undefined) context.skip(skip);
+    if (processes.skip !== undefined) context.skip(processes.skip);
     const first = uniqueQueueName('chain-a');
     const second = uniqueQueueName('chain-b');
     const one = await engine();
