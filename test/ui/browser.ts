@@ -286,3 +286,32 @@ export async function shownAfterPolls(
     )
     .toBe(true);
 }
+
+/**
+ * The element that has the focus, as its tag and its name (its label, else its text): `button
+ * Redrive all`; `body` when no element has it.
+ */
+export const focused = (page: Page) =>
+  page.evaluate(() => {
+    const element = document.activeElement;
+    if (element === null || element === document.body) return 'body';
+    const name = element.getAttribute('aria-label') ?? element.textContent?.trim();
+    return `${element.tagName.toLowerCase()} ${name}`;
+  });
+
+/**
+ * Publishes `ids` to `queue` and rejects each (the queue's maxDeliveries set to 1), so that they
+ * die in that order, through `api` (an AdminDashboard's).
+ */
+export async function killJobs(
+  api: AdminDashboard['api'],
+  queue: string,
+  ids: readonly string[],
+): Promise<void> {
+  await api('PUT', `/v1/queues/${queue}`, { maxDeliveries: 1 });
+  await api('POST', `/v1/queues/${queue}/jobs/batch`, { jobs: ids.map((id) => ({ id })) });
+  const taken = (await api('POST', `/v1/queues/${queue}/receive`, { max: ids.length })).body;
+  for (const delivery of taken.deliveries) {
+    await api('POST', `/v1/queues/${queue}/nack`, { receipt: delivery.receipt, requeue: false });
+  }
+}

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import type { Page, Route } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { go, signIn, skipBrowser, useAdminDashboard } from './browser.js';
+import { focused, go, killJobs, signIn, skipBrowser, useAdminDashboard } from './browser.js';
 
 /**
  * A dead letter redriven or purged from its row, from the keyboard: its row goes, and the focus
@@ -10,24 +10,6 @@ import { go, signIn, skipBrowser, useAdminDashboard } from './browser.js';
 
 const dashboard = useAdminDashboard({ name: 'focus', queues: ['redriven', 'purged', 'held'] });
 const { api } = dashboard;
-
-/** Publishes `ids` to `queue` and rejects each, so that they die in that order. */
-async function kill(queue: string, ids: string[]): Promise<void> {
-  await api('PUT', `/v1/queues/${queue}`, { maxDeliveries: 1 });
-  await api('POST', `/v1/queues/${queue}/jobs/batch`, { jobs: ids.map((id) => ({ id })) });
-  const taken = (await api('POST', `/v1/queues/${queue}/receive`, { max: ids.length })).body;
-  for (const delivery of taken.deliveries) {
-    await api('POST', `/v1/queues/${queue}/nack`, { receipt: delivery.receipt, requeue: false });
-  }
-}
-
-/** The element that has the focus: its tag and its name (its label, else its text). */
-const focused = (page: Page) =>
-  page.evaluate(() => {
-    const element = document.activeElement;
-    const name = element?.getAttribute('aria-label') ?? element?.textContent?.trim();
-    return `${element?.tagName.toLowerCase()} ${name}`;
-  });
 
 const rows = (page: Page) => page.locator('table tbody tr');
 
@@ -43,7 +25,7 @@ const dead = async (queue: string) =>
 
 describe.skipIf(skipBrowser)('dead letters from the keyboard (Chromium)', () => {
   it('moves the focus to Redrive of the next row once a row is redriven, then of the row before, then to what the page says', async () => {
-    await kill('redriven', ['a1', 'a2', 'a3']);
+    await killJobs(api, 'redriven', ['a1', 'a2', 'a3']);
     const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     await openDeadLetters(page, 'redriven', 3);
     await page.getByRole('button', { name: 'Redrive a2', exact: true }).focus();
@@ -69,7 +51,7 @@ describe.skipIf(skipBrowser)('dead letters from the keyboard (Chromium)', () => 
   });
 
   it('moves the focus to Purge of the next row once a purge confirmed from the keyboard is done', async () => {
-    await kill('purged', ['p1', 'p2']);
+    await killJobs(api, 'purged', ['p1', 'p2']);
     const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     await openDeadLetters(page, 'purged', 2);
     await page.getByRole('button', { name: 'Purge p1', exact: true }).focus();
@@ -97,7 +79,7 @@ describe.skipIf(skipBrowser)('dead letters from the keyboard (Chromium)', () => 
   });
 
   it('keeps the focus on Redrive while the redrive is on its way, and takes no second one', async () => {
-    await kill('held', ['h1', 'h2']);
+    await killJobs(api, 'held', ['h1', 'h2']);
     const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     await openDeadLetters(page, 'held', 2);
     const held: Route[] = [];

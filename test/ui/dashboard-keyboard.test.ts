@@ -1,7 +1,15 @@
 /// <reference lib="dom" />
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { go, openQueuePage, signIn, skipBrowser, useAdminDashboard } from './browser.js';
+import {
+  focused,
+  go,
+  killJobs,
+  openQueuePage,
+  signIn,
+  skipBrowser,
+  useAdminDashboard,
+} from './browser.js';
 
 /**
  * The dashboard as an operator at a keyboard or with a screen reader uses it: each page named
@@ -17,24 +25,6 @@ const dashboard = useAdminDashboard({
   queues: ['titled', 'toolbar', 'single', ...PAGED],
 });
 const { api } = dashboard;
-
-/** Publishes `ids` to `queue` and rejects each, so that they die in that order. */
-async function kill(queue: string, ids: string[]): Promise<void> {
-  await api('PUT', `/v1/queues/${queue}`, { maxDeliveries: 1 });
-  await api('POST', `/v1/queues/${queue}/jobs/batch`, { jobs: ids.map((id) => ({ id })) });
-  const taken = (await api('POST', `/v1/queues/${queue}/receive`, { max: ids.length })).body;
-  for (const delivery of taken.deliveries) {
-    await api('POST', `/v1/queues/${queue}/nack`, { receipt: delivery.receipt, requeue: false });
-  }
-}
-
-/** The element that has the focus: its tag and its name (its label, else its text). */
-const focused = (page: Page) =>
-  page.evaluate(() => {
-    const element = document.activeElement;
-    const name = element?.getAttribute('aria-label') ?? element?.textContent?.trim();
-    return `${element?.tagName.toLowerCase()} ${name}`;
-  });
 
 const dead = async (queue: string) =>
   (await api('GET', `/v1/queues/${queue}/dead-letters`)).body.deadLetters.map(
@@ -58,7 +48,7 @@ async function confirmDialog(page: Page, verb: string): Promise<void> {
 
 describe.skipIf(skipBrowser)('the dashboard from the keyboard (Chromium)', () => {
   it('names the page shown in the document title', async () => {
-    await kill('titled', ['t1']);
+    await killJobs(api, 'titled', ['t1']);
     const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     await expect.poll(() => page.title()).toBe('Queues · leaseq dashboard');
     await openQueuePage(page, 'titled');
@@ -76,7 +66,7 @@ describe.skipIf(skipBrowser)('the dashboard from the keyboard (Chromium)', () =>
   });
 
   it('keeps the focus on a dead letters toolbar button once its action, confirmed from the keyboard, is done', async () => {
-    await kill('toolbar', ['b1', 'b2', 'b3']);
+    await killJobs(api, 'toolbar', ['b1', 'b2', 'b3']);
     const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     await go(page, '#/queues/toolbar/dead-letters');
     const rows = page.locator('table tbody tr');
@@ -106,7 +96,7 @@ describe.skipIf(skipBrowser)('the dashboard from the keyboard (Chromium)', () =>
   });
 
   it('gives the focus to the heading of a job page once its Redrive or Purge is done', async () => {
-    await kill('single', ['s1', 's2']);
+    await killJobs(api, 'single', ['s1', 's2']);
     const page = await signIn(dashboard.browser, dashboard.server.url, dashboard.key);
     await go(page, '#/queues/single/jobs/s1');
     await press(page, 'Redrive');

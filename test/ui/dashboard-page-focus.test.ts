@@ -2,6 +2,7 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import {
+  focused,
   go,
   nextPoll,
   openQueuePage,
@@ -22,15 +23,6 @@ import {
 
 const dashboard = useAdminDashboard({ name: 'page-focus', queues: ['walk', 'kept'] });
 const { api } = dashboard;
-
-/** The element that has the focus: its tag and its name (its label, else its text), or the body. */
-const focused = (page: Page) =>
-  page.evaluate(() => {
-    const element = document.activeElement;
-    if (element === null || element === document.body) return 'body';
-    const name = element.getAttribute('aria-label') ?? element.textContent?.trim();
-    return `${element.tagName.toLowerCase()} ${name}`;
-  });
 
 /** The text of every heading of level 1 the page shows. */
 const headings = (page: Page) =>
