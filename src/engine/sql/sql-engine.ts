@@ -373,7 +373,9 @@ export class SqlEngine implements Engine {
       );
     }
     return this.executor.submitExclusive(async (connection, batch) => {
-      const tx = new SqlTransaction(connection, batch, this.access);
+      const tx = new SqlTransaction(connection, batch, this.access, (locking, names) =>
+        this.lockQueuesInOrder(locking, names),
+      );
       let value: T;
       try {
         value = await this.transactionOfWork.run(tx, () => work(tx));

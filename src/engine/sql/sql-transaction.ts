@@ -38,6 +38,15 @@ export class SqlTransaction implements EngineTransaction {
     private readonly connection: SqlConnection,
     private readonly batch: BatchContext,
     private readonly access: QueueAccess,
+    /**
+     * Takes the locks of several queues, and of their dead-letter queues, in the order every
+     * batch of calls of several queues takes them (the engine's lockQueuesInOrder), where the
+     * storage keeps a lock per queue.
+     */
+    private readonly lockInOrder?: (
+      connection: SqlConnection,
+      names: readonly string[],
+    ) => Promise<void>,
   ) {}
 
   /**
@@ -157,17 +166,26 @@ export class SqlTransaction implements EngineTransaction {
    * Takes the lock of each queue before the rows of its schedules, as every transaction of a
    * queue does (its deletion, a replace of one of its schedules, a publish into it): holding a
    * schedule's row while waiting for its queue's lock to publish, a scheduler pass deadlocked
-   * with a deletion or a replace, which hold the lock and wait for the row. Taken in one order,
-   * by name, so that passes over the same queues wait for each other rather than deadlock.
+   * with a deletion or a replace, which hold the lock and wait for the row. Several are taken
+   * with their dead-letter queues, in the order a batch of calls of several queues takes them
+   * (lockInOrder), so that passes, and a pass and a batch of another process, over the same
+   * queues wait for each other rather than deadlock: taken by name, and a dead-letter queue only
+   * as a publish past `maxLength` dropped a job into it (R31), a pass held a queue a batch
+   * wanted next while waiting for one that batch held. One alone is taken before its
+   * dead-letter queue, as a job dying there takes them.
    */
   private async lockQueues(queues: readonly string[]): Promise<void> {
     const statement = this.access.dialect.lockQueueName;
     if (statement === undefined) return;
     const names = [...new Set(queues)].filter((name) => !this.lockedQueues.has(name));
-    for (const name of names.sort(byCodeUnits)) {
-      await this.connection.query(statement, [name]);
-      this.lockedQueues.add(name);
+    if (names.length > 1 && this.lockInOrder !== undefined) {
+      await this.lockInOrder(this.connection, names);
+    } else {
+      for (const name of names.sort(byCodeUnits)) {
+        await this.connection.query(statement, [name]);
+      }
     }
+    for (const name of names) this.lockedQueues.add(name);
   }
 
   pruneInbox(consumer: string, processedBefore: number): Promise<number> {
