@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Engine, QueueHandle } from '../../src/engine/index.js';
-import { EngineBroker, ManualClock, type Operation, SessionClosedError } from '../../src/index.js';
-import { engineFactories, queueName } from '../conformance/engines.js';
+import { type ManualClock, SessionClosedError } from '../../src/index.js';
+import { engineFactories } from '../conformance/engines.js';
+import { countedQueue, settle } from './looks.js';
 
 // R16: a session's end makes the receives waiting in it look, to learn so, and offers what it
 // released to the others in its own step: the receives of other sessions need not look. Each
@@ -12,39 +12,6 @@ afterAll(async () => {
   await Promise.all(factories.map((factory) => factory.cleanup()));
 });
 
-/** Counts the reserves receivers make through the engine's handles of `name`. */
-function countLooks(engine: Engine, name: string): { looks: number } {
-  const count = { looks: 0 };
-  const original = engine.queue.bind(engine);
-  engine.queue = async (queue, options) => {
-    const handle = await original(queue, options);
-    if (queue !== name) return handle;
-    const wrapped: QueueHandle = Object.create(handle);
-    const isReserve = (operation: Operation) => operation.type === 'reserve';
-    wrapped.run = ((now: number, operation: Operation) => {
-      if (isReserve(operation)) count.looks += 1;
-      return handle.run(now, operation);
-    }) as QueueHandle['run'];
-    wrapped.execute = (now, operations) => {
-      if (operations.some(isReserve)) count.looks += 1;
-      return handle.execute(now, operations);
-    };
-    wrapped.reserve = (now, options, allowed) => {
-      count.looks += 1;
-      return handle.reserve(now, options, allowed);
-    };
-    if (handle.reserveOnReady !== undefined) {
-      const reserveOnReady = handle.reserveOnReady.bind(handle);
-      wrapped.reserveOnReady = (now, operation, signal, place) => {
-        count.looks += 1;
-        return reserveOnReady(now, operation, signal, place);
-      };
-    }
-    return wrapped;
-  };
-  return count;
-}
-
 /** Resolves once `count` receivers sleep on `clock`, i.e. they are parked. */
 async function parked(clock: ManualClock, count: number): Promise<void> {
   const deadline = Date.now() + 5_000;
@@ -54,28 +21,8 @@ async function parked(clock: ManualClock, count: number): Promise<void> {
   expect(clock.waiting).toBe(count);
 }
 
-/** Lets pending callbacks, timers of 0 ms and storage round trips run. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 5));
-}
-
 describe.each(factories)('receives parked in sessions of their own on $name', (factory) => {
-  async function setup() {
-    const engine = await factory.open();
-    const name = queueName('session-end-looks');
-    const count = countLooks(engine, name);
-    const clock = new ManualClock(1_000);
-    const broker = new EngineBroker(engine, { clock });
-    const queue = await broker.queue(name, { visibility: 100_000 });
-    const done = async () => {
-      await broker.close();
-      if (factory.name === 'memory') return;
-      const storage = await factory.open();
-      await storage.deleteQueue(name).catch(() => false);
-      await storage.close();
-    };
-    return { clock, queue, count, done };
-  }
+  const setup = () => countedQueue(factory, 'session-end-looks', 100_000);
 
   it('R16 a session closed with 30 others parked has its own receive look, and none of theirs', async () => {
     const { clock, queue, count, done } = await setup();

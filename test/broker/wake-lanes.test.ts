@@ -1,15 +1,14 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Engine, QueueHandle } from '../../src/engine/index.js';
 import {
   build,
   type Delivery,
   EngineBroker,
   ManualClock,
   NotFoundError,
-  type Operation,
   SessionClosedError,
 } from '../../src/index.js';
 import { engineFactories, queueName } from '../conformance/engines.js';
+import { countedQueue, settle } from './looks.js';
 
 // A wake-up reaches one parked receiver per lane (receivers that can take the same jobs: those
 // of one session, or those of none), which passes it on when it may have left something for
@@ -19,61 +18,9 @@ afterAll(async () => {
   await Promise.all(factories.map((factory) => factory.cleanup()));
 });
 
-/**
- * Counts the reserves receivers make through the engine's handles of `name`; `afterLook`, when
- * set, runs (once) as a look has gone to the storage.
- */
-function countLooks(
-  engine: Engine,
-  name: string,
-): { looks: number; autoLooks: number; afterLook?: () => void } {
-  const count: { looks: number; autoLooks: number; afterLook?: () => void } = {
-    looks: 0,
-    autoLooks: 0,
-  };
-  const looked = <T>(look: T, auto = false): T => {
-    count.looks += 1;
-    if (auto) count.autoLooks += 1;
-    const after = count.afterLook;
-    count.afterLook = undefined;
-    after?.();
-    return look;
-  };
-  const original = engine.queue.bind(engine);
-  engine.queue = async (queue, options) => {
-    const handle = await original(queue, options);
-    if (queue !== name) return handle;
-    const wrapped: QueueHandle = Object.create(handle);
-    const isReserve = (operation: Operation | undefined) => operation?.type === 'reserve';
-    const isAuto = (operation: Operation) =>
-      operation.type === 'reserve' && operation.ack === 'auto';
-    wrapped.run = ((now: number, operation: Operation) => {
-      const running = handle.run(now, operation);
-      return isReserve(operation) ? looked(running, isAuto(operation)) : running;
-    }) as QueueHandle['run'];
-    wrapped.execute = (now, operations) => {
-      const running = handle.execute(now, operations);
-      return operations.some(isReserve) ? looked(running) : running;
-    };
-    wrapped.reserve = (now, options, allowed) => looked(handle.reserve(now, options, allowed));
-    if (handle.reserveOnReady !== undefined) {
-      const reserveOnReady = handle.reserveOnReady.bind(handle);
-      wrapped.reserveOnReady = (now, operation, signal, place) =>
-        looked(reserveOnReady(now, operation, signal, place), isAuto(operation));
-    }
-    return wrapped;
-  };
-  return count;
-}
-
 /** Resolves once `count` receivers sleep on `clock`, i.e. they are parked. */
 async function parked(clock: ManualClock, count: number): Promise<void> {
   while (clock.waiting < count) await new Promise((resolve) => setImmediate(resolve));
-}
-
-/** Lets pending callbacks, timers of 0 ms and storage round trips run. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
 /** Which of `receiving` have answered by now, by index. */
@@ -101,23 +48,7 @@ async function answeredBy(receiving: Promise<unknown>[], count: number): Promise
 }
 
 describe.each(factories)('parked receivers on $name', (factory) => {
-  async function setup() {
-    const engine = await factory.open();
-    const name = queueName('lanes');
-    const count = countLooks(engine, name);
-    const clock = new ManualClock(1_000);
-    const broker = new EngineBroker(engine, { clock });
-    const queue = await broker.queue(name, { visibility: 100 });
-    // Closed first: its parked receivers answer empty (deleted first, they would learn NOT_FOUND).
-    const done = async () => {
-      await broker.close();
-      if (factory.name === 'memory') return;
-      const storage = await factory.open();
-      await storage.deleteQueue(name).catch(() => false);
-      await storage.close();
-    };
-    return { clock, broker, queue, count, done };
-  }
+  const setup = () => countedQueue(factory, 'lanes', 100);
 
   it('a publish with 60 receivers parked has a few of them look, not each', async () => {
     const { clock, queue, count, done } = await setup();
@@ -323,20 +254,9 @@ describe.each(factories.filter((factory) => factory.name !== 'memory'))(
 // queue's next event, so a publish or an ack costs them no look each.
 describe.each(factories)('receivers parked in sessions of their own on $name', (factory) => {
   async function setup(sessions: number) {
-    const engine = await factory.open();
-    const name = queueName('session-lanes');
-    const count = countLooks(engine, name);
-    const clock = new ManualClock(1_000);
-    const broker = new EngineBroker(engine, { clock });
-    const queue = await broker.queue(name, { visibility: 100 });
+    const { clock, queue, count, done } = await countedQueue(factory, 'session-lanes', 100);
     const ids: string[] = [];
     for (let i = 0; i < sessions; i++) ids.push(await queue.openSession({ prefetch: 1 }));
-    const done = async () => {
-      await broker.close();
-      const storage = await factory.open();
-      await storage.deleteQueue(name).catch(() => false);
-      await storage.close();
-    };
     return { clock, queue, count, ids, done };
   }
 
