@@ -3,6 +3,7 @@ import { DELETE_STEP } from '../../src/engine/sql/delete-in-steps.js';
 import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { queueName } from '../conformance/engines.js';
+import { TurnCounter } from '../event-loop-turns.js';
 import { sqlEngineFactories } from './transaction-table.js';
 
 /**
@@ -57,12 +58,7 @@ describe('a cancel in the middle of a long band on sqlite', () => {
     const name = queueName('cancel-gap-steps');
     /** Of each statement that moves jobs: how many positions, and the turns counted then. */
     const shifts: { positions: number; turns: number }[] = [];
-    let turns = 0;
-    let ticking = true;
-    const tick = () => {
-      turns += 1;
-      if (ticking) setImmediate(tick);
-    };
+    const loop = new TurnCounter();
     try {
       const queue = await engine.queue(name, { visibility: 60_000 });
       await queue.publishBatch(
@@ -76,14 +72,14 @@ describe('a cancel in the middle of a long band on sqlite', () => {
         params: readonly SqlValue[] = [],
       ) {
         if (SHIFT.test(sql)) {
-          shifts.push({ positions: Number(params[3]) - Number(params[2]) + 1, turns });
+          shifts.push({ positions: Number(params[3]) - Number(params[2]) + 1, turns: loop.turns });
         }
         return run.call(this, sql, params);
       } as typeof run);
-      setImmediate(tick);
+      loop.start();
       // Above the middle: the jobs after it, over two steps' worth, move down.
       expect(await queue.cancel(2, `j${COUNT / 2}`)).toBe(true);
-      ticking = false;
+      loop.stop();
       expect(shifts.map((shift) => shift.positions)).toEqual([
         DELETE_STEP,
         COUNT / 2 - 1 - DELETE_STEP,
@@ -92,7 +88,7 @@ describe('a cancel in the middle of a long band on sqlite', () => {
       vi.restoreAllMocks();
       expect((await queue.inspect()).ready).toEqual(ids.filter((id) => id !== `j${COUNT / 2}`));
     } finally {
-      ticking = false;
+      loop.stop();
       vi.restoreAllMocks();
       await engine.deleteQueue(name);
       await engine.close();

@@ -3,6 +3,7 @@ import { DELETE_STEP } from '../../src/engine/sql/delete-in-steps.js';
 import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { queueName } from '../conformance/engines.js';
+import { TurnCounter } from '../event-loop-turns.js';
 import { sqlEngineFactories } from './transaction-table.js';
 
 /**
@@ -25,12 +26,7 @@ describe.each(sqlEngines)('every dead letter of a long dead set on $name', (fact
     const name = queueName('dead-letters-steps');
     /** Turns of the event loop counted at each read of dead jobs. */
     const readTurns: number[] = [];
-    let turns = 0;
-    let ticking = true;
-    const tick = () => {
-      turns += 1;
-      if (ticking) setImmediate(tick);
-    };
+    const loop = new TurnCounter();
     try {
       const queue = await engine.queue(name, { visibility: 60_000 });
       const ids = Array.from({ length: COUNT }, (_, n) => `j${n}`);
@@ -49,12 +45,12 @@ describe.each(sqlEngines)('every dead letter of a long dead set on $name', (fact
         sql: string,
         params: readonly SqlValue[] = [],
       ) {
-        if (READ.test(sql)) readTurns.push(turns);
+        if (READ.test(sql)) readTurns.push(loop.turns);
         return query.call(this, sql, params);
       } as typeof query);
-      setImmediate(tick);
+      loop.start();
       const all = await queue.deadLetters();
-      ticking = false;
+      loop.stop();
       vi.restoreAllMocks();
       expect(all.map((dead) => dead.id)).toEqual(ids);
       expect(all[COUNT - 1]).toMatchObject({ payload: { n: 4 }, reason: 'maxlen' });
@@ -67,7 +63,7 @@ describe.each(sqlEngines)('every dead letter of a long dead set on $name', (fact
         expect(third).toBeGreaterThan(second);
       }
     } finally {
-      ticking = false;
+      loop.stop();
       vi.restoreAllMocks();
       await engine.deleteQueue(name);
       await engine.close();

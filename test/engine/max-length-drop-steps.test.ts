@@ -7,6 +7,7 @@ import { PUBLISH_STEP } from '../../src/engine/sql/publish-steps.js';
 import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { queueName } from '../conformance/engines.js';
+import { TurnCounter } from '../event-loop-turns.js';
 import { sqlEngineFactories } from './transaction-table.js';
 
 /**
@@ -63,12 +64,7 @@ async function watched(
   const writes: number[] = [];
   const reads: number[] = [];
   const readTurns: number[] = [];
-  let turns = 0;
-  let ticking = true;
-  const tick = () => {
-    turns += 1;
-    if (ticking) setImmediate(tick);
-  };
+  const loop = new TurnCounter();
   const refuse = () => {
     const index = writes.length - 1;
     if (fail(index)) throw new Error(`death write ${index} refused`);
@@ -82,7 +78,7 @@ async function watched(
     ) {
       if (RANGE_READ.test(sql)) {
         reads.push(Number(params[2]) - Number(params[1]));
-        readTurns.push(turns);
+        readTurns.push(loop.turns);
       }
       return query.call(this, sql, params);
     } as typeof query);
@@ -109,11 +105,11 @@ async function watched(
       return runEach.call(this, sql, paramLists);
     } as typeof runEach);
   }
-  setImmediate(tick);
+  loop.start();
   try {
     await work();
   } finally {
-    ticking = false;
+    loop.stop();
     vi.restoreAllMocks();
   }
   return { writes, reads, readTurns };

@@ -5,6 +5,7 @@ import { PUBLISH_STEP, PUBLISH_STEP_CHARS } from '../../src/engine/sql/publish-s
 import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { queueName } from '../conformance/engines.js';
+import { TurnCounter } from '../event-loop-turns.js';
 import { sqlEngineFactories } from './transaction-table.js';
 
 /**
@@ -170,13 +171,7 @@ describe('a publish of many jobs already there on sqlite', () => {
   it('R4 looks up their ids in steps with a turn of the event loop between two', async () => {
     const engine = await (sqlite as (typeof sqlEngines)[number]).open();
     const name = queueName('lookup-steps');
-    let turns = 0;
-    let ticking = true;
-    // Counts turns by scheduling itself again for the next one.
-    const tick = () => {
-      turns += 1;
-      if (ticking) setImmediate(tick);
-    };
+    const loop = new TurnCounter();
     try {
       const queue = await engine.queue(name, { visibility: 1_000 });
       const jobs = Array.from({ length: 2_500 }, (_, index) => ({ id: `j${index}` }));
@@ -189,13 +184,13 @@ describe('a publish of many jobs already there on sqlite', () => {
         sql: string,
         params: readonly SqlValue[] = [],
       ) {
-        if (/FROM leaseq_jobs WHERE queue = \? AND id = \?/.test(sql)) lookups.push(turns);
+        if (/FROM leaseq_jobs WHERE queue = \? AND id = \?/.test(sql)) lookups.push(loop.turns);
         return query.call(this, sql, params);
       } as typeof query);
-      setImmediate(tick);
+      loop.start();
       // Every id is there: the publish only looks them up, and writes nothing.
       const results = await queue.publishBatch(2, jobs);
-      ticking = false;
+      loop.stop();
       expect(results.every((result) => result.duplicate)).toBe(true);
       expect(lookups).toHaveLength(jobs.length);
       const first = lookups[0] ?? 0;
@@ -203,7 +198,7 @@ describe('a publish of many jobs already there on sqlite', () => {
       expect(last).toBeGreaterThanOrEqual(first + 2);
       expect(await queue.stats(3)).toMatchObject({ ready: jobs.length, duplicates: jobs.length });
     } finally {
-      ticking = false;
+      loop.stop();
       vi.restoreAllMocks();
       await engine.deleteQueue(name);
       await engine.close();

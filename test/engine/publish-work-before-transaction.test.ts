@@ -5,6 +5,7 @@ import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
 import { ManualClock } from '../../src/index.js';
 import { queueName } from '../conformance/engines.js';
+import { TurnCounter } from '../event-loop-turns.js';
 import { statementsOf } from './scaling-helpers.js';
 import { sqlEngineFactories } from './transaction-table.js';
 
@@ -151,13 +152,7 @@ describe('a publish of many jobs on SQLite', () => {
   it('inserts them in steps of at most 1000 with a turn of the event loop between two', async () => {
     const engine = await (sqlite as (typeof sqlEngines)[number]).open();
     const name = queueName('insert-steps');
-    let turns = 0;
-    let ticking = true;
-    // Counts turns by scheduling itself again for the next one.
-    const tick = () => {
-      turns += 1;
-      if (ticking) setImmediate(tick);
-    };
+    const loop = new TurnCounter();
     /** Per INSERT of jobs: how many rows, and the turns counted when it ran. */
     const inserts: { rows: number; turns: number }[] = [];
     const { runEach } = SqliteConnection.prototype;
@@ -166,22 +161,23 @@ describe('a publish of many jobs on SQLite', () => {
       sql: string,
       paramLists: readonly (readonly SqlValue[])[],
     ) {
-      if (/^INSERT INTO leaseq_jobs\b/.test(sql)) inserts.push({ rows: paramLists.length, turns });
+      if (/^INSERT INTO leaseq_jobs\b/.test(sql))
+        inserts.push({ rows: paramLists.length, turns: loop.turns });
       return runEach.call(this, sql, paramLists);
     });
     try {
       const queue = await engine.queue(name, { visibility: 1_000 });
-      setImmediate(tick);
+      loop.start();
       const jobs = Array.from({ length: 2_500 }, (_, index) => ({ id: `j${index}` }));
       await queue.publishBatch(1, jobs);
-      ticking = false;
+      loop.stop();
       expect(inserts.map((insert) => insert.rows)).toEqual([1_000, 1_000, 500]);
       for (let index = 1; index < inserts.length; index += 1) {
         expect(inserts[index]?.turns).toBeGreaterThan(inserts[index - 1]?.turns ?? 0);
       }
       expect((await queue.inspect()).ready).toEqual(jobs.map((job) => job.id));
     } finally {
-      ticking = false;
+      loop.stop();
       vi.restoreAllMocks();
       await engine.deleteQueue(name);
       await engine.close();

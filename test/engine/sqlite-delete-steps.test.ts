@@ -5,6 +5,7 @@ import { ClosedError } from '../../src/core/index.js';
 import { type Engine, openEngine } from '../../src/engine/index.js';
 import type { SqlValue } from '../../src/engine/sql/sql-connection.js';
 import { SqliteConnection } from '../../src/engine/sqlite/sqlite-connection.js';
+import { TurnCounter } from '../event-loop-turns.js';
 import { temporaryDirectory } from '../temporary-directory.js';
 
 /**
@@ -50,14 +51,8 @@ async function turnsAtJobDeletes(
   action: () => Promise<unknown>,
   atStatement: (index: number) => void = () => {},
 ): Promise<number[]> {
-  let turns = 0;
-  let ticking = true;
-  // Counts turns by scheduling itself again for the next one.
-  const tick = () => {
-    turns += 1;
-    if (ticking) setImmediate(tick);
-  };
-  setImmediate(tick);
+  const loop = new TurnCounter();
+  loop.start();
   const seen: number[] = [];
   const run = SqliteConnection.prototype.run;
   const spy = vi.spyOn(SqliteConnection.prototype, 'run').mockImplementation(function (
@@ -67,7 +62,7 @@ async function turnsAtJobDeletes(
   ) {
     if (/^DELETE FROM leaseq_jobs\b/.test(sql)) {
       atStatement(seen.length);
-      seen.push(turns);
+      seen.push(loop.turns);
     }
     return run.call(this, sql, params);
   });
@@ -75,7 +70,7 @@ async function turnsAtJobDeletes(
     await action();
   } finally {
     spy.mockRestore();
-    ticking = false;
+    loop.stop();
   }
   return seen;
 }
